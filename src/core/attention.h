@@ -1,0 +1,63 @@
+#pragma once
+// Multi-head attention: the weights and the forward pass as 14 numbered steps,
+// each reported to a Tracer (see docs/walkthrough.md for the maths).
+
+#include "core/step.h"
+#include "core/tensor.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+// PyTorch's nn.Linear layout: weight (out, in), y = x Wᵀ + b.
+struct Weights {
+    Tensor w_q;  // (d_model, d_model)
+    Tensor w_k;  // (d_model, kdim)    kdim = d_model unless the state dict says otherwise
+    Tensor w_v;  // (d_model, vdim)
+    Tensor w_o;  // (d_model, d_model)
+    Tensor b_q, b_k, b_v, b_o;  // (d_model) each, or all empty for a layer without bias
+
+    std::size_t d_model() const { return w_q.size(0); }
+    std::size_t kdim() const { return w_k.size(1); }
+    std::size_t vdim() const { return w_v.size(1); }
+    bool has_bias() const { return !b_q.empty(); }
+    std::size_t parameter_count() const;
+};
+
+struct Inputs {
+    Tensor x_q;  // (B, N, d_model)  queries
+    Tensor x_k;  // (B, M, kdim)     keys     (self-attention: the same tensor as x_q)
+    Tensor x_v;  // (B, M, vdim)     values
+};
+
+// Everything step 8 applies, already in additive form (0 = may attend,
+// -inf = blocked, anything else is added to the score as PyTorch does).
+struct Masks {
+    Tensor attn_mask;    // (N, M), (B, N, M) or (B·h, N, M); empty for none
+    Tensor key_padding;  // (B, M); empty for none
+    bool causal = false;               // query i sees keys j ≤ i + (M − N): bottom-right aligned
+    std::vector<std::string> notes;    // how the given masks were read, for the trace
+};
+
+struct ForwardOptions {
+    std::size_t heads = 1;
+    std::size_t threads = 1;           // workers for the (batch, head) units and projections
+    bool zero_masked_rows = false;     // a row with every key blocked: zeros instead of NaN
+};
+
+struct ForwardResult {
+    Tensor output;                     // (B, N, d_model)
+    Tensor weights;                    // (B, h, N, M)  attention weights per head
+    std::size_t fully_masked_rows = 0; // (b, h, n) rows that had no key left to attend to
+};
+
+// Throws mha::Error when the shapes of weights, inputs and masks disagree.
+void check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                  std::size_t heads);
+
+ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                      const ForwardOptions& options, Tracer& tracer);
+
+}  // namespace mha

@@ -1,0 +1,156 @@
+// Strided tensor: the stride arithmetic behind view, transpose and contiguous.
+
+#include "core/tensor.h"
+
+#include "core/error.h"
+
+#include <numeric>
+#include <utility>
+
+namespace mha {
+
+std::string to_string(const Shape& shape) {
+    std::string text = "(";
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        text += (d ? ", " : "") + std::to_string(shape[d]);
+    }
+    return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::size_t element_count(const Shape& shape) {
+    return std::accumulate(shape.begin(), shape.end(), std::size_t{1},
+                           [](std::size_t a, std::size_t b) { return a * b; });
+}
+
+Strides contiguous_strides(const Shape& shape) {
+    Strides strides(shape.size());
+    std::size_t stride = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        strides[d] = stride;
+        stride *= shape[d];
+    }
+    return strides;
+}
+
+Tensor::Tensor(Shape shape)
+    : storage_(std::make_shared<std::vector<float>>(element_count(shape), 0.0f)),
+      shape_(std::move(shape)),
+      strides_(contiguous_strides(shape_)) {}
+
+Tensor::Tensor(Shape shape, std::vector<float> values)
+    : storage_(std::make_shared<std::vector<float>>(std::move(values))),
+      shape_(std::move(shape)),
+      strides_(contiguous_strides(shape_)) {
+    if (storage_->size() != element_count(shape_)) {
+        throw Error("tensor: " + std::to_string(storage_->size()) +
+                    " values cannot fill shape " + to_string(shape_));
+    }
+}
+
+bool Tensor::is_contiguous() const {
+    const Strides expected = contiguous_strides(shape_);
+    for (std::size_t d = 0; d < shape_.size(); ++d) {
+        if (shape_[d] != 1 && strides_[d] != expected[d]) return false;
+    }
+    return true;
+}
+
+// A view is possible when every run of old dimensions that is contiguous in
+// memory (a "chunk") is split or merged into new dimensions that stay inside
+// that chunk. Walk both shapes from the innermost dimension, chunk by chunk.
+static bool view_strides(const Shape& old_shape, const Strides& old_strides,
+                         const Shape& new_shape, Strides& new_strides) {
+    new_strides.assign(new_shape.size(), 1);
+    std::size_t new_d = new_shape.size();
+    std::size_t chunk_stride = old_strides.empty() ? 1 : old_strides.back();
+    std::size_t old_count = 1;
+    std::size_t new_count = 1;
+    for (std::size_t old_d = old_shape.size(); old_d-- > 0;) {
+        old_count *= old_shape[old_d];
+        const bool chunk_ends =
+            old_d == 0 || (old_shape[old_d - 1] != 1 &&
+                           old_strides[old_d - 1] != old_count * chunk_stride);
+        if (!chunk_ends) continue;
+        while (new_d > 0 && (new_count < old_count || new_shape[new_d - 1] == 1)) {
+            --new_d;
+            new_strides[new_d] = new_count * chunk_stride;
+            new_count *= new_shape[new_d];
+        }
+        if (new_count != old_count) return false;
+        if (old_d > 0) {
+            chunk_stride = old_strides[old_d - 1];
+            old_count = 1;
+            new_count = 1;
+        }
+    }
+    return new_d == 0;
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+    if (element_count(shape) != numel()) {
+        throw Error("view: shape " + to_string(shape) + " is invalid for a tensor of shape " +
+                    to_string(shape_) + " (" + std::to_string(numel()) + " elements)");
+    }
+    Strides strides;
+    if (!view_strides(shape_, strides_, shape, strides)) {
+        throw Error("view: cannot view a tensor of shape " + to_string(shape_) +
+                    " with strides " + to_string(strides_) + " as " + to_string(shape) +
+                    ": its elements are not laid out contiguously; call contiguous() first"
+                    " (in PyTorch: x.contiguous().view(...))");
+    }
+    Tensor result = *this;
+    result.shape_ = shape;
+    result.strides_ = std::move(strides);
+    return result;
+}
+
+Tensor Tensor::transpose(std::size_t a, std::size_t b) const {
+    if (a >= dim() || b >= dim()) {
+        throw Error("transpose: dimensions " + std::to_string(a) + " and " + std::to_string(b) +
+                    " do not both exist in a tensor of shape " + to_string(shape_));
+    }
+    Tensor result = *this;
+    std::swap(result.shape_[a], result.shape_[b]);
+    std::swap(result.strides_[a], result.strides_[b]);
+    return result;
+}
+
+Tensor Tensor::contiguous() const {
+    if (is_contiguous()) return *this;
+    return Tensor(shape_, to_vector());
+}
+
+float Tensor::at(const std::vector<std::size_t>& index) const {
+    if (index.size() != dim()) {
+        throw Error("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
+                    to_string(shape_));
+    }
+    std::size_t position = offset_;
+    for (std::size_t d = 0; d < dim(); ++d) {
+        if (index[d] >= shape_[d]) {
+            throw Error("at: index " + std::to_string(index[d]) + " is out of range for dimension " +
+                        std::to_string(d) + " of shape " + to_string(shape_));
+        }
+        position += index[d] * strides_[d];
+    }
+    return (*storage_)[position];
+}
+
+std::vector<float> Tensor::to_vector() const {
+    std::vector<float> values;
+    values.reserve(numel());
+    std::vector<std::size_t> index(dim(), 0);
+    const float* base = storage_->data() + offset_;
+    for (std::size_t n = 0; n < numel(); ++n) {
+        std::size_t position = 0;
+        for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides_[d];
+        values.push_back(base[position]);
+        for (std::size_t d = dim(); d-- > 0;) {
+            if (++index[d] < shape_[d]) break;
+            index[d] = 0;
+        }
+    }
+    return values;
+}
+
+}  // namespace mha

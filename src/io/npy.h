@@ -1,0 +1,37 @@
+#pragma once
+// NumPy's .npy and .npz files: read any little-endian, C-ordered float, bool or
+// integer array; write float32 arrays. An .npz is a zip of .npy files, stored
+// (not compressed), as numpy.savez writes it.
+
+#include "core/tensor.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mha::npy {
+
+struct Array {
+    Shape shape;
+    char kind = 'f';             // 'f' float, 'b' bool, 'i' signed integer, 'u' unsigned integer
+    std::size_t item_size = 4;   // bytes per element
+    std::vector<double> values;  // every element, C order, converted to double
+
+    std::string dtype_name() const;  // "float32", "float64", "bool", "int64", "uint8", ...
+};
+
+// `what` names the source in error messages ("mask.npy", "weights.npz: W_q.weight").
+Array parse_npy(const std::string& bytes, const std::string& what);
+Array read_npy(const std::string& path);
+// Entries by name without the ".npy" suffix, as numpy.load(path) shows them.
+std::map<std::string, Array> read_npz(const std::string& path);
+
+// The array's values as a float32 tensor of the same shape.
+Tensor to_tensor(const Array& array);
+
+std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
+// Writes to a temporary name beside `path` and renames it, so no partial file is left.
+void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
+
+}  // namespace mha::npy

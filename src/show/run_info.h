@@ -1,0 +1,28 @@
+#pragma once
+// What a printer says about a run besides its steps: the configuration and where
+// the numbers came from. Filled in by the app, read by the printers.
+
+#include <cstddef>
+#include <string>
+
+namespace mha {
+
+struct RunInfo {
+    std::size_t batch = 0;      // B
+    std::size_t seq_len = 0;    // N
+    std::size_t kv_len = 0;     // M
+    std::size_t d_model = 0;
+    std::size_t heads = 0;      // h
+    std::size_t kdim = 0;       // features of x_k (d_model unless the state dict differs)
+    std::size_t vdim = 0;       // features of x_v
+    bool self_attention = true;
+    bool bias = true;
+    bool causal = false;
+    std::size_t threads = 1;
+    std::size_t parameters = 0;
+    std::string weights_source;  // "seeded (seed 0)" or the .npz path
+    std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)
+    bool values = false;         // --values: print every traced tensor's values
+};
+
+}  // namespace mha
