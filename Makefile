@@ -3,6 +3,7 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O2 -g
+CXXSTD   := -std=c++17
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
@@ -31,7 +32,7 @@ $(TEST_OBJ): | catch2
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
+	$(CXX) $(CXXSTD) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing)
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
