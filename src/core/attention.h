@@ -6,6 +6,7 @@
 #include "core/tensor.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,14 +18,29 @@ struct Weights {
     Tensor w_k;  // (d_model, kdim)    kdim = d_model unless the state dict says otherwise
     Tensor w_v;  // (d_model, vdim)
     Tensor w_o;  // (d_model, d_model)
-    Tensor b_q, b_k, b_v, b_o;  // (d_model) each, or all empty for a layer without bias
+    Tensor b_q, b_k, b_v, b_o;  // (d_model) each; empty for a projection without bias
 
     std::size_t d_model() const { return w_q.size(0); }
     std::size_t kdim() const { return w_k.size(1); }
     std::size_t vdim() const { return w_v.size(1); }
-    bool has_bias() const { return !b_q.empty(); }
+    bool any_bias() const { return !(b_q.empty() && b_k.empty() && b_v.empty() && b_o.empty()); }
     std::size_t parameter_count() const;
 };
+
+// Every size the forward pass depends on.
+struct Sizes {
+    std::size_t batch;    // B
+    std::size_t seq_len;  // N   queries
+    std::size_t kv_len;   // M   keys and values
+    std::size_t d_model;
+    std::size_t kdim;     // features of x_k
+    std::size_t vdim;     // features of x_v
+    std::size_t heads;    // h
+};
+
+// Bytes the forward pass allocates for Q, K, V, scores, context, concat and output,
+// computed without overflow (throws mha::Error if the count exceeds 64 bits).
+std::uint64_t forward_bytes(const Sizes& sizes);
 
 struct Inputs {
     Tensor x_q;  // (B, N, d_model)  queries
@@ -53,9 +69,10 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0; // (b, h, n) rows that had no key left to attend to
 };
 
-// Throws mha::Error when the shapes of weights, inputs and masks disagree.
-void check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
-                  std::size_t heads);
+// The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
+// or d_model is not divisible by heads.
+Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                   std::size_t heads);
 
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);

@@ -1,0 +1,18 @@
+#pragma once
+// The command line: GNU-style options -> Config, and the --help text.
+
+#include "app/config.h"
+
+#include <string>
+#include <vector>
+
+namespace mha {
+
+extern const char* const version_text;
+
+// args excludes the program name. Throws mha::Error on any bad option or value.
+Config parse_args(const std::vector<std::string>& args);
+
+std::string help_text();
+
+}  // namespace mha

@@ -1,0 +1,22 @@
+#pragma once
+// The "inputs + weights" stage: weights, inputs and masks from files or seeds,
+// sizes reconciled with the options, and the memory budget checked before
+// anything large is allocated.
+
+#include "app/config.h"
+#include "core/attention.h"
+#include "show/run_info.h"
+
+namespace mha {
+
+struct Problem {
+    Weights weights;
+    Inputs inputs;
+    Masks masks;
+    ForwardOptions options;
+    RunInfo info;  // what the printers say about this run
+};
+
+Problem build_problem(const Config& config);
+
+}  // namespace mha

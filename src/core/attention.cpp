@@ -1,0 +1,271 @@
+// The forward pass of multi-head attention as 14 numbered steps.
+//
+// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k.
+//   x_q (B, N, d_model)  x_k (B, M, kdim)  x_v (B, M, vdim)
+//   1-3  Q, K, V   = x W.T + b             (B, N|M, d_model)
+//   4    view                              (B, N|M, h, d_k)
+//   5    transpose(1, 2)                   (B, h, N|M, d_k)   no copy
+//   6    scores = Q @ K.T                  (B, h, N, M)
+//   7    scores / sqrt(d_k)
+//   8    mask
+//   9    softmax over M -> weights         (B, h, N, M)
+//   10   context = weights @ V             (B, h, N, d_k)
+//   11   transpose(1, 2)                   (B, N, h, d_k)     no copy
+//   12   contiguous()                      (B, N, h, d_k)     the one copy
+//   13   view                              (B, N, d_model)    the concat
+//   14   output = concat W_o.T + b_o       (B, N, d_model)
+
+#include "core/attention.h"
+
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+
+#include <cmath>
+#include <utility>
+
+namespace mha {
+
+namespace {
+
+using Dims = std::vector<std::string>;
+
+constexpr std::size_t max_grid = 16;  // draw the mask grid only up to 16 x 16
+
+std::size_t bias_count(const Tensor& bias) { return bias.empty() ? 0 : bias.numel(); }
+
+std::string shape_error(const std::string& what, const std::string& expected, const Tensor& t) {
+    return what + ": expected shape " + expected + ", got " + to_string(t.shape());
+}
+
+Step make_step(int number, std::string name, std::string tensor, std::string expression,
+               Dims dims, const Tensor& value, std::uint64_t macs = 0) {
+    Step step;
+    step.number = number;
+    step.name = std::move(name);
+    step.tensor = std::move(tensor);
+    step.expression = std::move(expression);
+    step.dims = std::move(dims);
+    step.shape = value.shape();
+    step.strides = value.strides();
+    step.contiguous = value.is_contiguous();
+    step.macs = macs;
+    step.value = &value;
+    return step;
+}
+
+// Steps 1-3: x (B, L, in) -> x W.T + b (B, L, d_model), rows split over threads.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
+    const std::size_t rows = x.size(0) * x.size(1);
+    Tensor y({x.size(0), x.size(1), w.size(0)});
+    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
+        linear_rows(x, w, bias, y, begin, end);
+    });
+    return y;
+}
+
+// Runs body(b, h) for every (batch, head) unit, units split over threads.
+template <typename Body>
+void for_each_unit(std::size_t batch, std::size_t heads, std::size_t threads, Body body) {
+    parallel_for(batch * heads, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t u = begin; u < end; ++u) body(u / heads, u % heads);
+    });
+}
+
+// The (N, M) additive mask for unit (b, h) within attn_mask (N, M), (B, N, M) or (B·h, N, M).
+const float* unit_mask(const Tensor& attn_mask, std::size_t b, std::size_t h, const Sizes& s) {
+    if (attn_mask.dim() == 2) return attn_mask.data();
+    const std::size_t plane = s.seq_len * s.kv_len;
+    const bool per_head = attn_mask.size(0) == s.batch * s.heads;
+    return attn_mask.data() + (per_head ? b * s.heads + h : b) * plane;
+}
+
+std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
+    std::vector<std::string> notes = masks.notes;
+    if (masks.causal) {
+        notes.push_back(s.seq_len == s.kv_len
+                            ? "causal: query i attends to keys 0..i"
+                            : "causal, bottom-right aligned: query i attends to keys 0..i+" +
+                                  std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
+                                  " (the queries are the last N of the M positions)");
+    }
+    if (notes.empty()) notes.push_back("no mask: every query attends to every key");
+    return notes;
+}
+
+bool has_mask(const Masks& masks) {
+    return masks.causal || !masks.attn_mask.empty() || !masks.key_padding.empty();
+}
+
+// Which keys each query of batch 0, head 0 may still see after step 8.
+std::vector<std::vector<bool>> allowed_grid(const Tensor& scores) {
+    const MatrixView unit = head_matrix(scores, 0, 0);
+    std::vector<std::vector<bool>> grid(unit.rows, std::vector<bool>(unit.cols));
+    for (std::size_t i = 0; i < unit.rows; ++i) {
+        for (std::size_t j = 0; j < unit.cols; ++j) grid[i][j] = !(std::isinf(unit(i, j)) && unit(i, j) < 0);
+    }
+    return grid;
+}
+
+}  // namespace
+
+std::size_t Weights::parameter_count() const {
+    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + bias_count(b_q) +
+           bias_count(b_k) + bias_count(b_v) + bias_count(b_o);
+}
+
+std::uint64_t forward_bytes(const Sizes& s) {
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t floats = checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model, 4}, what),  // Q, context, concat, output
+         checked_product({s.batch, s.kv_len, s.d_model, 2}, what),   // K, V
+         checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},  // scores / weights
+        what);
+    return checked_product({floats, sizeof(float)}, what);
+}
+
+Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
+    const std::size_t E = w.d_model();
+    if (heads == 0 || E % heads != 0) {
+        throw Error("d_model " + std::to_string(E) + " is not divisible by heads " +
+                    std::to_string(heads) + "; d_k = d_model / h must be a whole number");
+    }
+    if (in.x_q.dim() != 3 || in.x_q.size(2) != E) {
+        throw Error(shape_error("query", "(B, N, " + std::to_string(E) + ")", in.x_q));
+    }
+    const std::size_t B = in.x_q.size(0);
+    const std::size_t N = in.x_q.size(1);
+    if (in.x_k.dim() != 3 || in.x_k.size(0) != B || in.x_k.size(2) != w.kdim()) {
+        throw Error(shape_error("key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
+    }
+    const std::size_t M = in.x_k.size(1);
+    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M || in.x_v.size(2) != w.vdim()) {
+        throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
+    }
+    const Tensor& am = masks.attn_mask;
+    if (!am.empty()) {
+        const bool plane = am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead = am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        if (!plane || !lead) {
+            throw Error(shape_error("attn_mask", to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                                     to_string({B * heads, N, M}),
+                                    am));
+        }
+    }
+    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
+        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
+    }
+    return {B, N, M, E, w.kdim(), w.vdim(), heads};
+}
+
+ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options, Tracer& tracer) {
+    const Sizes s = check_shapes(w, in, masks, options.heads);
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, E = s.d_model, h = s.heads;
+    const std::size_t d_k = E / h;
+    const std::size_t threads = options.threads;
+    const bool self = in.x_k.shares_storage_with(in.x_q) && in.x_v.shares_storage_with(in.x_q);
+    const std::string xq = self ? "x" : "x_q", xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
+    const std::string kdim = s.kdim == E ? "d_model" : "kdim", vdim = s.vdim == E ? "d_model" : "vdim";
+
+    // 0: the inputs
+    report(tracer, [&] { return make_step(0, "input", xq, xq, {"B", "N", "d_model"}, in.x_q); });
+    if (!self) {
+        report(tracer, [&] { return make_step(0, "input", "x_k", "x_k", {"B", "M", kdim}, in.x_k); });
+        report(tracer, [&] { return make_step(0, "input", "x_v", "x_v", {"B", "M", vdim}, in.x_v); });
+    }
+
+    // 1-3: project. (B, N, d_model) @ (d_model, d_model) -> (B, N, d_model); K, V with M rows
+    auto bias_text = [](const Tensor& b, const char* name) { return b.empty() ? std::string() : std::string(" + ") + name; };
+    const Tensor q = project(in.x_q.contiguous(), w.w_q, w.b_q, threads);
+    report(tracer, [&] { return make_step(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_text(w.b_q, "b_q"), {"B", "N", "d_model"}, q, std::uint64_t(B) * N * E * E); });
+    const Tensor k = project(in.x_k.contiguous(), w.w_k, w.b_k, threads);
+    report(tracer, [&] { return make_step(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_text(w.b_k, "b_k"), {"B", "M", "d_model"}, k, std::uint64_t(B) * M * E * s.kdim); });
+    const Tensor v = project(in.x_v.contiguous(), w.w_v, w.b_v, threads);
+    report(tracer, [&] { return make_step(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_text(w.b_v, "b_v"), {"B", "M", "d_model"}, v, std::uint64_t(B) * M * E * s.vdim); });
+
+    // 4: split d_model into h heads of d_k. (B, N, d_model) -> (B, N, h, d_k), no copy
+    const Tensor q4 = q.view({B, N, h, d_k});
+    const Tensor k4 = k.view({B, M, h, d_k});
+    const Tensor v4 = v.view({B, M, h, d_k});
+    report(tracer, [&] { return make_step(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4); });
+    report(tracer, [&] { return make_step(4, "view", "K", "K.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, k4); });
+    report(tracer, [&] { return make_step(4, "view", "V", "V.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, v4); });
+
+    // 5: heads before positions. (B, N, h, d_k) -> (B, h, N, d_k), strides swapped, no copy
+    const Tensor qh = q4.transpose(1, 2);
+    const Tensor kh = k4.transpose(1, 2);
+    const Tensor vh = v4.transpose(1, 2);
+    report(tracer, [&] { return make_step(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, qh); });
+    report(tracer, [&] { return make_step(5, "transpose", "K", "K.transpose(1, 2)", {"B", "h", "M", "d_k"}, kh); });
+    report(tracer, [&] { return make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", "h", "M", "d_k"}, vh); });
+
+    // 6: (B, h, N, d_k) x (B, h, d_k, M) -> (B, h, N, M)
+    Tensor scores({B, h, N, M});
+    const Dims scores_dims = {"B", "h", "N", "M"};
+    auto unit_scores = [&](std::size_t b, std::size_t i) { return scores.data() + (b * h + i) * N * M; };
+    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
+        matmul(head_matrix(qh, b, i), head_matrix(kh, b, i).transposed(), unit_scores(b, i), M);
+    });
+    report(tracer, [&] { return make_step(6, "scores", "scores", "Q @ K.transpose(-2, -1)", scores_dims, scores, std::uint64_t(B) * h * N * M * d_k); });
+
+    // 7: keep the scores' variance near 1 whatever d_k is
+    const float factor = float(1.0 / std::sqrt(double(d_k)));
+    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) { scale(unit_scores(b, i), N * M, factor); });
+    report(tracer, [&] {
+        Step step = make_step(7, "scale", "scores", "scores / math.sqrt(d_k)", scores_dims, scores);
+        step.notes.push_back("1/sqrt(d_k) = 1/sqrt(" + std::to_string(d_k) + ") = " + std::to_string(factor));
+        return step;
+    });
+
+    // 8: blocked keys get -inf, float masks are added
+    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
+        float* unit = unit_scores(b, i);
+        if (!masks.attn_mask.empty()) add_mask(unit, unit_mask(masks.attn_mask, b, i, s), N * M);
+        if (!masks.key_padding.empty()) add_key_padding(unit, masks.key_padding.data() + b * M, N, M);
+        if (masks.causal) apply_causal(unit, N, M);
+    });
+    report(tracer, [&] {
+        Step step = make_step(8, "mask", "scores", has_mask(masks) ? "scores + mask  (blocked: -inf)" : "scores", scores_dims, scores);
+        step.notes = mask_notes(masks, s);
+        if (has_mask(masks) && N <= max_grid && M <= max_grid) step.allowed = allowed_grid(scores);
+        return step;
+    });
+
+    // 9: each query's scores become weights over the M keys, summing to 1
+    std::vector<std::size_t> masked_rows(B * h, 0);
+    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
+        masked_rows[b * h + i] = softmax_rows(unit_scores(b, i), N, M, options.zero_masked_rows);
+    });
+    ForwardResult result;
+    result.weights = scores;
+    for (std::size_t count : masked_rows) result.fully_masked_rows += count;
+    report(tracer, [&] { return make_step(9, "softmax", "weights", "torch.softmax(scores, dim=-1)", scores_dims, result.weights); });
+
+    // 10: (B, h, N, M) x (B, h, M, d_k) -> (B, h, N, d_k)
+    Tensor context({B, h, N, d_k});
+    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
+        matmul(head_matrix(result.weights, b, i), head_matrix(vh, b, i), context.data() + (b * h + i) * N * d_k, d_k);
+    });
+    report(tracer, [&] { return make_step(10, "weights @ V", "context", "weights @ V", {"B", "h", "N", "d_k"}, context, std::uint64_t(B) * h * N * M * d_k); });
+
+    // 11-13: heads back beside each other. (B, h, N, d_k) -> (B, N, h, d_k) -> (B, N, d_model)
+    const Tensor back = context.transpose(1, 2);
+    report(tracer, [&] { return make_step(11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back); });
+    const Tensor packed = back.contiguous();
+    report(tracer, [&] {
+        Step step = make_step(12, "contiguous", "context", ".contiguous()", {"B", "N", "h", "d_k"}, packed);
+        step.copied_bytes = packed.shares_storage_with(back) ? 0 : packed.numel() * sizeof(float);
+        return step;
+    });
+    const Tensor concat = packed.view({B, N, E});
+    report(tracer, [&] { return make_step(13, "view", "concat", ".view(B, N, d_model)", {"B", "N", "d_model"}, concat); });
+
+    // 14: mix the heads. (B, N, d_model) @ (d_model, d_model) -> (B, N, d_model)
+    result.output = project(concat, w.w_o, w.b_o, threads);
+    report(tracer, [&] { return make_step(14, "project", "output", "output = concat @ W_o.T" + bias_text(w.b_o, "b_o"), {"B", "N", "d_model"}, result.output, std::uint64_t(B) * N * E * E); });
+    return result;
+}
+
+}  // namespace mha

@@ -1,0 +1,19 @@
+#pragma once
+// parallel_for: split work units into static contiguous ranges over std::threads.
+
+#include <cstddef>
+#include <functional>
+
+namespace mha {
+
+// Calls body(begin, end) on `threads` disjoint ranges covering [0, units).
+// The split depends only on units and threads, and each unit is computed by
+// the same code whichever thread runs it, so results are bit-identical for
+// every thread count. Exceptions from a worker are rethrown after all join.
+void parallel_for(std::size_t units, std::size_t threads,
+                  const std::function<void(std::size_t begin, std::size_t end)>& body);
+
+// The hardware's thread count (at least 1).
+std::size_t hardware_threads();
+
+}  // namespace mha

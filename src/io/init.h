@@ -1,0 +1,35 @@
+#pragma once
+// Seeded values that are the same with every compiler: std::mt19937 bits turned
+// into floats by our own code (the standard distributions differ between libraries).
+
+#include "core/attention.h"
+
+#include <cstdint>
+#include <random>
+
+namespace mha {
+
+class Random {
+public:
+    // `stream` separates independent sequences drawn from the same seed.
+    Random(std::uint64_t seed, std::uint32_t stream);
+    float uniform();                    // [0, 1), 24 random bits
+    float uniform(float low, float high);
+    float normal();                     // mean 0, variance 1 (Box-Muller)
+
+private:
+    std::mt19937 bits_;
+};
+
+// Xavier-uniform projections as nn.MultiheadAttention initialises them:
+// U(-a, a) with a = sqrt(6 / (fan_in + fan_out)). Biases zero, or when
+// random_bias U(-1/sqrt(d_model), 1/sqrt(d_model)) as nn.Linear draws them.
+Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::uint64_t seed);
+
+// Standard-normal inputs of the given sizes. Self-attention: one x (B, N, d_model)
+// used as query, key and value. Cross-attention: x_q (B, N, d_model) and one
+// memory (B, M, kdim) used as both key and value, as a decoder attends to its
+// encoder's output (a separate x_v (B, M, vdim) only when vdim differs).
+Inputs seeded_inputs(const Sizes& sizes, bool self_attention, std::uint64_t seed);
+
+}  // namespace mha

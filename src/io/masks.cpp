@@ -1,0 +1,51 @@
+// Reading masks with PyTorch's conventions (or the tutorials', on request).
+
+#include "io/masks.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mha {
+
+namespace {
+
+std::string describe(const npy::Array& mask, const std::string& what) {
+    return what + " (" + mask.dtype_name() + " " + to_string(mask.shape) + ")";
+}
+
+}  // namespace
+
+Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::string& what,
+                     std::string& note) {
+    if (mask.kind == 'f') {
+        note = describe(mask, what) + ": added to the scores (a float mask, as PyTorch adds it)";
+        return npy::to_tensor(mask);
+    }
+    const bool keep = meaning == MaskMeaning::Keep;
+    note = describe(mask, what) +
+           (keep ? ": 0 = blocked, non-zero = attends (--mask-means keep)"
+                 : ": True/non-zero = blocked (nn.MultiheadAttention's convention)");
+    const float blocked = -std::numeric_limits<float>::infinity();
+    std::vector<float> values(mask.values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const bool nonzero = mask.values[i] != 0.0;
+        values[i] = (nonzero != keep) ? blocked : 0.0f;
+    }
+    return Tensor(mask.shape, std::move(values));
+}
+
+void load_attn_mask(const std::string& path, MaskMeaning meaning, Masks& masks) {
+    std::string note;
+    masks.attn_mask = additive_mask(npy::read_npy(path), meaning, "attn_mask " + path, note);
+    masks.notes.push_back(note);
+}
+
+void load_key_padding_mask(const std::string& path, Masks& masks) {
+    std::string note;
+    masks.key_padding = additive_mask(npy::read_npy(path), MaskMeaning::Block,
+                                      "key_padding_mask " + path, note);
+    masks.notes.push_back(note);
+}
+
+}  // namespace mha

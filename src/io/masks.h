@@ -1,0 +1,27 @@
+#pragma once
+// Mask files -> the additive masks of step 8, with a note saying how each was read.
+
+#include "core/attention.h"
+#include "io/npy.h"
+
+#include <string>
+
+namespace mha {
+
+// How a bool or integer attn_mask is read.
+enum class MaskMeaning {
+    Block,  // True / non-zero = may NOT attend (nn.MultiheadAttention)
+    Keep,   // 0 = blocked, non-zero = may attend (masked_fill(mask == 0, -inf) in tutorials)
+};
+
+// A float mask is added as it is; a bool or integer one becomes 0 / -inf.
+// `what` names the source in the note and in errors.
+Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::string& what,
+                     std::string& note);
+
+// attn_mask from a .npy file; shape is checked later against the problem's sizes.
+void load_attn_mask(const std::string& path, MaskMeaning meaning, Masks& masks);
+// key_padding_mask (B, M) from a .npy file: True / non-zero = ignore that key.
+void load_key_padding_mask(const std::string& path, Masks& masks);
+
+}  // namespace mha

@@ -1,0 +1,179 @@
+// State-dict layouts: nn.MultiheadAttention (packed or separate projections),
+// from-scratch modules (W_q/W_k/W_v/W_o, any case) and a fused W_qkv.
+
+#include "io/weights.h"
+
+#include "core/error.h"
+
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace mha {
+
+namespace {
+
+using Arrays = std::map<std::string, npy::Array>;
+
+// Reads arrays by name, remembering which were used so leftovers can be reported.
+class StateDict {
+public:
+    StateDict(const Arrays& arrays, std::string source, std::string layout)
+        : arrays_(arrays), source_(std::move(source)), layout_(std::move(layout)) {}
+
+    bool has(const std::string& name) const { return arrays_.count(name) != 0; }
+
+    Tensor take(const std::string& name, const Shape& expected) {
+        const auto found = arrays_.find(name);
+        if (found == arrays_.end()) {
+            throw Error(source_ + ": missing array '" + name + "' of shape " + to_string(expected) +
+                        " (" + layout_ + ")");
+        }
+        if (found->second.shape != expected) {
+            throw Error(source_ + ": array '" + name + "' has shape " + to_string(found->second.shape) +
+                        ", expected " + to_string(expected));
+        }
+        if (found->second.kind != 'f') {
+            throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
+                        ", expected float32 or float64");
+        }
+        used_.insert(name);
+        return npy::to_tensor(found->second);
+    }
+
+    Tensor take_optional(const std::string& name, const Shape& expected) {
+        return has(name) ? take(name, expected) : Tensor();
+    }
+
+    void reject_leftovers() const {
+        for (const auto& [name, array] : arrays_) {
+            if (used_.count(name) == 0) {
+                throw Error(source_ + ": unexpected array '" + name + "' of shape " +
+                            to_string(array.shape) + " (" + layout_ + ")");
+            }
+        }
+    }
+
+    // The leading size of `name`, to learn d_model before the shapes are checked.
+    std::size_t rows_of(const std::string& name) const {
+        const auto found = arrays_.find(name);
+        if (found == arrays_.end()) return 0;
+        const Shape& shape = found->second.shape;
+        if (shape.size() != 2) {
+            throw Error(source_ + ": array '" + name + "' has shape " + to_string(shape) +
+                        ", expected a matrix (out_features, in_features)");
+        }
+        return shape[0];
+    }
+
+    std::size_t cols_of(const std::string& name) const {
+        return rows_of(name) == 0 ? 0 : arrays_.at(name).shape[1];
+    }
+
+private:
+    const Arrays& arrays_;
+    std::string source_;
+    std::string layout_;
+    std::set<std::string> used_;
+};
+
+// Rows [part * E, (part + 1) * E) of a packed (3E, ...) tensor, as a copy.
+Tensor part_of(const Tensor& packed, std::size_t part, std::size_t E) {
+    if (packed.empty()) return packed;
+    Shape shape = packed.shape();
+    shape[0] = E;
+    const std::size_t count = packed.numel() / 3;
+    const float* begin = packed.data() + part * count;
+    return Tensor(shape, std::vector<float>(begin, begin + count));
+}
+
+void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w) {
+    w.w_q = part_of(weight, 0, E);
+    w.w_k = part_of(weight, 1, E);
+    w.w_v = part_of(weight, 2, E);
+    w.b_q = part_of(bias, 0, E);
+    w.b_k = part_of(bias, 1, E);
+    w.b_v = part_of(bias, 2, E);
+}
+
+const char* const torch_layout =
+    "nn.MultiheadAttention: in_proj_weight (3E, E) or q/k/v_proj_weight, in_proj_bias (3E), "
+    "out_proj.weight (E, E), out_proj.bias (E)";
+
+Weights torch_packed(StateDict& dict) {
+    const std::size_t E = dict.cols_of("in_proj_weight");
+    Weights w;
+    const Tensor weight = dict.take("in_proj_weight", {3 * E, E});
+    const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
+    split_packed(weight, bias, E, w);
+    w.w_o = dict.take("out_proj.weight", {E, E});
+    w.b_o = dict.take_optional("out_proj.bias", {E});
+    return w;
+}
+
+Weights torch_separate(StateDict& dict) {
+    const std::size_t E = dict.rows_of("q_proj_weight");
+    Weights w;
+    w.w_q = dict.take("q_proj_weight", {E, E});
+    w.w_k = dict.take("k_proj_weight", {E, dict.cols_of("k_proj_weight")});
+    w.w_v = dict.take("v_proj_weight", {E, dict.cols_of("v_proj_weight")});
+    const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
+    w.b_q = part_of(bias, 0, E);
+    w.b_k = part_of(bias, 1, E);
+    w.b_v = part_of(bias, 2, E);
+    w.w_o = dict.take("out_proj.weight", {E, E});
+    w.b_o = dict.take_optional("out_proj.bias", {E});
+    return w;
+}
+
+// From-scratch modules: prefix "W_" or "w_" for the names q, k, v, o (or qkv).
+Weights scratch(StateDict& dict, const std::string& prefix) {
+    const std::size_t E = dict.has(prefix + "q.weight") ? dict.rows_of(prefix + "q.weight")
+                                                        : dict.cols_of(prefix + "qkv.weight");
+    Weights w;
+    if (dict.has(prefix + "qkv.weight")) {
+        const Tensor weight = dict.take(prefix + "qkv.weight", {3 * E, E});
+        const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * E});
+        split_packed(weight, bias, E, w);
+    } else {
+        w.w_q = dict.take(prefix + "q.weight", {E, E});
+        w.w_k = dict.take(prefix + "k.weight", {E, E});
+        w.w_v = dict.take(prefix + "v.weight", {E, E});
+        w.b_q = dict.take_optional(prefix + "q.bias", {E});
+        w.b_k = dict.take_optional(prefix + "k.bias", {E});
+        w.b_v = dict.take_optional(prefix + "v.bias", {E});
+    }
+    w.w_o = dict.take(prefix + "o.weight", {E, E});
+    w.b_o = dict.take_optional(prefix + "o.bias", {E});
+    return w;
+}
+
+}  // namespace
+
+Weights weights_from_state_dict(const Arrays& arrays, const std::string& source) {
+    Weights w;
+    if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
+        StateDict dict(arrays, source, torch_layout);
+        w = dict.has("in_proj_weight") ? torch_packed(dict) : torch_separate(dict);
+        dict.reject_leftovers();
+        return w;
+    }
+    for (const std::string prefix : {"W_", "w_"}) {
+        if (arrays.count(prefix + "q.weight") || arrays.count(prefix + "qkv.weight")) {
+            StateDict dict(arrays, source,
+                           "a from-scratch module: " + prefix + "q, " + prefix + "k, " + prefix + "v (or " +
+                               prefix + "qkv) and " + prefix + "o, each .weight with optional .bias");
+            w = scratch(dict, prefix);
+            dict.reject_leftovers();
+            return w;
+        }
+    }
+    throw Error(source + ": not a state dict mha knows; expected nn.MultiheadAttention's in_proj_weight "
+                "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
+}
+
+Weights load_weights(const std::string& path) {
+    return weights_from_state_dict(npy::read_npz(path), path);
+}
+
+}  // namespace mha

@@ -1,0 +1,20 @@
+#pragma once
+// A PyTorch state dict saved as .npz -> Weights. Understands nn.MultiheadAttention's
+// names and the names from-scratch modules use; anything else is an error that
+// names the array and the shape expected.
+
+#include "core/attention.h"
+#include "io/npy.h"
+
+#include <map>
+#include <string>
+
+namespace mha {
+
+// `source` names the file in error messages.
+Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
+                                const std::string& source);
+
+Weights load_weights(const std::string& path);
+
+}  // namespace mha

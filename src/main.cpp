@@ -1,0 +1,73 @@
+// mha: multi-head attention, step by step. The pipeline in order:
+//   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report -> save
+// Every error becomes one line on stderr and exit status 2.
+
+#include "app/cli.h"
+#include "app/problem.h"
+#include "core/attention.h"
+#include "core/error.h"
+#include "io/npy.h"
+#include "show/json_report.h"
+#include "show/text_report.h"
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <new>
+
+namespace {
+
+std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
+    if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
+    return std::make_unique<mha::TextReport>(std::cout, config.trace);
+}
+
+void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
+    if (result.fully_masked_rows == 0) return;
+    std::cerr << "mha: warning: " << result.fully_masked_rows
+              << " query row(s) have every key blocked; their attention weights are "
+              << (zeroed ? "zero (--masked-rows zero)" : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
+              << "\n";
+}
+
+int run(const std::vector<std::string>& args) {
+    const mha::Config config = mha::parse_args(args);
+    if (config.help) {
+        std::cout << mha::help_text();
+        return 0;
+    }
+    if (config.version) {
+        std::cout << mha::version_text << "\n";
+        return 0;
+    }
+    const mha::Problem problem = mha::build_problem(config);
+
+    const std::unique_ptr<mha::Report> report = make_report(config);
+    report->begin(problem.info);
+    const auto start = std::chrono::steady_clock::now();
+    const mha::ForwardResult result =
+        mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, *report);
+    const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+    report->finish(result, elapsed.count());
+    warn_masked_rows(result, config.zero_masked_rows);
+
+    if (!config.save_path.empty()) {
+        mha::npy::write_npz(config.save_path, {{"output", result.output}, {"attn_weights", result.weights}});
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const mha::Error& error) {
+        std::cerr << "mha: error: " << error.what() << "\n";
+    } catch (const std::bad_alloc&) {
+        std::cerr << "mha: error: out of memory; try smaller sizes or a lower --max-memory\n";
+    } catch (const std::exception& error) {
+        std::cerr << "mha: error: " << error.what() << "\n";
+    }
+    return 2;
+}
