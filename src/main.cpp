@@ -41,6 +41,7 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     const mha::Problem problem = mha::build_problem(config);
+    if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
 
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);

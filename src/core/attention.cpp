@@ -23,6 +23,7 @@
 #include "core/parallel.h"
 
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 namespace mha {
@@ -208,14 +209,16 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
         matmul(head_matrix(qh, b, i), head_matrix(kh, b, i).transposed(), unit_scores(b, i), M);
     });
-    report(tracer, [&] { return make_step(6, "scores", "scores", "Q @ K.transpose(-2, -1)", scores_dims, scores, std::uint64_t(B) * h * N * M * d_k); });
+    report(tracer, [&] { return make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims, scores, std::uint64_t(B) * h * N * M * d_k); });
 
     // 7: keep the scores' variance near 1 whatever d_k is
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) { scale(unit_scores(b, i), N * M, factor); });
     report(tracer, [&] {
         Step step = make_step(7, "scale", "scores", "scores / math.sqrt(d_k)", scores_dims, scores);
-        step.notes.push_back("1/sqrt(d_k) = 1/sqrt(" + std::to_string(d_k) + ") = " + std::to_string(factor));
+        std::ostringstream note;
+        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
+        step.notes.push_back(note.str());
         return step;
     });
 
@@ -227,7 +230,7 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
         if (masks.causal) apply_causal(unit, N, M);
     });
     report(tracer, [&] {
-        Step step = make_step(8, "mask", "scores", has_mask(masks) ? "scores + mask  (blocked: -inf)" : "scores", scores_dims, scores);
+        Step step = make_step(8, "mask", "scores", has_mask(masks) ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", scores_dims, scores);
         step.notes = mask_notes(masks, s);
         if (has_mask(masks) && N <= max_grid && M <= max_grid) step.allowed = allowed_grid(scores);
         return step;
@@ -241,26 +244,26 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     ForwardResult result;
     result.weights = scores;
     for (std::size_t count : masked_rows) result.fully_masked_rows += count;
-    report(tracer, [&] { return make_step(9, "softmax", "weights", "torch.softmax(scores, dim=-1)", scores_dims, result.weights); });
+    report(tracer, [&] { return make_step(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", scores_dims, result.weights); });
 
     // 10: (B, h, N, M) x (B, h, M, d_k) -> (B, h, N, d_k)
     Tensor context({B, h, N, d_k});
     for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
         matmul(head_matrix(result.weights, b, i), head_matrix(vh, b, i), context.data() + (b * h + i) * N * d_k, d_k);
     });
-    report(tracer, [&] { return make_step(10, "weights @ V", "context", "weights @ V", {"B", "h", "N", "d_k"}, context, std::uint64_t(B) * h * N * M * d_k); });
+    report(tracer, [&] { return make_step(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context, std::uint64_t(B) * h * N * M * d_k); });
 
     // 11-13: heads back beside each other. (B, h, N, d_k) -> (B, N, h, d_k) -> (B, N, d_model)
     const Tensor back = context.transpose(1, 2);
     report(tracer, [&] { return make_step(11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back); });
     const Tensor packed = back.contiguous();
     report(tracer, [&] {
-        Step step = make_step(12, "contiguous", "context", ".contiguous()", {"B", "N", "h", "d_k"}, packed);
+        Step step = make_step(12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed);
         step.copied_bytes = packed.shares_storage_with(back) ? 0 : packed.numel() * sizeof(float);
         return step;
     });
     const Tensor concat = packed.view({B, N, E});
-    report(tracer, [&] { return make_step(13, "view", "concat", ".view(B, N, d_model)", {"B", "N", "d_model"}, concat); });
+    report(tracer, [&] { return make_step(13, "view", "concat", "concat = context.view(B, N, d_model)", {"B", "N", "d_model"}, concat); });
 
     // 14: mix the heads. (B, N, d_model) @ (d_model, d_model) -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, threads);

@@ -121,6 +121,7 @@ Tensor Tensor::contiguous() const {
 }
 
 float Tensor::at(const std::vector<std::size_t>& index) const {
+    if (!storage_) throw Error("at: the tensor is empty");
     if (index.size() != dim()) {
         throw Error("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
                     to_string(shape_));
@@ -140,7 +141,7 @@ std::vector<float> Tensor::to_vector() const {
     std::vector<float> values;
     values.reserve(numel());
     std::vector<std::size_t> index(dim(), 0);
-    const float* base = storage_->data() + offset_;
+    const float* base = data();
     for (std::size_t n = 0; n < numel(); ++n) {
         std::size_t position = 0;
         for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides_[d];

@@ -28,7 +28,7 @@ public:
     std::size_t offset() const { return offset_; }
     std::size_t dim() const { return shape_.size(); }
     std::size_t size(std::size_t d) const { return shape_.at(d); }
-    std::size_t numel() const { return element_count(shape_); }
+    std::size_t numel() const { return storage_ ? element_count(shape_) : 0; }
     bool empty() const { return storage_ == nullptr; }
 
     bool is_contiguous() const;
@@ -41,9 +41,9 @@ public:
     // *this when already contiguous, otherwise a C-ordered copy.
     Tensor contiguous() const;
 
-    // Pointer to element (0, ..., 0); index with the strides.
-    float* data() { return storage_->data() + offset_; }
-    const float* data() const { return storage_->data() + offset_; }
+    // Pointer to element (0, ..., 0), or nullptr for an empty tensor; index with the strides.
+    float* data() { return storage_ ? storage_->data() + offset_ : nullptr; }
+    const float* data() const { return storage_ ? storage_->data() + offset_ : nullptr; }
     float at(const std::vector<std::size_t>& index) const;
     std::vector<float> to_vector() const;  // the elements in C order
 

@@ -31,6 +31,8 @@ std::map<std::string, Array> read_npz(const std::string& path);
 Tensor to_tensor(const Array& array);
 
 std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
+// Throws mha::Error when `path` cannot be written (checked before a long computation).
+void check_writable(const std::string& path);
 // Writes to a temporary name beside `path` and renames it, so no partial file is left.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
 

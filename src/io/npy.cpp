@@ -1,0 +1,779 @@
+// NumPy .npy/.npz files: header parsing, dtype decoding, zip records and CRC-32, float32 writing.
+
+#include "io/npy.h"
+
+#include "core/error.h"
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string_view>
+
+namespace mha::npy {
+
+namespace {
+
+// ---- bytes and files -------------------------------------------------------
+
+const std::string npy_magic("\x93NUMPY", 6);
+constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
+
+std::uint64_t load_le(const unsigned char* bytes, std::size_t width) {
+    std::uint64_t value = 0;
+    for (std::size_t i = width; i-- > 0;) value = (value << 8) | bytes[i];
+    return value;
+}
+
+// A little-endian field of a record whose length the caller has already checked.
+std::uint64_t field(std::string_view record, std::size_t at, std::size_t width) {
+    return load_le(reinterpret_cast<const unsigned char*>(record.data()) + at, width);
+}
+
+void append_le(std::string& out, std::uint64_t value, std::size_t width) {
+    for (std::size_t i = 0; i < width; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+// bytes[at, at + length), or an Error saying `problem` when that runs past the end.
+std::string_view slice(std::string_view bytes, std::uint64_t at, std::uint64_t length,
+                       const std::string& problem) {
+    if (at > bytes.size() || length > bytes.size() - at) throw Error(problem);
+    return bytes.substr(at, length);
+}
+
+std::string hex32(std::uint32_t value) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08lx", static_cast<unsigned long>(value));
+    return text;
+}
+
+// Text from a file, safe to put in a one-line message: control characters become '?'.
+std::string printable(std::string_view text) {
+    std::string result(text);
+    for (char& c : result) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+    }
+    return result;
+}
+
+std::string system_error(const std::string& action, const std::string& path, int error) {
+    return "cannot " + action + " " + path + ": " + std::strerror(error);
+}
+
+struct FileCloser {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+};
+using FileHandle = std::unique_ptr<std::FILE, FileCloser>;
+
+std::string read_file(const std::string& path) {
+    const FileHandle file(std::fopen(path.c_str(), "rb"));
+    if (!file) throw Error(system_error("read", path, errno));
+    std::string bytes;
+    std::string chunk(1 << 16, '\0');
+    while (const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get())) {
+        bytes.append(chunk.data(), got);
+    }
+    if (std::ferror(file.get())) throw Error(system_error("read", path, errno));
+    return bytes;
+}
+
+// ---- CRC-32 (the zip checksum: reflected polynomial 0xEDB88320) -------------
+
+constexpr std::array<std::uint32_t, 256> make_crc_table() {
+    std::array<std::uint32_t, 256> table{};
+    for (std::uint32_t n = 0; n < 256; ++n) {
+        std::uint32_t c = n;
+        for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[n] = c;
+    }
+    return table;
+}
+
+constexpr std::array<std::uint32_t, 256> crc_table = make_crc_table();
+
+std::uint32_t crc32(std::string_view bytes) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (const char byte : bytes) {
+        c = crc_table[(c ^ static_cast<unsigned char>(byte)) & 0xFF] ^ (c >> 8);
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+// ---- dtypes ----------------------------------------------------------------
+
+using Decoder = double (*)(const unsigned char*);
+
+double decode_float32(const unsigned char* p) {
+    const auto bits = static_cast<std::uint32_t>(load_le(p, 4));
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+double decode_float64(const unsigned char* p) {
+    const std::uint64_t bits = load_le(p, 8);
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+double decode_bool(const unsigned char* p) { return *p != 0 ? 1.0 : 0.0; }
+
+template <std::size_t Width>
+double decode_unsigned(const unsigned char* p) {
+    return static_cast<double>(load_le(p, Width));
+}
+
+template <std::size_t Width>
+double decode_signed(const unsigned char* p) {
+    const std::uint64_t sign = std::uint64_t{1} << (8 * Width - 1);
+    const std::uint64_t extended = (load_le(p, Width) ^ sign) - sign;  // two's complement, 64 bits
+    std::int64_t value;
+    std::memcpy(&value, &extended, sizeof value);
+    return static_cast<double>(value);
+}
+
+struct DType {
+    char kind;
+    std::size_t item_size;
+    Decoder decode;
+};
+
+constexpr DType supported_dtypes[] = {
+    {'f', 4, decode_float32},     {'f', 8, decode_float64},     {'b', 1, decode_bool},
+    {'i', 1, decode_signed<1>},   {'i', 2, decode_signed<2>},   {'i', 4, decode_signed<4>},
+    {'i', 8, decode_signed<8>},   {'u', 1, decode_unsigned<1>}, {'u', 2, decode_unsigned<2>},
+    {'u', 4, decode_unsigned<4>}, {'u', 8, decode_unsigned<8>},
+};
+
+Error unsupported_dtype(const std::string& descr, const std::string& what) {
+    return Error(what + ": unsupported dtype '" + printable(descr) +
+                 "'; expected float32, float64, bool or (u)int8/16/32/64"
+                 " (convert it with arr.astype('<f4') before saving)");
+}
+
+const DType* find_dtype(char kind, const std::string& size_digits) {
+    for (const DType& dtype : supported_dtypes) {
+        if (dtype.kind == kind && size_digits == std::to_string(dtype.item_size)) return &dtype;
+    }
+    return nullptr;
+}
+
+// descr is byte order + kind + size, e.g. "<f4", "|b1"; byte order is moot for 1-byte items.
+DType parse_dtype(const std::string& descr, const std::string& what) {
+    const DType* dtype = descr.size() >= 3 ? find_dtype(descr[1], descr.substr(2)) : nullptr;
+    const char order = descr.empty() ? '?' : descr[0];
+    if (!dtype || std::string_view("<>=|").find(order) == std::string_view::npos) {
+        throw unsupported_dtype(descr, what);
+    }
+    if (dtype->item_size == 1 || order == '<' || order == '=') return *dtype;
+    if (order == '|') throw unsupported_dtype(descr, what);
+    throw Error(what + ": big-endian dtype '" + descr +
+                "' is not supported; convert it with arr.astype('<" + descr.substr(1) +
+                "') before saving");
+}
+
+// ---- the .npy header: a Python dict literal --------------------------------
+
+struct Header {
+    std::string descr;
+    bool fortran_order = false;
+    Shape shape;
+};
+
+// Reads {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } in any key order,
+// with any spacing and optional trailing commas.
+class HeaderParser {
+public:
+    HeaderParser(std::string_view text, const std::string& what) : text_(text), what_(what) {}
+
+    Header parse() {
+        Header header;
+        std::set<std::string> seen;
+        expect('{', "'{'");
+        while (!accept('}')) {
+            parse_entry(header, seen);
+            if (!accept(',')) {
+                expect('}', "',' or '}'");
+                break;
+            }
+        }
+        skip_spaces();
+        if (pos_ != text_.size()) fail("the end of the header after '}'");
+        for (const char* key : {"descr", "fortran_order", "shape"}) {
+            if (!seen.count(key)) throw Error(what_ + ": .npy header has no '" + key + "' key");
+        }
+        return header;
+    }
+
+private:
+    void parse_entry(Header& header, std::set<std::string>& seen) {
+        const std::string key = parse_string("a quoted key");
+        if (!seen.insert(key).second) {
+            throw Error(what_ + ": .npy header repeats the key '" + printable(key) + "'");
+        }
+        expect(':', "':'");
+        if (key == "descr") {
+            header.descr = parse_descr();
+        } else if (key == "fortran_order") {
+            header.fortran_order = parse_bool();
+        } else if (key == "shape") {
+            header.shape = parse_shape();
+        } else {
+            throw Error(what_ + ": .npy header has an unexpected key '" + printable(key) +
+                        "'; expected only descr, fortran_order and shape");
+        }
+    }
+
+    std::string parse_descr() {
+        skip_spaces();
+        if (pos_ < text_.size() && text_[pos_] == '[') {
+            throw Error(what_ + ": structured dtypes (records with named fields) are not"
+                                " supported; expected a plain float, bool or integer array");
+        }
+        return parse_string("a quoted dtype such as '<f4'");
+    }
+
+    std::string parse_string(const char* expected) {
+        skip_spaces();
+        const char quote = pos_ < text_.size() ? text_[pos_] : '\0';
+        const std::size_t end = text_.find(quote, pos_ + 1);
+        if ((quote != '\'' && quote != '"') || end == std::string_view::npos) fail(expected);
+        const std::string value(text_.substr(pos_ + 1, end - pos_ - 1));
+        pos_ = end + 1;
+        return value;
+    }
+
+    bool parse_bool() {
+        skip_spaces();
+        for (const bool value : {true, false}) {
+            const std::string_view word = value ? "True" : "False";
+            if (text_.substr(pos_, word.size()) == word) {
+                pos_ += word.size();
+                return value;
+            }
+        }
+        fail("True or False");
+    }
+
+    Shape parse_shape() {
+        Shape shape;
+        expect('(', "a shape tuple such as (2, 3)");
+        while (!accept(')')) {
+            shape.push_back(parse_dimension());
+            if (!accept(',')) {
+                expect(')', "',' or ')' in the shape");
+                break;
+            }
+        }
+        return shape;
+    }
+
+    std::size_t parse_dimension() {
+        skip_spaces();
+        if (pos_ >= text_.size() || !is_digit(text_[pos_])) fail("a non-negative dimension");
+        constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+        std::size_t value = 0;
+        for (; pos_ < text_.size() && is_digit(text_[pos_]); ++pos_) {
+            const auto digit = static_cast<std::size_t>(text_[pos_] - '0');
+            if (value > (max - digit) / 10) {
+                throw Error(what_ + ": a dimension in the .npy shape overflows 64 bits");
+            }
+            value = value * 10 + digit;
+        }
+        if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;  // Python 2 long, as old numpy wrote
+        return value;
+    }
+
+    static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+    void skip_spaces() {
+        while (pos_ < text_.size() &&
+               std::string_view(" \t\r\n").find(text_[pos_]) != std::string_view::npos) {
+            ++pos_;
+        }
+    }
+
+    bool accept(char c) {
+        skip_spaces();
+        if (pos_ >= text_.size() || text_[pos_] != c) return false;
+        ++pos_;
+        return true;
+    }
+
+    void expect(char c, const char* expected) {
+        if (!accept(c)) fail(expected);
+    }
+
+    [[noreturn]] void fail(const std::string& expected) const {
+        throw Error(what_ + ": malformed .npy header: expected " + expected + " at " + excerpt());
+    }
+
+    // Up to 24 characters from the current position, printable, for the error message.
+    std::string excerpt() const {
+        if (pos_ >= text_.size()) return "the end of the header";
+        return "'" + printable(text_.substr(pos_, 24)) + "'";
+    }
+
+    std::string_view text_;
+    const std::string& what_;
+    std::size_t pos_ = 0;
+};
+
+// ---- .npy reading -----------------------------------------------------------
+
+struct NpyLayout {
+    std::string_view header;  // the dict text
+    std::size_t data_start;   // offset of the first element
+};
+
+NpyLayout npy_layout(std::string_view bytes, const std::string& what) {
+    if (bytes.size() < 8 || bytes.substr(0, 6) != npy_magic) {
+        throw Error(what + ": not an .npy file"
+                           " (it does not start with the \\x93NUMPY magic string)");
+    }
+    const int major = static_cast<unsigned char>(bytes[6]);
+    const int minor = static_cast<unsigned char>(bytes[7]);
+    if (major < 1 || major > 3 || minor != 0) {
+        throw Error(what + ": unsupported .npy format version " + std::to_string(major) + "." +
+                    std::to_string(minor) + "; expected 1.0, 2.0 or 3.0");
+    }
+    const std::size_t length_width = major == 1 ? 2 : 4;
+    const std::string_view length = slice(bytes, 8, length_width, what + ": truncated .npy header");
+    const std::uint64_t header_length = field(length, 0, length_width);
+    const std::size_t header_start = 8 + length_width;
+    const std::string_view header =
+        slice(bytes, header_start, header_length,
+              what + ": .npy header length " + std::to_string(header_length) +
+                  " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+    return {header, header_start + header.size()};
+}
+
+std::size_t checked_element_count(const Shape& shape, const std::string& what) {
+    std::size_t count = 1;
+    for (const std::size_t dimension : shape) {
+        if (dimension != 0 && count > std::numeric_limits<std::size_t>::max() / dimension) {
+            throw Error(what + ": the element count of shape " + to_string(shape) +
+                        " overflows 64 bits");
+        }
+        count *= dimension;
+    }
+    return count;
+}
+
+void check_data_size(const Array& array, std::size_t count, std::size_t available,
+                     const std::string& what) {
+    const std::string layout = "shape " + to_string(array.shape) + " of " + array.dtype_name();
+    if (count > available / array.item_size) {
+        throw Error(what + ": truncated: " + layout + " needs " + std::to_string(count) +
+                    " elements of " + std::to_string(array.item_size) + " bytes but only " +
+                    std::to_string(available) + " bytes of data follow the header");
+    }
+    if (count * array.item_size != available) {
+        throw Error(what + ": " + std::to_string(available) +
+                    " bytes of data follow the header but " + layout + " needs " +
+                    std::to_string(count * array.item_size) + "; the file is corrupt");
+    }
+}
+
+Array parse_npy_view(std::string_view bytes, const std::string& what) {
+    const NpyLayout layout = npy_layout(bytes, what);
+    const Header header = HeaderParser(layout.header, what).parse();
+    if (header.fortran_order) {
+        throw Error(what + ": the array is stored in Fortran order;"
+                           " save np.ascontiguousarray(arr) instead");
+    }
+    const DType dtype = parse_dtype(header.descr, what);
+    Array array;
+    array.shape = header.shape;
+    array.kind = dtype.kind;
+    array.item_size = dtype.item_size;
+    const std::size_t count = checked_element_count(header.shape, what);
+    check_data_size(array, count, bytes.size() - layout.data_start, what);
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
+    array.values.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        array.values[i] = dtype.decode(data + i * dtype.item_size);
+    }
+    return array;
+}
+
+// ---- .npz reading: the zip records numpy.savez writes ----------------------
+
+constexpr std::uint32_t local_signature = 0x04034b50;
+constexpr std::uint32_t central_signature = 0x02014b50;
+constexpr std::uint32_t end_signature = 0x06054b50;
+constexpr std::uint32_t zip64_end_signature = 0x06064b50;
+constexpr std::uint32_t zip64_locator_signature = 0x07064b50;
+constexpr std::size_t local_size = 30;
+constexpr std::size_t central_size = 46;
+constexpr std::size_t end_size = 22;
+constexpr std::size_t zip64_end_size = 56;
+constexpr std::size_t zip64_locator_size = 20;
+constexpr std::size_t max_comment = 0xFFFF;
+// A saturated 32-bit field means "see the zip64 record"; it is also the limit of plain zip.
+constexpr std::uint64_t zip32_saturated = 0xFFFFFFFF;
+constexpr std::uint16_t zip64_extra_id = 0x0001;
+constexpr std::uint16_t method_stored = 0;
+constexpr std::uint16_t method_deflate = 8;
+
+struct CentralDirectory {
+    std::uint64_t entries;
+    std::uint64_t offset;
+    std::uint64_t size;
+};
+
+struct ZipEntry {
+    std::string name;
+    std::uint16_t flags;
+    std::uint16_t method;
+    std::uint32_t crc;
+    std::uint64_t compressed_size;
+    std::uint64_t size;
+    std::uint64_t local_offset;
+};
+
+std::size_t find_end_record(std::string_view bytes, const std::string& path) {
+    if (bytes.size() >= end_size) {
+        const std::size_t lowest =
+            bytes.size() - end_size > max_comment ? bytes.size() - end_size - max_comment : 0;
+        for (std::size_t at = bytes.size() - end_size + 1; at-- > lowest;) {
+            if (field(bytes, at, 4) == end_signature) return at;
+        }
+    }
+    throw Error(path + ": not an .npz file (no zip end of central directory record);"
+                       " expected a file written by numpy.savez");
+}
+
+CentralDirectory zip64_directory(std::string_view bytes, std::size_t end_at,
+                                 const std::string& path) {
+    const std::string missing =
+        path + ": corrupt zip64 file: the zip64 end of central directory is missing";
+    if (end_at < zip64_locator_size) throw Error(missing);
+    const std::string_view locator = bytes.substr(end_at - zip64_locator_size, zip64_locator_size);
+    if (field(locator, 0, 4) != zip64_locator_signature) throw Error(missing);
+    const std::string_view record = slice(bytes, field(locator, 8, 8), zip64_end_size, missing);
+    if (field(record, 0, 4) != zip64_end_signature) throw Error(missing);
+    return {field(record, 32, 8), field(record, 48, 8), field(record, 40, 8)};
+}
+
+CentralDirectory central_directory(std::string_view bytes, const std::string& path) {
+    const std::size_t end_at = find_end_record(bytes, path);
+    const std::string_view end = bytes.substr(end_at, end_size);
+    const CentralDirectory directory{field(end, 10, 2), field(end, 16, 4), field(end, 12, 4)};
+    if (directory.entries == 0xFFFF || directory.offset == zip32_saturated ||
+        directory.size == zip32_saturated) {
+        return zip64_directory(bytes, end_at, path);
+    }
+    return directory;
+}
+
+// The zip64 extra field holds 64-bit values for exactly the 32-bit fields that are saturated.
+void apply_zip64_values(std::string_view values, ZipEntry& entry, const std::string& path) {
+    std::size_t at = 0;
+    for (std::uint64_t* value : {&entry.size, &entry.compressed_size, &entry.local_offset}) {
+        if (*value != zip32_saturated) continue;
+        *value = field(slice(values, at, 8,
+                             path + ": " + printable(entry.name) + ": truncated zip64 extra field"),
+                       0, 8);
+        at += 8;
+    }
+}
+
+void apply_extra_fields(std::string_view extra, ZipEntry& entry, const std::string& path) {
+    for (std::size_t at = 0; at + 4 <= extra.size();) {
+        const std::uint64_t length = field(extra, at + 2, 2);
+        const std::string_view values = slice(
+            extra, at + 4, length, path + ": " + printable(entry.name) + ": truncated extra field");
+        if (field(extra, at, 2) == zip64_extra_id) apply_zip64_values(values, entry, path);
+        at += 4 + length;
+    }
+}
+
+// Reads the central directory entry at `at` and moves `at` past it.
+ZipEntry read_central_entry(std::string_view directory, std::size_t& at, const std::string& path) {
+    const std::string truncated = path + ": truncated central directory";
+    const std::string_view fixed = slice(directory, at, central_size, truncated);
+    if (field(fixed, 0, 4) != central_signature) {
+        throw Error(path + ": corrupt central directory (bad entry signature)");
+    }
+    const std::size_t name_length = field(fixed, 28, 2);
+    const std::size_t extra_length = field(fixed, 30, 2);
+    const std::size_t comment_length = field(fixed, 32, 2);
+    const std::size_t length = central_size + name_length + extra_length + comment_length;
+    slice(directory, at, length, truncated);  // the whole entry must fit
+    ZipEntry entry{std::string(directory.substr(at + central_size, name_length)),
+                   static_cast<std::uint16_t>(field(fixed, 8, 2)),
+                   static_cast<std::uint16_t>(field(fixed, 10, 2)),
+                   static_cast<std::uint32_t>(field(fixed, 16, 4)),
+                   field(fixed, 20, 4),
+                   field(fixed, 24, 4),
+                   field(fixed, 42, 4)};
+    apply_extra_fields(directory.substr(at + central_size + name_length, extra_length), entry,
+                       path);
+    at += length;
+    return entry;
+}
+
+std::vector<ZipEntry> read_central_entries(std::string_view bytes, const std::string& path) {
+    const CentralDirectory location = central_directory(bytes, path);
+    const std::string_view directory = slice(
+        bytes, location.offset, location.size,
+        path + ": truncated central directory: it should span " + std::to_string(location.size) +
+            " bytes from offset " + std::to_string(location.offset) + " but the file has " +
+            std::to_string(bytes.size()) + " bytes");
+    std::vector<ZipEntry> entries;
+    std::size_t at = 0;
+    for (std::uint64_t i = 0; i < location.entries; ++i) {
+        entries.push_back(read_central_entry(directory, at, path));
+    }
+    return entries;
+}
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+    return text.size() >= suffix.size() &&
+           std::string_view(text).substr(text.size() - suffix.size()) == suffix;
+}
+
+void check_entry(const ZipEntry& entry, const std::string& label) {
+    if (entry.flags & 1) {
+        throw Error(label + ": the entry is encrypted; expected a plain numpy.savez file");
+    }
+    if (entry.method == method_deflate) {
+        throw Error(label + ": the file is compressed;"
+                            " save it with numpy.savez (not numpy.savez_compressed)");
+    }
+    if (entry.method != method_stored) {
+        throw Error(label + ": unsupported zip compression method " + std::to_string(entry.method) +
+                    "; save it with numpy.savez");
+    }
+    if (entry.compressed_size != entry.size) {
+        throw Error(label + ": corrupt file: a stored entry of " + std::to_string(entry.size) +
+                    " bytes claims " + std::to_string(entry.compressed_size) + " stored bytes");
+    }
+}
+
+std::string_view entry_data(std::string_view bytes, const ZipEntry& entry,
+                            const std::string& label) {
+    const std::string_view local =
+        slice(bytes, entry.local_offset, local_size,
+              label + ": truncated file: the local header lies past its end");
+    if (field(local, 0, 4) != local_signature) {
+        throw Error(label + ": corrupt file (bad local header signature)");
+    }
+    const std::uint64_t data_start =
+        entry.local_offset + local_size + field(local, 26, 2) + field(local, 28, 2);
+    const std::string_view data =
+        slice(bytes, data_start, entry.size,
+              label + ": truncated file: the entry's " + std::to_string(entry.size) +
+                  " bytes run past the end of the file");
+    const std::uint32_t computed = crc32(data);
+    if (computed != entry.crc) {
+        throw Error(label + ": corrupt file: CRC-32 mismatch (stored " + hex32(entry.crc) +
+                    ", computed " + hex32(computed) + ")");
+    }
+    return data;
+}
+
+// ---- writing ---------------------------------------------------------------
+
+std::string npy_header(const Shape& shape) {
+    std::string dict =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': " + to_string(shape) + ", }";
+    // magic, version, header length, the dict and its closing '\n'
+    const std::size_t unpadded = npy_magic.size() + 2 + 2 + dict.size() + 1;
+    dict.append((npy_alignment - unpadded % npy_alignment) % npy_alignment, ' ');
+    dict += '\n';
+    if (dict.size() > 0xFFFF) {
+        throw Error("cannot write shape " + to_string(shape) +
+                    " as .npy: its header exceeds 65535 bytes");
+    }
+    std::string header = npy_magic;
+    header += '\x01';
+    header += '\x00';
+    append_le(header, dict.size(), 2);
+    return header + dict;
+}
+
+// Fields the local header and the central directory entry share, from "version needed" on.
+std::string shared_zip_fields(std::uint32_t crc, std::uint64_t size, std::size_t name_length) {
+    constexpr std::uint16_t version_needed = 20;  // zip 2.0: stored files
+    constexpr std::uint16_t dos_date = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible output
+    std::string fields;
+    append_le(fields, version_needed, 2);
+    append_le(fields, 0, 2);  // flags
+    append_le(fields, method_stored, 2);
+    append_le(fields, 0, 2);  // time 00:00:00
+    append_le(fields, dos_date, 2);
+    append_le(fields, crc, 4);
+    append_le(fields, size, 4);  // compressed size
+    append_le(fields, size, 4);  // uncompressed size
+    append_le(fields, name_length, 2);
+    append_le(fields, 0, 2);  // extra field length
+    return fields;
+}
+
+// Streams stored entries to an open file, keeping the central directory until finish().
+class ZipWriter {
+public:
+    ZipWriter(std::FILE* file, const std::string& path) : file_(file), path_(path) {}
+
+    void add(const std::string& name, const std::string& data) {
+        const std::string fields = shared_zip_fields(crc32(data), data.size(), name.size());
+        check_fits(local_size + name.size() + data.size());
+        append_le(directory_, central_signature, 4);
+        append_le(directory_, 20, 2);  // version made by: zip 2.0
+        directory_ += fields;
+        // comment length, disk number, internal and external attributes
+        directory_.append(2 + 2 + 2 + 4, '\0');
+        append_le(directory_, offset_, 4);
+        directory_ += name;
+        std::string local;
+        append_le(local, local_signature, 4);
+        write(local + fields + name);
+        write(data);
+        ++entries_;
+    }
+
+    void finish() {
+        check_fits(directory_.size() + end_size);
+        std::string end;
+        append_le(end, end_signature, 4);
+        append_le(end, 0, 2 + 2);  // this disk, the directory's disk
+        append_le(end, entries_, 2);
+        append_le(end, entries_, 2);
+        append_le(end, directory_.size(), 4);
+        append_le(end, offset_, 4);
+        append_le(end, 0, 2);  // comment length
+        write(directory_ + end);
+    }
+
+private:
+    void check_fits(std::uint64_t more) const {
+        if (more >= zip32_saturated - offset_) {
+            throw Error("cannot write " + path_ +
+                        ": the arrays need more than 4 GiB, which this writer does not support");
+        }
+    }
+
+    void write(const std::string& bytes) {
+        if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+            throw Error(system_error("write", path_, errno));
+        }
+        offset_ += bytes.size();
+    }
+
+    std::FILE* file_;
+    const std::string& path_;
+    std::uint64_t offset_ = 0;
+    std::string directory_;
+    std::size_t entries_ = 0;
+};
+
+void check_array_names(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& arrays) {
+    if (arrays.size() >= 0xFFFF) {
+        throw Error("cannot write " + path + ": more than 65534 arrays need zip64");
+    }
+    std::set<std::string> names;
+    for (const auto& [name, tensor] : arrays) {
+        if (name.empty() || name.size() > 0xFFFF - 4) {
+            throw Error("cannot write " + path + ": array names must have 1 to 65531 characters");
+        }
+        if (!names.insert(name).second) {
+            throw Error("cannot write " + path + ": the array name '" + name + "' repeats");
+        }
+    }
+}
+
+void write_zip_file(const std::string& temporary, const std::string& path,
+                    const std::vector<std::pair<std::string, Tensor>>& arrays) {
+    FileHandle file(std::fopen(temporary.c_str(), "wb"));
+    if (!file) throw Error(system_error("write", path, errno));
+    ZipWriter zip(file.get(), path);
+    for (const auto& [name, tensor] : arrays) zip.add(name + ".npy", to_npy_bytes(tensor));
+    zip.finish();
+    if (std::fclose(file.release()) != 0) throw Error(system_error("write", path, errno));
+}
+
+}  // namespace
+
+std::string Array::dtype_name() const {
+    const std::string bits = std::to_string(8 * item_size);
+    switch (kind) {
+        case 'b': return "bool";
+        case 'i': return "int" + bits;
+        case 'u': return "uint" + bits;
+        default: return "float" + bits;
+    }
+}
+
+Array parse_npy(const std::string& bytes, const std::string& what) {
+    return parse_npy_view(bytes, what);
+}
+
+Array read_npy(const std::string& path) { return parse_npy_view(read_file(path), path); }
+
+std::map<std::string, Array> read_npz(const std::string& path) {
+    const std::string bytes = read_file(path);
+    std::map<std::string, Array> arrays;
+    for (const ZipEntry& entry : read_central_entries(bytes, path)) {
+        if (!ends_with(entry.name, ".npy")) {
+            throw Error(path + ": the entry '" + printable(entry.name) +
+                        "' is not an .npy array; expected only the .npy entries"
+                        " numpy.savez writes");
+        }
+        const std::string name = entry.name.substr(0, entry.name.size() - 4);
+        const std::string label = path + ": " + printable(name);
+        if (arrays.count(name)) {
+            throw Error(label + ": the entry name appears twice; the file is corrupt");
+        }
+        check_entry(entry, label);
+        arrays.emplace(name, parse_npy_view(entry_data(bytes, entry, label), label));
+    }
+    return arrays;
+}
+
+Tensor to_tensor(const Array& array) {
+    return Tensor(array.shape, std::vector<float>(array.values.begin(), array.values.end()));
+}
+
+std::string to_npy_bytes(const Tensor& tensor) {
+    if (tensor.empty()) throw Error("cannot write a tensor without storage as .npy");
+    std::string bytes = npy_header(tensor.shape());
+    bytes.reserve(bytes.size() + 4 * tensor.numel());
+    for (const float value : tensor.to_vector()) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        append_le(bytes, bits, 4);
+    }
+    return bytes;
+}
+
+static std::string temporary_name(const std::string& path) { return path + ".tmp"; }
+
+void check_writable(const std::string& path) {
+    const std::string temporary = temporary_name(path);
+    if (!FileHandle(std::fopen(temporary.c_str(), "wb"))) throw Error(system_error("write", path, errno));
+    std::remove(temporary.c_str());
+}
+
+void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays) {
+    check_array_names(path, arrays);
+    const std::string temporary = temporary_name(path);
+    try {
+        write_zip_file(temporary, path, arrays);
+        if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+            throw Error(system_error("write", path, errno));
+        }
+    } catch (...) {
+        std::remove(temporary.c_str());
+        throw;
+    }
+}
+
+}  // namespace mha::npy

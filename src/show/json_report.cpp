@@ -1,0 +1,148 @@
+// The machine-readable report: begin() opens the document, on_step() appends to
+// "steps", finish() closes it.
+
+#include "show/json_report.h"
+
+#include "show/summary.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+namespace {
+
+// A JSON string: quote, backslash and control characters escaped; UTF-8 passes through.
+std::string quoted(const std::string& text) {
+    std::string json = "\"";
+    for (char c : text) {
+        switch (c) {
+            case '"': json += "\\\""; break;
+            case '\\': json += "\\\\"; break;
+            case '\n': json += "\\n"; break;
+            case '\r': json += "\\r"; break;
+            case '\t': json += "\\t"; break;
+            case '\b': json += "\\b"; break;
+            case '\f': json += "\\f"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char escape[8];
+                    std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+                    json += escape;
+                } else {
+                    json += c;
+                }
+        }
+    }
+    return json + "\"";
+}
+
+// Nine significant digits: enough for any float32 to read back unchanged. JSON has no NaN or inf.
+std::string number(double value) {
+    if (!std::isfinite(value)) return "null";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", value);
+    return text;
+}
+
+std::string boolean(bool value) { return value ? "true" : "false"; }
+
+template <typename Items, typename Write>
+std::string array(const Items& items, Write write) {
+    std::string json = "[";
+    for (const auto& item : items) {
+        if (json.size() > 1) json += ",";
+        json += write(item);
+    }
+    return json + "]";
+}
+
+std::string sizes(const std::vector<std::size_t>& values) {
+    return array(values, [](std::size_t v) { return std::to_string(v); });
+}
+
+std::string strings(const std::vector<std::string>& values) {
+    return array(values, quoted);
+}
+
+std::string grid(const std::vector<std::vector<bool>>& allowed) {
+    return array(allowed, [](const std::vector<bool>& row) { return array(row, boolean); });
+}
+
+// The values in C order as nested arrays, one level per dimension.
+void append_nested(std::string& json, const std::vector<float>& values, const Shape& shape,
+                   std::size_t axis, std::size_t& next) {
+    if (axis == shape.size()) {
+        json += number(values[next++]);
+        return;
+    }
+    json += "[";
+    for (std::size_t i = 0; i < shape[axis]; ++i) {
+        if (i > 0) json += ",";
+        append_nested(json, values, shape, axis + 1, next);
+    }
+    json += "]";
+}
+
+std::string nested(const Tensor& t) {
+    std::string json;
+    std::size_t next = 0;
+    append_nested(json, t.to_vector(), t.shape(), 0, next);
+    return json;
+}
+
+std::string config(const RunInfo& info) {
+    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    return "{\"B\":" + std::to_string(info.batch) + ",\"N\":" + std::to_string(info.seq_len) +
+           ",\"M\":" + std::to_string(info.kv_len) + ",\"d_model\":" + std::to_string(info.d_model) +
+           ",\"h\":" + std::to_string(info.heads) + ",\"d_k\":" + std::to_string(d_k) +
+           ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
+           ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
+           ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) +
+           ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
+           "}";
+}
+
+std::string step_object(const Step& step, bool values) {
+    std::string json = "{\"step\":" + std::to_string(step.number) + ",\"name\":" + quoted(step.name) +
+                       ",\"tensor\":" + quoted(step.tensor) + ",\"expression\":" + quoted(step.expression) +
+                       ",\"dims\":" + strings(step.dims) + ",\"shape\":" + sizes(step.shape) +
+                       ",\"strides\":" + sizes(step.strides) + ",\"contiguous\":" + boolean(step.contiguous) +
+                       ",\"copied_bytes\":" + std::to_string(step.copied_bytes) +
+                       ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step.notes);
+    if (!step.allowed.empty()) json += ",\"allowed\":" + grid(step.allowed);
+    if (values && step.value != nullptr) json += ",\"values\":" + nested(*step.value);
+    return json + "}";
+}
+
+std::string output_object(const Tensor& output) {
+    const TensorStats stats = stats_of(output);
+    return "{\"shape\":" + sizes(output.shape()) + ",\"mean\":" + number(stats.mean) +
+           ",\"std\":" + number(stats.std) + ",\"min\":" + number(stats.min) +
+           ",\"max\":" + number(stats.max) + ",\"nan_count\":" + std::to_string(stats.nan_count) +
+           ",\"inf_count\":" + std::to_string(stats.inf_count) + "}";
+}
+
+}  // namespace
+
+void JsonReport::begin(const RunInfo& info) {
+    values_ = info.values;
+    first_step_ = true;
+    out_ << "{\"tool\":\"mha\",\"config\":" << config(info)
+         << ",\"parameters\":" << info.parameters << ",\"steps\":[";
+}
+
+void JsonReport::on_step(const Step& step) {
+    out_ << (first_step_ ? "\n" : ",\n") << step_object(step, values_);
+    first_step_ = false;
+}
+
+void JsonReport::finish(const ForwardResult& result, double wall_ms) {
+    out_ << "\n],\"output\":" << output_object(result.output)
+         << ",\"fully_masked_rows\":" << result.fully_masked_rows
+         << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";
+}
+
+}  // namespace mha

@@ -1,0 +1,201 @@
+// The human-readable report, written line by line as the forward pass runs.
+
+#include "show/text_report.h"
+
+#include "show/summary.h"
+#include "show/values.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t columns = 80;
+constexpr std::size_t name_width = 12;  // step names are padded to this
+const std::string step_indent = "    ";
+
+// Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
+std::size_t display_width(const std::string& text) {
+    std::size_t width = 0;
+    for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
+    return width;
+}
+
+std::string padded_right(const std::string& text, std::size_t width) {
+    const std::size_t used = display_width(text);
+    return text + std::string(width > used ? width - used : 0, ' ');
+}
+
+std::string padded_left(const std::string& text, std::size_t width) {
+    const std::size_t used = display_width(text);
+    return std::string(width > used ? width - used : 0, ' ') + text;
+}
+
+std::string with_commas(std::uint64_t n) {
+    std::string digits = std::to_string(n);
+    for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+    return digits;
+}
+
+std::string fixed(double value, int digits) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+// Exact bytes below 1 KiB, otherwise KiB/MiB/GiB with one decimal unless whole: "16 KiB", "1.5 MiB".
+std::string human_bytes(std::uint64_t bytes) {
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+    double amount = double(bytes) / 1024;
+    std::size_t unit = 0;
+    for (; amount >= 1024 && unit + 1 < std::size(units); ++unit) amount /= 1024;
+    std::string number = fixed(amount, 1);
+    if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) number.resize(number.size() - 2);
+    return number + " " + units[unit];
+}
+
+std::string plural(std::size_t count, const std::string& word) {
+    return with_commas(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+// "(B=2, h=4, N=8, d_k=64)": each size after its name from the shape legend.
+std::string named_shape(const std::vector<std::string>& dims, const Shape& shape) {
+    std::string text = "(";
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (d > 0) text += ", ";
+        if (d < dims.size()) text += dims[d] + "=";
+        text += std::to_string(shape[d]);
+    }
+    return text + ")";
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+    std::vector<std::string> words;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find(' ', start), text.size());
+        if (end > start) words.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return words;
+}
+
+// Writes pieces joined by separator, starting a new line (prefix next) whenever
+// the next piece would pass the 80th column; a piece is never split.
+void write_filled(std::ostream& out, const std::vector<std::string>& pieces,
+                  const std::string& separator, const std::string& first,
+                  const std::string& next) {
+    std::string line = first;
+    bool line_empty = true;
+    for (const std::string& piece : pieces) {
+        const std::string joined = line + (line_empty ? "" : separator) + piece;
+        if (!line_empty && display_width(joined) > columns) {
+            out << line << "\n";
+            line = next + piece;
+        } else {
+            line = joined;
+        }
+        line_empty = false;
+    }
+    out << line << "\n";
+}
+
+std::string attention_traits(const RunInfo& info) {
+    std::string traits = info.self_attention ? "self-attention" : "cross-attention";
+    traits += info.bias ? ", bias" : ", no bias";
+    if (info.causal) traits += ", causal";
+    return "(" + traits + ", " + plural(info.threads, "thread") + ")";
+}
+
+std::vector<std::string> size_pieces(const RunInfo& info) {
+    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    std::vector<std::string> pieces = {
+        "B=" + std::to_string(info.batch),     "N=" + std::to_string(info.seq_len),
+        "M=" + std::to_string(info.kv_len),    "d_model=" + std::to_string(info.d_model),
+        "h=" + std::to_string(info.heads),     "d_k=" + std::to_string(d_k)};
+    if (info.kdim != info.d_model || info.vdim != info.d_model) {
+        pieces.push_back("kdim=" + std::to_string(info.kdim));
+        pieces.push_back("vdim=" + std::to_string(info.vdim));
+    }
+    pieces.push_back(attention_traits(info));
+    return pieces;
+}
+
+// The step's memory layout and cost; "copied" and "MACs" stay together when wrapped.
+std::vector<std::string> layout_pieces(const Step& step) {
+    return {named_shape(step.dims, step.shape), "strides " + to_string(step.strides),
+            step.contiguous ? "contiguous" : "non-contiguous",
+            "copied " + human_bytes(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
+}
+
+}  // namespace
+
+void TextReport::begin(const RunInfo& info) {
+    info_ = info;
+    out_ << "mha: multi-head attention, step by step\n";
+    write_filled(out_, size_pieces(info), "  ", "  ", "  ");
+    write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
+                 "  ", "  ");
+    out_ << "  parameters: " << with_commas(info.parameters) << "\n";
+}
+
+void TextReport::on_step(const Step& step) {
+    out_ << "\n"
+         << padded_left(std::to_string(step.number), 2) << "  "
+         << padded_right(step.name, name_width) << " " << step.expression << "\n";
+    write_filled(out_, layout_pieces(step), "  ", step_indent, step_indent);
+    for (const std::string& note : step.notes) {
+        write_filled(out_, words_of(note), " ", step_indent + "· ", step_indent + "  ");
+    }
+    if (!step.allowed.empty()) print_grid(step.allowed);
+    if (info_.values && step.value != nullptr) out_ << format_values(*step.value, step_indent) << "\n";
+}
+
+// Queries as rows, keys as columns: "." the query may attend to the key, "x" blocked.
+void TextReport::print_grid(const std::vector<std::vector<bool>>& allowed) {
+    const std::size_t key_width = std::to_string(allowed.front().size() - 1).size();
+    const std::size_t query_width = std::to_string(allowed.size() - 1).size();
+    const std::string query_label = "  query ";
+    const std::string gap = "   ";
+    out_ << step_indent << "mask for batch 0, head 0 (. attends, x blocked):\n";
+    out_ << step_indent << padded_left("key", query_label.size() + query_width + gap.size());
+    for (std::size_t key = 0; key < allowed.front().size(); ++key) {
+        out_ << " " << padded_left(std::to_string(key), key_width);
+    }
+    out_ << "\n";
+    for (std::size_t query = 0; query < allowed.size(); ++query) {
+        out_ << step_indent << query_label << padded_left(std::to_string(query), query_width) << gap;
+        for (bool may_attend : allowed[query]) out_ << " " << padded_left(may_attend ? "." : "x", key_width);
+        out_ << "\n";
+    }
+}
+
+void TextReport::finish(const ForwardResult& result, double wall_ms) {
+    const TensorStats stats = stats_of(result.output);
+    const std::string heading = "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
+    const std::string numbers = "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) +
+                                "  min " + fixed(stats.min, 4) + "  max " + fixed(stats.max, 4);
+    const bool one_line = display_width(heading + " " + numbers) <= columns;
+    out_ << "\n" << heading << (one_line ? " " : "\n  ") << numbers << "\n";
+    if (stats.nan_count + stats.inf_count > 0) {
+        out_ << "  not finite, left out of the statistics: " << with_commas(stats.nan_count)
+             << " NaN, " << with_commas(stats.inf_count) << " inf (of "
+             << with_commas(result.output.numel()) << " values)\n";
+    }
+    if (result.fully_masked_rows > 0) {
+        write_filled(out_, words_of("fully masked: " + plural(result.fully_masked_rows, "query row") +
+                                    " (over all batches and heads) had every key blocked;"
+                                    " their attention weights are NaN, or zero if asked for"),
+                     " ", "", "  ");
+    }
+    out_ << "wall time: " << fixed(wall_ms, 2) << " ms (forward pass, "
+         << plural(info_.threads, "thread") << ")\n";
+}
+
+}  // namespace mha

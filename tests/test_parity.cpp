@@ -1,0 +1,88 @@
+// PyTorch parity: every case in data/cases.txt run through the binary with
+// --save, compared with the output and per-head weights PyTorch computed
+// (data/make_fixtures.py made them; see data/README.md).
+
+#include "io/npy.h"
+
+#include "helpers.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+constexpr double weights_tolerance = 1e-5;  // attention weights, max abs difference
+constexpr double output_tolerance = 1e-4;   // outputs, max abs difference
+
+struct Case {
+    std::string name;
+    std::string options;  // from cases.txt, e.g. "--heads 4 --causal"
+};
+
+std::vector<Case> read_cases() {
+    std::ifstream file("data/cases.txt");
+    REQUIRE(file);
+    std::vector<Case> cases;
+    std::string line;
+    while (std::getline(file, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream words(line);
+        Case c;
+        words >> c.name;
+        std::getline(words, c.options);
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// The file options for whichever fixture files the case folder holds.
+std::string file_options(const std::string& dir) {
+    std::string args = " --weights " + dir + "weights.npz --input " + dir + "query.npy";
+    if (exists(dir + "key.npy")) args += " --key " + dir + "key.npy --value " + dir + "value.npy";
+    if (exists(dir + "mask.npy")) args += " --mask " + dir + "mask.npy";
+    if (exists(dir + "key_padding_mask.npy")) args += " --key-padding-mask " + dir + "key_padding_mask.npy";
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("mha reproduces PyTorch on every fixture case") {
+    const std::vector<Case> cases = read_cases();
+    REQUIRE(cases.size() >= 16);
+    for (const Case& c : cases) {
+        SECTION(c.name) {
+            const std::string dir = "data/parity/" + c.name + "/";
+            const std::string saved = test::temp_path(c.name + ".npz");
+            const std::string args = file_options(dir) + c.options + " --save " + saved;
+            INFO("mha" << args);
+            const test::RunResult run = test::run_mha(args);
+            REQUIRE(run.status == 0);
+
+            const auto expected = mha::npy::read_npz(dir + "expected.npz");
+            const auto actual = mha::npy::read_npz(saved);
+            std::remove(saved.c_str());
+            test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
+                                mha::npy::to_tensor(expected.at("attn_weights")), weights_tolerance);
+            test::require_close(mha::npy::to_tensor(actual.at("output")),
+                                mha::npy::to_tensor(expected.at("output")), output_tolerance);
+        }
+    }
+}
+
+TEST_CASE("the result does not depend on the thread count, nor on tracing") {
+    const std::string dir = "data/parity/wide/";
+    std::vector<std::string> outputs;
+    for (const char* extra : {" -t 1", " -t 2", " -t 5 --trace --values", " -t 16 --format json"}) {
+        const std::string saved = test::temp_path("threads.npz");
+        REQUIRE(test::run_mha(file_options(dir) + " --heads 8 --save " + saved + extra, false).status == 0);
+        std::ifstream file(saved, std::ios::binary);
+        outputs.emplace_back(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+        std::remove(saved.c_str());
+    }
+    for (const std::string& bytes : outputs) CHECK(bytes == outputs.front());
+}

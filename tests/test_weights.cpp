@@ -1,0 +1,111 @@
+// State-dict loading: every supported layout, and errors that name the array
+// and the shape expected. Masks: both conventions.
+
+#include "core/error.h"
+#include "io/masks.h"
+#include "io/weights.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using mha::npy::Array;
+
+namespace {
+
+constexpr std::size_t E = 4;
+
+// A float32 array whose values count up from `start`, so slices can be recognised.
+Array counting(mha::Shape shape, double start = 0) {
+    Array a;
+    a.shape = shape;
+    a.values.resize(mha::element_count(shape));
+    for (std::size_t i = 0; i < a.values.size(); ++i) a.values[i] = start + double(i);
+    return a;
+}
+
+std::map<std::string, Array> torch_dict() {
+    return {{"in_proj_weight", counting({3 * E, E})},
+            {"in_proj_bias", counting({3 * E}, 100)},
+            {"out_proj.weight", counting({E, E}, 200)},
+            {"out_proj.bias", counting({E}, 300)}};
+}
+
+}  // namespace
+
+TEST_CASE("nn.MultiheadAttention's packed in_proj splits into q, k, v in that order") {
+    const mha::Weights w = mha::weights_from_state_dict(torch_dict(), "w.npz");
+    CHECK(w.w_q.at({0, 0}) == 0.0f);
+    CHECK(w.w_k.at({0, 0}) == float(E * E));
+    CHECK(w.w_v.at({3, 3}) == float(3 * E * E - 1));
+    CHECK(w.b_k.at({0}) == 104.0f);
+    CHECK(w.w_o.at({0, 1}) == 201.0f);
+    CHECK(w.b_o.at({3}) == 303.0f);
+    CHECK(w.parameter_count() == 4 * E * E + 4 * E);
+}
+
+TEST_CASE("separate q/k/v_proj_weight carry kdim and vdim") {
+    const mha::Weights w = mha::weights_from_state_dict(
+        {{"q_proj_weight", counting({E, E})}, {"k_proj_weight", counting({E, 3})},
+         {"v_proj_weight", counting({E, 2})}, {"out_proj.weight", counting({E, E})}},
+        "w.npz");
+    CHECK(w.kdim() == 3);
+    CHECK(w.vdim() == 2);
+    CHECK_FALSE(w.any_bias());
+}
+
+TEST_CASE("from-scratch names: W_q..W_o, lowercase, and a fused W_qkv") {
+    std::map<std::string, Array> upper, lower;
+    for (const char* p : {"q", "k", "v", "o"}) {
+        upper[std::string("W_") + p + ".weight"] = counting({E, E});
+        upper[std::string("W_") + p + ".bias"] = counting({E});
+        lower[std::string("w_") + p + ".weight"] = counting({E, E});
+    }
+    CHECK(mha::weights_from_state_dict(upper, "w.npz").parameter_count() == 4 * E * E + 4 * E);
+    CHECK(mha::weights_from_state_dict(lower, "w.npz").parameter_count() == 4 * E * E);
+    const mha::Weights fused = mha::weights_from_state_dict(
+        {{"W_qkv.weight", counting({3 * E, E})}, {"W_o.weight", counting({E, E})}}, "w.npz");
+    CHECK(fused.w_v.at({0, 0}) == float(2 * E * E));
+}
+
+TEST_CASE("missing, extra, mis-shaped and mistyped arrays are named") {
+    auto dict = torch_dict();
+    dict.erase("out_proj.weight");
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(dict, "w.npz"),
+                        Catch::Contains("w.npz: missing array 'out_proj.weight' of shape (4, 4)"));
+    dict = torch_dict();
+    dict["extra"] = counting({2});
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(dict, "w.npz"),
+                        Catch::Contains("unexpected array 'extra' of shape (2,)"));
+    dict = torch_dict();
+    dict["out_proj.bias"] = counting({E + 1});
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(dict, "w.npz"),
+                        Catch::Contains("'out_proj.bias' has shape (5,), expected (4,)"));
+    dict = torch_dict();
+    dict["out_proj.weight"].kind = 'b';
+    dict["out_proj.weight"].item_size = 1;
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(dict, "w.npz"), Catch::Contains("is bool"));
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict({{"linear.weight", counting({E, E})}}, "w.npz"),
+                        Catch::Contains("not a state dict mha knows"));
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict({{"in_proj_weight", counting({3 * E})}}, "w.npz"),
+                        Catch::Contains("expected a matrix"));
+}
+
+TEST_CASE("bool and integer masks: block by default, keep on request; floats are added") {
+    Array bools = counting({2, 2});
+    bools.kind = 'b';
+    bools.item_size = 1;
+    bools.values = {1, 0, 0, 1};
+    std::string note;
+    const mha::Tensor block = mha::additive_mask(bools, mha::MaskMeaning::Block, "m", note);
+    CHECK(std::isinf(block.at({0, 0})));
+    CHECK(block.at({0, 1}) == 0.0f);
+    CHECK_THAT(note, Catch::Contains("True/non-zero = blocked"));
+    const mha::Tensor keep = mha::additive_mask(bools, mha::MaskMeaning::Keep, "m", note);
+    CHECK(keep.at({0, 0}) == 0.0f);
+    CHECK(std::isinf(keep.at({0, 1})));
+    CHECK_THAT(note, Catch::Contains("0 = blocked"));
+    const mha::Tensor added = mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Keep, "m", note);
+    CHECK(added.at({1, 1}) == 1.5f);
+    CHECK_THAT(note, Catch::Contains("added to the scores"));
+}
