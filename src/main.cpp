@@ -2,6 +2,11 @@
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report -> save
 // Every error becomes one line on stderr and exit status 2.
 
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <new>
+
 #include "app/cli.h"
 #include "app/problem.h"
 #include "core/attention.h"
@@ -9,11 +14,6 @@
 #include "io/npy.h"
 #include "show/json_report.h"
 #include "show/text_report.h"
-
-#include <chrono>
-#include <iostream>
-#include <memory>
-#include <new>
 
 namespace {
 
@@ -26,7 +26,8 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
     if (result.fully_masked_rows == 0) return;
     std::cerr << "mha: warning: " << result.fully_masked_rows
               << " query row(s) have every key blocked; their attention weights are "
-              << (zeroed ? "zero (--masked-rows zero)" : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
+              << (zeroed ? "zero (--masked-rows zero)"
+                         : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
               << "\n";
 }
 
@@ -48,12 +49,14 @@ int run(const std::vector<std::string>& args) {
     const auto start = std::chrono::steady_clock::now();
     const mha::ForwardResult result =
         mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, *report);
-    const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
     warn_masked_rows(result, config.zero_masked_rows);
 
     if (!config.save_path.empty()) {
-        mha::npy::write_npz(config.save_path, {{"output", result.output}, {"attn_weights", result.weights}});
+        mha::npy::write_npz(config.save_path,
+                            {{"output", result.output}, {"attn_weights", result.weights}});
     }
     return 0;
 }

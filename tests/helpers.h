@@ -1,16 +1,16 @@
 #pragma once
 // Shared by the test files: running the built binary, comparing tensors, temp paths.
 
-#include "core/tensor.h"
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
+
+#include "core/tensor.h"
 
 namespace test {
 
@@ -51,7 +51,8 @@ inline Difference max_difference(const std::vector<float>& a, const std::vector<
     REQUIRE(a.size() == b.size());
     Difference d;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        const double diff = (std::isnan(a[i]) && std::isnan(b[i])) ? 0.0 : std::fabs(double(a[i]) - b[i]);
+        const double diff =
+            (std::isnan(a[i]) && std::isnan(b[i])) ? 0.0 : std::fabs(double(a[i]) - b[i]);
         if (!(diff <= d.worst)) {
             d.worst = diff;
             d.index = i;
@@ -61,7 +62,8 @@ inline Difference max_difference(const std::vector<float>& a, const std::vector<
 }
 
 // Fails with the index and the worst difference when any element differs by more than tolerance.
-inline void require_close(const mha::Tensor& actual, const mha::Tensor& expected, double tolerance) {
+inline void require_close(const mha::Tensor& actual, const mha::Tensor& expected,
+                          double tolerance) {
     REQUIRE(actual.shape() == expected.shape());
     const Difference d = max_difference(actual.to_vector(), expected.to_vector());
     INFO("worst difference " << d.worst << " at flat index " << d.index << " of shape "

@@ -1,15 +1,13 @@
 // The forward pass: a hand-computed case, every step's shape over a sweep,
 // copies and costs, masks, and bit-identical results for every thread count.
 
+#include <catch2/catch.hpp>
+#include <cmath>
+
 #include "core/attention.h"
 #include "core/error.h"
-#include "io/init.h"
-
 #include "helpers.h"
-
-#include <catch2/catch.hpp>
-
-#include <cmath>
+#include "io/init.h"
 
 using mha::Shape;
 using mha::Strides;
@@ -73,8 +71,12 @@ TEST_CASE("one head, identity weights: the arithmetic by hand") {
 }
 
 TEST_CASE("every step has the shape, strides and cost the walkthrough gives") {
-    const auto [B, N, M, E, h] = GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t>({
-        {2, 8, 8, 256, 4}, {1, 1, 1, 8, 1}, {3, 5, 7, 12, 3}, {2, 4, 9, 16, 8}, {1, 6, 2, 32, 2}}));
+    const auto [B, N, M, E, h] = GENERATE(
+        table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t>({{2, 8, 8, 256, 4},
+                                                                                {1, 1, 1, 8, 1},
+                                                                                {3, 5, 7, 12, 3},
+                                                                                {2, 4, 9, 16, 8},
+                                                                                {1, 6, 2, 32, 2}}));
     CAPTURE(B, N, M, E, h);
     const std::size_t d_k = E / h;
     const mha::Inputs in = mha::seeded_inputs(sizes(B, N, M, E, h), N == M, 1);
@@ -120,9 +122,10 @@ TEST_CASE("the steps come in order 0..14, Q, K and V reported at 4 and 5") {
     run(mha::seeded_weights(256, true, false, 0), in, {}, 4, 2, rec);
     std::vector<std::string> order;
     for (const mha::Step& s : rec.steps) order.push_back(std::to_string(s.number) + s.tensor);
-    CHECK(order == std::vector<std::string>{"0x", "1Q", "2K", "3V", "4Q", "4K", "4V", "5Q", "5K", "5V",
-                                            "6scores", "7scores", "8scores", "9weights", "10context",
-                                            "11context", "12context", "13concat", "14output"});
+    CHECK(order == std::vector<std::string>{"0x", "1Q", "2K", "3V", "4Q", "4K", "4V", "5Q", "5K",
+                                            "5V", "6scores", "7scores", "8scores", "9weights",
+                                            "10context", "11context", "12context", "13concat",
+                                            "14output"});
 }
 
 TEST_CASE("weights are a distribution over the keys") {
@@ -163,7 +166,8 @@ TEST_CASE("causal with N < M leaves the last N positions' pattern; the trace dra
     CHECK(r.weights.at({0, 1, 0, 2}) > 0.0f);
     CHECK(r.weights.at({0, 1, 1, 3}) > 0.0f);
     const mha::Step& mask = rec.find(8);
-    CHECK(mask.allowed == std::vector<std::vector<bool>>{{true, true, true, false}, {true, true, true, true}});
+    CHECK(mask.allowed ==
+          std::vector<std::vector<bool>>{{true, true, true, false}, {true, true, true, true}});
     CHECK_THAT(mask.notes.at(0), Catch::Contains("bottom-right"));
 }
 
@@ -190,7 +194,8 @@ TEST_CASE("per-head masks reach their own head") {
     const mha::Inputs in = mha::seeded_inputs(sizes(B, N, M, 4, h), true, 6);
     const float inf = std::numeric_limits<float>::infinity();
     mha::Masks masks;  // (B*h, N, M): unit b*h + i blocks key i for every query, except unit 3
-    masks.attn_mask = Tensor({B * h, N, M}, {-inf, 0, -inf, 0, 0, -inf, 0, -inf, -inf, 0, -inf, 0, 0, 0, 0, 0});
+    masks.attn_mask =
+        Tensor({B * h, N, M}, {-inf, 0, -inf, 0, 0, -inf, 0, -inf, -inf, 0, -inf, 0, 0, 0, 0, 0});
     mha::NullTracer none;
     const mha::ForwardResult r = run(mha::seeded_weights(4, true, false, 6), in, masks, h, 1, none);
     CHECK(r.weights.at({0, 0, 1, 0}) == 0.0f);
@@ -203,13 +208,15 @@ TEST_CASE("shape errors name the tensor and the shape expected") {
     const mha::Weights w = mha::seeded_weights(16, true, false, 0);
     const mha::Inputs in = mha::seeded_inputs(sizes(2, 3, 3, 16, 4), true, 0);
     mha::Masks none;
-    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, none, 5), Catch::Contains("not divisible by heads 5"));
+    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, none, 5),
+                        Catch::Contains("not divisible by heads 5"));
     const Tensor wrong({2, 3, 8});
     REQUIRE_THROWS_WITH(mha::check_shapes(w, {wrong, wrong, wrong}, none, 4),
                         Catch::Contains("query") && Catch::Contains("(2, 3, 8)"));
     mha::Masks bad;
     bad.attn_mask = Tensor({3, 4});
-    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, bad, 4), Catch::Contains("attn_mask") && Catch::Contains("(3, 3)"));
+    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, bad, 4),
+                        Catch::Contains("attn_mask") && Catch::Contains("(3, 3)"));
     mha::Masks padding;
     padding.key_padding = Tensor({3, 3});
     REQUIRE_THROWS_WITH(mha::check_shapes(w, in, padding, 4), Catch::Contains("key_padding_mask"));

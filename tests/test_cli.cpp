@@ -1,12 +1,11 @@
 // The command line end to end: the default run, the trace, and every kind of
 // bad input getting one line on stderr and exit status 2.
 
-#include "helpers.h"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
+
+#include "helpers.h"
 
 namespace {
 
@@ -19,8 +18,8 @@ std::size_t line_count(const std::string& text) {
 TEST_CASE("with no arguments it runs the classic example") {
     const test::RunResult r = test::run_mha("");
     REQUIRE(r.status == 0);
-    CHECK_THAT(r.output, Catch::Contains("B=2") && Catch::Contains("N=8") && Catch::Contains("d_model=256") &&
-                             Catch::Contains("h=4"));
+    CHECK_THAT(r.output, Catch::Contains("B=2") && Catch::Contains("N=8") &&
+                             Catch::Contains("d_model=256") && Catch::Contains("h=4"));
     CHECK_THAT(r.output, Catch::Contains("263,168"));  // 4 * 256^2 + 4 * 256
     CHECK_THAT(r.output, Catch::Contains("(B=2, N=8, d_model=256)"));
     CHECK_THAT(r.output, Catch::Contains("wall time"));
@@ -29,12 +28,15 @@ TEST_CASE("with no arguments it runs the classic example") {
 TEST_CASE("--trace shows the 14 steps with the classic shapes") {
     const test::RunResult r = test::run_mha("--trace");
     REQUIRE(r.status == 0);
-    for (const char* shape : {"(B=2, N=8, d_model=256)", "(B=2, N=8, h=4, d_k=64)", "(B=2, h=4, N=8, d_k=64)",
-                              "(B=2, h=4, N=8, M=8)", "strides (2048, 64, 256, 1)", "non-contiguous"}) {
+    for (const char* shape :
+         {"(B=2, N=8, d_model=256)", "(B=2, N=8, h=4, d_k=64)", "(B=2, h=4, N=8, d_k=64)",
+          "(B=2, h=4, N=8, M=8)", "strides (2048, 64, 256, 1)", "non-contiguous"}) {
         CHECK_THAT(r.output, Catch::Contains(shape));
     }
-    for (const char* expression : {"Q.view(B, N, h, d_k)", "Q.transpose(1, 2)", "Q @ K.transpose(-2, -1)",
-                                   "torch.softmax(scores, dim=-1)", "context.contiguous()", "concat = context.view(B, N, d_model)"}) {
+    for (const char* expression :
+         {"Q.view(B, N, h, d_k)", "Q.transpose(1, 2)", "Q @ K.transpose(-2, -1)",
+          "torch.softmax(scores, dim=-1)", "context.contiguous()",
+          "concat = context.view(B, N, d_model)"}) {
         CHECK_THAT(r.output, Catch::Contains(expression));
     }
 }
@@ -44,12 +46,15 @@ TEST_CASE("--format json is one document with a steps array") {
     REQUIRE(r.status == 0);
     CHECK(r.output.front() == '{');
     CHECK_THAT(r.output, Catch::Contains("\"steps\":[") && Catch::Contains("\"copied_bytes\":") &&
-                             Catch::Contains("\"macs\":") && Catch::Contains("\"strides\":[24,4,8,1]"));
+                             Catch::Contains("\"macs\":") &&
+                             Catch::Contains("\"strides\":[24,4,8,1]"));
 }
 
 TEST_CASE("--name=value, short options and -xVALUE all parse") {
-    const test::RunResult a = test::run_mha("--batch=1 --seq-len 3 -d 8 -H2 --seed=7 -t 1 --format=json", false);
-    const test::RunResult b = test::run_mha("-b 1 -n3 --d-model=8 --heads 2 --seed 7 --threads=1 --format json", false);
+    const test::RunResult a =
+        test::run_mha("--batch=1 --seq-len 3 -d 8 -H2 --seed=7 -t 1 --format=json", false);
+    const test::RunResult b =
+        test::run_mha("-b 1 -n3 --d-model=8 --heads 2 --seed 7 --threads=1 --format json", false);
     REQUIRE(a.status == 0);
     const auto body = [](const std::string& s) { return s.substr(0, s.find("\"wall_time_ms\"")); };
     CHECK(body(a.output) == body(b.output));
@@ -58,10 +63,28 @@ TEST_CASE("--name=value, short options and -xVALUE all parse") {
 TEST_CASE("--help and --version exit 0 and document the options") {
     const test::RunResult help = test::run_mha("--help");
     CHECK(help.status == 0);
-    for (const char* flag : {"--batch", "--seq-len", "--kv-len", "--d-model", "--heads", "--seed", "--threads",
-                             "--causal", "--no-bias", "--trace", "--values", "--format", "--weights", "--input",
-                             "--key", "--value", "--mask", "--mask-means", "--key-padding-mask", "--save",
-                             "--max-memory", "--masked-rows"}) {
+    for (const char* flag : {"--batch",
+                             "--seq-len",
+                             "--kv-len",
+                             "--d-model",
+                             "--heads",
+                             "--seed",
+                             "--threads",
+                             "--causal",
+                             "--no-bias",
+                             "--trace",
+                             "--values",
+                             "--format",
+                             "--weights",
+                             "--input",
+                             "--key",
+                             "--value",
+                             "--mask",
+                             "--mask-means",
+                             "--key-padding-mask",
+                             "--save",
+                             "--max-memory",
+                             "--masked-rows"}) {
         CHECK_THAT(help.output, Catch::Contains(flag));
     }
     const test::RunResult version = test::run_mha("-V");
@@ -90,17 +113,22 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
         {"--key k.npy --value v.npy", "need --input"},
         {"--weights missing.npz", "missing.npz"},
         {"--input missing.npy", "missing.npy"},
-        {"--weights data/parity/self_bias/weights.npz --no-bias", "the state dict decides the bias"},
+        {"--weights data/parity/self_bias/weights.npz --no-bias",
+         "the state dict decides the bias"},
         {"--input data/parity/self_bias/query.npy --seq-len 9", "--seq-len 9 disagrees with"},
         {"--weights data/parity/self_bias/weights.npz -d 32", "--d-model 32 disagrees with"},
         {"--weights data/parity/self_bias/weights.npz --heads 3", "not divisible by --heads 3"},
-        {"--input data/parity/self_bias/query.npy --mask data/parity/mask_per_head/mask.npy --mask-means block",
+        {"--input data/parity/self_bias/query.npy --mask data/parity/mask_per_head/mask.npy "
+         "--mask-means block",
          "attn_mask"},
-        {"--input data/parity/cross/query.npy --key-padding-mask data/parity/padding/key_padding_mask.npy",
+        {"--input data/parity/cross/query.npy --key-padding-mask "
+         "data/parity/padding/key_padding_mask.npy",
          "key_padding_mask"},
-        {"--weights data/parity/wide/weights.npz --input data/parity/self_bias/query.npy", "expected shape"},
+        {"--weights data/parity/wide/weights.npz --input data/parity/self_bias/query.npy",
+         "expected shape"},
         {"-b 100000 -n 100000", "more than --max-memory"},
-        {"-b 4294967296 -n 4294967296 -m 4294967296 -H 4294967296 -d 4294967296", "does not fit in 64 bits"},
+        {"-b 4294967296 -n 4294967296 -m 4294967296 -H 4294967296 -d 4294967296",
+         "does not fit in 64 bits"},
         {"--max-memory lots", "--max-memory expects a size like 512M or 2G"},
         {"--save ''", "--save expects a file name"},
         {"--save /nonexistent-dir/out.npz", "/nonexistent-dir/out.npz"},
@@ -124,9 +152,11 @@ TEST_CASE("--max-memory refuses before allocating and accepts what fits") {
 }
 
 TEST_CASE("every example script runs") {
-    const std::string script = GENERATE(as<std::string>{}, "classic.sh", "cross_attention.sh", "values.sh");
+    const std::string script =
+        GENERATE(as<std::string>{}, "classic.sh", "cross_attention.sh", "values.sh");
     CAPTURE(script);
-    const test::RunResult r = test::run_command("cd .. && MHA=build/mha sh examples/" + script + " 2>&1");
+    const test::RunResult r =
+        test::run_command("cd .. && MHA=build/mha sh examples/" + script + " 2>&1");
     CHECK(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("14  project"));
 }

@@ -1,13 +1,12 @@
 // Kernels and parallel_for on cases small enough to check by hand.
 
-#include "core/ops.h"
-#include "core/parallel.h"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <mutex>
+
+#include "core/ops.h"
+#include "core/parallel.h"
 
 using mha::MatrixView;
 using mha::Tensor;
@@ -77,7 +76,8 @@ TEST_CASE("the causal mask is bottom-right aligned") {
     // N = M = 3: the usual lower triangle
     float square[9] = {};
     mha::apply_causal(square, 3, 3);
-    CHECK(std::vector<float>(square, square + 9) == std::vector<float>{0, -inf, -inf, 0, 0, -inf, 0, 0, 0});
+    CHECK(std::vector<float>(square, square + 9) ==
+          std::vector<float>{0, -inf, -inf, 0, 0, -inf, 0, 0, 0});
     // N = 3 > M = 2: query 0 has no key left (j <= 0 - 1)
     float tall[6] = {};
     mha::apply_causal(tall, 3, 2);
@@ -108,8 +108,10 @@ TEST_CASE("parallel_for covers every unit exactly once for any thread count") {
 }
 
 TEST_CASE("parallel_for passes a worker's exception to the caller") {
-    REQUIRE_THROWS_WITH(mha::parallel_for(8, 4, [](std::size_t begin, std::size_t) {
-                            if (begin >= 4) throw std::runtime_error("worker failed");
-                        }),
+    REQUIRE_THROWS_WITH(mha::parallel_for(8, 4,
+                                          [](std::size_t begin, std::size_t) {
+                                              if (begin >= 4)
+                                                  throw std::runtime_error("worker failed");
+                                          }),
                         "worker failed");
 }

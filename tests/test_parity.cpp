@@ -2,15 +2,13 @@
 // --save, compared with the output and per-head weights PyTorch computed
 // (data/make_fixtures.py made them; see data/README.md).
 
-#include "io/npy.h"
-
-#include "helpers.h"
-
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "helpers.h"
+#include "io/npy.h"
 
 namespace {
 
@@ -45,7 +43,8 @@ std::string file_options(const std::string& dir) {
     std::string args = " --weights " + dir + "weights.npz --input " + dir + "query.npy";
     if (exists(dir + "key.npy")) args += " --key " + dir + "key.npy --value " + dir + "value.npy";
     if (exists(dir + "mask.npy")) args += " --mask " + dir + "mask.npy";
-    if (exists(dir + "key_padding_mask.npy")) args += " --key-padding-mask " + dir + "key_padding_mask.npy";
+    if (exists(dir + "key_padding_mask.npy"))
+        args += " --key-padding-mask " + dir + "key_padding_mask.npy";
     return args;
 }
 
@@ -67,7 +66,8 @@ TEST_CASE("mha reproduces PyTorch on every fixture case") {
             const auto actual = mha::npy::read_npz(saved);
             std::remove(saved.c_str());
             test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
-                                mha::npy::to_tensor(expected.at("attn_weights")), weights_tolerance);
+                                mha::npy::to_tensor(expected.at("attn_weights")),
+                                weights_tolerance);
             test::require_close(mha::npy::to_tensor(actual.at("output")),
                                 mha::npy::to_tensor(expected.at("output")), output_tolerance);
         }
@@ -79,9 +79,12 @@ TEST_CASE("the result does not depend on the thread count, nor on tracing") {
     std::vector<std::string> outputs;
     for (const char* extra : {" -t 1", " -t 2", " -t 5 --trace --values", " -t 16 --format json"}) {
         const std::string saved = test::temp_path("threads.npz");
-        REQUIRE(test::run_mha(file_options(dir) + " --heads 8 --save " + saved + extra, false).status == 0);
+        REQUIRE(
+            test::run_mha(file_options(dir) + " --heads 8 --save " + saved + extra, false).status ==
+            0);
         std::ifstream file(saved, std::ios::binary);
-        outputs.emplace_back(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+        outputs.emplace_back(std::istreambuf_iterator<char>(file),
+                             std::istreambuf_iterator<char>());
         std::remove(saved.c_str());
     }
     for (const std::string& bytes : outputs) CHECK(bytes == outputs.front());

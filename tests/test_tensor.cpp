@@ -1,11 +1,10 @@
 // Tensor semantics: view, transpose, contiguous as PyTorch defines them.
 
+#include <catch2/catch.hpp>
+#include <numeric>
+
 #include "core/error.h"
 #include "core/tensor.h"
-
-#include <catch2/catch.hpp>
-
-#include <numeric>
 
 using mha::Shape;
 using mha::Strides;

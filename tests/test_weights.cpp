@@ -1,13 +1,12 @@
 // State-dict loading: every supported layout, and errors that name the array
 // and the shape expected. Masks: both conventions.
 
+#include <catch2/catch.hpp>
+#include <cmath>
+
 #include "core/error.h"
 #include "io/masks.h"
 #include "io/weights.h"
-
-#include <catch2/catch.hpp>
-
-#include <cmath>
 
 using mha::npy::Array;
 
@@ -45,10 +44,11 @@ TEST_CASE("nn.MultiheadAttention's packed in_proj splits into q, k, v in that or
 }
 
 TEST_CASE("separate q/k/v_proj_weight carry kdim and vdim") {
-    const mha::Weights w = mha::weights_from_state_dict(
-        {{"q_proj_weight", counting({E, E})}, {"k_proj_weight", counting({E, 3})},
-         {"v_proj_weight", counting({E, 2})}, {"out_proj.weight", counting({E, E})}},
-        "w.npz");
+    const mha::Weights w = mha::weights_from_state_dict({{"q_proj_weight", counting({E, E})},
+                                                         {"k_proj_weight", counting({E, 3})},
+                                                         {"v_proj_weight", counting({E, 2})},
+                                                         {"out_proj.weight", counting({E, E})}},
+                                                        "w.npz");
     CHECK(w.kdim() == 3);
     CHECK(w.vdim() == 2);
     CHECK_FALSE(w.any_bias());
@@ -85,10 +85,12 @@ TEST_CASE("missing, extra, mis-shaped and mistyped arrays are named") {
     dict["out_proj.weight"].kind = 'b';
     dict["out_proj.weight"].item_size = 1;
     REQUIRE_THROWS_WITH(mha::weights_from_state_dict(dict, "w.npz"), Catch::Contains("is bool"));
-    REQUIRE_THROWS_WITH(mha::weights_from_state_dict({{"linear.weight", counting({E, E})}}, "w.npz"),
-                        Catch::Contains("not a state dict mha knows"));
-    REQUIRE_THROWS_WITH(mha::weights_from_state_dict({{"in_proj_weight", counting({3 * E})}}, "w.npz"),
-                        Catch::Contains("expected a matrix"));
+    REQUIRE_THROWS_WITH(
+        mha::weights_from_state_dict({{"linear.weight", counting({E, E})}}, "w.npz"),
+        Catch::Contains("not a state dict mha knows"));
+    REQUIRE_THROWS_WITH(
+        mha::weights_from_state_dict({{"in_proj_weight", counting({3 * E})}}, "w.npz"),
+        Catch::Contains("expected a matrix"));
 }
 
 TEST_CASE("bool and integer masks: block by default, keep on request; floats are added") {
@@ -105,7 +107,8 @@ TEST_CASE("bool and integer masks: block by default, keep on request; floats are
     CHECK(keep.at({0, 0}) == 0.0f);
     CHECK(std::isinf(keep.at({0, 1})));
     CHECK_THAT(note, Catch::Contains("0 = blocked"));
-    const mha::Tensor added = mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Keep, "m", note);
+    const mha::Tensor added =
+        mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Keep, "m", note);
     CHECK(added.at({1, 1}) == 1.5f);
     CHECK_THAT(note, Catch::Contains("added to the scores"));
 }

@@ -2,12 +2,12 @@
 
 #include "app/cli.h"
 
-#include "core/error.h"
-
 #include <cctype>
 #include <functional>
 #include <limits>
 #include <map>
+
+#include "core/error.h"
 
 namespace mha {
 
@@ -45,13 +45,15 @@ std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
     std::uint64_t unit = 1;
     const std::string suffixes = "KMGT";
     for (const std::string tail : {"iB", "B"}) {
-        if (digits.size() > tail.size() && digits.compare(digits.size() - tail.size(), tail.size(), tail) == 0) {
+        if (digits.size() > tail.size() &&
+            digits.compare(digits.size() - tail.size(), tail.size(), tail) == 0) {
             digits.resize(digits.size() - tail.size());
             break;
         }
     }
     if (!digits.empty()) {
-        const std::size_t power = suffixes.find(char(std::toupper(static_cast<unsigned char>(digits.back()))));
+        const std::size_t power =
+            suffixes.find(char(std::toupper(static_cast<unsigned char>(digits.back()))));
         if (power != std::string::npos) {
             unit = std::uint64_t(1) << (10 * (power + 1));
             digits.pop_back();
@@ -65,7 +67,8 @@ std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
         throw Error(expected);
     }
     if (value == 0) throw Error(option + " must be more than 0, got '" + text + "'");
-    if (value > std::numeric_limits<std::uint64_t>::max() / unit) throw Error(option + " value '" + text + "' is too large");
+    if (value > std::numeric_limits<std::uint64_t>::max() / unit)
+        throw Error(option + " value '" + text + "' is too large");
     return value * unit;
 }
 
@@ -88,43 +91,72 @@ std::string parse_path(const std::string& option, const std::string& text) {
 constexpr std::uint64_t max_size = std::uint64_t(1) << 32;
 
 struct Option {
-    std::string name;   // "--batch"
-    char short_name;    // 'b', or 0
+    std::string name;  // "--batch"
+    char short_name;   // 'b', or 0
     bool takes_value;
     std::function<void(Config&, const std::string&)> apply;
 };
 
 const std::vector<Option>& options() {
     static const std::vector<Option> table = {
-        {"--batch", 'b', true, [](Config& c, const std::string& v) { c.batch = parse_count("--batch", v, max_size); }},
-        {"--seq-len", 'n', true, [](Config& c, const std::string& v) { c.seq_len = parse_count("--seq-len", v, max_size); }},
-        {"--kv-len", 'm', true, [](Config& c, const std::string& v) { c.kv_len = parse_count("--kv-len", v, max_size); }},
-        {"--d-model", 'd', true, [](Config& c, const std::string& v) { c.d_model = parse_count("--d-model", v, max_size); }},
-        {"--heads", 'H', true, [](Config& c, const std::string& v) { c.heads = parse_count("--heads", v, max_size); }},
-        {"--seed", 0, true, [](Config& c, const std::string& v) { c.seed = parse_unsigned("--seed", v); }},
-        {"--threads", 't', true, [](Config& c, const std::string& v) { c.threads = parse_count("--threads", v, max_threads); }},
+        {"--batch", 'b', true,
+         [](Config& c, const std::string& v) { c.batch = parse_count("--batch", v, max_size); }},
+        {"--seq-len", 'n', true,
+         [](Config& c, const std::string& v) {
+             c.seq_len = parse_count("--seq-len", v, max_size);
+         }},
+        {"--kv-len", 'm', true,
+         [](Config& c, const std::string& v) { c.kv_len = parse_count("--kv-len", v, max_size); }},
+        {"--d-model", 'd', true,
+         [](Config& c, const std::string& v) {
+             c.d_model = parse_count("--d-model", v, max_size);
+         }},
+        {"--heads", 'H', true,
+         [](Config& c, const std::string& v) { c.heads = parse_count("--heads", v, max_size); }},
+        {"--seed", 0, true,
+         [](Config& c, const std::string& v) { c.seed = parse_unsigned("--seed", v); }},
+        {"--threads", 't', true,
+         [](Config& c, const std::string& v) {
+             c.threads = parse_count("--threads", v, max_threads);
+         }},
         {"--causal", 0, false, [](Config& c, const std::string&) { c.causal = true; }},
         {"--no-bias", 0, false, [](Config& c, const std::string&) { c.bias = false; }},
         {"--random-bias", 0, false, [](Config& c, const std::string&) { c.random_bias = true; }},
         {"--trace", 0, false, [](Config& c, const std::string&) { c.trace = true; }},
         {"--values", 0, false, [](Config& c, const std::string&) { c.values = c.trace = true; }},
-        {"--format", 0, true, [](Config& c, const std::string& v) {
-             c.format = parse_choice<Format>("--format", v, {{"text", Format::Text}, {"json", Format::Json}});
+        {"--format", 0, true,
+         [](Config& c, const std::string& v) {
+             c.format = parse_choice<Format>("--format", v,
+                                             {{"text", Format::Text}, {"json", Format::Json}});
          }},
-        {"--weights", 0, true, [](Config& c, const std::string& v) { c.weights_path = parse_path("--weights", v); }},
-        {"--input", 0, true, [](Config& c, const std::string& v) { c.input_path = parse_path("--input", v); }},
-        {"--key", 0, true, [](Config& c, const std::string& v) { c.key_path = parse_path("--key", v); }},
-        {"--value", 0, true, [](Config& c, const std::string& v) { c.value_path = parse_path("--value", v); }},
-        {"--mask", 0, true, [](Config& c, const std::string& v) { c.mask_path = parse_path("--mask", v); }},
-        {"--mask-means", 0, true, [](Config& c, const std::string& v) {
-             c.mask_means = parse_choice<MaskMeaning>("--mask-means", v, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
+        {"--weights", 0, true,
+         [](Config& c, const std::string& v) { c.weights_path = parse_path("--weights", v); }},
+        {"--input", 0, true,
+         [](Config& c, const std::string& v) { c.input_path = parse_path("--input", v); }},
+        {"--key", 0, true,
+         [](Config& c, const std::string& v) { c.key_path = parse_path("--key", v); }},
+        {"--value", 0, true,
+         [](Config& c, const std::string& v) { c.value_path = parse_path("--value", v); }},
+        {"--mask", 0, true,
+         [](Config& c, const std::string& v) { c.mask_path = parse_path("--mask", v); }},
+        {"--mask-means", 0, true,
+         [](Config& c, const std::string& v) {
+             c.mask_means = parse_choice<MaskMeaning>(
+                 "--mask-means", v, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
          }},
-        {"--key-padding-mask", 0, true, [](Config& c, const std::string& v) { c.key_padding_mask_path = parse_path("--key-padding-mask", v); }},
-        {"--masked-rows", 0, true, [](Config& c, const std::string& v) {
-             c.zero_masked_rows = parse_choice<bool>("--masked-rows", v, {{"nan", false}, {"zero", true}});
+        {"--key-padding-mask", 0, true,
+         [](Config& c, const std::string& v) {
+             c.key_padding_mask_path = parse_path("--key-padding-mask", v);
          }},
-        {"--save", 0, true, [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
-        {"--max-memory", 0, true, [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
+        {"--masked-rows", 0, true,
+         [](Config& c, const std::string& v) {
+             c.zero_masked_rows =
+                 parse_choice<bool>("--masked-rows", v, {{"nan", false}, {"zero", true}});
+         }},
+        {"--save", 0, true,
+         [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
+        {"--max-memory", 0, true,
+         [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -159,14 +191,17 @@ Config parse_args(const std::vector<std::string>& args) {
             option = &find_long(arg.substr(0, equals));
             has_value = equals != std::string::npos;
             if (has_value) value = arg.substr(equals + 1);
-            if (has_value && !option->takes_value) throw Error(option->name + " takes no value, got '" + arg + "'");
+            if (has_value && !option->takes_value)
+                throw Error(option->name + " takes no value, got '" + arg + "'");
         } else if (arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
             option = &find_short(arg[1]);
             has_value = arg.size() > 2;
             if (has_value) value = arg.substr(2);
-            if (has_value && !option->takes_value) throw Error(option->name + " takes no value, got '" + arg + "'");
+            if (has_value && !option->takes_value)
+                throw Error(option->name + " takes no value, got '" + arg + "'");
         } else {
-            throw Error("unexpected argument '" + arg + "'; options start with -- (see mha --help)");
+            throw Error("unexpected argument '" + arg +
+                        "'; options start with -- (see mha --help)");
         }
         if (option->takes_value && !has_value) {
             if (i + 1 >= args.size()) throw Error(option->name + " needs a value (see mha --help)");

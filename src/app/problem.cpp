@@ -2,6 +2,8 @@
 
 #include "app/problem.h"
 
+#include <algorithm>
+
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -10,15 +12,13 @@
 #include "io/npy.h"
 #include "io/weights.h"
 
-#include <algorithm>
-
 namespace mha {
 
 namespace {
 
 // A size from a file wins; an option that says otherwise is an error.
-std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag, std::size_t from_file,
-                      const std::string& file, const char* name) {
+std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag,
+                      std::size_t from_file, const std::string& file, const char* name) {
     if (option && *option != from_file) {
         throw Error(std::string(flag) + " " + std::to_string(*option) + " disagrees with " + file +
                     ", which has " + name + "=" + std::to_string(from_file));
@@ -29,11 +29,13 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
 Tensor load_input(const std::string& path, const char* what) {
     const npy::Array array = npy::read_npy(path);
     if (array.shape.size() != 3) {
-        throw Error(path + ": " + what + " must have 3 dimensions (B, length, features), got shape " +
+        throw Error(path + ": " + what +
+                    " must have 3 dimensions (B, length, features), got shape " +
                     to_string(array.shape));
     }
     if (array.kind != 'f') {
-        throw Error(path + ": " + what + " is " + array.dtype_name() + ", expected float32 or float64");
+        throw Error(path + ": " + what + " is " + array.dtype_name() +
+                    ", expected float32 or float64");
     }
     return npy::to_tensor(array);
 }
@@ -51,7 +53,8 @@ Sources load_files(const Config& c) {
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs = Inputs{x, load_input(c.key_path, "the key"), load_input(c.value_path, "the value")};
+            sources.inputs =
+                Inputs{x, load_input(c.key_path, "the key"), load_input(c.value_path, "the value")};
         }
     }
     return sources;
@@ -60,11 +63,13 @@ Sources load_files(const Config& c) {
 Sizes resolve_sizes(const Config& c, const Sources& files) {
     Sizes s{};
     if (files.weights) {
-        s.d_model = reconcile(c.d_model, "--d-model", files.weights->d_model(), c.weights_path, "d_model");
+        s.d_model =
+            reconcile(c.d_model, "--d-model", files.weights->d_model(), c.weights_path, "d_model");
         s.kdim = files.weights->kdim();
         s.vdim = files.weights->vdim();
     } else if (files.inputs) {
-        s.d_model = reconcile(c.d_model, "--d-model", files.inputs->x_q.size(2), c.input_path, "d_model");
+        s.d_model =
+            reconcile(c.d_model, "--d-model", files.inputs->x_q.size(2), c.input_path, "d_model");
         s.kdim = files.inputs->x_k.size(2);
         s.vdim = files.inputs->x_v.size(2);
     } else {
@@ -97,21 +102,25 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
                                      checked_product({s.batch, s.kv_len, s.kdim + s.vdim}, what)},
                                     what)},
         what);
-    const std::uint64_t weights = checked_product(
-        {sizeof(float), s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)}, what);
+    const std::uint64_t weights =
+        checked_product({sizeof(float), s.d_model,
+                         checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
+                        what);
     const std::uint64_t total = checked_sum({inputs, weights, forward_bytes(s)}, what);
     if (total > max_memory) {
-        throw Error("this configuration needs " + mebibytes(total) + " (B=" + std::to_string(s.batch) +
-                    " N=" + std::to_string(s.seq_len) + " M=" + std::to_string(s.kv_len) +
-                    " d_model=" + std::to_string(s.d_model) + " h=" + std::to_string(s.heads) +
-                    "), more than --max-memory " + mebibytes(max_memory) + "; raise --max-memory or shrink the sizes");
+        throw Error("this configuration needs " + mebibytes(total) +
+                    " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
+                    " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
+                    " h=" + std::to_string(s.heads) + "), more than --max-memory " +
+                    mebibytes(max_memory) + "; raise --max-memory or shrink the sizes");
     }
 }
 
 Masks load_masks(const Config& c) {
     Masks masks;
     masks.causal = c.causal;
-    if (!c.mask_path.empty()) load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), masks);
+    if (!c.mask_path.empty())
+        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), masks);
     if (!c.key_padding_mask_path.empty()) load_key_padding_mask(c.key_padding_mask_path, masks);
     return masks;
 }
@@ -134,8 +143,9 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.weights_path.empty() ? seeded(c.seed) : c.weights_path;
     info.inputs_source = c.input_path.empty() ? seeded(c.seed)
-                         : c.key_path.empty() ? c.input_path
-                                              : c.input_path + ", " + c.key_path + ", " + c.value_path;
+                         : c.key_path.empty()
+                             ? c.input_path
+                             : c.input_path + ", " + c.key_path + ", " + c.value_path;
     info.values = c.values;
     return info;
 }
@@ -152,7 +162,8 @@ Problem build_problem(const Config& c) {
     check_budget(s, c.max_memory);
 
     Problem p;
-    p.weights = files.weights ? *files.weights : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
+    p.weights =
+        files.weights ? *files.weights : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = load_masks(c);

@@ -17,14 +17,14 @@
 
 #include "core/attention.h"
 
+#include <cmath>
+#include <sstream>
+#include <utility>
+
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/parallel.h"
-
-#include <cmath>
-#include <sstream>
-#include <utility>
 
 namespace mha {
 
@@ -40,8 +40,8 @@ std::string shape_error(const std::string& what, const std::string& expected, co
     return what + ": expected shape " + expected + ", got " + to_string(t.shape());
 }
 
-Step make_step(int number, std::string name, std::string tensor, std::string expression,
-               Dims dims, const Tensor& value, std::uint64_t macs = 0) {
+Step make_step(int number, std::string name, std::string tensor, std::string expression, Dims dims,
+               const Tensor& value, std::uint64_t macs = 0) {
     Step step;
     step.number = number;
     step.name = std::move(name);
@@ -104,7 +104,8 @@ std::vector<std::vector<bool>> allowed_grid(const Tensor& scores) {
     const MatrixView unit = head_matrix(scores, 0, 0);
     std::vector<std::vector<bool>> grid(unit.rows, std::vector<bool>(unit.cols));
     for (std::size_t i = 0; i < unit.rows; ++i) {
-        for (std::size_t j = 0; j < unit.cols; ++j) grid[i][j] = !(std::isinf(unit(i, j)) && unit(i, j) < 0);
+        for (std::size_t j = 0; j < unit.cols; ++j)
+            grid[i][j] = !(std::isinf(unit(i, j)) && unit(i, j) < 0);
     }
     return grid;
 }
@@ -138,19 +139,24 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     const std::size_t B = in.x_q.size(0);
     const std::size_t N = in.x_q.size(1);
     if (in.x_k.dim() != 3 || in.x_k.size(0) != B || in.x_k.size(2) != w.kdim()) {
-        throw Error(shape_error("key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
+        throw Error(shape_error(
+            "key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
     }
     const std::size_t M = in.x_k.size(1);
-    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M || in.x_v.size(2) != w.vdim()) {
+    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M ||
+        in.x_v.size(2) != w.vdim()) {
         throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
     }
     const Tensor& am = masks.attn_mask;
     if (!am.empty()) {
-        const bool plane = am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
-        const bool lead = am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        const bool plane =
+            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead =
+            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
         if (!plane || !lead) {
-            throw Error(shape_error("attn_mask", to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
-                                                     to_string({B * heads, N, M}),
+            throw Error(shape_error("attn_mask",
+                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                        to_string({B * heads, N, M}),
                                     am));
         }
     }
@@ -160,61 +166,112 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     return {B, N, M, E, w.kdim(), w.vdim(), heads};
 }
 
-ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
-                      const ForwardOptions& options, Tracer& tracer) {
-    const Sizes s = check_shapes(w, in, masks, options.heads);
-    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, E = s.d_model, h = s.heads;
-    const std::size_t d_k = E / h;
-    const std::size_t threads = options.threads;
-    const bool self = in.x_k.shares_storage_with(in.x_q) && in.x_v.shares_storage_with(in.x_q);
+namespace {
+
+// What every phase of one forward pass needs to know.
+struct Pass {
+    Sizes s;
+    std::size_t d_k;
+    std::size_t threads;
+    Tracer& tracer;
+};
+
+// Three tensors that travel together through steps 1-5.
+struct Qkv {
+    Tensor q, k, v;
+};
+
+std::string plus_bias(const Tensor& bias, const char* name) {
+    return bias.empty() ? std::string() : std::string(" + ") + name;
+}
+
+// 0: the inputs, named x when one tensor plays query, key and value.
+void report_inputs(const Inputs& in, bool self, const Pass& p) {
+    const std::string x = self ? "x" : "x_q";
+    report(p.tracer, [&] { return make_step(0, "input", x, x, {"B", "N", "d_model"}, in.x_q); });
+    if (self) return;
+    const std::string kdim = p.s.kdim == p.s.d_model ? "d_model" : "kdim";
+    const std::string vdim = p.s.vdim == p.s.d_model ? "d_model" : "vdim";
+    report(p.tracer, [&] { return make_step(0, "input", "x_k", "x_k", {"B", "M", kdim}, in.x_k); });
+    report(p.tracer, [&] { return make_step(0, "input", "x_v", "x_v", {"B", "M", vdim}, in.x_v); });
+}
+
+// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows.
+Qkv project_qkv(const Weights& w, const Inputs& in, bool self, const Pass& p) {
+    const std::uint64_t B = p.s.batch, N = p.s.seq_len, M = p.s.kv_len, E = p.s.d_model;
     const std::string xq = self ? "x" : "x_q", xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
-    const std::string kdim = s.kdim == E ? "d_model" : "kdim", vdim = s.vdim == E ? "d_model" : "vdim";
+    Qkv r{project(in.x_q.contiguous(), w.w_q, w.b_q, p.threads),
+          project(in.x_k.contiguous(), w.w_k, w.b_k, p.threads),
+          project(in.x_v.contiguous(), w.w_v, w.b_v, p.threads)};
+    report(p.tracer, [&] {
+        return make_step(1, "project", "Q", "Q = " + xq + " @ W_q.T" + plus_bias(w.b_q, "b_q"),
+                         {"B", "N", "d_model"}, r.q, B * N * E * E);
+    });
+    report(p.tracer, [&] {
+        return make_step(2, "project", "K", "K = " + xk + " @ W_k.T" + plus_bias(w.b_k, "b_k"),
+                         {"B", "M", "d_model"}, r.k, B * M * E * p.s.kdim);
+    });
+    report(p.tracer, [&] {
+        return make_step(3, "project", "V", "V = " + xv + " @ W_v.T" + plus_bias(w.b_v, "b_v"),
+                         {"B", "M", "d_model"}, r.v, B * M * E * p.s.vdim);
+    });
+    return r;
+}
 
-    // 0: the inputs
-    report(tracer, [&] { return make_step(0, "input", xq, xq, {"B", "N", "d_model"}, in.x_q); });
-    if (!self) {
-        report(tracer, [&] { return make_step(0, "input", "x_k", "x_k", {"B", "M", kdim}, in.x_k); });
-        report(tracer, [&] { return make_step(0, "input", "x_v", "x_v", {"B", "M", vdim}, in.x_v); });
-    }
+// 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped, no copy.
+Qkv split_heads(const Qkv& x, const Pass& p) {
+    const std::size_t B = p.s.batch, N = p.s.seq_len, M = p.s.kv_len, h = p.s.heads;
+    const Qkv viewed{x.q.view({B, N, h, p.d_k}), x.k.view({B, M, h, p.d_k}),
+                     x.v.view({B, M, h, p.d_k})};
+    report(p.tracer, [&] {
+        return make_step(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, viewed.q);
+    });
+    report(p.tracer, [&] {
+        return make_step(4, "view", "K", "K.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, viewed.k);
+    });
+    report(p.tracer, [&] {
+        return make_step(4, "view", "V", "V.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, viewed.v);
+    });
+    const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
+    report(p.tracer, [&] {
+        return make_step(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, heads.q);
+    });
+    report(p.tracer, [&] {
+        return make_step(5, "transpose", "K", "K.transpose(1, 2)", {"B", "h", "M", "d_k"}, heads.k);
+    });
+    report(p.tracer, [&] {
+        return make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", "h", "M", "d_k"}, heads.v);
+    });
+    return heads;
+}
 
-    // 1-3: project. (B, N, d_model) @ (d_model, d_model) -> (B, N, d_model); K, V with M rows
-    auto bias_text = [](const Tensor& b, const char* name) { return b.empty() ? std::string() : std::string(" + ") + name; };
-    const Tensor q = project(in.x_q.contiguous(), w.w_q, w.b_q, threads);
-    report(tracer, [&] { return make_step(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_text(w.b_q, "b_q"), {"B", "N", "d_model"}, q, std::uint64_t(B) * N * E * E); });
-    const Tensor k = project(in.x_k.contiguous(), w.w_k, w.b_k, threads);
-    report(tracer, [&] { return make_step(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_text(w.b_k, "b_k"), {"B", "M", "d_model"}, k, std::uint64_t(B) * M * E * s.kdim); });
-    const Tensor v = project(in.x_v.contiguous(), w.w_v, w.b_v, threads);
-    report(tracer, [&] { return make_step(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_text(w.b_v, "b_v"), {"B", "M", "d_model"}, v, std::uint64_t(B) * M * E * s.vdim); });
-
-    // 4: split d_model into h heads of d_k. (B, N, d_model) -> (B, N, h, d_k), no copy
-    const Tensor q4 = q.view({B, N, h, d_k});
-    const Tensor k4 = k.view({B, M, h, d_k});
-    const Tensor v4 = v.view({B, M, h, d_k});
-    report(tracer, [&] { return make_step(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4); });
-    report(tracer, [&] { return make_step(4, "view", "K", "K.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, k4); });
-    report(tracer, [&] { return make_step(4, "view", "V", "V.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, v4); });
-
-    // 5: heads before positions. (B, N, h, d_k) -> (B, h, N, d_k), strides swapped, no copy
-    const Tensor qh = q4.transpose(1, 2);
-    const Tensor kh = k4.transpose(1, 2);
-    const Tensor vh = v4.transpose(1, 2);
-    report(tracer, [&] { return make_step(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, qh); });
-    report(tracer, [&] { return make_step(5, "transpose", "K", "K.transpose(1, 2)", {"B", "h", "M", "d_k"}, kh); });
-    report(tracer, [&] { return make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", "h", "M", "d_k"}, vh); });
+// 6-10 on the (batch, head) units: scores, scale, mask, softmax, weights @ V.
+// Fills result.weights (B, h, N, M) and returns the context (B, h, N, d_k).
+Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const Pass& p,
+              ForwardResult& result) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = p.d_k;
+    const Dims scores_dims = {"B", "h", "N", "M"};
+    Tensor scores({B, h, N, M});
+    auto unit_scores = [&](std::size_t b, std::size_t i) {
+        return scores.data() + (b * h + i) * N * M;
+    };
 
     // 6: (B, h, N, d_k) x (B, h, d_k, M) -> (B, h, N, M)
-    Tensor scores({B, h, N, M});
-    const Dims scores_dims = {"B", "h", "N", "M"};
-    auto unit_scores = [&](std::size_t b, std::size_t i) { return scores.data() + (b * h + i) * N * M; };
-    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(qh, b, i), head_matrix(kh, b, i).transposed(), unit_scores(b, i), M);
+    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+        matmul(head_matrix(heads.q, b, i), head_matrix(heads.k, b, i).transposed(),
+               unit_scores(b, i), M);
     });
-    report(tracer, [&] { return make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims, scores, std::uint64_t(B) * h * N * M * d_k); });
+    report(p.tracer, [&] {
+        return make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims,
+                         scores, std::uint64_t(B) * h * N * M * d_k);
+    });
 
     // 7: keep the scores' variance near 1 whatever d_k is
     const float factor = float(1.0 / std::sqrt(double(d_k)));
-    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) { scale(unit_scores(b, i), N * M, factor); });
-    report(tracer, [&] {
+    for_each_unit(B, h, p.threads,
+                  [&](std::size_t b, std::size_t i) { scale(unit_scores(b, i), N * M, factor); });
+    report(p.tracer, [&] {
         Step step = make_step(7, "scale", "scores", "scores / math.sqrt(d_k)", scores_dims, scores);
         std::ostringstream note;
         note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
@@ -223,14 +280,18 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     });
 
     // 8: blocked keys get -inf, float masks are added
-    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
+    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
         float* unit = unit_scores(b, i);
         if (!masks.attn_mask.empty()) add_mask(unit, unit_mask(masks.attn_mask, b, i, s), N * M);
-        if (!masks.key_padding.empty()) add_key_padding(unit, masks.key_padding.data() + b * M, N, M);
+        if (!masks.key_padding.empty())
+            add_key_padding(unit, masks.key_padding.data() + b * M, N, M);
         if (masks.causal) apply_causal(unit, N, M);
     });
-    report(tracer, [&] {
-        Step step = make_step(8, "mask", "scores", has_mask(masks) ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", scores_dims, scores);
+    report(p.tracer, [&] {
+        Step step =
+            make_step(8, "mask", "scores",
+                      has_mask(masks) ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)",
+                      scores_dims, scores);
         step.notes = mask_notes(masks, s);
         if (has_mask(masks) && N <= max_grid && M <= max_grid) step.allowed = allowed_grid(scores);
         return step;
@@ -238,36 +299,72 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
 
     // 9: each query's scores become weights over the M keys, summing to 1
     std::vector<std::size_t> masked_rows(B * h, 0);
-    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
-        masked_rows[b * h + i] = softmax_rows(unit_scores(b, i), N, M, options.zero_masked_rows);
+    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+        masked_rows[b * h + i] = softmax_rows(unit_scores(b, i), N, M, zero_masked_rows);
     });
-    ForwardResult result;
     result.weights = scores;
     for (std::size_t count : masked_rows) result.fully_masked_rows += count;
-    report(tracer, [&] { return make_step(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", scores_dims, result.weights); });
+    report(p.tracer, [&] {
+        return make_step(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)",
+                         scores_dims, result.weights);
+    });
 
     // 10: (B, h, N, M) x (B, h, M, d_k) -> (B, h, N, d_k)
     Tensor context({B, h, N, d_k});
-    for_each_unit(B, h, threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(result.weights, b, i), head_matrix(vh, b, i), context.data() + (b * h + i) * N * d_k, d_k);
+    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+        matmul(head_matrix(result.weights, b, i), head_matrix(heads.v, b, i),
+               context.data() + (b * h + i) * N * d_k, d_k);
     });
-    report(tracer, [&] { return make_step(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context, std::uint64_t(B) * h * N * M * d_k); });
+    report(p.tracer, [&] {
+        return make_step(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"},
+                         context, std::uint64_t(B) * h * N * M * d_k);
+    });
+    return context;
+}
 
-    // 11-13: heads back beside each other. (B, h, N, d_k) -> (B, N, h, d_k) -> (B, N, d_model)
+// 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, d_model).
+Tensor combine_heads(const Tensor& context, const Pass& p) {
     const Tensor back = context.transpose(1, 2);
-    report(tracer, [&] { return make_step(11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back); });
+    report(p.tracer, [&] {
+        return make_step(11, "transpose", "context", "context.transpose(1, 2)",
+                         {"B", "N", "h", "d_k"}, back);
+    });
     const Tensor packed = back.contiguous();
-    report(tracer, [&] {
-        Step step = make_step(12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed);
+    report(p.tracer, [&] {
+        Step step = make_step(12, "contiguous", "context", "context.contiguous()",
+                              {"B", "N", "h", "d_k"}, packed);
         step.copied_bytes = packed.shares_storage_with(back) ? 0 : packed.numel() * sizeof(float);
         return step;
     });
-    const Tensor concat = packed.view({B, N, E});
-    report(tracer, [&] { return make_step(13, "view", "concat", "concat = context.view(B, N, d_model)", {"B", "N", "d_model"}, concat); });
+    const Tensor concat = packed.view({p.s.batch, p.s.seq_len, p.s.d_model});
+    report(p.tracer, [&] {
+        return make_step(13, "view", "concat", "concat = context.view(B, N, d_model)",
+                         {"B", "N", "d_model"}, concat);
+    });
+    return concat;
+}
 
-    // 14: mix the heads. (B, N, d_model) @ (d_model, d_model) -> (B, N, d_model)
-    result.output = project(concat, w.w_o, w.b_o, threads);
-    report(tracer, [&] { return make_step(14, "project", "output", "output = concat @ W_o.T" + bias_text(w.b_o, "b_o"), {"B", "N", "d_model"}, result.output, std::uint64_t(B) * N * E * E); });
+}  // namespace
+
+ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options, Tracer& tracer) {
+    const Sizes s = check_shapes(w, in, masks, options.heads);
+    const Pass pass{s, s.d_model / s.heads, options.threads, tracer};
+    const bool self = in.x_k.shares_storage_with(in.x_q) && in.x_v.shares_storage_with(in.x_q);
+
+    report_inputs(in, self, pass);
+    const Qkv heads = split_heads(project_qkv(w, in, self, pass), pass);  // 1-5
+    ForwardResult result;
+    const Tensor context = attend(heads, masks, options.zero_masked_rows, pass, result);  // 6-10
+    const Tensor concat = combine_heads(context, pass);                                   // 11-13
+
+    // 14: mix the heads. (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)
+    result.output = project(concat, w.w_o, w.b_o, options.threads);
+    report(tracer, [&] {
+        return make_step(14, "project", "output",
+                         "output = concat @ W_o.T" + plus_bias(w.b_o, "b_o"), {"B", "N", "d_model"},
+                         result.output, std::uint64_t(s.batch) * s.seq_len * s.d_model * s.d_model);
+    });
     return result;
 }
 

@@ -2,13 +2,13 @@
 // Multi-head attention: the weights and the forward pass as 14 numbered steps,
 // each reported to a Tracer (see docs/walkthrough.md for the maths).
 
-#include "core/step.h"
-#include "core/tensor.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/step.h"
+#include "core/tensor.h"
 
 namespace mha {
 
@@ -33,9 +33,9 @@ struct Sizes {
     std::size_t seq_len;  // N   queries
     std::size_t kv_len;   // M   keys and values
     std::size_t d_model;
-    std::size_t kdim;     // features of x_k
-    std::size_t vdim;     // features of x_v
-    std::size_t heads;    // h
+    std::size_t kdim;   // features of x_k
+    std::size_t vdim;   // features of x_v
+    std::size_t heads;  // h
 };
 
 // Bytes the forward pass allocates for Q, K, V, scores, context, concat and output,
@@ -51,22 +51,22 @@ struct Inputs {
 // Everything step 8 applies, already in additive form (0 = may attend,
 // -inf = blocked, anything else is added to the score as PyTorch does).
 struct Masks {
-    Tensor attn_mask;    // (N, M), (B, N, M) or (B·h, N, M); empty for none
-    Tensor key_padding;  // (B, M); empty for none
-    bool causal = false;               // query i sees keys j ≤ i + (M − N): bottom-right aligned
-    std::vector<std::string> notes;    // how the given masks were read, for the trace
+    Tensor attn_mask;                // (N, M), (B, N, M) or (B·h, N, M); empty for none
+    Tensor key_padding;              // (B, M); empty for none
+    bool causal = false;             // query i sees keys j ≤ i + (M − N): bottom-right aligned
+    std::vector<std::string> notes;  // how the given masks were read, for the trace
 };
 
 struct ForwardOptions {
     std::size_t heads = 1;
-    std::size_t threads = 1;           // workers for the (batch, head) units and projections
-    bool zero_masked_rows = false;     // a row with every key blocked: zeros instead of NaN
+    std::size_t threads = 1;        // workers for the (batch, head) units and projections
+    bool zero_masked_rows = false;  // a row with every key blocked: zeros instead of NaN
 };
 
 struct ForwardResult {
-    Tensor output;                     // (B, N, d_model)
-    Tensor weights;                    // (B, h, N, M)  attention weights per head
-    std::size_t fully_masked_rows = 0; // (b, h, n) rows that had no key left to attend to
+    Tensor output;                      // (B, N, d_model)
+    Tensor weights;                     // (B, h, N, M)  attention weights per head
+    std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree

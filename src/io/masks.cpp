@@ -43,8 +43,8 @@ void load_attn_mask(const std::string& path, MaskMeaning meaning, Masks& masks) 
 
 void load_key_padding_mask(const std::string& path, Masks& masks) {
     std::string note;
-    masks.key_padding = additive_mask(npy::read_npy(path), MaskMeaning::Block,
-                                      "key_padding_mask " + path, note);
+    masks.key_padding =
+        additive_mask(npy::read_npy(path), MaskMeaning::Block, "key_padding_mask " + path, note);
     masks.notes.push_back(note);
 }
 

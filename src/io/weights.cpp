@@ -3,11 +3,11 @@
 
 #include "io/weights.h"
 
-#include "core/error.h"
-
 #include <set>
 #include <utility>
 #include <vector>
+
+#include "core/error.h"
 
 namespace mha {
 
@@ -30,8 +30,8 @@ public:
                         " (" + layout_ + ")");
         }
         if (found->second.shape != expected) {
-            throw Error(source_ + ": array '" + name + "' has shape " + to_string(found->second.shape) +
-                        ", expected " + to_string(expected));
+            throw Error(source_ + ": array '" + name + "' has shape " +
+                        to_string(found->second.shape) + ", expected " + to_string(expected));
         }
         if (found->second.kind != 'f') {
             throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
@@ -161,14 +161,16 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
     for (const std::string prefix : {"W_", "w_"}) {
         if (arrays.count(prefix + "q.weight") || arrays.count(prefix + "qkv.weight")) {
             StateDict dict(arrays, source,
-                           "a from-scratch module: " + prefix + "q, " + prefix + "k, " + prefix + "v (or " +
-                               prefix + "qkv) and " + prefix + "o, each .weight with optional .bias");
+                           "a from-scratch module: " + prefix + "q, " + prefix + "k, " + prefix +
+                               "v (or " + prefix + "qkv) and " + prefix +
+                               "o, each .weight with optional .bias");
             w = scratch(dict, prefix);
             dict.reject_leftovers();
             return w;
         }
     }
-    throw Error(source + ": not a state dict mha knows; expected nn.MultiheadAttention's in_proj_weight "
+    throw Error(source +
+                ": not a state dict mha knows; expected nn.MultiheadAttention's in_proj_weight "
                 "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
 }
 
