@@ -5,6 +5,7 @@
 #include "io/npy.h"
 
 #include "core/error.h"
+#include "helpers.h"
 
 #include <catch2/catch.hpp>
 
@@ -34,9 +35,9 @@ void write_bytes(const std::string& path, const std::string& bytes) {
     REQUIRE(file);
 }
 
-// A fresh, empty directory for files a test writes.
+// A fresh, empty directory for files a test writes, unique to this process so runs can overlap.
 fs::path scratch_dir() {
-    const fs::path dir = fs::temp_directory_path() / "mha_test_npy";
+    const fs::path dir = test::temp_path("npy");
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;

@@ -1,10 +1,10 @@
-// NumPy .npy/.npz files: header parsing, dtype decoding, zip records and CRC-32, float32 writing.
+// NumPy .npy/.npz files: header parsing, dtype decoding, float32 writing; the zip layer is io/zip.
 
 #include "io/npy.h"
 
 #include "core/error.h"
+#include "io/zip.h"
 
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -45,12 +45,6 @@ std::string_view slice(std::string_view bytes, std::uint64_t at, std::uint64_t l
     return bytes.substr(at, length);
 }
 
-std::string hex32(std::uint32_t value) {
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08lx", static_cast<unsigned long>(value));
-    return text;
-}
-
 // Text from a file, safe to put in a one-line message: control characters become '?'.
 std::string printable(std::string_view text) {
     std::string result(text);
@@ -79,28 +73,6 @@ std::string read_file(const std::string& path) {
     }
     if (std::ferror(file.get())) throw Error(system_error("read", path, errno));
     return bytes;
-}
-
-// ---- CRC-32 (the zip checksum: reflected polynomial 0xEDB88320) -------------
-
-constexpr std::array<std::uint32_t, 256> make_crc_table() {
-    std::array<std::uint32_t, 256> table{};
-    for (std::uint32_t n = 0; n < 256; ++n) {
-        std::uint32_t c = n;
-        for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        table[n] = c;
-    }
-    return table;
-}
-
-constexpr std::array<std::uint32_t, 256> crc_table = make_crc_table();
-
-std::uint32_t crc32(std::string_view bytes) {
-    std::uint32_t c = 0xFFFFFFFFu;
-    for (const char byte : bytes) {
-        c = crc_table[(c ^ static_cast<unsigned char>(byte)) & 0xFF] ^ (c >> 8);
-    }
-    return c ^ 0xFFFFFFFFu;
 }
 
 // ---- dtypes ----------------------------------------------------------------
@@ -402,181 +374,23 @@ Array parse_npy_view(std::string_view bytes, const std::string& what) {
     return array;
 }
 
-// ---- .npz reading: the zip records numpy.savez writes ----------------------
+// ---- .npz: a zip of .npy entries -----------------------------------------
 
-constexpr std::uint32_t local_signature = 0x04034b50;
-constexpr std::uint32_t central_signature = 0x02014b50;
-constexpr std::uint32_t end_signature = 0x06054b50;
-constexpr std::uint32_t zip64_end_signature = 0x06064b50;
-constexpr std::uint32_t zip64_locator_signature = 0x07064b50;
-constexpr std::size_t local_size = 30;
-constexpr std::size_t central_size = 46;
-constexpr std::size_t end_size = 22;
-constexpr std::size_t zip64_end_size = 56;
-constexpr std::size_t zip64_locator_size = 20;
-constexpr std::size_t max_comment = 0xFFFF;
-// A saturated 32-bit field means "see the zip64 record"; it is also the limit of plain zip.
-constexpr std::uint64_t zip32_saturated = 0xFFFFFFFF;
-constexpr std::uint16_t zip64_extra_id = 0x0001;
-constexpr std::uint16_t method_stored = 0;
-constexpr std::uint16_t method_deflate = 8;
-
-struct CentralDirectory {
-    std::uint64_t entries;
-    std::uint64_t offset;
-    std::uint64_t size;
-};
-
-struct ZipEntry {
-    std::string name;
-    std::uint16_t flags;
-    std::uint16_t method;
-    std::uint32_t crc;
-    std::uint64_t compressed_size;
-    std::uint64_t size;
-    std::uint64_t local_offset;
-};
-
-std::size_t find_end_record(std::string_view bytes, const std::string& path) {
-    if (bytes.size() >= end_size) {
-        const std::size_t lowest =
-            bytes.size() - end_size > max_comment ? bytes.size() - end_size - max_comment : 0;
-        for (std::size_t at = bytes.size() - end_size + 1; at-- > lowest;) {
-            if (field(bytes, at, 4) == end_signature) return at;
-        }
-    }
-    throw Error(path + ": not an .npz file (no zip end of central directory record);"
-                       " expected a file written by numpy.savez");
-}
-
-CentralDirectory zip64_directory(std::string_view bytes, std::size_t end_at,
-                                 const std::string& path) {
-    const std::string missing =
-        path + ": corrupt zip64 file: the zip64 end of central directory is missing";
-    if (end_at < zip64_locator_size) throw Error(missing);
-    const std::string_view locator = bytes.substr(end_at - zip64_locator_size, zip64_locator_size);
-    if (field(locator, 0, 4) != zip64_locator_signature) throw Error(missing);
-    const std::string_view record = slice(bytes, field(locator, 8, 8), zip64_end_size, missing);
-    if (field(record, 0, 4) != zip64_end_signature) throw Error(missing);
-    return {field(record, 32, 8), field(record, 48, 8), field(record, 40, 8)};
-}
-
-CentralDirectory central_directory(std::string_view bytes, const std::string& path) {
-    const std::size_t end_at = find_end_record(bytes, path);
-    const std::string_view end = bytes.substr(end_at, end_size);
-    const CentralDirectory directory{field(end, 10, 2), field(end, 16, 4), field(end, 12, 4)};
-    if (directory.entries == 0xFFFF || directory.offset == zip32_saturated ||
-        directory.size == zip32_saturated) {
-        return zip64_directory(bytes, end_at, path);
-    }
-    return directory;
-}
-
-// The zip64 extra field holds 64-bit values for exactly the 32-bit fields that are saturated.
-void apply_zip64_values(std::string_view values, ZipEntry& entry, const std::string& path) {
-    std::size_t at = 0;
-    for (std::uint64_t* value : {&entry.size, &entry.compressed_size, &entry.local_offset}) {
-        if (*value != zip32_saturated) continue;
-        *value = field(slice(values, at, 8,
-                             path + ": " + printable(entry.name) + ": truncated zip64 extra field"),
-                       0, 8);
-        at += 8;
-    }
-}
-
-void apply_extra_fields(std::string_view extra, ZipEntry& entry, const std::string& path) {
-    for (std::size_t at = 0; at + 4 <= extra.size();) {
-        const std::uint64_t length = field(extra, at + 2, 2);
-        const std::string_view values = slice(
-            extra, at + 4, length, path + ": " + printable(entry.name) + ": truncated extra field");
-        if (field(extra, at, 2) == zip64_extra_id) apply_zip64_values(values, entry, path);
-        at += 4 + length;
-    }
-}
-
-// Reads the central directory entry at `at` and moves `at` past it.
-ZipEntry read_central_entry(std::string_view directory, std::size_t& at, const std::string& path) {
-    const std::string truncated = path + ": truncated central directory";
-    const std::string_view fixed = slice(directory, at, central_size, truncated);
-    if (field(fixed, 0, 4) != central_signature) {
-        throw Error(path + ": corrupt central directory (bad entry signature)");
-    }
-    const std::size_t name_length = field(fixed, 28, 2);
-    const std::size_t extra_length = field(fixed, 30, 2);
-    const std::size_t comment_length = field(fixed, 32, 2);
-    const std::size_t length = central_size + name_length + extra_length + comment_length;
-    slice(directory, at, length, truncated);  // the whole entry must fit
-    ZipEntry entry{std::string(directory.substr(at + central_size, name_length)),
-                   static_cast<std::uint16_t>(field(fixed, 8, 2)),
-                   static_cast<std::uint16_t>(field(fixed, 10, 2)),
-                   static_cast<std::uint32_t>(field(fixed, 16, 4)),
-                   field(fixed, 20, 4),
-                   field(fixed, 24, 4),
-                   field(fixed, 42, 4)};
-    apply_extra_fields(directory.substr(at + central_size + name_length, extra_length), entry,
-                       path);
-    at += length;
-    return entry;
-}
-
-std::vector<ZipEntry> read_central_entries(std::string_view bytes, const std::string& path) {
-    const CentralDirectory location = central_directory(bytes, path);
-    const std::string_view directory = slice(
-        bytes, location.offset, location.size,
-        path + ": truncated central directory: it should span " + std::to_string(location.size) +
-            " bytes from offset " + std::to_string(location.offset) + " but the file has " +
-            std::to_string(bytes.size()) + " bytes");
-    std::vector<ZipEntry> entries;
-    std::size_t at = 0;
-    for (std::uint64_t i = 0; i < location.entries; ++i) {
-        entries.push_back(read_central_entry(directory, at, path));
-    }
-    return entries;
-}
+using Arrays = std::vector<std::pair<std::string, Tensor>>;
 
 bool ends_with(const std::string& text, std::string_view suffix) {
     return text.size() >= suffix.size() &&
            std::string_view(text).substr(text.size() - suffix.size()) == suffix;
 }
 
-void check_entry(const ZipEntry& entry, const std::string& label) {
-    if (entry.flags & 1) {
-        throw Error(label + ": the entry is encrypted; expected a plain numpy.savez file");
+// The array an .npz entry holds: the entry's name without ".npy", which it must end in.
+std::string array_name(const zip::Entry& entry, const std::string& path) {
+    if (!ends_with(entry.name, ".npy")) {
+        throw Error(path + ": the entry '" + printable(entry.name) +
+                    "' is not an .npy array; expected only the .npy entries"
+                    " numpy.savez writes");
     }
-    if (entry.method == method_deflate) {
-        throw Error(label + ": the file is compressed;"
-                            " save it with numpy.savez (not numpy.savez_compressed)");
-    }
-    if (entry.method != method_stored) {
-        throw Error(label + ": unsupported zip compression method " + std::to_string(entry.method) +
-                    "; save it with numpy.savez");
-    }
-    if (entry.compressed_size != entry.size) {
-        throw Error(label + ": corrupt file: a stored entry of " + std::to_string(entry.size) +
-                    " bytes claims " + std::to_string(entry.compressed_size) + " stored bytes");
-    }
-}
-
-std::string_view entry_data(std::string_view bytes, const ZipEntry& entry,
-                            const std::string& label) {
-    const std::string_view local =
-        slice(bytes, entry.local_offset, local_size,
-              label + ": truncated file: the local header lies past its end");
-    if (field(local, 0, 4) != local_signature) {
-        throw Error(label + ": corrupt file (bad local header signature)");
-    }
-    const std::uint64_t data_start =
-        entry.local_offset + local_size + field(local, 26, 2) + field(local, 28, 2);
-    const std::string_view data =
-        slice(bytes, data_start, entry.size,
-              label + ": truncated file: the entry's " + std::to_string(entry.size) +
-                  " bytes run past the end of the file");
-    const std::uint32_t computed = crc32(data);
-    if (computed != entry.crc) {
-        throw Error(label + ": corrupt file: CRC-32 mismatch (stored " + hex32(entry.crc) +
-                    ", computed " + hex32(computed) + ")");
-    }
-    return data;
+    return entry.name.substr(0, entry.name.size() - 4);
 }
 
 // ---- writing ---------------------------------------------------------------
@@ -599,83 +413,7 @@ std::string npy_header(const Shape& shape) {
     return header + dict;
 }
 
-// Fields the local header and the central directory entry share, from "version needed" on.
-std::string shared_zip_fields(std::uint32_t crc, std::uint64_t size, std::size_t name_length) {
-    constexpr std::uint16_t version_needed = 20;  // zip 2.0: stored files
-    constexpr std::uint16_t dos_date = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible output
-    std::string fields;
-    append_le(fields, version_needed, 2);
-    append_le(fields, 0, 2);  // flags
-    append_le(fields, method_stored, 2);
-    append_le(fields, 0, 2);  // time 00:00:00
-    append_le(fields, dos_date, 2);
-    append_le(fields, crc, 4);
-    append_le(fields, size, 4);  // compressed size
-    append_le(fields, size, 4);  // uncompressed size
-    append_le(fields, name_length, 2);
-    append_le(fields, 0, 2);  // extra field length
-    return fields;
-}
-
-// Streams stored entries to an open file, keeping the central directory until finish().
-class ZipWriter {
-public:
-    ZipWriter(std::FILE* file, const std::string& path) : file_(file), path_(path) {}
-
-    void add(const std::string& name, const std::string& data) {
-        const std::string fields = shared_zip_fields(crc32(data), data.size(), name.size());
-        check_fits(local_size + name.size() + data.size());
-        append_le(directory_, central_signature, 4);
-        append_le(directory_, 20, 2);  // version made by: zip 2.0
-        directory_ += fields;
-        // comment length, disk number, internal and external attributes
-        directory_.append(2 + 2 + 2 + 4, '\0');
-        append_le(directory_, offset_, 4);
-        directory_ += name;
-        std::string local;
-        append_le(local, local_signature, 4);
-        write(local + fields + name);
-        write(data);
-        ++entries_;
-    }
-
-    void finish() {
-        check_fits(directory_.size() + end_size);
-        std::string end;
-        append_le(end, end_signature, 4);
-        append_le(end, 0, 2 + 2);  // this disk, the directory's disk
-        append_le(end, entries_, 2);
-        append_le(end, entries_, 2);
-        append_le(end, directory_.size(), 4);
-        append_le(end, offset_, 4);
-        append_le(end, 0, 2);  // comment length
-        write(directory_ + end);
-    }
-
-private:
-    void check_fits(std::uint64_t more) const {
-        if (more >= zip32_saturated - offset_) {
-            throw Error("cannot write " + path_ +
-                        ": the arrays need more than 4 GiB, which this writer does not support");
-        }
-    }
-
-    void write(const std::string& bytes) {
-        if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-            throw Error(system_error("write", path_, errno));
-        }
-        offset_ += bytes.size();
-    }
-
-    std::FILE* file_;
-    const std::string& path_;
-    std::uint64_t offset_ = 0;
-    std::string directory_;
-    std::size_t entries_ = 0;
-};
-
-void check_array_names(const std::string& path,
-                       const std::vector<std::pair<std::string, Tensor>>& arrays) {
+void check_array_names(const std::string& path, const Arrays& arrays) {
     if (arrays.size() >= 0xFFFF) {
         throw Error("cannot write " + path + ": more than 65534 arrays need zip64");
     }
@@ -690,15 +428,26 @@ void check_array_names(const std::string& path,
     }
 }
 
-void write_zip_file(const std::string& temporary, const std::string& path,
-                    const std::vector<std::pair<std::string, Tensor>>& arrays) {
+// The zip entries numpy.savez would write: "<name>.npy" and the array's .npy bytes.
+std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& [name, tensor] : arrays) {
+        files.emplace_back(name + ".npy", to_npy_bytes(tensor));
+    }
+    return files;
+}
+
+void write_zip_file(const std::string& temporary, const std::string& path, const Arrays& arrays) {
     FileHandle file(std::fopen(temporary.c_str(), "wb"));
     if (!file) throw Error(system_error("write", path, errno));
-    ZipWriter zip(file.get(), path);
-    for (const auto& [name, tensor] : arrays) zip.add(name + ".npy", to_npy_bytes(tensor));
-    zip.finish();
+    const std::string archive = zip::stored_archive(npz_files(arrays), path);
+    if (std::fwrite(archive.data(), 1, archive.size(), file.get()) != archive.size()) {
+        throw Error(system_error("write", path, errno));
+    }
     if (std::fclose(file.release()) != 0) throw Error(system_error("write", path, errno));
 }
+
+std::string temporary_name(const std::string& path) { return path + ".tmp"; }
 
 }  // namespace
 
@@ -721,19 +470,13 @@ Array read_npy(const std::string& path) { return parse_npy_view(read_file(path),
 std::map<std::string, Array> read_npz(const std::string& path) {
     const std::string bytes = read_file(path);
     std::map<std::string, Array> arrays;
-    for (const ZipEntry& entry : read_central_entries(bytes, path)) {
-        if (!ends_with(entry.name, ".npy")) {
-            throw Error(path + ": the entry '" + printable(entry.name) +
-                        "' is not an .npy array; expected only the .npy entries"
-                        " numpy.savez writes");
-        }
-        const std::string name = entry.name.substr(0, entry.name.size() - 4);
+    for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
+        const std::string name = array_name(entry, path);
         const std::string label = path + ": " + printable(name);
         if (arrays.count(name)) {
             throw Error(label + ": the entry name appears twice; the file is corrupt");
         }
-        check_entry(entry, label);
-        arrays.emplace(name, parse_npy_view(entry_data(bytes, entry, label), label));
+        arrays.emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label));
     }
     return arrays;
 }
@@ -754,15 +497,15 @@ std::string to_npy_bytes(const Tensor& tensor) {
     return bytes;
 }
 
-static std::string temporary_name(const std::string& path) { return path + ".tmp"; }
-
 void check_writable(const std::string& path) {
     const std::string temporary = temporary_name(path);
-    if (!FileHandle(std::fopen(temporary.c_str(), "wb"))) throw Error(system_error("write", path, errno));
+    if (!FileHandle(std::fopen(temporary.c_str(), "wb"))) {
+        throw Error(system_error("write", path, errno));
+    }
     std::remove(temporary.c_str());
 }
 
-void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays) {
+void write_npz(const std::string& path, const Arrays& arrays) {
     check_array_names(path, arrays);
     const std::string temporary = temporary_name(path);
     try {
