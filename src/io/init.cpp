@@ -52,7 +52,9 @@ Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::ui
     const float xavier = float(std::sqrt(6.0 / double(2 * d_model)));
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
     Weights w;
-    for (Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) *t = uniform_tensor(random, {d_model, d_model}, xavier);
+    for (Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) {
+        *t = uniform_tensor(random, {d_model, d_model}, xavier);
+    }
     if (bias) {
         for (Tensor* b : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) {
             *b = random_bias ? uniform_tensor(random, {d_model}, bias_bound) : Tensor({d_model});

@@ -3,6 +3,7 @@
 #include "io/npy.h"
 
 #include "core/error.h"
+#include "io/bytes.h"
 #include "io/zip.h"
 
 #include <cerrno>
@@ -18,41 +19,16 @@ namespace mha::npy {
 
 namespace {
 
+using bytes::append_le;
+using bytes::load_le;
+using bytes::field;
+using bytes::printable;
+using bytes::slice;
+
 // ---- bytes and files -------------------------------------------------------
 
 const std::string npy_magic("\x93NUMPY", 6);
 constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
-
-std::uint64_t load_le(const unsigned char* bytes, std::size_t width) {
-    std::uint64_t value = 0;
-    for (std::size_t i = width; i-- > 0;) value = (value << 8) | bytes[i];
-    return value;
-}
-
-// A little-endian field of a record whose length the caller has already checked.
-std::uint64_t field(std::string_view record, std::size_t at, std::size_t width) {
-    return load_le(reinterpret_cast<const unsigned char*>(record.data()) + at, width);
-}
-
-void append_le(std::string& out, std::uint64_t value, std::size_t width) {
-    for (std::size_t i = 0; i < width; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
-}
-
-// bytes[at, at + length), or an Error saying `problem` when that runs past the end.
-std::string_view slice(std::string_view bytes, std::uint64_t at, std::uint64_t length,
-                       const std::string& problem) {
-    if (at > bytes.size() || length > bytes.size() - at) throw Error(problem);
-    return bytes.substr(at, length);
-}
-
-// Text from a file, safe to put in a one-line message: control characters become '?'.
-std::string printable(std::string_view text) {
-    std::string result(text);
-    for (char& c : result) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
-    }
-    return result;
-}
 
 std::string system_error(const std::string& action, const std::string& path, int error) {
     return "cannot " + action + " " + path + ": " + std::strerror(error);

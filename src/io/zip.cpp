@@ -3,6 +3,7 @@
 #include "io/zip.h"
 
 #include "core/error.h"
+#include "io/bytes.h"
 
 #include <array>
 #include <cstdio>
@@ -11,41 +12,17 @@ namespace mha::zip {
 
 namespace {
 
+using bytes::append_le;
+using bytes::field;
+using bytes::printable;
+using bytes::slice;
+
 // ---- bytes -----------------------------------------------------------------
-
-// A little-endian field of a record whose length the caller has already checked.
-std::uint64_t field(std::string_view record, std::size_t at, std::size_t width) {
-    std::uint64_t value = 0;
-    for (std::size_t i = width; i-- > 0;) {
-        value = (value << 8) | static_cast<unsigned char>(record[at + i]);
-    }
-    return value;
-}
-
-void append_le(std::string& out, std::uint64_t value, std::size_t width) {
-    for (std::size_t i = 0; i < width; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
-}
-
-// bytes[at, at + length), or an Error saying `problem` when that runs past the end.
-std::string_view slice(std::string_view bytes, std::uint64_t at, std::uint64_t length,
-                       const std::string& problem) {
-    if (at > bytes.size() || length > bytes.size() - at) throw Error(problem);
-    return bytes.substr(at, length);
-}
 
 std::string hex32(std::uint32_t value) {
     char text[16];
     std::snprintf(text, sizeof text, "0x%08lx", static_cast<unsigned long>(value));
     return text;
-}
-
-// An entry name from the file, safe to put in a one-line message: control characters become '?'.
-std::string printable(std::string_view text) {
-    std::string result(text);
-    for (char& c : result) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
-    }
-    return result;
 }
 
 // ---- CRC-32 (reflected polynomial 0xEDB88320) --------------------------------
