@@ -242,3 +242,18 @@ TEST_CASE("seeded values are reproducible and have the intended scale") {
     CHECK(std::fabs(mean) < 0.02);
     CHECK(squares / x.numel() - mean * mean == Approx(1.0).margin(0.03));
 }
+
+TEST_CASE("an untraced run builds no Step at all") {
+    // A tracer that is not listening must never be handed a step.
+    class Deaf : public mha::Tracer {
+    public:
+        bool enabled() const override { return false; }
+        void on_step(const mha::Step&) override { ++calls; }
+        int calls = 0;
+    } deaf;
+    const mha::Inputs in = mha::seeded_inputs(sizes(1, 3, 3, 8, 2), true, 2);
+    mha::Masks masks;
+    masks.causal = true;
+    run(mha::seeded_weights(8, true, false, 2), in, masks, 2, 2, deaf);
+    CHECK(deaf.calls == 0);
+}

@@ -20,7 +20,7 @@ TEST_CASE("with no arguments it runs the classic example") {
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("B=2") && Catch::Contains("N=8") &&
                              Catch::Contains("d_model=256") && Catch::Contains("h=4"));
-    CHECK_THAT(r.output, Catch::Contains("263,168"));  // 4 * 256^2 + 4 * 256
+    CHECK_THAT(r.output, Catch::Contains("parameters: 263,168 = 4·256² + 4·256"));
     CHECK_THAT(r.output, Catch::Contains("(B=2, N=8, d_model=256)"));
     CHECK_THAT(r.output, Catch::Contains("wall time"));
 }

@@ -291,7 +291,7 @@ TEST_CASE("TextReport prints the run, each step and the output in 80 columns", "
         CHECK(text.rfind("mha: multi-head attention, step by step\n"
                          "  B=2  N=8  M=8  d_model=256  h=4  d_k=64  (self-attention, bias, 2 threads)\n"
                          "  weights: seeded (seed 0)   inputs: seeded (seed 0)\n"
-                         "  parameters: 263,168\n",
+                         "  parameters: 263,168 = 4·256² + 4·256\n",
                          0) == 0);
     }
     SECTION("a step's two lines") {

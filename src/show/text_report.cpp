@@ -134,6 +134,16 @@ std::vector<std::string> layout_pieces(const Step& step) {
             "copied " + human_bytes(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
 }
 
+// "= 4·256² + 4·256" when the count is the standard layer's: four square
+// projections, with or without their four biases.
+std::string parameter_formula(const RunInfo& info) {
+    const std::uint64_t e = info.d_model;
+    const std::string square = "4·" + std::to_string(e) + "²";
+    if (info.parameters == 4 * e * e) return " = " + square;
+    if (info.parameters == 4 * e * e + 4 * e) return " = " + square + " + 4·" + std::to_string(e);
+    return "";
+}
+
 }  // namespace
 
 void TextReport::begin(const RunInfo& info) {
@@ -142,7 +152,7 @@ void TextReport::begin(const RunInfo& info) {
     write_filled(out_, size_pieces(info), "  ", "  ", "  ");
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
                  "  ", "  ");
-    out_ << "  parameters: " << with_commas(info.parameters) << "\n";
+    out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
 }
 
 void TextReport::on_step(const Step& step) {
