@@ -109,6 +109,9 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
         {"--format xml", "--format expects one of json, text, got 'xml'"},
         {"--mask-means maybe --mask m.npy", "--mask-means expects one of block, keep"},
         {"--mask-means keep", "no --mask was given"},
+        {"--input data/parity/float_mask/query.npy --mask data/parity/float_mask/mask.npy "
+         "--mask-means keep",
+         "--mask-means keep applies to bool and integer masks only"},
         {"--key k.npy", "--key and --value go together"},
         {"--key k.npy --value v.npy", "need --input"},
         {"--weights missing.npz", "missing.npz"},

@@ -108,7 +108,9 @@ TEST_CASE("bool and integer masks: block by default, keep on request; floats are
     CHECK(std::isinf(keep.at({0, 1})));
     CHECK_THAT(note, Catch::Contains("0 = blocked"));
     const mha::Tensor added =
-        mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Keep, "m", note);
+        mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Block, "m", note);
     CHECK(added.at({1, 1}) == 1.5f);
     CHECK_THAT(note, Catch::Contains("added to the scores"));
+    REQUIRE_THROWS_WITH(mha::additive_mask(counting({2, 2}), mha::MaskMeaning::Keep, "m", note),
+                        Catch::Contains("--mask-means keep applies to bool and integer masks only"));
 }

@@ -2,6 +2,8 @@
 
 #include "io/masks.h"
 
+#include "core/error.h"
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -19,6 +21,10 @@ std::string describe(const npy::Array& mask, const std::string& what) {
 Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::string& what,
                      std::string& note) {
     if (mask.kind == 'f') {
+        if (meaning == MaskMeaning::Keep) {
+            throw Error(describe(mask, what) + " is a float mask, which is added to the scores;"
+                        " --mask-means keep applies to bool and integer masks only");
+        }
         note = describe(mask, what) + ": added to the scores (a float mask, as PyTorch adds it)";
         return npy::to_tensor(mask);
     }

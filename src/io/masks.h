@@ -14,7 +14,8 @@ enum class MaskMeaning {
     Keep,   // 0 = blocked, non-zero = may attend (masked_fill(mask == 0, -inf) in tutorials)
 };
 
-// A float mask is added as it is; a bool or integer one becomes 0 / -inf.
+// A float mask is added as it is (MaskMeaning::Keep is an error for it);
+// a bool or integer one becomes 0 / -inf.
 // `what` names the source in the note and in errors.
 Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::string& what,
                      std::string& note);

@@ -1,6 +1,6 @@
-// NumPy's array printing (numpy/core/arrayprint.py with precision=4, defaults
-// otherwise) redone for a strided tensor: FloatingFormat picks one layout for the
-// numbers shown, _formatArray nests the brackets and wraps the lines.
+// A strided tensor's values laid out the way NumPy prints an array with
+// precision=4: one number format fitted to the values shown, nested brackets,
+// lines wrapped at 75 columns, "..." in place of the middle of long axes.
 
 #include "show/values.h"
 
