@@ -257,3 +257,20 @@ TEST_CASE("an untraced run builds no Step at all") {
     run(mha::seeded_weights(8, true, false, 2), in, masks, 2, 2, deaf);
     CHECK(deaf.calls == 0);
 }
+
+TEST_CASE("a (B, N, M) mask applies to every head of its batch") {
+    const std::size_t B = 2, N = 2, M = 2, h = 2;
+    const mha::Inputs in = mha::seeded_inputs(sizes(B, N, M, 4, h), true, 8);
+    const float inf = std::numeric_limits<float>::infinity();
+    mha::Masks masks;  // batch 0: nothing blocked; batch 1: key 0 blocked for both queries
+    masks.attn_mask = Tensor({B, N, M}, {0, 0, 0, 0, -inf, 0, -inf, 0});
+    mha::NullTracer none;
+    const mha::ForwardResult r = run(mha::seeded_weights(4, true, false, 8), in, masks, h, 2, none);
+    for (std::size_t head = 0; head < h; ++head) {
+        for (std::size_t n = 0; n < N; ++n) {
+            CHECK(r.weights.at({0, head, n, 0}) > 0.0f);
+            CHECK(r.weights.at({1, head, n, 0}) == 0.0f);
+            CHECK(r.weights.at({1, head, n, 1}) == 1.0f);
+        }
+    }
+}

@@ -219,7 +219,7 @@ Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
 
-Sizes (B, N, M and d_model come from the files when --input/--weights are given):
+Sizes (with --input/--weights, B, N, M and d_model come from the files):
   -b, --batch B          batch size (default 2)
   -n, --seq-len N        query sequence length (default 8)
   -m, --kv-len M         key/value length (default N); M != N is cross-attention
@@ -241,19 +241,19 @@ Computation:
 Output:
       --trace            print every step: shape, strides, copies, multiply-adds
       --values           also print each tensor's values (implies --trace)
-      --format text|json text (default) or one JSON document with a "steps" array
-      --save OUT.npz     write output (B, N, d_model) and attn_weights (B, h, N, M)
+      --format text|json text (default), or one JSON document with every step
+      --save OUT.npz     write output (B, N, d_model), attn_weights (B, h, N, M)
 
 PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
-      --weights W.npz    a state dict: nn.MultiheadAttention's, or W_q/W_k/W_v/W_o
-                         (.weight, .bias; any case) or W_qkv + W_o
+      --weights W.npz    a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o
+                         (.weight, .bias; or w_q...), or W_qkv + W_o
       --input X.npy      queries (B, N, d_model); also keys and values unless
       --key K.npy        keys (B, M, kdim) and
       --value V.npy      values (B, M, vdim) are given
-      --mask M.npy       attn_mask (N, M), (B, N, M) or (B*h, N, M): bool/int masks
-                         block where True; float masks are added to the scores
+      --mask M.npy       attn_mask (N, M), (B, N, M) or (B*h, N, M); bool/int
+                         masks block where True, float masks are added
       --mask-means block|keep
-                         block: True/non-zero = may not attend (PyTorch, default)
+                         block (default, PyTorch): True/non-zero = blocked
                          keep: 0 = blocked (masked_fill(mask == 0, -inf))
       --key-padding-mask P.npy
                          (B, M): True/non-zero = ignore that key
