@@ -136,7 +136,7 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.heads = s.heads;
     info.kdim = s.kdim;
     info.vdim = s.vdim;
-    info.self_attention = p.inputs.x_k.shares_storage_with(p.inputs.x_q);
+    info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
     info.causal = c.causal;
     info.threads = p.options.threads;

@@ -34,8 +34,6 @@ using Dims = std::vector<std::string>;
 
 constexpr std::size_t max_grid = 16;  // draw the mask grid only up to 16 x 16
 
-std::size_t bias_count(const Tensor& bias) { return bias.empty() ? 0 : bias.numel(); }
-
 std::string shape_error(const std::string& what, const std::string& expected, const Tensor& t) {
     return what + ": expected shape " + expected + ", got " + to_string(t.shape());
 }
@@ -109,64 +107,6 @@ std::vector<std::vector<bool>> allowed_grid(const Tensor& scores) {
     }
     return grid;
 }
-
-}  // namespace
-
-std::size_t Weights::parameter_count() const {
-    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + bias_count(b_q) +
-           bias_count(b_k) + bias_count(b_v) + bias_count(b_o);
-}
-
-std::uint64_t forward_bytes(const Sizes& s) {
-    const std::string what = "the memory for this configuration";
-    const std::uint64_t floats = checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model, 4}, what),  // Q, context, concat, output
-         checked_product({s.batch, s.kv_len, s.d_model, 2}, what),   // K, V
-         checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},  // scores / weights
-        what);
-    return checked_product({floats, sizeof(float)}, what);
-}
-
-Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
-    const std::size_t E = w.d_model();
-    if (heads == 0 || E % heads != 0) {
-        throw Error("d_model " + std::to_string(E) + " is not divisible by heads " +
-                    std::to_string(heads) + "; d_k = d_model / h must be a whole number");
-    }
-    if (in.x_q.dim() != 3 || in.x_q.size(2) != E) {
-        throw Error(shape_error("query", "(B, N, " + std::to_string(E) + ")", in.x_q));
-    }
-    const std::size_t B = in.x_q.size(0);
-    const std::size_t N = in.x_q.size(1);
-    if (in.x_k.dim() != 3 || in.x_k.size(0) != B || in.x_k.size(2) != w.kdim()) {
-        throw Error(shape_error(
-            "key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
-    }
-    const std::size_t M = in.x_k.size(1);
-    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M ||
-        in.x_v.size(2) != w.vdim()) {
-        throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
-    }
-    const Tensor& am = masks.attn_mask;
-    if (!am.empty()) {
-        const bool plane =
-            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
-        const bool lead =
-            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
-        if (!plane || !lead) {
-            throw Error(shape_error("attn_mask",
-                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
-                                        to_string({B * heads, N, M}),
-                                    am));
-        }
-    }
-    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
-        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
-    }
-    return {B, N, M, E, w.kdim(), w.vdim(), heads};
-}
-
-namespace {
 
 // What every phase of one forward pass needs to know.
 struct Pass {
@@ -346,11 +286,65 @@ Tensor combine_heads(const Tensor& context, const Pass& p) {
 
 }  // namespace
 
+std::size_t Weights::parameter_count() const {
+    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
+           b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
+}
+
+std::uint64_t forward_bytes(const Sizes& s) {
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t floats = checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model, 4}, what),  // Q, context, concat, output
+         checked_product({s.batch, s.kv_len, s.d_model, 2}, what),   // K, V
+         checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},  // scores / weights
+        what);
+    return checked_product({floats, sizeof(float)}, what);
+}
+
+Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
+    const std::size_t E = w.d_model();
+    if (heads == 0 || E % heads != 0) {
+        throw Error("d_model " + std::to_string(E) + " is not divisible by heads " +
+                    std::to_string(heads) + "; d_k = d_model / h must be a whole number");
+    }
+    if (in.x_q.dim() != 3 || in.x_q.size(2) != E) {
+        throw Error(shape_error("query", "(B, N, " + std::to_string(E) + ")", in.x_q));
+    }
+    const std::size_t B = in.x_q.size(0);
+    const std::size_t N = in.x_q.size(1);
+    if (in.x_k.dim() != 3 || in.x_k.size(0) != B || in.x_k.size(2) != w.kdim()) {
+        throw Error(shape_error(
+            "key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
+    }
+    const std::size_t M = in.x_k.size(1);
+    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M ||
+        in.x_v.size(2) != w.vdim()) {
+        throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
+    }
+    const Tensor& am = masks.attn_mask;
+    if (!am.empty()) {
+        const bool plane =
+            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead =
+            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        if (!plane || !lead) {
+            throw Error(shape_error("attn_mask",
+                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                        to_string({B * heads, N, M}),
+                                    am));
+        }
+    }
+    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
+        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
+    }
+    return {B, N, M, E, w.kdim(), w.vdim(), heads};
+}
+
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
     const Pass pass{s, s.d_model / s.heads, options.threads, tracer};
-    const bool self = in.x_k.shares_storage_with(in.x_q) && in.x_v.shares_storage_with(in.x_q);
+    const bool self = in.self_attention();
 
     report_inputs(in, self, pass);
     const Qkv heads = split_heads(project_qkv(w, in, self, pass), pass);  // 1-5

@@ -46,6 +46,11 @@ struct Inputs {
     Tensor x_q;  // (B, N, d_model)  queries
     Tensor x_k;  // (B, M, kdim)     keys     (self-attention: the same tensor as x_q)
     Tensor x_v;  // (B, M, vdim)     values
+
+    // One tensor plays query, key and value.
+    bool self_attention() const {
+        return x_k.shares_storage_with(x_q) && x_v.shares_storage_with(x_q);
+    }
 };
 
 // Everything step 8 applies, already in additive form (0 = may attend,
