@@ -116,7 +116,7 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
         << number(height) << "\" viewBox=\"0 0 " << number(width) << " " << number(height)
         << "\">\n<style>text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;font-size:13px;"
         << "fill:#222}.title{font-weight:bold;font-size:14px}.query{text-anchor:end}"
-        << ".tick{text-anchor:middle;font-size:11px}</style>\n"
+        << ".tick{text-anchor:middle;font-size:11px}.cell{shape-rendering:crispEdges}</style>\n"
         << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
         << "<text class=\"title\" x=\"" << number(margin) << "\" y=\"" << number(margin + 8)
         << "\">" << xml_escaped(caption) << "</text>\n";
