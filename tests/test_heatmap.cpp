@@ -218,6 +218,12 @@ TEST_CASE("--ablate-head reports the relative change of the output") {
     const test::RunResult r = test::run_mha(demo_args + " --ablate-head 1");
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("ablating head 1 (its context zeroed before W_o) changes"));
+    CHECK_THAT(r.output, !Catch::Contains("by 0.00%"));  // W_o is the identity: head 1 matters
+    const test::RunResult normal = test::run_mha(demo_args);
+    const auto output_line = [](const std::string& text) {
+        return text.substr(text.find("output ("), text.find("wall time") - text.find("output ("));
+    };
+    CHECK(output_line(r.output) == output_line(normal.output));  // the reported run is not ablated
 }
 
 TEST_CASE("bad view options: one line on stderr, exit status 2") {

@@ -200,7 +200,6 @@ Problem build_problem(const Config& c) {
     p.options.threads = std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
-    p.options.ablate_head = c.ablate_head;
     check_head_numbers(c, s.heads);
     p.info = describe(c, s, p);
     return p;
