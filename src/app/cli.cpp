@@ -289,6 +289,7 @@ PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
 Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
       --text "SENTENCE"  attend over its tokens: seeded word embeddings plus
                          sinusoidal positions; B=1, N=tokens, d_model 256
+                         unless -d or --weights gives it
       --demo-heads       constructed heads (previous token, first token, same
                          token, even); needs --text, -H 4, d_model >= 256;
                          turns on --causal

@@ -49,11 +49,13 @@ struct Sources {
 
 Sources load_files(const Config& c) {
     Sources sources;
+    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
     if (c.text) {
-        const Tensor x = text_input(tokenize(*c.text), c.d_model.value_or(text_d_model));
+        const std::size_t width =
+            sources.weights ? sources.weights->d_model() : c.d_model.value_or(text_d_model);
+        const Tensor x = text_input(tokenize(*c.text), width);
         sources.inputs = Inputs{x, x, x};
     }
-    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
     if (!c.input_path.empty()) {
         const Tensor x = load_input(c.input_path, "the input");
         if (c.key_path.empty()) {

@@ -222,7 +222,7 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
                               scores_dims, scores);
         std::ostringstream note;
         if (p.scale) note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
-        else note << "--no-scale: the scores keep their variance of about d_k = " << d_k;
+        else note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
         step.notes.push_back(note.str());
         return step;
     });
