@@ -1,18 +1,16 @@
 // Tests for the demo heads (each head's argmax pattern on sentences), head
 // ablation and --no-scale, on the forward pass itself.
 
+#include <catch2/catch.hpp>
+#include <cmath>
+
 #include "core/attention.h"
+#include "core/error.h"
+#include "helpers.h"
 #include "io/demo_heads.h"
 #include "io/init.h"
 #include "io/text.h"
 #include "show/head_summary.h"
-
-#include <catch2/catch.hpp>
-
-#include <cmath>
-
-#include "core/error.h"
-#include "helpers.h"
 
 using namespace mha;
 
@@ -56,10 +54,9 @@ float copies_weight(const ForwardResult& r, const std::vector<std::string>& toke
 }  // namespace
 
 TEST_CASE("each demo head's pattern holds on a sentence") {
-    const std::string sentence = GENERATE(as<std::string>{},
-                                          "The cat that I saw yesterday sat on the mat",
-                                          "the dog chased the cat , and the cat chased the dog .",
-                                          "a");
+    const std::string sentence =
+        GENERATE(as<std::string>{}, "The cat that I saw yesterday sat on the mat",
+                 "the dog chased the cat , and the cat chased the dog .", "a");
     const std::size_t d_model = GENERATE(as<std::size_t>{}, 256, 512);
     CAPTURE(sentence, d_model);
     const std::vector<std::string> tokens = tokenize(sentence);
@@ -85,7 +82,8 @@ TEST_CASE("demo heads refuse what they cannot build") {
     REQUIRE_THROWS_WITH(demo_weights(258, 4, 5), Catch::Contains("multiple of 4"));
 }
 
-TEST_CASE("ablating a head whose weights are zero changes nothing; another head changes the output") {
+TEST_CASE(
+    "ablating a head whose weights are zero changes nothing; another head changes the output") {
     Weights w = seeded_weights(16, true, true, 3);
     const std::size_t heads = 4, d_k = 4, dead = 2;
     for (std::size_t row = dead * d_k; row < (dead + 1) * d_k; ++row) {
@@ -106,7 +104,8 @@ TEST_CASE("ablating a head whose weights are zero changes nothing; another head 
     CHECK(test::max_difference(without_1.output.to_vector(), full.output.to_vector()).worst > 0.01);
     CHECK(without_1.weights.to_vector() == full.weights.to_vector());  // the softmax is untouched
     options.ablate_head = heads;
-    REQUIRE_THROWS_WITH(forward(w, in, {}, options, quiet), Catch::Contains("cannot ablate head 4"));
+    REQUIRE_THROWS_WITH(forward(w, in, {}, options, quiet),
+                        Catch::Contains("cannot ablate head 4"));
 }
 
 TEST_CASE("--no-scale equals scaling W_q by sqrt(d_k) in advance") {
@@ -125,5 +124,6 @@ TEST_CASE("--no-scale equals scaling W_q by sqrt(d_k) in advance") {
     const ForwardResult scaled = forward(doubled, in, {}, options, quiet);
     options.scale = false;
     const ForwardResult unscaled = forward(w, in, {}, options, quiet);
-    CHECK(test::max_difference(scaled.weights.to_vector(), unscaled.weights.to_vector()).worst == 0.0);
+    CHECK(test::max_difference(scaled.weights.to_vector(), unscaled.weights.to_vector()).worst ==
+          0.0);
 }

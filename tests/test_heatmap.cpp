@@ -2,16 +2,8 @@
 // only for terminals, the SVG as well-formed XML with one cell per weight, the
 // per-head summary, and the command-line options around them.
 
-#include "app/terminal.h"
-#include "show/head_summary.h"
-#include "show/heatmap.h"
-#include "show/svg.h"
-#include "show/text_layout.h"
-#include "show/weight_maps.h"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -19,7 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "app/terminal.h"
 #include "helpers.h"
+#include "show/head_summary.h"
+#include "show/heatmap.h"
+#include "show/svg.h"
+#include "show/text_layout.h"
+#include "show/weight_maps.h"
 
 using namespace mha;
 
@@ -114,7 +112,8 @@ private:
 
 std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t count = 0;
-    for (std::size_t i = text.find(what); i != std::string::npos; i = text.find(what, i + 1)) ++count;
+    for (std::size_t i = text.find(what); i != std::string::npos; i = text.find(what, i + 1))
+        ++count;
     return count;
 }
 
@@ -176,7 +175,8 @@ TEST_CASE("the SVG is well-formed XML with one cell per weight and escaped label
     CHECK(count_of(svg, "<rect class=\"cell\"") == 3 * 11 * 11);  // 3 maps of 11 x 11 tokens
     CHECK(count_of(svg, "<g class=\"panel\">") == 3);
     CHECK_THAT(svg, Catch::Contains("2 &lt;") && Catch::Contains("4 &amp;") &&
-                        Catch::Contains("head 2: same token") && Catch::Contains("mean of 4 heads"));
+                        Catch::Contains("head 2: same token") &&
+                        Catch::Contains("mean of 4 heads"));
     CHECK_FALSE(XmlChecker("<svg><g></svg></g>").well_formed());
     CHECK_FALSE(XmlChecker("<svg><text>a < b</text></svg>").well_formed());
     CHECK_FALSE(XmlChecker("<svg x=1></svg>").well_formed());
@@ -206,8 +206,9 @@ TEST_CASE("head summary: entropy and the peak key per query") {
 
 TEST_CASE("scaling made visible: variance about d_k before the scale, about 1 after") {
     const test::RunResult scaled = test::run_mha("--summary -b 4 -n 32");
-    CHECK_THAT(scaled.output, Catch::Matches("(.|\n)*variance 6[0-9]\\.[0-9]+ from q·k \\(d_k = 64\\), "
-                                             "(0\\.9|1\\.0)[0-9] after(.|\n)*"));
+    CHECK_THAT(scaled.output,
+               Catch::Matches("(.|\n)*variance 6[0-9]\\.[0-9]+ from q·k \\(d_k = 64\\), "
+                              "(0\\.9|1\\.0)[0-9] after(.|\n)*"));
     const test::RunResult unscaled = test::run_mha("--no-scale -b 4 -n 32");
     CHECK_THAT(unscaled.output, Catch::Contains("not scaled") && Catch::Contains("(--no-scale)"));
     CHECK_THAT(scaled.output, Catch::Contains(" 0 of 512 rows"));  // B·h·N = 4·4·32
@@ -217,7 +218,8 @@ TEST_CASE("scaling made visible: variance about d_k before the scale, about 1 af
 TEST_CASE("--ablate-head reports the relative change of the output") {
     const test::RunResult r = test::run_mha(demo_args + " --ablate-head 1");
     REQUIRE(r.status == 0);
-    CHECK_THAT(r.output, Catch::Contains("ablating head 1 (its context zeroed before W_o) changes"));
+    CHECK_THAT(r.output,
+               Catch::Contains("ablating head 1 (its context zeroed before W_o) changes"));
     CHECK_THAT(r.output, !Catch::Contains("by 0.00%"));  // W_o is the identity: head 1 matters
     const test::RunResult normal = test::run_mha(demo_args);
     const auto output_line = [](const std::string& text) {

@@ -1,12 +1,10 @@
 // Tests for --text input: tokens, seeded embeddings and the sinusoidal positional encoding.
 
-#include "io/text.h"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "core/error.h"
+#include "io/text.h"
 
 using namespace mha;
 
@@ -19,8 +17,7 @@ constexpr double float_margin = 1e-6;  // sin and cos rounded to float32
 TEST_CASE("tokenize splits words and punctuation") {
     CHECK(tokenize("The cat sat, on the mat.") ==
           std::vector<std::string>{"The", "cat", "sat", ",", "on", "the", "mat", "."});
-    CHECK(tokenize("  don't\tstop!!  ") ==
-          std::vector<std::string>{"don't", "stop", "!", "!"});
+    CHECK(tokenize("  don't\tstop!!  ") == std::vector<std::string>{"don't", "stop", "!", "!"});
     CHECK(tokenize("naïve café") == std::vector<std::string>{"naïve", "café"});
     REQUIRE_THROWS_WITH(tokenize("   "), Catch::Contains("--text has no words"));
 }

@@ -53,10 +53,8 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     const MapChoice choice{config.view_heads, config.mean_view, info.head_names};
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     if (config.heatmap) {
-        out << "\nattention weights, " << batch_note(info)
-            << " (rows: queries, columns: keys)\n";
-        draw_heatmaps(out, weight_maps(result.weights, choice), rows,
-                      terminal_style(config.color));
+        out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
+        draw_heatmaps(out, weight_maps(result.weights, choice), rows, terminal_style(config.color));
     }
     if (wants_summary(config)) {
         stats.print(out, result, info.d_model / info.heads, !config.no_scale);

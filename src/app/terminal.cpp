@@ -23,8 +23,8 @@ Shading choose_shading(ColorChoice choice, bool stdout_is_terminal, const char* 
     const bool colour = choice == ColorChoice::Always ||
                         (choice == ColorChoice::Auto && stdout_is_terminal && !set(no_color));
     if (!colour) return Shading::Plain;
-    const bool full = set(colorterm) &&
-                      (std::strcmp(colorterm, "truecolor") == 0 || std::strcmp(colorterm, "24bit") == 0);
+    const bool full = set(colorterm) && (std::strcmp(colorterm, "truecolor") == 0 ||
+                                         std::strcmp(colorterm, "24bit") == 0);
     return full ? Shading::TrueColour : Shading::Colour256;
 }
 
@@ -44,7 +44,8 @@ HeatmapStyle terminal_style(ColorChoice choice) {
     const bool terminal = isatty(STDOUT_FILENO) == 1;
     HeatmapStyle style;
     style.width = terminal_width(std::getenv("COLUMNS"), terminal);
-    style.shading = choose_shading(choice, terminal, std::getenv("NO_COLOR"), std::getenv("COLORTERM"));
+    style.shading =
+        choose_shading(choice, terminal, std::getenv("NO_COLOR"), std::getenv("COLORTERM"));
     return style;
 }
 

@@ -221,8 +221,11 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
                               p.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)",
                               scores_dims, scores);
         std::ostringstream note;
-        if (p.scale) note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
-        else note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
+        if (p.scale) {
+            note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
+        } else {
+            note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
+        }
         step.notes.push_back(note.str());
         return step;
     });
@@ -362,8 +365,8 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
     if (options.ablate_head && *options.ablate_head >= s.heads) {
-        throw Error("cannot ablate head " + std::to_string(*options.ablate_head) + ": the heads are 0.." +
-                    std::to_string(s.heads - 1));
+        throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
+                    ": the heads are 0.." + std::to_string(s.heads - 1));
     }
     const Pass pass{s, s.d_model / s.heads, options.threads, options.scale, tracer};
     const bool self = in.self_attention();

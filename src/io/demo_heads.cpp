@@ -115,9 +115,10 @@ const std::vector<std::string>& demo_head_names() {
 
 Weights demo_weights(std::size_t d_model, std::size_t heads, std::size_t positions) {
     if (heads != demo_head_count || d_model < demo_min_d_model || d_model % 4 != 0) {
-        throw Error("--demo-heads builds 4 heads and needs --heads 4 and a --d-model that is a "
-                    "multiple of 4, at least 256; got --heads " + std::to_string(heads) +
-                    " --d-model " + std::to_string(d_model));
+        throw Error(
+            "--demo-heads builds 4 heads and needs --heads 4 and a --d-model that is a "
+            "multiple of 4, at least 256; got --heads " +
+            std::to_string(heads) + " --d-model " + std::to_string(d_model));
     }
     const Layout l{d_model, d_model / heads, d_model / 2};
     Weights w;

@@ -14,9 +14,7 @@ namespace {
 
 constexpr std::uint32_t embedding_stream = 3;
 
-bool is_word_byte(unsigned char c) {
-    return std::isalnum(c) || c == '\'' || c >= 0x80;
-}
+bool is_word_byte(unsigned char c) { return std::isalnum(c) || c == '\'' || c >= 0x80; }
 
 // FNV-1a, 64 bits: the same seed for the same text on every platform.
 std::uint64_t text_hash(const std::string& text) {
@@ -77,8 +75,10 @@ std::vector<float> token_embedding(const std::string& token, std::size_t width) 
 
 Tensor text_input(const std::vector<std::string>& tokens, std::size_t d_model) {
     if (d_model == 0 || d_model % 4 != 0) {
-        throw Error("--text needs a d_model that is a multiple of 4 (half for the token, half "
-                    "for sin/cos position pairs), got " + std::to_string(d_model));
+        throw Error(
+            "--text needs a d_model that is a multiple of 4 (half for the token, half "
+            "for sin/cos position pairs), got " +
+            std::to_string(d_model));
     }
     const std::size_t half = d_model / 2;
     const std::size_t n = tokens.size();

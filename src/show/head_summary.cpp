@@ -70,11 +70,13 @@ void print_head_summary(std::ostream& out, const std::vector<HeadPattern>& patte
     out << "\nheads, batch 0: mean entropy of a query's weights in nats (0: all on one key),\n"
         << "and the key each query attends to most, for queries 0, 1, 2, ... (~: even)\n";
     std::size_t name_width = 0;
-    for (const std::string& name : head_names) name_width = std::max(name_width, display_width(name));
+    for (const std::string& name : head_names)
+        name_width = std::max(name_width, display_width(name));
     for (std::size_t head = 0; head < patterns.size(); ++head) {
         std::string first = "  head " + std::to_string(head);
         if (name_width > 0)
-            first += "  " + padded_right(head < head_names.size() ? head_names[head] : "", name_width);
+            first +=
+                "  " + padded_right(head < head_names.size() ? head_names[head] : "", name_width);
         first += "  entropy " + fixed(patterns[head].mean_entropy, 2) + "  peaks";
         std::vector<std::string> peaks;
         for (std::size_t peak : patterns[head].peaks)

@@ -105,7 +105,8 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
     for (std::size_t query = 0; query < shown.rows; ++query) {
         std::string line = padded_right(labels[query], label_width);
         for (const WeightMap& map : band) {
-            for (std::size_t key = 0; key < shown.cols; ++key) line += cell(map.at(query, key), shading);
+            for (std::size_t key = 0; key < shown.cols; ++key)
+                line += cell(map.at(query, key), shading);
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }
         put_line(out, line);
@@ -121,15 +122,19 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
     std::vector<std::string> labels;
     for (std::size_t i = 0; i < n; ++i) labels.push_back(clipped(row_labels[i], max_label));
     std::size_t label_width = 0;
-    for (const std::string& label : labels) label_width = std::max(label_width, display_width(label));
+    for (const std::string& label : labels)
+        label_width = std::max(label_width, display_width(label));
     label_width += 2;
 
-    const std::size_t room = style.width > label_width + cell_width ? style.width - label_width : cell_width;
-    const Shown shown{std::min(n, style.max_rows), std::max<std::size_t>(1, std::min(m, room / cell_width))};
+    const std::size_t room =
+        style.width > label_width + cell_width ? style.width - label_width : cell_width;
+    const Shown shown{std::min(n, style.max_rows),
+                      std::max<std::size_t>(1, std::min(m, room / cell_width))};
     std::size_t panel_width = shown.cols * cell_width;
     for (const WeightMap& map : maps) panel_width = std::max(panel_width, display_width(map.title));
     panel_width = std::min(panel_width, room);
-    const std::size_t per_band = std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
+    const std::size_t per_band =
+        std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
 
     legend(out, style.shading);
     for (std::size_t first = 0; first < maps.size(); first += per_band) {

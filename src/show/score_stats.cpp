@@ -38,12 +38,12 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
                           " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
                  " ", "", "  ");
     const std::string mean = counted > 0 ? fixed(entropy / double(counted), 2) : "n/a";
-    write_filled(out,
-                 words_of("softmax: mean row entropy " + mean + " nats (even over all " +
-                          std::to_string(m) + " keys: " + fixed(std::log(double(m)), 2) + "); " +
-                          std::to_string(saturated) + " of " + std::to_string(counted) +
-                          " rows saturated (one weight above 0.99)"),
-                 " ", "", "  ");
+    write_filled(
+        out,
+        words_of("softmax: mean row entropy " + mean + " nats (even over all " + std::to_string(m) +
+                 " keys: " + fixed(std::log(double(m)), 2) + "); " + std::to_string(saturated) +
+                 " of " + std::to_string(counted) + " rows saturated (one weight above 0.99)"),
+        " ", "", "  ");
 }
 
 }  // namespace mha

@@ -14,8 +14,8 @@ namespace mha {
 
 namespace {
 
-constexpr double cell = 26;          // px per weight
-constexpr double char_width = 7.5;   // px per character of a 13 px label, roughly
+constexpr double cell = 26;         // px per weight
+constexpr double char_width = 7.5;  // px per character of a 13 px label, roughly
 constexpr double margin = 20;
 constexpr double title_height = 24;
 constexpr double bar_height = 16;
@@ -89,23 +89,20 @@ void write_scale(std::ostream& out, double x, double y, double width) {
 }  // namespace
 
 std::string xml_escaped(const std::string& text) {
+    static const std::string specials = "&<>\"'";
+    static const char* const entities[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
     std::string escaped;
     for (char c : text) {
-        switch (c) {
-            case '&': escaped += "&amp;"; break;
-            case '<': escaped += "&lt;"; break;
-            case '>': escaped += "&gt;"; break;
-            case '"': escaped += "&quot;"; break;
-            case '\'': escaped += "&apos;"; break;
-            default: escaped += c;
-        }
+        const std::size_t special = specials.find(c);
+        if (special == std::string::npos) escaped += c;
+        else escaped += entities[special];
     }
     return escaped;
 }
 
 void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
-               const std::vector<std::string>& row_labels, const std::vector<std::string>& col_labels,
-               const std::string& caption) {
+               const std::vector<std::string>& row_labels,
+               const std::vector<std::string>& col_labels, const std::string& caption) {
     const Geometry g = geometry(maps, row_labels, col_labels);
     const std::size_t grid_rows = (maps.size() + g.columns - 1) / g.columns;
     const double width = std::max(margin * 2 + double(g.columns) * g.panel_width, 320.0);
@@ -125,7 +122,8 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
         const double y = margin + title_height + double(i / g.columns) * g.panel_height;
         write_panel(out, maps[i], row_labels, col_labels, g, x, y);
     }
-    write_scale(out, margin + g.label_width, scale_top, std::min(width - 2 * margin - g.label_width, 300.0));
+    write_scale(out, margin + g.label_width, scale_top,
+                std::min(width - 2 * margin - g.label_width, 300.0));
     out << "</svg>\n";
 }
 

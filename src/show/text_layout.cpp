@@ -41,8 +41,7 @@ std::vector<std::string> words_of(const std::string& text) {
 }
 
 void write_filled(std::ostream& out, const std::vector<std::string>& pieces,
-                  const std::string& separator, const std::string& first,
-                  const std::string& next) {
+                  const std::string& separator, const std::string& first, const std::string& next) {
     std::string line = first;
     bool line_empty = true;
     for (const std::string& piece : pieces) {

@@ -50,7 +50,8 @@ std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choic
     return maps;
 }
 
-std::vector<std::string> position_labels(std::size_t count, const std::vector<std::string>& tokens) {
+std::vector<std::string> position_labels(std::size_t count,
+                                         const std::vector<std::string>& tokens) {
     std::vector<std::string> labels;
     for (std::size_t i = 0; i < count; ++i)
         labels.push_back(std::to_string(i) + (i < tokens.size() ? " " + tokens[i] : ""));
