@@ -1,5 +1,6 @@
 // mha: multi-head attention, step by step. The pipeline in order:
-//   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report -> save
+//   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
+//   -> views of the result (heatmaps, summary, SVG, ablation) -> save
 // Every error becomes one line on stderr and exit status 2.
 
 #include <chrono>
@@ -7,12 +8,14 @@
 #include <memory>
 #include <new>
 
+#include "app/after_run.h"
 #include "app/cli.h"
 #include "app/problem.h"
 #include "core/attention.h"
 #include "core/error.h"
 #include "io/npy.h"
 #include "show/json_report.h"
+#include "show/tee_tracer.h"
 #include "show/text_report.h"
 
 namespace {
@@ -43,15 +46,19 @@ int run(const std::vector<std::string>& args) {
     }
     const mha::Problem problem = mha::build_problem(config);
     if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
+    if (!config.svg_path.empty()) mha::npy::check_writable(config.svg_path);
 
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
+    mha::ScoreStats score_stats(mha::wants_summary(config));
+    mha::TeeTracer tracer(*report, score_stats);
     const mha::ForwardResult result =
-        mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, *report);
+        mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, tracer);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
+    mha::show_after_run(std::cout, config, problem, result, score_stats);
     warn_masked_rows(result, config.zero_masked_rows);
 
     if (!config.save_path.empty()) {

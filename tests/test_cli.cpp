@@ -84,7 +84,16 @@ TEST_CASE("--help and --version exit 0 and document the options") {
                              "--key-padding-mask",
                              "--save",
                              "--max-memory",
-                             "--masked-rows"}) {
+                             "--masked-rows",
+                             "--text",
+                             "--demo-heads",
+                             "--heatmap",
+                             "--summary",
+                             "--head",
+                             "--color",
+                             "--export-svg",
+                             "--ablate-head",
+                             "--no-scale"}) {
         CHECK_THAT(help.output, Catch::Contains(flag));
     }
     const test::RunResult version = test::run_mha("-V");
@@ -155,11 +164,15 @@ TEST_CASE("--max-memory refuses before allocating and accepts what fits") {
 }
 
 TEST_CASE("every example script runs") {
-    const std::string script =
-        GENERATE(as<std::string>{}, "classic.sh", "cross_attention.sh", "values.sh");
+    const auto [script, shows] = GENERATE(table<std::string, std::string>({
+        {"classic.sh", "14  project"},
+        {"cross_attention.sh", "14  project"},
+        {"values.sh", "14  project"},
+        {"demo_heads.sh", "head 3: even"},
+    }));
     CAPTURE(script);
     const test::RunResult r =
         test::run_command("cd .. && MHA=build/mha sh examples/" + script + " 2>&1");
     CHECK(r.status == 0);
-    CHECK_THAT(r.output, Catch::Contains("14  project"));
+    CHECK_THAT(r.output, Catch::Contains(shows));
 }

@@ -90,6 +90,13 @@ std::string parse_path(const std::string& option, const std::string& text) {
 // The largest size any one dimension may have; products are checked later.
 constexpr std::uint64_t max_size = std::uint64_t(1) << 32;
 
+// A head number: 0, 1, ... (checked against h once h is known).
+std::size_t parse_index(const std::string& option, const std::string& text) {
+    const std::uint64_t value = parse_unsigned(option, text);
+    if (value >= max_size) throw Error(option + " value '" + text + "' is too large");
+    return std::size_t(value);
+}
+
 struct Option {
     std::string name;  // "--batch"
     char short_name;   // 'b', or 0
@@ -157,6 +164,27 @@ const std::vector<Option>& options() {
          [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
         {"--max-memory", 0, true,
          [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
+        {"--text", 0, true, [](Config& c, const std::string& v) { c.text = v; }},
+        {"--demo-heads", 0, false, [](Config& c, const std::string&) { c.demo_heads = true; }},
+        {"--heatmap", 0, false, [](Config& c, const std::string&) { c.heatmap = true; }},
+        {"--summary", 0, false, [](Config& c, const std::string&) { c.summary = true; }},
+        {"--head", 0, true,
+         [](Config& c, const std::string& v) {
+             if (v == "mean") c.mean_view = true;
+             else c.view_heads.push_back(parse_index("--head", v));
+         }},
+        {"--color", 0, true,
+         [](Config& c, const std::string& v) {
+             c.color = parse_choice<ColorChoice>(
+                 "--color", v,
+                 {{"auto", ColorChoice::Auto}, {"always", ColorChoice::Always},
+                  {"never", ColorChoice::Never}});
+         }},
+        {"--export-svg", 0, true,
+         [](Config& c, const std::string& v) { c.svg_path = parse_path("--export-svg", v); }},
+        {"--ablate-head", 0, true,
+         [](Config& c, const std::string& v) { c.ablate_head = parse_index("--ablate-head", v); }},
+        {"--no-scale", 0, false, [](Config& c, const std::string&) { c.no_scale = true; }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -257,6 +285,23 @@ PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
                          keep: 0 = blocked (masked_fill(mask == 0, -inf))
       --key-padding-mask P.npy
                          (B, M): True/non-zero = ignore that key
+
+Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
+      --text "SENTENCE"  attend over its tokens: seeded word embeddings plus
+                         sinusoidal positions; B=1, N=tokens, d_model 256
+                         unless -d or --weights gives it
+      --demo-heads       constructed heads (previous token, first token, same
+                         token, even); needs --text, -H 4, d_model >= 256;
+                         turns on --causal
+      --heatmap          draw each head's weights, then --summary
+      --summary          score variance before/after the scale, per-head
+                         entropy and the key each query attends to most
+      --head I|mean      draw head I (repeatable) or the mean over heads
+      --color auto|always|never
+                         colour the heatmap (auto: a terminal without NO_COLOR)
+      --export-svg FILE  the heatmaps as a standalone SVG
+      --ablate-head I    zero head I before W_o; report how much output changes
+      --no-scale         skip the 1/sqrt(d_k) scale and show what that does
 
   -h, --help             this help
   -V, --version          the version

@@ -6,6 +6,31 @@
 
 namespace mha {
 
+namespace {
+
+// --text, --demo-heads and the views that read the finished weights.
+void check_views(const Config& c) {
+    if (c.text && !c.input_path.empty()) {
+        throw Error("--text makes the input from a sentence; it cannot be combined with --input");
+    }
+    if (c.demo_heads && !c.text) {
+        throw Error("--demo-heads needs --text: its heads read the token embeddings and "
+                    "positional encodings that --text builds");
+    }
+    if (c.demo_heads && !c.weights_path.empty()) {
+        throw Error("--demo-heads constructs the weights; it cannot be combined with --weights");
+    }
+    if ((!c.view_heads.empty() || c.mean_view) && !c.heatmap && c.svg_path.empty()) {
+        throw Error("--head picks what --heatmap and --export-svg draw; give one of them too");
+    }
+    if (c.format == Format::Json && (wants_summary(c) || c.ablate_head)) {
+        throw Error("--heatmap, --summary, --no-scale and --ablate-head print text; "
+                    "use them with --format text");
+    }
+}
+
+}  // namespace
+
 void validate(const Config& c) {
     if (c.key_path.empty() != c.value_path.empty()) {
         throw Error("--key and --value go together: give both for cross-attention, or neither");
@@ -20,6 +45,7 @@ void validate(const Config& c) {
     if (!c.bias && c.random_bias) {
         throw Error("--no-bias and --random-bias contradict each other; choose one");
     }
+    check_views(c);
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

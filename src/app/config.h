@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mha {
 
 enum class Format { Text, Json };
+enum class ColorChoice { Auto, Always, Never };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -33,6 +35,18 @@ struct Config {
     bool zero_masked_rows = false;
     std::uint64_t max_memory = std::uint64_t(2) << 30;
 
+    // Seeing attention: text input, demo heads, heatmaps and their numbers.
+    std::optional<std::string> text;         // --text: the sentence to attend over
+    bool demo_heads = false;                 // constructed heads (needs --text; causal)
+    bool heatmap = false;
+    bool summary = false;                    // scale statistics and per-head patterns
+    std::vector<std::size_t> view_heads;     // --head I: the heads to draw (default all)
+    bool mean_view = false;                  // --head mean: the mean over heads
+    ColorChoice color = ColorChoice::Auto;
+    std::string svg_path;
+    std::optional<std::size_t> ablate_head;
+    bool no_scale = false;
+
     bool help = false;
     bool version = false;
 };
@@ -41,6 +55,10 @@ inline constexpr std::size_t default_batch = 2;
 inline constexpr std::size_t default_seq_len = 8;
 inline constexpr std::size_t default_d_model = 256;
 inline constexpr std::size_t max_threads = 256;
+inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
+
+// What the run prints after the report: heatmaps, the summary (also with --no-scale).
+inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.no_scale; }
 
 // Throws mha::Error when options contradict each other (e.g. --key without --value).
 void validate(const Config& config);

@@ -7,9 +7,11 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "io/demo_heads.h"
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
+#include "io/text.h"
 #include "io/weights.h"
 
 namespace mha {
@@ -48,6 +50,12 @@ struct Sources {
 Sources load_files(const Config& c) {
     Sources sources;
     if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
+    if (c.text) {
+        const std::size_t width =
+            sources.weights ? sources.weights->d_model() : c.d_model.value_or(text_d_model);
+        const Tensor x = text_input(tokenize(*c.text), width);
+        sources.inputs = Inputs{x, x, x};
+    }
     if (!c.input_path.empty()) {
         const Tensor x = load_input(c.input_path, "the input");
         if (c.key_path.empty()) {
@@ -68,18 +76,20 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
         s.kdim = files.weights->kdim();
         s.vdim = files.weights->vdim();
     } else if (files.inputs) {
-        s.d_model =
-            reconcile(c.d_model, "--d-model", files.inputs->x_q.size(2), c.input_path, "d_model");
+        s.d_model = c.text ? files.inputs->x_q.size(2)
+                           : reconcile(c.d_model, "--d-model", files.inputs->x_q.size(2),
+                                       c.input_path, "d_model");
         s.kdim = files.inputs->x_k.size(2);
         s.vdim = files.inputs->x_v.size(2);
     } else {
         s.d_model = s.kdim = s.vdim = c.d_model.value_or(default_d_model);
     }
     if (files.inputs) {
+        const std::string& input_name = c.text ? std::string("--text") : c.input_path;
         const Tensor& x = files.inputs->x_q;
-        s.batch = reconcile(c.batch, "--batch", x.size(0), c.input_path, "B");
-        s.seq_len = reconcile(c.seq_len, "--seq-len", x.size(1), c.input_path, "N");
-        const std::string& kv_file = c.key_path.empty() ? c.input_path : c.key_path;
+        s.batch = reconcile(c.batch, "--batch", x.size(0), input_name, "B");
+        s.seq_len = reconcile(c.seq_len, "--seq-len", x.size(1), input_name, "N");
+        const std::string& kv_file = c.key_path.empty() ? input_name : c.key_path;
         s.kv_len = reconcile(c.kv_len, "--kv-len", files.inputs->x_k.size(1), kv_file, "M");
     } else {
         s.batch = c.batch.value_or(default_batch);
@@ -118,11 +128,24 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
 
 Masks load_masks(const Config& c) {
     Masks masks;
-    masks.causal = c.causal;
+    masks.causal = c.causal || c.demo_heads;
     if (!c.mask_path.empty())
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), masks);
     if (!c.key_padding_mask_path.empty()) load_key_padding_mask(c.key_padding_mask_path, masks);
     return masks;
+}
+
+// --head and --ablate-head name heads 0..h-1.
+void check_head_numbers(const Config& c, std::size_t heads) {
+    std::vector<std::pair<const char*, std::size_t>> named;
+    for (std::size_t head : c.view_heads) named.push_back({"--head", head});
+    if (c.ablate_head) named.push_back({"--ablate-head", *c.ablate_head});
+    for (const auto& [option, head] : named) {
+        if (head >= heads) {
+            throw Error(std::string(option) + " " + std::to_string(head) +
+                        " is not a head: the heads are 0.." + std::to_string(heads - 1));
+        }
+    }
 }
 
 std::string seeded(std::uint64_t seed) { return "seeded (seed " + std::to_string(seed) + ")"; }
@@ -138,11 +161,16 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.vdim = s.vdim;
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal;
+    info.causal = c.causal || c.demo_heads;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
-    info.weights_source = c.weights_path.empty() ? seeded(c.seed) : c.weights_path;
-    info.inputs_source = c.input_path.empty() ? seeded(c.seed)
+    info.weights_source = c.demo_heads             ? "demo heads (constructed)"
+                          : c.weights_path.empty() ? seeded(c.seed)
+                                                   : c.weights_path;
+    if (c.text) info.tokens = tokenize(*c.text);
+    if (c.demo_heads) info.head_names = demo_head_names();
+    info.inputs_source = c.text ? "--text, " + std::to_string(s.seq_len) + " tokens"
+                         : c.input_path.empty() ? seeded(c.seed)
                          : c.key_path.empty()
                              ? c.input_path
                              : c.input_path + ", " + c.key_path + ", " + c.value_path;
@@ -162,8 +190,9 @@ Problem build_problem(const Config& c) {
     check_budget(s, c.max_memory);
 
     Problem p;
-    p.weights =
-        files.weights ? *files.weights : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
+    p.weights = c.demo_heads      ? demo_weights(s.d_model, s.heads, s.seq_len)
+                : files.weights ? *files.weights
+                                : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = load_masks(c);
@@ -172,6 +201,8 @@ Problem build_problem(const Config& c) {
     p.options.heads = s.heads;
     p.options.threads = std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
     p.options.zero_masked_rows = c.zero_masked_rows;
+    p.options.scale = !c.no_scale;
+    check_head_numbers(c, s.heads);
     p.info = describe(c, s, p);
     return p;
 }

@@ -17,6 +17,7 @@
 
 #include "core/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <utility>
@@ -113,6 +114,7 @@ struct Pass {
     Sizes s;
     std::size_t d_k;
     std::size_t threads;
+    bool scale;
     Tracer& tracer;
 };
 
@@ -207,14 +209,23 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
                          scores, std::uint64_t(B) * h * N * M * d_k);
     });
 
-    // 7: keep the scores' variance near 1 whatever d_k is
+    // 7: keep the scores' variance near 1 whatever d_k is (unless asked not to)
     const float factor = float(1.0 / std::sqrt(double(d_k)));
-    for_each_unit(B, h, p.threads,
-                  [&](std::size_t b, std::size_t i) { scale(unit_scores(b, i), N * M, factor); });
+    if (p.scale) {
+        for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+            scale(unit_scores(b, i), N * M, factor);
+        });
+    }
     report(p.tracer, [&] {
-        Step step = make_step(7, "scale", "scores", "scores / math.sqrt(d_k)", scores_dims, scores);
+        Step step = make_step(7, "scale", "scores",
+                              p.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)",
+                              scores_dims, scores);
         std::ostringstream note;
-        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
+        if (p.scale) {
+            note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << factor;
+        } else {
+            note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
+        }
         step.notes.push_back(note.str());
         return step;
     });
@@ -284,6 +295,16 @@ Tensor combine_heads(const Tensor& context, const Pass& p) {
     return concat;
 }
 
+// Head ablation: context (B, h, N, d_k) with head `head`'s (N, d_k) slices set to 0,
+// so that head adds nothing to the concat and W_o sees only the others.
+void zero_head(Tensor& context, std::size_t head) {
+    const std::size_t h = context.size(1), plane = context.size(2) * context.size(3);
+    for (std::size_t b = 0; b < context.size(0); ++b) {
+        float* slice = context.data() + (b * h + head) * plane;
+        std::fill(slice, slice + plane, 0.0f);
+    }
+}
+
 }  // namespace
 
 std::size_t Weights::parameter_count() const {
@@ -343,13 +364,18 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
-    const Pass pass{s, s.d_model / s.heads, options.threads, tracer};
+    if (options.ablate_head && *options.ablate_head >= s.heads) {
+        throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
+                    ": the heads are 0.." + std::to_string(s.heads - 1));
+    }
+    const Pass pass{s, s.d_model / s.heads, options.threads, options.scale, tracer};
     const bool self = in.self_attention();
 
     report_inputs(in, self, pass);
     const Qkv heads = split_heads(project_qkv(w, in, self, pass), pass);  // 1-5
     ForwardResult result;
-    const Tensor context = attend(heads, masks, options.zero_masked_rows, pass, result);  // 6-10
+    Tensor context = attend(heads, masks, options.zero_masked_rows, pass, result);  // 6-10
+    if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, pass);                                   // 11-13
 
     // 14: mix the heads. (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)

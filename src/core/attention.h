@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct ForwardOptions {
     std::size_t heads = 1;
     std::size_t threads = 1;        // workers for the (batch, head) units and projections
     bool zero_masked_rows = false;  // a row with every key blocked: zeros instead of NaN
+    bool scale = true;              // false (--no-scale): step 7 leaves the scores as they are
+    std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
 };
 
 struct ForwardResult {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace mha {
 
@@ -23,6 +24,8 @@ struct RunInfo {
     std::string weights_source;  // "seeded (seed 0)" or the .npz path
     std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)
     bool values = false;         // --values: print every traced tensor's values
+    std::vector<std::string> tokens;      // --text: one per position; empty otherwise
+    std::vector<std::string> head_names;  // --demo-heads: one per head; empty otherwise
 };
 
 }  // namespace mha

@@ -3,10 +3,9 @@
 #include "show/text_report.h"
 
 #include "show/summary.h"
+#include "show/text_layout.h"
 #include "show/values.h"
 
-#include <algorithm>
-#include <cstdio>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -15,37 +14,13 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t columns = 80;
 constexpr std::size_t name_width = 12;  // step names are padded to this
 const std::string step_indent = "    ";
-
-// Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
-std::size_t display_width(const std::string& text) {
-    std::size_t width = 0;
-    for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
-    return width;
-}
-
-std::string padded_right(const std::string& text, std::size_t width) {
-    const std::size_t used = display_width(text);
-    return text + std::string(width > used ? width - used : 0, ' ');
-}
-
-std::string padded_left(const std::string& text, std::size_t width) {
-    const std::size_t used = display_width(text);
-    return std::string(width > used ? width - used : 0, ' ') + text;
-}
 
 std::string with_commas(std::uint64_t n) {
     std::string digits = std::to_string(n);
     for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
     return digits;
-}
-
-std::string fixed(double value, int digits) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
 }
 
 // Exact bytes below 1 KiB, otherwise KiB/MiB/GiB with one decimal unless whole: "16 KiB", "1.5 MiB".
@@ -73,37 +48,6 @@ std::string named_shape(const std::vector<std::string>& dims, const Shape& shape
         text += std::to_string(shape[d]);
     }
     return text + ")";
-}
-
-std::vector<std::string> words_of(const std::string& text) {
-    std::vector<std::string> words;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        const std::size_t end = std::min(text.find(' ', start), text.size());
-        if (end > start) words.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return words;
-}
-
-// Writes pieces joined by separator, starting a new line (prefix next) whenever
-// the next piece would pass the 80th column; a piece is never split.
-void write_filled(std::ostream& out, const std::vector<std::string>& pieces,
-                  const std::string& separator, const std::string& first,
-                  const std::string& next) {
-    std::string line = first;
-    bool line_empty = true;
-    for (const std::string& piece : pieces) {
-        const std::string joined = line + (line_empty ? "" : separator) + piece;
-        if (!line_empty && display_width(joined) > columns) {
-            out << line << "\n";
-            line = next + piece;
-        } else {
-            line = joined;
-        }
-        line_empty = false;
-    }
-    out << line << "\n";
 }
 
 std::string attention_traits(const RunInfo& info) {
@@ -191,7 +135,7 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
     const std::string heading = "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
     const std::string numbers = "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) +
                                 "  min " + fixed(stats.min, 4) + "  max " + fixed(stats.max, 4);
-    const bool one_line = display_width(heading + " " + numbers) <= columns;
+    const bool one_line = display_width(heading + " " + numbers) <= text_columns;
     out_ << "\n" << heading << (one_line ? " " : "\n  ") << numbers << "\n";
     if (stats.nan_count + stats.inf_count > 0) {
         out_ << "  not finite, left out of the statistics: " << with_commas(stats.nan_count)

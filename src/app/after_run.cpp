@@ -1,0 +1,72 @@
+// Heatmaps, summary, SVG and ablation, each only when asked for.
+
+#include "app/after_run.h"
+
+#include <cmath>
+
+#include "app/terminal.h"
+#include "show/head_summary.h"
+#include "show/heatmap.h"
+#include "show/svg.h"
+#include "show/text_layout.h"
+#include "show/weight_maps.h"
+
+namespace mha {
+
+namespace {
+
+// ‖a − b‖ / ‖a‖ over all elements.
+double relative_change(const Tensor& a, const Tensor& b) {
+    const std::vector<float> x = a.to_vector(), y = b.to_vector();
+    double difference = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        difference += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+        norm += double(x[i]) * x[i];
+    }
+    return norm > 0.0 ? std::sqrt(difference / norm) : std::sqrt(difference);
+}
+
+void report_ablation(std::ostream& out, const Problem& problem, const ForwardResult& result,
+                     std::size_t head) {
+    ForwardOptions options = problem.options;
+    options.ablate_head = head;
+    NullTracer quiet;
+    const ForwardResult ablated =
+        forward(problem.weights, problem.inputs, problem.masks, options, quiet);
+    write_filled(out,
+                 words_of("ablating head " + std::to_string(head) +
+                          " (its context zeroed before W_o) changes the output by " +
+                          fixed(100.0 * relative_change(result.output, ablated.output), 2) +
+                          "% (relative norm ‖out − out_ablated‖ / ‖out‖)"),
+                 " ", "\n", "  ");
+}
+
+std::string batch_note(const RunInfo& info) {
+    return info.batch > 1 ? "batch 0 of " + std::to_string(info.batch) : "batch 0";
+}
+
+}  // namespace
+
+void show_after_run(std::ostream& out, const Config& config, const Problem& problem,
+                    const ForwardResult& result, const ScoreStats& stats) {
+    const RunInfo& info = problem.info;
+    const MapChoice choice{config.view_heads, config.mean_view, info.head_names};
+    const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
+    if (config.heatmap) {
+        out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
+        draw_heatmaps(out, weight_maps(result.weights, choice), rows, terminal_style(config.color));
+    }
+    if (wants_summary(config)) {
+        stats.print(out, result, info.d_model / info.heads, !config.no_scale);
+        print_head_summary(out, head_patterns(result.weights), info.head_names);
+    }
+    if (config.ablate_head) report_ablation(out, problem, result, *config.ablate_head);
+    if (!config.svg_path.empty()) {
+        const std::vector<std::string> cols =
+            info.self_attention ? rows : position_labels(info.kv_len, {});
+        save_svg(config.svg_path, weight_maps(result.weights, choice), rows, cols,
+                 "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)");
+    }
+}
+
+}  // namespace mha

@@ -1,0 +1,23 @@
+#pragma once
+// What the terminal on stdout can show: its width and whether to colour.
+
+#include "app/config.h"
+#include "show/heatmap.h"
+
+#include <cstddef>
+#include <string>
+
+namespace mha {
+
+// auto: colour only when stdout is a terminal and NO_COLOR is unset or empty.
+// Colour is true colour when COLORTERM says truecolor or 24bit, else 256 colours.
+Shading choose_shading(ColorChoice choice, bool stdout_is_terminal, const char* no_color,
+                       const char* colorterm);
+
+// COLUMNS when it is a number, else the terminal's width, else 80.
+std::size_t terminal_width(const char* columns_variable, bool stdout_is_terminal);
+
+// The two above for this process's stdout and environment.
+HeatmapStyle terminal_style(ColorChoice choice);
+
+}  // namespace mha

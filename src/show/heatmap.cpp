@@ -1,0 +1,156 @@
+// Terminal heatmaps: a scale legend, then the maps in rows of panels.
+
+#include "show/heatmap.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "show/palette.h"
+#include "show/text_layout.h"
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t cell_width = 2;
+constexpr std::size_t panel_gap = 3;
+constexpr std::size_t max_label = 12;  // row labels longer than this are cut with "…"
+const std::string reset = "\x1b[0m";
+
+// The first `width` display columns of a UTF-8 label, "…" marking a cut.
+std::string clipped(const std::string& label, std::size_t width) {
+    if (display_width(label) <= width) return label;
+    std::string kept;
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < label.size(); ++i) {
+        const bool starts = (static_cast<unsigned char>(label[i]) & 0xC0) != 0x80;
+        if (starts && ++used == width) break;
+        kept += label[i];
+    }
+    return kept + "…";
+}
+
+std::string background(float weight, Shading shading) {
+    const Rgb c = weight_colour(weight);
+    if (shading == Shading::TrueColour) {
+        return "\x1b[48;2;" + std::to_string(c.r) + ";" + std::to_string(c.g) + ";" +
+               std::to_string(c.b) + "m";
+    }
+    return "\x1b[48;5;" + std::to_string(cube_index(c)) + "m";
+}
+
+char ramp_char(float weight) {
+    if (std::isnan(weight)) return '?';
+    const int level = int(std::floor(std::fmin(1.0f, std::fmax(0.0f, weight)) * 10.0f));
+    return plain_ramp[std::min(level, 9)];
+}
+
+std::string cell(float weight, Shading shading) {
+    if (shading == Shading::Plain) return std::string(cell_width, ramp_char(weight));
+    return background(weight, shading) + std::string(cell_width, ' ') + reset;
+}
+
+void legend(std::ostream& out, Shading shading) {
+    if (shading == Shading::Plain) {
+        out << "scale: 0 [" << plain_ramp << "] 1, one character per 0.1 of weight"
+            << " (blank: below 0.1)\n";
+        return;
+    }
+    out << "scale: 0 ";
+    for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading);
+    out << " 1\n";
+}
+
+// What the panels show of a map: the first `rows` queries and `cols` keys.
+struct Shown {
+    std::size_t rows, cols;
+};
+
+// Key numbers as digits stacked in up to three lines (hundreds, tens, units).
+std::vector<std::string> key_header(std::size_t cols, std::size_t panel_width) {
+    std::vector<std::string> lines;
+    for (std::size_t place = 100; place >= 1; place /= 10) {
+        if (place > 1 && cols <= place) continue;
+        std::string line;
+        for (std::size_t key = 0; key < cols; ++key) {
+            const bool shown = key >= place || place == 1;
+            line += shown ? char('0' + (key / place) % 10) : ' ';
+            line += std::string(cell_width - 1, ' ');
+        }
+        lines.push_back(padded_right(line, panel_width));
+    }
+    return lines;
+}
+
+// One line of a band, without the trailing blanks.
+void put_line(std::ostream& out, std::string line) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+}
+
+void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
+               const std::vector<std::string>& labels, std::size_t label_width,
+               std::size_t panel_width, const Shown& shown, Shading shading) {
+    const std::string gap(panel_gap, ' ');
+    const std::string blank_label(label_width, ' ');
+    std::string titles = blank_label;
+    for (const WeightMap& map : band)
+        titles += padded_right(clipped(map.title, panel_width), panel_width) + gap;
+    put_line(out, titles);
+    for (const std::string& header : key_header(shown.cols, panel_width)) {
+        std::string line = blank_label;
+        for (std::size_t p = 0; p < band.size(); ++p) line += header + gap;
+        put_line(out, line);
+    }
+    for (std::size_t query = 0; query < shown.rows; ++query) {
+        std::string line = padded_right(labels[query], label_width);
+        for (const WeightMap& map : band) {
+            for (std::size_t key = 0; key < shown.cols; ++key)
+                line += cell(map.at(query, key), shading);
+            line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
+        }
+        put_line(out, line);
+    }
+}
+
+}  // namespace
+
+void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
+                   const std::vector<std::string>& row_labels, const HeatmapStyle& style) {
+    if (maps.empty()) return;
+    const std::size_t n = maps.front().rows, m = maps.front().cols;
+    std::vector<std::string> labels;
+    for (std::size_t i = 0; i < n; ++i) labels.push_back(clipped(row_labels[i], max_label));
+    std::size_t label_width = 0;
+    for (const std::string& label : labels)
+        label_width = std::max(label_width, display_width(label));
+    label_width += 2;
+
+    const std::size_t room =
+        style.width > label_width + cell_width ? style.width - label_width : cell_width;
+    const Shown shown{std::min(n, style.max_rows),
+                      std::max<std::size_t>(1, std::min(m, room / cell_width))};
+    std::size_t panel_width = shown.cols * cell_width;
+    for (const WeightMap& map : maps) panel_width = std::max(panel_width, display_width(map.title));
+    panel_width = std::min(panel_width, room);
+    const std::size_t per_band =
+        std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
+
+    legend(out, style.shading);
+    for (std::size_t first = 0; first < maps.size(); first += per_band) {
+        out << "\n";
+        const std::vector<WeightMap> band(maps.begin() + first,
+                                          maps.begin() + std::min(maps.size(), first + per_band));
+        draw_band(out, band, labels, label_width, panel_width, shown, style.shading);
+    }
+    if (shown.rows < n || shown.cols < m) {
+        std::string cut = "cut to fit: showing queries 0.." + std::to_string(shown.rows - 1) +
+                          " of " + std::to_string(n) + " and keys 0.." +
+                          std::to_string(shown.cols - 1) + " of " + std::to_string(m) +
+                          "; a wider terminal (COLUMNS) or --export-svg shows them all";
+        out << "\n";
+        write_filled(out, words_of(cut), " ", "", "  ");
+    }
+}
+
+}  // namespace mha

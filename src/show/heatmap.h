@@ -1,0 +1,31 @@
+#pragma once
+// Attention weights drawn in the terminal: queries as rows, keys as columns, one
+// two-character cell per weight. Colour shading, or a plain character ramp that
+// pipes and diffs cleanly. Panels sit side by side when the width allows, and a
+// map too large for the screen is cut, with a line that says what was left out.
+
+#include "show/weight_maps.h"
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+enum class Shading { Plain, Colour256, TrueColour };
+
+struct HeatmapStyle {
+    std::size_t width = 80;      // terminal columns
+    std::size_t max_rows = 48;   // queries shown per map
+    Shading shading = Shading::Plain;
+};
+
+// The plain ramp: weight w in [0, 1] is ramp[min(9, floor(10·w))]; blank below 0.1.
+inline constexpr const char* plain_ramp = " .:-=+*#%@";
+
+// row_labels: one per query ("3 sat"); key columns are numbered 0..M-1.
+void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
+                   const std::vector<std::string>& row_labels, const HeatmapStyle& style);
+
+}  // namespace mha

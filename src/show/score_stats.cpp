@@ -1,0 +1,49 @@
+// Variance of the scores before and after the 1/sqrt(d_k) scale, and what the softmax made of them.
+
+#include "show/score_stats.h"
+
+#include <cmath>
+
+#include "show/head_summary.h"
+#include "show/summary.h"
+#include "show/text_layout.h"
+
+namespace mha {
+
+void ScoreStats::on_step(const Step& step) {
+    if (step.value == nullptr) return;
+    if (step.number == 6) raw_variance_ = std::pow(stats_of(*step.value).std, 2);
+    if (step.number == 7) scaled_variance_ = std::pow(stats_of(*step.value).std, 2);
+}
+
+void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k,
+                       bool scaled) const {
+    const Tensor weights = result.weights.contiguous();
+    const std::size_t m = weights.size(3), rows = weights.numel() / m;
+    double entropy = 0.0;
+    std::size_t counted = 0, saturated = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = weights.data() + r * m;
+        const double e = row_entropy(row, m);
+        if (std::isnan(e)) continue;
+        entropy += e;
+        ++counted;
+        for (std::size_t key = 0; key < m; ++key) saturated += row[key] > saturated_weight ? 1 : 0;
+    }
+    const std::string after = scaled ? fixed(scaled_variance_, 2) + " after / sqrt(d_k)"
+                                     : std::string("not scaled (--no-scale)");
+    out << "\n";
+    write_filled(out,
+                 words_of("scores, all batches and heads: variance " + fixed(raw_variance_, 2) +
+                          " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
+                 " ", "", "  ");
+    const std::string mean = counted > 0 ? fixed(entropy / double(counted), 2) : "n/a";
+    write_filled(
+        out,
+        words_of("softmax: mean row entropy " + mean + " nats (even over all " + std::to_string(m) +
+                 " keys: " + fixed(std::log(double(m)), 2) + "); " + std::to_string(saturated) +
+                 " of " + std::to_string(counted) + " rows saturated (one weight above 0.99)"),
+        " ", "", "  ");
+}
+
+}  // namespace mha

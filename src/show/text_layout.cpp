@@ -1,0 +1,60 @@
+// Text layout helpers shared by the printers.
+
+#include "show/text_layout.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mha {
+
+std::size_t display_width(const std::string& text) {
+    std::size_t width = 0;
+    for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
+    return width;
+}
+
+std::string padded_right(const std::string& text, std::size_t width) {
+    const std::size_t used = display_width(text);
+    return text + std::string(width > used ? width - used : 0, ' ');
+}
+
+std::string padded_left(const std::string& text, std::size_t width) {
+    const std::size_t used = display_width(text);
+    return std::string(width > used ? width - used : 0, ' ') + text;
+}
+
+std::string fixed(double value, int digits) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+    std::vector<std::string> words;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find(' ', start), text.size());
+        if (end > start) words.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return words;
+}
+
+void write_filled(std::ostream& out, const std::vector<std::string>& pieces,
+                  const std::string& separator, const std::string& first, const std::string& next) {
+    std::string line = first;
+    bool line_empty = true;
+    for (const std::string& piece : pieces) {
+        const std::string joined = line + (line_empty ? "" : separator) + piece;
+        if (!line_empty && display_width(joined) > text_columns) {
+            out << line << "\n";
+            line = next + piece;
+        } else {
+            line = joined;
+        }
+        line_empty = false;
+    }
+    out << line << "\n";
+}
+
+}  // namespace mha

@@ -1,0 +1,26 @@
+#pragma once
+// Text layout helpers shared by the printers: widths of UTF-8 text, padding,
+// fixed-point numbers and filling words into 80-column lines.
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+inline constexpr std::size_t text_columns = 80;
+
+// Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
+std::size_t display_width(const std::string& text);
+std::string padded_right(const std::string& text, std::size_t width);
+std::string padded_left(const std::string& text, std::size_t width);
+std::string fixed(double value, int digits);  // "%.*f"
+std::vector<std::string> words_of(const std::string& text);
+
+// Writes pieces joined by separator, starting a new line (prefix next) whenever
+// the next piece would pass the 80th column; a piece is never split.
+void write_filled(std::ostream& out, const std::vector<std::string>& pieces,
+                  const std::string& separator, const std::string& first, const std::string& next);
+
+}  // namespace mha
