@@ -20,6 +20,9 @@ void validate(const Config& c) {
     if (!c.bias && c.random_bias) {
         throw Error("--no-bias and --random-bias contradict each other; choose one");
     }
+    if (c.step && c.format != Format::Text) {
+        throw Error("--step pauses the text trace; it does not combine with --format json or markdown");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

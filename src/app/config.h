@@ -9,7 +9,7 @@
 
 namespace mha {
 
-enum class Format { Text, Json };
+enum class Format { Text, Json, Markdown };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -25,6 +25,7 @@ struct Config {
     bool random_bias = false;
     bool trace = false;
     bool values = false;
+    bool step = false;  // --step: the trace, pausing after each step on a terminal
     Format format = Format::Text;
 
     std::string weights_path, input_path, key_path, value_path;

@@ -1,0 +1,17 @@
+#pragma once
+// `mha quiz`: shape and cost questions on seeded random configurations, asked on
+// the terminal or graded from an answers file (--answers) for autograding.
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+// args are the words after "quiz". Returns the exit status: 0 passed (or only
+// printed), 1 failed the pass mark. Throws mha::Error on bad options.
+int run_quiz(const std::vector<std::string>& args, std::istream& in, std::ostream& out);
+
+std::string quiz_help_text();
+
+}  // namespace mha
