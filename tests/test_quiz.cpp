@@ -171,3 +171,14 @@ TEST_CASE("mha quiz: bad options are one line and status 2", "[quiz][cli]") {
     CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
+
+TEST_CASE("mha quiz --help fits 80 columns and names every topic", "[quiz][cli]") {
+    const test::RunResult r = test::run_mha("quiz --help");
+    CHECK(r.status == 0);
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+        CAPTURE(line);
+        CHECK(line.size() <= 80);
+    }
+    for (const auto& [name, topic] : topic_names()) CHECK_THAT(r.output, Catch::Contains(name));
+}

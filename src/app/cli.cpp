@@ -268,6 +268,9 @@ PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
   -h, --help             this help
   -V, --version          the version
 
+Classroom: mha quiz [options] asks shape and cost questions and grades
+answers (see mha quiz --help).
+
 Errors print one line, "mha: error: ...", and exit with status 2.
 )";
 }
