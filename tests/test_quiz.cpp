@@ -102,14 +102,25 @@ TEST_CASE("quiz questions depend only on the seed", "[quiz]") {
     CHECK(texts(5) != texts(6));
 }
 
-TEST_CASE("every d_k answer is the d_model / h its question states", "[quiz]") {
-    // Every d_k question states d_model and h; d_k = d_model / h.
-    for (const Question& q : make_questions(3, 4, {Topic::DK})) {
-        const std::size_t d_model_at = q.text.find("d_model=") + 8;
-        const std::size_t h_at = q.text.find("h=") + 2;
-        const std::uint64_t d_model = std::stoull(q.text.substr(d_model_at));
-        const std::uint64_t h = std::stoull(q.text.substr(h_at));
-        CHECK(q.answer == Numbers{d_model / h});
+// A size the question's first line states, e.g. stated(q, "d_model") for "d_model=64".
+std::uint64_t stated(const Question& q, const std::string& name) {
+    const std::size_t at = q.text.find(" " + name + "=");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(q.text.substr(at + name.size() + 2));
+}
+
+TEST_CASE("d_k, parameter and KV-cache answers agree with the formulas on the stated sizes",
+          "[quiz]") {
+    for (const Question& q : make_questions(3, 9, {Topic::DK, Topic::Parameters, Topic::KvCache})) {
+        CAPTURE(q.text);
+        const std::uint64_t B = std::stoull(q.text.substr(2)), M = stated(q, "M");
+        const std::uint64_t d = stated(q, "d_model"), h = stated(q, "h");
+        const bool bias = q.text.find("with bias") != std::string::npos;
+        if (q.topic == Topic::DK) CHECK(q.answer == Numbers{d / h});
+        // four (d, d) matrices, plus four biases of d
+        if (q.topic == Topic::Parameters) CHECK(q.answer == Numbers{4 * d * d + (bias ? 4 * d : 0)});
+        // K and V, (B, M, d) each, 4 bytes a float
+        if (q.topic == Topic::KvCache) CHECK(q.answer == Numbers{2 * B * M * d * 4});
     }
 }
 
