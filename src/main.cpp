@@ -1,6 +1,7 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report -> save
-// Every error becomes one line on stderr and exit status 2.
+// `mha quiz ...` goes to the quiz instead. Every error becomes one line on stderr and
+// exit status 2.
 
 #include <unistd.h>
 
@@ -43,7 +44,8 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
 }
 
 int run(const std::vector<std::string>& args) {
-    if (!args.empty() && args[0] == "quiz") return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, std::cout);
+    if (!args.empty() && args[0] == "quiz")
+        return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();

@@ -151,10 +151,10 @@ TEST_CASE("mha quiz --answers grades a file: score on stdout, pass or fail in th
 }
 
 TEST_CASE("mha quiz asks on stdin and --questions prints a hand-out", "[quiz][cli]") {
-    std::istringstream in("\n");
+    std::istringstream in("4\n");
     std::ostringstream out;
-    CHECK(run_quiz({"--count", "2", "--seed", "1"}, in, out) == 1);
-    CHECK_THAT(out.str(), Catch::Contains("Question 1 of 2") && Catch::Contains("wrong:") &&
+    CHECK(run_quiz({"--count", "2", "--seed", "1"}, in, false, out) == 1);
+    CHECK_THAT(out.str(), Catch::Contains("Question 1 of 2") && Catch::Contains("> 4\nwrong:") &&
                               Catch::Contains("(no more answers)") &&
                               Catch::Contains("score: 0/2 (0%), fail"));
 
@@ -175,6 +175,9 @@ TEST_CASE("mha quiz: bad options are one line and status 2", "[quiz][cli]") {
         {"--seed", "quiz --seed needs a value"},
         {"--questions=yes", "quiz --questions takes no value"},
         {"--colour red", "unknown quiz option '--colour'"},
+        {"--colour", "unknown quiz option '--colour'"},
+        {"stray", "unknown quiz option 'stray'"},
+        {"--questions --answers a.txt", "quiz --questions prints a hand-out and grades nothing"},
     }));
     CAPTURE(args);
     const test::RunResult r = test::run_mha("quiz " + args);

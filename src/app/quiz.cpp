@@ -58,6 +58,11 @@ QuizOptions parse_quiz_args(const std::vector<std::string>& args) {
             name.resize(equals);
         }
         const bool flag = name == "--questions" || name == "--help" || name == "-h";
+        const bool takes_value = name == "--count" || name == "--seed" || name == "--topics" ||
+                                 name == "--answers" || name == "--pass";
+        if (!flag && !takes_value) {
+            throw Error("unknown quiz option '" + name + "' (see mha quiz --help)");
+        }
         if (flag && equals != std::string::npos) throw Error("quiz " + name + " takes no value");
         if (!flag && equals == std::string::npos) {
             if (i + 1 >= args.size()) throw Error("quiz " + name + " needs a value (see mha quiz --help)");
@@ -70,8 +75,10 @@ QuizOptions parse_quiz_args(const std::vector<std::string>& args) {
         else if (name == "--answers") o.answers_path = value;
         else if (name == "--pass") o.pass_percent = parse_unsigned("quiz --pass", value);
         else if (name == "--questions") o.questions_only = true;
-        else if (name == "--help" || name == "-h") o.help = true;
-        else throw Error("unknown quiz option '" + name + "' (see mha quiz --help)");
+        else o.help = true;
+    }
+    if (o.questions_only && !o.answers_path.empty()) {
+        throw Error("quiz --questions prints a hand-out and grades nothing; drop it or --answers");
     }
     if (o.pass_percent > 100) {
         throw Error("quiz --pass is a percentage from 0 to 100, got " + std::to_string(o.pass_percent));
@@ -136,7 +143,8 @@ int score(std::ostream& out, std::size_t right, std::size_t count, std::uint64_t
 
 }  // namespace
 
-int run_quiz(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
+int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_terminal,
+             std::ostream& out) {
     const QuizOptions o = parse_quiz_args(args);
     if (o.help) {
         out << quiz_help_text();
@@ -160,6 +168,7 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, std::ostrea
                 out << "\n(no more answers)\n";
                 break;
             }
+            if (!in_is_terminal) out << typed << "\n";
         }
         right += grade(out, questions[i], typed) ? 1 : 0;
     }

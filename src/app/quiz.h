@@ -8,9 +8,12 @@
 
 namespace mha {
 
-// args are the words after "quiz". Returns the exit status: 0 passed (or only
-// printed), 1 failed the pass mark. Throws mha::Error on bad options.
-int run_quiz(const std::vector<std::string>& args, std::istream& in, std::ostream& out);
+// args are the words after "quiz"; answers are read from in unless --answers is
+// given, and echoed when in is not a terminal (the terminal echoes them itself).
+// Returns the exit status: 0 passed (or only printed), 1 failed the pass mark.
+// Throws mha::Error on bad options.
+int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_terminal,
+             std::ostream& out);
 
 std::string quiz_help_text();
 
