@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -209,6 +210,7 @@ TEST_CASE("every exercise check passes its solution and fails a wrong answer", "
                                       Catch::Contains("score: 0/"));
         CHECK(test::run_command(check + "2>&1").status == 2);  // no answers file: usage
     }
+    std::remove(wrong.c_str());
 }
 
 TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]") {

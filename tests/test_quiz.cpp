@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -148,6 +149,8 @@ TEST_CASE("mha quiz --answers grades a file: score on stdout, pass or fail in th
     const test::RunResult lenient = test::run_mha(
         "quiz --seed 7 --count 4 --topics shapes,d_k,parameters,macs --pass 50 --answers " + half);
     CHECK(lenient.status == 0);
+    std::remove(all_right.c_str());
+    std::remove(half.c_str());
 }
 
 TEST_CASE("mha quiz asks on stdin and --questions prints a hand-out", "[quiz][cli]") {
