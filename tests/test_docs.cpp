@@ -153,6 +153,16 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
     CHECK_THAT(page, Catch::Contains("# The JSON trace, schema version 1"));
 }
 
+TEST_CASE("docs/trace.schema.json defines exactly the fields docs/json-schema.md lists",
+          "[docs][json]") {
+    const std::string page = read_text("../docs/json-schema.md");
+    const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
+    std::set<std::string> defined =
+        matches(read_text("../docs/trace.schema.json"), std::regex("\"([A-Za-z_]+)\": \\{"));
+    for (const char* keyword : {"properties", "items", "size", "count", "real"}) defined.erase(keyword);
+    CHECK(defined == documented);
+}
+
 TEST_CASE("the man page and the bash completion name every option of --help", "[docs]") {
     const std::set<std::string> options = options_in(test::run_mha("--help").output);
     const std::set<std::string> quiz_options = options_in(test::run_mha("quiz --help").output);
