@@ -16,7 +16,10 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
 CATCH2_HEADER := /usr/include/catch2/catch.hpp
 
-.PHONY: all test clean strict catch2
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all test clean strict catch2 install
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -45,6 +48,12 @@ catch2:
 # strict: rebuild everything with warnings as errors
 strict: clean
 	$(MAKE) all $(BUILD)/mha_tests CXXFLAGS="$(CXXFLAGS) -Werror"
+
+# install: the binary, the man page and the bash completion under $(DESTDIR)$(PREFIX)
+install: $(BUILD)/mha
+	install -D -m 755 $(BUILD)/mha $(DESTDIR)$(PREFIX)/bin/mha
+	install -D -m 644 docs/mha.1 $(DESTDIR)$(PREFIX)/share/man/man1/mha.1
+	install -D -m 644 docs/mha.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mha
 
 # clean: remove everything the build made
 clean:

@@ -1,7 +1,10 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// Every error becomes one line on stderr and exit status 2.
+// `mha quiz ...` goes to the quiz instead. Every error becomes one line on stderr and
+// exit status 2.
+
+#include <unistd.h>
 
 #include <chrono>
 #include <iostream>
@@ -11,10 +14,13 @@
 #include "app/after_run.h"
 #include "app/cli.h"
 #include "app/problem.h"
+#include "app/quiz.h"
 #include "core/attention.h"
 #include "core/error.h"
 #include "io/npy.h"
 #include "show/json_report.h"
+#include "show/markdown_report.h"
+#include "show/stepper.h"
 #include "show/tee_tracer.h"
 #include "show/text_report.h"
 
@@ -22,6 +28,12 @@ namespace {
 
 std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
+    if (config.format == mha::Format::Markdown)
+        return std::make_unique<mha::MarkdownReport>(std::cout);
+    if (config.step) {
+        std::istream* keys = isatty(STDIN_FILENO) ? &std::cin : nullptr;
+        return std::make_unique<mha::Stepper>(std::cout, keys, std::cerr);
+    }
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
 
@@ -35,6 +47,8 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
 }
 
 int run(const std::vector<std::string>& args) {
+    if (!args.empty() && args[0] == "quiz")
+        return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();
@@ -73,6 +87,8 @@ int run(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
     try {
         return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const mha::StepQuit&) {
+        return 0;
     } catch (const mha::Error& error) {
         std::cerr << "mha: error: " << error.what() << "\n";
     } catch (const std::bad_alloc&) {

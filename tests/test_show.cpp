@@ -365,7 +365,7 @@ TEST_CASE("JsonReport streams one valid document", "[show][json]") {
     CHECK_FALSE(JsonChecker("{\"a\":[1,]}").valid());  // the checker does reject broken documents
     CHECK_FALSE(JsonChecker("{\"a\":NaN}").valid());
     CHECK(json.back() == '\n');
-    CHECK(json.rfind("{\"tool\":\"mha\",\"config\":{\"B\":2,\"N\":8,\"M\":8,\"d_model\":256,\"h\":4,"
+    CHECK(json.rfind("{\"tool\":\"mha\",\"schema_version\":1,\"config\":{\"B\":2,\"N\":8,\"M\":8,\"d_model\":256,\"h\":4,"
                      "\"d_k\":64,\"kdim\":256,\"vdim\":256,\"self_attention\":true,\"bias\":true,"
                      "\"causal\":false,\"threads\":2,",
                      0) == 0);

@@ -8,6 +8,7 @@
 #include "show/head_summary.h"
 #include "show/heatmap.h"
 #include "show/svg.h"
+#include "show/format.h"
 #include "show/text_layout.h"
 #include "show/weight_maps.h"
 

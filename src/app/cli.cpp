@@ -13,8 +13,6 @@ namespace mha {
 
 const char* const version_text = "mha 0.1.0";
 
-namespace {
-
 std::uint64_t parse_unsigned(const std::string& option, const std::string& text) {
     const std::string expected = option + " expects a whole number, got '" + text + "'";
     if (text.empty() || text.size() > 20) throw Error(expected);
@@ -38,6 +36,8 @@ std::size_t parse_count(const std::string& option, const std::string& text, std:
     }
     return std::size_t(value);
 }
+
+namespace {
 
 // "512M", "2G", "1048576": bytes, with an optional binary suffix K, M, G or T (KiB ... TiB).
 std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
@@ -131,10 +131,13 @@ const std::vector<Option>& options() {
         {"--random-bias", 0, false, [](Config& c, const std::string&) { c.random_bias = true; }},
         {"--trace", 0, false, [](Config& c, const std::string&) { c.trace = true; }},
         {"--values", 0, false, [](Config& c, const std::string&) { c.values = c.trace = true; }},
+        {"--step", 0, false, [](Config& c, const std::string&) { c.step = c.trace = true; }},
         {"--format", 0, true,
          [](Config& c, const std::string& v) {
              c.format = parse_choice<Format>("--format", v,
-                                             {{"text", Format::Text}, {"json", Format::Json}});
+                                             {{"text", Format::Text},
+                                              {"json", Format::Json},
+                                              {"markdown", Format::Markdown}});
          }},
         {"--weights", 0, true,
          [](Config& c, const std::string& v) { c.weights_path = parse_path("--weights", v); }},
@@ -269,7 +272,11 @@ Computation:
 Output:
       --trace            print every step: shape, strides, copies, multiply-adds
       --values           also print each tensor's values (implies --trace)
-      --format text|json text (default), or one JSON document with every step
+      --step             the trace, pausing after each step when stdin is a
+                         terminal: Enter next, b back one step, q quit
+      --format text|json|markdown
+                         text (default), one JSON document with every step,
+                         or a Markdown table of the steps for course notes
       --save OUT.npz     write output (B, N, d_model), attn_weights (B, h, N, M)
 
 PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
@@ -305,6 +312,9 @@ Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
 
   -h, --help             this help
   -V, --version          the version
+
+Classroom: mha quiz [options] asks shape and cost questions and grades
+answers (see mha quiz --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )";

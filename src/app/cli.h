@@ -15,4 +15,8 @@ Config parse_args(const std::vector<std::string>& args);
 
 std::string help_text();
 
+// Option values, shared with the subcommands. option names the option in the error.
+std::uint64_t parse_unsigned(const std::string& option, const std::string& text);
+std::size_t parse_count(const std::string& option, const std::string& text, std::uint64_t max);
+
 }  // namespace mha

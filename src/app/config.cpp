@@ -23,7 +23,7 @@ void check_views(const Config& c) {
     if ((!c.view_heads.empty() || c.mean_view) && !c.heatmap && c.svg_path.empty()) {
         throw Error("--head picks what --heatmap and --export-svg draw; give one of them too");
     }
-    if (c.format == Format::Json && (wants_summary(c) || c.ablate_head)) {
+    if (c.format != Format::Text && (wants_summary(c) || c.ablate_head)) {
         throw Error("--heatmap, --summary, --no-scale and --ablate-head print text; "
                     "use them with --format text");
     }
@@ -46,6 +46,9 @@ void validate(const Config& c) {
         throw Error("--no-bias and --random-bias contradict each other; choose one");
     }
     check_views(c);
+    if (c.step && c.format != Format::Text) {
+        throw Error("--step pauses the text trace; it does not combine with --format json or markdown");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

@@ -10,7 +10,7 @@
 
 namespace mha {
 
-enum class Format { Text, Json };
+enum class Format { Text, Json, Markdown };
 enum class ColorChoice { Auto, Always, Never };
 
 struct Config {
@@ -27,6 +27,7 @@ struct Config {
     bool random_bias = false;
     bool trace = false;
     bool values = false;
+    bool step = false;  // --step: the trace, pausing after each step on a terminal
     Format format = Format::Text;
 
     std::string weights_path, input_path, key_path, value_path;

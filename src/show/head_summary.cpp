@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {

@@ -130,7 +130,8 @@ std::string output_object(const Tensor& output) {
 void JsonReport::begin(const RunInfo& info) {
     values_ = info.values;
     first_step_ = true;
-    out_ << "{\"tool\":\"mha\",\"config\":" << config(info)
+    out_ << "{\"tool\":\"mha\",\"schema_version\":" << json_schema_version
+         << ",\"config\":" << config(info)
          << ",\"parameters\":" << info.parameters << ",\"steps\":[";
 }
 

@@ -8,6 +8,10 @@
 
 namespace mha {
 
+// The version of the document's layout, docs/json-schema.md. It goes up by one
+// whenever a field is renamed, removed or changes meaning; new fields keep it.
+inline constexpr int json_schema_version = 1;
+
 class JsonReport : public Report {
 public:
     explicit JsonReport(std::ostream& out) : out_(out) {}

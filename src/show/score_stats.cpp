@@ -6,6 +6,7 @@
 
 #include "show/head_summary.h"
 #include "show/summary.h"
+#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "show/palette.h"
+#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {

@@ -3,7 +3,6 @@
 #include "show/text_layout.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace mha {
 
@@ -21,12 +20,6 @@ std::string padded_right(const std::string& text, std::size_t width) {
 std::string padded_left(const std::string& text, std::size_t width) {
     const std::size_t used = display_width(text);
     return std::string(width > used ? width - used : 0, ' ') + text;
-}
-
-std::string fixed(double value, int digits) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
 }
 
 std::vector<std::string> words_of(const std::string& text) {

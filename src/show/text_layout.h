@@ -1,6 +1,6 @@
 #pragma once
-// Text layout helpers shared by the printers: widths of UTF-8 text, padding,
-// fixed-point numbers and filling words into 80-column lines.
+// Text layout helpers shared by the printers: widths of UTF-8 text, padding and
+// filling words into 80-column lines.
 
 #include <cstddef>
 #include <ostream>
@@ -15,7 +15,6 @@ inline constexpr std::size_t text_columns = 80;
 std::size_t display_width(const std::string& text);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
-std::string fixed(double value, int digits);  // "%.*f"
 std::vector<std::string> words_of(const std::string& text);
 
 // Writes pieces joined by separator, starting a new line (prefix next) whenever

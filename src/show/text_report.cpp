@@ -2,10 +2,12 @@
 
 #include "show/text_report.h"
 
+#include "show/format.h"
 #include "show/summary.h"
 #include "show/text_layout.h"
 #include "show/values.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -17,37 +19,8 @@ namespace {
 constexpr std::size_t name_width = 12;  // step names are padded to this
 const std::string step_indent = "    ";
 
-std::string with_commas(std::uint64_t n) {
-    std::string digits = std::to_string(n);
-    for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
-    return digits;
-}
-
-// Exact bytes below 1 KiB, otherwise KiB/MiB/GiB with one decimal unless whole: "16 KiB", "1.5 MiB".
-std::string human_bytes(std::uint64_t bytes) {
-    if (bytes < 1024) return std::to_string(bytes) + " B";
-    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-    double amount = double(bytes) / 1024;
-    std::size_t unit = 0;
-    for (; amount >= 1024 && unit + 1 < std::size(units); ++unit) amount /= 1024;
-    std::string number = fixed(amount, 1);
-    if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) number.resize(number.size() - 2);
-    return number + " " + units[unit];
-}
-
 std::string plural(std::size_t count, const std::string& word) {
     return with_commas(count) + " " + word + (count == 1 ? "" : "s");
-}
-
-// "(B=2, h=4, N=8, d_k=64)": each size after its name from the shape legend.
-std::string named_shape(const std::vector<std::string>& dims, const Shape& shape) {
-    std::string text = "(";
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-        if (d > 0) text += ", ";
-        if (d < dims.size()) text += dims[d] + "=";
-        text += std::to_string(shape[d]);
-    }
-    return text + ")";
 }
 
 std::string attention_traits(const RunInfo& info) {

@@ -1,0 +1,46 @@
+# bash completion for mha: options, their fixed choices, and file names where a file goes.
+# Installed by `make install` to share/bash-completion/completions/mha.
+
+_mha() {
+    local cur prev
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+
+    local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
+        --no-bias --random-bias --trace --values --step --format --weights --input --key
+        --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
+        --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
+        --no-scale --help --version"
+    local quiz_options="--count --seed --topics --answers --pass --questions --help"
+
+    if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
+        case $prev in
+            --answers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies" -- "$cur")); return ;;
+            --count|--seed|--pass) return ;;
+        esac
+        COMPREPLY=($(compgen -W "$quiz_options" -- "$cur"))
+        return
+    fi
+
+    case $prev in
+        --format) COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); return ;;
+        --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;
+        --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
+        --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+        --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
+        --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --weights|--save) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --input|--key|--value|--mask|--key-padding-mask)
+            COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head)
+            return ;;
+    esac
+    if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then
+        COMPREPLY=($(compgen -W "quiz" -- "$cur"))
+        return
+    fi
+    COMPREPLY=($(compgen -W "$options" -- "$cur"))
+}
+
+complete -F _mha mha

@@ -1,0 +1,118 @@
+// Typed answers: brackets and names are dropped, separators split, digits checked.
+
+#include "app/answer_form.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace mha {
+
+namespace {
+
+bool all_digits(const std::string& text) {
+    return !text.empty() && text.size() <= 19 &&
+           std::all_of(text.begin(), text.end(),
+                       [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+std::string trimmed(const std::string& text) {
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::string lowercase(std::string text) {
+    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+// "torch.Size([2, 4])" -> " 2, 4 ": the wrapper and every bracket become spaces; "×" becomes x.
+std::string unwrapped(std::string text) {
+    const std::string size_prefix = "torch.size";
+    text = lowercase(trimmed(text));
+    if (text.rfind(size_prefix, 0) == 0) text.erase(0, size_prefix.size());
+    for (std::size_t at; (at = text.find("\xC3\x97")) != std::string::npos;) text.replace(at, 2, "x");
+    for (char& c : text) {
+        if (std::string("()[]{}").find(c) != std::string::npos) c = ' ';
+    }
+    return text;
+}
+
+// "263,168" -> "263168" when every group after the first has three digits; else unchanged.
+std::string without_grouping(const std::string& text) {
+    std::string digits;
+    std::size_t group = 0;
+    bool grouped = false;
+    for (char c : text) {
+        if (c == ',' || c == '_' || c == ' ') {
+            if ((grouped && group != 3) || group == 0 || group > 3) return text;
+            grouped = true;
+            group = 0;
+        } else {
+            digits += c;
+            ++group;
+        }
+    }
+    if (grouped && group != 3) return text;
+    return digits;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& text) {
+    const std::string plain = unwrapped(text);
+    std::vector<std::uint64_t> numbers;
+    const std::string word = trimmed(plain);
+    if (word == "none" || word == "-") return numbers;
+    std::string token;
+    auto finish_token = [&]() {
+        const std::size_t equals = token.find('=');
+        if (equals != std::string::npos) token.erase(0, equals + 1);  // "d_k=64" -> "64"
+        if (!all_digits(token)) return false;
+        numbers.push_back(std::stoull(token));
+        token.clear();
+        return true;
+    };
+    for (char c : plain + " ") {
+        const bool separator = c == ',' || c == ' ' || c == '\t' || c == 'x' || c == ';';
+        if (!separator) {
+            token += c;
+        } else if (!token.empty() && !finish_token()) {
+            return std::nullopt;
+        }
+    }
+    if (numbers.empty()) return std::nullopt;
+    return numbers;
+}
+
+std::optional<std::uint64_t> parse_amount(const std::string& text) {
+    std::string plain = lowercase(trimmed(text));
+    std::uint64_t unit = 1;
+    const std::vector<std::pair<std::string, std::uint64_t>> units = {
+        {"bytes", 1}, {"kib", 1024}, {"mib", 1024 * 1024}, {"gib", 1024 * 1024 * 1024}, {"b", 1}};
+    for (const auto& [name, size] : units) {
+        if (plain.size() > name.size() &&
+            plain.compare(plain.size() - name.size(), name.size(), name) == 0) {
+            plain = trimmed(plain.substr(0, plain.size() - name.size()));
+            unit = size;
+            break;
+        }
+    }
+    plain = without_grouping(plain);
+    const std::size_t point = plain.find('.');
+    const std::string whole = plain.substr(0, point);
+    const std::string fraction = point == std::string::npos ? "" : plain.substr(point + 1);
+    if (!all_digits(whole) || (point != std::string::npos && !all_digits(fraction))) {
+        return std::nullopt;
+    }
+    if (fraction.size() > 6 || whole.size() + fraction.size() > 19) return std::nullopt;
+    std::uint64_t scale = 1;
+    for (std::size_t i = 0; i < fraction.size(); ++i) scale *= 10;
+    const std::uint64_t mantissa = std::stoull(whole + fraction);
+    if (mantissa > std::numeric_limits<std::uint64_t>::max() / unit) return std::nullopt;
+    if ((mantissa * unit) % scale != 0) return std::nullopt;  // a fraction of a byte
+    return mantissa * unit / scale;
+}
+
+}  // namespace mha

@@ -1,0 +1,201 @@
+// `mha quiz`: options, then ask (stdin) or grade (--answers FILE), then the score.
+
+#include "app/quiz.h"
+
+#include <fstream>
+
+#include "app/cli.h"
+#include "app/quiz_questions.h"
+#include "core/error.h"
+
+namespace mha {
+
+namespace {
+
+struct QuizOptions {
+    std::size_t count = 5;
+    std::uint64_t seed = 0;
+    std::vector<Topic> topics;   // empty: all of them
+    std::string answers_path;    // --answers: grade this file instead of asking
+    std::uint64_t pass_percent = 60;
+    bool questions_only = false; // --questions: print a hand-out, ask nothing
+    bool help = false;
+};
+
+constexpr std::size_t max_questions = 100;
+
+std::vector<Topic> parse_topics(const std::string& text) {
+    std::vector<Topic> topics;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(',', start), text.size());
+        const std::string name = text.substr(start, end - start);
+        bool known = false;
+        for (const auto& [topic_name, topic] : topic_names()) {
+            if (topic_name == name) {
+                topics.push_back(topic);
+                known = true;
+            }
+        }
+        if (!known) {
+            std::string names;
+            for (const auto& entry : topic_names()) names += (names.empty() ? "" : ", ") + entry.first;
+            throw Error("quiz --topics expects a comma-separated list of " + names + ", got '" +
+                        name + "'");
+        }
+        start = end + 1;
+    }
+    return topics;
+}
+
+QuizOptions parse_quiz_args(const std::vector<std::string>& args) {
+    QuizOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string name = args[i], value;
+        const std::size_t equals = name.find('=');
+        if (equals != std::string::npos) {
+            value = name.substr(equals + 1);
+            name.resize(equals);
+        }
+        const bool flag = name == "--questions" || name == "--help" || name == "-h";
+        const bool takes_value = name == "--count" || name == "--seed" || name == "--topics" ||
+                                 name == "--answers" || name == "--pass";
+        if (!flag && !takes_value) {
+            throw Error("unknown quiz option '" + name + "' (see mha quiz --help)");
+        }
+        if (flag && equals != std::string::npos) throw Error("quiz " + name + " takes no value");
+        if (!flag && equals == std::string::npos) {
+            if (i + 1 >= args.size()) throw Error("quiz " + name + " needs a value (see mha quiz --help)");
+            value = args[++i];
+        }
+        if (name == "--count") o.count = parse_count("quiz --count", value, max_questions);
+        else if (name == "--seed") o.seed = parse_unsigned("quiz --seed", value);
+        else if (name == "--topics") o.topics = parse_topics(value);
+        else if (name == "--answers" && value.empty()) throw Error("quiz --answers expects a file name");
+        else if (name == "--answers") o.answers_path = value;
+        else if (name == "--pass") o.pass_percent = parse_unsigned("quiz --pass", value);
+        else if (name == "--questions") o.questions_only = true;
+        else o.help = true;
+    }
+    if (o.questions_only && !o.answers_path.empty()) {
+        throw Error("quiz --questions prints a hand-out and grades nothing; drop it or --answers");
+    }
+    if (o.pass_percent > 100) {
+        throw Error("quiz --pass is a percentage from 0 to 100, got " + std::to_string(o.pass_percent));
+    }
+    if (o.topics.empty()) {
+        for (const auto& entry : topic_names()) o.topics.push_back(entry.second);
+    }
+    return o;
+}
+
+std::string topic_name(Topic topic) {
+    for (const auto& [name, t] : topic_names()) {
+        if (t == topic) return name;
+    }
+    return "";
+}
+
+void print_question(std::ostream& out, const Question& q, std::size_t number, std::size_t count) {
+    out << "Question " << number << " of " << count << " [" << topic_name(q.topic) << "]\n"
+        << q.text << "\n";
+}
+
+// Every line of text indented by four spaces; text ends with a newline.
+std::string indented(const std::string& text) {
+    std::string result;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        result += "    " + text.substr(start, end - start) + "\n";
+        start = end + 1;
+    }
+    return result;
+}
+
+// The verdict and the trace lines that explain the answer.
+bool grade(std::ostream& out, const Question& q, const std::string& typed) {
+    const bool right = is_right(q, typed);
+    if (right) out << "right: " << spelled_answer(q) << "\n";
+    else out << "wrong: you answered '" << typed << "', the answer is " << spelled_answer(q) << "\n";
+    out << "  why:\n" << indented(q.explanation);
+    return right;
+}
+
+// The answers file: one line per question, in order; lines starting with # are comments.
+std::vector<std::string> read_answers(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("quiz --answers: cannot open '" + path + "'");
+    std::vector<std::string> answers;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.rfind('#', 0) != 0) answers.push_back(line);
+    }
+    return answers;
+}
+
+int score(std::ostream& out, std::size_t right, std::size_t count, std::uint64_t pass_percent) {
+    const bool passed = right * 100 >= pass_percent * count;
+    out << "score: " << right << "/" << count << " (" << (right * 100 + count / 2) / count << "%), "
+        << (passed ? "pass" : "fail") << " (pass mark " << pass_percent << "%)\n";
+    return passed ? 0 : 1;
+}
+
+}  // namespace
+
+int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_terminal,
+             std::ostream& out) {
+    const QuizOptions o = parse_quiz_args(args);
+    if (o.help) {
+        out << quiz_help_text();
+        return 0;
+    }
+    const std::vector<std::string> answers =
+        o.answers_path.empty() ? std::vector<std::string>() : read_answers(o.answers_path);
+    const std::vector<Question> questions = make_questions(o.seed, o.count, o.topics);
+    std::size_t right = 0;
+    for (std::size_t i = 0; i < questions.size(); ++i) {
+        if (i > 0) out << "\n";
+        print_question(out, questions[i], i + 1, questions.size());
+        if (o.questions_only) continue;
+        std::string typed;
+        if (!o.answers_path.empty()) {
+            if (i < answers.size()) typed = answers[i];
+            out << "> " << typed << "\n";
+        } else {
+            out << "> " << std::flush;
+            if (!std::getline(in, typed)) {
+                out << "\n(no more answers)\n";
+                break;
+            }
+            if (!in_is_terminal) out << typed << "\n";
+        }
+        right += grade(out, questions[i], typed) ? 1 : 0;
+    }
+    if (o.questions_only) return 0;
+    out << "\n";
+    return score(out, right, questions.size(), o.pass_percent);
+}
+
+std::string quiz_help_text() {
+    return R"(Usage: mha quiz [options]
+Questions on shapes and costs, each on its own seeded random configuration.
+Every answer is checked against the trace, and the trace lines that explain
+it are printed. Answers take the forms people type: 2,4,8,64  (2, 4, 8, 64)
+[2 4 8 64]  2x4x8x64  263,168  16 KiB.
+
+      --count N          number of questions (default 5, at most 100)
+      --seed S           which questions (default 0); same seed, same quiz
+      --topics LIST      comma-separated, from: shapes, d_k, parameters, macs,
+                         kv-cache, copies (default all, taken in turn)
+      --answers FILE     grade FILE (one answer per line, # comments) instead
+                         of asking on stdin
+      --pass PERCENT     pass mark (default 60)
+      --questions        print the questions only, as a hand-out
+  -h, --help             this help
+
+Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.
+)";
+}
+
+}  // namespace mha

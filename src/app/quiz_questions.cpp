@@ -1,0 +1,270 @@
+// Quiz questions from traced runs: draw a configuration, run forward() with a
+// recorder, read the answer off the recorded steps.
+
+#include "app/quiz_questions.h"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "app/answer_form.h"
+#include "app/problem.h"
+#include "core/error.h"
+#include "show/format.h"
+#include "show/text_report.h"
+
+namespace mha {
+
+namespace {
+
+// One traced tensor and the lines --trace prints for it.
+struct Recorded {
+    Step step;  // value is null: the tensor is gone once forward() returns
+    std::string text;
+};
+
+struct Trace {
+    RunInfo info;
+    std::string header;  // the lines --trace prints before step 0
+    std::vector<Recorded> steps;
+
+    const Recorded& find(int number, const std::string& tensor) const {
+        for (const Recorded& r : steps) {
+            if (r.step.number == number && r.step.tensor == tensor) return r;
+        }
+        throw Error("quiz: the trace has no step " + std::to_string(number) + " for " + tensor);
+    }
+};
+
+// Prints each step with the text report into a buffer and keeps the text with the step.
+class Recorder : public Tracer {
+public:
+    Recorder(Trace& trace, const RunInfo& info) : trace_(trace), text_(buffer_, true) {
+        text_.begin(info);
+        trace_.info = info;
+        trace_.header = take();
+    }
+
+    void on_step(const Step& step) override {
+        text_.on_step(step);
+        Recorded recorded{step, take()};
+        recorded.step.value = nullptr;
+        recorded.text.erase(0, recorded.text.find_first_not_of('\n'));
+        trace_.steps.push_back(recorded);
+    }
+
+private:
+    std::string take() {
+        std::string text = buffer_.str();
+        buffer_.str("");
+        return text;
+    }
+
+    Trace& trace_;
+    std::ostringstream buffer_;
+    TextReport text_;
+};
+
+using Random = std::mt19937_64;
+
+// A whole number in [low, high]; the modulo of mt19937_64's bits is the same everywhere.
+std::size_t draw(Random& random, std::size_t low, std::size_t high) {
+    return low + std::size_t(random() % (high - low + 1));
+}
+
+// Small enough to run in a moment, varied enough that no two questions look alike.
+Config draw_config(Random& random) {
+    const std::size_t heads[] = {1, 2, 4, 8};
+    const std::size_t head_widths[] = {4, 8, 16, 32, 64};
+    Config c;
+    c.batch = draw(random, 1, 4);
+    c.seq_len = draw(random, 2, 12);
+    c.kv_len = draw(random, 0, 2) == 0 ? draw(random, 2, 12) : *c.seq_len;
+    c.heads = heads[draw(random, 0, 3)];
+    c.d_model = c.heads * head_widths[draw(random, 0, 4)];
+    c.bias = draw(random, 0, 1) == 0;
+    c.threads = 1;
+    c.trace = true;
+    return c;
+}
+
+Trace traced(const Config& config) {
+    const Problem problem = build_problem(config);
+    Trace trace;
+    Recorder recorder(trace, problem.info);
+    forward(problem.weights, problem.inputs, problem.masks, problem.options, recorder);
+    return trace;
+}
+
+// "B=2, N=6, M=6, d_model=64, h=4; self-attention with bias". No d_k: that can be a question.
+std::string described(const RunInfo& info) {
+    return "B=" + std::to_string(info.batch) + ", N=" + std::to_string(info.seq_len) +
+           ", M=" + std::to_string(info.kv_len) + ", d_model=" + std::to_string(info.d_model) +
+           ", h=" + std::to_string(info.heads) + "; " +
+           (info.self_attention ? "self-attention" : "cross-attention") +
+           (info.bias ? " with bias" : " without bias");
+}
+
+// "2·6·64·64 = 49,152"
+std::string product(const std::vector<std::uint64_t>& factors) {
+    std::string text;
+    std::uint64_t result = 1;
+    for (std::uint64_t f : factors) {
+        text += (text.empty() ? "" : "·") + std::to_string(f);
+        result *= f;
+    }
+    return text + " = " + with_commas(result);
+}
+
+std::string step_label(const Step& step) {
+    return "step " + std::to_string(step.number) + ", " + step.expression;
+}
+
+Question shapes_question(Random& random, const Trace& t) {
+    std::vector<const Recorded*> candidates;
+    for (const Recorded& r : t.steps) {
+        if (r.step.number > 0) candidates.push_back(&r);
+    }
+    const Recorded& chosen = *candidates[draw(random, 0, candidates.size() - 1)];
+    return {Topic::Shapes,
+            "After " + step_label(chosen.step) + ":\nwhat is the shape of " + chosen.step.tensor +
+                "? Give the sizes in order.",
+            AnswerKind::SizeList,
+            {chosen.step.shape.begin(), chosen.step.shape.end()},
+            chosen.text};
+}
+
+Question d_k_question(const Trace& t) {
+    const std::uint64_t d_k = t.info.d_model / t.info.heads;
+    return {Topic::DK, "What is d_k, the width of one head?", AnswerKind::Number, {d_k},
+            "d_k = d_model / h = " + std::to_string(t.info.d_model) + " / " +
+                std::to_string(t.info.heads) + " = " + std::to_string(d_k) + "\n" +
+                t.find(4, "Q").text};
+}
+
+Question parameters_question(const Trace& t) {
+    std::istringstream header(t.header);
+    std::string line, count_line;
+    while (std::getline(header, line)) {
+        const std::size_t at = line.find("parameters:");
+        if (at != std::string::npos) count_line = line.substr(at) + "\n";
+    }
+    return {Topic::Parameters,
+            "How many parameters (weights and biases) does the layer have?",
+            AnswerKind::Number,
+            {t.info.parameters},
+            "W_q, W_k, W_v and W_o are (d_model, d_model) each" +
+                std::string(t.info.bias ? ", plus four biases of d_model" : ", no biases") + ":\n" +
+                count_line};
+}
+
+Question macs_question(Random& random, const Trace& t) {
+    const std::pair<int, const char*> choices[] = {{1, "Q"},      {2, "K"},       {3, "V"},
+                                                   {6, "scores"}, {10, "context"}, {14, "output"}};
+    const auto [number, tensor] = choices[draw(random, 0, 5)];
+    const Recorded& r = t.find(number, tensor);
+    const RunInfo& i = t.info;
+    const std::uint64_t d_k = i.d_model / i.heads;
+    std::string formula;
+    if (number == 6 || number == 10) {
+        formula = "B·h·N·M·d_k = " + product({i.batch, i.heads, i.seq_len, i.kv_len, d_k});
+    } else {
+        const bool keys = number == 2 || number == 3;
+        formula = std::string(keys ? "B·M" : "B·N") + "·d_model·d_model = " +
+                  product({i.batch, keys ? i.kv_len : i.seq_len, i.d_model, i.d_model});
+    }
+    return {Topic::Macs, "How many multiply-adds does this step take?\n" + step_label(r.step),
+            AnswerKind::Number, {r.step.macs}, formula + "\n" + r.text};
+}
+
+Question kv_cache_question(const Trace& t) {
+    const Recorded& k = t.find(2, "K");
+    const Recorded& v = t.find(3, "V");
+    std::uint64_t elements = 1;
+    for (std::size_t size : k.step.shape) elements *= size;
+    const std::uint64_t bytes = 2 * elements * sizeof(float);
+    return {Topic::KvCache,
+            "Generating token by token, a KV cache keeps K and V (steps 2 and 3) for all\n"
+            "M positions in float32. How many bytes does it hold for this layer?",
+            AnswerKind::Number,
+            {bytes},
+            "K and V are (B, M, d_model): " +
+                product({t.info.batch, t.info.kv_len, t.info.d_model}) + " floats each;\n" +
+                "2 tensors · " + with_commas(elements) + " floats · 4 bytes = " + with_commas(bytes) +
+                " bytes (" + human_bytes(bytes) + ")\n" + k.text + v.text};
+}
+
+Question copies_question(const Trace& t) {
+    std::vector<std::uint64_t> copying;
+    std::string lines;
+    for (const Recorded& r : t.steps) {
+        if (r.step.copied_bytes == 0) continue;
+        copying.push_back(std::uint64_t(r.step.number));
+        lines += r.text;
+    }
+    return {Topic::Copies,
+            "Which steps copy memory only to change its layout?\nGive the step numbers, or none.",
+            AnswerKind::StepList, copying,
+            "view (4, 13) and transpose (5, 11) only change strides; contiguous() copies\n"
+            "when the strides are not row-major:\n" + lines};
+}
+
+Question question_on(Topic topic, Random& random) {
+    const Trace t = traced(draw_config(random));
+    Question q = [&] {
+        switch (topic) {
+            case Topic::Shapes: return shapes_question(random, t);
+            case Topic::DK: return d_k_question(t);
+            case Topic::Parameters: return parameters_question(t);
+            case Topic::Macs: return macs_question(random, t);
+            case Topic::KvCache: return kv_cache_question(t);
+            case Topic::Copies: break;
+        }
+        return copies_question(t);
+    }();
+    q.text = described(t.info) + ".\n" + q.text;
+    return q;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, Topic>>& topic_names() {
+    static const std::vector<std::pair<std::string, Topic>> names = {
+        {"shapes", Topic::Shapes}, {"d_k", Topic::DK},          {"parameters", Topic::Parameters},
+        {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies}};
+    return names;
+}
+
+std::vector<Question> make_questions(std::uint64_t seed, std::size_t count,
+                                     const std::vector<Topic>& topics) {
+    Random random(seed);
+    std::vector<Question> questions;
+    for (std::size_t i = 0; i < count; ++i) {
+        questions.push_back(question_on(topics[i % topics.size()], random));
+    }
+    return questions;
+}
+
+std::string spelled_answer(const Question& q) {
+    if (q.kind == AnswerKind::Number) return with_commas(q.answer.front());
+    if (q.answer.empty()) return "none";
+    std::string list;
+    for (std::uint64_t n : q.answer) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    return q.kind == AnswerKind::SizeList ? "(" + list + ")" : list;
+}
+
+bool is_right(const Question& q, const std::string& typed) {
+    if (q.kind == AnswerKind::Number) {
+        const std::optional<std::uint64_t> number = parse_amount(typed);
+        return number && *number == q.answer.front();
+    }
+    std::optional<std::vector<std::uint64_t>> list = parse_number_list(typed);
+    if (!list) return false;
+    if (q.kind == AnswerKind::StepList) {
+        std::sort(list->begin(), list->end());
+        list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    return *list == q.answer;
+}
+
+}  // namespace mha

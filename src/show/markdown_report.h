@@ -1,0 +1,32 @@
+#pragma once
+// --format markdown: a hand-out for course notes. A heading with the sizes, one
+// table row per step (shape, strides, contiguity, bytes copied, multiply-adds),
+// the notes, totals and the output's statistics. No wall time or thread count,
+// so the same options always give the same page.
+
+#include "show/report.h"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+class MarkdownReport : public Report {
+public:
+    explicit MarkdownReport(std::ostream& out) : out_(out) {}
+
+    bool enabled() const override { return true; }
+    void begin(const RunInfo& info) override;
+    void on_step(const Step& step) override;
+    void finish(const ForwardResult& result, double wall_ms) override;
+
+private:
+    std::ostream& out_;
+    std::vector<std::string> notes_;  // "step 8: causal: ...", listed under the table
+    std::uint64_t copied_bytes_ = 0;
+    std::uint64_t macs_ = 0;
+};
+
+}  // namespace mha

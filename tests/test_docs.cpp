@@ -1,0 +1,238 @@
+// The documentation cannot rot: every console example in docs/ and examples/ runs
+// (a "$ " line of a ```console block exits 0, or 2 when the page shows an "mha: error:"
+// line, or 1 when it shows a failed score; the lines shown under it must appear in
+// order, "..." skips),
+// the JSON schema page lists exactly the fields the tool writes, and the man page
+// and the bash completion name every option --help names.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "helpers.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+// One "$ command" line of a ```console block and the output lines shown under it.
+struct ConsoleExample {
+    std::string command;
+    std::vector<std::string> shown;
+};
+
+std::vector<ConsoleExample> console_examples(const std::string& markdown) {
+    std::vector<ConsoleExample> examples;
+    bool in_console = false;
+    for (const std::string& line : lines_of(markdown)) {
+        if (line.rfind("```", 0) == 0) {
+            in_console = !in_console && line == "```console";
+        } else if (in_console && line.rfind("$ ", 0) == 0) {
+            examples.push_back({line.substr(2), {}});
+        } else if (in_console && !examples.empty() && line != "...") {
+            examples.back().shown.push_back(line);
+        }
+    }
+    return examples;
+}
+
+// The pages whose console examples the suite runs: docs/*.md and every README.md under examples/.
+std::vector<fs::path> example_pages() {
+    std::vector<fs::path> pages;
+    for (const auto& entry : fs::directory_iterator("../docs")) {
+        if (entry.path().extension() == ".md") pages.push_back(entry.path());
+    }
+    for (const auto& entry : fs::recursive_directory_iterator("../examples")) {
+        if (entry.path().filename() == "README.md") pages.push_back(entry.path());
+    }
+    std::sort(pages.begin(), pages.end());
+    return pages;
+}
+
+// Each shown line must appear in the actual output, in the shown order.
+bool shows_in_order(const std::vector<std::string>& shown, const std::string& output) {
+    const std::vector<std::string> actual = lines_of(output);
+    std::size_t at = 0;
+    for (const std::string& line : shown) {
+        while (at < actual.size() && actual[at] != line) ++at;
+        if (at == actual.size()) return false;
+        ++at;
+    }
+    return true;
+}
+
+// The exit status a page promises: 2 when it shows an error line, 1 when it shows a
+// failed quiz or check score, 0 otherwise.
+int shown_status(const std::vector<std::string>& shown) {
+    for (const std::string& line : shown) {
+        if (line.rfind("mha: error: ", 0) == 0) return 2;
+        if (line.rfind("score: ", 0) == 0 && line.find(", fail ") != std::string::npos) return 1;
+    }
+    return 0;
+}
+
+std::set<std::string> matches(const std::string& text, const std::regex& pattern) {
+    std::set<std::string> found;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), pattern);
+         it != std::sregex_iterator(); ++it) {
+        found.insert((*it)[1].str());
+    }
+    return found;
+}
+
+// Every long option a --help text names: "--trace", "--format", ...
+std::set<std::string> options_in(const std::string& help) {
+    return matches(help, std::regex("(--[a-z][a-z-]*)"));
+}
+
+}  // namespace
+
+TEST_CASE("every console example in docs/ and examples/ runs and shows what the page says",
+          "[docs]") {
+    const std::vector<fs::path> pages = example_pages();
+    REQUIRE(pages.size() >= 8);
+    std::size_t commands = 0;
+    for (const fs::path& page : pages) {
+        // Each page runs in its own scratch folder that sees the repository's
+        // examples/, docs/ and tests/, so files the commands write land there.
+        const std::string scratch = test::temp_path("page-" + page.stem().string() + "-" +
+                                                    page.parent_path().filename().string());
+        const std::string root = fs::canonical("..").string();
+        for (const ConsoleExample& example : console_examples(read_text(page))) {
+            CAPTURE(page.string(), example.command);
+            const test::RunResult r = test::run_command(
+                "mkdir -p " + scratch + " && cd " + scratch + " && for d in examples docs tests; do " +
+                "[ -e $d ] || ln -s " + root + "/$d $d; done && PATH=" + root +
+                "/build:$PATH; (" + example.command + ") </dev/null 2>&1");
+            INFO(r.output);
+            CHECK(r.status == shown_status(example.shown));
+            CHECK(shows_in_order(example.shown, r.output));
+            ++commands;
+        }
+        test::run_command("rm -rf " + scratch);
+    }
+    CHECK(commands >= 20);
+}
+
+TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[docs][json]") {
+    const std::string page = read_text("../docs/json-schema.md");
+    const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
+    // Causal with N, M <= 16 gives step 8 its allowed grid; --values gives every step its values.
+    const test::RunResult r =
+        test::run_mha("--format json -b 1 -n 3 -d 8 -H 2 --causal --values", false);
+    REQUIRE(r.status == 0);
+    const std::set<std::string> written = matches(r.output, std::regex("\"([A-Za-z_]+)\":"));
+    CHECK(written == documented);
+    CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha\",\"schema_version\":1,"));
+    CHECK_THAT(page, Catch::Contains("# The JSON trace, schema version 1"));
+}
+
+TEST_CASE("docs/trace.schema.json defines exactly the fields docs/json-schema.md lists",
+          "[docs][json]") {
+    const std::string page = read_text("../docs/json-schema.md");
+    const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
+    std::set<std::string> defined =
+        matches(read_text("../docs/trace.schema.json"), std::regex("\"([A-Za-z_]+)\": \\{"));
+    for (const char* keyword : {"properties", "items", "size", "count", "real"}) defined.erase(keyword);
+    CHECK(defined == documented);
+}
+
+TEST_CASE("the man page and the bash completion name every option of --help", "[docs]") {
+    const std::set<std::string> options = options_in(test::run_mha("--help").output);
+    const std::set<std::string> quiz_options = options_in(test::run_mha("quiz --help").output);
+    REQUIRE(options.size() >= 25);
+    REQUIRE(quiz_options.size() >= 5);
+    const std::string man = read_text("../docs/mha.1");
+    // groff, where installed, finds no mistakes in the page
+    CHECK(test::run_command("! command -v groff >/dev/null || groff -man -ww -z ../docs/mha.1 2>&1")
+              .output.empty());
+    const std::string completion = read_text("../docs/mha.bash");
+    for (const std::set<std::string>* list : {&options, &quiz_options}) {
+        for (const std::string& option : *list) {
+            CAPTURE(option);
+            // roff writes a minus in an option as \-
+            CHECK_THAT(man, Catch::Contains(std::regex_replace(option, std::regex("-"), "\\-")));
+            CHECK_THAT(completion, Catch::Contains(option));
+        }
+    }
+}
+
+TEST_CASE("make install puts the binary, the man page and the completion under PREFIX",
+          "[docs][install]") {
+    const std::string dest = test::temp_path("install");
+    const test::RunResult r = test::run_command("cd .. && make -s install DESTDIR=" + dest +
+                                                " PREFIX=/opt/mha 2>&1");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    const std::string prefix = dest + "/opt/mha";
+    CHECK(test::run_command(prefix + "/bin/mha --version").output == "mha 0.1.0\n");
+    CHECK(read_text(prefix + "/share/man/man1/mha.1") == read_text("../docs/mha.1"));
+    CHECK(read_text(prefix + "/share/bash-completion/completions/mha") ==
+          read_text("../docs/mha.bash"));
+    test::run_command("rm -rf " + dest);
+}
+
+TEST_CASE("every exercise check passes its solution and fails a wrong answer", "[docs][exercises]") {
+    std::vector<std::string> exercises;
+    for (const auto& entry : fs::directory_iterator("../examples/exercises")) {
+        if (entry.is_directory()) exercises.push_back(entry.path().filename().string());
+    }
+    std::sort(exercises.begin(), exercises.end());
+    REQUIRE(exercises.size() == 6);
+    const std::string wrong = test::temp_path("wrong-answers.txt");
+    std::ofstream(wrong) << "# every answer below is wrong\n7\n7\n7\n7\n7\n7\n";
+    for (const std::string& exercise : exercises) {
+        CAPTURE(exercise);
+        const std::string check = "cd .. && MHA=build/mha sh examples/exercises/" + exercise + "/check.sh ";
+        const test::RunResult right = test::run_command(check + "examples/exercises/" + exercise +
+                                                        "/solution.txt 2>&1");
+        INFO(right.output);
+        CHECK(right.status == 0);
+        const test::RunResult failed = test::run_command(check + wrong + " 2>&1");
+        CHECK(failed.status == 1);
+        CHECK_THAT(failed.output, Catch::Contains("wrong: you answered '7'") &&
+                                      Catch::Contains("score: 0/"));
+        CHECK(test::run_command(check + "2>&1").status == 2);  // no answers file: usage
+    }
+    std::remove(wrong.c_str());
+}
+
+TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]") {
+    const auto complete = [](const std::string& words) {
+        return test::run_command("bash -c '. ../docs/mha.bash; COMP_WORDS=(" + words +
+                                 "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _mha; "
+                                 "echo \"${COMPREPLY[*]}\"'")
+            .output;
+    };
+    CHECK(complete("mha --for") == "--format\n");
+    CHECK(complete("mha --format m") == "markdown\n");
+    CHECK(complete("mha qu") == "quiz\n");
+    CHECK(complete("mha quiz --to") == "--topics\n");
+    CHECK(complete("mha quiz --topics kv") == "kv-cache\n");
+}

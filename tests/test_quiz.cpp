@@ -1,0 +1,201 @@
+// mha quiz: the answer forms people type, questions that agree with the trace,
+// and grading from an answers file with the score and the exit status.
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "app/answer_form.h"
+#include "app/quiz.h"
+#include "app/quiz_questions.h"
+#include "core/error.h"
+#include "helpers.h"
+
+using namespace mha;
+
+namespace {
+
+using Numbers = std::vector<std::uint64_t>;
+
+std::string write_answers(const std::string& name, const std::vector<std::string>& lines) {
+    const std::string path = test::temp_path(name);
+    std::ofstream out(path);
+    for (const std::string& line : lines) out << line << "\n";
+    return path;
+}
+
+std::vector<std::string> right_answers(const std::vector<Question>& questions) {
+    std::vector<std::string> answers;
+    for (const Question& q : questions) answers.push_back(spelled_answer(q));
+    return answers;
+}
+
+}  // namespace
+
+TEST_CASE("a list answer is read in every form people type", "[quiz][answers]") {
+    const std::string typed = GENERATE(as<std::string>{}, "2,4,8,64", "(2, 4, 8, 64)", "[2 4 8 64]",
+                                       " 2 ,4, 8 ,64 ", "2x4x8x64", "2 × 4 × 8 × 64",
+                                       "torch.Size([2, 4, 8, 64])", "(B=2, h=4, N=8, d_k=64)",
+                                       "{2;4;8;64}");
+    CAPTURE(typed);
+    CHECK(parse_number_list(typed) == Numbers{2, 4, 8, 64});
+}
+
+TEST_CASE("a list answer with anything else in it is not read", "[quiz][answers]") {
+    const std::string typed =
+        GENERATE(as<std::string>{}, "", "()", "2,4,eight", "2.5, 4", "-2, 4", "B=, 4", "twelve");
+    CAPTURE(typed);
+    CHECK_FALSE(parse_number_list(typed).has_value());
+    CHECK(parse_number_list("none") == Numbers{});
+    CHECK(parse_number_list(" [12] ") == Numbers{12});
+}
+
+TEST_CASE("a number answer takes separators and byte units", "[quiz][answers]") {
+    CHECK(parse_amount("263168") == 263168u);
+    CHECK(parse_amount("263,168") == 263168u);
+    CHECK(parse_amount("263_168") == 263168u);
+    CHECK(parse_amount("1,048,576") == 1048576u);
+    CHECK(parse_amount("16 KiB") == 16384u);  // 16·1024
+    CHECK(parse_amount("16kib") == 16384u);
+    CHECK(parse_amount("1.5 MiB") == 1572864u);  // 1.5·1024·1024
+    CHECK(parse_amount("512 B") == 512u);
+    CHECK(parse_amount("512 bytes") == 512u);
+    for (const char* bad : {"", "26,31,68", "2631,68", "1.5", "0.3 KiB", "12 apples", "1e3",
+                            "99999999999999999999", "(64)", "4,"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse_amount(bad).has_value());
+    }
+}
+
+TEST_CASE("quiz answers come from the trace of the question's own configuration", "[quiz]") {
+    const std::vector<Topic> all = {Topic::Shapes, Topic::DK,      Topic::Parameters,
+                                    Topic::Macs,   Topic::KvCache, Topic::Copies};
+    const std::vector<Question> questions = make_questions(11, 12, all);
+    REQUIRE(questions.size() == 12);
+    for (const Question& q : questions) {
+        CAPTURE(q.text);
+        CHECK(is_right(q, spelled_answer(q)));
+        CHECK_FALSE(is_right(q, "7"));
+        CHECK_FALSE(q.explanation.empty());
+        // The configuration line gives every size a question needs, never d_k itself.
+        CHECK_THAT(q.text, Catch::Contains("d_model=") && Catch::Contains("h=") &&
+                               !Catch::Contains("d_k="));
+    }
+    // Taken in turn: question i is on topic i mod 6.
+    CHECK(questions[1].topic == Topic::DK);
+    CHECK(questions[7].topic == Topic::DK);
+    CHECK(questions[5].answer == Numbers{12});  // contiguous() is the only copy
+    // d_k questions explain with the division.
+    CHECK_THAT(questions[1].explanation, Catch::StartsWith("d_k = d_model / h = "));
+}
+
+TEST_CASE("quiz questions depend only on the seed", "[quiz]") {
+    const auto texts = [](std::uint64_t seed) {
+        std::string all;
+        for (const Question& q : make_questions(seed, 6, {Topic::Shapes, Topic::Macs})) {
+            all += q.text + spelled_answer(q) + q.explanation;
+        }
+        return all;
+    };
+    CHECK(texts(5) == texts(5));
+    CHECK(texts(5) != texts(6));
+}
+
+// A size the question's first line states, e.g. stated(q, "d_model") for "d_model=64".
+std::uint64_t stated(const Question& q, const std::string& name) {
+    const std::size_t at = q.text.find(" " + name + "=");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(q.text.substr(at + name.size() + 2));
+}
+
+TEST_CASE("d_k, parameter and KV-cache answers agree with the formulas on the stated sizes",
+          "[quiz]") {
+    for (const Question& q : make_questions(3, 9, {Topic::DK, Topic::Parameters, Topic::KvCache})) {
+        CAPTURE(q.text);
+        const std::uint64_t B = std::stoull(q.text.substr(2)), M = stated(q, "M");
+        const std::uint64_t d = stated(q, "d_model"), h = stated(q, "h");
+        const bool bias = q.text.find("with bias") != std::string::npos;
+        if (q.topic == Topic::DK) CHECK(q.answer == Numbers{d / h});
+        // four (d, d) matrices, plus four biases of d
+        if (q.topic == Topic::Parameters) CHECK(q.answer == Numbers{4 * d * d + (bias ? 4 * d : 0)});
+        // K and V, (B, M, d) each, 4 bytes a float
+        if (q.topic == Topic::KvCache) CHECK(q.answer == Numbers{2 * B * M * d * 4});
+    }
+}
+
+TEST_CASE("mha quiz --answers grades a file: score on stdout, pass or fail in the status",
+          "[quiz][cli]") {
+    const std::vector<Question> questions = make_questions(7, 4, {Topic::Shapes, Topic::DK,
+                                                                  Topic::Parameters, Topic::Macs});
+    std::vector<std::string> answers = right_answers(questions);
+    const std::string all_right = write_answers("all-right.txt", answers);
+    answers[2] = "12";
+    answers[3] = "# a comment line is skipped\n3";
+    const std::string half = write_answers("half.txt", answers);
+
+    const test::RunResult pass = test::run_mha(
+        "quiz --seed 7 --count 4 --topics shapes,d_k,parameters,macs --answers " + all_right);
+    CHECK(pass.status == 0);
+    CHECK_THAT(pass.output, Catch::Contains("score: 4/4 (100%), pass (pass mark 60%)"));
+
+    const test::RunResult fail = test::run_mha(
+        "quiz --seed 7 --count 4 --topics shapes,d_k,parameters,macs --answers " + half);
+    CHECK(fail.status == 1);
+    CHECK_THAT(fail.output, Catch::Contains("score: 2/4 (50%), fail (pass mark 60%)") &&
+                                Catch::Contains("wrong: you answered '12', the answer is") &&
+                                Catch::Contains("why:"));
+    const test::RunResult lenient = test::run_mha(
+        "quiz --seed 7 --count 4 --topics shapes,d_k,parameters,macs --pass 50 --answers " + half);
+    CHECK(lenient.status == 0);
+    std::remove(all_right.c_str());
+    std::remove(half.c_str());
+}
+
+TEST_CASE("mha quiz asks on stdin and --questions prints a hand-out", "[quiz][cli]") {
+    std::istringstream in("4\n");
+    std::ostringstream out;
+    CHECK(run_quiz({"--count", "2", "--seed", "1"}, in, false, out) == 1);
+    CHECK_THAT(out.str(), Catch::Contains("Question 1 of 2") && Catch::Contains("> 4\nwrong:") &&
+                              Catch::Contains("(no more answers)") &&
+                              Catch::Contains("score: 0/2 (0%), fail"));
+
+    const test::RunResult handout = test::run_mha("quiz --questions --count 3 --seed 1");
+    CHECK(handout.status == 0);
+    CHECK_THAT(handout.output, Catch::Contains("Question 3 of 3") && !Catch::Contains("why:") &&
+                                   !Catch::Contains("score:"));
+}
+
+TEST_CASE("mha quiz: bad options are one line and status 2", "[quiz][cli]") {
+    const auto [args, message] = GENERATE(table<std::string, std::string>({
+        {"--count 0", "quiz --count must be at least 1, got 0"},
+        {"--count 101", "quiz --count must be at most 100"},
+        {"--topics shapes,colours", "quiz --topics expects a comma-separated list of shapes, d_k"},
+        {"--pass 120", "quiz --pass is a percentage from 0 to 100, got 120"},
+        {"--answers /nonexistent/answers.txt", "cannot open '/nonexistent/answers.txt'"},
+        {"--answers=", "quiz --answers expects a file name"},
+        {"--seed", "quiz --seed needs a value"},
+        {"--questions=yes", "quiz --questions takes no value"},
+        {"--colour red", "unknown quiz option '--colour'"},
+        {"--colour", "unknown quiz option '--colour'"},
+        {"stray", "unknown quiz option 'stray'"},
+        {"--questions --answers a.txt", "quiz --questions prints a hand-out and grades nothing"},
+    }));
+    CAPTURE(args);
+    const test::RunResult r = test::run_mha("quiz " + args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+}
+
+TEST_CASE("mha quiz --help fits 80 columns and names every topic", "[quiz][cli]") {
+    const test::RunResult r = test::run_mha("quiz --help");
+    CHECK(r.status == 0);
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+        CAPTURE(line);
+        CHECK(line.size() <= 80);
+    }
+    for (const auto& [name, topic] : topic_names()) CHECK_THAT(r.output, Catch::Contains(name));
+}
