@@ -23,14 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -124,7 +116,7 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
         const std::string scratch = test::temp_path("page-" + page.stem().string() + "-" +
                                                     page.parent_path().filename().string());
         const std::string root = fs::canonical("..").string();
-        for (const ConsoleExample& example : console_examples(read_text(page))) {
+        for (const ConsoleExample& example : console_examples(test::read_text(page))) {
             CAPTURE(page.string(), example.command);
             const test::RunResult r = test::run_command(
                 "mkdir -p " + scratch + " && cd " + scratch + " && for d in examples docs tests; do " +
@@ -141,7 +133,7 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
 }
 
 TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[docs][json]") {
-    const std::string page = read_text("../docs/json-schema.md");
+    const std::string page = test::read_text("../docs/json-schema.md");
     const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
     // Causal with N, M <= 16 gives step 8 its allowed grid; --values gives every step its values.
     const test::RunResult r =
@@ -155,10 +147,10 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
 
 TEST_CASE("docs/trace.schema.json defines exactly the fields docs/json-schema.md lists",
           "[docs][json]") {
-    const std::string page = read_text("../docs/json-schema.md");
+    const std::string page = test::read_text("../docs/json-schema.md");
     const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
     std::set<std::string> defined =
-        matches(read_text("../docs/trace.schema.json"), std::regex("\"([A-Za-z_]+)\": \\{"));
+        matches(test::read_text("../docs/trace.schema.json"), std::regex("\"([A-Za-z_]+)\": \\{"));
     for (const char* keyword : {"properties", "items", "size", "count", "real"}) defined.erase(keyword);
     CHECK(defined == documented);
 }
@@ -168,11 +160,11 @@ TEST_CASE("the man page and the bash completion name every option of --help", "[
     const std::set<std::string> quiz_options = options_in(test::run_mha("quiz --help").output);
     REQUIRE(options.size() >= 25);
     REQUIRE(quiz_options.size() >= 5);
-    const std::string man = read_text("../docs/mha.1");
+    const std::string man = test::read_text("../docs/mha.1");
     // groff, where installed, finds no mistakes in the page
     CHECK(test::run_command("! command -v groff >/dev/null || groff -man -ww -z ../docs/mha.1 2>&1")
               .output.empty());
-    const std::string completion = read_text("../docs/mha.bash");
+    const std::string completion = test::read_text("../docs/mha.bash");
     for (const std::set<std::string>* list : {&options, &quiz_options}) {
         for (const std::string& option : *list) {
             CAPTURE(option);
@@ -192,9 +184,9 @@ TEST_CASE("make install puts the binary, the man page and the completion under P
     REQUIRE(r.status == 0);
     const std::string prefix = dest + "/opt/mha";
     CHECK(test::run_command(prefix + "/bin/mha --version").output == "mha 0.1.0\n");
-    CHECK(read_text(prefix + "/share/man/man1/mha.1") == read_text("../docs/mha.1"));
-    CHECK(read_text(prefix + "/share/bash-completion/completions/mha") ==
-          read_text("../docs/mha.bash"));
+    CHECK(test::read_text(prefix + "/share/man/man1/mha.1") == test::read_text("../docs/mha.1"));
+    CHECK(test::read_text(prefix + "/share/bash-completion/completions/mha") ==
+          test::read_text("../docs/mha.bash"));
     test::run_command("rm -rf " + dest);
 }
 

@@ -23,14 +23,6 @@ using namespace mha;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    REQUIRE(file);
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
-
 // A 3 x 3 head, written out by hand, and its mirror image.
 std::vector<WeightMap> small_maps() {
     WeightMap a{"head 0", 3, 3, {1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.05f, 0.35f, 0.6f}};
@@ -125,12 +117,12 @@ const std::string demo_args =
 TEST_CASE("plain heatmap of a small case matches its golden file") {
     std::ostringstream wide, narrow;
     draw_heatmaps(wide, small_maps(), position_labels(3, {"a", "b", "c"}), HeatmapStyle{});
-    CHECK(wide.str() == read_file("data/golden/heatmap_small.txt"));
+    CHECK(wide.str() == test::read_text("data/golden/heatmap_small.txt"));
     HeatmapStyle tight;
     tight.width = 10;
     tight.max_rows = 2;
     draw_heatmaps(narrow, small_maps(), position_labels(3, {"a", "b", "c"}), tight);
-    CHECK(narrow.str() == read_file("data/golden/heatmap_cut.txt"));
+    CHECK(narrow.str() == test::read_text("data/golden/heatmap_cut.txt"));
 }
 
 TEST_CASE("the demo heads' plain heatmap in 80 columns matches its golden file") {
@@ -140,7 +132,7 @@ TEST_CASE("the demo heads' plain heatmap in 80 columns matches its golden file")
     const std::size_t end = r.output.find("\nscores,");
     REQUIRE(begin != std::string::npos);
     REQUIRE(end != std::string::npos);
-    CHECK(r.output.substr(begin, end - begin) == read_file("data/golden/demo_heads_80.txt"));
+    CHECK(r.output.substr(begin, end - begin) == test::read_text("data/golden/demo_heads_80.txt"));
     std::istringstream lines(r.output);
     for (std::string line; std::getline(lines, line);) CHECK(display_width(line) <= 80);
 }
@@ -169,7 +161,7 @@ TEST_CASE("the SVG is well-formed XML with one cell per weight and escaped label
         test::run_mha("--text 'if a < b & c > \"d\" then' --demo-heads --export-svg " + path +
                       " --head 0 --head 2 --head mean");
     REQUIRE(r.status == 0);
-    const std::string svg = read_file(path);
+    const std::string svg = test::read_text(path);
     std::remove(path.c_str());
     CHECK(XmlChecker(svg).well_formed());
     CHECK(count_of(svg, "<rect class=\"cell\"") == 3 * 11 * 11);  // 3 maps of 11 x 11 tokens
