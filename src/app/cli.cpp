@@ -113,6 +113,10 @@ const std::vector<Option>& options() {
          }},
         {"--heads", 'H', true,
          [](Config& c, const std::string& v) { c.heads = parse_count("--heads", v, max_size); }},
+        {"--kv-heads", 'G', true,
+         [](Config& c, const std::string& v) {
+             c.kv_heads = parse_count("--kv-heads", v, max_size);
+         }},
         {"--seed", 0, true,
          [](Config& c, const std::string& v) { c.seed = parse_unsigned("--seed", v); }},
         {"--threads", 't', true,
@@ -225,6 +229,8 @@ Sizes (with --input/--weights, B, N, M and d_model come from the files):
   -m, --kv-len M         key/value length (default N); M != N is cross-attention
   -d, --d-model D        model width (default 256); must be divisible by --heads
   -H, --heads H          number of heads (default 4); d_k = d_model / h
+  -G, --kv-heads G       key/value heads shared by the h query heads (default
+                         h); G must divide h; 1 = multi-query attention
 
 Computation:
       --causal           block future keys; query i sees keys j <= i + M - N

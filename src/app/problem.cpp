@@ -87,6 +87,15 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
         s.kv_len = c.kv_len.value_or(s.seq_len);
     }
     s.heads = c.heads;
+    s.kv_heads = c.kv_heads.value_or(c.heads);
+    if (files.weights && s.d_model % s.heads == 0) {
+        const std::size_t d_k = s.d_model / s.heads, rows = files.weights->kv_width();
+        if (rows % d_k != 0 || rows < d_k) {
+            throw Error(c.weights_path + ": W_k has " + std::to_string(rows) +
+                        " rows, not a whole number of heads of d_k = " + std::to_string(d_k));
+        }
+        s.kv_heads = reconcile(c.kv_heads, "--kv-heads", rows / d_k, c.weights_path, "G");
+    }
     return s;
 }
 
@@ -134,6 +143,7 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.kv_len = s.kv_len;
     info.d_model = s.d_model;
     info.heads = s.heads;
+    info.kv_heads = s.kv_heads;
     info.kdim = s.kdim;
     info.vdim = s.vdim;
     info.self_attention = p.inputs.self_attention();
@@ -159,11 +169,16 @@ Problem build_problem(const Config& c) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
+    if (s.kv_heads == 0 || s.heads % s.kv_heads != 0) {
+        throw Error("--kv-heads " + std::to_string(s.kv_heads) + " does not divide --heads " +
+                    std::to_string(s.heads) + "; each key/value head serves h / G query heads");
+    }
     check_budget(s, c.max_memory);
 
     Problem p;
-    p.weights =
-        files.weights ? *files.weights : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
+    p.weights = files.weights ? *files.weights
+                              : seeded_weights(s.d_model, s.kv_heads * (s.d_model / s.heads),
+                                               c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = load_masks(c);

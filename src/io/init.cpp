@@ -48,16 +48,27 @@ float Random::normal() {
 }
 
 Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::uint64_t seed) {
+    return seeded_weights(d_model, d_model, bias, random_bias, seed);
+}
+
+Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
+                       std::uint64_t seed) {
     Random random(seed, weights_stream);
-    const float xavier = float(std::sqrt(6.0 / double(2 * d_model)));
+    const auto xavier = [d_model](std::size_t rows) {
+        return float(std::sqrt(6.0 / double(d_model + rows)));
+    };
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
     Weights w;
-    for (Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) {
-        *t = uniform_tensor(random, {d_model, d_model}, xavier);
-    }
+    w.w_q = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
+    w.w_k = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
+    w.w_v = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
+    w.w_o = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
     if (bias) {
-        for (Tensor* b : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) {
-            *b = random_bias ? uniform_tensor(random, {d_model}, bias_bound) : Tensor({d_model});
+        const std::size_t widths[] = {d_model, kv_width, kv_width, d_model};
+        Tensor* biases[] = {&w.b_q, &w.b_k, &w.b_v, &w.b_o};
+        for (std::size_t i = 0; i < 4; ++i) {
+            *biases[i] = random_bias ? uniform_tensor(random, {widths[i]}, bias_bound)
+                                     : Tensor({widths[i]});
         }
     }
     return w;

@@ -26,6 +26,11 @@ private:
 // random_bias U(-1/sqrt(d_model), 1/sqrt(d_model)) as nn.Linear draws them.
 Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::uint64_t seed);
 
+// The same with W_k and W_v of kv_width = G·d_k rows (grouped-query attention);
+// their Xavier bound is sqrt(6 / (d_model + kv_width)).
+Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
+                       std::uint64_t seed);
+
 // Standard-normal inputs of the given sizes. Self-attention: one x (B, N, d_model)
 // used as query, key and value. Cross-attention: x_q (B, N, d_model) and one
 // memory (B, M, kdim) used as both key and value, as a decoder attends to its

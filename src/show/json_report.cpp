@@ -97,7 +97,7 @@ std::string config(const RunInfo& info) {
     const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
     return "{\"B\":" + std::to_string(info.batch) + ",\"N\":" + std::to_string(info.seq_len) +
            ",\"M\":" + std::to_string(info.kv_len) + ",\"d_model\":" + std::to_string(info.d_model) +
-           ",\"h\":" + std::to_string(info.heads) + ",\"d_k\":" + std::to_string(d_k) +
+           ",\"h\":" + std::to_string(info.heads) + ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +
            ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
            ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
            ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) +

@@ -119,6 +119,7 @@ std::vector<std::string> size_pieces(const RunInfo& info) {
         "B=" + std::to_string(info.batch),     "N=" + std::to_string(info.seq_len),
         "M=" + std::to_string(info.kv_len),    "d_model=" + std::to_string(info.d_model),
         "h=" + std::to_string(info.heads),     "d_k=" + std::to_string(d_k)};
+    if (info.kv_heads != info.heads) pieces.push_back("G=" + std::to_string(info.kv_heads));
     if (info.kdim != info.d_model || info.vdim != info.d_model) {
         pieces.push_back("kdim=" + std::to_string(info.kdim));
         pieces.push_back("vdim=" + std::to_string(info.vdim));

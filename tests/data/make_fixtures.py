@@ -100,6 +100,40 @@ class FusedScratchAttention(ScratchAttention):
         return self.W_qkv(x).split(x.shape[-1], dim=-1)  # (B, N, 3E) -> 3 x (B, N, E)
 
 
+class GroupedQueryAttention(ScratchAttention):
+    """Grouped-query attention: W_k and W_v make only G heads of d_k features, and
+    K.repeat_interleave(h // G, dim=1) lets query head i read key/value head i // (h // G).
+    G = 1 is multi-query attention."""
+
+    def __init__(self, d_model, heads, kv_heads):
+        super().__init__(d_model, heads)
+        self.kv_heads = kv_heads
+        self.W_k = nn.Linear(d_model, kv_heads * self.d_k)
+        self.W_v = nn.Linear(d_model, kv_heads * self.d_k)
+
+    def forward(self, x, mask=None):
+        B, N, d_model = x.shape
+        G, group = self.kv_heads, self.heads // self.kv_heads
+        Q = self.split_heads(self.W_q(x))  # (B, h, N, d_k)
+        K = self.W_k(x).view(B, N, G, self.d_k).transpose(1, 2)  # (B, G, N, d_k)
+        V = self.W_v(x).view(B, N, G, self.d_k).transpose(1, 2)
+        K, V = K.repeat_interleave(group, dim=1), V.repeat_interleave(group, dim=1)  # (B, h, N, d_k)
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = (weights @ V).transpose(1, 2).contiguous().view(B, N, d_model)
+        return self.W_o(context), weights
+
+
+def expanded_kv(linear, group, d_k):
+    """(G·d_k, E) weight and (G·d_k) bias with every head's rows repeated `group` times."""
+    E = linear.weight.shape[1]
+    weight = linear.weight.view(-1, d_k, E).repeat_interleave(group, dim=0).reshape(-1, E)
+    bias = linear.bias.view(-1, d_k).repeat_interleave(group, dim=0).reshape(-1)
+    return weight, bias
+
+
 def scratch_as_torch_mha(scratch, d_model, heads):
     """An nn.MultiheadAttention holding the same weights as a scratch module."""
     mha = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
@@ -107,6 +141,12 @@ def scratch_as_torch_mha(scratch, d_model, heads):
         if isinstance(scratch, FusedScratchAttention):
             mha.in_proj_weight.copy_(scratch.W_qkv.weight)
             mha.in_proj_bias.copy_(scratch.W_qkv.bias)
+        elif isinstance(scratch, GroupedQueryAttention):
+            group = heads // scratch.kv_heads
+            k_weight, k_bias = expanded_kv(scratch.W_k, group, scratch.d_k)
+            v_weight, v_bias = expanded_kv(scratch.W_v, group, scratch.d_k)
+            mha.in_proj_weight.copy_(torch.cat([scratch.W_q.weight, k_weight, v_weight]))
+            mha.in_proj_bias.copy_(torch.cat([scratch.W_q.bias, k_bias, v_bias]))
         else:
             q, k, v, _ = [getattr(scratch, n) for n in scratch.names]
             mha.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))
@@ -318,6 +358,19 @@ def case_scratch_fused():
     return dict(scratch_case(FusedScratchAttention(16, 4), E=16, h=4, B=2, N=5), options="--heads 4")
 
 
+def case_gqa():
+    module = GroupedQueryAttention(16, 4, kv_heads=2)
+    return dict(scratch_case(module, E=16, h=4, B=2, N=5), options="--heads 4 --kv-heads 2")
+
+
+def case_mqa_causal():
+    N = 6
+    keep = torch.tril(torch.ones(N, N, dtype=torch.int64))
+    module = GroupedQueryAttention(32, 4, kv_heads=1)
+    case = scratch_case(module, E=32, h=4, B=2, N=N, keep_mask=keep)
+    return dict(case, options="--heads 4 --kv-heads 1 --causal")
+
+
 CASES = [
     ("self_bias", case_self_bias),
     ("self_nobias", case_self_nobias),
@@ -335,6 +388,8 @@ CASES = [
     ("scratch", case_scratch),
     ("scratch_lower_keep", case_scratch_lower_keep),
     ("scratch_fused", case_scratch_fused),
+    ("gqa", case_gqa),
+    ("mqa_causal", case_mqa_causal),
 ]
 
 
@@ -411,9 +466,14 @@ def recompute_from_files(folder, options):
     def heads(x):  # (B, L, E) -> (B, h, L, d_k)
         return x.reshape(B, x.shape[1], h, d_k).transpose(0, 2, 1, 3)
 
+    def kv_heads(x):  # (B, M, G·d_k) -> (B, G, M, d_k) -> (B, h, M, d_k), heads repeated
+        G = x.shape[2] // d_k
+        split = x.reshape(B, x.shape[1], G, d_k).transpose(0, 2, 1, 3)
+        return np.repeat(split, h // G, axis=1)
+
     Q = heads(np_linear(query, w_q, b_q))
-    K = heads(np_linear(key, w_k, b_k))
-    V = heads(np_linear(value, w_v, b_v))
+    K = kv_heads(np_linear(key, w_k, b_k))
+    V = kv_heads(np_linear(value, w_v, b_v))
     scores = Q @ K.transpose(0, 1, 3, 2) / math.sqrt(d_k) + additive_mask(folder, options, B, h, N, M)
     scores = scores - scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)
