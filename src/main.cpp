@@ -8,6 +8,7 @@
 #include <new>
 
 #include "app/cli.h"
+#include "app/presets.h"
 #include "app/problem.h"
 #include "core/attention.h"
 #include "core/error.h"
@@ -31,6 +32,19 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
               << "\n";
 }
 
+// --shapes-only: the steps from sizes alone; nothing computed, nothing allocated.
+int run_shapes_only(const mha::Config& config) {
+    const mha::ShapesProblem problem = mha::build_shapes(config);
+    const std::unique_ptr<mha::Report> report = make_report(config);
+    report->begin(problem.info);
+    const auto start = std::chrono::steady_clock::now();
+    mha::trace_shapes(problem.run, *report);
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    report->finish(mha::ForwardResult{}, elapsed.count());
+    return 0;
+}
+
 int run(const std::vector<std::string>& args) {
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
@@ -41,6 +55,11 @@ int run(const std::vector<std::string>& args) {
         std::cout << mha::version_text << "\n";
         return 0;
     }
+    if (config.list_presets) {
+        std::cout << mha::presets_table();
+        return 0;
+    }
+    if (config.shapes_only) return run_shapes_only(config);
     const mha::Problem problem = mha::build_problem(config);
     if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "app/presets.h"
 #include "core/error.h"
 
 namespace mha {
@@ -161,6 +162,10 @@ const std::vector<Option>& options() {
          [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
         {"--max-memory", 0, true,
          [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
+        {"--preset", 0, true, [](Config& c, const std::string& v) { c.preset = find_preset(v).name; }},
+        {"--shapes-only", 0, false,
+         [](Config& c, const std::string&) { c.shapes_only = c.trace = true; }},
+        {"--list-presets", 0, false, [](Config& c, const std::string&) { c.list_presets = true; }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -185,6 +190,7 @@ const Option& find_short(char name) {
 
 Config parse_args(const std::vector<std::string>& args) {
     Config config;
+    std::vector<std::string> given;  // the options that appeared, for --preset
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         const Option* option = nullptr;
@@ -212,7 +218,9 @@ Config parse_args(const std::vector<std::string>& args) {
             value = args[++i];
         }
         option->apply(config, value);
+        given.push_back(option->name);
     }
+    if (!config.preset.empty()) apply_preset(find_preset(config.preset), given, config);
     validate(config);
     return config;
 }
@@ -263,6 +271,13 @@ PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
                          keep: 0 = blocked (masked_fill(mask == 0, -inf))
       --key-padding-mask P.npy
                          (B, M): True/non-zero = ignore that key
+
+Model sizes:
+      --preset NAME      sizes of a known model (B=1, N = its context); see
+                         --list-presets; options given too take precedence
+      --shapes-only      trace shapes, parameters, multiply-adds and memory
+                         without computing or allocating any tensor
+      --list-presets     the presets with their numbers (sources in docs/)
 
   -h, --help             this help
   -V, --version          the version

@@ -34,6 +34,10 @@ struct Config {
     bool zero_masked_rows = false;
     std::uint64_t max_memory = std::uint64_t(2) << 30;
 
+    std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
+    bool shapes_only = false;   // trace shapes and costs without computing or allocating
+    bool list_presets = false;
+
     bool help = false;
     bool version = false;
 };

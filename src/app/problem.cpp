@@ -121,7 +121,8 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
-                    mebibytes(max_memory) + "; raise --max-memory or shrink the sizes");
+                    mebibytes(max_memory) +
+                    "; raise --max-memory, shrink the sizes, or trace with --shapes-only");
     }
 }
 
@@ -136,7 +137,8 @@ Masks load_masks(const Config& c) {
 
 std::string seeded(std::uint64_t seed) { return "seeded (seed " + std::to_string(seed) + ")"; }
 
-RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
+// The sizes and options, common to computed and shapes-only runs.
+RunInfo describe_sizes(const Config& c, const Sizes& s) {
     RunInfo info;
     info.batch = s.batch;
     info.seq_len = s.seq_len;
@@ -146,9 +148,15 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.kv_heads = s.kv_heads;
     info.kdim = s.kdim;
     info.vdim = s.vdim;
+    info.causal = c.causal;
+    info.values = c.values;
+    return info;
+}
+
+RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
+    RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.weights_path.empty() ? seeded(c.seed) : c.weights_path;
@@ -156,15 +164,11 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
                          : c.key_path.empty()
                              ? c.input_path
                              : c.input_path + ", " + c.key_path + ", " + c.value_path;
-    info.values = c.values;
     return info;
 }
 
-}  // namespace
-
-Problem build_problem(const Config& c) {
-    Sources files = load_files(c);
-    const Sizes s = resolve_sizes(c, files);
+// Throws when the heads do not split d_model, or the key/value heads the heads.
+void check_heads(const Sizes& s) {
     if (s.d_model % s.heads != 0) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
@@ -173,6 +177,32 @@ Problem build_problem(const Config& c) {
         throw Error("--kv-heads " + std::to_string(s.kv_heads) + " does not divide --heads " +
                     std::to_string(s.heads) + "; each key/value head serves h / G query heads");
     }
+}
+
+}  // namespace
+
+ShapesProblem build_shapes(const Config& c) {
+    const Sizes s = resolve_sizes(c, Sources{});
+    check_heads(s);
+    ShapesProblem p;
+    p.run = ShapeRun{s, s.kv_len == s.seq_len, c.bias, c.causal};
+    p.info = describe_sizes(c, s);
+    p.info.self_attention = p.run.self_attention;
+    p.info.bias = c.bias;
+    p.info.threads = 1;
+    p.info.parameters = parameter_count(s, c.bias);
+    p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
+    p.info.shapes_only = true;
+    p.info.activation_bytes = forward_bytes(s);
+    NullTracer count_only;
+    p.info.total_macs = trace_shapes(p.run, count_only);
+    return p;
+}
+
+Problem build_problem(const Config& c) {
+    Sources files = load_files(c);
+    const Sizes s = resolve_sizes(c, files);
+    check_heads(s);
     check_budget(s, c.max_memory);
 
     Problem p;

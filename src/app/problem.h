@@ -5,6 +5,7 @@
 
 #include "app/config.h"
 #include "core/attention.h"
+#include "core/shapes.h"
 #include "show/run_info.h"
 
 namespace mha {
@@ -18,5 +19,14 @@ struct Problem {
 };
 
 Problem build_problem(const Config& config);
+
+// --shapes-only: the sizes and what the printers say, with no file read and no
+// tensor allocated (so no memory budget to check).
+struct ShapesProblem {
+    ShapeRun run;
+    RunInfo info;
+};
+
+ShapesProblem build_shapes(const Config& config);
 
 }  // namespace mha

@@ -82,6 +82,8 @@ const float* unit_mask(const Tensor& attn_mask, std::size_t b, std::size_t h, co
     return attn_mask.data() + (per_head ? b * s.heads + h : b) * plane;
 }
 
+}  // namespace
+
 std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
     std::vector<std::string> notes = masks.notes;
     if (masks.causal) {
@@ -94,6 +96,8 @@ std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
     if (notes.empty()) notes.push_back("no mask: every query attends to every key");
     return notes;
 }
+
+namespace {
 
 bool has_mask(const Masks& masks) {
     return masks.causal || !masks.attn_mask.empty() || !masks.key_padding.empty();

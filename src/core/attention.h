@@ -76,6 +76,9 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
+// What step 8 applies, in words, for the trace.
+std::vector<std::string> mask_notes(const Masks& masks, const Sizes& sizes);
+
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,

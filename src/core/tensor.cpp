@@ -47,13 +47,15 @@ Tensor::Tensor(Shape shape, std::vector<float> values)
     }
 }
 
-bool Tensor::is_contiguous() const {
-    const Strides expected = contiguous_strides(shape_);
-    for (std::size_t d = 0; d < shape_.size(); ++d) {
-        if (shape_[d] != 1 && strides_[d] != expected[d]) return false;
+bool is_contiguous(const Shape& shape, const Strides& strides) {
+    const Strides expected = contiguous_strides(shape);
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] != 1 && strides[d] != expected[d]) return false;
     }
     return true;
 }
+
+bool Tensor::is_contiguous() const { return mha::is_contiguous(shape_, strides_); }
 
 // A view is possible when every run of old dimensions that is contiguous in
 // memory (a "chunk") is split or merged into new dimensions that stay inside

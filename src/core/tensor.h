@@ -16,6 +16,8 @@ using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
 std::string to_string(const Shape& shape);  // "(2, 8, 256)"
 std::size_t element_count(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);
+// C order, ignoring the strides of size-1 dimensions (as PyTorch does).
+bool is_contiguous(const Shape& shape, const Strides& strides);
 
 class Tensor {
 public:

@@ -129,6 +129,7 @@ std::string output_object(const Tensor& output) {
 
 void JsonReport::begin(const RunInfo& info) {
     values_ = info.values;
+    info_ = info;
     first_step_ = true;
     out_ << "{\"tool\":\"mha\",\"config\":" << config(info)
          << ",\"parameters\":" << info.parameters << ",\"steps\":[";
@@ -140,6 +141,12 @@ void JsonReport::on_step(const Step& step) {
 }
 
 void JsonReport::finish(const ForwardResult& result, double wall_ms) {
+    if (info_.shapes_only) {
+        out_ << "\n],\"output\":null,\"shapes_only\":{\"activation_bytes\":"
+             << info_.activation_bytes << ",\"macs\":" << info_.total_macs
+             << "},\"wall_time_ms\":" << number(wall_ms) << "}\n";
+        return;
+    }
     out_ << "\n],\"output\":" << output_object(result.output)
          << ",\"fully_masked_rows\":" << result.fully_masked_rows
          << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";
