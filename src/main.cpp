@@ -10,6 +10,7 @@
 #include "app/cli.h"
 #include "app/presets.h"
 #include "app/problem.h"
+#include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
 #include "io/npy.h"
@@ -66,8 +67,8 @@ int run(const std::vector<std::string>& args) {
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
-    const mha::ForwardResult result =
-        mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, *report);
+    const mha::ForwardResult result = mha::forward_for(config)(
+        problem.weights, problem.inputs, problem.masks, problem.options, *report);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());

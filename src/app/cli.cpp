@@ -8,6 +8,7 @@
 #include <map>
 
 #include "app/presets.h"
+#include "app/variants.h"
 #include "core/error.h"
 
 namespace mha {
@@ -166,6 +167,10 @@ const std::vector<Option>& options() {
         {"--shapes-only", 0, false,
          [](Config& c, const std::string&) { c.shapes_only = c.trace = true; }},
         {"--list-presets", 0, false, [](Config& c, const std::string&) { c.list_presets = true; }},
+        {"--decode", 0, true,
+         [](Config& c, const std::string& v) { c.decode = parse_count("--decode", v, max_size); }},
+        {"--fused-qkv", 0, false, [](Config& c, const std::string&) { c.fused_qkv = true; }},
+        {"--per-head", 0, false, [](Config& c, const std::string&) { c.per_head = true; }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -221,6 +226,7 @@ Config parse_args(const std::vector<std::string>& args) {
         given.push_back(option->name);
     }
     if (!config.preset.empty()) apply_preset(find_preset(config.preset), given, config);
+    apply_variants(config);
     validate(config);
     return config;
 }
@@ -271,6 +277,13 @@ PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
                          keep: 0 = blocked (masked_fill(mask == 0, -inf))
       --key-padding-mask P.npy
                          (B, M): True/non-zero = ignore that key
+
+Variants (docs/variants.md):
+      --decode T         decode T tokens one at a time with a KV cache (N = T,
+                         causal); the last row equals the full causal pass
+      --fused-qkv        one (3*d_model, d_model) projection, view and permute
+      --per-head         each head with its own slices of W_q, W_k, W_v, then
+                         the concatenation (the papers' formula)
 
 Model sizes:
       --preset NAME      sizes of a known model (B=1, N = its context); see

@@ -37,6 +37,9 @@ struct Config {
     std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
     bool shapes_only = false;   // trace shapes and costs without computing or allocating
     bool list_presets = false;
+    std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
+    bool fused_qkv = false;             // one (3·d_model, d_model) projection for Q, K, V
+    bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
 
     bool help = false;
     bool version = false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/checked.h"
+#include "core/decode.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "io/init.h"
@@ -104,7 +105,8 @@ std::string mebibytes(std::uint64_t bytes) {
 }
 
 // Refuses before allocating: the inputs, the weights and what forward() allocates.
-void check_budget(const Sizes& s, std::uint64_t max_memory) {
+// pass_bytes: what the chosen form of the pass allocates (forward_bytes, decode_bytes).
+void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t max_memory) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -115,7 +117,7 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum({inputs, weights, forward_bytes(s)}, what);
+    const std::uint64_t total = checked_sum({inputs, weights, pass_bytes}, what);
     if (total > max_memory) {
         throw Error("this configuration needs " + mebibytes(total) +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
@@ -203,7 +205,7 @@ Problem build_problem(const Config& c) {
     Sources files = load_files(c);
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
-    check_budget(s, c.max_memory);
+    check_budget(s, c.decode ? decode_bytes(s) : forward_bytes(s), c.max_memory);
 
     Problem p;
     p.weights = files.weights ? *files.weights

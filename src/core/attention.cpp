@@ -40,32 +40,6 @@ std::string shape_error(const std::string& what, const std::string& expected, co
     return what + ": expected shape " + expected + ", got " + to_string(t.shape());
 }
 
-Step make_step(int number, std::string name, std::string tensor, std::string expression, Dims dims,
-               const Tensor& value, std::uint64_t macs = 0) {
-    Step step;
-    step.number = number;
-    step.name = std::move(name);
-    step.tensor = std::move(tensor);
-    step.expression = std::move(expression);
-    step.dims = std::move(dims);
-    step.shape = value.shape();
-    step.strides = value.strides();
-    step.contiguous = value.is_contiguous();
-    step.macs = macs;
-    step.value = &value;
-    return step;
-}
-
-// Steps 1-3: x (B, L, in) -> x W.T + b (B, L, d_model), rows split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1);
-    Tensor y({x.size(0), x.size(1), w.size(0)});
-    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows(x, w, bias, y, begin, end);
-    });
-    return y;
-}
-
 // Runs body(b, h) for every (batch, head) unit, units split over threads.
 template <typename Body>
 void for_each_unit(std::size_t batch, std::size_t heads, std::size_t threads, Body body) {
@@ -305,6 +279,15 @@ Tensor combine_heads(const Tensor& context, const Pass& p) {
 }
 
 }  // namespace
+
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
+    const std::size_t rows = x.size(0) * x.size(1);
+    Tensor y({x.size(0), x.size(1), w.size(0)});
+    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
+        linear_rows(x, w, bias, y, begin, end);
+    });
+    return y;
+}
 
 std::size_t Weights::parameter_count() const {
     return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +

@@ -87,6 +87,9 @@ Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& ma
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
 
+// x (B, L, in) -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14, rows split over threads.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads);
+
 // Q, K and V split into heads, as steps 1-5 leave them.
 struct HeadTensors {
     Tensor q;  // (B, h, N, d_k)

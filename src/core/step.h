@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mha {
@@ -43,6 +44,23 @@ public:
     bool enabled() const override { return false; }
     void on_step(const Step&) override {}
 };
+
+// A Step describing `value`, which must outlive the tracer's on_step call.
+inline Step make_step(int number, std::string name, std::string tensor, std::string expression,
+                      std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
+    Step step;
+    step.number = number;
+    step.name = std::move(name);
+    step.tensor = std::move(tensor);
+    step.expression = std::move(expression);
+    step.dims = std::move(dims);
+    step.shape = value.shape();
+    step.strides = value.strides();
+    step.contiguous = value.is_contiguous();
+    step.macs = macs;
+    step.value = &value;
+    return step;
+}
 
 // Builds the Step (a callable returning Step) only when someone is listening.
 template <typename MakeStep>

@@ -40,6 +40,10 @@ public:
     Tensor view(const Shape& shape) const;
     // Same storage, dimensions a and b swapped (strides swapped, nothing copied).
     Tensor transpose(std::size_t a, std::size_t b) const;
+    // Same storage, dimension d of the result is dimension order[d] of this (nothing copied).
+    Tensor permute(const std::vector<std::size_t>& order) const;
+    // Same storage, dimension d fixed at index i and dropped: t[i] for d = 0.
+    Tensor select(std::size_t d, std::size_t i) const;
     // *this when already contiguous, otherwise a C-ordered copy.
     Tensor contiguous() const;
 
