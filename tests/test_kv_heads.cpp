@@ -6,6 +6,7 @@
 #include "core/attention.h"
 #include "core/kv_heads.h"
 #include "helpers.h"
+#include "recorder.h"
 #include "io/init.h"
 
 using mha::Shape;
@@ -15,14 +16,7 @@ namespace {
 
 constexpr double same_tolerance = 1e-6;  // the same sums in the same order: float rounding only
 
-class Recorder : public mha::Tracer {
-public:
-    void on_step(const mha::Step& step) override {
-        steps.push_back(step);
-        steps.back().value = nullptr;
-    }
-    std::vector<mha::Step> steps;
-};
+using test::Recorder;
 
 // (G·d_k, ...) rows of a K/V weight or bias with every head's d_k rows repeated `group`
 // times: the weights of ordinary multi-head attention that computes the same thing.

@@ -6,18 +6,12 @@
 #include "core/attention.h"
 #include "core/shapes.h"
 #include "helpers.h"
+#include "recorder.h"
 #include "io/init.h"
 
 namespace {
 
-class Recorder : public mha::Tracer {
-public:
-    void on_step(const mha::Step& step) override {
-        steps.push_back(step);
-        steps.back().value = nullptr;
-    }
-    std::vector<mha::Step> steps;
-};
+using test::Recorder;
 
 void require_same_step(const mha::Step& a, const mha::Step& b) {
     CAPTURE(a.number, a.tensor);

@@ -55,22 +55,6 @@ MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t
     return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
 }
 
-// A Step for a tensor of `shape` and `strides` whose values are not kept (value null).
-Step layout_step(int number, std::string name, std::string tensor, std::string expression,
-                 std::vector<std::string> dims, Shape shape, Strides strides, std::uint64_t macs) {
-    Step step;
-    step.number = number;
-    step.name = std::move(name);
-    step.tensor = std::move(tensor);
-    step.expression = std::move(expression);
-    step.dims = std::move(dims);
-    step.contiguous = is_contiguous(shape, strides);
-    step.shape = std::move(shape);
-    step.strides = std::move(strides);
-    step.macs = macs;
-    return step;
-}
-
 }  // namespace
 
 std::uint64_t decode_bytes(const Sizes& s) {
@@ -111,7 +95,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         append(project(x_t, w.w_k, w.b_k, options.threads), t, cache.k);
         append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
         report(tracer, [&] {
-            Step step = layout_step(2, "cache", "K_cache",
+            Step step = make_layout_step(2, "cache", "K_cache",
                                     "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
                                         (w.b_k.empty() ? "" : " + b_k"),
                                     {"B", g, "t", "d_k"}, {B, G, length, d_k}, cache_strides,

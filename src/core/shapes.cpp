@@ -43,15 +43,9 @@ public:
     Step& add(int number, std::string name, std::string tensor, std::string expression, Dims dims,
               const Layout& layout, std::uint64_t macs = 0) {
         flush();
-        pending_.number = number;
-        pending_.name = std::move(name);
-        pending_.tensor = std::move(tensor);
-        pending_.expression = std::move(expression);
-        pending_.dims = std::move(dims);
-        pending_.shape = layout.shape;
-        pending_.strides = layout.strides;
-        pending_.contiguous = is_contiguous(layout.shape, layout.strides);
-        pending_.macs = macs;
+        pending_ = make_layout_step(number, std::move(name), std::move(tensor),
+                                    std::move(expression), std::move(dims), layout.shape,
+                                    layout.strides, macs);
         has_pending_ = true;
         total_macs_ = checked_sum({total_macs_, macs}, "the multiply-adds");
         return pending_;

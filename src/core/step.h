@@ -45,19 +45,28 @@ public:
     void on_step(const Step&) override {}
 };
 
-// A Step describing `value`, which must outlive the tracer's on_step call.
-inline Step make_step(int number, std::string name, std::string tensor, std::string expression,
-                      std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
+// A Step for a tensor of this shape and these strides, without its values.
+inline Step make_layout_step(int number, std::string name, std::string tensor,
+                             std::string expression, std::vector<std::string> dims, Shape shape,
+                             Strides strides, std::uint64_t macs = 0) {
     Step step;
     step.number = number;
     step.name = std::move(name);
     step.tensor = std::move(tensor);
     step.expression = std::move(expression);
     step.dims = std::move(dims);
-    step.shape = value.shape();
-    step.strides = value.strides();
-    step.contiguous = value.is_contiguous();
+    step.contiguous = is_contiguous(shape, strides);
+    step.shape = std::move(shape);
+    step.strides = std::move(strides);
     step.macs = macs;
+    return step;
+}
+
+// A Step describing `value`, which must outlive the tracer's on_step call.
+inline Step make_step(int number, std::string name, std::string tensor, std::string expression,
+                      std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
+    Step step = make_layout_step(number, std::move(name), std::move(tensor), std::move(expression),
+                                 std::move(dims), value.shape(), value.strides(), macs);
     step.value = &value;
     return step;
 }
