@@ -67,8 +67,7 @@ int run(const std::vector<std::string>& args) {
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
-    const mha::ForwardResult result = mha::forward_for(config)(
-        problem.weights, problem.inputs, problem.masks, problem.options, *report);
+    const mha::ForwardResult result = mha::run_pass(config, problem, *report);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());

@@ -171,6 +171,13 @@ const std::vector<Option>& options() {
          [](Config& c, const std::string& v) { c.decode = parse_count("--decode", v, max_size); }},
         {"--fused-qkv", 0, false, [](Config& c, const std::string&) { c.fused_qkv = true; }},
         {"--per-head", 0, false, [](Config& c, const std::string&) { c.per_head = true; }},
+        {"--block", 0, true,
+         [](Config& c, const std::string& v) {
+             c.block = parse_choice<BlockKind>("--block", v,
+                                               {{"pre", BlockKind::Pre}, {"post", BlockKind::Post}});
+         }},
+        {"--d-ff", 0, true,
+         [](Config& c, const std::string& v) { c.d_ff = parse_count("--d-ff", v, max_size); }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -284,6 +291,9 @@ Variants (docs/variants.md):
       --fused-qkv        one (3*d_model, d_model) projection, view and permute
       --per-head         each head with its own slices of W_q, W_k, W_v, then
                          the concatenation (the papers' formula)
+      --block pre|post   the transformer block around attention: residuals,
+                         LayerNorm (before or after), feed-forward with GELU
+      --d-ff F           the block's feed-forward width (default 4*d_model)
 
 Model sizes:
       --preset NAME      sizes of a known model (B=1, N = its context); see

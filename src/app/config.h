@@ -1,6 +1,7 @@
 #pragma once
 // Config: everything the command line asked for, parsed and validated.
 
+#include "core/block.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -40,6 +41,8 @@ struct Config {
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     bool fused_qkv = false;             // one (3·d_model, d_model) projection for Q, K, V
     bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
+    std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
+    std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
 
     bool help = false;
     bool version = false;

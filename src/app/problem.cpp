@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "app/variants.h"
 #include "core/checked.h"
 #include "core/decode.h"
 #include "core/error.h"
@@ -11,6 +12,7 @@
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
+#include "io/block_weights.h"
 #include "io/weights.h"
 
 namespace mha {
@@ -43,12 +45,19 @@ Tensor load_input(const std::string& path, const char* what) {
 
 struct Sources {
     std::optional<Weights> weights;
+    std::optional<BlockWeights> block;
     std::optional<Inputs> inputs;
 };
 
 Sources load_files(const Config& c) {
     Sources sources;
-    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
+    if (!c.weights_path.empty() && c.block) {
+        BlockState state = load_block(c.weights_path);
+        sources.weights = std::move(state.attention);
+        sources.block = std::move(state.block);
+    } else if (!c.weights_path.empty()) {
+        sources.weights = load_weights(c.weights_path);
+    }
     if (!c.input_path.empty()) {
         const Tensor x = load_input(c.input_path, "the input");
         if (c.key_path.empty()) {
@@ -169,6 +178,21 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     return info;
 }
 
+// --block's feed-forward width: the state dict's, else --d-ff, else 4·d_model.
+std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
+    if (files.block) return reconcile(c.d_ff, "--d-ff", files.block->d_ff(), c.weights_path, "d_ff");
+    return c.d_ff.value_or(4 * s.d_model);
+}
+
+// What the chosen form of the pass allocates besides inputs and attention weights.
+std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff) {
+    if (c.decode) return decode_bytes(s);
+    if (!c.block) return forward_bytes(s);
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
+    return checked_sum({forward_bytes(s), block_bytes(s, d_ff), ffn_weights}, what);
+}
+
 // Throws when the heads do not split d_model, or the key/value heads the heads.
 void check_heads(const Sizes& s) {
     if (s.d_model % s.heads != 0) {
@@ -205,9 +229,11 @@ Problem build_problem(const Config& c) {
     Sources files = load_files(c);
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
-    check_budget(s, c.decode ? decode_bytes(s) : forward_bytes(s), c.max_memory);
+    const std::size_t d_ff = block_width(c, s, files);
+    check_budget(s, pass_bytes(c, s, d_ff), c.max_memory);
 
     Problem p;
+    if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
     p.weights = files.weights ? *files.weights
                               : seeded_weights(s.d_model, s.kv_heads * (s.d_model / s.heads),
                                                c.bias, c.random_bias, c.seed);
@@ -220,6 +246,8 @@ Problem build_problem(const Config& c) {
     p.options.threads = std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.info = describe(c, s, p);
+    if (p.block) p.info.parameters += p.block->parameter_count();
+    p.info.variant = variant_description(c, d_ff);
     return p;
 }
 

@@ -4,7 +4,10 @@
 // anything large is allocated.
 
 #include "app/config.h"
+#include <optional>
+
 #include "core/attention.h"
+#include "core/block.h"
 #include "core/shapes.h"
 #include "show/run_info.h"
 
@@ -12,6 +15,7 @@ namespace mha {
 
 struct Problem {
     Weights weights;
+    std::optional<BlockWeights> block;  // --block only
     Inputs inputs;
     Masks masks;
     ForwardOptions options;

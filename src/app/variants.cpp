@@ -2,6 +2,7 @@
 
 #include "app/variants.h"
 
+#include "core/block.h"
 #include "core/decode.h"
 #include "core/error.h"
 #include "core/fused_qkv.h"
@@ -14,25 +15,43 @@ namespace {
 const char* variant_name(const Config& c) {
     if (c.decode) return "--decode";
     if (c.fused_qkv) return "--fused-qkv";
+    if (c.block) return "--block";
     return c.per_head ? "--per-head" : nullptr;
 }
 
 }  // namespace
 
-ForwardFunction forward_for(const Config& c) {
-    if (c.decode) return decode;
-    if (c.fused_qkv) return forward_fused_qkv;
-    if (c.per_head) return forward_per_head;
-    return forward;
+ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
+    if (c.block) {
+        return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
+    }
+    if (c.decode) return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+    if (c.fused_qkv) return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
+    if (c.per_head) return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+    return forward(p.weights, p.inputs, p.masks, p.options, tracer);
+}
+
+std::string variant_description(const Config& c, std::size_t d_ff) {
+    if (c.block) {
+        return std::string(*c.block == BlockKind::Pre ? "pre-LN" : "post-LN") +
+               " block, d_ff=" + std::to_string(d_ff);
+    }
+    if (c.decode) return "decoding with a KV cache";
+    if (c.fused_qkv) return "fused QKV";
+    return c.per_head ? "per head" : "";
 }
 
 void apply_variants(Config& c) {
-    if (int(bool(c.decode)) + int(c.fused_qkv) + int(c.per_head) > 1) {
-        throw Error("--decode, --fused-qkv and --per-head are different forms of the same "
+    if (int(bool(c.decode)) + int(c.fused_qkv) + int(c.per_head) + int(bool(c.block)) > 1) {
+        throw Error("--decode, --fused-qkv, --per-head and --block are different forms of the "
                     "pass; choose one");
     }
+    if (c.d_ff && !c.block) throw Error("--d-ff sets the feed-forward width of --block; give --block pre or post");
     const char* name = variant_name(c);
     if (name == nullptr) return;
+    if (c.block && (c.kv_len || !c.key_path.empty())) {
+        throw Error("--block is self-attention: no --kv-len or --key/--value");
+    }
     if (c.shapes_only) throw Error(std::string(name) + " computes; it cannot be combined with --shapes-only");
     if (c.per_head && !c.mask_path.empty()) {
         throw Error("--per-head supports --causal and --key-padding-mask, not --mask");

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::uint32_t weights_stream = 1;
 constexpr std::uint32_t inputs_stream = 2;
+constexpr std::uint32_t block_stream = 3;
 constexpr double two_pi = 6.283185307179586;
 
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
@@ -71,6 +72,20 @@ Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, boo
                                      : Tensor({widths[i]});
         }
     }
+    return w;
+}
+
+BlockWeights seeded_block(std::size_t d_model, std::size_t d_ff, std::uint64_t seed) {
+    Random random(seed, block_stream);
+    BlockWeights w;
+    w.norm1_weight = w.norm2_weight = Tensor({d_model}, std::vector<float>(d_model, 1.0f));
+    w.norm1_bias = w.norm2_bias = Tensor({d_model});
+    const float bound_1 = float(1.0 / std::sqrt(double(d_model)));
+    const float bound_2 = float(1.0 / std::sqrt(double(d_ff)));
+    w.w_1 = uniform_tensor(random, {d_ff, d_model}, bound_1);
+    w.b_1 = uniform_tensor(random, {d_ff}, bound_1);
+    w.w_2 = uniform_tensor(random, {d_model, d_ff}, bound_2);
+    w.b_2 = uniform_tensor(random, {d_model}, bound_2);
     return w;
 }
 

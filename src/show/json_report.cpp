@@ -101,7 +101,7 @@ std::string config(const RunInfo& info) {
            ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
            ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
            ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) +
-           ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
+           ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
            "}";
 }
 

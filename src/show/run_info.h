@@ -25,6 +25,7 @@ struct RunInfo {
     std::string weights_source;  // "seeded (seed 0)" or the .npz path
     std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)
     bool values = false;         // --values: print every traced tensor's values
+    std::string variant;         // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
     bool shapes_only = false;    // --shapes-only: steps without values, no output
     std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
     std::uint64_t total_macs = 0;        // multiply-adds of the whole pass

@@ -110,6 +110,7 @@ std::string attention_traits(const RunInfo& info) {
     std::string traits = info.self_attention ? "self-attention" : "cross-attention";
     traits += info.bias ? ", bias" : ", no bias";
     if (info.causal) traits += ", causal";
+    if (!info.variant.empty()) traits += ", " + info.variant;
     return "(" + traits + ", " + (info.shapes_only ? "shapes only" : plural(info.threads, "thread")) +
            ")";
 }
