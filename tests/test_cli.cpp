@@ -156,7 +156,8 @@ TEST_CASE("--max-memory refuses before allocating and accepts what fits") {
 
 TEST_CASE("every example script runs") {
     const std::string script =
-        GENERATE(as<std::string>{}, "classic.sh", "cross_attention.sh", "values.sh");
+        GENERATE(as<std::string>{}, "classic.sh", "cross_attention.sh", "values.sh",
+                 "gqa_decode.sh", "gpt3_shapes.sh", "block.sh");
     CAPTURE(script);
     const test::RunResult r =
         test::run_command("cd .. && MHA=build/mha sh examples/" + script + " 2>&1");
