@@ -27,7 +27,8 @@ struct Step {
     std::vector<std::string> notes;       // conventions applied, e.g. which mask and how
     std::vector<std::vector<bool>> allowed;  // step 8: (N, M) keys each query may see, batch 0
                                              // head 0; empty when N or M is too large to draw
-    const Tensor* value = nullptr;        // the tensor itself; valid only during on_step
+    const Tensor* value = nullptr;        // the tensor itself, valid only during on_step; null when
+                                          // the step has no values (--shapes-only, a cache view)
 };
 
 class Tracer {
