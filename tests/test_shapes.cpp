@@ -76,6 +76,14 @@ TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without 
                                 Catch::Contains("\"macs\":1340029796352"));
 }
 
+TEST_CASE("--shapes-only allocates no tensor: GPT-3 fits in 200 MiB of address space") {
+    // A computed run would need 2.1 GiB for its activations alone.
+    const test::RunResult r =
+        test::run_command("ulimit -v 204800 && ../build/mha --preset gpt3 --shapes-only 2>&1");
+    CHECK(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("nothing was computed or allocated"));
+}
+
 TEST_CASE("presets set the sizes; options given too win") {
     const test::RunResult llama = test::run_mha("--preset llama2-70b --shapes-only");
     REQUIRE(llama.status == 0);
@@ -85,6 +93,9 @@ TEST_CASE("presets set the sizes; options given too win") {
     const test::RunResult small = test::run_mha("--preset gpt2 -n 4 -b 2 --trace");
     REQUIRE(small.status == 0);
     CHECK_THAT(small.output, Catch::Contains("B=2  N=4  M=4  d_model=768  h=12  d_k=64"));
+    const test::RunResult block = test::run_mha("--preset bert-base -n 2 --block post");
+    REQUIRE(block.status == 0);
+    CHECK_THAT(block.output, Catch::Contains("post-LN block, d_ff=3072"));
     const test::RunResult heads = test::run_mha("--preset llama3-8b --heads 16 --shapes-only");
     REQUIRE(heads.status == 0);
     CHECK_THAT(heads.output, Catch::Contains("h=16  d_k=256\n"));  // no G=: it follows the new h

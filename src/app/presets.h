@@ -31,7 +31,8 @@ const Preset& find_preset(const std::string& name);
 std::string presets_table();
 
 // Fills in what the preset decides and the command line left open (`given` lists the
-// options that appeared): B = 1, N = the context, d_model, h, G and the bias.
+// options that appeared): B = 1, N = the context, d_model, h, G, the bias, and with
+// --block the feed-forward width.
 void apply_preset(const Preset& preset, const std::vector<std::string>& given, Config& config);
 
 }  // namespace mha
