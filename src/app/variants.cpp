@@ -56,9 +56,10 @@ void apply_variants(Config& c) {
     if (c.per_head && !c.mask_path.empty()) {
         throw Error("--per-head supports --causal and --key-padding-mask, not --mask");
     }
-    if (c.fused_qkv && (c.kv_heads || c.kv_len || !c.key_path.empty())) {
+    if (c.fused_qkv && ((c.kv_heads && *c.kv_heads != c.heads) || c.kv_len ||
+                        !c.key_path.empty())) {
         throw Error("--fused-qkv needs self-attention with K and V as wide as Q: no "
-                    "--kv-heads, --kv-len or --key/--value");
+                    "--kv-heads below --heads, --kv-len or --key/--value");
     }
     if (!c.decode) return;
     if (c.kv_len || !c.key_path.empty() || !c.mask_path.empty() ||
