@@ -97,6 +97,8 @@ TEST_CASE("--block on the command line") {
     CHECK_THAT(r.output, Catch::Contains("post-LN block, d_ff=12") &&
                              Catch::Contains("parameters: 532") &&  // 4·8² + 4·8 + 4·8 + 2·8·12 + 12 + 8
                              Catch::Contains("(B=2, N=3, d_ff=12)") &&
+                             Catch::Contains("parameters: W_1 (d_ff, d_model) and b_1, 108") &&
+                             Catch::Contains("parameters: gamma and beta, 2·d_model = 16") &&
                              Catch::Contains("out = norm2(out)"));
     const auto [args, message] = GENERATE(table<std::string, std::string>({
         {"--d-ff 64", "--d-ff sets the feed-forward width of --block"},

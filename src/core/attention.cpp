@@ -170,7 +170,7 @@ Qkv split_heads(const Qkv& x, const Pass& p) {
     report(p.tracer, [&] {
         Step step =
             make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"}, heads.v);
-        if (G != h) step.notes = kv_cost_notes(h, G, p.d_k, p.s.kdim + p.s.vdim, M);
+        if (G != h) step.notes = kv_cost_notes(p.s);
         return step;
     });
     return heads;

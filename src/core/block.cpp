@@ -34,6 +34,8 @@ Tensor norm(const BlockPass& p, int number, const std::string& out, const std::s
                               model_dims, y);
         step.notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
                              "d_model features (nn.LayerNorm)");
+        step.notes.push_back("parameters: gamma and beta, 2·d_model = " +
+                             std::to_string(2 * y.size(y.dim() - 1)));
         return step;
     });
     return y;
@@ -54,8 +56,11 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
     const std::uint64_t macs = p.rows * p.w.d_ff() * p.w.w_1.size(1);
     const Tensor u = project(y, p.w.w_1, p.w.b_1, p.threads);
     report(p.tracer, [&] {
-        return make_step(first_number, "linear1", "ffn_hidden",
-                         "ffn_hidden = " + in + " @ W_1.T + b_1", {"B", "N", "d_ff"}, u, macs);
+        Step step = make_step(first_number, "linear1", "ffn_hidden",
+                              "ffn_hidden = " + in + " @ W_1.T + b_1", {"B", "N", "d_ff"}, u, macs);
+        step.notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " +
+                             std::to_string(p.w.w_1.numel() + p.w.b_1.numel()));
+        return step;
     });
     const Tensor g = gelu(u);
     report(p.tracer, [&] {
@@ -66,8 +71,11 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
     });
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
     report(p.tracer, [&] {
-        return make_step(first_number + 2, "linear2", "ffn", "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2",
-                         model_dims, f, macs);
+        Step step = make_step(first_number + 2, "linear2", "ffn",
+                              "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);
+        step.notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " +
+                             std::to_string(p.w.w_2.numel() + p.w.b_2.numel()));
+        return step;
     });
     return f;
 }

@@ -13,27 +13,25 @@ std::string head_range(std::size_t first, std::size_t last) {
                          : "query heads " + std::to_string(first) + "-" + std::to_string(last);
 }
 
-// Whole bytes, KiB, MiB ...: the largest unit that leaves at least 10 of them.
+// Exact: the largest of B, KiB, MiB ... in which the amount is a whole number.
 std::string bytes_text(std::uint64_t bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     std::size_t unit = 0;
-    std::uint64_t whole = bytes;
-    while (whole >= 1024 * 10 && unit + 1 < sizeof units / sizeof units[0]) {
-        whole /= 1024;
+    while (bytes >= 1024 && bytes % 1024 == 0 && unit + 1 < sizeof units / sizeof units[0]) {
+        bytes /= 1024;
         ++unit;
     }
-    return std::to_string(whole) + " " + units[unit];
+    return std::to_string(bytes) + " " + units[unit];
 }
 
-// in_features: kdim + vdim, the columns of W_k and W_v together.
-std::string cost_of(const char* label, std::size_t g, bool this_run, std::size_t d_k,
-                    std::size_t in_features, std::size_t kv_len) {
-    const std::uint64_t width = std::uint64_t(g) * d_k;         // G·d_k rows of W_k (and of W_v)
+std::string cost_of(const char* label, std::size_t g, const Sizes& s) {
+    const std::uint64_t E = s.d_model, width = std::uint64_t(g) * (E / s.heads);  // G·d_k
+    const std::uint64_t weights = 2 * E * E + width * (s.kdim + s.vdim);
     const std::uint64_t per_token = 2 * width * sizeof(float);  // one K row and one V row
-    return std::string(label) + " G=" + std::to_string(g) + (this_run ? " (this run)" : "") +
-           ": W_k+W_v " + std::to_string(width * in_features) + " weights, cache " +
-           bytes_text(per_token) + "/token, " + bytes_text(per_token * kv_len) +
-           "/sequence of M=" + std::to_string(kv_len);
+    return std::string(label) + " G=" + std::to_string(g) +
+           (g == s.kv_heads ? " (this run)" : "") + ": " + std::to_string(weights) +
+           " weights; cache " + bytes_text(per_token) + "/token, " +
+           bytes_text(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len);
 }
 
 }  // namespace
@@ -54,14 +52,12 @@ std::string kv_repeat_note(std::size_t heads, std::size_t kv_heads) {
            ", dim=1) computes, without copying K or V";
 }
 
-std::vector<std::string> kv_cost_notes(std::size_t heads, std::size_t kv_heads, std::size_t d_k,
-                                       std::size_t in_features, std::size_t kv_len) {
+std::vector<std::string> kv_cost_notes(const Sizes& s) {
     std::vector<std::string> notes = {
-        "K/V sharing per layer and batch row, float32:",
-        cost_of("MHA", heads, kv_heads == heads, d_k, in_features, kv_len)};
-    if (kv_heads != heads && kv_heads != 1)
-        notes.push_back(cost_of("GQA", kv_heads, true, d_k, in_features, kv_len));
-    if (heads != 1) notes.push_back(cost_of("MQA", 1, kv_heads == 1, d_k, in_features, kv_len));
+        "projection weights (no biases) and K/V cache per layer and batch row, float32:",
+        cost_of("MHA", s.heads, s)};
+    if (s.kv_heads != s.heads && s.kv_heads != 1) notes.push_back(cost_of("GQA", s.kv_heads, s));
+    if (s.heads != 1) notes.push_back(cost_of("MQA", 1, s));
     return notes;
 }
 

@@ -3,6 +3,8 @@
 // sharing saves. h query heads share G key/value heads (G divides h): G = h is
 // ordinary multi-head attention, G = 1 multi-query, anything between grouped.
 
+#include "core/attention.h"
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -20,9 +22,9 @@ std::vector<std::string> kv_sharing_notes(std::size_t heads, std::size_t kv_head
 // How PyTorch code writes the sharing: K.repeat_interleave(h // G, dim=1), here without the copy.
 std::string kv_repeat_note(std::size_t heads, std::size_t kv_heads);
 
-// Weights in W_k and W_v (in_features = kdim + vdim) and the float32 KV cache per token
-// and per sequence of kv_len tokens, for G = h (MHA), the given G (GQA) and G = 1 (MQA).
-std::vector<std::string> kv_cost_notes(std::size_t heads, std::size_t kv_heads, std::size_t d_k,
-                                       std::size_t in_features, std::size_t kv_len);
+// The layer's projection weights (W_q, W_k, W_v, W_o, without biases) and the float32
+// KV cache per token and per sequence of M tokens, for G = h (MHA), this run's G (GQA)
+// and G = 1 (MQA), side by side.
+std::vector<std::string> kv_cost_notes(const Sizes& sizes);
 
 }  // namespace mha

@@ -123,7 +123,7 @@ std::uint64_t trace_shapes(const ShapeRun& run, Tracer& tracer) {
     Step& k5 = steps.add(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"}, swapped(k4));
     if (G != h) k5.notes = kv_sharing_notes(h, G);
     Step& v5 = steps.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"}, swapped(k4));
-    if (G != h) v5.notes = kv_cost_notes(h, G, d_k, s.kdim + s.vdim, M);
+    if (G != h) v5.notes = kv_cost_notes(s);
 
     const Dims scores_dims = {"B", "h", "N", "M"};
     const Layout scores = contiguous({B, h, N, M});
