@@ -10,7 +10,8 @@ _mha() {
         --no-bias --random-bias --trace --values --step --format --weights --input --key
         --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
-        --no-scale --help --version"
+        --no-scale --kv-heads --decode --fused-qkv --per-head --block --d-ff --preset
+        --shapes-only --list-presets --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
@@ -27,13 +28,15 @@ _mha() {
         --format) COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); return ;;
         --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;
         --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
+        --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
+        --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

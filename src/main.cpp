@@ -13,8 +13,10 @@
 
 #include "app/after_run.h"
 #include "app/cli.h"
+#include "app/presets.h"
 #include "app/problem.h"
 #include "app/quiz.h"
+#include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
 #include "io/npy.h"
@@ -46,6 +48,19 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
               << "\n";
 }
 
+// --shapes-only: the steps from sizes alone; nothing computed, nothing allocated.
+int run_shapes_only(const mha::Config& config) {
+    const mha::ShapesProblem problem = mha::build_shapes(config);
+    const std::unique_ptr<mha::Report> report = make_report(config);
+    report->begin(problem.info);
+    const auto start = std::chrono::steady_clock::now();
+    mha::trace_shapes(problem.run, *report);
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    report->finish(mha::ForwardResult{}, elapsed.count());
+    return 0;
+}
+
 int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "quiz")
         return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
@@ -58,6 +73,11 @@ int run(const std::vector<std::string>& args) {
         std::cout << mha::version_text << "\n";
         return 0;
     }
+    if (config.list_presets) {
+        std::cout << mha::presets_table();
+        return 0;
+    }
+    if (config.shapes_only) return run_shapes_only(config);
     const mha::Problem problem = mha::build_problem(config);
     if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
     if (!config.svg_path.empty()) mha::npy::check_writable(config.svg_path);
@@ -67,8 +87,7 @@ int run(const std::vector<std::string>& args) {
     const auto start = std::chrono::steady_clock::now();
     mha::ScoreStats score_stats(mha::wants_summary(config));
     mha::TeeTracer tracer(*report, score_stats);
-    const mha::ForwardResult result =
-        mha::forward(problem.weights, problem.inputs, problem.masks, problem.options, tracer);
+    const mha::ForwardResult result = mha::run_pass(config, problem, tracer);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());

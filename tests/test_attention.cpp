@@ -7,6 +7,7 @@
 #include "core/attention.h"
 #include "core/error.h"
 #include "helpers.h"
+#include "recorder.h"
 #include "io/init.h"
 
 using mha::Shape;
@@ -17,23 +18,7 @@ namespace {
 
 constexpr double hand_tolerance = 1e-5;  // hand arithmetic kept to 5-6 digits
 
-// Keeps every Step it is shown (without the value pointer, which dies with the step).
-class Recorder : public mha::Tracer {
-public:
-    void on_step(const mha::Step& step) override {
-        steps.push_back(step);
-        steps.back().value = nullptr;
-    }
-    std::vector<mha::Step> steps;
-
-    const mha::Step& find(int number, const std::string& tensor = "") const {
-        for (const mha::Step& s : steps) {
-            if (s.number == number && (tensor.empty() || s.tensor == tensor)) return s;
-        }
-        FAIL("no step " << number << " " << tensor);
-        return steps.front();
-    }
-};
+using test::Recorder;
 
 Tensor identity(std::size_t n) {
     Tensor t({n, n});
@@ -50,7 +35,7 @@ mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::
 }
 
 mha::Sizes sizes(std::size_t B, std::size_t N, std::size_t M, std::size_t E, std::size_t h) {
-    return {B, N, M, E, E, E, h};
+    return {B, N, M, E, E, E, h, h};
 }
 
 }  // namespace

@@ -170,6 +170,9 @@ TEST_CASE("every example script runs") {
         {"cross_attention.sh", "14  project"},
         {"values.sh", "14  project"},
         {"demo_heads.sh", "head 3: even"},
+        {"gqa_decode.sh", "token 4 of 4 done"},
+        {"gpt3_shapes.sh", "nothing was computed or allocated"},
+        {"block.sh", "14  project"},
     }));
     CAPTURE(script);
     const test::RunResult r =

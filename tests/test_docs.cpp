@@ -139,7 +139,10 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
     const test::RunResult r =
         test::run_mha("--format json -b 1 -n 3 -d 8 -H 2 --causal --values", false);
     REQUIRE(r.status == 0);
-    const std::set<std::string> written = matches(r.output, std::regex("\"([A-Za-z_]+)\":"));
+    std::set<std::string> written = matches(r.output, std::regex("\"([A-Za-z_]+)\":"));
+    const test::RunResult shapes = test::run_mha("--format json --shapes-only -b 1 -n 3 -d 8 -H 2", false);
+    REQUIRE(shapes.status == 0);
+    written.merge(matches(shapes.output, std::regex("\"([A-Za-z_]+)\":")));
     CHECK(written == documented);
     CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha\",\"schema_version\":1,"));
     CHECK_THAT(page, Catch::Contains("# The JSON trace, schema version 1"));

@@ -148,6 +148,7 @@ RunInfo small_run() {
     info.kv_len = 8;
     info.d_model = 256;
     info.heads = 4;
+    info.kv_heads = 4;
     info.kdim = 256;
     info.vdim = 256;
     info.threads = 2;
@@ -366,7 +367,7 @@ TEST_CASE("JsonReport streams one valid document", "[show][json]") {
     CHECK_FALSE(JsonChecker("{\"a\":NaN}").valid());
     CHECK(json.back() == '\n');
     CHECK(json.rfind("{\"tool\":\"mha\",\"schema_version\":1,\"config\":{\"B\":2,\"N\":8,\"M\":8,\"d_model\":256,\"h\":4,"
-                     "\"d_k\":64,\"kdim\":256,\"vdim\":256,\"self_attention\":true,\"bias\":true,"
+                     "\"G\":4,\"d_k\":64,\"kdim\":256,\"vdim\":256,\"self_attention\":true,\"bias\":true,"
                      "\"causal\":false,\"threads\":2,",
                      0) == 0);
     CHECK(json.find("\"weights\":\"C:\\\\weights\\\\\\\"mha\\\".npz\"") != std::string::npos);

@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 
+#include "app/presets.h"
+#include "app/variants.h"
 #include "core/error.h"
 
 namespace mha {
@@ -120,6 +122,10 @@ const std::vector<Option>& options() {
          }},
         {"--heads", 'H', true,
          [](Config& c, const std::string& v) { c.heads = parse_count("--heads", v, max_size); }},
+        {"--kv-heads", 'G', true,
+         [](Config& c, const std::string& v) {
+             c.kv_heads = parse_count("--kv-heads", v, max_size);
+         }},
         {"--seed", 0, true,
          [](Config& c, const std::string& v) { c.seed = parse_unsigned("--seed", v); }},
         {"--threads", 't', true,
@@ -188,6 +194,21 @@ const std::vector<Option>& options() {
         {"--ablate-head", 0, true,
          [](Config& c, const std::string& v) { c.ablate_head = parse_index("--ablate-head", v); }},
         {"--no-scale", 0, false, [](Config& c, const std::string&) { c.no_scale = true; }},
+        {"--preset", 0, true, [](Config& c, const std::string& v) { c.preset = find_preset(v).name; }},
+        {"--shapes-only", 0, false,
+         [](Config& c, const std::string&) { c.shapes_only = c.trace = true; }},
+        {"--list-presets", 0, false, [](Config& c, const std::string&) { c.list_presets = true; }},
+        {"--decode", 0, true,
+         [](Config& c, const std::string& v) { c.decode = parse_count("--decode", v, max_size); }},
+        {"--fused-qkv", 0, false, [](Config& c, const std::string&) { c.fused_qkv = true; }},
+        {"--per-head", 0, false, [](Config& c, const std::string&) { c.per_head = true; }},
+        {"--block", 0, true,
+         [](Config& c, const std::string& v) {
+             c.block = parse_choice<BlockKind>("--block", v,
+                                               {{"pre", BlockKind::Pre}, {"post", BlockKind::Post}});
+         }},
+        {"--d-ff", 0, true,
+         [](Config& c, const std::string& v) { c.d_ff = parse_count("--d-ff", v, max_size); }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -212,6 +233,7 @@ const Option& find_short(char name) {
 
 Config parse_args(const std::vector<std::string>& args) {
     Config config;
+    std::vector<std::string> given;  // the options that appeared, for --preset
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         const Option* option = nullptr;
@@ -239,7 +261,10 @@ Config parse_args(const std::vector<std::string>& args) {
             value = args[++i];
         }
         option->apply(config, value);
+        given.push_back(option->name);
     }
+    if (!config.preset.empty()) apply_preset(find_preset(config.preset), given, config);
+    apply_variants(config);
     validate(config);
     return config;
 }
@@ -256,6 +281,8 @@ Sizes (with --input/--weights, B, N, M and d_model come from the files):
   -m, --kv-len M         key/value length (default N); M != N is cross-attention
   -d, --d-model D        model width (default 256); must be divisible by --heads
   -H, --heads H          number of heads (default 4); d_k = d_model / h
+  -G, --kv-heads G       key/value heads shared by the h query heads (default
+                         h); G must divide h; 1 = multi-query attention
 
 Computation:
       --causal           block future keys; query i sees keys j <= i + M - N
@@ -309,6 +336,23 @@ Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
       --export-svg FILE  the heatmaps as a standalone SVG
       --ablate-head I    zero head I before W_o; report how much output changes
       --no-scale         skip the 1/sqrt(d_k) scale and show what that does
+
+Variants (docs/variants.md):
+      --decode T         decode T tokens one at a time with a KV cache (N = T,
+                         causal); the last row equals the full causal pass
+      --fused-qkv        one (3*d_model, d_model) projection, view and permute
+      --per-head         each head with its own slices of W_q, W_k, W_v, then
+                         the concatenation (the papers' formula)
+      --block pre|post   the transformer block around attention: residuals,
+                         LayerNorm (before or after), feed-forward with GELU
+      --d-ff F           the block's feed-forward width (default 4*d_model)
+
+Model sizes:
+      --preset NAME      sizes of a known model (B=1, N = its context); see
+                         --list-presets; options given too take precedence
+      --shapes-only      trace shapes, parameters, multiply-adds and memory
+                         without computing or allocating any tensor
+      --list-presets     the presets with their numbers (sources in docs/)
 
   -h, --help             this help
   -V, --version          the version

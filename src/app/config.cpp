@@ -17,6 +17,9 @@ void check_views(const Config& c) {
         throw Error("--demo-heads needs --text: its heads read the token embeddings and "
                     "positional encodings that --text builds");
     }
+    if (c.demo_heads && c.kv_heads && *c.kv_heads != c.heads) {
+        throw Error("--demo-heads constructs four full heads; it cannot be combined with --kv-heads");
+    }
     if (c.demo_heads && !c.weights_path.empty()) {
         throw Error("--demo-heads constructs the weights; it cannot be combined with --weights");
     }
@@ -48,6 +51,16 @@ void validate(const Config& c) {
     check_views(c);
     if (c.step && c.format != Format::Text) {
         throw Error("--step pauses the text trace; it does not combine with --format json or markdown");
+    }
+    if (c.shapes_only && !(c.weights_path.empty() && c.input_path.empty() &&
+                           c.mask_path.empty() && c.key_padding_mask_path.empty() &&
+                           c.save_path.empty() && !c.values)) {
+        throw Error("--shapes-only traces sizes without any numbers; it cannot be combined "
+                    "with --weights, --input, --mask, --key-padding-mask, --save or --values");
+    }
+    if (c.shapes_only && (c.text || wants_summary(c) || c.ablate_head || !c.svg_path.empty())) {
+        throw Error("--shapes-only computes no weights to look at; it cannot be combined with "
+                    "--text, --heatmap, --summary, --export-svg, --ablate-head or --no-scale");
     }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");

@@ -1,6 +1,7 @@
 #pragma once
 // Config: everything the command line asked for, parsed and validated.
 
+#include "core/block.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct Config {
     std::optional<std::size_t> kv_len;   // M        default N (self-attention)
     std::optional<std::size_t> d_model;  //          default 256
     std::size_t heads = 4;               // h
+    std::optional<std::size_t> kv_heads;  // G   default h (from the weights when loaded)
     std::uint64_t seed = 0;
     std::size_t threads = 0;             // 0: the hardware's
     bool causal = false;
@@ -47,6 +49,15 @@ struct Config {
     std::string svg_path;
     std::optional<std::size_t> ablate_head;
     bool no_scale = false;
+
+    std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
+    bool shapes_only = false;   // trace shapes and costs without computing or allocating
+    bool list_presets = false;
+    std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
+    bool fused_qkv = false;             // one (3·d_model, d_model) projection for Q, K, V
+    bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
+    std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
+    std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
 
     bool help = false;
     bool version = false;

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 
+#include "app/variants.h"
 #include "core/checked.h"
+#include "core/decode.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "io/demo_heads.h"
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
+#include "io/block_weights.h"
 #include "io/text.h"
 #include "io/weights.h"
 
@@ -44,12 +47,19 @@ Tensor load_input(const std::string& path, const char* what) {
 
 struct Sources {
     std::optional<Weights> weights;
+    std::optional<BlockWeights> block;
     std::optional<Inputs> inputs;
 };
 
 Sources load_files(const Config& c) {
     Sources sources;
-    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
+    if (!c.weights_path.empty() && c.block) {
+        BlockState state = load_block(c.weights_path);
+        sources.weights = std::move(state.attention);
+        sources.block = std::move(state.block);
+    } else if (!c.weights_path.empty()) {
+        sources.weights = load_weights(c.weights_path);
+    }
     if (c.text) {
         const std::size_t width =
             sources.weights ? sources.weights->d_model() : c.d_model.value_or(text_d_model);
@@ -97,6 +107,15 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
         s.kv_len = c.kv_len.value_or(s.seq_len);
     }
     s.heads = c.heads;
+    s.kv_heads = c.kv_heads.value_or(c.heads);
+    if (files.weights && s.d_model % s.heads == 0) {
+        const std::size_t d_k = s.d_model / s.heads, rows = files.weights->kv_width();
+        if (rows % d_k != 0 || rows < d_k) {
+            throw Error(c.weights_path + ": W_k has " + std::to_string(rows) +
+                        " rows, not a whole number of heads of d_k = " + std::to_string(d_k));
+        }
+        s.kv_heads = reconcile(c.kv_heads, "--kv-heads", rows / d_k, c.weights_path, "G");
+    }
     return s;
 }
 
@@ -105,7 +124,8 @@ std::string mebibytes(std::uint64_t bytes) {
 }
 
 // Refuses before allocating: the inputs, the weights and what forward() allocates.
-void check_budget(const Sizes& s, std::uint64_t max_memory) {
+// pass_bytes: what the chosen form of the pass allocates (forward_bytes, decode_bytes).
+void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t max_memory) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -116,13 +136,14 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum({inputs, weights, forward_bytes(s)}, what);
+    const std::uint64_t total = checked_sum({inputs, weights, pass_bytes}, what);
     if (total > max_memory) {
         throw Error("this configuration needs " + mebibytes(total) +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
-                    mebibytes(max_memory) + "; raise --max-memory or shrink the sizes");
+                    mebibytes(max_memory) +
+                    "; raise --max-memory, shrink the sizes, or trace with --shapes-only");
     }
 }
 
@@ -150,15 +171,24 @@ void check_head_numbers(const Config& c, std::size_t heads) {
 
 std::string seeded(std::uint64_t seed) { return "seeded (seed " + std::to_string(seed) + ")"; }
 
-RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
+// The sizes and options, common to computed and shapes-only runs.
+RunInfo describe_sizes(const Config& c, const Sizes& s) {
     RunInfo info;
     info.batch = s.batch;
     info.seq_len = s.seq_len;
     info.kv_len = s.kv_len;
     info.d_model = s.d_model;
     info.heads = s.heads;
+    info.kv_heads = s.kv_heads;
     info.kdim = s.kdim;
     info.vdim = s.vdim;
+    info.causal = c.causal;
+    info.values = c.values;
+    return info;
+}
+
+RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
+    RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
     info.causal = c.causal || c.demo_heads;
@@ -174,25 +204,69 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
                          : c.key_path.empty()
                              ? c.input_path
                              : c.input_path + ", " + c.key_path + ", " + c.value_path;
-    info.values = c.values;
     return info;
 }
 
-}  // namespace
+// --block's feed-forward width: the state dict's, else --d-ff, else 4·d_model.
+std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
+    if (files.block) return reconcile(c.d_ff, "--d-ff", files.block->d_ff(), c.weights_path, "d_ff");
+    return c.d_ff.value_or(4 * s.d_model);
+}
 
-Problem build_problem(const Config& c) {
-    Sources files = load_files(c);
-    const Sizes s = resolve_sizes(c, files);
+// What the chosen form of the pass allocates besides inputs and attention weights.
+std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff) {
+    if (c.decode) return decode_bytes(s);
+    if (!c.block) return forward_bytes(s);
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
+    return checked_sum({forward_bytes(s), block_bytes(s, d_ff), ffn_weights}, what);
+}
+
+// Throws when the heads do not split d_model, or the key/value heads the heads.
+void check_heads(const Sizes& s) {
     if (s.d_model % s.heads != 0) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
-    check_budget(s, c.max_memory);
+    if (s.kv_heads == 0 || s.heads % s.kv_heads != 0) {
+        throw Error("--kv-heads " + std::to_string(s.kv_heads) + " does not divide --heads " +
+                    std::to_string(s.heads) + "; each key/value head serves h / G query heads");
+    }
+}
+
+}  // namespace
+
+ShapesProblem build_shapes(const Config& c) {
+    const Sizes s = resolve_sizes(c, Sources{});
+    check_heads(s);
+    ShapesProblem p;
+    p.run = ShapeRun{s, s.kv_len == s.seq_len, c.bias, c.causal};
+    p.info = describe_sizes(c, s);
+    p.info.self_attention = p.run.self_attention;
+    p.info.bias = c.bias;
+    p.info.threads = 1;
+    p.info.parameters = parameter_count(s, c.bias);
+    p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
+    p.info.shapes_only = true;
+    p.info.activation_bytes = forward_bytes(s);
+    NullTracer count_only;
+    p.info.total_macs = trace_shapes(p.run, count_only);
+    return p;
+}
+
+Problem build_problem(const Config& c) {
+    Sources files = load_files(c);
+    const Sizes s = resolve_sizes(c, files);
+    check_heads(s);
+    const std::size_t d_ff = block_width(c, s, files);
+    check_budget(s, pass_bytes(c, s, d_ff), c.max_memory);
 
     Problem p;
+    if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
     p.weights = c.demo_heads      ? demo_weights(s.d_model, s.heads, s.seq_len)
                 : files.weights ? *files.weights
-                                : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
+                                : seeded_weights(s.d_model, s.kv_heads * (s.d_model / s.heads),
+                                                 c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = load_masks(c);
@@ -204,6 +278,8 @@ Problem build_problem(const Config& c) {
     p.options.scale = !c.no_scale;
     check_head_numbers(c, s.heads);
     p.info = describe(c, s, p);
+    if (p.block) p.info.parameters += p.block->parameter_count();
+    p.info.variant = variant_description(c, d_ff);
     return p;
 }
 

@@ -4,13 +4,18 @@
 // anything large is allocated.
 
 #include "app/config.h"
+#include <optional>
+
 #include "core/attention.h"
+#include "core/block.h"
+#include "core/shapes.h"
 #include "show/run_info.h"
 
 namespace mha {
 
 struct Problem {
     Weights weights;
+    std::optional<BlockWeights> block;  // --block only
     Inputs inputs;
     Masks masks;
     ForwardOptions options;
@@ -18,5 +23,14 @@ struct Problem {
 };
 
 Problem build_problem(const Config& config);
+
+// --shapes-only: the sizes and what the printers say, with no file read and no
+// tensor allocated (so no memory budget to check).
+struct ShapesProblem {
+    ShapeRun run;
+    RunInfo info;
+};
+
+ShapesProblem build_shapes(const Config& config);
 
 }  // namespace mha

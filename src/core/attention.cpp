@@ -1,6 +1,7 @@
 // The forward pass of multi-head attention as 14 numbered steps.
 //
-// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k.
+// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k,
+// G key/value heads (h unless shared, see core/kv_heads.h): K and V are (B, G, M, d_k).
 //   x_q (B, N, d_model)  x_k (B, M, kdim)  x_v (B, M, vdim)
 //   1-3  Q, K, V   = x W.T + b             (B, N|M, d_model)
 //   4    view                              (B, N|M, h, d_k)
@@ -24,6 +25,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 
@@ -37,32 +39,6 @@ constexpr std::size_t max_grid = 16;  // draw the mask grid only up to 16 x 16
 
 std::string shape_error(const std::string& what, const std::string& expected, const Tensor& t) {
     return what + ": expected shape " + expected + ", got " + to_string(t.shape());
-}
-
-Step make_step(int number, std::string name, std::string tensor, std::string expression, Dims dims,
-               const Tensor& value, std::uint64_t macs = 0) {
-    Step step;
-    step.number = number;
-    step.name = std::move(name);
-    step.tensor = std::move(tensor);
-    step.expression = std::move(expression);
-    step.dims = std::move(dims);
-    step.shape = value.shape();
-    step.strides = value.strides();
-    step.contiguous = value.is_contiguous();
-    step.macs = macs;
-    step.value = &value;
-    return step;
-}
-
-// Steps 1-3: x (B, L, in) -> x W.T + b (B, L, d_model), rows split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1);
-    Tensor y({x.size(0), x.size(1), w.size(0)});
-    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows(x, w, bias, y, begin, end);
-    });
-    return y;
 }
 
 // Runs body(b, h) for every (batch, head) unit, units split over threads.
@@ -81,6 +57,8 @@ const float* unit_mask(const Tensor& attn_mask, std::size_t b, std::size_t h, co
     return attn_mask.data() + (per_head ? b * s.heads + h : b) * plane;
 }
 
+}  // namespace
+
 std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
     std::vector<std::string> notes = masks.notes;
     if (masks.causal) {
@@ -93,6 +71,8 @@ std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
     if (notes.empty()) notes.push_back("no mask: every query attends to every key");
     return notes;
 }
+
+namespace {
 
 bool has_mask(const Masks& masks) {
     return masks.causal || !masks.attn_mask.empty() || !masks.key_padding.empty();
@@ -118,10 +98,10 @@ struct Pass {
     Tracer& tracer;
 };
 
-// Three tensors that travel together through steps 1-5.
-struct Qkv {
-    Tensor q, k, v;
-};
+using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
+
+// K and V have G·d_k features: d_model unless key/value heads are shared.
+std::string kv_width_name(const Sizes& s) { return s.kv_heads == s.heads ? "d_model" : "G·d_k"; }
 
 std::string plus_bias(const Tensor& bias, const char* name) {
     return bias.empty() ? std::string() : std::string(" + ") + name;
@@ -151,38 +131,49 @@ Qkv project_qkv(const Weights& w, const Inputs& in, bool self, const Pass& p) {
     });
     report(p.tracer, [&] {
         return make_step(2, "project", "K", "K = " + xk + " @ W_k.T" + plus_bias(w.b_k, "b_k"),
-                         {"B", "M", "d_model"}, r.k, B * M * E * p.s.kdim);
+                         {"B", "M", kv_width_name(p.s)}, r.k, B * M * r.k.size(2) * p.s.kdim);
     });
     report(p.tracer, [&] {
         return make_step(3, "project", "V", "V = " + xv + " @ W_v.T" + plus_bias(w.b_v, "b_v"),
-                         {"B", "M", "d_model"}, r.v, B * M * E * p.s.vdim);
+                         {"B", "M", kv_width_name(p.s)}, r.v, B * M * r.v.size(2) * p.s.vdim);
     });
     return r;
 }
 
 // 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped, no copy.
+// K and V split into G heads instead of h.
 Qkv split_heads(const Qkv& x, const Pass& p) {
     const std::size_t B = p.s.batch, N = p.s.seq_len, M = p.s.kv_len, h = p.s.heads;
-    const Qkv viewed{x.q.view({B, N, h, p.d_k}), x.k.view({B, M, h, p.d_k}),
-                     x.v.view({B, M, h, p.d_k})};
+    const std::size_t G = p.s.kv_heads;
+    const std::string g = G == h ? "h" : "G";
+    const Qkv viewed{x.q.view({B, N, h, p.d_k}), x.k.view({B, M, G, p.d_k}),
+                     x.v.view({B, M, G, p.d_k})};
     report(p.tracer, [&] {
         return make_step(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, viewed.q);
     });
     report(p.tracer, [&] {
-        return make_step(4, "view", "K", "K.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, viewed.k);
+        return make_step(4, "view", "K", "K.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"},
+                         viewed.k);
     });
     report(p.tracer, [&] {
-        return make_step(4, "view", "V", "V.view(B, M, h, d_k)", {"B", "M", "h", "d_k"}, viewed.v);
+        return make_step(4, "view", "V", "V.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"},
+                         viewed.v);
     });
     const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
     report(p.tracer, [&] {
         return make_step(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, heads.q);
     });
     report(p.tracer, [&] {
-        return make_step(5, "transpose", "K", "K.transpose(1, 2)", {"B", "h", "M", "d_k"}, heads.k);
+        Step step =
+            make_step(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"}, heads.k);
+        if (G != h) step.notes = kv_sharing_notes(h, G);
+        return step;
     });
     report(p.tracer, [&] {
-        return make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", "h", "M", "d_k"}, heads.v);
+        Step step =
+            make_step(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"}, heads.v);
+        if (G != h) step.notes = kv_cost_notes(p.s);
+        return step;
     });
     return heads;
 }
@@ -193,6 +184,7 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
               ForwardResult& result) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = p.d_k;
+    const std::size_t G = s.kv_heads;
     const Dims scores_dims = {"B", "h", "N", "M"};
     Tensor scores({B, h, N, M});
     auto unit_scores = [&](std::size_t b, std::size_t i) {
@@ -201,12 +193,14 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
 
     // 6: (B, h, N, d_k) x (B, h, d_k, M) -> (B, h, N, M)
     for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(heads.q, b, i), head_matrix(heads.k, b, i).transposed(),
+        matmul(head_matrix(heads.q, b, i), head_matrix(heads.k, b, kv_head_of(i, h, G)).transposed(),
                unit_scores(b, i), M);
     });
     report(p.tracer, [&] {
-        return make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims,
-                         scores, std::uint64_t(B) * h * N * M * d_k);
+        Step step = make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)",
+                              scores_dims, scores, std::uint64_t(B) * h * N * M * d_k);
+        if (G != h) step.notes.push_back(kv_repeat_note(h, G));
+        return step;
     });
 
     // 7: keep the scores' variance near 1 whatever d_k is (unless asked not to)
@@ -263,7 +257,7 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
     // 10: (B, h, N, M) x (B, h, M, d_k) -> (B, h, N, d_k)
     Tensor context({B, h, N, d_k});
     for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(result.weights, b, i), head_matrix(heads.v, b, i),
+        matmul(head_matrix(result.weights, b, i), head_matrix(heads.v, b, kv_head_of(i, h, G)),
                context.data() + (b * h + i) * N * d_k, d_k);
     });
     report(p.tracer, [&] {
@@ -307,6 +301,15 @@ void zero_head(Tensor& context, std::size_t head) {
 
 }  // namespace
 
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
+    const std::size_t rows = x.size(0) * x.size(1);
+    Tensor y({x.size(0), x.size(1), w.size(0)});
+    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
+        linear_rows(x, w, bias, y, begin, end);
+    });
+    return y;
+}
+
 std::size_t Weights::parameter_count() const {
     return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
            b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
@@ -316,7 +319,7 @@ std::uint64_t forward_bytes(const Sizes& s) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t floats = checked_sum(
         {checked_product({s.batch, s.seq_len, s.d_model, 4}, what),  // Q, context, concat, output
-         checked_product({s.batch, s.kv_len, s.d_model, 2}, what),   // K, V
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_model / s.heads, 2}, what),  // K, V
          checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},  // scores / weights
         what);
     return checked_product({floats, sizeof(float)}, what);
@@ -358,7 +361,14 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
         throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
     }
-    return {B, N, M, E, w.kdim(), w.vdim(), heads};
+    const std::size_t d_k = E / heads;
+    const std::size_t G = w.kv_width() / d_k;
+    if (w.kv_width() % d_k != 0 || G == 0 || heads % G != 0 || w.w_v.size(0) != w.kv_width()) {
+        throw Error("W_k " + to_string(w.w_k.shape()) + " and W_v " + to_string(w.w_v.shape()) +
+                    " must both have G·d_k rows (d_k = " + std::to_string(d_k) +
+                    ") for G key/value heads dividing h = " + std::to_string(heads));
+    }
+    return {B, N, M, E, w.kdim(), w.vdim(), heads, G};
 }
 
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
@@ -373,6 +383,12 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
 
     report_inputs(in, self, pass);
     const Qkv heads = split_heads(project_qkv(w, in, self, pass), pass);  // 1-5
+    return forward_from_heads(w, heads, masks, s, options, tracer);
+}
+
+ForwardResult forward_from_heads(const Weights& w, const HeadTensors& heads, const Masks& masks,
+                                 const Sizes& s, const ForwardOptions& options, Tracer& tracer) {
+    const Pass pass{s, s.d_model / s.heads, options.threads, options.scale, tracer};
     ForwardResult result;
     Tensor context = attend(heads, masks, options.zero_masked_rows, pass, result);  // 6-10
     if (options.ablate_head) zero_head(context, *options.ablate_head);

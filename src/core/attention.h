@@ -16,14 +16,15 @@ namespace mha {
 // PyTorch's nn.Linear layout: weight (out, in), y = x Wᵀ + b.
 struct Weights {
     Tensor w_q;  // (d_model, d_model)
-    Tensor w_k;  // (d_model, kdim)    kdim = d_model unless the state dict says otherwise
-    Tensor w_v;  // (d_model, vdim)
+    Tensor w_k;  // (G·d_k, kdim)  kdim = d_model unless the state dict says otherwise;
+    Tensor w_v;  // (G·d_k, vdim)  G·d_k = d_model unless key/value heads are shared (GQA)
     Tensor w_o;  // (d_model, d_model)
     Tensor b_q, b_k, b_v, b_o;  // (d_model) each; empty for a projection without bias
 
     std::size_t d_model() const { return w_q.size(0); }
     std::size_t kdim() const { return w_k.size(1); }
     std::size_t vdim() const { return w_v.size(1); }
+    std::size_t kv_width() const { return w_k.size(0); }  // G·d_k
     bool any_bias() const { return !(b_q.empty() && b_k.empty() && b_v.empty() && b_o.empty()); }
     std::size_t parameter_count() const;
 };
@@ -37,6 +38,7 @@ struct Sizes {
     std::size_t kdim;   // features of x_k
     std::size_t vdim;   // features of x_v
     std::size_t heads;  // h
+    std::size_t kv_heads;  // G: key/value heads, h for ordinary multi-head attention
 };
 
 // Bytes the forward pass allocates for Q, K, V, scores, context, concat and output,
@@ -77,12 +79,30 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
+// What step 8 applies, in words, for the trace.
+std::vector<std::string> mask_notes(const Masks& masks, const Sizes& sizes);
+
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
-// or d_model is not divisible by heads.
+// or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
                    std::size_t heads);
 
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
+
+// x (B, L, in) -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14, rows split over threads.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads);
+
+// Q, K and V split into heads, as steps 1-5 leave them.
+struct HeadTensors {
+    Tensor q;  // (B, h, N, d_k)
+    Tensor k;  // (B, G, M, d_k)
+    Tensor v;  // (B, G, M, d_k)
+};
+
+// Steps 6-14 from heads made another way (e.g. a fused QKV projection).
+ForwardResult forward_from_heads(const Weights& weights, const HeadTensors& heads,
+                                 const Masks& masks, const Sizes& sizes,
+                                 const ForwardOptions& options, Tracer& tracer);
 
 }  // namespace mha

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mha {
@@ -26,7 +27,8 @@ struct Step {
     std::vector<std::string> notes;       // conventions applied, e.g. which mask and how
     std::vector<std::vector<bool>> allowed;  // step 8: (N, M) keys each query may see, batch 0
                                              // head 0; empty when N or M is too large to draw
-    const Tensor* value = nullptr;        // the tensor itself; valid only during on_step
+    const Tensor* value = nullptr;        // the tensor itself, valid only during on_step; null when
+                                          // the step has no values (--shapes-only, a cache view)
 };
 
 class Tracer {
@@ -43,6 +45,32 @@ public:
     bool enabled() const override { return false; }
     void on_step(const Step&) override {}
 };
+
+// A Step for a tensor of this shape and these strides, without its values.
+inline Step make_layout_step(int number, std::string name, std::string tensor,
+                             std::string expression, std::vector<std::string> dims, Shape shape,
+                             Strides strides, std::uint64_t macs = 0) {
+    Step step;
+    step.number = number;
+    step.name = std::move(name);
+    step.tensor = std::move(tensor);
+    step.expression = std::move(expression);
+    step.dims = std::move(dims);
+    step.contiguous = is_contiguous(shape, strides);
+    step.shape = std::move(shape);
+    step.strides = std::move(strides);
+    step.macs = macs;
+    return step;
+}
+
+// A Step describing `value`, which must outlive the tracer's on_step call.
+inline Step make_step(int number, std::string name, std::string tensor, std::string expression,
+                      std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
+    Step step = make_layout_step(number, std::move(name), std::move(tensor), std::move(expression),
+                                 std::move(dims), value.shape(), value.strides(), macs);
+    step.value = &value;
+    return step;
+}
 
 // Builds the Step (a callable returning Step) only when someone is listening.
 template <typename MakeStep>

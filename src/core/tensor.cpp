@@ -47,13 +47,15 @@ Tensor::Tensor(Shape shape, std::vector<float> values)
     }
 }
 
-bool Tensor::is_contiguous() const {
-    const Strides expected = contiguous_strides(shape_);
-    for (std::size_t d = 0; d < shape_.size(); ++d) {
-        if (shape_[d] != 1 && strides_[d] != expected[d]) return false;
+bool is_contiguous(const Shape& shape, const Strides& strides) {
+    const Strides expected = contiguous_strides(shape);
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] != 1 && strides[d] != expected[d]) return false;
     }
     return true;
 }
+
+bool Tensor::is_contiguous() const { return mha::is_contiguous(shape_, strides_); }
 
 // A view is possible when every run of old dimensions that is contiguous in
 // memory (a "chunk") is split or merged into new dimensions that stay inside
@@ -112,6 +114,36 @@ Tensor Tensor::transpose(std::size_t a, std::size_t b) const {
     Tensor result = *this;
     std::swap(result.shape_[a], result.shape_[b]);
     std::swap(result.strides_[a], result.strides_[b]);
+    return result;
+}
+
+Tensor Tensor::permute(const std::vector<std::size_t>& order) const {
+    std::vector<bool> seen(dim(), false);
+    for (std::size_t d : order) {
+        if (d >= dim() || seen[d] || order.size() != dim()) {
+            throw Error("permute: " + to_string(order) + " is not an order of the " +
+                        std::to_string(dim()) + " dimensions of a tensor of shape " +
+                        to_string(shape_));
+        }
+        seen[d] = true;
+    }
+    Tensor result = *this;
+    for (std::size_t d = 0; d < order.size(); ++d) {
+        result.shape_[d] = shape_[order[d]];
+        result.strides_[d] = strides_[order[d]];
+    }
+    return result;
+}
+
+Tensor Tensor::select(std::size_t d, std::size_t i) const {
+    if (d >= dim() || i >= shape_[d]) {
+        throw Error("select: index " + std::to_string(i) + " of dimension " + std::to_string(d) +
+                    " is out of range for a tensor of shape " + to_string(shape_));
+    }
+    Tensor result = *this;
+    result.offset_ += i * strides_[d];
+    result.shape_.erase(result.shape_.begin() + std::ptrdiff_t(d));
+    result.strides_.erase(result.strides_.begin() + std::ptrdiff_t(d));
     return result;
 }
 

@@ -16,6 +16,8 @@ using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
 std::string to_string(const Shape& shape);  // "(2, 8, 256)"
 std::size_t element_count(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);
+// C order, ignoring the strides of size-1 dimensions (as PyTorch does).
+bool is_contiguous(const Shape& shape, const Strides& strides);
 
 class Tensor {
 public:
@@ -38,6 +40,10 @@ public:
     Tensor view(const Shape& shape) const;
     // Same storage, dimensions a and b swapped (strides swapped, nothing copied).
     Tensor transpose(std::size_t a, std::size_t b) const;
+    // Same storage, dimension d of the result is dimension order[d] of this (nothing copied).
+    Tensor permute(const std::vector<std::size_t>& order) const;
+    // Same storage, dimension d fixed at index i and dropped: t[i] for d = 0.
+    Tensor select(std::size_t d, std::size_t i) const;
     // *this when already contiguous, otherwise a C-ordered copy.
     Tensor contiguous() const;
 

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::uint32_t weights_stream = 1;
 constexpr std::uint32_t inputs_stream = 2;
+constexpr std::uint32_t block_stream = 3;
 constexpr double two_pi = 6.283185307179586;
 
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
@@ -48,18 +49,43 @@ float Random::normal() {
 }
 
 Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::uint64_t seed) {
+    return seeded_weights(d_model, d_model, bias, random_bias, seed);
+}
+
+Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
+                       std::uint64_t seed) {
     Random random(seed, weights_stream);
-    const float xavier = float(std::sqrt(6.0 / double(2 * d_model)));
+    const auto xavier = [d_model](std::size_t rows) {
+        return float(std::sqrt(6.0 / double(d_model + rows)));
+    };
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
     Weights w;
-    for (Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) {
-        *t = uniform_tensor(random, {d_model, d_model}, xavier);
-    }
+    w.w_q = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
+    w.w_k = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
+    w.w_v = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
+    w.w_o = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
     if (bias) {
-        for (Tensor* b : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) {
-            *b = random_bias ? uniform_tensor(random, {d_model}, bias_bound) : Tensor({d_model});
+        const std::size_t widths[] = {d_model, kv_width, kv_width, d_model};
+        Tensor* biases[] = {&w.b_q, &w.b_k, &w.b_v, &w.b_o};
+        for (std::size_t i = 0; i < 4; ++i) {
+            *biases[i] = random_bias ? uniform_tensor(random, {widths[i]}, bias_bound)
+                                     : Tensor({widths[i]});
         }
     }
+    return w;
+}
+
+BlockWeights seeded_block(std::size_t d_model, std::size_t d_ff, std::uint64_t seed) {
+    Random random(seed, block_stream);
+    BlockWeights w;
+    w.norm1_weight = w.norm2_weight = Tensor({d_model}, std::vector<float>(d_model, 1.0f));
+    w.norm1_bias = w.norm2_bias = Tensor({d_model});
+    const float bound_1 = float(1.0 / std::sqrt(double(d_model)));
+    const float bound_2 = float(1.0 / std::sqrt(double(d_ff)));
+    w.w_1 = uniform_tensor(random, {d_ff, d_model}, bound_1);
+    w.b_1 = uniform_tensor(random, {d_ff}, bound_1);
+    w.w_2 = uniform_tensor(random, {d_model, d_ff}, bound_2);
+    w.b_2 = uniform_tensor(random, {d_model}, bound_2);
     return w;
 }
 

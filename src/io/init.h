@@ -3,6 +3,7 @@
 // into floats by our own code (the standard distributions differ between libraries).
 
 #include "core/attention.h"
+#include "core/block.h"
 
 #include <cstdint>
 #include <random>
@@ -25,6 +26,16 @@ private:
 // U(-a, a) with a = sqrt(6 / (fan_in + fan_out)). Biases zero, or when
 // random_bias U(-1/sqrt(d_model), 1/sqrt(d_model)) as nn.Linear draws them.
 Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::uint64_t seed);
+
+// The same with W_k and W_v of kv_width = G·d_k rows (grouped-query attention);
+// their Xavier bound is sqrt(6 / (d_model + kv_width)).
+Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
+                       std::uint64_t seed);
+
+// A transformer block as nn.TransformerEncoderLayer initialises it: LayerNorms with
+// weight 1 and bias 0; linear1 and linear2 drawn like nn.Linear, weight and bias
+// U(-1/sqrt(in), 1/sqrt(in)).
+BlockWeights seeded_block(std::size_t d_model, std::size_t d_ff, std::uint64_t seed);
 
 // Standard-normal inputs of the given sizes. Self-attention: one x (B, N, d_model)
 // used as query, key and value. Cross-attention: x_q (B, N, d_model) and one

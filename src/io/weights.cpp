@@ -136,12 +136,13 @@ Weights scratch(StateDict& dict, const std::string& prefix) {
         const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * E});
         split_packed(weight, bias, E, w);
     } else {
+        const std::size_t kv_width = dict.rows_of(prefix + "k.weight");  // G·d_k, E unless GQA
         w.w_q = dict.take(prefix + "q.weight", {E, E});
-        w.w_k = dict.take(prefix + "k.weight", {E, E});
-        w.w_v = dict.take(prefix + "v.weight", {E, E});
+        w.w_k = dict.take(prefix + "k.weight", {kv_width, E});
+        w.w_v = dict.take(prefix + "v.weight", {kv_width, E});
         w.b_q = dict.take_optional(prefix + "q.bias", {E});
-        w.b_k = dict.take_optional(prefix + "k.bias", {E});
-        w.b_v = dict.take_optional(prefix + "v.bias", {E});
+        w.b_k = dict.take_optional(prefix + "k.bias", {kv_width});
+        w.b_v = dict.take_optional(prefix + "v.bias", {kv_width});
     }
     w.w_o = dict.take(prefix + "o.weight", {E, E});
     w.b_o = dict.take_optional(prefix + "o.bias", {E});

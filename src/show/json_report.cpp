@@ -97,11 +97,11 @@ std::string config(const RunInfo& info) {
     const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
     return "{\"B\":" + std::to_string(info.batch) + ",\"N\":" + std::to_string(info.seq_len) +
            ",\"M\":" + std::to_string(info.kv_len) + ",\"d_model\":" + std::to_string(info.d_model) +
-           ",\"h\":" + std::to_string(info.heads) + ",\"d_k\":" + std::to_string(d_k) +
+           ",\"h\":" + std::to_string(info.heads) + ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +
            ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
            ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
            ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) +
-           ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
+           ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
            "}";
 }
 
@@ -129,6 +129,7 @@ std::string output_object(const Tensor& output) {
 
 void JsonReport::begin(const RunInfo& info) {
     values_ = info.values;
+    info_ = info;
     first_step_ = true;
     out_ << "{\"tool\":\"mha\",\"schema_version\":" << json_schema_version
          << ",\"config\":" << config(info)
@@ -141,6 +142,12 @@ void JsonReport::on_step(const Step& step) {
 }
 
 void JsonReport::finish(const ForwardResult& result, double wall_ms) {
+    if (info_.shapes_only) {
+        out_ << "\n],\"output\":null,\"shapes_only\":{\"activation_bytes\":"
+             << info_.activation_bytes << ",\"macs\":" << info_.total_macs
+             << "},\"wall_time_ms\":" << number(wall_ms) << "}\n";
+        return;
+    }
     out_ << "\n],\"output\":" << output_object(result.output)
          << ",\"fully_masked_rows\":" << result.fully_masked_rows
          << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";

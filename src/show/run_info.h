@@ -3,6 +3,7 @@
 // the numbers came from. Filled in by the app, read by the printers.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct RunInfo {
     std::size_t kv_len = 0;     // M
     std::size_t d_model = 0;
     std::size_t heads = 0;      // h
+    std::size_t kv_heads = 0;   // G key/value heads (h unless shared)
     std::size_t kdim = 0;       // features of x_k (d_model unless the state dict differs)
     std::size_t vdim = 0;       // features of x_v
     bool self_attention = true;
@@ -26,6 +28,10 @@ struct RunInfo {
     bool values = false;         // --values: print every traced tensor's values
     std::vector<std::string> tokens;      // --text: one per position; empty otherwise
     std::vector<std::string> head_names;  // --demo-heads: one per head; empty otherwise
+    std::string variant;         // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
+    bool shapes_only = false;    // --shapes-only: steps without values, no output
+    std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
+    std::uint64_t total_macs = 0;        // multiply-adds of the whole pass
 };
 
 }  // namespace mha

@@ -27,7 +27,9 @@ std::string attention_traits(const RunInfo& info) {
     std::string traits = info.self_attention ? "self-attention" : "cross-attention";
     traits += info.bias ? ", bias" : ", no bias";
     if (info.causal) traits += ", causal";
-    return "(" + traits + ", " + plural(info.threads, "thread") + ")";
+    if (!info.variant.empty()) traits += ", " + info.variant;
+    return "(" + traits + ", " + (info.shapes_only ? "shapes only" : plural(info.threads, "thread")) +
+           ")";
 }
 
 std::vector<std::string> size_pieces(const RunInfo& info) {
@@ -36,6 +38,7 @@ std::vector<std::string> size_pieces(const RunInfo& info) {
         "B=" + std::to_string(info.batch),     "N=" + std::to_string(info.seq_len),
         "M=" + std::to_string(info.kv_len),    "d_model=" + std::to_string(info.d_model),
         "h=" + std::to_string(info.heads),     "d_k=" + std::to_string(d_k)};
+    if (info.kv_heads != info.heads) pieces.push_back("G=" + std::to_string(info.kv_heads));
     if (info.kdim != info.d_model || info.vdim != info.d_model) {
         pieces.push_back("kdim=" + std::to_string(info.kdim));
         pieces.push_back("vdim=" + std::to_string(info.vdim));
@@ -104,6 +107,17 @@ void TextReport::print_grid(const std::vector<std::vector<bool>>& allowed) {
 }
 
 void TextReport::finish(const ForwardResult& result, double wall_ms) {
+    if (info_.shapes_only) {
+        out_ << "\n";
+        write_filled(out_,
+                     words_of("shapes only: nothing was computed or allocated. Computing this "
+                              "pass would allocate " + human_bytes(info_.activation_bytes) +
+                              " for Q, K, V, scores, context, concat and output, and take " +
+                              with_commas(info_.total_macs) + " multiply-adds."),
+                     " ", "", "");
+        out_ << "wall time: " << fixed(wall_ms, 2) << " ms (shapes only)\n";
+        return;
+    }
     const TensorStats stats = stats_of(result.output);
     const std::string heading = "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
     const std::string numbers = "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) +

@@ -100,6 +100,40 @@ class FusedScratchAttention(ScratchAttention):
         return self.W_qkv(x).split(x.shape[-1], dim=-1)  # (B, N, 3E) -> 3 x (B, N, E)
 
 
+class GroupedQueryAttention(ScratchAttention):
+    """Grouped-query attention: W_k and W_v make only G heads of d_k features, and
+    K.repeat_interleave(h // G, dim=1) lets query head i read key/value head i // (h // G).
+    G = 1 is multi-query attention."""
+
+    def __init__(self, d_model, heads, kv_heads):
+        super().__init__(d_model, heads)
+        self.kv_heads = kv_heads
+        self.W_k = nn.Linear(d_model, kv_heads * self.d_k)
+        self.W_v = nn.Linear(d_model, kv_heads * self.d_k)
+
+    def forward(self, x, mask=None):
+        B, N, d_model = x.shape
+        G, group = self.kv_heads, self.heads // self.kv_heads
+        Q = self.split_heads(self.W_q(x))  # (B, h, N, d_k)
+        K = self.W_k(x).view(B, N, G, self.d_k).transpose(1, 2)  # (B, G, N, d_k)
+        V = self.W_v(x).view(B, N, G, self.d_k).transpose(1, 2)
+        K, V = K.repeat_interleave(group, dim=1), V.repeat_interleave(group, dim=1)  # (B, h, N, d_k)
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = (weights @ V).transpose(1, 2).contiguous().view(B, N, d_model)
+        return self.W_o(context), weights
+
+
+def expanded_kv(linear, group, d_k):
+    """(G·d_k, E) weight and (G·d_k) bias with every head's rows repeated `group` times."""
+    E = linear.weight.shape[1]
+    weight = linear.weight.view(-1, d_k, E).repeat_interleave(group, dim=0).reshape(-1, E)
+    bias = linear.bias.view(-1, d_k).repeat_interleave(group, dim=0).reshape(-1)
+    return weight, bias
+
+
 def scratch_as_torch_mha(scratch, d_model, heads):
     """An nn.MultiheadAttention holding the same weights as a scratch module."""
     mha = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
@@ -107,6 +141,12 @@ def scratch_as_torch_mha(scratch, d_model, heads):
         if isinstance(scratch, FusedScratchAttention):
             mha.in_proj_weight.copy_(scratch.W_qkv.weight)
             mha.in_proj_bias.copy_(scratch.W_qkv.bias)
+        elif isinstance(scratch, GroupedQueryAttention):
+            group = heads // scratch.kv_heads
+            k_weight, k_bias = expanded_kv(scratch.W_k, group, scratch.d_k)
+            v_weight, v_bias = expanded_kv(scratch.W_v, group, scratch.d_k)
+            mha.in_proj_weight.copy_(torch.cat([scratch.W_q.weight, k_weight, v_weight]))
+            mha.in_proj_bias.copy_(torch.cat([scratch.W_q.bias, k_bias, v_bias]))
         else:
             q, k, v, _ = [getattr(scratch, n) for n in scratch.names]
             mha.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))
@@ -318,6 +358,102 @@ def case_scratch_fused():
     return dict(scratch_case(FusedScratchAttention(16, 4), E=16, h=4, B=2, N=5), options="--heads 4")
 
 
+def fill_norms(module):
+    """LayerNorm weights from U(0.5, 1.5) instead of PyTorch's ones (biases: fill_biases)."""
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            if "norm" in name and name.endswith("weight") or name.startswith("ln") and name.endswith("weight"):
+                param.uniform_(0.5, 1.5)
+
+
+class ScratchBlock(nn.Module):
+    """A from-scratch pre-LN transformer block: attn (ScratchAttention), ln1, ln2 and an
+    ffn = nn.Sequential(Linear, GELU, Linear), so the state dict reads ffn.0 and ffn.2."""
+
+    def __init__(self, d_model, heads, d_ff):
+        super().__init__()
+        self.attn = ScratchAttention(d_model, heads)
+        self.ln1 = nn.LayerNorm(d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, keep_mask=None):
+        attended, weights = self.attn(self.ln1(x), keep_mask)
+        h = x + attended
+        return h + self.ffn(self.ln2(h)), weights
+
+
+def encoder_layer_case(norm_first):
+    E, h, d_ff, B, N = 16, 4, 32, 2, 5
+    layer = nn.TransformerEncoderLayer(E, h, dim_feedforward=d_ff, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=norm_first).eval()
+    fill_biases(layer)
+    fill_norms(layer)
+    x = torch.randn(B, N, E)
+    with torch.no_grad():
+        output = layer(x)
+        attn_input = layer.norm1(x) if norm_first else x
+        _, weights = layer.self_attn(attn_input, attn_input, attn_input, need_weights=True,
+                                     average_attn_weights=False)
+        # the same block written out by hand must agree with the module
+        a = layer.self_attn(attn_input, attn_input, attn_input, need_weights=False)[0]
+        ffn = lambda y: layer.linear2(F.gelu(layer.linear1(y)))
+        if norm_first:
+            h_ = x + a
+            manual = h_ + ffn(layer.norm2(h_))
+        else:
+            h_ = layer.norm1(x + a)
+            manual = layer.norm2(h_ + ffn(h_))
+    assert_close(output, manual, "nn.TransformerEncoderLayer vs the block by hand")
+    kind = "pre" if norm_first else "post"
+    return dict(module=layer, inputs={"query": x}, output=output, attn_weights=weights,
+                options=f"--heads 4 --block {kind}")
+
+
+def case_block_pre():
+    return encoder_layer_case(norm_first=True)
+
+
+def case_block_post():
+    return encoder_layer_case(norm_first=False)
+
+
+def case_scratch_block_causal():
+    E, h, d_ff, B, N = 16, 2, 24, 2, 4
+    block = ScratchBlock(E, h, d_ff).eval()
+    fill_biases(block)
+    fill_norms(block)
+    x = torch.randn(B, N, E)
+    keep = torch.tril(torch.ones(N, N, dtype=torch.int64))
+    with torch.no_grad():
+        output, weights = block(x, keep)
+        reference = nn.TransformerEncoderLayer(E, h, dim_feedforward=d_ff, dropout=0.0,
+                                               activation="gelu", batch_first=True,
+                                               norm_first=True).eval()
+        reference.self_attn.load_state_dict(scratch_as_torch_mha(block.attn, E, h).state_dict())
+        reference.norm1.load_state_dict(block.ln1.state_dict())
+        reference.norm2.load_state_dict(block.ln2.state_dict())
+        reference.linear1.load_state_dict(block.ffn[0].state_dict())
+        reference.linear2.load_state_dict(block.ffn[2].state_dict())
+        causal = torch.triu(torch.ones(N, N, dtype=torch.bool), diagonal=1)
+        assert_close(output, reference(x, src_mask=causal), "scratch block vs TransformerEncoderLayer")
+    return dict(module=block, inputs={"query": x}, output=output, attn_weights=weights,
+                options="--heads 2 --block pre --causal")
+
+
+def case_gqa():
+    module = GroupedQueryAttention(16, 4, kv_heads=2)
+    return dict(scratch_case(module, E=16, h=4, B=2, N=5), options="--heads 4 --kv-heads 2")
+
+
+def case_mqa_causal():
+    N = 6
+    keep = torch.tril(torch.ones(N, N, dtype=torch.int64))
+    module = GroupedQueryAttention(32, 4, kv_heads=1)
+    case = scratch_case(module, E=32, h=4, B=2, N=N, keep_mask=keep)
+    return dict(case, options="--heads 4 --kv-heads 1 --causal")
+
+
 CASES = [
     ("self_bias", case_self_bias),
     ("self_nobias", case_self_nobias),
@@ -335,6 +471,11 @@ CASES = [
     ("scratch", case_scratch),
     ("scratch_lower_keep", case_scratch_lower_keep),
     ("scratch_fused", case_scratch_fused),
+    ("gqa", case_gqa),
+    ("mqa_causal", case_mqa_causal),
+    ("block_pre", case_block_pre),
+    ("block_post", case_block_post),
+    ("scratch_block_causal", case_scratch_block_causal),
 ]
 
 
@@ -394,15 +535,56 @@ def additive_mask(folder, options, B, h, N, M):
     return add
 
 
+def np_layer_norm(x, weight, bias):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * weight + bias
+
+
+def np_gelu(u):
+    return 0.5 * u * (1.0 + np.vectorize(math.erf)(u / math.sqrt(2.0)))
+
+
+BLOCK_NAMES = {  # state-dict prefix of the attention module, norm1, norm2, linear1, linear2
+    "linear1.weight": ("self_attn.", "norm1", "norm2", "linear1", "linear2"),
+    "ffn.0.weight": ("attn.", "ln1", "ln2", "ffn.0", "ffn.2"),
+}
+
+
+def recompute_block(folder, options, sd):
+    """The block's output and attention weights from the files, in float64."""
+    names = next(v for k, v in BLOCK_NAMES.items() if k in sd)
+    prefix, norm1, norm2, linear1, linear2 = names
+    attention = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+    x = np.load(os.path.join(folder, "query.npy")).astype(np.float64)
+    norm = lambda y, n: np_layer_norm(y, sd[n + ".weight"], sd[n + ".bias"])
+    ffn = lambda y: np_linear(np_gelu(np_linear(y, sd[linear1 + ".weight"], sd[linear1 + ".bias"])),
+                              sd[linear2 + ".weight"], sd[linear2 + ".bias"])
+    if "--block pre" in options:
+        a = norm(x, norm1)
+        attended, weights = recompute_attention(folder, options, attention, a, a, a)
+        h = x + attended
+        return h + ffn(norm(h, norm2)), weights
+    attended, weights = recompute_attention(folder, options, attention, x, x, x)
+    h = norm(x + attended, norm1)
+    return norm(h + ffn(h), norm2), weights
+
+
 def recompute_from_files(folder, options):
-    h = int(options.split("--heads ")[1].split()[0])
     with np.load(os.path.join(folder, "weights.npz")) as archive:
         sd = {k: archive[k].astype(np.float64) for k in archive.files}
+    if "--block" in options:
+        return recompute_block(folder, options, sd)
     query = np.load(os.path.join(folder, "query.npy")).astype(np.float64)
     key_path = os.path.join(folder, "key.npy")
     key = np.load(key_path).astype(np.float64) if os.path.exists(key_path) else query
     value_path = os.path.join(folder, "value.npy")
     value = np.load(value_path).astype(np.float64) if os.path.exists(value_path) else query
+    return recompute_attention(folder, options, sd, query, key, value)
+
+
+def recompute_attention(folder, options, sd, query, key, value):
+    h = int(options.split("--heads ")[1].split()[0])
     B, N, E = query.shape
     M = key.shape[1]
     d_k = E // h
@@ -411,9 +593,14 @@ def recompute_from_files(folder, options):
     def heads(x):  # (B, L, E) -> (B, h, L, d_k)
         return x.reshape(B, x.shape[1], h, d_k).transpose(0, 2, 1, 3)
 
+    def kv_heads(x):  # (B, M, G·d_k) -> (B, G, M, d_k) -> (B, h, M, d_k), heads repeated
+        G = x.shape[2] // d_k
+        split = x.reshape(B, x.shape[1], G, d_k).transpose(0, 2, 1, 3)
+        return np.repeat(split, h // G, axis=1)
+
     Q = heads(np_linear(query, w_q, b_q))
-    K = heads(np_linear(key, w_k, b_k))
-    V = heads(np_linear(value, w_v, b_v))
+    K = kv_heads(np_linear(key, w_k, b_k))
+    V = kv_heads(np_linear(value, w_v, b_v))
     scores = Q @ K.transpose(0, 1, 3, 2) / math.sqrt(d_k) + additive_mask(folder, options, B, h, N, M)
     scores = scores - scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)

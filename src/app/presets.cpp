@@ -1,0 +1,64 @@
+// The numbers of each preset, as their papers and released configurations give them.
+
+#include "app/presets.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace mha {
+
+const std::vector<Preset>& presets() {
+    static const std::vector<Preset> table = {
+        {"transformer-base", "Transformer base", 512, 8, 8, 512, 2048, 6, true},
+        {"bert-base", "BERT-base", 768, 12, 12, 512, 3072, 12, true},
+        {"gpt2", "GPT-2 small (124M)", 768, 12, 12, 1024, 3072, 12, true},
+        {"gpt2-medium", "GPT-2 medium (355M)", 1024, 16, 16, 1024, 4096, 24, true},
+        {"gpt2-large", "GPT-2 large (774M)", 1280, 20, 20, 1024, 5120, 36, true},
+        {"gpt2-xl", "GPT-2 XL (1.5B)", 1600, 25, 25, 1024, 6400, 48, true},
+        {"gpt3", "GPT-3 175B", 12288, 96, 96, 2048, 49152, 96, true},
+        {"llama2-7b", "Llama 2 7B", 4096, 32, 32, 4096, 11008, 32, false},
+        {"llama2-70b", "Llama 2 70B", 8192, 64, 8, 4096, 28672, 80, false},
+        {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false},
+    };
+    return table;
+}
+
+const Preset& find_preset(const std::string& name) {
+    std::string names;
+    for (const Preset& preset : presets()) {
+        if (preset.name == name) return preset;
+        names += (names.empty() ? "" : ", ") + preset.name;
+    }
+    throw Error("--preset expects one of " + names + ", got '" + name + "'");
+}
+
+std::string presets_table() {
+    std::string text =
+        "name              model               d_model   h   G  d_k      N   d_ff layers\n";
+    char line[128];
+    for (const Preset& p : presets()) {
+        std::snprintf(line, sizeof line, "%-17s %-19s %7zu %3zu %3zu %4zu %6zu %6zu %6zu\n",
+                      p.name.c_str(), p.model.c_str(), p.d_model, p.heads, p.kv_heads,
+                      p.d_model / p.heads, p.context, p.d_ff, p.layers);
+        text += line;
+    }
+    return text + "N is the context length; G < h: grouped-query attention.\n"
+                  "Sources: docs/presets.md\n";
+}
+
+void apply_preset(const Preset& p, const std::vector<std::string>& given, Config& c) {
+    const auto was_given = [&given](const char* option) {
+        return std::find(given.begin(), given.end(), option) != given.end();
+    };
+    if (!c.batch) c.batch = 1;
+    if (!c.seq_len) c.seq_len = p.context;
+    if (!c.d_model) c.d_model = p.d_model;
+    if (!was_given("--heads")) c.heads = p.heads;
+    if (!c.kv_heads && !was_given("--heads")) c.kv_heads = p.kv_heads;
+    if (!was_given("--no-bias") && !was_given("--random-bias")) c.bias = p.bias;
+    if (c.block && !c.d_ff) c.d_ff = p.d_ff;
+}
+
+}  // namespace mha

@@ -1,0 +1,38 @@
+#pragma once
+// The attention sizes of well-known models (--preset, --list-presets).
+// docs/presets.md gives the source of every number.
+
+#include "app/config.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+struct Preset {
+    std::string name;      // what --preset takes: "gpt2", "llama2-70b", ...
+    std::string model;     // "GPT-2 small (124M)"
+    std::size_t d_model;
+    std::size_t heads;     // h
+    std::size_t kv_heads;  // G, h unless the model shares key/value heads
+    std::size_t context;   // N: the longest sequence the model was trained on
+    std::size_t d_ff;      // width of the feed-forward network
+    std::size_t layers;
+    bool bias;             // whether the attention projections have biases
+};
+
+const std::vector<Preset>& presets();
+
+// Throws mha::Error listing the names when there is no such preset.
+const Preset& find_preset(const std::string& name);
+
+// --list-presets: one line per preset, 80 columns.
+std::string presets_table();
+
+// Fills in what the preset decides and the command line left open (`given` lists the
+// options that appeared): B = 1, N = the context, d_model, h, G, the bias, and with
+// --block the feed-forward width.
+void apply_preset(const Preset& preset, const std::vector<std::string>& given, Config& config);
+
+}  // namespace mha

@@ -1,0 +1,21 @@
+#pragma once
+// The operations a transformer block adds around attention: LayerNorm, GELU and the
+// residual sum, on contiguous (..., d_model) tensors. Plain loops, accumulated in double.
+
+#include "core/tensor.h"
+
+namespace mha {
+
+constexpr float layer_norm_eps = 1e-5f;  // nn.LayerNorm's default
+
+// Each row of x (rows, E) normalised to mean 0 and variance 1 (biased, as nn.LayerNorm),
+// then scaled by gamma (E) and shifted by beta (E).
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta);
+
+// GELU(u) = u · Φ(u) = u/2 · (1 + erf(u/√2)), element-wise: nn.GELU() / F.gelu without tanh.
+Tensor gelu(const Tensor& u);
+
+// a + b, element-wise; both contiguous and of the same shape.
+Tensor add(const Tensor& a, const Tensor& b);
+
+}  // namespace mha

@@ -1,0 +1,77 @@
+// Splits a block's state dict into its attention part and the rest.
+
+#include "io/block_weights.h"
+
+#include "core/error.h"
+#include "io/weights.h"
+
+namespace mha {
+
+namespace {
+
+using Arrays = std::map<std::string, npy::Array>;
+
+struct Naming {
+    std::string attention;            // prefix of the attention module's arrays
+    std::string norm1, norm2;         // module names
+    std::string linear1, linear2;
+};
+
+const Naming torch_naming = {"self_attn.", "norm1", "norm2", "linear1", "linear2"};
+const Naming scratch_naming = {"attn.", "ln1", "ln2", "ffn.0", "ffn.2"};
+
+Tensor take(Arrays& rest, const std::string& name, const std::string& source,
+            const Naming& naming) {
+    const auto found = rest.find(name);
+    if (found == rest.end()) {
+        throw Error(source + ": missing array '" + name + "' (a block: " + naming.attention +
+                    "*, " + naming.norm1 + ", " + naming.norm2 + ", " + naming.linear1 + ", " +
+                    naming.linear2 + ", each .weight and .bias)");
+    }
+    if (found->second.kind != 'f') {
+        throw Error(source + ": array '" + name + "' is " + found->second.dtype_name() +
+                    ", expected float32 or float64");
+    }
+    Tensor t = npy::to_tensor(found->second);
+    rest.erase(found);
+    return t;
+}
+
+}  // namespace
+
+BlockState block_from_state_dict(const Arrays& arrays, const std::string& source) {
+    const bool torch = arrays.count("linear1.weight") != 0;
+    if (!torch && arrays.count("ffn.0.weight") == 0) {
+        throw Error(source + ": not a transformer block's state dict; expected "
+                             "nn.TransformerEncoderLayer's linear1/linear2/norm1/norm2/self_attn "
+                             "or ffn.0/ffn.2/ln1/ln2/attn");
+    }
+    const Naming& n = torch ? torch_naming : scratch_naming;
+    Arrays rest = arrays;
+    BlockState state;
+    BlockWeights& b = state.block;
+    b.norm1_weight = take(rest, n.norm1 + ".weight", source, n);
+    b.norm1_bias = take(rest, n.norm1 + ".bias", source, n);
+    b.norm2_weight = take(rest, n.norm2 + ".weight", source, n);
+    b.norm2_bias = take(rest, n.norm2 + ".bias", source, n);
+    b.w_1 = take(rest, n.linear1 + ".weight", source, n);
+    b.b_1 = take(rest, n.linear1 + ".bias", source, n);
+    b.w_2 = take(rest, n.linear2 + ".weight", source, n);
+    b.b_2 = take(rest, n.linear2 + ".bias", source, n);
+    Arrays attention;
+    for (const auto& [name, array] : rest) {
+        if (name.rfind(n.attention, 0) != 0) {
+            throw Error(source + ": unexpected array '" + name + "' in a block's state dict");
+        }
+        attention.emplace(name.substr(n.attention.size()), array);
+    }
+    state.attention = weights_from_state_dict(attention, source + " (" + n.attention + "*)");
+    check_block(b, state.attention.d_model());
+    return state;
+}
+
+BlockState load_block(const std::string& path) {
+    return block_from_state_dict(npy::read_npz(path), path);
+}
+
+}  // namespace mha
