@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,16 @@ inline RunResult run_command(const std::string& command) {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-// Runs ../build/mha (the tests run from tests/) with the given argument string.
+// The binary under test, relative to tests/ (where the tests run): $MHA_BINARY, which
+// make sets for each build folder, or ../build/mha.
+inline std::string mha_binary() {
+    const char* binary = std::getenv("MHA_BINARY");
+    return binary && *binary ? binary : "../build/mha";
+}
+
+// Runs the binary under test with the given argument string.
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
-    return run_command("../build/mha " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+    return run_command(mha_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A path in the system's temp folder, unique to this test process.

@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "io/finite.h"
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
@@ -37,6 +38,7 @@ Tensor load_input(const std::string& path, const char* what) {
         throw Error(path + ": " + what + " is " + array.dtype_name() +
                     ", expected float32 or float64");
     }
+    check_finite(array, path + ": " + what, Infinities::None);
     return npy::to_tensor(array);
 }
 

@@ -3,6 +3,7 @@
 #include "io/masks.h"
 
 #include "core/error.h"
+#include "io/finite.h"
 
 #include <cmath>
 #include <limits>
@@ -25,6 +26,7 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
             throw Error(describe(mask, what) + " is a float mask, which is added to the scores;"
                         " --mask-means keep applies to bool and integer masks only");
         }
+        check_finite(mask, describe(mask, what), Infinities::NegativeAllowed);
         note = describe(mask, what) + ": added to the scores (a float mask, as PyTorch adds it)";
         return npy::to_tensor(mask);
     }

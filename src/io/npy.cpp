@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
+#include <random>
 #include <set>
 #include <string_view>
 
@@ -413,17 +415,45 @@ std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays)
     return files;
 }
 
-void write_zip_file(const std::string& temporary, const std::string& path, const Arrays& arrays) {
-    FileHandle file(std::fopen(temporary.c_str(), "wb"));
-    if (!file) throw Error(system_error("write", path, errno));
+// A file beside `path` that no other run can have: "<path>.<16 hex digits>.tmp", created
+// exclusively (fopen's "x" mode fails when the name exists, and then another is drawn).
+struct TemporaryFile {
+    std::string name;
+    FileHandle file;
+};
+
+// Refuses a directory, and a device, pipe or socket, which the rename would replace.
+TemporaryFile create_temporary(const std::string& path) {
+    std::error_code ignored;
+    const std::filesystem::file_status status = std::filesystem::status(path, ignored);
+    if (std::filesystem::is_directory(status)) {
+        throw Error("cannot write " + path + ": it is a directory; give a file name");
+    }
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        throw Error("cannot write " + path +
+                    ": it is not a regular file (a device, pipe or socket); give a file name");
+    }
+    std::random_device entropy;
+    std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        char suffix[24];
+        std::snprintf(suffix, sizeof suffix, ".%016llx.tmp",
+                      static_cast<unsigned long long>(draw()));
+        const std::string name = path + suffix;
+        FileHandle file(std::fopen(name.c_str(), "wbx"));
+        if (file) return {name, std::move(file)};
+        if (errno != EEXIST) throw Error(system_error("write", path, errno));
+    }
+    throw Error("cannot write " + path + ": no free temporary name beside it");
+}
+
+void write_zip_file(FileHandle file, const std::string& path, const Arrays& arrays) {
     const std::string archive = zip::stored_archive(npz_files(arrays), path);
     if (std::fwrite(archive.data(), 1, archive.size(), file.get()) != archive.size()) {
         throw Error(system_error("write", path, errno));
     }
     if (std::fclose(file.release()) != 0) throw Error(system_error("write", path, errno));
 }
-
-std::string temporary_name(const std::string& path) { return path + ".tmp"; }
 
 }  // namespace
 
@@ -443,8 +473,7 @@ Array parse_npy(const std::string& bytes, const std::string& what) {
 
 Array read_npy(const std::string& path) { return parse_npy_view(read_file(path), path); }
 
-std::map<std::string, Array> read_npz(const std::string& path) {
-    const std::string bytes = read_file(path);
+std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path) {
     std::map<std::string, Array> arrays;
     for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
         const std::string name = array_name(entry, path);
@@ -455,6 +484,10 @@ std::map<std::string, Array> read_npz(const std::string& path) {
         arrays.emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label));
     }
     return arrays;
+}
+
+std::map<std::string, Array> read_npz(const std::string& path) {
+    return parse_npz(read_file(path), path);
 }
 
 Tensor to_tensor(const Array& array) {
@@ -474,18 +507,16 @@ std::string to_npy_bytes(const Tensor& tensor) {
 }
 
 void check_writable(const std::string& path) {
-    const std::string temporary = temporary_name(path);
-    if (!FileHandle(std::fopen(temporary.c_str(), "wb"))) {
-        throw Error(system_error("write", path, errno));
-    }
+    const std::string temporary = create_temporary(path).name;
     std::remove(temporary.c_str());
 }
 
 void write_npz(const std::string& path, const Arrays& arrays) {
     check_array_names(path, arrays);
-    const std::string temporary = temporary_name(path);
+    TemporaryFile temporary_file = create_temporary(path);
+    const std::string temporary = temporary_file.name;
     try {
-        write_zip_file(temporary, path, arrays);
+        write_zip_file(std::move(temporary_file.file), path, arrays);
         if (std::rename(temporary.c_str(), path.c_str()) != 0) {
             throw Error(system_error("write", path, errno));
         }

@@ -25,6 +25,7 @@ struct Array {
 Array parse_npy(const std::string& bytes, const std::string& what);
 Array read_npy(const std::string& path);
 // Entries by name without the ".npy" suffix, as numpy.load(path) shows them.
+std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& what);
 std::map<std::string, Array> read_npz(const std::string& path);
 
 // The array's values as a float32 tensor of the same shape.
@@ -33,7 +34,8 @@ Tensor to_tensor(const Array& array);
 std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
 // Throws mha::Error when `path` cannot be written (checked before a long computation).
 void check_writable(const std::string& path);
-// Writes to a temporary name beside `path` and renames it, so no partial file is left.
+// Writes to a temporary file beside `path`, unique to this run, and renames it to `path`;
+// on any failure the temporary file is removed, so no partial file is left.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
 
 }  // namespace mha::npy

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/finite.h"
 
 namespace mha {
 
@@ -37,6 +38,7 @@ public:
             throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
                         ", expected float32 or float64");
         }
+        check_finite(found->second, source_ + ": array '" + name + "'", Infinities::None);
         used_.insert(name);
         return npy::to_tensor(found->second);
     }
