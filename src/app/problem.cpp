@@ -27,8 +27,8 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
     return from_file;
 }
 
-Tensor load_input(const std::string& path, const char* what) {
-    const npy::Array array = npy::read_npy(path);
+Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory) {
+    const npy::Array array = npy::read_npy(path, max_memory);
     if (array.shape.size() != 3) {
         throw Error(path + ": " + what +
                     " must have 3 dimensions (B, length, features), got shape " +
@@ -49,14 +49,14 @@ struct Sources {
 
 Sources load_files(const Config& c) {
     Sources sources;
-    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path);
+    if (!c.weights_path.empty()) sources.weights = load_weights(c.weights_path, c.max_memory);
     if (!c.input_path.empty()) {
-        const Tensor x = load_input(c.input_path, "the input");
+        const Tensor x = load_input(c.input_path, "the input", c.max_memory);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs =
-                Inputs{x, load_input(c.key_path, "the key"), load_input(c.value_path, "the value")};
+            sources.inputs = Inputs{x, load_input(c.key_path, "the key", c.max_memory),
+                                    load_input(c.value_path, "the value", c.max_memory)};
         }
     }
     return sources;
@@ -92,12 +92,20 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     return s;
 }
 
-std::string mebibytes(std::uint64_t bytes) {
-    return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+// --save holds output (B, N, d_model) and weights (B, h, N, M) three more times: as a
+// C-order copy, as .npy bytes and inside the archive.
+std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
+    return checked_product(
+        {3 * sizeof(float),
+         checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
+                      checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},
+                     what)},
+        what);
 }
 
-// Refuses before allocating: the inputs, the weights and what forward() allocates.
-void check_budget(const Sizes& s, std::uint64_t max_memory) {
+// Refuses before allocating: the inputs, the weights, what forward() allocates and, with
+// --save, what writing the file takes.
+void check_budget(const Sizes& s, bool saving, std::uint64_t max_memory) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -108,13 +116,14 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum({inputs, weights, forward_bytes(s)}, what);
+    const std::uint64_t total = checked_sum(
+        {inputs, weights, forward_bytes(s), saving ? save_bytes(s, what) : 0}, what);
     if (total > max_memory) {
-        throw Error("this configuration needs " + mebibytes(total) +
+        throw Error("this configuration needs " + byte_size(total) +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
-                    mebibytes(max_memory) + "; raise --max-memory or shrink the sizes");
+                    byte_size(max_memory) + "; raise --max-memory or shrink the sizes");
     }
 }
 
@@ -122,8 +131,10 @@ Masks load_masks(const Config& c) {
     Masks masks;
     masks.causal = c.causal;
     if (!c.mask_path.empty())
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), masks);
-    if (!c.key_padding_mask_path.empty()) load_key_padding_mask(c.key_padding_mask_path, masks);
+        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
+                       masks);
+    if (!c.key_padding_mask_path.empty())
+        load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
     return masks;
 }
 
@@ -161,7 +172,7 @@ Problem build_problem(const Config& c) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
-    check_budget(s, c.max_memory);
+    check_budget(s, !c.save_path.empty(), c.max_memory);
 
     Problem p;
     p.weights =

@@ -2,6 +2,7 @@
 
 #include "io/npy.h"
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "io/bytes.h"
 #include "io/zip.h"
@@ -30,6 +31,8 @@ using bytes::slice;
 // ---- bytes and files -------------------------------------------------------
 
 const std::string npy_magic("\x93NUMPY", 6);
+constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t bytes_per_value = sizeof(double) + sizeof(float);
 constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
 
 std::string system_error(const std::string& action, const std::string& path, int error) {
@@ -41,13 +44,23 @@ struct FileCloser {
 };
 using FileHandle = std::unique_ptr<std::FILE, FileCloser>;
 
-std::string read_file(const std::string& path) {
+Error over_budget(const std::string& what, const std::string& needs, std::uint64_t max_memory) {
+    return Error(what + ": " + needs + ", more than --max-memory " + byte_size(max_memory) +
+                 "; raise --max-memory or use a smaller file");
+}
+
+// The whole file, refused as soon as it outgrows max_memory (so /dev/zero ends too).
+std::string read_file(const std::string& path, std::uint64_t max_memory) {
     const FileHandle file(std::fopen(path.c_str(), "rb"));
     if (!file) throw Error(system_error("read", path, errno));
     std::string bytes;
     std::string chunk(1 << 16, '\0');
     while (const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get())) {
         bytes.append(chunk.data(), got);
+        if (bytes.size() > max_memory) {
+            throw Error(path + ": the file is larger than --max-memory " + byte_size(max_memory) +
+                        "; raise --max-memory or use a smaller file");
+        }
     }
     if (std::ferror(file.get())) throw Error(system_error("read", path, errno));
     return bytes;
@@ -330,7 +343,10 @@ void check_data_size(const Array& array, std::size_t count, std::size_t availabl
     }
 }
 
-Array parse_npy_view(std::string_view bytes, const std::string& what) {
+// `available` is what the decoded values may take: each element becomes a double here and a
+// float in the tensor made from it, 12 bytes in all.
+Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint64_t available,
+                     std::uint64_t max_memory) {
     const NpyLayout layout = npy_layout(bytes, what);
     const Header header = HeaderParser(layout.header, what).parse();
     if (header.fortran_order) {
@@ -344,6 +360,12 @@ Array parse_npy_view(std::string_view bytes, const std::string& what) {
     array.item_size = dtype.item_size;
     const std::size_t count = checked_element_count(header.shape, what);
     check_data_size(array, count, bytes.size() - layout.data_start, what);
+    if (count > available / bytes_per_value) {
+        throw over_budget(what,
+                          "shape " + to_string(array.shape) + " needs " +
+                              byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded",
+                          max_memory);
+    }
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
     array.values.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
@@ -468,12 +490,20 @@ std::string Array::dtype_name() const {
 }
 
 Array parse_npy(const std::string& bytes, const std::string& what) {
-    return parse_npy_view(bytes, what);
+    return parse_npy_view(bytes, what, unlimited, unlimited);
 }
 
-Array read_npy(const std::string& path) { return parse_npy_view(read_file(path), path); }
+Array read_npy(const std::string& path, std::uint64_t max_memory) {
+    const std::string bytes = read_file(path, max_memory);
+    return parse_npy_view(bytes, path, max_memory - bytes.size(), max_memory);
+}
 
-std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path) {
+std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
+                                       std::uint64_t max_memory) {
+    if (bytes.size() > max_memory) {
+        throw over_budget(path, "the file needs " + byte_size(bytes.size()), max_memory);
+    }
+    std::uint64_t available = max_memory - bytes.size();
     std::map<std::string, Array> arrays;
     for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
         const std::string name = array_name(entry, path);
@@ -481,13 +511,18 @@ std::map<std::string, Array> parse_npz(const std::string& bytes, const std::stri
         if (arrays.count(name)) {
             throw Error(label + ": the entry name appears twice; the file is corrupt");
         }
-        arrays.emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label));
+        const Array& array =
+            arrays
+                .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label,
+                                              available, max_memory))
+                .first->second;
+        available -= array.values.size() * bytes_per_value;
     }
     return arrays;
 }
 
-std::map<std::string, Array> read_npz(const std::string& path) {
-    return parse_npz(read_file(path), path);
+std::map<std::string, Array> read_npz(const std::string& path, std::uint64_t max_memory) {
+    return parse_npz(read_file(path, max_memory), path, max_memory);
 }
 
 Tensor to_tensor(const Array& array) {

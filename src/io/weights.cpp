@@ -176,8 +176,8 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                 "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
 }
 
-Weights load_weights(const std::string& path) {
-    return weights_from_state_dict(npy::read_npz(path), path);
+Weights load_weights(const std::string& path, std::uint64_t max_memory) {
+    return weights_from_state_dict(npy::read_npz(path, max_memory), path);
 }
 
 }  // namespace mha
