@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "io/npy.h"
 #include "helpers.h"
 
 namespace fs = std::filesystem;
@@ -123,4 +124,18 @@ TEST_CASE("docs/errors.md has a row for every option in --help") {
         INFO(option);
         CHECK(commands.find(option) != std::string::npos);
     }
+}
+
+TEST_CASE("the memory budget counts a loaded mask") {
+    // B=2, N=M=200, d_model=256, h=4 fits in 6 MiB; a float mask (B·h, N, M) adds
+    // 8·200·200·4 bytes = 1.25 MiB, and loading it (file and decoded values) stays under 6 MiB.
+    const std::string mask = test::temp_path("budget-mask.npy");
+    std::ofstream(mask, std::ios::binary) << mha::npy::to_npy_bytes(mha::Tensor({8, 200, 200}));
+    const std::string sizes = "-b 2 -n 200 -d 256 -H 4 --max-memory 6M";
+    CHECK(test::run_mha(sizes).status == 0);
+    const test::RunResult r = test::run_mha(sizes + " --mask " + mask);
+    CHECK(r.status == 2);
+    CHECK(r.output == "mha: error: this configuration needs 7 MiB (B=2 N=200 M=200 d_model=256 "
+                      "h=4), more than --max-memory 6 MiB; raise --max-memory or shrink the sizes\n");
+    fs::remove(mask);
 }

@@ -3,6 +3,7 @@
 #include "app/problem.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/checked.h"
 #include "core/error.h"
@@ -103,9 +104,10 @@ std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
         what);
 }
 
-// Refuses before allocating: the inputs, the weights, what forward() allocates and, with
-// --save, what writing the file takes.
-void check_budget(const Sizes& s, bool saving, std::uint64_t max_memory) {
+// Refuses before allocating: the inputs, the weights, the masks already loaded
+// (mask_bytes), what forward() allocates and, with --save, what writing the file takes.
+void check_budget(const Sizes& s, std::uint64_t mask_bytes, bool saving,
+                  std::uint64_t max_memory) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -117,7 +119,7 @@ void check_budget(const Sizes& s, bool saving, std::uint64_t max_memory) {
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
     const std::uint64_t total = checked_sum(
-        {inputs, weights, forward_bytes(s), saving ? save_bytes(s, what) : 0}, what);
+        {inputs, weights, mask_bytes, forward_bytes(s), saving ? save_bytes(s, what) : 0}, what);
     if (total > max_memory) {
         throw Error("this configuration needs " + byte_size(total) +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
@@ -172,14 +174,16 @@ Problem build_problem(const Config& c) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
-    check_budget(s, !c.save_path.empty(), c.max_memory);
+    Masks masks = load_masks(c);
+    check_budget(s, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()),
+                 !c.save_path.empty(), c.max_memory);
 
     Problem p;
     p.weights =
         files.weights ? *files.weights : seeded_weights(s.d_model, c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
-    p.masks = load_masks(c);
+    p.masks = std::move(masks);
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
