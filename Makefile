@@ -19,7 +19,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test clean strict catch2 install
+.PHONY: all test clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -37,9 +37,57 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXSTD) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
-# test: the Catch2 suite (installs Debian's catch2 first when it is missing)
+# test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
+# the mha binary of the same build folder
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
-	cd tests && ../$(BUILD)/mha_tests
+	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests
+
+# check: everything CI runs: the suite with g++, with clang++ under ASan+UBSan, with g++
+# under TSan, seeded output compared between the two compilers, and a short fuzzing round
+check:
+	$(MAKE) test
+	$(MAKE) test-asan
+	$(MAKE) test-tsan
+	$(MAKE) same-output
+	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
+
+# Variant builds keep their objects in their own folders, so they never mix with build/.
+SANITIZE := -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# test-asan: the suite and the binary built by clang++ with AddressSanitizer +
+# UndefinedBehaviorSanitizer
+test-asan:
+	$(MAKE) test BUILD=build-asan CXX=clang++ CXXFLAGS="$(SANITIZE) -fsanitize=address,undefined"
+
+# test-tsan: the suite and the binary built with ThreadSanitizer (the worker threads)
+test-tsan:
+	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread"
+
+# test-clang: the suite built with clang++ and the usual flags
+test-clang:
+	$(MAKE) test BUILD=build-clang CXX=clang++
+
+# same-output: seeded runs give byte-identical results with g++ (build/) and clang++
+same-output: $(BUILD)/mha
+	$(MAKE) BUILD=build-clang CXX=clang++ build-clang/mha
+	tests/same-output $(BUILD)/mha build-clang/mha
+
+# fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
+FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS := 20
+FUZZ_BUILD := build-fuzz
+FUZZ_TARGETS := npy npz weights cli
+FUZZ_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+
+fuzz: fuzz-build
+	tests/fuzz/run $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CXX=clang++ CXXFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" \
+	    $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
@@ -55,8 +103,8 @@ install: $(BUILD)/mha
 	install -D -m 644 docs/mha.1 $(DESTDIR)$(PREFIX)/share/man/man1/mha.1
 	install -D -m 644 docs/mha.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mha
 
-# clean: remove everything the build made
+# clean: remove everything the builds made
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-clang $(FUZZ_BUILD)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(wildcard $(BUILD)/tests/fuzz/*.d)

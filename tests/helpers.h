@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the test files: running the built binary, comparing tensors, temp paths.
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -42,9 +45,36 @@ inline std::string read_text(const std::string& path) {
     return text.str();
 }
 
-// Runs ../build/mha (the tests run from tests/) with the given argument string.
+// The binary under test, relative to tests/ (where the tests run): $MHA_BINARY, which
+// make sets for each build folder, or ../build/mha.
+inline std::string mha_binary() {
+    const char* binary = std::getenv("MHA_BINARY");
+    return binary && *binary ? binary : "../build/mha";
+}
+
+// The absolute folder of the binary under test, for PATH.
+inline std::string mha_dir() {
+    return std::filesystem::canonical(mha_binary()).parent_path().string();
+}
+
+// Runs a shell command and returns the peak resident memory of the process it
+// execs, in KiB (Linux's ru_maxrss); -1 if it did not exit with status 0.
+inline long peak_rss_kib(const std::string& command) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    REQUIRE(wait4(child, &status, 0, &usage) == child);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? usage.ru_maxrss : -1;
+}
+
+// Runs the binary under test with the given argument string.
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
-    return run_command("../build/mha " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+    return run_command(mha_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A path in the system's temp folder, unique to this test process.

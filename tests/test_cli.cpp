@@ -176,7 +176,8 @@ TEST_CASE("every example script runs") {
     }));
     CAPTURE(script);
     const test::RunResult r =
-        test::run_command("cd .. && MHA=build/mha sh examples/" + script + " 2>&1");
+        test::run_command("cd .. && MHA=tests/" + test::mha_binary() + " sh examples/" +
+                          script + " 2>&1");
     CHECK(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains(shows));
 }

@@ -120,8 +120,8 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
             CAPTURE(page.string(), example.command);
             const test::RunResult r = test::run_command(
                 "mkdir -p " + scratch + " && cd " + scratch + " && for d in examples docs tests; do " +
-                "[ -e $d ] || ln -s " + root + "/$d $d; done && PATH=" + root +
-                "/build:$PATH; (" + example.command + ") </dev/null 2>&1");
+                "[ -e $d ] || ln -s " + root + "/$d $d; done && PATH=" + test::mha_dir() +
+                ":$PATH; (" + example.command + ") </dev/null 2>&1");
             INFO(r.output);
             CHECK(r.status == shown_status(example.shown));
             CHECK(shows_in_order(example.shown, r.output));
@@ -204,7 +204,7 @@ TEST_CASE("every exercise check passes its solution and fails a wrong answer", "
     std::ofstream(wrong) << "# every answer below is wrong\n7\n7\n7\n7\n7\n7\n";
     for (const std::string& exercise : exercises) {
         CAPTURE(exercise);
-        const std::string check = "cd .. && MHA=build/mha sh examples/exercises/" + exercise + "/check.sh ";
+        const std::string check = "cd .. && MHA=tests/" + test::mha_binary() + " sh examples/exercises/" + exercise + "/check.sh ";
         const test::RunResult right = test::run_command(check + "examples/exercises/" + exercise +
                                                         "/solution.txt 2>&1");
         INFO(right.output);

@@ -126,7 +126,7 @@ TEST_CASE("plain heatmap of a small case matches its golden file") {
 }
 
 TEST_CASE("the demo heads' plain heatmap in 80 columns matches its golden file") {
-    const test::RunResult r = test::run_command("COLUMNS=80 ../build/mha " + demo_args + " 2>&1");
+    const test::RunResult r = test::run_command("COLUMNS=80 " + test::mha_binary() + " " + demo_args + " 2>&1");
     REQUIRE(r.status == 0);
     const std::size_t begin = r.output.find("attention weights");
     const std::size_t end = r.output.find("\nscores,");

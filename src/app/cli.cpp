@@ -294,7 +294,7 @@ Computation:
       --masked-rows nan|zero
                          a query whose keys are all blocked: NaN weights like
                          PyTorch (default, with a warning) or zeros
-      --max-memory SIZE  refuse configurations needing more (default 2G)
+      --max-memory SIZE  refuse runs and files needing more memory (default 2G)
 
 Output:
       --trace            print every step: shape, strides, copies, multiply-adds

@@ -3,6 +3,7 @@
 #include "app/problem.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "app/variants.h"
 #include "core/checked.h"
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "io/demo_heads.h"
+#include "io/finite.h"
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
@@ -31,8 +33,8 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
     return from_file;
 }
 
-Tensor load_input(const std::string& path, const char* what) {
-    const npy::Array array = npy::read_npy(path);
+Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory) {
+    const npy::Array array = npy::read_npy(path, max_memory);
     if (array.shape.size() != 3) {
         throw Error(path + ": " + what +
                     " must have 3 dimensions (B, length, features), got shape " +
@@ -42,6 +44,7 @@ Tensor load_input(const std::string& path, const char* what) {
         throw Error(path + ": " + what + " is " + array.dtype_name() +
                     ", expected float32 or float64");
     }
+    check_finite(array, path + ": " + what, Infinities::None);
     return npy::to_tensor(array);
 }
 
@@ -58,7 +61,7 @@ Sources load_files(const Config& c) {
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
     } else if (!c.weights_path.empty()) {
-        sources.weights = load_weights(c.weights_path);
+        sources.weights = load_weights(c.weights_path, c.max_memory);
     }
     if (c.text) {
         const std::size_t width =
@@ -67,12 +70,12 @@ Sources load_files(const Config& c) {
         sources.inputs = Inputs{x, x, x};
     }
     if (!c.input_path.empty()) {
-        const Tensor x = load_input(c.input_path, "the input");
+        const Tensor x = load_input(c.input_path, "the input", c.max_memory);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs =
-                Inputs{x, load_input(c.key_path, "the key"), load_input(c.value_path, "the value")};
+            sources.inputs = Inputs{x, load_input(c.key_path, "the key", c.max_memory),
+                                    load_input(c.value_path, "the value", c.max_memory)};
         }
     }
     return sources;
@@ -119,13 +122,22 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     return s;
 }
 
-std::string mebibytes(std::uint64_t bytes) {
-    return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+// --save holds output (B, N, d_model) and weights (B, h, N, M) three more times: as a
+// C-order copy, as .npy bytes and inside the archive.
+std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
+    return checked_product(
+        {3 * sizeof(float),
+         checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
+                      checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},
+                     what)},
+        what);
 }
 
-// Refuses before allocating: the inputs, the weights and what forward() allocates.
-// pass_bytes: what the chosen form of the pass allocates (forward_bytes, decode_bytes).
-void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t max_memory) {
+// Refuses before allocating: the inputs, the weights, the masks already loaded
+// (mask_bytes), what the chosen form of the pass allocates (pass_bytes: forward_bytes,
+// decode_bytes, ...) and, with --save, what writing the file takes.
+void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t mask_bytes, bool saving,
+                  std::uint64_t max_memory) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -136,13 +148,14 @@ void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t max_me
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum({inputs, weights, pass_bytes}, what);
+    const std::uint64_t total = checked_sum(
+        {inputs, weights, mask_bytes, pass_bytes, saving ? save_bytes(s, what) : 0}, what);
     if (total > max_memory) {
-        throw Error("this configuration needs " + mebibytes(total) +
+        throw Error("this configuration needs " + byte_size(total) +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
-                    mebibytes(max_memory) +
+                    byte_size(max_memory) +
                     "; raise --max-memory, shrink the sizes, or trace with --shapes-only");
     }
 }
@@ -151,8 +164,10 @@ Masks load_masks(const Config& c) {
     Masks masks;
     masks.causal = c.causal || c.demo_heads;
     if (!c.mask_path.empty())
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), masks);
-    if (!c.key_padding_mask_path.empty()) load_key_padding_mask(c.key_padding_mask_path, masks);
+        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
+                       masks);
+    if (!c.key_padding_mask_path.empty())
+        load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
     return masks;
 }
 
@@ -259,7 +274,10 @@ Problem build_problem(const Config& c) {
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    check_budget(s, pass_bytes(c, s, d_ff), c.max_memory);
+    Masks masks = load_masks(c);
+    check_budget(s, pass_bytes(c, s, d_ff),
+                 sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()),
+                 !c.save_path.empty(), c.max_memory);
 
     Problem p;
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
@@ -269,7 +287,7 @@ Problem build_problem(const Config& c) {
                                                  c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
-    p.masks = load_masks(c);
+    p.masks = std::move(masks);
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;

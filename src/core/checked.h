@@ -1,5 +1,6 @@
 #pragma once
-// Size arithmetic that refuses to wrap around: products of user-given sizes.
+// Size arithmetic that refuses to wrap around (products of user-given sizes), and byte counts
+// for messages.
 
 #include "core/error.h"
 
@@ -32,6 +33,16 @@ inline std::uint64_t checked_sum(std::initializer_list<std::uint64_t> terms, con
         sum += t;
     }
     return sum;
+}
+
+// A byte count for messages, rounded up: "960 B", "2 KiB", "2048 MiB".
+inline std::string byte_size(std::uint64_t bytes) {
+    const auto round_up = [bytes](int shift) {
+        return std::to_string((bytes >> shift) + ((bytes & ((std::uint64_t{1} << shift) - 1)) != 0));
+    };
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    if (bytes < (std::uint64_t{1} << 20)) return round_up(10) + " KiB";
+    return round_up(20) + " MiB";
 }
 
 }  // namespace mha

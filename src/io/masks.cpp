@@ -3,6 +3,7 @@
 #include "io/masks.h"
 
 #include "core/error.h"
+#include "io/finite.h"
 
 #include <cmath>
 #include <limits>
@@ -25,6 +26,7 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
             throw Error(describe(mask, what) + " is a float mask, which is added to the scores;"
                         " --mask-means keep applies to bool and integer masks only");
         }
+        check_finite(mask, describe(mask, what), Infinities::NegativeAllowed);
         note = describe(mask, what) + ": added to the scores (a float mask, as PyTorch adds it)";
         return npy::to_tensor(mask);
     }
@@ -41,16 +43,16 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
     return Tensor(mask.shape, std::move(values));
 }
 
-void load_attn_mask(const std::string& path, MaskMeaning meaning, Masks& masks) {
+void load_attn_mask(const std::string& path, MaskMeaning meaning, std::uint64_t max_memory,
+                    Masks& masks) {
     std::string note;
-    masks.attn_mask = additive_mask(npy::read_npy(path), meaning, "attn_mask " + path, note);
+    masks.attn_mask = additive_mask(npy::read_npy(path, max_memory), meaning, "attn_mask " + path, note);
     masks.notes.push_back(note);
 }
 
-void load_key_padding_mask(const std::string& path, Masks& masks) {
+void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Masks& masks) {
     std::string note;
-    masks.key_padding =
-        additive_mask(npy::read_npy(path), MaskMeaning::Block, "key_padding_mask " + path, note);
+    masks.key_padding = additive_mask(npy::read_npy(path, max_memory), MaskMeaning::Block, "key_padding_mask " + path, note);
     masks.notes.push_back(note);
 }
 

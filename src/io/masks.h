@@ -4,6 +4,7 @@
 #include "core/attention.h"
 #include "io/npy.h"
 
+#include <cstdint>
 #include <string>
 
 namespace mha {
@@ -21,8 +22,10 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
                      std::string& note);
 
 // attn_mask from a .npy file; shape is checked later against the problem's sizes.
-void load_attn_mask(const std::string& path, MaskMeaning meaning, Masks& masks);
+// Both loaders refuse a file that needs more than max_memory bytes to load.
+void load_attn_mask(const std::string& path, MaskMeaning meaning, std::uint64_t max_memory,
+                    Masks& masks);
 // key_padding_mask (B, M) from a .npy file: True / non-zero = ignore that key.
-void load_key_padding_mask(const std::string& path, Masks& masks);
+void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Masks& masks);
 
 }  // namespace mha

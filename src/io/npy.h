@@ -5,6 +5,8 @@
 
 #include "core/tensor.h"
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -23,9 +25,17 @@ struct Array {
 
 // `what` names the source in error messages ("mask.npy", "weights.npz: W_q.weight").
 Array parse_npy(const std::string& bytes, const std::string& what);
-Array read_npy(const std::string& path);
-// Entries by name without the ".npy" suffix, as numpy.load(path) shows them.
-std::map<std::string, Array> read_npz(const std::string& path);
+// Reading refuses, before allocating it, memory beyond max_memory: the file's bytes plus
+// 12 bytes per element (its double here and its float in a tensor).
+Array read_npy(const std::string& path,
+               std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
+// Entries by name without the ".npy" suffix, as numpy.load(path) shows them; max_memory
+// covers the archive's bytes and every entry's elements together.
+std::map<std::string, Array> parse_npz(
+    const std::string& bytes, const std::string& what,
+    std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
+std::map<std::string, Array> read_npz(
+    const std::string& path, std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
 
 // The array's values as a float32 tensor of the same shape.
 Tensor to_tensor(const Array& array);
@@ -33,7 +43,8 @@ Tensor to_tensor(const Array& array);
 std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
 // Throws mha::Error when `path` cannot be written (checked before a long computation).
 void check_writable(const std::string& path);
-// Writes to a temporary name beside `path` and renames it, so no partial file is left.
+// Writes to a temporary file beside `path`, unique to this run, and renames it to `path`;
+// on any failure the temporary file is removed, so no partial file is left.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
 
 }  // namespace mha::npy

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/finite.h"
 
 namespace mha {
 
@@ -37,6 +38,7 @@ public:
             throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
                         ", expected float32 or float64");
         }
+        check_finite(found->second, source_ + ": array '" + name + "'", Infinities::None);
         used_.insert(name);
         return npy::to_tensor(found->second);
     }
@@ -175,8 +177,8 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                 "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
 }
 
-Weights load_weights(const std::string& path) {
-    return weights_from_state_dict(npy::read_npz(path), path);
+Weights load_weights(const std::string& path, std::uint64_t max_memory) {
+    return weights_from_state_dict(npy::read_npz(path, max_memory), path);
 }
 
 }  // namespace mha

@@ -6,6 +6,7 @@
 #include "core/attention.h"
 #include "io/npy.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -15,6 +16,7 @@ namespace mha {
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
                                 const std::string& source);
 
-Weights load_weights(const std::string& path);
+// Refuses a file whose arrays need more than max_memory bytes to load.
+Weights load_weights(const std::string& path, std::uint64_t max_memory);
 
 }  // namespace mha
