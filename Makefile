@@ -2,7 +2,7 @@
 # Override CXX / CXXFLAGS as usual: make CXX=clang++
 
 CXX      ?= g++
-CXXFLAGS ?= -O2 -g
+CXXFLAGS ?= -O3 -g
 CXXSTD   := -std=c++17
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP

@@ -155,6 +155,16 @@ const std::vector<Option>& options() {
          }},
         {"--save", 0, true,
          [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
+        {"--attention", 0, true,
+         [](Config& c, const std::string& v) {
+             if (v == "auto") {
+                 c.attention.reset();
+                 return;
+             }
+             c.attention = parse_choice<AttentionPath>(
+                 "--attention", v,
+                 {{"standard", AttentionPath::Standard}, {"streaming", AttentionPath::Streaming}});
+         }},
         {"--max-memory", 0, true,
          [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
@@ -236,6 +246,12 @@ Computation:
       --masked-rows nan|zero
                          a query whose keys are all blocked: NaN weights like
                          PyTorch (default, with a warning) or zeros
+      --attention auto|standard|streaming
+                         steps 6-10: standard stores the (B, h, N, M) weights;
+                         streaming never does (online softmax, one step in
+                         the trace); auto (default): standard when --trace,
+                         --format json or --save show them and they fit
+                         --max-memory, otherwise streaming
       --max-memory SIZE  refuse configurations needing more (default 2G)
 
 Output:

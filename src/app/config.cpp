@@ -20,6 +20,10 @@ void validate(const Config& c) {
     if (!c.bias && c.random_bias) {
         throw Error("--no-bias and --random-bias contradict each other; choose one");
     }
+    if (c.attention == AttentionPath::Streaming && !c.save_path.empty()) {
+        throw Error("--save writes the attention weights, which --attention streaming never "
+                    "stores; use --attention standard or auto");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

@@ -1,6 +1,7 @@
 #pragma once
 // Config: everything the command line asked for, parsed and validated.
 
+#include "core/attention.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct Config {
     std::string mask_path, key_padding_mask_path, save_path;
     std::optional<MaskMeaning> mask_means;
     bool zero_masked_rows = false;
+    std::optional<AttentionPath> attention;  // unset: auto, chosen in build_problem
     std::uint64_t max_memory = std::uint64_t(2) << 30;
 
     bool help = false;

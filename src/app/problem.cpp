@@ -94,8 +94,8 @@ std::string mebibytes(std::uint64_t bytes) {
     return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
 }
 
-// Refuses before allocating: the inputs, the weights and what forward() allocates.
-void check_budget(const Sizes& s, std::uint64_t max_memory) {
+// The inputs, the weights and what forward() allocates on the path with the threads.
+std::uint64_t needed_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -106,9 +106,30 @@ void check_budget(const Sizes& s, std::uint64_t max_memory) {
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum({inputs, weights, forward_bytes(s)}, what);
+    return checked_sum({inputs, weights, forward_bytes(s, path, threads)}, what);
+}
+
+const char* path_name(AttentionPath path) {
+    return path == AttentionPath::Standard ? "standard" : "streaming";
+}
+
+// --attention, or auto: the standard path when something shows or saves the weights
+// and it fits the budget, the streaming path otherwise.
+AttentionPath choose_path(const Config& c, const Sizes& s, std::size_t threads) {
+    if (c.attention) return *c.attention;
+    const bool weights_shown = c.trace || c.format == Format::Json || !c.save_path.empty();
+    const bool fits = needed_bytes(s, AttentionPath::Standard, threads) <= c.max_memory;
+    return (weights_shown && fits) || !c.save_path.empty() ? AttentionPath::Standard
+                                                           : AttentionPath::Streaming;
+}
+
+// Refuses before allocating anything large.
+void check_budget(const Sizes& s, AttentionPath path, std::size_t threads,
+                  std::uint64_t max_memory) {
+    const std::uint64_t total = needed_bytes(s, path, threads);
     if (total > max_memory) {
-        throw Error("this configuration needs " + mebibytes(total) +
+        throw Error("this configuration needs " + mebibytes(total) + " on the " +
+                    path_name(path) + " path" +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
@@ -159,7 +180,10 @@ Problem build_problem(const Config& c) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
-    check_budget(s, c.max_memory);
+    const std::size_t threads =
+        std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
+    const AttentionPath path = choose_path(c, s, threads);
+    check_budget(s, path, threads, c.max_memory);
 
     Problem p;
     p.weights =
@@ -170,8 +194,9 @@ Problem build_problem(const Config& c) {
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
-    p.options.threads = std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
+    p.options.threads = threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
+    p.options.path = path;
     p.info = describe(c, s, p);
     return p;
 }

@@ -38,9 +38,15 @@ struct Sizes {
     std::size_t heads;  // h
 };
 
-// Bytes the forward pass allocates for Q, K, V, scores, context, concat and output,
-// computed without overflow (throws mha::Error if the count exceeds 64 bits).
-std::uint64_t forward_bytes(const Sizes& sizes);
+// How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
+// traces every step; Streaming runs them tile by tile with an online softmax,
+// never stores the weights, and traces them as one step (see core/streaming.h).
+enum class AttentionPath { Standard, Streaming };
+
+// Bytes the forward pass allocates on the given path with the given threads:
+// Q, K, V, context, concat, output, the scores (standard only) and every thread's
+// scratch, computed without overflow (throws mha::Error past 64 bits).
+std::uint64_t forward_bytes(const Sizes& sizes, AttentionPath path, std::size_t threads);
 
 struct Inputs {
     Tensor x_q;  // (B, N, d_model)  queries
@@ -66,11 +72,13 @@ struct ForwardOptions {
     std::size_t heads = 1;
     std::size_t threads = 1;        // workers for the (batch, head) units and projections
     bool zero_masked_rows = false;  // a row with every key blocked: zeros instead of NaN
+    AttentionPath path = AttentionPath::Standard;
 };
 
 struct ForwardResult {
     Tensor output;                      // (B, N, d_model)
-    Tensor weights;                     // (B, h, N, M)  attention weights per head
+    Tensor weights;                     // (B, h, N, M)  attention weights per head; empty
+                                        //               on the streaming path
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
