@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include "app/bench.h"
 #include "app/cli.h"
 #include "app/problem.h"
 #include "core/attention.h"
@@ -32,6 +33,7 @@ void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
 }
 
 int run(const std::vector<std::string>& args) {
+    if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();

@@ -30,6 +30,8 @@ std::uint64_t parse_unsigned(const std::string& option, const std::string& text)
     return value;
 }
 
+}  // namespace
+
 std::size_t parse_count(const std::string& option, const std::string& text, std::uint64_t max) {
     const std::uint64_t value = parse_unsigned(option, text);
     if (value == 0) throw Error(option + " must be at least 1, got 0");
@@ -38,6 +40,8 @@ std::size_t parse_count(const std::string& option, const std::string& text, std:
     }
     return std::size_t(value);
 }
+
+namespace {
 
 // "512M", "2G", "1048576": bytes, with an optional binary suffix K, M, G or T (KiB ... TiB).
 std::uint64_t parse_bytes(const std::string& option, const std::string& text) {

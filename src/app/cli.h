@@ -3,6 +3,7 @@
 
 #include "app/config.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,8 @@ extern const char* const version_text;
 Config parse_args(const std::vector<std::string>& args);
 
 std::string help_text();
+
+// A whole number for option, from 1 to max; throws mha::Error naming the option.
+std::size_t parse_count(const std::string& option, const std::string& text, std::uint64_t max);
 
 }  // namespace mha

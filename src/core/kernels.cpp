@@ -23,10 +23,13 @@ namespace {
 // sizes are the ones g++ 12 keeps in registers (measured: others spill to memory).
 #if defined(__AVX512F__)
 constexpr std::size_t MR = 6, NR = 32;
+constexpr const char* tile_name = "6x32 floats (AVX-512)";
 #elif defined(__AVX__)
 constexpr std::size_t MR = 3, NR = 32;
+constexpr const char* tile_name = "3x32 floats (AVX)";
 #else
 constexpr std::size_t MR = 4, NR = 8;
+constexpr const char* tile_name = "4x8 floats (portable, SSE2 on x86-64)";
 #endif
 constexpr std::size_t KC = 256;   // depth of one packed slice
 constexpr std::size_t MC = 16 * MR;  // rows of a packed block of a
@@ -133,6 +136,8 @@ float exp_nonpositive(float x) {
     std::memcpy(&two_n, &scale_bits, sizeof two_n);
     return x < -87.0f ? 0.0f : p * two_n;
 }
+
+const char* kernel_tile_name() { return tile_name; }
 
 std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
     return std::min(k, KC) * (round_up(m, NR) + MC);

@@ -17,6 +17,9 @@ namespace mha {
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
           bool accumulate = false);
 
+// The register tile this build uses, e.g. "4x8 floats (SSE2)".
+const char* kernel_tile_name();
+
 // Floats of packing space one thread's gemm keeps for a (k) x (m) right-hand side.
 std::size_t gemm_scratch_floats(std::size_t k, std::size_t m);
 
