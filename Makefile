@@ -9,6 +9,12 @@ CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
 
 BUILD := build
+
+# NATIVE=1: kernels tuned for this machine's CPU (-march=native), built apart in build-native/
+ifdef NATIVE
+CXXFLAGS += -march=native
+BUILD := build-native
+endif
 LIB_SRC  := $(wildcard src/*/*.cpp)
 TEST_SRC := $(wildcard tests/*.cpp)
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o)
@@ -16,7 +22,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
 CATCH2_HEADER := /usr/include/catch2/catch.hpp
 
-.PHONY: all test clean strict catch2
+.PHONY: all test clean strict catch2 bench
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -36,7 +42,11 @@ $(BUILD)/%.o: %.cpp
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing)
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
-	cd tests && ../$(BUILD)/mha_tests
+	cd tests && MHA_BIN=../$(BUILD)/mha ../$(BUILD)/mha_tests
+
+# bench: time the six benchmark sizes (mha bench --help); BENCH_ARGS="--compare-torch" adds PyTorch
+bench: $(BUILD)/mha
+	./$(BUILD)/mha bench $(BENCH_ARGS)
 
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
@@ -48,6 +58,6 @@ strict: clean
 
 # clean: remove everything the build made
 clean:
-	rm -rf $(BUILD)
+	rm -rf build build-native
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d

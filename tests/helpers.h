@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,11 @@ inline RunResult run_command(const std::string& command) {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-// Runs ../build/mha (the tests run from tests/) with the given argument string.
+// Runs $MHA_BIN (make test sets it), else ../build/mha (the tests run from tests/).
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
-    return run_command("../build/mha " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+    const char* binary = std::getenv("MHA_BIN");
+    return run_command(std::string(binary ? binary : "../build/mha") + " " + args +
+                       (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A path in the system's temp folder, unique to this test process.

@@ -229,6 +229,7 @@ Config parse_args(const std::vector<std::string>& args) {
 
 std::string help_text() {
     return R"(Usage: mha [options]
+       mha bench [options]   time the forward pass (see mha bench --help)
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
