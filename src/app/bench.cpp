@@ -12,6 +12,7 @@
 
 #include "app/bench.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -282,6 +283,9 @@ int run_bench(const std::vector<std::string>& args) {
         return 0;
     }
     const BenchOptions o = parse_bench_args(args);
+    if (o.compare_torch && !std::ifstream(torch_script).good())
+        throw Error(std::string("--compare-torch runs ") + torch_script +
+                    ": run mha bench from the repository root");
     if (o.compare_torch && !torch_available())
         throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
     const std::size_t threads = o.threads ? o.threads : hardware_threads();

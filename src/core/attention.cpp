@@ -22,6 +22,7 @@
 
 #include "core/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <utility>
@@ -241,8 +242,12 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, bool zero_masked_ro
         }
     });
     report(p.tracer, [&] {
-        return make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims,
-                         scores, std::uint64_t(B) * h * N * M * d_k);
+        Step step = make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)",
+                              scores_dims, scores, std::uint64_t(B) * h * N * M * d_k);
+        step.notes.push_back("standard path: the scores are stored, " +
+                             std::to_string(scores.numel() * sizeof(float)) +
+                             " bytes (--attention streaming would not store them)");
+        return step;
     });
 
     // 7: keep the scores' variance near 1 whatever d_k is
@@ -376,12 +381,11 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
     const std::size_t d_k = s.d_model / s.heads;
+    // packing buffers only grow, so a thread may keep the projections' and the attention's
     const std::uint64_t per_thread =
-        std::max<std::uint64_t>(gemm_scratch_floats(std::max(s.d_model, std::max(s.kdim, s.vdim)),
-                                                    s.d_model),
-                                standard ? std::max(gemm_scratch_floats(d_k, s.kv_len),
-                                                    gemm_scratch_floats(s.kv_len, d_k))
-                                         : streaming_scratch_floats(d_k));
+        std::uint64_t(gemm_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}), s.d_model)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
+                  : streaming_scratch_floats(d_k));
     const std::uint64_t floats = checked_sum(
         {// Q, context, output; the standard path's concat is one more copy
          checked_product({s.batch, s.seq_len, s.d_model, standard ? 4u : 3u}, what),
