@@ -220,7 +220,7 @@ Qkv split_heads(const Qkv& x, const Pass& p) {
 // Fills result.weights (B, h, N, M) and returns the context (B, h, N, d_k).
 // Untraced, steps 7-9 run fused over each unit's rows.
 Tensor attend_standard(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const Pass& p,
-              ForwardResult& result) {
+                       ForwardResult& result) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = p.d_k;
     const Dims scores_dims = {"B", "h", "N", "M"};
