@@ -19,8 +19,9 @@ TEST_CASE("mha bench --json gives one object per size") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --json", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha bench\"") && Catch::EndsWith("]}\n"));
-    CHECK_THAT(r.output, Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":36864,") &&
-                             Catch::Contains("{\"B\":2,\"N\":33,\"d_model\":64,\"h\":4,"));
+    CHECK_THAT(r.output,
+               Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":36864,") &&
+                   Catch::Contains("{\"B\":2,\"N\":33,\"d_model\":64,\"h\":4,"));
     for (const char* key : {"\"gflops\":", "\"naive_ms\":", "\"speedup\":", "\"ms_1_thread\":",
                             "\"scaling\":", "\"peak_mib\":"}) {
         CHECK_THAT(r.output, Catch::Contains(key));

@@ -72,8 +72,10 @@ TEST_CASE("gemm reads strided views and writes rows ldc apart") {
     mha::gemm(a_view, b_view, fast.data(), 20);
     for (std::size_t r = 0; r < 9; ++r) {
         for (std::size_t c = 0; c < 20; ++c) {
-            if (c < 11) CHECK(fast[r * 20 + c] == Approx(reference[r * 11 + c]).margin(product_tolerance));
-            else CHECK(fast[r * 20 + c] == -3.0f);  // untouched
+            if (c < 11)
+                CHECK(fast[r * 20 + c] == Approx(reference[r * 11 + c]).margin(product_tolerance));
+            else
+                CHECK(fast[r * 20 + c] == -3.0f);  // untouched
         }
     }
 }
@@ -96,7 +98,8 @@ TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") 
     CAPTURE(in, out);
     const mha::Tensor x({rows, in}, random_values(rows * in, 7));
     const mha::Tensor w({out, in}, random_values(out * in, 8));
-    const mha::Tensor bias = GENERATE(0, 1) ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
+    const mha::Tensor bias =
+        GENERATE(0, 1) ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
     mha::Tensor fast({rows, out}), reference({rows, out});
     mha::linear_rows(x, w, bias, reference, 0, rows);
     mha::linear_rows_fast(x, w, bias, fast, 0, 20);

@@ -2,8 +2,8 @@
 // call, the ranges are static, a call from inside a range runs serially, and
 // callers on different threads take turns.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <set>
 #include <thread>

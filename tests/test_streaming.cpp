@@ -54,13 +54,13 @@ mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::
 }  // namespace
 
 TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
-    const std::size_t n = GENERATE(1, 7, 65, 130);  // one and several query tiles
+    const std::size_t n = GENERATE(1, 7, 65, 130);    // one and several query tiles
     const std::size_t m = GENERATE(1, 33, 257, 600);  // one and several key tiles
     const std::size_t d_k = GENERATE(1, 7, 64);
     const bool causal = GENERATE(false, true);
     CAPTURE(n, m, d_k, causal);
-    const std::vector<float> q = random_values(n * d_k, 1, 2.0f), k = random_values(m * d_k, 2, 2.0f),
-                             v = random_values(m * d_k, 3);
+    const std::vector<float> q = random_values(n * d_k, 1, 2.0f),
+                             k = random_values(m * d_k, 2, 2.0f), v = random_values(m * d_k, 3);
     std::vector<float> padding(m, 0.0f);
     padding[m / 2] = -inf;
     mha::HeadMask mask;
@@ -93,7 +93,8 @@ TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
 TEST_CASE("forward: streaming equals standard with and without masks") {
     const std::size_t B = 2, h = 3, E = 12;
     const std::size_t N = GENERATE(1, 70), M = GENERATE(5, 300);
-    const int kind = GENERATE(0, 1, 2, 3, 4, 5);  // none, (N,M), (B,N,M), (B·h,N,M), padding, causal
+    const int kind =
+        GENERATE(0, 1, 2, 3, 4, 5);  // none, (N,M), (B,N,M), (B·h,N,M), padding, causal
     CAPTURE(N, M, kind);
     const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h}, false, 3);
     const mha::Weights w = mha::seeded_weights(E, true, true, 3);
@@ -113,7 +114,8 @@ TEST_CASE("forward: streaming equals standard with and without masks") {
     masks.causal = kind == 5;
     mha::NullTracer none;
     const mha::ForwardResult standard = run(w, in, masks, h, 1, mha::AttentionPath::Standard, none);
-    const mha::ForwardResult streamed = run(w, in, masks, h, 2, mha::AttentionPath::Streaming, none);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, h, 2, mha::AttentionPath::Streaming, none);
     test::require_close(streamed.output, standard.output, stream_tolerance);
     CHECK(streamed.fully_masked_rows == standard.fully_masked_rows);
     CHECK(streamed.weights.empty());
@@ -155,8 +157,8 @@ TEST_CASE("streaming output is bit-identical for every thread count") {
 TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") {
     const mha::Sizes s{2, 8, 8, 16, 16, 16, 4};
     StepRecorder rec;
-    run(mha::seeded_weights(16, true, false, 1), mha::seeded_inputs(s, true, 1), mha::Masks(), 4,
-        1, mha::AttentionPath::Streaming, rec);
+    run(mha::seeded_weights(16, true, false, 1), mha::seeded_inputs(s, true, 1), mha::Masks(), 4, 1,
+        mha::AttentionPath::Streaming, rec);
     std::vector<int> numbers;
     for (const mha::Step& step : rec.steps) numbers.push_back(step.number);
     CHECK(numbers == std::vector<int>{0, 1, 2, 3, 4, 4, 4, 5, 5, 5, 10, 11, 12, 13, 14});
@@ -192,8 +194,8 @@ TEST_CASE("--attention: auto streams what would not fit, standard is refused") {
     CHECK_THAT(refused.output, Catch::StartsWith("mha: error: this configuration needs") &&
                                    Catch::Contains("on the standard path"));
     const test::RunResult small = test::run_mha("--trace");
-    CHECK_THAT(small.output, Catch::Contains("weights = torch.softmax") &&
-                                 !Catch::Contains("streaming path"));
+    CHECK_THAT(small.output,
+               Catch::Contains("weights = torch.softmax") && !Catch::Contains("streaming path"));
     CHECK_THAT(test::run_mha("--trace --attention streaming").output,
                Catch::Contains("streaming path"));
 }
@@ -201,8 +203,7 @@ TEST_CASE("--attention: auto streams what would not fit, standard is refused") {
 TEST_CASE("--attention errors") {
     const test::RunResult bad = test::run_mha("--attention fast");
     CHECK(bad.status == 2);
-    CHECK(bad.output ==
-          "mha: error: --attention expects one of standard, streaming, got 'fast'\n");
+    CHECK(bad.output == "mha: error: --attention expects one of standard, streaming, got 'fast'\n");
     const test::RunResult save = test::run_mha("--attention streaming --save /tmp/x.npz");
     CHECK(save.status == 2);
     CHECK_THAT(save.output, Catch::StartsWith("mha: error: --save writes the attention weights"));
@@ -219,8 +220,10 @@ TEST_CASE("both fast paths equal the reference forward pass on the plain loops")
     mha::NullTracer none;
     StepRecorder traced;
     const mha::ForwardResult fused = run(w, in, masks, 3, 2, mha::AttentionPath::Standard, none);
-    const mha::ForwardResult stepwise = run(w, in, masks, 3, 2, mha::AttentionPath::Standard, traced);
-    const mha::ForwardResult streamed = run(w, in, masks, 3, 2, mha::AttentionPath::Streaming, none);
+    const mha::ForwardResult stepwise =
+        run(w, in, masks, 3, 2, mha::AttentionPath::Standard, traced);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, 3, 2, mha::AttentionPath::Streaming, none);
     test::require_close(fused.weights, reference.weights, stream_tolerance);
     test::require_close(fused.output, reference.output, stream_tolerance);
     CHECK(stepwise.output.to_vector() == fused.output.to_vector());  // same bits, traced or not

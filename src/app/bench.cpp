@@ -45,8 +45,8 @@ struct BenchSize {
     std::size_t batch, seq_len, d_model, heads;
 };
 
-const std::vector<BenchSize> full_sizes = {{1, 128, 512, 8},  {8, 128, 512, 8},
-                                           {1, 512, 768, 12}, {4, 512, 768, 12},
+const std::vector<BenchSize> full_sizes = {{1, 128, 512, 8},    {8, 128, 512, 8},
+                                           {1, 512, 768, 12},   {4, 512, 768, 12},
                                            {1, 2048, 1024, 16}, {1, 4096, 512, 8}};
 const std::vector<BenchSize> quick_sizes = {{1, 8, 32, 4}, {2, 33, 64, 4}};
 
@@ -74,12 +74,18 @@ BenchOptions parse_bench_args(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error(arg + " needs a value (see mha bench --help)");
             return args[++i];
         };
-        if (arg == "--repeat") o.repeat = parse_count("--repeat", value(), 1000);
-        else if (arg == "--threads") o.threads = parse_count("--threads", value(), max_threads);
-        else if (arg == "--quick") o.quick = true;
-        else if (arg == "--json") o.json = true;
-        else if (arg == "--compare-torch") o.compare_torch = true;
-        else throw Error("unknown bench option '" + arg + "' (see mha bench --help)");
+        if (arg == "--repeat")
+            o.repeat = parse_count("--repeat", value(), 1000);
+        else if (arg == "--threads")
+            o.threads = parse_count("--threads", value(), max_threads);
+        else if (arg == "--quick")
+            o.quick = true;
+        else if (arg == "--json")
+            o.json = true;
+        else if (arg == "--compare-torch")
+            o.compare_torch = true;
+        else
+            throw Error("unknown bench option '" + arg + "' (see mha bench --help)");
     }
     return o;
 }
@@ -115,10 +121,17 @@ double median_ms(std::size_t repeat, Run run) {
 
 // Peak resident memory (MiB) of this binary run untraced on the size, as a child.
 double child_peak_mib(const BenchSize& s, std::size_t threads) {
-    const std::vector<std::string> args = {
-        "mha", "-b", std::to_string(s.batch), "-n", std::to_string(s.seq_len),
-        "-d", std::to_string(s.d_model), "-H", std::to_string(s.heads), "-t",
-        std::to_string(threads)};
+    const std::vector<std::string> args = {"mha",
+                                           "-b",
+                                           std::to_string(s.batch),
+                                           "-n",
+                                           std::to_string(s.seq_len),
+                                           "-d",
+                                           std::to_string(s.d_model),
+                                           "-H",
+                                           std::to_string(s.heads),
+                                           "-t",
+                                           std::to_string(threads)};
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -146,8 +159,8 @@ std::string key_of(const BenchSize& s) {
 }
 
 bool torch_available() {
-    return std::system((std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) ==
-           0;
+    return std::system(
+               (std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
 }
 
 // PyTorch's median ms for every size, keyed by "B N d h", from tools/bench_torch.py.
@@ -173,8 +186,7 @@ std::map<std::string, double> torch_times(const std::vector<BenchSize>& sizes, s
     return times;
 }
 
-Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads,
-            double& naive_rate) {
+Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double& naive_rate) {
     Row row;
     row.size = size;
     row.macs = multiply_adds(size);
@@ -183,7 +195,8 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads,
     p.options.threads = threads;
     row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
     p.options.threads = 1;
-    row.ms_one = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
+    row.ms_one =
+        median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
     if (row.macs <= naive_max_macs || naive_rate == 0) {
         const auto start = std::chrono::steady_clock::now();
         reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
@@ -220,14 +233,17 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
     if (o.compare_torch) std::cout << "  torch ms  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
-        std::cout << padded(std::to_string(r.size.batch), 3) << padded(std::to_string(r.size.seq_len), 6)
-                  << padded(std::to_string(r.size.d_model), 9) << padded(std::to_string(r.size.heads), 4)
-                  << padded(fixed(r.ms, 2), 9) << padded(fixed(gflops(r.macs, r.ms), 1), 9)
+        std::cout << padded(std::to_string(r.size.batch), 3)
+                  << padded(std::to_string(r.size.seq_len), 6)
+                  << padded(std::to_string(r.size.d_model), 9)
+                  << padded(std::to_string(r.size.heads), 4) << padded(fixed(r.ms, 2), 9)
+                  << padded(fixed(gflops(r.macs, r.ms), 1), 9)
                   << padded((r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
                   << padded(fixed(r.naive_ms / r.ms, 1) + "x", 10) << padded(fixed(r.ms_one, 2), 10)
                   << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10);
         if (o.compare_torch)
-            std::cout << padded(fixed(r.torch_ms, 2), 10) << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
+            std::cout << padded(fixed(r.torch_ms, 2), 10)
+                      << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
         std::cout << "\n";
     }
     if (o.compare_torch)
@@ -236,7 +252,8 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
-              << ",\"kernel_tile\":\"" << kernel_tile_name() << "\",\"path\":\"streaming\",\"configs\":[";
+              << ",\"kernel_tile\":\"" << kernel_tile_name()
+              << "\",\"path\":\"streaming\",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
@@ -301,8 +318,10 @@ int run_bench(const std::vector<std::string>& args) {
             r.torch_ms = found->second;
         }
     }
-    if (o.json) print_json(rows, o, threads);
-    else print_table(rows, o, threads);
+    if (o.json)
+        print_json(rows, o, threads);
+    else
+        print_table(rows, o, threads);
     return 0;
 }
 

@@ -237,8 +237,8 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, bool zero_masked_ro
         const UnitViews unit = unit_views(heads, b, i);
         gemm(unit.q, unit.k.transposed(), unit_scores(b, i), M);
         if (fused) {
-            masked_rows[b * h + i] = scale_mask_softmax(unit_scores(b, i), factor,
-                                                        head_mask(masks, b, i, s), zero_masked_rows);
+            masked_rows[b * h + i] = scale_mask_softmax(
+                unit_scores(b, i), factor, head_mask(masks, b, i, s), zero_masked_rows);
         }
     });
     report(p.tracer, [&] {
@@ -331,9 +331,10 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, bool zero_masked_ro
     for (std::size_t count : masked_rows) result.fully_masked_rows += count;
     const Tensor context = stored.transpose(1, 2);
     report(p.tracer, [&] {
-        Step step = make_step(10, "attend", "context",
-                              "context = softmax(Q @ K.T / sqrt(d_k) + mask) @ V, streamed",
-                              {"B", "h", "N", "d_k"}, context, 2 * std::uint64_t(B) * h * N * M * d_k);
+        Step step =
+            make_step(10, "attend", "context",
+                      "context = softmax(Q @ K.T / sqrt(d_k) + mask) @ V, streamed",
+                      {"B", "h", "N", "d_k"}, context, 2 * std::uint64_t(B) * h * N * M * d_k);
         const std::uint64_t saved = std::uint64_t(B) * h * N * M * sizeof(float);
         step.notes = mask_notes(masks, s);
         step.notes.push_back(

@@ -31,9 +31,9 @@ constexpr const char* tile_name = "3x32 floats (AVX)";
 constexpr std::size_t MR = 4, NR = 8;
 constexpr const char* tile_name = "4x8 floats (portable, SSE2 on x86-64)";
 #endif
-constexpr std::size_t KC = 256;   // depth of one packed slice
+constexpr std::size_t KC = 256;      // depth of one packed slice
 constexpr std::size_t MC = 16 * MR;  // rows of a packed block of a
-constexpr std::size_t lanes = 8;  // independent partial results in reductions
+constexpr std::size_t lanes = 8;     // independent partial results in reductions
 
 std::size_t round_up(std::size_t n, std::size_t multiple) {
     return (n + multiple - 1) / multiple * multiple;

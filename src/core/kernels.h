@@ -4,10 +4,10 @@
 // Portable C++ (no intrinsics); core/ops.h keeps the plain reference loops that
 // the tests hold these to.
 
+#include <cstddef>
+
 #include "core/ops.h"
 #include "core/tensor.h"
-
-#include <cstddef>
 
 namespace mha {
 

@@ -43,7 +43,8 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
             matmul(head_matrix(q, b, i), head_matrix(k, b, i).transposed(), scores, M);
             scale(scores, N * M, factor);
             if (!masks.attn_mask.empty()) {
-                const bool per_head = masks.attn_mask.dim() == 3 && masks.attn_mask.size(0) == B * h;
+                const bool per_head =
+                    masks.attn_mask.dim() == 3 && masks.attn_mask.size(0) == B * h;
                 const std::size_t plane = masks.attn_mask.dim() == 2 ? 0 : per_head ? b * h + i : b;
                 add_mask(scores, masks.attn_mask.data() + plane * N * M, N * M);
             }

@@ -75,8 +75,8 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
             // 7, 8
             scale_mask_tile(scores.data(), stream_key_tile, q0, rows, k0, cols, factor, mask);
             // 9, online
-            online_softmax_step(scores.data(), rows, cols, row_max.data(), row_sum.data(),
-                                o.data(), d_k);
+            online_softmax_step(scores.data(), rows, cols, row_max.data(), row_sum.data(), o.data(),
+                                d_k);
             // 10: O += (rows, cols) x (cols, d_k)
             gemm({scores.data(), rows, cols, stream_key_tile, 1}, rows_of(v, k0, cols), o.data(),
                  d_k, true);

@@ -4,9 +4,9 @@
 // scores are computed, scaled and masked, the running row maximum and sum are
 // updated, and the context is rescaled and extended. Memory: one tile of scores.
 
-#include "core/kernels.h"
-
 #include <cstddef>
+
+#include "core/kernels.h"
 
 namespace mha {
 
