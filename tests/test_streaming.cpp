@@ -230,3 +230,14 @@ TEST_CASE("both fast paths equal the reference forward pass on the plain loops")
     CHECK(stepwise.weights.to_vector() == fused.weights.to_vector());
     test::require_close(streamed.output, reference.output, stream_tolerance);
 }
+
+TEST_CASE("forward_macs counts the projections and both attention products") {
+    // B=2, N=3, M=5, d_model=4, kdim=6, vdim=7: Q and W_O 2·3·4·4 each = 96 + 96,
+    // K and V 2·5·4·(6 + 7) = 520, scores and weights @ V 2·3·5·4 each = 120 + 120
+    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2}) == 96 + 96 + 520 + 120 + 120);
+}
+
+TEST_CASE("small sizes run on one thread unless --threads says otherwise") {
+    CHECK_THAT(test::run_mha("--trace").output, Catch::Contains("1 thread)"));
+    CHECK_THAT(test::run_mha("--trace --threads 2").output, Catch::Contains("2 threads)"));
+}

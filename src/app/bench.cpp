@@ -100,8 +100,8 @@ Config config_of(const BenchSize& s) {
 }
 
 double multiply_adds(const BenchSize& s) {
-    const double B = double(s.batch), N = double(s.seq_len), E = double(s.d_model);
-    return 4 * B * N * E * E + 2 * B * N * N * E;  // Q, K, V, W_O; scores and weights @ V
+    return double(forward_macs(
+        {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads}));
 }
 
 template <typename Run>

@@ -247,7 +247,8 @@ Computation:
       --no-bias          seeded projections without bias
       --random-bias      seeded biases drawn like nn.Linear's instead of zeros
       --seed S           seed for weights and inputs (default 0)
-  -t, --threads T        worker threads (default: the hardware's, at most B*h)
+  -t, --threads T        worker threads (default: the hardware's, at most B*h,
+                         and fewer for small sizes: 8M multiply-adds each)
       --masked-rows nan|zero
                          a query whose keys are all blocked: NaN weights like
                          PyTorch (default, with a warning) or zeros

@@ -90,6 +90,15 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     return s;
 }
 
+// Waking a worker costs more than a small problem's whole forward pass on a busy
+// machine, so by default each thread gets at least this many multiply-adds.
+constexpr std::uint64_t macs_per_thread = std::uint64_t(1) << 23;
+
+std::size_t default_threads(const Sizes& s) {
+    return std::max<std::uint64_t>(1, std::min<std::uint64_t>(hardware_threads(),
+                                                              forward_macs(s) / macs_per_thread));
+}
+
 std::string mebibytes(std::uint64_t bytes) {
     return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
 }
@@ -181,7 +190,7 @@ Problem build_problem(const Config& c) {
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
     const std::size_t threads =
-        std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
+        std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads);
     const AttentionPath path = choose_path(c, s, threads);
     check_budget(s, path, threads, c.max_memory);
 

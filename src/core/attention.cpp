@@ -378,6 +378,15 @@ std::size_t Weights::parameter_count() const {
            b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
 }
 
+std::uint64_t forward_macs(const Sizes& s) {
+    const std::string what = "the multiply-adds of this configuration";
+    return checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model, s.d_model, 2}, what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.d_model, s.kdim + s.vdim}, what),  // K, V
+         checked_product({s.batch, s.seq_len, s.kv_len, s.d_model, 2}, what)},  // 6 and 10
+        what);
+}
+
 std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;

@@ -38,6 +38,9 @@ struct Sizes {
     std::size_t heads;  // h
 };
 
+// Multiply-adds of one forward pass: the four projections and both attention products.
+std::uint64_t forward_macs(const Sizes& sizes);
+
 // How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
 // traces every step; Streaming runs them tile by tile with an online softmax,
 // never stores the weights, and traces them as one step (see core/streaming.h).
