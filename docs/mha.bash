@@ -11,8 +11,9 @@ _mha() {
         --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --decode --fused-qkv --per-head --block --d-ff --preset
-        --shapes-only --list-presets --help --version"
+        --shapes-only --list-presets --attention --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
+    local bench_options="--repeat --threads --quick --json --compare-torch --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
@@ -24,10 +25,19 @@ _mha() {
         return
     fi
 
+    if [[ ${COMP_WORDS[1]} == bench && COMP_CWORD -gt 1 ]]; then
+        case $prev in
+            --repeat|--threads) return ;;
+        esac
+        COMPREPLY=($(compgen -W "$bench_options" -- "$cur"))
+        return
+    fi
+
     case $prev in
         --format) COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); return ;;
         --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;
         --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
+        --attention) COMPREPLY=($(compgen -W "auto standard streaming" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
@@ -40,7 +50,7 @@ _mha() {
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then
-        COMPREPLY=($(compgen -W "quiz" -- "$cur"))
+        COMPREPLY=($(compgen -W "quiz bench" -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -W "$options" -- "$cur"))

@@ -12,6 +12,7 @@
 #include <new>
 
 #include "app/after_run.h"
+#include "app/bench.h"
 #include "app/cli.h"
 #include "app/presets.h"
 #include "app/problem.h"
@@ -64,6 +65,7 @@ int run_shapes_only(const mha::Config& config) {
 int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "quiz")
         return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
+    if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();

@@ -171,6 +171,14 @@ const std::vector<Option>& options() {
          }},
         {"--save", 0, true,
          [](Config& c, const std::string& v) { c.save_path = parse_path("--save", v); }},
+        {"--attention", 0, true,
+         [](Config& c, const std::string& v) {
+             c.attention = parse_choice<std::optional<AttentionPath>>(
+                 "--attention", v,
+                 {{"auto", std::nullopt},
+                  {"standard", AttentionPath::Standard},
+                  {"streaming", AttentionPath::Streaming}});
+         }},
         {"--max-memory", 0, true,
          [](Config& c, const std::string& v) { c.max_memory = parse_bytes("--max-memory", v); }},
         {"--text", 0, true, [](Config& c, const std::string& v) { c.text = v; }},
@@ -271,6 +279,7 @@ Config parse_args(const std::vector<std::string>& args) {
 
 std::string help_text() {
     return R"(Usage: mha [options]
+       mha bench [options]   time the forward pass (see mha bench --help)
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
@@ -290,10 +299,17 @@ Computation:
       --no-bias          seeded projections without bias
       --random-bias      seeded biases drawn like nn.Linear's instead of zeros
       --seed S           seed for weights and inputs (default 0)
-  -t, --threads T        worker threads (default: the hardware's, at most B*h)
+  -t, --threads T        worker threads (default: the hardware's, at most B*h,
+                         and fewer for small sizes: 8M multiply-adds each)
       --masked-rows nan|zero
                          a query whose keys are all blocked: NaN weights like
                          PyTorch (default, with a warning) or zeros
+      --attention auto|standard|streaming
+                         steps 6-10: standard stores the (B, h, N, M) weights;
+                         streaming never does (online softmax, one step in
+                         the trace); auto (default): standard when --save or
+                         a view needs them, or a trace or --format shows them
+                         and they fit --max-memory, otherwise streaming
       --max-memory SIZE  refuse runs and files needing more memory (default 2G)
 
 Output:

@@ -3,6 +3,7 @@
 
 #include "app/config.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ std::string help_text();
 
 // Option values, shared with the subcommands. option names the option in the error.
 std::uint64_t parse_unsigned(const std::string& option, const std::string& text);
+// A whole number for option, from 1 to max; throws mha::Error naming the option.
 std::size_t parse_count(const std::string& option, const std::string& text, std::uint64_t max);
 
 }  // namespace mha

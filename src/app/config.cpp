@@ -62,6 +62,14 @@ void validate(const Config& c) {
         throw Error("--shapes-only computes no weights to look at; it cannot be combined with "
                     "--text, --heatmap, --summary, --export-svg, --ablate-head or --no-scale");
     }
+    if (c.attention == AttentionPath::Streaming && !c.save_path.empty()) {
+        throw Error("--save writes the attention weights, which --attention streaming never "
+                    "stores; use --attention standard or auto");
+    }
+    if (c.attention == AttentionPath::Streaming && (wants_summary(c) || !c.svg_path.empty())) {
+        throw Error("--heatmap, --summary, --no-scale and --export-svg read the attention "
+                    "weights, which --attention streaming never stores; use standard or auto");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

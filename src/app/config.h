@@ -2,6 +2,7 @@
 // Config: everything the command line asked for, parsed and validated.
 
 #include "core/block.h"
+#include "core/attention.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -36,6 +37,7 @@ struct Config {
     std::string mask_path, key_padding_mask_path, save_path;
     std::optional<MaskMeaning> mask_means;
     bool zero_masked_rows = false;
+    std::optional<AttentionPath> attention;  // unset: auto, chosen in build_problem
     std::uint64_t max_memory = std::uint64_t(2) << 30;
 
     // Seeing attention: text input, demo heads, heatmaps and their numbers.

@@ -133,11 +133,18 @@ std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
         what);
 }
 
-// Refuses before allocating: the inputs, the weights, the masks already loaded
-// (mask_bytes), what the chosen form of the pass allocates (pass_bytes: forward_bytes,
-// decode_bytes, ...) and, with --save, what writing the file takes.
-void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t mask_bytes, bool saving,
-                  std::uint64_t max_memory) {
+// Waking a worker costs more than a small problem's whole forward pass on a busy
+// machine, so by default each thread gets at least this many multiply-adds.
+constexpr std::uint64_t macs_per_thread = std::uint64_t(1) << 23;
+
+std::size_t default_threads(const Sizes& s) {
+    return std::max<std::uint64_t>(1, std::min<std::uint64_t>(hardware_threads(),
+                                                              forward_macs(s) / macs_per_thread));
+}
+
+// What the run holds besides the pass itself: the inputs, the weights, the masks
+// already loaded (mask_bytes) and, with --save, what writing the file takes.
+std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -148,10 +155,47 @@ void check_budget(const Sizes& s, std::uint64_t pass_bytes, std::uint64_t mask_b
         checked_product({sizeof(float), s.d_model,
                          checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                         what);
-    const std::uint64_t total = checked_sum(
-        {inputs, weights, mask_bytes, pass_bytes, saving ? save_bytes(s, what) : 0}, what);
+    return checked_sum({inputs, weights, mask_bytes, saving ? save_bytes(s, what) : 0}, what);
+}
+
+// What the chosen form of the pass allocates on the attention path with the threads.
+std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
+                         std::size_t threads) {
+    if (c.decode) return decode_bytes(s);
+    const std::uint64_t attention = forward_bytes(s, path, threads);
+    if (!c.block) return attention;
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
+    return checked_sum({attention, block_bytes(s, d_ff), ffn_weights}, what);
+}
+
+const char* path_name(AttentionPath path) {
+    return path == AttentionPath::Standard ? "standard" : "streaming";
+}
+
+// --attention, or auto. Only the packed pass (and --fused-qkv, which shares its steps
+// 6-14) can stream. Auto takes the standard path when something needs the weights
+// (--save, the views) or shows them (the trace, JSON, Markdown) and it fits; else
+// streaming, unless only the standard path fits (small sizes, where the streaming
+// tiles are the larger allocation).
+AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
+                          std::uint64_t streaming_bytes) {
+    if (c.attention) return *c.attention;
+    if (c.decode || c.per_head || c.block) return AttentionPath::Standard;
+    const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
+    const bool shown = c.trace || c.format != Format::Text;
+    const bool standard_fits = standard_bytes <= c.max_memory;
+    if (needed || (shown && standard_fits)) return AttentionPath::Standard;
+    return standard_fits && streaming_bytes > c.max_memory ? AttentionPath::Standard
+                                                           : AttentionPath::Streaming;
+}
+
+// Refuses before allocating anything large.
+void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
+                  std::uint64_t max_memory) {
     if (total > max_memory) {
-        throw Error("this configuration needs " + byte_size(total) +
+        throw Error("this configuration needs " + byte_size(total) + " on the " +
+                    path_name(path) + " path" +
                     " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
@@ -228,15 +272,6 @@ std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
     return c.d_ff.value_or(4 * s.d_model);
 }
 
-// What the chosen form of the pass allocates besides inputs and attention weights.
-std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff) {
-    if (c.decode) return decode_bytes(s);
-    if (!c.block) return forward_bytes(s);
-    const std::string what = "the memory for this configuration";
-    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
-    return checked_sum({forward_bytes(s), block_bytes(s, d_ff), ffn_weights}, what);
-}
-
 // Throws when the heads do not split d_model, or the key/value heads the heads.
 void check_heads(const Sizes& s) {
     if (s.d_model % s.heads != 0) {
@@ -263,7 +298,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = forward_bytes(s);
+    p.info.activation_bytes = forward_bytes(s, AttentionPath::Standard, 1);
     NullTracer count_only;
     p.info.total_macs = trace_shapes(p.run, count_only);
     return p;
@@ -275,9 +310,18 @@ Problem build_problem(const Config& c) {
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
     Masks masks = load_masks(c);
-    check_budget(s, pass_bytes(c, s, d_ff),
-                 sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()),
-                 !c.save_path.empty(), c.max_memory);
+    const std::uint64_t held =
+        held_bytes(s, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()),
+                   !c.save_path.empty());
+    const std::size_t threads =
+        std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads);
+    auto total = [&](AttentionPath path) {
+        return checked_sum({held, pass_bytes(c, s, d_ff, path, threads)},
+                           "the memory for this configuration");
+    };
+    const AttentionPath path =
+        choose_path(c, total(AttentionPath::Standard), total(AttentionPath::Streaming));
+    check_budget(s, total(path), path, c.max_memory);
 
     Problem p;
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
@@ -291,10 +335,11 @@ Problem build_problem(const Config& c) {
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
-    p.options.threads = std::min(c.threads ? c.threads : hardware_threads(), s.batch * s.heads);
+    p.options.threads = threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
     check_head_numbers(c, s.heads);
+    p.options.path = path;
     p.info = describe(c, s, p);
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);

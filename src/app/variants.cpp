@@ -53,6 +53,10 @@ void apply_variants(Config& c) {
         throw Error("--block is self-attention: no --kv-len or --key/--value");
     }
     if (c.shapes_only) throw Error(std::string(name) + " computes; it cannot be combined with --shapes-only");
+    if (c.attention == AttentionPath::Streaming && !c.fused_qkv) {
+        throw Error(std::string(name) + " runs the standard steps 6-10; it cannot be combined "
+                    "with --attention streaming");
+    }
     if ((c.no_scale || c.ablate_head) && !c.fused_qkv) {
         throw Error(std::string(c.no_scale ? "--no-scale" : "--ablate-head") +
                     " changes the packed pass; it cannot be combined with " + name);

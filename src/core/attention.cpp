@@ -15,6 +15,11 @@
 //   12   contiguous()                      (B, N, h, d_k)     the one copy
 //   13   view                              (B, N, d_model)    the concat
 //   14   output = concat W_o.T + b_o       (B, N, d_model)
+//
+// Two paths run steps 6-10. Standard stores the scores and weights and traces
+// each step (fused 7-9 when nobody is watching). Streaming (core/streaming.h)
+// never stores them: it writes the context straight into (B, N, h, d_k) order,
+// so step 12 has nothing left to copy.
 
 #include "core/attention.h"
 
@@ -26,8 +31,10 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/kv_heads.h"
+#include "core/kernels.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "core/streaming.h"
 
 namespace mha {
 
@@ -57,6 +64,17 @@ const float* unit_mask(const Tensor& attn_mask, std::size_t b, std::size_t h, co
     return attn_mask.data() + (per_head ? b * s.heads + h : b) * plane;
 }
 
+// Everything step 8 adds to unit (b, h).
+HeadMask head_mask(const Masks& masks, std::size_t b, std::size_t h, const Sizes& s) {
+    HeadMask mask;
+    if (!masks.attn_mask.empty()) mask.attn = unit_mask(masks.attn_mask, b, h, s);
+    if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
+    mask.causal = masks.causal;
+    mask.n = s.seq_len;
+    mask.m = s.kv_len;
+    return mask;
+}
+
 }  // namespace
 
 std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
@@ -70,6 +88,11 @@ std::vector<std::string> mask_notes(const Masks& masks, const Sizes& s) {
     }
     if (notes.empty()) notes.push_back("no mask: every query attends to every key");
     return notes;
+}
+
+std::string standard_path_note(std::uint64_t score_bytes) {
+    return "standard path: the scores are stored, " + std::to_string(score_bytes) +
+           " bytes (--attention streaming would not store them)";
 }
 
 namespace {
@@ -102,6 +125,23 @@ using Qkv = HeadTensors;  // three tensors that travel together through steps 1-
 
 // K and V have G·d_k features: d_model unless key/value heads are shared.
 std::string kv_width_name(const Sizes& s) { return s.kv_heads == s.heads ? "d_model" : "G·d_k"; }
+
+// The matrices one (batch, head) unit reads: q (N, d_k), k and v (M, d_k).
+struct UnitViews {
+    MatrixView q, k, v;
+};
+
+// The one place that decides which K/V head query head i reads: kv_head_of (core/kv_heads.h),
+// head i itself unless G < h key/value heads are shared.
+UnitViews unit_views(const Qkv& heads, std::size_t b, std::size_t i, const Sizes& s) {
+    const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
+    return {head_matrix(heads.q, b, i), head_matrix(heads.k, b, g), head_matrix(heads.v, b, g)};
+}
+
+// Step 7's factor: 1/sqrt(d_k), or 1 under --no-scale.
+float score_factor(std::size_t d_k, bool scaled) {
+    return scaled ? float(1.0 / std::sqrt(double(d_k))) : 1.0f;
+}
 
 std::string plus_bias(const Tensor& bias, const char* name) {
     return bias.empty() ? std::string() : std::string(" + ") + name;
@@ -180,8 +220,9 @@ Qkv split_heads(const Qkv& x, const Pass& p) {
 
 // 6-10 on the (batch, head) units: scores, scale, mask, softmax, weights @ V.
 // Fills result.weights (B, h, N, M) and returns the context (B, h, N, d_k).
-Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const Pass& p,
-              ForwardResult& result) {
+// Untraced, steps 7-9 run fused over each unit's rows.
+Tensor attend_standard(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const Pass& p,
+                       ForwardResult& result) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = p.d_k;
     const std::size_t G = s.kv_heads;
@@ -192,20 +233,27 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
     };
 
     // 6: (B, h, N, d_k) x (B, h, d_k, M) -> (B, h, N, M)
+    const float factor = score_factor(d_k, p.scale);
+    std::vector<std::size_t> masked_rows(B * h, 0);
+    const bool fused = !p.tracer.enabled();
     for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(heads.q, b, i), head_matrix(heads.k, b, kv_head_of(i, h, G)).transposed(),
-               unit_scores(b, i), M);
+        const UnitViews unit = unit_views(heads, b, i, s);
+        gemm(unit.q, unit.k.transposed(), unit_scores(b, i), M);
+        if (fused) {
+            masked_rows[b * h + i] = scale_mask_softmax(
+                unit_scores(b, i), factor, head_mask(masks, b, i, s), zero_masked_rows);
+        }
     });
     report(p.tracer, [&] {
         Step step = make_step(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)",
                               scores_dims, scores, std::uint64_t(B) * h * N * M * d_k);
         if (G != h) step.notes.push_back(kv_repeat_note(h, G));
+        step.notes.push_back(standard_path_note(scores.numel() * sizeof(float)));
         return step;
     });
 
     // 7: keep the scores' variance near 1 whatever d_k is (unless asked not to)
-    const float factor = float(1.0 / std::sqrt(double(d_k)));
-    if (p.scale) {
+    if (p.scale && !fused) {
         for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
             scale(unit_scores(b, i), N * M, factor);
         });
@@ -225,13 +273,16 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
     });
 
     // 8: blocked keys get -inf, float masks are added
-    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        float* unit = unit_scores(b, i);
-        if (!masks.attn_mask.empty()) add_mask(unit, unit_mask(masks.attn_mask, b, i, s), N * M);
-        if (!masks.key_padding.empty())
-            add_key_padding(unit, masks.key_padding.data() + b * M, N, M);
-        if (masks.causal) apply_causal(unit, N, M);
-    });
+    if (!fused) {
+        for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+            float* unit = unit_scores(b, i);
+            if (!masks.attn_mask.empty())
+                add_mask(unit, unit_mask(masks.attn_mask, b, i, s), N * M);
+            if (!masks.key_padding.empty())
+                add_key_padding(unit, masks.key_padding.data() + b * M, N, M);
+            if (masks.causal) apply_causal(unit, N, M);
+        });
+    }
     report(p.tracer, [&] {
         Step step =
             make_step(8, "mask", "scores",
@@ -243,10 +294,13 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
     });
 
     // 9: each query's scores become weights over the M keys, summing to 1
-    std::vector<std::size_t> masked_rows(B * h, 0);
-    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        masked_rows[b * h + i] = softmax_rows(unit_scores(b, i), N, M, zero_masked_rows);
-    });
+    if (!fused) {
+        const HeadMask unmasked{nullptr, nullptr, false, N, M};
+        for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+            masked_rows[b * h + i] =
+                scale_mask_softmax(unit_scores(b, i), 1.0f, unmasked, zero_masked_rows);
+        });
+    }
     result.weights = scores;
     for (std::size_t count : masked_rows) result.fully_masked_rows += count;
     report(p.tracer, [&] {
@@ -257,12 +311,48 @@ Tensor attend(const Qkv& heads, const Masks& masks, bool zero_masked_rows, const
     // 10: (B, h, N, M) x (B, h, M, d_k) -> (B, h, N, d_k)
     Tensor context({B, h, N, d_k});
     for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
-        matmul(head_matrix(result.weights, b, i), head_matrix(heads.v, b, kv_head_of(i, h, G)),
-               context.data() + (b * h + i) * N * d_k, d_k);
+        gemm(head_matrix(result.weights, b, i), unit_views(heads, b, i, s).v,
+             context.data() + (b * h + i) * N * d_k, d_k);
     });
     report(p.tracer, [&] {
         return make_step(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"},
                          context, std::uint64_t(B) * h * N * M * d_k);
+    });
+    return context;
+}
+
+// 6-10 on the streaming path: one traced step, no (B, h, N, M) tensor. The context
+// is stored in (B, N, h, d_k) order and returned as its (B, h, N, d_k) transpose.
+Tensor attend_streamed(const Qkv& heads, const Masks& masks, bool zero_masked_rows,
+                       const Pass& p, ForwardResult& result) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = p.d_k;
+    Tensor stored({B, N, h, d_k});
+    float* out = stored.data();
+    std::vector<std::size_t> masked_rows(B * h, 0);
+    for_each_unit(B, h, p.threads, [&](std::size_t b, std::size_t i) {
+        const UnitViews unit = unit_views(heads, b, i, s);
+        masked_rows[b * h + i] =
+            attend_streaming(unit.q, unit.k, unit.v, head_mask(masks, b, i, s), score_factor(d_k, p.scale),
+                             zero_masked_rows, out + b * N * h * d_k + i * d_k, h * d_k);
+    });
+    for (std::size_t count : masked_rows) result.fully_masked_rows += count;
+    const Tensor context = stored.transpose(1, 2);
+    report(p.tracer, [&] {
+        Step step =
+            make_step(10, "attend", "context",
+                      "context = softmax(Q @ K.T / sqrt(d_k) + mask) @ V, streamed",
+                      {"B", "h", "N", "d_k"}, context, 2 * std::uint64_t(B) * h * N * M * d_k);
+        const std::uint64_t saved = std::uint64_t(B) * h * N * M * sizeof(float);
+        step.notes = mask_notes(masks, s);
+        step.notes.push_back(
+            "streaming path: steps 6-9 run on tiles of " + std::to_string(stream_query_tile) +
+            " queries x " + std::to_string(stream_key_tile) +
+            " keys with an online softmax (a running max and sum per query), so the (B, h, N, M)"
+            " scores, " + std::to_string(saved) + " bytes, are never stored");
+        step.notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has "
+                             "nothing to copy");
+        return step;
     });
     return context;
 }
@@ -315,12 +405,31 @@ std::size_t Weights::parameter_count() const {
            b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
 }
 
-std::uint64_t forward_bytes(const Sizes& s) {
+std::uint64_t forward_macs(const Sizes& s) {
+    const std::string what = "the multiply-adds of this configuration";
+    return checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model, s.d_model, 2}, what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_model / s.heads, s.kdim + s.vdim},
+                         what),  // K, V: G·d_k features each
+         checked_product({s.batch, s.seq_len, s.kv_len, s.d_model, 2}, what)},  // 6 and 10
+        what);
+}
+
+std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
+    const bool standard = path == AttentionPath::Standard;
+    const std::size_t d_k = s.d_model / s.heads;
+    // packing buffers only grow, so a thread may keep the projections' and the attention's
+    const std::uint64_t per_thread =
+        std::uint64_t(gemm_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}), s.d_model)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
+                  : streaming_scratch_floats(d_k));
     const std::uint64_t floats = checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model, 4}, what),  // Q, context, concat, output
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_model / s.heads, 2}, what),  // K, V
-         checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},  // scores / weights
+        {// Q, context, output; the standard path's concat is one more copy
+         checked_product({s.batch, s.seq_len, s.d_model, standard ? 4u : 3u}, what),
+         checked_product({s.batch, s.kv_len, s.kv_heads, d_k, 2}, what),  // K, V
+         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
+         checked_product({threads, per_thread}, what)},
         what);
     return checked_product({floats, sizeof(float)}, what);
 }
@@ -382,15 +491,18 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     const bool self = in.self_attention();
 
     report_inputs(in, self, pass);
-    const Qkv heads = split_heads(project_qkv(w, in, self, pass), pass);  // 1-5
-    return forward_from_heads(w, heads, masks, s, options, tracer);
+    return forward_from_heads(w, split_heads(project_qkv(w, in, self, pass), pass), masks, s,
+                              options, tracer);  // 1-5
 }
 
-ForwardResult forward_from_heads(const Weights& w, const HeadTensors& heads, const Masks& masks,
+ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
                                  const Sizes& s, const ForwardOptions& options, Tracer& tracer) {
     const Pass pass{s, s.d_model / s.heads, options.threads, options.scale, tracer};
     ForwardResult result;
-    Tensor context = attend(heads, masks, options.zero_masked_rows, pass, result);  // 6-10
+    Tensor context = options.path == AttentionPath::Streaming
+                         ? attend_streamed(heads, masks, options.zero_masked_rows, pass, result)
+                         : attend_standard(heads, masks, options.zero_masked_rows, pass, result);
+    heads = HeadTensors{};  // 6-10 done: Q, K and V are freed before steps 11-14
     if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, pass);                                   // 11-13
 

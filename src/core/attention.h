@@ -41,9 +41,18 @@ struct Sizes {
     std::size_t kv_heads;  // G: key/value heads, h for ordinary multi-head attention
 };
 
-// Bytes the forward pass allocates for Q, K, V, scores, context, concat and output,
-// computed without overflow (throws mha::Error if the count exceeds 64 bits).
-std::uint64_t forward_bytes(const Sizes& sizes);
+// Multiply-adds of one forward pass: the four projections and both attention products.
+std::uint64_t forward_macs(const Sizes& sizes);
+
+// How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
+// traces every step; Streaming runs them tile by tile with an online softmax,
+// never stores the weights, and traces them as one step (see core/streaming.h).
+enum class AttentionPath { Standard, Streaming };
+
+// Bytes the forward pass allocates on the given path with the given threads:
+// Q, K, V, context, concat, output, the scores (standard only) and every thread's
+// scratch, computed without overflow (throws mha::Error past 64 bits).
+std::uint64_t forward_bytes(const Sizes& sizes, AttentionPath path, std::size_t threads);
 
 struct Inputs {
     Tensor x_q;  // (B, N, d_model)  queries
@@ -71,16 +80,21 @@ struct ForwardOptions {
     bool zero_masked_rows = false;  // a row with every key blocked: zeros instead of NaN
     bool scale = true;              // false (--no-scale): step 7 leaves the scores as they are
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
+    AttentionPath path = AttentionPath::Standard;
 };
 
 struct ForwardResult {
     Tensor output;                      // (B, N, d_model)
-    Tensor weights;                     // (B, h, N, M)  attention weights per head
+    Tensor weights;                     // (B, h, N, M)  attention weights per head; empty
+                                        //               on the streaming path
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
 // What step 8 applies, in words, for the trace.
 std::vector<std::string> mask_notes(const Masks& masks, const Sizes& sizes);
+
+// Step 6's note on the standard path: how many bytes the stored scores take.
+std::string standard_path_note(std::uint64_t score_bytes);
 
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
@@ -100,8 +114,9 @@ struct HeadTensors {
     Tensor v;  // (B, G, M, d_k)
 };
 
-// Steps 6-14 from heads made another way (e.g. a fused QKV projection).
-ForwardResult forward_from_heads(const Weights& weights, const HeadTensors& heads,
+// Steps 6-14 from heads made another way (e.g. a fused QKV projection). Takes the
+// heads by value so that Q, K and V can be freed once step 10 is done.
+ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads,
                                  const Masks& masks, const Sizes& sizes,
                                  const ForwardOptions& options, Tracer& tracer);
 

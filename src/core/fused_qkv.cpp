@@ -67,7 +67,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
         return make_step(5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)",
                          {"qkv", "B", "h", "N", "d_k"}, heads);
     });
-    const HeadTensors qkv_heads{heads.select(0, 0), heads.select(0, 1), heads.select(0, 2)};
+    HeadTensors qkv_heads{heads.select(0, 0), heads.select(0, 1), heads.select(0, 2)};
     const char* names[] = {"Q", "K", "V"};
     const Tensor* parts[] = {&qkv_heads.q, &qkv_heads.k, &qkv_heads.v};
     for (std::size_t i = 0; i < 3; ++i) {
@@ -77,7 +77,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
                              {"B", "h", "N", "d_k"}, *parts[i]);
         });
     }
-    return forward_from_heads(w, qkv_heads, masks, s, options, tracer);
+    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, tracer);
 }
 
 }  // namespace mha

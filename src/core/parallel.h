@@ -1,5 +1,6 @@
 #pragma once
-// parallel_for: split work units into static contiguous ranges over std::threads.
+// parallel_for: split work units into static contiguous ranges over a persistent
+// pool of std::threads (started on first use, reused by every later call).
 
 #include <cstddef>
 #include <functional>
@@ -9,7 +10,9 @@ namespace mha {
 // Calls body(begin, end) on `threads` disjoint ranges covering [0, units).
 // The split depends only on units and threads, and each unit is computed by
 // the same code whichever thread runs it, so results are bit-identical for
-// every thread count. Exceptions from a worker are rethrown after all join.
+// every thread count. Exceptions from a worker are rethrown after all finish.
+// The calling thread runs the first range, pool workers the others. A call
+// made from inside a running range runs serially; concurrent callers take turns.
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
 

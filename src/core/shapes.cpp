@@ -131,6 +131,7 @@ std::uint64_t trace_shapes(const ShapeRun& run, Tracer& tracer) {
     Step& s6 = steps.add(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", scores_dims,
                          scores, attend_macs);
     if (G != h) s6.notes.push_back(kv_repeat_note(h, G));
+    s6.notes.push_back(standard_path_note(checked_product({B, h, N, M, sizeof(float)}, what)));
     std::ostringstream factor;
     factor << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << float(1.0 / std::sqrt(double(d_k)));
     steps.add(7, "scale", "scores", "scores / math.sqrt(d_k)", scores_dims, scores).notes = {

@@ -1,0 +1,328 @@
+// mha bench. Each configuration is self-attention on seeded values, no mask,
+// untraced, so forward() takes the streaming path as an untraced run does.
+// Per configuration:
+//   ms        median over --repeat runs with all threads (one warm-up run first)
+//   GFLOP/s   2 x multiply-adds / time
+//   naive     reference_forward (core/reference, plain loops, 1 thread), run once
+//             when it has at most naive_max_macs multiply-adds; above that its time
+//             is estimated from the rate it reached on the largest size it ran
+//   1 thread  median with one thread; scaling = 1-thread ms / all-threads ms
+//   peak      peak resident memory of `mha -b B -n N -d D -H h` run as a child
+//   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3
+
+#include "app/bench.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "app/cli.h"
+#include "app/problem.h"
+#include "core/error.h"
+#include "core/kernels.h"
+#include "core/parallel.h"
+#include "core/reference.h"
+
+namespace mha {
+
+namespace {
+
+constexpr double naive_max_macs = 2e9;
+const char* const torch_python = "/usr/bin/python3";
+const char* const torch_script = "src/app/bench_torch.py";
+
+struct BenchSize {
+    std::size_t batch, seq_len, d_model, heads;
+};
+
+const std::vector<BenchSize> full_sizes = {{1, 128, 512, 8},    {8, 128, 512, 8},
+                                           {1, 512, 768, 12},   {4, 512, 768, 12},
+                                           {1, 2048, 1024, 16}, {1, 4096, 512, 8}};
+const std::vector<BenchSize> quick_sizes = {{1, 8, 32, 4}, {2, 33, 64, 4}};
+
+struct BenchOptions {
+    std::size_t repeat = 5;
+    std::size_t threads = 0;  // 0: the hardware's
+    bool quick = false;
+    bool json = false;
+    bool compare_torch = false;
+};
+
+struct Row {
+    BenchSize size;
+    double macs = 0;
+    double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
+    bool naive_estimated = false;
+    double peak_mib = 0;
+};
+
+BenchOptions parse_bench_args(const std::vector<std::string>& args) {
+    BenchOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw Error(arg + " needs a value (see mha bench --help)");
+            return args[++i];
+        };
+        if (arg == "--repeat")
+            o.repeat = parse_count("--repeat", value(), 1000);
+        else if (arg == "--threads")
+            o.threads = parse_count("--threads", value(), max_threads);
+        else if (arg == "--quick")
+            o.quick = true;
+        else if (arg == "--json")
+            o.json = true;
+        else if (arg == "--compare-torch")
+            o.compare_torch = true;
+        else
+            throw Error("unknown bench option '" + arg + "' (see mha bench --help)");
+    }
+    return o;
+}
+
+Config config_of(const BenchSize& s) {
+    Config c;
+    c.batch = s.batch;
+    c.seq_len = s.seq_len;
+    c.d_model = s.d_model;
+    c.heads = s.heads;
+    return c;
+}
+
+double multiply_adds(const BenchSize& s) {
+    return double(forward_macs(
+        {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads, s.heads}));
+}
+
+template <typename Run>
+double median_ms(std::size_t repeat, Run run) {
+    std::vector<double> times;
+    run();  // warm-up: page faults, packing buffers, worker threads
+    for (std::size_t r = 0; r < repeat; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        run();
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// Peak resident memory (MiB) of this binary run untraced on the size, as a child.
+double child_peak_mib(const BenchSize& s, std::size_t threads) {
+    const std::vector<std::string> args = {"mha",
+                                           "-b",
+                                           std::to_string(s.batch),
+                                           "-n",
+                                           std::to_string(s.seq_len),
+                                           "-d",
+                                           std::to_string(s.d_model),
+                                           "-H",
+                                           std::to_string(s.heads),
+                                           "-t",
+                                           std::to_string(threads)};
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::cout.flush();
+    const pid_t child = fork();
+    if (child < 0) throw Error("bench: cannot start a child process to measure memory");
+    if (child == 0) {
+        const int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execv("/proc/self/exe", argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    if (wait4(child, &status, 0, &usage) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        throw Error("bench: the child run for peak memory failed");
+    }
+    return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+std::string key_of(const BenchSize& s) {
+    return std::to_string(s.batch) + " " + std::to_string(s.seq_len) + " " +
+           std::to_string(s.d_model) + " " + std::to_string(s.heads);
+}
+
+bool torch_available() {
+    return std::system(
+               (std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+}
+
+// PyTorch's median ms for every size, keyed by "B N d h", from src/app/bench_torch.py.
+std::map<std::string, double> torch_times(const std::vector<BenchSize>& sizes, std::size_t threads,
+                                          std::size_t repeat) {
+    std::string command = std::string(torch_python) + " " + torch_script + " --threads " +
+                          std::to_string(threads) + " --repeat " + std::to_string(repeat);
+    for (const BenchSize& s : sizes) {
+        command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
+                   std::to_string(s.d_model) + "," + std::to_string(s.heads);
+    }
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) throw Error("bench: cannot run " + command);
+    std::map<std::string, double> times;
+    char line[256];
+    while (std::fgets(line, sizeof line, pipe) != nullptr) {
+        std::istringstream words(line);
+        BenchSize s{};
+        double ms;
+        if (words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms) times[key_of(s)] = ms;
+    }
+    if (pclose(pipe) != 0) throw Error("bench: " + command + " failed");
+    return times;
+}
+
+Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double& naive_rate) {
+    Row row;
+    row.size = size;
+    row.macs = multiply_adds(size);
+    Problem p = build_problem(config_of(size));
+    NullTracer none;
+    p.options.threads = threads;
+    row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
+    p.options.threads = 1;
+    row.ms_one =
+        median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
+    if (row.macs <= naive_max_macs || naive_rate == 0) {
+        const auto start = std::chrono::steady_clock::now();
+        reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
+        row.naive_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        naive_rate = row.macs / row.naive_ms;
+    } else {
+        row.naive_ms = row.macs / naive_rate;
+        row.naive_estimated = true;
+    }
+    row.peak_mib = child_peak_mib(size, threads);
+    return row;
+}
+
+double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
+
+std::string fixed(double value, int digits) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::string padded(const std::string& text, std::size_t width) {
+    return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+}
+
+void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
+    std::cout << "mha bench: self-attention, no mask, untraced (streaming path); median of "
+              << o.repeat << " run(s)\nkernel tile " << kernel_tile_name() << ", " << threads
+              << " thread(s); naive = reference loops, 1 thread (~ estimated)\n\n";
+    std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
+                 "  scaling  peak MiB";
+    if (o.compare_torch) std::cout << "  torch ms  vs torch";
+    std::cout << "\n";
+    for (const Row& r : rows) {
+        std::cout << padded(std::to_string(r.size.batch), 3)
+                  << padded(std::to_string(r.size.seq_len), 6)
+                  << padded(std::to_string(r.size.d_model), 9)
+                  << padded(std::to_string(r.size.heads), 4) << padded(fixed(r.ms, 2), 9)
+                  << padded(fixed(gflops(r.macs, r.ms), 1), 9)
+                  << padded((r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
+                  << padded(fixed(r.naive_ms / r.ms, 1) + "x", 10) << padded(fixed(r.ms_one, 2), 10)
+                  << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10);
+        if (o.compare_torch)
+            std::cout << padded(fixed(r.torch_ms, 2), 10)
+                      << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
+        std::cout << "\n";
+    }
+    if (o.compare_torch)
+        std::cout << "\nvs torch: PyTorch ms / mha ms, same threads (above 1 = mha is faster)\n";
+}
+
+void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
+    std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
+              << ",\"kernel_tile\":\"" << kernel_tile_name()
+              << "\",\"path\":\"streaming\",\"configs\":[";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
+                  << ",\"d_model\":" << r.size.d_model << ",\"h\":" << r.size.heads
+                  << ",\"macs\":" << fixed(r.macs, 0) << ",\"ms\":" << fixed(r.ms, 4)
+                  << ",\"gflops\":" << fixed(gflops(r.macs, r.ms), 2)
+                  << ",\"naive_ms\":" << fixed(r.naive_ms, 2)
+                  << ",\"naive_estimated\":" << (r.naive_estimated ? "true" : "false")
+                  << ",\"speedup\":" << fixed(r.naive_ms / r.ms, 2)
+                  << ",\"ms_1_thread\":" << fixed(r.ms_one, 4)
+                  << ",\"scaling\":" << fixed(r.ms_one / r.ms, 3)
+                  << ",\"peak_mib\":" << fixed(r.peak_mib, 1);
+        if (o.compare_torch)
+            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms, 4)
+                      << ",\"vs_torch\":" << fixed(r.torch_ms / r.ms, 3);
+        std::cout << "}";
+    }
+    std::cout << "\n]}\n";
+}
+
+}  // namespace
+
+std::string bench_help_text() {
+    return R"(Usage: mha bench [options]
+Times the forward pass (self-attention, no mask, untraced) on six sizes from
+(B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
+GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
+
+      --repeat R         timed runs per size, after one warm-up (default 5)
+      --threads T        threads for the "all threads" column (default: the
+                         hardware's)
+      --quick            two tiny sizes, for a smoke test
+      --json             one JSON document instead of the table
+      --compare-torch    also time nn.MultiheadAttention through /usr/bin/python3
+                         and src/app/bench_torch.py (needs PyTorch installed)
+  -h, --help             this help
+)";
+}
+
+int run_bench(const std::vector<std::string>& args) {
+    if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+        std::find(args.begin(), args.end(), "-h") != args.end()) {
+        std::cout << bench_help_text();
+        return 0;
+    }
+    const BenchOptions o = parse_bench_args(args);
+    if (o.compare_torch && !std::ifstream(torch_script).good())
+        throw Error(std::string("--compare-torch runs ") + torch_script +
+                    ": run mha bench from the repository root");
+    if (o.compare_torch && !torch_available())
+        throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
+    const std::size_t threads = o.threads ? o.threads : hardware_threads();
+    const std::vector<BenchSize>& sizes = o.quick ? quick_sizes : full_sizes;
+    std::vector<Row> rows;
+    double naive_rate = 0;
+    for (const BenchSize& size : sizes) rows.push_back(measure(size, o, threads, naive_rate));
+    if (o.compare_torch) {
+        const std::map<std::string, double> torch = torch_times(sizes, threads, o.repeat);
+        for (Row& r : rows) {
+            const auto found = torch.find(key_of(r.size));
+            if (found == torch.end()) throw Error("bench: no PyTorch time for " + key_of(r.size));
+            r.torch_ms = found->second;
+        }
+    }
+    if (o.json)
+        print_json(rows, o, threads);
+    else
+        print_table(rows, o, threads);
+    return 0;
+}
+
+}  // namespace mha

@@ -1,0 +1,67 @@
+#pragma once
+// Fast kernels: a cache-blocked, register-tiled matrix product on packed panels,
+// an exp that compilers vectorise, and scale-mask-softmax fused over one head.
+// Portable C++ (no intrinsics); core/ops.h keeps the plain reference loops that
+// the tests hold these to.
+
+#include <cstddef>
+
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace mha {
+
+// c = a b, or c += a b when accumulate: (n, k) x (k, m) -> (n, m), any strides for
+// a and b, c row-major with rows ldc apart. Every element of c is summed in the same
+// order whatever its position, so splitting rows over threads changes no bit.
+void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+          bool accumulate = false);
+
+// The register tile this build uses, e.g. "4x8 floats (SSE2)".
+const char* kernel_tile_name();
+
+// Floats of packing space one thread's gemm keeps for a (k) x (m) right-hand side.
+std::size_t gemm_scratch_floats(std::size_t k, std::size_t m);
+
+// Rows [row_begin, row_end) of y = x Wᵀ + b, as linear_rows computes them.
+// x (rows, in) and y (rows, out) contiguous; w (out, in); bias (out) or empty.
+void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                      std::size_t row_begin, std::size_t row_end);
+
+// What step 8 adds to one (batch, head) unit's (N, M) scores.
+struct HeadMask {
+    const float* attn = nullptr;     // (N, M) additive, row-major; null for none
+    const float* padding = nullptr;  // (M) additive per key; null for none
+    bool causal = false;             // bottom-right aligned: query i sees keys j <= i + M - N
+    std::size_t n = 0, m = 0;        // N, M
+
+    // One past the last key query i may see under the causal mask (m without it).
+    std::size_t key_end(std::size_t i) const {
+        if (!causal) return m;
+        return i + m + 1 > n ? std::min(m, i + m + 1 - n) : 0;
+    }
+};
+
+// Steps 7-8 on a tile of one head's scores: rows [row0, row0 + rows) and keys
+// [col0, col0 + cols), stored row-major with rows ld apart. Multiplies by factor,
+// adds the masks, sets causally blocked keys to -inf: the same float operations in
+// the same order as scale, add_mask, add_key_padding and apply_causal.
+void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
+                     std::size_t col0, std::size_t cols, float factor, const HeadMask& mask);
+
+// Steps 7-9 fused on one head's (N, M) scores, row-major: weights in place.
+// Returns the rows with every key blocked (NaN, or zeros when zero_masked_rows).
+std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
+                               bool zero_masked_rows);
+
+// e^x for x <= 0, within 1e-7 relative; 0 below -87 and for -inf.
+float exp_nonpositive(float x);
+
+// The largest of n values (-inf for none).
+float max_of(const float* values, std::size_t n);
+
+// values[i] = e^(values[i] - shift) for each of n values; returns their sum.
+// shift must be finite; e^(-inf) is 0.
+float exp_shifted(float* values, std::size_t n, float shift);
+
+}  // namespace mha

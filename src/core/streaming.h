@@ -1,0 +1,29 @@
+#pragma once
+// Steps 6-10 for one (batch, head) unit without its (N, M) scores: the online
+// softmax (FlashAttention-style). Queries go in tiles; for each tile of keys the
+// scores are computed, scaled and masked, the running row maximum and sum are
+// updated, and the context is rescaled and extended. Memory: one tile of scores.
+
+#include <cstddef>
+
+#include "core/kernels.h"
+
+namespace mha {
+
+// Tile sizes of the streaming path.
+inline constexpr std::size_t stream_query_tile = 64;
+inline constexpr std::size_t stream_key_tile = 256;
+
+// context (N, d_k) = softmax(q kᵀ · factor + mask) v, written row-major with rows
+// ldc apart; q (N, d_k), k (M, d_k), v (M, d_k) as strided views. A query whose
+// keys are all blocked gets NaN (like the standard path) or zeros when
+// zero_masked_rows. Returns how many such rows there were.
+std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                             const HeadMask& mask, float factor, bool zero_masked_rows,
+                             float* context, std::size_t ldc);
+
+// Floats one thread holds while running attend_streaming: score tile, context
+// tile, row statistics and the packing space of its two products.
+std::size_t streaming_scratch_floats(std::size_t d_k);
+
+}  // namespace mha

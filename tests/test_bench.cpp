@@ -1,0 +1,48 @@
+// mha bench as a smoke test: the tiny sizes run in well under a second; the
+// table and the JSON carry every column; bad options are one-line errors.
+
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+
+TEST_CASE("mha bench --quick prints the table") {
+    const test::RunResult r = test::run_mha("bench --quick --repeat 1 --threads 2", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("GFLOP/s") && Catch::Contains("naive ms") &&
+                             Catch::Contains("scaling") && Catch::Contains("peak MiB"));
+    CHECK_THAT(r.output, Catch::Contains("\n  1     8       32   4 ") &&
+                             Catch::Contains("\n  2    33       64   4 "));
+    CHECK_THAT(r.output, !Catch::Contains("torch"));
+}
+
+TEST_CASE("mha bench --json gives one object per size") {
+    const test::RunResult r = test::run_mha("bench --quick --repeat 1 --json", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha bench\"") && Catch::EndsWith("]}\n"));
+    CHECK_THAT(r.output,
+               Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":36864,") &&
+                   Catch::Contains("{\"B\":2,\"N\":33,\"d_model\":64,\"h\":4,"));
+    for (const char* key : {"\"gflops\":", "\"naive_ms\":", "\"speedup\":", "\"ms_1_thread\":",
+                            "\"scaling\":", "\"peak_mib\":"}) {
+        CHECK_THAT(r.output, Catch::Contains(key));
+    }
+}
+
+TEST_CASE("mha bench errors") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"bench --repeat 0", "mha: error: --repeat must be at least 1, got 0\n"},
+        {"bench --repeat", "mha: error: --repeat needs a value (see mha bench --help)\n"},
+        {"bench --fast", "mha: error: unknown bench option '--fast' (see mha bench --help)\n"},
+        {"bench --threads 999", "mha: error: --threads must be at most 256, got 999\n"},
+    };
+    for (const auto& c : cases) {
+        const test::RunResult r = test::run_mha(c.first);
+        CHECK(r.status == 2);
+        CHECK(r.output == c.second);
+    }
+    CHECK_THAT(test::run_mha("bench --help").output, Catch::StartsWith("Usage: mha bench"));
+    // the tests run in tests/, where src/app/bench_torch.py is not
+    CHECK(test::run_mha("bench --quick --compare-torch").output ==
+          "mha: error: --compare-torch runs src/app/bench_torch.py: run mha bench from the "
+          "repository root\n");
+}

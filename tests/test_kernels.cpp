@@ -1,0 +1,177 @@
+// The fast kernels against the reference loops in core/ops: products on shapes
+// that are not multiples of any tile (1, 7, 33, 65, past a packed slice and a
+// packed block), fused scale-mask-softmax with every mask, and the exp.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/kernels.h"
+#include "core/ops.h"
+#include "helpers.h"
+#include "io/init.h"
+
+using mha::MatrixView;
+
+namespace {
+
+// float sums over k against double sums: k · 2^-24 · |terms| with room to spare
+constexpr double product_tolerance = 1e-4;
+constexpr double softmax_tolerance = 1e-6;  // weights in [0, 1]
+constexpr double exp_relative = 3e-7;       // the series to degree 7, plus rounding
+const float inf = std::numeric_limits<float>::infinity();
+
+std::vector<float> random_values(std::size_t count, std::uint32_t stream) {
+    mha::Random random(42, stream);
+    std::vector<float> values(count);
+    for (float& v : values) v = random.uniform(-1.0f, 1.0f);
+    return values;
+}
+
+void require_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                   double tolerance) {
+    const test::Difference d = test::max_difference(actual, expected);
+    INFO("worst difference " << d.worst << " at flat index " << d.index);
+    REQUIRE(d.worst <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("gemm equals the reference matmul on shapes off every tile") {
+    const std::size_t n = GENERATE(1, 7, 33, 65, 130);
+    const std::size_t k = GENERATE(1, 7, 65, 300);  // 300: two packed slices of 256
+    const std::size_t m = GENERATE(1, 33, 65);
+    const bool transposed_b = GENERATE(false, true);
+    CAPTURE(n, k, m, transposed_b);
+    const std::vector<float> a = random_values(n * k, 1), b = random_values(k * m, 2);
+    const MatrixView a_view{a.data(), n, k, k, 1};
+    // b as (k, m) row-major, or as the transpose of an (m, k) matrix like Kᵀ and Wᵀ
+    const MatrixView b_view = transposed_b ? MatrixView{b.data(), m, k, k, 1}.transposed()
+                                           : MatrixView{b.data(), k, m, m, 1};
+    std::vector<float> fast(n * m, 7.0f), reference(n * m);
+    mha::matmul(a_view, b_view, reference.data(), m);
+    mha::gemm(a_view, b_view, fast.data(), m);
+    require_close(fast, reference, product_tolerance);
+
+    SECTION("accumulate adds to what c holds") {
+        std::vector<float> twice = reference;
+        for (float& v : twice) v *= 2;
+        mha::gemm(a_view, b_view, fast.data(), m, true);
+        require_close(fast, twice, 2 * product_tolerance);
+    }
+}
+
+TEST_CASE("gemm reads strided views and writes rows ldc apart") {
+    // a is the transpose of a (5, 9) matrix; c sits in the left part of (9, 20) rows
+    const std::vector<float> a = random_values(5 * 9, 3), b = random_values(5 * 11, 4);
+    const MatrixView a_view = MatrixView{a.data(), 5, 9, 9, 1}.transposed();  // (9, 5)
+    const MatrixView b_view{b.data(), 5, 11, 11, 1};
+    std::vector<float> fast(9 * 20, -3.0f), reference(9 * 11);
+    mha::matmul(a_view, b_view, reference.data(), 11);
+    mha::gemm(a_view, b_view, fast.data(), 20);
+    for (std::size_t r = 0; r < 9; ++r) {
+        for (std::size_t c = 0; c < 20; ++c) {
+            if (c < 11)
+                CHECK(fast[r * 20 + c] == Approx(reference[r * 11 + c]).margin(product_tolerance));
+            else
+                CHECK(fast[r * 20 + c] == -3.0f);  // untouched
+        }
+    }
+}
+
+TEST_CASE("gemm gives the same bits however the rows are split") {
+    // what lets parallel_for split rows over threads without changing a bit
+    const std::size_t n = 71, k = 300, m = 45;
+    const std::vector<float> a = random_values(n * k, 5), b = random_values(k * m, 6);
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    std::vector<float> whole(n * m), parts(n * m);
+    mha::gemm({a.data(), n, k, k, 1}, b_view, whole.data(), m);
+    const std::size_t split = GENERATE(1, 5, 13, 70);
+    mha::gemm({a.data(), split, k, k, 1}, b_view, parts.data(), m);
+    mha::gemm({a.data() + split * k, n - split, k, k, 1}, b_view, parts.data() + split * m, m);
+    CHECK(parts == whole);
+}
+
+TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") {
+    const std::size_t rows = 37, in = GENERATE(7, 65), out = GENERATE(1, 33);
+    CAPTURE(in, out);
+    const mha::Tensor x({rows, in}, random_values(rows * in, 7));
+    const mha::Tensor w({out, in}, random_values(out * in, 8));
+    const mha::Tensor bias =
+        GENERATE(0, 1) ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
+    mha::Tensor fast({rows, out}), reference({rows, out});
+    mha::linear_rows(x, w, bias, reference, 0, rows);
+    mha::linear_rows_fast(x, w, bias, fast, 0, 20);
+    mha::linear_rows_fast(x, w, bias, fast, 20, rows);
+    test::require_close(fast, reference, product_tolerance);
+}
+
+TEST_CASE("scale_mask_softmax equals scale, masks and softmax_rows") {
+    const std::size_t n = GENERATE(1, 7, 33), m = GENERATE(1, 9, 65);
+    const bool with_attn = GENERATE(false, true), with_padding = GENERATE(false, true);
+    const bool causal = GENERATE(false, true), zero_rows = GENERATE(false, true);
+    CAPTURE(n, m, with_attn, with_padding, causal, zero_rows);
+    std::vector<float> attn = random_values(n * m, 10), padding(m, 0.0f);
+    attn[0] = -inf;
+    for (std::size_t j = 0; j < m; j += 3) padding[j] = -inf;  // key 0 is always padded
+    const float factor = 0.125f;
+    std::vector<float> reference = random_values(n * m, 11);
+    std::vector<float> fast = reference;
+
+    mha::scale(reference.data(), n * m, factor);
+    if (with_attn) mha::add_mask(reference.data(), attn.data(), n * m);
+    if (with_padding) mha::add_key_padding(reference.data(), padding.data(), n, m);
+    if (causal) mha::apply_causal(reference.data(), n, m);
+    const std::size_t reference_masked = mha::softmax_rows(reference.data(), n, m, zero_rows);
+
+    mha::HeadMask mask;
+    mask.attn = with_attn ? attn.data() : nullptr;
+    mask.padding = with_padding ? padding.data() : nullptr;
+    mask.causal = causal;
+    mask.n = n;
+    mask.m = m;
+    CHECK(mha::scale_mask_softmax(fast.data(), factor, mask, zero_rows) == reference_masked);
+    require_close(fast, reference, softmax_tolerance);
+}
+
+TEST_CASE("HeadMask::key_end follows the bottom-right causal rule") {
+    mha::HeadMask mask;
+    mask.n = 3;
+    mask.m = 5;
+    CHECK(mask.key_end(0) == 5);  // not causal: every key
+    mask.causal = true;
+    // query i sees keys j <= i + M - N = i + 2
+    CHECK(mask.key_end(0) == 3);
+    CHECK(mask.key_end(2) == 5);
+    mask.n = 4;
+    mask.m = 2;
+    // j <= i - 2: queries 0 and 1 see nothing, query 3 sees keys 0 and 1
+    CHECK(mask.key_end(0) == 0);
+    CHECK(mask.key_end(1) == 0);
+    CHECK(mask.key_end(2) == 1);
+    CHECK(mask.key_end(3) == 2);
+}
+
+TEST_CASE("exp_nonpositive matches std::exp; -inf and far below give 0") {
+    CHECK(mha::exp_nonpositive(0.0f) == 1.0f);
+    CHECK(mha::exp_nonpositive(-inf) == 0.0f);
+    CHECK(mha::exp_nonpositive(-100.0f) == 0.0f);
+    for (float x = -87.0f; x <= 0.0f; x += 0.01f) {
+        const double expected = std::exp(double(x));
+        INFO("x = " << x);
+        REQUIRE(std::fabs(mha::exp_nonpositive(x) - expected) <= exp_relative * expected);
+    }
+}
+
+TEST_CASE("max_of and exp_shifted over more and fewer values than their lanes") {
+    const std::size_t n = GENERATE(1, 7, 8, 33);
+    std::vector<float> values = random_values(n, 12);
+    values[n / 2] = 3.0f;
+    CHECK(mha::max_of(values.data(), n) == 3.0f);
+    double expected_sum = 0;
+    for (float v : values) expected_sum += std::exp(double(v) - 3.0);
+    const float sum = mha::exp_shifted(values.data(), n, 3.0f);
+    CHECK(sum == Approx(expected_sum).epsilon(1e-6));
+    CHECK(values[n / 2] == 1.0f);
+}

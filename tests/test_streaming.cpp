@@ -1,0 +1,262 @@
+// The streaming (online-softmax) path against the standard one: per unit on
+// shapes across the tile sizes, through forward() with every kind of mask, the
+// trace it leaves, the memory it counts, and how the command line picks it.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/attention.h"
+#include "core/kernels.h"
+#include "core/ops.h"
+#include "core/reference.h"
+#include "core/streaming.h"
+#include "helpers.h"
+#include "io/init.h"
+
+using mha::MatrixView;
+using mha::Shape;
+using mha::Tensor;
+
+namespace {
+
+constexpr double stream_tolerance = 1e-5;  // streaming vs standard, max abs difference
+const float inf = std::numeric_limits<float>::infinity();
+
+std::vector<float> random_values(std::size_t count, std::uint32_t stream, float scale = 1.0f) {
+    mha::Random random(7, stream);
+    std::vector<float> values(count);
+    for (float& v : values) v = random.uniform(-scale, scale);
+    return values;
+}
+
+class StepRecorder : public mha::Tracer {
+public:
+    void on_step(const mha::Step& step) override {
+        steps.push_back(step);
+        steps.back().value = nullptr;
+    }
+    std::vector<mha::Step> steps;
+};
+
+mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::Masks& masks,
+                       std::size_t heads, std::size_t threads, mha::AttentionPath path,
+                       mha::Tracer& tracer, bool zero_rows = false) {
+    mha::ForwardOptions options;
+    options.heads = heads;
+    options.threads = threads;
+    options.path = path;
+    options.zero_masked_rows = zero_rows;
+    return mha::forward(w, in, masks, options, tracer);
+}
+
+}  // namespace
+
+TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
+    const std::size_t n = GENERATE(1, 7, 65, 130);    // one and several query tiles
+    const std::size_t m = GENERATE(1, 33, 257, 600);  // one and several key tiles
+    const std::size_t d_k = GENERATE(1, 7, 64);
+    const bool causal = GENERATE(false, true);
+    CAPTURE(n, m, d_k, causal);
+    const std::vector<float> q = random_values(n * d_k, 1, 2.0f),
+                             k = random_values(m * d_k, 2, 2.0f), v = random_values(m * d_k, 3);
+    std::vector<float> padding(m, 0.0f);
+    padding[m / 2] = -inf;
+    mha::HeadMask mask;
+    mask.padding = padding.data();
+    mask.causal = causal;
+    mask.n = n;
+    mask.m = m;
+    const float factor = float(1.0 / std::sqrt(double(d_k)));
+
+    std::vector<float> weights(n * m), expected(n * d_k);
+    mha::matmul({q.data(), n, d_k, d_k, 1}, MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
+                weights.data(), m);
+    const std::size_t masked = mha::scale_mask_softmax(weights.data(), factor, mask, false);
+    mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
+
+    // context rows 3·d_k apart, as in (B, N, h, d_k) with h = 3
+    std::vector<float> context(n * 3 * d_k, 5.0f), packed(n * d_k);
+    CHECK(mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                                {v.data(), m, d_k, d_k, 1}, mask, factor, false, context.data(),
+                                3 * d_k) == masked);
+    for (std::size_t r = 0; r < n; ++r) {
+        for (std::size_t j = 0; j < d_k; ++j) packed[r * d_k + j] = context[r * 3 * d_k + j];
+        CHECK(context[r * 3 * d_k + d_k] == 5.0f);  // the next head's slot is untouched
+    }
+    const test::Difference d = test::max_difference(packed, expected);
+    INFO("worst difference " << d.worst << " at " << d.index);
+    REQUIRE(d.worst <= stream_tolerance);
+}
+
+TEST_CASE("forward: streaming equals standard with and without masks") {
+    const std::size_t B = 2, h = 3, E = 12;
+    const std::size_t N = GENERATE(1, 70), M = GENERATE(5, 300);
+    const int kind =
+        GENERATE(0, 1, 2, 3, 4, 5);  // none, (N,M), (B,N,M), (B·h,N,M), padding, causal
+    CAPTURE(N, M, kind);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h}, false, 3);
+    const mha::Weights w = mha::seeded_weights(E, true, true, 3);
+    mha::Masks masks;
+    const std::size_t planes[] = {0, 1, B, B * h};
+    if (kind >= 1 && kind <= 3) {
+        const Shape shape = kind == 1 ? Shape{N, M} : Shape{planes[kind], N, M};
+        std::vector<float> values = random_values(mha::element_count(shape), 4);
+        for (std::size_t i = 0; i < values.size(); i += 4) values[i] = -inf;
+        masks.attn_mask = Tensor(shape, values);
+    }
+    if (kind == 4) {
+        std::vector<float> padding(B * M, 0.0f);
+        for (std::size_t j = 1; j < B * M; j += 2) padding[j] = -inf;
+        masks.key_padding = Tensor({B, M}, padding);
+    }
+    masks.causal = kind == 5;
+    mha::NullTracer none;
+    const mha::ForwardResult standard = run(w, in, masks, h, 1, mha::AttentionPath::Standard, none);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, h, 2, mha::AttentionPath::Streaming, none);
+    test::require_close(streamed.output, standard.output, stream_tolerance);
+    CHECK(streamed.fully_masked_rows == standard.fully_masked_rows);
+    CHECK(streamed.weights.empty());
+}
+
+TEST_CASE("forward: streaming equals standard with shared key/value heads (GQA, MQA)") {
+    const std::size_t B = 2, h = 4, E = 16, d_k = E / h;
+    const std::size_t G = GENERATE(1, 2);
+    const std::size_t N = GENERATE(3, 70), M = GENERATE(70, 300);
+    const bool causal = GENERATE(false, true);
+    CAPTURE(G, N, M, causal);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, G}, false, 5);
+    const mha::Weights w = mha::seeded_weights(E, G * d_k, true, true, 5);
+    mha::Masks masks;
+    masks.causal = causal;
+    mha::NullTracer none;
+    const mha::ForwardResult standard = run(w, in, masks, h, 1, mha::AttentionPath::Standard, none);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, h, 2, mha::AttentionPath::Streaming, none);
+    test::require_close(streamed.output, standard.output, stream_tolerance);
+}
+
+TEST_CASE("streaming: fully masked rows are NaN or zero, like the standard path") {
+    const mha::Sizes s{1, 4, 2, 8, 8, 8, 2, 2};  // causal with N > M: queries 0 and 1 see no key
+    const mha::Inputs in = mha::seeded_inputs(s, false, 5);
+    const mha::Weights w = mha::seeded_weights(8, true, false, 5);
+    mha::Masks masks;
+    masks.causal = true;
+    mha::NullTracer none;
+    const bool zero = GENERATE(false, true);
+    const mha::ForwardResult standard =
+        run(w, in, masks, 2, 1, mha::AttentionPath::Standard, none, zero);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, 2, 1, mha::AttentionPath::Streaming, none, zero);
+    CHECK(streamed.fully_masked_rows == 4);  // 2 rows x 2 heads
+    CHECK(standard.fully_masked_rows == 4);
+    CHECK(std::isnan(streamed.output.at({0, 0, 0})) == !zero);
+    test::require_close(streamed.output, standard.output, stream_tolerance);
+}
+
+TEST_CASE("streaming output is bit-identical for every thread count") {
+    const mha::Sizes s{3, 70, 90, 24, 24, 24, 6, 6};
+    const mha::Inputs in = mha::seeded_inputs(s, false, 9);
+    const mha::Weights w = mha::seeded_weights(24, true, true, 9);
+    mha::Masks masks;
+    masks.causal = true;
+    mha::NullTracer none;
+    const mha::ForwardResult one = run(w, in, masks, 6, 1, mha::AttentionPath::Streaming, none);
+    const std::size_t threads = GENERATE(2, 3, 7, 18);
+    StepRecorder traced;
+    const mha::ForwardResult many =
+        run(w, in, masks, 6, threads, mha::AttentionPath::Streaming, traced);
+    CHECK(many.output.to_vector() == one.output.to_vector());
+}
+
+TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") {
+    const mha::Sizes s{2, 8, 8, 16, 16, 16, 4, 4};
+    StepRecorder rec;
+    run(mha::seeded_weights(16, true, false, 1), mha::seeded_inputs(s, true, 1), mha::Masks(), 4, 1,
+        mha::AttentionPath::Streaming, rec);
+    std::vector<int> numbers;
+    for (const mha::Step& step : rec.steps) numbers.push_back(step.number);
+    CHECK(numbers == std::vector<int>{0, 1, 2, 3, 4, 4, 4, 5, 5, 5, 10, 11, 12, 13, 14});
+    const mha::Step& attend = rec.steps.at(10);
+    CHECK(attend.name == "attend");
+    CHECK(attend.shape == mha::Shape{2, 4, 8, 4});
+    CHECK_FALSE(attend.contiguous);
+    CHECK(attend.macs == 2u * 2 * 4 * 8 * 8 * 4);  // scores and weights @ V
+    CHECK_THAT(attend.notes.back(), Catch::Contains("nothing to copy"));
+    CHECK_THAT(attend.notes.at(attend.notes.size() - 2),
+               Catch::Contains("online softmax") && Catch::Contains("2048 bytes"));
+    CHECK(rec.steps.at(12).copied_bytes == 0);
+}
+
+TEST_CASE("forward_bytes counts the scores only on the standard path") {
+    const mha::Sizes s{1, 4096, 4096, 512, 512, 512, 8, 8};
+    const std::uint64_t standard = mha::forward_bytes(s, mha::AttentionPath::Standard, 2);
+    const std::uint64_t streamed = mha::forward_bytes(s, mha::AttentionPath::Streaming, 2);
+    const std::uint64_t scores = 8ull * 4096 * 4096 * 4;
+    CHECK(standard - streamed > scores);
+    CHECK(streamed < (48ull << 20));  // Q, K, V, context, output: 40 MiB, plus scratch
+    CHECK(mha::forward_bytes(s, mha::AttentionPath::Streaming, 1) < streamed);  // per-thread tiles
+}
+
+TEST_CASE("--attention: auto streams what would not fit, standard is refused") {
+    const std::string sizes = "-b 1 -n 2048 -d 64 -H 1 --max-memory 8M";
+    CHECK(test::run_mha(sizes).status == 0);
+    const test::RunResult traced = test::run_mha(sizes + " --trace");
+    CHECK(traced.status == 0);
+    CHECK_THAT(traced.output, Catch::Contains("streaming path"));
+    const test::RunResult refused = test::run_mha(sizes + " --attention standard");
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.output, Catch::StartsWith("mha: error: this configuration needs") &&
+                                   Catch::Contains("on the standard path"));
+    const test::RunResult small = test::run_mha("--trace");
+    CHECK_THAT(small.output,
+               Catch::Contains("weights = torch.softmax") && !Catch::Contains("streaming path"));
+    CHECK_THAT(test::run_mha("--trace --attention streaming").output,
+               Catch::Contains("streaming path"));
+}
+
+TEST_CASE("--attention errors") {
+    const test::RunResult bad = test::run_mha("--attention fast");
+    CHECK(bad.status == 2);
+    CHECK(bad.output == "mha: error: --attention expects one of auto, standard, streaming, got 'fast'\n");
+    const test::RunResult save = test::run_mha("--attention streaming --save /tmp/x.npz");
+    CHECK(save.status == 2);
+    CHECK_THAT(save.output, Catch::StartsWith("mha: error: --save writes the attention weights"));
+}
+
+TEST_CASE("both fast paths equal the reference forward pass on the plain loops") {
+    const mha::Sizes s{2, 33, 65, 24, 24, 24, 3, 3};
+    const mha::Inputs in = mha::seeded_inputs(s, false, 11);
+    const mha::Weights w = mha::seeded_weights(24, true, true, 11);
+    mha::Masks masks;
+    masks.causal = GENERATE(false, true);
+    masks.attn_mask = Tensor({2, 33, 65}, random_values(2 * 33 * 65, 12));
+    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, 3, false);
+    mha::NullTracer none;
+    StepRecorder traced;
+    const mha::ForwardResult fused = run(w, in, masks, 3, 2, mha::AttentionPath::Standard, none);
+    const mha::ForwardResult stepwise =
+        run(w, in, masks, 3, 2, mha::AttentionPath::Standard, traced);
+    const mha::ForwardResult streamed =
+        run(w, in, masks, 3, 2, mha::AttentionPath::Streaming, none);
+    test::require_close(fused.weights, reference.weights, stream_tolerance);
+    test::require_close(fused.output, reference.output, stream_tolerance);
+    CHECK(stepwise.output.to_vector() == fused.output.to_vector());  // same bits, traced or not
+    CHECK(stepwise.weights.to_vector() == fused.weights.to_vector());
+    test::require_close(streamed.output, reference.output, stream_tolerance);
+}
+
+TEST_CASE("forward_macs counts the projections and both attention products") {
+    // B=2, N=3, M=5, d_model=4, kdim=6, vdim=7: Q and W_O 2·3·4·4 each = 96 + 96,
+    // K and V 2·5·4·(6 + 7) = 520, scores and weights @ V 2·3·5·4 each = 120 + 120
+    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 2}) == 96 + 96 + 520 + 120 + 120);
+    // one shared K/V head (G=1, d_k=2): K and V 2·5·2·(6 + 7) = 260
+    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 1}) == 96 + 96 + 260 + 120 + 120);
+}
+
+TEST_CASE("small sizes run on one thread unless --threads says otherwise") {
+    CHECK_THAT(test::run_mha("--trace").output, Catch::Contains("1 thread)"));
+    CHECK_THAT(test::run_mha("--trace --threads 2").output, Catch::Contains("2 threads)"));
+}
