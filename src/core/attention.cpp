@@ -395,7 +395,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t
     const std::size_t rows = x.size(0) * x.size(1);
     Tensor y({x.size(0), x.size(1), w.size(0)});
     parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows(x, w, bias, y, begin, end);
+        linear_rows_fast(x, w, bias, y, begin, end);
     });
     return y;
 }
