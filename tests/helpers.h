@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -75,6 +76,16 @@ inline long peak_rss_kib(const std::string& command) {
 // Runs the binary under test with the given argument string.
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
     return run_command(mha_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+// Runs the binary with args and checks it refused them: exit status 2 and exactly
+// one line, "mha: error: ...", that contains message.
+inline void check_rejected(const std::string& args, const std::string& message) {
+    CAPTURE(args);
+    const RunResult r = run_mha(args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
 
 // A path in the system's temp folder, unique to this test process.

@@ -239,9 +239,5 @@ TEST_CASE("bad view options: one line on stderr, exit status 2") {
         {"--heatmap --color sometimes", "--color expects one of always, auto, never"},
         {"--export-svg /nonexistent-dir/heads.svg", "/nonexistent-dir/heads.svg"},
     }));
-    CAPTURE(args);
-    const test::RunResult r = test::run_mha(args);
-    CHECK(r.status == 2);
-    CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
-    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    test::check_rejected(args, message);
 }

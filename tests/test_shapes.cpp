@@ -126,8 +126,5 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
         {"--shapes-only -H 3", "not divisible by --heads 3"},
         {"--shapes-only -b 4294967296 -n 4294967296 -d 4294967296 -H 1", "does not fit in 64 bits"},
     }));
-    CAPTURE(args);
-    const test::RunResult r = test::run_mha(args);
-    CHECK(r.status == 2);
-    CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
+    test::check_rejected(args, message);
 }

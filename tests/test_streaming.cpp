@@ -13,6 +13,7 @@
 #include "core/reference.h"
 #include "core/streaming.h"
 #include "helpers.h"
+#include "recorder.h"
 #include "io/init.h"
 
 using mha::MatrixView;
@@ -30,15 +31,6 @@ std::vector<float> random_values(std::size_t count, std::uint32_t stream, float 
     for (float& v : values) v = random.uniform(-scale, scale);
     return values;
 }
-
-class StepRecorder : public mha::Tracer {
-public:
-    void on_step(const mha::Step& step) override {
-        steps.push_back(step);
-        steps.back().value = nullptr;
-    }
-    std::vector<mha::Step> steps;
-};
 
 mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::Masks& masks,
                        std::size_t heads, std::size_t threads, mha::AttentionPath path,
@@ -165,7 +157,7 @@ TEST_CASE("streaming output is bit-identical for every thread count") {
     mha::NullTracer none;
     const mha::ForwardResult one = run(w, in, masks, 6, 1, mha::AttentionPath::Streaming, none);
     const std::size_t threads = GENERATE(2, 3, 7, 18);
-    StepRecorder traced;
+    test::Recorder traced;
     const mha::ForwardResult many =
         run(w, in, masks, 6, threads, mha::AttentionPath::Streaming, traced);
     CHECK(many.output.to_vector() == one.output.to_vector());
@@ -173,7 +165,7 @@ TEST_CASE("streaming output is bit-identical for every thread count") {
 
 TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") {
     const mha::Sizes s{2, 8, 8, 16, 16, 16, 4, 4};
-    StepRecorder rec;
+    test::Recorder rec;
     run(mha::seeded_weights(16, true, false, 1), mha::seeded_inputs(s, true, 1), mha::Masks(), 4, 1,
         mha::AttentionPath::Streaming, rec);
     std::vector<int> numbers;
@@ -235,7 +227,7 @@ TEST_CASE("both fast paths equal the reference forward pass on the plain loops")
     masks.attn_mask = Tensor({2, 33, 65}, random_values(2 * 33 * 65, 12));
     const mha::ForwardResult reference = mha::reference_forward(w, in, masks, 3, false);
     mha::NullTracer none;
-    StepRecorder traced;
+    test::Recorder traced;
     const mha::ForwardResult fused = run(w, in, masks, 3, 2, mha::AttentionPath::Standard, none);
     const mha::ForwardResult stepwise =
         run(w, in, masks, 3, 2, mha::AttentionPath::Standard, traced);

@@ -155,9 +155,6 @@ TEST_CASE("the variants on the command line") {
             {"--per-head --shapes-only", "--per-head computes; it cannot be combined"},
             {"--decode 100000 -d 1024 -H 16", "more than --max-memory"},
         }));
-        CAPTURE(args);
-        const test::RunResult r = test::run_mha(args);
-        CHECK(r.status == 2);
-        CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
+        test::check_rejected(args, message);
     }
 }
