@@ -108,6 +108,22 @@ TEST_CASE(
                         Catch::Contains("cannot ablate head 4"));
 }
 
+TEST_CASE("ablating a head gives the same output on the standard and the streaming path") {
+    // the streaming context is a transposed view of (B, N, h, d_k): the head must be
+    // zeroed through the strides, not as one contiguous plane
+    const Weights w = seeded_weights(16, true, true, 4);
+    const Inputs in = seeded_inputs({2, 5, 5, 16, 16, 16, 4, 4}, true, 4);
+    ForwardOptions options;
+    options.heads = 4;
+    options.ablate_head = 3;
+    NullTracer quiet;
+    options.path = AttentionPath::Standard;
+    const ForwardResult standard = forward(w, in, {}, options, quiet);
+    options.path = AttentionPath::Streaming;
+    const ForwardResult streamed = forward(w, in, {}, options, quiet);
+    test::require_close(streamed.output, standard.output, 1e-5);
+}
+
 TEST_CASE("--no-scale equals scaling W_q by sqrt(d_k) in advance") {
     // d_k = 16 / 4 = 4: the default divides q·k by sqrt(4) = 2, so W_q and b_q times 2
     // without the scale give the same scores; the powers of two keep it exact.

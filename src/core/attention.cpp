@@ -381,11 +381,16 @@ Tensor combine_heads(const Tensor& context, const Pass& p) {
 
 // Head ablation: context (B, h, N, d_k) with head `head`'s (N, d_k) slices set to 0,
 // so that head adds nothing to the concat and W_o sees only the others.
+// Zeroes context[:, head] through the strides: the standard path's context is
+// (B, h, N, d_k) in memory, the streaming path's a transposed view of (B, N, h, d_k).
 void zero_head(Tensor& context, std::size_t head) {
-    const std::size_t h = context.size(1), plane = context.size(2) * context.size(3);
+    const Strides& st = context.strides();
+    float* base = context.data() + head * st[1];
     for (std::size_t b = 0; b < context.size(0); ++b) {
-        float* slice = context.data() + (b * h + head) * plane;
-        std::fill(slice, slice + plane, 0.0f);
+        for (std::size_t n = 0; n < context.size(2); ++n) {
+            float* row = base + b * st[0] + n * st[2];
+            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
+        }
     }
 }
 
