@@ -149,3 +149,11 @@ TEST_CASE("--step with another format is refused", "[step]") {
     CHECK(r.status == 2);
     CHECK_THAT(r.output, Catch::StartsWith("mha: error: --step pauses the text trace"));
 }
+
+TEST_CASE("markdown with --shapes-only ends without output statistics", "[markdown]") {
+    const test::RunResult r = test::run_mha("--format markdown --shapes-only -b 1 -n 3 -d 8 -H 2", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::EndsWith("Total: 96 B copied, 912 multiply-adds. "
+                                         "Shapes only: nothing was computed.\n"));
+    CHECK_THAT(r.output, !Catch::Contains("nan"));
+}

@@ -35,6 +35,7 @@ std::string heading(const RunInfo& info) {
 void MarkdownReport::begin(const RunInfo& info) {
     notes_.clear();
     copied_bytes_ = macs_ = 0;
+    shapes_only_ = info.shapes_only;
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
          << "Weights: " << info.weights_source << ". Inputs: " << info.inputs_source
          << ". Parameters: " << with_commas(info.parameters) << ".\n\n"
@@ -57,9 +58,14 @@ void MarkdownReport::on_step(const Step& step) {
 void MarkdownReport::finish(const ForwardResult& result, double) {
     out_ << "\n";
     for (const std::string& note : notes_) out_ << "- " << note << "\n";
-    const TensorStats stats = stats_of(result.output);
     out_ << (notes_.empty() ? "" : "\n") << "Total: " << human_bytes(copied_bytes_)
-         << " copied, " << with_commas(macs_) << " multiply-adds. Output "
+         << " copied, " << with_commas(macs_) << " multiply-adds.";
+    if (shapes_only_) {
+        out_ << " Shapes only: nothing was computed.\n";
+        return;
+    }
+    const TensorStats stats = stats_of(result.output);
+    out_ << " Output "
          << named_shape({"B", "N", "d_model"}, result.output.shape()) << ": mean "
          << fixed(stats.mean, 4) << ", std " << fixed(stats.std, 4) << ", min "
          << fixed(stats.min, 4) << ", max " << fixed(stats.max, 4) << ".\n";

@@ -27,6 +27,7 @@ private:
     std::vector<std::string> notes_;  // "step 8: causal: ...", listed under the table
     std::uint64_t copied_bytes_ = 0;
     std::uint64_t macs_ = 0;
+    bool shapes_only_ = false;  // --shapes-only: there is no output to describe
 };
 
 }  // namespace mha
