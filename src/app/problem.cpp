@@ -2,14 +2,11 @@
 
 #include "app/problem.h"
 
-#include <algorithm>
 #include <utility>
 
+#include "app/budget.h"
 #include "app/variants.h"
-#include "core/checked.h"
-#include "core/decode.h"
 #include "core/error.h"
-#include "core/parallel.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
 #include "io/init.h"
@@ -122,87 +119,6 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     return s;
 }
 
-// --save holds output (B, N, d_model) and weights (B, h, N, M) three more times: as a
-// C-order copy, as .npy bytes and inside the archive.
-std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
-    return checked_product(
-        {3 * sizeof(float),
-         checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
-                      checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},
-                     what)},
-        what);
-}
-
-// Waking a worker costs more than a small problem's whole forward pass on a busy
-// machine, so by default each thread gets at least this many multiply-adds.
-constexpr std::uint64_t macs_per_thread = std::uint64_t(1) << 23;
-
-std::size_t default_threads(const Sizes& s) {
-    return std::max<std::uint64_t>(1, std::min<std::uint64_t>(hardware_threads(),
-                                                              forward_macs(s) / macs_per_thread));
-}
-
-// What the run holds besides the pass itself: the inputs, the weights, the masks
-// already loaded (mask_bytes) and, with --save, what writing the file takes.
-std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) {
-    const std::string what = "the memory for this configuration";
-    const std::uint64_t inputs = checked_product(
-        {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
-                                     checked_product({s.batch, s.kv_len, s.kdim + s.vdim}, what)},
-                                    what)},
-        what);
-    const std::uint64_t weights =
-        checked_product({sizeof(float), s.d_model,
-                         checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
-                        what);
-    return checked_sum({inputs, weights, mask_bytes, saving ? save_bytes(s, what) : 0}, what);
-}
-
-// What the chosen form of the pass allocates on the attention path with the threads.
-std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
-                         std::size_t threads) {
-    if (c.decode) return decode_bytes(s);
-    const std::uint64_t attention = forward_bytes(s, path, threads);
-    if (!c.block) return attention;
-    const std::string what = "the memory for this configuration";
-    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
-    return checked_sum({attention, block_bytes(s, d_ff), ffn_weights}, what);
-}
-
-const char* path_name(AttentionPath path) {
-    return path == AttentionPath::Standard ? "standard" : "streaming";
-}
-
-// --attention, or auto. Only the packed pass (and --fused-qkv, which shares its steps
-// 6-14) can stream. Auto takes the standard path when something needs the weights
-// (--save, the views) or shows them (the trace, JSON, Markdown) and it fits; else
-// streaming, unless only the standard path fits (small sizes, where the streaming
-// tiles are the larger allocation).
-AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
-                          std::uint64_t streaming_bytes) {
-    if (c.attention) return *c.attention;
-    if (c.decode || c.per_head || c.block) return AttentionPath::Standard;
-    const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
-    const bool shown = c.trace || c.format != Format::Text;
-    const bool standard_fits = standard_bytes <= c.max_memory;
-    if (needed || (shown && standard_fits)) return AttentionPath::Standard;
-    return standard_fits && streaming_bytes > c.max_memory ? AttentionPath::Standard
-                                                           : AttentionPath::Streaming;
-}
-
-// Refuses before allocating anything large.
-void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
-                  std::uint64_t max_memory) {
-    if (total > max_memory) {
-        throw Error("this configuration needs " + byte_size(total) + " on the " +
-                    path_name(path) + " path" +
-                    " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
-                    " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
-                    " h=" + std::to_string(s.heads) + "), more than --max-memory " +
-                    byte_size(max_memory) +
-                    "; raise --max-memory, shrink the sizes, or trace with --shapes-only");
-    }
-}
 
 Masks load_masks(const Config& c) {
     Masks masks;
@@ -310,18 +226,8 @@ Problem build_problem(const Config& c) {
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
     Masks masks = load_masks(c);
-    const std::uint64_t held =
-        held_bytes(s, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()),
-                   !c.save_path.empty());
-    const std::size_t threads =
-        std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads);
-    auto total = [&](AttentionPath path) {
-        return checked_sum({held, pass_bytes(c, s, d_ff, path, threads)},
-                           "the memory for this configuration");
-    };
-    const AttentionPath path =
-        choose_path(c, total(AttentionPath::Standard), total(AttentionPath::Streaming));
-    check_budget(s, total(path), path, c.max_memory);
+    const RunPlan plan =
+        plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 
     Problem p;
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
@@ -335,11 +241,11 @@ Problem build_problem(const Config& c) {
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
-    p.options.threads = threads;
+    p.options.threads = plan.threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
     check_head_numbers(c, s.heads);
-    p.options.path = path;
+    p.options.path = plan.path;
     p.info = describe(c, s, p);
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);

@@ -1,0 +1,26 @@
+#pragma once
+// The run's plan: threads, the path of steps 6-10 (standard or streaming), and the
+// memory budget they must fit.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "app/config.h"
+#include "core/attention.h"
+
+namespace mha {
+
+struct RunPlan {
+    AttentionPath path = AttentionPath::Standard;
+    std::size_t threads = 1;
+};
+
+// Picks the threads (--threads, or one per 2^23 multiply-adds up to the hardware's)
+// and the path (--attention, or auto), and throws mha::Error, naming the path and the
+// bytes needed, when the run would hold more than --max-memory: the inputs, the
+// weights, the masks already loaded (mask_bytes), what the chosen form of the pass
+// allocates with these threads, and what --save takes.
+RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
+                 std::uint64_t mask_bytes);
+
+}  // namespace mha
