@@ -5,12 +5,15 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/kernels.h"
 #include "core/mla.h"
 #include "core/position_bias.h"
 #include "core/rms_norm.h"
 #include "core/rope.h"
 #include "core/softcap.h"
+#include "core/streaming.h"
 #include "helpers.h"
+#include "io/init.h"
 #include "io/npy.h"
 
 namespace {
@@ -24,6 +27,43 @@ Arrays unit(const std::string& topic) { return mha::npy::read_npz("data/modern/u
 
 mha::Tensor tensor(const Arrays& arrays, const std::string& name) {
     return mha::npy::to_tensor(arrays.at(name));
+}
+
+std::vector<float> random_values(std::size_t count, std::uint32_t stream, float scale) {
+    mha::Random random(14, stream);
+    std::vector<float> values(count);
+    for (float& v : values) v = random.uniform(-scale, scale);
+    return values;
+}
+
+// The modern parts of step 7-8 one at a time, each from its own core function.
+struct ScoreMods {
+    double cap = 0.0, slope = 0.0;
+    std::size_t window = 0, sinks = 0;
+    bool causal = false;
+};
+
+mha::HeadMask head_mask(const ScoreMods& mods, std::size_t n, std::size_t m) {
+    mha::HeadMask mask;
+    mask.causal = mods.causal;
+    mask.n = n;
+    mask.m = m;
+    mask.softcap = mods.cap;
+    mask.alibi_slope = mods.slope;
+    mask.window = mods.window;
+    mask.sinks = mods.sinks;
+    return mask;
+}
+
+ScoreMods generated_mods() {
+    ScoreMods mods;
+    mods.cap = GENERATE(0.0, 1.5);
+    mods.slope = GENERATE(0.0, 0.25);
+    const int kind = GENERATE(0, 1, 2, 3);  // none, causal, window 3, window 40 with 2 sinks
+    mods.causal = kind == 1;
+    mods.window = kind == 2 ? 3 : kind == 3 ? 40 : 0;
+    mods.sinks = kind == 3 ? 2 : 0;
+    return mods;
 }
 
 }  // namespace
@@ -233,4 +273,44 @@ TEST_CASE("the cache ledger: DeepSeek-V2's sizes, numbers per token and layer", 
     CHECK(c.gqa == 2 * 8 * 128);    // 2048
     CHECK(c.mqa == 2 * 128);        // 256
     CHECK(c.mla == 512 + 64);       // 576 = 4.5 d_h, the paper's "equivalent to GQA with 2.25 groups"
+}
+
+TEST_CASE("scale_mask_softmax applies soft-cap, ALiBi and the window as the core functions do",
+          "[modern][kernels]") {
+    const ScoreMods mods = generated_mods();
+    const std::size_t n = GENERATE(1, 9), m = GENERATE(9, 70);
+    CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, n, m);
+    std::vector<float> reference = random_values(n * m, 1, 8.0f), fast = reference;
+    const float factor = 0.5f;
+    mha::scale(reference.data(), n * m, factor);
+    if (mods.cap > 0) mha::softcap(reference.data(), n * m, mods.cap);
+    if (mods.slope != 0) mha::add_alibi({reference.data(), n, m, m, m - n, 0}, mods.slope);
+    if (mods.causal) mha::apply_causal(reference.data(), n, m);
+    if (mods.window > 0) mha::apply_window({reference.data(), n, m, m, m - n, 0}, {mods.window, mods.sinks});
+    mha::softmax_rows(reference.data(), n, m, false);
+    mha::scale_mask_softmax(fast.data(), factor, head_mask(mods, n, m), false);
+    const test::Difference d = test::max_difference(fast, reference);
+    INFO("worst difference " << d.worst << " at " << d.index);
+    REQUIRE(d.worst <= weights_tolerance);
+}
+
+TEST_CASE("the streaming path tiles soft-cap, ALiBi and the window as the standard path does",
+          "[modern][kernels]") {
+    const ScoreMods mods = generated_mods();
+    const std::size_t n = GENERATE(7, 130), m = 600, d_k = 8;  // several query and key tiles
+    CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, n);
+    const std::vector<float> q = random_values(n * d_k, 2, 2.0f), k = random_values(m * d_k, 3, 2.0f),
+                             v = random_values(m * d_k, 4, 1.0f);
+    const mha::HeadMask mask = head_mask(mods, n, m);
+    const float factor = float(1.0 / std::sqrt(double(d_k)));
+    std::vector<float> weights(n * m), expected(n * d_k), context(n * d_k);
+    mha::matmul({q.data(), n, d_k, d_k, 1}, mha::MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
+                weights.data(), m);
+    mha::scale_mask_softmax(weights.data(), factor, mask, false);
+    mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
+    mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                          {v.data(), m, d_k, d_k, 1}, mask, factor, false, context.data(), d_k);
+    const test::Difference d = test::max_difference(context, expected);
+    INFO("worst difference " << d.worst << " at " << d.index);
+    REQUIRE(d.worst <= weights_tolerance);
 }
