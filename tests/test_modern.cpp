@@ -1,10 +1,12 @@
 // The modern attention features' core maths (RoPE, ALiBi, windows and sinks, soft-cap,
 // RMSNorm, MLA) against tests/data/modern (make_modern_fixtures.py) and hand-computed cases.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
+#include "core/flash_row.h"
 #include "core/kernels.h"
 #include "core/mla.h"
 #include "core/position_bias.h"
@@ -313,4 +315,60 @@ TEST_CASE("the streaming path tiles soft-cap, ALiBi and the window as the standa
     const test::Difference d = test::max_difference(context, expected);
     INFO("worst difference " << d.worst << " at " << d.index);
     REQUIRE(d.worst <= weights_tolerance);
+}
+
+TEST_CASE("the flash row by hand: d_k = 1, four keys in tiles of two", "[modern][flash]") {
+    // q = 1, keys 0, 1, 2, 3 (so the scores are 0, 1, 2, 3 with factor 1), values 1, 2, 3, 4.
+    // tile 1: m = 1, l = e^-1 + 1 = 1.367879, o = e^-1·1 + 1·2 = 2.367879
+    // tile 2: m = 3, c = e^-2 = 0.135335, l = 1.367879·c + e^-1 + 1 = 1.553001,
+    //         o = 2.367879·c + e^-1·3 + 4 = 5.424096;  context = o / l = 3.492655,
+    // the softmax of (0, 1, 2, 3) against (1, 2, 3, 4): 108.94588 / 31.192875 = 3.492655
+    const float q[] = {1.0f}, keys[] = {0.0f, 1.0f, 2.0f, 3.0f}, values[] = {1.0f, 2.0f, 3.0f, 4.0f};
+    mha::HeadMask mask;
+    mask.n = 1;
+    mask.m = 4;
+    const mha::FlashRow r = mha::trace_flash_row({q, 1, 1, 1, 1}, {keys, 4, 1, 1, 1},
+                                                 {values, 4, 1, 1, 1}, mask, 1.0f, 0, 2);
+    REQUIRE(r.tiles.size() == 2);
+    CHECK(r.tiles[0].first_key == 0);
+    CHECK(r.tiles[0].running_max == 1.0f);
+    CHECK(r.tiles[0].shrink == 0.0f);  // m was -inf before the first tile
+    CHECK(r.tiles[0].running_sum == Approx(1.367879).epsilon(1e-6));
+    CHECK(r.tiles[0].output[0] == Approx(2.367879).epsilon(1e-6));
+    CHECK(r.tiles[1].tile_max == 3.0f);
+    CHECK(r.tiles[1].shrink == Approx(0.135335).epsilon(1e-5));
+    CHECK(r.tiles[1].running_sum == Approx(1.553001).epsilon(1e-6));
+    CHECK(r.tiles[1].output[0] == Approx(5.424096).epsilon(1e-6));
+    CHECK(r.context[0] == Approx(3.492655).epsilon(1e-6));
+}
+
+TEST_CASE("the flash row is the streaming path's row, and the standard path's", "[modern][flash]") {
+    const ScoreMods mods = generated_mods();
+    const std::size_t n = 130, m = 600, d_k = 8;
+    const std::size_t row = GENERATE(0, 2, 64, 129);
+    CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, row);
+    const std::vector<float> q = random_values(n * d_k, 5, 2.0f), k = random_values(m * d_k, 6, 2.0f),
+                             v = random_values(m * d_k, 7, 1.0f);
+    const mha::HeadMask mask = head_mask(mods, n, m);
+    const float factor = float(1.0 / std::sqrt(double(d_k)));
+    std::vector<float> context(n * d_k), weights(n * m), expected(n * d_k);
+    mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                          {v.data(), m, d_k, d_k, 1}, mask, factor, false, context.data(), d_k);
+    const mha::FlashRow r = mha::trace_flash_row({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                                                 {v.data(), m, d_k, d_k, 1}, mask, factor, row);
+    CHECK(r.tiles.size() == (mask.key_end(row) + mha::stream_key_tile - 1) / mha::stream_key_tile);
+    for (std::size_t j = 0; j < d_k; ++j) CHECK(r.context[j] == context[row * d_k + j]);  // same bits
+
+    mha::matmul({q.data(), n, d_k, d_k, 1}, mha::MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
+                weights.data(), m);
+    mha::scale_mask_tile(weights.data(), m, 0, n, 0, m, factor, mask);
+    const float* s = weights.data() + row * m;  // the row's masked scores
+    const float max = *std::max_element(s, s + m);
+    double sum = 0.0;
+    for (std::size_t j = 0; j < m; ++j) sum += std::exp(double(s[j]) - max);
+    CHECK(r.tiles.back().running_max == Approx(max).margin(1e-5));
+    CHECK(r.tiles.back().running_sum == Approx(sum).epsilon(1e-5));
+    mha::softmax_rows(weights.data(), n, m, false);
+    mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
+    for (std::size_t j = 0; j < d_k; ++j) CHECK(r.context[j] == Approx(expected[row * d_k + j]).margin(weights_tolerance));
 }
