@@ -11,7 +11,8 @@ _mha() {
         --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --decode --fused-qkv --per-head --block --d-ff --preset
-        --shapes-only --list-presets --attention --help --version"
+        --shapes-only --list-presets --attention --rope --rope-theta --alibi --window
+        --sink-tokens --softcap --qk-norm --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local bench_options="--repeat --threads --quick --json --compare-torch --help"
 
@@ -39,6 +40,7 @@ _mha() {
         --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
         --attention) COMPREPLY=($(compgen -W "auto standard streaming" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
+        --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
@@ -46,7 +48,7 @@ _mha() {
         --weights|--save) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

@@ -3,6 +3,7 @@
 #include "app/cli.h"
 
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -97,6 +98,21 @@ std::size_t parse_index(const std::string& option, const std::string& text) {
     const std::uint64_t value = parse_unsigned(option, text);
     if (value >= max_size) throw Error(option + " value '" + text + "' is too large");
     return std::size_t(value);
+}
+
+// A finite number above 0: "50", "1.5", "5e5".
+double parse_positive(const std::string& option, const std::string& text) {
+    std::size_t used = 0;
+    double value = 0.0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || !std::isfinite(value) || value <= 0.0) {
+        throw Error(option + " expects a number above 0, got '" + text + "'");
+    }
+    return value;
 }
 
 struct Option {
@@ -208,6 +224,21 @@ const std::vector<Option>& options() {
         {"--list-presets", 0, false, [](Config& c, const std::string&) { c.list_presets = true; }},
         {"--decode", 0, true,
          [](Config& c, const std::string& v) { c.decode = parse_count("--decode", v, max_size); }},
+        {"--rope", 0, true,
+         [](Config& c, const std::string& v) {
+             c.rope = parse_choice<RopeLayout>(
+                 "--rope", v, {{"half", RopeLayout::Half}, {"interleaved", RopeLayout::Interleaved}});
+         }},
+        {"--rope-theta", 0, true,
+         [](Config& c, const std::string& v) { c.rope_theta = parse_positive("--rope-theta", v); }},
+        {"--alibi", 0, false, [](Config& c, const std::string&) { c.alibi = true; }},
+        {"--window", 0, true,
+         [](Config& c, const std::string& v) { c.window = parse_count("--window", v, max_size); }},
+        {"--sink-tokens", 0, true,
+         [](Config& c, const std::string& v) { c.sinks = parse_index("--sink-tokens", v); }},
+        {"--softcap", 0, true,
+         [](Config& c, const std::string& v) { c.softcap = parse_positive("--softcap", v); }},
+        {"--qk-norm", 0, false, [](Config& c, const std::string&) { c.qk_norm = true; }},
         {"--fused-qkv", 0, false, [](Config& c, const std::string&) { c.fused_qkv = true; }},
         {"--per-head", 0, false, [](Config& c, const std::string&) { c.per_head = true; }},
         {"--block", 0, true,
@@ -362,6 +393,19 @@ Variants (docs/variants.md):
       --block pre|post   the transformer block around attention: residuals,
                          LayerNorm (before or after), feed-forward with GELU
       --d-ff F           the block's feed-forward width (default 4*d_model)
+
+Modern attention (docs/variants.md; query i is at position i + M - N):
+      --rope half|interleaved
+                         rotary embeddings on each head's Q and K after step 5:
+                         pairs (x[i], x[i+d_k/2]) (Hugging Face) or (x[2i],
+                         x[2i+1]) (Meta); d_k must be even
+      --rope-theta T     RoPE's base: inv_freq[i] = T^(-2i/d_k) (default 10000)
+      --alibi            step 8 adds -m_i*|p - j| with Press et al.'s slopes
+      --window W         sliding window (causal): query p sees keys p-W < j <= p
+      --sink-tokens S    with --window: the first S keys stay visible (sinks)
+      --softcap C        step 7 ends with C*tanh(scores/C) (Gemma 2); C > 0
+      --qk-norm          RMSNorm of each head's Q and K before the scores, with
+                         q_norm.weight, k_norm.weight (d_k) or ones when seeded
 
 Model sizes:
       --preset NAME      sizes of a known model (B=1, N = its context); see

@@ -70,6 +70,13 @@ void validate(const Config& c) {
         throw Error("--heatmap, --summary, --no-scale and --export-svg read the attention "
                     "weights, which --attention streaming never stores; use standard or auto");
     }
+    if (c.sinks && c.window == 0) {
+        throw Error("--sink-tokens keeps the first S keys visible inside a sliding window; "
+                    "give --window W too");
+    }
+    if (c.rope_theta && !c.rope) {
+        throw Error("--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

@@ -3,6 +3,7 @@
 
 #include "core/block.h"
 #include "core/attention.h"
+#include "core/rope.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -60,6 +61,15 @@ struct Config {
     bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
+
+    // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
+    std::optional<RopeLayout> rope;     // --rope half|interleaved
+    std::optional<double> rope_theta;   // --rope-theta T, default 10000
+    bool alibi = false;
+    std::size_t window = 0;             // --window W; 0: none
+    std::optional<std::size_t> sinks;   // --sink-tokens S (needs --window)
+    std::optional<double> softcap;      // --softcap C
+    bool qk_norm = false;
 
     bool help = false;
     bool version = false;

@@ -129,7 +129,32 @@ Masks load_masks(const Config& c) {
                        masks);
     if (!c.key_padding_mask_path.empty())
         load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
+    masks.softcap = c.softcap.value_or(0.0);
+    masks.alibi = c.alibi;
+    masks.window = c.window;
+    masks.sinks = c.sinks.value_or(0);
     return masks;
+}
+
+std::optional<Rope> rope_of(const Config& c) {
+    if (!c.rope) return std::nullopt;
+    return Rope{*c.rope, c.rope_theta.value_or(10000.0)};
+}
+
+// QK-norm's weights: the state dict's, or ones for seeded weights; refused when the state
+// dict and --qk-norm disagree.
+void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
+    if (from_file && c.qk_norm && w.q_norm.empty()) {
+        throw Error(c.weights_path + ": --qk-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
+                    std::to_string(s.d_k()) + ") in the state dict");
+    }
+    if (from_file && !c.qk_norm && !w.q_norm.empty()) {
+        throw Error(c.weights_path + " has q_norm.weight and k_norm.weight: give --qk-norm to apply them");
+    }
+    if (!from_file && c.qk_norm) {
+        w.q_norm = Tensor({s.d_k()}, std::vector<float>(s.d_k(), 1.0f));
+        w.k_norm = w.q_norm;
+    }
 }
 
 // --head and --ablate-head name heads 0..h-1.
@@ -213,7 +238,14 @@ ShapesProblem build_shapes(const Config& c) {
     p.spec.self_attention = s.kv_len == s.seq_len;
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
     p.spec.masks.causal = c.causal;
+    const Masks modern = load_masks(c);
+    p.spec.masks.softcap = modern.softcap;
+    p.spec.masks.alibi = modern.alibi;
+    p.spec.masks.window = modern.window;
+    p.spec.masks.sinks = modern.sinks;
     p.spec.scale = !c.no_scale;
+    p.spec.qk_norm = c.qk_norm;
+    p.spec.rope = rope_of(c);
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -245,6 +277,7 @@ Problem build_problem(const Config& c) {
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
+    set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
@@ -253,6 +286,8 @@ Problem build_problem(const Config& c) {
     p.options.scale = !c.no_scale;
     check_head_numbers(c, s.heads);
     p.options.path = plan.path;
+    p.options.rope = rope_of(c);
+    check_pass(p.weights, p.inputs, p.masks, p.options);
     p.info = describe(c, s, p);
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);

@@ -90,14 +90,23 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     trace.show_input(in.x_q);                                                           // 0
 
     Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
+    NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
+    PassTrace silent(untraced, pass_spec(s, w, in, masks, options, Form::Decode));
     ForwardResult result;
     result.output = Tensor({B, T, E});
     if (!streamed) result.weights = Tensor({B, h, T, T});
     for (std::size_t t = 0; t < T; ++t) {
         const std::size_t length = t + 1;  // positions in the cache once this token is added
+        Sizes token_sizes = s;  // one query at position t against the `length` cached keys
+        token_sizes.seq_len = 1;
+        token_sizes.kv_len = length;
         const Tensor x_t = token_row(in.x_q, t);
-        const Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
-        append(project(x_t, w.w_k, w.b_k, options.threads), t, cache.k);
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads);  // (B, 1, G·d_k)
+        Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
+        Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
+        position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
+        append(k_t, t, cache.k);
         append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises
 
@@ -111,7 +120,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
                               return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
                                                    cached(cache.k, b, g, length),
                                                    cached(cache.v, b, g, length),
-                                                   HeadMask{nullptr, nullptr, false, 1, length},
+                                                   unit_mask(masks, b, i, token_sizes),
                                                    streamed ? nullptr : weights.data() + u * length,
                                                    context.data() + b * E + i * d_k, d_k};
                           }};

@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
+#include "core/position_bias.h"
 #include "core/streaming.h"
 
 namespace mha {
@@ -55,18 +56,66 @@ std::string scale_suffix(bool scale) { return scale ? " / sqrt(d_k)" : ""; }
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
-std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m) {
+// The keys each query may see under the causal mask and the window (a window is causal).
+std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t n, std::size_t m) {
     std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
     for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) grid[i][j] = causally_visible(i, j, n, m);
+        for (std::size_t j = 0; j < m; ++j) {
+            grid[i][j] = masks.window > 0 ? window_allows({masks.window, masks.sinks}, i + m - n, j)
+                                          : causally_visible(i, j, n, m);
+        }
     }
     return grid;
+}
+
+std::string number(double value) {
+    std::ostringstream text;
+    text << value;
+    return text.str();
+}
+
+// "m = 0.5, 0.25, ..." : ALiBi's slope of every head, the first 8 and the last.
+std::string slopes_note(std::size_t heads) {
+    const std::vector<double> slopes = alibi_slopes(heads);
+    std::string text = "ALiBi: scores += -m_i·|p - j| (query at p = i + M - N); slopes m_0..m_" +
+                       std::to_string(heads - 1) + " = ";
+    for (std::size_t i = 0; i < heads; ++i) {
+        if (i == 8 && heads > 9) {
+            text += "..., ";
+            i = heads - 1;
+        }
+        text += number(slopes[i]) + (i + 1 < heads ? ", " : "");
+    }
+    return text;
+}
+
+// The sliding window, and the cache a decoder needs for it.
+std::vector<std::string> window_notes(const MaskKinds& masks, const Sizes& s) {
+    std::vector<std::string> notes;
+    const std::string W = std::to_string(masks.window);
+    notes.push_back("sliding window W = " + W + ": query p sees keys p-" + W + " < j <= p" +
+                    (masks.window >= s.kv_len ? " (W >= M: the same as causal)" : ""));
+    if (masks.sinks > 0) {
+        notes.push_back("attention sinks: keys 0.." + std::to_string(masks.sinks - 1) +
+                        " stay visible to every later query");
+    }
+    const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, s.kv_len);
+    notes.push_back("a KV cache needs only " + std::to_string(kept) + " of the M = " +
+                    std::to_string(s.kv_len) + " positions: " +
+                    std::to_string(macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)})) +
+                    " bytes of K and V instead of " +
+                    std::to_string(macs_of({2, s.batch, s.kv_heads, s.kv_len, s.d_k(), sizeof(float)})));
+    return notes;
 }
 
 // What step 8 applies, in words.
 std::vector<std::string> mask_notes(const MaskKinds& masks, const Sizes& s) {
     std::vector<std::string> notes = masks.notes;
-    if (masks.causal) {
+    if (masks.alibi) notes.push_back(slopes_note(s.heads));
+    if (masks.window > 0) {
+        const std::vector<std::string> window = window_notes(masks, s);
+        notes.insert(notes.end(), window.begin(), window.end());
+    } else if (masks.causal) {
         notes.push_back(s.seq_len == s.kv_len
                             ? "causal: query i attends to keys 0..i"
                             : "causal, bottom-right aligned: query i attends to keys 0..i+" +
@@ -87,10 +136,60 @@ std::string scale_note(std::size_t d_k, bool scale) {
     return note.str();
 }
 
+std::string softcap_note(double cap) {
+    const std::string c = number(cap);
+    return "soft-cap: scores = " + c + "·tanh(scores / " + c + "), so every score lies in (-" + c +
+           ", " + c + "); small scores barely change";
+}
+
+// "p = 1: 1, 0.1, 0.01, 0.001": the angles of the first pairs at one position.
+std::string angles_note(const std::vector<double>& inv_freq, std::size_t position) {
+    std::string text = "p = " + std::to_string(position) + ":";
+    const std::size_t shown = std::min<std::size_t>(inv_freq.size(), 4);
+    for (std::size_t i = 0; i < shown; ++i) {
+        text += (i ? ", " : " ") + number(double(position) * inv_freq[i]);
+    }
+    return text + (shown < inv_freq.size() ? ", ... rad" : " rad");
+}
+
+// Step 5 after the split: QK-norm, then RoPE, on Q and K (named q_name, k_name), in place:
+// the layouts stay.
+void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_dims,
+                   const Dims& k_dims, const std::string& Q = "Q", const std::string& K = "K") {
+    if (p.spec.qk_norm) {
+        p.add(5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q)
+            .notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + 1e-06) · "
+                             "q_norm.weight (d_k)");
+        p.add(5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
+    }
+    if (!p.spec.rope) return;
+    const Rope& rope = *p.spec.rope;
+    const bool half = rope.layout == RopeLayout::Half;
+    const std::size_t d_k = p.s.d_k(), N = p.s.seq_len, M = p.s.kv_len;
+    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
+    const auto rotated = [half](const std::string& x) {
+        return half ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
+                    : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
+    };
+    Step& rq = p.add(5, "rope", Q, rotated(Q), q_dims, q);
+    rq.notes.push_back(std::string(half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
+                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
+                       ", each turned by p·inv_freq[i], inv_freq[i] = " + number(rope.theta) +
+                       "^(-2i/" + std::to_string(d_k) + ")");
+    rq.notes.push_back("queries at positions " + std::to_string(M - N) + ".." + std::to_string(M - 1) +
+                       ", keys at 0.." + std::to_string(M - 1) + "; angles of the first pairs:");
+    for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
+        if (position < M && (position != M - 1 || M > 2)) rq.notes.push_back(angles_note(inv_freq, position));
+    }
+    p.add(5, "rope", K, rotated(K), k_dims, k)
+        .notes.push_back("q_p · k_j now depends on p - j only; V is not rotated");
+}
+
 std::vector<std::string> streaming_notes(const PassSpec& spec) {
     const Sizes& s = spec.sizes;
     const std::uint64_t saved = macs_of({s.batch, s.heads, s.seq_len, s.kv_len, sizeof(float)});
     std::vector<std::string> notes = mask_notes(spec.masks, s);
+    if (spec.masks.softcap > 0) notes.insert(notes.begin(), softcap_note(spec.masks.softcap));
     notes.push_back("streaming path: steps 6-9 run on tiles of " +
                     std::to_string(stream_query_tile) + " queries x " +
                     std::to_string(stream_key_tile) +
@@ -140,6 +239,8 @@ Layout plan_project_split(Planner& p) {
     Step& v5 = p.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
     if (G != h) v5.notes = kv_cost_notes(s);
+    plan_position(p, q4.transpose(1, 2), k4.transpose(1, 2), {"B", "h", "N", "d_k"},
+                  {"B", g, "M", "d_k"});
     return q4.transpose(1, 2);
 }
 
@@ -162,6 +263,7 @@ Layout plan_fused_project_split(Planner& p) {
         p.add(5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
               {"B", "h", "N", "d_k"}, heads.select(0));
     }
+    plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
     return heads.select(0);
 }
 
@@ -177,14 +279,19 @@ Layout plan_attend_standard(Planner& p) {
     s6.notes.push_back("standard path: the scores are stored, " +
                        std::to_string(macs_of({B, h, N, M, sizeof(float)})) +
                        " bytes (--attention streaming would not store them)");
-    p.add(7, "scale", "scores", p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)",
-          dims, scores)
-        .notes.push_back(scale_note(d_k, p.spec.scale));
+    Step& s7 = p.add(7, "scale", "scores",
+                     p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)", dims, scores);
+    s7.notes.push_back(scale_note(d_k, p.spec.scale));
+    if (p.spec.masks.softcap > 0) {
+        s7.expression += ", then softcap * torch.tanh(scores / softcap)";
+        s7.notes.push_back(softcap_note(p.spec.masks.softcap));
+    }
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     s8.notes = mask_notes(p.spec.masks, s);
-    if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M);
+    if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
+        s8.allowed = planned_grid(p.spec.masks, N, M);
     p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, d_k});
     p.add(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
@@ -254,6 +361,7 @@ void plan_one_head(Planner& p, std::size_t i) {
     p.add(3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
+    plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec.scale);
     if (p.spec.path == AttentionPath::Streaming) {
         p.add(10, "attend", "head_" + id,
@@ -304,6 +412,18 @@ void plan_token(Planner& p, std::size_t t) {
                               "V of earlier tokens come from the cache (V_cache likewise)");
     k.notes.push_back("the cache is allocated once for all T positions: the first t are a view "
                       "into it, non-contiguous while t < T");
+    if (p.spec.qk_norm) k.notes.push_back("q_t and k_t are RMS-normalised (QK-norm) before caching");
+    if (p.spec.rope) {
+        k.notes.push_back("q_t and k_t are rotated (RoPE) to position " + std::to_string(t) +
+                          " before k_t is cached: cached keys never need rotating again");
+    }
+    if (p.spec.masks.window > 0) {
+        const std::size_t kept = window_cache_positions({p.spec.masks.window, p.spec.masks.sinks}, length);
+        k.notes.push_back("sliding window: only " + std::to_string(kept) + " of the " +
+                          std::to_string(length) + " cached positions are still read; a rolling cache "
+                          "would hold " + std::to_string(macs_of({2, B, G, kept, d_k, sizeof(float)})) +
+                          " bytes");
+    }
     const std::string scaled = scale_suffix(p.spec.scale);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     if (streamed) {

@@ -6,9 +6,11 @@
 // hands the same steps to its tracer with the values attached (PassTrace).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/rope.h"
 #include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
@@ -39,8 +41,11 @@ struct MaskKinds {
     bool padding = false;             // a key padding mask (B, M)
     bool causal = false;              // bottom-right aligned
     std::vector<std::string> notes;   // how the given masks were read (io/masks)
+    double softcap = 0.0;             // step 7's soft-cap C, 0 for none
+    bool alibi = false;               // ALiBi's bias
+    std::size_t window = 0, sinks = 0;  // the sliding window W (0 for none) and its sinks S
 
-    bool any() const { return attn || padding || causal; }
+    bool any() const { return attn || padding || causal || alibi || window > 0; }
 };
 
 // Everything the plan depends on besides the sizes.
@@ -52,6 +57,8 @@ struct PassSpec {
     Biases bias;
     MaskKinds masks;
     bool scale = true;  // step 7 divides by sqrt(d_k)
+    bool qk_norm = false;       // step 5 RMSNorms Q and K
+    std::optional<Rope> rope;   // step 5 rotates Q and K
 };
 
 // Every step the pass reports, in order; Step::value is null.

@@ -23,9 +23,9 @@ std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k
 }
 
 void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position) {
-    const std::size_t d_k = x.size(3);
+    const std::size_t last = x.dim() - 1, d_k = x.size(last);
     if (d_k % 2 != 0) throw Error("RoPE needs an even d_k, got " + std::to_string(d_k));
-    const std::size_t pairs = d_k / 2, length = x.size(2);
+    const std::size_t pairs = d_k / 2, length = x.size(last - 1);
     const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
     std::vector<double> cos_table(length * pairs), sin_table(length * pairs);  // (L, d_k/2)
     for (std::size_t l = 0; l < length; ++l) {
@@ -36,17 +36,21 @@ void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position) {
         }
     }
     const Strides& s = x.strides();
-    for (std::size_t b = 0; b < x.size(0); ++b) {
-        for (std::size_t h = 0; h < x.size(1); ++h) {
-            for (std::size_t l = 0; l < length; ++l) {
-                float* row = x.data() + b * s[0] + h * s[1] + l * s[2];
-                for (std::size_t i = 0; i < pairs; ++i) {
-                    const auto [ia, ib] = rope_pair(rope.layout, d_k, i);
-                    const double a = row[ia * s[3]], c = cos_table[l * pairs + i];
-                    const double bv = row[ib * s[3]], sn = sin_table[l * pairs + i];
-                    row[ia * s[3]] = float(a * c - bv * sn);
-                    row[ib * s[3]] = float(a * sn + bv * c);
-                }
+    const std::size_t step = s[last], matrices = x.numel() / (length * d_k);
+    for (std::size_t m = 0; m < matrices; ++m) {
+        std::size_t offset = 0, rest = m;  // the (L, d_k) matrix's offset from its C-order index
+        for (std::size_t d = last - 1; d-- > 0;) {
+            offset += (rest % x.size(d)) * s[d];
+            rest /= x.size(d);
+        }
+        for (std::size_t l = 0; l < length; ++l) {
+            float* row = x.data() + offset + l * s[last - 1];
+            for (std::size_t i = 0; i < pairs; ++i) {
+                const auto [ia, ib] = rope_pair(rope.layout, d_k, i);
+                const double a = row[ia * step], c = cos_table[l * pairs + i];
+                const double b = row[ib * step], sn = sin_table[l * pairs + i];
+                row[ia * step] = float(a * c - b * sn);
+                row[ib * step] = float(a * sn + b * c);
             }
         }
     }

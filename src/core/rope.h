@@ -26,7 +26,7 @@ std::vector<double> rope_inv_freq(std::size_t d_k, double theta);
 // The features (a, b) of pair i: a' = a cos θ − b sin θ, b' = a sin θ + b cos θ.
 std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k, std::size_t i);
 
-// Rotates every (d_k) row of x (B, H, L, d_k), any strides, in place; row l is at position
+// Rotates every (d_k) row of x (..., L, d_k), any strides, in place; row l is at position
 // first_position + l. Angles, sines and products in double, stored as float. d_k must be even.
 void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position);
 
