@@ -122,7 +122,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 
 Masks load_masks(const Config& c) {
     Masks masks;
-    masks.causal = c.causal || c.demo_heads;
+    masks.causal = c.causal;
     if (!c.mask_path.empty())
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
                        masks);
@@ -166,7 +166,6 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal || c.demo_heads;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
