@@ -56,7 +56,7 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
                          std::size_t threads) {
     if (c.form == Form::Decode) return decode_bytes(s);
     const std::uint64_t attention = forward_bytes(s, path, threads);
-    if (c.form != Form::Block) return attention;
+    if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
     return checked_sum({attention, block_bytes(s, d_ff), ffn_weights}, what);
@@ -74,7 +74,7 @@ const char* path_name(AttentionPath path) {
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.form != Form::Packed && c.form != Form::FusedQkv) return AttentionPath::Standard;
+    if (c.form == Form::Decode || c.form == Form::PerHead || c.block) return AttentionPath::Standard;
     const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
     const bool shown = c.trace || c.format != Format::Text;
     const bool standard_fits = standard_bytes <= c.max_memory;

@@ -234,15 +234,15 @@ std::size_t parse_index(const Arg& arg) {
 }
 
 // Each form flag asks for its form; a rule (config.cpp) allows one.
-void ask_form(Config& c, Form form) {
+void ask_form(Config& c, FormChoice form) {
     if (std::find(c.forms.begin(), c.forms.end(), form) == c.forms.end()) c.forms.push_back(form);
 }
 
-const std::map<std::string, Form> form_names = {{"packed", Form::Packed},
-                                                {"fused-qkv", Form::FusedQkv},
-                                                {"per-head", Form::PerHead},
-                                                {"decode", Form::Decode},
-                                                {"block", Form::Block}};
+const std::map<std::string, FormChoice> form_names = {{"packed", FormChoice::Packed},
+                                                {"fused-qkv", FormChoice::FusedQkv},
+                                                {"per-head", FormChoice::PerHead},
+                                                {"decode", FormChoice::Decode},
+                                                {"block", FormChoice::Block}};
 
 // mha's options in --help order. To add an option: one row here (long name, short
 // letter or 0, value placeholder or "" for a flag, help lines of at most 55 columns,
@@ -389,26 +389,26 @@ const std::vector<Row>& mha_table() {
           "the form of the pass (default packed); the four\n"
           "options below choose it too. decode: N tokens one at\n"
           "a time; block: --block pre"},
-         [](Config& c, const Arg& a) { ask_form(c, parse_choice<Form>(a, form_names)); }},
+         [](Config& c, const Arg& a) { ask_form(c, parse_choice<FormChoice>(a, form_names)); }},
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"
           "causal); the last row equals the full causal pass"},
          [](Config& c, const Arg& a) {
              c.decode = parse_size(a);
-             ask_form(c, Form::Decode);
+             ask_form(c, FormChoice::Decode);
          }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
-         [](Config& c, const Arg&) { ask_form(c, Form::FusedQkv); }},
+         [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",
           "each head with its own slices of W_q, W_k, W_v, then\n"
           "the concatenation (the papers' formula)"},
-         [](Config& c, const Arg&) { ask_form(c, Form::PerHead); }},
+         [](Config& c, const Arg&) { ask_form(c, FormChoice::PerHead); }},
         {{"--block", 0, "pre|post",
           "the transformer block around attention: residuals,\n"
           "LayerNorm (before or after), feed-forward with GELU"},
          [](Config& c, const Arg& a) {
              c.block = parse_choice<BlockKind>(a, {{"pre", BlockKind::Pre}, {"post", BlockKind::Post}});
-             ask_form(c, Form::Block);
+             ask_form(c, FormChoice::Block);
          }},
         {{"--d-ff", 0, "F", "the block's feed-forward width (default 4*d_model)"},
          [](Config& c, const Arg& a) { c.d_ff = parse_size(a); }},

@@ -10,36 +10,19 @@ namespace mha {
 
 namespace {
 
-bool asks(const Config& c, Form form) {
+bool asks(const Config& c, FormChoice form) {
     return std::find(c.forms.begin(), c.forms.end(), form) != c.forms.end();
-}
-
-// Any form but the packed pass.
-bool asks_variant(const Config& c) {
-    return std::any_of(c.forms.begin(), c.forms.end(), [](Form f) { return f != Form::Packed; });
-}
-
-const char* form_flag(Form form) {
-    switch (form) {
-        case Form::FusedQkv: return "--fused-qkv";
-        case Form::PerHead: return "--per-head";
-        case Form::Decode: return "--decode";
-        case Form::Block: return "--block";
-        case Form::Packed: break;
-    }
-    return "--form packed";
 }
 
 bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
-// A message's {form} is the variant asked for, {T} the --decode count, {N} the --seq-len.
+// A message's {T} is the --decode count, {N} the --seq-len.
 std::string fill(const std::string& message, const Config& c) {
     std::string text = message;
     const auto put = [&text](const std::string& key, const std::string& value) {
         const std::size_t at = text.find(key);
         if (at != std::string::npos) text.replace(at, key.size(), value);
     };
-    if (!c.forms.empty()) put("{form}", form_flag(c.forms.front()));
     if (c.decode) put("{T}", std::to_string(*c.decode));
     if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
     return text;
@@ -54,48 +37,27 @@ const std::vector<Rule<Config>>& rules() {
          "--decode, --fused-qkv, --per-head and --block are different forms of the pass; "
          "choose one"},
         {"d-ff-without-block",
-         [](const Config& c) { return c.d_ff && !asks(c, Form::Block); },
+         [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
         {"block-self-attention",
-         [](const Config& c) { return asks(c, Form::Block) && (c.kv_len || !c.key_path.empty()); },
-         "--block is self-attention: no --kv-len or --key/--value"},
-        {"variant-shapes-only", [](const Config& c) { return asks_variant(c) && c.shapes_only; },
-         "{form} computes; it cannot be combined with --shapes-only"},
-        {"variant-streaming",
          [](const Config& c) {
-             return asks_variant(c) && !asks(c, Form::FusedQkv) &&
-                    c.attention == AttentionPath::Streaming;
+             return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
          },
-         "{form} runs the standard steps 6-10; it cannot be combined with --attention streaming"},
-        {"per-head-no-scale", [](const Config& c) { return asks(c, Form::PerHead) && c.no_scale; },
-         "--no-scale changes the packed pass; it cannot be combined with --per-head"},
-        {"decode-no-scale", [](const Config& c) { return asks(c, Form::Decode) && c.no_scale; },
-         "--no-scale changes the packed pass; it cannot be combined with --decode"},
-        {"block-no-scale", [](const Config& c) { return asks(c, Form::Block) && c.no_scale; },
-         "--no-scale changes the packed pass; it cannot be combined with --block"},
-        {"per-head-ablate-head",
-         [](const Config& c) { return asks(c, Form::PerHead) && c.ablate_head.has_value(); },
-         "--ablate-head changes the packed pass; it cannot be combined with --per-head"},
-        {"decode-ablate-head",
-         [](const Config& c) { return asks(c, Form::Decode) && c.ablate_head.has_value(); },
-         "--ablate-head changes the packed pass; it cannot be combined with --decode"},
-        {"block-ablate-head",
-         [](const Config& c) { return asks(c, Form::Block) && c.ablate_head.has_value(); },
-         "--ablate-head changes the packed pass; it cannot be combined with --block"},
-        {"per-head-mask", [](const Config& c) { return asks(c, Form::PerHead) && !c.mask_path.empty(); },
-         "--per-head supports --causal and --key-padding-mask, not --mask"},
+         "--block is self-attention: no --kv-len or --key/--value"},
+        {"block-shapes-only", [](const Config& c) { return asks(c, FormChoice::Block) && c.shapes_only; },
+         "--block computes; it cannot be combined with --shapes-only"},
         {"fused-qkv-self-attention",
          [](const Config& c) {
-             return asks(c, Form::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
-                                                c.kv_len || !c.key_path.empty());
+             return asks(c, FormChoice::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
+                                                      c.kv_len || !c.key_path.empty());
          },
          "--fused-qkv needs self-attention with K and V as wide as Q: no --kv-heads below "
          "--heads, --kv-len or --key/--value"},
         {"decode-self-attention",
          [](const Config& c) {
-             return asks(c, Form::Decode) && (c.kv_len || !c.key_path.empty() ||
-                                              !c.mask_path.empty() ||
-                                              !c.key_padding_mask_path.empty());
+             return asks(c, FormChoice::Decode) && (c.kv_len || !c.key_path.empty() ||
+                                                    !c.mask_path.empty() ||
+                                                    !c.key_padding_mask_path.empty());
          },
          "--decode runs one sequence attending to itself, causal by construction: no "
          "--kv-len, --key/--value, --mask or --key-padding-mask"},
@@ -181,12 +143,17 @@ const std::vector<Rule<Config>>& rules() {
 
 void settle(Config& c) {
     check_rules(rules(), c, fill);
-    c.form = c.forms.empty() ? Form::Packed : c.forms.front();
-    if (c.form == Form::Decode) {
-        if (c.decode) c.seq_len = c.decode;
-        c.causal = true;
+    switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
+        case FormChoice::Packed: break;
+        case FormChoice::FusedQkv: c.form = Form::FusedQkv; break;
+        case FormChoice::PerHead: c.form = Form::PerHead; break;
+        case FormChoice::Decode:
+            c.form = Form::Decode;
+            if (c.decode) c.seq_len = c.decode;
+            c.causal = true;
+            break;
+        case FormChoice::Block: c.block = c.block.value_or(BlockKind::Pre); break;
     }
-    if (c.form == Form::Block) c.block = c.block.value_or(BlockKind::Pre);
     if (c.demo_heads) c.causal = true;
     if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads;
 }

@@ -3,6 +3,7 @@
 
 #include "core/block.h"
 #include "core/attention.h"
+#include "core/plan.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -14,8 +15,9 @@ namespace mha {
 
 enum class Format { Text, Json, Markdown };
 enum class ColorChoice { Auto, Always, Never };
-// The form of the pass: packed forward() (default), --fused-qkv, --per-head, --decode T, --block.
-enum class Form { Packed, FusedQkv, PerHead, Decode, Block };
+// What --form and the four form options ask for: a Form of steps 6-10, or the block
+// (which wraps the packed form).
+enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -57,8 +59,8 @@ struct Config {
     std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
     bool shapes_only = false;   // trace shapes and costs without computing or allocating
     bool list_presets = false;
-    std::vector<Form> forms;            // the forms asked for (--form and the four below), once each
-    Form form = Form::Packed;           // decided after parsing: the one form asked for
+    std::vector<FormChoice> forms;      // the forms asked for (--form and the four below), once each
+    Form form = Form::Packed;           // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
@@ -78,7 +80,8 @@ inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.
 
 // After parsing: throws mha::Error for the first rule of the rule table the options
 // break (e.g. --key without --value), then decides what follows from them once: the
-// form, causal (--decode, --demo-heads), N = T for --decode T, G = h without weights.
+// form and the block, causal (--decode, --demo-heads), N = T for --decode T, and
+// G = h without weights.
 void settle(Config& config);
 
 }  // namespace mha

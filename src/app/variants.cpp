@@ -10,25 +10,25 @@
 namespace mha {
 
 ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
+    if (c.block) {
+        return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
+    }
     switch (c.form) {
-        case Form::Block:
-            return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options,
-                                 tracer);
         case Form::Decode: return decode(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
-        case Form::PerHead:
-            return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::Packed: break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
 std::string variant_description(const Config& c, std::size_t d_ff) {
+    if (c.block) {
+        return std::string(*c.block == BlockKind::Pre ? "pre-LN" : "post-LN") +
+               " block, d_ff=" + std::to_string(d_ff);
+    }
     switch (c.form) {
-        case Form::Block:
-            return std::string(*c.block == BlockKind::Pre ? "pre-LN" : "post-LN") +
-                   " block, d_ff=" + std::to_string(d_ff);
         case Form::Decode: return "decoding with a KV cache";
         case Form::FusedQkv: return "fused QKV";
         case Form::PerHead: return "per head";

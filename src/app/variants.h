@@ -1,6 +1,6 @@
 #pragma once
 // Which form of the forward pass a run uses: the packed forward() (default),
-// --fused-qkv, --per-head or --decode T, and the option rules that go with them.
+// --fused-qkv, --per-head, --decode T or --block (decided once by settle(), app/config.cpp).
 
 #include <string>
 
