@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <regex>
 
+#include "app/quiz_questions.h"
 #include "core/error.h"
 #include "core/flash_row.h"
 #include "core/kernels.h"
@@ -371,4 +373,25 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     mha::softmax_rows(weights.data(), n, m, false);
     mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
     for (std::size_t j = 0; j < d_k; ++j) CHECK(r.context[j] == Approx(expected[row * d_k + j]).margin(weights_tolerance));
+}
+
+TEST_CASE("quiz: the RoPE and window answers agree with the formulas on the stated sizes",
+          "[modern][quiz]") {
+    const std::vector<mha::Question> questions =
+        mha::make_questions(14, 24, {mha::Topic::Rope, mha::Topic::Window});
+    for (const mha::Question& q : questions) {
+        CAPTURE(q.text);
+        std::smatch m;
+        if (q.topic == mha::Topic::Rope) {
+            REQUIRE(std::regex_search(q.text, m, std::regex(R"(--rope (\w+) \(d_k = (\d+)\), feature (\d+))")));
+            const std::size_t d_k = std::stoul(m[2]), f = std::stoul(m[3]);
+            // half: f and f ± d_k/2; interleaved: f and f xor 1
+            const std::size_t partner = m[1] == "half" ? (f < d_k / 2 ? f + d_k / 2 : f - d_k / 2) : (f ^ 1u);
+            CHECK(q.answer == std::vector<std::uint64_t>{partner});
+        } else {
+            REQUIRE(std::regex_search(q.text, m, std::regex(R"(--window (\d+), how many keys does query (\d+))")));
+            const std::size_t w = std::stoul(m[1]), row = std::stoul(m[2]);
+            CHECK(q.answer == std::vector<std::uint64_t>{std::min(row + 1, w)});
+        }
+    }
 }
