@@ -395,3 +395,19 @@ TEST_CASE("quiz: the RoPE and window answers agree with the formulas on the stat
         }
     }
 }
+
+TEST_CASE("the Llama and Mistral presets turn on RoPE with their base, and Mistral its window",
+          "[modern][preset]") {
+    const test::RunResult llama = test::run_mha("--preset llama3-8b -n 4 --shapes-only --trace");
+    REQUIRE(llama.status == 0);
+    CHECK_THAT(llama.output, Catch::Contains("RoPE, half layout") && Catch::Contains("500000^(-2i/128)"));
+    const test::RunResult mistral = test::run_mha("--preset mistral-7b --shapes-only --trace");
+    REQUIRE(mistral.status == 0);
+    CHECK_THAT(mistral.output, Catch::Contains("10000^(-2i/128)") &&
+                                   Catch::Contains("sliding window W = 4096"));
+    const test::RunResult mine = test::run_mha("--preset llama2-7b -n 4 --rope interleaved --shapes-only --trace");
+    REQUIRE(mine.status == 0);
+    CHECK_THAT(mine.output, Catch::Contains("RoPE, interleaved layout"));
+    const test::RunResult gpt2 = test::run_mha("--preset gpt2 -n 4 --shapes-only --trace");
+    CHECK_THAT(gpt2.output, !Catch::Contains("RoPE"));
+}
