@@ -411,3 +411,14 @@ TEST_CASE("the Llama and Mistral presets turn on RoPE with their base, and Mistr
     const test::RunResult gpt2 = test::run_mha("--preset gpt2 -n 4 --shapes-only --trace");
     CHECK_THAT(gpt2.output, !Catch::Contains("RoPE"));
 }
+
+TEST_CASE("--summary shows how the soft-cap bounds the scores", "[modern][softcap]") {
+    const test::RunResult r = test::run_mha("--softcap 2 --summary -n 6 -d 32 -H 2");
+    REQUIRE(r.status == 0);
+    std::smatch m;
+    const std::string text = std::regex_replace(r.output, std::regex("\\s+"), " ");
+    REQUIRE(std::regex_search(text, m, std::regex(R"(largest \|score\| was ([0-9.]+) before C·tanh\(s/C\) and ([0-9.]+) after)")));
+    const double before = std::stod(m[1]), after = std::stod(m[2]);
+    CHECK(after == Approx(2.0 * std::tanh(before / 2.0)).margin(2e-3));  // printed to 3 decimals
+    CHECK(after < 2.0);
+}
