@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "core/error.h"
@@ -128,4 +130,43 @@ TEST_CASE("the model has the heads it was trained for", "[model]") {
         for (std::size_t h = 0; h < roles.size(); ++h) induction[h] += roles[h].induction / samples;
     }
     CHECK(*std::max_element(induction.begin(), induction.end()) >= 0.3);
+}
+
+TEST_CASE("mha --model: --save holds the chosen layer's weights and the logits, as the "
+          "training script computed them", "[model][cli]") {
+    const auto fixture = mha::npy::read_npz("data/model/induction.npz");
+    const std::string text = fixture_text(fixture.at("text"));
+    const std::string out = test::temp_path("model-save.npz");
+    const test::RunResult r = test::run_mha("--model " + model_path + " --text '" + text +
+                                            "' --layer 1 --save " + out);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("next character: "));
+    const auto saved = mha::npy::read_npz(out);
+    test::require_close(mha::npy::to_tensor(saved.at("attn_weights")),
+                        mha::npy::to_tensor(fixture.at("attn_weights.1")), weight_tolerance);
+    test::require_close(mha::npy::to_tensor(saved.at("logits")),
+                        mha::npy::to_tensor(fixture.at("logits")), logit_tolerance);
+    std::remove(out.c_str());
+}
+
+TEST_CASE("mha --model: unknown characters are said once on stderr; views of every layer",
+          "[model][cli]") {
+    const test::RunResult warned =
+        test::run_command(test::mha_binary() + " --model " + model_path +
+                          " --text 'Psalm 23: 1 and 2' 2>&1 >/dev/null");
+    CHECK(warned.status == 0);
+    CHECK(warned.output ==
+          "mha: warning: 4 characters of --text are not in the model's vocabulary; read as the "
+          "unknown token 0\n");
+    const test::RunResult all =
+        test::run_mha("--model " + model_path + " --text 'In the beginning' --heatmap --summary");
+    REQUIRE(all.status == 0);
+    CHECK_THAT(all.output, Catch::Contains("layer 0 head 0") && Catch::Contains("layer 1 head 3") &&
+                               Catch::Contains("induction") && Catch::Contains("strongest"));
+    const test::RunResult one =
+        test::run_mha("--model " + model_path + " --text 'In the beginning' --layer 1 --trace");
+    REQUIRE(one.status == 0);
+    CHECK_THAT(one.output, Catch::Contains("layer 1 of 2") && Catch::Contains("embed") &&
+                               Catch::Contains("logits = x_final @ lm_head.T + b"));
 }

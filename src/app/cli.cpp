@@ -217,6 +217,10 @@ const std::vector<Option>& options() {
          }},
         {"--d-ff", 0, true,
          [](Config& c, const std::string& v) { c.d_ff = parse_count("--d-ff", v, max_size); }},
+        {"--model", 0, true,
+         [](Config& c, const std::string& v) { c.model_path = parse_path("--model", v); }},
+        {"--layer", 0, true,
+         [](Config& c, const std::string& v) { c.layer = parse_index("--layer", v); }},
         {"--help", 'h', false, [](Config& c, const std::string&) { c.help = true; }},
         {"--version", 'V', false, [](Config& c, const std::string&) { c.version = true; }},
     };
@@ -272,6 +276,7 @@ Config parse_args(const std::vector<std::string>& args) {
         given.push_back(option->name);
     }
     if (!config.preset.empty()) apply_preset(find_preset(config.preset), given, config);
+    check_model_options(config, given);
     apply_variants(config);
     validate(config);
     return config;
@@ -352,6 +357,13 @@ Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
       --export-svg FILE  the heatmaps as a standalone SVG
       --ablate-head I    zero head I before W_o; report how much output changes
       --no-scale         skip the 1/sqrt(d_k) scale and show what that does
+
+A trained model (examples/models/README.md, docs/induction.md):
+      --model FILE       a character model: --text through its embeddings and
+                         every layer; prints its next-character prediction
+      --layer L          the layer the trace, heatmap, summary, SVG and --save
+                         show (default 0); --heatmap and --export-svg without
+                         --layer draw every layer's heads at once
 
 Variants (docs/variants.md):
       --decode T         decode T tokens one at a time with a KV cache (N = T,

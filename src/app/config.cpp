@@ -2,6 +2,8 @@
 
 #include "app/config.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace mha {
@@ -32,7 +34,29 @@ void check_views(const Config& c) {
     }
 }
 
+// What a --model run takes besides --model itself.
+const char* const model_options[] = {
+    "--text",    "--layer", "--trace",      "--values", "--step",  "--format", "--heatmap",
+    "--summary", "--head",  "--color",      "--export-svg", "--save", "--threads",
+    "--max-memory"};
+
 }  // namespace
+
+void check_model_options(const Config& c, const std::vector<std::string>& given) {
+    if (c.layer && c.model_path.empty()) {
+        throw Error("--layer picks a layer of --model; give --model too");
+    }
+    if (c.model_path.empty()) return;
+    if (!c.text) throw Error("--model reads characters; give them with --text \"...\"");
+    for (const std::string& option : given) {
+        if (option == "--model" || std::find(std::begin(model_options), std::end(model_options),
+                                             option) != std::end(model_options)) {
+            continue;
+        }
+        throw Error("--model runs the trained model on --text; it cannot be combined with " +
+                    option + " (the model decides the sizes, weights and causal mask)");
+    }
+}
 
 void validate(const Config& c) {
     if (c.key_path.empty() != c.value_path.empty()) {

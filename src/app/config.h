@@ -60,6 +60,8 @@ struct Config {
     bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
+    std::string model_path;             // --model FILE: a trained character model (needs --text)
+    std::optional<std::size_t> layer;   // --layer L: the model layer the views show
 
     bool help = false;
     bool version = false;
@@ -76,5 +78,10 @@ inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.
 
 // Throws mha::Error when options contradict each other (e.g. --key without --value).
 void validate(const Config& config);
+
+// --model runs a trained model on --text: throws mha::Error for --layer without --model,
+// --model without --text, and any option in `given` (the options that appeared) that a
+// model run does not take.
+void check_model_options(const Config& config, const std::vector<std::string>& given);
 
 }  // namespace mha

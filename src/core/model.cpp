@@ -61,8 +61,18 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
                                             l == traced_layer ? tracer : quiet);
         x = std::move(block.output);
         result.weights.push_back(std::move(block.weights));
+        if (l == traced_layer) continue;
+        report(tracer, [&] {
+            Step step = make_step(0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
+                                  model_dims, x);
+            step.notes.push_back("layer " + std::to_string(l) +
+                                 ": the same steps (norm1, attention, residual, norm2, MLP, "
+                                 "residual), not traced one by one");
+            return step;
+        });
     }
     const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    result.output = x;
     report(tracer, [&] {
         return make_step(22, "layer_norm", "x_final", "x_final = norm(x)", model_dims, final_norm);
     });

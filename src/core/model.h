@@ -39,6 +39,7 @@ struct Model {
 inline constexpr std::size_t unknown_token = 0;
 
 struct ModelResult {
+    Tensor output;                // (1, N, d_model)  the last block's output
     Tensor logits;                // (1, N, V)  before the softmax
     std::vector<Tensor> weights;  // per layer: (1, h, N, N) attention weights
 };
