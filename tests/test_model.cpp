@@ -170,3 +170,31 @@ TEST_CASE("mha --model: unknown characters are said once on stderr; views of eve
     CHECK_THAT(one.output, Catch::Contains("layer 1 of 2") && Catch::Contains("embed") &&
                                Catch::Contains("logits = x_final @ lm_head.T + b"));
 }
+
+TEST_CASE("the model loader names what is wrong with a model file", "[model]") {
+    const auto good = mha::npy::read_npz(model_path);
+    auto arrays = good;
+    arrays.at("vocab").values[0] = 65;
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        "m.npz: vocab[0] must be 0, the unknown token, got 65");
+    arrays = good;
+    arrays.at("vocab").values[2] = arrays.at("vocab").values[1];
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: vocab[2] = 32 is not a new Unicode code point"));
+    arrays = good;
+    arrays.at("heads").values[1] = 5;
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        "m.npz: heads[1] = 5 does not divide d_model 64");
+    arrays = good;
+    arrays.erase("lm_head.bias");
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: missing array 'lm_head.bias'"));
+    arrays = good;
+    arrays.emplace("layers.2.norm1.weight", good.at("norm.weight"));
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: unexpected array 'layers.2.norm1.weight'"));
+    arrays = good;
+    arrays.at("norm.weight").values[3] = std::nan("");
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: array 'norm.weight' has NaN at index (3)"));
+}
