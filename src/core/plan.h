@@ -1,7 +1,7 @@
 #pragma once
 // The step plan: every step of one forward pass (number, name, tensor, PyTorch
 // expression, named dims, shape, strides, contiguity, bytes copied, multiply-adds,
-// notes) worked out from the sizes and the form alone, with Layout's stride
+// structured facts) worked out from the sizes and the form alone, with Layout's stride
 // arithmetic and no tensor allocated. --shapes-only prints it; the computed pass
 // hands the same steps to its tracer with the values attached (PassTrace).
 
@@ -38,7 +38,7 @@ struct MaskKinds {
     bool attn = false;                // an attn_mask of (N, M), (B, N, M) or (B·h, N, M)
     bool padding = false;             // a key padding mask (B, M)
     bool causal = false;              // bottom-right aligned
-    std::vector<std::string> notes;   // how the given masks were read (io/masks)
+    std::vector<std::string> sources;  // how the given masks were read, in io/masks' words
 
     bool any() const { return attn || padding || causal; }
 };
