@@ -67,11 +67,6 @@ std::uint64_t parameter_count(const Sizes& sizes, bool bias);
 // Step 7's factor: 1/sqrt(d_k), or 1 when the scores are not scaled.
 float score_factor(std::size_t d_k, bool scaled);
 
-// The causal rule: query i of n may see key j of m iff j <= i + m - n (bottom-right aligned).
-inline bool causally_visible(std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
-    return j + n <= i + m;
-}
-
 // The plan handed to a tracer one step at a time, each step with the tensor the pass
 // computed for it. Plans nothing when the tracer does not listen, so an untraced run
 // pays nothing. Every value's shape and strides must be the planned ones (asserted).
