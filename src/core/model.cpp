@@ -42,10 +42,8 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
     }
     Tensor x = embed(m, tokens);
     report(tracer, [&] {
-        Step step = make_step(0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
-                              model_dims, x);
-        step.notes.push_back("one row per character: its learned vector plus its position's");
-        return step;
+        return make_step(0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
+                         model_dims, x);
     });
     Masks causal;
     causal.causal = true;
@@ -62,13 +60,9 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
         x = std::move(block.output);
         result.weights.push_back(std::move(block.weights));
         if (l == traced_layer) continue;
-        report(tracer, [&] {
-            Step step = make_step(0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
-                                  model_dims, x);
-            step.notes.push_back("layer " + std::to_string(l) +
-                                 ": the same steps (norm1, attention, residual, norm2, MLP, "
-                                 "residual), not traced one by one");
-            return step;
+        report(tracer, [&] {  // an untraced layer: its block in one step
+            return make_step(0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
+                             model_dims, x);
         });
     }
     const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
