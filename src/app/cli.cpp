@@ -386,6 +386,17 @@ const std::vector<Row>& mha_table() {
         {{"--no-scale", 0, "", "skip the 1/sqrt(d_k) scale and show what that does"},
          [](Config& c, const Arg&) { c.no_scale = true; }},
 
+        section<Config>("A trained model (examples/models/README.md, docs/induction.md):"),
+        {{"--model", 0, "FILE",
+          "a character model: --text through its embeddings and\n"
+          "every layer; prints its next-character prediction"},
+         [](Config& c, const Arg& a) { c.model_path = parse_path(a); }},
+        {{"--layer", 0, "L",
+          "the layer the trace, heatmap, summary, SVG and --save\n"
+          "show (default 0); --heatmap and --export-svg without\n"
+          "--layer draw every layer's heads at once"},
+         [](Config& c, const Arg& a) { c.layer = parse_index(a); }},
+
         section<Config>("Variants (docs/variants.md):"),
         {{"--form", 0, "packed|fused-qkv|per-head|decode|block",
           "the form of the pass (default packed); the four\n"
