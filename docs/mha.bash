@@ -12,7 +12,7 @@ _mha() {
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --rope --rope-theta --alibi --window
-        --sink-tokens --softcap --qk-norm --help --version"
+        --sink-tokens --softcap --qk-norm --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local bench_options="--repeat --threads --quick --json --compare-torch --help"
 
@@ -46,10 +46,10 @@ _mha() {
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --weights|--save) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

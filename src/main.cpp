@@ -14,6 +14,7 @@
 #include "app/after_run.h"
 #include "app/bench.h"
 #include "app/cli.h"
+#include "app/model_run.h"
 #include "app/presets.h"
 #include "app/problem.h"
 #include "app/quiz.h"
@@ -80,6 +81,10 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (config.shapes_only) return run_shapes_only(config);
+    if (!config.model_path.empty()) {
+        mha::run_model(config, *make_report(config), std::cout, std::cerr);
+        return 0;
+    }
     const mha::Problem problem = mha::build_problem(config);
     if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
     if (!config.svg_path.empty()) mha::npy::check_writable(config.svg_path);

@@ -130,6 +130,8 @@ std::vector<Given> read_options(const CommandInfo& command, const std::vector<st
         const bool is_long = word.rfind("--", 0) == 0 && word.size() > 2;
         const bool is_short = word.size() >= 2 && word[0] == '-' && word[1] != '-';
         if (options_end || (!is_long && !is_short)) {
+            const std::string command_hint = did_you_mean(word, command.subcommands);
+            if (!command_hint.empty()) throw Error("unknown command '" + word + "'" + command_hint + see);
             if (command.name.empty())
                 throw Error("unexpected argument '" + word + "'; options start with --" + see);
             throw Error("unknown " + kind + " '" + word + "'" + see);
@@ -400,6 +402,17 @@ const std::vector<Row>& mha_table() {
         {{"--no-scale", 0, "", "skip the 1/sqrt(d_k) scale and show what that does"},
          [](Config& c, const Arg&) { c.no_scale = true; }},
 
+        section<Config>("A trained model (examples/models/README.md, docs/induction.md):"),
+        {{"--model", 0, "FILE",
+          "a character model: --text through its embeddings and\n"
+          "every layer; prints its next-character prediction"},
+         [](Config& c, const Arg& a) { c.model_path = parse_path(a); }},
+        {{"--layer", 0, "L",
+          "the layer the trace, heatmap, summary, SVG and --save\n"
+          "show (default 0); --heatmap and --export-svg without\n"
+          "--layer draw every layer's heads at once"},
+         [](Config& c, const Arg& a) { c.layer = parse_index(a); }},
+
         section<Config>("Variants (docs/variants.md):"),
         {{"--form", 0, "packed|fused-qkv|per-head|decode|block",
           "the form of the pass (default packed); the four\n"
@@ -472,10 +485,15 @@ const std::vector<Row>& mha_table() {
     return table;
 }
 
+CommandInfo with_subcommands(CommandInfo command) {
+    command.subcommands = {"bench", "quiz"};
+    return command;
+}
+
 }  // namespace
 
 const CommandInfo& mha_command() {
-    static const CommandInfo command = command_info<Config>(
+    static const CommandInfo command = with_subcommands(command_info<Config>(
         "",
         R"(Usage: mha [options]
        mha bench [options]   time the forward pass (see mha bench --help)
@@ -488,7 +506,7 @@ answers (see mha quiz --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )",
-        "", mha_table());
+        "", mha_table()));
     return command;
 }
 

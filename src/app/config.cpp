@@ -16,6 +16,16 @@ bool asks(const Config& c, FormChoice form) {
 
 bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
+// --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
+bool overrides_model(const Config& c) {
+    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
+           c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
+           !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
+           !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
+           c.attention || c.demo_heads || c.ablate_head || c.no_scale || !c.preset.empty() ||
+           c.shapes_only || !c.forms.empty() || c.d_ff;
+}
+
 // A message's {T} is the --decode count, {N} the --seq-len.
 std::string fill(const std::string& message, const Config& c) {
     std::string text = message;
@@ -102,6 +112,15 @@ const std::vector<Rule<Config>>& rules() {
          "--format text"},
         {"step-needs-text-format", [](const Config& c) { return c.step && c.format != Format::Text; },
          "--step pauses the text trace; it does not combine with --format json or markdown"},
+
+        // A trained model (--model) on --text.
+        {"layer-without-model", [](const Config& c) { return c.layer && c.model_path.empty(); },
+         "--layer picks a layer of --model; give --model too"},
+        {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },
+         "--model reads characters; give them with --text \"...\""},
+        {"model-alone", [](const Config& c) { return !c.model_path.empty() && overrides_model(c); },
+         "--model decides the sizes, weights, bias, mask and form; besides --text and --layer "
+         "it takes only the options for output and views (see mha --help)"},
 
         // --shapes-only computes nothing; --attention streaming keeps no weights.
         {"shapes-only-numbers",

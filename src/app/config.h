@@ -65,6 +65,8 @@ struct Config {
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
+    std::string model_path;             // --model FILE: a trained character model (needs --text)
+    std::optional<std::size_t> layer;   // --layer L: the model layer the views show
 
     // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
     std::optional<RopeLayout> rope;     // --rope half|interleaved

@@ -5,8 +5,8 @@
 //     q_t = x_t W_q.T + b_q      (B, 1, d_model) -> (B, h, 1, d_k)
 //     k_t, v_t likewise           (B, 1, G·d_k)  -> cache[:, :, t-1]
 //     6-10 on the packed pass's units, one per (batch, head):
-//     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no mask needed: the future
-//                                                               is not in the cache yet
+//     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
+//                                                               future is not in the cache yet
 //     out_t = softmax(scores) @ V[:, :, :t]      (B, h, 1, d_k) -> (B, 1, d_model) W_o.T + b_o
 
 #include "core/decode.h"
@@ -63,6 +63,38 @@ void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
     }
 }
 
+// 6-10 for token t: one query row per (batch, head) unit against the t + 1 cached
+// positions; no causal mask needed, the future is not in the cache yet (the window, its
+// sinks, ALiBi and the soft-cap still apply). q (B, 1, h·d_k). Returns the heads' contexts
+// side by side, (B, 1, d_model); keeps the weights in result.
+Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std::size_t t,
+                    const Sizes& s, const ForwardOptions& o, PassTrace& trace,
+                    ForwardResult& result) {
+    const std::size_t B = s.batch, E = s.d_model, h = s.heads, d_k = s.d_k(), length = t + 1;
+    Sizes token_sizes = s;  // one query at position t against the `length` cached keys
+    token_sizes.seq_len = 1;
+    token_sizes.kv_len = length;
+    const bool streamed = o.path == AttentionPath::Streaming;
+    Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
+    Tensor concat({B, 1, E});
+    Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
+    const Units units{B * h, [&](std::size_t u) {
+                          const std::size_t b = u / h, i = u % h;
+                          const std::size_t g = kv_head_of(i, h, s.kv_heads);
+                          return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
+                                               cached(cache.k, b, g, length),
+                                               cached(cache.v, b, g, length),
+                                               unit_mask(masks, b, i, token_sizes),
+                                               streamed ? nullptr : weights.data() + u * length,
+                                               context.data() + b * E + i * d_k, d_k};
+                      }};
+    run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
+    trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
+    if (!streamed) keep_row(weights, t, result.weights);
+    if (o.ablate_head) zero_head(context, *o.ablate_head);
+    return concat;
+}
+
 }  // namespace
 
 std::uint64_t decode_bytes(const Sizes& s) {
@@ -85,7 +117,6 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
                     "with no attn_mask or key padding mask");
     }
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
-    const bool streamed = options.path == AttentionPath::Streaming;
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
     trace.show_input(in.x_q);                                                           // 0
 
@@ -94,12 +125,8 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     PassTrace silent(untraced, pass_spec(s, w, in, masks, options, Form::Decode));
     ForwardResult result;
     result.output = Tensor({B, T, E});
-    if (!streamed) result.weights = Tensor({B, h, T, T});
+    if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
     for (std::size_t t = 0; t < T; ++t) {
-        const std::size_t length = t + 1;  // positions in the cache once this token is added
-        Sizes token_sizes = s;  // one query at position t against the `length` cached keys
-        token_sizes.seq_len = 1;
-        token_sizes.kv_len = length;
         const Tensor x_t = token_row(in.x_q, t);
         Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
         Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads);  // (B, 1, G·d_k)
@@ -110,26 +137,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises
 
-        // 6-10: one query row per (batch, head) unit against the t cached positions
-        Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
-        Tensor concat({B, 1, E});
-        Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
-        const Units units{B * h, [&](std::size_t u) {
-                              const std::size_t b = u / h, i = u % h;
-                              const std::size_t g = kv_head_of(i, h, s.kv_heads);
-                              return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
-                                                   cached(cache.k, b, g, length),
-                                                   cached(cache.v, b, g, length),
-                                                   unit_mask(masks, b, i, token_sizes),
-                                                   streamed ? nullptr : weights.data() + u * length,
-                                                   context.data() + b * E + i * d_k, d_k};
-                          }};
-        run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units,
-                  unit_math(s, options), options.threads);
-        trace.show(streamed ? context : weights);  // 9 weights, or 10 context when streamed
-        if (!streamed) keep_row(weights, t, result.weights);
-        if (options.ablate_head) zero_head(context, *options.ablate_head);
-
+        const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
         const Tensor out = project(concat, w.w_o, w.b_o, options.threads);  // (B, 1, d_model)
         for (std::size_t b = 0; b < B; ++b) {
             std::copy(out.data() + b * E, out.data() + (b + 1) * E,

@@ -4,9 +4,9 @@
 
 #include "core/plan.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <sstream>
 #include <utility>
 
 #include "core/checked.h"
@@ -68,88 +68,47 @@ std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t 
     return grid;
 }
 
-std::string number(double value) {
-    std::ostringstream text;
-    text << value;
-    return text.str();
+// The window W with its sinks over `length` positions, and the K and V a cache keeps for it.
+WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t length) {
+    const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
+    return {masks.window, masks.sinks, length, kept,
+            macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)}),
+            macs_of({2, s.batch, s.kv_heads, length, s.d_k(), sizeof(float)})};
 }
 
-// "m = 0.5, 0.25, ..." : ALiBi's slope of every head, the first 8 and the last.
-std::string slopes_note(std::size_t heads) {
-    const std::vector<double> slopes = alibi_slopes(heads);
-    std::string text = "ALiBi: scores += -m_i·|p - j| (query at p = i + M - N); slopes m_0..m_" +
-                       std::to_string(heads - 1) + " = ";
-    for (std::size_t i = 0; i < heads; ++i) {
-        if (i == 8 && heads > 9) {
-            text += "..., ";
-            i = heads - 1;
-        }
-        text += number(slopes[i]) + (i + 1 < heads ? ", " : "");
-    }
-    return text;
+// What step 8 applies.
+MaskFacts mask_facts(const PassSpec& spec) {
+    const MaskKinds& k = spec.masks;
+    const Sizes& s = spec.sizes;
+    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources, {}, {}};
+    if (k.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
+    if (k.window > 0) facts.window = window_facts(k, s, s.kv_len);
+    return facts;
 }
 
-// The sliding window, and the cache a decoder needs for it.
-std::vector<std::string> window_notes(const MaskKinds& masks, const Sizes& s) {
-    std::vector<std::string> notes;
-    const std::string W = std::to_string(masks.window);
-    notes.push_back("sliding window W = " + W + ": query p sees keys p-" + W + " < j <= p" +
-                    (masks.window >= s.kv_len ? " (W >= M: the same as causal)" : ""));
-    if (masks.sinks > 0) {
-        notes.push_back("attention sinks: keys 0.." + std::to_string(masks.sinks - 1) +
-                        " stay visible to every later query");
-    }
-    const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, s.kv_len);
-    notes.push_back("a KV cache needs only " + std::to_string(kept) + " of the M = " +
-                    std::to_string(s.kv_len) + " positions: " +
-                    std::to_string(macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)})) +
-                    " bytes of K and V instead of " +
-                    std::to_string(macs_of({2, s.batch, s.kv_heads, s.kv_len, s.d_k(), sizeof(float)})));
-    return notes;
+// Token t (0-based) of the decode form, and the K and V cached once it is in.
+TokenFacts token_facts(const Sizes& s, std::size_t t) {
+    TokenFacts facts;
+    facts.position = t + 1;
+    facts.count = s.seq_len;
+    facts.cache_bytes = macs_of({2, s.batch, s.kv_heads, t + 1, s.d_k(), sizeof(float)});
+    return facts;
 }
 
-// What step 8 applies, in words.
-std::vector<std::string> mask_notes(const MaskKinds& masks, const Sizes& s) {
-    std::vector<std::string> notes = masks.notes;
-    if (masks.alibi) notes.push_back(slopes_note(s.heads));
-    if (masks.window > 0) {
-        const std::vector<std::string> window = window_notes(masks, s);
-        notes.insert(notes.end(), window.begin(), window.end());
-    } else if (masks.causal) {
-        notes.push_back(s.seq_len == s.kv_len
-                            ? "causal: query i attends to keys 0..i"
-                            : "causal, bottom-right aligned: query i attends to keys 0..i+" +
-                                  std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
-                                  " (the queries are the last N of the M positions)");
-    }
-    if (notes.empty()) notes.push_back("no mask: every query attends to every key");
-    return notes;
-}
-
-std::string scale_note(std::size_t d_k, bool scale) {
-    std::ostringstream note;
-    if (scale) {
-        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << score_factor(d_k, true);
-    } else {
-        note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
-    }
-    return note.str();
-}
-
-std::string softcap_note(double cap) {
-    const std::string c = number(cap);
-    return "soft-cap: scores = " + c + "·tanh(scores / " + c + "), so every score lies in (-" + c +
-           ", " + c + "); small scores barely change";
-}
-
-// "p = 1: 1, 0.1, 0.01, 0.001": the angles of the first pairs at one position.
-std::string angles_note(const std::vector<double>& inv_freq, std::size_t position) {
-    std::string text = "p = " + std::to_string(position) + ":";
+// RoPE's pairs and base, and the angles of the first pairs at positions 0, 1 and M-1.
+RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
+    const std::size_t d_k = s.d_k(), M = s.kv_len;
+    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
+    RopeFacts facts{rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M,
+                    inv_freq.size(), {}};
     const std::size_t shown = std::min<std::size_t>(inv_freq.size(), 4);
-    for (std::size_t i = 0; i < shown; ++i) {
-        text += (i ? ", " : " ") + number(double(position) * inv_freq[i]);
+    for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
+        if (position >= M || (position == M - 1 && M <= 2)) continue;
+        std::vector<double> angles;
+        for (std::size_t i = 0; i < shown; ++i) angles.push_back(double(position) * inv_freq[i]);
+        facts.angles.emplace_back(position, std::move(angles));
     }
-    return text + (shown < inv_freq.size() ? ", ... rad" : " rad");
+    return facts;
 }
 
 // Step 5 after the split: QK-norm, then RoPE, on Q and K (named q_name, k_name), in place:
@@ -157,47 +116,17 @@ std::string angles_note(const std::vector<double>& inv_freq, std::size_t positio
 void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_dims,
                    const Dims& k_dims, const std::string& Q = "Q", const std::string& K = "K") {
     if (p.spec.qk_norm) {
-        p.add(5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q)
-            .notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + 1e-06) · "
-                             "q_norm.weight (d_k)");
+        p.add(5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
         p.add(5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
     }
     if (!p.spec.rope) return;
-    const Rope& rope = *p.spec.rope;
-    const bool half = rope.layout == RopeLayout::Half;
-    const std::size_t d_k = p.s.d_k(), N = p.s.seq_len, M = p.s.kv_len;
-    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
+    const bool half = p.spec.rope->layout == RopeLayout::Half;
     const auto rotated = [half](const std::string& x) {
         return half ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
                     : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
     };
-    Step& rq = p.add(5, "rope", Q, rotated(Q), q_dims, q);
-    rq.notes.push_back(std::string(half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
-                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
-                       ", each turned by p·inv_freq[i], inv_freq[i] = " + number(rope.theta) +
-                       "^(-2i/" + std::to_string(d_k) + ")");
-    rq.notes.push_back("queries at positions " + std::to_string(M - N) + ".." + std::to_string(M - 1) +
-                       ", keys at 0.." + std::to_string(M - 1) + "; angles of the first pairs:");
-    for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
-        if (position < M && (position != M - 1 || M > 2)) rq.notes.push_back(angles_note(inv_freq, position));
-    }
-    p.add(5, "rope", K, rotated(K), k_dims, k)
-        .notes.push_back("q_p · k_j now depends on p - j only; V is not rotated");
-}
-
-std::vector<std::string> streaming_notes(const PassSpec& spec) {
-    const Sizes& s = spec.sizes;
-    const std::uint64_t saved = macs_of({s.batch, s.heads, s.seq_len, s.kv_len, sizeof(float)});
-    std::vector<std::string> notes = mask_notes(spec.masks, s);
-    if (spec.masks.softcap > 0) notes.insert(notes.begin(), softcap_note(spec.masks.softcap));
-    notes.push_back("streaming path: steps 6-9 run on tiles of " +
-                    std::to_string(stream_query_tile) + " queries x " +
-                    std::to_string(stream_key_tile) +
-                    " keys with an online softmax (a running max and sum per query), so the "
-                    "(B, h, N, M) scores, " + std::to_string(saved) + " bytes, are never stored");
-    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has "
-                    "nothing to copy");
-    return notes;
+    p.add(5, "rope", Q, rotated(Q), q_dims, q).facts.rope = rope_facts(*p.spec.rope, p.s);
+    p.add(5, "rope", K, rotated(K), k_dims, k);
 }
 
 // 0: the inputs, named x when one tensor plays query, key and value.
@@ -235,10 +164,12 @@ Layout plan_project_split(Planner& p) {
     p.add(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
     Step& k5 = p.add(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
-    if (G != h) k5.notes = kv_sharing_notes(h, G);
     Step& v5 = p.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
-    if (G != h) v5.notes = kv_cost_notes(s);
+    if (G != h) {
+        for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
+        v5.facts.kv_costs = s;
+    }
     plan_position(p, q4.transpose(1, 2), k4.transpose(1, 2), {"B", "h", "N", "d_k"},
                   {"B", g, "M", "d_k"});
     return q4.transpose(1, 2);
@@ -251,9 +182,7 @@ Layout plan_fused_project_split(Planner& p) {
     const Biases& b = p.spec.bias;
     const Layout qkv = Layout::contiguous_of({B, N, 3 * E});
     p.add(1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
-          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}))
-        .notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
-                         "matrix product instead of three");
+          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
     p.add(4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
     const Layout heads = split.permute({2, 0, 3, 1, 4});
@@ -275,21 +204,20 @@ Layout plan_attend_standard(Planner& p) {
     const Layout scores = Layout::contiguous_of({B, h, N, M});
     Step& s6 = p.add(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
                      macs_of({B, h, N, M, d_k}));
-    if (s.kv_heads != h) s6.notes.push_back(kv_repeat_note(h, s.kv_heads));
-    s6.notes.push_back("standard path: the scores are stored, " +
-                       std::to_string(macs_of({B, h, N, M, sizeof(float)})) +
-                       " bytes (--attention streaming would not store them)");
+    if (s.kv_heads != h) s6.facts.kv_group = h / s.kv_heads;
+    s6.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     Step& s7 = p.add(7, "scale", "scores",
                      p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)", dims, scores);
-    s7.notes.push_back(scale_note(d_k, p.spec.scale));
+    s7.facts.scale_d_k = d_k;
+    if (p.spec.scale) s7.facts.scale_factor = score_factor(d_k, true);
     if (p.spec.masks.softcap > 0) {
         s7.expression += ", then softcap * torch.tanh(scores / softcap)";
-        s7.notes.push_back(softcap_note(p.spec.masks.softcap));
+        s7.facts.softcap = p.spec.masks.softcap;
     }
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
-    s8.notes = mask_notes(p.spec.masks, s);
+    s8.facts.masks = mask_facts(p.spec);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
     p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
@@ -304,10 +232,16 @@ Layout plan_attend_streamed(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
-    p.add(10, "attend", "context",
-          "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) + " + mask) @ V, streamed",
-          {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
-        .notes = streaming_notes(p.spec);
+    StepFacts& facts = p.add(10, "attend", "context",
+                             "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) +
+                                 " + mask) @ V, streamed",
+                             {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
+                           .facts;
+    if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
+    facts.masks = mask_facts(p.spec);
+    facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+    facts.query_tile = stream_query_tile;
+    facts.key_tile = stream_key_tile;
     return context;
 }
 
@@ -357,7 +291,7 @@ void plan_one_head(Planner& p, std::size_t i) {
                     slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
                                      g * d_k, d_k),
                     {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
-    if (s.kv_heads != s.heads) k.notes.push_back("query head " + id + " reads K/V head " + std::to_string(g));
+    if (s.kv_heads != s.heads) k.facts.reads_kv_head = std::make_pair(i, g);
     p.add(3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
@@ -368,7 +302,7 @@ void plan_one_head(Planner& p, std::size_t i) {
               "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
                   id + ", streamed",
               {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
-            .notes = mask_notes(p.spec.masks, s);
+            .facts.masks = mask_facts(p.spec);
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
@@ -376,7 +310,7 @@ void plan_one_head(Planner& p, std::size_t i) {
           {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
     p.add(9, "softmax", "weights_" + id,
           "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
-        .notes = mask_notes(p.spec.masks, s);
+        .facts.masks = mask_facts(p.spec);
     p.add(10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
           {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
 }
@@ -385,14 +319,10 @@ void plan_one_head(Planner& p, std::size_t i) {
 void plan_per_head(Planner& p) {
     const Sizes& s = p.s;
     for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
-    Step& concat = p.add(13, "concat", "concat",
-                         "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) +
-                             "], dim=-1)",
-                         {"B", "N", "d_model"},
-                         Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
-    concat.copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
-    concat.notes.push_back("the packed form gets this by transpose, contiguous and view; here "
-                           "every head's (B, N, d_k) block is copied into place");
+    p.add(13, "concat", "concat",
+          "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
+          {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}))
+        .copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
     plan_output(p);
 }
 
@@ -401,29 +331,16 @@ void plan_token(Planner& p, std::size_t t) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), length = t + 1;
-    const std::string token = "token " + std::to_string(length) + " of " + std::to_string(T);
     const Layout cache = Layout::contiguous_of({B, G, T, d_k});
-    Step& k = p.add(2, "cache", "K_cache",
-                    "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
-                        bias_suffix(p.spec.bias.k, "b_k"),
-                    {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
-                    macs_of({B, E + 2 * G * d_k, E}));
-    k.notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K and "
-                              "V of earlier tokens come from the cache (V_cache likewise)");
-    k.notes.push_back("the cache is allocated once for all T positions: the first t are a view "
-                      "into it, non-contiguous while t < T");
-    if (p.spec.qk_norm) k.notes.push_back("q_t and k_t are RMS-normalised (QK-norm) before caching");
-    if (p.spec.rope) {
-        k.notes.push_back("q_t and k_t are rotated (RoPE) to position " + std::to_string(t) +
-                          " before k_t is cached: cached keys never need rotating again");
-    }
-    if (p.spec.masks.window > 0) {
-        const std::size_t kept = window_cache_positions({p.spec.masks.window, p.spec.masks.sinks}, length);
-        k.notes.push_back("sliding window: only " + std::to_string(kept) + " of the " +
-                          std::to_string(length) + " cached positions are still read; a rolling cache "
-                          "would hold " + std::to_string(macs_of({2, B, G, kept, d_k, sizeof(float)})) +
-                          " bytes");
-    }
+    TokenFacts& token = p.add(2, "cache", "K_cache",
+                              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+                                  bias_suffix(p.spec.bias.k, "b_k"),
+                              {"B", G == h ? "h" : "G", "t", "d_k"},
+                              {{B, G, length, d_k}, cache.strides}, macs_of({B, E + 2 * G * d_k, E}))
+                            .facts.token.emplace(token_facts(s, t));
+    token.qk_norm = p.spec.qk_norm;
+    token.rope = p.spec.rope.has_value();
+    if (p.spec.masks.window > 0) token.window = window_facts(p.spec.masks, s, length);
     const std::string scaled = scale_suffix(p.spec.scale);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     if (streamed) {
@@ -435,8 +352,7 @@ void plan_token(Planner& p, std::size_t t) {
         p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
               {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
               macs_of({B, h, length, d_k}))
-            .notes.push_back("one query (N = 1) against the t = " + std::to_string(length) +
-                             " cached positions; no mask: later tokens are not cached yet");
+            .facts.token = token_facts(s, t);
     }
     p.add(14, "project", "out_t",
           (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, d_model) @ W_o.T"
@@ -445,9 +361,7 @@ void plan_token(Planner& p, std::size_t t) {
           {"B", "N", "d_model"}, Layout::contiguous_of({B, 1, E}),
           checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, E})},
                       "the multiply-adds"))
-        .notes.push_back(token + " done; the cache holds " +
-                         std::to_string(macs_of({2, B, G, length, d_k, sizeof(float)})) +
-                         " bytes of K and V");
+        .facts.token = token_facts(s, t);
 }
 
 }  // namespace

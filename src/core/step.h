@@ -2,14 +2,76 @@
 // The Step record the forward pass reports, and the Tracer that observes it.
 // Nothing here prints: printers are Tracers that live in src/show/.
 
+#include "core/sizes.h"
 #include "core/tensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace mha {
+
+// A sliding window W with S sinks, and the cache it needs over `length` positions.
+struct WindowFacts {
+    std::size_t window = 0, sinks = 0;  // W, S
+    std::size_t length = 0;             // the positions there are: M, or t in decode
+    std::size_t kept = 0;               // of them, the ones a query can still see
+    std::uint64_t kept_bytes = 0;       // K and V of the kept positions
+    std::uint64_t full_bytes = 0;       // K and V of all `length`
+};
+
+// What step 8 applies. How io read the given mask files stays in io's words (sources).
+struct MaskFacts {
+    bool attn = false;     // an attn_mask
+    bool padding = false;  // a key padding mask
+    bool causal = false;   // the causal rule, bottom-right aligned
+    std::size_t n = 0, m = 0;          // N queries, M keys
+    std::vector<std::string> sources;  // one line per given mask file (io/masks)
+    std::vector<double> alibi_slopes;  // ALiBi's slope m_i of every head; empty without ALiBi
+    std::optional<WindowFacts> window;  // the sliding window (it replaces the causal rule)
+};
+
+// RoPE on Q at step 5: the pairs, the base, and the angles of the first pairs.
+struct RopeFacts {
+    bool half = true;                   // half layout (x[i], x[i + d_k/2]); else interleaved
+    double theta = 0.0;                 // the base
+    std::size_t d_k = 0;
+    std::size_t n = 0, m = 0;           // N queries at positions M-N..M-1, M keys at 0..M-1
+    std::size_t pairs = 0;              // d_k / 2
+    std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
+                                                                      // the first pairs)
+};
+
+// One token of the decode form.
+struct TokenFacts {
+    std::size_t position = 0;       // 1-based: token `position` of `count`
+    std::size_t count = 0;          // T
+    std::uint64_t cache_bytes = 0;  // K and V held in the cache once this token is in
+    bool qk_norm = false;           // step 2: q_t and k_t are RMS-normalised before caching
+    bool rope = false;              // step 2: q_t and k_t are rotated to position - 1 first
+    std::optional<WindowFacts> window;  // step 2: the positions the window still reads
+};
+
+// What a step establishes beyond its layout, as numbers and kinds: core/ computes them,
+// show/notes.h words them. Every field is empty unless the step has that fact.
+struct StepFacts {
+    std::vector<std::size_t> kv_head_of_query;  // 5 K, G < h: entry i is the K/V head query head i reads
+    std::optional<Sizes> kv_costs;               // 5 V, G < h: the sizes whose MHA/GQA/MQA costs to compare
+    std::optional<std::pair<std::size_t, std::size_t>> reads_kv_head;  // per-head 2: (query head, K/V head)
+    std::size_t kv_group = 0;                    // 6, G < h: h / G query heads share each K/V head
+    std::optional<std::uint64_t> stored_score_bytes;  // 6, standard path: the scores it stores
+    std::optional<std::size_t> scale_d_k;        // 7: d_k
+    std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
+    std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
+    std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns
+    std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
+    std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
+    std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
+    std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
+};
 
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
@@ -24,7 +86,7 @@ struct Step {
     bool contiguous = true;
     std::uint64_t copied_bytes = 0;       // bytes moved only to change the memory layout
     std::uint64_t macs = 0;               // multiply-adds of the step's matrix products
-    std::vector<std::string> notes;       // conventions applied, e.g. which mask and how
+    StepFacts facts;                      // what the step establishes; show/notes.h words it
     std::vector<std::vector<bool>> allowed;  // step 8: (N, M) keys each query may see, batch 0
                                              // head 0; empty when N or M is too large to draw
     const Tensor* value = nullptr;        // the tensor itself, valid only during on_step; null when

@@ -12,7 +12,6 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t cell_width = 2;
 constexpr std::size_t panel_gap = 3;
 constexpr std::size_t max_label = 12;  // row labels longer than this are cut with "…"
 const std::string reset = "\x1b[0m";
@@ -45,7 +44,7 @@ char ramp_char(float weight) {
     return plain_ramp[std::min(level, 9)];
 }
 
-std::string cell(float weight, Shading shading) {
+std::string cell(float weight, Shading shading, std::size_t cell_width) {
     if (shading == Shading::Plain) return std::string(cell_width, ramp_char(weight));
     return background(weight, shading) + std::string(cell_width, ' ') + reset;
 }
@@ -57,7 +56,7 @@ void legend(std::ostream& out, Shading shading) {
         return;
     }
     out << "scale: 0 ";
-    for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading);
+    for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading, 2);
     out << " 1\n";
 }
 
@@ -67,7 +66,8 @@ struct Shown {
 };
 
 // Key numbers as digits stacked in up to three lines (hundreds, tens, units).
-std::vector<std::string> key_header(std::size_t cols, std::size_t panel_width) {
+std::vector<std::string> key_header(std::size_t cols, std::size_t panel_width,
+                                    std::size_t cell_width) {
     std::vector<std::string> lines;
     for (std::size_t place = 100; place >= 1; place /= 10) {
         if (place > 1 && cols <= place) continue;
@@ -90,14 +90,15 @@ void put_line(std::ostream& out, std::string line) {
 
 void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
                const std::vector<std::string>& labels, std::size_t label_width,
-               std::size_t panel_width, const Shown& shown, Shading shading) {
+               std::size_t panel_width, const Shown& shown, const HeatmapStyle& style) {
+    const std::size_t cell_width = style.cell_width;
     const std::string gap(panel_gap, ' ');
     const std::string blank_label(label_width, ' ');
     std::string titles = blank_label;
     for (const WeightMap& map : band)
         titles += padded_right(clipped(map.title, panel_width), panel_width) + gap;
     put_line(out, titles);
-    for (const std::string& header : key_header(shown.cols, panel_width)) {
+    for (const std::string& header : key_header(shown.cols, panel_width, cell_width)) {
         std::string line = blank_label;
         for (std::size_t p = 0; p < band.size(); ++p) line += header + gap;
         put_line(out, line);
@@ -106,7 +107,7 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
         std::string line = padded_right(labels[query], label_width);
         for (const WeightMap& map : band) {
             for (std::size_t key = 0; key < shown.cols; ++key)
-                line += cell(map.at(query, key), shading);
+                line += cell(map.at(query, key), style.shading, cell_width);
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }
         put_line(out, line);
@@ -126,6 +127,7 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
         label_width = std::max(label_width, display_width(label));
     label_width += 2;
 
+    const std::size_t cell_width = style.cell_width;
     const std::size_t room =
         style.width > label_width + cell_width ? style.width - label_width : cell_width;
     const Shown shown{std::min(n, style.max_rows),
@@ -141,7 +143,7 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
         out << "\n";
         const std::vector<WeightMap> band(maps.begin() + first,
                                           maps.begin() + std::min(maps.size(), first + per_band));
-        draw_band(out, band, labels, label_width, panel_width, shown, style.shading);
+        draw_band(out, band, labels, label_width, panel_width, shown, style);
     }
     if (shown.rows < n || shown.cols < m) {
         std::string cut = "cut to fit: showing queries 0.." + std::to_string(shown.rows - 1) +

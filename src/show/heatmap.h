@@ -19,6 +19,7 @@ struct HeatmapStyle {
     std::size_t width = 80;      // terminal columns
     std::size_t max_rows = 48;   // queries shown per map
     Shading shading = Shading::Plain;
+    std::size_t cell_width = 2;  // columns per weight: 2, or 1 for the compact model view
 };
 
 // The plain ramp: weight w in [0, 1] is ramp[min(9, floor(10·w))]; blank below 0.1.

@@ -1,0 +1,136 @@
+// The model run: load, encode, forward (one layer traced), report, views, save.
+
+#include "app/model_run.h"
+
+#include <chrono>
+
+#include "app/terminal.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "io/model_file.h"
+#include "io/npy.h"
+#include "show/head_roles.h"
+#include "show/head_summary.h"
+#include "show/heatmap.h"
+#include "show/model_view.h"
+#include "show/score_stats.h"
+#include "show/svg.h"
+#include "show/tee_tracer.h"
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t predictions_shown = 5;
+
+std::string plural(std::size_t count, const std::string& noun) {
+    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+void check_choices(const Config& c, const Model& model, std::size_t layer) {
+    if (layer >= model.layers.size()) {
+        throw Error("--layer " + std::to_string(layer) + " is out of range: " + c.model_path +
+                    " has " + plural(model.layers.size(), "layer") + ", 0.." +
+                    std::to_string(model.layers.size() - 1));
+    }
+    const std::size_t heads = model.layers[layer].heads;
+    for (std::size_t head : c.view_heads) {
+        if (head >= heads) {
+            throw Error("--head " + std::to_string(head) + " is not a head: layer " +
+                        std::to_string(layer) + "'s heads are 0.." + std::to_string(heads - 1));
+        }
+    }
+}
+
+RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
+                   std::size_t layer, std::size_t threads) {
+    RunInfo info;
+    info.batch = 1;
+    info.seq_len = info.kv_len = text.tokens.size();
+    info.d_model = info.kdim = info.vdim = model.d_model();
+    info.heads = info.kv_heads = model.layers[layer].heads;
+    info.causal = true;
+    info.threads = threads;
+    info.parameters = model.parameter_count();
+    info.weights_source = c.model_path;
+    info.inputs_source = "--text, " + plural(text.tokens.size(), "character");
+    info.values = c.values;
+    info.tokens = text.characters;
+    info.variant = "layer " + std::to_string(layer) + " of " +
+                   std::to_string(model.layers.size()) + ", pre-LN block, d_ff=" +
+                   std::to_string(model.layers[layer].block.d_ff());
+    return info;
+}
+
+void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
+                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+    std::vector<std::string> visible = text.characters;
+    for (std::string& character : visible) {
+        if (character == " ") character = "␣";  // a visible space in the labels
+    }
+    const std::vector<std::string> rows = position_labels(text.tokens.size(), visible);
+    const std::vector<WeightMap> maps =
+        c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
+                : model_maps(r.weights);
+    if (c.heatmap) {
+        HeatmapStyle style = terminal_style(c.color);
+        if (!c.layer) {
+            style.cell_width = 1;
+            out << "\nevery layer's heads (rows: queries, columns: keys; --layer L draws one "
+                   "layer larger)\n";
+        } else {
+            out << "\nattention weights of layer " << layer << " (rows: queries, columns: keys)\n";
+        }
+        draw_heatmaps(out, maps, rows, style);
+    }
+    if (wants_summary(c)) {
+        ForwardResult shown;
+        shown.weights = r.weights[layer];
+        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0);  // the model has no soft-cap
+        print_head_summary(out, head_patterns(r.weights[layer]), {});
+        std::vector<std::vector<HeadRoles>> roles;
+        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.tokens));
+        print_head_roles(out, roles);
+    }
+    if (!c.svg_path.empty()) {
+        save_svg(c.svg_path, maps, rows, rows,
+                 c.layer ? "attention weights of layer " + std::to_string(layer)
+                         : "every layer's heads (rows: queries, columns: keys)");
+    }
+}
+
+}  // namespace
+
+void run_model(const Config& c, Report& report, std::ostream& out, std::ostream& err) {
+    const Model model = load_model(c.model_path, c.max_memory);
+    const ModelText text = encode_text(*c.text, model);
+    const std::size_t layer = c.layer.value_or(0);
+    check_choices(c, model, layer);
+    if (!c.save_path.empty()) npy::check_writable(c.save_path);
+    if (!c.svg_path.empty()) npy::check_writable(c.svg_path);
+    if (text.unknown > 0) {
+        err << "mha: warning: " << plural(text.unknown, "character")
+            << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
+    }
+    const std::size_t threads = c.threads == 0 ? 1 : c.threads;
+    report.begin(model_info(c, model, text, layer, threads));
+    ScoreStats stats(wants_summary(c));
+    TeeTracer tracer(report, stats);
+    const auto start = std::chrono::steady_clock::now();
+    const ModelResult r = forward_model(model, text.tokens, layer, threads, tracer);
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    ForwardResult shown;
+    shown.output = r.output;
+    shown.weights = r.weights[layer];
+    report.finish(shown, elapsed.count());
+    if (c.format == Format::Text) {
+        print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
+    }
+    show_views(out, c, model, text, r, layer, stats);
+    if (!c.save_path.empty()) {
+        npy::write_npz(c.save_path, {{"logits", r.logits}, {"attn_weights", r.weights[layer]}});
+    }
+}
+
+}  // namespace mha

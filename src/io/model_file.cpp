@@ -1,0 +1,186 @@
+// A character model's arrays, checked and split into embeddings, blocks and head.
+
+#include "io/model_file.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "io/block_weights.h"
+#include "io/finite.h"
+
+namespace mha {
+
+namespace {
+
+using Arrays = std::map<std::string, npy::Array>;
+
+const char* const model_layout =
+    "a character model: token_embedding.weight, position_embedding.weight, layers.L.* "
+    "(nn.TransformerEncoderLayer), norm, lm_head, vocab and heads; see "
+    "examples/models/README.md";
+
+const npy::Array& find(const Arrays& arrays, const std::string& name, const std::string& source) {
+    const auto found = arrays.find(name);
+    if (found == arrays.end()) {
+        throw Error(source + ": missing array '" + name + "' (" + model_layout + ")");
+    }
+    return found->second;
+}
+
+Tensor take(const Arrays& arrays, const std::string& name, const Shape& expected,
+            const std::string& source) {
+    const npy::Array& array = find(arrays, name, source);
+    if (array.kind != 'f') {
+        throw Error(source + ": array '" + name + "' is " + array.dtype_name() +
+                    ", expected float32 or float64");
+    }
+    if (array.shape != expected) {
+        throw Error(source + ": array '" + name + "' has shape " + to_string(array.shape) +
+                    ", expected " + to_string(expected));
+    }
+    check_finite(array, source + ": array '" + name + "'", Infinities::None);
+    return npy::to_tensor(array);
+}
+
+// An integer vector: vocab or heads.
+std::vector<std::int64_t> integers(const Arrays& arrays, const std::string& name,
+                                   const std::string& source) {
+    const npy::Array& array = find(arrays, name, source);
+    if ((array.kind != 'i' && array.kind != 'u') || array.shape.size() != 1 ||
+        array.shape[0] == 0) {
+        throw Error(source + ": array '" + name + "' must be a non-empty vector of integers, got " +
+                    array.dtype_name() + " of shape " + to_string(array.shape));
+    }
+    return {array.values.begin(), array.values.end()};
+}
+
+std::vector<std::uint32_t> read_vocab(const Arrays& arrays, const std::string& source) {
+    const std::vector<std::int64_t> codes = integers(arrays, "vocab", source);
+    if (codes[0] != 0) {
+        throw Error(source + ": vocab[0] must be 0, the unknown token, got " +
+                    std::to_string(codes[0]));
+    }
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 1; i < codes.size(); ++i) {
+        if (codes[i] <= 0 || codes[i] > 0x10FFFF || !seen.insert(codes[i]).second) {
+            throw Error(source + ": vocab[" + std::to_string(i) + "] = " +
+                        std::to_string(codes[i]) +
+                        " is not a new Unicode code point (1..0x10FFFF, each once)");
+        }
+    }
+    return {codes.begin(), codes.end()};
+}
+
+// The arrays under "layers.L." with that prefix removed.
+Arrays layer_arrays(const Arrays& arrays, std::size_t layer) {
+    const std::string prefix = "layers." + std::to_string(layer) + ".";
+    Arrays found;
+    for (const auto& [name, array] : arrays) {
+        if (name.rfind(prefix, 0) == 0) found.emplace(name.substr(prefix.size()), array);
+    }
+    return found;
+}
+
+void reject_leftovers(const Arrays& arrays, std::size_t layers, const std::string& source) {
+    const std::set<std::string> known = {
+        "vocab", "heads", "token_embedding.weight", "position_embedding.weight", "norm.weight",
+        "norm.bias", "lm_head.weight", "lm_head.bias"};
+    for (const auto& [name, array] : arrays) {
+        if (known.count(name)) continue;
+        bool in_layer = false;
+        for (std::size_t l = 0; l < layers && !in_layer; ++l)
+            in_layer = name.rfind("layers." + std::to_string(l) + ".", 0) == 0;
+        if (!in_layer) {
+            throw Error(source + ": unexpected array '" + name + "' of shape " +
+                        to_string(array.shape) + " (" + model_layout + ")");
+        }
+    }
+}
+
+// Decodes one UTF-8 character at text[i]; returns its length, or 0 for an invalid byte.
+std::size_t utf8_length(const std::string& text, std::size_t i, std::uint32_t& code) {
+    const unsigned char first = static_cast<unsigned char>(text[i]);
+    std::size_t length = first < 0x80 ? 1 : (first >> 5) == 0x6 ? 2 : (first >> 4) == 0xE ? 3
+                                      : (first >> 3) == 0x1E   ? 4
+                                                               : 0;
+    if (length == 0 || i + length > text.size()) return 0;
+    code = length == 1 ? first : first & (0x7F >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+        const unsigned char next = static_cast<unsigned char>(text[i + k]);
+        if ((next & 0xC0) != 0x80) return 0;
+        code = (code << 6) | (next & 0x3F);
+    }
+    return length;
+}
+
+}  // namespace
+
+Model model_from_arrays(const Arrays& arrays, const std::string& source) {
+    if (!arrays.count("token_embedding.weight") || !arrays.count("vocab")) {
+        throw Error(source + ": not a model mha knows; expected " + model_layout);
+    }
+    Model m;
+    m.vocab = read_vocab(arrays, source);
+    const std::size_t V = m.vocab.size();
+    const npy::Array& embedding = find(arrays, "token_embedding.weight", source);
+    const std::size_t E = embedding.shape.size() == 2 ? embedding.shape[1] : 0;
+    m.token_embedding = take(arrays, "token_embedding.weight", {V, E}, source);
+    const npy::Array& positions = find(arrays, "position_embedding.weight", source);
+    const std::size_t context = positions.shape.empty() ? 0 : positions.shape[0];
+    m.position_embedding = take(arrays, "position_embedding.weight", {context, E}, source);
+    m.norm_weight = take(arrays, "norm.weight", {E}, source);
+    m.norm_bias = take(arrays, "norm.bias", {E}, source);
+    m.head_weight = take(arrays, "lm_head.weight", {V, E}, source);
+    m.head_bias = take(arrays, "lm_head.bias", {V}, source);
+    const std::vector<std::int64_t> heads = integers(arrays, "heads", source);
+    for (std::size_t l = 0; l < heads.size(); ++l) {
+        const std::string where = source + " (layers." + std::to_string(l) + ".*)";
+        if (heads[l] <= 0 || E % std::size_t(heads[l]) != 0) {
+            throw Error(source + ": heads[" + std::to_string(l) + "] = " +
+                        std::to_string(heads[l]) + " does not divide d_model " +
+                        std::to_string(E));
+        }
+        BlockState state = block_from_state_dict(layer_arrays(arrays, l), where);
+        if (state.attention.d_model() != E || state.attention.kv_width() != E) {
+            throw Error(where + ": attention of width " +
+                        std::to_string(state.attention.d_model()) + ", expected d_model " +
+                        std::to_string(E));
+        }
+        m.layers.push_back({std::move(state.attention), std::move(state.block),
+                            std::size_t(heads[l])});
+    }
+    reject_leftovers(arrays, heads.size(), source);
+    return m;
+}
+
+Model load_model(const std::string& path, std::uint64_t max_memory) {
+    return model_from_arrays(npy::read_npz(path, max_memory), path);
+}
+
+ModelText encode_text(const std::string& text, const Model& model) {
+    if (text.empty()) throw Error("--text is empty; --model needs at least one character");
+    ModelText out;
+    for (std::size_t i = 0; i < text.size();) {
+        std::uint32_t code = 0;
+        std::size_t length = utf8_length(text, i, code);
+        std::size_t token = unknown_token;
+        if (length == 0) {
+            length = 1;
+        } else {
+            for (std::size_t t = 1; t < model.vocab.size(); ++t) {
+                if (model.vocab[t] == code) token = t;
+            }
+        }
+        out.unknown += token == unknown_token;
+        out.tokens.push_back(token);
+        out.characters.push_back(text.substr(i, length));
+        i += length;
+    }
+    if (out.tokens.size() > model.context()) {
+        throw Error("--text has " + std::to_string(out.tokens.size()) +
+                    " characters; the model's context is " + std::to_string(model.context()));
+    }
+    return out;
+}
+
+}  // namespace mha

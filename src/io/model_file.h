@@ -1,0 +1,34 @@
+#pragma once
+// A character model saved as .npz (examples/models/train.py writes them) -> Model, and
+// text -> the model's tokens. Array names: token_embedding.weight, position_embedding.weight,
+// layers.L.<nn.TransformerEncoderLayer's names>, norm.weight/.bias, lm_head.weight/.bias,
+// plus vocab (V) int code points and heads (layers) int.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "io/npy.h"
+
+namespace mha {
+
+Model model_from_arrays(const std::map<std::string, npy::Array>& arrays,
+                        const std::string& source);
+
+// Refuses a file whose arrays need more than max_memory bytes to load.
+Model load_model(const std::string& path, std::uint64_t max_memory);
+
+struct ModelText {
+    std::vector<std::size_t> tokens;   // (N) one per character
+    std::vector<std::string> characters;  // (N) each character as UTF-8 (or the byte it was)
+    std::size_t unknown = 0;           // characters outside the vocabulary (token 0)
+};
+
+// One token per UTF-8 character; a character outside the vocabulary, or a byte that is not
+// valid UTF-8, becomes the unknown token. Throws mha::Error for an empty text or one longer
+// than the model's context.
+ModelText encode_text(const std::string& text, const Model& model);
+
+}  // namespace mha

@@ -1,0 +1,84 @@
+// The four role scores of every head, and their table.
+
+#include "show/head_roles.h"
+
+#include <cmath>
+
+#include "show/format.h"
+
+namespace mha {
+
+namespace {
+
+// Mean over the queries that have keys of the summed weight on those keys; NaN for none.
+struct Mean {
+    double sum = 0.0;
+    std::size_t count = 0;
+    void add(double value) {
+        sum += value;
+        ++count;
+    }
+    double value() const { return count ? sum / double(count) : std::nan(""); }
+};
+
+std::string score(double value) { return std::isnan(value) ? "    -" : fixed(value, 3); }
+
+}  // namespace
+
+std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::size_t>& t) {
+    const Tensor packed = weights.contiguous();
+    const std::size_t h = packed.size(1), n = packed.size(2);
+    std::vector<HeadRoles> roles;
+    for (std::size_t head = 0; head < h; ++head) {
+        const float* w = packed.data() + head * n * n;  // (N, N) of batch 0
+        Mean previous, first, same, induction;
+        for (std::size_t i = 1; i < n; ++i) {
+            previous.add(w[i * n + i - 1]);
+            first.add(w[i * n]);
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            double on_same = 0.0, on_next = 0.0;
+            bool any_same = false, any_next = false;
+            for (std::size_t j = 0; j < i; ++j) {
+                if (t[j] != t[i]) continue;
+                on_same += w[i * n + j];
+                any_same = true;
+                if (j >= 1 && t[j - 1] == t[i - 1]) {
+                    on_next += w[i * n + j + 1];
+                    any_next = true;
+                }
+            }
+            if (any_same) same.add(on_same);
+            if (any_next) induction.add(on_next);
+        }
+        roles.push_back({previous.value(), first.value(), same.value(), induction.value()});
+    }
+    return roles;
+}
+
+void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
+    out << "\nhead roles on this text: the mean weight a head's queries put on the key each "
+           "role names\n(- : no query of this text qualifies; see examples/models/README.md)\n"
+        << "  layer head  previous  first   same  induction  strongest\n";
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        for (std::size_t head = 0; head < layers[l].size(); ++head) {
+            const HeadRoles& r = layers[l][head];
+            const std::pair<const char*, double> scores[] = {
+                {"previous", r.previous}, {"first", r.first}, {"same", r.same},
+                {"induction", r.induction}};
+            const char* strongest = "";
+            double best = -1.0;
+            for (const auto& [name, value] : scores) {
+                if (!std::isnan(value) && value > best) {
+                    best = value;
+                    strongest = name;
+                }
+            }
+            out << "  " << l << "     " << head << "     " << score(r.previous) << "    "
+                << score(r.first) << "  " << score(r.same) << "    " << score(r.induction)
+                << "    " << strongest << "\n";
+        }
+    }
+}
+
+}  // namespace mha

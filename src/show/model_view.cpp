@@ -1,0 +1,76 @@
+// The next-character prediction and the maps of every layer.
+
+#include "show/model_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "show/format.h"
+#include "show/text_layout.h"
+
+namespace mha {
+
+std::vector<Prediction> top_predictions(const Tensor& logits, std::size_t count) {
+    const Tensor packed = logits.contiguous();
+    const std::size_t n = packed.size(1), v = packed.size(2);
+    const float* last = packed.data() + (n - 1) * v;
+    const double top = *std::max_element(last, last + v);
+    std::vector<Prediction> all;
+    double sum = 0.0;
+    for (std::size_t t = 0; t < v; ++t) {
+        all.push_back({t, std::exp(double(last[t]) - top)});
+        sum += all.back().probability;
+    }
+    for (Prediction& p : all) p.probability /= sum;
+    count = std::min(count, v);
+    std::partial_sort(all.begin(), all.begin() + count, all.end(),
+                      [](const Prediction& a, const Prediction& b) {
+                          return a.probability > b.probability;
+                      });
+    all.resize(count);
+    return all;
+}
+
+std::string character_name(std::uint32_t code) {
+    if (code == 0) return "<unknown>";
+    std::string utf8;
+    if (code < 0x80) {
+        utf8 = std::string(1, char(code));
+    } else if (code < 0x800) {
+        utf8 = {char(0xC0 | (code >> 6)), char(0x80 | (code & 0x3F))};
+    } else if (code < 0x10000) {
+        utf8 = {char(0xE0 | (code >> 12)), char(0x80 | ((code >> 6) & 0x3F)),
+                char(0x80 | (code & 0x3F))};
+    } else {
+        utf8 = {char(0xF0 | (code >> 18)), char(0x80 | ((code >> 12) & 0x3F)),
+                char(0x80 | ((code >> 6) & 0x3F)), char(0x80 | (code & 0x3F))};
+    }
+    return "'" + utf8 + "'";
+}
+
+void print_prediction(std::ostream& out, const std::vector<Prediction>& predictions,
+                      const std::vector<std::uint32_t>& vocab) {
+    std::vector<std::string> pieces;
+    for (const Prediction& p : predictions)
+        pieces.push_back(character_name(vocab[p.token]) + " " + fixed(100.0 * p.probability, 1) +
+                         "%");
+    out << "\n";
+    write_filled(out, pieces, "   ", "next character: ", "                ");
+}
+
+std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
+                                  const std::vector<std::size_t>& heads, bool mean) {
+    std::vector<WeightMap> maps = weight_maps(weights, MapChoice{heads, mean, {}});
+    for (WeightMap& map : maps) map.title = "layer " + std::to_string(layer) + " " + map.title;
+    return maps;
+}
+
+std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights) {
+    std::vector<WeightMap> maps;
+    for (std::size_t l = 0; l < weights.size(); ++l) {
+        for (WeightMap& map : layer_maps(weights[l], l, {}, false)) maps.push_back(std::move(map));
+    }
+    return maps;
+}
+
+}  // namespace mha

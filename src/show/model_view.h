@@ -1,0 +1,39 @@
+#pragma once
+// What a trained character model shows besides one layer's trace: its prediction of the
+// next character, and every layer's heads at once (the "model view").
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "show/weight_maps.h"
+
+namespace mha {
+
+struct Prediction {
+    std::size_t token;
+    double probability;
+};
+
+// The `count` most likely next tokens after the last position of logits (1, N, V),
+// most likely first: softmax of the last row.
+std::vector<Prediction> top_predictions(const Tensor& logits, std::size_t count);
+
+// "'e'" for a character, "' '" for the space, "<unknown>" for token 0.
+std::string character_name(std::uint32_t code);
+
+// "next character: 'e' 41.2%  ' ' 20.1%  ..." with vocab (V) the code point per token.
+void print_prediction(std::ostream& out, const std::vector<Prediction>& predictions,
+                      const std::vector<std::uint32_t>& vocab);
+
+// Every head of every layer, batch 0, titled "layer L head H": weights per layer (1, h, N, N).
+std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights);
+
+// The maps of one layer, titled "layer L head H".
+std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
+                                  const std::vector<std::size_t>& heads, bool mean);
+
+}  // namespace mha

@@ -1,0 +1,200 @@
+// The trained character model (examples/models/kjv-2x4.npz): parity with the training
+// script's own forward (tests/data/model/*.npz, written by examples/models/train.py),
+// the text encoding, the head-role scores by hand, the targets the model was trained for,
+// and the loader's errors.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "helpers.h"
+#include "io/model_file.h"
+#include "show/head_roles.h"
+
+using mha::Tensor;
+
+namespace {
+
+constexpr double logit_tolerance = 1e-4;
+constexpr double weight_tolerance = 1e-5;
+const std::string model_path = "../examples/models/kjv-2x4.npz";
+
+const mha::Model& model() {
+    static const mha::Model m = mha::load_model(model_path, std::uint64_t(1) << 30);
+    return m;
+}
+
+std::string utf8(std::uint32_t code) {
+    std::string s;
+    if (code < 0x80) return std::string(1, char(code));
+    if (code < 0x800) return s + char(0xC0 | (code >> 6)) + char(0x80 | (code & 0x3F));
+    return s + char(0xE0 | (code >> 12)) + char(0x80 | ((code >> 6) & 0x3F)) +
+           char(0x80 | (code & 0x3F));
+}
+
+// The fixture's text, stored as code points.
+std::string fixture_text(const mha::npy::Array& codes) {
+    std::string text;
+    for (double c : codes.values) text += utf8(std::uint32_t(c));
+    return text;
+}
+
+std::vector<mha::HeadRoles> roles_of(const std::string& text, std::size_t layer) {
+    const mha::ModelText encoded = mha::encode_text(text, model());
+    mha::NullTracer quiet;
+    const mha::ModelResult r = mha::forward_model(model(), encoded.tokens, 0, 1, quiet);
+    return mha::head_roles(r.weights[layer], encoded.tokens);
+}
+
+}  // namespace
+
+TEST_CASE("the model's logits and every layer's weights match the training script's forward",
+          "[model]") {
+    const std::string name = GENERATE(as<std::string>{}, "prose", "induction", "unknown");
+    CAPTURE(name);
+    const auto fixture = mha::npy::read_npz("data/model/" + name + ".npz");
+    const mha::ModelText text = mha::encode_text(fixture_text(fixture.at("text")), model());
+    mha::NullTracer quiet;
+    const mha::ModelResult r = mha::forward_model(model(), text.tokens, 0, 2, quiet);
+    test::require_close(r.logits, mha::npy::to_tensor(fixture.at("logits")), logit_tolerance);
+    REQUIRE(r.weights.size() == model().layers.size());
+    for (std::size_t l = 0; l < r.weights.size(); ++l) {
+        CAPTURE(l);
+        test::require_close(
+            r.weights[l], mha::npy::to_tensor(fixture.at("attn_weights." + std::to_string(l))),
+            weight_tolerance);
+    }
+}
+
+TEST_CASE("text becomes one token per character; others are the unknown token 0", "[model]") {
+    const mha::ModelText t = mha::encode_text("Am\xC3\xA9n 7\xFF", model());
+    // 'A' 'm' 'é' 'n' ' ' '7' and the stray byte 0xFF: é, 7 and 0xFF are not in the KJV's
+    // characters, so three unknown tokens.
+    REQUIRE(t.tokens.size() == 7);
+    CHECK(t.characters[2] == "\xC3\xA9");
+    CHECK(t.unknown == 3);
+    CHECK(t.tokens[2] == mha::unknown_token);
+    CHECK(t.tokens[5] == mha::unknown_token);
+    CHECK(t.tokens[6] == mha::unknown_token);
+    CHECK(model().vocab[t.tokens[0]] == 'A');
+    CHECK(model().vocab[t.tokens[4]] == ' ');
+    REQUIRE_THROWS_WITH(mha::encode_text(std::string(model().context() + 1, 'a'), model()),
+                        "--text has " + std::to_string(model().context() + 1) +
+                            " characters; the model's context is " +
+                            std::to_string(model().context()));
+}
+
+TEST_CASE("head roles by hand", "[model]") {
+    // Text "abab" (tokens 1 2 1 2), one head, causal weights:
+    //   query 0: [1]            query 1: [0.5 0.5]
+    //   query 2: [0.2 0.8 0]    query 3: [0.1 0.2 0.3 0.4]
+    // previous: (w[1][0] + w[2][1] + w[3][2]) / 3 = (0.5 + 0.8 + 0.3) / 3 = 0.5333
+    // first:    (0.5 + 0.2 + 0.1) / 3 = 0.2667
+    // same:     query 2 ('a', earlier at 0): 0.2; query 3 ('b', earlier at 1): 0.2 -> 0.2
+    // induction: query 3's last two "ab" occurred at (0, 1), so key 2: 0.3; query 2's "ba"
+    //            did not occur before -> 0.3 over one query
+    const Tensor w({1, 1, 4, 4}, {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0.2f, 0.8f, 0, 0,
+                                  0.1f, 0.2f, 0.3f, 0.4f});
+    const std::vector<mha::HeadRoles> r = mha::head_roles(w, {1, 2, 1, 2});
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].previous == Approx(1.6 / 3).margin(1e-6));
+    CHECK(r[0].first == Approx(0.8 / 3).margin(1e-6));
+    CHECK(r[0].same == Approx(0.2).margin(1e-6));
+    CHECK(r[0].induction == Approx(0.3).margin(1e-6));
+    CHECK(std::isnan(mha::head_roles(w, {1, 2, 3, 4})[0].induction));
+}
+
+TEST_CASE("the model has the heads it was trained for", "[model]") {
+    // Layer 0: a head with mean weight >= 0.5 on the previous character over ordinary prose
+    // (Psalm 23:1-3, not in the held-out text the training script measured on).
+    const std::string prose =
+        "The LORD is my shepherd; I shall not want. He maketh me to lie down in green "
+        "pastures: he leadeth me beside the still waters.";
+    double previous = 0.0;
+    for (const mha::HeadRoles& r : roles_of(prose, 0)) previous = std::max(previous, r.previous);
+    CHECK(previous >= 0.5);
+    // A later layer: a head with mean weight >= 0.3 on the character after the previous
+    // occurrence, over random 24-letter lowercase segments written twice.
+    std::mt19937 random(2026);
+    const std::size_t samples = 8;
+    std::vector<double> induction(model().layers[1].heads, 0.0);
+    for (std::size_t s = 0; s < samples; ++s) {
+        std::string segment;
+        for (int i = 0; i < 24; ++i) segment += char('a' + random() % 26);
+        const std::vector<mha::HeadRoles> roles = roles_of(segment + segment, 1);
+        for (std::size_t h = 0; h < roles.size(); ++h) induction[h] += roles[h].induction / samples;
+    }
+    CHECK(*std::max_element(induction.begin(), induction.end()) >= 0.3);
+}
+
+TEST_CASE("mha --model: --save holds the chosen layer's weights and the logits, as the "
+          "training script computed them", "[model][cli]") {
+    const auto fixture = mha::npy::read_npz("data/model/induction.npz");
+    const std::string text = fixture_text(fixture.at("text"));
+    const std::string out = test::temp_path("model-save.npz");
+    const test::RunResult r = test::run_mha("--model " + model_path + " --text '" + text +
+                                            "' --layer 1 --save " + out);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("next character: "));
+    const auto saved = mha::npy::read_npz(out);
+    test::require_close(mha::npy::to_tensor(saved.at("attn_weights")),
+                        mha::npy::to_tensor(fixture.at("attn_weights.1")), weight_tolerance);
+    test::require_close(mha::npy::to_tensor(saved.at("logits")),
+                        mha::npy::to_tensor(fixture.at("logits")), logit_tolerance);
+    std::remove(out.c_str());
+}
+
+TEST_CASE("mha --model: unknown characters are said once on stderr; views of every layer",
+          "[model][cli]") {
+    const test::RunResult warned =
+        test::run_command(test::mha_binary() + " --model " + model_path +
+                          " --text 'Psalm 23: 1 and 2' 2>&1 >/dev/null");
+    CHECK(warned.status == 0);
+    CHECK(warned.output ==
+          "mha: warning: 4 characters of --text are not in the model's vocabulary; read as the "
+          "unknown token 0\n");
+    const test::RunResult all =
+        test::run_mha("--model " + model_path + " --text 'In the beginning' --heatmap --summary");
+    REQUIRE(all.status == 0);
+    CHECK_THAT(all.output, Catch::Contains("layer 0 head 0") && Catch::Contains("layer 1 head 3") &&
+                               Catch::Contains("induction") && Catch::Contains("strongest"));
+    const test::RunResult one =
+        test::run_mha("--model " + model_path + " --text 'In the beginning' --layer 1 --trace");
+    REQUIRE(one.status == 0);
+    CHECK_THAT(one.output, Catch::Contains("layer 1 of 2") && Catch::Contains("embed") &&
+                               Catch::Contains("logits = x_final @ lm_head.T + b"));
+}
+
+TEST_CASE("the model loader names what is wrong with a model file", "[model]") {
+    const auto good = mha::npy::read_npz(model_path);
+    auto arrays = good;
+    arrays.at("vocab").values[0] = 65;
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        "m.npz: vocab[0] must be 0, the unknown token, got 65");
+    arrays = good;
+    arrays.at("vocab").values[2] = arrays.at("vocab").values[1];
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: vocab[2] = 32 is not a new Unicode code point"));
+    arrays = good;
+    arrays.at("heads").values[1] = 5;
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        "m.npz: heads[1] = 5 does not divide d_model 64");
+    arrays = good;
+    arrays.erase("lm_head.bias");
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: missing array 'lm_head.bias'"));
+    arrays = good;
+    arrays.emplace("layers.2.norm1.weight", good.at("norm.weight"));
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: unexpected array 'layers.2.norm1.weight'"));
+    arrays = good;
+    arrays.at("norm.weight").values[3] = std::nan("");
+    REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
+                        Catch::StartsWith("m.npz: array 'norm.weight' has NaN at index (3,)"));
+}
