@@ -97,8 +97,7 @@ int run(const std::vector<std::string>& args) {
     warn_masked_rows(result, config.zero_masked_rows);
 
     if (!config.save_path.empty()) {
-        mha::npy::write_npz(config.save_path,
-                            {{"output", result.output}, {"attn_weights", result.weights}});
+        mha::npy::write_npz(config.save_path, mha::saved_arrays(result, problem.layout));
     }
     return 0;
 }

@@ -129,7 +129,7 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
         {"--input data/parity/cross/query.npy --key-padding-mask "
          "data/parity/padding/key_padding_mask.npy",
          "key_padding_mask"},
-        {"--weights data/parity/wide/weights.npz --input data/parity/self_bias/query.npy",
+        {"--weights data/parity/wide/weights.npz -H 8 --input data/parity/self_bias/query.npy",
          "expected shape"},
         {"-b 100000 -n 100000", "more than --max-memory"},
         {"-b 4294967296 -n 4294967296 -m 4294967296 -H 4294967296 -d 4294967296",

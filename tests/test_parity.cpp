@@ -1,6 +1,8 @@
-// PyTorch parity: every case in data/cases.txt run through the binary with
-// --save, compared with the output and per-head weights PyTorch computed
-// (data/make_fixtures.py made them; see data/README.md).
+// PyTorch parity: every case in data/cases.txt (batch-first) and data/exact_cases.txt
+// (seq-first, unbatched, 4-D masks, Fortran-order and big-endian files, num_heads in
+// the state dict) run through the binary with --save, compared with the output and
+// per-head weights PyTorch computed (data/make_fixtures.py and data/make_exact_fixtures.py
+// made them; see data/README.md).
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -20,8 +22,8 @@ struct Case {
     std::string options;  // from cases.txt, e.g. "--heads 4 --causal"
 };
 
-std::vector<Case> read_cases() {
-    std::ifstream file("data/cases.txt");
+std::vector<Case> read_cases(const std::string& path) {
+    std::ifstream file(path);
     REQUIRE(file);
     std::vector<Case> cases;
     std::string line;
@@ -48,14 +50,13 @@ std::string file_options(const std::string& dir) {
     return args;
 }
 
-}  // namespace
-
-TEST_CASE("mha reproduces PyTorch on every fixture case") {
-    const std::vector<Case> cases = read_cases();
-    REQUIRE(cases.size() >= 16);
+// Runs every case of `cases_file` from its folder under `root` and compares with PyTorch.
+void check_cases(const std::string& cases_file, const std::string& root, std::size_t at_least) {
+    const std::vector<Case> cases = read_cases(cases_file);
+    REQUIRE(cases.size() >= at_least);
     for (const Case& c : cases) {
         SECTION(c.name) {
-            const std::string dir = "data/parity/" + c.name + "/";
+            const std::string dir = root + c.name + "/";
             const std::string saved = test::temp_path(c.name + ".npz");
             const std::string args = file_options(dir) + c.options + " --save " + saved;
             INFO("mha" << args);
@@ -72,6 +73,16 @@ TEST_CASE("mha reproduces PyTorch on every fixture case") {
                                 mha::npy::to_tensor(expected.at("output")), output_tolerance);
         }
     }
+}
+
+}  // namespace
+
+TEST_CASE("mha reproduces PyTorch on every fixture case") {
+    check_cases("data/cases.txt", "data/parity/", 16);
+}
+
+TEST_CASE("mha reproduces PyTorch's layouts, unbatched inputs and mask forms", "[exact]") {
+    check_cases("data/exact_cases.txt", "data/exact/", 10);
 }
 
 TEST_CASE("the result does not depend on the thread count, nor on tracing") {

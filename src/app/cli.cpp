@@ -121,7 +121,10 @@ const std::vector<Option>& options() {
              c.d_model = parse_count("--d-model", v, max_size);
          }},
         {"--heads", 'H', true,
-         [](Config& c, const std::string& v) { c.heads = parse_count("--heads", v, max_size); }},
+         [](Config& c, const std::string& v) {
+             c.heads = parse_count("--heads", v, max_size);
+             c.heads_given = true;
+         }},
         {"--kv-heads", 'G', true,
          [](Config& c, const std::string& v) {
              c.kv_heads = parse_count("--kv-heads", v, max_size);
@@ -160,6 +163,7 @@ const std::vector<Option>& options() {
              c.mask_means = parse_choice<MaskMeaning>(
                  "--mask-means", v, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
          }},
+        {"--seq-first", 0, false, [](Config& c, const std::string&) { c.seq_first = true; }},
         {"--key-padding-mask", 0, true,
          [](Config& c, const std::string& v) {
              c.key_padding_mask_path = parse_path("--key-padding-mask", v);

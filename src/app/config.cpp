@@ -70,6 +70,10 @@ void validate(const Config& c) {
         throw Error("--heatmap, --summary, --no-scale and --export-svg read the attention "
                     "weights, which --attention streaming never stores; use standard or auto");
     }
+    if (c.seq_first && c.input_path.empty()) {
+        throw Error("--seq-first says the --input, --key and --value files are (length, B, "
+                    "features); it needs --input");
+    }
     if (c.mask_means && c.mask_path.empty()) {
         throw Error("--mask-means says how to read --mask, but no --mask was given");
     }

@@ -177,8 +177,28 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                 "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
 }
 
-Weights load_weights(const std::string& path, std::uint64_t max_memory) {
-    return weights_from_state_dict(npy::read_npz(path, max_memory), path);
+std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& source) {
+    const auto found = arrays.find("num_heads");
+    if (found == arrays.end()) return std::nullopt;
+    const npy::Array& entry = found->second;
+    const bool integer = entry.kind == 'i' || entry.kind == 'u';
+    if (!integer || entry.values.size() != 1 || entry.values[0] < 1 ||
+        entry.values[0] > double(std::uint32_t(-1))) {
+        throw Error(source + ": num_heads must be one positive integer (np.savez(..., "
+                             "num_heads=4)), got " + entry.dtype_name() + " of shape " +
+                    to_string(entry.shape));
+    }
+    const auto heads = static_cast<std::size_t>(entry.values[0]);
+    arrays.erase(found);
+    return heads;
+}
+
+LoadedWeights load_weights(const std::string& path, std::uint64_t max_memory) {
+    Arrays arrays = npy::read_npz(path, max_memory);
+    LoadedWeights loaded;
+    loaded.num_heads = take_num_heads(arrays, path);
+    loaded.weights = weights_from_state_dict(arrays, path);
+    return loaded;
 }
 
 }  // namespace mha

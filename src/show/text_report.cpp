@@ -73,6 +73,9 @@ void TextReport::begin(const RunInfo& info) {
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
                  "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
+    for (const std::string& note : info.layout_notes) {
+        write_filled(out_, words_of(note), " ", "  · ", "    ");
+    }
 }
 
 void TextReport::on_step(const Step& step) {

@@ -63,7 +63,8 @@ write("not_npy.npy", b"B,N,d_model\n2,5,16\n")
 write("float16.npy", npy_bytes(x.astype(np.float16)))
 write("complex.npy", npy_bytes(x.astype(np.complex64)))
 write("int32.npy", npy_bytes(x.astype(np.int32)))
-write("rank2.npy", npy_bytes(x[0]))
+write("rank2.npy", npy_bytes(x[0]))  # unbatched (N, d_model): a bad key beside a batched query
+# Read since issue 13 (test_npy checks that they equal x.npy), no longer defects:
 write("fortran.npy", npy_bytes(x, fortran=True))
 write("big_endian.npy", npy_bytes(x.astype(">f4")))
 write("structured.npy", npy_bytes(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])))
