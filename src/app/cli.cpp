@@ -293,7 +293,8 @@ Sizes (with --input/--weights, B, N, M and d_model come from the files):
   -n, --seq-len N        query sequence length (default 8)
   -m, --kv-len M         key/value length (default N); M != N is cross-attention
   -d, --d-model D        model width (default 256); must be divisible by --heads
-  -H, --heads H          number of heads (default 4); d_k = d_model / h
+  -H, --heads H          number of heads (default 4); d_k = d_model / h; needed
+                         with --weights unless the .npz saves num_heads
   -G, --kv-heads G       key/value heads shared by the h query heads (default
                          h); G must divide h; 1 = multi-query attention
 
@@ -324,21 +325,28 @@ Output:
       --format text|json|markdown
                          text (default), one JSON document with every step,
                          or a Markdown table of the steps for course notes
-      --save OUT.npz     write output (B, N, d_model), attn_weights (B, h, N, M)
+      --save OUT.npz     write output (B, N, d_model), attn_weights (B, h, N, M),
+                         in the inputs' layout (--seq-first: output (N, B,
+                         d_model); unbatched: (N, d_model) and (h, N, M))
 
 PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):
       --weights W.npz    a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o
                          (.weight, .bias; or w_q...), or W_qkv + W_o
       --input X.npy      queries (B, N, d_model); also keys and values unless
       --key K.npy        keys (B, M, kdim) and
-      --value V.npy      values (B, M, vdim) are given
-      --mask M.npy       attn_mask (N, M), (B, N, M) or (B*h, N, M); bool/int
-                         masks block where True, float masks are added
+      --value V.npy      values (B, M, vdim) are given; 2-D files (N, d_model)
+                         are unbatched inputs, read as B = 1
+      --seq-first        the input files are (N, B, d_model), as PyTorch's
+                         default batch_first=False takes them
+      --mask M.npy       attn_mask (N, M), (B, N, M) or (B*h, N, M), or 4-D
+                         (1|B, 1|h, N, M); bool/int masks block where True,
+                         float masks are added
       --mask-means block|keep
                          block (default, PyTorch): True/non-zero = blocked
                          keep: 0 = blocked (masked_fill(mask == 0, -inf))
       --key-padding-mask P.npy
-                         (B, M): True/non-zero = ignore that key
+                         (B, M), or (M) unbatched: True/non-zero = ignore
+                         that key
 
 Seeing attention (docs/heatmaps.md, docs/demo_heads.md):
       --text "SENTENCE"  attend over its tokens: seeded word embeddings plus

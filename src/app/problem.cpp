@@ -111,12 +111,13 @@ std::size_t heads_with_weights(const Config& c, const Sources& files) {
                          "--heads", *files.num_heads, c.weights_path, "num_heads");
     }
     if (c.heads_given) return c.heads;
-    throw Error(c.weights_path + ": give --heads: a state dict holds the projections (d_model " +
-                std::to_string(E) + "), not num_heads, so any h dividing " + std::to_string(E) +
-                " fits it" +
-                (rows != E ? " (and W_k's " + std::to_string(rows) + " rows are G·d_k, so G follows from h)"
+    throw Error(c.weights_path + ": give --heads (the module's num_heads): a state dict saves " +
+                "the projection matrices (d_model " + std::to_string(E) +
+                ") but not how their rows split into heads, so any h dividing " +
+                std::to_string(E) + " would fit" +
+                (rows != E ? " (W_k's " + std::to_string(rows) + " rows are G·d_k: G follows from h)"
                            : std::string()) +
-                "; or save num_heads in the .npz beside the state dict");
+                "; or save num_heads=H in the .npz");
 }
 
 Sizes resolve_sizes(const Config& c, const Sources& files) {

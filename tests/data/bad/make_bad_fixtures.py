@@ -105,6 +105,7 @@ inf_bias = state["in_proj_bias"].copy()
 inf_bias[40] = np.inf
 write("inf_bias.npz", npz_bytes({**state, "in_proj_bias": inf_bias}))
 write("unknown_names.npz", npz_bytes({"linear.weight": halves((16, 16))}))
+write("num_heads_float.npz", npz_bytes({**state, "num_heads": np.float64(4)}))
 
 # masks (for x.npy: N = M = 5, B = 2)
 write("mask_wrong_shape.npy", npy_bytes(np.triu(np.ones((4, 4), dtype=bool), 1)))
@@ -115,4 +116,5 @@ write("mask_nan.npy", npy_bytes(nan_mask))
 plus_inf_mask = np.zeros((5, 5), dtype=np.float32)
 plus_inf_mask[0, 4] = np.inf
 write("mask_plus_inf.npy", npy_bytes(plus_inf_mask))
+write("mask_4d_wrong.npy", npy_bytes(np.zeros((3, 1, 5, 5), dtype=bool)))  # B is 2, not 3
 write("padding_wrong_shape.npy", npy_bytes(np.zeros((2, 4), dtype=bool)))
