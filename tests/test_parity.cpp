@@ -100,3 +100,24 @@ TEST_CASE("the result does not depend on the thread count, nor on tracing") {
     }
     for (const std::string& bytes : outputs) CHECK(bytes == outputs.front());
 }
+
+TEST_CASE("the trace says how seq-first and unbatched files are read and saved", "[exact]") {
+    const test::RunResult seq_first = test::run_mha(
+        "--trace --seq-first --input data/exact/seq_first_self/query.npy"
+        " --weights data/exact/seq_first_self/weights.npz");
+    REQUIRE(seq_first.status == 0);
+    CHECK_THAT(seq_first.output, Catch::Contains("B=2  N=5  M=5") &&
+                                     Catch::Contains("layout: seq-first") &&
+                                     Catch::Contains("x.transpose(0, 1)"));
+    const test::RunResult unbatched = test::run_mha(
+        "--trace --heads 4 --input data/exact/unbatched_self/query.npy"
+        " --weights data/exact/unbatched_self/weights.npz");
+    REQUIRE(unbatched.status == 0);
+    CHECK_THAT(unbatched.output, Catch::Contains("B=1  N=5") &&
+                                     Catch::Contains("layout: unbatched") &&
+                                     Catch::Contains("x.unsqueeze(0)"));
+    const test::RunResult batch_first = test::run_mha(
+        "--trace --heads 4 --input data/parity/self_bias/query.npy"
+        " --weights data/parity/self_bias/weights.npz");
+    CHECK_THAT(batch_first.output, !Catch::Contains("layout:"));
+}
