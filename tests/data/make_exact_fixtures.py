@@ -181,6 +181,111 @@ def case_gqa_num_heads():
     return dict(case, num_heads=4, options="")
 
 
+def case_bias_kv_masks():
+    """add_bias_kv: bias_k, bias_v (1, 1, E) appended as key/value position S; PyTorch pads
+    attn_mask and key_padding_mask with a column that blocks nothing."""
+    E, h, L, B = 16, 4, 4, 2
+    mha = module(E, h, add_bias_kv=True, batch_first=True)
+    x = torch.randn(B, L, E)
+    mask = torch.zeros(L, L, dtype=torch.bool)
+    mask[0, 1] = mask[3, 0] = True
+    padding = torch.zeros(B, L, dtype=torch.bool)
+    padding[1, -1] = True
+    output, weights = run(mha, x, x, x, mask, padding)
+    assert weights.shape == (B, h, L, L + 1)
+    return dict(module=mha, inputs={"query": x}, files={"mask": mask, "key_padding_mask": padding},
+                output=output, attn_weights=weights, options="--heads 4")
+
+
+def case_zero_attn_cross():
+    """add_zero_attn: a zero key and value appended after the projections (S -> S+1)."""
+    E, h, L, S, B = 16, 2, 3, 5, 2
+    mha = module(E, h, add_zero_attn=True, batch_first=True)
+    query, key, value = torch.randn(B, L, E), torch.randn(B, S, E), torch.randn(B, S, E)
+    padding = torch.zeros(B, S, dtype=torch.bool)
+    padding[0, 0] = True
+    output, weights = run(mha, query, key, value, None, padding)
+    return dict(module=mha, inputs={"query": query, "key": key, "value": value},
+                files={"key_padding_mask": padding}, output=output, attn_weights=weights,
+                options="--heads 2 --add-zero-attn")
+
+
+def case_bias_kv_zero_attn_seq_first():
+    """Both, seq-first, with a per-head mask: S -> S+1 (bias_k) -> S+2 (zero)."""
+    E, h, L, B = 16, 2, 3, 2
+    mha = module(E, h, add_bias_kv=True, add_zero_attn=True)
+    x = torch.randn(L, B, E)
+    mask = torch.rand(B * h, L, L) < 0.3
+    output, weights = run(mha, x, x, x, mask)
+    assert weights.shape == (B, h, L, L + 2)
+    return dict(module=mha, inputs={"query": x}, files={"mask": mask}, output=output,
+                attn_weights=weights, num_heads=h, options="--seq-first --add-zero-attn")
+
+
+def case_bias_kv_unbatched_padding():
+    E, h, L, S = 16, 4, 3, 4
+    mha = module(E, h, add_bias_kv=True)
+    query, key, value = torch.randn(L, E), torch.randn(S, E), torch.randn(S, E)
+    padding = torch.tensor([False, True, False, False])
+    output, weights = run(mha, query, key, value, None, padding)
+    return dict(module=mha, inputs={"query": query, "key": key, "value": value},
+                files={"key_padding_mask": padding}, output=output, attn_weights=weights,
+                options="--heads 4")
+
+
+def causal_case(L, S, top_left):
+    """SDPA's is_causal=True is top-left: query i sees keys j <= i (torch.tril(ones(L, S)));
+    causal_lower_right is bottom-right: j <= i + S - L. 1.13 has no SDPA, so the module
+    gets the same mask as a bool attn_mask."""
+    E, h, B = 16, 4, 2
+    mha = module(E, h, batch_first=True)
+    query, key, value = torch.randn(B, L, E), torch.randn(B, S, E), torch.randn(B, S, E)
+    offset = 0 if top_left else S - L
+    mask = torch.ones(L, S, dtype=torch.bool).triu(diagonal=offset + 1)
+    assert not bool(mask.all(dim=-1).any()), "a fully blocked row"
+    output, weights = run(mha, query, key, value, mask)
+    align = "top-left" if top_left else "bottom-right"
+    return dict(module=mha, inputs={"query": query, "key": key, "value": value},
+                output=output, attn_weights=weights, options=f"--heads 4 --causal={align}")
+
+
+def case_causal_top_left_short():
+    return causal_case(L=3, S=5, top_left=True)
+
+
+def case_causal_top_left_long():
+    return causal_case(L=5, S=3, top_left=True)  # bottom-right would leave two rows empty
+
+
+def case_causal_bottom_right():
+    return causal_case(L=3, S=5, top_left=False)
+
+
+def empty_case(B, L, S):
+    """Empty batch or sequences, as PyTorch computes them: with S = 0 every output row is
+    out_proj.bias (an empty softmax, a zero context)."""
+    E, h = 16, 4
+    mha = module(E, h, batch_first=True)
+    query, key, value = torch.randn(B, L, E), torch.randn(B, S, E), torch.randn(B, S, E)
+    output, weights = run(mha, query, key, value)
+    if S == 0 and B * L > 0:
+        assert torch.equal(output, mha.out_proj.bias.detach().expand(B, L, E))
+    return dict(module=mha, inputs={"query": query, "key": key, "value": value},
+                output=output, attn_weights=weights, options="--heads 4")
+
+
+def case_empty_keys():
+    return empty_case(B=2, L=3, S=0)
+
+
+def case_empty_queries():
+    return empty_case(B=2, L=0, S=4)
+
+
+def case_empty_batch():
+    return empty_case(B=0, L=3, S=4)
+
+
 CASES = [
     ("seq_first_self", case_seq_first_self),
     ("seq_first_cross_masks", case_seq_first_cross_masks),
@@ -235,8 +340,17 @@ def recompute(folder, options):
         return np.repeat(heads, h // G, axis=1)
 
     Q = split(base.np_linear(query, w_q, b_q))
-    K = split(base.np_linear(key, w_k, b_k))
-    V = split(base.np_linear(value, w_v, b_v))
+    k, v = base.np_linear(key, w_k, b_k), base.np_linear(value, w_v, b_v)  # (B, M, G·d_k)
+    extra = 0  # key/value positions appended after the projections, visible to every query
+    if "bias_k" in sd:  # add_bias_kv: position M holds bias_k, bias_v
+        k = np.concatenate([k, np.broadcast_to(sd["bias_k"], (B, 1, k.shape[2]))], axis=1)
+        v = np.concatenate([v, np.broadcast_to(sd["bias_v"], (B, 1, v.shape[2]))], axis=1)
+        extra += 1
+    if "--add-zero-attn" in options:  # a zero key and value after that
+        k = np.concatenate([k, np.zeros((B, 1, k.shape[2]))], axis=1)
+        v = np.concatenate([v, np.zeros((B, 1, v.shape[2]))], axis=1)
+        extra += 1
+    K, V = split(k), split(v)
     add = np.zeros((B, h, N, M))
     mask = load(folder, "mask")
     if mask is not None:
@@ -250,8 +364,12 @@ def recompute(folder, options):
     padding = load(folder, "key_padding_mask")
     if padding is not None:
         add = add + np.where(padding.reshape(B, M), -np.inf, 0.0)[:, None, None, :]
+    if "--causal" in options:  # top-left: j <= i; bottom-right (the default): j <= i + M - N
+        offset = 0 if "--causal=top-left" in options else M - N
+        add = add + np.where(np.arange(M)[None, :] > np.arange(N)[:, None] + offset, -np.inf, 0.0)
+    add = np.concatenate([add, np.zeros((B, h, N, extra))], axis=-1)
     scores = Q @ K.transpose(0, 1, 3, 2) / math.sqrt(d_k) + add
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True, initial=-np.inf))  # M may be 0
     weights = weights / weights.sum(axis=-1, keepdims=True)
     context = (weights @ V).transpose(0, 2, 1, 3).reshape(B, N, E)
     output = base.np_linear(context, w_o, b_o)
@@ -290,14 +408,19 @@ def write_case(name, case):
     return folder
 
 
+def assert_close(a, b, what):
+    """base.assert_close, which also takes the empty arrays of B, N or M = 0."""
+    return base.assert_close(a, b, what) if np.size(a) else 0.0
+
+
 def check_written(name, folder, case):
     with np.load(os.path.join(folder, "expected.npz")) as expected:
         output, weights = expected["output"], expected["attn_weights"]
     assert np.isfinite(output).all() and np.isfinite(weights).all(), name
     np_output, np_weights = recompute(folder, case["options"])
     assert np_output.shape == output.shape and np_weights.shape == weights.shape, name
-    return max(base.assert_close(output, np_output, name + ": float64 recomputation, output"),
-               base.assert_close(weights, np_weights, name + ": float64 recomputation, weights"))
+    return max(assert_close(output, np_output, name + ": float64 recomputation, output"),
+               assert_close(weights, np_weights, name + ": float64 recomputation, weights"))
 
 
 def main():
