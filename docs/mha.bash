@@ -7,7 +7,7 @@ _mha() {
     prev=${COMP_WORDS[COMP_CWORD-1]}
 
     local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
-        --no-bias --random-bias --trace --values --step --format --weights --input --key
+        --no-bias --random-bias --add-zero-attn --trace --values --step --format --weights --input --key
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --decode --fused-qkv --per-head --block --d-ff --preset

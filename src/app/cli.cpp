@@ -104,6 +104,7 @@ struct Option {
     char short_name;   // 'b', or 0
     bool takes_value;
     std::function<void(Config&, const std::string&)> apply;
+    bool optional_value = false;  // a flag that also takes --name=value (--causal=top-left)
 };
 
 const std::vector<Option>& options() {
@@ -135,7 +136,17 @@ const std::vector<Option>& options() {
          [](Config& c, const std::string& v) {
              c.threads = parse_count("--threads", v, max_threads);
          }},
-        {"--causal", 0, false, [](Config& c, const std::string&) { c.causal = true; }},
+        {"--causal", 0, false,
+         [](Config& c, const std::string& v) {
+             c.causal = true;
+             if (!v.empty()) {  // bare --causal stays bottom-right
+                 c.causal_align = parse_choice<CausalAlign>(
+                     "--causal", v,
+                     {{"bottom-right", CausalAlign::BottomRight}, {"top-left", CausalAlign::TopLeft}});
+             }
+         },
+         true},
+        {"--add-zero-attn", 0, false, [](Config& c, const std::string&) { c.add_zero_attn = true; }},
         {"--no-bias", 0, false, [](Config& c, const std::string&) { c.bias = false; }},
         {"--random-bias", 0, false, [](Config& c, const std::string&) { c.random_bias = true; }},
         {"--trace", 0, false, [](Config& c, const std::string&) { c.trace = true; }},
@@ -256,8 +267,10 @@ Config parse_args(const std::vector<std::string>& args) {
             option = &find_long(arg.substr(0, equals));
             has_value = equals != std::string::npos;
             if (has_value) value = arg.substr(equals + 1);
-            if (has_value && !option->takes_value)
+            if (has_value && !option->takes_value && !option->optional_value)
                 throw Error(option->name + " takes no value, got '" + arg + "'");
+            if (has_value && option->optional_value && value.empty())
+                throw Error(option->name + " expects a value after '=', got '" + arg + "'");
         } else if (arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
             option = &find_short(arg[1]);
             has_value = arg.size() > 2;
@@ -299,8 +312,11 @@ Sizes (with --input/--weights, B, N, M and d_model come from the files):
                          h); G must divide h; 1 = multi-query attention
 
 Computation:
-      --causal           block future keys; query i sees keys j <= i + M - N
-                         (bottom-right aligned, as a KV cache needs)
+      --causal[=ALIGN]   block future keys; bottom-right (default): query i
+                         sees keys j <= i + M - N, as a KV cache needs;
+                         top-left: j <= i, as SDPA's is_causal=True
+      --add-zero-attn    append a zero key and value after the projections,
+                         as nn.MultiheadAttention(add_zero_attn=True) does
       --no-bias          seeded projections without bias
       --random-bias      seeded biases drawn like nn.Linear's instead of zeros
       --seed S           seed for weights and inputs (default 0)

@@ -70,6 +70,13 @@ void validate(const Config& c) {
         throw Error("--heatmap, --summary, --no-scale and --export-svg read the attention "
                     "weights, which --attention streaming never stores; use standard or auto");
     }
+    if (c.add_zero_attn && (c.causal || c.shapes_only)) {
+        throw Error(std::string(c.causal ? "--causal has no rule for the zero key and value "
+                                           "--add-zero-attn appends; give the causal mask as "
+                                           "--mask, which is padded as PyTorch pads it"
+                                         : "--shapes-only traces the plain pass; it cannot be "
+                                           "combined with --add-zero-attn"));
+    }
     if (c.seq_first && c.input_path.empty()) {
         throw Error("--seq-first says the --input, --key and --value files are (length, B, "
                     "features); it needs --input");

@@ -28,6 +28,8 @@ struct Config {
     std::uint64_t seed = 0;
     std::size_t threads = 0;             // 0: the hardware's
     bool causal = false;
+    CausalAlign causal_align = CausalAlign::BottomRight;  // --causal=top-left|bottom-right
+    bool add_zero_attn = false;  // --add-zero-attn: nn.MultiheadAttention's add_zero_attn
     bool bias = true;
     bool random_bias = false;
     bool trace = false;

@@ -168,6 +168,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 Masks load_masks(const Config& c, const Sizes& s, InputLayout layout) {
     Masks masks;
     masks.causal = c.causal || c.demo_heads;
+    masks.causal_align = c.causal_align;
     if (!c.mask_path.empty()) {
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
                        masks);
@@ -180,6 +181,21 @@ Masks load_masks(const Config& c, const Sizes& s, InputLayout layout) {
         }
     }
     return masks;
+}
+
+// add_bias_kv's extra position goes into the packed pass, without a causal rule.
+void check_bias_kv(const Config& c, const Weights& w) {
+    if (w.bias_k.empty()) return;
+    if (c.causal) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --causal has no "
+                    "rule for the key/value position they append; give the causal mask as "
+                    "--mask, which is padded as PyTorch pads it");
+    }
+    if (c.decode || c.fused_qkv || c.per_head || c.block) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True), which the packed "
+                    "pass appends to K and V; it cannot be combined with --decode, --fused-qkv, "
+                    "--per-head or --block");
+    }
 }
 
 // --head and --ablate-head name heads 0..h-1.
@@ -263,6 +279,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.spec.self_attention = s.kv_len == s.seq_len;
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
     p.spec.masks.causal = c.causal;
+    p.spec.masks.causal_align = c.causal_align;
     p.spec.scale = !c.no_scale;
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
@@ -302,6 +319,8 @@ Problem build_problem(const Config& c) {
     p.options.threads = plan.threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
+    p.options.add_zero_attn = c.add_zero_attn;
+    check_bias_kv(c, p.weights);
     check_head_numbers(c, s.heads);
     p.options.path = plan.path;
     p.info = describe(c, s, p);

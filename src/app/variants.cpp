@@ -46,6 +46,10 @@ void apply_variants(Config& c) {
                     "pass; choose one");
     }
     if (c.d_ff && !c.block) throw Error("--d-ff sets the feed-forward width of --block; give --block pre or post");
+    if (c.add_zero_attn && (c.decode || c.fused_qkv || c.per_head || c.block)) {
+        throw Error("--add-zero-attn appends to the packed pass's K and V; it cannot be combined "
+                    "with --decode, --fused-qkv, --per-head or --block");
+    }
     if (c.block && (c.kv_len || !c.key_path.empty())) {
         throw Error("--block is self-attention: no --kv-len or --key/--value");
     }

@@ -55,10 +55,10 @@ std::string scale_suffix(bool scale) { return scale ? " / sqrt(d_k)" : ""; }
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
-std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m) {
+std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m, CausalAlign align) {
     std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
     for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) grid[i][j] = causally_visible(i, j, n, m);
+        for (std::size_t j = 0; j < m; ++j) grid[i][j] = j < causal_key_end(i, n, m, align);
     }
     return grid;
 }
@@ -66,12 +66,16 @@ std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m) {
 // What step 8 applies, in words.
 std::vector<std::string> mask_notes(const MaskKinds& masks, const Sizes& s) {
     std::vector<std::string> notes = masks.notes;
-    if (masks.causal) {
-        notes.push_back(s.seq_len == s.kv_len
-                            ? "causal: query i attends to keys 0..i"
-                            : "causal, bottom-right aligned: query i attends to keys 0..i+" +
-                                  std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
-                                  " (the queries are the last N of the M positions)");
+    if (masks.causal && s.seq_len == s.kv_len) {
+        notes.push_back("causal: query i attends to keys 0..i");
+    } else if (masks.causal && masks.causal_align == CausalAlign::TopLeft) {
+        notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
+                        "the first N of the M positions, as scaled_dot_product_attention's "
+                        "is_causal=True and torch.tril(ones(N, M)) align them)");
+    } else if (masks.causal) {
+        notes.push_back("causal, bottom-right aligned: query i attends to keys 0..i+" +
+                        std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
+                        " (the queries are the last N of the M positions, as with a KV cache)");
     }
     if (notes.empty()) notes.push_back("no mask: every query attends to every key");
     return notes;
@@ -107,27 +111,59 @@ void plan_inputs(Planner& p) {
     const std::string x = query_name(p.spec), n = p.spec.form == Form::Decode ? "T" : "N";
     p.add(0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
     if (p.spec.self_attention || p.spec.form != Form::Packed) return;
+    const std::size_t M = s.kv_len - p.spec.appended.count();  // the inputs' keys
     p.add(0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
-          Layout::contiguous_of({s.batch, s.kv_len, s.kdim}));
+          Layout::contiguous_of({s.batch, M, s.kdim}));
     p.add(0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
-          Layout::contiguous_of({s.batch, s.kv_len, s.vdim}));
+          Layout::contiguous_of({s.batch, M, s.vdim}));
+}
+
+// 3, once more: add_bias_kv and add_zero_attn append key/value positions to K and V, a copy;
+// from here on there are M = M_in + extra keys.
+Layout plan_append(Planner& p, const std::string& kv_width) {
+    const Sizes& s = p.s;
+    const AppendedKv& a = p.spec.appended;
+    const std::size_t B = s.batch, M = s.kv_len, W = s.kv_heads * s.d_k(), extra = a.count();
+    const Layout grown = Layout::contiguous_of({B, M, W});
+    const std::string note =
+        "M " + std::to_string(M - extra) + " -> " + std::to_string(M) + ": " +
+        (a.bias_kv ? "add_bias_kv appends bias_k and bias_v as one more key/value position; "
+                   : "") +
+        (a.zero_attn ? "add_zero_attn appends a zero key and value; " : "") +
+        "every query sees them: attn_mask and key_padding_mask get columns of zeros there, as "
+        "PyTorch pads them";
+    for (const std::string name : {"K", "V"}) {
+        std::string expression = name;
+        if (a.bias_kv) {
+            expression = "cat([" + expression + ", bias_" + (name == "K" ? "k" : "v") +
+                         ".repeat(B, 1, 1)], dim=1)";
+        }
+        if (a.zero_attn) expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
+        Step& step = p.add(3, "append", name, name + " = " + expression,
+                           {"B", "M+" + std::to_string(extra), kv_width}, grown);
+        step.copied_bytes = checked_product({B, M, W, sizeof(float)}, "the copy");
+        step.notes.push_back(note);
+    }
+    return grown;
 }
 
 // 1-5 packed: project, view, transpose. Returns the layout of Q's heads.
 Layout plan_project_split(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, E = s.d_model, h = s.heads;
-    const std::size_t G = s.kv_heads, d_k = s.d_k();
+    const std::size_t G = s.kv_heads, d_k = s.d_k(), M_in = M - p.spec.appended.count();
     const bool self = p.spec.self_attention;
     const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
     const Layout q = Layout::contiguous_of({B, N, E}), k = Layout::contiguous_of({B, M, G * d_k});
+    const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
     p.add(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
           {"B", "N", "d_model"}, q, macs_of({B, N, E, E}));
     p.add(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
-          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.kdim}));
+          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
     p.add(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
-          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.vdim}));
+          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.vdim}));
+    if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
     p.add(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);
@@ -184,7 +220,7 @@ Layout plan_attend_standard(Planner& p) {
     Step& s8 = p.add(8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     s8.notes = mask_notes(p.spec.masks, s);
-    if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M);
+    if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M, p.spec.masks.causal_align);
     p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, d_k});
     p.add(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,

@@ -297,6 +297,16 @@ CASES = [
     ("mask_b_h_bool", case_mask_b_h_bool),
     ("fortran_big_endian", case_fortran_big_endian),
     ("gqa_num_heads", case_gqa_num_heads),
+    ("bias_kv_masks", case_bias_kv_masks),
+    ("zero_attn_cross", case_zero_attn_cross),
+    ("bias_kv_zero_attn_seq_first", case_bias_kv_zero_attn_seq_first),
+    ("bias_kv_unbatched_padding", case_bias_kv_unbatched_padding),
+    ("causal_top_left_short", case_causal_top_left_short),
+    ("causal_top_left_long", case_causal_top_left_long),
+    ("causal_bottom_right", case_causal_bottom_right),
+    ("empty_keys", case_empty_keys),
+    ("empty_queries", case_empty_queries),
+    ("empty_batch", case_empty_batch),
 ]
 
 

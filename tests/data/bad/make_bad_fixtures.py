@@ -95,7 +95,8 @@ write("not_zip.npz", npy_bytes(x))
 
 # state dicts
 write("missing_array.npz", npz_bytes({k: v for k, v in state.items() if k != "out_proj.weight"}))
-write("extra_array.npz", npz_bytes({**state, "bias_k": halves((1, 1, 16))}))
+write("extra_array.npz", npz_bytes({**state, "attn_scale": halves((1, 1, 16))}))
+write("bias_k_only.npz", npz_bytes({**state, "bias_k": halves((1, 1, 16))}))
 write("misshaped_array.npz", npz_bytes({**state, "out_proj.weight": halves((16, 8))}))
 write("int_weights.npz", npz_bytes({**state, "in_proj_weight": state["in_proj_weight"].astype(np.int64)}))
 nan_weight = state["out_proj.weight"].copy()
