@@ -121,3 +121,18 @@ TEST_CASE("the trace says how seq-first and unbatched files are read and saved",
         " --weights data/parity/self_bias/weights.npz");
     CHECK_THAT(batch_first.output, !Catch::Contains("layout:"));
 }
+
+TEST_CASE("the trace shows the appended key/value positions and the causal alignment", "[exact]") {
+    const std::string dir = "data/exact/bias_kv_zero_attn_seq_first/";
+    const test::RunResult appended =
+        test::run_mha("--trace --seq-first --add-zero-attn --input " + dir + "query.npy --weights " +
+                      dir + "weights.npz --mask " + dir + "mask.npy");
+    REQUIRE(appended.status == 0);
+    CHECK_THAT(appended.output, Catch::Contains("append       K = cat([cat([K, bias_k") &&
+                                    Catch::Contains("(B=2, M+2=5, d_model=16)") &&
+                                    Catch::Contains("M 3 -> 5: add_bias_kv appends"));
+    const test::RunResult top_left = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal=top-left");
+    CHECK_THAT(top_left.output, Catch::Contains("causal, top-left aligned"));
+    const test::RunResult bare = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal");
+    CHECK_THAT(bare.output, Catch::Contains("causal, bottom-right aligned"));
+}
