@@ -167,7 +167,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 // as (1, M).
 Masks load_masks(const Config& c, const Sizes& s, InputLayout layout) {
     Masks masks;
-    masks.causal = c.causal || c.demo_heads;
+    masks.causal = c.causal;
     masks.causal_align = c.causal_align;
     if (!c.mask_path.empty()) {
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
@@ -191,7 +191,7 @@ void check_bias_kv(const Config& c, const Weights& w) {
                     "rule for the key/value position they append; give the causal mask as "
                     "--mask, which is padded as PyTorch pads it");
     }
-    if (c.decode || c.fused_qkv || c.per_head || c.block) {
+    if (c.form != Form::Packed || c.block) {
         throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True), which the packed "
                     "pass appends to K and V; it cannot be combined with --decode, --fused-qkv, "
                     "--per-head or --block");
@@ -233,7 +233,6 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal || c.demo_heads;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
@@ -274,7 +273,7 @@ ShapesProblem build_shapes(const Config& c) {
     check_heads(s);
     ShapesProblem p;
     p.spec.sizes = s;
-    p.spec.form = form_of(c);
+    p.spec.form = c.form;
     p.spec.path = c.attention.value_or(AttentionPath::Standard);
     p.spec.self_attention = s.kv_len == s.seq_len;
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
@@ -288,7 +287,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = c.decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+    p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
     p.info.total_macs = planned_macs(plan_pass(p.spec));
     p.info.variant = variant_description(c, 0);
     return p;

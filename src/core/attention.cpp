@@ -35,105 +35,7 @@
 
 namespace mha {
 
-namespace {
-
-// ---- The unit of work: steps 6-10 of one (batch, head) pair --------------------------
-
-// 6: (N, d_k) x (d_k, M) -> (N, M)
-void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
-
-// 7: keep the scores' variance near 1 whatever d_k is
-void unit_scale(const AttentionUnit& u, float factor) {
-    if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
-}
-
-// 8: blocked keys get -inf, float masks are added
-void unit_mask_scores(const AttentionUnit& u) {
-    const HeadMask& mask = u.mask;
-    if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
-    if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
-    if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
-}
-
-// 9: each query's scores become weights over the M keys, summing to 1
-std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
-    const HeadMask none{nullptr, nullptr, false, u.mask.n, u.mask.m};
-    return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
-}
-
-// 10: (N, M) x (M, d_k) -> (N, d_k)
-void unit_context(const AttentionUnit& u) {
-    const MatrixView weights{u.scores, u.mask.n, u.mask.m, u.mask.m, 1};
-    gemm(weights, u.v, u.context, u.ldc);
-}
-
-// Everything one unit does for `step`; returns its rows with every key blocked.
-std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
-    switch (step) {
-        case UnitStep::Scores: unit_scores(u); return 0;
-        case UnitStep::Scale: unit_scale(u, math.factor); return 0;
-        case UnitStep::Mask: unit_mask_scores(u); return 0;
-        case UnitStep::Softmax: return unit_softmax(u, math);
-        case UnitStep::ScaleMaskSoftmax:
-            return scale_mask_softmax(u.scores, math.factor, u.mask, math.zero_masked_rows);
-        case UnitStep::Context: unit_context(u); return 0;
-        case UnitStep::Attend: {
-            unit_scores(u);
-            const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
-            unit_context(u);
-            return blocked;
-        }
-        case UnitStep::Streamed:
-            return attend_streaming(u.q, u.k, u.v, u.mask, math.factor, math.zero_masked_rows,
-                                    u.context, u.ldc);
-    }
-    return 0;
-}
-
-}  // namespace
-
-std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
-                      std::size_t threads) {
-    std::vector<std::size_t> blocked(units.count, 0);
-    parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit(step, units.unit(u), math);
-    });
-    std::size_t total = 0;
-    for (std::size_t rows : blocked) total += rows;
-    return total;
-}
-
-HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& s) {
-    HeadMask mask;
-    const Tensor& attn = masks.attn_mask;
-    if (!attn.empty()) {  // one plane for all, one per batch row, or one per (batch, head)
-        const std::size_t plane =
-            attn.dim() == 2 ? 0 : attn.size(0) == s.batch * s.heads ? b * s.heads + i : b;
-        mask.attn = attn.data() + plane * s.seq_len * s.kv_len;
-    }
-    if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
-    mask.causal = masks.causal;
-    mask.align = masks.causal_align;
-    mask.n = s.seq_len;
-    mask.m = s.kv_len;
-    return mask;
-}
-
-UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
-    return {score_factor(s.d_k(), options.scale), options.zero_masked_rows};
-}
-
-void zero_head(Tensor& context, std::size_t head) {
-    const Strides& st = context.strides();
-    float* base = context.data() + head * st[1];
-    for (std::size_t b = 0; b < context.size(0); ++b) {
-        for (std::size_t n = 0; n < context.size(2); ++n) {
-            float* row = base + b * st[0] + n * st[2];
-            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
-        }
-    }
-}
-
+// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows split over threads.
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
     const std::size_t rows = x.size(0) * x.size(1);
     Tensor y({x.size(0), x.size(1), w.size(0)});
@@ -145,7 +47,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t
 
 namespace {
 
-// ---- The phases of the packed pass ------------------------------------------------------
+// ---- 0-5: inputs, projections, heads ----------------------------------------------------
 
 using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
 
@@ -234,6 +136,94 @@ Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
     return heads;
 }
 
+// ---- 6-10: the unit of work, one (batch, head) pair, and the packed pass's units -------
+
+// 6: (N, d_k) x (d_k, M) -> (N, M)
+void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
+
+// 7: keep the scores' variance near 1 whatever d_k is
+void unit_scale(const AttentionUnit& u, float factor) {
+    if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
+}
+
+// 8: blocked keys get -inf, float masks are added
+void unit_mask_scores(const AttentionUnit& u) {
+    const HeadMask& mask = u.mask;
+    if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
+    if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
+    if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
+}
+
+// 9: each query's scores become weights over the M keys, summing to 1
+std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
+    const HeadMask none{nullptr, nullptr, false, u.mask.n, u.mask.m};
+    return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
+}
+
+// 10: (N, M) x (M, d_k) -> (N, d_k)
+void unit_context(const AttentionUnit& u) {
+    const MatrixView weights{u.scores, u.mask.n, u.mask.m, u.mask.m, 1};
+    gemm(weights, u.v, u.context, u.ldc);
+}
+
+// Everything one unit does for `step`; returns its rows with every key blocked.
+std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
+    switch (step) {
+        case UnitStep::Scores: unit_scores(u); return 0;
+        case UnitStep::Scale: unit_scale(u, math.factor); return 0;
+        case UnitStep::Mask: unit_mask_scores(u); return 0;
+        case UnitStep::Softmax: return unit_softmax(u, math);
+        case UnitStep::ScaleMaskSoftmax:
+            return scale_mask_softmax(u.scores, math.factor, u.mask, math.zero_masked_rows);
+        case UnitStep::Context: unit_context(u); return 0;
+        case UnitStep::Attend: {
+            unit_scores(u);
+            const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
+            unit_context(u);
+            return blocked;
+        }
+        case UnitStep::Streamed:
+            return attend_streaming(u.q, u.k, u.v, u.mask, math.factor, math.zero_masked_rows,
+                                    u.context, u.ldc);
+    }
+    return 0;
+}
+
+}  // namespace
+
+std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
+                      std::size_t threads) {
+    std::vector<std::size_t> blocked(units.count, 0);
+    parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit(step, units.unit(u), math);
+    });
+    std::size_t total = 0;
+    for (std::size_t rows : blocked) total += rows;
+    return total;
+}
+
+HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& s) {
+    HeadMask mask;
+    const Tensor& attn = masks.attn_mask;
+    if (!attn.empty()) {  // one plane for all, one per batch row, or one per (batch, head)
+        const std::size_t plane =
+            attn.dim() == 2 ? 0 : attn.size(0) == s.batch * s.heads ? b * s.heads + i : b;
+        mask.attn = attn.data() + plane * s.seq_len * s.kv_len;
+    }
+    if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
+    mask.causal = masks.causal;
+    mask.align = masks.causal_align;
+    mask.n = s.seq_len;
+    mask.m = s.kv_len;
+    return mask;
+}
+
+UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
+    return {score_factor(s.d_k(), options.scale), options.zero_masked_rows};
+}
+
+namespace {
+
 // Unit u = (b, i) of the packed heads: Q[b, i], the K/V head it reads, and its slices of
 // the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_k; any strides).
 Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor& scores,
@@ -287,6 +277,25 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
     trace.show(context);
     return context;
 }
+
+}  // namespace
+
+// Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
+// for the standard context (B, h, N, d_k) and the streaming one, a view of (B, N, h, d_k).
+void zero_head(Tensor& context, std::size_t head) {
+    const Strides& st = context.strides();
+    float* base = context.data() + head * st[1];
+    for (std::size_t b = 0; b < context.size(0); ++b) {
+        for (std::size_t n = 0; n < context.size(2); ++n) {
+            float* row = base + b * st[0] + n * st[2];
+            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
+        }
+    }
+}
+
+namespace {
+
+// ---- 11-13: the heads side by side again ------------------------------------------------
 
 // 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, d_model).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
