@@ -151,6 +151,23 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
          "--attention streaming never stores; use standard or auto"},
+        {"seq-first-without-input",
+         [](const Config& c) { return c.seq_first && c.input_path.empty(); },
+         "--seq-first says the --input, --key and --value files are (length, B, features); it "
+         "needs --input"},
+        {"zero-attn-causal", [](const Config& c) { return c.add_zero_attn && c.causal; },
+         "--causal has no rule for the zero key and value --add-zero-attn appends; give the "
+         "causal mask as --mask, which is padded as PyTorch pads it"},
+        {"zero-attn-shapes-only", [](const Config& c) { return c.add_zero_attn && c.shapes_only; },
+         "--shapes-only traces the plain pass; it cannot be combined with --add-zero-attn"},
+        {"zero-attn-forms",
+         [](const Config& c) {
+             return c.add_zero_attn &&
+                    (asks(c, FormChoice::Decode) || asks(c, FormChoice::FusedQkv) ||
+                     asks(c, FormChoice::PerHead) || asks(c, FormChoice::Block));
+         },
+         "--add-zero-attn appends to the packed pass's K and V; it cannot be combined with "
+         "--decode, --fused-qkv, --per-head or --block"},
         {"mask-means-without-mask",
          [](const Config& c) { return c.mask_means && c.mask_path.empty(); },
          "--mask-means says how to read --mask, but no --mask was given"},

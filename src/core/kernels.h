@@ -32,13 +32,13 @@ void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
 struct HeadMask {
     const float* attn = nullptr;     // (N, M) additive, row-major; null for none
     const float* padding = nullptr;  // (M) additive per key; null for none
-    bool causal = false;             // bottom-right aligned: query i sees keys j <= i + M - N
+    bool causal = false;
     std::size_t n = 0, m = 0;        // N, M
+    CausalAlign align = CausalAlign::BottomRight;  // of the causal rule (core/ops.h)
 
     // One past the last key query i may see under the causal mask (m without it).
     std::size_t key_end(std::size_t i) const {
-        if (!causal) return m;
-        return i + m + 1 > n ? std::min(m, i + m + 1 - n) : 0;
+        return causal ? causal_key_end(i, n, m, align) : m;
     }
 };
 

@@ -17,9 +17,17 @@ namespace mha {
 struct MaskFacts {
     bool attn = false;     // an attn_mask
     bool padding = false;  // a key padding mask
-    bool causal = false;   // the causal rule, bottom-right aligned
+    bool causal = false;   // the causal rule (core/ops.h)
     std::size_t n = 0, m = 0;          // N queries, M keys
     std::vector<std::string> sources;  // one line per given mask file (io/masks)
+    bool top_left = false;             // the causal rule aligned top-left, not bottom-right
+};
+
+// Key/value positions appended to K and V after the projections.
+struct AppendedFacts {
+    std::size_t from = 0, to = 0;  // M before and after
+    bool bias_kv = false;          // add_bias_kv: bias_k and bias_v
+    bool zero_attn = false;        // add_zero_attn: a zero key and value
 };
 
 // One token of the decode form.
@@ -40,6 +48,7 @@ struct StepFacts {
     std::optional<std::size_t> scale_d_k;        // 7: d_k
     std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
     std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
     std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
     std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
