@@ -1,6 +1,13 @@
 # mha: multi-head attention, step by step. GNU make; C++17, standard library only.
 # Override CXX / CXXFLAGS as usual: make CXX=clang++
 
+# Plain `make` builds on every core; a -j on the command line (make -j1) wins. Only the
+# top-level make sets it: the sub-makes of check share its job slots.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(JOBS)
+endif
+
 CXX      ?= g++
 CXXFLAGS ?= -O3 -g
 CXXSTD   := -std=c++17
@@ -9,6 +16,9 @@ FPFLAGS  := -fno-trapping-math
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
+# the test files compile at -O1 (later -O wins): they build in about half the time, and the
+# code they test (src/) keeps CXXFLAGS
+TEST_OPT ?= -O1
 
 BUILD := build
 
@@ -27,7 +37,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench
+.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -45,10 +55,20 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
+# test objects (Catch2's main is one of them, tests/test_main.cpp, compiled once)
+$(BUILD)/tests/%.o: tests/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
+
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
 # the mha binary of the same build folder
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests
+
+# test-fast: the suite without the [docs] tests (which run every console example of docs/
+# and examples/, the exercises and make install): for the edit-build-test loop
+test-fast: catch2 $(BUILD)/mha_tests $(BUILD)/mha
+	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests "~[docs]"
 
 # golden: rewrite the golden traces in tests/data/golden/trace/ from this build's output
 # (review the diff before committing it)
@@ -110,9 +130,10 @@ bench: $(BUILD)/mha
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
 
-# strict: rebuild everything with warnings as errors
-strict: clean
-	$(MAKE) all $(BUILD)/mha_tests CXXFLAGS="$(CXXFLAGS) -Werror"
+# strict: everything built with warnings as errors, in build-strict/ (the other build
+# folders stay)
+strict: catch2
+	$(MAKE) BUILD=build-strict CXXFLAGS="$(CXXFLAGS) -Werror" build-strict/mha build-strict/mha_tests
 
 # install: the binary, the man page and the bash completion under $(DESTDIR)$(PREFIX)
 install: $(BUILD)/mha
@@ -122,6 +143,6 @@ install: $(BUILD)/mha
 
 # clean: remove everything the builds made
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-clang build-native $(FUZZ_BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict $(FUZZ_BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(wildcard $(BUILD)/tests/fuzz/*.d)

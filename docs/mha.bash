@@ -7,8 +7,8 @@ _mha() {
     prev=${COMP_WORDS[COMP_CWORD-1]}
 
     local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
-        --no-bias --random-bias --trace --values --step --format --weights --input --key
-        --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
+        --no-bias --random-bias --add-zero-attn --trace --values --step --format --weights --input --key
+        --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --rope --rope-theta --alibi --window
@@ -34,6 +34,10 @@ _mha() {
         return
     fi
 
+    # --causal=ALIGN: bash splits the word at '=', so the alignment follows a lone "="
+    if [[ $prev == = && ${COMP_WORDS[COMP_CWORD-2]} == --causal ]]; then
+        COMPREPLY=($(compgen -W "bottom-right top-left" -- "$cur")); return
+    fi
     case $prev in
         --format) COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); return ;;
         --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;

@@ -41,13 +41,24 @@ std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
 
-void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
+// Names the other causal alignment when it is the cause: bottom-right with N > M leaves the
+// first N - M queries no key, where top-left gives each query at least key 0.
+void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& config,
+                      const mha::RunInfo& info) {
     if (result.fully_masked_rows == 0) return;
     std::cerr << "mha: warning: " << result.fully_masked_rows
               << " query row(s) have every key blocked; their attention weights are "
-              << (zeroed ? "zero (--masked-rows zero)"
-                         : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
-              << "\n";
+              << (config.zero_masked_rows ? "zero (--masked-rows zero)"
+                                          : "NaN, as in PyTorch (--masked-rows zero gives zeros)");
+    if (info.causal && config.causal_align == mha::CausalAlign::BottomRight &&
+        info.seq_len > info.kv_len) {
+        std::cerr << "; with N = " << info.seq_len << " > M = " << info.kv_len
+                  << ", bottom-right --causal gives the first N - M = "
+                  << info.seq_len - info.kv_len
+                  << " query(s) no key: --causal=top-left aligns query 0 with key 0, as "
+                     "is_causal=True does";
+    }
+    std::cerr << "\n";
 }
 
 // --shapes-only: the steps from sizes alone; nothing computed, nothing allocated.
@@ -99,11 +110,10 @@ int run(const std::vector<std::string>& args) {
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
     mha::show_after_run(std::cout, config, problem, result, score_stats);
-    warn_masked_rows(result, config.zero_masked_rows);
+    warn_masked_rows(result, config, problem.info);
 
     if (!config.save_path.empty()) {
-        mha::npy::write_npz(config.save_path,
-                            {{"output", result.output}, {"attn_weights", result.weights}});
+        mha::npy::write_npz(config.save_path, mha::saved_arrays(result, problem.layout));
     }
     return 0;
 }

@@ -228,6 +228,7 @@ TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]
     CHECK(complete("mha --forma") == "--format\n");
     CHECK(complete("mha --form p") == "packed per-head\n");
     CHECK(complete("mha --format m") == "markdown\n");
+    CHECK(complete("mha --causal = to") == "top-left\n");  // --causal=to, split at the "="
     CHECK(complete("mha qu") == "quiz\n");
     CHECK(complete("mha quiz --to") == "--topics\n");
     CHECK(complete("mha quiz --topics kv") == "kv-cache\n");

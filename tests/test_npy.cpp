@@ -143,17 +143,38 @@ TEST_CASE("read_npy reads the arrays numpy.save writes", "[npy]") {
     }
 }
 
+TEST_CASE("read_npy reads Fortran order and big-endian files as numpy.load does", "[npy]") {
+    SECTION("Fortran order: the values come back in C order") {
+        // np.asfortranarray(arange(6).reshape(2, 3) / 4) stores 0, .75, .25, 1, .5, 1.25
+        const npy::Array array = npy::read_npy(fixtures + "fortran.npy");
+        CHECK(array.shape == Shape{2, 3});
+        CHECK(array.values == std::vector<double>{0, 0.25, 0.5, 0.75, 1, 1.25});
+    }
+    SECTION("Fortran order in three dimensions equals the C-order file") {
+        const npy::Array fortran = npy::read_npy("data/bad/fortran.npy");
+        const npy::Array c_order = npy::read_npy("data/bad/x.npy");
+        CHECK(fortran.shape == c_order.shape);
+        CHECK(fortran.values == c_order.values);
+    }
+    SECTION("big-endian float32") {
+        const npy::Array array = npy::read_npy(fixtures + "big_endian.npy");
+        CHECK(array.dtype_name() == "float32");
+        CHECK(array.values == std::vector<double>{0, 0.25, 0.5, 0.75});
+    }
+    SECTION("big-endian float32 in three dimensions equals the little-endian file") {
+        CHECK(npy::read_npy("data/bad/big_endian.npy").values ==
+              npy::read_npy("data/bad/x.npy").values);
+    }
+    SECTION("big-endian integers, crafted: 0x0102 = 258 and -2") {
+        const npy::Array array = npy::parse_npy(
+            npy_with_header("{'descr': '>i2', 'fortran_order': True, 'shape': (2,)}",
+                            std::string("\x01\x02\xff\xfe", 4)),
+            "crafted.npy");
+        CHECK(array.values == std::vector<double>{258, -2});
+    }
+}
+
 TEST_CASE("read_npy explains the files it cannot read", "[npy]") {
-    SECTION("Fortran order") {
-        REQUIRE_THROWS_WITH(npy::read_npy(fixtures + "fortran.npy"),
-                            Contains("fortran.npy") && Contains("Fortran order") &&
-                                Contains("np.ascontiguousarray(arr)"));
-    }
-    SECTION("big-endian") {
-        REQUIRE_THROWS_WITH(npy::read_npy(fixtures + "big_endian.npy"),
-                            Contains("big_endian.npy: big-endian dtype '>f4' is not supported") &&
-                                Contains("arr.astype('<f4')"));
-    }
     SECTION("float16") {
         REQUIRE_THROWS_WITH(npy::read_npy(fixtures + "float16.npy"),
                             Contains("float16.npy: unsupported dtype '<f2'"));
@@ -214,8 +235,6 @@ TEST_CASE("parse_npy names the source and the problem in every error", "[npy]") 
          "unsupported dtype '<U3'"},
         {"{'descr': '|f4', 'fortran_order': False, 'shape': (1,)}", "abcd",
          "unsupported dtype '|f4'"},
-        {"{'descr': '>i8', 'fortran_order': False, 'shape': (1,)}", "abcdefgh",
-         "arr.astype('<i8')"},
         {"{'descr': '|u1', 'fortran_order': False, 'shape': (99999999999999999999,)}", "",
          "crafted.npy: a dimension in the .npy shape overflows 64 bits"},
         {"{'descr': '|u1', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2)}", "",

@@ -84,6 +84,24 @@ TEST_CASE("the causal mask is bottom-right aligned") {
     CHECK(std::vector<float>(tall, tall + 6) == std::vector<float>{-inf, -inf, 0, -inf, 0, 0});
 }
 
+TEST_CASE("the causal mask aligned top-left: query i sees keys j <= i, as is_causal=True") {
+    using mha::CausalAlign;
+    // N = 2 queries, M = 4 keys: tril(ones(2, 4)) keeps key 0 for query 0, keys 0-1 for query 1
+    float scores[8] = {};
+    mha::apply_causal(scores, 2, 4, CausalAlign::TopLeft);
+    CHECK(std::vector<float>(scores, scores + 8) ==
+          std::vector<float>{0, -inf, -inf, -inf, 0, 0, -inf, -inf});
+    // N = 3 > M = 2: every query keeps key 0, so no row is empty (bottom-right empties row 0)
+    float tall[6] = {};
+    mha::apply_causal(tall, 3, 2, CausalAlign::TopLeft);
+    CHECK(std::vector<float>(tall, tall + 6) == std::vector<float>{0, -inf, 0, 0, 0, 0});
+    // both alignments agree when N = M
+    for (std::size_t i = 0; i < 5; ++i) {
+        CHECK(mha::causal_key_end(i, 5, 5, CausalAlign::TopLeft) ==
+              mha::causal_key_end(i, 5, 5, CausalAlign::BottomRight));
+    }
+}
+
 TEST_CASE("masks add, key padding applies to every query row") {
     float scores[4] = {1, 2, 3, 4};
     const float mask[4] = {0, -1, -inf, 0.5f};

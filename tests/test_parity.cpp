@@ -1,6 +1,9 @@
-// PyTorch parity: every case in data/cases.txt (and data/modern_cases.txt) run through
-// the binary with --save, compared with the output and per-head weights PyTorch computed
-// (data/make_fixtures.py and data/make_modern_fixtures.py made them; see data/README.md).
+// PyTorch parity: every case in data/cases.txt (batch-first), data/exact_cases.txt
+// (seq-first, unbatched, 4-D masks, Fortran-order and big-endian files, num_heads in
+// the state dict) and data/modern_cases.txt run through the binary with --save, compared
+// with the output and per-head weights PyTorch computed (data/make_fixtures.py,
+// data/make_exact_fixtures.py and data/make_modern_fixtures.py made them; see
+// data/README.md).
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -20,7 +23,7 @@ struct Case {
     std::string options;  // from cases.txt, e.g. "--heads 4 --causal"
 };
 
-std::vector<Case> read_cases(const std::string& path = "data/cases.txt") {
+std::vector<Case> read_cases(const std::string& path) {
     std::ifstream file(path);
     REQUIRE(file);
     std::vector<Case> cases;
@@ -48,14 +51,13 @@ std::string file_options(const std::string& dir) {
     return args;
 }
 
-}  // namespace
-
-TEST_CASE("mha reproduces PyTorch on every fixture case") {
-    const std::vector<Case> cases = read_cases();
-    REQUIRE(cases.size() >= 16);
+// Runs every case of `cases_file` from its folder under `root` and compares with PyTorch.
+void check_cases(const std::string& cases_file, const std::string& root, std::size_t at_least) {
+    const std::vector<Case> cases = read_cases(cases_file);
+    REQUIRE(cases.size() >= at_least);
     for (const Case& c : cases) {
         SECTION(c.name) {
-            const std::string dir = "data/parity/" + c.name + "/";
+            const std::string dir = root + c.name + "/";
             const std::string saved = test::temp_path(c.name + ".npz");
             const std::string args = file_options(dir) + c.options + " --save " + saved;
             INFO("mha" << args);
@@ -73,6 +75,8 @@ TEST_CASE("mha reproduces PyTorch on every fixture case") {
         }
     }
 }
+
+}  // namespace
 
 TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[modern]") {
     const std::vector<Case> cases = read_cases("data/modern_cases.txt");
@@ -108,6 +112,14 @@ TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[
     }
 }
 
+TEST_CASE("mha reproduces PyTorch on every fixture case") {
+    check_cases("data/cases.txt", "data/parity/", 16);
+}
+
+TEST_CASE("mha reproduces PyTorch's layouts, unbatched inputs and mask forms", "[exact]") {
+    check_cases("data/exact_cases.txt", "data/exact/", 10);
+}
+
 TEST_CASE("the result does not depend on the thread count, nor on tracing") {
     const std::string dir = "data/parity/wide/";
     std::vector<std::string> outputs;
@@ -122,4 +134,40 @@ TEST_CASE("the result does not depend on the thread count, nor on tracing") {
         std::remove(saved.c_str());
     }
     for (const std::string& bytes : outputs) CHECK(bytes == outputs.front());
+}
+
+TEST_CASE("the trace says how seq-first and unbatched files are read and saved", "[exact]") {
+    const test::RunResult seq_first = test::run_mha(
+        "--trace --seq-first --input data/exact/seq_first_self/query.npy"
+        " --weights data/exact/seq_first_self/weights.npz");
+    REQUIRE(seq_first.status == 0);
+    CHECK_THAT(seq_first.output, Catch::Contains("B=2  N=5  M=5") &&
+                                     Catch::Contains("layout: seq-first") &&
+                                     Catch::Contains("x.transpose(0, 1)"));
+    const test::RunResult unbatched = test::run_mha(
+        "--trace --heads 4 --input data/exact/unbatched_self/query.npy"
+        " --weights data/exact/unbatched_self/weights.npz");
+    REQUIRE(unbatched.status == 0);
+    CHECK_THAT(unbatched.output, Catch::Contains("B=1  N=5") &&
+                                     Catch::Contains("layout: unbatched") &&
+                                     Catch::Contains("x.unsqueeze(0)"));
+    const test::RunResult batch_first = test::run_mha(
+        "--trace --heads 4 --input data/parity/self_bias/query.npy"
+        " --weights data/parity/self_bias/weights.npz");
+    CHECK_THAT(batch_first.output, !Catch::Contains("layout:"));
+}
+
+TEST_CASE("the trace shows the appended key/value positions and the causal alignment", "[exact]") {
+    const std::string dir = "data/exact/bias_kv_zero_attn_seq_first/";
+    const test::RunResult appended =
+        test::run_mha("--trace --seq-first --add-zero-attn --input " + dir + "query.npy --weights " +
+                      dir + "weights.npz --mask " + dir + "mask.npy");
+    REQUIRE(appended.status == 0);
+    CHECK_THAT(appended.output, Catch::Contains("append       K = cat([cat([K, bias_k") &&
+                                    Catch::Contains("(B=2, M+2=5, d_model=16)") &&
+                                    Catch::Contains("M 3 -> 5: add_bias_kv appends"));
+    const test::RunResult top_left = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal=top-left");
+    CHECK_THAT(top_left.output, Catch::Contains("causal, top-left aligned"));
+    const test::RunResult bare = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal");
+    CHECK_THAT(bare.output, Catch::Contains("causal, bottom-right aligned"));
 }

@@ -114,3 +114,51 @@ TEST_CASE("bool and integer masks: block by default, keep on request; floats are
     REQUIRE_THROWS_WITH(mha::additive_mask(counting({2, 2}), mha::MaskMeaning::Keep, "m", note),
                         Catch::Contains("--mask-means keep applies to bool and integer masks only"));
 }
+
+TEST_CASE("num_heads saved beside a state dict is taken out and read; anything else is refused") {
+    std::map<std::string, Array> arrays = torch_dict();
+    CHECK_FALSE(mha::take_num_heads(arrays, "w.npz").has_value());
+    Array heads = counting({}, 2);  // np.int64(2): shape (), one value
+    heads.kind = 'i';
+    heads.item_size = 8;
+    arrays["num_heads"] = heads;
+    CHECK(mha::take_num_heads(arrays, "w.npz") == std::optional<std::size_t>(2));
+    CHECK(arrays.count("num_heads") == 0);  // so the state dict has no leftover
+    CHECK(mha::weights_from_state_dict(arrays, "w.npz").d_model() == E);
+    Array two_values = heads, zero = heads;
+    two_values.shape = {2};
+    two_values.values = {2, 2};
+    zero.values = {0};
+    for (const Array& bad : {counting({}, 2), two_values, zero}) {  // float, (2,), 0
+        arrays["num_heads"] = bad;
+        REQUIRE_THROWS_WITH(mha::take_num_heads(arrays, "w.npz"),
+                            Catch::Contains("w.npz: num_heads must be one positive integer"));
+    }
+}
+
+TEST_CASE("4-D masks broadcast over (B, h, N, M) as PyTorch's (N, M), (B, N, M), (B·h, N, M)") {
+    const std::size_t B = 2, h = 2;
+    // (1, 1, 1, 3) -> (1, 3): the same plane for every batch and head
+    const mha::Tensor shared = mha::broadcast_attn_mask(mha::Tensor({1, 1, 1, 3}, {0, 1, 2}), B, h);
+    CHECK(shared.shape() == mha::Shape{1, 3});
+    // (B, 1, 1, 2) -> (B, 1, 2): one plane per batch
+    const mha::Tensor per_batch =
+        mha::broadcast_attn_mask(mha::Tensor({B, 1, 1, 2}, {0, 1, 2, 3}), B, h);
+    CHECK(per_batch.shape() == mha::Shape{B, 1, 2});
+    CHECK(per_batch.to_vector() == std::vector<float>{0, 1, 2, 3});
+    // (1, h, 1, 2) -> (B·h, 1, 2): index b·h + head, so the two heads' planes repeat per batch:
+    // head 0 = (0, 1), head 1 = (2, 3) -> b0h0, b0h1, b1h0, b1h1 = 0 1 2 3 0 1 2 3
+    const mha::Tensor per_head =
+        mha::broadcast_attn_mask(mha::Tensor({1, h, 1, 2}, {0, 1, 2, 3}), B, h);
+    CHECK(per_head.shape() == mha::Shape{B * h, 1, 2});
+    CHECK(per_head.to_vector() == std::vector<float>{0, 1, 2, 3, 0, 1, 2, 3});
+    // (B, h, 1, 1) -> (B·h, 1, 1) in the same batch-major order
+    const mha::Tensor full =
+        mha::broadcast_attn_mask(mha::Tensor({B, h, 1, 1}, {0, 1, 2, 3}), B, h);
+    CHECK(full.shape() == mha::Shape{B * h, 1, 1});
+    CHECK(full.to_vector() == std::vector<float>{0, 1, 2, 3});
+    // a 2-D mask passes through; a leading size that is neither 1 nor B is refused
+    CHECK(mha::broadcast_attn_mask(mha::Tensor({2, 2}), B, h).shape() == mha::Shape{2, 2});
+    REQUIRE_THROWS_WITH(mha::broadcast_attn_mask(mha::Tensor({3, 1, 2, 2}), B, h),
+                        Catch::Contains("must be (1 or 2, 1 or 2, N, M); got (3, 1, 2, 2)"));
+}

@@ -47,10 +47,11 @@ std::string parse_path(const Arg& arg) {
 
 std::vector<std::string> OptionInfo::choices() const {
     std::vector<std::string> words;
+    const std::string list = optional_value() ? value.substr(2, value.size() - 3) : value;
     std::size_t start = 0;
-    while (value.find('|') != std::string::npos && start <= value.size()) {
-        const std::size_t end = std::min(value.find('|', start), value.size());
-        const std::string word = value.substr(start, end - start);
+    while (list.find('|') != std::string::npos && start <= list.size()) {
+        const std::size_t end = std::min(list.find('|', start), list.size());
+        const std::string word = list.substr(start, end - start);
         if (std::none_of(word.begin(), word.end(), [](char c) { return std::isupper(c); }))
             words.push_back(word);
         start = end + 1;
@@ -142,8 +143,11 @@ std::vector<Given> read_options(const CommandInfo& command, const std::vector<st
         const bool attached = split < word.size();
         const Arg arg{command.error_prefix + option.name,
                       attached ? word.substr(split + (is_long ? 1 : 0)) : ""};
-        if (option.value.empty()) {
-            if (attached) throw Error(arg.option + " takes no value, got '" + word + "'");
+        if (option.value.empty() || option.optional_value()) {
+            if (attached && !option.optional_value())
+                throw Error(arg.option + " takes no value, got '" + word + "'");
+            if (attached && arg.text.empty())
+                throw Error(arg.option + " expects a value after '=', got '" + word + "'");
             given.push_back({row, arg});
         } else if (attached) {
             given.push_back({row, arg});
@@ -165,7 +169,8 @@ std::string help_text(const CommandInfo& command) {
         }
         std::string left = std::string("  ") +
                            (option.short_name ? std::string("-") + option.short_name + ", " : "    ") +
-                           option.name + (option.value.empty() ? "" : " " + option.value);
+                           option.name +
+                           (option.value.empty() || option.optional_value() ? "" : " ") + option.value;
         left += left.size() + 2 <= column ? std::string(column - left.size(), ' ')
                                           : "\n" + std::string(column, ' ');
         std::size_t start = 0;
@@ -279,18 +284,33 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.kv_len = parse_size(a); }},
         {{"--d-model", 'd', "D", "model width (default 256); must be divisible by --heads"},
          [](Config& c, const Arg& a) { c.d_model = parse_size(a); }},
-        {{"--heads", 'H', "H", "number of heads (default 4); d_k = d_model / h"},
-         [](Config& c, const Arg& a) { c.heads = parse_size(a); }},
+        {{"--heads", 'H', "H",
+          "number of heads (default 4); d_k = d_model / h; needed\n"
+          "with --weights unless the .npz saves num_heads"},
+         [](Config& c, const Arg& a) {
+             c.heads = parse_size(a);
+             c.heads_given = true;
+         }},
         {{"--kv-heads", 'G', "G",
           "key/value heads shared by the h query heads (default\n"
           "h); G must divide h; 1 = multi-query attention"},
          [](Config& c, const Arg& a) { c.kv_heads = parse_size(a); }},
 
         section<Config>("Computation:"),
-        {{"--causal", 0, "",
-          "block future keys; query i sees keys j <= i + M - N\n"
-          "(bottom-right aligned, as a KV cache needs)"},
-         [](Config& c, const Arg&) { c.causal = true; }},
+        {{"--causal", 0, "[=bottom-right|top-left]",
+          "block future keys; bottom-right (default): query i\n"
+          "sees keys j <= i + M - N, as a KV cache needs;\n"
+          "top-left: j <= i, as SDPA's is_causal=True"},
+         [](Config& c, const Arg& a) {
+             c.causal = true;
+             if (a.text.empty()) return;  // bare --causal stays bottom-right
+             c.causal_align = parse_choice<CausalAlign>(
+                 a, {{"bottom-right", CausalAlign::BottomRight}, {"top-left", CausalAlign::TopLeft}});
+         }},
+        {{"--add-zero-attn", 0, "",
+          "append a zero key and value after the projections,\n"
+          "as nn.MultiheadAttention(add_zero_attn=True) does"},
+         [](Config& c, const Arg&) { c.add_zero_attn = true; }},
         {{"--no-bias", 0, "", "seeded projections without bias"},
          [](Config& c, const Arg&) { c.bias = false; }},
         {{"--random-bias", 0, "", "seeded biases drawn like nn.Linear's instead of zeros"},
@@ -338,7 +358,10 @@ const std::vector<Row>& mha_table() {
              c.format = parse_choice<Format>(
                  a, {{"text", Format::Text}, {"json", Format::Json}, {"markdown", Format::Markdown}});
          }},
-        {{"--save", 0, "OUT.npz", "write output (B, N, d_model), attn_weights (B, h, N, M)"},
+        {{"--save", 0, "OUT.npz",
+          "write output (B, N, d_model), attn_weights (B, h, N, M),\n"
+          "in the inputs' layout (--seq-first: output (N, B,\n"
+          "d_model); unbatched: (N, d_model) and (h, N, M))"},
          [](Config& c, const Arg& a) { c.save_path = parse_path(a); }},
 
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
@@ -350,11 +373,18 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.input_path = parse_path(a); }},
         {{"--key", 0, "K.npy", "keys (B, M, kdim) and"},
          [](Config& c, const Arg& a) { c.key_path = parse_path(a); }},
-        {{"--value", 0, "V.npy", "values (B, M, vdim) are given"},
+        {{"--value", 0, "V.npy",
+          "values (B, M, vdim) are given; 2-D files (N, d_model)\n"
+          "are unbatched inputs, read as B = 1"},
          [](Config& c, const Arg& a) { c.value_path = parse_path(a); }},
+        {{"--seq-first", 0, "",
+          "the input files are (N, B, d_model), as PyTorch's\n"
+          "default batch_first=False takes them"},
+         [](Config& c, const Arg&) { c.seq_first = true; }},
         {{"--mask", 0, "M.npy",
-          "attn_mask (N, M), (B, N, M) or (B*h, N, M); bool/int\n"
-          "masks block where True, float masks are added"},
+          "attn_mask (N, M), (B, N, M) or (B*h, N, M), or 4-D\n"
+          "(1|B, 1|h, N, M); bool/int masks block where True,\n"
+          "float masks are added"},
          [](Config& c, const Arg& a) { c.mask_path = parse_path(a); }},
         {{"--mask-means", 0, "block|keep",
           "block (default, PyTorch): True/non-zero = blocked\n"
@@ -363,7 +393,9 @@ const std::vector<Row>& mha_table() {
              c.mask_means =
                  parse_choice<MaskMeaning>(a, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
          }},
-        {{"--key-padding-mask", 0, "P.npy", "(B, M): True/non-zero = ignore that key"},
+        {{"--key-padding-mask", 0, "P.npy",
+          "(B, M), or (M) unbatched: True/non-zero = ignore\n"
+          "that key"},
          [](Config& c, const Arg& a) { c.key_padding_mask_path = parse_path(a); }},
 
         section<Config>("Seeing attention (docs/heatmaps.md, docs/demo_heads.md):"),

@@ -19,7 +19,10 @@ struct OptionInfo {
     std::string name;   // "--batch"; empty for a row that starts a help section
     char short_name;    // 'b', or 0
     std::string value;  // "B", "text|json|markdown" (its lowercase words are the choices);
-                        // empty for a flag
+                        // empty for a flag; "[=a|b]" for a flag that may take =a or =b
+
+    // A flag that also takes an attached value: --causal or --causal=top-left.
+    bool optional_value() const { return !value.empty() && value.front() == '['; }
     std::string help;   // the help lines, '\n' between them; a section row: its heading
 
     // The fixed choices of value: "I|mean" -> {"mean"}; "B" -> {}.

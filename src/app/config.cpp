@@ -157,6 +157,33 @@ const std::vector<Rule<Config>>& rules() {
          "too"},
         {"rope-theta-without-rope", [](const Config& c) { return c.rope_theta && !c.rope; },
          "--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too"},
+        {"window-top-left",
+         [](const Config& c) {
+             return c.window > 0 && c.causal && c.causal_align == CausalAlign::TopLeft;
+         },
+         "--window is causal with the queries as the last N of the M positions; it cannot be "
+         "combined with --causal=top-left"},
+        {"zero-attn-positions",
+         [](const Config& c) { return c.add_zero_attn && (c.rope || c.alibi || c.window > 0); },
+         "--rope, --alibi and --window place keys by position; the zero key --add-zero-attn "
+         "appends has none"},
+        {"seq-first-without-input",
+         [](const Config& c) { return c.seq_first && c.input_path.empty(); },
+         "--seq-first says the --input, --key and --value files are (length, B, features); it "
+         "needs --input"},
+        {"zero-attn-causal", [](const Config& c) { return c.add_zero_attn && c.causal; },
+         "--causal has no rule for the zero key and value --add-zero-attn appends; give the "
+         "causal mask as --mask, which is padded as PyTorch pads it"},
+        {"zero-attn-shapes-only", [](const Config& c) { return c.add_zero_attn && c.shapes_only; },
+         "--shapes-only traces the plain pass; it cannot be combined with --add-zero-attn"},
+        {"zero-attn-forms",
+         [](const Config& c) {
+             return c.add_zero_attn &&
+                    (asks(c, FormChoice::Decode) || asks(c, FormChoice::FusedQkv) ||
+                     asks(c, FormChoice::PerHead) || asks(c, FormChoice::Block));
+         },
+         "--add-zero-attn appends to the packed pass's K and V; it cannot be combined with "
+         "--decode, --fused-qkv, --per-head or --block"},
         {"mask-means-without-mask",
          [](const Config& c) { return c.mask_means && c.mask_path.empty(); },
          "--mask-means says how to read --mask, but no --mask was given"},

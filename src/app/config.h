@@ -27,10 +27,14 @@ struct Config {
     std::optional<std::size_t> kv_len;   // M        default N (self-attention)
     std::optional<std::size_t> d_model;  //          default 256
     std::size_t heads = 4;               // h
+    bool heads_given = false;            // --heads or --preset said h (a state dict cannot)
+    bool seq_first = false;              // --seq-first: input files are (L, B, features)
     std::optional<std::size_t> kv_heads;  // G   default h (from the weights when loaded)
     std::uint64_t seed = 0;
     std::size_t threads = 0;             // 0: the hardware's
     bool causal = false;
+    CausalAlign causal_align = CausalAlign::BottomRight;  // --causal=top-left|bottom-right
+    bool add_zero_attn = false;  // --add-zero-attn: nn.MultiheadAttention's add_zero_attn
     bool bias = true;
     bool random_bias = false;
     bool trace = false;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "app/budget.h"
+#include "app/layout.h"
 #include "app/variants.h"
 #include "core/decode.h"
 #include "core/error.h"
@@ -31,11 +32,14 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
     return from_file;
 }
 
-Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory) {
+// A query, key or value file: float, finite, 2-D (unbatched) or 3-D.
+Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory,
+                  bool seq_first) {
     const npy::Array array = npy::read_npy(path, max_memory);
-    if (array.shape.size() != 3) {
-        throw Error(path + ": " + what +
-                    " must have 3 dimensions (B, length, features), got shape " +
+    if (array.shape.size() != 2 && array.shape.size() != 3) {
+        throw Error(path + ": " + what + " must have 3 dimensions " +
+                    layout_shape(input_layout(3, seq_first)) + ", or 2 " +
+                    layout_shape(InputLayout::Unbatched) + " unbatched, got shape " +
                     to_string(array.shape));
     }
     if (array.kind != 'f') {
@@ -46,10 +50,24 @@ Tensor load_input(const std::string& path, const char* what, std::uint64_t max_m
     return npy::to_tensor(array);
 }
 
+// Keys and values are batched exactly when the query is, as PyTorch requires.
+Tensor load_key_or_value(const std::string& path, const char* what, const Config& c,
+                         InputLayout layout) {
+    const Tensor x = load_input(path, what, c.max_memory, c.seq_first);
+    if (input_layout(x.dim(), c.seq_first) != layout) {
+        throw Error(path + ": " + what + " has shape " + to_string(x.shape()) + " but the query " +
+                    c.input_path + " is " + (x.dim() == 2 ? "batched" : "unbatched") +
+                    "; give it as " + layout_shape(layout) + " like the query");
+    }
+    return to_batch_first(x, layout);
+}
+
 struct Sources {
     std::optional<Weights> weights;
     std::optional<BlockWeights> block;
+    std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
     std::optional<Inputs> inputs;
+    InputLayout layout = InputLayout::BatchFirst;
 };
 
 Sources load_files(const Config& c) {
@@ -58,8 +76,11 @@ Sources load_files(const Config& c) {
         BlockState state = load_block(c.weights_path);
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
+        sources.num_heads = state.num_heads;
     } else if (!c.weights_path.empty()) {
-        sources.weights = load_weights(c.weights_path, c.max_memory);
+        LoadedWeights loaded = load_weights(c.weights_path, c.max_memory);
+        sources.weights = std::move(loaded.weights);
+        sources.num_heads = loaded.num_heads;
     }
     if (c.text) {
         const std::size_t width =
@@ -68,15 +89,36 @@ Sources load_files(const Config& c) {
         sources.inputs = Inputs{x, x, x};
     }
     if (!c.input_path.empty()) {
-        const Tensor x = load_input(c.input_path, "the input", c.max_memory);
+        const Tensor file = load_input(c.input_path, "the input", c.max_memory, c.seq_first);
+        sources.layout = input_layout(file.dim(), c.seq_first);
+        const Tensor x = to_batch_first(file, sources.layout);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs = Inputs{x, load_input(c.key_path, "the key", c.max_memory),
-                                    load_input(c.value_path, "the value", c.max_memory)};
+            sources.inputs =
+                Inputs{x, load_key_or_value(c.key_path, "the key", c, sources.layout),
+                       load_key_or_value(c.value_path, "the value", c, sources.layout)};
         }
     }
     return sources;
+}
+
+// h with a state dict: --heads, or its num_heads entry; the two must agree. A state dict
+// holds the projections, not how their rows are split into heads, so nothing else tells.
+std::size_t heads_with_weights(const Config& c, const Sources& files) {
+    const std::size_t E = files.weights->d_model(), rows = files.weights->kv_width();
+    if (files.num_heads) {
+        return reconcile(c.heads_given ? std::optional<std::size_t>(c.heads) : std::nullopt,
+                         "--heads", *files.num_heads, c.weights_path, "num_heads");
+    }
+    if (c.heads_given) return c.heads;
+    throw Error(c.weights_path + ": give --heads (the module's num_heads): a state dict saves " +
+                "the projection matrices (d_model " + std::to_string(E) +
+                ") but not how their rows split into heads, so any h dividing " +
+                std::to_string(E) + " would fit" +
+                (rows != E ? " (W_k's " + std::to_string(rows) + " rows are G·d_k: G follows from h)"
+                           : std::string()) +
+                "; or save num_heads=H in the .npz");
 }
 
 Sizes resolve_sizes(const Config& c, const Sources& files) {
@@ -107,8 +149,8 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
         s.seq_len = c.seq_len.value_or(default_seq_len);
         s.kv_len = c.kv_len.value_or(s.seq_len);
     }
-    s.heads = c.heads;
-    s.kv_heads = c.kv_heads.value_or(c.heads);
+    s.heads = files.weights ? heads_with_weights(c, files) : c.heads;
+    s.kv_heads = c.kv_heads.value_or(s.heads);
     if (files.weights && s.d_model % s.heads == 0) {
         const std::size_t d_k = s.d_model / s.heads, rows = files.weights->kv_width();
         if (rows % d_k != 0 || rows < d_k) {
@@ -121,14 +163,23 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 }
 
 
-Masks load_masks(const Config& c) {
+// The masks in the pass's shapes: 4-D attn_masks broadcast, an unbatched padding mask (M)
+// as (1, M).
+Masks load_masks(const Config& c, const Sizes& s, InputLayout layout) {
     Masks masks;
     masks.causal = c.causal;
-    if (!c.mask_path.empty())
+    masks.causal_align = c.causal_align;
+    if (!c.mask_path.empty()) {
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
                        masks);
-    if (!c.key_padding_mask_path.empty())
+        masks.attn_mask = broadcast_attn_mask(masks.attn_mask, s.batch, s.heads);
+    }
+    if (!c.key_padding_mask_path.empty()) {
         load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
+        if (layout == InputLayout::Unbatched) {
+            masks.key_padding = unbatched_key_padding(masks.key_padding);
+        }
+    }
     masks.softcap = c.softcap.value_or(0.0);
     masks.alibi = c.alibi;
     masks.window = c.window;
@@ -154,6 +205,26 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
     if (!from_file && c.qk_norm) {
         w.q_norm = Tensor({s.d_k()}, std::vector<float>(s.d_k(), 1.0f));
         w.k_norm = w.q_norm;
+    }
+}
+
+// add_bias_kv's extra position goes into the packed pass, without a causal rule.
+void check_bias_kv(const Config& c, const Weights& w) {
+    if (w.bias_k.empty()) return;
+    if (c.causal) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --causal has no "
+                    "rule for the key/value position they append; give the causal mask as "
+                    "--mask, which is padded as PyTorch pads it");
+    }
+    if (c.rope || c.alibi || c.window > 0) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
+                    "and --window place keys by position; the key/value position they append has "
+                    "none");
+    }
+    if (c.form != Form::Packed || c.block) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True), which the packed "
+                    "pass appends to K and V; it cannot be combined with --decode, --fused-qkv, "
+                    "--per-head or --block");
     }
 }
 
@@ -237,11 +308,11 @@ ShapesProblem build_shapes(const Config& c) {
     p.spec.self_attention = s.kv_len == s.seq_len;
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
     p.spec.masks.causal = c.causal;
-    const Masks modern = load_masks(c);
-    p.spec.masks.softcap = modern.softcap;
-    p.spec.masks.alibi = modern.alibi;
-    p.spec.masks.window = modern.window;
-    p.spec.masks.sinks = modern.sinks;
+    p.spec.masks.causal_align = c.causal_align;
+    p.spec.masks.softcap = c.softcap.value_or(0.0);
+    p.spec.masks.alibi = c.alibi;
+    p.spec.masks.window = c.window;
+    p.spec.masks.sinks = c.sinks.value_or(0);
     p.spec.scale = !c.no_scale;
     p.spec.qk_norm = c.qk_norm;
     p.spec.rope = rope_of(c);
@@ -263,7 +334,7 @@ Problem build_problem(const Config& c) {
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    Masks masks = load_masks(c);
+    Masks masks = load_masks(c, s, files.layout);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 
@@ -277,17 +348,21 @@ Problem build_problem(const Config& c) {
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
+    p.layout = files.layout;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
     p.options.threads = plan.threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
+    p.options.add_zero_attn = c.add_zero_attn;
+    check_bias_kv(c, p.weights);
     check_head_numbers(c, s.heads);
     p.options.path = plan.path;
     p.options.rope = rope_of(c);
     check_pass(p.weights, p.inputs, p.masks, p.options);
     p.info = describe(c, s, p);
+    p.info.layout_notes = layout_notes(p.layout);
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     return p;

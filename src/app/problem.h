@@ -4,6 +4,7 @@
 // anything large is allocated.
 
 #include "app/config.h"
+#include "app/layout.h"
 #include <optional>
 
 #include "core/attention.h"
@@ -18,6 +19,7 @@ struct Problem {
     std::optional<BlockWeights> block;  // --block only
     Inputs inputs;
     Masks masks;
+    InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     ForwardOptions options;
     RunInfo info;  // what the printers say about this run
 };

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -72,6 +73,56 @@ Qkv project_qkv(const Weights& w, const Inputs& in, std::size_t threads, PassTra
     return x;
 }
 
+// x (B, M, W) with rows (W) appended to every batch -> (B, M + rows.size(), W), a copy; a
+// null row stays zero (add_zero_attn).
+Tensor append_rows(const Tensor& x, const std::vector<const float*>& rows) {
+    const std::size_t B = x.size(0), M = x.size(1), W = x.size(2), grown = M + rows.size();
+    Tensor out({B, grown, W});
+    const Tensor source = x.contiguous();
+    for (std::size_t b = 0; b < B; ++b) {
+        float* dst = out.data() + b * grown * W;
+        std::copy(source.data() + b * M * W, source.data() + (b + 1) * M * W, dst);
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            if (rows[r] != nullptr) std::copy(rows[r], rows[r] + W, dst + (M + r) * W);
+        }
+    }
+    return out;
+}
+
+// 3, once more: K, V (B, M, ·) -> (B, M + extra, ·): add_bias_kv's bias_k and bias_v, then
+// add_zero_attn's zeros, one more key/value position each.
+Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, PassTrace& trace) {
+    std::vector<const float*> k_rows, v_rows;
+    if (!w.bias_k.empty()) {
+        k_rows.push_back(w.bias_k.data());
+        v_rows.push_back(w.bias_v.data());
+    }
+    if (zero_attn) {
+        k_rows.push_back(nullptr);
+        v_rows.push_back(nullptr);
+    }
+    x.k = append_rows(x.k, k_rows);
+    x.v = append_rows(x.v, v_rows);
+    trace.show(x.k);
+    trace.show(x.v);
+    return x;
+}
+
+// x (..., M) -> (..., M + extra): every row gets `extra` zeros at its end.
+Tensor pad_last_dim(const Tensor& x, std::size_t extra) {
+    if (x.empty()) return x;
+    Shape shape = x.shape();
+    const std::size_t M = shape.back();
+    const std::size_t rows = element_count(Shape(shape.begin(), shape.end() - 1));
+    shape.back() += extra;
+    Tensor out(shape);
+    const Tensor source = x.contiguous();
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::copy(source.data() + r * M, source.data() + (r + 1) * M, out.data() + r * (M + extra));
+    }
+    return out;
+}
+
 // 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped,
 // no copy. K and V split into G heads instead of h.
 Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
@@ -106,7 +157,7 @@ void unit_mask_scores(const AttentionUnit& u) {
     if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
     if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
     if (mask.alibi_slope != 0.0) add_alibi(grid, mask.alibi_slope);
-    if (mask.causal) apply_causal(u.scores, mask.n, mask.m);
+    if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
     if (mask.window > 0) apply_window(grid, {mask.window, mask.sinks});
 }
 
@@ -168,6 +219,7 @@ HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes
     }
     if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
     mask.causal = masks.causal;
+    mask.align = masks.causal_align;
     mask.n = s.seq_len;
     mask.m = s.kv_len;
     mask.softcap = masks.softcap;
@@ -287,14 +339,37 @@ Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
 
 // ---- The pass -----------------------------------------------------------------------------
 
+AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
+    return {!w.bias_k.empty(), options.add_zero_attn};
+}
+
+Masks with_appended_keys(const Masks& masks, std::size_t extra) {
+    if (masks.causal) {
+        throw Error("a causal mask cannot combine with key/value positions appended after the "
+                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
+                    "attn_mask, which is padded as PyTorch pads it");
+    }
+    Masks padded = masks;
+    padded.attn_mask = pad_last_dim(masks.attn_mask, extra);
+    padded.key_padding = pad_last_dim(masks.key_padding, extra);
+    return padded;
+}
+
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
-    const Sizes s = check_pass(w, in, masks, options);
+    Sizes s = check_pass(w, in, masks, options);
+    const std::size_t extra = appended_kv(w, options).count();
+    s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Packed));
     show_inputs(in, trace);                                              // 0
-    const Qkv projected = project_qkv(w, in, options.threads, trace);   // 1-3
-    return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
-                              trace);                                    // 4-5, then 6-14
+    Qkv projected = project_qkv(w, in, options.threads, trace);         // 1-3
+    if (extra == 0) {
+        return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
+                                  trace);                                // 4-5, then 6-14
+    }
+    projected = append_kv(std::move(projected), w, options.add_zero_attn, trace);  // 3: M + extra
+    return forward_from_heads(w, split_heads(projected, s, trace),
+                              with_appended_keys(masks, extra), s, options, trace);
 }
 
 ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,

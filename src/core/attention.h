@@ -26,6 +26,8 @@ struct Weights {
     Tensor w_o;  // (d_model, d_model)
     Tensor b_q, b_k, b_v, b_o;  // (d_model) each; empty for a projection without bias
     Tensor q_norm, k_norm;      // (d_k) each: QK-norm's RMSNorm weights; empty without QK-norm
+    Tensor bias_k, bias_v;      // (G·d_k) each: add_bias_kv's extra key/value position, empty
+                                // without it
 
     std::size_t d_model() const { return w_q.size(0); }
     std::size_t kdim() const { return w_k.size(1); }
@@ -59,7 +61,8 @@ struct Inputs {
 struct Masks {
     Tensor attn_mask;                // (N, M), (B, N, M) or (B·h, N, M); empty for none
     Tensor key_padding;              // (B, M); empty for none
-    bool causal = false;             // query i sees keys j ≤ i + (M − N): bottom-right aligned
+    bool causal = false;             // the causal rule of core/ops.h, aligned as causal_align says
+    CausalAlign causal_align = CausalAlign::BottomRight;
     std::vector<std::string> notes;  // how the given masks were read, for the trace
     // What steps 7-8 change besides (core/softcap.h, core/position_bias.h); query i is
     // at position p = i + M − N, key j at j.
@@ -77,6 +80,7 @@ struct ForwardOptions {
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
+    bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
 };
 
 struct ForwardResult {
@@ -90,6 +94,15 @@ struct ForwardResult {
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
                    std::size_t heads);
+
+// The key/value positions appended after the projections, as nn.MultiheadAttention's
+// add_bias_kv (bias_k, bias_v) and add_zero_attn (zeros) append them.
+AppendedKv appended_kv(const Weights& weights, const ForwardOptions& options);
+
+// The masks for M + extra keys: attn_mask and key_padding_mask padded with columns of
+// zeros, which block nothing, as PyTorch pads them. Refuses a causal mask, whose rule
+// (core/ops.h) has no place for the appended positions.
+Masks with_appended_keys(const Masks& masks, std::size_t extra);
 
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);

@@ -244,6 +244,7 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows) {
+    if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
     scale_mask_tile(scores, mask.m, 0, mask.n, 0, mask.m, factor, mask);
     std::size_t masked = 0;
     for (std::size_t r = 0; r < mask.n; ++r) {

@@ -32,18 +32,20 @@ void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
 struct HeadMask {
     const float* attn = nullptr;     // (N, M) additive, row-major; null for none
     const float* padding = nullptr;  // (M) additive per key; null for none
-    bool causal = false;             // bottom-right aligned: query i sees keys j <= i + M - N
+    bool causal = false;
     std::size_t n = 0, m = 0;        // N, M
+    CausalAlign align = CausalAlign::BottomRight;  // of the causal rule (core/ops.h)
     // The modern additions; query i is at position p = i + M - N, key j at j.
     double softcap = 0.0;            // C > 0: scores = C·tanh(scores / C) after the scale
     double alibi_slope = 0.0;        // ALiBi: −slope·|p − j| added; 0 for none
     std::size_t window = 0;          // W > 0: a sliding window, causal, keys p − W < j ≤ p
     std::size_t sinks = 0;           // with a window: keys j < sinks stay visible
 
-    // One past the last key query i may see under the causal mask (m without it).
+    // One past the last key query i may see under the causal mask or the window (which is
+    // causal, bottom-right aligned); m without either.
     std::size_t key_end(std::size_t i) const {
-        if (!causal && window == 0) return m;
-        return i + m + 1 > n ? std::min(m, i + m + 1 - n) : 0;
+        if (window > 0) return causal_key_end(i, n, m, CausalAlign::BottomRight);
+        return causal ? causal_key_end(i, n, m, align) : m;
     }
 };
 

@@ -51,18 +51,22 @@ void add_key_padding(float* scores, const float* padding, std::size_t n, std::si
     for (std::size_t r = 0; r < n; ++r) add_mask(scores + r * m, padding, m);
 }
 
-void apply_causal(float* scores, std::size_t n, std::size_t m) {
+std::size_t causal_key_end(std::size_t i, std::size_t n, std::size_t m, CausalAlign align) {
+    if (align == CausalAlign::TopLeft) return std::min(m, i + 1);            // j <= i
+    return i + m + 1 > n ? std::min(m, i + m + 1 - n) : 0;  // j <= i + m - n, without underflow
+}
+
+void apply_causal(float* scores, std::size_t n, std::size_t m, CausalAlign align) {
     const float blocked = -std::numeric_limits<float>::infinity();
     for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) {
-            if (!causally_visible(i, j, n, m)) scores[i * m + j] = blocked;
-        }
+        for (std::size_t j = causal_key_end(i, n, m, align); j < m; ++j) scores[i * m + j] = blocked;
     }
 }
 
 static bool softmax_row(float* row, std::size_t cols, bool zero_masked_rows) {
     float max = -std::numeric_limits<float>::infinity();
     for (std::size_t c = 0; c < cols; ++c) max = std::fmax(max, row[c]);
+    if (cols == 0) return false;  // no key at all: an empty row, not a blocked one
     if (max == -std::numeric_limits<float>::infinity()) {
         const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
         for (std::size_t c = 0; c < cols; ++c) row[c] = fill;

@@ -34,18 +34,20 @@ void matmul(const MatrixView& a, const MatrixView& b, float* c, std::size_t c_ro
 
 void scale(float* values, std::size_t count, float factor);
 
-// Step 8 on one head's (N, M) scores, row-major: add an (N, M) additive mask;
-// add a (M) key-padding row to every query row; block keys after the diagonal
-// of a bottom-right-aligned causal mask (query i sees key j iff j <= i + M - N).
-// The causal rule: query i of n may see key j of m iff j <= i + m - n (bottom-right
-// aligned: the queries are the last n of the m positions), written without underflow.
-inline bool causally_visible(std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
-    return j + n <= i + m;
-}
+// The causal rule, in one place. Bottom-right (a KV cache: the N queries are the last N of
+// the M positions): query i sees keys j <= i + M - N. Top-left (scaled_dot_product_attention's
+// is_causal=True, torch.tril(ones(N, M))): j <= i. The two agree when N = M.
+enum class CausalAlign { BottomRight, TopLeft };
 
+// One past the last key query i (of n) may see among m keys under the causal rule.
+std::size_t causal_key_end(std::size_t i, std::size_t n, std::size_t m, CausalAlign align);
+
+// Step 8 on one head's (N, M) scores, row-major: add an (N, M) additive mask;
+// add a (M) key-padding row to every query row; block the keys the causal rule hides.
 void add_mask(float* scores, const float* mask, std::size_t count);
 void add_key_padding(float* scores, const float* padding, std::size_t n, std::size_t m);
-void apply_causal(float* scores, std::size_t n, std::size_t m);
+void apply_causal(float* scores, std::size_t n, std::size_t m,
+                  CausalAlign align = CausalAlign::BottomRight);
 
 // Softmax over each of `rows` rows of `cols` values (row-major, contiguous),
 // subtracting the row maximum first. A row whose entries are all -inf has no

@@ -62,7 +62,7 @@ std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t 
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j < m; ++j) {
             grid[i][j] = masks.window > 0 ? window_allows({masks.window, masks.sinks}, i + m - n, j)
-                                          : causally_visible(i, j, n, m);
+                                          : j < causal_key_end(i, n, m, masks.causal_align);
         }
     }
     return grid;
@@ -80,7 +80,8 @@ WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t len
 MaskFacts mask_facts(const PassSpec& spec) {
     const MaskKinds& k = spec.masks;
     const Sizes& s = spec.sizes;
-    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources, {}, {}};
+    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources,
+                    k.causal_align == CausalAlign::TopLeft, {}, {}};
     if (k.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
     if (k.window > 0) facts.window = window_facts(k, s, s.kv_len);
     return facts;
@@ -135,27 +136,52 @@ void plan_inputs(Planner& p) {
     const std::string x = query_name(p.spec), n = p.spec.form == Form::Decode ? "T" : "N";
     p.add(0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
     if (p.spec.self_attention || p.spec.form != Form::Packed) return;
+    const std::size_t M = s.kv_len - p.spec.appended.count();  // the inputs' keys
     p.add(0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
-          Layout::contiguous_of({s.batch, s.kv_len, s.kdim}));
+          Layout::contiguous_of({s.batch, M, s.kdim}));
     p.add(0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
-          Layout::contiguous_of({s.batch, s.kv_len, s.vdim}));
+          Layout::contiguous_of({s.batch, M, s.vdim}));
+}
+
+// 3, once more: add_bias_kv and add_zero_attn append key/value positions to K and V, a copy;
+// from here on there are M = M_in + extra keys.
+Layout plan_append(Planner& p, const std::string& kv_width) {
+    const Sizes& s = p.s;
+    const AppendedKv& a = p.spec.appended;
+    const std::size_t B = s.batch, M = s.kv_len, W = s.kv_heads * s.d_k(), extra = a.count();
+    const Layout grown = Layout::contiguous_of({B, M, W});
+    for (const std::string name : {"K", "V"}) {
+        std::string expression = name;
+        if (a.bias_kv) {
+            expression = "cat([" + expression + ", bias_" + (name == "K" ? "k" : "v") +
+                         ".repeat(B, 1, 1)], dim=1)";
+        }
+        if (a.zero_attn) expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
+        Step& step = p.add(3, "append", name, name + " = " + expression,
+                           {"B", "M+" + std::to_string(extra), kv_width}, grown);
+        step.copied_bytes = checked_product({B, M, W, sizeof(float)}, "the copy");
+        step.facts.appended = AppendedFacts{M - extra, M, a.bias_kv, a.zero_attn};
+    }
+    return grown;
 }
 
 // 1-5 packed: project, view, transpose. Returns the layout of Q's heads.
 Layout plan_project_split(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, E = s.d_model, h = s.heads;
-    const std::size_t G = s.kv_heads, d_k = s.d_k();
+    const std::size_t G = s.kv_heads, d_k = s.d_k(), M_in = M - p.spec.appended.count();
     const bool self = p.spec.self_attention;
     const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
     const Layout q = Layout::contiguous_of({B, N, E}), k = Layout::contiguous_of({B, M, G * d_k});
+    const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
     p.add(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
           {"B", "N", "d_model"}, q, macs_of({B, N, E, E}));
     p.add(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
-          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.kdim}));
+          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
     p.add(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
-          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.vdim}));
+          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.vdim}));
+    if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
     p.add(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/rope.h"
+#include "core/ops.h"
 #include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
@@ -39,13 +40,22 @@ struct Biases {
 struct MaskKinds {
     bool attn = false;                // an attn_mask of (N, M), (B, N, M) or (B·h, N, M)
     bool padding = false;             // a key padding mask (B, M)
-    bool causal = false;              // bottom-right aligned
+    bool causal = false;              // the causal rule of core/ops.h, aligned as causal_align
+    CausalAlign causal_align = CausalAlign::BottomRight;
     std::vector<std::string> sources;  // how the given masks were read, in io/masks' words
     double softcap = 0.0;             // step 7's soft-cap C, 0 for none
     bool alibi = false;               // ALiBi's bias
     std::size_t window = 0, sinks = 0;  // the sliding window W (0 for none) and its sinks S
 
     bool any() const { return attn || padding || causal || alibi || window > 0; }
+};
+
+// Key/value positions appended to K and V after step 3 (nn.MultiheadAttention's add_bias_kv
+// and add_zero_attn); Sizes::kv_len counts them, the inputs have kv_len - count() rows.
+struct AppendedKv {
+    bool bias_kv = false;    // bias_k, bias_v from the state dict
+    bool zero_attn = false;  // a zero key and value, after bias_kv's
+    std::size_t count() const { return (bias_kv ? 1 : 0) + (zero_attn ? 1 : 0); }
 };
 
 // Everything the plan depends on besides the sizes.
@@ -59,6 +69,7 @@ struct PassSpec {
     bool scale = true;  // step 7 divides by sqrt(d_k)
     bool qk_norm = false;       // step 5 RMSNorms Q and K
     std::optional<Rope> rope;   // step 5 rotates Q and K
+    AppendedKv appended;
 };
 
 // Every step the pass reports, in order; Step::value is null.

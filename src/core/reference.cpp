@@ -50,7 +50,7 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
             }
             if (!masks.key_padding.empty())
                 add_key_padding(scores, masks.key_padding.data() + b * M, N, M);
-            if (masks.causal) apply_causal(scores, N, M);
+            if (masks.causal) apply_causal(scores, N, M, masks.causal_align);
             result.fully_masked_rows += softmax_rows(scores, N, M, zero_masked_rows);
             matmul(head_matrix(result.weights, b, i), head_matrix(v, b, i),
                    context.data() + (b * h + i) * N * d_k, d_k);

@@ -21,7 +21,8 @@ std::string shape_error(const std::string& what, const std::string& expected, co
 
 std::size_t Weights::parameter_count() const {
     return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
-           b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
+           b_v.numel() + b_o.numel() + bias_k.numel() +
+           bias_v.numel();  // an absent bias is an empty tensor: 0 elements
 }
 
 std::uint64_t forward_macs(const Sizes& s) {
@@ -132,8 +133,10 @@ PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const
     spec.path = options.path;
     spec.self_attention = in.self_attention();
     spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal, masks.notes,
-                  masks.softcap, masks.alibi, masks.window, masks.sinks};
+    spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal,
+                  masks.causal_align, masks.notes, masks.softcap, masks.alibi, masks.window,
+                  masks.sinks};
+    spec.appended = appended_kv(w, options);
     spec.scale = options.scale;
     spec.qk_norm = !w.q_norm.empty();
     spec.rope = options.rope;

@@ -26,9 +26,10 @@ struct WindowFacts {
 struct MaskFacts {
     bool attn = false;     // an attn_mask
     bool padding = false;  // a key padding mask
-    bool causal = false;   // the causal rule, bottom-right aligned
+    bool causal = false;   // the causal rule (core/ops.h)
     std::size_t n = 0, m = 0;          // N queries, M keys
     std::vector<std::string> sources;  // one line per given mask file (io/masks)
+    bool top_left = false;             // the causal rule aligned top-left, not bottom-right
     std::vector<double> alibi_slopes;  // ALiBi's slope m_i of every head; empty without ALiBi
     std::optional<WindowFacts> window;  // the sliding window (it replaces the causal rule)
 };
@@ -42,6 +43,13 @@ struct RopeFacts {
     std::size_t pairs = 0;              // d_k / 2
     std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
                                                                       // the first pairs)
+};
+
+// Key/value positions appended to K and V after the projections.
+struct AppendedFacts {
+    std::size_t from = 0, to = 0;  // M before and after
+    bool bias_kv = false;          // add_bias_kv: bias_k and bias_v
+    bool zero_attn = false;        // add_zero_attn: a zero key and value
 };
 
 // One token of the decode form.
@@ -67,6 +75,7 @@ struct StepFacts {
     std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
     std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns
     std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
     std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
     std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)

@@ -83,6 +83,10 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = context + (q0 + r) * ldc;
+            if (m == 0) {  // no key at all: an empty weighted sum, zero as in PyTorch
+                std::fill(out, out + d_k, 0.0f);
+                continue;
+            }
             if (row_max[r] == minus_inf) {
                 const float fill =
                     zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();

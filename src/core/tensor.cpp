@@ -46,6 +46,7 @@ Tensor::Tensor(Shape shape, std::vector<float> values)
 }
 
 bool is_contiguous(const Shape& shape, const Strides& strides) {
+    if (element_count(shape) == 0) return true;  // no element to lay out, as in PyTorch
     const Strides expected = contiguous_strides(shape);
     for (std::size_t d = 0; d < shape.size(); ++d) {
         if (shape[d] != 1 && strides[d] != expected[d]) return false;
@@ -96,8 +97,8 @@ Layout Layout::view(const Shape& new_shape) const {
         throw Error("view: shape " + to_string(new_shape) + " is invalid for a tensor of shape " +
                     to_string(shape) + " (" + std::to_string(element_count(shape)) + " elements)");
     }
-    Layout result{new_shape, {}};
-    if (!view_strides(shape, strides, new_shape, result.strides)) {
+    Layout result = contiguous_of(new_shape);  // what an empty tensor takes, as in PyTorch
+    if (element_count(shape) != 0 && !view_strides(shape, strides, new_shape, result.strides)) {
         throw Error("view: cannot view a tensor of shape " + to_string(shape) +
                     " with strides " + to_string(strides) + " as " + to_string(new_shape) +
                     ": its elements are not laid out contiguously; call contiguous() first"

@@ -71,7 +71,11 @@ BlockState block_from_state_dict(const Arrays& arrays, const std::string& source
 }
 
 BlockState load_block(const std::string& path) {
-    return block_from_state_dict(npy::read_npz(path), path);
+    Arrays arrays = npy::read_npz(path);
+    const std::optional<std::size_t> num_heads = take_num_heads(arrays, path);
+    BlockState state = block_from_state_dict(arrays, path);
+    state.num_heads = num_heads;
+    return state;
 }
 
 }  // namespace mha

@@ -5,6 +5,7 @@
 // The attention part may use any naming io/weights.h knows.
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/attention.h"
@@ -16,6 +17,7 @@ namespace mha {
 struct BlockState {
     Weights attention;
     BlockWeights block;
+    std::optional<std::size_t> num_heads;  // the file's num_heads entry (io/weights.h)
 };
 
 BlockState block_from_state_dict(const std::map<std::string, npy::Array>& arrays,

@@ -56,4 +56,34 @@ void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Ma
     masks.notes.push_back(note);
 }
 
+Tensor broadcast_attn_mask(const Tensor& mask, std::size_t batch, std::size_t heads) {
+    if (mask.dim() != 4) return mask;
+    const Shape& shape = mask.shape();
+    const bool batch_ok = shape[0] == 1 || shape[0] == batch;
+    const bool heads_ok = shape[1] == 1 || shape[1] == heads;
+    if (!batch_ok || !heads_ok) {
+        throw Error("attn_mask: a 4-D mask broadcasts to (B, h, N, M) = (" +
+                    std::to_string(batch) + ", " + std::to_string(heads) +
+                    ", N, M), so it must be (1 or " + std::to_string(batch) + ", 1 or " +
+                    std::to_string(heads) + ", N, M); got " + to_string(shape));
+    }
+    const Shape plane{shape[2], shape[3]};
+    if (shape[1] == 1) {  // (1, 1, N, M) -> (N, M); (B, 1, N, M) -> (B, N, M)
+        return shape[0] == 1 ? mask.view(plane) : mask.view({shape[0], shape[2], shape[3]});
+    }
+    // (B, h, N, M) -> (B·h, N, M), batch-major as PyTorch orders it; (1, h, ...) repeated B times
+    const std::vector<float> one = mask.to_vector();
+    std::vector<float> values;
+    for (std::size_t b = 0; b < batch; ++b) {
+        const std::size_t from = shape[0] == 1 ? 0 : b * one.size() / batch;
+        const std::size_t count = shape[0] == 1 ? one.size() : one.size() / batch;
+        values.insert(values.end(), one.begin() + from, one.begin() + from + count);
+    }
+    return Tensor({batch * heads, shape[2], shape[3]}, std::move(values));
+}
+
+Tensor unbatched_key_padding(const Tensor& padding) {
+    return padding.dim() == 1 ? padding.view({1, padding.size(0)}) : padding;
+}
+
 }  // namespace mha

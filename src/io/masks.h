@@ -28,4 +28,13 @@ void load_attn_mask(const std::string& path, MaskMeaning meaning, std::uint64_t 
 // key_padding_mask (B, M) from a .npy file: True / non-zero = ignore that key.
 void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Masks& masks);
 
+// A 4-D attn_mask as tutorials and scaled_dot_product_attention write it, broadcast over
+// (B, h, N, M): (1, 1, N, M) -> (N, M), (B, 1, N, M) -> (B, N, M), (B, h, N, M) and
+// (1, h, N, M) -> (B·h, N, M). Other ranks pass through (checked later); throws mha::Error
+// when the leading sizes do not broadcast.
+Tensor broadcast_attn_mask(const Tensor& mask, std::size_t batch, std::size_t heads);
+
+// An unbatched input's key_padding_mask (M) -> (1, M); other ranks pass through.
+Tensor unbatched_key_padding(const Tensor& padding);
+
 }  // namespace mha

@@ -126,18 +126,51 @@ const DType* find_dtype(char kind, const std::string& size_digits) {
     return nullptr;
 }
 
-// descr is byte order + kind + size, e.g. "<f4", "|b1"; byte order is moot for 1-byte items.
-DType parse_dtype(const std::string& descr, const std::string& what) {
+// A dtype and the byte order its items are stored in.
+struct StoredDType {
+    DType dtype;
+    bool big_endian;  // '>': each item's bytes are reversed before decoding
+};
+
+// descr is byte order + kind + size, e.g. "<f4", ">i8", "|b1"; byte order is moot for
+// 1-byte items. '=' is native, which numpy writes only as '<' or '>' on disk.
+StoredDType parse_dtype(const std::string& descr, const std::string& what) {
     const DType* dtype = descr.size() >= 3 ? find_dtype(descr[1], descr.substr(2)) : nullptr;
     const char order = descr.empty() ? '?' : descr[0];
     if (!dtype || std::string_view("<>=|").find(order) == std::string_view::npos) {
         throw unsupported_dtype(descr, what);
     }
-    if (dtype->item_size == 1 || order == '<' || order == '=') return *dtype;
+    if (dtype->item_size == 1) return {*dtype, false};
     if (order == '|') throw unsupported_dtype(descr, what);
-    throw Error(what + ": big-endian dtype '" + descr +
-                "' is not supported; convert it with arr.astype('<" + descr.substr(1) +
-                "') before saving");
+    return {*dtype, order == '>'};
+}
+
+double decode_item(const StoredDType& stored, const unsigned char* item) {
+    if (!stored.big_endian) return stored.dtype.decode(item);
+    unsigned char swapped[8];
+    for (std::size_t i = 0; i < stored.dtype.item_size; ++i) {
+        swapped[i] = item[stored.dtype.item_size - 1 - i];
+    }
+    return stored.dtype.decode(swapped);
+}
+
+// A Fortran-order buffer into C-order values: the buffer's first index varies fastest, so
+// item j goes to the C-order position of the same multi-index.
+void decode_fortran_order(const StoredDType& stored, const unsigned char* data, const Shape& shape,
+                          std::vector<double>& values) {
+    std::vector<std::size_t> c_strides(shape.size(), 1);
+    for (std::size_t k = shape.size(); k-- > 1;) c_strides[k - 1] = c_strides[k] * shape[k];
+    std::vector<std::size_t> index(shape.size(), 0);
+    std::size_t target = 0;  // the C-order offset of `index`
+    for (std::size_t j = 0; j < values.size(); ++j) {
+        values[target] = decode_item(stored, data + j * stored.dtype.item_size);
+        for (std::size_t k = 0; k < shape.size(); ++k) {  // the next index, first one fastest
+            target += c_strides[k];
+            if (++index[k] < shape[k]) break;
+            target -= c_strides[k] * shape[k];
+            index[k] = 0;
+        }
+    }
 }
 
 // ---- the .npy header: a Python dict literal --------------------------------
@@ -349,11 +382,8 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint6
                      std::uint64_t max_memory) {
     const NpyLayout layout = npy_layout(bytes, what);
     const Header header = HeaderParser(layout.header, what).parse();
-    if (header.fortran_order) {
-        throw Error(what + ": the array is stored in Fortran order;"
-                           " save np.ascontiguousarray(arr) instead");
-    }
-    const DType dtype = parse_dtype(header.descr, what);
+    const StoredDType stored = parse_dtype(header.descr, what);
+    const DType& dtype = stored.dtype;
     Array array;
     array.shape = header.shape;
     array.kind = dtype.kind;
@@ -368,8 +398,12 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint6
     }
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
     array.values.resize(count);
+    if (header.fortran_order) {  // transposed on load, so values are C order like the rest
+        decode_fortran_order(stored, data, header.shape, array.values);
+        return array;
+    }
     for (std::size_t i = 0; i < count; ++i) {
-        array.values[i] = dtype.decode(data + i * dtype.item_size);
+        array.values[i] = decode_item(stored, data + i * dtype.item_size);
     }
     return array;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// NumPy's .npy and .npz files: read any little-endian, C-ordered float, bool or
-// integer array; write float32 arrays. An .npz is a zip of .npy files, stored
+// NumPy's .npy and .npz files: read any float, bool or integer array in either byte
+// order and either memory order (Fortran order is transposed to C order on load);
+// write float32 arrays. An .npz is a zip of .npy files, stored
 // (not compressed), as numpy.savez writes it.
 
 #include "core/tensor.h"

@@ -100,22 +100,37 @@ void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weigh
 
 const char* const torch_layout =
     "nn.MultiheadAttention: in_proj_weight (3E, E) or q/k/v_proj_weight, in_proj_bias (3E), "
-    "out_proj.weight (E, E), out_proj.bias (E)";
+    "out_proj.weight (E, E), out_proj.bias (E), with add_bias_kv bias_k and bias_v (1, 1, E)";
 
-Weights torch_packed(StateDict& dict) {
+// add_bias_kv's bias_k and bias_v (1, 1, E) -> (E) each; both or neither.
+void take_bias_kv(StateDict& dict, std::size_t E, const std::string& source, Weights& w) {
+    if (dict.has("bias_k") != dict.has("bias_v")) {
+        throw Error(source + ": '" + std::string(dict.has("bias_k") ? "bias_k" : "bias_v") +
+                    "' without '" + (dict.has("bias_k") ? "bias_v" : "bias_k") +
+                    "'; add_bias_kv=True saves both, each of shape (1, 1, " + std::to_string(E) +
+                    ")");
+    }
+    if (!dict.has("bias_k")) return;
+    w.bias_k = dict.take("bias_k", {1, 1, E}).view({E});
+    w.bias_v = dict.take("bias_v", {1, 1, E}).view({E});
+}
+
+Weights torch_packed(StateDict& dict, const std::string& source) {
     const std::size_t E = dict.cols_of("in_proj_weight");
     Weights w;
     const Tensor weight = dict.take("in_proj_weight", {3 * E, E});
     const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
     split_packed(weight, bias, E, w);
+    take_bias_kv(dict, E, source, w);
     w.w_o = dict.take("out_proj.weight", {E, E});
     w.b_o = dict.take_optional("out_proj.bias", {E});
     return w;
 }
 
-Weights torch_separate(StateDict& dict) {
+Weights torch_separate(StateDict& dict, const std::string& source) {
     const std::size_t E = dict.rows_of("q_proj_weight");
     Weights w;
+    take_bias_kv(dict, E, source, w);
     w.w_q = dict.take("q_proj_weight", {E, E});
     w.w_k = dict.take("k_proj_weight", {E, dict.cols_of("k_proj_weight")});
     w.w_v = dict.take("v_proj_weight", {E, dict.cols_of("v_proj_weight")});
@@ -169,7 +184,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
     Weights w;
     if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
         StateDict dict(arrays, source, torch_layout);
-        w = dict.has("in_proj_weight") ? torch_packed(dict) : torch_separate(dict);
+        w = dict.has("in_proj_weight") ? torch_packed(dict, source) : torch_separate(dict, source);
         take_qk_norm(dict, arrays, w);
         dict.reject_leftovers();
         return w;
@@ -191,8 +206,28 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                 "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
 }
 
-Weights load_weights(const std::string& path, std::uint64_t max_memory) {
-    return weights_from_state_dict(npy::read_npz(path, max_memory), path);
+std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& source) {
+    const auto found = arrays.find("num_heads");
+    if (found == arrays.end()) return std::nullopt;
+    const npy::Array& entry = found->second;
+    const bool integer = entry.kind == 'i' || entry.kind == 'u';
+    if (!integer || entry.values.size() != 1 || entry.values[0] < 1 ||
+        entry.values[0] > double(std::uint32_t(-1))) {
+        throw Error(source + ": num_heads must be one positive integer (np.savez(..., "
+                             "num_heads=4)), got " + entry.dtype_name() + " of shape " +
+                    to_string(entry.shape));
+    }
+    const auto heads = static_cast<std::size_t>(entry.values[0]);
+    arrays.erase(found);
+    return heads;
+}
+
+LoadedWeights load_weights(const std::string& path, std::uint64_t max_memory) {
+    Arrays arrays = npy::read_npz(path, max_memory);
+    LoadedWeights loaded;
+    loaded.num_heads = take_num_heads(arrays, path);
+    loaded.weights = weights_from_state_dict(arrays, path);
+    return loaded;
 }
 
 }  // namespace mha

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mha {
@@ -16,7 +17,18 @@ namespace mha {
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
                                 const std::string& source);
 
+// A state dict does not record num_heads (a constructor argument), so an export script may
+// save it beside the arrays: np.savez(..., num_heads=4). Removes that entry from `arrays`
+// and returns it; throws mha::Error unless it is one positive integer.
+std::optional<std::size_t> take_num_heads(std::map<std::string, npy::Array>& arrays,
+                                          const std::string& source);
+
+struct LoadedWeights {
+    Weights weights;
+    std::optional<std::size_t> num_heads;  // the file's num_heads entry, when it has one
+};
+
 // Refuses a file whose arrays need more than max_memory bytes to load.
-Weights load_weights(const std::string& path, std::uint64_t max_memory);
+LoadedWeights load_weights(const std::string& path, std::uint64_t max_memory);
 
 }  // namespace mha

@@ -40,8 +40,10 @@ void MarkdownReport::begin(const RunInfo& info) {
     shapes_only_ = info.shapes_only;
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
          << "Weights: " << info.weights_source << ". Inputs: " << info.inputs_source
-         << ". Parameters: " << with_commas(info.parameters) << ".\n\n"
-         << "| step | operation | expression | shape | strides | contiguous | copied | MACs |\n"
+         << ". Parameters: " << with_commas(info.parameters) << ".\n\n";
+    for (const std::string& note : info.layout_notes) out_ << "- " << note << "\n";
+    if (!info.layout_notes.empty()) out_ << "\n";
+    out_ << "| step | operation | expression | shape | strides | contiguous | copied | MACs |\n"
          << "| ---: | --- | --- | --- | --- | --- | ---: | ---: |\n";
 }
 

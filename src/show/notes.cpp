@@ -123,13 +123,28 @@ void masks(const MaskFacts& m, Notes& notes) {
     if (!m.alibi_slopes.empty()) notes.push_back(alibi(m.alibi_slopes));
     if (m.window) {
         window(*m.window, notes);
+    } else if (m.causal && m.n == m.m) {
+        notes.push_back("causal: query i attends to keys 0..i");
+    } else if (m.causal && m.top_left) {
+        notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
+                        "the first N of the M positions, as scaled_dot_product_attention's "
+                        "is_causal=True and torch.tril(ones(N, M)) align them)");
     } else if (m.causal) {
-        notes.push_back(m.n == m.m ? "causal: query i attends to keys 0..i"
-                                   : "causal, bottom-right aligned: query i attends to keys 0..i+" +
-                                         std::to_string(m.m) + "-" + std::to_string(m.n) +
-                                         " (the queries are the last N of the M positions)");
+        notes.push_back("causal, bottom-right aligned: query i attends to keys 0..i+" +
+                        std::to_string(m.m) + "-" + std::to_string(m.n) +
+                        " (the queries are the last N of the M positions, as with a KV cache)");
     }
     if (notes.size() == first) notes.push_back("no mask: every query attends to every key");
+}
+
+void appended(const AppendedFacts& a, Notes& notes) {
+    notes.push_back("M " + std::to_string(a.from) + " -> " + std::to_string(a.to) + ": " +
+                    (a.bias_kv ? "add_bias_kv appends bias_k and bias_v as one more key/value "
+                                 "position; "
+                               : "") +
+                    (a.zero_attn ? "add_zero_attn appends a zero key and value; " : "") +
+                    "every query sees them: attn_mask and key_padding_mask get columns of zeros "
+                    "there, as PyTorch pads them");
 }
 
 void streaming(const StepFacts& f, Notes& notes) {
@@ -223,6 +238,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.rope) rope(*f.rope, notes);
     if (f.scale_d_k) scale(*f.scale_d_k, f.scale_factor, notes);
     if (f.softcap) notes.push_back(softcap(*f.softcap));
+    if (f.appended) appended(*f.appended, notes);
     if (f.masks) masks(*f.masks, notes);
     if (f.unstored_score_bytes) streaming(f, notes);
     if (f.token) token(step, *f.token, notes);

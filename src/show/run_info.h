@@ -25,6 +25,7 @@ struct RunInfo {
     std::size_t parameters = 0;
     std::string weights_source;  // "seeded (seed 0)" or the .npz path
     std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)
+    std::vector<std::string> layout_notes;  // seq-first or unbatched files: the conversions
     bool values = false;         // --values: print every traced tensor's values
     std::vector<std::string> tokens;      // --text: one per position; empty otherwise
     std::vector<std::string> head_names;  // --demo-heads: one per head; empty otherwise

@@ -75,6 +75,9 @@ void TextReport::begin(const RunInfo& info) {
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
                  "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
+    for (const std::string& note : info.layout_notes) {
+        write_filled(out_, words_of(note), " ", "  · ", "    ");
+    }
 }
 
 void TextReport::on_step(const Step& step) {
@@ -122,8 +125,11 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
     }
     const TensorStats stats = stats_of(result.output);
     const std::string heading = "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
-    const std::string numbers = "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) +
-                                "  min " + fixed(stats.min, 4) + "  max " + fixed(stats.max, 4);
+    const std::string numbers =
+        result.output.numel() == 0
+            ? "no values (an empty dimension)"
+            : "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) + "  min " +
+                  fixed(stats.min, 4) + "  max " + fixed(stats.max, 4);
     const bool one_line = display_width(heading + " " + numbers) <= text_columns;
     out_ << "\n" << heading << (one_line ? " " : "\n  ") << numbers << "\n";
     if (stats.nan_count + stats.inf_count > 0) {

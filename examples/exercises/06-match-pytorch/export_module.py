@@ -60,11 +60,12 @@ def run_module(module, x):
 
 
 def export(module, x, out_dir):
-    """Writes out_dir/weights.npz (the state dict, float32) and out_dir/x.npy."""
+    """Writes out_dir/weights.npz (the state dict, float32, and num_heads, which a state
+    dict does not record) and out_dir/x.npy."""
     os.makedirs(out_dir, exist_ok=True)
     state = {name: t.detach().numpy().astype(np.float32)
              for name, t in module.state_dict().items()}
-    np.savez(os.path.join(out_dir, "weights.npz"), **state)
+    np.savez(os.path.join(out_dir, "weights.npz"), num_heads=heads_of(module), **state)
     np.save(os.path.join(out_dir, "x.npy"), x.numpy().astype(np.float32))
 
 
@@ -72,9 +73,8 @@ def compare(module, x, out_dir, mha="mha"):
     """Runs mha on the exported files; returns the largest differences from PyTorch."""
     saved = os.path.join(out_dir, "mha_out.npz")
     subprocess.run([mha, "--weights", os.path.join(out_dir, "weights.npz"),
-                    "--input", os.path.join(out_dir, "x.npy"),
-                    "--heads", str(heads_of(module)), "--save", saved], check=True,
-                   stdout=subprocess.DEVNULL)
+                    "--input", os.path.join(out_dir, "x.npy"), "--save", saved], check=True,
+                   stdout=subprocess.DEVNULL)  # h comes from the num_heads export saved
     ours = np.load(saved)
     out, weights = run_module(module, x)
     return (float(np.abs(ours["output"] - out).max()),

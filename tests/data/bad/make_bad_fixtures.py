@@ -63,7 +63,8 @@ write("not_npy.npy", b"B,N,d_model\n2,5,16\n")
 write("float16.npy", npy_bytes(x.astype(np.float16)))
 write("complex.npy", npy_bytes(x.astype(np.complex64)))
 write("int32.npy", npy_bytes(x.astype(np.int32)))
-write("rank2.npy", npy_bytes(x[0]))
+write("rank2.npy", npy_bytes(x[0]))  # unbatched (N, d_model): a bad key beside a batched query
+# Read since issue 13 (test_npy checks that they equal x.npy), no longer defects:
 write("fortran.npy", npy_bytes(x, fortran=True))
 write("big_endian.npy", npy_bytes(x.astype(">f4")))
 write("structured.npy", npy_bytes(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])))
@@ -94,7 +95,8 @@ write("not_zip.npz", npy_bytes(x))
 
 # state dicts
 write("missing_array.npz", npz_bytes({k: v for k, v in state.items() if k != "out_proj.weight"}))
-write("extra_array.npz", npz_bytes({**state, "bias_k": halves((1, 1, 16))}))
+write("extra_array.npz", npz_bytes({**state, "attn_scale": halves((1, 1, 16))}))
+write("bias_k_only.npz", npz_bytes({**state, "bias_k": halves((1, 1, 16))}))
 write("misshaped_array.npz", npz_bytes({**state, "out_proj.weight": halves((16, 8))}))
 write("int_weights.npz", npz_bytes({**state, "in_proj_weight": state["in_proj_weight"].astype(np.int64)}))
 nan_weight = state["out_proj.weight"].copy()
@@ -104,6 +106,7 @@ inf_bias = state["in_proj_bias"].copy()
 inf_bias[40] = np.inf
 write("inf_bias.npz", npz_bytes({**state, "in_proj_bias": inf_bias}))
 write("unknown_names.npz", npz_bytes({"linear.weight": halves((16, 16))}))
+write("num_heads_float.npz", npz_bytes({**state, "num_heads": np.float64(4)}))
 
 # masks (for x.npy: N = M = 5, B = 2)
 write("mask_wrong_shape.npy", npy_bytes(np.triu(np.ones((4, 4), dtype=bool), 1)))
@@ -114,4 +117,5 @@ write("mask_nan.npy", npy_bytes(nan_mask))
 plus_inf_mask = np.zeros((5, 5), dtype=np.float32)
 plus_inf_mask[0, 4] = np.inf
 write("mask_plus_inf.npy", npy_bytes(plus_inf_mask))
+write("mask_4d_wrong.npy", npy_bytes(np.zeros((3, 1, 5, 5), dtype=bool)))  # B is 2, not 3
 write("padding_wrong_shape.npy", npy_bytes(np.zeros((2, 4), dtype=bool)))
