@@ -102,7 +102,8 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t mask_bytes) {
     const std::uint64_t held = held_bytes(s, mask_bytes, !c.save_path.empty());
     RunPlan plan;
-    plan.threads = std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads);
+    plan.threads = std::max<std::size_t>(
+        1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
     auto total = [&](AttentionPath path) {
         return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads)},
                            "the memory for this configuration");

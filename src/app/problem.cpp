@@ -6,6 +6,7 @@
 
 #include "app/budget.h"
 #include "app/variants.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -30,18 +31,35 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
     return from_file;
 }
 
-Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory) {
-    const npy::Array array = npy::read_npy(path, max_memory);
+// A dimension of 0 from a file is refused before anything is printed, naming the file and
+// the dimension (an option of 0 is refused the same way by the command line).
+void check_no_empty_dimension(const npy::Array& array, const std::string& path,
+                              const char* what, const char* const (&names)[3]) {
+    for (std::size_t axis = 0; axis < 3; ++axis) {
+        if (array.shape[axis] == 0) {
+            throw Error(path + ": " + what + " has shape " + to_string(array.shape) + ", so " +
+                        names[axis] + "=0; every size must be at least 1");
+        }
+    }
+}
+
+// names: the input's dimensions, e.g. {"B", "N", "d_model"}.
+// The tensor stays for the run: the ledger holds its bytes, so the next read gets what is left.
+Tensor load_input(const std::string& path, const char* what, const char* const (&names)[3],
+                  Ledger& ledger) {
+    const npy::Array array = npy::read_npy(path, ledger);
     if (array.shape.size() != 3) {
         throw Error(path + ": " + what +
                     " must have 3 dimensions (B, length, features), got shape " +
                     to_string(array.shape));
     }
+    check_no_empty_dimension(array, path, what, names);
     if (array.kind != 'f') {
         throw Error(path + ": " + what + " is " + array.dtype_name() +
                     ", expected float32 or float64");
     }
     check_finite(array, path + ": " + what, Infinities::None);
+    ledger.hold(sizeof(float) * array.values.size());
     return npy::to_tensor(array);
 }
 
@@ -51,28 +69,43 @@ struct Sources {
     std::optional<Inputs> inputs;
 };
 
-Sources load_files(const Config& c) {
+// Each file is read within what the files before it left of --max-memory.
+Sources load_files(const Config& c, Ledger& ledger) {
     Sources sources;
     if (!c.weights_path.empty() && c.block) {
-        BlockState state = load_block(c.weights_path);
+        BlockState state = load_block(c.weights_path, ledger);
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
+        ledger.hold(sizeof(float) * (sources.weights->parameter_count() +
+                                     sources.block->parameter_count()));
     } else if (!c.weights_path.empty()) {
-        sources.weights = load_weights(c.weights_path, c.max_memory);
+        sources.weights = load_weights(c.weights_path, ledger);
+        ledger.hold(sizeof(float) * sources.weights->parameter_count());
     }
     if (c.text) {
         const std::size_t width =
             sources.weights ? sources.weights->d_model() : c.d_model.value_or(text_d_model);
-        const Tensor x = text_input(tokenize(*c.text), width);
+        const std::vector<std::string> tokens = tokenize(*c.text);
+        // x (1, N, d_model) and the positional encodings (N, d_model / 2) while it is built
+        const std::uint64_t bytes = checked_product(
+            {sizeof(float), tokens.size(), width + width / 2}, "the memory for --text");
+        ledger.check(bytes, "--text",
+                     std::to_string(tokens.size()) + " tokens of width " + std::to_string(width) +
+                         " need " + byte_size(bytes),
+                     "a shorter --text");
+        const Tensor x = text_input(tokens, width);
+        ledger.hold(sizeof(float) * x.numel());
         sources.inputs = Inputs{x, x, x};
     }
     if (!c.input_path.empty()) {
-        const Tensor x = load_input(c.input_path, "the input", c.max_memory);
+        const Tensor x =
+            load_input(c.input_path, "the input", {"B", "N", "d_model"}, ledger);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs = Inputs{x, load_input(c.key_path, "the key", c.max_memory),
-                                    load_input(c.value_path, "the value", c.max_memory)};
+            sources.inputs =
+                Inputs{x, load_input(c.key_path, "the key", {"B", "M", "kdim"}, ledger),
+                       load_input(c.value_path, "the value", {"B", "M", "vdim"}, ledger)};
         }
     }
     return sources;
@@ -120,14 +153,15 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 }
 
 
-Masks load_masks(const Config& c) {
+Masks load_masks(const Config& c, Ledger& ledger) {
     Masks masks;
     masks.causal = c.causal || c.demo_heads;
-    if (!c.mask_path.empty())
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
-                       masks);
+    if (!c.mask_path.empty()) {
+        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), ledger, masks);
+        ledger.hold(sizeof(float) * masks.attn_mask.numel());
+    }
     if (!c.key_padding_mask_path.empty())
-        load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
+        load_key_padding_mask(c.key_padding_mask_path, ledger, masks);
     return masks;
 }
 
@@ -221,11 +255,12 @@ ShapesProblem build_shapes(const Config& c) {
 }
 
 Problem build_problem(const Config& c) {
-    Sources files = load_files(c);
+    Ledger ledger(c.max_memory);
+    Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    Masks masks = load_masks(c);
+    Masks masks = load_masks(c, ledger);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 

@@ -5,6 +5,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "io/bytes.h"
+#include "io/read_file.h"
 #include "io/zip.h"
 
 #include <cerrno>
@@ -43,28 +44,6 @@ struct FileCloser {
     void operator()(std::FILE* file) const { std::fclose(file); }
 };
 using FileHandle = std::unique_ptr<std::FILE, FileCloser>;
-
-Error over_budget(const std::string& what, const std::string& needs, std::uint64_t max_memory) {
-    return Error(what + ": " + needs + ", more than --max-memory " + byte_size(max_memory) +
-                 "; raise --max-memory or use a smaller file");
-}
-
-// The whole file, refused as soon as it outgrows max_memory (so /dev/zero ends too).
-std::string read_file(const std::string& path, std::uint64_t max_memory) {
-    const FileHandle file(std::fopen(path.c_str(), "rb"));
-    if (!file) throw Error(system_error("read", path, errno));
-    std::string bytes;
-    std::string chunk(1 << 16, '\0');
-    while (const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get())) {
-        bytes.append(chunk.data(), got);
-        if (bytes.size() > max_memory) {
-            throw Error(path + ": the file is larger than --max-memory " + byte_size(max_memory) +
-                        "; raise --max-memory or use a smaller file");
-        }
-    }
-    if (std::ferror(file.get())) throw Error(system_error("read", path, errno));
-    return bytes;
-}
 
 // ---- dtypes ----------------------------------------------------------------
 
@@ -346,7 +325,7 @@ void check_data_size(const Array& array, std::size_t count, std::size_t availabl
 // `available` is what the decoded values may take: each element becomes a double here and a
 // float in the tensor made from it, 12 bytes in all.
 Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint64_t available,
-                     std::uint64_t max_memory) {
+                     const Ledger& ledger) {
     const NpyLayout layout = npy_layout(bytes, what);
     const Header header = HeaderParser(layout.header, what).parse();
     if (header.fortran_order) {
@@ -361,10 +340,9 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint6
     const std::size_t count = checked_element_count(header.shape, what);
     check_data_size(array, count, bytes.size() - layout.data_start, what);
     if (count > available / bytes_per_value) {
-        throw over_budget(what,
-                          "shape " + to_string(array.shape) + " needs " +
-                              byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded",
-                          max_memory);
+        ledger.refuse(what,
+                     "shape " + to_string(array.shape) + " needs " +
+                         byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded");
     }
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
     array.values.resize(count);
@@ -490,20 +468,18 @@ std::string Array::dtype_name() const {
 }
 
 Array parse_npy(const std::string& bytes, const std::string& what) {
-    return parse_npy_view(bytes, what, unlimited, unlimited);
+    return parse_npy_view(bytes, what, unlimited, Ledger());
 }
 
-Array read_npy(const std::string& path, std::uint64_t max_memory) {
-    const std::string bytes = read_file(path, max_memory);
-    return parse_npy_view(bytes, path, max_memory - bytes.size(), max_memory);
+Array read_npy(const std::string& path, const Ledger& ledger) {
+    const std::string bytes = read_file(path, ledger);
+    return parse_npy_view(bytes, path, ledger.left() - bytes.size(), ledger);
 }
 
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
-                                       std::uint64_t max_memory) {
-    if (bytes.size() > max_memory) {
-        throw over_budget(path, "the file needs " + byte_size(bytes.size()), max_memory);
-    }
-    std::uint64_t available = max_memory - bytes.size();
+                                       const Ledger& ledger) {
+    ledger.check(bytes.size(), path, "the file needs " + byte_size(bytes.size()));
+    std::uint64_t available = ledger.left() - bytes.size();
     std::map<std::string, Array> arrays;
     for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
         const std::string name = array_name(entry, path);
@@ -514,15 +490,15 @@ std::map<std::string, Array> parse_npz(const std::string& bytes, const std::stri
         const Array& array =
             arrays
                 .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label,
-                                              available, max_memory))
+                                              available, ledger))
                 .first->second;
         available -= array.values.size() * bytes_per_value;
     }
     return arrays;
 }
 
-std::map<std::string, Array> read_npz(const std::string& path, std::uint64_t max_memory) {
-    return parse_npz(read_file(path, max_memory), path, max_memory);
+std::map<std::string, Array> read_npz(const std::string& path, const Ledger& ledger) {
+    return parse_npz(read_file(path, ledger), path, ledger);
 }
 
 Tensor to_tensor(const Array& array) {

@@ -16,7 +16,7 @@ namespace mha {
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
                                 const std::string& source);
 
-// Refuses a file whose arrays need more than max_memory bytes to load.
-Weights load_weights(const std::string& path, std::uint64_t max_memory);
+// Refuses a file whose arrays need more than the ledger has left to load.
+Weights load_weights(const std::string& path, const Ledger& ledger);
 
 }  // namespace mha
