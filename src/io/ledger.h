@@ -27,7 +27,7 @@ public:
     // "--max-memory 1 MiB", or "the 3 KiB left of --max-memory 16 KiB" once something is held.
     std::string describe() const {
         if (held_ == 0) return "--max-memory " + byte_size(limit_);
-        return "the " + byte_size(left()) + " left of --max-memory " + byte_size(limit_);
+        return "the " + rounded_down(left()) + " left of --max-memory " + byte_size(limit_);
     }
 
     // Throws, naming `what` and what it `needs`, when `bytes` do not fit in what is left.
@@ -44,6 +44,12 @@ public:
     }
 
 private:
+    // What is left, never overstated: bytes below 1 MiB, else whole MiB rounded down.
+    static std::string rounded_down(std::uint64_t bytes) {
+        if (bytes < (std::uint64_t(1) << 20)) return std::to_string(bytes) + " B";
+        return std::to_string(bytes >> 20) + " MiB";
+    }
+
     std::uint64_t limit_;
     std::uint64_t held_ = 0;
 };

@@ -4,18 +4,14 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "io/bytes.h"
 #include "io/read_file.h"
 #include "io/zip.h"
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <memory>
-#include <random>
 #include <set>
 #include <string_view>
 
@@ -35,15 +31,6 @@ const std::string npy_magic("\x93NUMPY", 6);
 constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t bytes_per_value = sizeof(double) + sizeof(float);
 constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
-
-std::string system_error(const std::string& action, const std::string& path, int error) {
-    return "cannot " + action + " " + path + ": " + std::strerror(error);
-}
-
-struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-};
-using FileHandle = std::unique_ptr<std::FILE, FileCloser>;
 
 // ---- dtypes ----------------------------------------------------------------
 
@@ -415,46 +402,6 @@ std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays)
     return files;
 }
 
-// A file beside `path` that no other run can have: "<path>.<16 hex digits>.tmp", created
-// exclusively (fopen's "x" mode fails when the name exists, and then another is drawn).
-struct TemporaryFile {
-    std::string name;
-    FileHandle file;
-};
-
-// Refuses a directory, and a device, pipe or socket, which the rename would replace.
-TemporaryFile create_temporary(const std::string& path) {
-    std::error_code ignored;
-    const std::filesystem::file_status status = std::filesystem::status(path, ignored);
-    if (std::filesystem::is_directory(status)) {
-        throw Error("cannot write " + path + ": it is a directory; give a file name");
-    }
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-        throw Error("cannot write " + path +
-                    ": it is not a regular file (a device, pipe or socket); give a file name");
-    }
-    std::random_device entropy;
-    std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        char suffix[24];
-        std::snprintf(suffix, sizeof suffix, ".%016llx.tmp",
-                      static_cast<unsigned long long>(draw()));
-        const std::string name = path + suffix;
-        FileHandle file(std::fopen(name.c_str(), "wbx"));
-        if (file) return {name, std::move(file)};
-        if (errno != EEXIST) throw Error(system_error("write", path, errno));
-    }
-    throw Error("cannot write " + path + ": no free temporary name beside it");
-}
-
-void write_zip_file(FileHandle file, const std::string& path, const Arrays& arrays) {
-    const std::string archive = zip::stored_archive(npz_files(arrays), path);
-    if (std::fwrite(archive.data(), 1, archive.size(), file.get()) != archive.size()) {
-        throw Error(system_error("write", path, errno));
-    }
-    if (std::fclose(file.release()) != 0) throw Error(system_error("write", path, errno));
-}
-
 }  // namespace
 
 std::string Array::dtype_name() const {
@@ -517,24 +464,12 @@ std::string to_npy_bytes(const Tensor& tensor) {
     return bytes;
 }
 
-void check_writable(const std::string& path) {
-    const std::string temporary = create_temporary(path).name;
-    std::remove(temporary.c_str());
-}
-
 void write_npz(const std::string& path, const Arrays& arrays) {
     check_array_names(path, arrays);
-    TemporaryFile temporary_file = create_temporary(path);
-    const std::string temporary = temporary_file.name;
-    try {
-        write_zip_file(std::move(temporary_file.file), path, arrays);
-        if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-            throw Error(system_error("write", path, errno));
-        }
-    } catch (...) {
-        std::remove(temporary.c_str());
-        throw;
-    }
+    AtomicFile file(path);
+    const std::string archive = zip::stored_archive(npz_files(arrays), path);
+    file.stream().write(archive.data(), std::streamsize(archive.size()));
+    file.commit();
 }
 
 }  // namespace mha::npy

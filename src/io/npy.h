@@ -39,10 +39,8 @@ std::map<std::string, Array> read_npz(const std::string& path, const Ledger& led
 Tensor to_tensor(const Array& array);
 
 std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
-// Throws mha::Error when `path` cannot be written (checked before a long computation).
-void check_writable(const std::string& path);
-// Writes to a temporary file beside `path`, unique to this run, and renames it to `path`;
-// on any failure the temporary file is removed, so no partial file is left.
+// Writes through io/atomic_file: a temporary file beside `path`, unique to this run, renamed
+// to `path`; on any failure (or SIGINT/SIGTERM) the temporary file is removed.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
 
 }  // namespace mha::npy
