@@ -7,6 +7,7 @@
 #include "app/budget.h"
 #include "app/variants.h"
 #include "core/checked.h"
+#include "core/decode.h"
 #include "core/error.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -240,17 +241,23 @@ ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(s);
     ShapesProblem p;
-    p.run = ShapeRun{s, s.kv_len == s.seq_len, c.bias, c.causal};
+    p.spec.sizes = s;
+    p.spec.form = form_of(c);
+    p.spec.path = c.attention.value_or(AttentionPath::Standard);
+    p.spec.self_attention = s.kv_len == s.seq_len;
+    p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
+    p.spec.masks.causal = c.causal;
+    p.spec.scale = !c.no_scale;
     p.info = describe_sizes(c, s);
-    p.info.self_attention = p.run.self_attention;
+    p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
     p.info.threads = 1;
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = forward_bytes(s, AttentionPath::Standard, 1);
-    NullTracer count_only;
-    p.info.total_macs = trace_shapes(p.run, count_only);
+    p.info.activation_bytes = c.decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+    p.info.total_macs = planned_macs(plan_pass(p.spec));
+    p.info.variant = variant_description(c, 0);
     return p;
 }
 

@@ -10,24 +10,17 @@
 
 namespace mha {
 
-namespace {
-
-const char* variant_name(const Config& c) {
-    if (c.decode) return "--decode";
-    if (c.fused_qkv) return "--fused-qkv";
-    if (c.block) return "--block";
-    return c.per_head ? "--per-head" : nullptr;
-}
-
-}  // namespace
-
 ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
     if (c.block) {
         return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
     }
-    if (c.decode) return decode(p.weights, p.inputs, p.masks, p.options, tracer);
-    if (c.fused_qkv) return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
-    if (c.per_head) return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+    switch (form_of(c)) {
+        case Form::Decode: return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::FusedQkv:
+            return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Packed: break;
+    }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
@@ -41,29 +34,22 @@ std::string variant_description(const Config& c, std::size_t d_ff) {
     return c.per_head ? "per head" : "";
 }
 
+Form form_of(const Config& c) {
+    if (c.decode) return Form::Decode;
+    if (c.fused_qkv) return Form::FusedQkv;
+    return c.per_head ? Form::PerHead : Form::Packed;
+}
+
 void apply_variants(Config& c) {
     if (int(bool(c.decode)) + int(c.fused_qkv) + int(c.per_head) + int(bool(c.block)) > 1) {
         throw Error("--decode, --fused-qkv, --per-head and --block are different forms of the "
                     "pass; choose one");
     }
     if (c.d_ff && !c.block) throw Error("--d-ff sets the feed-forward width of --block; give --block pre or post");
-    const char* name = variant_name(c);
-    if (name == nullptr) return;
     if (c.block && (c.kv_len || !c.key_path.empty())) {
         throw Error("--block is self-attention: no --kv-len or --key/--value");
     }
-    if (c.shapes_only) throw Error(std::string(name) + " computes; it cannot be combined with --shapes-only");
-    if (c.attention == AttentionPath::Streaming && !c.fused_qkv) {
-        throw Error(std::string(name) + " runs the standard steps 6-10; it cannot be combined "
-                    "with --attention streaming");
-    }
-    if ((c.no_scale || c.ablate_head) && !c.fused_qkv) {
-        throw Error(std::string(c.no_scale ? "--no-scale" : "--ablate-head") +
-                    " changes the packed pass; it cannot be combined with " + name);
-    }
-    if (c.per_head && !c.mask_path.empty()) {
-        throw Error("--per-head supports --causal and --key-padding-mask, not --mask");
-    }
+    if (c.block && c.shapes_only) throw Error("--block computes; it cannot be combined with --shapes-only");
     if (c.fused_qkv && ((c.kv_heads && *c.kv_heads != c.heads) || c.kv_len ||
                         !c.key_path.empty())) {
         throw Error("--fused-qkv needs self-attention with K and V as wide as Q: no "
