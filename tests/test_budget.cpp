@@ -3,6 +3,7 @@
 // the binary's own baseline, for each path, view and form of the pass.
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <regex>
 #include <string>
 
@@ -10,16 +11,17 @@
 
 namespace {
 
-// "needs 12 MiB" or "need 9 KiB" in a refusal -> "12M" / "9K"; "" when there is none.
+// "needs 12.1 MiB" or "need 9 KiB" in a refusal -> its bytes, rounded up; "" when there is none.
 std::string reported_need(const std::string& message) {
     std::smatch match;
-    if (!std::regex_search(message, match, std::regex("needs? ([0-9]+) ([KM])iB"))) return "";
-    return match[1].str() + match[2].str();
+    if (!std::regex_search(message, match, std::regex("needs? ([0-9.]+) ([KM])iB"))) return "";
+    const double unit = match[2].str() == "M" ? 1 << 20 : 1 << 10;
+    return std::to_string(std::uint64_t(std::ceil(std::stod(match[1].str()) * unit)));
 }
 
 std::uint64_t bytes_of(const std::string& size) {
-    const std::uint64_t number = std::stoull(size.substr(0, size.size() - 1));
-    return number << (size.back() == 'M' ? 20 : 10);
+    if (size.back() == 'K') return std::stoull(size.substr(0, size.size() - 1)) << 10;
+    return std::stoull(size);
 }
 
 // The lowest budget the run reports it needs: refused at 1K, then at each need it names

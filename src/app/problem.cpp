@@ -156,7 +156,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 
 Masks load_masks(const Config& c, Ledger& ledger) {
     Masks masks;
-    masks.causal = c.causal || c.demo_heads;
+    masks.causal = c.causal;
     if (!c.mask_path.empty()) {
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), ledger, masks);
         ledger.hold(sizeof(float) * masks.attn_mask.numel());
@@ -201,7 +201,6 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal || c.demo_heads;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
@@ -242,7 +241,7 @@ ShapesProblem build_shapes(const Config& c) {
     check_heads(s);
     ShapesProblem p;
     p.spec.sizes = s;
-    p.spec.form = form_of(c);
+    p.spec.form = c.form;
     p.spec.path = c.attention.value_or(AttentionPath::Standard);
     p.spec.self_attention = s.kv_len == s.seq_len;
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
@@ -255,7 +254,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = c.decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+    p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
     p.info.total_macs = planned_macs(plan_pass(p.spec));
     p.info.variant = variant_description(c, 0);
     return p;
