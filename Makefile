@@ -107,9 +107,9 @@ same-output: $(BUILD)/mha
 
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
 FUZZ_SECONDS ?= 60
-CHECK_FUZZ_SECONDS := 20
+CHECK_FUZZ_SECONDS := 15
 FUZZ_BUILD := build-fuzz
-FUZZ_TARGETS := npy npz weights cli
+FUZZ_TARGETS := npy npz weights cli run
 FUZZ_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz: fuzz-build

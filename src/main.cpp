@@ -4,9 +4,13 @@
 // `mha quiz ...` goes to the quiz instead. Every error becomes one line on stderr and
 // exit status 2.
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -21,7 +25,10 @@
 #include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "io/npy.h"
+#include "io/printable.h"
+#include "io/text.h"
 #include "show/json_report.h"
 #include "show/markdown_report.h"
 #include "show/stepper.h"
@@ -29,6 +36,35 @@
 #include "show/text_report.h"
 
 namespace {
+
+// A closed standard descriptor is filled with /dev/null opened read-only, so no file opened
+// later takes its number (a --save archive must not receive the trace) and writes to it fail.
+void occupy_closed_descriptors() {
+    for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            const int null = open("/dev/null", O_RDONLY);
+            if (null >= 0 && null != fd) {
+                dup2(null, fd);
+                close(null);
+            }
+        }
+    }
+}
+
+// Standard output, flushed: a failed write (a full disk, a closed descriptor, a closed pipe
+// with SIGPIPE ignored) is an error, not a silent success. Checked after large writes too.
+void check_stdout() {
+    errno = 0;
+    std::cout.flush();
+    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+    if (failed) {
+        // a write that failed earlier, when the buffer filled, has left no errno to report
+        const std::string why = errno ? std::strerror(errno) : "a write failed";
+        std::clearerr(stdout);
+        std::cout.clear();
+        throw mha::Error("cannot write to standard output: " + why);
+    }
+}
 
 std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
@@ -97,8 +133,13 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     const mha::Problem problem = mha::build_problem(config);
-    if (!config.save_path.empty()) mha::npy::check_writable(config.save_path);
-    if (!config.svg_path.empty()) mha::npy::check_writable(config.svg_path);
+    if (!config.save_path.empty()) mha::check_writable(config.save_path);
+    if (!config.svg_path.empty()) mha::check_writable(config.svg_path);
+    mha::check_svg_size(config, problem.info);
+    if (config.text && mha::needs_replacing(*config.text)) {
+        std::cerr << "mha: warning: --text holds control characters or invalid UTF-8; they are "
+                     "shown as U+FFFD\n";
+    }
 
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
@@ -109,7 +150,9 @@ int run(const std::vector<std::string>& args) {
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
+    check_stdout();
     mha::show_after_run(std::cout, config, problem, result, score_stats);
+    check_stdout();
     warn_masked_rows(result, config, problem.info);
 
     if (!config.save_path.empty()) {
@@ -118,19 +161,33 @@ int run(const std::vector<std::string>& args) {
     return 0;
 }
 
+// Every message goes through mha::escaped here, so an option value or a file name with a
+// newline or an escape sequence in it still gives one printable line.
+void print_error(const std::string& message) {
+    std::cerr << "mha: error: " << mha::escaped(message) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    occupy_closed_descriptors();
     try {
-        return run(std::vector<std::string>(argv + 1, argv + argc));
+        const int status = run(std::vector<std::string>(argv + 1, argv + argc));
+        check_stdout();
+        return status;
     } catch (const mha::StepQuit&) {
-        return 0;
+        try {
+            check_stdout();
+            return 0;
+        } catch (const mha::Error& error) {
+            print_error(error.what());
+        }
     } catch (const mha::Error& error) {
-        std::cerr << "mha: error: " << error.what() << "\n";
+        print_error(error.what());
     } catch (const std::bad_alloc&) {
-        std::cerr << "mha: error: out of memory; try smaller sizes or a lower --max-memory\n";
+        print_error("out of memory; try smaller sizes or a lower --max-memory");
     } catch (const std::exception& error) {
-        std::cerr << "mha: error: " << error.what() << "\n";
+        print_error(error.what());
     }
     return 2;
 }

@@ -173,7 +173,7 @@ TEST_CASE("mha quiz: bad options are one line and status 2", "[quiz][cli]") {
         {"--count 101", "quiz --count must be at most 100"},
         {"--topics shapes,colours", "quiz --topics expects a comma-separated list of shapes, d_k"},
         {"--pass 120", "quiz --pass is a percentage from 0 to 100, got 120"},
-        {"--answers /nonexistent/answers.txt", "cannot open '/nonexistent/answers.txt'"},
+        {"--answers /nonexistent/answers.txt", "cannot read /nonexistent/answers.txt: No such file or directory"},
         {"--answers=", "quiz --answers expects a file name"},
         {"--seed", "quiz --seed needs a value"},
         {"--questions=yes", "quiz --questions takes no value"},

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "helpers.h"
+#include "io/atomic_file.h"
 #include "io/npy.h"
 
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ TEST_CASE("write_npz does not depend on a fixed temporary name being free") {
     fs::remove_all(dir);
     fs::create_directories(dir / "out.npz.tmp");  // blocked the fixed name the writer once used
     const std::string out = (dir / "out.npz").string();
-    mha::npy::check_writable(out);
+    mha::check_writable(out);
     mha::npy::write_npz(out, {{"x", mha::Tensor(mha::Shape{2}, {1.5f, -2.0f})}});
     CHECK(mha::npy::read_npz(out).at("x").values == std::vector<double>{1.5, -2.0});
     fs::remove_all(dir);

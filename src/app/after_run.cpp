@@ -6,6 +6,9 @@
 
 #include "app/terminal.h"
 #include "app/variants.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "io/atomic_file.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
 #include "show/svg.h"
@@ -46,7 +49,33 @@ std::string batch_note(const RunInfo& info) {
     return info.batch > 1 ? "batch 0 of " + std::to_string(info.batch) : "batch 0";
 }
 
+std::string svg_caption(const RunInfo& info) {
+    return "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)";
+}
+
+// The panels --export-svg draws: the heads chosen (all by default) and the mean.
+std::size_t svg_panels(const Config& c, std::size_t heads) {
+    return (c.view_heads.empty() ? (c.mean_view ? 0 : heads) : c.view_heads.size()) +
+           (c.mean_view ? 1 : 0);
+}
+
 }  // namespace
+
+void check_svg_size(const Config& config, const RunInfo& info) {
+    if (config.svg_path.empty()) return;
+    const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
+    const std::vector<std::string> cols =
+        info.self_attention ? rows : position_labels(info.kv_len, {});
+    const std::uint64_t bytes =
+        svg_size_bound(svg_panels(config, info.heads), rows, cols, svg_caption(info));
+    if (bytes > max_svg_bytes) {
+        throw Error("--export-svg " + config.svg_path + " would take up to " + byte_size(bytes) +
+                    " (" + std::to_string(svg_panels(config, info.heads)) + " panels of " +
+                    std::to_string(info.seq_len) + "x" + std::to_string(info.kv_len) +
+                    " cells), more than the " + byte_size(max_svg_bytes) +
+                    " an SVG may take; draw fewer heads with --head or use fewer positions");
+    }
+}
 
 void show_after_run(std::ostream& out, const Config& config, const Problem& problem,
                     const ForwardResult& result, const ScoreStats& stats) {
@@ -66,8 +95,10 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     if (!config.svg_path.empty()) {
         const std::vector<std::string> cols =
             info.self_attention ? rows : position_labels(info.kv_len, {});
-        save_svg(config.svg_path, weight_maps(result.weights, choice), rows, cols,
-                 "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)");
+        AtomicFile file(config.svg_path);
+        write_svg(file.stream(), weight_maps(result.weights, choice), rows, cols,
+                  svg_caption(info));
+        file.commit();
     }
 }
 

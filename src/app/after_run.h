@@ -6,9 +6,16 @@
 #include "app/problem.h"
 #include "show/score_stats.h"
 
+#include <cstdint>
 #include <ostream>
 
 namespace mha {
+
+// --export-svg is refused before the run when it could be larger than this.
+inline constexpr std::uint64_t max_svg_bytes = std::uint64_t(256) << 20;
+
+// Throws mha::Error when the SVG asked for could outgrow max_svg_bytes.
+void check_svg_size(const Config& config, const RunInfo& info);
 
 // stats: the ScoreStats tracer that watched the pass (enabled when wants_summary).
 void show_after_run(std::ostream& out, const Config& config, const Problem& problem,

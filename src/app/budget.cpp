@@ -62,6 +62,30 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
     return checked_sum({attention, block_bytes(s, d_ff), ffn_weights}, what);
 }
 
+// What the views add after the pass, beside its result, each freed before the next: the
+// heatmap and the SVG copy batch 0's maps, (N, M) floats each (the mean also sums in double
+// into a growing list); --ablate-head runs the pass again and compares the two outputs as lists.
+std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
+                         std::size_t threads) {
+    const std::string what = "the memory for this configuration";
+    std::uint64_t maps = 0, ablation = 0;
+    if (c.heatmap || !c.svg_path.empty()) {
+        const std::uint64_t heads = c.view_heads.empty() ? (c.mean_view ? 0 : s.heads)
+                                                         : c.view_heads.size();
+        const std::uint64_t cells = checked_product({s.seq_len, s.kv_len}, what);
+        maps = checked_sum({checked_product({heads, cells, sizeof(float)}, what),
+                            c.mean_view ? checked_product({cells, 16}, what) : 0},
+                           what);
+    }
+    if (c.ablate_head) {
+        ablation = checked_sum(
+            {pass_bytes(c, s, d_ff, path, threads),
+             checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
+            what);
+    }
+    return std::max(maps, ablation);
+}
+
 const char* path_name(AttentionPath path) {
     return path == AttentionPath::Standard ? "standard" : "streaming";
 }
@@ -105,7 +129,8 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
     auto total = [&](AttentionPath path) {
-        return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads)},
+        return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads),
+                            view_bytes(c, s, d_ff, path, plan.threads)},
                            "the memory for this configuration");
     };
     plan.path = choose_path(c, total(AttentionPath::Standard), total(AttentionPath::Streaming));

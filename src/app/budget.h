@@ -19,7 +19,8 @@ struct RunPlan {
 // and the path (--attention, or auto), and throws mha::Error, naming the path and the
 // bytes needed, when the run would hold more than --max-memory: the inputs, the
 // weights, the masks already loaded (mask_bytes), what the chosen form of the pass
-// allocates with these threads, and what --save takes.
+// allocates with these threads, what the views add after it (heatmap and SVG maps, a
+// second pass for --ablate-head), and what --save takes.
 RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
                  std::uint64_t mask_bytes);
 

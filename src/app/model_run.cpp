@@ -7,6 +7,7 @@
 #include "app/terminal.h"
 #include "core/error.h"
 #include "core/model.h"
+#include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "show/head_roles.h"
@@ -93,9 +94,11 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         print_head_roles(out, roles);
     }
     if (!c.svg_path.empty()) {
-        save_svg(c.svg_path, maps, rows, rows,
-                 c.layer ? "attention weights of layer " + std::to_string(layer)
-                         : "every layer's heads (rows: queries, columns: keys)");
+        AtomicFile file(c.svg_path);
+        write_svg(file.stream(), maps, rows, rows,
+                  c.layer ? "attention weights of layer " + std::to_string(layer)
+                          : "every layer's heads (rows: queries, columns: keys)");
+        file.commit();
     }
 }
 
@@ -106,8 +109,8 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
     const ModelText text = encode_text(*c.text, model);
     const std::size_t layer = c.layer.value_or(0);
     check_choices(c, model, layer);
-    if (!c.save_path.empty()) npy::check_writable(c.save_path);
-    if (!c.svg_path.empty()) npy::check_writable(c.svg_path);
+    if (!c.save_path.empty()) check_writable(c.save_path);
+    if (!c.svg_path.empty()) check_writable(c.svg_path);
     if (text.unknown > 0) {
         err << "mha: warning: " << plural(text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";

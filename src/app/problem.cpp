@@ -7,6 +7,7 @@
 #include "app/budget.h"
 #include "app/layout.h"
 #include "app/variants.h"
+#include "core/checked.h"
 #include "core/decode.h"
 #include "core/error.h"
 #include "io/demo_heads.h"
@@ -32,28 +33,42 @@ std::size_t reconcile(const std::optional<std::size_t>& option, const char* flag
     return from_file;
 }
 
-// A query, key or value file: float, finite, 2-D (unbatched) or 3-D.
-Tensor load_input(const std::string& path, const char* what, std::uint64_t max_memory,
-                  bool seq_first) {
-    const npy::Array array = npy::read_npy(path, max_memory);
+// A feature dimension of 0 from a file is refused before anything is printed, naming the
+// file and the dimension. Empty batches and sequences are computed, as PyTorch does.
+void check_features(const npy::Array& array, const std::string& path, const char* what,
+                    const char* feature) {
+    if (array.shape.back() == 0) {
+        throw Error(path + ": " + what + " has shape " + to_string(array.shape) + ", so " +
+                    feature + "=0; every size must be at least 1");
+    }
+}
+
+// A query, key or value file: float, finite, 2-D (unbatched) or 3-D; feature: the name of
+// its last dimension ("d_model", "kdim", "vdim"). The tensor stays for the run: the ledger
+// holds its bytes, so the next read gets what is left.
+Tensor load_input(const std::string& path, const char* what, const char* feature, bool seq_first,
+                  Ledger& ledger) {
+    const npy::Array array = npy::read_npy(path, ledger);
     if (array.shape.size() != 2 && array.shape.size() != 3) {
         throw Error(path + ": " + what + " must have 3 dimensions " +
                     layout_shape(input_layout(3, seq_first)) + ", or 2 " +
                     layout_shape(InputLayout::Unbatched) + " unbatched, got shape " +
                     to_string(array.shape));
     }
+    check_features(array, path, what, feature);
     if (array.kind != 'f') {
         throw Error(path + ": " + what + " is " + array.dtype_name() +
                     ", expected float32 or float64");
     }
     check_finite(array, path + ": " + what, Infinities::None);
+    ledger.hold(sizeof(float) * array.values.size());
     return npy::to_tensor(array);
 }
 
 // Keys and values are batched exactly when the query is, as PyTorch requires.
-Tensor load_key_or_value(const std::string& path, const char* what, const Config& c,
-                         InputLayout layout) {
-    const Tensor x = load_input(path, what, c.max_memory, c.seq_first);
+Tensor load_key_or_value(const std::string& path, const char* what, const char* feature,
+                         const Config& c, InputLayout layout, Ledger& ledger) {
+    const Tensor x = load_input(path, what, feature, c.seq_first, ledger);
     if (input_layout(x.dim(), c.seq_first) != layout) {
         throw Error(path + ": " + what + " has shape " + to_string(x.shape()) + " but the query " +
                     c.input_path + " is " + (x.dim() == 2 ? "batched" : "unbatched") +
@@ -70,34 +85,50 @@ struct Sources {
     InputLayout layout = InputLayout::BatchFirst;
 };
 
-Sources load_files(const Config& c) {
+// Each file is read within what the files before it left of --max-memory.
+Sources load_files(const Config& c, Ledger& ledger) {
     Sources sources;
     if (!c.weights_path.empty() && c.block) {
-        BlockState state = load_block(c.weights_path);
+        BlockState state = load_block(c.weights_path, ledger);
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
         sources.num_heads = state.num_heads;
+        ledger.hold(sizeof(float) * (sources.weights->parameter_count() +
+                                     sources.block->parameter_count()));
     } else if (!c.weights_path.empty()) {
-        LoadedWeights loaded = load_weights(c.weights_path, c.max_memory);
+        LoadedWeights loaded = load_weights(c.weights_path, ledger);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
+        ledger.hold(sizeof(float) * sources.weights->parameter_count());
     }
     if (c.text) {
         const std::size_t width =
             sources.weights ? sources.weights->d_model() : c.d_model.value_or(text_d_model);
-        const Tensor x = text_input(tokenize(*c.text), width);
+        const std::vector<std::string> tokens = tokenize(*c.text);
+        // x (1, N, d_model) and the positional encodings (N, d_model / 2) while it is built
+        const std::uint64_t bytes = checked_product(
+            {sizeof(float), tokens.size(), width + width / 2}, "the memory for --text");
+        ledger.check(bytes, "--text",
+                     std::to_string(tokens.size()) + " tokens of width " + std::to_string(width) +
+                         " need " + byte_size(bytes),
+                     "a shorter --text");
+        const Tensor x = text_input(tokens, width);
+        ledger.hold(sizeof(float) * x.numel());
         sources.inputs = Inputs{x, x, x};
     }
     if (!c.input_path.empty()) {
-        const Tensor file = load_input(c.input_path, "the input", c.max_memory, c.seq_first);
+        const Tensor file =
+            load_input(c.input_path, "the input", "d_model", c.seq_first, ledger);
         sources.layout = input_layout(file.dim(), c.seq_first);
         const Tensor x = to_batch_first(file, sources.layout);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
             sources.inputs =
-                Inputs{x, load_key_or_value(c.key_path, "the key", c, sources.layout),
-                       load_key_or_value(c.value_path, "the value", c, sources.layout)};
+                Inputs{x, load_key_or_value(c.key_path, "the key", "kdim", c, sources.layout,
+                                            ledger),
+                       load_key_or_value(c.value_path, "the value", "vdim", c, sources.layout,
+                                         ledger)};
         }
     }
     return sources;
@@ -165,17 +196,17 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 
 // The masks in the pass's shapes: 4-D attn_masks broadcast, an unbatched padding mask (M)
 // as (1, M).
-Masks load_masks(const Config& c, const Sizes& s, InputLayout layout) {
+Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger) {
     Masks masks;
     masks.causal = c.causal;
     masks.causal_align = c.causal_align;
     if (!c.mask_path.empty()) {
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
-                       masks);
+        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), ledger, masks);
         masks.attn_mask = broadcast_attn_mask(masks.attn_mask, s.batch, s.heads);
+        ledger.hold(sizeof(float) * masks.attn_mask.numel());
     }
     if (!c.key_padding_mask_path.empty()) {
-        load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
+        load_key_padding_mask(c.key_padding_mask_path, ledger, masks);
         if (layout == InputLayout::Unbatched) {
             masks.key_padding = unbatched_key_padding(masks.key_padding);
         }
@@ -330,11 +361,12 @@ ShapesProblem build_shapes(const Config& c) {
 }
 
 Problem build_problem(const Config& c) {
-    Sources files = load_files(c);
+    Ledger ledger(c.max_memory);
+    Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    Masks masks = load_masks(c, s, files.layout);
+    Masks masks = load_masks(c, s, files.layout, ledger);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 

@@ -2,11 +2,12 @@
 
 #include "app/quiz.h"
 
-#include <fstream>
+#include <algorithm>
 
 #include "app/cli.h"
 #include "app/quiz_questions.h"
 #include "core/error.h"
+#include "io/read_file.h"
 
 namespace mha {
 
@@ -126,11 +127,14 @@ bool grade(std::ostream& out, const Question& q, const std::string& typed) {
 }
 
 // The answers file: one line per question, in order; lines starting with # are comments.
+// It is read within the default --max-memory, so /dev/zero ends and a directory is refused.
 std::vector<std::string> read_answers(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("quiz --answers: cannot open '" + path + "'");
+    const std::string text = read_file(path, Ledger(Config().max_memory));
     std::vector<std::string> answers;
-    for (std::string line; std::getline(in, line);) {
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string line = text.substr(start, end - start);
+        start = end + 1;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.rfind('#', 0) != 0) answers.push_back(line);
     }

@@ -5,6 +5,8 @@
 #include "core/error.h"
 #include "io/weights.h"
 
+#include <utility>
+
 namespace mha {
 
 namespace {
@@ -32,6 +34,13 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
         throw Error(source + ": array '" + name + "' is " + found->second.dtype_name() +
                     ", expected float32 or float64");
     }
+    for (const std::size_t size : found->second.shape) {
+        if (size == 0) {
+            throw Error(source + ": array '" + name + "' has shape " +
+                        to_string(found->second.shape) + ", a dimension of 0; every size must"
+                        " be at least 1");
+        }
+    }
     Tensor t = npy::to_tensor(found->second);
     rest.erase(found);
     return t;
@@ -39,7 +48,7 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
 
 }  // namespace
 
-BlockState block_from_state_dict(const Arrays& arrays, const std::string& source) {
+BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
     const bool torch = arrays.count("linear1.weight") != 0;
     if (!torch && arrays.count("ffn.0.weight") == 0) {
         throw Error(source + ": not a transformer block's state dict; expected "
@@ -47,7 +56,7 @@ BlockState block_from_state_dict(const Arrays& arrays, const std::string& source
                              "or ffn.0/ffn.2/ln1/ln2/attn");
     }
     const Naming& n = torch ? torch_naming : scratch_naming;
-    Arrays rest = arrays;
+    Arrays& rest = arrays;  // what take() leaves: the attention arrays
     BlockState state;
     BlockWeights& b = state.block;
     b.norm1_weight = take(rest, n.norm1 + ".weight", source, n);
@@ -59,21 +68,22 @@ BlockState block_from_state_dict(const Arrays& arrays, const std::string& source
     b.w_2 = take(rest, n.linear2 + ".weight", source, n);
     b.b_2 = take(rest, n.linear2 + ".bias", source, n);
     Arrays attention;
-    for (const auto& [name, array] : rest) {
+    for (auto& [name, array] : rest) {
         if (name.rfind(n.attention, 0) != 0) {
             throw Error(source + ": unexpected array '" + name + "' in a block's state dict");
         }
-        attention.emplace(name.substr(n.attention.size()), array);
+        attention.emplace(name.substr(n.attention.size()), std::move(array));
     }
+    rest.clear();
     state.attention = weights_from_state_dict(attention, source + " (" + n.attention + "*)");
     check_block(b, state.attention.d_model());
     return state;
 }
 
-BlockState load_block(const std::string& path) {
-    Arrays arrays = npy::read_npz(path);
+BlockState load_block(const std::string& path, const Ledger& ledger) {
+    Arrays arrays = npy::read_npz(path, ledger);
     const std::optional<std::size_t> num_heads = take_num_heads(arrays, path);
-    BlockState state = block_from_state_dict(arrays, path);
+    BlockState state = block_from_state_dict(std::move(arrays), path);
     state.num_heads = num_heads;
     return state;
 }

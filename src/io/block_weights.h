@@ -4,6 +4,7 @@
 // and a typical from-scratch block's (attn.*, ffn.0, ffn.2 of an nn.Sequential, ln1, ln2).
 // The attention part may use any naming io/weights.h knows.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,9 +21,11 @@ struct BlockState {
     std::optional<std::size_t> num_heads;  // the file's num_heads entry (io/weights.h)
 };
 
-BlockState block_from_state_dict(const std::map<std::string, npy::Array>& arrays,
+// Takes the arrays by value: each becomes a tensor and is freed as it is taken.
+BlockState block_from_state_dict(std::map<std::string, npy::Array> arrays,
                                  const std::string& source);
 
-BlockState load_block(const std::string& path);
+// Refuses a file whose arrays need more than the ledger has left to load.
+BlockState load_block(const std::string& path, const Ledger& ledger);
 
 }  // namespace mha

@@ -43,16 +43,16 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
     return Tensor(mask.shape, std::move(values));
 }
 
-void load_attn_mask(const std::string& path, MaskMeaning meaning, std::uint64_t max_memory,
+void load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
                     Masks& masks) {
     std::string note;
-    masks.attn_mask = additive_mask(npy::read_npy(path, max_memory), meaning, "attn_mask " + path, note);
+    masks.attn_mask = additive_mask(npy::read_npy(path, ledger), meaning, "attn_mask " + path, note);
     masks.notes.push_back(note);
 }
 
-void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Masks& masks) {
+void load_key_padding_mask(const std::string& path, const Ledger& ledger, Masks& masks) {
     std::string note;
-    masks.key_padding = additive_mask(npy::read_npy(path, max_memory), MaskMeaning::Block, "key_padding_mask " + path, note);
+    masks.key_padding = additive_mask(npy::read_npy(path, ledger), MaskMeaning::Block, "key_padding_mask " + path, note);
     masks.notes.push_back(note);
 }
 

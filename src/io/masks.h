@@ -22,11 +22,11 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
                      std::string& note);
 
 // attn_mask from a .npy file; shape is checked later against the problem's sizes.
-// Both loaders refuse a file that needs more than max_memory bytes to load.
-void load_attn_mask(const std::string& path, MaskMeaning meaning, std::uint64_t max_memory,
+// Both loaders refuse a file that needs more than the ledger has left to load.
+void load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
                     Masks& masks);
 // key_padding_mask (B, M) from a .npy file: True / non-zero = ignore that key.
-void load_key_padding_mask(const std::string& path, std::uint64_t max_memory, Masks& masks);
+void load_key_padding_mask(const std::string& path, const Ledger& ledger, Masks& masks);
 
 // A 4-D attn_mask as tutorials and scaled_dot_product_attention write it, broadcast over
 // (B, h, N, M): (1, 1, N, M) -> (N, M), (B, 1, N, M) -> (B, N, M), (B, h, N, M) and

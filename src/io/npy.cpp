@@ -4,17 +4,14 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "io/bytes.h"
+#include "io/read_file.h"
 #include "io/zip.h"
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <memory>
-#include <random>
 #include <set>
 #include <string_view>
 
@@ -34,37 +31,6 @@ const std::string npy_magic("\x93NUMPY", 6);
 constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t bytes_per_value = sizeof(double) + sizeof(float);
 constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
-
-std::string system_error(const std::string& action, const std::string& path, int error) {
-    return "cannot " + action + " " + path + ": " + std::strerror(error);
-}
-
-struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-};
-using FileHandle = std::unique_ptr<std::FILE, FileCloser>;
-
-Error over_budget(const std::string& what, const std::string& needs, std::uint64_t max_memory) {
-    return Error(what + ": " + needs + ", more than --max-memory " + byte_size(max_memory) +
-                 "; raise --max-memory or use a smaller file");
-}
-
-// The whole file, refused as soon as it outgrows max_memory (so /dev/zero ends too).
-std::string read_file(const std::string& path, std::uint64_t max_memory) {
-    const FileHandle file(std::fopen(path.c_str(), "rb"));
-    if (!file) throw Error(system_error("read", path, errno));
-    std::string bytes;
-    std::string chunk(1 << 16, '\0');
-    while (const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get())) {
-        bytes.append(chunk.data(), got);
-        if (bytes.size() > max_memory) {
-            throw Error(path + ": the file is larger than --max-memory " + byte_size(max_memory) +
-                        "; raise --max-memory or use a smaller file");
-        }
-    }
-    if (std::ferror(file.get())) throw Error(system_error("read", path, errno));
-    return bytes;
-}
 
 // ---- dtypes ----------------------------------------------------------------
 
@@ -379,7 +345,7 @@ void check_data_size(const Array& array, std::size_t count, std::size_t availabl
 // `available` is what the decoded values may take: each element becomes a double here and a
 // float in the tensor made from it, 12 bytes in all.
 Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint64_t available,
-                     std::uint64_t max_memory) {
+                     const Ledger& ledger) {
     const NpyLayout layout = npy_layout(bytes, what);
     const Header header = HeaderParser(layout.header, what).parse();
     const StoredDType stored = parse_dtype(header.descr, what);
@@ -391,10 +357,9 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint6
     const std::size_t count = checked_element_count(header.shape, what);
     check_data_size(array, count, bytes.size() - layout.data_start, what);
     if (count > available / bytes_per_value) {
-        throw over_budget(what,
-                          "shape " + to_string(array.shape) + " needs " +
-                              byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded",
-                          max_memory);
+        ledger.refuse(what,
+                     "shape " + to_string(array.shape) + " needs " +
+                         byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded");
     }
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
     array.values.resize(count);
@@ -471,46 +436,6 @@ std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays)
     return files;
 }
 
-// A file beside `path` that no other run can have: "<path>.<16 hex digits>.tmp", created
-// exclusively (fopen's "x" mode fails when the name exists, and then another is drawn).
-struct TemporaryFile {
-    std::string name;
-    FileHandle file;
-};
-
-// Refuses a directory, and a device, pipe or socket, which the rename would replace.
-TemporaryFile create_temporary(const std::string& path) {
-    std::error_code ignored;
-    const std::filesystem::file_status status = std::filesystem::status(path, ignored);
-    if (std::filesystem::is_directory(status)) {
-        throw Error("cannot write " + path + ": it is a directory; give a file name");
-    }
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-        throw Error("cannot write " + path +
-                    ": it is not a regular file (a device, pipe or socket); give a file name");
-    }
-    std::random_device entropy;
-    std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        char suffix[24];
-        std::snprintf(suffix, sizeof suffix, ".%016llx.tmp",
-                      static_cast<unsigned long long>(draw()));
-        const std::string name = path + suffix;
-        FileHandle file(std::fopen(name.c_str(), "wbx"));
-        if (file) return {name, std::move(file)};
-        if (errno != EEXIST) throw Error(system_error("write", path, errno));
-    }
-    throw Error("cannot write " + path + ": no free temporary name beside it");
-}
-
-void write_zip_file(FileHandle file, const std::string& path, const Arrays& arrays) {
-    const std::string archive = zip::stored_archive(npz_files(arrays), path);
-    if (std::fwrite(archive.data(), 1, archive.size(), file.get()) != archive.size()) {
-        throw Error(system_error("write", path, errno));
-    }
-    if (std::fclose(file.release()) != 0) throw Error(system_error("write", path, errno));
-}
-
 }  // namespace
 
 std::string Array::dtype_name() const {
@@ -524,20 +449,18 @@ std::string Array::dtype_name() const {
 }
 
 Array parse_npy(const std::string& bytes, const std::string& what) {
-    return parse_npy_view(bytes, what, unlimited, unlimited);
+    return parse_npy_view(bytes, what, unlimited, Ledger());
 }
 
-Array read_npy(const std::string& path, std::uint64_t max_memory) {
-    const std::string bytes = read_file(path, max_memory);
-    return parse_npy_view(bytes, path, max_memory - bytes.size(), max_memory);
+Array read_npy(const std::string& path, const Ledger& ledger) {
+    const std::string bytes = read_file(path, ledger);
+    return parse_npy_view(bytes, path, ledger.left() - bytes.size(), ledger);
 }
 
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
-                                       std::uint64_t max_memory) {
-    if (bytes.size() > max_memory) {
-        throw over_budget(path, "the file needs " + byte_size(bytes.size()), max_memory);
-    }
-    std::uint64_t available = max_memory - bytes.size();
+                                       const Ledger& ledger) {
+    ledger.check(bytes.size(), path, "the file needs " + byte_size(bytes.size()));
+    std::uint64_t available = ledger.left() - bytes.size();
     std::map<std::string, Array> arrays;
     for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
         const std::string name = array_name(entry, path);
@@ -548,15 +471,15 @@ std::map<std::string, Array> parse_npz(const std::string& bytes, const std::stri
         const Array& array =
             arrays
                 .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label,
-                                              available, max_memory))
+                                              available, ledger))
                 .first->second;
         available -= array.values.size() * bytes_per_value;
     }
     return arrays;
 }
 
-std::map<std::string, Array> read_npz(const std::string& path, std::uint64_t max_memory) {
-    return parse_npz(read_file(path, max_memory), path, max_memory);
+std::map<std::string, Array> read_npz(const std::string& path, const Ledger& ledger) {
+    return parse_npz(read_file(path, ledger), path, ledger);
 }
 
 Tensor to_tensor(const Array& array) {
@@ -575,24 +498,12 @@ std::string to_npy_bytes(const Tensor& tensor) {
     return bytes;
 }
 
-void check_writable(const std::string& path) {
-    const std::string temporary = create_temporary(path).name;
-    std::remove(temporary.c_str());
-}
-
 void write_npz(const std::string& path, const Arrays& arrays) {
     check_array_names(path, arrays);
-    TemporaryFile temporary_file = create_temporary(path);
-    const std::string temporary = temporary_file.name;
-    try {
-        write_zip_file(std::move(temporary_file.file), path, arrays);
-        if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-            throw Error(system_error("write", path, errno));
-        }
-    } catch (...) {
-        std::remove(temporary.c_str());
-        throw;
-    }
+    AtomicFile file(path);
+    const std::string archive = zip::stored_archive(npz_files(arrays), path);
+    file.stream().write(archive.data(), std::streamsize(archive.size()));
+    file.commit();
 }
 
 }  // namespace mha::npy

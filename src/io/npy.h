@@ -5,6 +5,7 @@
 // (not compressed), as numpy.savez writes it.
 
 #include "core/tensor.h"
+#include "io/ledger.h"
 
 #include <cstdint>
 #include <limits>
@@ -26,26 +27,21 @@ struct Array {
 
 // `what` names the source in error messages ("mask.npy", "weights.npz: W_q.weight").
 Array parse_npy(const std::string& bytes, const std::string& what);
-// Reading refuses, before allocating it, memory beyond max_memory: the file's bytes plus
-// 12 bytes per element (its double here and its float in a tensor).
-Array read_npy(const std::string& path,
-               std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
-// Entries by name without the ".npy" suffix, as numpy.load(path) shows them; max_memory
+// Reading refuses, before allocating it, memory beyond what the ledger has left: the file's
+// bytes plus 12 bytes per element (its double here and its float in a tensor).
+Array read_npy(const std::string& path, const Ledger& ledger = Ledger());
+// Entries by name without the ".npy" suffix, as numpy.load(path) shows them; the ledger
 // covers the archive's bytes and every entry's elements together.
-std::map<std::string, Array> parse_npz(
-    const std::string& bytes, const std::string& what,
-    std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
-std::map<std::string, Array> read_npz(
-    const std::string& path, std::uint64_t max_memory = std::numeric_limits<std::uint64_t>::max());
+std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& what,
+                                       const Ledger& ledger = Ledger());
+std::map<std::string, Array> read_npz(const std::string& path, const Ledger& ledger = Ledger());
 
 // The array's values as a float32 tensor of the same shape.
 Tensor to_tensor(const Array& array);
 
 std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
-// Throws mha::Error when `path` cannot be written (checked before a long computation).
-void check_writable(const std::string& path);
-// Writes to a temporary file beside `path`, unique to this run, and renames it to `path`;
-// on any failure the temporary file is removed, so no partial file is left.
+// Writes through io/atomic_file: a temporary file beside `path`, unique to this run, renamed
+// to `path`; on any failure (or SIGINT/SIGTERM) the temporary file is removed.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
 
 }  // namespace mha::npy

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "io/init.h"
+#include "io/printable.h"
 
 namespace mha {
 
@@ -38,13 +39,21 @@ std::vector<std::string> tokenize(const std::string& text) {
         } else if (is_word_byte(c)) {
             const std::size_t start = i;
             while (i < text.size() && is_word_byte(static_cast<unsigned char>(text[i]))) ++i;
-            tokens.push_back(text.substr(start, i - start));
+            tokens.push_back(sanitized(text.substr(start, i - start)));
         } else {
-            tokens.push_back(std::string(1, text[i++]));
+            tokens.push_back(sanitized(text.substr(i++, 1)));
         }
     }
     if (tokens.empty()) throw Error("--text has no words or punctuation to attend over");
     return tokens;
+}
+
+bool needs_replacing(const std::string& text) {
+    std::string spaced = text;  // whitespace separates tokens and is never shown
+    for (char& c : spaced) {
+        if (std::isspace(static_cast<unsigned char>(c))) c = ' ';
+    }
+    return sanitized(spaced) != spaced;
 }
 
 double encoding_frequency(std::size_t pair, std::size_t width) {

@@ -15,8 +15,13 @@
 namespace mha {
 
 // Words (runs of letters, digits, apostrophes and UTF-8 multibyte characters) and
-// single punctuation marks; whitespace separates. Throws mha::Error when there is no token.
+// single punctuation marks; whitespace separates. Control bytes and invalid UTF-8 in a
+// token become U+FFFD, so labels are safe on a terminal and in SVG, HTML and JSON.
+// Throws mha::Error when there is no token.
 std::vector<std::string> tokenize(const std::string& text);
+
+// True when tokenize would replace something (to say so once on stderr).
+bool needs_replacing(const std::string& text);
 
 // Width of the positional half: d_model / 2. The i-th sin/cos pair uses the
 // frequency 10000^(-2i / width).

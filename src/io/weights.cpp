@@ -69,7 +69,18 @@ public:
     }
 
     std::size_t cols_of(const std::string& name) const {
-        return rows_of(name) == 0 ? 0 : arrays_.at(name).shape[1];
+        return has(name) && rows_of(name) != 0 ? arrays_.at(name).shape[1] : 0;
+    }
+
+    // A size learnt from array `name` (dimension, e.g. "E"), refused when it is 0: a state
+    // dict with E = 0 would divide by zero further on.
+    std::size_t nonzero(std::size_t size, const char* dimension, const std::string& name) const {
+        if (size == 0 && has(name)) {
+            throw Error(source_ + ": array '" + name + "' has shape " +
+                        to_string(arrays_.at(name).shape) + ", so " + dimension +
+                        "=0; every size must be at least 1");
+        }
+        return size;
     }
 
 private:
@@ -116,7 +127,7 @@ void take_bias_kv(StateDict& dict, std::size_t E, const std::string& source, Wei
 }
 
 Weights torch_packed(StateDict& dict, const std::string& source) {
-    const std::size_t E = dict.cols_of("in_proj_weight");
+    const std::size_t E = dict.nonzero(dict.cols_of("in_proj_weight"), "E", "in_proj_weight");
     Weights w;
     const Tensor weight = dict.take("in_proj_weight", {3 * E, E});
     const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
@@ -128,12 +139,14 @@ Weights torch_packed(StateDict& dict, const std::string& source) {
 }
 
 Weights torch_separate(StateDict& dict, const std::string& source) {
-    const std::size_t E = dict.rows_of("q_proj_weight");
+    const std::size_t E = dict.nonzero(dict.rows_of("q_proj_weight"), "E", "q_proj_weight");
     Weights w;
     take_bias_kv(dict, E, source, w);
     w.w_q = dict.take("q_proj_weight", {E, E});
-    w.w_k = dict.take("k_proj_weight", {E, dict.cols_of("k_proj_weight")});
-    w.w_v = dict.take("v_proj_weight", {E, dict.cols_of("v_proj_weight")});
+    w.w_k = dict.take("k_proj_weight",
+                      {E, dict.nonzero(dict.cols_of("k_proj_weight"), "kdim", "k_proj_weight")});
+    w.w_v = dict.take("v_proj_weight",
+                      {E, dict.nonzero(dict.cols_of("v_proj_weight"), "vdim", "v_proj_weight")});
     const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
     w.b_q = part_of(bias, 0, E);
     w.b_k = part_of(bias, 1, E);
@@ -145,15 +158,18 @@ Weights torch_separate(StateDict& dict, const std::string& source) {
 
 // From-scratch modules: prefix "W_" or "w_" for the names q, k, v, o (or qkv).
 Weights scratch(StateDict& dict, const std::string& prefix) {
-    const std::size_t E = dict.has(prefix + "q.weight") ? dict.rows_of(prefix + "q.weight")
-                                                        : dict.cols_of(prefix + "qkv.weight");
+    const std::string first = dict.has(prefix + "q.weight") ? prefix + "q.weight"
+                                                            : prefix + "qkv.weight";
+    const std::size_t E = dict.nonzero(
+        dict.has(prefix + "q.weight") ? dict.rows_of(first) : dict.cols_of(first), "E", first);
     Weights w;
     if (dict.has(prefix + "qkv.weight")) {
         const Tensor weight = dict.take(prefix + "qkv.weight", {3 * E, E});
         const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * E});
         split_packed(weight, bias, E, w);
     } else {
-        const std::size_t kv_width = dict.rows_of(prefix + "k.weight");  // G·d_k, E unless GQA
+        const std::size_t kv_width =  // G·d_k, E unless GQA
+            dict.nonzero(dict.rows_of(prefix + "k.weight"), "G·d_k", prefix + "k.weight");
         w.w_q = dict.take(prefix + "q.weight", {E, E});
         w.w_k = dict.take(prefix + "k.weight", {kv_width, E});
         w.w_v = dict.take(prefix + "v.weight", {kv_width, E});
@@ -222,8 +238,8 @@ std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& sou
     return heads;
 }
 
-LoadedWeights load_weights(const std::string& path, std::uint64_t max_memory) {
-    Arrays arrays = npy::read_npz(path, max_memory);
+LoadedWeights load_weights(const std::string& path, const Ledger& ledger) {
+    Arrays arrays = npy::read_npz(path, ledger);
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);
     loaded.weights = weights_from_state_dict(arrays, path);

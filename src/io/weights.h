@@ -28,7 +28,7 @@ struct LoadedWeights {
     std::optional<std::size_t> num_heads;  // the file's num_heads entry, when it has one
 };
 
-// Refuses a file whose arrays need more than max_memory bytes to load.
-LoadedWeights load_weights(const std::string& path, std::uint64_t max_memory);
+// Refuses a file whose arrays need more than the ledger has left to load.
+LoadedWeights load_weights(const std::string& path, const Ledger& ledger);
 
 }  // namespace mha

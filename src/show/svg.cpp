@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "core/error.h"
 #include "show/palette.h"
@@ -128,12 +127,20 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
     out << "</svg>\n";
 }
 
-void save_svg(const std::string& path, const std::vector<WeightMap>& maps,
-              const std::vector<std::string>& row_labels,
-              const std::vector<std::string>& col_labels, const std::string& caption) {
-    std::ofstream file(path, std::ios::binary);
-    if (file) write_svg(file, maps, row_labels, col_labels, caption);
-    if (!file.flush()) throw Error("cannot write the SVG to " + path);
+std::uint64_t svg_size_bound(std::size_t maps, const std::vector<std::string>& row_labels,
+                             const std::vector<std::string>& col_labels,
+                             const std::string& caption) {
+    // an escaped byte takes at most 6 ("&quot;"), a number at most 24 characters
+    std::uint64_t row = 0, col = 0;
+    for (const std::string& label : row_labels) row = std::max<std::uint64_t>(row, 6 * label.size());
+    for (const std::string& label : col_labels) col = std::max<std::uint64_t>(col, 6 * label.size());
+    constexpr std::uint64_t cell_text = 150 + 2 * 24, label_text = 100 + 2 * 24, fixed_text = 8192;
+    const std::uint64_t rows = row_labels.size(), cols = col_labels.size();
+    const double panel = double(rows) * double(cols) * double(cell_text + row + col) +
+                         double(rows) * double(label_text + row) +
+                         double(cols) * double(label_text + col) + 256;
+    const double total = double(maps) * panel + double(fixed_text + 6 * caption.size());
+    return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);
 }
 
 }  // namespace mha

@@ -119,3 +119,11 @@ plus_inf_mask[0, 4] = np.inf
 write("mask_plus_inf.npy", npy_bytes(plus_inf_mask))
 write("mask_4d_wrong.npy", npy_bytes(np.zeros((3, 1, 5, 5), dtype=bool)))  # B is 2, not 3
 write("padding_wrong_shape.npy", npy_bytes(np.zeros((2, 4), dtype=bool)))
+
+# zero-size dimensions (refused, naming the file and the dimension)
+write("zero_d_model.npy", npy_bytes(np.zeros((1, 4, 0), dtype=np.float32)))
+write("zero_seq_len.npy", npy_bytes(np.zeros((1, 0, 4), dtype=np.float32)))
+write("zero_batch.npy", npy_bytes(np.zeros((0, 4, 4), dtype=np.float32)))
+empty = np.zeros((0, 0), dtype=np.float32)
+write("zero_e.npz", npz_bytes({"in_proj_weight": empty, "out_proj.weight": empty}))
+write("zero_e_scratch.npz", npz_bytes({f"W_{p}.weight": empty for p in "qkvo"}))

@@ -1,0 +1,80 @@
+// The memory budget holds in practice: a run admitted at exactly the need it reports (the
+// figure in its refusal) peaks, measured by wait4's ru_maxrss, within 1.1x that need plus
+// the binary's own baseline, for each path, view and form of the pass.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "helpers.h"
+
+namespace {
+
+// "needs 12.1 MiB" or "need 9 KiB" in a refusal -> its bytes, rounded up; "" when there is none.
+std::string reported_need(const std::string& message) {
+    std::smatch match;
+    if (!std::regex_search(message, match, std::regex("needs? ([0-9.]+) ([KM])iB"))) return "";
+    const double unit = match[2].str() == "M" ? 1 << 20 : 1 << 10;
+    return std::to_string(std::uint64_t(std::ceil(std::stod(match[1].str()) * unit)));
+}
+
+std::uint64_t bytes_of(const std::string& size) {
+    if (size.back() == 'K') return std::stoull(size.substr(0, size.size() - 1)) << 10;
+    return std::stoull(size);
+}
+
+// The lowest budget the run reports it needs: refused at 1K, then at each need it names
+// (a file or --text is counted before the run), until it runs.
+std::string admitted_budget(const std::string& args) {
+    std::string budget = "1K";
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        const test::RunResult r = test::run_command(test::mha_binary() + " " + args +
+                                                    " --max-memory " + budget + " 2>&1 >/dev/null");
+        if (r.status == 0) return budget;
+        const std::string need = reported_need(r.output);
+        INFO(r.output);
+        REQUIRE(!need.empty());
+        budget = need;
+    }
+    FAIL("no budget admitted " << args);
+    return budget;
+}
+
+}  // namespace
+
+TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budget]") {
+    const long baseline_kib =
+        test::peak_rss_kib(test::mha_binary() + " -b 1 -n 1 -d 4 -H 1 >/dev/null");
+    REQUIRE(baseline_kib > 0);
+    std::string words;
+    for (int i = 0; i < 1500; ++i) words += "w" + std::to_string(i % 97) + " ";
+    const std::string svg = test::temp_path("budget.svg"), npz = test::temp_path("budget.npz");
+    const std::string args = GENERATE_COPY(values<std::string>({
+        "-b 1 -n 1024",                                // auto: streaming
+        "-b 1 -n 1024 --attention standard",
+        "-b 1 -n 1024 --trace",
+        "-b 1 -n 1024 --heatmap --color never",
+        "-b 1 -n 1024 --heatmap --head mean --color never",
+        "-b 1 -n 1024 --summary",
+        "-b 1 -n 1024 --no-scale",
+        "-b 1 -n 1024 --ablate-head 0",
+        "-b 1 -n 256 --export-svg " + svg,
+        "-b 1 -n 1024 --save " + npz,
+        "--text '" + words + "'",
+        "--text '" + words + "' --heatmap --color never",
+        "-b 1 -n 1024 --block pre",
+        "--decode 512",
+        "-b 1 -n 1024 --per-head",
+        "-b 1 -n 1024 --fused-qkv",
+    }));
+    CAPTURE(args);
+    const std::string budget = admitted_budget(args);
+    const long peak_kib =
+        test::peak_rss_kib(test::mha_binary() + " " + args + " --max-memory " + budget + " >/dev/null");
+    CAPTURE(budget, peak_kib, baseline_kib);
+    REQUIRE(peak_kib > 0);
+    CHECK(double(peak_kib - baseline_kib) * 1024 <= 1.1 * double(bytes_of(budget)));
+    std::remove(svg.c_str());
+    std::remove(npz.c_str());
+}
