@@ -14,12 +14,11 @@ namespace mha {
 
 // Pools each step 6 tensor's mean and variance into the running ones (Chan et al.).
 // The largest finite |x| of a tensor.
+// The largest finite |value|, 0 for none; read in place through stats_of (no copy).
 static double largest_magnitude(const Tensor& t) {
-    double largest = 0.0;
-    for (float x : t.to_vector()) {
-        if (std::isfinite(x)) largest = std::max(largest, double(std::fabs(x)));
-    }
-    return largest;
+    const TensorStats stats = stats_of(t);
+    if (std::isnan(stats.min)) return 0.0;
+    return std::max(std::fabs(stats.min), std::fabs(stats.max));
 }
 
 void ScoreStats::on_step(const Step& step) {
