@@ -20,6 +20,7 @@
 #include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "io/npy.h"
 #include "show/json_report.h"
 #include "show/markdown_report.h"
@@ -107,6 +108,7 @@ int run(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     try {
+        mha::check_kernel_choice();  // a bad MHA_KERNEL fails before any output
         return run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const mha::StepQuit&) {
         return 0;

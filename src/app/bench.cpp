@@ -226,7 +226,8 @@ std::string padded(const std::string& text, std::size_t width) {
 
 void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench: self-attention, no mask, untraced (streaming path); median of "
-              << o.repeat << " run(s)\nkernel tile " << kernel_tile_name() << ", " << threads
+              << o.repeat << " run(s)\nkernels " << kernel_variant_name() << " (tile "
+              << kernel_tile_name() << "; MHA_KERNEL=name forces another), " << threads
               << " thread(s); naive = reference loops, 1 thread (~ estimated)\n\n";
     std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
                  "  scaling  peak MiB";
@@ -252,7 +253,8 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
-              << ",\"kernel_tile\":\"" << kernel_tile_name()
+              << ",\"kernel\":\"" << kernel_variant_name() << "\",\"kernel_tile\":\""
+              << kernel_tile_name()
               << "\",\"path\":\"streaming\",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
