@@ -117,7 +117,7 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
     CHECK(parts == whole);
 }
 
-TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") {
+TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range; so do columns") {
     EACH_VARIANT();
     const std::size_t rows = 37, in = GENERATE(7, 65), out = GENERATE(1, 33);
     CAPTURE(in, out);
@@ -130,6 +130,14 @@ TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") 
     mha::linear_rows_fast(x, w, bias, fast, 0, 20);
     mha::linear_rows_fast(x, w, bias, fast, 20, rows);
     test::require_close(fast, reference, product_tolerance);
+
+    SECTION("linear_columns_fast gives the same bits on any output range") {
+        mha::Tensor columns({rows, out});
+        const std::size_t split = out / 2;
+        mha::linear_columns_fast(x, w, bias, columns, 0, split);
+        mha::linear_columns_fast(x, w, bias, columns, split, out);
+        CHECK(columns.to_vector() == fast.to_vector());
+    }
 }
 
 TEST_CASE("scale_mask_softmax equals scale, masks and softmax_rows") {

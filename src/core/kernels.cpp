@@ -353,19 +353,35 @@ void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, b
     current().gemm(a, b, c, ldc, accumulate);
 }
 
+namespace {
+
+// y (rows, out) columns [o0, o1) of x (rows, in) Wᵀ + b: the product, then the bias.
+void linear_block(const float* x, std::size_t rows, const Tensor& w, const Tensor& bias, float* y,
+                  std::size_t o0, std::size_t o1) {
+    const std::size_t in = w.size(1), out = w.size(0);
+    const MatrixView w_t = MatrixView{w.data() + o0 * in, o1 - o0, in, in, 1}.transposed();
+    gemm({x, rows, in, in, 1}, w_t, y + o0, out);
+    if (bias.empty()) return;
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* y_row = y + r * out;
+        for (std::size_t o = o0; o < o1; ++o) y_row[o] += bias.data()[o];
+    }
+}
+
+}  // namespace
+
 void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       std::size_t row_begin, std::size_t row_end) {
     const std::size_t in = w.size(1), out = w.size(0);
-    const MatrixView rows{x.data() + row_begin * in, row_end - row_begin, in, in, 1};
-    const MatrixView w_t = MatrixView{w.data(), out, in, in, 1}.transposed();  // (in, out)
-    float* y_rows = y.data() + row_begin * out;
-    gemm(rows, w_t, y_rows, out);
-    if (bias.empty()) return;
-    for (std::size_t r = 0; r < rows.rows; ++r) {
-        float* y_row = y_rows + r * out;
-        for (std::size_t o = 0; o < out; ++o) y_row[o] += bias.data()[o];
-    }
+    linear_block(x.data() + row_begin * in, row_end - row_begin, w, bias,
+                 y.data() + row_begin * out, 0, out);
 }
+
+void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                         std::size_t out_begin, std::size_t out_end) {
+    linear_block(x.data(), x.numel() / w.size(1), w, bias, y.data(), out_begin, out_end);
+}
+
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
                      std::size_t col0, std::size_t cols, float factor, const HeadMask& mask) {
     const float blocked = -std::numeric_limits<float>::infinity();

@@ -49,6 +49,11 @@ std::size_t gemm_scratch_floats(std::size_t k, std::size_t m);
 void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       std::size_t row_begin, std::size_t row_end);
 
+// Outputs [out_begin, out_end) of every row of y = x Wᵀ + b: the same bits as
+// linear_rows_fast gives them (each sum runs over the inputs in the same order).
+void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                         std::size_t out_begin, std::size_t out_end);
+
 // What step 8 adds to one (batch, head) unit's (N, M) scores.
 struct HeadMask {
     const float* attn = nullptr;     // (N, M) additive, row-major; null for none
