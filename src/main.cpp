@@ -56,7 +56,7 @@ int run_shapes_only(const mha::Config& config) {
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
-    mha::trace_shapes(problem.run, *report);
+    for (const mha::Step& step : mha::plan_pass(problem.spec)) report->on_step(step);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(mha::ForwardResult{}, elapsed.count());
