@@ -11,8 +11,9 @@ endif
 CXX      ?= g++
 CXXFLAGS ?= -O3 -g
 CXXSTD   := -std=c++17
-# no FP traps are watched, so g++ may vectorise the selects in the kernels' exp (results unchanged)
-FPFLAGS  := -fno-trapping-math
+# no FP traps are watched, so g++ may vectorise the selects in the kernels' exp (results unchanged);
+# no fused multiply-add: every kernel variant (AVX-512 ... plain) and both compilers round alike
+FPFLAGS  := -fno-trapping-math -ffp-contract=off
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
@@ -22,7 +23,8 @@ TEST_OPT ?= -O1
 
 BUILD := build
 
-# NATIVE=1: kernels tuned for this machine's CPU (-march=native), built apart in build-native/
+# NATIVE=1: everything tuned for this machine's CPU (-march=native), built apart in build-native/;
+# the default build already picks its kernels for the CPU at start-up (docs/performance.md)
 ifdef NATIVE
 CXXFLAGS += -march=native
 BUILD := build-native

@@ -25,6 +25,7 @@
 #include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
@@ -172,6 +173,7 @@ void print_error(const std::string& message) {
 int main(int argc, char** argv) {
     occupy_closed_descriptors();
     try {
+        mha::check_kernel_choice();  // a bad MHA_KERNEL fails before any output
         const int status = run(std::vector<std::string>(argv + 1, argv + argc));
         check_stdout();
         return status;

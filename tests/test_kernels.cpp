@@ -1,6 +1,7 @@
 // The fast kernels against the reference loops in core/ops: products on shapes
 // that are not multiples of any tile (1, 7, 33, 65, past a packed slice and a
-// packed block), fused scale-mask-softmax with every mask, and the exp.
+// packed block), fused scale-mask-softmax with every mask, and the exp; each on
+// every kernel variant this CPU runs, and the variants against each other bit for bit.
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -36,9 +37,30 @@ void require_close(const std::vector<float>& actual, const std::vector<float>& e
     REQUIRE(d.worst <= tolerance);
 }
 
+// Switches the kernels to one variant for a scope, then back to the one in use.
+class UsingVariant {
+public:
+    explicit UsingVariant(mha::KernelVariant v) : saved_(mha::kernel_variant()) {
+        mha::use_kernel_variant(v);
+    }
+    ~UsingVariant() { mha::use_kernel_variant(saved_); }
+    UsingVariant(const UsingVariant&) = delete;
+    UsingVariant& operator=(const UsingVariant&) = delete;
+
+private:
+    mha::KernelVariant saved_;
+};
+
+// Every variant this CPU runs, as a Catch2 generator: the test case runs once per variant.
+#define EACH_VARIANT()                                                                     \
+    const mha::KernelVariant variant = GENERATE(from_range(mha::runnable_kernel_variants())); \
+    CAPTURE(mha::kernel_variant_name(variant));                                            \
+    const UsingVariant using_variant(variant)
+
 }  // namespace
 
 TEST_CASE("gemm equals the reference matmul on shapes off every tile") {
+    EACH_VARIANT();
     const std::size_t n = GENERATE(1, 7, 33, 65, 130);
     const std::size_t k = GENERATE(1, 7, 65, 300);  // 300: two packed slices of 256
     const std::size_t m = GENERATE(1, 33, 65);
@@ -63,6 +85,7 @@ TEST_CASE("gemm equals the reference matmul on shapes off every tile") {
 }
 
 TEST_CASE("gemm reads strided views and writes rows ldc apart") {
+    EACH_VARIANT();
     // a is the transpose of a (5, 9) matrix; c sits in the left part of (9, 20) rows
     const std::vector<float> a = random_values(5 * 9, 3), b = random_values(5 * 11, 4);
     const MatrixView a_view = MatrixView{a.data(), 5, 9, 9, 1}.transposed();  // (9, 5)
@@ -81,6 +104,7 @@ TEST_CASE("gemm reads strided views and writes rows ldc apart") {
 }
 
 TEST_CASE("gemm gives the same bits however the rows are split") {
+    EACH_VARIANT();
     // what lets parallel_for split rows over threads without changing a bit
     const std::size_t n = 71, k = 300, m = 45;
     const std::vector<float> a = random_values(n * k, 5), b = random_values(k * m, 6);
@@ -93,7 +117,8 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
     CHECK(parts == whole);
 }
 
-TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") {
+TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range; so do columns") {
+    EACH_VARIANT();
     const std::size_t rows = 37, in = GENERATE(7, 65), out = GENERATE(1, 33);
     CAPTURE(in, out);
     const mha::Tensor x({rows, in}, random_values(rows * in, 7));
@@ -105,9 +130,18 @@ TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range") 
     mha::linear_rows_fast(x, w, bias, fast, 0, 20);
     mha::linear_rows_fast(x, w, bias, fast, 20, rows);
     test::require_close(fast, reference, product_tolerance);
+
+    SECTION("linear_columns_fast gives the same bits on any output range") {
+        mha::Tensor columns({rows, out});
+        const std::size_t split = out / 2;
+        mha::linear_columns_fast(x, w, bias, columns, 0, split);
+        mha::linear_columns_fast(x, w, bias, columns, split, out);
+        CHECK(columns.to_vector() == fast.to_vector());
+    }
 }
 
 TEST_CASE("scale_mask_softmax equals scale, masks and softmax_rows") {
+    EACH_VARIANT();
     const std::size_t n = GENERATE(1, 7, 33), m = GENERATE(1, 9, 65);
     const bool with_attn = GENERATE(false, true), with_padding = GENERATE(false, true);
     const bool causal = GENERATE(false, true), zero_rows = GENERATE(false, true);
@@ -165,6 +199,7 @@ TEST_CASE("exp_nonpositive matches std::exp; -inf and far below give 0") {
 }
 
 TEST_CASE("max_of and exp_shifted over more and fewer values than their lanes") {
+    EACH_VARIANT();
     const std::size_t n = GENERATE(1, 7, 8, 33);
     std::vector<float> values = random_values(n, 12);
     values[n / 2] = 3.0f;
@@ -174,4 +209,50 @@ TEST_CASE("max_of and exp_shifted over more and fewer values than their lanes") 
     const float sum = mha::exp_shifted(values.data(), n, 3.0f);
     CHECK(sum == Approx(expected_sum).epsilon(1e-6));
     CHECK(values[n / 2] == 1.0f);
+}
+
+TEST_CASE("every kernel variant gives the same bits as the plain one") {
+    // all variants multiply and add separately and sum in the same order
+    const std::size_t n = 37, k = 300, m = 70;  // past a packed slice, off every tile
+    const std::vector<float> a = random_values(n * k, 13), b = random_values(k * m, 14);
+    std::vector<float> values = random_values(m, 15);
+    auto run = [&](mha::KernelVariant v) {
+        const UsingVariant using_variant(v);
+        std::vector<float> out(n * m, 1.0f), softmaxed = values;
+        mha::gemm({a.data(), n, k, k, 1}, MatrixView{b.data(), m, k, k, 1}.transposed(),
+                  out.data(), m, true);
+        const float max = mha::max_of(softmaxed.data(), m);
+        out.push_back(mha::exp_shifted(softmaxed.data(), m, max));
+        out.insert(out.end(), softmaxed.begin(), softmaxed.end());
+        return out;
+    };
+    const std::vector<float> plain = run(mha::KernelVariant::Plain);
+    for (mha::KernelVariant v : mha::runnable_kernel_variants()) {
+        CAPTURE(mha::kernel_variant_name(v));
+        CHECK(run(v) == plain);
+    }
+}
+
+TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any thread count") {
+    // the steps' values, without the configuration (threads) and the wall time
+    const auto body = [](const std::string& s) {
+        const std::size_t begin = s.find("\"parameters\"");
+        return s.substr(begin, s.find("\"wall_time_ms\"") - begin);
+    };
+    const std::string args = " --seed 7 -b 2 -n 33 -m 40 -d 64 -H 4 --causal --values --format json";
+    const test::RunResult expected = test::run_command("MHA_KERNEL=plain " + test::mha_binary() + args + " -t 1");
+    REQUIRE(expected.status == 0);
+    for (mha::KernelVariant v : mha::runnable_kernel_variants()) {
+        for (const char* threads : {" -t 1", " -t 3"}) {
+            const std::string name = mha::kernel_variant_name(v);
+            CAPTURE(name, threads);
+            const test::RunResult r =
+                test::run_command("MHA_KERNEL=" + name + " " + test::mha_binary() + args + threads);
+            REQUIRE(r.status == 0);
+            CHECK(body(r.output) == body(expected.output));
+        }
+    }
+    const test::RunResult bench =
+        test::run_command("MHA_KERNEL=plain " + test::mha_binary() + " bench --quick --repeat 1");
+    CHECK_THAT(bench.output, Catch::Contains("kernels plain (tile 4x8 floats;"));
 }

@@ -8,7 +8,8 @@
 //             is estimated from the rate it reached on the largest size it ran
 //   1 thread  median with one thread; scaling = 1-thread ms / all-threads ms
 //   peak      peak resident memory of `mha -b B -n N -d D -H h` run as a child
-//   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3
+//   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3, the
+//             best of four settings (torch threads x OpenBLAS threads)
 
 #include "app/bench.h"
 
@@ -63,6 +64,7 @@ struct Row {
     BenchSize size;
     double macs = 0;
     double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
+    std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
     bool naive_estimated = false;
     double peak_mib = 0;
 };
@@ -82,7 +84,9 @@ const std::vector<Option<BenchOptions>>& bench_table() {
          [](BenchOptions& o, const Arg&) { o.json = true; }},
         {{"--compare-torch", 0, "",
           "also time nn.MultiheadAttention through /usr/bin/python3\n"
-          "and src/app/bench_torch.py (needs PyTorch installed)"},
+          "and src/app/bench_torch.py (needs PyTorch installed) at\n"
+          "its best: torch threads 1, 2 x OpenBLAS threads 1, 2,\n"
+          "each in a fresh process, OPENBLAS_CORETYPE unset"},
          [](BenchOptions& o, const Arg&) { o.compare_torch = true; }},
         {{"--help", 'h', "", "this help"}, [](BenchOptions& o, const Arg&) { o.help = true; }},
     };
@@ -162,27 +166,43 @@ bool torch_available() {
                (std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
 }
 
-// PyTorch's median ms for every size, keyed by "B N d h", from src/app/bench_torch.py.
-std::map<std::string, double> torch_times(const std::vector<BenchSize>& sizes, std::size_t threads,
-                                          std::size_t repeat) {
-    std::string command = std::string(torch_python) + " " + torch_script + " --threads " +
-                          std::to_string(threads) + " --repeat " + std::to_string(repeat);
-    for (const BenchSize& s : sizes) {
-        command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
-                   std::to_string(s.d_model) + "," + std::to_string(s.heads);
+// PyTorch's fastest median ms for every size, keyed by "B N d h", with the setting that
+// reached it: src/app/bench_torch.py in a fresh process for each of torch threads 1, 2 x
+// OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernels.
+struct TorchTime {
+    double ms = 0;
+    std::string setting;  // e.g. "1/2": torch threads / OpenBLAS threads
+};
+
+std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes,
+                                             std::size_t repeat) {
+    std::map<std::string, TorchTime> best;
+    for (const std::size_t torch_threads : {1, 2}) {
+        for (const std::size_t blas_threads : {1, 2}) {
+            std::string command = "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" +
+                                  std::to_string(blas_threads) + " " + torch_python + " " +
+                                  torch_script + " --threads " + std::to_string(torch_threads) +
+                                  " --repeat " + std::to_string(repeat);
+            for (const BenchSize& s : sizes) {
+                command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
+                           std::to_string(s.d_model) + "," + std::to_string(s.heads);
+            }
+            FILE* pipe = popen(command.c_str(), "r");
+            if (pipe == nullptr) throw Error("bench: cannot run " + command);
+            char line[256];
+            while (std::fgets(line, sizeof line, pipe) != nullptr) {
+                std::istringstream words(line);
+                BenchSize s{};
+                double ms;
+                if (!(words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms)) continue;
+                TorchTime& t = best[key_of(s)];
+                if (t.setting.empty() || ms < t.ms)
+                    t = {ms, std::to_string(torch_threads) + "/" + std::to_string(blas_threads)};
+            }
+            if (pclose(pipe) != 0) throw Error("bench: " + command + " failed");
+        }
     }
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) throw Error("bench: cannot run " + command);
-    std::map<std::string, double> times;
-    char line[256];
-    while (std::fgets(line, sizeof line, pipe) != nullptr) {
-        std::istringstream words(line);
-        BenchSize s{};
-        double ms;
-        if (words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms) times[key_of(s)] = ms;
-    }
-    if (pclose(pipe) != 0) throw Error("bench: " + command + " failed");
-    return times;
+    return best;
 }
 
 Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double& naive_rate) {
@@ -225,11 +245,12 @@ std::string padded(const std::string& text, std::size_t width) {
 
 void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench: self-attention, no mask, untraced (streaming path); median of "
-              << o.repeat << " run(s)\nkernel tile " << kernel_tile_name() << ", " << threads
+              << o.repeat << " run(s)\nkernels " << kernel_variant_name() << " (tile "
+              << kernel_tile_name() << "; MHA_KERNEL=name forces another), " << threads
               << " thread(s); naive = reference loops, 1 thread (~ estimated)\n\n";
     std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
                  "  scaling  peak MiB";
-    if (o.compare_torch) std::cout << "  torch ms  vs torch";
+    if (o.compare_torch) std::cout << "  torch ms  t/blas  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
         std::cout << padded(std::to_string(r.size.batch), 3)
@@ -241,17 +262,20 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << padded(fixed(r.naive_ms / r.ms, 1) + "x", 10) << padded(fixed(r.ms_one, 2), 10)
                   << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10);
         if (o.compare_torch)
-            std::cout << padded(fixed(r.torch_ms, 2), 10)
+            std::cout << padded(fixed(r.torch_ms, 2), 10) << padded(r.torch_setting, 8)
                       << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
         std::cout << "\n";
     }
     if (o.compare_torch)
-        std::cout << "\nvs torch: PyTorch ms / mha ms, same threads (above 1 = mha is faster)\n";
+        std::cout << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
+                     "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
+                     "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n";
 }
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
-              << ",\"kernel_tile\":\"" << kernel_tile_name()
+              << ",\"kernel\":\"" << kernel_variant_name() << "\",\"kernel_tile\":\""
+              << kernel_tile_name()
               << "\",\"path\":\"streaming\",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
@@ -266,7 +290,8 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
                   << ",\"scaling\":" << fixed(r.ms_one / r.ms, 3)
                   << ",\"peak_mib\":" << fixed(r.peak_mib, 1);
         if (o.compare_torch)
-            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms, 4)
+            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms, 4) << ",\"torch_threads_blas\":\""
+                      << r.torch_setting << "\""
                       << ",\"vs_torch\":" << fixed(r.torch_ms / r.ms, 3);
         std::cout << "}";
     }
@@ -302,11 +327,12 @@ int run_bench(const std::vector<std::string>& args) {
     double naive_rate = 0;
     for (const BenchSize& size : sizes) rows.push_back(measure(size, o, threads, naive_rate));
     if (o.compare_torch) {
-        const std::map<std::string, double> torch = torch_times(sizes, threads, o.repeat);
+        const std::map<std::string, TorchTime> torch = torch_times(sizes, o.repeat);
         for (Row& r : rows) {
             const auto found = torch.find(key_of(r.size));
             if (found == torch.end()) throw Error("bench: no PyTorch time for " + key_of(r.size));
-            r.torch_ms = found->second;
+            r.torch_ms = found->second.ms;
+            r.torch_setting = found->second.setting;
         }
     }
     if (o.json)

@@ -38,10 +38,20 @@
 
 namespace mha {
 
-// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows split over threads.
+// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows or outputs split over threads.
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1);
-    Tensor y({x.size(0), x.size(1), w.size(0)});
+    const std::size_t rows = x.size(0) * x.size(1), out = w.size(0);
+    Tensor y({x.size(0), x.size(1), out});
+    // Each thread packs the whole of the side it does not split: with fewer rows than
+    // outputs, split the outputs (each thread packs x and its share of W) rather than
+    // the rows (each thread would pack all of W for a few rows).
+    const std::size_t panel = 32;  // split outputs in whole register-tile panels
+    if (rows < out && threads > 1) {
+        parallel_for((out + panel - 1) / panel, threads, [&](std::size_t begin, std::size_t end) {
+            linear_columns_fast(x, w, bias, y, begin * panel, std::min(out, end * panel));
+        });
+        return y;
+    }
     parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
         linear_rows_fast(x, w, bias, y, begin, end);
     });

@@ -1,44 +1,47 @@
-// Fast kernels. The matrix product follows the classic blocked scheme:
+// Fast kernels, written once as templates and built for several CPUs.
+//
+// The matrix product follows the classic blocked scheme:
 //   for each KC-deep slice of k:
 //     pack b's slice into NR-wide column panels (zero-padded)
 //     for each MC-high block of rows: pack a's block into MR-high row panels
 //       for each (MR, NR) tile: the micro-kernel keeps MR x NR sums in registers
 // The micro-kernel always runs on whole padded panels, so every element of c is
-// computed by the same instructions wherever it sits (bit-identical for any split).
+// computed by the same operations wherever it sits (bit-identical for any split).
+//
+// Run-time dispatch: each template is instantiated inside functions carrying the
+// compiler's target attribute (AVX-512, AVX2, SSE2, plain), and one table of them
+// is chosen at start-up from the CPU's features or MHA_KERNEL. Every variant
+// multiplies and adds separately (the build uses -ffp-contract=off and no fma) and
+// sums every element in the same order, so all variants give the same bits.
 
 #include "core/kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/position_bias.h"
 #include "core/softcap.h"
+#include "core/error.h"
+
+// Templates marked this way are compiled inside each variant's target function.
+#define MHA_INLINE inline __attribute__((always_inline))
 
 namespace mha {
 
 namespace {
 
-// Register tile: MR rows x NR columns of sums. Wider vector units hold more; the
-// sizes are the ones g++ 12 keeps in registers (measured: others spill to memory).
-#if defined(__AVX512F__)
-constexpr std::size_t MR = 6, NR = 32;
-constexpr const char* tile_name = "6x32 floats (AVX-512)";
-#elif defined(__AVX__)
-constexpr std::size_t MR = 3, NR = 32;
-constexpr const char* tile_name = "3x32 floats (AVX)";
-#else
-constexpr std::size_t MR = 4, NR = 8;
-constexpr const char* tile_name = "4x8 floats (portable, SSE2 on x86-64)";
-#endif
-constexpr std::size_t KC = 256;      // depth of one packed slice
-constexpr std::size_t MC = 16 * MR;  // rows of a packed block of a
-constexpr std::size_t lanes = 8;     // independent partial results in reductions
+constexpr std::size_t KC = 256;     // depth of one packed slice: the summation order
+constexpr std::size_t lanes = 8;    // independent partial results in reductions
+constexpr std::size_t widest_nr = 32, tallest_mr = 8;  // for the scratch bound
+constexpr std::size_t mc_panels = 16;                  // MR-high panels in a block of a
 
-std::size_t round_up(std::size_t n, std::size_t multiple) {
+MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
     return (n + multiple - 1) / multiple * multiple;
 }
 
@@ -52,7 +55,8 @@ Scratch& scratch() {
 }
 
 // b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major.
-void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
+template <std::size_t NR>
+MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
     const std::size_t panels = round_up(b.cols, NR) / NR;
     for (std::size_t panel = 0; panel < panels; ++panel) {
         float* dst = out + panel * kc * NR;
@@ -62,6 +66,11 @@ void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
             for (std::size_t j = 0; j < width; ++j) {
                 const float* src = b.data + (j0 + j) * b.col_stride + p0;
                 for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
+            }
+        } else if (b.col_stride == 1) {
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = b.data + (p0 + p) * b.row_stride + j0;
+                for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j];
             }
         } else {
             for (std::size_t p = 0; p < kc; ++p) {
@@ -73,8 +82,9 @@ void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
 }
 
 // a rows [i0, i0 + mc), depth [p0, p0 + kc) -> panels of MR rows, each kc x MR.
-void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc,
-            float* out) {
+template <std::size_t MR>
+MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std::size_t p0,
+                       std::size_t kc, float* out) {
     for (std::size_t panel = 0; panel * MR < mc; ++panel) {
         float* dst = out + panel * kc * MR;
         const std::size_t r0 = i0 + panel * MR, height = std::min(MR, i0 + mc - r0);
@@ -86,8 +96,26 @@ void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std::size_t p0,
     }
 }
 
-// sums (MR, NR) = a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR)
-void micro_kernel(std::size_t kc, const float* a, const float* b, float sums[MR][NR]) {
+// c (rows, cols) = or += the valid corner of a tile of sums.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc, std::size_t rows,
+                           std::size_t cols, bool accumulate) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        float* row = c + i * ldc;
+        if (accumulate) {
+            for (std::size_t j = 0; j < cols; ++j) row[j] += acc[i][j];
+        } else {
+            for (std::size_t j = 0; j < cols; ++j) row[j] = acc[i][j];
+        }
+    }
+}
+
+// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
+// corner of the tile; the sums stay in registers until the end.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
+                             std::size_t ldc, std::size_t rows, std::size_t cols,
+                             bool accumulate) {
     float acc[MR][NR] = {};
     for (std::size_t p = 0; p < kc; ++p) {
         const float* ap = a + p * MR;
@@ -96,29 +124,48 @@ void micro_kernel(std::size_t kc, const float* a, const float* b, float sums[MR]
             for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
         }
     }
-    std::memcpy(sums, acc, sizeof acc);
+    if (rows == MR && cols == NR)
+        store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
+    else
+        store_tile(acc, c, ldc, rows, cols, accumulate);
 }
 
-// c (rows, cols) = or += sums, for the valid corner of a tile.
-void store_tile(const float sums[MR][NR], float* c, std::size_t ldc, std::size_t rows,
-                std::size_t cols, bool accumulate) {
-    for (std::size_t i = 0; i < rows; ++i) {
-        float* row = c + i * ldc;
-        if (accumulate) {
-            for (std::size_t j = 0; j < cols; ++j) row[j] += sums[i][j];
-        } else {
-            for (std::size_t j = 0; j < cols; ++j) row[j] = sums[i][j];
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                       bool accumulate) {
+    constexpr std::size_t MC = mc_panels * MR;
+    const std::size_t n = a.rows, k = a.cols, m = b.cols;
+    if (k == 0) {
+        if (!accumulate) {
+            for (std::size_t i = 0; i < n; ++i) std::fill(c + i * ldc, c + i * ldc + m, 0.0f);
+        }
+        return;
+    }
+    Scratch& s = scratch();
+    s.b.resize(std::max(s.b.size(), std::min(k, KC) * round_up(m, NR)));
+    s.a.resize(std::max(s.a.size(), std::min(k, KC) * MC));
+    for (std::size_t p0 = 0; p0 < k; p0 += KC) {
+        const std::size_t kc = std::min(KC, k - p0);
+        const bool add = accumulate || p0 > 0;
+        pack_b<NR>(b, p0, kc, s.b.data());
+        for (std::size_t i0 = 0; i0 < n; i0 += MC) {
+            const std::size_t mc = std::min(MC, n - i0);
+            pack_a<MR>(a, i0, mc, p0, kc, s.a.data());
+            for (std::size_t j = 0; j < m; j += NR) {
+                const float* b_panel = s.b.data() + j / NR * kc * NR;
+                for (std::size_t i = 0; i < mc; i += MR) {
+                    micro_kernel<MR, NR>(kc, s.a.data() + i / MR * kc * MR, b_panel,
+                                         c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
+                                         std::min(NR, m - j), add);
+                }
+            }
         }
     }
 }
 
-bool all_blocked(float max) { return max == -std::numeric_limits<float>::infinity(); }
-
-}  // namespace
-
 // e^x for x <= 0: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, r's series to
 // degree 7 (relative error < 1e-7). Below -87 (or -inf) the result is 0.
-float exp_nonpositive(float x) {
+MHA_INLINE float exp_nonpositive_t(float x) {
     const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
     const float t = x * 1.44269504f + magic;
     const float n = t - magic;
@@ -140,55 +187,201 @@ float exp_nonpositive(float x) {
     return x < -87.0f ? 0.0f : p * two_n;
 }
 
-const char* kernel_tile_name() { return tile_name; }
+MHA_INLINE float max_of_t(const float* values, std::size_t n) {
+    float lane[lanes];
+    for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l) lane[l] = std::max(lane[l], values[i + l]);
+    }
+    for (; i < n; ++i) lane[0] = std::max(lane[0], values[i]);
+    float max = lane[0];
+    for (std::size_t l = 1; l < lanes; ++l) max = std::max(max, lane[l]);
+    return max;
+}
+
+MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
+    float lane[lanes] = {};
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l) {
+            values[i + l] = exp_nonpositive_t(values[i + l] - shift);
+            lane[l] += values[i + l];
+        }
+    }
+    for (; i < n; ++i) {
+        values[i] = exp_nonpositive_t(values[i] - shift);
+        lane[0] += values[i];
+    }
+    float sum = 0.0f;
+    for (float part : lane) sum += part;
+    return sum;
+}
+
+// One variant: its name, register tile and entry points.
+struct Variant {
+    KernelVariant id;
+    const char* name;
+    const char* tile;
+    std::size_t mr, nr;
+    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
+    float (*max_of)(const float*, std::size_t);
+    float (*exp_shifted)(float*, std::size_t, float);
+};
+
+// The entry points of one variant, built for the CPU features `target` names.
+#define MHA_VARIANT(suffix, target, MR, NR)                                                     \
+    target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c,               \
+                              std::size_t ldc, bool accumulate) {                               \
+        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                               \
+    }                                                                                           \
+    target float max_of_##suffix(const float* values, std::size_t n) {                          \
+        return max_of_t(values, n);                                                             \
+    }                                                                                           \
+    target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {              \
+        return exp_shifted_t(values, n, shift);                                                 \
+    }
+
+// Register tiles: the sums of MR x NR floats fill about half of the vector
+// registers, leaving room for the products, b's row and a's broadcast.
+MHA_VARIANT(plain, , 4, 8)
+#if defined(__x86_64__) || defined(__i386__)
+#define MHA_X86 1
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32)
+#endif
+
+#define MHA_ENTRY(id, name, tile, suffix, MR, NR) \
+    { id, name, tile, MR, NR, gemm_##suffix, max_of_##suffix, exp_shifted_##suffix }
+
+const Variant variants[] = {
+#ifdef MHA_X86
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", "8x32 floats", avx512, 8, 32),
+    MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32),
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8),
+#endif
+    MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8),
+};
+
+bool cpu_runs(KernelVariant v) {
+#ifdef MHA_X86
+    switch (v) {
+    case KernelVariant::Avx512: return __builtin_cpu_supports("avx512f") &&
+                                       __builtin_cpu_supports("avx512vl") &&
+                                       __builtin_cpu_supports("avx512bw");
+    case KernelVariant::Avx2: return __builtin_cpu_supports("avx2");
+    case KernelVariant::Sse2: return __builtin_cpu_supports("sse2");
+    case KernelVariant::Plain: return true;
+    }
+    return false;
+#else
+    return v == KernelVariant::Plain;
+#endif
+}
+
+const Variant& variant_of(KernelVariant id) {
+    for (const Variant& v : variants) {
+        if (v.id == id) return v;
+    }
+    return variants[sizeof variants / sizeof variants[0] - 1];
+}
+
+// The fastest variant this CPU runs, or the one MHA_KERNEL names.
+const Variant* choose() {
+    const char* forced = std::getenv("MHA_KERNEL");
+    if (forced == nullptr || *forced == '\0') {
+        for (const Variant& v : variants) {
+            if (cpu_runs(v.id)) return &v;
+        }
+    }
+    std::string known, runnable;
+    for (const Variant& v : variants) {
+        if (std::string(forced) == v.name) {
+            if (cpu_runs(v.id)) return &v;
+            for (const Variant& r : variants) {
+                if (cpu_runs(r.id)) runnable += std::string(runnable.empty() ? "" : ", ") + r.name;
+            }
+            throw Error("MHA_KERNEL=" + std::string(forced) + ": this CPU cannot run it; it runs " +
+                        runnable);
+        }
+        known += std::string(known.empty() ? "" : ", ") + v.name;
+    }
+    throw Error("MHA_KERNEL=" + std::string(forced) + ": not a kernel variant (" + known + ")");
+}
+
+const Variant* active = nullptr;
+
+const Variant& current() {
+    static const Variant* chosen = choose();
+    return active != nullptr ? *active : *chosen;
+}
+
+bool all_blocked(float max) { return max == -std::numeric_limits<float>::infinity(); }
+
+}  // namespace
+
+std::vector<KernelVariant> runnable_kernel_variants() {
+    std::vector<KernelVariant> list;
+    for (const Variant& v : variants) {
+        if (cpu_runs(v.id)) list.push_back(v.id);
+    }
+    return list;
+}
+
+void use_kernel_variant(KernelVariant v) {
+    if (!cpu_runs(v)) throw Error(std::string("this CPU cannot run the ") +
+                                  variant_of(v).name + " kernels");
+    active = &variant_of(v);
+}
+
+KernelVariant kernel_variant() { return current().id; }
+
+const char* kernel_variant_name(KernelVariant v) { return variant_of(v).name; }
+
+const char* kernel_variant_name() { return current().name; }
+
+const char* kernel_tile_name() { return current().tile; }
+
+void check_kernel_choice() { current(); }
+
+float exp_nonpositive(float x) { return exp_nonpositive_t(x); }
 
 std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
-    return std::min(k, KC) * (round_up(m, NR) + MC);
+    return std::min(k, KC) * (round_up(m, widest_nr) + mc_panels * tallest_mr);
 }
 
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate) {
-    const std::size_t n = a.rows, k = a.cols, m = b.cols;
-    if (k == 0) {
-        if (!accumulate) {
-            for (std::size_t i = 0; i < n; ++i) std::fill(c + i * ldc, c + i * ldc + m, 0.0f);
-        }
-        return;
-    }
-    Scratch& s = scratch();
-    s.b.resize(std::max(s.b.size(), std::min(k, KC) * round_up(m, NR)));
-    s.a.resize(std::max(s.a.size(), std::min(k, KC) * MC));
-    float sums[MR][NR];
-    for (std::size_t p0 = 0; p0 < k; p0 += KC) {
-        const std::size_t kc = std::min(KC, k - p0);
-        const bool add = accumulate || p0 > 0;
-        pack_b(b, p0, kc, s.b.data());
-        for (std::size_t i0 = 0; i0 < n; i0 += MC) {
-            const std::size_t mc = std::min(MC, n - i0);
-            pack_a(a, i0, mc, p0, kc, s.a.data());
-            for (std::size_t j = 0; j < m; j += NR) {
-                const float* b_panel = s.b.data() + j / NR * kc * NR;
-                for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel(kc, s.a.data() + i / MR * kc * MR, b_panel, sums);
-                    store_tile(sums, c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
-                               std::min(NR, m - j), add);
-                }
-            }
-        }
+    current().gemm(a, b, c, ldc, accumulate);
+}
+
+namespace {
+
+// y (rows, out) columns [o0, o1) of x (rows, in) Wᵀ + b: the product, then the bias.
+void linear_block(const float* x, std::size_t rows, const Tensor& w, const Tensor& bias, float* y,
+                  std::size_t o0, std::size_t o1) {
+    const std::size_t in = w.size(1), out = w.size(0);
+    const MatrixView w_t = MatrixView{w.data() + o0 * in, o1 - o0, in, in, 1}.transposed();
+    gemm({x, rows, in, in, 1}, w_t, y + o0, out);
+    if (bias.empty()) return;
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* y_row = y + r * out;
+        for (std::size_t o = o0; o < o1; ++o) y_row[o] += bias.data()[o];
     }
 }
+
+}  // namespace
 
 void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       std::size_t row_begin, std::size_t row_end) {
     const std::size_t in = w.size(1), out = w.size(0);
-    const MatrixView rows{x.data() + row_begin * in, row_end - row_begin, in, in, 1};
-    const MatrixView w_t = MatrixView{w.data(), out, in, in, 1}.transposed();  // (in, out)
-    float* y_rows = y.data() + row_begin * out;
-    gemm(rows, w_t, y_rows, out);
-    if (bias.empty()) return;
-    for (std::size_t r = 0; r < rows.rows; ++r) {
-        float* y_row = y_rows + r * out;
-        for (std::size_t o = 0; o < out; ++o) y_row[o] += bias.data()[o];
-    }
+    linear_block(x.data() + row_begin * in, row_end - row_begin, w, bias,
+                 y.data() + row_begin * out, 0, out);
+}
+
+void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                         std::size_t out_begin, std::size_t out_end) {
+    linear_block(x.data(), x.numel() / w.size(1), w, bias, y.data(), out_begin, out_end);
 }
 
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
@@ -213,33 +406,10 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
     }
 }
 
-float max_of(const float* values, std::size_t n) {
-    float lane[lanes];
-    std::fill(lane, lane + lanes, -std::numeric_limits<float>::infinity());
-    std::size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        for (std::size_t l = 0; l < lanes; ++l) lane[l] = std::max(lane[l], values[i + l]);
-    }
-    for (; i < n; ++i) lane[0] = std::max(lane[0], values[i]);
-    return *std::max_element(lane, lane + lanes);
-}
+float max_of(const float* values, std::size_t n) { return current().max_of(values, n); }
 
 float exp_shifted(float* values, std::size_t n, float shift) {
-    float lane[lanes] = {};
-    std::size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        for (std::size_t l = 0; l < lanes; ++l) {
-            values[i + l] = exp_nonpositive(values[i + l] - shift);
-            lane[l] += values[i + l];
-        }
-    }
-    for (; i < n; ++i) {
-        values[i] = exp_nonpositive(values[i] - shift);
-        lane[0] += values[i];
-    }
-    float sum = 0.0f;
-    for (float part : lane) sum += part;
-    return sum;
+    return current().exp_shifted(values, n, shift);
 }
 
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,

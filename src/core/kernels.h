@@ -1,10 +1,11 @@
 #pragma once
 // Fast kernels: a cache-blocked, register-tiled matrix product on packed panels,
 // an exp that compilers vectorise, and scale-mask-softmax fused over one head.
-// Portable C++ (no intrinsics); core/ops.h keeps the plain reference loops that
-// the tests hold these to.
+// Portable C++ (no intrinsics) built for several CPUs and chosen at start-up;
+// core/ops.h keeps the plain reference loops that the tests hold these to.
 
 #include <cstddef>
+#include <vector>
 
 #include "core/ops.h"
 #include "core/tensor.h"
@@ -17,7 +18,27 @@ namespace mha {
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
           bool accumulate = false);
 
-// The register tile this build uses, e.g. "4x8 floats (SSE2)".
+// The builds of the kernels, fastest first. Every variant gives the same bits.
+enum class KernelVariant { Avx512, Avx2, Sse2, Plain };
+
+// The variants this CPU can run, fastest first (Plain always).
+std::vector<KernelVariant> runnable_kernel_variants();
+
+// The variant in use: the fastest the CPU runs, or the one the environment
+// variable MHA_KERNEL names (avx512, avx2, sse2, plain; an Error if this CPU
+// cannot run it), unless use_kernel_variant chose another.
+KernelVariant kernel_variant();
+const char* kernel_variant_name();
+const char* kernel_variant_name(KernelVariant v);
+
+// Runs every later kernel call on v (Error if this CPU cannot). Call it only while
+// no kernel runs (tests, start-up).
+void use_kernel_variant(KernelVariant v);
+
+// Throws the Error for a bad MHA_KERNEL now rather than at the first kernel call.
+void check_kernel_choice();
+
+// The register tile of the variant in use, e.g. "8x32 floats".
 const char* kernel_tile_name();
 
 // Floats of packing space one thread's gemm keeps for a (k) x (m) right-hand side.
@@ -27,6 +48,11 @@ std::size_t gemm_scratch_floats(std::size_t k, std::size_t m);
 // x (rows, in) and y (rows, out) contiguous; w (out, in); bias (out) or empty.
 void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       std::size_t row_begin, std::size_t row_end);
+
+// Outputs [out_begin, out_end) of every row of y = x Wᵀ + b: the same bits as
+// linear_rows_fast gives them (each sum runs over the inputs in the same order).
+void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                         std::size_t out_begin, std::size_t out_end);
 
 // What step 8 adds to one (batch, head) unit's (N, M) scores.
 struct HeadMask {
