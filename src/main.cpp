@@ -1,7 +1,7 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// `mha quiz ...` goes to the quiz instead. Every error becomes one line on stderr and
+// `mha quiz ...`, `mha grade ...` and `mha bench ...` go to their subcommands instead. Every error becomes one line on stderr and
 // exit status 2.
 
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "app/after_run.h"
 #include "app/bench.h"
 #include "app/cli.h"
+#include "app/grade.h"
 #include "app/presets.h"
 #include "app/problem.h"
 #include "app/quiz.h"
@@ -65,6 +66,7 @@ int run_shapes_only(const mha::Config& config) {
 int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "quiz")
         return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
+    if (!args.empty() && args[0] == "grade") return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
     if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {

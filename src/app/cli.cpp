@@ -279,6 +279,8 @@ Config parse_args(const std::vector<std::string>& args) {
 
 std::string help_text() {
     return R"(Usage: mha [options]
+       mha quiz [options]    questions on shapes and costs, graded
+       mha grade ANSWERS < KEY   grade an answers file against trace facts
        mha bench [options]   time the forward pass (see mha bench --help)
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
@@ -374,7 +376,8 @@ Model sizes:
   -V, --version          the version
 
 Classroom: mha quiz [options] asks shape and cost questions and grades
-answers (see mha quiz --help).
+answers (see mha quiz --help); mha grade ANSWERS < KEY grades an answers
+file against a key of trace facts (see mha grade --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )";
