@@ -27,7 +27,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench
+.PHONY: all test golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -49,6 +49,11 @@ $(BUILD)/%.o: %.cpp
 # the mha binary of the same build folder
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests
+
+# golden: rewrite the golden traces in tests/data/golden/trace/ from this build's output
+# (review the diff before committing it)
+golden: catch2 $(BUILD)/mha_tests $(BUILD)/mha
+	cd tests && MHA_UPDATE_GOLDEN=1 MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests "[golden]"
 
 # check: everything CI runs: the suite with g++, with clang++ under ASan+UBSan, with g++
 # under TSan, seeded output compared between the two compilers, and a short fuzzing round

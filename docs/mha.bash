@@ -10,7 +10,7 @@ _mha() {
         --no-bias --random-bias --trace --values --step --format --weights --input --key
         --value --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
-        --no-scale --kv-heads --decode --fused-qkv --per-head --block --d-ff --preset
+        --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
@@ -51,6 +51,7 @@ _mha() {
         --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;
         --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
         --attention) COMPREPLY=($(compgen -W "auto standard streaming" -- "$cur")); return ;;
+        --form) COMPREPLY=($(compgen -W "packed fused-qkv per-head decode block" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;

@@ -1,8 +1,8 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// `mha quiz ...`, `mha grade ...` and `mha bench ...` go to their subcommands instead. Every error becomes one line on stderr and
-// exit status 2.
+// `mha quiz ...`, `mha grade ...` and `mha bench ...` go to their subcommands instead.
+// Every error becomes one line on stderr and exit status 2.
 
 #include <unistd.h>
 
@@ -56,7 +56,7 @@ int run_shapes_only(const mha::Config& config) {
     const std::unique_ptr<mha::Report> report = make_report(config);
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
-    mha::trace_shapes(problem.run, *report);
+    for (const mha::Step& step : mha::plan_pass(problem.spec)) report->on_step(step);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(mha::ForwardResult{}, elapsed.count());

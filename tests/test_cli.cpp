@@ -4,7 +4,16 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 
+#include "app/bench.h"
+#include "app/cli.h"
+#include "app/grade.h"
+#include "app/presets.h"
+#include "app/quiz.h"
+#include "app/quiz_questions.h"
 #include "helpers.h"
 
 TEST_CASE("with no arguments it runs the classic example") {
@@ -168,4 +177,162 @@ TEST_CASE("every example script runs") {
                           script + " 2>&1");
     CHECK(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains(shows));
+}
+
+TEST_CASE("mha, mha bench and mha quiz share one grammar: --name=value, -x, --") {
+    const auto [args, status, shows] = GENERATE(table<std::string, int, std::string>({
+        {"bench --repeat=0", 2, "mha: error: --repeat must be at least 1, got 0\n"},
+        {"bench --threads=999", 2, "mha: error: --threads must be at most 256, got 999\n"},
+        {"bench --quick=yes", 2, "mha: error: --quick takes no value, got '--quick=yes'\n"},
+        {"bench -- --quick", 2, "mha: error: unknown bench option '--quick' (see mha bench --help)\n"},
+        {"quiz --count=1 --seed=3 --questions", 0, "Question 1 of 1"},
+        {"quiz -h", 0, "Usage: mha quiz"},
+        {"quiz --count=0", 2, "mha: error: quiz --count must be at least 1, got 0\n"},
+        {"quiz -- --questions", 2, "mha: error: unknown quiz option '--questions' (see mha quiz --help)\n"},
+        {"-b 1 -n 2 -d 8 -H 2 --", 0, "B=1  N=2"},
+        {"-b 1 -- --trace", 2, "mha: error: unexpected argument '--trace'; options start with -- (see mha --help)\n"},
+        {"--form=per-head -b 1 -n 2 -d 8 -H 2", 0, "per head"},
+        {"--form packed --per-head", 2, "are different forms of the pass; choose one"},
+    }));
+    CAPTURE(args);
+    const test::RunResult r = test::run_mha(args);
+    CHECK(r.status == status);
+    CHECK_THAT(r.output, Catch::Contains(shows));
+}
+
+TEST_CASE("mha bench --repeat=3 runs") {
+    const test::RunResult r = test::run_mha("bench --quick --repeat=3 --json", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("\"repeat\":3"));
+}
+
+TEST_CASE("--form names the forms the four variant options choose") {
+    const auto [form, option] = GENERATE(table<std::string, std::string>({
+        {"fused-qkv", "--fused-qkv"},
+        {"per-head", "--per-head"},
+        {"decode", "--decode 3"},
+        {"block", "--block pre"},
+        {"packed", ""},
+    }));
+    CAPTURE(form);
+    const std::string sizes = " -b 1 -n 3 -d 8 -H 2 -t 1 --format json";
+    const test::RunResult by_name = test::run_mha("--form " + form + sizes, false);
+    const test::RunResult by_option = test::run_mha(option + sizes, false);
+    REQUIRE(by_name.status == 0);
+    const auto body = [](const std::string& s) { return s.substr(0, s.find("\"wall_time_ms\"")); };
+    CHECK(body(by_name.output) == body(by_option.output));
+}
+
+namespace {
+
+std::set<std::string> words_of(const std::string& text) {
+    std::set<std::string> words;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) words.insert(word);
+    return words;
+}
+
+std::set<std::string> names_of(const mha::CommandInfo& command) {
+    std::set<std::string> names;
+    for (const mha::OptionInfo& option : command.options) {
+        if (!option.name.empty()) names.insert(option.name);
+    }
+    return names;
+}
+
+// The part of the man page between two headings: ".SH BENCH" ... ".SH QUIZ".
+std::string man_part(const std::string& man, const std::string& from, const std::string& to) {
+    const std::size_t start = from.empty() ? 0 : man.find(from);
+    REQUIRE(start != std::string::npos);
+    return man.substr(start, man.find(to, start) - start);
+}
+
+// Each option entry of a man page part (the line after .TP): long name -> that line.
+std::map<std::string, std::string> man_entries(const std::string& part) {
+    std::map<std::string, std::string> entries;
+    const std::regex entry("\\.TP\\n(\\.B[RI]? .*)\\n");
+    for (auto it = std::sregex_iterator(part.begin(), part.end(), entry);
+         it != std::sregex_iterator(); ++it) {
+        const std::string line = (*it)[1].str();
+        std::smatch name;
+        if (!std::regex_search(line, name, std::regex("\\\\-\\\\-((?:[a-z]|\\\\-)+)"))) continue;
+        entries["--" + std::regex_replace(name[1].str(), std::regex("\\\\-"), "-")] = line;
+    }
+    return entries;
+}
+
+}  // namespace
+
+TEST_CASE("the man page documents exactly the options of each command's table", "[docs]") {
+    const std::string man = test::read_text("../docs/mha.1");
+    const std::pair<const mha::CommandInfo*, std::string> parts[] = {
+        {&mha::mha_command(), man_part(man, "", ".SH BENCH")},
+        {&mha::bench_command(), man_part(man, ".SH BENCH", ".SH QUIZ")},
+        {&mha::quiz_command(), man_part(man, ".SH QUIZ", ".SH GRADE")},
+        {&mha::grade_command(), man_part(man, ".SH GRADE", ".SH EXIT STATUS")},
+    };
+    for (const auto& [command, part] : parts) {
+        CAPTURE(command->name);
+        const std::map<std::string, std::string> entries = man_entries(part);
+        std::set<std::string> documented;
+        for (const auto& entry : entries) documented.insert(entry.first);
+        CHECK(documented == names_of(*command));
+        for (const mha::OptionInfo& option : command->options) {
+            if (option.name.empty() || option.short_name == 0) continue;
+            CAPTURE(option.name);
+            REQUIRE(entries.count(option.name) == 1);
+            CHECK_THAT(entries.at(option.name),
+                       Catch::Contains(std::string("\\-") + option.short_name + " "));
+        }
+    }
+}
+
+TEST_CASE("the bash completion offers exactly each command's options and choices", "[docs]") {
+    const std::string completion = test::read_text("../docs/mha.bash");
+    const auto listed = [&completion](const std::string& variable) {
+        std::smatch list;
+        REQUIRE(std::regex_search(completion, list, std::regex("local " + variable + "=\"([^\"]*)\"")));
+        return words_of(list[1].str());
+    };
+    CHECK(listed("options") == names_of(mha::mha_command()));
+    CHECK(listed("bench_options") == names_of(mha::bench_command()));
+    CHECK(listed("quiz_options") == names_of(mha::quiz_command()));
+    CHECK(listed("grade_options") == names_of(mha::grade_command()));
+
+    std::map<std::string, std::vector<std::string>> fixed;  // option -> the words it completes
+    for (const mha::CommandInfo* command :
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
+          &mha::grade_command()}) {
+        for (const mha::OptionInfo& option : command->options) {
+            if (!option.choices().empty()) fixed[option.name] = option.choices();
+        }
+    }
+    for (const mha::Preset& preset : mha::presets()) fixed["--preset"].push_back(preset.name);
+    for (const auto& topic : mha::topic_names()) fixed["--topics"].push_back(topic.first);
+    for (const auto& [option, choices] : fixed) {
+        CAPTURE(option);
+        std::smatch words;
+        REQUIRE(std::regex_search(completion, words,
+                                  std::regex(option + "\\) COMPREPLY=\\(\\$\\(compgen -W \"([^\"]*)\"")));
+        CHECK(words_of(words[1].str()) == std::set<std::string>(choices.begin(), choices.end()));
+    }
+    // every option that takes a value has a case, so its value is not completed as an option
+    for (const mha::CommandInfo* command :
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
+          &mha::grade_command()}) {
+        for (const mha::OptionInfo& option : command->options) {
+            if (option.value.empty()) continue;
+            CAPTURE(option.name);
+            CHECK(std::regex_search(completion, std::regex("[ |(]" + option.name + "[|)]")));
+        }
+    }
+}
+
+TEST_CASE("a near miss gets a suggestion; a far one does not") {
+    const std::vector<std::string> names = {"--trace", "--threads", "--text", "--heads"};
+    CHECK(mha::did_you_mean("--tarce", names) == "; did you mean '--trace'?");
+    CHECK(mha::did_you_mean("--THREADS", names) == "; did you mean '--threads'?");
+    CHECK(mha::did_you_mean("--thread", names) == "; did you mean '--threads'?");
+    CHECK(mha::did_you_mean("--frobnicate", names).empty());
+    CHECK(mha::did_you_mean("--xy", names).empty());  // too short to guess
 }

@@ -247,7 +247,8 @@ TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]
                                  "echo \"${COMPREPLY[*]}\"'")
             .output;
     };
-    CHECK(complete("mha --for") == "--format\n");
+    CHECK(complete("mha --forma") == "--format\n");
+    CHECK(complete("mha --form p") == "packed per-head\n");
     CHECK(complete("mha --format m") == "markdown\n");
     CHECK(complete("mha qu") == "quiz\n");
     CHECK(complete("mha quiz --to") == "--topics\n");

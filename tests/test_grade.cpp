@@ -122,9 +122,9 @@ TEST_CASE("mha grade: misuse is one line and status 2", "[grade][cli]") {
     const std::string answers = test::temp_path("grade-misuse.txt");
     std::ofstream(answers) << "1\n";
     const auto [args, key, message] = GENERATE_COPY(table<std::string, std::string, std::string>({
-        {"", "number 1", "grade needs an answers file"},
+        {"", "number 1", "grade needs an answers file first"},
         {"/nonexistent/a.txt", "number 1", "cannot open the answers file '/nonexistent/a.txt'"},
-        {answers + " extra", "number 1", "grade: unexpected 'extra'"},
+        {answers + " extra", "number 1", "unknown grade option 'extra'"},
         {answers, "", "grade: the key on stdin is empty"},
         {answers, "colour 3", "key line 1: unknown kind 'colour'"},
         {answers, "shape 4 : -b 1", "key line 1: 'shape' takes 2 argument(s)"},

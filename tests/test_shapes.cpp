@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/attention.h"
-#include "core/shapes.h"
+#include "core/plan.h"
 #include "helpers.h"
 #include "recorder.h"
 #include "io/init.h"
@@ -48,7 +48,12 @@ TEST_CASE("the shapes-only trace is the computed trace without values") {
     options.heads = h;
     Recorder computed, traced;
     mha::forward(w, in, masks, options, computed);
-    const std::uint64_t macs = mha::trace_shapes({s, N == M, true, causal}, traced);
+    mha::PassSpec spec;
+    spec.sizes = s;
+    spec.self_attention = N == M;
+    spec.masks.causal = causal;
+    traced.steps = mha::plan_pass(spec);
+    const std::uint64_t macs = mha::planned_macs(traced.steps);
 
     REQUIRE(traced.steps.size() == computed.steps.size());
     std::uint64_t computed_macs = 0;

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <limits>
 
 #include "core/attention.h"
@@ -38,6 +40,20 @@ Tensor rows_of(const Tensor& x, std::size_t first, std::size_t count) {
                       all.begin() + (b * L + first + count) * E);
     }
     return Tensor({B, count, E}, values);
+}
+
+// The lines of a run's output that state results: the output's statistics, the softmax
+// summary, each head's pattern and the ablation (not the header, which names the form).
+std::string results_of(const std::string& output, bool without_scores) {
+    std::istringstream lines(output);
+    std::string kept;
+    for (std::string line; std::getline(lines, line);) {
+        for (const char* start : {"output (", "softmax:", "  head ", "ablating head", "scores, all"}) {
+            if (line.rfind(start, 0) == 0 && !(without_scores && line.rfind("scores", 0) == 0))
+                kept += line + "\n";
+        }
+    }
+    return kept;
 }
 
 }  // namespace
@@ -137,6 +153,31 @@ TEST_CASE("the variants on the command line") {
                                      Catch::Contains("(qkv=3, B=1, h=4, N=4, d_k=4)"));
         std::remove(saved.c_str());
     }
+    SECTION("per-head and decoding take the packed pass's options") {
+        const std::string mask = test::temp_path("variants-mask.npy");
+        Tensor m({4, 4});
+        for (std::size_t i = 0; i < 16; ++i) m.data()[i] = i % 5 == 1 ? -1.5f : 0.25f * float(i % 3);
+        std::ofstream(mask, std::ios::binary) << mha::npy::to_npy_bytes(m);
+        const std::string sizes = "-b 2 -n 4 -d 16 -H 4 ";
+        const auto [form, options, packed_options] = GENERATE_COPY(table<std::string, std::string, std::string>({
+            {"--per-head", "-G 2 --mask " + mask, "-G 2 --mask " + mask},
+            {"--per-head", "--no-scale", "--no-scale"},
+            {"--per-head", "-G 2 --causal --ablate-head 2 --summary", "-G 2 --causal --ablate-head 2 --summary"},
+            {"--per-head", "--attention streaming --threads 3", "--attention streaming"},
+            {"--decode 4", "--no-scale --ablate-head 1", "--causal --no-scale --ablate-head 1"},
+            {"--decode 4", "-G 1 --attention streaming", "-G 1 --causal"},
+        }));
+        CAPTURE(form, options);
+        const test::RunResult variant = test::run_mha(sizes + form + " " + options);
+        const test::RunResult packed = test::run_mha(sizes + packed_options);
+        REQUIRE(variant.status == 0);
+        REQUIRE(packed.status == 0);
+        // decoding stores no (B, h, N, M) scores, so its summary has no scores line
+        const bool decoding = form != "--per-head";
+        CHECK(results_of(variant.output, decoding) == results_of(packed.output, decoding));
+        CHECK_THAT(results_of(variant.output, false), Catch::Contains("output (B=2, N=4, d_model=16)"));
+        std::remove(mask.c_str());
+    }
     SECTION("the decode trace shows the cache growing") {
         const test::RunResult r = test::run_mha("-b 1 -d 8 -H 2 --decode 3 --trace");
         REQUIRE(r.status == 0);
@@ -151,8 +192,7 @@ TEST_CASE("the variants on the command line") {
             {"--decode 4 -m 6", "--decode runs one sequence attending to itself"},
             {"--decode 0", "--decode must be at least 1"},
             {"--fused-qkv -G 2", "--fused-qkv needs self-attention"},
-            {"--per-head --mask m.npy", "--per-head supports --causal and --key-padding-mask"},
-            {"--per-head --shapes-only", "--per-head computes; it cannot be combined"},
+            {"--block pre --shapes-only", "--block computes; it cannot be combined"},
             {"--decode 100000 -d 1024 -H 16", "more than --max-memory"},
         }));
         test::check_rejected(args, message);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "app/terminal.h"
+#include "app/variants.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
 #include "show/svg.h"
@@ -27,13 +28,12 @@ double relative_change(const Tensor& a, const Tensor& b) {
     return norm > 0.0 ? std::sqrt(difference / norm) : std::sqrt(difference);
 }
 
-void report_ablation(std::ostream& out, const Problem& problem, const ForwardResult& result,
+void report_ablation(std::ostream& out, const Config& config, const Problem& problem, const ForwardResult& result,
                      std::size_t head) {
-    ForwardOptions options = problem.options;
-    options.ablate_head = head;
+    Problem without_head = problem;
+    without_head.options.ablate_head = head;
     NullTracer quiet;
-    const ForwardResult ablated =
-        forward(problem.weights, problem.inputs, problem.masks, options, quiet);
+    const ForwardResult ablated = run_pass(config, without_head, quiet);
     write_filled(out,
                  words_of("ablating head " + std::to_string(head) +
                           " (its context zeroed before W_o) changes the output by " +
@@ -61,7 +61,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         stats.print(out, result, info.d_model / info.heads, !config.no_scale);
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }
-    if (config.ablate_head) report_ablation(out, problem, result, *config.ablate_head);
+    if (config.ablate_head) report_ablation(out, config, problem, result, *config.ablate_head);
     if (!config.svg_path.empty()) {
         const std::vector<std::string> cols =
             info.self_attention ? rows : position_labels(info.kv_len, {});

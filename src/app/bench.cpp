@@ -56,6 +56,7 @@ struct BenchOptions {
     bool quick = false;
     bool json = false;
     bool compare_torch = false;
+    bool help = false;
 };
 
 struct Row {
@@ -66,28 +67,26 @@ struct Row {
     double peak_mib = 0;
 };
 
-BenchOptions parse_bench_args(const std::vector<std::string>& args) {
-    BenchOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw Error(arg + " needs a value (see mha bench --help)");
-            return args[++i];
-        };
-        if (arg == "--repeat")
-            o.repeat = parse_count("--repeat", value(), 1000);
-        else if (arg == "--threads")
-            o.threads = parse_count("--threads", value(), max_threads);
-        else if (arg == "--quick")
-            o.quick = true;
-        else if (arg == "--json")
-            o.json = true;
-        else if (arg == "--compare-torch")
-            o.compare_torch = true;
-        else
-            throw Error("unknown bench option '" + arg + "' (see mha bench --help)");
-    }
-    return o;
+// mha bench's options in --help order (adding one: see mha_table in app/cli.cpp).
+const std::vector<Option<BenchOptions>>& bench_table() {
+    static const std::vector<Option<BenchOptions>> table = {
+        section<BenchOptions>(""),
+        {{"--repeat", 0, "R", "timed runs per size, after one warm-up (default 5)"},
+         [](BenchOptions& o, const Arg& a) { o.repeat = parse_count(a, 1000); }},
+        {{"--threads", 0, "T",
+          "threads for the \"all threads\" column (default: the\nhardware's)"},
+         [](BenchOptions& o, const Arg& a) { o.threads = parse_count(a, max_threads); }},
+        {{"--quick", 0, "", "two tiny sizes, for a smoke test"},
+         [](BenchOptions& o, const Arg&) { o.quick = true; }},
+        {{"--json", 0, "", "one JSON document instead of the table"},
+         [](BenchOptions& o, const Arg&) { o.json = true; }},
+        {{"--compare-torch", 0, "",
+          "also time nn.MultiheadAttention through /usr/bin/python3\n"
+          "and src/app/bench_torch.py (needs PyTorch installed)"},
+         [](BenchOptions& o, const Arg&) { o.compare_torch = true; }},
+        {{"--help", 'h', "", "this help"}, [](BenchOptions& o, const Arg&) { o.help = true; }},
+    };
+    return table;
 }
 
 Config config_of(const BenchSize& s) {
@@ -276,30 +275,22 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 
 }  // namespace
 
-std::string bench_help_text() {
-    return R"(Usage: mha bench [options]
+const CommandInfo& bench_command() {
+    static const CommandInfo command = command_info<BenchOptions>("bench", R"(Usage: mha bench [options]
 Times the forward pass (self-attention, no mask, untraced) on six sizes from
 (B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
 GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
-
-      --repeat R         timed runs per size, after one warm-up (default 5)
-      --threads T        threads for the "all threads" column (default: the
-                         hardware's)
-      --quick            two tiny sizes, for a smoke test
-      --json             one JSON document instead of the table
-      --compare-torch    also time nn.MultiheadAttention through /usr/bin/python3
-                         and src/app/bench_torch.py (needs PyTorch installed)
-  -h, --help             this help
-)";
+)", "", "", bench_table());
+    return command;
 }
 
 int run_bench(const std::vector<std::string>& args) {
-    if (std::find(args.begin(), args.end(), "--help") != args.end() ||
-        std::find(args.begin(), args.end(), "-h") != args.end()) {
-        std::cout << bench_help_text();
+    BenchOptions o;
+    apply_options(bench_command(), bench_table(), args, o);
+    if (o.help) {
+        std::cout << help_text(bench_command());
         return 0;
     }
-    const BenchOptions o = parse_bench_args(args);
     if (o.compare_torch && !std::ifstream(torch_script).good())
         throw Error(std::string("--compare-torch runs ") + torch_script +
                     ": run mha bench from the repository root");

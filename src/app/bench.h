@@ -6,12 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "app/cli.h"
+
 namespace mha {
 
 // args: what follows "bench" on the command line. Returns the exit status;
 // throws mha::Error on bad options.
 int run_bench(const std::vector<std::string>& args);
 
-std::string bench_help_text();
+// Its options, for --help and the docs tests.
+const CommandInfo& bench_command();
 
 }  // namespace mha

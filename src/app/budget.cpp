@@ -54,7 +54,7 @@ std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) 
 // What the chosen form of the pass allocates on the attention path with the threads.
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads) {
-    if (c.decode) return decode_bytes(s);
+    if (c.form == Form::Decode) return decode_bytes(s);
     const std::uint64_t attention = forward_bytes(s, path, threads);
     if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
@@ -74,7 +74,7 @@ const char* path_name(AttentionPath path) {
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.decode || c.per_head || c.block) return AttentionPath::Standard;
+    if (c.form == Form::Decode || c.form == Form::PerHead || c.block) return AttentionPath::Standard;
     const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
     const bool shown = c.trace || c.format != Format::Text;
     const bool standard_fits = standard_bytes <= c.max_memory;

@@ -1,78 +1,161 @@
-// The rules between options: which combinations make sense.
+// The rules between mha's options, in one table, and what follows from the options.
 
 #include "app/config.h"
 
-#include "core/error.h"
+#include <algorithm>
+
+#include "app/cli.h"
 
 namespace mha {
 
 namespace {
 
-// --text, --demo-heads and the views that read the finished weights.
-void check_views(const Config& c) {
-    if (c.text && !c.input_path.empty()) {
-        throw Error("--text makes the input from a sentence; it cannot be combined with --input");
-    }
-    if (c.demo_heads && !c.text) {
-        throw Error("--demo-heads needs --text: its heads read the token embeddings and "
-                    "positional encodings that --text builds");
-    }
-    if (c.demo_heads && c.kv_heads && *c.kv_heads != c.heads) {
-        throw Error("--demo-heads constructs four full heads; it cannot be combined with --kv-heads");
-    }
-    if (c.demo_heads && !c.weights_path.empty()) {
-        throw Error("--demo-heads constructs the weights; it cannot be combined with --weights");
-    }
-    if ((!c.view_heads.empty() || c.mean_view) && !c.heatmap && c.svg_path.empty()) {
-        throw Error("--head picks what --heatmap and --export-svg draw; give one of them too");
-    }
-    if (c.format != Format::Text && (wants_summary(c) || c.ablate_head)) {
-        throw Error("--heatmap, --summary, --no-scale and --ablate-head print text; "
-                    "use them with --format text");
-    }
+bool asks(const Config& c, FormChoice form) {
+    return std::find(c.forms.begin(), c.forms.end(), form) != c.forms.end();
+}
+
+bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
+
+// A message's {T} is the --decode count, {N} the --seq-len.
+std::string fill(const std::string& message, const Config& c) {
+    std::string text = message;
+    const auto put = [&text](const std::string& key, const std::string& value) {
+        const std::size_t at = text.find(key);
+        if (at != std::string::npos) text.replace(at, key.size(), value);
+    };
+    if (c.decode) put("{T}", std::to_string(*c.decode));
+    if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
+    return text;
+}
+
+// Checked in order after parsing (and after --preset filled in its sizes); the first
+// broken rule is the error. To add a rule: one row, named so it is easy to find.
+const std::vector<Rule<Config>>& rules() {
+    static const std::vector<Rule<Config>> table = {
+        // The forms of the pass.
+        {"one-form", [](const Config& c) { return c.forms.size() > 1; },
+         "--decode, --fused-qkv, --per-head and --block are different forms of the pass; "
+         "choose one"},
+        {"d-ff-without-block",
+         [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
+         "--d-ff sets the feed-forward width of --block; give --block pre or post"},
+        {"block-self-attention",
+         [](const Config& c) {
+             return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
+         },
+         "--block is self-attention: no --kv-len or --key/--value"},
+        {"block-shapes-only", [](const Config& c) { return asks(c, FormChoice::Block) && c.shapes_only; },
+         "--block computes; it cannot be combined with --shapes-only"},
+        {"fused-qkv-self-attention",
+         [](const Config& c) {
+             return asks(c, FormChoice::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
+                                                      c.kv_len || !c.key_path.empty());
+         },
+         "--fused-qkv needs self-attention with K and V as wide as Q: no --kv-heads below "
+         "--heads, --kv-len or --key/--value"},
+        {"decode-self-attention",
+         [](const Config& c) {
+             return asks(c, FormChoice::Decode) && (c.kv_len || !c.key_path.empty() ||
+                                                    !c.mask_path.empty() ||
+                                                    !c.key_padding_mask_path.empty());
+         },
+         "--decode runs one sequence attending to itself, causal by construction: no "
+         "--kv-len, --key/--value, --mask or --key-padding-mask"},
+        {"decode-seq-len",
+         [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
+         "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
+
+        // Inputs and weights.
+        {"key-without-value", [](const Config& c) { return c.key_path.empty() != c.value_path.empty(); },
+         "--key and --value go together: give both for cross-attention, or neither"},
+        {"key-without-input",
+         [](const Config& c) { return !c.key_path.empty() && c.input_path.empty(); },
+         "--key and --value need --input for the queries"},
+        {"no-bias-with-weights", [](const Config& c) { return !c.weights_path.empty() && !c.bias; },
+         "--no-bias applies to seeded weights; with --weights the state dict decides the bias"},
+        {"random-bias-with-weights",
+         [](const Config& c) { return !c.weights_path.empty() && c.random_bias; },
+         "--random-bias applies to seeded weights; with --weights the state dict decides the bias"},
+        {"no-bias-random-bias", [](const Config& c) { return !c.bias && c.random_bias; },
+         "--no-bias and --random-bias contradict each other; choose one"},
+
+        // --text, --demo-heads and the views that read the finished weights.
+        {"text-with-input", [](const Config& c) { return c.text && !c.input_path.empty(); },
+         "--text makes the input from a sentence; it cannot be combined with --input"},
+        {"demo-heads-without-text", [](const Config& c) { return c.demo_heads && !c.text; },
+         "--demo-heads needs --text: its heads read the token embeddings and positional "
+         "encodings that --text builds"},
+        {"demo-heads-kv-heads",
+         [](const Config& c) { return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads; },
+         "--demo-heads constructs four full heads; it cannot be combined with --kv-heads"},
+        {"demo-heads-weights",
+         [](const Config& c) { return c.demo_heads && !c.weights_path.empty(); },
+         "--demo-heads constructs the weights; it cannot be combined with --weights"},
+        {"head-without-view",
+         [](const Config& c) { return draws(c) && !c.heatmap && c.svg_path.empty(); },
+         "--head picks what --heatmap and --export-svg draw; give one of them too"},
+        {"views-need-text-format",
+         [](const Config& c) {
+             return c.format != Format::Text && (wants_summary(c) || c.ablate_head);
+         },
+         "--heatmap, --summary, --no-scale and --ablate-head print text; use them with "
+         "--format text"},
+        {"step-needs-text-format", [](const Config& c) { return c.step && c.format != Format::Text; },
+         "--step pauses the text trace; it does not combine with --format json or markdown"},
+
+        // --shapes-only computes nothing; --attention streaming keeps no weights.
+        {"shapes-only-numbers",
+         [](const Config& c) {
+             return c.shapes_only &&
+                    !(c.weights_path.empty() && c.input_path.empty() && c.mask_path.empty() &&
+                      c.key_padding_mask_path.empty() && c.save_path.empty() && !c.values);
+         },
+         "--shapes-only traces sizes without any numbers; it cannot be combined with "
+         "--weights, --input, --mask, --key-padding-mask, --save or --values"},
+        {"shapes-only-views",
+         [](const Config& c) {
+             return c.shapes_only &&
+                    (c.text || wants_summary(c) || c.ablate_head || !c.svg_path.empty());
+         },
+         "--shapes-only computes no weights to look at; it cannot be combined with --text, "
+         "--heatmap, --summary, --export-svg, --ablate-head or --no-scale"},
+        {"streaming-save",
+         [](const Config& c) {
+             return c.attention == AttentionPath::Streaming && !c.save_path.empty();
+         },
+         "--save writes the attention weights, which --attention streaming never stores; use "
+         "--attention standard or auto"},
+        {"streaming-views",
+         [](const Config& c) {
+             return c.attention == AttentionPath::Streaming &&
+                    (wants_summary(c) || !c.svg_path.empty());
+         },
+         "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
+         "--attention streaming never stores; use standard or auto"},
+        {"mask-means-without-mask",
+         [](const Config& c) { return c.mask_means && c.mask_path.empty(); },
+         "--mask-means says how to read --mask, but no --mask was given"},
+    };
+    return table;
 }
 
 }  // namespace
 
-void validate(const Config& c) {
-    if (c.key_path.empty() != c.value_path.empty()) {
-        throw Error("--key and --value go together: give both for cross-attention, or neither");
+void settle(Config& c) {
+    check_rules(rules(), c, fill);
+    switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
+        case FormChoice::Packed: break;
+        case FormChoice::FusedQkv: c.form = Form::FusedQkv; break;
+        case FormChoice::PerHead: c.form = Form::PerHead; break;
+        case FormChoice::Decode:
+            c.form = Form::Decode;
+            if (c.decode) c.seq_len = c.decode;
+            c.causal = true;
+            break;
+        case FormChoice::Block: c.block = c.block.value_or(BlockKind::Pre); break;
     }
-    if (!c.key_path.empty() && c.input_path.empty()) {
-        throw Error("--key and --value need --input for the queries");
-    }
-    if (!c.weights_path.empty() && (!c.bias || c.random_bias)) {
-        throw Error(std::string(c.bias ? "--random-bias" : "--no-bias") +
-                    " applies to seeded weights; with --weights the state dict decides the bias");
-    }
-    if (!c.bias && c.random_bias) {
-        throw Error("--no-bias and --random-bias contradict each other; choose one");
-    }
-    check_views(c);
-    if (c.step && c.format != Format::Text) {
-        throw Error("--step pauses the text trace; it does not combine with --format json or markdown");
-    }
-    if (c.shapes_only && !(c.weights_path.empty() && c.input_path.empty() &&
-                           c.mask_path.empty() && c.key_padding_mask_path.empty() &&
-                           c.save_path.empty() && !c.values)) {
-        throw Error("--shapes-only traces sizes without any numbers; it cannot be combined "
-                    "with --weights, --input, --mask, --key-padding-mask, --save or --values");
-    }
-    if (c.shapes_only && (c.text || wants_summary(c) || c.ablate_head || !c.svg_path.empty())) {
-        throw Error("--shapes-only computes no weights to look at; it cannot be combined with "
-                    "--text, --heatmap, --summary, --export-svg, --ablate-head or --no-scale");
-    }
-    if (c.attention == AttentionPath::Streaming && !c.save_path.empty()) {
-        throw Error("--save writes the attention weights, which --attention streaming never "
-                    "stores; use --attention standard or auto");
-    }
-    if (c.attention == AttentionPath::Streaming && (wants_summary(c) || !c.svg_path.empty())) {
-        throw Error("--heatmap, --summary, --no-scale and --export-svg read the attention "
-                    "weights, which --attention streaming never stores; use standard or auto");
-    }
-    if (c.mask_means && c.mask_path.empty()) {
-        throw Error("--mask-means says how to read --mask, but no --mask was given");
-    }
+    if (c.demo_heads) c.causal = true;
+    if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads;
 }
 
 }  // namespace mha

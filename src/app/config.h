@@ -3,6 +3,7 @@
 
 #include "core/block.h"
 #include "core/attention.h"
+#include "core/plan.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -14,6 +15,9 @@ namespace mha {
 
 enum class Format { Text, Json, Markdown };
 enum class ColorChoice { Auto, Always, Never };
+// What --form and the four form options ask for: a Form of steps 6-10, or the block
+// (which wraps the packed form).
+enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -55,9 +59,9 @@ struct Config {
     std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
     bool shapes_only = false;   // trace shapes and costs without computing or allocating
     bool list_presets = false;
+    std::vector<FormChoice> forms;      // the forms asked for (--form and the four below), once each
+    Form form = Form::Packed;           // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
-    bool fused_qkv = false;             // one (3·d_model, d_model) projection for Q, K, V
-    bool per_head = false;              // head_i = Attention(x W_Q^i, x W_K^i, x W_V^i)
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
 
@@ -74,7 +78,10 @@ inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
 // What the run prints after the report: heatmaps, the summary (also with --no-scale).
 inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.no_scale; }
 
-// Throws mha::Error when options contradict each other (e.g. --key without --value).
-void validate(const Config& config);
+// After parsing: throws mha::Error for the first rule of the rule table the options
+// break (e.g. --key without --value), then decides what follows from them once: the
+// form and the block, causal (--decode, --demo-heads), N = T for --decode T, and
+// G = h without weights.
+void settle(Config& config);
 
 }  // namespace mha

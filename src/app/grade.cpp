@@ -271,27 +271,38 @@ std::string indented(const std::string& text, const std::string& indent) {
     return result;
 }
 
+struct GradeOptions {
+    std::string files_in;  // --files-in: the key's file names are relative to it
+    bool help = false;
+};
+
+// mha grade's options in --help order (adding one: see mha_table in app/cli.cpp).
+const std::vector<Option<GradeOptions>>& grade_table() {
+    static const std::vector<Option<GradeOptions>> table = {
+        section<GradeOptions>(""),
+        {{"--files-in", 0, "DIR", "file names in the key's options are relative to DIR"},
+         [](GradeOptions& o, const Arg& a) { o.files_in = parse_path(a); }},
+        {{"--help", 'h', "", "this help"}, [](GradeOptions& o, const Arg&) { o.help = true; }},
+    };
+    return table;
+}
+
 }  // namespace
 
 int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::ostream& out) {
-    std::string answers_path, files_in;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "-h" || args[i] == "--help") {
-            out << grade_help_text();
-            return 0;
-        }
-        if (args[i] == "--files-in") {
-            if (i + 1 >= args.size()) throw Error("grade --files-in needs a folder");
-            files_in = args[++i];
-        } else if (args[i].rfind("-", 0) == 0 || !answers_path.empty()) {
-            throw Error("grade: unexpected '" + args[i] + "' (usage: mha grade ANSWERS [--files-in DIR] < KEY)");
-        } else {
-            answers_path = args[i];
-        }
+    // ANSWERS comes first; the options after it go through the table.
+    const bool has_answers = !args.empty() && args[0].rfind("-", 0) != 0;
+    GradeOptions o;
+    apply_options(grade_command(), grade_table(), {args.begin() + (has_answers ? 1 : 0), args.end()}, o);
+    if (o.help) {
+        out << help_text(grade_command());
+        return 0;
     }
-    if (answers_path.empty()) {
-        throw Error("grade needs an answers file (usage: mha grade ANSWERS [--files-in DIR] < KEY)");
+    if (!has_answers) {
+        throw Error("grade needs an answers file first (usage: mha grade ANSWERS [--files-in DIR] < KEY)");
     }
+    const std::string& answers_path = args[0];
+    const std::string& files_in = o.files_in;
     Grader grader(read_answers(answers_path));
     const std::vector<KeyLine> key = read_key(key_in);
     if (!files_in.empty()) {
@@ -328,8 +339,9 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
     return right == key.size() ? 0 : 1;
 }
 
-std::string grade_help_text() {
-    return R"(Usage: mha grade ANSWERS [--files-in DIR] < KEY
+const CommandInfo& grade_command() {
+    static const CommandInfo command = command_info<GradeOptions>(
+        "grade", R"(Usage: mha grade ANSWERS [--files-in DIR] < KEY
 Grades ANSWERS (one answer per line, # comments) against KEY on stdin, one
 key line per answer. Answers take the forms the trace prints: (2, 4, 8, 64),
 263,168, 4 MiB, d_k = 32, step 12, yes. A wrong answer is shown with the
@@ -351,14 +363,12 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
   number VALUE                 a fixed number
   word WORD                    a fixed word (case does not matter)
 {N} in OPTS stands for answer N (one word), e.g. --heads {1}.
-
-      --files-in DIR     file names in OPTS are relative to DIR
-  -h, --help             this help
-
-Prints one verdict per answer and "score: right/asked". Exit status: 0 when
+)",
+        R"(Prints one verdict per answer and "score: right/asked". Exit status: 0 when
 every answer is right, 1 when one is wrong, 2 on misuse (no answers file, a
 bad key line).
-)";
+)", "grade ", grade_table());
+    return command;
 }
 
 }  // namespace mha

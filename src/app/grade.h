@@ -5,6 +5,8 @@
 // answer and the trace lines behind it come from the tool itself. The exercises'
 // check.sh scripts are a key each.
 
+#include "app/cli.h"
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@ namespace mha {
 // (no answers file, a key line it cannot read).
 int run_grade(const std::vector<std::string>& args, std::istream& key, std::ostream& out);
 
-std::string grade_help_text();
+// Its options and --help, for the docs tests.
+const CommandInfo& grade_command();
 
 }  // namespace mha

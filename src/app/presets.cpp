@@ -58,7 +58,8 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
     if (!was_given("--heads")) c.heads = p.heads;
     if (!c.kv_heads && !was_given("--heads")) c.kv_heads = p.kv_heads;
     if (!was_given("--no-bias") && !was_given("--random-bias")) c.bias = p.bias;
-    if (c.block && !c.d_ff) c.d_ff = p.d_ff;
+    const bool block = std::find(c.forms.begin(), c.forms.end(), FormChoice::Block) != c.forms.end();
+    if (block && !c.d_ff) c.d_ff = p.d_ff;
 }
 
 }  // namespace mha

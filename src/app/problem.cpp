@@ -6,6 +6,7 @@
 
 #include "app/budget.h"
 #include "app/variants.h"
+#include "core/decode.h"
 #include "core/error.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -122,7 +123,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 
 Masks load_masks(const Config& c) {
     Masks masks;
-    masks.causal = c.causal || c.demo_heads;
+    masks.causal = c.causal;
     if (!c.mask_path.empty())
         load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
                        masks);
@@ -166,7 +167,6 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     RunInfo info = describe_sizes(c, s);
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
-    info.causal = c.causal || c.demo_heads;
     info.threads = p.options.threads;
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
@@ -206,17 +206,23 @@ ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(s);
     ShapesProblem p;
-    p.run = ShapeRun{s, s.kv_len == s.seq_len, c.bias, c.causal};
+    p.spec.sizes = s;
+    p.spec.form = c.form;
+    p.spec.path = c.attention.value_or(AttentionPath::Standard);
+    p.spec.self_attention = s.kv_len == s.seq_len;
+    p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
+    p.spec.masks.causal = c.causal;
+    p.spec.scale = !c.no_scale;
     p.info = describe_sizes(c, s);
-    p.info.self_attention = p.run.self_attention;
+    p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
     p.info.threads = 1;
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = forward_bytes(s, AttentionPath::Standard, 1);
-    NullTracer count_only;
-    p.info.total_macs = trace_shapes(p.run, count_only);
+    p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+    p.info.total_macs = planned_macs(plan_pass(p.spec));
+    p.info.variant = variant_description(c, 0);
     return p;
 }
 

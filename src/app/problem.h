@@ -8,7 +8,7 @@
 
 #include "core/attention.h"
 #include "core/block.h"
-#include "core/shapes.h"
+#include "core/plan.h"
 #include "show/run_info.h"
 
 namespace mha {
@@ -27,7 +27,7 @@ Problem build_problem(const Config& config);
 // --shapes-only: the sizes and what the printers say, with no file read and no
 // tensor allocated (so no memory budget to check).
 struct ShapesProblem {
-    ShapeRun run;
+    PassSpec spec;  // what the plan of the steps depends on
     RunInfo info;
 };
 

@@ -47,41 +47,44 @@ std::vector<Topic> parse_topics(const std::string& text) {
     return topics;
 }
 
+// mha quiz's options in --help order (adding one: see mha_table in app/cli.cpp).
+const std::vector<Option<QuizOptions>>& quiz_table() {
+    static const std::vector<Option<QuizOptions>> table = {
+        section<QuizOptions>(""),
+        {{"--count", 0, "N", "number of questions (default 5, at most 100)"},
+         [](QuizOptions& o, const Arg& a) { o.count = parse_count(a, max_questions); }},
+        {{"--seed", 0, "S", "which questions (default 0); same seed, same quiz"},
+         [](QuizOptions& o, const Arg& a) { o.seed = parse_unsigned(a); }},
+        {{"--topics", 0, "LIST",
+          "comma-separated, from: shapes, d_k, parameters, macs,\n"
+          "kv-cache, copies (default all, taken in turn)"},
+         [](QuizOptions& o, const Arg& a) { o.topics = parse_topics(a.text); }},
+        {{"--answers", 0, "FILE",
+          "grade FILE (one answer per line, # comments) instead\nof asking on stdin"},
+         [](QuizOptions& o, const Arg& a) { o.answers_path = parse_path(a); }},
+        {{"--pass", 0, "PERCENT", "pass mark (default 60)"},
+         [](QuizOptions& o, const Arg& a) {
+             o.pass_percent = parse_unsigned(a);
+             if (o.pass_percent > 100)
+                 throw Error(a.option + " is a percentage from 0 to 100, got " + a.text);
+         }},
+        {{"--questions", 0, "", "print the questions only, as a hand-out"},
+         [](QuizOptions& o, const Arg&) { o.questions_only = true; }},
+        {{"--help", 'h', "", "this help"}, [](QuizOptions& o, const Arg&) { o.help = true; }},
+    };
+    return table;
+}
+
+const std::vector<Rule<QuizOptions>> quiz_rules = {
+    {"questions-answers",
+     [](const QuizOptions& o) { return o.questions_only && !o.answers_path.empty(); },
+     "quiz --questions prints a hand-out and grades nothing; drop it or --answers"},
+};
+
 QuizOptions parse_quiz_args(const std::vector<std::string>& args) {
     QuizOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        std::string name = args[i], value;
-        const std::size_t equals = name.find('=');
-        if (equals != std::string::npos) {
-            value = name.substr(equals + 1);
-            name.resize(equals);
-        }
-        const bool flag = name == "--questions" || name == "--help" || name == "-h";
-        const bool takes_value = name == "--count" || name == "--seed" || name == "--topics" ||
-                                 name == "--answers" || name == "--pass";
-        if (!flag && !takes_value) {
-            throw Error("unknown quiz option '" + name + "' (see mha quiz --help)");
-        }
-        if (flag && equals != std::string::npos) throw Error("quiz " + name + " takes no value");
-        if (!flag && equals == std::string::npos) {
-            if (i + 1 >= args.size()) throw Error("quiz " + name + " needs a value (see mha quiz --help)");
-            value = args[++i];
-        }
-        if (name == "--count") o.count = parse_count("quiz --count", value, max_questions);
-        else if (name == "--seed") o.seed = parse_unsigned("quiz --seed", value);
-        else if (name == "--topics") o.topics = parse_topics(value);
-        else if (name == "--answers" && value.empty()) throw Error("quiz --answers expects a file name");
-        else if (name == "--answers") o.answers_path = value;
-        else if (name == "--pass") o.pass_percent = parse_unsigned("quiz --pass", value);
-        else if (name == "--questions") o.questions_only = true;
-        else o.help = true;
-    }
-    if (o.questions_only && !o.answers_path.empty()) {
-        throw Error("quiz --questions prints a hand-out and grades nothing; drop it or --answers");
-    }
-    if (o.pass_percent > 100) {
-        throw Error("quiz --pass is a percentage from 0 to 100, got " + std::to_string(o.pass_percent));
-    }
+    apply_options(quiz_command(), quiz_table(), args, o);
+    check_rules(quiz_rules, o);
     if (o.topics.empty()) {
         for (const auto& entry : topic_names()) o.topics.push_back(entry.second);
     }
@@ -159,7 +162,7 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
              std::ostream& out) {
     const QuizOptions o = parse_quiz_args(args);
     if (o.help) {
-        out << quiz_help_text();
+        out << help_text(quiz_command());
         return 0;
     }
     const std::vector<std::string> answers =
@@ -200,26 +203,15 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
     return score(out, right, questions.size(), o.pass_percent);
 }
 
-std::string quiz_help_text() {
-    return R"(Usage: mha quiz [options]
+const CommandInfo& quiz_command() {
+    static const CommandInfo command = command_info<QuizOptions>("quiz", R"(Usage: mha quiz [options]
 Questions on shapes and costs, each on its own seeded random configuration.
 Every answer is checked against the trace, and the trace lines that explain
 it are printed. Answers take the forms people type and the trace prints:
 2,4,8,64  (2, 4, 8, 64)  [2 4 8 64]  2x4x8x64  263,168  16 KiB  d_k = 32
 step 12. Asked on stdin, Enter alone asks again, s skips, q quits.
-
-      --count N          number of questions (default 5, at most 100)
-      --seed S           which questions (default 0); same seed, same quiz
-      --topics LIST      comma-separated, from: shapes, d_k, parameters, macs,
-                         kv-cache, copies (default all, taken in turn)
-      --answers FILE     grade FILE (one answer per line, # comments) instead
-                         of asking on stdin
-      --pass PERCENT     pass mark (default 60)
-      --questions        print the questions only, as a hand-out
-  -h, --help             this help
-
-Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.
-)";
+)", "Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.\n", "quiz ", quiz_table());
+    return command;
 }
 
 }  // namespace mha

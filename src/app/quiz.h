@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "app/cli.h"
+
 namespace mha {
 
 // args are the words after "quiz"; answers are read from in unless --answers is
@@ -15,6 +17,7 @@ namespace mha {
 int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_terminal,
              std::ostream& out);
 
-std::string quiz_help_text();
+// Its options, for --help and the docs tests.
+const CommandInfo& quiz_command();
 
 }  // namespace mha

@@ -1,33 +1,25 @@
-// The variants of the forward pass and the options each one accepts.
+// The variants of the forward pass: which one runs, and how the header names it.
 
 #include "app/variants.h"
 
 #include "core/block.h"
 #include "core/decode.h"
-#include "core/error.h"
 #include "core/fused_qkv.h"
 #include "core/per_head.h"
 
 namespace mha {
 
-namespace {
-
-const char* variant_name(const Config& c) {
-    if (c.decode) return "--decode";
-    if (c.fused_qkv) return "--fused-qkv";
-    if (c.block) return "--block";
-    return c.per_head ? "--per-head" : nullptr;
-}
-
-}  // namespace
-
 ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
     if (c.block) {
         return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
     }
-    if (c.decode) return decode(p.weights, p.inputs, p.masks, p.options, tracer);
-    if (c.fused_qkv) return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
-    if (c.per_head) return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+    switch (c.form) {
+        case Form::Decode: return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::FusedQkv:
+            return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Packed: break;
+    }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
@@ -36,51 +28,13 @@ std::string variant_description(const Config& c, std::size_t d_ff) {
         return std::string(*c.block == BlockKind::Pre ? "pre-LN" : "post-LN") +
                " block, d_ff=" + std::to_string(d_ff);
     }
-    if (c.decode) return "decoding with a KV cache";
-    if (c.fused_qkv) return "fused QKV";
-    return c.per_head ? "per head" : "";
-}
-
-void apply_variants(Config& c) {
-    if (int(bool(c.decode)) + int(c.fused_qkv) + int(c.per_head) + int(bool(c.block)) > 1) {
-        throw Error("--decode, --fused-qkv, --per-head and --block are different forms of the "
-                    "pass; choose one");
+    switch (c.form) {
+        case Form::Decode: return "decoding with a KV cache";
+        case Form::FusedQkv: return "fused QKV";
+        case Form::PerHead: return "per head";
+        case Form::Packed: break;
     }
-    if (c.d_ff && !c.block) throw Error("--d-ff sets the feed-forward width of --block; give --block pre or post");
-    const char* name = variant_name(c);
-    if (name == nullptr) return;
-    if (c.block && (c.kv_len || !c.key_path.empty())) {
-        throw Error("--block is self-attention: no --kv-len or --key/--value");
-    }
-    if (c.shapes_only) throw Error(std::string(name) + " computes; it cannot be combined with --shapes-only");
-    if (c.attention == AttentionPath::Streaming && !c.fused_qkv) {
-        throw Error(std::string(name) + " runs the standard steps 6-10; it cannot be combined "
-                    "with --attention streaming");
-    }
-    if ((c.no_scale || c.ablate_head) && !c.fused_qkv) {
-        throw Error(std::string(c.no_scale ? "--no-scale" : "--ablate-head") +
-                    " changes the packed pass; it cannot be combined with " + name);
-    }
-    if (c.per_head && !c.mask_path.empty()) {
-        throw Error("--per-head supports --causal and --key-padding-mask, not --mask");
-    }
-    if (c.fused_qkv && ((c.kv_heads && *c.kv_heads != c.heads) || c.kv_len ||
-                        !c.key_path.empty())) {
-        throw Error("--fused-qkv needs self-attention with K and V as wide as Q: no "
-                    "--kv-heads below --heads, --kv-len or --key/--value");
-    }
-    if (!c.decode) return;
-    if (c.kv_len || !c.key_path.empty() || !c.mask_path.empty() ||
-        !c.key_padding_mask_path.empty()) {
-        throw Error("--decode runs one sequence attending to itself, causal by construction: "
-                    "no --kv-len, --key/--value, --mask or --key-padding-mask");
-    }
-    if (c.seq_len && *c.seq_len != *c.decode) {
-        throw Error("--decode " + std::to_string(*c.decode) + " and --seq-len " +
-                    std::to_string(*c.seq_len) + " disagree; --decode T decodes N = T tokens");
-    }
-    c.seq_len = c.decode;
-    c.causal = true;
+    return "";
 }
 
 }  // namespace mha

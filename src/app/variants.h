@@ -1,6 +1,6 @@
 #pragma once
 // Which form of the forward pass a run uses: the packed forward() (default),
-// --fused-qkv, --per-head or --decode T, and the option rules that go with them.
+// --fused-qkv, --per-head, --decode T or --block (decided once by settle(), app/config.cpp).
 
 #include <string>
 
@@ -15,9 +15,5 @@ ForwardResult run_pass(const Config& config, const Problem& problem, Tracer& tra
 
 // "pre-LN block, d_ff=64", "fused QKV", ...; empty for the packed pass.
 std::string variant_description(const Config& config, std::size_t d_ff);
-
-// After parsing: --decode T means N = T and causal; throws mha::Error for options
-// that do not combine with the chosen variant.
-void apply_variants(Config& config);
 
 }  // namespace mha

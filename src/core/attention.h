@@ -4,10 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/kernels.h"
+#include "core/plan.h"
+#include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
 
@@ -29,25 +33,8 @@ struct Weights {
     std::size_t parameter_count() const;
 };
 
-// Every size the forward pass depends on.
-struct Sizes {
-    std::size_t batch;    // B
-    std::size_t seq_len;  // N   queries
-    std::size_t kv_len;   // M   keys and values
-    std::size_t d_model;
-    std::size_t kdim;   // features of x_k
-    std::size_t vdim;   // features of x_v
-    std::size_t heads;  // h
-    std::size_t kv_heads;  // G: key/value heads, h for ordinary multi-head attention
-};
-
 // Multiply-adds of one forward pass: the four projections and both attention products.
 std::uint64_t forward_macs(const Sizes& sizes);
-
-// How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
-// traces every step; Streaming runs them tile by tile with an online softmax,
-// never stores the weights, and traces them as one step (see core/streaming.h).
-enum class AttentionPath { Standard, Streaming };
 
 // Bytes the forward pass allocates on the given path with the given threads:
 // Q, K, V, context, concat, output, the scores (standard only) and every thread's
@@ -90,12 +77,6 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
-// What step 8 applies, in words, for the trace.
-std::vector<std::string> mask_notes(const Masks& masks, const Sizes& sizes);
-
-// Step 6's note on the standard path: how many bytes the stored scores take.
-std::string standard_path_note(std::uint64_t score_bytes);
-
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
@@ -114,10 +95,69 @@ struct HeadTensors {
     Tensor v;  // (B, G, M, d_k)
 };
 
-// Steps 6-14 from heads made another way (e.g. a fused QKV projection). Takes the
-// heads by value so that Q, K and V can be freed once step 10 is done.
-ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads,
-                                 const Masks& masks, const Sizes& sizes,
-                                 const ForwardOptions& options, Tracer& tracer);
+// What the plan of this problem depends on besides its sizes (from check_pass): the
+// form, the path, which projections have a bias, the masks and the scaling.
+PassSpec pass_spec(const Sizes& sizes, const Weights& weights, const Inputs& inputs, const Masks& masks,
+                   const ForwardOptions& options, Form form);
+
+// check_shapes, and the head to ablate must exist; throws mha::Error otherwise.
+Sizes check_pass(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                 const ForwardOptions& options);
+
+// Steps 6-14 from heads made another way (e.g. a fused QKV projection), traced with the
+// plan the caller started. Takes the heads by value so that Q, K and V can be freed once
+// step 10 is done.
+ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, const Masks& masks,
+                                 const Sizes& sizes, const ForwardOptions& options,
+                                 PassTrace& trace);
+
+// The unit of work: one (batch, head) pair of steps 6-10, what it reads and where it writes.
+struct AttentionUnit {
+    MatrixView q;        // (N, d_k)
+    MatrixView k, v;     // (M, d_k): the key/value head this query head reads
+    HeadMask mask;       // what step 8 adds
+    float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
+    float* context;      // (N, d_k), rows ldc apart
+    std::size_t ldc;
+};
+
+// The units of one call: unit(u) for u < count, run over threads in any order.
+struct Units {
+    std::size_t count;
+    std::function<AttentionUnit(std::size_t)> unit;
+};
+
+// What steps 7 and 9 do to every unit.
+struct UnitMath {
+    float factor;           // step 7: 1/sqrt(d_k), or 1
+    bool zero_masked_rows;  // step 9: a row with every key blocked gets zeros instead of NaN
+};
+
+UnitMath unit_math(const Sizes& sizes, const ForwardOptions& options);
+
+// Which part of steps 6-10 run_units does to each unit.
+enum class UnitStep {
+    Scores,            // 6   scores = q kᵀ
+    Scale,             // 7   scores · factor
+    Mask,              // 8   + attn_mask, + key padding, causal -inf
+    Softmax,           // 9   weights = softmax(scores) over the keys
+    ScaleMaskSoftmax,  // 7-9 fused, one pass over each row
+    Context,           // 10  context = weights v
+    Attend,            // 6-10, 7-9 fused: the untraced standard path
+    Streamed,          // 6-10 on tiles with an online softmax; no scores stored
+};
+
+// Runs one part of steps 6-10 on every unit; returns the rows with every key blocked
+// (counted by Softmax, ScaleMaskSoftmax, Attend and Streamed). Each unit writes only its
+// own memory, so every thread count gives the same bits.
+std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
+                      std::size_t threads);
+
+// What step 8 adds to unit (b, i): the attn_mask plane of batch b and head i, batch b's
+// key padding row, the causal rule.
+HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& sizes);
+
+// Head ablation: context (B, h, N, d_k), any strides, with head `head`'s slices set to 0.
+void zero_head(Tensor& context, std::size_t head);
 
 }  // namespace mha

@@ -3,7 +3,7 @@
 // sharing saves. h query heads share G key/value heads (G divides h): G = h is
 // ordinary multi-head attention, G = 1 multi-query, anything between grouped.
 
-#include "core/attention.h"
+#include "core/sizes.h"
 
 #include <cstddef>
 #include <string>

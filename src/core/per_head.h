@@ -13,8 +13,8 @@ namespace mha {
 Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count);
 
 // forward() one head at a time, traced per head: Q_i, K_i, V_i (B, L, d_k), scores_i and
-// weights_i (B, N, M), head_i (B, N, d_k), then the concatenation and W_o. Supports
-// --causal and a key padding mask; an attn_mask is refused (mha::Error).
+// weights_i (B, N, M), head_i (B, N, d_k), then the concatenation and W_o. Steps 6-10 run
+// on the packed pass's units, so every mask, option and path works as in forward().
 ForwardResult forward_per_head(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                const ForwardOptions& options, Tracer& tracer);
 

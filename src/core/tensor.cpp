@@ -34,16 +34,14 @@ Strides contiguous_strides(const Shape& shape) {
 
 Tensor::Tensor(Shape shape)
     : storage_(std::make_shared<std::vector<float>>(element_count(shape), 0.0f)),
-      shape_(std::move(shape)),
-      strides_(contiguous_strides(shape_)) {}
+      layout_(Layout::contiguous_of(std::move(shape))) {}
 
 Tensor::Tensor(Shape shape, std::vector<float> values)
     : storage_(std::make_shared<std::vector<float>>(std::move(values))),
-      shape_(std::move(shape)),
-      strides_(contiguous_strides(shape_)) {
-    if (storage_->size() != element_count(shape_)) {
+      layout_(Layout::contiguous_of(std::move(shape))) {
+    if (storage_->size() != element_count(layout_.shape)) {
         throw Error("tensor: " + std::to_string(storage_->size()) +
-                    " values cannot fill shape " + to_string(shape_));
+                    " values cannot fill shape " + to_string(layout_.shape));
     }
 }
 
@@ -55,7 +53,7 @@ bool is_contiguous(const Shape& shape, const Strides& strides) {
     return true;
 }
 
-bool Tensor::is_contiguous() const { return mha::is_contiguous(shape_, strides_); }
+bool Tensor::is_contiguous() const { return layout_.is_contiguous(); }
 
 // A view is possible when every run of old dimensions that is contiguous in
 // memory (a "chunk") is split or merged into new dimensions that stay inside
@@ -88,83 +86,111 @@ static bool view_strides(const Shape& old_shape, const Strides& old_strides,
     return new_d == 0;
 }
 
-Tensor Tensor::view(const Shape& shape) const {
-    if (element_count(shape) != numel()) {
-        throw Error("view: shape " + to_string(shape) + " is invalid for a tensor of shape " +
-                    to_string(shape_) + " (" + std::to_string(numel()) + " elements)");
+Layout Layout::contiguous_of(Shape shape) {
+    Strides strides = contiguous_strides(shape);
+    return {std::move(shape), std::move(strides)};
+}
+
+Layout Layout::view(const Shape& new_shape) const {
+    if (element_count(new_shape) != element_count(shape)) {
+        throw Error("view: shape " + to_string(new_shape) + " is invalid for a tensor of shape " +
+                    to_string(shape) + " (" + std::to_string(element_count(shape)) + " elements)");
     }
-    Strides strides;
-    if (!view_strides(shape_, strides_, shape, strides)) {
-        throw Error("view: cannot view a tensor of shape " + to_string(shape_) +
-                    " with strides " + to_string(strides_) + " as " + to_string(shape) +
+    Layout result{new_shape, {}};
+    if (!view_strides(shape, strides, new_shape, result.strides)) {
+        throw Error("view: cannot view a tensor of shape " + to_string(shape) +
+                    " with strides " + to_string(strides) + " as " + to_string(new_shape) +
                     ": its elements are not laid out contiguously; call contiguous() first"
                     " (in PyTorch: x.contiguous().view(...))");
     }
+    return result;
+}
+
+Layout Layout::transpose(std::size_t a, std::size_t b) const {
+    if (a >= shape.size() || b >= shape.size()) {
+        throw Error("transpose: dimensions " + std::to_string(a) + " and " + std::to_string(b) +
+                    " do not both exist in a tensor of shape " + to_string(shape));
+    }
+    Layout result = *this;
+    std::swap(result.shape[a], result.shape[b]);
+    std::swap(result.strides[a], result.strides[b]);
+    return result;
+}
+
+Layout Layout::permute(const std::vector<std::size_t>& order) const {
+    std::vector<bool> seen(shape.size(), false);
+    for (std::size_t d : order) {
+        if (d >= shape.size() || seen[d] || order.size() != shape.size()) {
+            throw Error("permute: " + to_string(order) + " is not an order of the " +
+                        std::to_string(shape.size()) + " dimensions of a tensor of shape " +
+                        to_string(shape));
+        }
+        seen[d] = true;
+    }
+    Layout result = *this;
+    for (std::size_t d = 0; d < order.size(); ++d) {
+        result.shape[d] = shape[order[d]];
+        result.strides[d] = strides[order[d]];
+    }
+    return result;
+}
+
+Layout Layout::select(std::size_t d) const {
+    Layout result = *this;
+    result.shape.erase(result.shape.begin() + std::ptrdiff_t(d));
+    result.strides.erase(result.strides.begin() + std::ptrdiff_t(d));
+    return result;
+}
+
+Layout Layout::contiguous() const { return is_contiguous() ? *this : contiguous_of(shape); }
+
+Tensor Tensor::view(const Shape& shape) const {
     Tensor result = *this;
-    result.shape_ = shape;
-    result.strides_ = std::move(strides);
+    result.layout_ = layout_.view(shape);
     return result;
 }
 
 Tensor Tensor::transpose(std::size_t a, std::size_t b) const {
-    if (a >= dim() || b >= dim()) {
-        throw Error("transpose: dimensions " + std::to_string(a) + " and " + std::to_string(b) +
-                    " do not both exist in a tensor of shape " + to_string(shape_));
-    }
     Tensor result = *this;
-    std::swap(result.shape_[a], result.shape_[b]);
-    std::swap(result.strides_[a], result.strides_[b]);
+    result.layout_ = layout_.transpose(a, b);
     return result;
 }
 
 Tensor Tensor::permute(const std::vector<std::size_t>& order) const {
-    std::vector<bool> seen(dim(), false);
-    for (std::size_t d : order) {
-        if (d >= dim() || seen[d] || order.size() != dim()) {
-            throw Error("permute: " + to_string(order) + " is not an order of the " +
-                        std::to_string(dim()) + " dimensions of a tensor of shape " +
-                        to_string(shape_));
-        }
-        seen[d] = true;
-    }
     Tensor result = *this;
-    for (std::size_t d = 0; d < order.size(); ++d) {
-        result.shape_[d] = shape_[order[d]];
-        result.strides_[d] = strides_[order[d]];
-    }
+    result.layout_ = layout_.permute(order);
     return result;
 }
 
 Tensor Tensor::select(std::size_t d, std::size_t i) const {
-    if (d >= dim() || i >= shape_[d]) {
+    if (d >= dim() || i >= size(d)) {
         throw Error("select: index " + std::to_string(i) + " of dimension " + std::to_string(d) +
-                    " is out of range for a tensor of shape " + to_string(shape_));
+                    " is out of range for a tensor of shape " + to_string(shape()));
     }
     Tensor result = *this;
-    result.offset_ += i * strides_[d];
-    result.shape_.erase(result.shape_.begin() + std::ptrdiff_t(d));
-    result.strides_.erase(result.strides_.begin() + std::ptrdiff_t(d));
+    result.offset_ += i * strides()[d];
+    result.layout_ = layout_.select(d);
     return result;
 }
 
 Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
-    return Tensor(shape_, to_vector());
+    return Tensor(shape(), to_vector());
 }
 
 float Tensor::at(const std::vector<std::size_t>& index) const {
     if (!storage_) throw Error("at: the tensor is empty");
     if (index.size() != dim()) {
         throw Error("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
-                    to_string(shape_));
+                    to_string(shape()));
     }
     std::size_t position = offset_;
     for (std::size_t d = 0; d < dim(); ++d) {
-        if (index[d] >= shape_[d]) {
+        if (index[d] >= shape()[d]) {
             throw Error("at: index " + std::to_string(index[d]) + " is out of range for dimension " +
-                        std::to_string(d) + " of shape " + to_string(shape_));
+                        std::to_string(d) + " of shape " + to_string(shape()));
         }
-        position += index[d] * strides_[d];
+        position += index[d] * strides()[d];
     }
     return (*storage_)[position];
 }
@@ -176,10 +202,10 @@ std::vector<float> Tensor::to_vector() const {
     const float* base = data();
     for (std::size_t n = 0; n < numel(); ++n) {
         std::size_t position = 0;
-        for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides_[d];
+        for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides()[d];
         values.push_back(base[position]);
         for (std::size_t d = dim(); d-- > 0;) {
-            if (++index[d] < shape_[d]) break;
+            if (++index[d] < shape()[d]) break;
             index[d] = 0;
         }
     }

@@ -19,18 +19,36 @@ Strides contiguous_strides(const Shape& shape);
 // C order, ignoring the strides of size-1 dimensions (as PyTorch does).
 bool is_contiguous(const Shape& shape, const Strides& strides);
 
+// A tensor's shape and strides without its values: what view, transpose, permute,
+// select and contiguous do to them. Tensor keeps one; the step plan (core/plan.h)
+// works out every step's layout with the same arithmetic, without allocating.
+struct Layout {
+    Shape shape;
+    Strides strides;
+
+    static Layout contiguous_of(Shape shape);  // C order
+    bool is_contiguous() const { return mha::is_contiguous(shape, strides); }
+    // Throws mha::Error when the element count differs or the strides do not allow it.
+    Layout view(const Shape& new_shape) const;
+    Layout transpose(std::size_t a, std::size_t b) const;
+    Layout permute(const std::vector<std::size_t>& order) const;
+    Layout select(std::size_t d) const;  // dimension d dropped (the offset is the tensor's)
+    Layout contiguous() const;           // itself when contiguous, else C order
+};
+
 class Tensor {
 public:
     Tensor() = default;
     explicit Tensor(Shape shape);                       // zero-filled, contiguous
     Tensor(Shape shape, std::vector<float> values);     // values in C order
 
-    const Shape& shape() const { return shape_; }
-    const Strides& strides() const { return strides_; }
+    const Shape& shape() const { return layout_.shape; }
+    const Strides& strides() const { return layout_.strides; }
+    const Layout& layout() const { return layout_; }
     std::size_t offset() const { return offset_; }
-    std::size_t dim() const { return shape_.size(); }
-    std::size_t size(std::size_t d) const { return shape_.at(d); }
-    std::size_t numel() const { return storage_ ? element_count(shape_) : 0; }
+    std::size_t dim() const { return layout_.shape.size(); }
+    std::size_t size(std::size_t d) const { return layout_.shape.at(d); }
+    std::size_t numel() const { return storage_ ? element_count(layout_.shape) : 0; }
     bool empty() const { return storage_ == nullptr; }
 
     bool is_contiguous() const;
@@ -55,8 +73,7 @@ public:
 
 private:
     std::shared_ptr<std::vector<float>> storage_;
-    Shape shape_;
-    Strides strides_;
+    Layout layout_;
     std::size_t offset_ = 0;
 };
 

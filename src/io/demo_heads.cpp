@@ -23,7 +23,7 @@ constexpr double recency_gain = 12.0;      // logits of the preference for older
 constexpr double quarter_turn = 1.5707963267948966;
 
 // Indices into the input row and into a head's rows.
-struct Layout {
+struct FeatureIndex {
     std::size_t d_model, d_k, half;
     std::size_t sin_of(std::size_t pair) const { return half + 2 * pair; }
     std::size_t cos_of(std::size_t pair) const { return half + 2 * pair + 1; }
@@ -31,7 +31,7 @@ struct Layout {
 
 // Σ_s cos(Δ·ω_s) over the position pairs: how alike the encodings of two
 // positions Δ apart look through those pairs. Largest at Δ = 0.
-double similarity(std::size_t delta, const Layout& l) {
+double similarity(std::size_t delta, const FeatureIndex& l) {
     double sum = 0;
     for (std::size_t s = 0; s < position_pairs; ++s)
         sum += std::cos(double(delta) * encoding_frequency(s, l.half));
@@ -40,7 +40,7 @@ double similarity(std::size_t delta, const Layout& l) {
 
 // The gain that puts the wanted key position_margin logits above every other
 // key at distance 1 .. positions-1 (before the 1/sqrt(d_k) scale undoes it).
-double position_gain(std::size_t positions, const Layout& l) {
+double position_gain(std::size_t positions, const FeatureIndex& l) {
     double runner_up = -double(position_pairs);
     for (std::size_t delta = 1; delta < std::max<std::size_t>(positions, 2); ++delta)
         runner_up = std::max(runner_up, similarity(delta, l));
@@ -52,7 +52,7 @@ void set(Tensor& w, std::size_t row, std::size_t col, double value) {
 }
 
 // Keys of heads 0 and 1: k_j = the position pairs of x_j, unchanged.
-void position_keys(Weights& w, std::size_t head, const Layout& l) {
+void position_keys(Weights& w, std::size_t head, const FeatureIndex& l) {
     for (std::size_t s = 0; s < position_pairs; ++s) {
         set(w.w_k, head * l.d_k + 2 * s, l.sin_of(s), 1);
         set(w.w_k, head * l.d_k + 2 * s + 1, l.cos_of(s), 1);
@@ -62,7 +62,7 @@ void position_keys(Weights& w, std::size_t head, const Layout& l) {
 // Head 0: q_i = gain · PE(i-1), made from PE(i) by rotating each pair back by ω:
 //   sin((i-1)ω) = cos ω·sin(iω) - sin ω·cos(iω),  cos((i-1)ω) = sin ω·sin(iω) + cos ω·cos(iω).
 // Then q_i · k_j = gain · Σ_s cos((i-1-j)·ω_s), largest at j = i-1.
-void previous_token(Weights& w, double gain, const Layout& l) {
+void previous_token(Weights& w, double gain, const FeatureIndex& l) {
     for (std::size_t s = 0; s < position_pairs; ++s) {
         const double omega = encoding_frequency(s, l.half);
         const std::size_t row = 2 * s;
@@ -76,7 +76,7 @@ void previous_token(Weights& w, double gain, const Layout& l) {
 
 // Head 1: no query weights, only a bias: q = gain · PE(0) = gain · (0, 1, 0, 1, ...).
 // Then q · k_j = gain · Σ_s cos(j·ω_s), largest at j = 0 for every query.
-void first_token(Weights& w, double gain, const Layout& l) {
+void first_token(Weights& w, double gain, const FeatureIndex& l) {
     for (std::size_t s = 0; s < position_pairs; ++s) w.b_q.data()[l.d_k + 2 * s + 1] = float(gain);
     position_keys(w, 1, l);
 }
@@ -86,7 +86,7 @@ void first_token(Weights& w, double gain, const Layout& l) {
 // with ω slow enough that (N-1)·ω ≤ π/2, so the score grows with the key's age and
 // the earliest copy of the token wins the tie:
 //   sin((i-j)ω) = sin(iω)·cos(jω) - cos(iω)·sin(jω).
-void same_token(Weights& w, std::size_t positions, const Layout& l) {
+void same_token(Weights& w, std::size_t positions, const FeatureIndex& l) {
     const std::size_t base = 2 * l.d_k;
     const std::size_t features = l.d_k - 2;
     const double match = std::sqrt(double(l.d_k)) * token_gain / double(features);
@@ -120,7 +120,7 @@ Weights demo_weights(std::size_t d_model, std::size_t heads, std::size_t positio
             "multiple of 4, at least 256; got --heads " +
             std::to_string(heads) + " --d-model " + std::to_string(d_model));
     }
-    const Layout l{d_model, d_model / heads, d_model / 2};
+    const FeatureIndex l{d_model, d_model / heads, d_model / 2};
     Weights w;
     for (Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) *t = Tensor({d_model, d_model});
     for (Tensor* b : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) *b = Tensor({d_model});

@@ -11,10 +11,16 @@
 
 namespace mha {
 
+// Pools each step 6 tensor's mean and variance into the running ones (Chan et al.).
 void ScoreStats::on_step(const Step& step) {
-    if (step.value == nullptr) return;
-    if (step.number == 6) raw_variance_ = std::pow(stats_of(*step.value).std, 2);
-    if (step.number == 7) scaled_variance_ = std::pow(stats_of(*step.value).std, 2);
+    if (step.value == nullptr || step.number != 6) return;
+    const TensorStats stats = stats_of(*step.value);
+    const double n = double(step.value->numel() - stats.nan_count - stats.inf_count);
+    if (n == 0.0) return;
+    const double total = count_ + n, delta = stats.mean - mean_;
+    squares_ += stats.std * stats.std * n + delta * delta * count_ * n / total;
+    mean_ += delta * n / total;
+    count_ = total;
 }
 
 void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k,
@@ -31,13 +37,16 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
         ++counted;
         for (std::size_t key = 0; key < m; ++key) saturated += row[key] > saturated_weight ? 1 : 0;
     }
-    const std::string after = scaled ? fixed(scaled_variance_, 2) + " after / sqrt(d_k)"
+    const double raw = count_ > 0.0 ? squares_ / count_ : 0.0;
+    const std::string after = scaled ? fixed(raw / double(d_k), 2) + " after / sqrt(d_k)"
                                      : std::string("not scaled (--no-scale)");
     out << "\n";
-    write_filled(out,
-                 words_of("scores, all batches and heads: variance " + fixed(raw_variance_, 2) +
-                          " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
-                 " ", "", "  ");
+    if (count_ > 0.0) {
+        write_filled(out,
+                     words_of("scores, all batches and heads: variance " + fixed(raw, 2) +
+                              " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
+                     " ", "", "  ");
+    }
     const std::string mean = counted > 0 ? fixed(entropy / double(counted), 2) : "n/a";
     write_filled(
         out,

@@ -1,7 +1,8 @@
 #pragma once
-// Scaling made visible: a tracer that keeps the variance of the raw scores (step 6)
-// and of the scores the softmax sees (step 7), then a report that adds the
-// softmax's mean row entropy and how many rows it saturated.
+// Scaling made visible: a tracer that pools the variance of the raw scores over every
+// step 6 it sees (all heads at once, or one head at a time), then a report that adds
+// the variance the softmax sees (divided by d_k when step 7 scales), the softmax's
+// mean row entropy and how many rows it saturated.
 
 #include "core/attention.h"
 #include "core/step.h"
@@ -19,16 +20,14 @@ public:
     bool enabled() const override { return wanted_; }
     void on_step(const Step& step) override;
 
-    double raw_variance() const { return raw_variance_; }
-    double scaled_variance() const { return scaled_variance_; }
-
     // weights (B, h, N, M) of the finished pass; d_k and whether step 7 scaled.
     void print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled) const;
 
 private:
     bool wanted_;
-    double raw_variance_ = 0.0;
-    double scaled_variance_ = 0.0;
+    double count_ = 0.0;    // finite scores seen
+    double mean_ = 0.0;     // their mean
+    double squares_ = 0.0;  // their sum of squared deviations from the mean
 };
 
 }  // namespace mha

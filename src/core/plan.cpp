@@ -1,0 +1,423 @@
+// The step plan of every form, from the sizes alone. Each step's PyTorch expression
+// is written here and nowhere else; layouts follow from Layout's view, transpose,
+// permute and contiguous exactly as the computed tensors' do.
+
+#include "core/plan.h"
+
+#include <cassert>
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "core/checked.h"
+#include "core/kv_heads.h"
+#include "core/ops.h"
+#include "core/streaming.h"
+
+namespace mha {
+
+namespace {
+
+using Dims = std::vector<std::string>;
+
+constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
+
+std::uint64_t macs_of(std::initializer_list<std::uint64_t> factors) {
+    return checked_product(factors, "the multiply-adds");
+}
+
+// The steps planned so far.
+class Planner {
+public:
+    explicit Planner(const PassSpec& pass) : spec(pass), s(pass.sizes) {}
+
+    Step& add(int number, std::string name, std::string tensor, std::string expression, Dims dims,
+              const Layout& layout, std::uint64_t macs = 0) {
+        steps.push_back(make_layout_step(number, std::move(name), std::move(tensor),
+                                         std::move(expression), std::move(dims), layout.shape,
+                                         layout.strides, macs));
+        return steps.back();
+    }
+
+    const PassSpec& spec;
+    const Sizes& s;
+    std::vector<Step> steps;
+};
+
+// " + b_q": the bias term of a projection's expression, empty without a bias.
+std::string bias_suffix(bool bias, const std::string& name) {
+    return bias ? " + " + name : std::string();
+}
+
+// " / sqrt(d_k)" when step 7 scales, empty otherwise.
+std::string scale_suffix(bool scale) { return scale ? " / sqrt(d_k)" : ""; }
+
+// The name of the query input: x when one tensor plays query, key and value.
+std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
+
+std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m) {
+    std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) grid[i][j] = causally_visible(i, j, n, m);
+    }
+    return grid;
+}
+
+// What step 8 applies, in words.
+std::vector<std::string> mask_notes(const MaskKinds& masks, const Sizes& s) {
+    std::vector<std::string> notes = masks.notes;
+    if (masks.causal) {
+        notes.push_back(s.seq_len == s.kv_len
+                            ? "causal: query i attends to keys 0..i"
+                            : "causal, bottom-right aligned: query i attends to keys 0..i+" +
+                                  std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
+                                  " (the queries are the last N of the M positions)");
+    }
+    if (notes.empty()) notes.push_back("no mask: every query attends to every key");
+    return notes;
+}
+
+std::string scale_note(std::size_t d_k, bool scale) {
+    std::ostringstream note;
+    if (scale) {
+        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << score_factor(d_k, true);
+    } else {
+        note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
+    }
+    return note.str();
+}
+
+std::vector<std::string> streaming_notes(const PassSpec& spec) {
+    const Sizes& s = spec.sizes;
+    const std::uint64_t saved = macs_of({s.batch, s.heads, s.seq_len, s.kv_len, sizeof(float)});
+    std::vector<std::string> notes = mask_notes(spec.masks, s);
+    notes.push_back("streaming path: steps 6-9 run on tiles of " +
+                    std::to_string(stream_query_tile) + " queries x " +
+                    std::to_string(stream_key_tile) +
+                    " keys with an online softmax (a running max and sum per query), so the "
+                    "(B, h, N, M) scores, " + std::to_string(saved) + " bytes, are never stored");
+    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has "
+                    "nothing to copy");
+    return notes;
+}
+
+// 0: the inputs, named x when one tensor plays query, key and value.
+void plan_inputs(Planner& p) {
+    const Sizes& s = p.s;
+    const std::string x = query_name(p.spec), n = p.spec.form == Form::Decode ? "T" : "N";
+    p.add(0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
+    if (p.spec.self_attention || p.spec.form != Form::Packed) return;
+    p.add(0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
+          Layout::contiguous_of({s.batch, s.kv_len, s.kdim}));
+    p.add(0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
+          Layout::contiguous_of({s.batch, s.kv_len, s.vdim}));
+}
+
+// 1-5 packed: project, view, transpose. Returns the layout of Q's heads.
+Layout plan_project_split(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, E = s.d_model, h = s.heads;
+    const std::size_t G = s.kv_heads, d_k = s.d_k();
+    const bool self = p.spec.self_attention;
+    const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
+    const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
+    const Layout q = Layout::contiguous_of({B, N, E}), k = Layout::contiguous_of({B, M, G * d_k});
+    p.add(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
+          {"B", "N", "d_model"}, q, macs_of({B, N, E, E}));
+    p.add(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
+          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.kdim}));
+    p.add(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
+          {"B", "M", kv_width}, k, macs_of({B, M, G * d_k, s.vdim}));
+
+    const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
+    p.add(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);
+    p.add(4, "view", "K", "K.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
+    p.add(4, "view", "V", "V.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
+    p.add(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
+    Step& k5 = p.add(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
+                     k4.transpose(1, 2));
+    if (G != h) k5.notes = kv_sharing_notes(h, G);
+    Step& v5 = p.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
+                     k4.transpose(1, 2));
+    if (G != h) v5.notes = kv_cost_notes(s);
+    return q4.transpose(1, 2);
+}
+
+// 1-5 fused: one projection, view, permute, unbind. Returns the layout of Q's heads.
+Layout plan_fused_project_split(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
+    const Biases& b = p.spec.bias;
+    const Layout qkv = Layout::contiguous_of({B, N, 3 * E});
+    p.add(1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
+          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}))
+        .notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
+                         "matrix product instead of three");
+    const Layout split = qkv.view({B, N, 3, h, d_k});
+    p.add(4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
+    const Layout heads = split.permute({2, 0, 3, 1, 4});
+    p.add(5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)", {"qkv", "B", "h", "N", "d_k"}, heads);
+    const char* names[] = {"Q", "K", "V"};
+    for (std::size_t i = 0; i < 3; ++i) {
+        p.add(5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
+              {"B", "h", "N", "d_k"}, heads.select(0));
+    }
+    return heads.select(0);
+}
+
+// 6-10 on the standard path. Returns the context's layout.
+Layout plan_attend_standard(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
+    const Dims dims = {"B", "h", "N", "M"};
+    const Layout scores = Layout::contiguous_of({B, h, N, M});
+    Step& s6 = p.add(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
+                     macs_of({B, h, N, M, d_k}));
+    if (s.kv_heads != h) s6.notes.push_back(kv_repeat_note(h, s.kv_heads));
+    s6.notes.push_back("standard path: the scores are stored, " +
+                       std::to_string(macs_of({B, h, N, M, sizeof(float)})) +
+                       " bytes (--attention streaming would not store them)");
+    p.add(7, "scale", "scores", p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)",
+          dims, scores)
+        .notes.push_back(scale_note(d_k, p.spec.scale));
+    const bool masked = p.spec.masks.any();
+    Step& s8 = p.add(8, "mask", "scores",
+                     masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
+    s8.notes = mask_notes(p.spec.masks, s);
+    if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M);
+    p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
+    const Layout context = Layout::contiguous_of({B, h, N, d_k});
+    p.add(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
+          macs_of({B, h, N, M, d_k}));
+    return context;
+}
+
+// 6-10 on the streaming path: one step; the context is stored as (B, N, h, d_k).
+Layout plan_attend_streamed(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
+    const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
+    p.add(10, "attend", "context",
+          "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) + " + mask) @ V, streamed",
+          {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
+        .notes = streaming_notes(p.spec);
+    return context;
+}
+
+// 11-13: transpose back, the one copy, the concat.
+void plan_combine(Planner& p, const Layout& context) {
+    const Sizes& s = p.s;
+    const Layout back = context.transpose(1, 2);
+    p.add(11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back);
+    const Layout packed = back.contiguous();
+    p.add(12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed)
+        .copied_bytes = back.is_contiguous()
+                            ? 0
+                            : checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)},
+                                              "the copy");
+    p.add(13, "view", "concat", "concat = context.view(B, N, d_model)", {"B", "N", "d_model"},
+          packed.view({s.batch, s.seq_len, s.d_model}));
+}
+
+// 14: mix the heads.
+void plan_output(Planner& p) {
+    const Sizes& s = p.s;
+    p.add(14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
+          {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
+          macs_of({s.batch, s.seq_len, s.d_model, s.d_model}));
+}
+
+// "Q_1 = x @ W_q[8:16].T + b_q[8:16]": head i's projection from its rows of the weight.
+std::string slice_projection(const std::string& out, const std::string& x, const std::string& w,
+                             const std::string& b, bool bias, std::size_t first, std::size_t count) {
+    const std::string rows =
+        "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+    return out + " = " + x + " @ " + w + rows + ".T" + bias_suffix(bias, b + rows);
+}
+
+// Head i of the per-head form: 1-3 on its slices, then 6-10 as (B, N, M) and (B, N, d_k).
+void plan_one_head(Planner& p, std::size_t i) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
+    const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
+    const bool self = p.spec.self_attention;
+    const std::string id = std::to_string(i);
+    const Layout q = Layout::contiguous_of({B, N, d_k}), kv = Layout::contiguous_of({B, M, d_k});
+    p.add(1, "project", "Q_" + id,
+          slice_projection("Q_" + id, query_name(p.spec), "W_q", "b_q", p.spec.bias.q, i * d_k, d_k),
+          {"B", "N", "d_k"}, q, macs_of({B, N, d_k, s.d_model}));
+    Step& k = p.add(2, "project", "K_" + id,
+                    slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
+                                     g * d_k, d_k),
+                    {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
+    if (s.kv_heads != s.heads) k.notes.push_back("query head " + id + " reads K/V head " + std::to_string(g));
+    p.add(3, "project", "V_" + id,
+          slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
+          {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
+    const std::string scaled = scale_suffix(p.spec.scale);
+    if (p.spec.path == AttentionPath::Streaming) {
+        p.add(10, "attend", "head_" + id,
+              "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
+                  id + ", streamed",
+              {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
+            .notes = mask_notes(p.spec.masks, s);
+        return;
+    }
+    const Layout scores = Layout::contiguous_of({B, N, M});
+    p.add(6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
+          {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
+    p.add(9, "softmax", "weights_" + id,
+          "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
+        .notes = mask_notes(p.spec.masks, s);
+    p.add(10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
+          {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
+}
+
+// The per-head form: every head, then 13 the concatenation (a copy) and 14.
+void plan_per_head(Planner& p) {
+    const Sizes& s = p.s;
+    for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
+    Step& concat = p.add(13, "concat", "concat",
+                         "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) +
+                             "], dim=-1)",
+                         {"B", "N", "d_model"},
+                         Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
+    concat.copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
+    concat.notes.push_back("the packed form gets this by transpose, contiguous and view; here "
+                           "every head's (B, N, d_k) block is copied into place");
+    plan_output(p);
+}
+
+// Token t of T in the decode form: the cache, attention over it, the output row.
+void plan_token(Planner& p, std::size_t t) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
+    const std::size_t d_k = s.d_k(), length = t + 1;
+    const std::string token = "token " + std::to_string(length) + " of " + std::to_string(T);
+    const Layout cache = Layout::contiguous_of({B, G, T, d_k});
+    Step& k = p.add(2, "cache", "K_cache",
+                    "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+                        bias_suffix(p.spec.bias.k, "b_k"),
+                    {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
+                    macs_of({B, E + 2 * G * d_k, E}));
+    k.notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K and "
+                              "V of earlier tokens come from the cache (V_cache likewise)");
+    k.notes.push_back("the cache is allocated once for all T positions: the first t are a view "
+                      "into it, non-contiguous while t < T");
+    const std::string scaled = scale_suffix(p.spec.scale);
+    const bool streamed = p.spec.path == AttentionPath::Streaming;
+    if (streamed) {
+        p.add(10, "attend", "context",
+              "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
+              {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
+              macs_of({2, B, h, length, d_k}));
+    } else {
+        p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
+              {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
+              macs_of({B, h, length, d_k}))
+            .notes.push_back("one query (N = 1) against the t = " + std::to_string(length) +
+                             " cached positions; no mask: later tokens are not cached yet");
+    }
+    p.add(14, "project", "out_t",
+          (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, d_model) @ W_o.T"
+                    : "out_t = (weights @ V_cache).view(B, N, d_model) @ W_o.T") +
+              bias_suffix(p.spec.bias.o, "b_o"),
+          {"B", "N", "d_model"}, Layout::contiguous_of({B, 1, E}),
+          checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, E})},
+                      "the multiply-adds"))
+        .notes.push_back(token + " done; the cache holds " +
+                         std::to_string(macs_of({2, B, G, length, d_k, sizeof(float)})) +
+                         " bytes of K and V");
+}
+
+}  // namespace
+
+float score_factor(std::size_t d_k, bool scaled) {
+    return scaled ? float(1.0 / std::sqrt(double(d_k))) : 1.0f;
+}
+
+std::vector<Step> plan_pass(const PassSpec& spec) {
+    Planner p(spec);
+    plan_inputs(p);
+    if (spec.form == Form::PerHead) {
+        plan_per_head(p);
+    } else if (spec.form == Form::Decode) {
+        for (std::size_t t = 0; t < spec.sizes.seq_len; ++t) plan_token(p, t);
+    } else {
+        if (spec.form == Form::FusedQkv) {
+            plan_fused_project_split(p);
+        } else {
+            plan_project_split(p);
+        }
+        plan_combine(p, spec.path == AttentionPath::Streaming ? plan_attend_streamed(p)
+                                                               : plan_attend_standard(p));
+        plan_output(p);
+    }
+    return std::move(p.steps);
+}
+
+std::uint64_t planned_macs(const std::vector<Step>& steps) {
+    std::uint64_t total = 0;
+    for (const Step& step : steps) total = checked_sum({total, step.macs}, "the multiply-adds");
+    return total;
+}
+
+std::uint64_t parameter_count(const Sizes& s, bool bias) {
+    const std::string what = "the parameter count";
+    const std::uint64_t E = s.d_model, kv = std::uint64_t(s.kv_heads) * s.d_k();
+    const std::uint64_t weights = checked_sum(
+        {checked_product({2, E, E}, what),
+         checked_product({kv, checked_sum({s.kdim, s.vdim}, what)}, what)},
+        what);
+    return checked_sum({weights, bias ? 2 * E + 2 * kv : 0}, what);
+}
+
+PassTrace::PassTrace(Tracer& tracer, const PassSpec& spec)
+    : tracer_(tracer),
+      draw_grid_(spec.masks.any() && spec.sizes.seq_len <= max_grid &&
+                 spec.sizes.kv_len <= max_grid) {
+    if (tracer.enabled()) steps_ = plan_pass(spec);
+}
+
+Step& PassTrace::next() {
+    assert(next_ < steps_.size());
+    return steps_[next_++];
+}
+
+void PassTrace::show(const Tensor& value) {
+    if (!on()) return;
+    Step& step = next();
+    assert(value.shape() == step.shape && value.strides() == step.strides);
+    step.value = &value;
+    tracer_.on_step(step);
+    step.value = nullptr;
+}
+
+void PassTrace::show_input(const Tensor& value) {
+    if (!on()) return;
+    Step& step = steps_.at(next_);
+    step.strides = value.strides();
+    step.contiguous = value.is_contiguous();
+    show(value);
+}
+
+void PassTrace::show_masked(const Tensor& scores) {
+    if (!on()) return;
+    if (draw_grid_) {
+        const MatrixView unit = head_matrix(scores, 0, 0);
+        std::vector<std::vector<bool>> grid(unit.rows, std::vector<bool>(unit.cols));
+        for (std::size_t i = 0; i < unit.rows; ++i) {
+            for (std::size_t j = 0; j < unit.cols; ++j)
+                grid[i][j] = !(std::isinf(unit(i, j)) && unit(i, j) < 0);
+        }
+        steps_.at(next_).allowed = std::move(grid);
+    }
+    show(scores);
+}
+
+void PassTrace::show_layout() {
+    if (!on()) return;
+    tracer_.on_step(next());
+}
+
+}  // namespace mha

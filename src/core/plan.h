@@ -1,0 +1,101 @@
+#pragma once
+// The step plan: every step of one forward pass (number, name, tensor, PyTorch
+// expression, named dims, shape, strides, contiguity, bytes copied, multiply-adds,
+// notes) worked out from the sizes and the form alone, with Layout's stride
+// arithmetic and no tensor allocated. --shapes-only prints it; the computed pass
+// hands the same steps to its tracer with the values attached (PassTrace).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sizes.h"
+#include "core/step.h"
+#include "core/tensor.h"
+
+namespace mha {
+
+// How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
+// traces every step; Streaming runs them tile by tile with an online softmax,
+// never stores the weights, and traces them as one step (see core/streaming.h).
+enum class AttentionPath { Standard, Streaming };
+
+// The form of the pass: what goes into steps 6-10 and how (the block wraps Packed).
+enum class Form {
+    Packed,    // Q, K, V projected whole, then split into heads by view and transpose
+    FusedQkv,  // one (3·d_model, d_model) projection, split by view and permute
+    PerHead,   // each head projects its own slices of W_q, W_k, W_v; the heads are concatenated
+    Decode,    // one query at a time against a growing KV cache (causal self-attention)
+};
+
+// Which projections add a bias.
+struct Biases {
+    bool q = true, k = true, v = true, o = true;
+};
+
+// What step 8 applies.
+struct MaskKinds {
+    bool attn = false;                // an attn_mask of (N, M), (B, N, M) or (B·h, N, M)
+    bool padding = false;             // a key padding mask (B, M)
+    bool causal = false;              // bottom-right aligned
+    std::vector<std::string> notes;   // how the given masks were read (io/masks)
+
+    bool any() const { return attn || padding || causal; }
+};
+
+// Everything the plan depends on besides the sizes.
+struct PassSpec {
+    Sizes sizes;
+    Form form = Form::Packed;
+    AttentionPath path = AttentionPath::Standard;
+    bool self_attention = true;
+    Biases bias;
+    MaskKinds masks;
+    bool scale = true;  // step 7 divides by sqrt(d_k)
+};
+
+// Every step the pass reports, in order; Step::value is null.
+std::vector<Step> plan_pass(const PassSpec& spec);
+
+// The multiply-adds of the planned steps (throws mha::Error past 64 bits).
+std::uint64_t planned_macs(const std::vector<Step>& steps);
+
+// Parameters of the four projections: W_q, W_o (d_model, d_model), W_k (G·d_k, kdim),
+// W_v (G·d_k, vdim), and their biases when there are any.
+std::uint64_t parameter_count(const Sizes& sizes, bool bias);
+
+// Step 7's factor: 1/sqrt(d_k), or 1 when the scores are not scaled.
+float score_factor(std::size_t d_k, bool scaled);
+
+// The causal rule: query i of n may see key j of m iff j <= i + m - n (bottom-right aligned).
+inline bool causally_visible(std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
+    return j + n <= i + m;
+}
+
+// The plan handed to a tracer one step at a time, each step with the tensor the pass
+// computed for it. Plans nothing when the tracer does not listen, so an untraced run
+// pays nothing. Every value's shape and strides must be the planned ones (asserted).
+class PassTrace {
+public:
+    PassTrace(Tracer& tracer, const PassSpec& spec);
+
+    bool on() const { return tracer_.enabled(); }
+    // The next step, with value attached.
+    void show(const Tensor& value);
+    // Step 0: an input, with the layout it came with.
+    void show_input(const Tensor& value);
+    // Step 8: the masked scores; the grid of allowed keys is read from their values.
+    void show_masked(const Tensor& scores);
+    // The next step without a value (a view the pass never materialises).
+    void show_layout();
+
+private:
+    Step& next();
+
+    Tracer& tracer_;
+    bool draw_grid_;
+    std::vector<Step> steps_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace mha

@@ -1,0 +1,125 @@
+// The bookkeeping around the pass: whether weights, inputs and masks fit together,
+// what the pass costs in multiply-adds and bytes, and what its plan depends on.
+
+#include <algorithm>
+
+#include "core/attention.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/kernels.h"
+#include "core/streaming.h"
+
+namespace mha {
+
+namespace {
+
+std::string shape_error(const std::string& what, const std::string& expected, const Tensor& t) {
+    return what + ": expected shape " + expected + ", got " + to_string(t.shape());
+}
+
+}  // namespace
+
+std::size_t Weights::parameter_count() const {
+    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
+           b_v.numel() + b_o.numel();  // an absent bias is an empty tensor: 0 elements
+}
+
+std::uint64_t forward_macs(const Sizes& s) {
+    const std::string what = "the multiply-adds of this configuration";
+    return checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model, s.d_model, 2}, what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_model / s.heads, s.kdim + s.vdim},
+                         what),  // K, V: G·d_k features each
+         checked_product({s.batch, s.seq_len, s.kv_len, s.d_model, 2}, what)},  // 6 and 10
+        what);
+}
+
+std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
+    const std::string what = "the memory for this configuration";
+    const bool standard = path == AttentionPath::Standard;
+    const std::size_t d_k = s.d_model / s.heads;
+    // packing buffers only grow, so a thread may keep the projections' and the attention's
+    const std::uint64_t per_thread =
+        std::uint64_t(gemm_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}), s.d_model)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
+                  : streaming_scratch_floats(d_k));
+    const std::uint64_t floats = checked_sum(
+        {// Q, context, output; the standard path's concat is one more copy
+         checked_product({s.batch, s.seq_len, s.d_model, standard ? 4u : 3u}, what),
+         checked_product({s.batch, s.kv_len, s.kv_heads, d_k, 2}, what),  // K, V
+         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
+         checked_product({threads, per_thread}, what)},
+        what);
+    return checked_product({floats, sizeof(float)}, what);
+}
+
+Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
+    const std::size_t E = w.d_model();
+    if (heads == 0 || E % heads != 0) {
+        throw Error("d_model " + std::to_string(E) + " is not divisible by heads " +
+                    std::to_string(heads) + "; d_k = d_model / h must be a whole number");
+    }
+    if (in.x_q.dim() != 3 || in.x_q.size(2) != E) {
+        throw Error(shape_error("query", "(B, N, " + std::to_string(E) + ")", in.x_q));
+    }
+    const std::size_t B = in.x_q.size(0);
+    const std::size_t N = in.x_q.size(1);
+    if (in.x_k.dim() != 3 || in.x_k.size(0) != B || in.x_k.size(2) != w.kdim()) {
+        throw Error(shape_error(
+            "key", "(" + std::to_string(B) + ", M, " + std::to_string(w.kdim()) + ")", in.x_k));
+    }
+    const std::size_t M = in.x_k.size(1);
+    if (in.x_v.dim() != 3 || in.x_v.size(0) != B || in.x_v.size(1) != M ||
+        in.x_v.size(2) != w.vdim()) {
+        throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
+    }
+    const Tensor& am = masks.attn_mask;
+    if (!am.empty()) {
+        const bool plane =
+            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead =
+            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        if (!plane || !lead) {
+            throw Error(shape_error("attn_mask",
+                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                        to_string({B * heads, N, M}),
+                                    am));
+        }
+    }
+    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
+        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
+    }
+    const std::size_t d_k = E / heads;
+    const std::size_t G = w.kv_width() / d_k;
+    if (w.kv_width() % d_k != 0 || G == 0 || heads % G != 0 || w.w_v.size(0) != w.kv_width()) {
+        throw Error("W_k " + to_string(w.w_k.shape()) + " and W_v " + to_string(w.w_v.shape()) +
+                    " must both have G·d_k rows (d_k = " + std::to_string(d_k) +
+                    ") for G key/value heads dividing h = " + std::to_string(heads));
+    }
+    return {B, N, M, E, w.kdim(), w.vdim(), heads, G};
+}
+
+Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
+                 const ForwardOptions& options) {
+    const Sizes s = check_shapes(w, in, masks, options.heads);
+    if (options.ablate_head && *options.ablate_head >= s.heads) {
+        throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
+                    ": the heads are 0.." + std::to_string(s.heads - 1));
+    }
+    return s;
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
+                   const ForwardOptions& options, Form form) {
+    PassSpec spec;
+    spec.sizes = sizes;
+    spec.form = form;
+    spec.path = options.path;
+    spec.self_attention = in.self_attention();
+    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal, masks.notes};
+    spec.scale = options.scale;
+    return spec;
+}
+
+}  // namespace mha
