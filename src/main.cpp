@@ -41,12 +41,20 @@ std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
 
-void warn_masked_rows(const mha::ForwardResult& result, bool zeroed) {
+// A bool/int mask that hides the diagonal or a whole row is most likely written 1 = keep;
+// then the way forward is --mask-means keep, not zeroing the NaN rows.
+void warn_masked_rows(const mha::ForwardResult& result, bool zeroed, bool mask_looks_keep) {
+    if (mask_looks_keep) {
+        std::cerr << "mha: warning: the --mask file blocks every query's own key or all keys of a "
+                     "query, as PyTorch reads it (True/1 = blocked); if your mask means 1 = keep "
+                     "(masked_fill(mask == 0, -inf)), add --mask-means keep\n";
+    }
     if (result.fully_masked_rows == 0) return;
     std::cerr << "mha: warning: " << result.fully_masked_rows
               << " query row(s) have every key blocked; their attention weights are "
               << (zeroed ? "zero (--masked-rows zero)"
-                         : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
+                  : mask_looks_keep ? "NaN, as in PyTorch"
+                                    : "NaN, as in PyTorch (--masked-rows zero gives zeros)")
               << "\n";
 }
 
@@ -96,7 +104,7 @@ int run(const std::vector<std::string>& args) {
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
     mha::show_after_run(std::cout, config, problem, result, score_stats);
-    warn_masked_rows(result, config.zero_masked_rows);
+    warn_masked_rows(result, config.zero_masked_rows, problem.mask_looks_keep);
 
     if (!config.save_path.empty()) {
         mha::npy::write_npz(config.save_path,

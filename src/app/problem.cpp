@@ -121,12 +121,13 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 }
 
 
-Masks load_masks(const Config& c) {
+// looks_keep: see Problem::mask_looks_keep.
+Masks load_masks(const Config& c, bool& looks_keep) {
     Masks masks;
     masks.causal = c.causal;
     if (!c.mask_path.empty())
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), c.max_memory,
-                       masks);
+        looks_keep = load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block),
+                                    c.max_memory, masks);
     if (!c.key_padding_mask_path.empty())
         load_key_padding_mask(c.key_padding_mask_path, c.max_memory, masks);
     return masks;
@@ -231,7 +232,8 @@ Problem build_problem(const Config& c) {
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    Masks masks = load_masks(c);
+    bool mask_looks_keep = false;
+    Masks masks = load_masks(c, mask_looks_keep);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 
@@ -244,6 +246,7 @@ Problem build_problem(const Config& c) {
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
+    p.mask_looks_keep = mask_looks_keep;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;
