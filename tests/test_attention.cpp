@@ -7,6 +7,7 @@
 #include "core/attention.h"
 #include "core/error.h"
 #include "helpers.h"
+#include "show/notes.h"
 #include "recorder.h"
 #include "io/init.h"
 
@@ -153,7 +154,7 @@ TEST_CASE("causal with N < M leaves the last N positions' pattern; the trace dra
     const mha::Step& mask = rec.find(8);
     CHECK(mask.allowed ==
           std::vector<std::vector<bool>>{{true, true, true, false}, {true, true, true, true}});
-    CHECK_THAT(mask.notes.at(0), Catch::Contains("bottom-right"));
+    CHECK_THAT(mha::step_notes(mask).at(0), Catch::Contains("bottom-right"));
 }
 
 TEST_CASE("fully masked rows are counted: NaN by default, zeros on request") {

@@ -336,3 +336,35 @@ TEST_CASE("a near miss gets a suggestion; a far one does not") {
     CHECK(mha::did_you_mean("--frobnicate", names).empty());
     CHECK(mha::did_you_mean("--xy", names).empty());  // too short to guess
 }
+
+TEST_CASE("did you mean: options, subcommands and presets") {
+    const auto [args, message] = GENERATE(table<std::string, std::string>({
+        {"--tarce", "unknown option '--tarce'; did you mean '--trace'? (see mha --help)"},
+        {"--heads=4 --kv-haeds 2", "unknown option '--kv-haeds'; did you mean '--kv-heads'?"},
+        {"qiuz", "unknown command 'qiuz'; did you mean 'quiz'? (see mha --help)"},
+        {"bnech --quick", "unknown command 'bnech'; did you mean 'bench'?"},
+        {"bench --reapet 3", "unknown bench option '--reapet'; did you mean '--repeat'? (see mha bench --help)"},
+        {"quiz --cuont=3", "unknown quiz option '--cuont'; did you mean '--count'? (see mha quiz --help)"},
+        {"--preset gpt-2", "got 'gpt-2'; did you mean 'gpt2'?"},
+        {"--preset Llama3-8", "got 'Llama3-8'; did you mean 'llama3-8b'?"},
+    }));
+    test::check_rejected(args, message);
+}
+
+TEST_CASE("a far miss gets no suggestion") {
+    for (const char* args : {"--frobnicate", "8", "--preset mistral-7b", "quiz stray"}) {
+        CAPTURE(args);
+        const test::RunResult r = test::run_mha(args);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.output, !Catch::Contains("did you mean"));
+    }
+}
+
+TEST_CASE("preset names are read in any case") {
+    const test::RunResult upper = test::run_mha("--preset GPT2 --shapes-only --format json", false);
+    const test::RunResult lower = test::run_mha("--preset gpt2 --shapes-only --format json", false);
+    REQUIRE(upper.status == 0);
+    const auto body = [](const std::string& s) { return s.substr(0, s.find("\"wall_time_ms\"")); };
+    CHECK(body(upper.output) == body(lower.output));
+    CHECK_THAT(upper.output, Catch::Contains("\"d_model\":768"));
+}

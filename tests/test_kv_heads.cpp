@@ -6,6 +6,7 @@
 #include "core/attention.h"
 #include "core/kv_heads.h"
 #include "helpers.h"
+#include "show/notes.h"
 #include "recorder.h"
 #include "io/init.h"
 
@@ -54,9 +55,10 @@ TEST_CASE("query head i reads key/value head i / (h / G), as repeat_interleave p
     CHECK(mha::kv_head_of(7, 8, 2) == 1);
     CHECK(mha::kv_head_of(5, 8, 8) == 5);  // MHA: every head its own
     CHECK(mha::kv_head_of(7, 8, 1) == 0);  // MQA: one for all
-    CHECK(mha::kv_sharing_notes(4, 2) ==
-          std::vector<std::string>{"query heads 0-1 read K/V head 0",
-                                   "query heads 2-3 read K/V head 1"});
+    mha::Step k;
+    k.facts.kv_head_of_query = {0, 0, 1, 1};
+    CHECK(mha::step_notes(k) == std::vector<std::string>{"query heads 0-1 read K/V head 0",
+                                                         "query heads 2-3 read K/V head 1"});
 }
 
 TEST_CASE("GQA equals multi-head attention with every K/V head repeated h / G times") {
@@ -88,7 +90,8 @@ TEST_CASE("the trace shows K and V with G heads and who shares them") {
     std::vector<std::string> notes;
     for (const mha::Step& s : rec.steps) {
         if (s.tensor == "K") k_shapes.push_back(s.shape);
-        notes.insert(notes.end(), s.notes.begin(), s.notes.end());
+        const std::vector<std::string> words = mha::step_notes(s);
+        notes.insert(notes.end(), words.begin(), words.end());
     }
     CHECK(k_shapes == std::vector<Shape>{{B, N, G * d_k}, {B, N, G, d_k}, {B, G, N, d_k}});
     CHECK(rec.steps[2].macs == B * N * G * d_k * E);

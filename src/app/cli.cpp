@@ -129,6 +129,8 @@ std::vector<Given> read_options(const CommandInfo& command, const std::vector<st
         const bool is_long = word.rfind("--", 0) == 0 && word.size() > 2;
         const bool is_short = word.size() >= 2 && word[0] == '-' && word[1] != '-';
         if (options_end || (!is_long && !is_short)) {
+            const std::string command_hint = did_you_mean(word, command.subcommands);
+            if (!command_hint.empty()) throw Error("unknown command '" + word + "'" + command_hint + see);
             if (command.name.empty())
                 throw Error("unexpected argument '" + word + "'; options start with --" + see);
             throw Error("unknown " + kind + " '" + word + "'" + see);
@@ -432,10 +434,15 @@ const std::vector<Row>& mha_table() {
     return table;
 }
 
+CommandInfo with_subcommands(CommandInfo command) {
+    command.subcommands = {"bench", "quiz"};
+    return command;
+}
+
 }  // namespace
 
 const CommandInfo& mha_command() {
-    static const CommandInfo command = command_info<Config>(
+    static const CommandInfo command = with_subcommands(command_info<Config>(
         "",
         R"(Usage: mha [options]
        mha quiz [options]    questions on shapes and costs, graded
@@ -451,7 +458,7 @@ file against a key of trace facts (see mha grade --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )",
-        "", mha_table());
+        "", mha_table()));
     return command;
 }
 

@@ -32,6 +32,7 @@ struct CommandInfo {
     std::string intro, epilogue;  // the help text before and after the options
     std::string error_prefix;     // what errors put before an option's name: "quiz "
     std::vector<OptionInfo> options;
+    std::vector<std::string> subcommands;  // mha's: bench, quiz (for "did you mean")
 };
 
 // The value given to an option, and the name its errors use ("--batch", "quiz --count").
@@ -78,7 +79,7 @@ template <typename Target>
 CommandInfo command_info(std::string name, std::string intro, std::string epilogue,
                          std::string error_prefix, const std::vector<Option<Target>>& table) {
     CommandInfo info{std::move(name), std::move(intro), std::move(epilogue),
-                     std::move(error_prefix), {}};
+                     std::move(error_prefix), {}, {}};
     for (const Option<Target>& row : table) info.options.push_back(row.info);
     return info;
 }

@@ -13,6 +13,7 @@
 #include "app/answer_form.h"
 #include "app/cli.h"
 #include "app/traced_run.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "show/format.h"
 
@@ -135,7 +136,7 @@ public:
             const std::uint64_t bytes = (elements(key.step) + elements(value.step)) * sizeof(float);
             return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                            "K and V (steps 2 and 3), 4 bytes a float: " + with_commas(bytes) +
-                               " bytes (" + human_bytes(bytes) + ")\n" +
+                               " bytes (" + byte_size(bytes) + ")\n" +
                                first_lines(key.text, 2) + first_lines(value.text, 2));
         }
         if (kind == "keys") {

@@ -3,8 +3,10 @@
 #include "app/presets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
+#include "app/cli.h"
 #include "core/error.h"
 
 namespace mha {
@@ -26,12 +28,18 @@ const std::vector<Preset>& presets() {
 }
 
 const Preset& find_preset(const std::string& name) {
-    std::string names;
+    const auto same_letters = [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    };
+    std::string list;
+    std::vector<std::string> names;
     for (const Preset& preset : presets()) {
-        if (preset.name == name) return preset;
-        names += (names.empty() ? "" : ", ") + preset.name;
+        if (std::equal(preset.name.begin(), preset.name.end(), name.begin(), name.end(), same_letters))
+            return preset;
+        list += (list.empty() ? "" : ", ") + preset.name;
+        names.push_back(preset.name);
     }
-    throw Error("--preset expects one of " + names + ", got '" + name + "'");
+    throw Error("--preset expects one of " + list + ", got '" + name + "'" + did_you_mean(name, names));
 }
 
 std::string presets_table() {

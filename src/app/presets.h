@@ -24,7 +24,8 @@ struct Preset {
 
 const std::vector<Preset>& presets();
 
-// Throws mha::Error listing the names when there is no such preset.
+// The preset of that name, in any case ("GPT2" is gpt2). Throws mha::Error listing the
+// names, and the nearest one when name looks like a typo of it.
 const Preset& find_preset(const std::string& name);
 
 // --list-presets: one line per preset, 80 columns.

@@ -7,6 +7,7 @@
 
 #include "app/answer_form.h"
 #include "app/traced_run.h"
+#include "core/checked.h"
 #include "show/format.h"
 
 namespace mha {
@@ -126,7 +127,7 @@ Question kv_cache_question(const Trace& t) {
             "K and V are (B, M, d_model): " +
                 product({t.info.batch, t.info.kv_len, t.info.d_model}) + " floats each;\n" +
                 "2 tensors · " + with_commas(elements) + " floats · 4 bytes = " + with_commas(bytes) +
-                " bytes (" + human_bytes(bytes) + ")\n" + k.text + v.text};
+                " bytes (" + byte_size(bytes) + ")\n" + k.text + v.text};
 }
 
 Question copies_question(const Trace& t) {

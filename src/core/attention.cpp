@@ -34,9 +34,58 @@
 
 namespace mha {
 
+// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows split over threads.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
+    const std::size_t rows = x.size(0) * x.size(1);
+    Tensor y({x.size(0), x.size(1), w.size(0)});
+    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
+        linear_rows_fast(x, w, bias, y, begin, end);
+    });
+    return y;
+}
+
 namespace {
 
-// ---- The unit of work: steps 6-10 of one (batch, head) pair --------------------------
+// ---- 0-5: inputs, projections, heads ----------------------------------------------------
+
+using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
+
+// 0: the inputs, named x when one tensor plays query, key and value.
+void show_inputs(const Inputs& in, PassTrace& trace) {
+    trace.show_input(in.x_q);
+    if (in.self_attention()) return;
+    trace.show_input(in.x_k);
+    trace.show_input(in.x_v);
+}
+
+// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k wide.
+Qkv project_qkv(const Weights& w, const Inputs& in, std::size_t threads, PassTrace& trace) {
+    Qkv x{project(in.x_q.contiguous(), w.w_q, w.b_q, threads),
+          project(in.x_k.contiguous(), w.w_k, w.b_k, threads),
+          project(in.x_v.contiguous(), w.w_v, w.b_v, threads)};
+    trace.show(x.q);
+    trace.show(x.k);
+    trace.show(x.v);
+    return x;
+}
+
+// 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped,
+// no copy. K and V split into G heads instead of h.
+Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
+    const Qkv viewed{x.q.view({B, N, s.heads, d_k}), x.k.view({B, M, s.kv_heads, d_k}),
+                     x.v.view({B, M, s.kv_heads, d_k})};
+    trace.show(viewed.q);
+    trace.show(viewed.k);
+    trace.show(viewed.v);
+    const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
+    trace.show(heads.q);
+    trace.show(heads.k);
+    trace.show(heads.v);
+    return heads;
+}
+
+// ---- 6-10: the unit of work, one (batch, head) pair, and the packed pass's units -------
 
 // 6: (N, d_k) x (d_k, M) -> (N, M)
 void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
@@ -121,66 +170,7 @@ UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
     return {score_factor(s.d_k(), options.scale), options.zero_masked_rows};
 }
 
-void zero_head(Tensor& context, std::size_t head) {
-    const Strides& st = context.strides();
-    float* base = context.data() + head * st[1];
-    for (std::size_t b = 0; b < context.size(0); ++b) {
-        for (std::size_t n = 0; n < context.size(2); ++n) {
-            float* row = base + b * st[0] + n * st[2];
-            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
-        }
-    }
-}
-
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1);
-    Tensor y({x.size(0), x.size(1), w.size(0)});
-    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows_fast(x, w, bias, y, begin, end);
-    });
-    return y;
-}
-
 namespace {
-
-// ---- The phases of the packed pass ------------------------------------------------------
-
-using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
-
-// 0: the inputs, named x when one tensor plays query, key and value.
-void show_inputs(const Inputs& in, PassTrace& trace) {
-    trace.show_input(in.x_q);
-    if (in.self_attention()) return;
-    trace.show_input(in.x_k);
-    trace.show_input(in.x_v);
-}
-
-// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k wide.
-Qkv project_qkv(const Weights& w, const Inputs& in, std::size_t threads, PassTrace& trace) {
-    Qkv x{project(in.x_q.contiguous(), w.w_q, w.b_q, threads),
-          project(in.x_k.contiguous(), w.w_k, w.b_k, threads),
-          project(in.x_v.contiguous(), w.w_v, w.b_v, threads)};
-    trace.show(x.q);
-    trace.show(x.k);
-    trace.show(x.v);
-    return x;
-}
-
-// 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped,
-// no copy. K and V split into G heads instead of h.
-Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
-    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
-    const Qkv viewed{x.q.view({B, N, s.heads, d_k}), x.k.view({B, M, s.kv_heads, d_k}),
-                     x.v.view({B, M, s.kv_heads, d_k})};
-    trace.show(viewed.q);
-    trace.show(viewed.k);
-    trace.show(viewed.v);
-    const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
-    trace.show(heads.q);
-    trace.show(heads.k);
-    trace.show(heads.v);
-    return heads;
-}
 
 // Unit u = (b, i) of the packed heads: Q[b, i], the K/V head it reads, and its slices of
 // the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_k; any strides).
@@ -235,6 +225,25 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
     trace.show(context);
     return context;
 }
+
+}  // namespace
+
+// Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
+// for the standard context (B, h, N, d_k) and the streaming one, a view of (B, N, h, d_k).
+void zero_head(Tensor& context, std::size_t head) {
+    const Strides& st = context.strides();
+    float* base = context.data() + head * st[1];
+    for (std::size_t b = 0; b < context.size(0); ++b) {
+        for (std::size_t n = 0; n < context.size(2); ++n) {
+            float* row = base + b * st[0] + n * st[2];
+            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
+        }
+    }
+}
+
+namespace {
+
+// ---- 11-13: the heads side by side again ------------------------------------------------
 
 // 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, d_model).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {

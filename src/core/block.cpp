@@ -32,10 +32,7 @@ Tensor norm(const BlockPass& p, int number, const std::string& out, const std::s
     report(p.tracer, [&] {
         Step step = make_step(number, "layer_norm", out, out + " = norm" + which + "(" + in + ")",
                               model_dims, y);
-        step.notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
-                             "d_model features (nn.LayerNorm)");
-        step.notes.push_back("parameters: gamma and beta, 2·d_model = " +
-                             std::to_string(2 * y.size(y.dim() - 1)));
+        step.facts.parameters = 2 * y.size(y.dim() - 1);  // gamma and beta
         return step;
     });
     return y;
@@ -58,23 +55,19 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
     report(p.tracer, [&] {
         Step step = make_step(first_number, "linear1", "ffn_hidden",
                               "ffn_hidden = " + in + " @ W_1.T + b_1", {"B", "N", "d_ff"}, u, macs);
-        step.notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " +
-                             std::to_string(p.w.w_1.numel() + p.w.b_1.numel()));
+        step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
         return step;
     });
     const Tensor g = gelu(u);
     report(p.tracer, [&] {
-        Step step = make_step(first_number + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
-                              {"B", "N", "d_ff"}, g);
-        step.notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
-        return step;
+        return make_step(first_number + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
+                         {"B", "N", "d_ff"}, g);
     });
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
     report(p.tracer, [&] {
         Step step = make_step(first_number + 2, "linear2", "ffn",
                               "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);
-        step.notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " +
-                             std::to_string(p.w.w_2.numel() + p.w.b_2.numel()));
+        step.facts.parameters = p.w.w_2.numel() + p.w.b_2.numel();
         return step;
     });
     return f;
@@ -119,7 +112,7 @@ void check_block(const BlockWeights& w, std::size_t E) {
 ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
                             const Inputs& in, const Masks& masks, const ForwardOptions& options,
                             Tracer& tracer) {
-    if (!in.self_attention()) throw Error("--block is self-attention: no --key/--value");
+    if (!in.self_attention()) throw Error("the transformer block is self-attention: one input");
     check_block(w, attention.d_model());
     const Tensor x = in.x_q.contiguous();
     const BlockPass p{w, std::uint64_t(x.size(0)) * x.size(1), options.threads, tracer};

@@ -1,6 +1,6 @@
 #pragma once
-// Size arithmetic that refuses to wrap around (products of user-given sizes), and byte counts
-// for messages.
+// Size arithmetic that refuses to wrap around (products of user-given sizes), and the
+// one byte formatter.
 
 #include "core/error.h"
 
@@ -35,14 +35,29 @@ inline std::uint64_t checked_sum(std::initializer_list<std::uint64_t> terms, con
     return sum;
 }
 
-// A byte count for messages, rounded up: "960 B", "2 KiB", "2048 MiB".
+// The project's one byte formatter, for messages and traces alike: exact below 1 KiB,
+// otherwise KiB, MiB, GiB, TiB, PiB or EiB with one decimal, rounded up (a size is never
+// shown below what it is) and ".0" dropped: "960 B", "16 KiB", "1.5 MiB", "2.1 GiB".
 inline std::string byte_size(std::uint64_t bytes) {
-    const auto round_up = [bytes](int shift) {
-        return std::to_string((bytes >> shift) + ((bytes & ((std::uint64_t{1} << shift) - 1)) != 0));
-    };
     if (bytes < 1024) return std::to_string(bytes) + " B";
-    if (bytes < (std::uint64_t{1} << 20)) return round_up(10) + " KiB";
-    return round_up(20) + " MiB";
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t unit = 0;
+    std::uint64_t scale = 1024;
+    while (unit + 1 < sizeof units / sizeof units[0] && bytes / scale >= 1024) {
+        scale *= 1024;
+        ++unit;
+    }
+    std::uint64_t whole = bytes / scale;
+    std::uint64_t tenths = (bytes % scale * 10 + scale - 1) / scale;  // < 11·2^60: no overflow
+    if (tenths == 10) {
+        ++whole;
+        tenths = 0;
+    }
+    if (whole == 1024 && unit + 1 < sizeof units / sizeof units[0]) {
+        whole = 1;
+        ++unit;
+    }
+    return std::to_string(whole) + (tenths ? "." + std::to_string(tenths) : "") + " " + units[unit];
 }
 
 }  // namespace mha

@@ -63,6 +63,33 @@ void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
     }
 }
 
+// 6-10 for token t: one query row per (batch, head) unit against the t + 1 cached
+// positions; no mask needed, the future is not in the cache yet. q (B, 1, h·d_k). Returns
+// the heads' contexts side by side, (B, 1, d_model); keeps the weights in result.
+Tensor attend_token(const Tensor& q, const Cache& cache, std::size_t t, const Sizes& s,
+                    const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
+    const std::size_t B = s.batch, E = s.d_model, h = s.heads, d_k = s.d_k(), length = t + 1;
+    const bool streamed = o.path == AttentionPath::Streaming;
+    Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
+    Tensor concat({B, 1, E});
+    Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
+    const Units units{B * h, [&](std::size_t u) {
+                          const std::size_t b = u / h, i = u % h;
+                          const std::size_t g = kv_head_of(i, h, s.kv_heads);
+                          return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
+                                               cached(cache.k, b, g, length),
+                                               cached(cache.v, b, g, length),
+                                               HeadMask{nullptr, nullptr, false, 1, length},
+                                               streamed ? nullptr : weights.data() + u * length,
+                                               context.data() + b * E + i * d_k, d_k};
+                      }};
+    run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
+    trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
+    if (!streamed) keep_row(weights, t, result.weights);
+    if (o.ablate_head) zero_head(context, *o.ablate_head);
+    return concat;
+}
+
 }  // namespace
 
 std::uint64_t decode_bytes(const Sizes& s) {
@@ -85,42 +112,21 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
                     "with no attn_mask or key padding mask");
     }
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
-    const bool streamed = options.path == AttentionPath::Streaming;
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
     trace.show_input(in.x_q);                                                           // 0
 
     Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
     ForwardResult result;
     result.output = Tensor({B, T, E});
-    if (!streamed) result.weights = Tensor({B, h, T, T});
+    if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
     for (std::size_t t = 0; t < T; ++t) {
-        const std::size_t length = t + 1;  // positions in the cache once this token is added
         const Tensor x_t = token_row(in.x_q, t);
         const Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
         append(project(x_t, w.w_k, w.b_k, options.threads), t, cache.k);
         append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises
 
-        // 6-10: one query row per (batch, head) unit against the t cached positions
-        Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
-        Tensor concat({B, 1, E});
-        Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
-        const Units units{B * h, [&](std::size_t u) {
-                              const std::size_t b = u / h, i = u % h;
-                              const std::size_t g = kv_head_of(i, h, s.kv_heads);
-                              return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
-                                                   cached(cache.k, b, g, length),
-                                                   cached(cache.v, b, g, length),
-                                                   HeadMask{nullptr, nullptr, false, 1, length},
-                                                   streamed ? nullptr : weights.data() + u * length,
-                                                   context.data() + b * E + i * d_k, d_k};
-                          }};
-        run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units,
-                  unit_math(s, options), options.threads);
-        trace.show(streamed ? context : weights);  // 9 weights, or 10 context when streamed
-        if (!streamed) keep_row(weights, t, result.weights);
-        if (options.ablate_head) zero_head(context, *options.ablate_head);
-
+        const Tensor concat = attend_token(q, cache, t, s, options, trace, result);  // 6-10
         const Tensor out = project(concat, w.w_o, w.b_o, options.threads);  // (B, 1, d_model)
         for (std::size_t b = 0; b < B; ++b) {
             std::copy(out.data() + b * E, out.data() + (b + 1) * E,

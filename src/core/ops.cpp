@@ -55,7 +55,7 @@ void apply_causal(float* scores, std::size_t n, std::size_t m) {
     const float blocked = -std::numeric_limits<float>::infinity();
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j < m; ++j) {
-            if (j + n > i + m) scores[i * m + j] = blocked;  // j > i + (m - n), without underflow
+            if (!causally_visible(i, j, n, m)) scores[i * m + j] = blocked;
         }
     }
 }

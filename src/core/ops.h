@@ -37,6 +37,12 @@ void scale(float* values, std::size_t count, float factor);
 // Step 8 on one head's (N, M) scores, row-major: add an (N, M) additive mask;
 // add a (M) key-padding row to every query row; block keys after the diagonal
 // of a bottom-right-aligned causal mask (query i sees key j iff j <= i + M - N).
+// The causal rule: query i of n may see key j of m iff j <= i + m - n (bottom-right
+// aligned: the queries are the last n of the m positions), written without underflow.
+inline bool causally_visible(std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
+    return j + n <= i + m;
+}
+
 void add_mask(float* scores, const float* mask, std::size_t count);
 void add_key_padding(float* scores, const float* padding, std::size_t n, std::size_t m);
 void apply_causal(float* scores, std::size_t n, std::size_t m);

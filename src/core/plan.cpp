@@ -6,7 +6,6 @@
 
 #include <cassert>
 #include <cmath>
-#include <sstream>
 #include <utility>
 
 #include "core/checked.h"
@@ -63,42 +62,15 @@ std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m) {
     return grid;
 }
 
-// What step 8 applies, in words.
-std::vector<std::string> mask_notes(const MaskKinds& masks, const Sizes& s) {
-    std::vector<std::string> notes = masks.notes;
-    if (masks.causal) {
-        notes.push_back(s.seq_len == s.kv_len
-                            ? "causal: query i attends to keys 0..i"
-                            : "causal, bottom-right aligned: query i attends to keys 0..i+" +
-                                  std::to_string(s.kv_len) + "-" + std::to_string(s.seq_len) +
-                                  " (the queries are the last N of the M positions)");
-    }
-    if (notes.empty()) notes.push_back("no mask: every query attends to every key");
-    return notes;
+// What step 8 applies.
+MaskFacts mask_facts(const PassSpec& spec) {
+    const MaskKinds& k = spec.masks;
+    return {k.attn, k.padding, k.causal, spec.sizes.seq_len, spec.sizes.kv_len, k.sources};
 }
 
-std::string scale_note(std::size_t d_k, bool scale) {
-    std::ostringstream note;
-    if (scale) {
-        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << score_factor(d_k, true);
-    } else {
-        note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
-    }
-    return note.str();
-}
-
-std::vector<std::string> streaming_notes(const PassSpec& spec) {
-    const Sizes& s = spec.sizes;
-    const std::uint64_t saved = macs_of({s.batch, s.heads, s.seq_len, s.kv_len, sizeof(float)});
-    std::vector<std::string> notes = mask_notes(spec.masks, s);
-    notes.push_back("streaming path: steps 6-9 run on tiles of " +
-                    std::to_string(stream_query_tile) + " queries x " +
-                    std::to_string(stream_key_tile) +
-                    " keys with an online softmax (a running max and sum per query), so the "
-                    "(B, h, N, M) scores, " + std::to_string(saved) + " bytes, are never stored");
-    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has "
-                    "nothing to copy");
-    return notes;
+// Token t (0-based) of the decode form, and the K and V cached once it is in.
+TokenFacts token_facts(const Sizes& s, std::size_t t) {
+    return {t + 1, s.seq_len, macs_of({2, s.batch, s.kv_heads, t + 1, s.d_k(), sizeof(float)})};
 }
 
 // 0: the inputs, named x when one tensor plays query, key and value.
@@ -136,10 +108,12 @@ Layout plan_project_split(Planner& p) {
     p.add(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
     Step& k5 = p.add(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
-    if (G != h) k5.notes = kv_sharing_notes(h, G);
     Step& v5 = p.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
-    if (G != h) v5.notes = kv_cost_notes(s);
+    if (G != h) {
+        for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
+        v5.facts.kv_costs = s;
+    }
     return q4.transpose(1, 2);
 }
 
@@ -150,9 +124,7 @@ Layout plan_fused_project_split(Planner& p) {
     const Biases& b = p.spec.bias;
     const Layout qkv = Layout::contiguous_of({B, N, 3 * E});
     p.add(1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
-          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}))
-        .notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
-                         "matrix product instead of three");
+          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
     p.add(4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
     const Layout heads = split.permute({2, 0, 3, 1, 4});
@@ -173,17 +145,16 @@ Layout plan_attend_standard(Planner& p) {
     const Layout scores = Layout::contiguous_of({B, h, N, M});
     Step& s6 = p.add(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
                      macs_of({B, h, N, M, d_k}));
-    if (s.kv_heads != h) s6.notes.push_back(kv_repeat_note(h, s.kv_heads));
-    s6.notes.push_back("standard path: the scores are stored, " +
-                       std::to_string(macs_of({B, h, N, M, sizeof(float)})) +
-                       " bytes (--attention streaming would not store them)");
-    p.add(7, "scale", "scores", p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)",
-          dims, scores)
-        .notes.push_back(scale_note(d_k, p.spec.scale));
+    if (s.kv_heads != h) s6.facts.kv_group = h / s.kv_heads;
+    s6.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+    Step& s7 = p.add(7, "scale", "scores",
+                     p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)", dims, scores);
+    s7.facts.scale_d_k = d_k;
+    if (p.spec.scale) s7.facts.scale_factor = score_factor(d_k, true);
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
-    s8.notes = mask_notes(p.spec.masks, s);
+    s8.facts.masks = mask_facts(p.spec);
     if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M);
     p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, d_k});
@@ -197,10 +168,15 @@ Layout plan_attend_streamed(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
-    p.add(10, "attend", "context",
-          "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) + " + mask) @ V, streamed",
-          {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
-        .notes = streaming_notes(p.spec);
+    StepFacts& facts = p.add(10, "attend", "context",
+                             "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) +
+                                 " + mask) @ V, streamed",
+                             {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
+                           .facts;
+    facts.masks = mask_facts(p.spec);
+    facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+    facts.query_tile = stream_query_tile;
+    facts.key_tile = stream_key_tile;
     return context;
 }
 
@@ -250,7 +226,7 @@ void plan_one_head(Planner& p, std::size_t i) {
                     slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
                                      g * d_k, d_k),
                     {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
-    if (s.kv_heads != s.heads) k.notes.push_back("query head " + id + " reads K/V head " + std::to_string(g));
+    if (s.kv_heads != s.heads) k.facts.reads_kv_head = std::make_pair(i, g);
     p.add(3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
@@ -260,7 +236,7 @@ void plan_one_head(Planner& p, std::size_t i) {
               "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
                   id + ", streamed",
               {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
-            .notes = mask_notes(p.spec.masks, s);
+            .facts.masks = mask_facts(p.spec);
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
@@ -268,7 +244,7 @@ void plan_one_head(Planner& p, std::size_t i) {
           {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
     p.add(9, "softmax", "weights_" + id,
           "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
-        .notes = mask_notes(p.spec.masks, s);
+        .facts.masks = mask_facts(p.spec);
     p.add(10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
           {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
 }
@@ -277,14 +253,10 @@ void plan_one_head(Planner& p, std::size_t i) {
 void plan_per_head(Planner& p) {
     const Sizes& s = p.s;
     for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
-    Step& concat = p.add(13, "concat", "concat",
-                         "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) +
-                             "], dim=-1)",
-                         {"B", "N", "d_model"},
-                         Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
-    concat.copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
-    concat.notes.push_back("the packed form gets this by transpose, contiguous and view; here "
-                           "every head's (B, N, d_k) block is copied into place");
+    p.add(13, "concat", "concat",
+          "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
+          {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}))
+        .copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
     plan_output(p);
 }
 
@@ -293,17 +265,12 @@ void plan_token(Planner& p, std::size_t t) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), length = t + 1;
-    const std::string token = "token " + std::to_string(length) + " of " + std::to_string(T);
     const Layout cache = Layout::contiguous_of({B, G, T, d_k});
-    Step& k = p.add(2, "cache", "K_cache",
-                    "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
-                        bias_suffix(p.spec.bias.k, "b_k"),
-                    {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
-                    macs_of({B, E + 2 * G * d_k, E}));
-    k.notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K and "
-                              "V of earlier tokens come from the cache (V_cache likewise)");
-    k.notes.push_back("the cache is allocated once for all T positions: the first t are a view "
-                      "into it, non-contiguous while t < T");
+    p.add(2, "cache", "K_cache",
+          "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
+          {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
+          macs_of({B, E + 2 * G * d_k, E}))
+        .facts.token = token_facts(s, t);
     const std::string scaled = scale_suffix(p.spec.scale);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     if (streamed) {
@@ -315,8 +282,7 @@ void plan_token(Planner& p, std::size_t t) {
         p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
               {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
               macs_of({B, h, length, d_k}))
-            .notes.push_back("one query (N = 1) against the t = " + std::to_string(length) +
-                             " cached positions; no mask: later tokens are not cached yet");
+            .facts.token = token_facts(s, t);
     }
     p.add(14, "project", "out_t",
           (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, d_model) @ W_o.T"
@@ -325,9 +291,7 @@ void plan_token(Planner& p, std::size_t t) {
           {"B", "N", "d_model"}, Layout::contiguous_of({B, 1, E}),
           checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, E})},
                       "the multiply-adds"))
-        .notes.push_back(token + " done; the cache holds " +
-                         std::to_string(macs_of({2, B, G, length, d_k, sizeof(float)})) +
-                         " bytes of K and V");
+        .facts.token = token_facts(s, t);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The step plan: every step of one forward pass (number, name, tensor, PyTorch
 // expression, named dims, shape, strides, contiguity, bytes copied, multiply-adds,
-// notes) worked out from the sizes and the form alone, with Layout's stride
+// structured facts) worked out from the sizes and the form alone, with Layout's stride
 // arithmetic and no tensor allocated. --shapes-only prints it; the computed pass
 // hands the same steps to its tracer with the values attached (PassTrace).
 
@@ -38,7 +38,7 @@ struct MaskKinds {
     bool attn = false;                // an attn_mask of (N, M), (B, N, M) or (B·h, N, M)
     bool padding = false;             // a key padding mask (B, M)
     bool causal = false;              // bottom-right aligned
-    std::vector<std::string> notes;   // how the given masks were read (io/masks)
+    std::vector<std::string> sources;  // how the given masks were read, in io/masks' words
 
     bool any() const { return attn || padding || causal; }
 };
@@ -66,11 +66,6 @@ std::uint64_t parameter_count(const Sizes& sizes, bool bias);
 
 // Step 7's factor: 1/sqrt(d_k), or 1 when the scores are not scaled.
 float score_factor(std::size_t d_k, bool scaled);
-
-// The causal rule: query i of n may see key j of m iff j <= i + m - n (bottom-right aligned).
-inline bool causally_visible(std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
-    return j + n <= i + m;
-}
 
 // The plan handed to a tracer one step at a time, each step with the tensor the pass
 // computed for it. Plans nothing when the tracer does not listen, so an untraced run

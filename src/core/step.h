@@ -2,14 +2,49 @@
 // The Step record the forward pass reports, and the Tracer that observes it.
 // Nothing here prints: printers are Tracers that live in src/show/.
 
+#include "core/sizes.h"
 #include "core/tensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace mha {
+
+// What step 8 applies. How io read the given mask files stays in io's words (sources).
+struct MaskFacts {
+    bool attn = false;     // an attn_mask
+    bool padding = false;  // a key padding mask
+    bool causal = false;   // the causal rule, bottom-right aligned
+    std::size_t n = 0, m = 0;          // N queries, M keys
+    std::vector<std::string> sources;  // one line per given mask file (io/masks)
+};
+
+// One token of the decode form.
+struct TokenFacts {
+    std::size_t position = 0;       // 1-based: token `position` of `count`
+    std::size_t count = 0;          // T
+    std::uint64_t cache_bytes = 0;  // K and V held in the cache once this token is in
+};
+
+// What a step establishes beyond its layout, as numbers and kinds: core/ computes them,
+// show/notes.h words them. Every field is empty unless the step has that fact.
+struct StepFacts {
+    std::vector<std::size_t> kv_head_of_query;  // 5 K, G < h: entry i is the K/V head query head i reads
+    std::optional<Sizes> kv_costs;               // 5 V, G < h: the sizes whose MHA/GQA/MQA costs to compare
+    std::optional<std::pair<std::size_t, std::size_t>> reads_kv_head;  // per-head 2: (query head, K/V head)
+    std::size_t kv_group = 0;                    // 6, G < h: h / G query heads share each K/V head
+    std::optional<std::uint64_t> stored_score_bytes;  // 6, standard path: the scores it stores
+    std::optional<std::size_t> scale_d_k;        // 7: d_k
+    std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
+    std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
+    std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
+    std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
+    std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
+};
 
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
@@ -24,7 +59,7 @@ struct Step {
     bool contiguous = true;
     std::uint64_t copied_bytes = 0;       // bytes moved only to change the memory layout
     std::uint64_t macs = 0;               // multiply-adds of the step's matrix products
-    std::vector<std::string> notes;       // conventions applied, e.g. which mask and how
+    StepFacts facts;                      // what the step establishes; show/notes.h words it
     std::vector<std::vector<bool>> allowed;  // step 8: (N, M) keys each query may see, batch 0
                                              // head 0; empty when N or M is too large to draw
     const Tensor* value = nullptr;        // the tensor itself, valid only during on_step; null when

@@ -3,7 +3,6 @@
 #include "show/format.h"
 
 #include <cstdio>
-#include <iterator>
 
 namespace mha {
 
@@ -17,17 +16,6 @@ std::string fixed(double value, int digits) {
     char text[64];
     std::snprintf(text, sizeof text, "%.*f", digits, value);
     return text;
-}
-
-std::string human_bytes(std::uint64_t bytes) {
-    if (bytes < 1024) return std::to_string(bytes) + " B";
-    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-    double amount = double(bytes) / 1024;
-    std::size_t unit = 0;
-    for (; amount >= 1024 && unit + 1 < std::size(units); ++unit) amount /= 1024;
-    std::string number = fixed(amount, 1);
-    if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) number.resize(number.size() - 2);
-    return number + " " + units[unit];
 }
 
 std::string named_shape(const std::vector<std::string>& dims, const Shape& shape) {

@@ -1,5 +1,5 @@
 #pragma once
-// Number and shape spellings every printer shares: "263,168", "16 KiB", "(B=2, N=8, d_model=256)".
+// Number and shape spellings every printer shares: "263,168", "(B=2, N=8, d_model=256)".
 
 #include "core/tensor.h"
 
@@ -14,9 +14,6 @@ std::string with_commas(std::uint64_t n);
 
 // printf's %.*f
 std::string fixed(double value, int digits);
-
-// Exact bytes below 1 KiB, otherwise KiB/MiB/GiB with one decimal unless whole: "16 KiB", "1.5 MiB".
-std::string human_bytes(std::uint64_t bytes);
 
 // "(B=2, h=4, N=8, d_k=64)": each size after its name from the shape legend.
 std::string named_shape(const std::vector<std::string>& dims, const Shape& shape);

@@ -3,6 +3,7 @@
 
 #include "show/json_report.h"
 
+#include "show/notes.h"
 #include "show/summary.h"
 
 #include <cmath>
@@ -111,7 +112,7 @@ std::string step_object(const Step& step, bool values) {
                        ",\"dims\":" + strings(step.dims) + ",\"shape\":" + sizes(step.shape) +
                        ",\"strides\":" + sizes(step.strides) + ",\"contiguous\":" + boolean(step.contiguous) +
                        ",\"copied_bytes\":" + std::to_string(step.copied_bytes) +
-                       ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step.notes);
+                       ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step_notes(step));
     if (!step.allowed.empty()) json += ",\"allowed\":" + grid(step.allowed);
     if (values && step.value != nullptr) json += ",\"values\":" + nested(*step.value);
     return json + "}";

@@ -2,7 +2,9 @@
 
 #include "show/markdown_report.h"
 
+#include "core/checked.h"
 #include "show/format.h"
+#include "show/notes.h"
 #include "show/summary.h"
 
 namespace mha {
@@ -46,9 +48,9 @@ void MarkdownReport::begin(const RunInfo& info) {
 void MarkdownReport::on_step(const Step& step) {
     out_ << "| " << step.number << " | " << step.name << " | " << code(step.expression) << " | "
          << cell(named_shape(step.dims, step.shape)) << " | " << to_string(step.strides) << " | "
-         << (step.contiguous ? "yes" : "**no**") << " | " << human_bytes(step.copied_bytes)
+         << (step.contiguous ? "yes" : "**no**") << " | " << byte_size(step.copied_bytes)
          << " | " << with_commas(step.macs) << " |\n";
-    for (const std::string& note : step.notes) {
+    for (const std::string& note : step_notes(step)) {
         notes_.push_back("step " + std::to_string(step.number) + ": " + note);
     }
     copied_bytes_ += step.copied_bytes;
@@ -58,7 +60,7 @@ void MarkdownReport::on_step(const Step& step) {
 void MarkdownReport::finish(const ForwardResult& result, double) {
     out_ << "\n";
     for (const std::string& note : notes_) out_ << "- " << note << "\n";
-    out_ << (notes_.empty() ? "" : "\n") << "Total: " << human_bytes(copied_bytes_)
+    out_ << (notes_.empty() ? "" : "\n") << "Total: " << byte_size(copied_bytes_)
          << " copied, " << with_commas(macs_) << " multiply-adds.";
     if (shapes_only_) {
         out_ << " Shapes only: nothing was computed.\n";

@@ -2,7 +2,9 @@
 
 #include "show/text_report.h"
 
+#include "core/checked.h"
 #include "show/format.h"
+#include "show/notes.h"
 #include "show/summary.h"
 #include "show/text_layout.h"
 #include "show/values.h"
@@ -51,7 +53,7 @@ std::vector<std::string> size_pieces(const RunInfo& info) {
 std::vector<std::string> layout_pieces(const Step& step) {
     return {named_shape(step.dims, step.shape), "strides " + to_string(step.strides),
             step.contiguous ? "contiguous" : "non-contiguous",
-            "copied " + human_bytes(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
+            "copied " + byte_size(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
 }
 
 // "= 4·256² + 4·256" when the count is the standard layer's: four square
@@ -80,7 +82,7 @@ void TextReport::on_step(const Step& step) {
          << padded_left(std::to_string(step.number), 2) << "  "
          << padded_right(step.name, name_width) << " " << step.expression << "\n";
     write_filled(out_, layout_pieces(step), "  ", step_indent, step_indent);
-    for (const std::string& note : step.notes) {
+    for (const std::string& note : step_notes(step)) {
         write_filled(out_, words_of(note), " ", step_indent + "· ", step_indent + "  ");
     }
     if (!step.allowed.empty()) print_grid(step.allowed);
@@ -111,7 +113,7 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
         out_ << "\n";
         write_filled(out_,
                      words_of("shapes only: nothing was computed or allocated. Computing this "
-                              "pass would allocate " + human_bytes(info_.activation_bytes) +
+                              "pass would allocate " + byte_size(info_.activation_bytes) +
                               " for Q, K, V, scores, context, concat and output, and take " +
                               with_commas(info_.total_macs) + " multiply-adds."),
                      " ", "", "");

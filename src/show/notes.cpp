@@ -1,0 +1,152 @@
+// Step notes in words, fact by fact, in the order the trace prints them.
+
+#include "show/notes.h"
+
+#include <cstdint>
+#include <sstream>
+
+#include "core/checked.h"
+#include "show/format.h"
+
+namespace mha {
+
+namespace {
+
+using Notes = std::vector<std::string>;
+
+// "query heads 0-1 read K/V head 0", one line per key/value head.
+void kv_sharing(const std::vector<std::size_t>& kv_head_of_query, Notes& notes) {
+    for (std::size_t first = 0; first < kv_head_of_query.size();) {
+        std::size_t last = first;
+        while (last + 1 < kv_head_of_query.size() &&
+               kv_head_of_query[last + 1] == kv_head_of_query[first])
+            ++last;
+        notes.push_back((first == last ? "query head " + std::to_string(first)
+                                       : "query heads " + std::to_string(first) + "-" +
+                                             std::to_string(last)) +
+                        " read K/V head " + std::to_string(kv_head_of_query[first]));
+        first = last + 1;
+    }
+}
+
+// One line of the MHA / GQA / MQA comparison: weights and float32 cache with g K/V heads.
+std::string kv_cost(const char* label, std::size_t g, const Sizes& s) {
+    const std::uint64_t E = s.d_model, width = std::uint64_t(g) * s.d_k();  // G·d_k
+    const std::uint64_t weights = 2 * E * E + width * (s.kdim + s.vdim);
+    const std::uint64_t per_token = 2 * width * sizeof(float);  // one K row and one V row
+    return std::string(label) + " G=" + std::to_string(g) +
+           (g == s.kv_heads ? " (this run)" : "") + ": " + std::to_string(weights) +
+           " weights; cache " + byte_size(per_token) + "/token, " +
+           byte_size(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len);
+}
+
+void kv_costs(const Sizes& s, Notes& notes) {
+    notes.push_back("projection weights (no biases) and K/V cache per layer and batch row, "
+                    "float32:");
+    notes.push_back(kv_cost("MHA", s.heads, s));
+    if (s.kv_heads != s.heads && s.kv_heads != 1) notes.push_back(kv_cost("GQA", s.kv_heads, s));
+    if (s.heads != 1) notes.push_back(kv_cost("MQA", 1, s));
+}
+
+void scale(std::size_t d_k, const std::optional<float>& factor, Notes& notes) {
+    std::ostringstream note;
+    if (factor) {
+        note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << *factor;
+    } else {
+        note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
+    }
+    notes.push_back(note.str());
+}
+
+void masks(const MaskFacts& m, Notes& notes) {
+    const std::size_t first = notes.size();
+    notes.insert(notes.end(), m.sources.begin(), m.sources.end());
+    if (m.causal) {
+        notes.push_back(m.n == m.m ? "causal: query i attends to keys 0..i"
+                                   : "causal, bottom-right aligned: query i attends to keys 0..i+" +
+                                         std::to_string(m.m) + "-" + std::to_string(m.n) +
+                                         " (the queries are the last N of the M positions)");
+    }
+    if (notes.size() == first) notes.push_back("no mask: every query attends to every key");
+}
+
+void streaming(const StepFacts& f, Notes& notes) {
+    notes.push_back("streaming path: steps 6-9 run on tiles of " + std::to_string(f.query_tile) +
+                    " queries x " + std::to_string(f.key_tile) +
+                    " keys with an online softmax (a running max and sum per query), so the "
+                    "(B, h, N, M) scores, " + std::to_string(*f.unstored_score_bytes) +
+                    " bytes, are never stored");
+    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has nothing "
+                    "to copy");
+}
+
+void token(const Step& step, const TokenFacts& t, Notes& notes) {
+    const std::string token =
+        "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
+    if (step.number == 2) {
+        notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K "
+                                "and V of earlier tokens come from the cache (V_cache likewise)");
+        notes.push_back("the cache is allocated once for all T positions: the first t are a view "
+                        "into it, non-contiguous while t < T");
+    } else if (step.number == 9) {
+        notes.push_back("one query (N = 1) against the t = " + std::to_string(t.position) +
+                        " cached positions; no mask: later tokens are not cached yet");
+    } else {
+        notes.push_back(token + " done; the cache holds " + std::to_string(t.cache_bytes) +
+                        " bytes of K and V");
+    }
+}
+
+// What a step's kind says by itself: the fused projection, the per-head concat, the block.
+void by_name(const Step& step, Notes& notes) {
+    const std::string parameters =
+        step.facts.parameters ? std::to_string(*step.facts.parameters) : "";
+    if (step.name == "project" && step.tensor == "qkv") {
+        notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one matrix "
+                        "product instead of three");
+    } else if (step.name == "concat") {
+        notes.push_back("the packed form gets this by transpose, contiguous and view; here "
+                        "every head's (B, N, d_k) block is copied into place");
+    } else if (step.name == "layer_norm") {
+        notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over d_model "
+                        "features (nn.LayerNorm)");
+        notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
+    } else if (step.name == "linear1") {
+        notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " + parameters);
+    } else if (step.name == "gelu") {
+        notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
+    } else if (step.name == "linear2") {
+        notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> step_notes(const Step& step) {
+    const StepFacts& f = step.facts;
+    Notes notes;
+    kv_sharing(f.kv_head_of_query, notes);
+    if (f.kv_costs) kv_costs(*f.kv_costs, notes);
+    if (f.reads_kv_head) {
+        notes.push_back("query head " + std::to_string(f.reads_kv_head->first) +
+                        " reads K/V head " + std::to_string(f.reads_kv_head->second));
+    }
+    if (f.kv_group > 0) {
+        const std::string group = std::to_string(f.kv_group);
+        notes.push_back("query head i reads K/V head i / " + group + ": what K.repeat_interleave(" +
+                        group + ", dim=1) computes, without copying K or V");
+    }
+    if (f.stored_score_bytes) {
+        notes.push_back("standard path: the scores are stored, " +
+                        std::to_string(*f.stored_score_bytes) +
+                        " bytes (--attention streaming would not store them)");
+    }
+    if (f.scale_d_k) scale(*f.scale_d_k, f.scale_factor, notes);
+    if (f.masks) masks(*f.masks, notes);
+    if (f.unstored_score_bytes) streaming(f, notes);
+    if (f.token) token(step, *f.token, notes);
+    by_name(step, notes);
+    return notes;
+}
+
+}  // namespace mha
