@@ -14,6 +14,7 @@ _mha() {
         --shapes-only --list-presets --attention --rope --rope-theta --alibi --window
         --sink-tokens --softcap --qk-norm --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
+    local grade_options="--files-in --help"
     local bench_options="--repeat --threads --quick --json --compare-torch --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
@@ -23,6 +24,18 @@ _mha() {
             --count|--seed|--pass) return ;;
         esac
         COMPREPLY=($(compgen -W "$quiz_options" -- "$cur"))
+        return
+    fi
+
+    if [[ ${COMP_WORDS[1]} == grade && COMP_CWORD -gt 1 ]]; then
+        case $prev in
+            --files-in) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$grade_options" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -f -- "$cur"))
+        fi
         return
     fi
 
@@ -57,7 +70,7 @@ _mha() {
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then
-        COMPREPLY=($(compgen -W "quiz bench" -- "$cur"))
+        COMPREPLY=($(compgen -W "quiz grade bench" -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -W "$options" -- "$cur"))

@@ -1,8 +1,8 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// `mha quiz ...` goes to the quiz instead. Every error becomes one line on stderr and
-// exit status 2.
+// `mha quiz ...`, `mha grade ...` and `mha bench ...` go to their subcommands instead.
+// Every error becomes one line on stderr and exit status 2.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 #include "app/after_run.h"
 #include "app/bench.h"
 #include "app/cli.h"
+#include "app/grade.h"
 #include "app/model_run.h"
 #include "app/presets.h"
 #include "app/problem.h"
@@ -78,14 +79,22 @@ std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
 
-// Names the other causal alignment when it is the cause: bottom-right with N > M leaves the
-// first N - M queries no key, where top-left gives each query at least key 0.
+// Names the likely cause when queries lose every key. A bool/int mask that hides the diagonal
+// or a whole row is most likely written 1 = keep: the way forward is --mask-means keep, not
+// zeroing the NaN rows. Bottom-right causal with N > M leaves the first N - M queries no key,
+// where top-left gives each query at least key 0.
 void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& config,
-                      const mha::RunInfo& info) {
+                      const mha::RunInfo& info, bool mask_looks_keep) {
+    if (mask_looks_keep) {
+        std::cerr << "mha: warning: the --mask file blocks every query's own key or all keys of a "
+                     "query, as PyTorch reads it (True/1 = blocked); if your mask means 1 = keep "
+                     "(masked_fill(mask == 0, -inf)), add --mask-means keep\n";
+    }
     if (result.fully_masked_rows == 0) return;
     std::cerr << "mha: warning: " << result.fully_masked_rows
               << " query row(s) have every key blocked; their attention weights are "
               << (config.zero_masked_rows ? "zero (--masked-rows zero)"
+                  : mask_looks_keep       ? "NaN, as in PyTorch"
                                           : "NaN, as in PyTorch (--masked-rows zero gives zeros)");
     if (info.causal && config.causal_align == mha::CausalAlign::BottomRight &&
         info.seq_len > info.kv_len) {
@@ -114,6 +123,7 @@ int run_shapes_only(const mha::Config& config) {
 int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "quiz")
         return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
+    if (!args.empty() && args[0] == "grade") return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
     if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
@@ -154,7 +164,7 @@ int run(const std::vector<std::string>& args) {
     check_stdout();
     mha::show_after_run(std::cout, config, problem, result, score_stats);
     check_stdout();
-    warn_masked_rows(result, config, problem.info);
+    warn_masked_rows(result, config, problem.info, problem.mask_looks_keep);
 
     if (!config.save_path.empty()) {
         mha::npy::write_npz(config.save_path, mha::saved_arrays(result, problem.layout));

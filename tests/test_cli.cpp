@@ -10,6 +10,7 @@
 
 #include "app/bench.h"
 #include "app/cli.h"
+#include "app/grade.h"
 #include "app/presets.h"
 #include "app/quiz.h"
 #include "app/quiz_questions.h"
@@ -267,7 +268,8 @@ TEST_CASE("the man page documents exactly the options of each command's table", 
     const std::pair<const mha::CommandInfo*, std::string> parts[] = {
         {&mha::mha_command(), man_part(man, "", ".SH BENCH")},
         {&mha::bench_command(), man_part(man, ".SH BENCH", ".SH QUIZ")},
-        {&mha::quiz_command(), man_part(man, ".SH QUIZ", ".SH EXIT STATUS")},
+        {&mha::quiz_command(), man_part(man, ".SH QUIZ", ".SH GRADE")},
+        {&mha::grade_command(), man_part(man, ".SH GRADE", ".SH EXIT STATUS")},
     };
     for (const auto& [command, part] : parts) {
         CAPTURE(command->name);
@@ -295,10 +297,12 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     CHECK(listed("options") == names_of(mha::mha_command()));
     CHECK(listed("bench_options") == names_of(mha::bench_command()));
     CHECK(listed("quiz_options") == names_of(mha::quiz_command()));
+    CHECK(listed("grade_options") == names_of(mha::grade_command()));
 
     std::map<std::string, std::vector<std::string>> fixed;  // option -> the words it completes
     for (const mha::CommandInfo* command :
-         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command()}) {
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
+          &mha::grade_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (!option.choices().empty() && !option.optional_value())  // --causal=: own case
                 fixed[option.name] = option.choices();
@@ -315,7 +319,8 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     }
     // every option that takes a value has a case, so its value is not completed as an option
     for (const mha::CommandInfo* command :
-         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command()}) {
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
+          &mha::grade_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (option.value.empty() || option.optional_value()) continue;  // a flag: its next word is free
             CAPTURE(option.name);

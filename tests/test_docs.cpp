@@ -193,7 +193,8 @@ TEST_CASE("make install puts the binary, the man page and the completion under P
     test::run_command("rm -rf " + dest);
 }
 
-TEST_CASE("every exercise check passes its solution and fails a wrong answer", "[docs][exercises]") {
+TEST_CASE("every exercise folder, copied alone, passes its solution and fails a wrong answer",
+          "[docs][exercises]") {
     std::vector<std::string> exercises;
     for (const auto& entry : fs::directory_iterator("../examples/exercises")) {
         if (entry.is_directory()) exercises.push_back(entry.path().filename().string());
@@ -202,18 +203,39 @@ TEST_CASE("every exercise check passes its solution and fails a wrong answer", "
     REQUIRE(exercises.size() == 6);
     const std::string wrong = test::temp_path("wrong-answers.txt");
     std::ofstream(wrong) << "# every answer below is wrong\n7\n7\n7\n7\n7\n7\n";
+    const std::string mha = fs::canonical(test::mha_binary()).string();
     for (const std::string& exercise : exercises) {
         CAPTURE(exercise);
-        const std::string check = "cd .. && MHA=tests/" + test::mha_binary() + " sh examples/exercises/" + exercise + "/check.sh ";
-        const test::RunResult right = test::run_command(check + "examples/exercises/" + exercise +
-                                                        "/solution.txt 2>&1");
+        // The folder alone, somewhere else: nothing of the repository around it.
+        const std::string copy = test::temp_path("alone-" + exercise);
+        test::run_command("rm -rf " + copy + " && mkdir -p " + copy + " && cp -r ../examples/exercises/" +
+                          exercise + "/. " + copy);
+        const std::string in_copy = "cd " + copy + " && ";
+        const std::string check = in_copy + "MHA=" + mha + " sh check.sh ";
+        const test::RunResult right = test::run_command(check + "solution.txt 2>&1");
         INFO(right.output);
         CHECK(right.status == 0);
+        CHECK_THAT(right.output, Catch::Contains("score: ") && !Catch::Contains("wrong"));
         const test::RunResult failed = test::run_command(check + wrong + " 2>&1");
         CHECK(failed.status == 1);
         CHECK_THAT(failed.output, Catch::Contains("wrong: you answered '7'") &&
                                       Catch::Contains("score: 0/"));
-        CHECK(test::run_command(check + "2>&1").status == 2);  // no answers file: usage
+        // mha on PATH works as well as MHA=; run from another folder, too.
+        const test::RunResult on_path = test::run_command(
+            "cd / && PATH=" + test::mha_dir() + ":$PATH sh " + copy + "/check.sh " + copy +
+            "/solution.txt 2>&1");
+        CHECK(on_path.status == 0);
+        // Misuse is exit 2 and one line, never a grade: no answers file, a missing one, no mha.
+        for (const std::string& misuse :
+             {check + "2>&1", check + "no-such-answers.txt 2>&1",
+              in_copy + "PATH=/nonexistent MHA= /bin/sh check.sh solution.txt 2>&1"}) {
+            CAPTURE(misuse);
+            const test::RunResult r = test::run_command(misuse);
+            CHECK(r.status == 2);
+            CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+            CHECK_THAT(r.output, !Catch::Contains("score"));
+        }
+        test::run_command("rm -rf " + copy);
     }
     std::remove(wrong.c_str());
 }

@@ -161,6 +161,16 @@ TEST_CASE("mha quiz asks on stdin and --questions prints a hand-out", "[quiz][cl
                               Catch::Contains("(no more answers)") &&
                               Catch::Contains("score: 0/2 (0%), fail"));
 
+    // Enter alone is asked again, not graded; s skips with the answer shown; q quits.
+    std::istringstream keys("\n  \ns\n\nq\n");
+    std::ostringstream asked;
+    CHECK(run_quiz({"--count", "3", "--seed", "1"}, keys, false, asked) == 1);
+    CHECK_THAT(asked.str(), Catch::Contains("> \n>   \n> s\nskipped: the answer is ") &&
+                                Catch::Contains("Question 2 of 3") &&
+                                Catch::Contains("> q\n(quit after 1 of 3 questions)") &&
+                                !Catch::Contains("wrong") && !Catch::Contains("Question 3 of 3") &&
+                                Catch::Contains("score: 0/3 (0%), fail"));
+
     const test::RunResult handout = test::run_mha("quiz --questions --count 3 --seed 1");
     CHECK(handout.status == 0);
     CHECK_THAT(handout.output, Catch::Contains("Question 3 of 3") && !Catch::Contains("why:") &&

@@ -2,9 +2,12 @@
 // and the shape expected. Masks: both conventions.
 
 #include <catch2/catch.hpp>
+
+#include <limits>
 #include <cmath>
 
 #include "core/error.h"
+#include "helpers.h"
 #include "io/masks.h"
 #include "io/weights.h"
 
@@ -161,4 +164,35 @@ TEST_CASE("4-D masks broadcast over (B, h, N, M) as PyTorch's (N, M), (B, N, M),
     CHECK(mha::broadcast_attn_mask(mha::Tensor({2, 2}), B, h).shape() == mha::Shape{2, 2});
     REQUIRE_THROWS_WITH(mha::broadcast_attn_mask(mha::Tensor({3, 1, 2, 2}), B, h),
                         Catch::Contains("must be (1 or 2, 1 or 2, N, M); got (3, 1, 2, 2)"));
+}
+
+TEST_CASE("a bool/int mask that hides the diagonal or a whole row gets the --mask-means keep hint",
+          "[masks]") {
+    const float x = -std::numeric_limits<float>::infinity();
+    // (2, 2): the diagonal blocked, as a 1 = keep identity mask reads under True = blocked
+    CHECK(mha::blocks_diagonal_or_a_row(mha::Tensor({2, 2}, {x, 0, 0, x})));
+    // row 1 blocked entirely (N = 2, M = 3)
+    CHECK(mha::blocks_diagonal_or_a_row(mha::Tensor({2, 3}, {0, x, x, x, x, x})));
+    // a causal mask the PyTorch way: above the diagonal only
+    CHECK_FALSE(mha::blocks_diagonal_or_a_row(mha::Tensor({2, 2}, {0, x, 0, 0})));
+    // the second (2, 2) matrix of a (2, 2, 2) mask hides its diagonal
+    CHECK(mha::blocks_diagonal_or_a_row(mha::Tensor({2, 2, 2}, {0, x, 0, 0, x, 0, 0, x})));
+
+    // The lower-triangular ones of exercise 3, read as PyTorch reads them: the hint on
+    // stderr names --mask-means keep and no longer suggests --masked-rows zero.
+    const std::string files = "--input ../examples/exercises/03-causal-masks/query.npy "
+                              "--mask ../examples/exercises/03-causal-masks/mask.npy -H 2";
+    const auto stderr_of = [](const std::string& args) {
+        return test::run_command(test::mha_binary() + " " + args + " 2>&1 >/dev/null");
+    };
+    const test::RunResult block = stderr_of(files);
+    CHECK(block.status == 0);
+    CHECK_THAT(block.output, Catch::Contains("add --mask-means keep") &&
+                                 !Catch::Contains("--masked-rows zero gives zeros"));
+    const test::RunResult keep = stderr_of(files + " --mask-means keep");
+    CHECK(keep.status == 0);
+    CHECK(keep.output.empty());
+    // A causal run without a mask file keeps the old advice.
+    CHECK_THAT(stderr_of("-b 1 -n 3 -m 2 -d 8 -H 2 --causal").output,
+               Catch::Contains("--masked-rows zero gives zeros") && !Catch::Contains("keep"));
 }

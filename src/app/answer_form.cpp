@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <limits>
+
+#include "app/config.h"
+#include "io/read_file.h"
+#include "show/format.h"
 
 namespace mha {
 
@@ -58,10 +63,28 @@ std::string without_grouping(const std::string& text) {
     return digits;
 }
 
+// "d_k = 32" -> "32", "step 12" -> "12", "steps 5 and 12" -> "5 and 12": a name before
+// an equals sign, or a leading word of letters, is dropped.
+std::string without_name(const std::string& text) {
+    const std::size_t equals = text.find('=');
+    if (equals != std::string::npos && text.find('=', equals + 1) == std::string::npos &&
+        text.find_first_of(",;") == std::string::npos) {
+        return trimmed(text.substr(equals + 1));
+    }
+    const std::string plain = trimmed(text);
+    const std::size_t space = plain.find(' ');
+    if (space == std::string::npos) return plain;
+    const std::string word = lowercase(plain.substr(0, space));
+    if (word == "step" || word == "steps" || word == "keys" || word == "key") {
+        return trimmed(plain.substr(space + 1));
+    }
+    return plain;
+}
+
 }  // namespace
 
 std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& text) {
-    const std::string plain = unwrapped(text);
+    const std::string plain = unwrapped(without_name(text));
     std::vector<std::uint64_t> numbers;
     const std::string word = trimmed(plain);
     if (word == "none" || word == "-") return numbers;
@@ -69,6 +92,10 @@ std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& t
     auto finish_token = [&]() {
         const std::size_t equals = token.find('=');
         if (equals != std::string::npos) token.erase(0, equals + 1);  // "d_k=64" -> "64"
+        if (token == "and") {
+            token.clear();
+            return true;
+        }
         if (!all_digits(token)) return false;
         numbers.push_back(std::stoull(token));
         token.clear();
@@ -87,7 +114,7 @@ std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& t
 }
 
 std::optional<std::uint64_t> parse_amount(const std::string& text) {
-    std::string plain = lowercase(trimmed(text));
+    std::string plain = lowercase(without_name(text));
     std::uint64_t unit = 1;
     const std::vector<std::pair<std::string, std::uint64_t>> units = {
         {"bytes", 1}, {"kib", 1024}, {"mib", 1024 * 1024}, {"gib", 1024 * 1024 * 1024}, {"b", 1}};
@@ -113,6 +140,46 @@ std::optional<std::uint64_t> parse_amount(const std::string& text) {
     if (mantissa > std::numeric_limits<std::uint64_t>::max() / unit) return std::nullopt;
     if ((mantissa * unit) % scale != 0) return std::nullopt;  // a fraction of a byte
     return mantissa * unit / scale;
+}
+
+bool answer_matches(const Expected& expected, const std::string& typed) {
+    if (expected.kind == AnswerKind::Word) {
+        return lowercase(trimmed(typed)) == lowercase(expected.word);
+    }
+    if (expected.kind == AnswerKind::Number) {
+        const std::optional<std::uint64_t> number = parse_amount(typed);
+        return number && expected.numbers.size() == 1 && *number == expected.numbers.front();
+    }
+    std::optional<std::vector<std::uint64_t>> list = parse_number_list(typed);
+    if (!list) return false;
+    if (expected.kind == AnswerKind::StepList) {
+        std::sort(list->begin(), list->end());
+        list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    return *list == expected.numbers;
+}
+
+std::vector<std::string> read_answer_file(const std::string& path) {
+    // bounded like every other read, so /dev/zero ends and a directory is refused
+    const std::string text = read_file(path, Ledger(Config().max_memory));
+    std::vector<std::string> answers;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string line = text.substr(start, end - start);
+        start = end + 1;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.rfind('#', 0) != 0) answers.push_back(line);
+    }
+    return answers;
+}
+
+std::string spelled(const Expected& expected) {
+    if (expected.kind == AnswerKind::Word) return expected.word;
+    if (expected.kind == AnswerKind::Number) return with_commas(expected.numbers.front());
+    if (expected.numbers.empty()) return "none";
+    std::string list;
+    for (std::uint64_t n : expected.numbers) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    return expected.kind == AnswerKind::SizeList ? "(" + list + ")" : list;
 }
 
 }  // namespace mha

@@ -528,13 +528,16 @@ const CommandInfo& mha_command() {
     static const CommandInfo command = with_subcommands(command_info<Config>(
         "",
         R"(Usage: mha [options]
+       mha quiz [options]    questions on shapes and costs, graded
+       mha grade ANSWERS < KEY   grade an answers file against trace facts
        mha bench [options]   time the forward pass (see mha bench --help)
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
 )",
         R"(Classroom: mha quiz [options] asks shape and cost questions and grades
-answers (see mha quiz --help).
+answers (see mha quiz --help); mha grade ANSWERS < KEY grades an answers
+file against a key of trace facts (see mha grade --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )",

@@ -195,13 +195,15 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 
 
 // The masks in the pass's shapes: 4-D attn_masks broadcast, an unbatched padding mask (M)
-// as (1, M).
-Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger) {
+// as (1, M). looks_keep: see Problem::mask_looks_keep.
+Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger,
+                 bool& looks_keep) {
     Masks masks;
     masks.causal = c.causal;
     masks.causal_align = c.causal_align;
     if (!c.mask_path.empty()) {
-        load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), ledger, masks);
+        looks_keep = load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block),
+                                    ledger, masks);
         masks.attn_mask = broadcast_attn_mask(masks.attn_mask, s.batch, s.heads);
         ledger.hold(sizeof(float) * masks.attn_mask.numel());
     }
@@ -366,7 +368,8 @@ Problem build_problem(const Config& c) {
     const Sizes s = resolve_sizes(c, files);
     check_heads(s);
     const std::size_t d_ff = block_width(c, s, files);
-    Masks masks = load_masks(c, s, files.layout, ledger);
+    bool mask_looks_keep = false;
+    Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
 
@@ -381,6 +384,7 @@ Problem build_problem(const Config& c) {
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     p.layout = files.layout;
+    p.mask_looks_keep = mask_looks_keep;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
     p.options.heads = s.heads;

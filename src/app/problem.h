@@ -22,6 +22,7 @@ struct Problem {
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     ForwardOptions options;
     RunInfo info;  // what the printers say about this run
+    bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
 };
 
 Problem build_problem(const Config& config);

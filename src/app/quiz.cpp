@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "app/answer_form.h"
 #include "app/cli.h"
 #include "app/quiz_questions.h"
 #include "core/error.h"
-#include "io/read_file.h"
 
 namespace mha {
 
@@ -126,19 +126,23 @@ bool grade(std::ostream& out, const Question& q, const std::string& typed) {
     return right;
 }
 
-// The answers file: one line per question, in order; lines starting with # are comments.
-// It is read within the default --max-memory, so /dev/zero ends and a directory is refused.
-std::vector<std::string> read_answers(const std::string& path) {
-    const std::string text = read_file(path, Ledger(Config().max_memory));
-    std::vector<std::string> answers;
-    for (std::size_t start = 0; start < text.size();) {
-        const std::size_t end = std::min(text.find('\n', start), text.size());
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.rfind('#', 0) != 0) answers.push_back(line);
+enum class Reply { Answer, Skip, Quit, End };
+
+// Asks until a line has something on it (Enter alone asks again); "s" or "skip" skips,
+// "q" or "quit" quits. The terminal echoes what is typed; other input is echoed here.
+Reply ask(std::istream& in, bool in_is_terminal, std::ostream& out, std::string& typed) {
+    for (;;) {
+        out << "> " << std::flush;
+        if (!std::getline(in, typed)) return Reply::End;
+        if (!in_is_terminal) out << typed << "\n";
+        if (!typed.empty() && typed.back() == '\r') typed.pop_back();
+        const std::size_t first = typed.find_first_not_of(" \t");
+        if (first == std::string::npos) continue;
+        const std::string word = typed.substr(first, typed.find_last_not_of(" \t") - first + 1);
+        if (word == "q" || word == "quit") return Reply::Quit;
+        if (word == "s" || word == "skip") return Reply::Skip;
+        return Reply::Answer;
     }
-    return answers;
 }
 
 int score(std::ostream& out, std::size_t right, std::size_t count, std::uint64_t pass_percent) {
@@ -158,24 +162,35 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
         return 0;
     }
     const std::vector<std::string> answers =
-        o.answers_path.empty() ? std::vector<std::string>() : read_answers(o.answers_path);
+        o.answers_path.empty() ? std::vector<std::string>() : read_answer_file(o.answers_path);
     const std::vector<Question> questions = make_questions(o.seed, o.count, o.topics);
     std::size_t right = 0;
     for (std::size_t i = 0; i < questions.size(); ++i) {
         if (i > 0) out << "\n";
         print_question(out, questions[i], i + 1, questions.size());
         if (o.questions_only) continue;
+        if (i == 0 && o.answers_path.empty() && in_is_terminal) {
+            out << "(type the answer and Enter; s skips, q quits)\n";
+        }
         std::string typed;
         if (!o.answers_path.empty()) {
             if (i < answers.size()) typed = answers[i];
             out << "> " << typed << "\n";
         } else {
-            out << "> " << std::flush;
-            if (!std::getline(in, typed)) {
+            const Reply got = ask(in, in_is_terminal, out, typed);
+            if (got == Reply::End) {
                 out << "\n(no more answers)\n";
                 break;
             }
-            if (!in_is_terminal) out << typed << "\n";
+            if (got == Reply::Quit) {
+                out << "(quit after " << i << " of " << questions.size() << " questions)\n";
+                break;
+            }
+            if (got == Reply::Skip) {
+                out << "skipped: the answer is " << spelled_answer(questions[i]) << "\n  why:\n"
+                    << indented(questions[i].explanation);
+                continue;
+            }
         }
         right += grade(out, questions[i], typed) ? 1 : 0;
     }
@@ -188,8 +203,9 @@ const CommandInfo& quiz_command() {
     static const CommandInfo command = command_info<QuizOptions>("quiz", R"(Usage: mha quiz [options]
 Questions on shapes and costs, each on its own seeded random configuration.
 Every answer is checked against the trace, and the trace lines that explain
-it are printed. Answers take the forms people type: 2,4,8,64  (2, 4, 8, 64)
-[2 4 8 64]  2x4x8x64  263,168  16 KiB.
+it are printed. Answers take the forms people type and the trace prints:
+2,4,8,64  (2, 4, 8, 64)  [2 4 8 64]  2x4x8x64  263,168  16 KiB  d_k = 32
+step 12. Asked on stdin, Enter alone asks again, s skips, q quits.
 )", "Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.\n", "quiz ", quiz_table());
     return command;
 }

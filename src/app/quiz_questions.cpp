@@ -3,69 +3,18 @@
 
 #include "app/quiz_questions.h"
 
-#include <algorithm>
 #include <random>
-#include <sstream>
 
 #include "app/answer_form.h"
-#include "app/problem.h"
+#include "app/traced_run.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/rope.h"
 #include "show/format.h"
-#include "show/text_report.h"
 
 namespace mha {
 
 namespace {
-
-// One traced tensor and the lines --trace prints for it.
-struct Recorded {
-    Step step;  // value is null: the tensor is gone once forward() returns
-    std::string text;
-};
-
-struct Trace {
-    RunInfo info;
-    std::string header;  // the lines --trace prints before step 0
-    std::vector<Recorded> steps;
-
-    const Recorded& find(int number, const std::string& tensor) const {
-        for (const Recorded& r : steps) {
-            if (r.step.number == number && r.step.tensor == tensor) return r;
-        }
-        throw Error("quiz: the trace has no step " + std::to_string(number) + " for " + tensor);
-    }
-};
-
-// Prints each step with the text report into a buffer and keeps the text with the step.
-class Recorder : public Tracer {
-public:
-    Recorder(Trace& trace, const RunInfo& info) : trace_(trace), text_(buffer_, true) {
-        text_.begin(info);
-        trace_.info = info;
-        trace_.header = take();
-    }
-
-    void on_step(const Step& step) override {
-        text_.on_step(step);
-        Recorded recorded{step, take()};
-        recorded.step.value = nullptr;
-        recorded.text.erase(0, recorded.text.find_first_not_of('\n'));
-        trace_.steps.push_back(recorded);
-    }
-
-private:
-    std::string take() {
-        std::string text = buffer_.str();
-        buffer_.str("");
-        return text;
-    }
-
-    Trace& trace_;
-    std::ostringstream buffer_;
-    TextReport text_;
-};
 
 using Random = std::mt19937_64;
 
@@ -88,14 +37,6 @@ Config draw_config(Random& random) {
     c.threads = 1;
     c.trace = true;
     return c;
-}
-
-Trace traced(const Config& config) {
-    const Problem problem = build_problem(config);
-    Trace trace;
-    Recorder recorder(trace, problem.info);
-    forward(problem.weights, problem.inputs, problem.masks, problem.options, recorder);
-    return trace;
 }
 
 // "B=2, N=6, M=6, d_model=64, h=4; self-attention with bias". No d_k: that can be a question.
@@ -145,12 +86,7 @@ Question d_k_question(const Trace& t) {
 }
 
 Question parameters_question(const Trace& t) {
-    std::istringstream header(t.header);
-    std::string line, count_line;
-    while (std::getline(header, line)) {
-        const std::size_t at = line.find("parameters:");
-        if (at != std::string::npos) count_line = line.substr(at) + "\n";
-    }
+    const std::string count_line = t.parameters_line();
     return {Topic::Parameters,
             "How many parameters (weights and biases) does the layer have?",
             AnswerKind::Number,
@@ -301,26 +237,10 @@ std::vector<Question> make_questions(std::uint64_t seed, std::size_t count,
     return questions;
 }
 
-std::string spelled_answer(const Question& q) {
-    if (q.kind == AnswerKind::Number) return with_commas(q.answer.front());
-    if (q.answer.empty()) return "none";
-    std::string list;
-    for (std::uint64_t n : q.answer) list += (list.empty() ? "" : ", ") + std::to_string(n);
-    return q.kind == AnswerKind::SizeList ? "(" + list + ")" : list;
-}
+std::string spelled_answer(const Question& q) { return spelled({q.kind, q.answer, ""}); }
 
 bool is_right(const Question& q, const std::string& typed) {
-    if (q.kind == AnswerKind::Number) {
-        const std::optional<std::uint64_t> number = parse_amount(typed);
-        return number && *number == q.answer.front();
-    }
-    std::optional<std::vector<std::uint64_t>> list = parse_number_list(typed);
-    if (!list) return false;
-    if (q.kind == AnswerKind::StepList) {
-        std::sort(list->begin(), list->end());
-        list->erase(std::unique(list->begin(), list->end()), list->end());
-    }
-    return *list == q.answer;
+    return answer_matches({q.kind, q.answer, ""}, typed);
 }
 
 }  // namespace mha

@@ -7,18 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "app/answer_form.h"
+
 namespace mha {
 
 enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window };
 
 // "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", "rope", "window", in that order.
 const std::vector<std::pair<std::string, Topic>>& topic_names();
-
-enum class AnswerKind {
-    Number,    // one whole number: d_k, a count, bytes
-    SizeList,  // sizes in order: (2, 4, 8, 64)
-    StepList,  // step numbers in any order, or none
-};
 
 struct Question {
     Topic topic;

@@ -43,11 +43,34 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
     return Tensor(mask.shape, std::move(values));
 }
 
-void load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
+bool blocks_diagonal_or_a_row(const Tensor& additive) {
+    const Shape& shape = additive.shape();
+    if (shape.size() < 2) return false;
+    const std::size_t n = shape[shape.size() - 2], m = shape[shape.size() - 1];
+    if (n == 0 || m == 0) return false;
+    const float* values = additive.data();  // freshly built, so row-major
+    const auto blocked = [&](std::size_t at) { return std::isinf(values[at]); };
+    for (std::size_t start = 0; start + n * m <= additive.numel(); start += n * m) {
+        bool diagonal = n == m;
+        for (std::size_t i = 0; i < n; ++i) {
+            bool row = true;
+            for (std::size_t j = 0; j < m; ++j) row = row && blocked(start + i * m + j);
+            if (row) return true;
+            diagonal = diagonal && blocked(start + i * m + i);
+        }
+        if (diagonal) return true;
+    }
+    return false;
+}
+
+bool load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
                     Masks& masks) {
     std::string note;
-    masks.attn_mask = additive_mask(npy::read_npy(path, ledger), meaning, "attn_mask " + path, note);
+    const npy::Array file = npy::read_npy(path, ledger);
+    masks.attn_mask = additive_mask(file, meaning, "attn_mask " + path, note);
     masks.notes.push_back(note);
+    return file.kind != 'f' && meaning == MaskMeaning::Block &&
+           blocks_diagonal_or_a_row(masks.attn_mask);
 }
 
 void load_key_padding_mask(const std::string& path, const Ledger& ledger, Masks& masks) {

@@ -23,8 +23,15 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
 
 // attn_mask from a .npy file; shape is checked later against the problem's sizes.
 // Both loaders refuse a file that needs more than the ledger has left to load.
-void load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
+// Returns true when the mask looks written the other way round: a bool or integer mask
+// read as Block that blocks every query's own key (the diagonal of a square mask) or
+// every key of some query, as a 1 = keep mask does under PyTorch's reading.
+bool load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& ledger,
                     Masks& masks);
+
+// Whether an additive mask (..., N, M) blocks (-inf) its whole diagonal when N = M, or
+// a whole row of one of its (N, M) matrices.
+bool blocks_diagonal_or_a_row(const Tensor& additive);
 // key_padding_mask (B, M) from a .npy file: True / non-zero = ignore that key.
 void load_key_padding_mask(const std::string& path, const Ledger& ledger, Masks& masks);
 

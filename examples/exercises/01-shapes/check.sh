@@ -1,10 +1,17 @@
 #!/bin/sh
 # Exercise 1: the shapes after steps 4, 5, 6, 10 and 13 for B=2, N=5, d_model=48, h=3.
-. "$(dirname "$0")/../lib.sh"
-run="-b 2 -n 5 -d 48 -H 3"
-grade 1 "$(trace_field 4 Q shape $run)"
-grade 2 "$(trace_field 5 Q shape $run)"
-grade 3 "$(trace_field 6 scores shape $run)"
-grade 4 "$(trace_field 10 context shape $run)"
-grade 5 "$(trace_field 13 concat shape $run)"
-finish
+# Usage: sh check.sh ANSWERS.txt, with mha on PATH or MHA=/path/to/mha. `mha grade` reads the
+# key below, runs mha for the truth and prints each verdict. Exit 0: every answer right;
+# 1: one is wrong; 2: misuse (no answers file, no mha).
+MHA=${MHA:-mha}
+if ! command -v "$MHA" >/dev/null 2>&1; then
+    echo "check.sh: cannot find mha: put it on PATH or run MHA=/path/to/mha sh $0 ANSWERS" >&2
+    exit 2
+fi
+exec "$MHA" grade "$@" --files-in "$(dirname "$0")" <<'KEY'
+shape 4 Q : -b 2 -n 5 -d 48 -H 3
+shape 5 Q : -b 2 -n 5 -d 48 -H 3
+shape 6 scores : -b 2 -n 5 -d 48 -H 3
+shape 10 context : -b 2 -n 5 -d 48 -H 3
+shape 13 concat : -b 2 -n 5 -d 48 -H 3
+KEY

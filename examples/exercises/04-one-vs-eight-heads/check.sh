@@ -1,15 +1,18 @@
 #!/bin/sh
-# Exercise 4: parameters, score cost, and attention-map size for h=1 against h=8.
-. "$(dirname "$0")/../lib.sh"
-one="-b 1 -n 8 -d 64 -H 1"
-eight="-b 1 -n 8 -d 64 -H 8"
-grade_count 1 "$(top_field parameters $one)"
-grade_count 2 "$(top_field parameters $eight)"
-grade_count 3 "$(trace_field 6 scores macs $one)"
-grade_count 4 "$(trace_field 6 scores macs $eight)"
-shape=$(trace_field 9 weights shape $eight)
-grade 5 "$shape"
-bytes=4
-for size in $shape; do bytes=$((bytes * size)); done
-grade_count 6 "$bytes"
-finish
+# Exercise 4: parameters (biases included), score cost and attention-map size for h=1 against h=8.
+# Usage: sh check.sh ANSWERS.txt, with mha on PATH or MHA=/path/to/mha. `mha grade` reads the
+# key below, runs mha for the truth and prints each verdict. Exit 0: every answer right;
+# 1: one is wrong; 2: misuse (no answers file, no mha).
+MHA=${MHA:-mha}
+if ! command -v "$MHA" >/dev/null 2>&1; then
+    echo "check.sh: cannot find mha: put it on PATH or run MHA=/path/to/mha sh $0 ANSWERS" >&2
+    exit 2
+fi
+exec "$MHA" grade "$@" --files-in "$(dirname "$0")" <<'KEY'
+parameters : -b 1 -n 8 -d 64 -H 1 -- four (64, 64) matrices and four biases of 64 (counted)
+parameters : -b 1 -n 8 -d 64 -H 8 -- four (64, 64) matrices and four biases of 64 (counted)
+macs 6 scores : -b 1 -n 8 -d 64 -H 1
+macs 6 scores : -b 1 -n 8 -d 64 -H 8
+shape 9 weights : -b 1 -n 8 -d 64 -H 8
+bytes 9 weights : -b 1 -n 8 -d 64 -H 8
+KEY

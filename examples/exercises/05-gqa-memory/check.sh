@@ -1,14 +1,16 @@
 #!/bin/sh
-# Exercise 5: KV-cache bytes for MHA from the trace's K and V shapes, and for GQA/MQA by
-# keeping g of the h key/value heads.
-. "$(dirname "$0")/../lib.sh"
-run="-b 1 -n 1 -m 1024 -d 512 -H 8"
-heads=8
-floats=1
-for size in $(trace_field 2 K shape $run); do floats=$((floats * size)); done
-mha_bytes=$((2 * floats * 4))
-grade_count 1 "$mha_bytes"
-grade_count 2 "$((mha_bytes * 2 / heads))"
-grade_count 3 "$((mha_bytes / heads))"
-grade_count 4 "$((heads / 2))"
-finish
+# Exercise 5: KV-cache bytes for MHA, GQA (g=2) and MQA (g=1), and the saving.
+# Usage: sh check.sh ANSWERS.txt, with mha on PATH or MHA=/path/to/mha. `mha grade` reads the
+# key below, runs mha for the truth and prints each verdict. Exit 0: every answer right;
+# 1: one is wrong; 2: misuse (no answers file, no mha).
+MHA=${MHA:-mha}
+if ! command -v "$MHA" >/dev/null 2>&1; then
+    echo "check.sh: cannot find mha: put it on PATH or run MHA=/path/to/mha sh $0 ANSWERS" >&2
+    exit 2
+fi
+exec "$MHA" grade "$@" --files-in "$(dirname "$0")" <<'KEY'
+kv-cache : -b 1 -n 1 -m 1024 -d 512 -H 8
+kv-cache : -b 1 -n 1 -m 1024 -d 512 -H 8 --kv-heads 2
+kv-cache : -b 1 -n 1 -m 1024 -d 512 -H 8 --kv-heads 1
+number 4 -- h / g = 8 / 2: K and V keep g·d_k = 128 of d_model = 512 columns
+KEY

@@ -1,18 +1,16 @@
 #!/bin/sh
-# Exercise 6: the --heads whose output matches PyTorch's statistics (numpy, from
-# tests/data/parity/self_bias/expected.npz), the parameter count, and d_k.
-. "$(dirname "$0")/../lib.sh"
-dir=tests/data/parity/self_bias
-files="--weights $dir/weights.npz --input $dir/query.npy"
-heads=$(answer 1 | tr -d ' \r')
-# mean, std, min and max as PyTorch's output has them, to float32 rounding
-matches=$("$MHA" --format json $files --heads "$heads" 2>/dev/null | tail -n 1 |
-    sed 's/.*"mean":\([^,]*\),"std":\([^,]*\),"min":\([^,]*\),"max":\([^,]*\),.*/\1 \2 \3 \4/' |
-    awk '{ d = 0; split("0.055026 0.201322 -0.796085 0.432091", want, " ")
-           for (i = 1; i <= 4; ++i) { e = $i - want[i]; if (e < 0) e = -e; if (e > d) d = e }
-           print (NF == 4 && d < 1e-5) ? "yes" : "no" }')
-verdict 1 "$matches" yes
-grade_count 2 "$(top_field parameters $files --heads 1)"
-if [ "$matches" = yes ]; then d_k=$((16 / heads)); else d_k=none; fi
-grade_count 3 "$d_k"
-finish
+# Exercise 6: the --heads whose output matches PyTorch's (statistics computed by PyTorch),
+# the parameter count, and d_k (weights.npz and query.npy in this folder).
+# Usage: sh check.sh ANSWERS.txt, with mha on PATH or MHA=/path/to/mha. `mha grade` reads the
+# key below, runs mha for the truth and prints each verdict. Exit 0: every answer right;
+# 1: one is wrong; 2: misuse (no answers file, no mha).
+MHA=${MHA:-mha}
+if ! command -v "$MHA" >/dev/null 2>&1; then
+    echo "check.sh: cannot find mha: put it on PATH or run MHA=/path/to/mha sh $0 ANSWERS" >&2
+    exit 2
+fi
+exec "$MHA" grade "$@" --files-in "$(dirname "$0")" <<'KEY'
+matches 0.055026 0.201322 -0.796085 0.432091 : --weights weights.npz --input query.npy --heads {1}
+parameters : --weights weights.npz --input query.npy --heads 1
+d_k : --weights weights.npz --input query.npy --heads {1}
+KEY

@@ -8,18 +8,27 @@ module work:
 
 As a script it builds one of them with random weights:
     python3 export_module.py --heads 4 --d-model 32 [--scratch] [--out DIR] [--mha PATH]
+Without --out the files go to a temporary folder that is removed afterwards. mha is
+found on PATH, or through $MHA or --mha. Missing PyTorch, NumPy or mha is one line on
+stderr and exit status 2, and leaves nothing behind.
 From Python, call export(module, x, out_dir) and compare(module, x, out_dir).
 """
 
 import argparse
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
-import numpy as np
-import torch
-from torch import nn
+try:
+    import numpy as np
+    import torch
+    from torch import nn
+except ImportError as missing:
+    print(f"export_module.py: needs PyTorch and NumPy ({missing})", file=sys.stderr)
+    sys.exit(2)
 
 
 class FromScratch(nn.Module):
@@ -70,11 +79,14 @@ def export(module, x, out_dir):
 
 
 def compare(module, x, out_dir, mha="mha"):
-    """Runs mha on the exported files; returns the largest differences from PyTorch."""
+    """Runs mha on the exported files; returns the largest differences from PyTorch.
+    Raises RuntimeError with mha's own message when mha fails."""
     saved = os.path.join(out_dir, "mha_out.npz")
-    subprocess.run([mha, "--weights", os.path.join(out_dir, "weights.npz"),
-                    "--input", os.path.join(out_dir, "x.npy"), "--save", saved], check=True,
-                   stdout=subprocess.DEVNULL)  # h comes from the num_heads export saved
+    run = subprocess.run([mha, "--weights", os.path.join(out_dir, "weights.npz"),
+                          "--input", os.path.join(out_dir, "x.npy"), "--save", saved],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:  # h comes from the num_heads entry the export saved
+        raise RuntimeError(run.stderr.strip() or f"{mha} exited with {run.returncode}")
     ours = np.load(saved)
     out, weights = run_module(module, x)
     return (float(np.abs(ours["output"] - out).max()),
@@ -90,9 +102,19 @@ def main():
     parser.add_argument("--scratch", action="store_true",
                         help="export the from-scratch module instead of nn.MultiheadAttention")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="mha-export")
-    parser.add_argument("--mha", default="mha", help="the mha binary (default: on PATH)")
+    parser.add_argument("--out", help="keep the files in this folder (default: a temporary one)")
+    parser.add_argument("--mha", default=os.environ.get("MHA", "mha"),
+                        help="the mha binary (default: $MHA, else mha on PATH)")
     args = parser.parse_args()
+    mha = shutil.which(args.mha)
+    if mha is None:
+        print(f"export_module.py: cannot find mha ('{args.mha}'): put it on PATH, "
+              "set MHA=/path/to/mha or give --mha", file=sys.stderr)
+        return 2
+    if args.d_model < 1 or args.heads < 1 or args.d_model % args.heads != 0:
+        print(f"export_module.py: --d-model {args.d_model} must be a positive multiple of "
+              f"--heads {args.heads}", file=sys.stderr)
+        return 2
 
     torch.manual_seed(args.seed)
     if args.scratch:
@@ -101,9 +123,24 @@ def main():
         module = nn.MultiheadAttention(args.d_model, args.heads, batch_first=True)
     module.eval()
     x = torch.randn(args.batch, args.seq_len, args.d_model)
-    export(module, x, args.out)
-    output_diff, weights_diff = compare(module, x, args.out, args.mha)
-    print(f"wrote {args.out}/weights.npz and {args.out}/x.npy")
+    keep = args.out is not None
+    existed = keep and os.path.exists(args.out)
+    out_dir = args.out if keep else tempfile.mkdtemp(prefix="mha-export-")
+    finished = False
+    try:
+        export(module, x, out_dir)
+        output_diff, weights_diff = compare(module, x, out_dir, mha)
+        finished = True
+    except (OSError, RuntimeError) as failure:
+        print(f"export_module.py: {failure}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if not keep or (not finished and not existed):
+            shutil.rmtree(out_dir, ignore_errors=True)
+    if args.out:
+        print(f"wrote {args.out}/weights.npz, {args.out}/x.npy and {args.out}/mha_out.npz")
     print(f"largest difference from PyTorch: output {output_diff:.2e}, "
           f"attention weights {weights_diff:.2e}")
     return 0 if output_diff < 1e-4 and weights_diff < 1e-5 else 1

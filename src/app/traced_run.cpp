@@ -1,0 +1,72 @@
+// A traced run recorded step by step: the text report prints each step into a buffer,
+// and the text is kept with the step.
+
+#include "app/traced_run.h"
+
+#include <sstream>
+
+#include "app/problem.h"
+#include "app/variants.h"
+#include "core/error.h"
+#include "show/text_report.h"
+
+namespace mha {
+
+namespace {
+
+class Recorder : public Tracer {
+public:
+    Recorder(Trace& trace, const RunInfo& info) : trace_(trace), text_(buffer_, true) {
+        text_.begin(info);
+        trace_.info = info;
+        trace_.header = take();
+    }
+
+    void on_step(const Step& step) override {
+        text_.on_step(step);
+        Recorded recorded{step, take()};
+        recorded.step.value = nullptr;
+        recorded.text.erase(0, recorded.text.find_first_not_of('\n'));
+        trace_.steps.push_back(recorded);
+    }
+
+private:
+    std::string take() {
+        std::string text = buffer_.str();
+        buffer_.str("");
+        return text;
+    }
+
+    Trace& trace_;
+    std::ostringstream buffer_;
+    TextReport text_;
+};
+
+}  // namespace
+
+const Recorded& Trace::find(int number, const std::string& tensor) const {
+    for (const Recorded& r : steps) {
+        if (r.step.number == number && r.step.tensor == tensor) return r;
+    }
+    throw Error("the trace has no step " + std::to_string(number) + " for " + tensor);
+}
+
+std::string Trace::parameters_line() const {
+    std::istringstream lines(header);
+    for (std::string line; std::getline(lines, line);) {
+        const std::size_t at = line.find("parameters:");
+        if (at != std::string::npos) return line.substr(at) + "\n";
+    }
+    return "";
+}
+
+Trace traced(const Config& config) {
+    const Problem problem = build_problem(config);
+    Trace trace;
+    Recorder recorder(trace, problem.info);
+    const ForwardResult result = run_pass(config, problem, recorder);
+    trace.output = stats_of(result.output);
+    return trace;
+}
+
+}  // namespace mha

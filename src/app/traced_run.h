@@ -1,0 +1,36 @@
+#pragma once
+// One run of the tool kept as the trace prints it: each step with its text lines, for
+// the quiz and `mha grade`, which take their answers and explanations from it.
+
+#include <string>
+#include <vector>
+
+#include "app/config.h"
+#include "core/step.h"
+#include "show/run_info.h"
+#include "show/summary.h"
+
+namespace mha {
+
+// One traced tensor and the lines --trace prints for it.
+struct Recorded {
+    Step step;  // value is null: the tensor is gone once the pass returns
+    std::string text;
+};
+
+struct Trace {
+    RunInfo info;
+    std::string header;  // the lines --trace prints before step 0
+    std::vector<Recorded> steps;
+    TensorStats output;  // statistics of the output (B, N, d_model)
+
+    // The step that yields tensor; throws mha::Error when the trace has none.
+    const Recorded& find(int number, const std::string& tensor) const;
+    // The header line that starts with "parameters:", with a newline.
+    std::string parameters_line() const;
+};
+
+// Builds the problem of config (validated, e.g. by parse_args) and runs its pass, traced.
+Trace traced(const Config& config);
+
+}  // namespace mha

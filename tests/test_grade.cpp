@@ -1,0 +1,157 @@
+// mha grade: each kind of key line against numbers worked out by hand, the verdict
+// with the expected answer and the trace lines, and misuse as exit status 2.
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "app/answer_form.h"
+#include "app/grade.h"
+#include "core/error.h"
+#include "helpers.h"
+
+using namespace mha;
+
+namespace {
+
+struct Graded {
+    int status;
+    std::string output;
+};
+
+// Grades the answer lines against the key lines in-process.
+Graded grade(const std::vector<std::string>& answers, const std::string& key) {
+    const std::string path = test::temp_path("grade-answers.txt");
+    {
+        std::ofstream out(path);
+        for (const std::string& line : answers) out << line << "\n";
+    }
+    std::istringstream key_in(key);
+    std::ostringstream out;
+    const int status = run_grade({path}, key_in, out);
+    std::remove(path.c_str());
+    return {status, out.str()};
+}
+
+}  // namespace
+
+TEST_CASE("answers in the forms the trace prints: names, units, step words", "[grade][answers]") {
+    CHECK(parse_amount("d_k = 32") == 32u);
+    CHECK(parse_amount("d_k=32") == 32u);
+    CHECK(parse_amount("step 12") == 12u);
+    CHECK(parse_amount("4 MiB") == 4194304u);  // 4·1024·1024
+    CHECK(parse_amount("parameters: 16,640") == std::nullopt);  // a colon is not a name form
+    CHECK(parse_number_list("steps 5 and 12") == std::vector<std::uint64_t>{5, 12});
+    CHECK(parse_number_list("step 12") == std::vector<std::uint64_t>{12});
+    CHECK(answer_matches({AnswerKind::StepList, {5, 12}, ""}, "12, 5"));
+    CHECK(answer_matches({AnswerKind::Word, {}, "keep"}, " KEEP "));
+    CHECK_FALSE(answer_matches({AnswerKind::Word, {}, "keep"}, "block"));
+    CHECK(spelled({AnswerKind::Number, {16640}, ""}) == "16,640");
+    CHECK(spelled({AnswerKind::SizeList, {2, 3}, ""}) == "(2, 3)");
+    CHECK(spelled({AnswerKind::StepList, {}, ""}) == "none");
+}
+
+TEST_CASE("mha grade: every kind of key line against hand-worked answers", "[grade]") {
+    const std::string layer = " : -b 2 -n 5 -d 48 -H 3\n";  // d_k = 48 / 3 = 16
+    const Graded g = grade(
+        {
+            "(2, 3, 5, 16)",   // shape 5 Q: (B, h, N, d_k)
+            "240, 16, 48, 1",  // its strides: N·d_model, d_k, d_model, 1
+            "no",              // contiguous after the transpose
+            "1,920 B",         // copied 12 context: B·N·d_model·4 = 2·5·48·4 = 1,920
+            "d_k = 16",        // d_model / h
+            "9,408",           // parameters: 4·48² + 4·48 = 9,216 + 192
+            "2400",            // macs 6 scores: B·h·N·M·d_k = 2·3·5·5·16
+            "600 bytes",       // bytes 9 weights: (2, 3, 5, 5) floats · 4 = 150·4
+            "1 MiB",           // kv-cache, G=2: 2 tensors · 1·1024·(2·64) floats · 4 bytes
+            "0, 1, 2",         // keys 0, causal N=4 M=6: keys 0..0+6-4
+            "4",               // number
+            "Keep",            // word
+        },
+        "shape 5 Q" + layer + "strides 5 Q" + layer + "contiguous 5 Q" + layer +
+            "copied 12 context" + layer + "d_k" + layer + "parameters" + layer +
+            "macs 6 scores" + layer + "bytes 9 weights" + layer +
+            "kv-cache : -b 1 -n 1 -m 1024 -d 512 -H 8 --kv-heads 2\n"
+            "keys 0 : -b 1 -n 4 -m 6 -d 16 -H 2 --causal\n"
+            "# a comment line\n\n"
+            "number 4 -- h / g\n"
+            "word keep\n");
+    INFO(g.output);
+    CHECK(g.status == 0);
+    CHECK_THAT(g.output, Catch::Contains("1. right: (2, 3, 5, 16)") &&
+                             Catch::Contains("6. right: 9,408") &&
+                             Catch::EndsWith("score: 12/12\n"));
+}
+
+TEST_CASE("mha grade: a wrong answer shows the expected one and the trace lines", "[grade]") {
+    const Graded g = grade({"(2, 5, 16)", "17"},
+                           "shape 5 Q : -b 2 -n 5 -d 48 -H 3\n"
+                           "number 16 -- d_k = d_model / h = 48 / 3\n");
+    CHECK(g.status == 1);
+    CHECK_THAT(g.output,
+               Catch::Contains("1. wrong: you answered '(2, 5, 16)', the answer is (2, 3, 5, 16)\n") &&
+                   Catch::Contains("   |  5  transpose    Q.transpose(1, 2)\n") &&
+                   Catch::Contains("strides (240, 16, 48, 1)  non-contiguous") &&
+                   Catch::Contains("2. wrong: you answered '17', the answer is 16\n"
+                                   "   d_k = d_model / h = 48 / 3\n") &&
+                   Catch::EndsWith("score: 0/2\n"));
+    const Graded missing = grade({}, "number 16\n");
+    CHECK_THAT(missing.output, Catch::Contains("1. wrong: you answered '', the answer is 16"));
+}
+
+TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares outputs",
+          "[grade]") {
+    // The PyTorch module of tests/data/parity/self_bias has 4 heads; its output statistics
+    // are the ones examples/exercises/06-match-pytorch quotes from PyTorch.
+    const std::string files = " : --weights ../tests/data/parity/self_bias/weights.npz "
+                              "--input ../tests/data/parity/self_bias/query.npy --heads {1}\n";
+    const std::string key = "matches 0.055026 0.201322 -0.796085 0.432091" + files + "d_k" + files;
+    CHECK(grade({"4", "4"}, key).status == 0);
+    const Graded two = grade({"2", "8"}, key);  // runs, but another output; d_k = 16 / 2
+    CHECK(two.status == 1);
+    CHECK_THAT(two.output, Catch::Contains("1. wrong: you answered '2'") &&
+                               Catch::Contains("2. right: 8"));
+    const Graded three = grade({"3", "5"}, key);  // 16 is not divisible by 3: wrong, not misuse
+    CHECK(three.status == 1);
+    CHECK_THAT(three.output, Catch::Contains("divisible") && Catch::Contains("score: 0/2"));
+    CHECK(grade({"(4)", "4"}, key).status == 1);  // not one word: never reaches the shell
+}
+
+TEST_CASE("mha grade: misuse is one line and status 2", "[grade][cli]") {
+    const std::string answers = test::temp_path("grade-misuse.txt");
+    std::ofstream(answers) << "1\n";
+    const auto [args, key, message] = GENERATE_COPY(table<std::string, std::string, std::string>({
+        {"", "number 1", "grade needs an answers file first"},
+        {"/nonexistent/a.txt", "number 1", "cannot read /nonexistent/a.txt: No such file or directory"},
+        {answers + " extra", "number 1", "unknown grade option 'extra'"},
+        {answers, "", "grade: the key on stdin is empty"},
+        {answers, "colour 3", "key line 1: unknown kind 'colour'"},
+        {answers, "shape 4 : -b 1", "key line 1: 'shape' takes 2 argument(s)"},
+        {answers, "number lots", "key line 1: 'lots' is not a whole number"},
+        {answers, "parameters : --heads 3 -d 16", "key line 1: mha --heads 3 -d 16: "},
+        {answers, "d_k : --heads {x}", "'{x' in the key: write {N} for answer N"},
+        {answers + " --files-in /nonexistent", "number 1", "cannot enter '/nonexistent'"},
+    }));
+    CAPTURE(args, key);
+    const test::RunResult r = test::run_command("printf '%s\\n' '" + key + "' | " +
+                                                test::mha_binary() + " grade " + args + " 2>&1");
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    std::remove(answers.c_str());
+}
+
+TEST_CASE("mha grade --help names every kind and fits 80 columns", "[grade][cli]") {
+    const test::RunResult r = test::run_mha("grade --help");
+    CHECK(r.status == 0);
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+        CAPTURE(line);
+        CHECK(line.size() <= 80);
+    }
+    for (const char* kind : {"shape", "strides", "contiguous", "copied", "macs", "bytes",
+                             "parameters", "d_k", "kv-cache", "keys", "matches", "number", "word"}) {
+        CHECK_THAT(r.output, Catch::Contains(std::string("  ") + kind + " "));
+    }
+}
