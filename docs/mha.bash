@@ -11,7 +11,8 @@ _mha() {
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
-        --shapes-only --list-presets --attention --model --layer --help --version"
+        --shapes-only --list-presets --attention --rope --rope-theta --alibi --window
+        --sink-tokens --softcap --qk-norm --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --quick --json --compare-torch --help"
@@ -19,7 +20,7 @@ _mha() {
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
             --answers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies" -- "$cur")); return ;;
+            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies rope window" -- "$cur")); return ;;
             --count|--seed|--pass) return ;;
         esac
         COMPREPLY=($(compgen -W "$quiz_options" -- "$cur"))
@@ -57,14 +58,15 @@ _mha() {
         --attention) COMPREPLY=($(compgen -W "auto standard streaming" -- "$cur")); return ;;
         --form) COMPREPLY=($(compgen -W "packed fused-qkv per-head decode block" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
-        --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b" -- "$cur")); return ;;
+        --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
+        --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--layer)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

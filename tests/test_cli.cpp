@@ -353,7 +353,7 @@ TEST_CASE("did you mean: options, subcommands and presets") {
 }
 
 TEST_CASE("a far miss gets no suggestion") {
-    for (const char* args : {"--frobnicate", "8", "--preset mistral-7b", "quiz stray"}) {
+    for (const char* args : {"--frobnicate", "8", "--preset falcon-40b", "quiz stray"}) {
         CAPTURE(args);
         const test::RunResult r = test::run_mha(args);
         CHECK(r.status == 2);

@@ -1,8 +1,9 @@
-// PyTorch parity: every case in data/cases.txt (batch-first) and data/exact_cases.txt
+// PyTorch parity: every case in data/cases.txt (batch-first), data/exact_cases.txt
 // (seq-first, unbatched, 4-D masks, Fortran-order and big-endian files, num_heads in
-// the state dict) run through the binary with --save, compared with the output and
-// per-head weights PyTorch computed (data/make_fixtures.py and data/make_exact_fixtures.py
-// made them; see data/README.md).
+// the state dict) and data/modern_cases.txt run through the binary with --save, compared
+// with the output and per-head weights PyTorch computed (data/make_fixtures.py,
+// data/make_exact_fixtures.py and data/make_modern_fixtures.py made them; see
+// data/README.md).
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -76,6 +77,40 @@ void check_cases(const std::string& cases_file, const std::string& root, std::si
 }
 
 }  // namespace
+
+TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[modern]") {
+    const std::vector<Case> cases = read_cases("data/modern_cases.txt");
+    REQUIRE(cases.size() >= 15);
+    const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv",
+                                      " --decode 0", " -t 3 --trace --values");
+    for (const Case& c : cases) {
+        const std::string dir = "data/modern/" + c.name + "/";
+        const bool cross = exists(dir + "key.npy");
+        const bool causal = c.options.find("--causal") != std::string::npos ||
+                            c.options.find("--window") != std::string::npos;
+        if ((cross && (form == " --fused-qkv" || form == " --decode 0")) ||
+            (form == " --decode 0" && !causal))
+            continue;
+        SECTION(c.name + form) {
+            const auto expected = mha::npy::read_npz(dir + "expected.npz");
+            const mha::Tensor weights = mha::npy::to_tensor(expected.at("attn_weights"));
+            // --decode T runs T tokens: T = N of the fixture
+            const std::string run_form =
+                form == " --decode 0" ? " --decode " + std::to_string(weights.size(2)) : form;
+            const std::string saved = test::temp_path(c.name + ".npz");
+            const std::string args = file_options(dir) + c.options + run_form + " --save " + saved;
+            INFO("mha" << args);
+            const test::RunResult run = test::run_mha(args + " > /dev/null");
+            REQUIRE(run.status == 0);
+            const auto actual = mha::npy::read_npz(saved);
+            std::remove(saved.c_str());
+            test::require_close(mha::npy::to_tensor(actual.at("attn_weights")), weights,
+                                weights_tolerance);
+            test::require_close(mha::npy::to_tensor(actual.at("output")),
+                                mha::npy::to_tensor(expected.at("output")), output_tolerance);
+        }
+    }
+}
 
 TEST_CASE("mha reproduces PyTorch on every fixture case") {
     check_cases("data/cases.txt", "data/parity/", 16);

@@ -182,7 +182,7 @@ Step mask_step(const Tensor& scores) {
     step.dims = {"B", "h", "N", "M"};
     step.shape = scores.shape();
     step.strides = scores.strides();
-    step.facts.masks = MaskFacts{false, false, true, 3, 3, {}};  // "causal: query i attends to keys 0..i"
+    step.facts.masks = MaskFacts{false, false, true, 3, 3, {}, false, {}, {}};  // "causal: query i attends to keys 0..i"
     step.allowed = {{true, false, false}, {true, true, false}, {true, true, true}};
     step.value = &scores;
     return step;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -233,6 +234,21 @@ constexpr std::uint64_t max_size = std::uint64_t(1) << 32;
 
 std::size_t parse_size(const Arg& arg) { return parse_count(arg, max_size); }
 
+// A finite number above 0: "50", "1.5", "5e5".
+double parse_positive(const Arg& arg) {
+    std::size_t used = 0;
+    double value = 0.0;
+    try {
+        value = std::stod(arg.text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != arg.text.size() || !std::isfinite(value) || value <= 0.0) {
+        throw Error(arg.option + " expects a number above 0, got '" + arg.text + "'");
+    }
+    return value;
+}
+
 // A head number: 0, 1, ... (checked against h once h is known).
 std::size_t parse_index(const Arg& arg) {
     const std::uint64_t value = parse_unsigned(arg);
@@ -457,6 +473,30 @@ const std::vector<Row>& mha_table() {
          }},
         {{"--d-ff", 0, "F", "the block's feed-forward width (default 4*d_model)"},
          [](Config& c, const Arg& a) { c.d_ff = parse_size(a); }},
+
+        section<Config>("Modern attention (docs/variants.md; query i is at position i + M - N):"),
+        {{"--rope", 0, "half|interleaved",
+          "rotary embeddings on each head's Q and K after step 5:\n"
+          "pairs (x[i], x[i+d_k/2]) (Hugging Face) or (x[2i],\n"
+          "x[2i+1]) (Meta); d_k must be even"},
+         [](Config& c, const Arg& a) {
+             c.rope = parse_choice<RopeLayout>(
+                 a, {{"half", RopeLayout::Half}, {"interleaved", RopeLayout::Interleaved}});
+         }},
+        {{"--rope-theta", 0, "T", "RoPE's base: inv_freq[i] = T^(-2i/d_k) (default 10000)"},
+         [](Config& c, const Arg& a) { c.rope_theta = parse_positive(a); }},
+        {{"--alibi", 0, "", "step 8 adds -m_i*|p - j| with Press et al.'s slopes"},
+         [](Config& c, const Arg&) { c.alibi = true; }},
+        {{"--window", 0, "W", "sliding window (causal): query p sees keys p-W < j <= p"},
+         [](Config& c, const Arg& a) { c.window = parse_size(a); }},
+        {{"--sink-tokens", 0, "S", "with --window: the first S keys stay visible (sinks)"},
+         [](Config& c, const Arg& a) { c.sinks = parse_index(a); }},
+        {{"--softcap", 0, "C", "step 7 ends with C*tanh(scores/C) (Gemma 2); C > 0"},
+         [](Config& c, const Arg& a) { c.softcap = parse_positive(a); }},
+        {{"--qk-norm", 0, "",
+          "RMSNorm of each head's Q and K before the scores, with\n"
+          "q_norm.weight, k_norm.weight (d_k) or ones when seeded"},
+         [](Config& c, const Arg&) { c.qk_norm = true; }},
 
         section<Config>("Model sizes:"),
         {{"--preset", 0, "NAME",

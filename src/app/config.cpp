@@ -151,6 +151,22 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
          "--attention streaming never stores; use standard or auto"},
+        // Modern attention.
+        {"sinks-without-window", [](const Config& c) { return c.sinks && c.window == 0; },
+         "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "
+         "too"},
+        {"rope-theta-without-rope", [](const Config& c) { return c.rope_theta && !c.rope; },
+         "--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too"},
+        {"window-top-left",
+         [](const Config& c) {
+             return c.window > 0 && c.causal && c.causal_align == CausalAlign::TopLeft;
+         },
+         "--window is causal with the queries as the last N of the M positions; it cannot be "
+         "combined with --causal=top-left"},
+        {"zero-attn-positions",
+         [](const Config& c) { return c.add_zero_attn && (c.rope || c.alibi || c.window > 0); },
+         "--rope, --alibi and --window place keys by position; the zero key --add-zero-attn "
+         "appends has none"},
         {"seq-first-without-input",
          [](const Config& c) { return c.seq_first && c.input_path.empty(); },
          "--seq-first says the --input, --key and --value files are (length, B, features); it "

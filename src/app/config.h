@@ -4,6 +4,7 @@
 #include "core/block.h"
 #include "core/attention.h"
 #include "core/plan.h"
+#include "core/rope.h"
 #include "io/masks.h"
 
 #include <cstdint>
@@ -70,6 +71,15 @@ struct Config {
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)
     std::optional<std::size_t> layer;   // --layer L: the model layer the views show
+
+    // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
+    std::optional<RopeLayout> rope;     // --rope half|interleaved
+    std::optional<double> rope_theta;   // --rope-theta T, default 10000
+    bool alibi = false;
+    std::size_t window = 0;             // --window W; 0: none
+    std::optional<std::size_t> sinks;   // --sink-tokens S (needs --window)
+    std::optional<double> softcap;      // --softcap C
+    bool qk_norm = false;
 
     bool help = false;
     bool version = false;

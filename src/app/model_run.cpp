@@ -87,7 +87,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     if (wants_summary(c)) {
         ForwardResult shown;
         shown.weights = r.weights[layer];
-        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true);
+        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0);  // the model has no soft-cap
         print_head_summary(out, head_patterns(r.weights[layer]), {});
         std::vector<std::vector<HeadRoles>> roles;
         for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.tokens));

@@ -20,9 +20,10 @@ const std::vector<Preset>& presets() {
         {"gpt2-large", "GPT-2 large (774M)", 1280, 20, 20, 1024, 5120, 36, true},
         {"gpt2-xl", "GPT-2 XL (1.5B)", 1600, 25, 25, 1024, 6400, 48, true},
         {"gpt3", "GPT-3 175B", 12288, 96, 96, 2048, 49152, 96, true},
-        {"llama2-7b", "Llama 2 7B", 4096, 32, 32, 4096, 11008, 32, false},
-        {"llama2-70b", "Llama 2 70B", 8192, 64, 8, 4096, 28672, 80, false},
-        {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false},
+        {"llama2-7b", "Llama 2 7B", 4096, 32, 32, 4096, 11008, 32, false, 10000.0},
+        {"llama2-70b", "Llama 2 70B", 8192, 64, 8, 4096, 28672, 80, false, 10000.0},
+        {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false, 500000.0},
+        {"mistral-7b", "Mistral 7B", 4096, 32, 8, 8192, 14336, 32, false, 10000.0, 4096},
     };
     return table;
 }
@@ -67,6 +68,11 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
     c.heads_given = true;
     if (!c.kv_heads && !was_given("--heads")) c.kv_heads = p.kv_heads;
     if (!was_given("--no-bias") && !was_given("--random-bias")) c.bias = p.bias;
+    if (p.rope_theta > 0.0) {
+        if (!c.rope) c.rope = RopeLayout::Half;
+        if (!c.rope_theta) c.rope_theta = p.rope_theta;
+    }
+    if (p.window > 0 && c.window == 0) c.window = p.window;
     const bool block = std::find(c.forms.begin(), c.forms.end(), FormChoice::Block) != c.forms.end();
     if (block && !c.d_ff) c.d_ff = p.d_ff;
 }

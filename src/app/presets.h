@@ -20,6 +20,8 @@ struct Preset {
     std::size_t d_ff;      // width of the feed-forward network
     std::size_t layers;
     bool bias;             // whether the attention projections have biases
+    double rope_theta = 0.0;  // > 0: RoPE (half layout, as the released checkpoints) with this base
+    std::size_t window = 0;   // > 0: sliding-window attention of this width
 };
 
 const std::vector<Preset>& presets();
@@ -32,8 +34,8 @@ const Preset& find_preset(const std::string& name);
 std::string presets_table();
 
 // Fills in what the preset decides and the command line left open (`given` lists the
-// options that appeared): B = 1, N = the context, d_model, h, G, the bias, and with
-// --block the feed-forward width.
+// options that appeared): B = 1, N = the context, d_model, h, G, the bias, RoPE and its
+// base, the sliding window, and with --block the feed-forward width.
 void apply_preset(const Preset& preset, const std::vector<std::string>& given, Config& config);
 
 }  // namespace mha

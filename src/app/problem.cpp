@@ -213,7 +213,32 @@ Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& le
             masks.key_padding = unbatched_key_padding(masks.key_padding);
         }
     }
+    masks.softcap = c.softcap.value_or(0.0);
+    masks.alibi = c.alibi;
+    masks.window = c.window;
+    masks.sinks = c.sinks.value_or(0);
     return masks;
+}
+
+std::optional<Rope> rope_of(const Config& c) {
+    if (!c.rope) return std::nullopt;
+    return Rope{*c.rope, c.rope_theta.value_or(10000.0)};
+}
+
+// QK-norm's weights: the state dict's, or ones for seeded weights; refused when the state
+// dict and --qk-norm disagree.
+void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
+    if (from_file && c.qk_norm && w.q_norm.empty()) {
+        throw Error(c.weights_path + ": --qk-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
+                    std::to_string(s.d_k()) + ") in the state dict");
+    }
+    if (from_file && !c.qk_norm && !w.q_norm.empty()) {
+        throw Error(c.weights_path + " has q_norm.weight and k_norm.weight: give --qk-norm to apply them");
+    }
+    if (!from_file && c.qk_norm) {
+        w.q_norm = Tensor({s.d_k()}, std::vector<float>(s.d_k(), 1.0f));
+        w.k_norm = w.q_norm;
+    }
 }
 
 // add_bias_kv's extra position goes into the packed pass, without a causal rule.
@@ -223,6 +248,11 @@ void check_bias_kv(const Config& c, const Weights& w) {
         throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --causal has no "
                     "rule for the key/value position they append; give the causal mask as "
                     "--mask, which is padded as PyTorch pads it");
+    }
+    if (c.rope || c.alibi || c.window > 0) {
+        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
+                    "and --window place keys by position; the key/value position they append has "
+                    "none");
     }
     if (c.form != Form::Packed || c.block) {
         throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True), which the packed "
@@ -312,7 +342,13 @@ ShapesProblem build_shapes(const Config& c) {
     p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
     p.spec.masks.causal = c.causal;
     p.spec.masks.causal_align = c.causal_align;
+    p.spec.masks.softcap = c.softcap.value_or(0.0);
+    p.spec.masks.alibi = c.alibi;
+    p.spec.masks.window = c.window;
+    p.spec.masks.sinks = c.sinks.value_or(0);
     p.spec.scale = !c.no_scale;
+    p.spec.qk_norm = c.qk_norm;
+    p.spec.rope = rope_of(c);
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -346,6 +382,7 @@ Problem build_problem(const Config& c) {
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
+    set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     p.layout = files.layout;
     p.mask_looks_keep = mask_looks_keep;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
@@ -358,6 +395,8 @@ Problem build_problem(const Config& c) {
     check_bias_kv(c, p.weights);
     check_head_numbers(c, s.heads);
     p.options.path = plan.path;
+    p.options.rope = rope_of(c);
+    check_pass(p.weights, p.inputs, p.masks, p.options);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
     if (p.block) p.info.parameters += p.block->parameter_count();

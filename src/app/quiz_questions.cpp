@@ -8,6 +8,8 @@
 #include "app/answer_form.h"
 #include "app/traced_run.h"
 #include "core/checked.h"
+#include "core/error.h"
+#include "core/rope.h"
 #include "show/format.h"
 
 namespace mha {
@@ -145,7 +147,58 @@ Question copies_question(const Trace& t) {
             "when the strides are not row-major:\n" + lines};
 }
 
+// RoPE: which feature turns together with a given one, read off the rope step of the trace.
+Question rope_question(Random& random, Config c) {
+    c.kv_len = c.seq_len;  // RoPE places the queries at the last N of M positions
+    c.rope = draw(random, 0, 1) == 0 ? RopeLayout::Half : RopeLayout::Interleaved;
+    const Trace t = traced(c);
+    const Recorded* rope = nullptr;  // step 5 on Q is the transpose, then the rotation
+    for (const Recorded& s : t.steps) {
+        if (s.step.name == "rope" && s.step.tensor == "Q") rope = &s;
+    }
+    if (rope == nullptr) throw Error("quiz: the trace has no rope step");
+    const std::size_t d_k = rope->step.shape.back();
+    const bool half = *c.rope == RopeLayout::Half;
+    const std::size_t feature = draw(random, 0, d_k - 1);
+    const std::size_t i = half ? feature % (d_k / 2) : feature / 2;
+    const auto [a, b] = rope_pair(*c.rope, d_k, i);
+    const std::size_t partner = feature == a ? b : a;
+    Question q{Topic::Rope,
+               std::string("With --rope ") + (half ? "half" : "interleaved") + " (d_k = " +
+                   std::to_string(d_k) + "), feature " + std::to_string(feature) +
+                   " of each head's q and k turns together with which feature?",
+               AnswerKind::Number,
+               {partner},
+               std::string(half ? "half pairs (x[i], x[i + d_k/2])" : "interleaved pairs (x[2i], x[2i+1])") +
+                   ": feature " + std::to_string(feature) + " is in pair " + std::to_string(i) +
+                   " = (" + std::to_string(a) + ", " + std::to_string(b) + ")\n" + rope->text};
+    q.text = described(t.info) + ".\n" + q.text;
+    return q;
+}
+
+// The sliding window: how many keys one query sees, counted in the mask grid of step 8.
+Question window_question(Random& random, Config c) {
+    c.kv_len = c.seq_len;
+    c.window = draw(random, 1, 4);
+    const Trace t = traced(c);
+    const Recorded& mask = t.find(8, "scores");
+    const std::size_t row = draw(random, 0, mask.step.allowed.size() - 1);
+    const std::vector<bool>& keys = mask.step.allowed[row];
+    const std::uint64_t seen = std::uint64_t(std::count(keys.begin(), keys.end(), true));
+    Question q{Topic::Window,
+               "With --window " + std::to_string(c.window) + ", how many keys does query " +
+                   std::to_string(row) + " attend to?",
+               AnswerKind::Number,
+               {seen},
+               "query p sees keys p - W < j <= p: min(p + 1, W) = min(" + std::to_string(row + 1) +
+                   ", " + std::to_string(c.window) + ") = " + std::to_string(seen) + "\n" + mask.text};
+    q.text = described(t.info) + ".\n" + q.text;
+    return q;
+}
+
 Question question_on(Topic topic, Random& random) {
+    if (topic == Topic::Rope) return rope_question(random, draw_config(random));
+    if (topic == Topic::Window) return window_question(random, draw_config(random));
     const Trace t = traced(draw_config(random));
     Question q = [&] {
         switch (topic) {
@@ -154,7 +207,9 @@ Question question_on(Topic topic, Random& random) {
             case Topic::Parameters: return parameters_question(t);
             case Topic::Macs: return macs_question(random, t);
             case Topic::KvCache: return kv_cache_question(t);
-            case Topic::Copies: break;
+            case Topic::Copies:
+            case Topic::Rope:
+            case Topic::Window: break;
         }
         return copies_question(t);
     }();
@@ -167,7 +222,8 @@ Question question_on(Topic topic, Random& random) {
 const std::vector<std::pair<std::string, Topic>>& topic_names() {
     static const std::vector<std::pair<std::string, Topic>> names = {
         {"shapes", Topic::Shapes}, {"d_k", Topic::DK},          {"parameters", Topic::Parameters},
-        {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies}};
+        {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies},
+        {"rope", Topic::Rope},     {"window", Topic::Window}};
     return names;
 }
 

@@ -11,9 +11,9 @@
 
 namespace mha {
 
-enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies };
+enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window };
 
-// "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", in that order.
+// "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", "rope", "window", in that order.
 const std::vector<std::pair<std::string, Topic>>& topic_names();
 
 struct Question {

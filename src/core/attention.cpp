@@ -31,6 +31,9 @@
 #include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "core/position_bias.h"
+#include "core/rms_norm.h"
+#include "core/softcap.h"
 #include "core/streaming.h"
 
 namespace mha {
@@ -151,17 +154,21 @@ Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
 // 6: (N, d_k) x (d_k, M) -> (N, M)
 void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
 
-// 7: keep the scores' variance near 1 whatever d_k is
+// 7: keep the scores' variance near 1 whatever d_k is; then the soft-cap, if any
 void unit_scale(const AttentionUnit& u, float factor) {
     if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
+    if (u.mask.softcap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, u.mask.softcap);
 }
 
-// 8: blocked keys get -inf, float masks are added
+// 8: blocked keys get -inf, float masks and ALiBi's bias are added
 void unit_mask_scores(const AttentionUnit& u) {
     const HeadMask& mask = u.mask;
+    const ScoreBlock grid{u.scores, mask.n, mask.m, mask.m, mask.m - mask.n, 0};
     if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
     if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
+    if (mask.alibi_slope != 0.0) add_alibi(grid, mask.alibi_slope);
     if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
+    if (mask.window > 0) apply_window(grid, {mask.window, mask.sinks});
 }
 
 // 9: each query's scores become weights over the M keys, summing to 1
@@ -225,7 +232,27 @@ HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes
     mask.align = masks.causal_align;
     mask.n = s.seq_len;
     mask.m = s.kv_len;
+    mask.softcap = masks.softcap;
+    if (masks.alibi) mask.alibi_slope = alibi_slopes(s.heads)[i];
+    mask.window = masks.window;
+    mask.sinks = masks.sinks;
     return mask;
+}
+
+void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
+                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
+    if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
+        rms_norm_rows(q, w.q_norm);
+        trace.show(q);
+        rms_norm_rows(k, w.k_norm);
+        trace.show(k);
+    }
+    if (options.rope) {
+        apply_rope(q, *options.rope, first_query);
+        trace.show(q);
+        apply_rope(k, *options.rope, first_key);
+        trace.show(k);
+    }
 }
 
 UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
@@ -358,6 +385,7 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
 ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
                                  const Sizes& s, const ForwardOptions& options,
                                  PassTrace& trace) {
+    position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
     ForwardResult result;
     Tensor context = options.path == AttentionPath::Streaming
                          ? attend_streamed(heads, masks, s, options, trace, result)

@@ -11,6 +11,7 @@
 
 #include "core/kernels.h"
 #include "core/plan.h"
+#include "core/rope.h"
 #include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
@@ -24,6 +25,7 @@ struct Weights {
     Tensor w_v;  // (G·d_k, vdim)  G·d_k = d_model unless key/value heads are shared (GQA)
     Tensor w_o;  // (d_model, d_model)
     Tensor b_q, b_k, b_v, b_o;  // (d_model) each; empty for a projection without bias
+    Tensor q_norm, k_norm;      // (d_k) each: QK-norm's RMSNorm weights; empty without QK-norm
     Tensor bias_k, bias_v;      // (G·d_k) each: add_bias_kv's extra key/value position, empty
                                 // without it
 
@@ -62,6 +64,12 @@ struct Masks {
     bool causal = false;             // the causal rule of core/ops.h, aligned as causal_align says
     CausalAlign causal_align = CausalAlign::BottomRight;
     std::vector<std::string> notes;  // how the given masks were read, for the trace
+    // What steps 7-8 change besides (core/softcap.h, core/position_bias.h); query i is
+    // at position p = i + M − N, key j at j.
+    double softcap = 0.0;            // C > 0: step 7 ends with scores = C·tanh(scores / C)
+    bool alibi = false;              // step 8 adds −m_i·|p − j|, m_i = alibi_slopes(h)[i]
+    std::size_t window = 0;          // W > 0: step 8 keeps only keys p − W < j ≤ p (causal)
+    std::size_t sinks = 0;           // with a window: the first S keys stay visible too
 };
 
 struct ForwardOptions {
@@ -71,6 +79,7 @@ struct ForwardOptions {
     bool scale = true;              // false (--no-scale): step 7 leaves the scores as they are
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
     AttentionPath path = AttentionPath::Standard;
+    std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
 };
 
@@ -169,6 +178,12 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
 // What step 8 adds to unit (b, i): the attn_mask plane of batch b and head i, batch b's
 // key padding row, the causal rule.
 HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& sizes);
+
+// QK-norm, then RoPE, on the heads as step 5 leaves them, in place and traced as step 5:
+// Q (..., N, d_k) from position first_query (M − N), K (..., M, d_k) from first_key (0, or t
+// for a cache's new row). Nothing happens without either.
+void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
+                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace);
 
 // Head ablation: context (B, h, N, d_k), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);

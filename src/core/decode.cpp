@@ -5,8 +5,8 @@
 //     q_t = x_t W_q.T + b_q      (B, 1, d_model) -> (B, h, 1, d_k)
 //     k_t, v_t likewise           (B, 1, G·d_k)  -> cache[:, :, t-1]
 //     6-10 on the packed pass's units, one per (batch, head):
-//     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no mask needed: the future
-//                                                               is not in the cache yet
+//     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
+//                                                               future is not in the cache yet
 //     out_t = softmax(scores) @ V[:, :, :t]      (B, h, 1, d_k) -> (B, 1, d_model) W_o.T + b_o
 
 #include "core/decode.h"
@@ -64,11 +64,16 @@ void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
 }
 
 // 6-10 for token t: one query row per (batch, head) unit against the t + 1 cached
-// positions; no mask needed, the future is not in the cache yet. q (B, 1, h·d_k). Returns
-// the heads' contexts side by side, (B, 1, d_model); keeps the weights in result.
-Tensor attend_token(const Tensor& q, const Cache& cache, std::size_t t, const Sizes& s,
-                    const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
+// positions; no causal mask needed, the future is not in the cache yet (the window, its
+// sinks, ALiBi and the soft-cap still apply). q (B, 1, h·d_k). Returns the heads' contexts
+// side by side, (B, 1, d_model); keeps the weights in result.
+Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std::size_t t,
+                    const Sizes& s, const ForwardOptions& o, PassTrace& trace,
+                    ForwardResult& result) {
     const std::size_t B = s.batch, E = s.d_model, h = s.heads, d_k = s.d_k(), length = t + 1;
+    Sizes token_sizes = s;  // one query at position t against the `length` cached keys
+    token_sizes.seq_len = 1;
+    token_sizes.kv_len = length;
     const bool streamed = o.path == AttentionPath::Streaming;
     Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
     Tensor concat({B, 1, E});
@@ -79,7 +84,7 @@ Tensor attend_token(const Tensor& q, const Cache& cache, std::size_t t, const Si
                           return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
                                                cached(cache.k, b, g, length),
                                                cached(cache.v, b, g, length),
-                                               HeadMask{nullptr, nullptr, false, 1, length},
+                                               unit_mask(masks, b, i, token_sizes),
                                                streamed ? nullptr : weights.data() + u * length,
                                                context.data() + b * E + i * d_k, d_k};
                       }};
@@ -116,17 +121,23 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     trace.show_input(in.x_q);                                                           // 0
 
     Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
+    NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
+    PassTrace silent(untraced, pass_spec(s, w, in, masks, options, Form::Decode));
     ForwardResult result;
     result.output = Tensor({B, T, E});
     if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
     for (std::size_t t = 0; t < T; ++t) {
         const Tensor x_t = token_row(in.x_q, t);
-        const Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
-        append(project(x_t, w.w_k, w.b_k, options.threads), t, cache.k);
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads);  // (B, 1, G·d_k)
+        Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
+        Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
+        position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
+        append(k_t, t, cache.k);
         append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises
 
-        const Tensor concat = attend_token(q, cache, t, s, options, trace, result);  // 6-10
+        const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
         const Tensor out = project(concat, w.w_o, w.b_o, options.threads);  // (B, 1, d_model)
         for (std::size_t b = 0; b < B; ++b) {
             std::copy(out.data() + b * E, out.data() + (b + 1) * E,

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "core/position_bias.h"
+#include "core/softcap.h"
 #include "core/error.h"
 
 // Templates marked this way are compiled inside each variant's target function.
@@ -388,6 +390,7 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = tile + r * ld;
         for (std::size_t j = 0; j < cols; ++j) row[j] *= factor;
+        if (mask.softcap > 0.0) softcap(row, cols, mask.softcap);
         if (mask.attn != nullptr) {
             const float* add = mask.attn + (row0 + r) * mask.m + col0;
             for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
@@ -395,8 +398,11 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
         if (mask.padding != nullptr) {
             for (std::size_t j = 0; j < cols; ++j) row[j] += mask.padding[col0 + j];
         }
+        const ScoreBlock block{row, 1, cols, ld, row0 + r + mask.m - mask.n, col0};
+        if (mask.alibi_slope != 0.0) add_alibi(block, mask.alibi_slope);
         const std::size_t end = mask.key_end(row0 + r);
         for (std::size_t j = std::max(end, col0); j < col0 + cols; ++j) row[j - col0] = blocked;
+        if (mask.window > 0) apply_window(block, {mask.window, mask.sinks});
     }
 }
 

@@ -61,17 +61,25 @@ struct HeadMask {
     bool causal = false;
     std::size_t n = 0, m = 0;        // N, M
     CausalAlign align = CausalAlign::BottomRight;  // of the causal rule (core/ops.h)
+    // The modern additions; query i is at position p = i + M - N, key j at j.
+    double softcap = 0.0;            // C > 0: scores = C·tanh(scores / C) after the scale
+    double alibi_slope = 0.0;        // ALiBi: −slope·|p − j| added; 0 for none
+    std::size_t window = 0;          // W > 0: a sliding window, causal, keys p − W < j ≤ p
+    std::size_t sinks = 0;           // with a window: keys j < sinks stay visible
 
-    // One past the last key query i may see under the causal mask (m without it).
+    // One past the last key query i may see under the causal mask or the window (which is
+    // causal, bottom-right aligned); m without either.
     std::size_t key_end(std::size_t i) const {
+        if (window > 0) return causal_key_end(i, n, m, CausalAlign::BottomRight);
         return causal ? causal_key_end(i, n, m, align) : m;
     }
 };
 
 // Steps 7-8 on a tile of one head's scores: rows [row0, row0 + rows) and keys
 // [col0, col0 + cols), stored row-major with rows ld apart. Multiplies by factor,
-// adds the masks, sets causally blocked keys to -inf: the same float operations in
-// the same order as scale, add_mask, add_key_padding and apply_causal.
+// soft-caps, adds the masks and the ALiBi bias, sets blocked keys (causal, outside the
+// window) to -inf: the same float operations in the same order as scale, softcap,
+// add_mask, add_key_padding, add_alibi, apply_causal and apply_window.
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
                      std::size_t col0, std::size_t cols, float factor, const HeadMask& mask);
 

@@ -118,6 +118,7 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
     Tensor concat({s.batch, s.seq_len, s.d_model});
     for (std::size_t i = 0; i < s.heads; ++i) {
         Head head = project_head(w, in, s, i, options.threads, trace);                  // 1-3
+        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);    // 5
         result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);     // 6-10
         if (options.ablate_head == i) head.context = Tensor(head.context.shape());  // zeros
         place_head(head, i, s, result.weights, concat);

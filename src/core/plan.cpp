@@ -4,6 +4,7 @@
 
 #include "core/plan.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "core/checked.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
+#include "core/position_bias.h"
 #include "core/streaming.h"
 
 namespace mha {
@@ -54,24 +56,78 @@ std::string scale_suffix(bool scale) { return scale ? " / sqrt(d_k)" : ""; }
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
-std::vector<std::vector<bool>> causal_grid(std::size_t n, std::size_t m, CausalAlign align) {
+// The keys each query may see under the causal mask and the window (a window is causal).
+std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t n, std::size_t m) {
     std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
     for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) grid[i][j] = j < causal_key_end(i, n, m, align);
+        for (std::size_t j = 0; j < m; ++j) {
+            grid[i][j] = masks.window > 0 ? window_allows({masks.window, masks.sinks}, i + m - n, j)
+                                          : j < causal_key_end(i, n, m, masks.causal_align);
+        }
     }
     return grid;
+}
+
+// The window W with its sinks over `length` positions, and the K and V a cache keeps for it.
+WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t length) {
+    const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
+    return {masks.window, masks.sinks, length, kept,
+            macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)}),
+            macs_of({2, s.batch, s.kv_heads, length, s.d_k(), sizeof(float)})};
 }
 
 // What step 8 applies.
 MaskFacts mask_facts(const PassSpec& spec) {
     const MaskKinds& k = spec.masks;
-    return {k.attn, k.padding, k.causal, spec.sizes.seq_len, spec.sizes.kv_len, k.sources,
-            k.causal_align == CausalAlign::TopLeft};
+    const Sizes& s = spec.sizes;
+    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources,
+                    k.causal_align == CausalAlign::TopLeft, {}, {}};
+    if (k.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
+    if (k.window > 0) facts.window = window_facts(k, s, s.kv_len);
+    return facts;
 }
 
 // Token t (0-based) of the decode form, and the K and V cached once it is in.
 TokenFacts token_facts(const Sizes& s, std::size_t t) {
-    return {t + 1, s.seq_len, macs_of({2, s.batch, s.kv_heads, t + 1, s.d_k(), sizeof(float)})};
+    TokenFacts facts;
+    facts.position = t + 1;
+    facts.count = s.seq_len;
+    facts.cache_bytes = macs_of({2, s.batch, s.kv_heads, t + 1, s.d_k(), sizeof(float)});
+    return facts;
+}
+
+// RoPE's pairs and base, and the angles of the first pairs at positions 0, 1 and M-1.
+RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
+    const std::size_t d_k = s.d_k(), M = s.kv_len;
+    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
+    RopeFacts facts{rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M,
+                    inv_freq.size(), {}};
+    const std::size_t shown = std::min<std::size_t>(inv_freq.size(), 4);
+    for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
+        if (position >= M || (position == M - 1 && M <= 2)) continue;
+        std::vector<double> angles;
+        for (std::size_t i = 0; i < shown; ++i) angles.push_back(double(position) * inv_freq[i]);
+        facts.angles.emplace_back(position, std::move(angles));
+    }
+    return facts;
+}
+
+// Step 5 after the split: QK-norm, then RoPE, on Q and K (named q_name, k_name), in place:
+// the layouts stay.
+void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_dims,
+                   const Dims& k_dims, const std::string& Q = "Q", const std::string& K = "K") {
+    if (p.spec.qk_norm) {
+        p.add(5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
+        p.add(5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
+    }
+    if (!p.spec.rope) return;
+    const bool half = p.spec.rope->layout == RopeLayout::Half;
+    const auto rotated = [half](const std::string& x) {
+        return half ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
+                    : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
+    };
+    p.add(5, "rope", Q, rotated(Q), q_dims, q).facts.rope = rope_facts(*p.spec.rope, p.s);
+    p.add(5, "rope", K, rotated(K), k_dims, k);
 }
 
 // 0: the inputs, named x when one tensor plays query, key and value.
@@ -140,6 +196,8 @@ Layout plan_project_split(Planner& p) {
         for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
         v5.facts.kv_costs = s;
     }
+    plan_position(p, q4.transpose(1, 2), k4.transpose(1, 2), {"B", "h", "N", "d_k"},
+                  {"B", g, "M", "d_k"});
     return q4.transpose(1, 2);
 }
 
@@ -160,6 +218,7 @@ Layout plan_fused_project_split(Planner& p) {
         p.add(5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
               {"B", "h", "N", "d_k"}, heads.select(0));
     }
+    plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
     return heads.select(0);
 }
 
@@ -177,11 +236,16 @@ Layout plan_attend_standard(Planner& p) {
                      p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)", dims, scores);
     s7.facts.scale_d_k = d_k;
     if (p.spec.scale) s7.facts.scale_factor = score_factor(d_k, true);
+    if (p.spec.masks.softcap > 0) {
+        s7.expression += ", then softcap * torch.tanh(scores / softcap)";
+        s7.facts.softcap = p.spec.masks.softcap;
+    }
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     s8.facts.masks = mask_facts(p.spec);
-    if (p.spec.masks.causal && N <= max_grid && M <= max_grid) s8.allowed = causal_grid(N, M, p.spec.masks.causal_align);
+    if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
+        s8.allowed = planned_grid(p.spec.masks, N, M);
     p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, d_k});
     p.add(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
@@ -199,6 +263,7 @@ Layout plan_attend_streamed(Planner& p) {
                                  " + mask) @ V, streamed",
                              {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
                            .facts;
+    if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
     facts.masks = mask_facts(p.spec);
     facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     facts.query_tile = stream_query_tile;
@@ -256,6 +321,7 @@ void plan_one_head(Planner& p, std::size_t i) {
     p.add(3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
+    plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec.scale);
     if (p.spec.path == AttentionPath::Streaming) {
         p.add(10, "attend", "head_" + id,
@@ -292,11 +358,15 @@ void plan_token(Planner& p, std::size_t t) {
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), length = t + 1;
     const Layout cache = Layout::contiguous_of({B, G, T, d_k});
-    p.add(2, "cache", "K_cache",
-          "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
-          {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
-          macs_of({B, E + 2 * G * d_k, E}))
-        .facts.token = token_facts(s, t);
+    TokenFacts& token = p.add(2, "cache", "K_cache",
+                              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+                                  bias_suffix(p.spec.bias.k, "b_k"),
+                              {"B", G == h ? "h" : "G", "t", "d_k"},
+                              {{B, G, length, d_k}, cache.strides}, macs_of({B, E + 2 * G * d_k, E}))
+                            .facts.token.emplace(token_facts(s, t));
+    token.qk_norm = p.spec.qk_norm;
+    token.rope = p.spec.rope.has_value();
+    if (p.spec.masks.window > 0) token.window = window_facts(p.spec.masks, s, length);
     const std::string scaled = scale_suffix(p.spec.scale);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     if (streamed) {

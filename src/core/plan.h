@@ -6,9 +6,11 @@
 // hands the same steps to its tracer with the values attached (PassTrace).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/rope.h"
 #include "core/ops.h"
 #include "core/sizes.h"
 #include "core/step.h"
@@ -41,8 +43,11 @@ struct MaskKinds {
     bool causal = false;              // the causal rule of core/ops.h, aligned as causal_align
     CausalAlign causal_align = CausalAlign::BottomRight;
     std::vector<std::string> sources;  // how the given masks were read, in io/masks' words
+    double softcap = 0.0;             // step 7's soft-cap C, 0 for none
+    bool alibi = false;               // ALiBi's bias
+    std::size_t window = 0, sinks = 0;  // the sliding window W (0 for none) and its sinks S
 
-    bool any() const { return attn || padding || causal; }
+    bool any() const { return attn || padding || causal || alibi || window > 0; }
 };
 
 // Key/value positions appended to K and V after step 3 (nn.MultiheadAttention's add_bias_kv
@@ -62,6 +67,8 @@ struct PassSpec {
     Biases bias;
     MaskKinds masks;
     bool scale = true;  // step 7 divides by sqrt(d_k)
+    bool qk_norm = false;       // step 5 RMSNorms Q and K
+    std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
 };
 

@@ -103,6 +103,21 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
 Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
                  const ForwardOptions& options) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
+    const bool positional = masks.alibi || masks.window > 0 || options.rope;
+    if (positional && s.seq_len > s.kv_len) {
+        throw Error("RoPE, ALiBi and the window place the N queries at the last N of the M "
+                    "key positions, so N = " + std::to_string(s.seq_len) + " must not exceed M = " +
+                    std::to_string(s.kv_len));
+    }
+    if (options.rope && s.d_k() % 2 != 0) {
+        throw Error("RoPE rotates pairs of features, so d_k must be even, got d_k = " +
+                    std::to_string(s.d_k()));
+    }
+    if (w.q_norm.empty() != w.k_norm.empty() ||
+        (!w.q_norm.empty() && (w.q_norm.shape() != Shape{s.d_k()} || w.k_norm.shape() != Shape{s.d_k()}))) {
+        throw Error("QK-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
+                    std::to_string(s.d_k()) + ")");
+    }
     if (options.ablate_head && *options.ablate_head >= s.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
                     ": the heads are 0.." + std::to_string(s.heads - 1));
@@ -119,9 +134,12 @@ PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const
     spec.self_attention = in.self_attention();
     spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
     spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal,
-                  masks.causal_align, masks.notes};
+                  masks.causal_align, masks.notes, masks.softcap, masks.alibi, masks.window,
+                  masks.sinks};
     spec.appended = appended_kv(w, options);
     spec.scale = options.scale;
+    spec.qk_norm = !w.q_norm.empty();
+    spec.rope = options.rope;
     return spec;
 }
 

@@ -13,6 +13,15 @@
 
 namespace mha {
 
+// A sliding window W with S sinks, and the cache it needs over `length` positions.
+struct WindowFacts {
+    std::size_t window = 0, sinks = 0;  // W, S
+    std::size_t length = 0;             // the positions there are: M, or t in decode
+    std::size_t kept = 0;               // of them, the ones a query can still see
+    std::uint64_t kept_bytes = 0;       // K and V of the kept positions
+    std::uint64_t full_bytes = 0;       // K and V of all `length`
+};
+
 // What step 8 applies. How io read the given mask files stays in io's words (sources).
 struct MaskFacts {
     bool attn = false;     // an attn_mask
@@ -21,6 +30,19 @@ struct MaskFacts {
     std::size_t n = 0, m = 0;          // N queries, M keys
     std::vector<std::string> sources;  // one line per given mask file (io/masks)
     bool top_left = false;             // the causal rule aligned top-left, not bottom-right
+    std::vector<double> alibi_slopes;  // ALiBi's slope m_i of every head; empty without ALiBi
+    std::optional<WindowFacts> window;  // the sliding window (it replaces the causal rule)
+};
+
+// RoPE on Q at step 5: the pairs, the base, and the angles of the first pairs.
+struct RopeFacts {
+    bool half = true;                   // half layout (x[i], x[i + d_k/2]); else interleaved
+    double theta = 0.0;                 // the base
+    std::size_t d_k = 0;
+    std::size_t n = 0, m = 0;           // N queries at positions M-N..M-1, M keys at 0..M-1
+    std::size_t pairs = 0;              // d_k / 2
+    std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
+                                                                      // the first pairs)
 };
 
 // Key/value positions appended to K and V after the projections.
@@ -35,6 +57,9 @@ struct TokenFacts {
     std::size_t position = 0;       // 1-based: token `position` of `count`
     std::size_t count = 0;          // T
     std::uint64_t cache_bytes = 0;  // K and V held in the cache once this token is in
+    bool qk_norm = false;           // step 2: q_t and k_t are RMS-normalised before caching
+    bool rope = false;              // step 2: q_t and k_t are rotated to position - 1 first
+    std::optional<WindowFacts> window;  // step 2: the positions the window still reads
 };
 
 // What a step establishes beyond its layout, as numbers and kinds: core/ computes them,
@@ -47,6 +72,8 @@ struct StepFacts {
     std::optional<std::uint64_t> stored_score_bytes;  // 6, standard path: the scores it stores
     std::optional<std::size_t> scale_d_k;        // 7: d_k
     std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
+    std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
+    std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns
     std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
     std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores

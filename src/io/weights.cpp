@@ -182,6 +182,18 @@ Weights scratch(StateDict& dict, const std::string& prefix) {
     return w;
 }
 
+// QK-norm's RMSNorm weights, q_norm.weight and k_norm.weight (d_k), when the dict has
+// either; their size is checked against d_k with the other shapes.
+void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
+    if (!dict.has("q_norm.weight") && !dict.has("k_norm.weight")) return;
+    const auto size_of = [&arrays](const std::string& name, const std::string& other) {
+        const auto found = arrays.count(name) ? arrays.find(name) : arrays.find(other);
+        return Shape{found->second.shape.empty() ? 0 : found->second.shape[0]};
+    };
+    w.q_norm = dict.take("q_norm.weight", size_of("q_norm.weight", "k_norm.weight"));
+    w.k_norm = dict.take("k_norm.weight", size_of("k_norm.weight", "q_norm.weight"));
+}
+
 }  // namespace
 
 Weights weights_from_state_dict(const Arrays& arrays, const std::string& source) {
@@ -189,6 +201,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
     if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
         StateDict dict(arrays, source, torch_layout);
         w = dict.has("in_proj_weight") ? torch_packed(dict, source) : torch_separate(dict, source);
+        take_qk_norm(dict, arrays, w);
         dict.reject_leftovers();
         return w;
     }
@@ -199,6 +212,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                                "v (or " + prefix + "qkv) and " + prefix +
                                "o, each .weight with optional .bias");
             w = scratch(dict, prefix);
+            take_qk_norm(dict, arrays, w);
             dict.reject_leftovers();
             return w;
         }

@@ -58,10 +58,72 @@ void scale(std::size_t d_k, const std::optional<float>& factor, Notes& notes) {
     notes.push_back(note.str());
 }
 
+std::string number(double value) {
+    std::ostringstream text;
+    text << value;
+    return text.str();
+}
+
+std::string softcap(double cap) {
+    const std::string c = number(cap);
+    return "soft-cap: scores = " + c + "·tanh(scores / " + c + "), so every score lies in (-" + c +
+           ", " + c + "); small scores barely change";
+}
+
+// "m_0..m_3 = 0.25, 0.0625, ...": ALiBi's slope of every head, the first 8 and the last.
+std::string alibi(const std::vector<double>& slopes) {
+    const std::size_t heads = slopes.size();
+    std::string text = "ALiBi: scores += -m_i·|p - j| (query at p = i + M - N); slopes m_0..m_" +
+                       std::to_string(heads - 1) + " = ";
+    for (std::size_t i = 0; i < heads; ++i) {
+        if (i == 8 && heads > 9) {
+            text += "..., ";
+            i = heads - 1;
+        }
+        text += number(slopes[i]) + (i + 1 < heads ? ", " : "");
+    }
+    return text;
+}
+
+// The sliding window, and the cache a decoder needs for it.
+void window(const WindowFacts& w, Notes& notes) {
+    const std::string W = std::to_string(w.window);
+    notes.push_back("sliding window W = " + W + ": query p sees keys p-" + W + " < j <= p" +
+                    (w.window >= w.length ? " (W >= M: the same as causal)" : ""));
+    if (w.sinks > 0) {
+        notes.push_back("attention sinks: keys 0.." + std::to_string(w.sinks - 1) +
+                        " stay visible to every later query");
+    }
+    notes.push_back("a KV cache needs only " + std::to_string(w.kept) + " of the M = " +
+                    std::to_string(w.length) + " positions: " + std::to_string(w.kept_bytes) +
+                    " bytes of K and V instead of " + std::to_string(w.full_bytes));
+}
+
+// RoPE on Q: the pairs, the base, where the positions are and the first pairs' angles.
+void rope(const RopeFacts& r, Notes& notes) {
+    notes.push_back(std::string(r.half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
+                                       : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
+                    ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) +
+                    "^(-2i/" + std::to_string(r.d_k) + ")");
+    notes.push_back("queries at positions " + std::to_string(r.m - r.n) + ".." +
+                    std::to_string(r.m - 1) + ", keys at 0.." + std::to_string(r.m - 1) +
+                    "; angles of the first pairs:");
+    for (const auto& [position, angles] : r.angles) {
+        std::string text = "p = " + std::to_string(position) + ":";
+        for (std::size_t i = 0; i < angles.size(); ++i) {
+            text += (i ? ", " : " ") + number(angles[i]);
+        }
+        notes.push_back(text + (angles.size() < r.pairs ? ", ... rad" : " rad"));
+    }
+}
+
 void masks(const MaskFacts& m, Notes& notes) {
     const std::size_t first = notes.size();
     notes.insert(notes.end(), m.sources.begin(), m.sources.end());
-    if (m.causal && m.n == m.m) {
+    if (!m.alibi_slopes.empty()) notes.push_back(alibi(m.alibi_slopes));
+    if (m.window) {
+        window(*m.window, notes);
+    } else if (m.causal && m.n == m.m) {
         notes.push_back("causal: query i attends to keys 0..i");
     } else if (m.causal && m.top_left) {
         notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
@@ -103,6 +165,18 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
                                 "and V of earlier tokens come from the cache (V_cache likewise)");
         notes.push_back("the cache is allocated once for all T positions: the first t are a view "
                         "into it, non-contiguous while t < T");
+        if (t.qk_norm) notes.push_back("q_t and k_t are RMS-normalised (QK-norm) before caching");
+        if (t.rope) {
+            notes.push_back("q_t and k_t are rotated (RoPE) to position " +
+                            std::to_string(t.position - 1) +
+                            " before k_t is cached: cached keys never need rotating again");
+        }
+        if (t.window) {
+            notes.push_back("sliding window: only " + std::to_string(t.window->kept) + " of the " +
+                            std::to_string(t.window->length) +
+                            " cached positions are still read; a rolling cache would hold " +
+                            std::to_string(t.window->kept_bytes) + " bytes");
+        }
     } else if (step.number == 9) {
         notes.push_back("one query (N = 1) against the t = " + std::to_string(t.position) +
                         " cached positions; no mask: later tokens are not cached yet");
@@ -122,6 +196,11 @@ void by_name(const Step& step, Notes& notes) {
     } else if (step.name == "concat") {
         notes.push_back("the packed form gets this by transpose, contiguous and view; here "
                         "every head's (B, N, d_k) block is copied into place");
+    } else if (step.name == "qk-norm" && step.tensor.front() == 'Q') {
+        notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + 1e-06) · "
+                        "q_norm.weight (d_k)");
+    } else if (step.name == "rope" && step.tensor.front() == 'K') {
+        notes.push_back("q_p · k_j now depends on p - j only; V is not rotated");
     } else if (step.name == "layer_norm") {
         notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over d_model "
                         "features (nn.LayerNorm)");
@@ -156,7 +235,9 @@ std::vector<std::string> step_notes(const Step& step) {
                         std::to_string(*f.stored_score_bytes) +
                         " bytes (--attention streaming would not store them)");
     }
+    if (f.rope) rope(*f.rope, notes);
     if (f.scale_d_k) scale(*f.scale_d_k, f.scale_factor, notes);
+    if (f.softcap) notes.push_back(softcap(*f.softcap));
     if (f.appended) appended(*f.appended, notes);
     if (f.masks) masks(*f.masks, notes);
     if (f.unstored_score_bytes) streaming(f, notes);

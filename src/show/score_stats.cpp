@@ -2,6 +2,7 @@
 
 #include "show/score_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "show/head_summary.h"
@@ -12,8 +13,20 @@
 namespace mha {
 
 // Pools each step 6 tensor's mean and variance into the running ones (Chan et al.).
+// The largest finite |x| of a tensor.
+// The largest finite |value|, 0 for none; read in place through stats_of (no copy).
+static double largest_magnitude(const Tensor& t) {
+    const TensorStats stats = stats_of(t);
+    if (std::isnan(stats.min)) return 0.0;
+    return std::max(std::fabs(stats.min), std::fabs(stats.max));
+}
+
 void ScoreStats::on_step(const Step& step) {
+    if (step.value != nullptr && step.number == 7) {
+        largest_capped_ = std::max(largest_capped_, largest_magnitude(*step.value));
+    }
     if (step.value == nullptr || step.number != 6) return;
+    largest_raw_ = std::max(largest_raw_, largest_magnitude(*step.value));
     const TensorStats stats = stats_of(*step.value);
     const double n = double(step.value->numel() - stats.nan_count - stats.inf_count);
     if (n == 0.0) return;
@@ -24,7 +37,7 @@ void ScoreStats::on_step(const Step& step) {
 }
 
 void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k,
-                       bool scaled) const {
+                       bool scaled, double softcap) const {
     const Tensor weights = result.weights.contiguous();
     const std::size_t m = weights.size(3), rows = weights.numel() / m;
     double entropy = 0.0;
@@ -45,6 +58,14 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
         write_filled(out,
                      words_of("scores, all batches and heads: variance " + fixed(raw, 2) +
                               " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
+                     " ", "", "  ");
+    }
+    if (softcap > 0.0 && count_ > 0.0) {
+        const double before = largest_raw_ / (scaled ? std::sqrt(double(d_k)) : 1.0);
+        write_filled(out,
+                     words_of("soft-cap C = " + fixed(softcap, 2) + ": the largest |score| was " +
+                              fixed(before, 3) + " before C·tanh(s/C) and " +
+                              fixed(largest_capped_, 3) + " after; no score can reach C"),
                      " ", "", "  ");
     }
     const std::string mean = counted > 0 ? fixed(entropy / double(counted), 2) : "n/a";

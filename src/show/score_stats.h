@@ -20,14 +20,18 @@ public:
     bool enabled() const override { return wanted_; }
     void on_step(const Step& step) override;
 
-    // weights (B, h, N, M) of the finished pass; d_k and whether step 7 scaled.
-    void print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled) const;
+    // weights (B, h, N, M) of the finished pass; d_k, whether step 7 scaled, and its
+    // soft-cap C (0 for none: then no line about it).
+    void print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled,
+               double softcap) const;
 
 private:
     bool wanted_;
     double count_ = 0.0;    // finite scores seen
     double mean_ = 0.0;     // their mean
     double squares_ = 0.0;  // their sum of squared deviations from the mean
+    double largest_raw_ = 0.0;     // the largest finite |score| of step 6
+    double largest_capped_ = 0.0;  // the largest finite |score| after step 7 (scale, soft-cap)
 };
 
 }  // namespace mha
