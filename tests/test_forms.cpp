@@ -75,7 +75,8 @@ public:
 // Bit for bit, NaN included.
 bool same_bits(const Tensor& a, const Tensor& b) {
     const std::vector<float> x = a.to_vector(), y = b.to_vector();
-    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 enum class Form { Packed, FusedQkv, PerHead, Decode, BlockPost };
