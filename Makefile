@@ -91,7 +91,7 @@ SANITIZE := -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # test-asan: the suite and the binary built by clang++ with AddressSanitizer +
 # UndefinedBehaviorSanitizer. The sanitizers' shadow memory makes peak RSS meaningless, so
-# the [budget] test (peak RSS against --max-memory) runs only in the plain builds.
+# the [budget] tests (peak RSS against a bound) run only in the plain builds.
 test-asan:
 	$(MAKE) test BUILD=build-asan CXX=clang++ CXXFLAGS="$(SANITIZE) -fsanitize=address,undefined" \
 	    TEST_ARGS="~[budget]"

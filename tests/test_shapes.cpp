@@ -82,7 +82,7 @@ TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without 
                                 Catch::Contains("\"macs\":1340029796352"));
 }
 
-TEST_CASE("--shapes-only allocates no tensor: GPT-3's layer traces in well under 256 MiB") {
+TEST_CASE("--shapes-only allocates no tensor: GPT-3's layer traces in well under 256 MiB", "[budget]") {
     // A computed run would need 2.1 GiB for its activations alone.
     const long peak =
         test::peak_rss_kib(test::mha_binary() + " --preset gpt3 --shapes-only >/dev/null");

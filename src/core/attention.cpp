@@ -265,7 +265,10 @@ namespace {
 // the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_k; any strides).
 Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor& scores,
                    Tensor& context) {
-    return {s.batch * s.heads, [&, s](std::size_t u) {
+    // no query or no key: nothing to score, and the context stays zero, as
+    // weights (N, 0) @ V (0, d_k) is
+    const bool empty = s.seq_len == 0 || s.kv_len == 0;
+    return {empty ? 0 : s.batch * s.heads, [&, s](std::size_t u) {
                 const std::size_t b = u / s.heads, i = u % s.heads;
                 const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
                 const Strides& st = context.strides();
