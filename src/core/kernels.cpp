@@ -110,13 +110,10 @@ MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc
     }
 }
 
-// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
-// corner of the tile; the sums stay in registers until the end.
+// acc (MR, NR) += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), p ascending.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
-                             std::size_t ldc, std::size_t rows, std::size_t cols,
-                             bool accumulate) {
-    float acc[MR][NR] = {};
+MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b,
+                             float (&acc)[MR][NR]) {
     for (std::size_t p = 0; p < kc; ++p) {
         const float* ap = a + p * MR;
         const float* bp = b + p * NR;
@@ -124,6 +121,16 @@ MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, flo
             for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
         }
     }
+}
+
+// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
+// corner of the tile; the sums stay in registers until the end.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
+                             std::size_t ldc, std::size_t rows, std::size_t cols,
+                             bool accumulate) {
+    float acc[MR][NR] = {};
+    add_products(kc, a, b, acc);
     if (rows == MR && cols == NR)
         store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
     else
@@ -227,6 +234,14 @@ MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::siz
     for (std::size_t i = 0; i < kt; i += MR) {
         const float* panel = keys + i * d_k;
         float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
+        if (d_k <= KC) {  // one slice: the sums go from the registers to memory scaled
+            float acc[MR][NR] = {};
+            add_products(d_k, panel, queries, acc);
+            for (std::size_t r = 0; r < MR; ++r) {
+                for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
+            }
+            continue;
+        }
         for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
             micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
                                  tile, NR, MR, NR, p0 > 0);

@@ -31,7 +31,20 @@ std::size_t round_up(std::size_t n, std::size_t multiple) {
     return (n + multiple - 1) / multiple * multiple;
 }
 
-// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major; zeros past M up to whole tiles.
+// One thread's buffers, kept between units (pool threads live on); they only grow.
+struct FlashScratch {
+    std::vector<float> keys, values;  // packed K and V of the unit
+    std::vector<float> queries, o;    // packed Q tile; Oᵀ (d_k, stream_query_tile)
+    std::vector<float> scores, shrink;  // one panel: (kt, nr) and (nr)
+    float row_max[stream_query_tile], row_sum[stream_query_tile];
+};
+FlashScratch& flash_scratch() {
+    thread_local FlashScratch s;
+    return s;
+}
+
+// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major. The rest of the last panel
+// keeps what it held: mask_scores blocks those keys' scores.
 void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
     for (std::size_t j = 0; j < k.rows; ++j) {
         float* panel = out + j / mr * k.cols * mr + j % mr;
@@ -39,14 +52,23 @@ void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
     }
 }
 
-// v (M, d_k) -> per tile of keys, panels of mr features, each (stream_key_tile, mr)
-// row-major; zeros past M and past d_k.
+// The keys a tile starting at k0 spans: stream_key_tile, or the rest rounded up to mr
+// (the extra keys are blocked, so their zero weights change no sum).
+std::size_t tile_keys(std::size_t k0, std::size_t m, std::size_t mr) {
+    return std::min(stream_key_tile, round_up(m - k0, mr));
+}
+
+// v (M, d_k) -> per tile of keys, panels of mr features, each (tile_keys, mr) row-major;
+// zeros past M and past d_k.
 void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, float* out) {
-    for (std::size_t j = 0; j < v.rows; ++j) {
-        float* tile = out + j / stream_key_tile * stream_key_tile * padded_d;
-        const std::size_t key = j % stream_key_tile;
+    const std::size_t m = v.rows;
+    std::fill(out + m / stream_key_tile * stream_key_tile * padded_d,
+              out + round_up(m, mr) * padded_d, 0.0f);  // the last tile
+    for (std::size_t j = 0; j < m; ++j) {
+        const std::size_t k0 = j / stream_key_tile * stream_key_tile, keys = tile_keys(k0, m, mr);
+        float* tile = out + k0 * padded_d;
         for (std::size_t d = 0; d < v.cols; ++d) {
-            tile[d / mr * stream_key_tile * mr + key * mr + d % mr] = v(j, d);
+            tile[d / mr * keys * mr + (j - k0) * mr + d % mr] = v(j, d);
         }
     }
 }
@@ -61,12 +83,12 @@ void pack_queries(const MatrixView& q, std::size_t q0, std::size_t rows, std::si
     }
 }
 
-// Step 8 (7 is done) on a transposed tile: scores (stream_key_tile, nr) hold keys
-// [k0, k0 + stream_key_tile) for queries [first, first + count). The float operations of
-// scale_mask_tile, in its order; keys past M are blocked too.
-void mask_scores(float* scores, std::size_t nr, std::size_t first, std::size_t count,
-                 std::size_t k0, const HeadMask& mask) {
-    const std::size_t keys = std::min(stream_key_tile, mask.m - k0);
+// Step 8 (7 is done) on a transposed tile: scores (kt, nr) hold keys [k0, k0 + kt) for
+// queries [first, first + count). The float operations of scale_mask_tile, in its order;
+// keys past M are blocked too.
+void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t first,
+                 std::size_t count, std::size_t k0, const HeadMask& mask) {
+    const std::size_t keys = std::min(kt, mask.m - k0);
     const bool per_score = mask.softcap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
                            mask.alibi_slope != 0.0;
     for (std::size_t r = 0; r < count; ++r) {
@@ -79,7 +101,7 @@ void mask_scores(float* scores, std::size_t nr, std::size_t first, std::size_t c
             if (mask.padding != nullptr) s += mask.padding[k0 + j];
             if (mask.alibi_slope != 0.0) add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
         }
-        for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < stream_key_tile; ++j)
+        for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < kt; ++j)
             column[j * nr] = minus_inf;
         for (std::size_t j = 0; mask.window > 0 && j < keys; ++j) {
             if (!window_allows({mask.window, mask.sinks}, position, k0 + j)) column[j * nr] = minus_inf;
@@ -92,9 +114,9 @@ void mask_scores(float* scores, std::size_t nr, std::size_t first, std::size_t c
 std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t m) {
     const std::string what = "the memory for this configuration";
     const FlashRegisterTile tile = flash_tile();
-    const std::uint64_t key_tiles = m / stream_key_tile + (m % stream_key_tile != 0);
+    const std::uint64_t keys = m / tile.mr + (m % tile.mr != 0);  // in panels of mr
     return checked_sum(
-        {checked_product({key_tiles, stream_key_tile, d_k + round_up(d_k, tile.mr)}, what),  // K, V
+        {checked_product({keys, tile.mr, d_k + round_up(d_k, tile.mr)}, what),  // packed K, V
          checked_product({stream_query_tile, 2 * d_k + 2}, what),  // packed Q, O, row max and sum
          (stream_key_tile + 1) * tile.nr},                         // one panel's scores, its shrink
         what);
@@ -105,35 +127,39 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                              float* context, std::size_t ldc) {
     const std::size_t n = q.rows, m = k.rows, d_k = q.cols;
     const FlashRegisterTile tile = flash_tile();
-    const std::size_t padded_keys = round_up(m, stream_key_tile), padded_d = round_up(d_k, tile.mr);
-    std::vector<float> keys(padded_keys * d_k), values(padded_keys * padded_d);
-    std::vector<float> queries(stream_query_tile * d_k), o(d_k * stream_query_tile);
-    std::vector<float> scores(stream_key_tile * tile.nr), shrink(tile.nr);
-    std::vector<float> row_max(stream_query_tile), row_sum(stream_query_tile);
-    pack_keys(k, tile.mr, keys.data());
-    pack_values(v, tile.mr, padded_d, values.data());
+    const std::size_t padded_d = round_up(d_k, tile.mr);
+    FlashScratch& s = flash_scratch();
+    s.keys.resize(std::max(s.keys.size(), round_up(m, tile.mr) * d_k));
+    s.values.resize(std::max(s.values.size(), round_up(m, tile.mr) * padded_d));
+    s.queries.resize(stream_query_tile * d_k);
+    s.o.resize(d_k * stream_query_tile);
+    s.scores.resize(stream_key_tile * tile.nr);
+    s.shrink.resize(tile.nr);
+    pack_keys(k, tile.mr, s.keys.data());
+    pack_values(v, tile.mr, padded_d, s.values.data());
     std::size_t masked = 0;
     for (std::size_t q0 = 0; q0 < n; q0 += stream_query_tile) {
         const std::size_t rows = std::min(stream_query_tile, n - q0);
-        pack_queries(q, q0, rows, tile.nr, queries.data());
-        std::fill(o.begin(), o.end(), 0.0f);
-        std::fill(row_max.begin(), row_max.end(), minus_inf);
-        std::fill(row_sum.begin(), row_sum.end(), 0.0f);
+        pack_queries(q, q0, rows, tile.nr, s.queries.data());
+        std::fill(s.o.begin(), s.o.end(), 0.0f);
+        std::fill(std::begin(s.row_max), std::end(s.row_max), minus_inf);
+        std::fill(std::begin(s.row_sum), std::end(s.row_sum), 0.0f);
         const std::size_t key_end = mask.key_end(q0 + rows - 1);  // keys past it are blocked
         for (std::size_t k0 = 0; k0 < key_end; k0 += stream_key_tile) {
+            const std::size_t kt = tile_keys(k0, m, tile.mr);
             for (std::size_t first = 0; first < rows; first += tile.nr) {
-                // 6, 7: (keys, d_k) x (d_k, nr) -> (keys, nr), scaled
-                flash_scores(keys.data() + k0 * d_k, queries.data() + first * d_k, d_k,
-                             stream_key_tile, factor, scores.data());
+                // 6, 7: (kt, d_k) x (d_k, nr) -> (kt, nr), scaled
+                flash_scores(s.keys.data() + k0 * d_k, s.queries.data() + first * d_k, d_k, kt,
+                             factor, s.scores.data());
                 // 8
-                mask_scores(scores.data(), tile.nr, q0 + first, std::min(tile.nr, rows - first),
-                            k0, mask);
+                mask_scores(s.scores.data(), kt, tile.nr, q0 + first,
+                            std::min(tile.nr, rows - first), k0, mask);
                 // 9, online: the scores become P
-                flash_softmax(scores.data(), stream_key_tile, row_max.data() + first,
-                              row_sum.data() + first, shrink.data());
-                // 10: Oᵀ = Oᵀ · shrink + (d_k, keys) x (keys, nr)
-                flash_accumulate(values.data() + k0 * padded_d, scores.data(), stream_key_tile,
-                                 d_k, shrink.data(), o.data() + first, stream_query_tile);
+                flash_softmax(s.scores.data(), kt, s.row_max + first, s.row_sum + first,
+                              s.shrink.data());
+                // 10: Oᵀ = Oᵀ · shrink + (d_k, kt) x (kt, nr)
+                flash_accumulate(s.values.data() + k0 * padded_d, s.scores.data(), kt, d_k,
+                                 s.shrink.data(), s.o.data() + first, stream_query_tile);
             }
         }
         for (std::size_t r = 0; r < rows; ++r) {
@@ -142,15 +168,15 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                 std::fill(out, out + d_k, 0.0f);
                 continue;
             }
-            if (row_max[r] == minus_inf) {
+            if (s.row_max[r] == minus_inf) {
                 const float fill =
                     zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
                 std::fill(out, out + d_k, fill);
                 ++masked;
                 continue;
             }
-            const float inverse = 1.0f / row_sum[r];
-            for (std::size_t j = 0; j < d_k; ++j) out[j] = o[j * stream_query_tile + r] * inverse;
+            const float inverse = 1.0f / s.row_sum[r];
+            for (std::size_t j = 0; j < d_k; ++j) out[j] = s.o[j * stream_query_tile + r] * inverse;
         }
     }
     return masked;
