@@ -577,6 +577,9 @@ TEST_CASE("--form mla traces both forms, their difference and the cache ledger",
     REQUIRE(shapes.status == 0);
     CHECK_THAT(one_line(shapes.output), Catch::Contains("MLA (this run) d_c + d_R = 72 numbers") &&
                                   !Catch::Contains("largest difference"));
+    const test::RunResult heatmap = test::run_mha("--form mla -d 32 -H 2 -n 4 --causal --heatmap --color never");
+    REQUIRE(heatmap.status == 0);
+    CHECK_THAT(heatmap.output, Catch::Contains("head 1"));
     const test::RunResult json = test::run_mha("--form mla -d 32 -H 2 -n 4 --latent-dim 8 --rope-dim 4 --format json");
     REQUIRE(json.status == 0);
     CHECK_THAT(json.output, Catch::Contains("d_c=8 d_R=4") && Catch::Contains("largest difference from the naive form"));

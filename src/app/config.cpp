@@ -57,14 +57,13 @@ const std::vector<Rule<Config>>& rules() {
                      !c.key_padding_mask_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
                      c.rope || c.alibi || c.window > 0 || c.softcap || c.qk_norm ||
                      c.attention == AttentionPath::Streaming || c.add_zero_attn ||
-                     c.ablate_head || wants_summary(c) || c.demo_heads || c.random_bias);
+                     c.ablate_head || c.no_scale || c.demo_heads || c.random_bias);
          },
          "--form mla computes DeepSeek-V2's latent attention as defined: self-attention, "
          "--causal or not, RoPE on its own d_R part (--rope-theta sets the base), no biases; "
          "it takes none of --kv-len, --key/--value, --mask, --key-padding-mask, --kv-heads, "
          "--rope, --alibi, --window, --softcap, --qk-norm, --attention streaming, "
-         "--add-zero-attn, --ablate-head, --heatmap, --summary, --no-scale, --demo-heads or "
-         "--random-bias"},
+         "--add-zero-attn, --ablate-head, --no-scale, --demo-heads or --random-bias"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
