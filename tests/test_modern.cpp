@@ -19,6 +19,7 @@
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"
+#include "io/weights.h"
 
 namespace {
 
@@ -604,4 +605,21 @@ TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes", "[m
     const test::RunResult packed = test::run_mha("--preset deepseek-v2-lite --form packed -n 4 --shapes-only");
     REQUIRE(packed.status == 0);
     CHECK_THAT(packed.output, !Catch::Contains("latent"));
+}
+
+TEST_CASE("an MLA state dict names what it lacks or holds too much of, in either naming",
+          "[modern][mla]") {
+    Arrays scratch = mha::npy::read_npz("data/modern/mla_causal/weights_scratch.npz");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 3),
+                        "s.npz: array 'W_uk.weight' has 8 rows, not a whole number per head for h = 3");
+    scratch.erase("W_uv.weight");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 2),
+                        Catch::StartsWith("s.npz: missing array 'W_uv.weight' (from-scratch MLA: W_q.weight"));
+    Arrays hf = mha::npy::read_npz("data/modern/mla_causal/weights.npz");
+    hf.emplace("o_proj.bias", hf.at("kv_a_layernorm.weight"));
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
+                        Catch::StartsWith("h.npz: unexpected array 'o_proj.bias' of shape (6,)"));
+    hf.erase("kv_b_proj.weight");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
+                        Catch::StartsWith("h.npz: missing array 'kv_b_proj.weight' (DeepSeek-V2 MLA:"));
 }
