@@ -191,26 +191,26 @@ void unit_context(const AttentionUnit& u) {
 
 constexpr double float_max = std::numeric_limits<float>::max();
 
-// The largest Euclidean norm of the rows of m (rows, d_k), in double. A value that is not
-// finite is a projection that overflowed float32: an Error naming its row.
-double largest_row_norm(const MatrixView& m, const char* name, const AttentionUnit& u,
-                        std::size_t first_row) {
-    double largest = 0.0;
+// The largest |value| of m (rows, d_k). A value that is not finite is a projection that
+// overflowed float32: an Error naming its row.
+double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
+                         std::size_t first_row) {
+    float largest = 0.0f;
     for (std::size_t r = 0; r < m.rows; ++r) {
-        double sum = 0.0;
+        bool finite = true;
         for (std::size_t c = 0; c < m.cols; ++c) {
-            const float value = m(r, c);
-            if (!std::isfinite(value)) {
-                throw Error(std::string(name) + " overflows float32 at batch " +
-                            std::to_string(u.batch) + ", head " + std::to_string(u.head) +
-                            ", position " + std::to_string(first_row + r) +
-                            ": the inputs or weights are too large for float32");
-            }
-            sum += double(value) * double(value);
+            const float magnitude = std::abs(m(r, c));
+            finite = finite && magnitude <= std::numeric_limits<float>::max();
+            largest = std::max(largest, magnitude);
         }
-        largest = std::max(largest, sum);
+        if (!finite) {
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+                        ", position " + std::to_string(first_row + r) +
+                        ": the inputs or weights are too large for float32");
+        }
     }
-    return std::sqrt(largest);
+    return largest;
 }
 
 std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t m, double score,
@@ -226,12 +226,12 @@ std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t 
 }
 
 // Whether unit u must form its scores as (q·factor) kᵀ: true where some q·k would pass
-// FLT_MAX in float32 (every partial sum of q·k is at most Σ_j |q_j k_j| ≤ |q| |k|, so a
-// bound on the row norms clears almost every unit at once) while q·k·factor does not.
-// Throws when a scaled score, or the sum of its scaled terms, passes FLT_MAX.
+// FLT_MAX in float32 (every partial sum of q·k is at most Σ_j |q_j k_j| ≤ d_k max|q| max|k|,
+// a bound that clears almost every unit at once) while q·k·factor does not. Throws when a
+// scaled score, or the sum of its scaled terms, passes FLT_MAX.
 bool needs_prescale(const AttentionUnit& u, float factor) {
-    const double bound = largest_row_norm(u.q, "Q", u, u.first_query) *
-                         largest_row_norm(u.k, "K", u, 0) * std::max(1.0, double(factor));
+    const double bound = double(u.q.cols) * largest_magnitude(u.q, "Q", u, u.first_query) *
+                         largest_magnitude(u.k, "K", u, 0) * std::max(1.0, double(factor));
     if (bound < float_max / 2) return false;
     bool prescale = false;
     for (std::size_t n = 0; n < u.q.rows; ++n) {
