@@ -331,9 +331,10 @@ const std::vector<Row>& mha_table() {
         {{"--attention", 0, "auto|standard|streaming",
           "steps 6-10: standard stores the (B, h, N, M) weights;\n"
           "streaming never does (online softmax, one step in\n"
-          "the trace); auto (default): standard when --save or\n"
-          "a view needs them, or a trace or --format shows them\n"
-          "and they fit --max-memory, otherwise streaming"},
+          "the trace); auto (default): standard for --decode,\n"
+          "when --save or a view needs them, or a trace or\n"
+          "--format shows them and they fit --max-memory,\n"
+          "otherwise streaming"},
          [](Config& c, const Arg& a) {
              c.attention = parse_choice<std::optional<AttentionPath>>(
                  a, {{"auto", std::nullopt},
