@@ -131,12 +131,12 @@ bench: $(BUILD)/mha
 	./$(BUILD)/mha bench $(BENCH_ARGS)
 
 # bench-attention: the attention core alone, one thread, fused tile against standard path
-# (bench/attention_core.cpp); BENCH_SIZE="B N d_model h [repeat]" picks the size
+# (tests/bench/attention_core.cpp); BENCH_SIZE="B N d_model h [repeat]" picks the size
 BENCH_SIZE ?= 1 4096 512 8 5
 bench-attention: $(BUILD)/bench_attention
 	./$(BUILD)/bench_attention $(BENCH_SIZE)
 
-$(BUILD)/bench_attention: $(BUILD)/bench/attention_core.o $(LIB_OBJ)
+$(BUILD)/bench_attention: $(BUILD)/tests/bench/attention_core.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
@@ -158,4 +158,4 @@ install: $(BUILD)/mha
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict $(FUZZ_BUILD)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/bench/attention_core.d $(wildcard $(BUILD)/tests/fuzz/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(wildcard $(BUILD)/tests/fuzz/*.d)
