@@ -6,6 +6,7 @@
 #include "core/decode.h"
 #include "core/fused_qkv.h"
 #include "core/per_head.h"
+#include "core/plan.h"
 
 namespace mha {
 
@@ -21,6 +22,15 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
         case Form::Packed: break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
+}
+
+std::size_t planned_steps(const Config& c, const Problem& p) {
+    // forward_block's steps 15-21: two norms, two residuals, linear1, GELU, linear2
+    constexpr std::size_t block_steps = 7;
+    const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
+    const PassSpec spec =
+        pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.block ? Form::Packed : c.form);
+    return plan_pass(spec).size() + (c.block ? block_steps : 0);
 }
 
 std::string variant_description(const Config& c, std::size_t d_ff) {
