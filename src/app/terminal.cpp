@@ -90,8 +90,11 @@ TerminalKeys::TerminalKeys() {
     struct sigaction action {};
     action.sa_handler = restore_terminal_and_resignal;
     sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < std::size(restoring_signals); ++i)
-        sigaction(restoring_signals[i], &action, &previous_actions[i]);
+    for (std::size_t i = 0; i < std::size(restoring_signals); ++i) {
+        sigaction(restoring_signals[i], nullptr, &previous_actions[i]);
+        if (previous_actions[i].sa_handler != SIG_IGN)  // an ignored signal stays ignored
+            sigaction(restoring_signals[i], &action, nullptr);
+    }
     raw_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
     if (raw_) return;
     for (std::size_t i = 0; i < std::size(restoring_signals); ++i)

@@ -59,7 +59,7 @@ constexpr const char* script = R"(
     steps[at].classList.add('current');
     steps[at].scrollIntoView({block: 'center'});
     history.replaceState(null, '', '#step-' + (at + 1));
-    where.textContent = 'step ' + (at + 1) + ' of ' + steps.length + ': ' +
+    where.textContent = (at + 1) + ' of ' + steps.length + ': ' +
                         steps[at].getAttribute('data-title');
   }
   document.addEventListener('keydown', function (e) {
