@@ -23,6 +23,11 @@ std::string cell(const std::string& text) {
 
 std::string code(const std::string& text) { return "`" + cell(text) + "`"; }
 
+// The sizes, and the kernels that computed (which the SVG caption leaves out).
+std::string heading(const RunInfo& info) {
+    return sizes_text(info) + (info.kernels.empty() ? "" : ", " + info.kernels + " kernels");
+}
+
 }  // namespace
 
 void MarkdownReport::begin(const RunInfo& info) {
@@ -33,7 +38,7 @@ void MarkdownReport::begin(const RunInfo& info) {
     explain_ = info.explain;
     copied_bytes_ = macs_ = 0;
     shapes_only_ = info.shapes_only;
-    out_ << "## Multi-head attention: " << sizes_text(info) << "\n\n"
+    out_ << "## Multi-head attention: " << heading(info) << "\n\n"
          << "Weights: " << info.weights_source << ". Inputs: " << info.inputs_source
          << ". Parameters: " << with_commas(info.parameters) << ".\n\n";
     for (const std::string& note : info.layout_notes) out_ << "- " << note << "\n";
