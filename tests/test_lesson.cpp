@@ -50,7 +50,7 @@ TEST_CASE("--explain has a paragraph for every kind of step of every form", "[ex
 
 TEST_CASE("--explain names the block's and the model's steps too", "[explain]") {
     for (const char* name : {"layer_norm", "residual", "linear1", "gelu", "linear2", "embed",
-                             "block", "append", "cache", "attend"}) {
+                             "block", "append", "cache", "attend", "rms_norm"}) {
         Step step;
         step.name = name;
         INFO(name);

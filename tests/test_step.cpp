@@ -167,7 +167,8 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
                                          " --per-head -d 16 -H 2", " --decode 3 -d 16 -H 2",
                                          " --fused-qkv -d 16 -H 2", " --block pre -d 16 -H 2",
                                          " --block post -d 16 -H 2 --rope half",
-                                         " -d 16 -H 4 --kv-heads 2 --window 3");
+                                         " -d 16 -H 4 --kv-heads 2 --window 3",
+                                         " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3");
     CAPTURE(options);
     const Config config = parse_args(words_of_options(options));
     const Problem problem = build_problem(config);

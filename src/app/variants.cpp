@@ -5,6 +5,7 @@
 #include "core/block.h"
 #include "core/decode.h"
 #include "core/fused_qkv.h"
+#include "core/mla_pass.h"
 #include "core/per_head.h"
 #include "core/plan.h"
 
@@ -19,6 +20,9 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Mla:
+            return forward_mla(*p.mla, p.inputs.x_q, p.options.heads, p.masks.causal,
+                               *p.options.rope, tracer);
         case Form::Packed: break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
@@ -27,6 +31,12 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
 std::size_t planned_steps(const Config& c, const Problem& p) {
     // forward_block's steps 15-21: two norms, two residuals, linear1, GELU, linear2
     constexpr std::size_t block_steps = 7;
+    if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
+        const Tensor& x = p.inputs.x_q;
+        return plan_pass(mla_spec(mla_sizes(*p.mla, p.options.heads), x.size(0), x.size(1),
+                                  p.masks.causal, *p.options.rope))
+            .size();
+    }
     const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
     const PassSpec spec =
         pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.block ? Form::Packed : c.form);
@@ -42,6 +52,7 @@ std::string variant_description(const Config& c, std::size_t d_ff) {
         case Form::Decode: return "decoding with a KV cache";
         case Form::FusedQkv: return "fused QKV";
         case Form::PerHead: return "per head";
+        case Form::Mla: return "multi-head latent attention (DeepSeek-V2)";
         case Form::Packed: break;
     }
     return "";

@@ -122,6 +122,10 @@ std::string explanation(const Step& step) {
         return "In decoding, the new token's key and value are appended to the KV cache, so "
                "the keys and values of earlier tokens are never computed again. The new query "
                "then attends to everything the cache holds.";
+    if (kind == "rms_norm")
+        return "RMSNorm divides each vector by its root mean square and multiplies by a "
+               "learned gain. In multi-head latent attention it steadies the compressed latent "
+               "that the cache keeps instead of full keys and values.";
     if (kind == "layer_norm")
         return "Layer normalisation rescales each token's vector to mean 0 and variance 1, "
                "then applies a learned gain and bias. It keeps the numbers in a steady range "
