@@ -25,9 +25,14 @@
 #include "core/attention.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/flash_row.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -221,7 +226,96 @@ void unit_context(const AttentionUnit& u) {
     gemm(weights, u.v, u.context, u.ldc);
 }
 
+// ---- scores beyond float32 ---------------------------------------------------------------
+
+constexpr double float_max = std::numeric_limits<float>::max();
+
+// The largest |value| of m (rows, d_k). A value that is not finite is a projection that
+// overflowed float32: an Error naming its row.
+double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
+                         std::size_t first_row) {
+    float largest = 0.0f;
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        bool finite = true;
+        for (std::size_t c = 0; c < m.cols; ++c) {
+            const float magnitude = std::abs(m(r, c));
+            finite = finite && magnitude <= std::numeric_limits<float>::max();
+            largest = std::max(largest, magnitude);
+        }
+        if (!finite) {
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+                        ", position " + std::to_string(first_row + r) +
+                        ": the inputs or weights are too large for float32");
+        }
+    }
+    return largest;
+}
+
+std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t m, double score,
+                             double terms, float factor) {
+    char figures[200];
+    std::snprintf(figures, sizeof figures,
+                  "q·k times the scale %.3g is %.3g (its terms add up to %.3g), beyond "
+                  "float32's largest value %.3g",
+                  double(factor), score, terms, float_max);
+    return "the score of batch " + std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+           ", query " + std::to_string(u.first_query + n) + ", key " + std::to_string(m) +
+           " overflows float32: " + figures + "; the inputs or weights are too large for float32";
+}
+
+// Whether unit u must form its scores as (q·factor) kᵀ: true where some q·k would pass
+// FLT_MAX in float32 (every partial sum of q·k is at most Σ_j |q_j k_j| ≤ d_k max|q| max|k|,
+// a bound that clears almost every unit at once) while q·k·factor does not. Throws when a
+// scaled score, or the sum of its scaled terms, passes FLT_MAX.
+bool needs_prescale(const AttentionUnit& u, float factor) {
+    const double bound = double(u.q.cols) * largest_magnitude(u.q, "Q", u, u.first_query) *
+                         largest_magnitude(u.k, "K", u, 0) * std::max(1.0, double(factor));
+    if (bound < float_max / 2) return false;
+    bool prescale = false;
+    for (std::size_t n = 0; n < u.q.rows; ++n) {
+        for (std::size_t m = 0; m < u.k.rows; ++m) {
+            double dot = 0.0, terms = 0.0;
+            for (std::size_t j = 0; j < u.q.cols; ++j) {
+                const double product = double(u.q(n, j)) * double(u.k(m, j));
+                dot += product;
+                terms += std::abs(product);
+            }
+            if (terms * factor >= float_max * 0.999) {
+                throw Error(overflow_message(u, n, m, dot * factor, terms * factor, factor));
+            }
+            prescale = prescale || terms >= float_max / 2;
+        }
+    }
+    return prescale;
+}
+
+// u with q·factor in `scaled` (N, d_k) in place of q.
+AttentionUnit with_scaled_q(AttentionUnit u, float factor, std::vector<float>& scaled) {
+    const std::size_t rows = u.q.rows, cols = u.q.cols;
+    scaled.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) scaled[r * cols + c] = u.q(r, c) * factor;
+    }
+    u.q = {scaled.data(), rows, cols, cols, 1};
+    return u;
+}
+
+// The steps that read q or the factor: 6, 7 and the steps that include them.
+bool forms_scores(UnitStep step) {
+    return step != UnitStep::Mask && step != UnitStep::Softmax && step != UnitStep::Context;
+}
+
 // Everything one unit does for `step`; returns its rows with every key blocked.
+std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math);
+
+// run_unit, with the unit's q scaled first where q·k would overflow float32.
+std::size_t run_unit_in_range(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
+    if (!forms_scores(step) || !needs_prescale(u, math.factor)) return run_unit(step, u, math);
+    std::vector<float> scaled;
+    return run_unit(step, with_scaled_q(u, math.factor, scaled), {1.0f, math.zero_masked_rows});
+}
+
 std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
     switch (step) {
         case UnitStep::Scores: unit_scores(u); return 0;
@@ -256,7 +350,7 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                               threads);
     }
     parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit(step, units.unit(u), math);
+        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit_in_range(step, units.unit(u), math);
     });
     std::size_t total = 0;
     for (std::size_t rows : blocked) total += rows;
@@ -320,7 +414,7 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
                                      head_matrix(heads.v, b, g), unit_mask(masks, b, i, s),
                                      scores.empty() ? nullptr
                                                     : scores.data() + u * s.seq_len * s.kv_len,
-                                     context.data() + b * st[0] + i * st[1], st[2]};
+                                     context.data() + b * st[0] + i * st[1], st[2], b, i};
             }};
 }
 
@@ -359,6 +453,11 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
         new_tensor(o.workspace, {s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
+    if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
+        const AttentionUnit u = units.unit(0);
+        trace.upcoming().flash =
+            flash_facts(u.q, u.k, u.v, u.mask, unit_math(s, o).factor, *o.flash_row, 0);
+    }
     trace.show(context);
     return context;
 }

@@ -82,6 +82,8 @@ struct ForwardOptions {
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
+    std::optional<std::size_t> flash_row;  // streaming, traced: this query row of batch 0, head 0
+                                           // tile by tile (core/flash_row.h)
     Workspace* workspace = nullptr;  // the pass's tensors come from it (a repeated pass reuses
                                      // its memory); null: fresh memory
 };
@@ -153,6 +155,8 @@ struct AttentionUnit {
     float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
     float* context;      // (N, d_k), rows ldc apart
     std::size_t ldc;
+    // Where the unit sits, for messages: its batch row, its head, the position of query 0.
+    std::size_t batch = 0, head = 0, first_query = 0;
 };
 
 // The units of one call: unit(u) for u < count, run over threads in any order.
@@ -183,7 +187,10 @@ enum class UnitStep {
 
 // Runs one part of steps 6-10 on every unit; returns the rows with every key blocked
 // (counted by Softmax, ScaleMaskSoftmax, Attend and Streamed). Each unit writes only its
-// own memory, so every thread count gives the same bits.
+// own memory, so every thread count gives the same bits. Scores beyond float32 are never
+// taken for masking: a unit whose q·k would pass FLT_MAX while q·k·factor does not forms
+// its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them scaled and step 7
+// leaves them); a score that passes FLT_MAX even scaled is an Error naming its position.
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                       std::size_t threads);
 
