@@ -42,23 +42,38 @@
 
 namespace mha {
 
-// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows or outputs split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1), out = w.size(0);
-    Tensor y({x.size(0), x.size(1), out});
-    // Each thread packs the whole of the side it does not split: with fewer rows than
-    // outputs, split the outputs (each thread packs x and its share of W) rather than
-    // the rows (each thread would pack all of W for a few rows).
-    const std::size_t panel = 32;  // split outputs in whole register-tile panels
-    if (rows < out && threads > 1) {
-        parallel_for((out + panel - 1) / panel, threads, [&](std::size_t begin, std::size_t end) {
-            linear_columns_fast(x, w, bias, y, begin * panel, std::min(out, end * panel));
-        });
-        return y;
-    }
-    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows_fast(x, w, bias, y, begin, end);
+void project_into(const float* x, std::size_t rows, std::size_t in,
+                  const std::vector<LinearTarget>& targets, std::size_t threads) {
+    std::uint64_t out = 0;
+    for (const LinearTarget& t : targets) out += t.out;
+    threads = threads_for(std::uint64_t(rows) * in * out, threads);
+    const std::size_t panels = linear_panel_count(targets);
+    const std::size_t columns = std::max<std::size_t>(1, std::min(threads, panels));
+    const std::size_t row_parts = std::max<std::size_t>(1, std::min(threads / columns, rows));
+    const std::size_t parts = columns * row_parts;
+    parallel_for(parts, parts, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t part = begin; part < end; ++part) {
+            const std::size_t r = part / columns, c = part % columns;
+            linear_panels(x, in, targets, rows * r / row_parts, rows * (r + 1) / row_parts,
+                          panels * c / columns, panels * (c + 1) / columns);
+        }
     });
+}
+
+namespace {
+
+// y's place in a fused product: y = x Wᵀ + b.
+LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y) {
+    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0)};
+}
+
+}  // namespace
+
+// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
+               Workspace* workspace) {
+    Tensor y = new_tensor(workspace, {x.size(0), x.size(1), w.size(0)});
+    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y)}, threads);
     return y;
 }
 
@@ -76,11 +91,34 @@ void show_inputs(const Inputs& in, PassTrace& trace) {
     trace.show_input(in.x_v);
 }
 
-// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k wide.
-Qkv project_qkv(const Weights& w, const Inputs& in, std::size_t threads, PassTrace& trace) {
-    Qkv x{project(in.x_q.contiguous(), w.w_q, w.b_q, threads),
-          project(in.x_k.contiguous(), w.w_k, w.b_k, threads),
-          project(in.x_v.contiguous(), w.w_v, w.b_v, threads)};
+// The very same tensor (storage, offset, shape, strides) plays query, key and value.
+bool one_input(const Inputs& in) {
+    const auto same = [&](const Tensor& t) {
+        return t.shares_storage_with(in.x_q) && t.offset() == in.x_q.offset() &&
+               t.shape() == in.x_q.shape() && t.strides() == in.x_q.strides();
+    };
+    return same(in.x_k) && same(in.x_v);
+}
+
+// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k
+// wide. Self-attention computes the three as one fused product of x, still three tensors.
+Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
+    Qkv x;
+    if (one_input(in)) {
+        const Tensor x_in = in.x_q.contiguous();
+        const std::size_t B = x_in.size(0), L = x_in.size(1);
+        x = {new_tensor(o.workspace, {B, L, w.w_q.size(0)}),
+             new_tensor(o.workspace, {B, L, w.w_k.size(0)}),
+             new_tensor(o.workspace, {B, L, w.w_v.size(0)})};
+        project_into(x_in.data(), B * L, w.d_model(),
+                     {target_of(w.w_q, w.b_q, x.q), target_of(w.w_k, w.b_k, x.k),
+                      target_of(w.w_v, w.b_v, x.v)},
+                     o.threads);
+    } else {
+        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace),
+             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace),
+             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace)};
+    }
     trace.show(x.q);
     trace.show(x.k);
     trace.show(x.v);
@@ -304,6 +342,12 @@ std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                       std::size_t threads) {
     std::vector<std::size_t> blocked(units.count, 0);
+    if (units.count > 0) {  // both products of every unit: no worker for a tiny problem
+        const AttentionUnit first = units.unit(0);
+        threads = threads_for(std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 *
+                                  first.q.cols,
+                              threads);
+    }
     parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
         for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit_in_range(step, units.unit(u), math);
     });
@@ -376,8 +420,8 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
 // 6-10 on the standard path: the (B, h, N, M) scores become the weights in place.
 Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
-    Tensor scores({s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor context({s.batch, s.heads, s.seq_len, s.d_k()});
+    Tensor scores = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor context = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.d_k()});
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -404,7 +448,8 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
 Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     Tensor none;
-    Tensor context = Tensor({s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
+    Tensor context =
+        new_tensor(o.workspace, {s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     trace.show(context);
@@ -468,7 +513,7 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Packed));
     show_inputs(in, trace);                                              // 0
-    Qkv projected = project_qkv(w, in, options.threads, trace);         // 1-3
+    Qkv projected = project_qkv(w, in, options, trace);                 // 1-3
     if (extra == 0) {
         return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
                                   trace);                                // 4-5, then 6-14
@@ -491,7 +536,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
     // 14: mix the heads. (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)
-    result.output = project(concat, w.w_o, w.b_o, options.threads);
+    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace);
     trace.show(result.output);
     return result;
 }

@@ -15,6 +15,7 @@
 #include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
+#include "core/workspace.h"
 
 namespace mha {
 
@@ -81,6 +82,8 @@ struct ForwardOptions {
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
+    Workspace* workspace = nullptr;  // the pass's tensors come from it (a repeated pass reuses
+                                     // its memory); null: fresh memory
 };
 
 struct ForwardResult {
@@ -107,8 +110,17 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra);
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
 
-// x (B, L, in) -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14, rows split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads);
+// x (B, L, in) contiguous -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14,
+// split over threads as project_into splits them; y from the workspace when there is one.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
+               Workspace* workspace = nullptr);
+
+// Every target's y = x Wᵀ + b (core/kernels.h), x (rows, in) row-major, in one pool dispatch:
+// the outputs' panels are split over the threads (each thread packs its panels of W once),
+// then the rows too when there are fewer panels than threads; no worker is woken for less
+// than min_shared_macs multiply-adds (core/parallel.h).
+void project_into(const float* x, std::size_t rows, std::size_t in,
+                  const std::vector<LinearTarget>& targets, std::size_t threads);
 
 // Q, K and V split into heads, as steps 1-5 leave them.
 struct HeadTensors {
