@@ -90,15 +90,15 @@ const char* path_name(AttentionPath path) {
     return path == AttentionPath::Standard ? "standard" : "streaming";
 }
 
-// --attention, or auto. Only the packed pass (and --fused-qkv, which shares its steps
-// 6-14) can stream. Auto takes the standard path when something needs the weights
-// (--save, the views) or shows them (the trace, JSON, Markdown) and it fits; else
-// streaming, unless only the standard path fits (small sizes, where the streaming
-// tiles are the larger allocation).
+// --attention, or auto. Every form can stream. Auto takes the standard path when decoding
+// (one query per unit would fill one of the fused tile's query lanes; measured slower),
+// or when something needs the weights (--save, the views) or shows them (the trace,
+// JSON, Markdown) and it fits; else streaming, unless only the standard path fits
+// (small sizes, where the streaming tiles are the larger allocation).
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.form == Form::Decode || c.form == Form::PerHead || c.block) return AttentionPath::Standard;
+    if (c.form == Form::Decode) return AttentionPath::Standard;
     const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
     const bool shown = c.trace || c.format != Format::Text;
     const bool standard_fits = standard_bytes <= c.max_memory;
