@@ -65,7 +65,9 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "--text '" + words + "' --heatmap --color never",
         "-b 1 -n 1024 --block pre",
         "--decode 512",
+        "--decode 512 --attention streaming",
         "-b 1 -n 1024 --per-head",
+        "-b 1 -n 1024 --per-head --attention streaming",
         "-b 1 -n 1024 --fused-qkv",
     }));
     CAPTURE(args);

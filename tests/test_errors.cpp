@@ -97,7 +97,8 @@ test::RunResult run_row(const Row& row, const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("docs/errors.md: every rejected input gives its message and exit status") {
+TEST_CASE("docs/errors.md: every rejected input gives its message and exit status",
+          "[catalogue]") {
     const std::vector<Row> rows = catalogue();
     REQUIRE(rows.size() > 50);
     for (const Row& row : rows) {

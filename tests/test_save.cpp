@@ -1,4 +1,9 @@
-// --save: concurrent runs to one path, and a temporary name that nothing in the folder blocks.
+// --save: concurrent runs to one path, a temporary name that nothing in the folder blocks,
+// and no temporary file left when SIGINT or SIGTERM stops a write (--save, --export-svg).
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -46,5 +51,72 @@ TEST_CASE("write_npz does not depend on a fixed temporary name being free") {
     mha::check_writable(out);
     mha::npy::write_npz(out, {{"x", mha::Tensor(mha::Shape{2}, {1.5f, -2.0f})}});
     CHECK(mha::npy::read_npz(out).at("x").values == std::vector<double>{1.5, -2.0});
+    fs::remove_all(dir);
+}
+
+namespace {
+
+// Whether `dir` holds a temporary file ("*.tmp") with data in it: a write under way.
+bool writing_in(const fs::path& dir) {
+    std::error_code error;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
+            fs::file_size(it->path(), error) > 0 && !error) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Runs mha with `args` and sends `signal_number` as soon as a temporary file in `dir` holds
+// data; returns the wait status, and in `caught` whether the signal went out while writing
+// (false: the run ended first).
+int interrupt_while_writing(const std::string& args, const fs::path& dir, int signal_number,
+                            bool& caught) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const std::string command = "exec " + test::mha_binary() + " " + args + " >/dev/null 2>&1";
+        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    caught = false;
+    int status = 0;
+    while (waitpid(child, &status, WNOHANG) == 0) {
+        if (writing_in(dir)) {
+            caught = kill(child, signal_number) == 0;
+            REQUIRE(waitpid(child, &status, 0) == child);
+            break;
+        }
+        usleep(200);
+    }
+    return status;
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT or SIGTERM while --save or --export-svg writes leaves no temporary file") {
+    const int signal_number = GENERATE(SIGINT, SIGTERM);
+    // --save: the weights alone are B·h·N·N floats (16 MiB and up); the SVG about 130 bytes
+    // per weight drawn (h·N² of them, 32 MiB and up)
+    const bool svg = GENERATE(false, true);
+    const fs::path dir = test::temp_path("save-signal");
+    CAPTURE(signal_number, svg);
+    bool caught = false;
+    for (std::size_t n = svg ? 256 : 1024; !caught && n <= (svg ? 512u : 4096u); n *= 2) {
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        const std::string args =
+            svg ? "-b 1 -n " + std::to_string(n) + " --export-svg " + (dir / "out.svg").string()
+                : "-b 1 -n " + std::to_string(n) + " --save " + (dir / "out.npz").string();
+        CAPTURE(args);
+        const int status = interrupt_while_writing(args, dir, signal_number, caught);
+        if (!caught) continue;  // the write ended before the poll saw it: try a larger one
+        CHECK(WIFSIGNALED(status));
+        CHECK(WTERMSIG(status) == signal_number);
+        CHECK(fs::is_empty(dir));  // neither the temporary file nor a partial output
+    }
+    CHECK(caught);
     fs::remove_all(dir);
 }

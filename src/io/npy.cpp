@@ -28,7 +28,6 @@ using bytes::slice;
 // ---- bytes and files -------------------------------------------------------
 
 const std::string npy_magic("\x93NUMPY", 6);
-constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t bytes_per_value = sizeof(double) + sizeof(float);
 constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts on this boundary
 
@@ -342,10 +341,9 @@ void check_data_size(const Array& array, std::size_t count, std::size_t availabl
     }
 }
 
-// `available` is what the decoded values may take: each element becomes a double here and a
-// float in the tensor made from it, 12 bytes in all.
-Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint64_t available,
-                     const Ledger& ledger) {
+// The decoded values must fit in what the ledger has left (it holds the file being decoded):
+// each element becomes a double here and a float in the tensor made from it, 12 bytes in all.
+Array parse_npy_view(std::string_view bytes, const std::string& what, const Ledger& ledger) {
     const NpyLayout layout = npy_layout(bytes, what);
     const Header header = HeaderParser(layout.header, what).parse();
     const StoredDType stored = parse_dtype(header.descr, what);
@@ -356,7 +354,7 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, std::uint6
     array.item_size = dtype.item_size;
     const std::size_t count = checked_element_count(header.shape, what);
     check_data_size(array, count, bytes.size() - layout.data_start, what);
-    if (count > available / bytes_per_value) {
+    if (count > ledger.left() / bytes_per_value) {
         ledger.refuse(what,
                      "shape " + to_string(array.shape) + " needs " +
                          byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded");
@@ -449,18 +447,21 @@ std::string Array::dtype_name() const {
 }
 
 Array parse_npy(const std::string& bytes, const std::string& what) {
-    return parse_npy_view(bytes, what, unlimited, Ledger());
+    return parse_npy_view(bytes, what, Ledger());
 }
 
 Array read_npy(const std::string& path, const Ledger& ledger) {
     const std::string bytes = read_file(path, ledger);
-    return parse_npy_view(bytes, path, ledger.left() - bytes.size(), ledger);
+    Ledger with_file = ledger;  // the file's bytes stay while its values are decoded
+    with_file.hold(bytes.size());
+    return parse_npy_view(bytes, path, with_file);
 }
 
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
                                        const Ledger& ledger) {
     ledger.check(bytes.size(), path, "the file needs " + byte_size(bytes.size()));
-    std::uint64_t available = ledger.left() - bytes.size();
+    Ledger held = ledger;  // the file's bytes, then each array decoded so far
+    held.hold(bytes.size());
     std::map<std::string, Array> arrays;
     for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
         const std::string name = array_name(entry, path);
@@ -470,10 +471,9 @@ std::map<std::string, Array> parse_npz(const std::string& bytes, const std::stri
         }
         const Array& array =
             arrays
-                .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label,
-                                              available, ledger))
+                .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label, held))
                 .first->second;
-        available -= array.values.size() * bytes_per_value;
+        held.hold(array.values.size() * bytes_per_value);
     }
     return arrays;
 }
