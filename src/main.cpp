@@ -163,8 +163,9 @@ int run(const std::vector<std::string>& args) {
     const auto start = std::chrono::steady_clock::now();
     mha::ScoreStats score_stats(mha::wants_summary(config));
     mha::TeeTracer tracer(*report, score_stats);
+    // not between the lines of a trace on the same terminal (nor under --step's prompt)
     mha::Progress progress(problem.estimated_seconds, std::cerr,
-                           isatty(STDERR_FILENO) && !(config.step && isatty(STDIN_FILENO)));
+                           isatty(STDERR_FILENO) && !(config.trace && isatty(STDOUT_FILENO)));
     const mha::ForwardResult result = mha::run_pass(config, problem, tracer);
     progress.stop();
     const std::chrono::duration<double, std::milli> elapsed =

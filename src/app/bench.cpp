@@ -328,6 +328,10 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                       << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
         std::cout << "\n";
     }
+    if (!o.heads.empty())
+        std::cout << "\n--heads: every row ran on " << threads
+                  << " thread(s), shared over its B·h (batch, head) units;\na row with fewer "
+                     "units than threads leaves some idle\n";
     if (o.compare_torch)
         std::cout << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
                      "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "

@@ -62,8 +62,7 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
     double total = 0.0, worst = 0.0;
     for (double& norm : norms) total += (norm = std::sqrt(norm));
     for (std::size_t k = 0; k < output.size(); ++k) worst = std::max(worst, std::abs(sums[k] - output[k]));
-    out << "\nhead contributions (head i's slice of concat times W_o's columns for it; they sum "
-           "to the output):\n";
+    out << "\nhead contributions: head i's slice of concat times W_o's columns for it\n";
     for (std::size_t i = 0; i < h; ++i) {
         out << "  head " << i << ": columns " << i * d_k << "-" << (i + 1) * d_k - 1 << ", norm "
             << fixed(norms[i], 4) << ", " << fixed(total > 0 ? 100.0 * norms[i] / total : 0.0, 1)
