@@ -574,14 +574,16 @@ nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
 )",
         R"(Examples:
-  mha --trace                       every step of the classic example
-  mha --step -b 1 -n 4 -H 2 --causal   one step at a time, with a mask
-  mha --compare 1,8,16 -d 512       one layer at 1, 8 and 16 heads
-  mha --preset gpt2 --shapes-only   a real model's shapes and costs
-  mha --text "the cat sat" --demo-heads --heatmap   heads on a sentence
-  mha --weights w.npz --input x.npy --save out.npz  PyTorch's numbers
-  mha quiz                          five questions, graded
-  mha bench --quick                 time the forward pass
+  mha --trace                         every step of the classic example
+  mha --step -b 1 -n 4 -H 2 --causal  one step at a time, with a mask
+  mha --compare 1,8,16 -d 512         one layer at 1, 8 and 16 heads
+  mha --preset gpt2 --shapes-only     a real model's shapes and costs
+  mha --text "the cat sat" --demo-heads --heatmap
+                                      four constructed heads on a sentence
+  mha --weights w.npz --input x.npy --save out.npz
+                                      PyTorch's numbers (README: interop)
+  mha quiz                            five questions, graded
+  mha bench --quick                   time the forward pass
 
 Classroom: mha quiz [options] asks shape and cost questions and grades
 answers (see mha quiz --help); mha grade ANSWERS < KEY grades an answers
