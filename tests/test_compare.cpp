@@ -32,9 +32,9 @@ std::vector<std::string> row_starting(const std::string& output, const std::stri
 TEST_CASE("--compare: one seeded layer at each head count, parameters and multiply-adds equal", "[cli]") {
     const test::RunResult r = test::run_mha("--compare 1,2,8 -b 1 -n 5 -d 16");
     REQUIRE(r.status == 0);
-    // h, d_k, parameters, W_q rows per head, multiply-adds, |output|, entropy, wall ms
-    const std::vector<std::string> one = row_starting(r.output, "1     16 ");
-    const std::vector<std::string> eight = row_starting(r.output, "8      2 ");
+    // h, d_k, parameters, weights per head, multiply-adds, |output|, entropy, wall ms
+    const std::vector<std::string> one = row_starting(r.output, "1    16 ");
+    const std::vector<std::string> eight = row_starting(r.output, "8     2 ");
     REQUIRE(one.size() == 8);
     REQUIRE(eight.size() == 8);
     // parameters: 4·16² + 4·16 = 1,088 at every h; per head: d_k·d_model = 16·16 and 2·16

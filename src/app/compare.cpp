@@ -85,13 +85,13 @@ void run_compare(const Config& config, std::ostream& out) {
                   "M=" + std::to_string(info.kv_len), "d_model=" + std::to_string(info.d_model),
                   "weights: " + info.weights_source, "inputs: " + info.inputs_source},
                  "  ", "  ", "  ");
-    out << "\n     h    d_k  parameters  W_q rows per head  multiply-adds  |output|  entropy   wall ms\n";
+    out << "\n   h   d_k  parameters  per head           MACs  |output|  entropy  wall ms\n";
     for (const CompareRow& row : rows) {
-        out << column(std::to_string(row.heads), 6) << column(std::to_string(row.d_k), 7)
-            << column(with_commas(row.parameters), 12) << column(with_commas(row.per_head), 19)
+        out << column(std::to_string(row.heads), 4) << column(std::to_string(row.d_k), 6)
+            << column(with_commas(row.parameters), 12) << column(with_commas(row.per_head), 10)
             << column(with_commas(row.macs), 15) << column(fixed(row.norm, 4), 10)
             << column(std::isnan(row.entropy) ? "-" : fixed(row.entropy, 4), 9)
-            << column(fixed(row.ms, 2), 10) << "\n";
+            << column(fixed(row.ms, 2), 9) << "\n";
     }
     bool same_parameters = true, same_macs = true;
     for (const CompareRow& row : rows) {
@@ -103,13 +103,15 @@ void run_compare(const Config& config, std::ostream& out) {
     write_filled(out,
                  words_of(std::string(same_parameters ? "The parameters are the same at every h"
                                                       : "The parameters differ with h") +
-                          " (W_q, W_k, W_v and W_o are d_model x d_model whatever h; each head "
-                          "reads d_k = d_model / h rows of W_q, W_k and W_v). " +
+                          " (W_q, W_k, W_v and W_o are d_model x d_model whatever h; per head: "
+                          "the d_k·d_model weights of its rows of W_q, as many in W_k, W_v and "
+                          "W_o's columns). " +
                           (same_macs ? "The multiply-adds are the same too: h heads of d_k "
                                        "features cost what one head of h·d_k = d_model costs. "
                                      : "The multiply-adds differ with h. ") +
-                          "The entropy is in nats, averaged over batches, heads and queries; "
-                          "ln M = " + uniform + " would be uniform attention."),
+                          "MACs: the multiply-adds of the pass. |output|: the norm of all its "
+                          "values. The entropy is in nats, averaged over batches, heads and "
+                          "queries; ln M = " + uniform + " would be uniform attention."),
                  " ", "", "");
 }
 

@@ -7,7 +7,7 @@
 
 namespace mha {
 
-// One row per head count: d_k, parameters, W_q's rows per head, multiply-adds, the output's
+// One row per head count: d_k, parameters, the weights per head, multiply-adds, the output's
 // norm, the mean attention entropy and the wall time; then what stayed the same.
 void run_compare(const Config& config, std::ostream& out);
 
