@@ -6,6 +6,7 @@
 
 #include "core/attention.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"
@@ -139,6 +140,35 @@ TEST_CASE("output is bit-identical for every thread count, traced or not") {
     const mha::ForwardResult many = run(w, in, masks, 6, threads, rec);
     CHECK(many.output.to_vector() == one.output.to_vector());
     CHECK(many.weights.to_vector() == one.weights.to_vector());
+}
+
+TEST_CASE("bit-identical for every thread count where the work is large enough to be shared") {
+    // 2·4 units of 2·128·128·64 multiply-adds, projections of 256 rows x 256 x 256: past
+    // min_shared_macs for 5 threads, so the products and the attention really split;
+    // self-attention (the fused Q, K, V product) and cross-attention, on both paths.
+    const bool self = GENERATE(true, false);
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    CAPTURE(self, path == mha::AttentionPath::Standard);
+    const mha::Sizes s = sizes(2, 128, 128, 256, 4);
+    REQUIRE(2 * 4 * 128 * 128 * 2 * 64 >= 5 * mha::min_shared_macs);
+    const mha::Inputs in = mha::seeded_inputs(s, self, 5);
+    const mha::Weights w = mha::seeded_weights(256, true, true, 5);
+    mha::Masks masks;
+    masks.causal = true;
+    mha::ForwardOptions options;
+    options.heads = 4;
+    options.path = path;
+    mha::NullTracer none;
+    options.threads = 1;
+    const mha::ForwardResult one = mha::forward(w, in, masks, options, none);
+    for (std::size_t threads : {2, 3, 5}) {
+        CAPTURE(threads);
+        options.threads = threads;
+        const mha::ForwardResult many = mha::forward(w, in, masks, options, none);
+        CHECK(many.output.to_vector() == one.output.to_vector());
+        CHECK(many.weights.to_vector() == one.weights.to_vector());
+    }
 }
 
 TEST_CASE("causal with N < M leaves the last N positions' pattern; the trace draws it") {

@@ -9,7 +9,8 @@ TEST_CASE("mha bench --quick prints the table") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --threads 2", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("GFLOP/s") && Catch::Contains("naive ms") &&
-                             Catch::Contains("scaling") && Catch::Contains("peak MiB"));
+                             Catch::Contains("scaling") && Catch::Contains("peak MiB") &&
+                             Catch::Contains("faults"));
     CHECK_THAT(r.output, Catch::Contains("\n  1     8       32   4 ") &&
                              Catch::Contains("\n  2    33       64   4 "));
     CHECK_THAT(r.output, !Catch::Contains("torch"));
@@ -23,7 +24,7 @@ TEST_CASE("mha bench --json gives one object per size") {
                Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":36864,") &&
                    Catch::Contains("{\"B\":2,\"N\":33,\"d_model\":64,\"h\":4,"));
     for (const char* key : {"\"gflops\":", "\"naive_ms\":", "\"speedup\":", "\"ms_1_thread\":",
-                            "\"scaling\":", "\"peak_mib\":"}) {
+                            "\"scaling\":", "\"peak_mib\":", "\"faults_per_run\":"}) {
         CHECK_THAT(r.output, Catch::Contains(key));
     }
 }

@@ -117,27 +117,62 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
     CHECK(parts == whole);
 }
 
-TEST_CASE("linear_rows_fast equals linear_rows, bias or not, on any row range; so do columns") {
+TEST_CASE("linear_panels equals linear_rows on each target of a fused product; any split of "
+          "rows and panels gives the same bits, and so does gemm plus the bias") {
     EACH_VARIANT();
-    const std::size_t rows = 37, in = GENERATE(7, 65), out = GENERATE(1, 33);
-    CAPTURE(in, out);
+    const std::size_t rows = 37, in = GENERATE(7, 65, 300), out = GENERATE(1, 33), wide = 40;
+    const bool with_bias = GENERATE(false, true);
+    CAPTURE(in, out, with_bias);
     const mha::Tensor x({rows, in}, random_values(rows * in, 7));
-    const mha::Tensor w({out, in}, random_values(out * in, 8));
-    const mha::Tensor bias =
-        GENERATE(0, 1) ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
-    mha::Tensor fast({rows, out}), reference({rows, out});
+    const mha::Tensor w({out, in}, random_values(out * in, 8));  // a target of `out` outputs
+    const mha::Tensor bias = with_bias ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
+    const mha::Tensor w2({wide, in}, random_values(wide * in, 12));  // and one of 40, with bias
+    const mha::Tensor bias2({wide}, random_values(wide, 13));
+    auto targets = [&](mha::Tensor& y, mha::Tensor& y2) {
+        return std::vector<mha::LinearTarget>{{w.data(), bias.empty() ? nullptr : bias.data(), y.data(), out},
+                                              {w2.data(), bias2.data(), y2.data(), wide}};
+    };
+    mha::Tensor fast({rows, out}), fast2({rows, wide});
+    const std::size_t panels = mha::linear_panel_count(targets(fast, fast2));
+    REQUIRE(panels >= 3);  // at least one panel for the first target, two for the second
+    mha::linear_panels(x.data(), in, targets(fast, fast2), 0, rows, 0, panels);
+    mha::Tensor reference({rows, out}), reference2({rows, wide});
     mha::linear_rows(x, w, bias, reference, 0, rows);
-    mha::linear_rows_fast(x, w, bias, fast, 0, 20);
-    mha::linear_rows_fast(x, w, bias, fast, 20, rows);
+    mha::linear_rows(x, w2, bias2, reference2, 0, rows);
     test::require_close(fast, reference, product_tolerance);
+    test::require_close(fast2, reference2, product_tolerance);
 
-    SECTION("linear_columns_fast gives the same bits on any output range") {
-        mha::Tensor columns({rows, out});
-        const std::size_t split = out / 2;
-        mha::linear_columns_fast(x, w, bias, columns, 0, split);
-        mha::linear_columns_fast(x, w, bias, columns, split, out);
-        CHECK(columns.to_vector() == fast.to_vector());
+    SECTION("any split of rows and panels") {
+        const std::size_t row_split = GENERATE(1, 20), panel_split = GENERATE(0, 1, 2);
+        CAPTURE(row_split, panel_split);
+        mha::Tensor parts({rows, out}), parts2({rows, wide});
+        const std::vector<mha::LinearTarget> split = targets(parts, parts2);
+        mha::linear_panels(x.data(), in, split, 0, row_split, 0, panel_split);
+        mha::linear_panels(x.data(), in, split, row_split, rows, 0, panel_split);
+        mha::linear_panels(x.data(), in, split, 0, row_split, panel_split, panels);
+        mha::linear_panels(x.data(), in, split, row_split, rows, panel_split, panels);
+        CHECK(parts.to_vector() == fast.to_vector());
+        CHECK(parts2.to_vector() == fast2.to_vector());
     }
+    SECTION("gemm on the transposed view, then the bias") {
+        std::vector<float> product(rows * out);
+        mha::gemm({x.data(), rows, in, in, 1}, MatrixView{w.data(), out, in, in, 1}.transposed(),
+                  product.data(), out);
+        for (std::size_t r = 0; r < rows && with_bias; ++r) {
+            for (std::size_t o = 0; o < out; ++o) product[r * out + o] += bias.data()[o];
+        }
+        CHECK(product == fast.to_vector());
+    }
+}
+
+TEST_CASE("linear_panels with no inputs gives the bias alone") {
+    EACH_VARIANT();
+    const std::vector<float> bias = {0.5f, -2.0f, 3.0f};
+    std::vector<float> y(2 * 3, 7.0f);  // 7: stale values the call must overwrite
+    const float x = 0.0f, w = 0.0f;     // never read: 0 inputs
+    const std::vector<mha::LinearTarget> target = {{&w, bias.data(), y.data(), 3}};
+    mha::linear_panels(&x, 0, target, 0, 2, 0, mha::linear_panel_count(target));
+    CHECK(y == std::vector<float>{0.5f, -2.0f, 3.0f, 0.5f, -2.0f, 3.0f});
 }
 
 TEST_CASE("scale_mask_softmax equals scale, masks and softmax_rows") {
@@ -250,6 +285,7 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
                 test::run_command("MHA_KERNEL=" + name + " " + test::mha_binary() + args + threads);
             REQUIRE(r.status == 0);
             CHECK(body(r.output) == body(expected.output));
+            CHECK_THAT(r.output, Catch::Contains("\"kernels\":\"" + name + "\""));  // the header says
         }
     }
     const test::RunResult bench =

@@ -152,6 +152,7 @@ RunInfo small_run() {
     info.kdim = 256;
     info.vdim = 256;
     info.threads = 2;
+    info.kernels = "sse2";
     info.parameters = 263168;
     info.weights_source = "seeded (seed 0)";
     info.inputs_source = "seeded (seed 0)";
@@ -290,7 +291,8 @@ TEST_CASE("TextReport prints the run, each step and the output in 80 columns", "
 
     SECTION("begin") {
         CHECK(text.rfind("mha: multi-head attention, step by step\n"
-                         "  B=2  N=8  M=8  d_model=256  h=4  d_k=64  (self-attention, bias, 2 threads)\n"
+                         "  B=2  N=8  M=8  d_model=256  h=4  d_k=64\n"
+                         "  (self-attention, bias, 2 threads, sse2 kernels)\n"
                          "  weights: seeded (seed 0)   inputs: seeded (seed 0)\n"
                          "  parameters: 263,168 = 4·256² + 4·256\n",
                          0) == 0);
@@ -339,7 +341,8 @@ TEST_CASE("TextReport names cross-attention, kdim/vdim and causal", "[show][text
     info.threads = 1;
     report.begin(info);
     CHECK(out.str().find("  B=2  N=8  M=8  d_model=256  h=4  d_k=64  kdim=12  vdim=10\n"
-                         "  (cross-attention, no bias, causal, 1 thread)\n") != std::string::npos);
+                         "  (cross-attention, no bias, causal, 1 thread, sse2 kernels)\n") !=
+          std::string::npos);
 }
 
 TEST_CASE("JsonReport streams one valid document", "[show][json]") {

@@ -116,7 +116,8 @@ TEST_CASE("--format markdown: one table row per step, no time, same page every r
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output,
                Catch::StartsWith("## Multi-head attention: B=1, N=3, M=3, d_model=8, h=2, d_k=4, "
-                                 "self-attention, bias, causal\n"));
+                                 "self-attention, bias, causal, " +
+                                 std::string(mha::kernel_variant_name()) + " kernels\n"));
     CHECK_THAT(r.output, Catch::Contains(
         "| step | operation | expression | shape | strides | contiguous | copied | MACs |"));
     // step 5: (B=1, N=3, h=2, d_k=4) with strides (24, 8, 4, 1) transposed to (24, 4, 8, 1)

@@ -251,6 +251,6 @@ TEST_CASE("forward_macs counts the projections and both attention products") {
 }
 
 TEST_CASE("small sizes run on one thread unless --threads says otherwise") {
-    CHECK_THAT(test::run_mha("--trace").output, Catch::Contains("1 thread)"));
-    CHECK_THAT(test::run_mha("--trace --threads 2").output, Catch::Contains("2 threads)"));
+    CHECK_THAT(test::run_mha("--trace").output, Catch::Contains("1 thread, "));
+    CHECK_THAT(test::run_mha("--trace --threads 2").output, Catch::Contains("2 threads, "));
 }

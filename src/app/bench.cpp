@@ -1,7 +1,9 @@
 // mha bench. Each configuration is self-attention on seeded values, no mask,
 // untraced, so forward() takes the streaming path as an untraced run does.
 // Per configuration:
-//   ms        median over --repeat runs with all threads (one warm-up run first)
+//   ms        median over --repeat runs with all threads (one warm-up run first), every
+//             run taking its tensors from one workspace (core/workspace.h)
+//   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
 //             when it has at most naive_max_macs multiply-adds; above that its time
@@ -33,6 +35,7 @@
 #include "core/kernels.h"
 #include "core/parallel.h"
 #include "core/reference.h"
+#include "core/workspace.h"
 
 namespace mha {
 
@@ -66,6 +69,7 @@ struct Row {
     BenchSize size;
     double macs = 0;
     double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
+    double faults = 0;  // page faults per timed run, all threads
     std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
     bool naive_estimated = false;
     double peak_mib = 0;
@@ -172,10 +176,19 @@ double multiply_adds(const BenchSize& s) {
         {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads, s.heads}));
 }
 
+// The page faults (minor and major) this process has taken so far.
+double page_faults() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_minflt + usage.ru_majflt);
+}
+
+// The median time of `repeat` runs after a warm-up; faults = page faults per timed run.
 template <typename Run>
-double median_ms(std::size_t repeat, Run run) {
+double median_ms(std::size_t repeat, Run run, double& faults) {
     std::vector<double> times;
     run();  // warm-up: page faults, packing buffers, worker threads
+    const double faults_before = page_faults();
     for (std::size_t r = 0; r < repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
         run();
@@ -183,6 +196,7 @@ double median_ms(std::size_t repeat, Run run) {
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count());
     }
+    faults = (page_faults() - faults_before) / double(repeat);
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
 }
@@ -273,11 +287,15 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     row.macs = multiply_adds(size);
     Problem p = build_problem(config_of(size));
     NullTracer none;
+    Workspace workspace;  // every run reuses the memory of the one before
+    p.options.workspace = &workspace;
     p.options.threads = threads;
-    row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
+    row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); },
+                       row.faults);
     p.options.threads = 1;
-    row.ms_one =
-        median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); });
+    double faults_one = 0;
+    row.ms_one = median_ms(
+        o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); }, faults_one);
     if (row.macs <= naive_max_macs || naive_rate == 0) {
         const auto start = std::chrono::steady_clock::now();
         reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
@@ -311,7 +329,7 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
               << kernel_tile_name() << "; MHA_KERNEL=name forces another), " << threads
               << " thread(s); naive = reference loops, 1 thread (~ estimated)\n\n";
     std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
-                 "  scaling  peak MiB";
+                 "  scaling  peak MiB  faults";
     if (o.compare_torch) std::cout << "  torch ms  t/blas  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
@@ -322,7 +340,8 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << padded(fixed(gflops(r.macs, r.ms), 1), 9)
                   << padded((r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
                   << padded(fixed(r.naive_ms / r.ms, 1) + "x", 10) << padded(fixed(r.ms_one, 2), 10)
-                  << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10);
+                  << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10)
+                  << padded(fixed(r.faults, 0), 8);
         if (o.compare_torch)
             std::cout << padded(fixed(r.torch_ms, 2), 10) << padded(r.torch_setting, 8)
                       << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
@@ -354,7 +373,8 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
                   << ",\"speedup\":" << fixed(r.naive_ms / r.ms, 2)
                   << ",\"ms_1_thread\":" << fixed(r.ms_one, 4)
                   << ",\"scaling\":" << fixed(r.ms_one / r.ms, 3)
-                  << ",\"peak_mib\":" << fixed(r.peak_mib, 1);
+                  << ",\"peak_mib\":" << fixed(r.peak_mib, 1)
+                  << ",\"faults_per_run\":" << fixed(r.faults, 1);
         if (o.compare_torch)
             std::cout << ",\"torch_ms\":" << fixed(r.torch_ms, 4) << ",\"torch_threads_blas\":\""
                       << r.torch_setting << "\""

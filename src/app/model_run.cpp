@@ -6,6 +6,7 @@
 
 #include "app/terminal.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "core/model.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
@@ -52,6 +53,7 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     info.heads = info.kv_heads = model.layers[layer].heads;
     info.causal = true;
     info.threads = threads;
+    info.kernels = kernel_variant_name();
     info.parameters = model.parameter_count();
     info.weights_source = c.model_path;
     info.inputs_source = "--text, " + plural(text.tokens.size(), "character");

@@ -10,6 +10,7 @@
 #include "app/variants.h"
 #include "core/checked.h"
 #include "core/decode.h"
+#include "core/kernels.h"
 #include "core/error.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -298,6 +299,7 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.self_attention = p.inputs.self_attention();
     info.bias = p.weights.any_bias();
     info.threads = p.options.threads;
+    info.kernels = kernel_variant_name();
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
                           : c.weights_path.empty() ? seeded(c.seed)

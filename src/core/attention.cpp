@@ -25,6 +25,10 @@
 #include "core/attention.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -38,23 +42,38 @@
 
 namespace mha {
 
-// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out), rows or outputs split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads) {
-    const std::size_t rows = x.size(0) * x.size(1), out = w.size(0);
-    Tensor y({x.size(0), x.size(1), out});
-    // Each thread packs the whole of the side it does not split: with fewer rows than
-    // outputs, split the outputs (each thread packs x and its share of W) rather than
-    // the rows (each thread would pack all of W for a few rows).
-    const std::size_t panel = 32;  // split outputs in whole register-tile panels
-    if (rows < out && threads > 1) {
-        parallel_for((out + panel - 1) / panel, threads, [&](std::size_t begin, std::size_t end) {
-            linear_columns_fast(x, w, bias, y, begin * panel, std::min(out, end * panel));
-        });
-        return y;
-    }
-    parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
-        linear_rows_fast(x, w, bias, y, begin, end);
+void project_into(const float* x, std::size_t rows, std::size_t in,
+                  const std::vector<LinearTarget>& targets, std::size_t threads) {
+    std::uint64_t out = 0;
+    for (const LinearTarget& t : targets) out += t.out;
+    threads = threads_for(std::uint64_t(rows) * in * out, threads);
+    const std::size_t panels = linear_panel_count(targets);
+    const std::size_t columns = std::max<std::size_t>(1, std::min(threads, panels));
+    const std::size_t row_parts = std::max<std::size_t>(1, std::min(threads / columns, rows));
+    const std::size_t parts = columns * row_parts;
+    parallel_for(parts, parts, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t part = begin; part < end; ++part) {
+            const std::size_t r = part / columns, c = part % columns;
+            linear_panels(x, in, targets, rows * r / row_parts, rows * (r + 1) / row_parts,
+                          panels * c / columns, panels * (c + 1) / columns);
+        }
     });
+}
+
+namespace {
+
+// y's place in a fused product: y = x Wᵀ + b.
+LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y) {
+    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0)};
+}
+
+}  // namespace
+
+// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
+               Workspace* workspace) {
+    Tensor y = new_tensor(workspace, {x.size(0), x.size(1), w.size(0)});
+    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y)}, threads);
     return y;
 }
 
@@ -72,11 +91,34 @@ void show_inputs(const Inputs& in, PassTrace& trace) {
     trace.show_input(in.x_v);
 }
 
-// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k wide.
-Qkv project_qkv(const Weights& w, const Inputs& in, std::size_t threads, PassTrace& trace) {
-    Qkv x{project(in.x_q.contiguous(), w.w_q, w.b_q, threads),
-          project(in.x_k.contiguous(), w.w_k, w.b_k, threads),
-          project(in.x_v.contiguous(), w.w_v, w.b_v, threads)};
+// The very same tensor (storage, offset, shape, strides) plays query, key and value.
+bool one_input(const Inputs& in) {
+    const auto same = [&](const Tensor& t) {
+        return t.shares_storage_with(in.x_q) && t.offset() == in.x_q.offset() &&
+               t.shape() == in.x_q.shape() && t.strides() == in.x_q.strides();
+    };
+    return same(in.x_k) && same(in.x_v);
+}
+
+// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k
+// wide. Self-attention computes the three as one fused product of x, still three tensors.
+Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
+    Qkv x;
+    if (one_input(in)) {
+        const Tensor x_in = in.x_q.contiguous();
+        const std::size_t B = x_in.size(0), L = x_in.size(1);
+        x = {new_tensor(o.workspace, {B, L, w.w_q.size(0)}),
+             new_tensor(o.workspace, {B, L, w.w_k.size(0)}),
+             new_tensor(o.workspace, {B, L, w.w_v.size(0)})};
+        project_into(x_in.data(), B * L, w.d_model(),
+                     {target_of(w.w_q, w.b_q, x.q), target_of(w.w_k, w.b_k, x.k),
+                      target_of(w.w_v, w.b_v, x.v)},
+                     o.threads);
+    } else {
+        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace),
+             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace),
+             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace)};
+    }
     trace.show(x.q);
     trace.show(x.k);
     trace.show(x.v);
@@ -183,7 +225,96 @@ void unit_context(const AttentionUnit& u) {
     gemm(weights, u.v, u.context, u.ldc);
 }
 
+// ---- scores beyond float32 ---------------------------------------------------------------
+
+constexpr double float_max = std::numeric_limits<float>::max();
+
+// The largest |value| of m (rows, d_k). A value that is not finite is a projection that
+// overflowed float32: an Error naming its row.
+double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
+                         std::size_t first_row) {
+    float largest = 0.0f;
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        bool finite = true;
+        for (std::size_t c = 0; c < m.cols; ++c) {
+            const float magnitude = std::abs(m(r, c));
+            finite = finite && magnitude <= std::numeric_limits<float>::max();
+            largest = std::max(largest, magnitude);
+        }
+        if (!finite) {
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+                        ", position " + std::to_string(first_row + r) +
+                        ": the inputs or weights are too large for float32");
+        }
+    }
+    return largest;
+}
+
+std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t m, double score,
+                             double terms, float factor) {
+    char figures[200];
+    std::snprintf(figures, sizeof figures,
+                  "q·k times the scale %.3g is %.3g (its terms add up to %.3g), beyond "
+                  "float32's largest value %.3g",
+                  double(factor), score, terms, float_max);
+    return "the score of batch " + std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+           ", query " + std::to_string(u.first_query + n) + ", key " + std::to_string(m) +
+           " overflows float32: " + figures + "; the inputs or weights are too large for float32";
+}
+
+// Whether unit u must form its scores as (q·factor) kᵀ: true where some q·k would pass
+// FLT_MAX in float32 (every partial sum of q·k is at most Σ_j |q_j k_j| ≤ d_k max|q| max|k|,
+// a bound that clears almost every unit at once) while q·k·factor does not. Throws when a
+// scaled score, or the sum of its scaled terms, passes FLT_MAX.
+bool needs_prescale(const AttentionUnit& u, float factor) {
+    const double bound = double(u.q.cols) * largest_magnitude(u.q, "Q", u, u.first_query) *
+                         largest_magnitude(u.k, "K", u, 0) * std::max(1.0, double(factor));
+    if (bound < float_max / 2) return false;
+    bool prescale = false;
+    for (std::size_t n = 0; n < u.q.rows; ++n) {
+        for (std::size_t m = 0; m < u.k.rows; ++m) {
+            double dot = 0.0, terms = 0.0;
+            for (std::size_t j = 0; j < u.q.cols; ++j) {
+                const double product = double(u.q(n, j)) * double(u.k(m, j));
+                dot += product;
+                terms += std::abs(product);
+            }
+            if (terms * factor >= float_max * 0.999) {
+                throw Error(overflow_message(u, n, m, dot * factor, terms * factor, factor));
+            }
+            prescale = prescale || terms >= float_max / 2;
+        }
+    }
+    return prescale;
+}
+
+// u with q·factor in `scaled` (N, d_k) in place of q.
+AttentionUnit with_scaled_q(AttentionUnit u, float factor, std::vector<float>& scaled) {
+    const std::size_t rows = u.q.rows, cols = u.q.cols;
+    scaled.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) scaled[r * cols + c] = u.q(r, c) * factor;
+    }
+    u.q = {scaled.data(), rows, cols, cols, 1};
+    return u;
+}
+
+// The steps that read q or the factor: 6, 7 and the steps that include them.
+bool forms_scores(UnitStep step) {
+    return step != UnitStep::Mask && step != UnitStep::Softmax && step != UnitStep::Context;
+}
+
 // Everything one unit does for `step`; returns its rows with every key blocked.
+std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math);
+
+// run_unit, with the unit's q scaled first where q·k would overflow float32.
+std::size_t run_unit_in_range(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
+    if (!forms_scores(step) || !needs_prescale(u, math.factor)) return run_unit(step, u, math);
+    std::vector<float> scaled;
+    return run_unit(step, with_scaled_q(u, math.factor, scaled), {1.0f, math.zero_masked_rows});
+}
+
 std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
     switch (step) {
         case UnitStep::Scores: unit_scores(u); return 0;
@@ -211,8 +342,14 @@ std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                       std::size_t threads) {
     std::vector<std::size_t> blocked(units.count, 0);
+    if (units.count > 0) {  // both products of every unit: no worker for a tiny problem
+        const AttentionUnit first = units.unit(0);
+        threads = threads_for(std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 *
+                                  first.q.cols,
+                              threads);
+    }
     parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit(step, units.unit(u), math);
+        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit_in_range(step, units.unit(u), math);
     });
     std::size_t total = 0;
     for (std::size_t rows : blocked) total += rows;
@@ -276,15 +413,15 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
                                      head_matrix(heads.v, b, g), unit_mask(masks, b, i, s),
                                      scores.empty() ? nullptr
                                                     : scores.data() + u * s.seq_len * s.kv_len,
-                                     context.data() + b * st[0] + i * st[1], st[2]};
+                                     context.data() + b * st[0] + i * st[1], st[2], b, i};
             }};
 }
 
 // 6-10 on the standard path: the (B, h, N, M) scores become the weights in place.
 Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
-    Tensor scores({s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor context({s.batch, s.heads, s.seq_len, s.d_k()});
+    Tensor scores = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor context = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.d_k()});
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -311,7 +448,8 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
 Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     Tensor none;
-    Tensor context = Tensor({s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
+    Tensor context =
+        new_tensor(o.workspace, {s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     trace.show(context);
@@ -375,7 +513,7 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Packed));
     show_inputs(in, trace);                                              // 0
-    Qkv projected = project_qkv(w, in, options.threads, trace);         // 1-3
+    Qkv projected = project_qkv(w, in, options, trace);                 // 1-3
     if (extra == 0) {
         return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
                                   trace);                                // 4-5, then 6-14
@@ -398,7 +536,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
     // 14: mix the heads. (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)
-    result.output = project(concat, w.w_o, w.b_o, options.threads);
+    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace);
     trace.show(result.output);
     return result;
 }

@@ -15,6 +15,7 @@
 #include "core/sizes.h"
 #include "core/step.h"
 #include "core/tensor.h"
+#include "core/workspace.h"
 
 namespace mha {
 
@@ -81,6 +82,8 @@ struct ForwardOptions {
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
+    Workspace* workspace = nullptr;  // the pass's tensors come from it (a repeated pass reuses
+                                     // its memory); null: fresh memory
 };
 
 struct ForwardResult {
@@ -107,8 +110,17 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra);
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
 
-// x (B, L, in) -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14, rows split over threads.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads);
+// x (B, L, in) contiguous -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14,
+// split over threads as project_into splits them; y from the workspace when there is one.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
+               Workspace* workspace = nullptr);
+
+// Every target's y = x Wᵀ + b (core/kernels.h), x (rows, in) row-major, in one pool dispatch:
+// the outputs' panels are split over the threads (each thread packs its panels of W once),
+// then the rows too when there are fewer panels than threads; no worker is woken for less
+// than min_shared_macs multiply-adds (core/parallel.h).
+void project_into(const float* x, std::size_t rows, std::size_t in,
+                  const std::vector<LinearTarget>& targets, std::size_t threads);
 
 // Q, K and V split into heads, as steps 1-5 leave them.
 struct HeadTensors {
@@ -141,6 +153,8 @@ struct AttentionUnit {
     float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
     float* context;      // (N, d_k), rows ldc apart
     std::size_t ldc;
+    // Where the unit sits, for messages: its batch row, its head, the position of query 0.
+    std::size_t batch = 0, head = 0, first_query = 0;
 };
 
 // The units of one call: unit(u) for u < count, run over threads in any order.
@@ -171,7 +185,10 @@ enum class UnitStep {
 
 // Runs one part of steps 6-10 on every unit; returns the rows with every key blocked
 // (counted by Softmax, ScaleMaskSoftmax, Attend and Streamed). Each unit writes only its
-// own memory, so every thread count gives the same bits.
+// own memory, so every thread count gives the same bits. Scores beyond float32 are never
+// taken for masking: a unit whose q·k would pass FLT_MAX while q·k·factor does not forms
+// its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them scaled and step 7
+// leaves them); a score that passes FLT_MAX even scaled is an Error naming its position.
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                       std::size_t threads);
 

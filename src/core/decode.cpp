@@ -86,7 +86,7 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
                                                cached(cache.v, b, g, length),
                                                unit_mask(masks, b, i, token_sizes),
                                                streamed ? nullptr : weights.data() + u * length,
-                                               context.data() + b * E + i * d_k, d_k};
+                                               context.data() + b * E + i * d_k, d_k, b, i, t};
                       }};
     run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
     trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed

@@ -163,6 +163,77 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
     }
 }
 
+// One NR-wide panel of a projection's outputs: target t's outputs [j0, j0 + width).
+struct OutputPanel {
+    const LinearTarget* target;
+    std::size_t j0, width;
+};
+
+// Panels [begin, end) of the targets, numbered across them in order.
+template <std::size_t NR>
+MHA_INLINE std::vector<OutputPanel> output_panels(const std::vector<LinearTarget>& targets,
+                                                  std::size_t begin, std::size_t end) {
+    std::vector<OutputPanel> panels;
+    std::size_t index = 0;
+    for (const LinearTarget& t : targets) {
+        for (std::size_t j0 = 0; j0 < t.out; j0 += NR, ++index) {
+            if (index >= begin && index < end) panels.push_back({&t, j0, std::min(NR, t.out - j0)});
+        }
+    }
+    return panels;
+}
+
+// Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
+// slice of W is packed once and read by every block of rows; then the bias is added.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
+                                const std::vector<LinearTarget>& targets, std::size_t r0,
+                                std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
+    constexpr std::size_t MC = mc_panels * MR;
+    const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
+    if (r0 >= r1 || panels.empty()) return;
+    const MatrixView a{x, r1, in, in, 1};
+    Scratch& s = scratch();
+    s.b.resize(std::max(s.b.size(), std::min(in, KC) * panels.size() * NR));
+    s.a.resize(std::max(s.a.size(), std::min(in, KC) * MC));
+    for (const OutputPanel& panel : panels) {  // no input: the sums are zero
+        if (in > 0) break;
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* y = panel.target->y + r * panel.target->out + panel.j0;
+            std::fill(y, y + panel.width, 0.0f);
+        }
+    }
+    for (std::size_t p0 = 0; p0 < in; p0 += KC) {
+        const std::size_t kc = std::min(KC, in - p0);
+        for (std::size_t q = 0; q < panels.size(); ++q) {  // W's rows as Wᵀ's columns
+            const LinearTarget& t = *panels[q].target;
+            const MatrixView w_t{t.w + panels[q].j0 * in, panels[q].width, in, in, 1};
+            pack_b<NR>(w_t.transposed(), p0, kc, s.b.data() + q * kc * NR);
+        }
+        for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
+            const std::size_t mc = std::min(MC, r1 - i0);
+            pack_a<MR>(a, i0, mc, p0, kc, s.a.data());
+            for (std::size_t q = 0; q < panels.size(); ++q) {
+                const LinearTarget& t = *panels[q].target;
+                float* y = t.y + i0 * t.out + panels[q].j0;
+                for (std::size_t i = 0; i < mc; i += MR) {
+                    micro_kernel<MR, NR>(kc, s.a.data() + i / MR * kc * MR,
+                                         s.b.data() + q * kc * NR, y + i * t.out, t.out,
+                                         std::min(MR, mc - i), panels[q].width, p0 > 0);
+                }
+            }
+        }
+    }
+    for (const OutputPanel& panel : panels) {
+        const float* bias = panel.target->bias;
+        if (bias == nullptr) continue;
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* y = panel.target->y + r * panel.target->out;
+            for (std::size_t o = panel.j0; o < panel.j0 + panel.width; ++o) y[o] += bias[o];
+        }
+    }
+}
+
 // e^x for x <= 0: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, r's series to
 // degree 7 (relative error < 1e-7). Below -87 (or -inf) the result is 0.
 MHA_INLINE float exp_nonpositive_t(float x) {
@@ -225,6 +296,8 @@ struct Variant {
     const char* tile;
     std::size_t mr, nr;
     void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
+    void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
+                          std::size_t, std::size_t, std::size_t);
     float (*max_of)(const float*, std::size_t);
     float (*exp_shifted)(float*, std::size_t, float);
 };
@@ -234,6 +307,12 @@ struct Variant {
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c,               \
                               std::size_t ldc, bool accumulate) {                               \
         gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                               \
+    }                                                                                           \
+    target void linear_panels_##suffix(const float* x, std::size_t in,                          \
+                                       const std::vector<LinearTarget>& targets,                \
+                                       std::size_t r0, std::size_t r1, std::size_t p0,          \
+                                       std::size_t p1) {                                        \
+        linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                \
     }                                                                                           \
     target float max_of_##suffix(const float* values, std::size_t n) {                          \
         return max_of_t(values, n);                                                             \
@@ -253,7 +332,8 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32)
 #endif
 
 #define MHA_ENTRY(id, name, tile, suffix, MR, NR) \
-    { id, name, tile, MR, NR, gemm_##suffix, max_of_##suffix, exp_shifted_##suffix }
+    { id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, max_of_##suffix, \
+      exp_shifted_##suffix }
 
 const Variant variants[] = {
 #ifdef MHA_X86
@@ -355,33 +435,20 @@ void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, b
     current().gemm(a, b, c, ldc, accumulate);
 }
 
-namespace {
-
-// y (rows, out) columns [o0, o1) of x (rows, in) Wᵀ + b: the product, then the bias.
-void linear_block(const float* x, std::size_t rows, const Tensor& w, const Tensor& bias, float* y,
-                  std::size_t o0, std::size_t o1) {
-    const std::size_t in = w.size(1), out = w.size(0);
-    const MatrixView w_t = MatrixView{w.data() + o0 * in, o1 - o0, in, in, 1}.transposed();
-    gemm({x, rows, in, in, 1}, w_t, y + o0, out);
-    if (bias.empty()) return;
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* y_row = y + r * out;
-        for (std::size_t o = o0; o < o1; ++o) y_row[o] += bias.data()[o];
-    }
+std::size_t linear_panel_count(const std::vector<LinearTarget>& targets) {
+    std::size_t panels = 0;
+    for (const LinearTarget& t : targets) panels += round_up(t.out, current().nr) / current().nr;
+    return panels;
 }
 
-}  // namespace
-
-void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                      std::size_t row_begin, std::size_t row_end) {
-    const std::size_t in = w.size(1), out = w.size(0);
-    linear_block(x.data() + row_begin * in, row_end - row_begin, w, bias,
-                 y.data() + row_begin * out, 0, out);
+void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,
+                   std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
+                   std::size_t panel_end) {
+    current().linear_panels(x, in, targets, row_begin, row_end, panel_begin, panel_end);
 }
 
-void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                         std::size_t out_begin, std::size_t out_end) {
-    linear_block(x.data(), x.numel() / w.size(1), w, bias, y.data(), out_begin, out_end);
+std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets) {
+    return std::min(in, KC) * (out + targets * widest_nr + mc_panels * tallest_mr);
 }
 
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,

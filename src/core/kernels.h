@@ -44,15 +44,31 @@ const char* kernel_tile_name();
 // Floats of packing space one thread's gemm keeps for a (k) x (m) right-hand side.
 std::size_t gemm_scratch_floats(std::size_t k, std::size_t m);
 
-// Rows [row_begin, row_end) of y = x Wᵀ + b, as linear_rows computes them.
-// x (rows, in) and y (rows, out) contiguous; w (out, in); bias (out) or empty.
-void linear_rows_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                      std::size_t row_begin, std::size_t row_end);
+// One product of a projection: y (rows, out) = x (rows, in) Wᵀ + b, W (out, in) and y
+// row-major, bias (out) or null. Several targets of one x make one fused product (the
+// Q, K and V projections of self-attention) whose outputs stay separate tensors.
+struct LinearTarget {
+    const float* w;     // (out, in)
+    const float* bias;  // (out) or null
+    float* y;           // (rows, out)
+    std::size_t out;
+};
 
-// Outputs [out_begin, out_end) of every row of y = x Wᵀ + b: the same bits as
-// linear_rows_fast gives them (each sum runs over the inputs in the same order).
-void linear_columns_fast(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                         std::size_t out_begin, std::size_t out_end);
+// The column panels of the targets for the kernels in use (a register tile's width of
+// outputs each; a target's last panel may be narrower): the units linear_panels splits.
+std::size_t linear_panel_count(const std::vector<LinearTarget>& targets);
+
+// Rows [row_begin, row_end) of panels [panel_begin, panel_end) of every target's
+// y = x Wᵀ + b, x (rows, in) row-major. W's panels are packed once per call and shared
+// by every row of the call. Each element is summed as gemm sums it, then the bias added,
+// so every split of rows and panels gives the same bits.
+void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,
+                   std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
+                   std::size_t panel_end);
+
+// Floats of packing space one thread's linear_panels keeps for `in` inputs and `out`
+// outputs in all (the sum of the outputs of `targets` targets).
+std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets);
 
 // What step 8 adds to one (batch, head) unit's (N, M) scores.
 struct HeadMask {

@@ -4,6 +4,7 @@
 
 #include "core/block_ops.h"
 #include "core/error.h"
+#include "core/workspace.h"
 
 namespace mha {
 
@@ -49,11 +50,13 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
     causal.causal = true;
     ModelResult result;
     NullTracer quiet;
+    Workspace workspace;  // each layer's attention reuses the memory of the one before
     for (std::size_t l = 0; l < m.layers.size(); ++l) {
         const ModelLayer& layer = m.layers[l];
         ForwardOptions options;
         options.heads = layer.heads;
         options.threads = threads;
+        options.workspace = &workspace;
         ForwardResult block = forward_block(layer.attention, layer.block, BlockKind::Pre,
                                             {x, x, x}, causal, options,
                                             l == traced_layer ? tracer : quiet);

@@ -140,6 +140,10 @@ WorkerPool& pool() {
 
 }  // namespace
 
+std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
+    return std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, macs / min_shared_macs));
+}
+
 std::size_t hardware_threads() {
     return std::max(1u, std::thread::hardware_concurrency());
 }

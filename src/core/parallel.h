@@ -3,6 +3,7 @@
 // pool of std::threads (started on first use, reused by every later call).
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace mha {
@@ -15,6 +16,14 @@ namespace mha {
 // made from inside a running range runs serially; concurrent callers take turns.
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
+
+// Multiply-adds a thread must get for its wake-up to pay: below about 2^20 (tens of
+// microseconds of work) waking a worker costs more than it saves.
+inline constexpr std::uint64_t min_shared_macs = std::uint64_t(1) << 20;
+
+// The threads worth using on `macs` multiply-adds: at most `threads`, at most one per
+// min_shared_macs, at least one.
+std::size_t threads_for(std::uint64_t macs, std::size_t threads);
 
 // The hardware's thread count (at least 1).
 std::size_t hardware_threads();

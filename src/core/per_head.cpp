@@ -61,7 +61,7 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
                           return AttentionUnit{batch_matrix(head.q, b), batch_matrix(head.k, b),
                                                batch_matrix(head.v, b), unit_mask(masks, b, i, s),
                                                streamed ? nullptr : head.weights.data() + b * N * M,
-                                               head.context.data() + b * N * d_k, d_k};
+                                               head.context.data() + b * N * d_k, d_k, b, i};
                       }};
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };

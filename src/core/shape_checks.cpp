@@ -39,9 +39,11 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
     const std::size_t d_k = s.d_model / s.heads;
-    // packing buffers only grow, so a thread may keep the projections' and the attention's
+    // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
+    // for self-attention) and the attention's
     const std::uint64_t per_thread =
-        std::uint64_t(gemm_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}), s.d_model)) +
+        std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
+                                            s.d_model + 2 * s.kv_heads * d_k, 3)) +
         (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
                   : streaming_scratch_floats(d_k));
     const std::uint64_t floats = checked_sum(

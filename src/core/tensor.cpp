@@ -45,6 +45,14 @@ Tensor::Tensor(Shape shape, std::vector<float> values)
     }
 }
 
+Tensor Tensor::in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage) {
+    Tensor t;
+    storage->assign(element_count(shape), 0.0f);
+    t.storage_ = std::move(storage);
+    t.layout_ = Layout::contiguous_of(std::move(shape));
+    return t;
+}
+
 bool is_contiguous(const Shape& shape, const Strides& strides) {
     if (element_count(shape) == 0) return true;  // no element to lay out, as in PyTorch
     const Strides expected = contiguous_strides(shape);

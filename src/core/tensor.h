@@ -41,6 +41,9 @@ public:
     Tensor() = default;
     explicit Tensor(Shape shape);                       // zero-filled, contiguous
     Tensor(Shape shape, std::vector<float> values);     // values in C order
+    // Zero-filled, contiguous, in the given storage: resized to the shape within the
+    // capacity it already has, so memory a Workspace keeps is reused, not reallocated.
+    static Tensor in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage);
 
     const Shape& shape() const { return layout_.shape; }
     const Strides& strides() const { return layout_.strides; }

@@ -101,7 +101,7 @@ std::string config(const RunInfo& info) {
            ",\"h\":" + std::to_string(info.heads) + ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +
            ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
            ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
-           ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) +
+           ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) + ",\"kernels\":" + quoted(info.kernels) +
            ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
            "}";
 }

@@ -29,6 +29,7 @@ std::string heading(const RunInfo& info) {
     text += info.self_attention ? ", self-attention" : ", cross-attention";
     text += info.bias ? ", bias" : ", no bias";
     if (info.causal) text += ", causal";
+    if (!info.kernels.empty()) text += ", " + info.kernels + " kernels";
     return text;
 }
 

@@ -22,6 +22,7 @@ struct RunInfo {
     bool bias = true;
     bool causal = false;
     std::size_t threads = 1;
+    std::string kernels;        // the kernel variant that computes, e.g. "avx512"
     std::size_t parameters = 0;
     std::string weights_source;  // "seeded (seed 0)" or the .npz path
     std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)

@@ -30,8 +30,9 @@ std::string attention_traits(const RunInfo& info) {
     traits += info.bias ? ", bias" : ", no bias";
     if (info.causal) traits += ", causal";
     if (!info.variant.empty()) traits += ", " + info.variant;
-    return "(" + traits + ", " + (info.shapes_only ? "shapes only" : plural(info.threads, "thread")) +
-           ")";
+    if (info.shapes_only) return "(" + traits + ", shapes only)";
+    const std::string kernels = info.kernels.empty() ? "" : ", " + info.kernels + " kernels";
+    return "(" + traits + ", " + plural(info.threads, "thread") + kernels + ")";
 }
 
 std::vector<std::string> size_pieces(const RunInfo& info) {

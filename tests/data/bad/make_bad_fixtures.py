@@ -127,3 +127,6 @@ write("zero_batch.npy", npy_bytes(np.zeros((0, 4, 4), dtype=np.float32)))
 empty = np.zeros((0, 0), dtype=np.float32)
 write("zero_e.npz", npz_bytes({"in_proj_weight": empty, "out_proj.weight": empty}))
 write("zero_e_scratch.npz", npz_bytes({f"W_{p}.weight": empty for p in "qkvo"}))
+
+# finite float32 inputs whose scores q·k/sqrt(d_k) pass float32's range with the seeded weights
+write("huge_values.npy", npy_bytes(np.full((1, 3, 16), 1e30, dtype=np.float32)))
