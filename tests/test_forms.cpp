@@ -178,3 +178,42 @@ TEST_CASE("every form agrees with the packed pass, the reference loops and itsel
             test::require_close(one.weights, reference.weights, reference_tolerance);
     }
 }
+
+TEST_CASE("every form with QK-norm, RoPE, soft-cap, ALiBi and a window with a sink agrees with "
+          "the reference loops") {
+    const auto [form, cross] = GENERATE(table<Form, bool>({{Form::Packed, false},
+                                                           {Form::Packed, true},
+                                                           {Form::FusedQkv, false},
+                                                           {Form::PerHead, true},
+                                                           {Form::Decode, false}}));
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    const mha::RopeLayout layout = GENERATE(mha::RopeLayout::Half, mha::RopeLayout::Interleaved);
+    const std::size_t B = 2, N = cross ? 4 : 6, M = cross ? 7 : 6, E = 16, h = 4;
+    CAPTURE(name_of(form), cross, int(path), int(layout));
+    mha::Weights w = mha::seeded_weights(E, E, true, true, 21);
+    w.q_norm = Tensor({4}, {1.1f, 0.9f, 1.2f, 0.8f});
+    w.k_norm = Tensor({4}, {0.7f, 1.3f, 1.0f, 1.05f});
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h}, !cross, 21);
+    mha::Masks masks;
+    masks.softcap = 2.5;
+    masks.alibi = true;
+    masks.window = 3;
+    masks.sinks = 1;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.path = path;
+    options.rope = mha::Rope{layout, 100.0};
+    PlanChecker checker;
+    mha::ForwardResult result;
+    switch (form) {
+        case Form::FusedQkv: result = mha::forward_fused_qkv(w, in, masks, options, checker); break;
+        case Form::PerHead: result = mha::forward_per_head(w, in, masks, options, checker); break;
+        case Form::Decode: result = mha::decode(w, in, masks, options, checker); break;
+        default: result = mha::forward(w, in, masks, options, checker); break;
+    }
+    CHECK(checker.valued > 0);
+    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, h, false, options.rope);
+    test::require_close(result.output, reference.output, reference_tolerance);
+    if (!result.weights.empty()) test::require_close(result.weights, reference.weights, reference_tolerance);
+}

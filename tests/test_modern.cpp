@@ -19,6 +19,7 @@
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"
+#include "io/weights.h"
 
 namespace {
 
@@ -58,6 +59,9 @@ mha::HeadMask head_mask(const ScoreMods& mods, std::size_t n, std::size_t m) {
     mask.sinks = mods.sinks;
     return mask;
 }
+
+// The trace with its wrapped note lines joined: every run of white space becomes one space.
+std::string one_line(const std::string& text) { return std::regex_replace(text, std::regex("\\s+"), " "); }
 
 ScoreMods generated_mods() {
     ScoreMods mods;
@@ -421,4 +425,201 @@ TEST_CASE("--summary shows how the soft-cap bounds the scores", "[modern][softca
     const double before = std::stod(m[1]), after = std::stod(m[2]);
     CHECK(after == Approx(2.0 * std::tanh(before / 2.0)).margin(2e-3));  // printed to 3 decimals
     CHECK(after < 2.0);
+}
+
+TEST_CASE("decode's step 9 states the window and sinks each token's query reads, as computed",
+          "[modern][window][decode]") {
+    // W = 3, S = 1, T = 7: token t (position p = t - 1) sees j <= p with p - 3 < j or j < 1.
+    // Token 4 (p = 3): keys 1..3 and sink 0, all 4 cached. Token 6 (p = 5): keys 3..5 and
+    // sink 0, 4 of the 6 cached.
+    const std::string path = test::temp_path("decode_window.npz");
+    const test::RunResult r = test::run_mha(
+        "--decode 7 --window 3 --sink-tokens 1 -d 8 -H 2 -b 1 --trace --save " + path);
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    CHECK_THAT(text, !Catch::Contains("no mask"));
+    CHECK_THAT(text, Catch::Contains("sliding window W = 3 with 1 sinks: all 4 cached positions are visible"));
+    CHECK_THAT(text, Catch::Contains("sliding window W = 3: position 5 reads keys 3..5 and the sinks 0..0, "
+                                         "4 of the 6 cached"));
+    // every token's note names exactly the keys its weights row is non-zero on
+    const mha::Tensor weights = mha::npy::to_tensor(mha::npy::read_npz(path).at("attn_weights"));
+    const std::regex reads(R"(position (\d+) reads keys (\d+)\.\.(\d+)( and the sinks 0\.\.(\d+))?, (\d+) of the (\d+) cached)");
+    std::size_t checked = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), reads);
+         it != std::sregex_iterator(); ++it, ++checked) {
+        const std::smatch& m = *it;
+        const std::size_t p = std::stoul(m[1]), first = std::stoul(m[2]), last = std::stoul(m[3]);
+        const std::size_t sinks = m[5].matched ? std::stoul(m[5]) + 1 : 0;
+        CHECK(std::stoul(m[6]) == (last - first + 1) + sinks);
+        CHECK(std::stoul(m[7]) == p + 1);
+        for (std::size_t head = 0; head < 2; ++head) {
+            for (std::size_t j = 0; j < 7; ++j) {
+                const bool read = j < sinks || (first <= j && j <= last);
+                CAPTURE(p, head, j);
+                CHECK((weights.at({0, head, p, j}) != 0.0f) == read);
+            }
+        }
+    }
+    CHECK(checked == 3);  // positions 4, 5 and 6 lose keys to the window
+    std::remove(path.c_str());
+}
+
+TEST_CASE("decode's step 9 lists ALiBi's slopes and the soft-cap it applies", "[modern][decode]") {
+    const test::RunResult r = test::run_mha("--decode 3 --alibi --softcap 5 -d 8 -H 2 -b 1 --trace");
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    std::size_t softmax_steps = 0;
+    for (std::size_t at = text.find("softmax(q_t"); at != std::string::npos;
+         at = text.find("softmax(q_t", at + 1), ++softmax_steps) {
+        const std::string step = text.substr(at, text.find("out_t", at) - at);
+        CHECK_THAT(step, Catch::Contains("ALiBi: scores += -m_i·|p - j|") &&
+                             Catch::Contains("slopes m_0..m_1 = 0.0625, 0.00390625") &&
+                             Catch::Contains("soft-cap: scores = 5·tanh(scores / 5)") &&
+                             Catch::Contains("no causal mask needed"));
+    }
+    CHECK(softmax_steps == 3);
+}
+
+TEST_CASE("flash_facts by hand: three tiles of the streaming path's width", "[modern][flash]") {
+    // d_k = 1, q = 1, factor 1, 600 keys: key j and value j are both t = j / 256 (the tile),
+    // so tile t's scores are all t. Tiles of 256: keys 0..255, 256..511, 512..599.
+    // tile 0: m = 0, l = 256, o = 0
+    // tile 1: m = 1, rescale e^-1, l = 256/e + 256 = 350.1774, o = 0 + 256·1 = 256
+    // tile 2: m = 2, rescale e^-1, l = 350.1774/e + 88 = 216.8224, o = 256/e + 88·2 = 270.1774
+    // context = 270.1774 / 216.8224 = 1.246074 = (256e + 2·88e²) / (256 + 256e + 88e²)
+    REQUIRE(mha::stream_key_tile == 256);
+    const std::size_t m = 600;
+    std::vector<float> keys(m), values(m);
+    for (std::size_t j = 0; j < m; ++j) keys[j] = values[j] = float(j / 256);
+    const float q[] = {1.0f};
+    mha::HeadMask mask;
+    mask.n = 1;
+    mask.m = m;
+    const mha::FlashFacts f = mha::flash_facts({q, 1, 1, 1, 1}, {keys.data(), m, 1, 1, 1},
+                                               {values.data(), m, 1, 1, 1}, mask, 1.0f, 0, 0);
+    const double e = std::exp(1.0);
+    REQUIRE(f.tiles.size() == 3);
+    CHECK(f.tiles[2].first_key == 512);
+    CHECK(f.tiles[2].keys == 88);
+    CHECK(f.tiles[0].running_sum == Approx(256.0));
+    CHECK(f.tiles[0].output[0] == 0.0f);
+    CHECK(f.tiles[1].shrink == Approx(1.0 / e).epsilon(1e-6));
+    CHECK(f.tiles[1].running_sum == Approx(256.0 / e + 256.0).epsilon(1e-6));
+    CHECK(f.tiles[1].output[0] == Approx(256.0).epsilon(1e-6));
+    CHECK(f.tiles[2].running_max == 2.0f);
+    CHECK(f.tiles[2].running_sum == Approx((256.0 / e + 256.0) / e + 88.0).epsilon(1e-6));
+    CHECK(f.tiles[2].output[0] == Approx(256.0 / e + 176.0).epsilon(1e-6));
+    const double context = (256.0 * e + 176.0 * e * e) / (256.0 + 256.0 * e + 88.0 * e * e);
+    CHECK(f.context[0] == Approx(context).epsilon(1e-6));
+    CHECK(f.standard[0] == Approx(context).epsilon(1e-6));
+    CHECK(f.max_difference <= 1e-6);
+}
+
+TEST_CASE("--flash-row traces one row of the streaming path tile by tile", "[modern][flash]") {
+    const std::string run = "-b 1 -n 600 -d 16 -H 2 --causal --attention streaming --flash-row 599";
+    const test::RunResult r = test::run_mha(run);
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    CHECK_THAT(text, Catch::Contains("flash row: query 599 of batch 0, head 0, keys in tiles of 256") &&
+                             Catch::Contains("tile 0, keys 0..255: tile max") &&
+                             Catch::Contains("first visible keys: l and o start here") &&
+                             Catch::Contains("tile 2, keys 512..599: tile max"));
+    std::smatch m;
+    REQUIRE(std::regex_search(text, m, std::regex(R"(max difference ([0-9.e-]+))")));
+    CHECK(std::stod(m[1]) <= weights_tolerance);
+    // causal: row 3 sees keys 0..3 only, so its first tile is its last
+    const test::RunResult early = test::run_mha("-b 1 -n 600 -d 16 -H 2 --causal --attention streaming --flash-row 3");
+    CHECK_THAT(one_line(early.output), Catch::Contains("tile 0, keys 0..255: tile max") && !Catch::Contains("tile 1,"));
+    const test::RunResult json = test::run_mha(run + " --format json");
+    REQUIRE(json.status == 0);
+    CHECK_THAT(json.output, Catch::Contains("\"flash row: query 599 of batch 0, head 0"));
+}
+
+TEST_CASE("--form mla computes the fixtures from either state-dict naming", "[modern][mla]") {
+    // Hugging Face names (weights.npz) and the paper's separate matrices (weights_scratch.npz)
+    // hold the same layer; the output and weights are the naive form's.
+    const std::string name = GENERATE("mla_causal", "mla_plain");
+    const std::string naming = GENERATE("weights.npz", "weights_scratch.npz");
+    CAPTURE(name, naming);
+    const std::string folder = "data/modern/" + name + "/";
+    const Arrays expected = mha::npy::read_npz(folder + "expected.npz");
+    const std::vector<float> sizes = tensor(expected, "sizes").to_vector();  // E, h, d_h, d_R, d_c, d_v
+    const std::string path = test::temp_path("mla_" + name + ".npz");
+    const test::RunResult r = test::run_mha(
+        "--form mla --weights " + folder + naming + " --input " + folder + "query.npy -H " +
+        std::to_string(int(sizes[1])) + (name == "mla_causal" ? " --causal" : "") + " --save " + path);
+    REQUIRE(r.status == 0);
+    const Arrays saved = mha::npy::read_npz(path);
+    test::require_close(tensor(saved, "attn_weights"), tensor(expected, "attn_weights"), weights_tolerance);
+    test::require_close(tensor(saved, "output"), tensor(expected, "output"), output_tolerance);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("--form mla traces both forms, their difference and the cache ledger", "[modern][mla]") {
+    // seeded: d_model 64, h 4, so d_h = d_v = 16, d_c = 4·16 = 64, d_R = 16/2 = 8;
+    // cache numbers per token: MHA 2·4·16 = 128, GQA G=2 2·2·16 = 64, MQA 2·16 = 32, MLA 64 + 8 = 72
+    const test::RunResult r = test::run_mha("--form mla -d 64 -H 4 -n 6 -b 1 --causal --trace");
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    CHECK_THAT(text, Catch::Contains("multi-head latent attention (DeepSeek-V2), d_c=64 d_R=8 d_h=16 d_v=16") &&
+                             Catch::Contains("MHA 2·h·d_h = 128 numbers, 512 B/token") &&
+                             Catch::Contains("GQA G=2 2·G·d_h = 64 numbers") &&
+                             Catch::Contains("MQA 2·d_h = 32 numbers") &&
+                             Catch::Contains("MLA (this run) d_c + d_R = 72 numbers, 288 B/token") &&
+                             Catch::Contains("kv_a_layernorm(c_kv)") && Catch::Contains("(q_nope @ W_UK)"));
+    const std::regex difference(R"(largest difference from the naive form: ([0-9.e-]+))");
+    std::size_t found = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), difference);
+         it != std::sregex_iterator(); ++it, ++found) {
+        CHECK(std::stod((*it)[1]) <= 1e-5);
+    }
+    CHECK(found == 2);  // the weights and the output
+    const test::RunResult shapes = test::run_mha("--form mla -d 64 -H 4 -n 6 --shapes-only --format markdown");
+    REQUIRE(shapes.status == 0);
+    CHECK_THAT(one_line(shapes.output), Catch::Contains("MLA (this run) d_c + d_R = 72 numbers") &&
+                                  !Catch::Contains("largest difference"));
+    const test::RunResult heatmap = test::run_mha("--form mla -d 32 -H 2 -n 4 --causal --heatmap --color never");
+    REQUIRE(heatmap.status == 0);
+    CHECK_THAT(heatmap.output, Catch::Contains("head 1"));
+    const test::RunResult json = test::run_mha("--form mla -d 32 -H 2 -n 4 --latent-dim 8 --rope-dim 4 --format json");
+    REQUIRE(json.status == 0);
+    CHECK_THAT(json.output, Catch::Contains("d_c=8 d_R=4") && Catch::Contains("largest difference from the naive form"));
+}
+
+TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes", "[modern][preset][mla]") {
+    // config.json: hidden 2048, 16 heads, kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128:
+    // cache per token MHA 2·16·128 = 4096 numbers, GQA G=8 2048, MQA 256, MLA 512 + 64 = 576
+    const test::RunResult shapes = test::run_mha("--preset deepseek-v2-lite --shapes-only");
+    REQUIRE(shapes.status == 0);
+    CHECK_THAT(one_line(shapes.output), Catch::Contains("d_c=512 d_R=64 d_h=128 d_v=128") &&
+                                  Catch::Contains("MHA 2·h·d_h = 4096 numbers, 16 KiB/token") &&
+                                  Catch::Contains("GQA G=8 2·G·d_h = 2048 numbers") &&
+                                  Catch::Contains("MLA (this run) d_c + d_R = 576 numbers, 2.3 KiB/token") &&
+                                  Catch::Contains("N = 4096 tokens"));
+    const test::RunResult computed = test::run_mha("--preset deepseek-v2-lite -n 3 --trace");
+    REQUIRE(computed.status == 0);
+    std::smatch m;
+    const std::string text = one_line(computed.output);
+    REQUIRE(std::regex_search(text, m, std::regex(R"(largest difference from the naive form: ([0-9.e-]+))")));
+    CHECK(std::stod(m[1]) <= 1e-5);
+    const test::RunResult packed = test::run_mha("--preset deepseek-v2-lite --form packed -n 4 --shapes-only");
+    REQUIRE(packed.status == 0);
+    CHECK_THAT(packed.output, !Catch::Contains("latent"));
+}
+
+TEST_CASE("an MLA state dict names what it lacks or holds too much of, in either naming",
+          "[modern][mla]") {
+    Arrays scratch = mha::npy::read_npz("data/modern/mla_causal/weights_scratch.npz");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 3),
+                        "s.npz: array 'W_uk.weight' has 8 rows, not a whole number per head for h = 3");
+    scratch.erase("W_uv.weight");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 2),
+                        Catch::StartsWith("s.npz: missing array 'W_uv.weight' (from-scratch MLA: W_q.weight"));
+    Arrays hf = mha::npy::read_npz("data/modern/mla_causal/weights.npz");
+    hf.emplace("o_proj.bias", hf.at("kv_a_layernorm.weight"));
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
+                        Catch::StartsWith("h.npz: unexpected array 'o_proj.bias' of shape (6,)"));
+    hf.erase("kv_b_proj.weight");
+    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
+                        Catch::StartsWith("h.npz: missing array 'kv_b_proj.weight' (DeepSeek-V2 MLA:"));
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/attention.h"
+#include "core/mla_pass.h"
 #include "core/plan.h"
 #include "helpers.h"
 #include "show/notes.h"
@@ -133,4 +134,33 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
         {"--shapes-only -b 4294967296 -n 4294967296 -d 4294967296 -H 1", "does not fit in 64 bits"},
     }));
     test::check_rejected(args, message);
+}
+
+TEST_CASE("--form mla: the shapes-only trace is the computed trace without values", "[mla]") {
+    const auto [B, N, E, h, d_c, d_R, causal] =
+        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
+                       std::size_t, bool>({{2, 5, 16, 2, 6, 2, true}, {1, 7, 24, 4, 12, 4, false}}));
+    CAPTURE(B, N, E, h, d_c, d_R, causal);
+    const mha::MlaSizes m = mha::seeded_mla_sizes(E, h, d_c, d_R);
+    const mha::MlaWeights w = mha::seeded_mla_weights(m, 3);
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h}, true, 3);
+    const mha::Rope rope{mha::RopeLayout::Half, 10000.0};
+    Recorder computed, traced;
+    mha::forward_mla(w, in.x_q, h, causal, rope, computed);
+    traced.steps = mha::plan_pass(mha::mla_spec(m, B, N, causal, rope));
+    REQUIRE(traced.steps.size() == computed.steps.size());
+    std::uint64_t computed_macs = 0;
+    for (std::size_t i = 0; i < traced.steps.size(); ++i) {
+        mha::Step planned = traced.steps[i];
+        const mha::Step& ran = computed.steps[i];
+        if (ran.facts.mla && ran.facts.mla->max_difference) {  // only the computation knows it
+            CHECK(*ran.facts.mla->max_difference <= 1e-5);
+            planned.facts.mla->max_difference = ran.facts.mla->max_difference;
+        }
+        require_same_step(planned, ran);
+        computed_macs += ran.macs;
+    }
+    CHECK(mha::planned_macs(traced.steps) == computed_macs);
+    CHECK(mha::mla_parameter_count(m) == w.w_q.numel() + w.w_kv_a.numel() + w.kv_norm.numel() +
+                                             w.w_kv_b.numel() + w.w_o.numel());
 }

@@ -280,7 +280,8 @@ const std::map<std::string, FormChoice> form_names = {{"packed", FormChoice::Pac
                                                 {"fused-qkv", FormChoice::FusedQkv},
                                                 {"per-head", FormChoice::PerHead},
                                                 {"decode", FormChoice::Decode},
-                                                {"block", FormChoice::Block}};
+                                                {"block", FormChoice::Block},
+                                                {"mla", FormChoice::Mla}};
 
 // mha's options in --help order. To add an option: one row here (long name, short
 // letter or 0, value placeholder or "" for a flag, help lines of at most 55 columns,
@@ -353,6 +354,14 @@ const std::vector<Row>& mha_table() {
                  a, {{"auto", std::nullopt},
                      {"standard", AttentionPath::Standard},
                      {"streaming", AttentionPath::Streaming}});
+         }},
+        {{"--flash-row", 0, "I",
+          "with --attention streaming: trace query row I of\n"
+          "batch 0, head 0 tile by tile (running max, running\n"
+          "sum, rescale) and compare it with the standard row"},
+         [](Config& c, const Arg& a) {
+             c.flash_row = parse_index(a);
+             c.trace = true;
          }},
         {{"--max-memory", 0, "SIZE", "refuse runs and files needing more memory (default 2G)"},
          [](Config& c, const Arg& a) { c.max_memory = parse_bytes(a); }},
@@ -484,10 +493,11 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.layer = parse_index(a); }},
 
         section<Config>("Variants (docs/variants.md):"),
-        {{"--form", 0, "packed|fused-qkv|per-head|decode|block",
+        {{"--form", 0, "packed|fused-qkv|per-head|decode|block|mla",
           "the form of the pass (default packed); the four\n"
           "options below choose it too. decode: N tokens one at\n"
-          "a time; block: --block pre"},
+          "a time; block: --block pre; mla: DeepSeek-V2's latent\n"
+          "attention, naive and absorbed"},
          [](Config& c, const Arg& a) { ask_form(c, parse_choice<FormChoice>(a, form_names)); }},
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"
@@ -535,6 +545,14 @@ const std::vector<Row>& mha_table() {
           "RMSNorm of each head's Q and K before the scores, with\n"
           "q_norm.weight, k_norm.weight (d_k) or ones when seeded"},
          [](Config& c, const Arg&) { c.qk_norm = true; }},
+
+        {{"--latent-dim", 0, "C",
+          "--form mla: the KV latent's width d_c (default 4*d_k)"},
+         [](Config& c, const Arg& a) { c.latent_dim = parse_size(a); }},
+        {{"--rope-dim", 0, "R",
+          "--form mla: the decoupled RoPE key's width d_R, even\n"
+          "(default d_k/2, rounded down to even)"},
+         [](Config& c, const Arg& a) { c.rope_dim = parse_size(a); }},
 
         section<Config>("Model sizes:"),
         {{"--preset", 0, "NAME",

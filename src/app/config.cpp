@@ -44,8 +44,26 @@ const std::vector<Rule<Config>>& rules() {
     static const std::vector<Rule<Config>> table = {
         // The forms of the pass.
         {"one-form", [](const Config& c) { return c.forms.size() > 1; },
-         "--decode, --fused-qkv, --per-head and --block are different forms of the pass; "
-         "choose one"},
+         "--decode, --fused-qkv, --per-head, --block and --form mla are different forms of the "
+         "pass; choose one"},
+        {"mla-sizes-without-mla",
+         [](const Config& c) { return (c.latent_dim || c.rope_dim) && !asks(c, FormChoice::Mla); },
+         "--latent-dim and --rope-dim size the latent and the RoPE key of --form mla; give "
+         "--form mla too"},
+        {"mla-alone",
+         [](const Config& c) {
+             return asks(c, FormChoice::Mla) &&
+                    (c.kv_len || !c.key_path.empty() || !c.mask_path.empty() ||
+                     !c.key_padding_mask_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
+                     c.rope || c.alibi || c.window > 0 || c.softcap || c.qk_norm ||
+                     c.attention == AttentionPath::Streaming || c.add_zero_attn ||
+                     c.ablate_head || c.no_scale || c.demo_heads || c.random_bias);
+         },
+         "--form mla computes DeepSeek-V2's latent attention as defined: self-attention, "
+         "--causal or not, RoPE on its own d_R part (--rope-theta sets the base), no biases; "
+         "it takes none of --kv-len, --key/--value, --mask, --key-padding-mask, --kv-heads, "
+         "--rope, --alibi, --window, --softcap, --qk-norm, --attention streaming, "
+         "--add-zero-attn, --ablate-head, --no-scale, --demo-heads or --random-bias"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
@@ -175,11 +193,23 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
          "--attention streaming never stores; use standard or auto"},
+        {"flash-row-streaming",
+         [](const Config& c) { return c.flash_row && c.attention != AttentionPath::Streaming; },
+         "--flash-row traces the online softmax of the streaming path; give --attention "
+         "streaming too"},
+        {"flash-row-forms",
+         [](const Config& c) {
+             return c.flash_row && (c.shapes_only || asks(c, FormChoice::Decode) ||
+                                    asks(c, FormChoice::PerHead));
+         },
+         "--flash-row traces the computed step 10 of the packed pass; it cannot be combined "
+         "with --shapes-only, --decode or --per-head"},
         // Modern attention.
         {"sinks-without-window", [](const Config& c) { return c.sinks && c.window == 0; },
          "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "
          "too"},
-        {"rope-theta-without-rope", [](const Config& c) { return c.rope_theta && !c.rope; },
+        {"rope-theta-without-rope",
+         [](const Config& c) { return c.rope_theta && !c.rope && !asks(c, FormChoice::Mla); },
          "--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too"},
         {"window-top-left",
          [](const Config& c) {
@@ -229,6 +259,7 @@ void settle(Config& c) {
             c.causal = true;
             break;
         case FormChoice::Block: c.block = c.block.value_or(BlockKind::Pre); break;
+        case FormChoice::Mla: c.form = Form::Mla; break;
     }
     if (c.demo_heads) c.causal = true;
     if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads;

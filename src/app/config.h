@@ -18,7 +18,7 @@ enum class Format { Text, Json, Markdown };
 enum class ColorChoice { Auto, Always, Never };
 // What --form and the four form options ask for: a Form of steps 6-10, or the block
 // (which wraps the packed form).
-enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block };
+enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block, Mla };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -48,6 +48,7 @@ struct Config {
     std::optional<MaskMeaning> mask_means;
     bool zero_masked_rows = false;
     std::optional<AttentionPath> attention;  // unset: auto, chosen in build_problem
+    std::optional<std::size_t> flash_row;    // --flash-row I: step 10's online softmax of row I
     std::uint64_t max_memory = std::uint64_t(2) << 30;
     std::optional<double> max_time = 60.0;  // --max-time S: refuse longer estimates; unset: off
 
@@ -84,6 +85,8 @@ struct Config {
     std::optional<std::size_t> sinks;   // --sink-tokens S (needs --window)
     std::optional<double> softcap;      // --softcap C
     bool qk_norm = false;
+    std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
+    std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)
 
     bool help = false;
     bool version = false;

@@ -24,6 +24,7 @@ const std::vector<Preset>& presets() {
         {"llama2-70b", "Llama 2 70B", 8192, 64, 8, 4096, 28672, 80, false, 10000.0},
         {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false, 500000.0},
         {"mistral-7b", "Mistral 7B", 4096, 32, 8, 8192, 14336, 32, false, 10000.0, 4096},
+        {"deepseek-v2-lite", "DeepSeek-V2-Lite", 2048, 16, 16, 4096, 10944, 27, false, 0.0, 0, 512, 64},
     };
     return table;
 }
@@ -73,6 +74,11 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
         if (!c.rope_theta) c.rope_theta = p.rope_theta;
     }
     if (p.window > 0 && c.window == 0) c.window = p.window;
+    if (p.mla_latent > 0 && (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
+        c.forms = {FormChoice::Mla};
+        if (!c.latent_dim) c.latent_dim = p.mla_latent;
+        if (!c.rope_dim) c.rope_dim = p.mla_rope;
+    }
     const bool block = std::find(c.forms.begin(), c.forms.end(), FormChoice::Block) != c.forms.end();
     if (block && !c.d_ff) c.d_ff = p.d_ff;
 }

@@ -22,6 +22,8 @@ struct Preset {
     bool bias;             // whether the attention projections have biases
     double rope_theta = 0.0;  // > 0: RoPE (half layout, as the released checkpoints) with this base
     std::size_t window = 0;   // > 0: sliding-window attention of this width
+    std::size_t mla_latent = 0;  // > 0: multi-head latent attention (--form mla) with this d_c
+    std::size_t mla_rope = 0;    // and this d_R
 };
 
 const std::vector<Preset>& presets();
@@ -35,7 +37,8 @@ std::string presets_table();
 
 // Fills in what the preset decides and the command line left open (`given` lists the
 // options that appeared): B = 1, N = the context, d_model, h, G, the bias, RoPE and its
-// base, the sliding window, and with --block the feed-forward width.
+// base, the sliding window, MLA (--form mla, unless another form was asked for) with its
+// d_c and d_R, and with --block the feed-forward width.
 void apply_preset(const Preset& preset, const std::vector<std::string>& given, Config& config);
 
 }  // namespace mha

@@ -2,6 +2,7 @@
 
 #include "app/problem.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "app/budget.h"
@@ -12,6 +13,7 @@
 #include "core/decode.h"
 #include "core/kernels.h"
 #include "core/error.h"
+#include "core/mla_pass.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
 #include "io/init.h"
@@ -97,7 +99,7 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.num_heads = state.num_heads;
         ledger.hold(sizeof(float) * (sources.weights->parameter_count() +
                                      sources.block->parameter_count()));
-    } else if (!c.weights_path.empty()) {
+    } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
         LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
@@ -263,11 +265,16 @@ void check_bias_kv(const Config& c, const Weights& w) {
     }
 }
 
-// --head and --ablate-head name heads 0..h-1.
-void check_head_numbers(const Config& c, std::size_t heads) {
+// --head and --ablate-head name heads 0..h-1, --flash-row a query row 0..N-1.
+void check_head_numbers(const Config& c, const Sizes& s) {
+    const std::size_t heads = s.heads;
     std::vector<std::pair<const char*, std::size_t>> named;
     for (std::size_t head : c.view_heads) named.push_back({"--head", head});
     if (c.ablate_head) named.push_back({"--ablate-head", *c.ablate_head});
+    if (c.flash_row && *c.flash_row >= s.seq_len) {
+        throw Error("--flash-row " + std::to_string(*c.flash_row) +
+                    " is not a query row: the rows are 0.." + std::to_string(s.seq_len - 1));
+    }
     for (const auto& [option, head] : named) {
         if (head >= heads) {
             throw Error(std::string(option) + " " + std::to_string(head) +
@@ -360,6 +367,78 @@ std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::u
     return macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
 }
 
+// --form mla with seeded weights: d_h = d_v = d_k, d_c = --latent-dim or 4·d_k, d_R =
+// --rope-dim or d_k/2 rounded down to even (at least 2).
+MlaSizes seeded_mla(const Config& c, const Sizes& s) {
+    check_heads(s);
+    const std::size_t d_k = s.d_model / s.heads;
+    const MlaSizes m = seeded_mla_sizes(s.d_model, s.heads, c.latent_dim.value_or(4 * d_k),
+                                        c.rope_dim.value_or(std::max<std::size_t>(2, d_k / 4 * 2)));
+    if (m.d_rope % 2 != 0) {
+        throw Error("--rope-dim must be even: RoPE turns pairs of features, got " +
+                    std::to_string(m.d_rope));
+    }
+    return m;
+}
+
+// h of an MLA state dict: --heads, or its num_heads entry.
+std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
+    if (loaded.num_heads) {
+        return reconcile(c.heads_given ? std::optional<std::size_t>(c.heads) : std::nullopt,
+                         "--heads", *loaded.num_heads, c.weights_path, "num_heads");
+    }
+    if (c.heads_given) return c.heads;
+    throw Error(c.weights_path + ": give --heads (the model's num_attention_heads): a state dict "
+                "does not record how q_proj's rows split into heads; or save num_heads=H in the "
+                ".npz");
+}
+
+std::string mla_variant(const MlaSizes& m) {
+    return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
+           " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
+           " d_v=" + std::to_string(m.d_v) + ", naive and absorbed";
+}
+
+Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
+
+// --form mla: its weights (a state dict, or seeded), the inputs, and the budget for both forms.
+Problem build_mla_problem(const Config& c) {
+    Ledger ledger(c.max_memory);
+    const Sources files = load_files(c, ledger);
+    Sizes s = resolve_sizes(c, files);
+    Problem p;
+    MlaSizes m{};
+    if (!c.weights_path.empty()) {
+        const LoadedMla loaded = load_mla_arrays(c.weights_path, ledger);
+        p.mla = mla_weights_from_state_dict(loaded.arrays, c.weights_path, mla_heads(c, loaded));
+        m = mla_sizes(*p.mla, mla_heads(c, loaded));
+        reconcile(c.latent_dim, "--latent-dim", m.d_latent, c.weights_path, "d_c");
+        reconcile(c.rope_dim, "--rope-dim", m.d_rope, c.weights_path, "d_R");
+        if (!files.inputs) s.d_model = s.kdim = s.vdim = reconcile(c.d_model, "--d-model", m.d_model, c.weights_path, "d_model");
+        ledger.hold(sizeof(float) * mla_parameter_count(m));
+    } else {
+        m = seeded_mla(c, s);
+        p.mla = seeded_mla_weights(m, c.seed);
+    }
+    s.heads = s.kv_heads = m.heads;
+    const std::uint64_t bytes = mla_bytes(m, s.batch, s.seq_len);
+    ledger.check(bytes, "--form mla",
+                 "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
+                     " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
+                 "smaller sizes, or trace with --shapes-only");
+    p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
+    p.masks.causal = c.causal;
+    p.layout = files.layout;
+    p.options.heads = m.heads;
+    p.options.rope = mla_rope(c);
+    check_head_numbers(c, s);
+    p.info = describe(c, s, p);
+    p.info.bias = false;
+    p.info.parameters = mla_parameter_count(m);
+    p.info.variant = mla_variant(m);
+    return p;
+}
+
 }  // namespace
 
 ShapesProblem build_shapes(const Config& c) {
@@ -375,12 +454,21 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
     p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
-    p.info.total_macs = planned_macs(plan_pass(p.spec));
     p.info.variant = variant_description(c, 0);
+    if (c.form == Form::Mla) {
+        const MlaSizes m = seeded_mla(c, s);
+        p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
+        p.info.parameters = mla_parameter_count(m);
+        p.info.bias = false;
+        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
+        p.info.variant = mla_variant(m);
+    }
+    p.info.total_macs = planned_macs(plan_pass(p.spec));
     return p;
 }
 
 Problem build_problem(const Config& c) {
+    if (c.form == Form::Mla) return build_mla_problem(c);
     Ledger ledger(c.max_memory);
     Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
@@ -415,7 +503,8 @@ Problem build_problem(const Config& c) {
     p.options.scale = !c.no_scale;
     p.options.add_zero_attn = c.add_zero_attn;
     check_bias_kv(c, p.weights);
-    check_head_numbers(c, s.heads);
+    check_head_numbers(c, s);
+    p.options.flash_row = c.flash_row;
     p.options.path = plan.path;
     p.options.rope = rope_of(c);
     check_pass(p.weights, p.inputs, p.masks, p.options);

@@ -9,6 +9,7 @@
 
 #include "core/attention.h"
 #include "core/block.h"
+#include "core/mla.h"
 #include "core/plan.h"
 #include "show/run_info.h"
 
@@ -17,6 +18,7 @@ namespace mha {
 struct Problem {
     Weights weights;
     std::optional<BlockWeights> block;  // --block only
+    std::optional<MlaWeights> mla;      // --form mla only (weights stays empty)
     Inputs inputs;
     Masks masks;
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back

@@ -5,6 +5,7 @@
 #include "core/block.h"
 #include "core/decode.h"
 #include "core/fused_qkv.h"
+#include "core/mla_pass.h"
 #include "core/per_head.h"
 
 namespace mha {
@@ -18,6 +19,9 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Mla:
+            return forward_mla(*p.mla, p.inputs.x_q, p.options.heads, p.masks.causal,
+                               *p.options.rope, tracer);
         case Form::Packed: break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
@@ -32,6 +36,7 @@ std::string variant_description(const Config& c, std::size_t d_ff) {
         case Form::Decode: return "decoding with a KV cache";
         case Form::FusedQkv: return "fused QKV";
         case Form::PerHead: return "per head";
+        case Form::Mla: return "multi-head latent attention (DeepSeek-V2)";
         case Form::Packed: break;
     }
     return "";

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/flash_row.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -452,6 +453,11 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
         new_tensor(o.workspace, {s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
+    if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
+        const AttentionUnit u = units.unit(0);
+        trace.upcoming().flash =
+            flash_facts(u.q, u.k, u.v, u.mask, unit_math(s, o).factor, *o.flash_row, 0);
+    }
     trace.show(context);
     return context;
 }

@@ -82,6 +82,8 @@ struct ForwardOptions {
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
+    std::optional<std::size_t> flash_row;  // streaming, traced: this query row of batch 0, head 0
+                                           // tile by tile (core/flash_row.h)
     Workspace* workspace = nullptr;  // the pass's tensors come from it (a repeated pass reuses
                                      // its memory); null: fresh memory
 };

@@ -5,6 +5,7 @@
 #include "core/flash_row.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace mha {
@@ -49,6 +50,32 @@ FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixV
         for (std::size_t j = 0; j < d_k; ++j) result.context[j] = o[j] * inverse;
     }
     return result;
+}
+
+std::vector<float> standard_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                                const HeadMask& mask, float factor, std::size_t row) {
+    const std::size_t d_k = q.cols, m = k.rows;
+    const MatrixView query{q.data + row * q.row_stride, 1, d_k, q.row_stride, q.col_stride};
+    std::vector<float> weights(m), context(d_k, 0.0f);
+    gemm(query, k.transposed(), weights.data(), m);               // 6
+    scale_mask_tile(weights.data(), m, row, 1, 0, m, factor, mask);  // 7, 8
+    softmax_rows(weights.data(), 1, m, false);                    // 9
+    gemm({weights.data(), 1, m, m, 1}, v, context.data(), d_k);   // 10
+    return context;
+}
+
+FlashFacts flash_facts(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                       const HeadMask& mask, float factor, std::size_t row, std::size_t head) {
+    FlashRow flash = trace_flash_row(q, k, v, mask, factor, row);
+    FlashFacts facts{row, head, stream_key_tile, std::move(flash.tiles), std::move(flash.context),
+                     standard_row(q, k, v, mask, factor, row), 0.0};
+    for (std::size_t j = 0; j < facts.context.size(); ++j) {
+        const float a = facts.context[j], b = facts.standard[j];
+        if (std::isnan(a) && std::isnan(b)) continue;
+        facts.max_difference = std::max(facts.max_difference, std::fabs(double(a) - double(b)));
+        if (std::isnan(a) || std::isnan(b)) facts.max_difference = std::nan("");
+    }
+    return facts;
 }
 
 }  // namespace mha

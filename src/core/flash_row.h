@@ -7,19 +7,10 @@
 #include <vector>
 
 #include "core/kernels.h"
+#include "core/step.h"
 #include "core/streaming.h"
 
 namespace mha {
-
-// The row's state after one tile of keys.
-struct FlashTile {
-    std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
-    float tile_max;               // the largest of its scaled, masked scores (−inf: all blocked)
-    float running_max;            // m after the tile: the largest score so far
-    float shrink;                 // e^(m_before − m_after): what the sum and output were scaled by
-    float running_sum;            // l after the tile: Σ e^(score − m) over the keys so far
-    std::vector<float> output;    // (d_k) o after the tile: Σ e^(score − m) v, not divided by l
-};
 
 struct FlashRow {
     std::vector<FlashTile> tiles;
@@ -31,5 +22,14 @@ struct FlashRow {
 FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                          const HeadMask& mask, float factor, std::size_t row,
                          std::size_t key_tile = stream_key_tile);
+
+// Query `row` as the standard path computes it: the whole row of scores (steps 6-8 with
+// scale_mask_tile), softmax, weights @ v. (d_k); NaN when every key is blocked.
+std::vector<float> standard_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                                const HeadMask& mask, float factor, std::size_t row);
+
+// The flash row of query `row` of one head, with the standard path's row beside it.
+FlashFacts flash_facts(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                       const HeadMask& mask, float factor, std::size_t row, std::size_t head);
 
 }  // namespace mha

@@ -8,6 +8,7 @@
 #include <vector>
 #include <string>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/rms_norm.h"
@@ -84,12 +85,14 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, std::size_t heads, b
     const std::size_t q_width = d_h + d_R;
     MlaResult result;
     const Tensor a = linear(x, w.w_kv_a);  // (B·N, d_c + d_R)
+    result.kv_a = a.view({B, N, d_c + d_R});
     result.latent = columns(a, 0, d_c).view({B, N, d_c});
     rms_norm_rows(result.latent, w.kv_norm);
     result.rope_key = columns(a, d_c, d_R).view({B, N, d_R});
     Tensor k_pe = result.rope_key.view({B, 1, N, d_R});
     apply_rope(k_pe, rope, 0);
-    const Tensor q = linear(x, w.w_q).view({B, N, h, q_width}).transpose(1, 2);  // (B, h, N, d_h + d_R)
+    result.queries = linear(x, w.w_q).view({B, N, h * q_width});
+    const Tensor q = result.queries.view({B, N, h, q_width}).transpose(1, 2);  // (B, h, N, d_h + d_R)
     Tensor q_rope_part({B, h, N, d_R});  // the last d_R features of each head's q, rotated
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t hh = 0; hh < h; ++hh)
@@ -146,6 +149,44 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, std::size_t heads, b
 CachePerToken cache_per_token(const MlaSizes& s, std::size_t kv_heads) {
     const std::uint64_t d_h = s.d_nope;
     return {2 * s.heads * d_h, 2 * kv_heads * d_h, 2 * d_h, std::uint64_t(s.d_latent) + s.d_rope};
+}
+
+std::size_t ledger_kv_heads(std::size_t heads) {
+    if (heads > 8 && heads % 8 == 0) return 8;
+    for (std::size_t g = heads / 2; g > 1; --g) {
+        if (heads % g == 0) return g;
+    }
+    return 0;
+}
+
+MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_latent,
+                          std::size_t d_rope) {
+    const std::size_t d_k = d_model / heads;
+    return {d_model, heads, d_k, d_rope, d_latent, d_k};
+}
+
+std::uint64_t mla_parameter_count(const MlaSizes& s) {
+    const std::string what = "the parameter count";
+    const std::uint64_t h = s.heads;
+    return checked_sum({checked_product({h, s.d_nope + s.d_rope, s.d_model}, what),
+                        checked_product({s.d_latent + s.d_rope, s.d_model}, what), s.d_latent,
+                        checked_product({h, s.d_nope + s.d_v, s.d_latent}, what),
+                        checked_product({s.d_model, h, s.d_v}, what)},
+                       what);
+}
+
+std::uint64_t mla_bytes(const MlaSizes& s, std::size_t batch, std::size_t seq_len) {
+    const std::string what = "the memory for MLA";
+    const std::uint64_t B = batch, N = seq_len, h = s.heads;
+    const std::uint64_t per_form = checked_sum(
+        {checked_product({B, N, h, s.d_nope + s.d_rope}, what),         // queries
+         checked_product({B, N, 2 * (s.d_latent + s.d_rope)}, what),    // kv_a, latent, k_pe
+         checked_product({B, h, N, N}, what),                           // weights
+         checked_product({B, N, h, s.d_v + s.d_rope}, what),            // context, q_pe
+         checked_product({B, N, s.d_model}, what),                      // output
+         checked_product({4, N, std::max({N, s.d_latent, s.d_nope, s.d_v})}, what)},  // per head
+        what);
+    return checked_product({2, sizeof(float), per_form}, what);
 }
 
 }  // namespace mha

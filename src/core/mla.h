@@ -36,6 +36,8 @@ MlaSizes mla_sizes(const MlaWeights& weights, std::size_t heads);
 enum class MlaForm { Naive, Absorbed };
 
 struct MlaResult {
+    Tensor queries;   // (B, N, h·(d_h + d_R))  q_proj's output, before RoPE
+    Tensor kv_a;      // (B, N, d_c + d_R)      kv_a_proj_with_mqa's output, before norm and RoPE
     Tensor output;    // (B, N, d_model)
     Tensor weights;   // (B, h, N, N)  attention weights per head
     Tensor latent;    // (B, N, d_c)   what the cache keeps per token, after the RMSNorm
@@ -52,5 +54,20 @@ struct CachePerToken {
     std::uint64_t mha, gqa, mqa, mla;
 };
 CachePerToken cache_per_token(const MlaSizes& sizes, std::size_t kv_heads);
+
+// The GQA row of the ledger: 8 K/V heads as Llama 2 70B and DeepSeek-V2's Table 1 have them,
+// or, for fewer heads, the largest divisor of h below h other than 1; 0 when h has none.
+std::size_t ledger_kv_heads(std::size_t heads);
+
+// The MLA sizes seeded weights get: d_h = d_v = d_model / h, d_c and d_R as given.
+MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_latent,
+                          std::size_t d_rope);
+
+// Parameters of the five MLA matrices and the latent's norm.
+std::uint64_t mla_parameter_count(const MlaSizes& sizes);
+
+// Bytes the MLA form allocates for B sequences of N tokens: both forms' results and the
+// largest per-head temporaries (throws mha::Error past 64 bits).
+std::uint64_t mla_bytes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len);
 
 }  // namespace mha

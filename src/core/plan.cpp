@@ -96,6 +96,23 @@ TokenFacts token_facts(const Sizes& s, std::size_t t) {
     return facts;
 }
 
+// What bounds token t's one query against the t + 1 cached positions: no causal rule (the
+// future is not cached yet), but the window with its sinks, ALiBi and the soft-cap as in the
+// full pass, the query at position t.
+void token_attend_facts(const PassSpec& spec, std::size_t t, StepFacts& facts) {
+    const Sizes& s = spec.sizes;
+    const MaskKinds& k = spec.masks;
+    facts.token = token_facts(s, t);
+    if (k.window > 0) facts.token->window = window_facts(k, s, t + 1);
+    if (k.softcap > 0) facts.softcap = k.softcap;
+    if (k.alibi) {
+        facts.masks = MaskFacts{};
+        facts.masks->n = 1;
+        facts.masks->m = t + 1;
+        facts.masks->alibi_slopes = alibi_slopes(s.heads);
+    }
+}
+
 // RoPE's pairs and base, and the angles of the first pairs at positions 0, 1 and M-1.
 RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
     const std::size_t d_k = s.d_k(), M = s.kv_len;
@@ -369,17 +386,16 @@ void plan_token(Planner& p, std::size_t t) {
     if (p.spec.masks.window > 0) token.window = window_facts(p.spec.masks, s, length);
     const std::string scaled = scale_suffix(p.spec.scale);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
-    if (streamed) {
-        p.add(10, "attend", "context",
-              "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
-              {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
-              macs_of({2, B, h, length, d_k}));
-    } else {
-        p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
-              {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
-              macs_of({B, h, length, d_k}))
-            .facts.token = token_facts(s, t);
-    }
+    Step& attend =
+        streamed ? p.add(10, "attend", "context",
+                         "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
+                         {"B", "h", "N", "d_k"},
+                         Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
+                         macs_of({2, B, h, length, d_k}))
+                 : p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
+                         {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
+                         macs_of({B, h, length, d_k}));
+    token_attend_facts(p.spec, t, attend.facts);
     p.add(14, "project", "out_t",
           (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, d_model) @ W_o.T"
                     : "out_t = (weights @ V_cache).view(B, N, d_model) @ W_o.T") +
@@ -388,6 +404,58 @@ void plan_token(Planner& p, std::size_t t) {
           checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, E})},
                       "the multiply-adds"))
         .facts.token = token_facts(s, t);
+}
+
+// The MLA form: the projections, the cached latent and RoPE key, then attention naively and
+// absorbed (9 the weights, 14 the output of each). Both forms are computed; the trace
+// compares them.
+void plan_mla(Planner& p) {
+    const Sizes& s = p.s;
+    const MlaSizes& m = *p.spec.mla;
+    const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = m.heads;
+    const std::size_t d_h = m.d_nope, d_R = m.d_rope, d_c = m.d_latent, d_v = m.d_v;
+    MlaFacts facts{h, d_h, d_R, d_c, d_v, N, ledger_kv_heads(h), false, false, std::nullopt};
+    const Dims weights_dims = {"B", "h", "N", "N"};
+    const Layout weights = Layout::contiguous_of({B, h, N, N});
+    const Layout out = Layout::contiguous_of({B, N, E});
+    const std::string rope_scores = " + q_pe @ k_pe.mT) / sqrt(d_h + d_R))";
+    const auto sum = [](std::uint64_t a, std::uint64_t b) {
+        return checked_sum({a, b}, "the multiply-adds");
+    };
+    p.add(1, "project", "Q", "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
+          {"B", "N", "h·(d_h+d_R)"}, Layout::contiguous_of({B, N, h * (d_h + d_R)}),
+          macs_of({B, N, h * (d_h + d_R), E}));
+    p.add(2, "project", "kv_a", "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)",
+          {"B", "N", "d_c+d_R"}, Layout::contiguous_of({B, N, d_c + d_R}),
+          macs_of({B, N, d_c + d_R, E}));
+    Step& cache = p.add(2, "rms_norm", "c_kv", "c_kv = kv_a_layernorm(c_kv)", {"B", "N", "d_c"},
+                        Layout::contiguous_of({B, N, d_c}));
+    cache.facts.mla = facts;
+    cache.facts.mla->ledger = true;
+    Step& rope_step = p.add(5, "rope", "k_pe", "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head",
+                       {"B", "N", "d_R"}, Layout::contiguous_of({B, N, d_R}));
+    if (p.spec.rope) {
+        Sizes rope_sizes = s;  // the RoPE part is d_R wide: the angles of its pairs
+        rope_sizes.d_model = d_R * rope_sizes.heads;
+        rope_step.facts.rope = rope_facts(*p.spec.rope, rope_sizes);
+    }
+    p.add(9, "softmax", "weights",
+          "k_nope, v = (c_kv @ kv_b_proj.T).split([d_h, d_v]) per head; weights = "
+          "softmax((q_nope @ k_nope.mT" + rope_scores,
+          weights_dims, weights,
+          sum(macs_of({B, N, h * (d_h + d_v), d_c}), macs_of({B, h, N, N, d_h + d_R})))
+        .facts.mla = facts;
+    p.add(14, "project", "output", "output = cat_h(weights @ v) @ o_proj.T", {"B", "N", "d_model"},
+          out, sum(macs_of({B, h, N, N, d_v}), macs_of({B, N, E, h * d_v})));
+    facts.absorbed = true;
+    p.add(9, "softmax", "weights_absorbed",
+          "weights = softmax(((q_nope @ W_UK) @ c_kv.mT" + rope_scores, weights_dims, weights,
+          sum(macs_of({B, h, N, d_h, d_c}), macs_of({B, h, N, N, d_c + d_R})))
+        .facts.mla = facts;
+    p.add(14, "project", "output_absorbed", "output = cat_h((weights @ c_kv) @ W_UV.T) @ o_proj.T",
+          {"B", "N", "d_model"}, out,
+          sum(sum(macs_of({B, h, N, N, d_c}), macs_of({B, h, N, d_c, d_v})), macs_of({B, N, E, h * d_v})))
+        .facts.mla = facts;
 }
 
 }  // namespace
@@ -399,7 +467,9 @@ float score_factor(std::size_t d_k, bool scaled) {
 std::vector<Step> plan_pass(const PassSpec& spec) {
     Planner p(spec);
     plan_inputs(p);
-    if (spec.form == Form::PerHead) {
+    if (spec.form == Form::Mla) {
+        plan_mla(p);
+    } else if (spec.form == Form::PerHead) {
         plan_per_head(p);
     } else if (spec.form == Form::Decode) {
         for (std::size_t t = 0; t < spec.sizes.seq_len; ++t) plan_token(p, t);

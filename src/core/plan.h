@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mla.h"
 #include "core/rope.h"
 #include "core/ops.h"
 #include "core/sizes.h"
@@ -29,6 +30,7 @@ enum class Form {
     FusedQkv,  // one (3·d_model, d_model) projection, split by view and permute
     PerHead,   // each head projects its own slices of W_q, W_k, W_v; the heads are concatenated
     Decode,    // one query at a time against a growing KV cache (causal self-attention)
+    Mla,       // DeepSeek-V2's latent attention, naive and absorbed (core/mla.h; own weights)
 };
 
 // Which projections add a bias.
@@ -70,6 +72,7 @@ struct PassSpec {
     bool qk_norm = false;       // step 5 RMSNorms Q and K
     std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
+    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes gives B, N = M, d_model, h)
 };
 
 // Every step the pass reports, in order; Step::value is null.
@@ -101,6 +104,8 @@ public:
     void show_masked(const Tensor& scores);
     // The next step without a value (a view the pass never materialises).
     void show_layout();
+    // The facts of the next step, to add what only the computation knows; only when on().
+    StepFacts& upcoming() { return steps_.at(next_).facts; }
 
 private:
     Step& next();

@@ -62,6 +62,36 @@ struct TokenFacts {
     std::optional<WindowFacts> window;  // step 2: the positions the window still reads
 };
 
+// One query row of the streaming path after one tile of keys (core/flash_row.h).
+struct FlashTile {
+    std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
+    float tile_max;               // the largest of its scaled, masked scores (−inf: all blocked)
+    float running_max;            // m after the tile: the largest score so far
+    float shrink;                 // e^(m_before − m_after): what the sum and output were scaled by
+    float running_sum;            // l after the tile: Σ e^(score − m) over the keys so far
+    std::vector<float> output;    // (d_k) o after the tile: Σ e^(score − m) v, not divided by l
+};
+
+// Streaming 10 with a traced row: query `row` of batch 0, head `head`, tile by tile.
+struct FlashFacts {
+    std::size_t row = 0, head = 0;
+    std::size_t key_tile = 0;          // the streaming path's tile width
+    std::vector<FlashTile> tiles;
+    std::vector<float> context;        // (d_k) o / l after the last tile
+    std::vector<float> standard;       // (d_k) the same row as the standard path computes it
+    double max_difference = 0.0;       // max |context − standard| (0 when both are NaN)
+};
+
+// The MLA form (core/mla.h): its sizes, and what only the computation knows.
+struct MlaFacts {
+    std::size_t heads = 0, d_nope = 0, d_rope = 0, d_latent = 0, d_v = 0;  // h, d_h, d_R, d_c, d_v
+    std::size_t length = 0;        // N: the tokens of the sequence
+    std::size_t gqa_kv_heads = 0;  // the cache ledger's GQA row, 0 for none
+    bool ledger = false;           // the cache step: MHA / GQA / MQA / MLA bytes per token
+    bool absorbed = false;         // a step of the absorbed form
+    std::optional<double> max_difference;  // absorbed vs naive, once computed
+};
+
 // What a step establishes beyond its layout, as numbers and kinds: core/ computes them,
 // show/notes.h words them. Every field is empty unless the step has that fact.
 struct StepFacts {
@@ -78,6 +108,8 @@ struct StepFacts {
     std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
     std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
+    std::optional<FlashFacts> flash;             // streaming 10 with --flash-row: one row's tiles
+    std::optional<MlaFacts> mla;                 // the MLA form's cache, attention and output steps
     std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
     std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
 };

@@ -11,6 +11,7 @@ namespace {
 constexpr std::uint32_t weights_stream = 1;
 constexpr std::uint32_t inputs_stream = 2;
 constexpr std::uint32_t block_stream = 3;
+constexpr std::uint32_t mla_stream = 4;
 constexpr double two_pi = 6.283185307179586;
 
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
@@ -72,6 +73,21 @@ Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, boo
                                      : Tensor({widths[i]});
         }
     }
+    return w;
+}
+
+MlaWeights seeded_mla_weights(const MlaSizes& s, std::uint64_t seed) {
+    Random random(seed, mla_stream);
+    const auto linear = [&random](std::size_t out, std::size_t in) {  // nn.Linear's U(±1/sqrt(in))
+        return uniform_tensor(random, {out, in}, float(1.0 / std::sqrt(double(in))));
+    };
+    const std::size_t h = s.heads;
+    MlaWeights w;
+    w.w_q = linear(h * (s.d_nope + s.d_rope), s.d_model);
+    w.w_kv_a = linear(s.d_latent + s.d_rope, s.d_model);
+    w.kv_norm = Tensor({s.d_latent}, std::vector<float>(s.d_latent, 1.0f));
+    w.w_kv_b = linear(h * (s.d_nope + s.d_v), s.d_latent);
+    w.w_o = linear(s.d_model, h * s.d_v);
     return w;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/attention.h"
 #include "core/block.h"
+#include "core/mla.h"
 
 #include <cstdint>
 #include <random>
@@ -31,6 +32,10 @@ Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::ui
 // their Xavier bound is sqrt(6 / (d_model + kv_width)).
 Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
                        std::uint64_t seed);
+
+// MLA's five matrices drawn like nn.Linear's, U(-1/sqrt(in), 1/sqrt(in)), and the latent's
+// RMSNorm weight 1, as DeepSeek-V2's modules initialise them.
+MlaWeights seeded_mla_weights(const MlaSizes& sizes, std::uint64_t seed);
 
 // A transformer block as nn.TransformerEncoderLayer initialises it: LayerNorms with
 // weight 1 and bias 0; linear1 and linear2 drawn like nn.Linear, weight and bias

@@ -321,6 +321,105 @@ std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& sou
     return heads;
 }
 
+namespace {
+
+const char* const mla_hf_layout =
+    "DeepSeek-V2 MLA: q_proj.weight (h·(d_h + d_R), E), kv_a_proj_with_mqa.weight "
+    "(d_c + d_R, E), kv_a_layernorm.weight (d_c), kv_b_proj.weight (h·(d_h + d_v), d_c), "
+    "o_proj.weight (E, h·d_v)";
+const char* const mla_scratch_layout =
+    "from-scratch MLA: W_q.weight (h·(d_h + d_R), E), W_dkv.weight (d_c, E), W_kr.weight "
+    "(d_R, E), kv_norm.weight (d_c), W_uk.weight (h·d_h, d_c), W_uv.weight (h·d_v, d_c), "
+    "W_o.weight (E, h·d_v)";
+
+// Throws for the first of `names` the dict lacks, naming the layout it belongs to.
+void require(const StateDict& dict, std::initializer_list<const char*> names,
+             const std::string& source, const char* layout) {
+    for (const char* name : names) {
+        if (!dict.has(name)) {
+            throw Error(source + ": missing array '" + name + "' (" + layout + ")");
+        }
+    }
+}
+
+// Rows of a (rows, cols) matrix: `count` rows from `first`, appended to `out`.
+void append_rows(const Tensor& m, std::size_t first, std::size_t count, std::vector<float>& out) {
+    const std::size_t cols = m.size(1);
+    out.insert(out.end(), m.data() + first * cols, m.data() + (first + count) * cols);
+}
+
+// The sizes an MLA state dict implies, refused when h does not split it.
+std::size_t per_head(std::size_t rows, std::size_t heads, const std::string& source,
+                     const char* name) {
+    if (heads == 0 || rows % heads != 0) {
+        throw Error(source + ": array '" + name + "' has " + std::to_string(rows) +
+                    " rows, not a whole number per head for h = " + std::to_string(heads));
+    }
+    return rows / heads;
+}
+
+MlaWeights mla_hugging_face(StateDict& dict, const std::string& source) {
+    require(dict, {"q_proj.weight", "kv_a_proj_with_mqa.weight", "kv_a_layernorm.weight",
+                   "kv_b_proj.weight", "o_proj.weight"},
+            source, mla_hf_layout);
+    const std::size_t E = dict.nonzero(dict.cols_of("q_proj.weight"), "E", "q_proj.weight");
+    const std::size_t kv_a = dict.rows_of("kv_a_proj_with_mqa.weight");
+    const std::size_t d_c = dict.nonzero(dict.cols_of("kv_b_proj.weight"), "d_c", "kv_b_proj.weight");
+    MlaWeights w;
+    w.w_q = dict.take("q_proj.weight", {dict.rows_of("q_proj.weight"), E});
+    w.w_kv_a = dict.take("kv_a_proj_with_mqa.weight", {kv_a, E});
+    w.kv_norm = dict.take("kv_a_layernorm.weight", {d_c});
+    w.w_kv_b = dict.take("kv_b_proj.weight", {dict.rows_of("kv_b_proj.weight"), d_c});
+    w.w_o = dict.take("o_proj.weight", {E, dict.cols_of("o_proj.weight")});
+    return w;
+}
+
+MlaWeights mla_from_scratch(StateDict& dict, const std::string& source, std::size_t heads) {
+    require(dict, {"W_q.weight", "W_dkv.weight", "W_kr.weight", "kv_norm.weight", "W_uk.weight",
+                   "W_uv.weight", "W_o.weight"},
+            source, mla_scratch_layout);
+    const std::size_t E = dict.nonzero(dict.cols_of("W_q.weight"), "E", "W_q.weight");
+    const std::size_t d_c = dict.nonzero(dict.rows_of("W_dkv.weight"), "d_c", "W_dkv.weight");
+    const std::size_t d_R = dict.nonzero(dict.rows_of("W_kr.weight"), "d_R", "W_kr.weight");
+    const std::size_t d_h = per_head(dict.rows_of("W_uk.weight"), heads, source, "W_uk.weight");
+    const std::size_t d_v = per_head(dict.rows_of("W_uv.weight"), heads, source, "W_uv.weight");
+    MlaWeights w;
+    w.w_q = dict.take("W_q.weight", {dict.rows_of("W_q.weight"), E});
+    std::vector<float> kv_a;  // [W_dkv; W_kr]: kv_a_proj_with_mqa
+    append_rows(dict.take("W_dkv.weight", {d_c, E}), 0, d_c, kv_a);
+    append_rows(dict.take("W_kr.weight", {d_R, E}), 0, d_R, kv_a);
+    w.w_kv_a = Tensor({d_c + d_R, E}, std::move(kv_a));
+    w.kv_norm = dict.take("kv_norm.weight", {d_c});
+    const Tensor w_uk = dict.take("W_uk.weight", {heads * d_h, d_c});
+    const Tensor w_uv = dict.take("W_uv.weight", {heads * d_v, d_c});
+    std::vector<float> kv_b;  // per head [W_uk rows; W_uv rows]: kv_b_proj
+    for (std::size_t i = 0; i < heads; ++i) {
+        append_rows(w_uk, i * d_h, d_h, kv_b);
+        append_rows(w_uv, i * d_v, d_v, kv_b);
+    }
+    w.w_kv_b = Tensor({heads * (d_h + d_v), d_c}, std::move(kv_b));
+    w.w_o = dict.take("W_o.weight", {E, heads * d_v});
+    return w;
+}
+
+}  // namespace
+
+MlaWeights mla_weights_from_state_dict(const Arrays& arrays, const std::string& source,
+                                       std::size_t heads) {
+    const bool scratch = arrays.count("W_dkv.weight") != 0;
+    StateDict dict(arrays, source, scratch ? mla_scratch_layout : mla_hf_layout);
+    MlaWeights w = scratch ? mla_from_scratch(dict, source, heads) : mla_hugging_face(dict, source);
+    dict.reject_leftovers();
+    return w;
+}
+
+LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger) {
+    LoadedMla loaded;
+    loaded.arrays = npy::read_npz(path, ledger);
+    loaded.num_heads = take_num_heads(loaded.arrays, path);
+    return loaded;
+}
+
 LoadedWeights load_weights(const std::string& path, const Ledger& ledger, const std::string& prefix) {
     Arrays arrays = npy::read_npz(path, ledger);
     LoadedWeights loaded;

@@ -4,6 +4,7 @@
 // names the array and the shape expected.
 
 #include "core/attention.h"
+#include "core/mla.h"
 #include "io/npy.h"
 
 #include <cstdint>
@@ -44,5 +45,19 @@ std::vector<std::string> prefixes_of(const std::map<std::string, npy::Array>& ar
 std::map<std::string, npy::Array> under_prefix(std::map<std::string, npy::Array> arrays,
                                                const std::string& prefix, const std::string& source,
                                                const std::vector<std::string>& markers);
+
+// An MLA state dict (--form mla) with h heads, in Hugging Face DeepSeek-V2 names (q_proj,
+// kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; .weight each) or from-scratch names
+// (W_q, W_dkv (d_c, E), W_kr (d_R, E), kv_norm, W_uk (h·d_h, d_c), W_uv (h·d_v, d_c), W_o),
+// which are stacked into the Hugging Face layout. Throws naming a missing or misshapen array.
+MlaWeights mla_weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
+                                       const std::string& source, std::size_t heads);
+
+// The arrays of an MLA state dict and its num_heads entry (see take_num_heads).
+struct LoadedMla {
+    std::map<std::string, npy::Array> arrays;
+    std::optional<std::size_t> num_heads;
+};
+LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger);
 
 }  // namespace mha

@@ -2,10 +2,13 @@
 
 #include "show/notes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 
 #include "core/checked.h"
+#include "core/mla.h"
 #include "show/format.h"
 
 namespace mha {
@@ -159,6 +162,109 @@ void streaming(const StepFacts& f, Notes& notes) {
                     "to copy");
 }
 
+// The keys the window (and its sinks) leaves the query at position p of the cache.
+void token_window(std::size_t p, const WindowFacts& w, Notes& notes) {
+    const std::string W = "sliding window W = " + std::to_string(w.window);
+    if (w.kept == w.length) {
+        notes.push_back(W + (w.window >= w.length ? "" : " with " + std::to_string(w.sinks) +
+                                                             " sinks") +
+                        ": all " + std::to_string(w.length) + " cached positions are visible");
+        return;
+    }
+    const std::size_t first = p + 1 - w.window;  // the oldest key inside the window
+    std::string text = W + ": position " + std::to_string(p) + " reads keys " +
+                       std::to_string(first) + ".." + std::to_string(p);
+    if (w.sinks > 0) text += " and the sinks 0.." + std::to_string(std::min(w.sinks, first) - 1);
+    notes.push_back(text + ", " + std::to_string(w.kept) + " of the " + std::to_string(w.length) +
+                    " cached; the others are -inf before the softmax");
+}
+
+// "[0.1, -2, 3.5, 0.25, ...]": the first features of a row.
+std::string first_features(const std::vector<float>& row) {
+    constexpr std::size_t shown = 4;
+    std::string text = "[";
+    for (std::size_t j = 0; j < row.size() && j < shown; ++j) text += (j ? ", " : "") + number(row[j]);
+    return text + (row.size() > shown ? ", ...]" : "]");
+}
+
+// One tile of the flash row: what it saw, what the running max and sum became, the rescale.
+std::string flash_tile(std::size_t index, const FlashTile& t) {
+    std::string text = "tile " + std::to_string(index) + ", keys " + std::to_string(t.first_key) +
+                       ".." + std::to_string(t.first_key + t.keys - 1) + ": ";
+    if (std::isinf(t.tile_max) && t.tile_max < 0 && std::isinf(t.running_max)) {
+        return text + "every key blocked so far; m, l and o stay empty";
+    }
+    text += "tile max " + number(t.tile_max) + ", m = " + number(t.running_max) + ", ";
+    text += t.shrink == 0.0f ? std::string("first visible keys: l and o start here")
+            : t.shrink == 1.0f
+                ? std::string("m unchanged: l and o kept as they were (rescale 1)")
+                : "l and o rescaled by e^(m_old - m) = " + number(t.shrink);
+    return text + ", l = " + number(t.running_sum) + ", o = " + first_features(t.output);
+}
+
+// Streaming 10 with --flash-row: the online softmax of one row, tile by tile.
+void flash(const FlashFacts& f, Notes& notes) {
+    constexpr std::size_t head_tiles = 6;  // tiles shown before the last one
+    notes.push_back("flash row: query " + std::to_string(f.row) + " of batch 0, head " +
+                    std::to_string(f.head) + ", keys in tiles of " + std::to_string(f.key_tile) +
+                    "; per tile m = max(m, tile max), l = l·e^(m_old - m) + Σ e^(s - m), "
+                    "o = o·e^(m_old - m) + Σ e^(s - m)·v");
+    for (std::size_t i = 0; i < f.tiles.size(); ++i) {
+        if (i == head_tiles && f.tiles.size() > head_tiles + 1) {
+            notes.push_back("... " + std::to_string(f.tiles.size() - head_tiles - 1) + " more tiles");
+            i = f.tiles.size() - 1;
+        }
+        notes.push_back(flash_tile(i, f.tiles[i]));
+    }
+    notes.push_back("context = o / l = " + first_features(f.context) +
+                    "; the standard path's row (all scores stored, softmax, weights @ V) = " +
+                    first_features(f.standard) + ": max difference " + number(f.max_difference));
+}
+
+// MLA's cache ledger: numbers and float32 bytes one layer caches per token, and for N tokens.
+void mla_ledger(const MlaFacts& m, Notes& notes) {
+    const MlaSizes sizes{0, m.heads, m.d_nope, m.d_rope, m.d_latent, m.d_v};
+    const CachePerToken cache = cache_per_token(sizes, m.gqa_kv_heads);
+    notes.push_back("the KV cache keeps only c_kv (d_c = " + std::to_string(m.d_latent) +
+                    ") and k_pe (d_R = " + std::to_string(m.d_rope) +
+                    ") per token, shared by all h heads; keys and values are made from them");
+    notes.push_back("KV cache per token and layer (float32), and for N = " +
+                    std::to_string(m.length) + " tokens, with h = " + std::to_string(m.heads) +
+                    ", d_h = " + std::to_string(m.d_nope) + ":");
+    const auto line = [&](const std::string& form, const std::string& formula, std::uint64_t numbers) {
+        const std::uint64_t bytes = checked_product({numbers, sizeof(float)}, "the cache");
+        notes.push_back(form + " " + formula + " = " + std::to_string(numbers) + " numbers, " +
+                        byte_size(bytes) + "/token, " +
+                        byte_size(checked_product({bytes, m.length}, "the cache")) + "/sequence");
+    };
+    line("MHA", "2·h·d_h", cache.mha);
+    if (m.gqa_kv_heads > 0) line("GQA G=" + std::to_string(m.gqa_kv_heads), "2·G·d_h", cache.gqa);
+    line("MQA", "2·d_h", cache.mqa);
+    line("MLA (this run)", "d_c + d_R", cache.mla);
+}
+
+// The MLA form's steps: the cache, and what each form of the attention does.
+void mla(const Step& step, const MlaFacts& m, Notes& notes) {
+    const std::string difference =
+        m.max_difference ? "; largest difference from the naive form: " + number(*m.max_difference)
+                         : "";
+    if (m.ledger) {
+        mla_ledger(m, notes);
+    } else if (step.number == 9 && !m.absorbed) {
+        notes.push_back("naive: kv_b_proj up-projects the latent into every head's keys k_nope "
+                        "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
+                        "k_pe is one RoPE key for all heads");
+    } else if (step.number == 9) {
+        notes.push_back("absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
+                        "into the query (B, h, N, d_c) and every head scores the cached latent "
+                        "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
+                        difference);
+    } else {
+        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is applied "
+                        "once to the weighted sum of latents (B, h, N, d_c)" + difference);
+    }
+}
+
 void token(const Step& step, const TokenFacts& t, Notes& notes) {
     const std::string token =
         "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
@@ -179,9 +285,12 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
                             " cached positions are still read; a rolling cache would hold " +
                             std::to_string(t.window->kept_bytes) + " bytes");
         }
-    } else if (step.number == 9) {
-        notes.push_back("one query (N = 1) against the t = " + std::to_string(t.position) +
-                        " cached positions; no mask: later tokens are not cached yet");
+    } else if (step.number == 9 || step.number == 10) {
+        notes.push_back("one query (N = 1, at position " + std::to_string(t.position - 1) +
+                        ") against the t = " + std::to_string(t.position) +
+                        " cached positions; no causal mask needed: later tokens are not cached "
+                        "yet");
+        if (t.window) token_window(t.position - 1, *t.window, notes);
     } else {
         notes.push_back(token + " done; the cache holds " + std::to_string(t.cache_bytes) +
                         " bytes of K and V");
@@ -247,6 +356,8 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.appended) appended(*f.appended, notes);
     if (f.masks) masks(*f.masks, notes);
     if (f.unstored_score_bytes) streaming(f, notes);
+    if (f.flash) flash(*f.flash, notes);
+    if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
     by_name(step, notes);
     return notes;

@@ -11,7 +11,8 @@
 #   soft-cap  Gemma Team 2024, Gemma 2, section 2 (C * tanh(scores / C))
 #   QK-norm   RMSNorm (Zhang & Sennrich 2019) of each head's q and k, as Qwen 3 applies it
 #   MLA       DeepSeek-AI 2024, DeepSeek-V2, section 2.1, eq. 9-19, in the Hugging Face
-#             state-dict layout (kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj)
+#             state-dict layout (kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj) and in the
+#             paper's separate matrices (W_dkv, W_kr, W_uk, W_uv)
 #
 # Two kinds of files, both under tests/data/modern/:
 #   units/<topic>.npz   inputs and expected values of one core function each
@@ -387,6 +388,55 @@ class LatentAttention(nn.Module):
         return self.o_proj(context), weights
 
 
+class PaperLatentAttention(nn.Module):
+    """MLA again, written with the paper's separate matrices (DeepSeek-V2 eq. 9-19), float32:
+    W_q, W_dkv (d_c, E), W_kr (d_R, E), kv_norm (d_c), W_uk (h·d_h, d_c), W_uv (h·d_v, d_c), W_o.
+    These are the from-scratch state-dict names mha reads beside Hugging Face's."""
+
+    def __init__(self, E, heads, d_h, d_R, d_c, d_v):
+        super().__init__()
+        self.h, self.d_h, self.d_R, self.d_c, self.d_v = heads, d_h, d_R, d_c, d_v
+        self.W_q = nn.Linear(E, heads * (d_h + d_R), bias=False)
+        self.W_dkv = nn.Linear(E, d_c, bias=False)
+        self.W_kr = nn.Linear(E, d_R, bias=False)
+        self.kv_norm = nn.Module()
+        self.kv_norm.weight = nn.Parameter(torch.ones(d_c))
+        self.W_uk = nn.Linear(d_c, heads * d_h, bias=False)
+        self.W_uv = nn.Linear(d_c, heads * d_v, bias=False)
+        self.W_o = nn.Linear(heads * d_v, E, bias=False)
+
+    def load_hugging_face(self, sd):
+        """The same layer from LatentAttention's Hugging Face names."""
+        h, d_h, d_c, d_v = self.h, self.d_h, self.d_c, self.d_v
+        w_b = sd["kv_b_proj.weight"].view(h, d_h + d_v, d_c)
+        self.load_state_dict({
+            "W_q.weight": sd["q_proj.weight"],
+            "W_dkv.weight": sd["kv_a_proj_with_mqa.weight"][:d_c],
+            "W_kr.weight": sd["kv_a_proj_with_mqa.weight"][d_c:],
+            "kv_norm.weight": sd["kv_a_layernorm.weight"],
+            "W_uk.weight": w_b[:, :d_h].reshape(h * d_h, d_c),
+            "W_uv.weight": w_b[:, d_h:].reshape(h * d_v, d_c),
+            "W_o.weight": sd["o_proj.weight"],
+        })
+
+    def forward(self, x, causal):
+        B, N, _ = x.shape
+        h, d_h, d_R, d_v = self.h, self.d_h, self.d_R, self.d_v
+        c = rms_norm(self.W_dkv(x), self.kv_norm.weight)                 # (B, N, d_c), eq. 9
+        k_c = self.W_uk(c).view(B, N, h, d_h).transpose(1, 2)            # eq. 10
+        v_c = self.W_uv(c).view(B, N, h, d_v).transpose(1, 2)            # eq. 11
+        positions = torch.arange(N)
+        k_r = rope(self.W_kr(x).double(), positions, 10000.0, "half").float()  # (B, N, d_R), eq. 17
+        q = self.W_q(x).view(B, N, h, d_h + d_R).transpose(1, 2)
+        q_c, q_r = q[..., :d_h], rope(q[..., d_h:].double(), positions, 10000.0, "half").float()
+        scores = (q_c @ k_c.transpose(-2, -1) + q_r @ k_r[:, None].transpose(-2, -1)) \
+            / math.sqrt(d_h + d_R)                                       # eq. 19
+        if causal:
+            scores = scores.masked_fill(~allowed(N, N), float("-inf"))
+        weights = scores.softmax(-1)
+        return self.W_o((weights @ v_c).transpose(1, 2).reshape(B, N, h * d_v)), weights
+
+
 def mla_parts(sd, x, d):
     """The shared first half of both float64 forms: queries, the latent and the RoPE key."""
     h, d_h, d_R, d_c, d_v = d
@@ -435,22 +485,27 @@ def mla_absorbed(sd, x, d, causal):
     return context @ sd["o_proj.weight"].T, weights
 
 
-def mla_case():
-    torch.manual_seed(1420)
-    E, d = 16, (2, 4, 2, 6, 3)  # d_model; h, d_h, d_R, d_c, d_v
+def mla_case(name, causal, seed, E=16, d=(2, 4, 2, 6, 3), N=5):
+    """d: h, d_h, d_R, d_c, d_v. Returns the Hugging Face module, the paper-named one with the
+    same weights, x, and the float64 naive output and weights."""
+    torch.manual_seed(seed)
     module = LatentAttention(E, *d)
-    x = torch.randn(2, 5, E)
+    paper = PaperLatentAttention(E, *d)
+    paper.load_hugging_face(module.state_dict())
+    x = torch.randn(2, N, E)
     sd = {k: v.to(D64) for k, v in module.state_dict().items()}
     with torch.no_grad():
-        out32, w32 = module(x, causal=True)
-    out, weights = mla_naive(sd, x.to(D64), d, True)
-    out_abs, weights_abs = mla_absorbed(sd, x.to(D64), d, True)
-    check(out_abs, out, "mla absorbed vs naive: output", 1e-12)
-    check(weights_abs, weights, "mla absorbed vs naive: weights", 1e-12)
-    check(out32, out, "mla float32 module vs naive: output")
-    check(w32, weights, "mla float32 module vs naive: weights")
-    sizes = torch.tensor([E, *d], dtype=D64)
-    return module, x, out, weights, sizes
+        out32, w32 = module(x, causal=causal)
+        paper32, paper_w32 = paper(x, causal=causal)
+    out, weights = mla_naive(sd, x.to(D64), d, causal)
+    out_abs, weights_abs = mla_absorbed(sd, x.to(D64), d, causal)
+    check(out_abs, out, f"{name}: absorbed vs naive: output", 1e-12)
+    check(weights_abs, weights, f"{name}: absorbed vs naive: weights", 1e-12)
+    check(out32, out, f"{name}: float32 Hugging Face module vs naive: output")
+    check(w32, weights, f"{name}: float32 Hugging Face module vs naive: weights")
+    check(paper32, out, f"{name}: float32 paper-named module vs naive: output")
+    check(paper_w32, weights, f"{name}: float32 paper-named module vs naive: weights")
+    return module, paper, x, out, weights
 
 
 # ---------------------------------------------------------------------------- writing
@@ -468,13 +523,19 @@ def main():
         write_npz(os.path.join(UNITS_DIR, topic + ".npz"), make())
     equal_after_permutation()
 
-    module, x, out, weights, sizes = mla_case()
-    folder = os.path.join(OUT_DIR, "mla_causal")
-    os.makedirs(folder)
-    write_npz(os.path.join(folder, "weights.npz"), module.state_dict())
-    np.save(os.path.join(folder, "query.npy"), f32(x))
-    write_npz(os.path.join(folder, "expected.npz"),
-              {"output": out, "attn_weights": weights, "sizes": sizes})
+    # MLA layers: weights.npz in Hugging Face names, weights_scratch.npz in the paper's, the
+    # same numbers; expected.npz also holds the sizes (d_model, h, d_h, d_R, d_c, d_v).
+    for name, causal, seed, E, d, N in [("mla_causal", True, 1420, 16, (2, 4, 2, 6, 3), 5),
+                                        ("mla_plain", False, 1421, 12, (3, 2, 4, 5, 2), 6)]:
+        module, paper, x, out, weights = mla_case(name, causal, seed, E, d, N)
+        folder = os.path.join(OUT_DIR, name)
+        os.makedirs(folder)
+        write_npz(os.path.join(folder, "weights.npz"), module.state_dict())
+        write_npz(os.path.join(folder, "weights_scratch.npz"), paper.state_dict())
+        np.save(os.path.join(folder, "query.npy"), f32(x))
+        write_npz(os.path.join(folder, "expected.npz"),
+                  {"output": out, "attn_weights": weights,
+                   "sizes": torch.tensor([E, *d], dtype=D64)})
 
     lines = ["# Layers with the modern options, made by make_modern_fixtures.py: <case folder>",
              "# <extra mha options>. The folders are under tests/data/modern/ and hold the same",
