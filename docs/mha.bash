@@ -9,13 +9,14 @@ _mha() {
     local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
         --no-bias --random-bias --add-zero-attn --trace --values --step --format --output --explain --weights --input --key
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
+        --max-time --weights-prefix --head-contributions --compare
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
         --sink-tokens --softcap --qk-norm --latent-dim --rope-dim --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
-    local bench_options="--repeat --threads --quick --json --compare-torch --help"
+    local bench_options="--repeat --threads --sizes --heads --quick --json --compare-torch --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
@@ -41,7 +42,7 @@ _mha() {
 
     if [[ ${COMP_WORDS[1]} == bench && COMP_CWORD -gt 1 ]]; then
         case $prev in
-            --repeat|--threads) return ;;
+            --repeat|--threads|--sizes|--heads) return ;;
         esac
         COMPREPLY=($(compgen -W "$bench_options" -- "$cur"))
         return
@@ -63,12 +64,13 @@ _mha() {
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b deepseek-v2-lite" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never 256 truecolor" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
+        --max-time) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --output) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer|--flash-row|--latent-dim|--rope-dim)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

@@ -18,6 +18,7 @@
 #include "app/after_run.h"
 #include "app/bench.h"
 #include "app/cli.h"
+#include "app/compare.h"
 #include "app/grade.h"
 #include "app/lesson_page.h"
 #include "app/model_run.h"
@@ -25,6 +26,7 @@
 #include "app/problem.h"
 #include "app/quiz.h"
 #include "app/terminal.h"
+#include "app/time_guard.h"
 #include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
@@ -150,6 +152,10 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (config.shapes_only) return run_shapes_only(config);
+    if (!config.compare_heads.empty()) {
+        mha::run_compare(config, std::cout);
+        return 0;
+    }
     if (!config.model_path.empty()) {
         mha::run_model(config, *make_report(config), std::cout, std::cerr);
         return 0;
@@ -174,7 +180,11 @@ int run(const std::vector<std::string>& args) {
     const auto start = std::chrono::steady_clock::now();
     mha::ScoreStats score_stats(mha::wants_summary(config));
     mha::TeeTracer tracer(*report, score_stats);
+    // not between the lines of a trace on the same terminal (nor under --step's prompt)
+    mha::Progress progress(problem.estimated_seconds, std::cerr,
+                           isatty(STDERR_FILENO) && !(config.trace && isatty(STDOUT_FILENO)));
     const mha::ForwardResult result = mha::run_pass(config, problem, tracer);
+    progress.stop();
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
@@ -185,6 +195,12 @@ int run(const std::vector<std::string>& args) {
 
     if (!config.save_path.empty()) {
         mha::npy::write_npz(config.save_path, mha::saved_arrays(result, problem.layout));
+    }
+    if (args.empty()) {
+        std::cout << "\nnext:\n"
+                     "  mha --trace            every step: shape, strides, copies, multiply-adds\n"
+                     "  mha --compare 1,4,16   the same layer with 1, 4 and 16 heads\n"
+                     "  mha quiz               five questions on what the trace shows\n";
     }
     return 0;
 }

@@ -73,6 +73,17 @@ inline long peak_rss_kib(const std::string& command) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? usage.ru_maxrss : -1;
 }
 
+// The text with every run of spaces and newlines as one space: a line the output wraps
+// reads as one line again.
+inline std::string flat(const std::string& text) {
+    std::string joined;
+    for (const char c : text) {
+        const bool space = c == ' ' || c == '\n';
+        if (!(space && !joined.empty() && joined.back() == ' ')) joined += space ? ' ' : c;
+    }
+    return joined;
+}
+
 // Runs the binary under test with the given argument string.
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
     return run_command(mha_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));

@@ -8,6 +8,7 @@
 #include "core/block_ops.h"
 #include "helpers.h"
 #include "io/block_weights.h"
+#include "io/weights.h"
 #include "io/init.h"
 #include "recorder.h"
 
@@ -89,6 +90,15 @@ TEST_CASE("a block state dict: both namings, and what is refused") {
     REQUIRE_THROWS_WITH(
         mha::block_from_state_dict(mha::npy::read_npz("data/parity/self_bias/weights.npz"), "a.npz"),
         Catch::Contains("not a transformer block's state dict"));
+    // a block inside a model: the error names the prefix, and --weights-prefix reads it
+    std::map<std::string, mha::npy::Array> model;
+    for (const auto& [name, array] : arrays) model.emplace("encoder.layers.0." + name, array);
+    REQUIRE_THROWS_WITH(mha::block_from_state_dict(model, "m.npz"),
+                        Catch::EndsWith("; a block is under 'encoder.layers.0.': add "
+                                        "--weights-prefix encoder.layers.0."));
+    CHECK(mha::block_from_state_dict(mha::under_prefix(model, "encoder.layers.0.", "m.npz", {}),
+                                     "m.npz")
+              .block.d_ff() == 32);
 }
 
 TEST_CASE("--block on the command line") {

@@ -369,3 +369,23 @@ TEST_CASE("preset names are read in any case") {
     CHECK(body(upper.output) == body(lower.output));
     CHECK_THAT(upper.output, Catch::Contains("\"d_model\":768"));
 }
+
+TEST_CASE("every example of mha --help and mha bench --help runs", "[docs]") {
+    std::size_t examples = 0;
+    for (const std::string help : {mha::help_text(), mha::help_text(mha::bench_command())}) {
+        std::istringstream lines(help.substr(help.find("Examples:")));
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("  mha ", 0) != 0) continue;
+            const std::string command = line.substr(6, line.find("  ", 6) - 6);
+            if (command.find("w.npz") != std::string::npos) continue;  // needs a user's files
+            CAPTURE(command);
+            const test::RunResult r = test::run_command(test::mha_binary() + " " + command +
+                                                        " </dev/null 2>&1");
+            INFO(r.output);
+            // the quiz with nobody answering fails its score (1); nothing is an error (2)
+            CHECK(r.status == (command == "quiz" ? 1 : 0));
+            ++examples;
+        }
+    }
+    CHECK(examples >= 8);
+}

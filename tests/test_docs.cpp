@@ -103,6 +103,16 @@ std::set<std::string> options_in(const std::string& help) {
     return matches(help, std::regex("(--[a-z][a-z-]*)"));
 }
 
+// Runs a documented command as a reader would: in `scratch`, a folder that sees the
+// repository's examples/, docs/ and tests/, with the binary under test first on PATH.
+test::RunResult run_in_scratch(const std::string& scratch, const std::string& command) {
+    const std::string root = fs::canonical("..").string();
+    return test::run_command("mkdir -p " + scratch + " && cd " + scratch +
+                             " && for d in examples docs tests; do [ -e $d ] || ln -s " + root +
+                             "/$d $d; done && PATH=" + test::mha_dir() + ":$PATH; (" + command +
+                             ") </dev/null 2>&1");
+}
+
 }  // namespace
 
 TEST_CASE("every console example in docs/ and examples/ runs and shows what the page says",
@@ -115,13 +125,9 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
         // examples/, docs/ and tests/, so files the commands write land there.
         const std::string scratch = test::temp_path("page-" + page.stem().string() + "-" +
                                                     page.parent_path().filename().string());
-        const std::string root = fs::canonical("..").string();
         for (const ConsoleExample& example : console_examples(test::read_text(page))) {
             CAPTURE(page.string(), example.command);
-            const test::RunResult r = test::run_command(
-                "mkdir -p " + scratch + " && cd " + scratch + " && for d in examples docs tests; do " +
-                "[ -e $d ] || ln -s " + root + "/$d $d; done && PATH=" + test::mha_dir() +
-                ":$PATH; (" + example.command + ") </dev/null 2>&1");
+            const test::RunResult r = run_in_scratch(scratch, example.command);
             INFO(r.output);
             CHECK(r.status == shown_status(example.shown));
             CHECK(shows_in_order(example.shown, r.output));
@@ -254,4 +260,29 @@ TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]
     CHECK(complete("mha qu") == "quiz\n");
     CHECK(complete("mha quiz --to") == "--topics\n");
     CHECK(complete("mha quiz --topics kv") == "kv-cache\n");
+}
+
+// docs/lesson.md's teaching table: | question | `command` | `a line of its output` |; a line
+// the output wraps is found across the wrap
+TEST_CASE("every row of the teaching table in docs/lesson.md runs and prints its answer line",
+          "[docs][lesson]") {
+    const std::string page = test::read_text("../docs/lesson.md");
+    const std::size_t start = page.find("## The seeds' questions, one command each");
+    REQUIRE(start != std::string::npos);
+    const std::regex row("^\\| (.+) \\| `([^`]+)` \\| `([^`]+)` \\|$");
+    const std::string scratch = test::temp_path("lesson-table");
+    std::size_t rows = 0;
+    for (const std::string& line : lines_of(page.substr(start))) {
+        std::smatch cells;
+        if (!std::regex_match(line, cells, row)) continue;
+        const std::string command = cells[2].str(), answer = cells[3].str();
+        CAPTURE(cells[1].str(), command, answer);
+        const test::RunResult r = run_in_scratch(scratch, command);
+        INFO(r.output);
+        CHECK(r.status == 0);
+        CHECK(test::flat(r.output).find(test::flat(answer)) != std::string::npos);
+        ++rows;
+    }
+    test::run_command("rm -rf " + scratch);
+    CHECK(rows == 18);
 }

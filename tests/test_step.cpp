@@ -199,9 +199,9 @@ TEST_CASE("--format markdown: one table row per step, no time, same page every r
     CHECK_THAT(r.output, Catch::Contains("- step 8: causal: query i attends to keys 0..i"));
     // 4 projections of 1·3·8·8 = 192 MACs, plus scores and context of 1·2·3·3·4 = 72 each
     CHECK_THAT(r.output, Catch::Contains("Total: 96 B copied, 912 multiply-adds."));
-    // 31 lines of table and notes, and the mask grid: its fences, heading, key line, 3 queries
-    // and a blank line
-    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 31 + 8);
+    // 32 lines of table and notes (step 14's note on W_o among them), and the mask grid: its
+    // fences, heading, key line, 3 queries and a blank line
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 32 + 8);
     CHECK(test::run_mha("--format markdown -b 1 -n 3 -d 8 -H 2 --causal -t 2", false).output ==
           r.output);
 }

@@ -196,3 +196,60 @@ TEST_CASE("a bool/int mask that hides the diagonal or a whole row gets the --mas
     CHECK_THAT(stderr_of("-b 1 -n 3 -m 2 -d 8 -H 2 --causal").output,
                Catch::Contains("--masked-rows zero gives zeros") && !Catch::Contains("keep"));
 }
+
+TEST_CASE("Hugging Face's q_proj ... o_proj read as the from-scratch W_q ... W_o, K and V with G·d_k rows") {
+    const std::map<std::string, Array> scratch = {
+        {"W_q.weight", counting({E, E})},       {"W_k.weight", counting({2, E}, 50)},
+        {"W_v.weight", counting({2, E}, 70)},   {"W_o.weight", counting({E, E}, 200)},
+        {"W_q.bias", counting({E}, 300)}};
+    const std::map<std::string, Array> hugging_face = {
+        {"q_proj.weight", counting({E, E})},    {"k_proj.weight", counting({2, E}, 50)},
+        {"v_proj.weight", counting({2, E}, 70)}, {"o_proj.weight", counting({E, E}, 200)},
+        {"q_proj.bias", counting({E}, 300)}};
+    const mha::Weights a = mha::weights_from_state_dict(scratch, "a.npz");
+    const mha::Weights b = mha::weights_from_state_dict(hugging_face, "b.npz");
+    for (const auto& [x, y] : {std::pair{&a.w_q, &b.w_q}, {&a.w_k, &b.w_k}, {&a.w_v, &b.w_v},
+                               {&a.w_o, &b.w_o}, {&a.b_q, &b.b_q}}) {
+        CHECK(x->shape() == y->shape());
+        CHECK(x->to_vector() == y->to_vector());
+    }
+    CHECK(b.b_k.empty());
+    // BART and Whisper name the output projection out_proj
+    std::map<std::string, Array> bart = hugging_face;
+    bart["out_proj.weight"] = bart.at("o_proj.weight");
+    bart.erase("o_proj.weight");
+    CHECK(mha::weights_from_state_dict(bart, "c.npz").w_o.to_vector() == a.w_o.to_vector());
+}
+
+TEST_CASE("a state dict under prefixes names them; --weights-prefix reads one") {
+    std::map<std::string, Array> prefixed;
+    for (const auto& [name, array] : torch_dict()) prefixed["layers.1.attn." + name] = array;
+    prefixed["layers.1.mlp.weight"] = counting({E, E});
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(prefixed, "m.npz"),
+                        "m.npz: the attention arrays carry the prefix 'layers.1.attn.'; add "
+                        "--weights-prefix layers.1.attn. to read the arrays under it");
+    const std::map<std::string, Array> kept =
+        mha::under_prefix(prefixed, "layers.1.attn.", "m.npz", {"in_proj_weight"});
+    CHECK(kept.size() == 4);
+    CHECK(mha::weights_from_state_dict(kept, "m.npz").w_o.at({0, 1}) == 201.0f);
+    REQUIRE_THROWS_WITH(mha::under_prefix(prefixed, "attn.", "m.npz", {"in_proj_weight"}),
+                        "m.npz: no array name starts with --weights-prefix 'attn.'; the attention "
+                        "modules are under 'layers.1.attn.'");
+    CHECK(mha::prefixes_of(torch_dict(), {"in_proj_weight"}).empty());  // no prefix: none named
+}
+
+TEST_CASE("--weights-prefix gives the numbers of the same module saved without a prefix", "[cli]") {
+    const auto output_line = [](const std::string& args) {
+        const test::RunResult r = test::run_mha("--input data/bad/x.npy -H 4 " + args);
+        INFO(r.output);
+        REQUIRE(r.status == 0);
+        const std::size_t at = r.output.find("output (B=2, N=5, d_model=16)");
+        REQUIRE(at != std::string::npos);
+        return r.output.substr(at, r.output.find('\n', at) - at);
+    };
+    CHECK(output_line("--weights data/bad/prefixed.npz --weights-prefix attn.") ==
+          output_line("--weights data/bad/weights.npz"));
+    // two Hugging Face layers with the same arrays: either prefix gives hf_names.npz's numbers
+    CHECK(output_line("--weights data/bad/layers.npz --weights-prefix model.layers.1.self_attn.") ==
+          output_line("--weights data/bad/hf_names.npz"));
+}

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "app/contributions.h"
 #include "app/terminal.h"
 #include "app/variants.h"
 #include "core/checked.h"
@@ -127,6 +128,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }
     if (config.ablate_head) report_ablation(out, config, problem, result, *config.ablate_head);
+    if (config.head_contributions) report_contributions(out, config, problem, result);
     if (!config.svg_path.empty()) {
         const std::vector<std::string> cols =
             info.self_attention ? rows : position_labels(info.kv_len, {});

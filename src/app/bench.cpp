@@ -55,6 +55,8 @@ const std::vector<BenchSize> full_sizes = {{1, 128, 512, 8},    {8, 128, 512, 8}
 const std::vector<BenchSize> quick_sizes = {{1, 8, 32, 4}, {2, 33, 64, 4}};
 
 struct BenchOptions {
+    std::vector<BenchSize> sizes;     // --sizes; empty: full_sizes (or quick_sizes)
+    std::vector<std::size_t> heads;   // --heads: every size at each of these h
     std::size_t repeat = 5;
     std::size_t threads = 0;  // 0: the hardware's
     bool quick = false;
@@ -73,6 +75,60 @@ struct Row {
     double peak_mib = 0;
 };
 
+std::string key_of(const BenchSize& s) {
+    return std::to_string(s.batch) + " " + std::to_string(s.seq_len) + " " +
+           std::to_string(s.d_model) + " " + std::to_string(s.heads);
+}
+
+// "1x128x512x8,4x512x768x12": B x N x d_model x h, each from 1 to 2^20, h dividing d_model.
+std::vector<BenchSize> parse_sizes(const Arg& arg) {
+    std::vector<BenchSize> sizes;
+    std::size_t start = 0;
+    while (start <= arg.text.size()) {
+        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
+        const std::string item = arg.text.substr(start, end - start);
+        const std::string expected =
+            arg.option + " expects sizes like 1x128x512x8 (B x N x d_model x h), got '" + item + "'";
+        std::vector<std::size_t> numbers;
+        for (std::size_t at = 0; at <= item.size() && numbers.size() < 5;) {
+            const std::size_t x = std::min(item.find('x', at), item.size());
+            try {
+                numbers.push_back(parse_count({arg.option, item.substr(at, x - at)}, std::size_t(1) << 20));
+            } catch (const Error&) {
+                throw Error(expected);
+            }
+            at = x + 1;
+        }
+        if (numbers.size() != 4) throw Error(expected);
+        if (numbers[2] % numbers[3] != 0) {
+            throw Error(arg.option + " " + item + ": h = " + std::to_string(numbers[3]) +
+                        " does not divide d_model = " + std::to_string(numbers[2]));
+        }
+        sizes.push_back({numbers[0], numbers[1], numbers[2], numbers[3]});
+        start = end + 1;
+    }
+    return sizes;
+}
+
+// The sizes to time: --sizes or the built-in ones, each at every --heads count.
+std::vector<BenchSize> sizes_to_time(const BenchOptions& o) {
+    const std::vector<BenchSize>& base = !o.sizes.empty() ? o.sizes : o.quick ? quick_sizes : full_sizes;
+    if (o.heads.empty()) return base;
+    std::vector<BenchSize> sizes;
+    for (const BenchSize& size : base) {
+        for (const std::size_t heads : o.heads) {
+            if (size.d_model % heads != 0) {
+                throw Error("bench: --heads " + std::to_string(heads) + " does not divide d_model " +
+                            std::to_string(size.d_model) + " of the size " +
+                            std::to_string(size.batch) + "x" + std::to_string(size.seq_len) + "x" +
+                            std::to_string(size.d_model) + "x" + std::to_string(size.heads));
+            }
+            sizes.push_back({size.batch, size.seq_len, size.d_model, heads});
+        }
+    }
+    return sizes;
+}
+
 // mha bench's options in --help order (adding one: see mha_table in app/cli.cpp).
 const std::vector<Option<BenchOptions>>& bench_table() {
     static const std::vector<Option<BenchOptions>> table = {
@@ -82,6 +138,14 @@ const std::vector<Option<BenchOptions>>& bench_table() {
         {{"--threads", 0, "T",
           "threads for the \"all threads\" column (default: the\nhardware's)"},
          [](BenchOptions& o, const Arg& a) { o.threads = parse_count(a, max_threads); }},
+        {{"--sizes", 0, "BxNxDxH,...",
+          "the sizes to time instead of the six, e.g.\n"
+          "1x128x512x8,4x512x768x12 (B x N x d_model x h)"},
+         [](BenchOptions& o, const Arg& a) { o.sizes = parse_sizes(a); }},
+        {{"--heads", 0, "H1,H2,...",
+          "time every size at each head count (same threads,\n"
+          "same d_model), e.g. --heads 1,8,16"},
+         [](BenchOptions& o, const Arg& a) { o.heads = parse_count_list(a, 4096); }},
         {{"--quick", 0, "", "two tiny sizes, for a smoke test"},
          [](BenchOptions& o, const Arg&) { o.quick = true; }},
         {{"--json", 0, "", "one JSON document instead of the table"},
@@ -103,6 +167,7 @@ Config config_of(const BenchSize& s) {
     c.seq_len = s.seq_len;
     c.d_model = s.d_model;
     c.heads = s.heads;
+    c.max_time.reset();  // bench chooses its sizes itself
     return c;
 }
 
@@ -148,7 +213,9 @@ double child_peak_mib(const BenchSize& s, std::size_t threads) {
                                            "-H",
                                            std::to_string(s.heads),
                                            "-t",
-                                           std::to_string(threads)};
+                                           std::to_string(threads),
+                                           "--max-time",
+                                           "off"};
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -168,11 +235,6 @@ double child_peak_mib(const BenchSize& s, std::size_t threads) {
         throw Error("bench: the child run for peak memory failed");
     }
     return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-std::string key_of(const BenchSize& s) {
-    return std::to_string(s.batch) + " " + std::to_string(s.seq_len) + " " +
-           std::to_string(s.d_model) + " " + std::to_string(s.heads);
 }
 
 bool torch_available() {
@@ -287,6 +349,10 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                       << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
         std::cout << "\n";
     }
+    if (!o.heads.empty())
+        std::cout << "\n--heads: every row ran on " << threads
+                  << " thread(s), shared over its B·h (batch, head) units;\na row with fewer "
+                     "units than threads leaves some idle\n";
     if (o.compare_torch)
         std::cout << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
                      "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
@@ -327,7 +393,11 @@ const CommandInfo& bench_command() {
 Times the forward pass (self-attention, no mask, untraced) on six sizes from
 (B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
 GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
-)", "", "", bench_table());
+)", R"(Examples:
+  mha bench --quick                         a smoke test
+  mha bench --sizes 1x512x512x8 --heads 1,8,16
+                                            one size at 1, 8 and 16 heads
+)", "", bench_table());
     return command;
 }
 
@@ -344,7 +414,7 @@ int run_bench(const std::vector<std::string>& args) {
     if (o.compare_torch && !torch_available())
         throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
-    const std::vector<BenchSize>& sizes = o.quick ? quick_sizes : full_sizes;
+    const std::vector<BenchSize> sizes = sizes_to_time(o);
     std::vector<Row> rows;
     double naive_rate = 0;
     for (const BenchSize& size : sizes) rows.push_back(measure(size, o, threads, naive_rate));

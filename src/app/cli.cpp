@@ -40,6 +40,21 @@ std::size_t parse_count(const Arg& arg, std::uint64_t max) {
     return std::size_t(value);
 }
 
+// "1,8,16": whole numbers from 1 to max, at most 16 of them.
+std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max) {
+    std::vector<std::size_t> counts;
+    std::size_t start = 0;
+    while (start <= arg.text.size()) {
+        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
+        counts.push_back(parse_count({arg.option, arg.text.substr(start, end - start)}, max));
+        start = end + 1;
+    }
+    if (counts.size() > 16) {
+        throw Error(arg.option + " takes at most 16 values, got " + std::to_string(counts.size()));
+    }
+    return counts;
+}
+
 std::string parse_path(const Arg& arg) {
     if (arg.text.empty()) throw Error(arg.option + " expects a file name, got an empty string");
     return arg.text;
@@ -351,6 +366,13 @@ const std::vector<Row>& mha_table() {
          }},
         {{"--max-memory", 0, "SIZE", "refuse runs and files needing more memory (default 2G)"},
          [](Config& c, const Arg& a) { c.max_memory = parse_bytes(a); }},
+        {{"--max-time", 0, "SECONDS|off",
+          "refuse runs estimated (from their multiply-adds) to\n"
+          "take longer (default 60); off: no limit"},
+         [](Config& c, const Arg& a) {
+             if (a.text == "off") c.max_time.reset();
+             else c.max_time = parse_positive(a);
+         }},
 
         section<Config>("Output:"),
         {{"--trace", 0, "", "print every step: shape, strides, copies, multiply-adds"},
@@ -388,6 +410,14 @@ const std::vector<Row>& mha_table() {
           "a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o\n"
           "(.weight, .bias; or w_q...), or W_qkv + W_o"},
          [](Config& c, const Arg& a) { c.weights_path = parse_path(a); }},
+        {{"--weights-prefix", 0, "P",
+          "read only the arrays named P... (P removed), e.g.\n"
+          "attn. or layers.0.self_attn.; the others are ignored"},
+         [](Config& c, const Arg& a) {
+             if (a.text.empty())
+                 throw Error(a.option + " expects a prefix such as attn., got an empty string");
+             c.weights_prefix = a.text;
+         }},
         {{"--input", 0, "X.npy", "queries (B, N, d_model); also keys and values unless"},
          [](Config& c, const Arg& a) { c.input_path = parse_path(a); }},
         {{"--key", 0, "K.npy", "keys (B, M, kdim) and"},
@@ -462,6 +492,14 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.ablate_head = parse_index(a); }},
         {{"--no-scale", 0, "", "skip the 1/sqrt(d_k) scale and show what that does"},
          [](Config& c, const Arg&) { c.no_scale = true; }},
+        {{"--head-contributions", 0, "",
+          "the output split by head before W_o mixes them: head\n"
+          "i's slice of concat times W_o's columns for it"},
+         [](Config& c, const Arg&) { c.head_contributions = true; }},
+        {{"--compare", 0, "H1,H2,...",
+          "the same layer at each head count, side by side:\n"
+          "parameters, multiply-adds, output norm, entropy"},
+         [](Config& c, const Arg& a) { c.compare_heads = parse_count_list(a, max_size); }},
 
         section<Config>("A trained model (examples/models/README.md, docs/induction.md):"),
         {{"--model", 0, "FILE",
@@ -556,7 +594,7 @@ const std::vector<Row>& mha_table() {
 }
 
 CommandInfo with_subcommands(CommandInfo command) {
-    command.subcommands = {"bench", "quiz"};
+    command.subcommands = {"bench", "grade", "quiz"};
     return command;
 }
 
@@ -573,7 +611,19 @@ Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
 )",
-        R"(Classroom: mha quiz [options] asks shape and cost questions and grades
+        R"(Examples:
+  mha --trace                         every step of the classic example
+  mha --step -b 1 -n 4 -H 2 --causal  one step at a time, with a mask
+  mha --compare 1,8,16 -d 512         one layer at 1, 8 and 16 heads
+  mha --preset gpt2 --shapes-only     a real model's shapes and costs
+  mha --text "the cat sat" --demo-heads --heatmap
+                                      four constructed heads on a sentence
+  mha --weights w.npz --input x.npy --save out.npz
+                                      PyTorch's numbers (README: interop)
+  mha quiz                            five questions, graded
+  mha bench --quick                   time the forward pass
+
+Classroom: mha quiz [options] asks shape and cost questions and grades
 answers (see mha quiz --help); mha grade ANSWERS < KEY grades an answers
 file against a key of trace facts (see mha grade --help).
 

@@ -127,6 +127,9 @@ std::string help_text();
 std::uint64_t parse_unsigned(const Arg& arg);
 // A whole number from 1 to max.
 std::size_t parse_count(const Arg& arg, std::uint64_t max);
+
+// A comma-separated list of 1 to 16 such numbers ("1,8,16"), each from 1 to max.
+std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max);
 // A file name: not empty.
 std::string parse_path(const Arg& arg);
 

@@ -23,7 +23,7 @@ bool overrides_model(const Config& c) {
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
            c.attention || c.demo_heads || c.ablate_head || c.no_scale || !c.preset.empty() ||
-           c.shapes_only || !c.forms.empty() || c.d_ff;
+           c.shapes_only || !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
 }
 
 // A message's {T} is the --decode count, {N} the --seq-len.
@@ -99,6 +99,9 @@ const std::vector<Rule<Config>>& rules() {
         {"key-without-input",
          [](const Config& c) { return !c.key_path.empty() && c.input_path.empty(); },
          "--key and --value need --input for the queries"},
+        {"prefix-without-weights",
+         [](const Config& c) { return !c.weights_prefix.empty() && c.weights_path.empty(); },
+         "--weights-prefix picks arrays of --weights; give --weights too"},
         {"no-bias-with-weights", [](const Config& c) { return !c.weights_path.empty() && !c.bias; },
          "--no-bias applies to seeded weights; with --weights the state dict decides the bias"},
         {"random-bias-with-weights",
@@ -130,6 +133,27 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--heatmap, --summary, --no-scale and --ablate-head print text; use them with "
          "--format text"},
+        {"contributions-text-format",
+         [](const Config& c) { return c.head_contributions && c.format != Format::Text; },
+         "--head-contributions prints text; use it with --format text"},
+        {"contributions-form",
+         [](const Config& c) {
+             return c.head_contributions && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Block) ||
+                                             !c.model_path.empty());
+         },
+         "--head-contributions splits one attention layer's output; it cannot be combined with "
+         "--decode, --block or --model"},
+        {"compare-alone",
+         [](const Config& c) {
+             return !c.compare_heads.empty() &&
+                    (c.trace || c.format != Format::Text || !c.save_path.empty() ||
+                     wants_summary(c) || c.ablate_head || c.head_contributions ||
+                     !c.svg_path.empty() || !c.weights_path.empty() || c.kv_heads ||
+                     !c.model_path.empty() || c.demo_heads || !c.forms.empty());
+         },
+         "--compare runs seeded layers side by side and prints one table; it takes the sizes, "
+         "--text, --input, masks and modern options, but no trace, view, --save, --weights, "
+         "--kv-heads or form"},
         {"step-needs-text-format", [](const Config& c) { return c.step && c.format != Format::Text; },
          "--step pauses the text trace; it does not combine with --format json, markdown or html"},
         {"html-needs-output", [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },

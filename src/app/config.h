@@ -46,12 +46,14 @@ struct Config {
     std::string output_path;  // --output: the file --format html writes
 
     std::string weights_path, input_path, key_path, value_path;
+    std::string weights_prefix;  // --weights-prefix P: read only the arrays named P..., without P
     std::string mask_path, key_padding_mask_path, save_path;
     std::optional<MaskMeaning> mask_means;
     bool zero_masked_rows = false;
     std::optional<AttentionPath> attention;  // unset: auto, chosen in build_problem
     std::optional<std::size_t> flash_row;    // --flash-row I: step 10's online softmax of row I
     std::uint64_t max_memory = std::uint64_t(2) << 30;
+    std::optional<double> max_time = 60.0;  // --max-time S: refuse longer estimates; unset: off
 
     // Seeing attention: text input, demo heads, heatmaps and their numbers.
     std::optional<std::string> text;         // --text: the sentence to attend over
@@ -65,6 +67,8 @@ struct Config {
     std::string svg_path;
     std::optional<std::size_t> ablate_head;
     bool no_scale = false;
+    bool head_contributions = false;  // --head-contributions: each head's share of the output
+    std::vector<std::size_t> compare_heads;  // --compare H1,H2,...: the layer at each head count
 
     std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
     bool shapes_only = false;   // trace shapes and costs without computing or allocating

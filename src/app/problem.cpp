@@ -7,6 +7,7 @@
 
 #include "app/budget.h"
 #include "app/layout.h"
+#include "app/time_guard.h"
 #include "app/variants.h"
 #include "core/checked.h"
 #include "core/decode.h"
@@ -93,14 +94,14 @@ struct Sources {
 Sources load_files(const Config& c, Ledger& ledger) {
     Sources sources;
     if (!c.weights_path.empty() && c.block) {
-        BlockState state = load_block(c.weights_path, ledger);
+        BlockState state = load_block(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
         sources.num_heads = state.num_heads;
         ledger.hold(sizeof(float) * (sources.weights->parameter_count() +
                                      sources.block->parameter_count()));
     } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
-        LoadedWeights loaded = load_weights(c.weights_path, ledger);
+        LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
         ledger.hold(sizeof(float) * sources.weights->parameter_count());
@@ -340,6 +341,34 @@ void check_heads(const Sizes& s) {
     }
 }
 
+// What the plan of the steps depends on, from the options and the sizes.
+PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
+    PassSpec spec;
+    spec.sizes = s;
+    spec.form = c.form;
+    spec.path = path;
+    spec.self_attention = s.kv_len == s.seq_len;
+    spec.bias = {c.bias, c.bias, c.bias, c.bias};
+    spec.masks.causal = c.causal;
+    spec.masks.causal_align = c.causal_align;
+    spec.masks.softcap = c.softcap.value_or(0.0);
+    spec.masks.alibi = c.alibi;
+    spec.masks.window = c.window;
+    spec.masks.sinks = c.sinks.value_or(0);
+    spec.scale = !c.no_scale;
+    spec.qk_norm = c.qk_norm;
+    spec.rope = rope_of(c);
+    return spec;
+}
+
+// The run's multiply-adds: the planned pass (pass_macs), the block's feed-forward, the
+// second pass of --ablate-head and of --head-contributions.
+std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t pass_macs) {
+    std::uint64_t macs = pass_macs;
+    if (c.block) macs += checked_product({2, s.batch, s.seq_len, s.d_model, d_ff}, "the block's multiply-adds");
+    return macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
+}
+
 // --form mla with seeded weights: d_h = d_v = d_k, d_c = --latent-dim or 4·d_k, d_R =
 // --rope-dim or d_k/2 rounded down to even (at least 2).
 MlaSizes seeded_mla(const Config& c, const Sizes& s) {
@@ -418,20 +447,7 @@ ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(s);
     ShapesProblem p;
-    p.spec.sizes = s;
-    p.spec.form = c.form;
-    p.spec.path = c.attention.value_or(AttentionPath::Standard);
-    p.spec.self_attention = s.kv_len == s.seq_len;
-    p.spec.bias = {c.bias, c.bias, c.bias, c.bias};
-    p.spec.masks.causal = c.causal;
-    p.spec.masks.causal_align = c.causal_align;
-    p.spec.masks.softcap = c.softcap.value_or(0.0);
-    p.spec.masks.alibi = c.alibi;
-    p.spec.masks.window = c.window;
-    p.spec.masks.sinks = c.sinks.value_or(0);
-    p.spec.scale = !c.no_scale;
-    p.spec.qk_norm = c.qk_norm;
-    p.spec.rope = rope_of(c);
+    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard));
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -464,6 +480,10 @@ Problem build_problem(const Config& c) {
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
+    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path)));
+    const std::uint64_t macs = run_macs(c, s, d_ff, pass_macs);
+    const double rate = macs_per_thread_second(c.form, plan.path);
+    check_time(macs, plan.threads, rate, c.max_time);
 
     Problem p;
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
@@ -494,6 +514,8 @@ Problem build_problem(const Config& c) {
     p.info.layout_notes = layout_notes(p.layout);
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
+    p.info.total_macs = pass_macs;
+    p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     return p;
 }
 

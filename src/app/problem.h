@@ -25,6 +25,7 @@ struct Problem {
     ForwardOptions options;
     RunInfo info;  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
+    double estimated_seconds = 0;  // from the run's multiply-adds (app/time_guard.h)
 };
 
 Problem build_problem(const Config& config);

@@ -46,14 +46,21 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
     return t;
 }
 
+// The first array of each block naming; under a prefix they name the blocks of a model.
+const std::vector<std::string> block_markers = {"linear1.weight", "ffn.0.weight"};
+
 }  // namespace
 
 BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
     const bool torch = arrays.count("linear1.weight") != 0;
     if (!torch && arrays.count("ffn.0.weight") == 0) {
+        const std::vector<std::string> prefixes = prefixes_of(arrays, block_markers);
         throw Error(source + ": not a transformer block's state dict; expected "
                              "nn.TransformerEncoderLayer's linear1/linear2/norm1/norm2/self_attn "
-                             "or ffn.0/ffn.2/ln1/ln2/attn");
+                             "or ffn.0/ffn.2/ln1/ln2/attn" +
+                    (prefixes.empty() ? std::string()
+                                      : "; a block is under '" + prefixes[0] +
+                                            "': add --weights-prefix " + prefixes[0]));
     }
     const Naming& n = torch ? torch_naming : scratch_naming;
     Arrays& rest = arrays;  // what take() leaves: the attention arrays
@@ -80,9 +87,10 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
     return state;
 }
 
-BlockState load_block(const std::string& path, const Ledger& ledger) {
+BlockState load_block(const std::string& path, const Ledger& ledger, const std::string& prefix) {
     Arrays arrays = npy::read_npz(path, ledger);
     const std::optional<std::size_t> num_heads = take_num_heads(arrays, path);
+    if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, block_markers);
     BlockState state = block_from_state_dict(std::move(arrays), path);
     state.num_heads = num_heads;
     return state;

@@ -26,6 +26,7 @@ BlockState block_from_state_dict(std::map<std::string, npy::Array> arrays,
                                  const std::string& source);
 
 // Refuses a file whose arrays need more than the ledger has left to load.
-BlockState load_block(const std::string& path, const Ledger& ledger);
+// A non-empty prefix (--weights-prefix) keeps only the arrays under it, renamed without it.
+BlockState load_block(const std::string& path, const Ledger& ledger, const std::string& prefix = "");
 
 }  // namespace mha

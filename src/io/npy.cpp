@@ -390,6 +390,16 @@ std::string array_name(const zip::Entry& entry, const std::string& path) {
     return entry.name.substr(0, entry.name.size() - 4);
 }
 
+// A torch.save file: what it is and the one line of Python that saves it as an .npz.
+std::string torch_pickle(const std::string& path) {
+    const std::size_t dot = path.rfind('.');
+    const std::string stem =
+        dot == std::string::npos || path.find('/', dot) != std::string::npos ? path : path.substr(0, dot);
+    return path + ": a PyTorch pickle (torch.save), not an .npz; save it as one with: python3 -c "
+                  "\"import numpy, torch; numpy.savez('" + stem + ".npz', **{k: v.float().numpy() "
+                  "for k, v in torch.load('" + path + "').items()})\"";
+}
+
 // ---- writing ---------------------------------------------------------------
 
 std::string npy_header(const Shape& shape) {
@@ -460,10 +470,18 @@ Array read_npy(const std::string& path, const Ledger& ledger) {
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
                                        const Ledger& ledger) {
     ledger.check(bytes.size(), path, "the file needs " + byte_size(bytes.size()));
+    // torch.save writes a pickle: protocol 2+ opens with 0x80 and the protocol number
+    if (bytes.size() >= 2 && bytes[0] == '\x80' && bytes[1] >= 2 && bytes[1] <= 5)
+        throw Error(torch_pickle(path));
     Ledger held = ledger;  // the file's bytes, then each array decoded so far
     held.hold(bytes.size());
     std::map<std::string, Array> arrays;
-    for (const zip::Entry& entry : zip::read_directory(bytes, path)) {
+    const std::vector<zip::Entry> entries = zip::read_directory(bytes, path);
+    for (const zip::Entry& entry : entries) {
+        // torch.save's zip (PyTorch 1.6 and later): <name>/data.pkl beside the tensors
+        if (ends_with(entry.name, "data.pkl")) throw Error(torch_pickle(path));
+    }
+    for (const zip::Entry& entry : entries) {
         const std::string name = array_name(entry, path);
         const std::string label = path + ": " + printable(name);
         if (arrays.count(name)) {

@@ -1,5 +1,5 @@
-// State-dict layouts: nn.MultiheadAttention (packed or separate projections),
-// from-scratch modules (W_q/W_k/W_v/W_o, any case) and a fused W_qkv.
+// State-dict layouts: nn.MultiheadAttention (packed or separate projections), from-scratch
+// modules (W_q/W_k/W_v/W_o, any case), a fused W_qkv, Hugging Face's q_proj ... o_proj.
 
 #include "io/weights.h"
 
@@ -156,29 +156,36 @@ Weights torch_separate(StateDict& dict, const std::string& source) {
     return w;
 }
 
-// From-scratch modules: prefix "W_" or "w_" for the names q, k, v, o (or qkv).
-Weights scratch(StateDict& dict, const std::string& prefix) {
-    const std::string first = dict.has(prefix + "q.weight") ? prefix + "q.weight"
-                                                            : prefix + "qkv.weight";
-    const std::size_t E = dict.nonzero(
-        dict.has(prefix + "q.weight") ? dict.rows_of(first) : dict.cols_of(first), "E", first);
+// The four projections' module names in one naming: "W_q." ... "W_o." (from-scratch), or
+// "q_proj." ... "o_proj." (Hugging Face); qkv names the fused projection, when there is one.
+struct ModuleNames {
+    std::string q, k, v, o, qkv;
+};
+
+// Modules with .weight and an optional .bias: separate q, k, v (k and v with G·d_k rows) or a
+// fused qkv, then o.
+Weights scratch(StateDict& dict, const ModuleNames& n) {
+    const bool fused = !n.qkv.empty() && dict.has(n.qkv + "weight");
+    const std::string first = fused ? n.qkv + "weight" : n.q + "weight";
+    const std::size_t E =
+        dict.nonzero(fused ? dict.cols_of(first) : dict.rows_of(first), "E", first);
     Weights w;
-    if (dict.has(prefix + "qkv.weight")) {
-        const Tensor weight = dict.take(prefix + "qkv.weight", {3 * E, E});
-        const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * E});
+    if (fused) {
+        const Tensor weight = dict.take(n.qkv + "weight", {3 * E, E});
+        const Tensor bias = dict.take_optional(n.qkv + "bias", {3 * E});
         split_packed(weight, bias, E, w);
     } else {
         const std::size_t kv_width =  // G·d_k, E unless GQA
-            dict.nonzero(dict.rows_of(prefix + "k.weight"), "G·d_k", prefix + "k.weight");
-        w.w_q = dict.take(prefix + "q.weight", {E, E});
-        w.w_k = dict.take(prefix + "k.weight", {kv_width, E});
-        w.w_v = dict.take(prefix + "v.weight", {kv_width, E});
-        w.b_q = dict.take_optional(prefix + "q.bias", {E});
-        w.b_k = dict.take_optional(prefix + "k.bias", {kv_width});
-        w.b_v = dict.take_optional(prefix + "v.bias", {kv_width});
+            dict.nonzero(dict.rows_of(n.k + "weight"), "G·d_k", n.k + "weight");
+        w.w_q = dict.take(n.q + "weight", {E, E});
+        w.w_k = dict.take(n.k + "weight", {kv_width, E});
+        w.w_v = dict.take(n.v + "weight", {kv_width, E});
+        w.b_q = dict.take_optional(n.q + "bias", {E});
+        w.b_k = dict.take_optional(n.k + "bias", {kv_width});
+        w.b_v = dict.take_optional(n.v + "bias", {kv_width});
     }
-    w.w_o = dict.take(prefix + "o.weight", {E, E});
-    w.b_o = dict.take_optional(prefix + "o.bias", {E});
+    w.w_o = dict.take(n.o + "weight", {E, E});
+    w.b_o = dict.take_optional(n.o + "bias", {E});
     return w;
 }
 
@@ -194,7 +201,73 @@ void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
     w.k_norm = dict.take("k_norm.weight", size_of("k_norm.weight", "q_norm.weight"));
 }
 
+// The first array of each naming mha reads; under a prefix they give its attention modules.
+const std::vector<std::string> attention_markers = {
+    "in_proj_weight", "q_proj_weight", "W_q.weight", "w_q.weight",
+    "W_qkv.weight",   "w_qkv.weight",  "q_proj.weight"};
+
+// "'a', 'b', 'c' and 2 more": at most `shown` names.
+std::string some_names(const std::vector<std::string>& names, std::size_t shown) {
+    std::string text;
+    for (std::size_t i = 0; i < names.size() && i < shown; ++i) {
+        text += (i == 0 ? "" : ", ") + std::string("'") + names[i] + "'";
+    }
+    if (names.size() > shown) text += " and " + std::to_string(names.size() - shown) + " more";
+    return text;
+}
+
+// No naming matched: the prefixes under which one does (the option that strips one), or else
+// the names found and the names expected.
+std::string unknown_layout(const Arrays& arrays, const std::string& source) {
+    const std::vector<std::string> prefixes = prefixes_of(arrays, attention_markers);
+    if (prefixes.size() == 1) {
+        return source + ": the attention arrays carry the prefix '" + prefixes[0] +
+               "'; add --weights-prefix " + prefixes[0] + " to read the arrays under it";
+    }
+    if (!prefixes.empty()) {
+        return source + ": " + std::to_string(prefixes.size()) + " attention modules, under " +
+               some_names(prefixes, 3) + "; choose one with --weights-prefix " + prefixes[0];
+    }
+    std::vector<std::string> names;
+    for (const auto& entry : arrays) names.push_back(entry.first);
+    return source + ": not a state dict mha knows; found " + some_names(names, 4) +
+           "; expected nn.MultiheadAttention's in_proj_weight and out_proj.weight, W_q/W_k/W_v/W_o "
+           "(.weight, .bias), W_qkv and W_o, or Hugging Face's q_proj/k_proj/v_proj/o_proj";
+}
+
 }  // namespace
+
+std::vector<std::string> prefixes_of(const Arrays& arrays, const std::vector<std::string>& markers) {
+    std::vector<std::string> prefixes;
+    for (const auto& entry : arrays) {
+        const std::string& name = entry.first;
+        for (const std::string& marker : markers) {
+            const std::size_t cut = name.size() - marker.size();
+            if (name.size() > marker.size() && name.compare(cut, marker.size(), marker) == 0 &&
+                name[cut - 1] == '.') {
+                prefixes.push_back(name.substr(0, cut));
+                break;
+            }
+        }
+    }
+    return prefixes;
+}
+
+Arrays under_prefix(Arrays arrays, const std::string& prefix, const std::string& source,
+                    const std::vector<std::string>& markers) {
+    Arrays kept;
+    for (auto& [name, array] : arrays) {
+        if (name.size() > prefix.size() && name.rfind(prefix, 0) == 0)
+            kept.emplace(name.substr(prefix.size()), std::move(array));
+    }
+    if (kept.empty()) {
+        const std::vector<std::string> prefixes = prefixes_of(arrays, markers);
+        throw Error(source + ": no array name starts with --weights-prefix '" + prefix + "'" +
+                    (prefixes.empty() ? "" : "; the attention modules are under " +
+                                                 some_names(prefixes, 3)));
+    }
+    return kept;
+}
 
 Weights weights_from_state_dict(const Arrays& arrays, const std::string& source) {
     Weights w;
@@ -211,15 +284,25 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                            "a from-scratch module: " + prefix + "q, " + prefix + "k, " + prefix +
                                "v (or " + prefix + "qkv) and " + prefix +
                                "o, each .weight with optional .bias");
-            w = scratch(dict, prefix);
+            w = scratch(dict, {prefix + "q.", prefix + "k.", prefix + "v.", prefix + "o.",
+                               prefix + "qkv."});
             take_qk_norm(dict, arrays, w);
             dict.reject_leftovers();
             return w;
         }
     }
-    throw Error(source +
-                ": not a state dict mha knows; expected nn.MultiheadAttention's in_proj_weight "
-                "and out_proj.weight, or W_q/W_k/W_v/W_o (.weight, .bias), or W_qkv and W_o");
+    if (arrays.count("q_proj.weight")) {
+        // Hugging Face (Llama, Mistral, Qwen, BART, OPT, Whisper): o_proj or out_proj
+        const std::string out = arrays.count("out_proj.weight") ? "out_proj." : "o_proj.";
+        StateDict dict(arrays, source,
+                       "Hugging Face attention: q_proj, k_proj, v_proj and " +
+                           out.substr(0, out.size() - 1) + ", each .weight with optional .bias");
+        w = scratch(dict, {"q_proj.", "k_proj.", "v_proj.", out, ""});
+        take_qk_norm(dict, arrays, w);
+        dict.reject_leftovers();
+        return w;
+    }
+    throw Error(unknown_layout(arrays, source));
 }
 
 std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& source) {
@@ -337,10 +420,11 @@ LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger) {
     return loaded;
 }
 
-LoadedWeights load_weights(const std::string& path, const Ledger& ledger) {
+LoadedWeights load_weights(const std::string& path, const Ledger& ledger, const std::string& prefix) {
     Arrays arrays = npy::read_npz(path, ledger);
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);
+    if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, attention_markers);
     loaded.weights = weights_from_state_dict(arrays, path);
     return loaded;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mha {
 
@@ -29,8 +30,21 @@ struct LoadedWeights {
     std::optional<std::size_t> num_heads;  // the file's num_heads entry, when it has one
 };
 
-// Refuses a file whose arrays need more than the ledger has left to load.
-LoadedWeights load_weights(const std::string& path, const Ledger& ledger);
+// Refuses a file whose arrays need more than the ledger has left to load. A non-empty
+// prefix (--weights-prefix) keeps only the arrays under it, with the prefix removed.
+LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
+                           const std::string& prefix = "");
+
+// The prefixes under which a name ends with one of `markers` after a '.': "attn." for
+// "attn.in_proj_weight" and the marker "in_proj_weight"; one per matching array, in order.
+std::vector<std::string> prefixes_of(const std::map<std::string, npy::Array>& arrays,
+                                     const std::vector<std::string>& markers);
+
+// The arrays whose names start with `prefix`, renamed without it; throws mha::Error when
+// there are none, naming the prefixes that `markers` find (see prefixes_of).
+std::map<std::string, npy::Array> under_prefix(std::map<std::string, npy::Array> arrays,
+                                               const std::string& prefix, const std::string& source,
+                                               const std::vector<std::string>& markers);
 
 // An MLA state dict (--form mla) with h heads, in Hugging Face DeepSeek-V2 names (q_proj,
 // kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; .weight each) or from-scratch names

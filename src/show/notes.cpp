@@ -40,7 +40,9 @@ std::string kv_cost(const char* label, std::size_t g, const Sizes& s) {
     return std::string(label) + " G=" + std::to_string(g) +
            (g == s.kv_heads ? " (this run)" : "") + ": " + std::to_string(weights) +
            " weights; cache " + byte_size(per_token) + "/token, " +
-           byte_size(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len);
+           byte_size(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len) +
+           (g == s.heads ? "" : "; " + std::to_string(s.heads / g) + "x smaller than MHA's (h/G = " +
+                                    std::to_string(s.heads) + "/" + std::to_string(g) + ")");
 }
 
 void kv_costs(const Sizes& s, Notes& notes) {
@@ -302,6 +304,10 @@ void by_name(const Step& step, Notes& notes) {
     if (step.name == "project" && step.tensor == "qkv") {
         notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one matrix "
                         "product instead of three");
+    } else if (step.name == "project" && step.tensor == "output") {
+        notes.push_back("W_o mixes the heads: head i fills concat's columns i·d_k to (i+1)·d_k - "
+                        "1, and every output feature sums over all heads (--head-contributions "
+                        "shows each head's share)");
     } else if (step.name == "concat") {
         notes.push_back("the packed form gets this by transpose, contiguous and view; here "
                         "every head's (B, N, d_k) block is copied into place");

@@ -68,6 +68,25 @@ std::string parameter_formula(const RunInfo& info) {
     return "";
 }
 
+// "per projection: W_q, W_k, W_v, W_o (256, 256) = 65,536 each (+ bias)" and
+// "per head: d_k·d_model = 64·256 = 16,384 of each of W_q, W_k, W_v, W_o".
+std::vector<std::string> projection_parameters(const RunInfo& info) {
+    const std::uint64_t e = info.d_model, d_k = e / info.heads;
+    const std::uint64_t kv_rows = std::uint64_t(info.kv_heads) * d_k;
+    const auto matrix = [](std::uint64_t rows, std::uint64_t cols) {
+        return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ") = " +
+               with_commas(rows * cols);
+    };
+    const bool square = kv_rows == e && info.kdim == e && info.vdim == e;
+    const std::string projections =
+        square ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
+               : "W_q, W_o " + matrix(e, e) + " each, W_k " + matrix(kv_rows, info.kdim) +
+                     ", W_v " + matrix(kv_rows, info.vdim);
+    return {"per projection: " + projections + (info.bias ? " (+ bias)" : ""),
+            "per head: d_k·d_model = " + std::to_string(d_k) + "·" + std::to_string(e) + " = " +
+                with_commas(d_k * e) + " of each of " + (square ? "W_q, W_k, W_v, W_o" : "W_q and W_o")};
+}
+
 }  // namespace
 
 void TextReport::begin(const RunInfo& info) {
@@ -78,6 +97,10 @@ void TextReport::begin(const RunInfo& info) {
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
                  "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
+    if (info.heads > 0) {
+        for (const std::string& line : projection_parameters(info))
+            write_filled(out_, words_of(line), " ", "  ", "    ");
+    }
     for (const std::string& note : info.layout_notes) {
         write_filled(out_, words_of(note), " ", "  · ", "    ");
     }
