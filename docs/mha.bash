@@ -12,7 +12,7 @@ _mha() {
         --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
-        --sink-tokens --softcap --qk-norm --latent-dim --rope-dim --model --layer --help --version"
+        --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --quick --json --compare-torch --help"
@@ -66,7 +66,7 @@ _mha() {
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer|--flash-row|--latent-dim|--rope-dim)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

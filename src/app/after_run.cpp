@@ -87,7 +87,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         draw_heatmaps(out, weight_maps(result.weights, choice), rows, terminal_style(config.color));
     }
     if (wants_summary(config)) {
-        stats.print(out, result, info.d_model / info.heads, !config.no_scale,
+        stats.print(out, result, info.head_dim, !config.no_scale,
                     config.softcap.value_or(0.0));
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }

@@ -160,24 +160,26 @@ Weights torch_separate(StateDict& dict, const std::string& source) {
 Weights scratch(StateDict& dict, const std::string& prefix) {
     const std::string first = dict.has(prefix + "q.weight") ? prefix + "q.weight"
                                                             : prefix + "qkv.weight";
-    const std::size_t E = dict.nonzero(
-        dict.has(prefix + "q.weight") ? dict.rows_of(first) : dict.cols_of(first), "E", first);
+    const std::size_t E = dict.nonzero(dict.cols_of(first), "E", first);
+    std::size_t q_width = E;  // h·d_k: W_q's rows, E unless the heads are wider (--head-dim)
     Weights w;
     if (dict.has(prefix + "qkv.weight")) {
-        const Tensor weight = dict.take(prefix + "qkv.weight", {3 * E, E});
-        const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * E});
-        split_packed(weight, bias, E, w);
+        q_width = dict.rows_of(prefix + "qkv.weight") / 3;
+        const Tensor weight = dict.take(prefix + "qkv.weight", {3 * q_width, E});
+        const Tensor bias = dict.take_optional(prefix + "qkv.bias", {3 * q_width});
+        split_packed(weight, bias, q_width, w);
     } else {
         const std::size_t kv_width =  // G·d_k, E unless GQA
             dict.nonzero(dict.rows_of(prefix + "k.weight"), "G·d_k", prefix + "k.weight");
-        w.w_q = dict.take(prefix + "q.weight", {E, E});
+        q_width = dict.nonzero(dict.rows_of(prefix + "q.weight"), "h·d_k", prefix + "q.weight");
+        w.w_q = dict.take(prefix + "q.weight", {q_width, E});
         w.w_k = dict.take(prefix + "k.weight", {kv_width, E});
         w.w_v = dict.take(prefix + "v.weight", {kv_width, E});
-        w.b_q = dict.take_optional(prefix + "q.bias", {E});
+        w.b_q = dict.take_optional(prefix + "q.bias", {q_width});
         w.b_k = dict.take_optional(prefix + "k.bias", {kv_width});
         w.b_v = dict.take_optional(prefix + "v.bias", {kv_width});
     }
-    w.w_o = dict.take(prefix + "o.weight", {E, E});
+    w.w_o = dict.take(prefix + "o.weight", {E, q_width});  // (d_model, h·d_k)
     w.b_o = dict.take_optional(prefix + "o.bias", {E});
     return w;
 }

@@ -21,7 +21,7 @@ std::string cell(const std::string& text) {
 std::string code(const std::string& text) { return "`" + cell(text) + "`"; }
 
 std::string heading(const RunInfo& info) {
-    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    const std::size_t d_k = info.head_dim;
     std::string text = "B=" + std::to_string(info.batch) + ", N=" + std::to_string(info.seq_len) +
                        ", M=" + std::to_string(info.kv_len) + ", d_model=" +
                        std::to_string(info.d_model) + ", h=" + std::to_string(info.heads) +
