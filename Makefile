@@ -39,7 +39,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench
+.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -130,6 +130,15 @@ $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
 bench: $(BUILD)/mha
 	./$(BUILD)/mha bench $(BENCH_ARGS)
 
+# bench-attention: the attention core alone, one thread, fused tile against standard path
+# (tests/bench/attention_core.cpp); BENCH_SIZE="B N d_model h [repeat]" picks the size
+BENCH_SIZE ?= 1 4096 512 8 5
+bench-attention: $(BUILD)/bench_attention
+	./$(BUILD)/bench_attention $(BENCH_SIZE)
+
+$(BUILD)/bench_attention: $(BUILD)/tests/bench/attention_core.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
@@ -149,4 +158,4 @@ install: $(BUILD)/mha
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict $(FUZZ_BUILD)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(wildcard $(BUILD)/tests/fuzz/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(wildcard $(BUILD)/tests/fuzz/*.d)

@@ -7,9 +7,9 @@ _mha() {
     prev=${COMP_WORDS[COMP_CWORD-1]}
 
     local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
-        --no-bias --random-bias --add-zero-attn --trace --values --step --format --weights --input --key
+        --no-bias --random-bias --add-zero-attn --trace --values --step --format --output --explain --weights --input --key
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
-        --text --demo-heads --heatmap --summary --head --color --export-svg --ablate-head
+        --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --help --version"
@@ -52,7 +52,8 @@ _mha() {
         COMPREPLY=($(compgen -W "bottom-right top-left" -- "$cur")); return
     fi
     case $prev in
-        --format) COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); return ;;
+        --format) COMPREPLY=($(compgen -W "text json markdown html" -- "$cur")); return ;;
+        --scale) COMPREPLY=($(compgen -W "fixed auto" -- "$cur")); return ;;
         --mask-means) COMPREPLY=($(compgen -W "block keep" -- "$cur")); return ;;
         --masked-rows) COMPREPLY=($(compgen -W "nan zero" -- "$cur")); return ;;
         --attention) COMPREPLY=($(compgen -W "auto standard streaming" -- "$cur")); return ;;
@@ -60,9 +61,10 @@ _mha() {
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
         --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b deepseek-v2-lite gemma2-2b gemma2-9b gemma2-27b" -- "$cur")); return ;;
-        --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+        --color) COMPREPLY=($(compgen -W "auto always never 256 truecolor" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --output) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;

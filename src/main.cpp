@@ -19,14 +19,17 @@
 #include "app/bench.h"
 #include "app/cli.h"
 #include "app/grade.h"
+#include "app/lesson_page.h"
 #include "app/model_run.h"
 #include "app/presets.h"
 #include "app/problem.h"
 #include "app/quiz.h"
+#include "app/terminal.h"
 #include "app/variants.h"
 #include "core/attention.h"
 #include "core/error.h"
 #include "core/kernels.h"
+#include "core/plan.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
@@ -68,13 +71,18 @@ void check_stdout() {
     }
 }
 
-std::unique_ptr<mha::Report> make_report(const mha::Config& config) {
+// steps: how many steps the run reports (--step says "step k of n"), 0 when not known.
+// blocked: the lesson page's masked cells (app/after_run.h).
+std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps = 0,
+                                         std::vector<std::vector<bool>> blocked = {}) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
     if (config.format == mha::Format::Markdown)
         return std::make_unique<mha::MarkdownReport>(std::cout);
+    if (config.format == mha::Format::Html) return mha::lesson_page(config, std::move(blocked));
     if (config.step) {
-        std::istream* keys = isatty(STDIN_FILENO) ? &std::cin : nullptr;
-        return std::make_unique<mha::Stepper>(std::cout, keys, std::cerr);
+        std::unique_ptr<mha::KeySource> keys;
+        if (isatty(STDIN_FILENO)) keys = std::make_unique<mha::TerminalKeys>();
+        return std::make_unique<mha::Stepper>(std::cout, std::move(keys), std::cerr, steps);
     }
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
@@ -110,10 +118,13 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
 // --shapes-only: the steps from sizes alone; nothing computed, nothing allocated.
 int run_shapes_only(const mha::Config& config) {
     const mha::ShapesProblem problem = mha::build_shapes(config);
-    const std::unique_ptr<mha::Report> report = make_report(config);
+    const std::vector<mha::Step> steps = mha::plan_pass(problem.spec);
+    if (config.format == mha::Format::Html)
+        mha::check_lesson_page(config, problem.info, steps.size());
+    const std::unique_ptr<mha::Report> report = make_report(config, steps.size());
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
-    for (const mha::Step& step : mha::plan_pass(problem.spec)) report->on_step(step);
+    for (const mha::Step& step : steps) report->on_step(step);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(mha::ForwardResult{}, elapsed.count());
@@ -147,12 +158,18 @@ int run(const std::vector<std::string>& args) {
     if (!config.save_path.empty()) mha::check_writable(config.save_path);
     if (!config.svg_path.empty()) mha::check_writable(config.svg_path);
     mha::check_svg_size(config, problem.info);
+    const bool counted = config.step || config.format == mha::Format::Html;
+    const std::size_t steps = counted ? mha::planned_steps(config, problem) : 0;
+    if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
     if (config.text && mha::needs_replacing(*config.text)) {
         std::cerr << "mha: warning: --text holds control characters or invalid UTF-8; they are "
                      "shown as U+FFFD\n";
     }
 
-    const std::unique_ptr<mha::Report> report = make_report(config);
+    const std::unique_ptr<mha::Report> report = make_report(
+        config, steps,
+        config.format == mha::Format::Html ? mha::blocked_grids(problem)
+                                           : std::vector<std::vector<bool>>{});
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
     mha::ScoreStats score_stats(mha::wants_summary(config));

@@ -117,7 +117,7 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
         {"stray", "unexpected argument 'stray'"},
         {"--heads", "--heads needs a value"},
         {"--trace=yes", "--trace takes no value"},
-        {"--format xml", "--format expects one of json, markdown, text, got 'xml'"},
+        {"--format xml", "--format expects one of html, json, markdown, text, got 'xml'"},
         {"--mask-means maybe --mask m.npy", "--mask-means expects one of block, keep"},
         {"--mask-means keep", "no --mask was given"},
         {"--input data/parity/float_mask/query.npy --mask data/parity/float_mask/mask.npy "

@@ -13,8 +13,10 @@
 
 #include "app/terminal.h"
 #include "helpers.h"
+#include "xml_checker.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
+#include "show/palette.h"
 #include "show/svg.h"
 #include "show/text_layout.h"
 #include "show/weight_maps.h"
@@ -25,82 +27,10 @@ namespace {
 
 // A 3 x 3 head, written out by hand, and its mirror image.
 std::vector<WeightMap> small_maps() {
-    WeightMap a{"head 0", 3, 3, {1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.05f, 0.35f, 0.6f}};
-    WeightMap b{"head 1", 3, 3, {0.0f, 0.0f, 1.0f, 0.0f, 0.75f, 0.25f, 0.95f, 0.04f, 0.01f}};
+    WeightMap a{"head 0", 3, 3, {1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.05f, 0.35f, 0.6f}, {}};
+    WeightMap b{"head 1", 3, 3, {0.0f, 0.0f, 1.0f, 0.0f, 0.75f, 0.25f, 0.95f, 0.04f, 0.01f}, {}};
     return {a, b};
 }
-
-// A checker for the XML this project writes: one root element, every tag closed
-// in order, attribute values quoted, only the five named entities and numeric ones.
-class XmlChecker {
-public:
-    explicit XmlChecker(const std::string& text) : text_(text) {}
-
-    bool well_formed() {
-        std::vector<std::string> open;
-        std::size_t roots = 0;
-        skip_declaration();
-        while (at_ < text_.size()) {
-            if (text_[at_] != '<') {
-                if (!character_data()) return false;
-                continue;
-            }
-            const std::size_t end = text_.find('>', at_);
-            if (end == std::string::npos) return false;
-            const std::string tag = text_.substr(at_ + 1, end - at_ - 1);
-            at_ = end + 1;
-            if (!tag.empty() && tag[0] == '/') {
-                if (open.empty() || open.back() != tag.substr(1)) return false;
-                open.pop_back();
-                continue;
-            }
-            const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
-            if (name.empty() || !attributes_quoted(tag)) return false;
-            if (open.empty()) ++roots;
-            if (tag.back() != '/') open.push_back(name);
-        }
-        return open.empty() && roots == 1;
-    }
-
-private:
-    void skip_declaration() {
-        if (text_.compare(0, 5, "<?xml") == 0) at_ = text_.find("?>") + 2;
-    }
-
-    bool character_data() {
-        const char c = text_[at_];
-        if (c == '>') return false;
-        if (c == '&') {
-            const std::size_t end = text_.find(';', at_);
-            if (end == std::string::npos) return false;
-            const std::string entity = text_.substr(at_ + 1, end - at_ - 1);
-            static const std::vector<std::string> named = {"amp", "lt", "gt", "quot", "apos"};
-            if (std::find(named.begin(), named.end(), entity) == named.end() && entity[0] != '#')
-                return false;
-            at_ = end + 1;
-            return true;
-        }
-        ++at_;
-        return true;
-    }
-
-    static bool attributes_quoted(const std::string& tag) {
-        for (std::size_t i = tag.find('='); i != std::string::npos; i = tag.find('=', i + 1)) {
-            if (i + 1 >= tag.size() || tag[i + 1] != '"') return false;
-            const std::size_t close = tag.find('"', i + 2);
-            if (close == std::string::npos) return false;
-            const std::string value = tag.substr(i + 2, close - i - 2);
-            if (value.find_first_of("<&") != std::string::npos &&
-                value.find("&amp;") == std::string::npos)
-                return false;
-            i = close;
-        }
-        return true;
-    }
-
-    const std::string& text_;
-    std::size_t at_ = 0;
-};
 
 std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t count = 0;
@@ -163,15 +93,15 @@ TEST_CASE("the SVG is well-formed XML with one cell per weight and escaped label
     REQUIRE(r.status == 0);
     const std::string svg = test::read_text(path);
     std::remove(path.c_str());
-    CHECK(XmlChecker(svg).well_formed());
-    CHECK(count_of(svg, "<rect class=\"cell\"") == 3 * 11 * 11);  // 3 maps of 11 x 11 tokens
+    CHECK(test::XmlChecker(svg).well_formed());
+    CHECK(count_of(svg, "<rect class=\"cell") == 3 * 11 * 11);  // 3 maps of 11 x 11 tokens
     CHECK(count_of(svg, "<g class=\"panel\">") == 3);
     CHECK_THAT(svg, Catch::Contains("2 &lt;") && Catch::Contains("4 &amp;") &&
                         Catch::Contains("head 2: same token") &&
                         Catch::Contains("mean of 4 heads"));
-    CHECK_FALSE(XmlChecker("<svg><g></svg></g>").well_formed());
-    CHECK_FALSE(XmlChecker("<svg><text>a < b</text></svg>").well_formed());
-    CHECK_FALSE(XmlChecker("<svg x=1></svg>").well_formed());
+    CHECK_FALSE(test::XmlChecker("<svg><g></svg></g>").well_formed());
+    CHECK_FALSE(test::XmlChecker("<svg><text>a < b</text></svg>").well_formed());
+    CHECK_FALSE(test::XmlChecker("<svg x=1></svg>").well_formed());
 }
 
 TEST_CASE("the mean map averages the heads, as average_attn_weights does") {
@@ -233,11 +163,127 @@ TEST_CASE("bad view options: one line on stderr, exit status 2") {
         {"--text 'a b' --input data/parity/self_bias/query.npy", "cannot be combined with --input"},
         {"--heatmap --head 4", "--head 4 is not a head: the heads are 0..3"},
         {"--heatmap --head first", "--head expects a whole number"},
-        {"--head 1", "--head picks what --heatmap and --export-svg draw"},
+        {"--head 1", "--head picks what --heatmap, --export-svg and --format html draw"},
         {"--ablate-head 9", "--ablate-head 9 is not a head"},
         {"--heatmap --format json", "use them with --format text"},
-        {"--heatmap --color sometimes", "--color expects one of always, auto, never"},
+        {"--heatmap --color sometimes", "--color expects one of 256, always, auto, never, truecolor"},
         {"--export-svg /nonexistent-dir/heads.svg", "/nonexistent-dir/heads.svg"},
     }));
     test::check_rejected(args, message);
+}
+
+TEST_CASE("the palettes rise evenly in lightness and tell 0.125 from 0.25", "[palette]") {
+    // every 0.01: the screen palette gets lighter, the print palette darker (finer steps
+    // than this come within the rounding of 8-bit channels)
+    double screen = -1.0, print = 2.0;
+    for (int i = 0; i <= 100; ++i) {
+        const float t = float(i) / 100.0f;
+        const double s = lightness(palette_colour(t, Palette::Screen));
+        const double p = lightness(palette_colour(t, Palette::Print));
+        INFO("t = " << t);
+        CHECK(s > screen);
+        CHECK(p < print);
+        screen = s;
+        print = p;
+    }
+    // perceptually even: no tenth of the scale changes lightness by more than twice another
+    double smallest = 1.0, largest = 0.0;
+    for (int i = 0; i < 10; ++i) {
+        const double step = lightness(palette_colour(float(i + 1) / 10)) -
+                            lightness(palette_colour(float(i) / 10));
+        smallest = std::min(smallest, step);
+        largest = std::max(largest, step);
+    }
+    CHECK(largest < 2 * smallest);
+    CHECK(hex(palette_colour(0.125f)) != hex(palette_colour(0.25f)));
+    CHECK(colour256_index(0.125f) != colour256_index(0.25f));
+    CHECK(palette_colour(std::nanf("")).r == palette_colour(0.0f).r);
+    CHECK(lightness(palette_colour(0.0f, Palette::Print)) > 0.95);  // zero is paper, not ink
+}
+
+TEST_CASE("the 256-colour heatmap has ten levels of rising lightness", "[palette]") {
+    std::vector<int> levels;
+    for (int i = 0; i < 10; ++i) levels.push_back(colour256_index((float(i) + 0.5f) / 10));
+    for (std::size_t i = 1; i < levels.size(); ++i) {
+        INFO("level " << i << ": " << levels[i - 1] << " then " << levels[i]);
+        CHECK(lightness(xterm_colour(levels[i])) > lightness(xterm_colour(levels[i - 1])));
+    }
+    CHECK(colour256_index(0.0f) == levels.front());
+    CHECK(colour256_index(1.0f) == levels.back());
+    // the xterm cube: index 16 + 36 r + 6 g + b over levels 0, 95, 135, 175, 215, 255
+    CHECK(xterm_colour(16 + 36 * 5 + 6 * 1 + 0).g == 95);
+    CHECK(xterm_colour(232).r == 8);
+    CHECK(xterm_colour(255).r == 238);
+}
+
+TEST_CASE("--color 256 and truecolor force the depth", "[palette]") {
+    CHECK(choose_shading(ColorChoice::Force256, false, "1", "truecolor") == Shading::Colour256);
+    CHECK(choose_shading(ColorChoice::ForceTrueColour, false, nullptr, nullptr) ==
+          Shading::TrueColour);
+    const test::RunResult full = test::run_mha(demo_args + " --color truecolor");
+    CHECK_THAT(full.output, Catch::Contains("\x1b[48;2;"));
+    const test::RunResult cube = test::run_command("COLORTERM=truecolor " + test::mha_binary() + " " +
+                                                   demo_args + " --color 256");
+    CHECK_THAT(cube.output, Catch::Contains("\x1b[48;5;") && !Catch::Contains("\x1b[48;2;"));
+}
+
+TEST_CASE("--scale auto spans each map's own min..max, masked keys left out", "[scale]") {
+    // head 0 of small_maps: weights 0 .. 1; a flat head 0.2 .. 0.3 with one masked key
+    WeightMap flat{"head 2", 2, 2, {0.2f, 0.3f, 0.255f, 0.0f}, {false, false, false, true}};
+    const WeightRange range = weight_range(flat, true);
+    CHECK(range.low == 0.2f);
+    CHECK(range.high == 0.3f);
+    CHECK(range.position(0.25f) == Approx(0.5f));
+    CHECK(range.position(0.255f) == Approx(0.55f));
+    CHECK(weight_range(flat, false).position(0.25f) == 0.25f);   // fixed: 0..1
+    CHECK(WeightRange{0.5f, 0.5f}.position(0.5f) == 0.5f);       // all equal: the middle
+
+    std::ostringstream out;
+    HeatmapStyle style;
+    style.auto_scale = true;
+    draw_heatmaps(out, {flat}, position_labels(2, {}), style);
+    CHECK_THAT(out.str(), Catch::Contains("scale: min [") &&
+                              Catch::Contains("(--scale auto: each map from its own min") &&
+                              Catch::Contains("head 2 [0.2000..0.3000]"));
+    // 0.2 is the bottom of the ramp (blank), 0.3 the top ('@'), 0.255 at 0.55 ('+'); the
+    // masked 0 lies below the range and stays blank
+    CHECK_THAT(out.str(), Catch::Contains("\n0    @@\n1  ++\n"));
+
+    const test::RunResult r = test::run_mha("--heatmap --scale auto -b 1 -n 4 -d 16 -H 2");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("--scale auto") && Catch::Contains("head 1 ["));
+}
+
+TEST_CASE("the SVG: a light palette, hatched masked cells, a caption, any --text", "[svg]") {
+    const std::string path = test::temp_path("caption.svg");
+    const test::RunResult r =
+        test::run_mha("--text \"$(printf 'a\\001b \\377 <c> d')\" --demo-heads --export-svg " + path);
+    REQUIRE(r.status == 0);
+    const std::string svg = test::read_text(path);
+    std::remove(path.c_str());
+    CHECK(test::XmlChecker(svg).well_formed());
+    // 8 tokens (a, U+FFFD, b, U+FFFD, <, c, >, d), causal: the 28 cells above the diagonal
+    // of each of the 4 heads are masked
+    CHECK(count_of(svg, "<rect class=\"cell masked\"") == 4 * 28);
+    CHECK(count_of(svg, "fill=\"url(#mha-hatch)\"><title>") == 4 * 28);
+    CHECK(count_of(svg, "(masked)</title>") == 4 * 28);
+    CHECK_THAT(svg, Catch::Contains("text: a \xef\xbf\xbd b \xef\xbf\xbd &lt; c &gt; d"));
+    CHECK_THAT(svg, Catch::Contains("sizes: B=1, N=8, M=8, d_model=256, h=4, d_k=64, "
+                                    "self-attention") &&
+                        Catch::Contains("weights: demo heads (constructed)") &&
+                        Catch::Contains("attention weight (fixed scale 0 to 1)") &&
+                        Catch::Contains("masked (weight 0 by the mask)"));
+    CHECK_THAT(svg, Catch::Contains("<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>"));
+    // the page's cells: the print palette, so a weight of 1 (query 0 on key 0) is dark ink
+    const std::string first = svg.substr(svg.find("<rect class=\"cell\""));
+    const std::string fill = first.substr(first.find("fill=\"") + 6, 7);
+    CHECK(fill == hex(palette_colour(1.0f, Palette::Print)));
+
+    const test::RunResult scaled = test::run_mha("--text 'a b c' --export-svg " + path + " --scale auto");
+    REQUIRE(scaled.status == 0);
+    const std::string auto_svg = test::read_text(path);
+    std::remove(path.c_str());
+    CHECK_THAT(auto_svg, Catch::Contains("each panel from its own min to its max (--scale auto)") &&
+                             Catch::Contains("head 0 ["));
+    CHECK(count_of(auto_svg, "masked") == 0);  // no mask, nothing hatched
 }

@@ -11,6 +11,7 @@
 #include "core/kernels.h"
 #include "core/ops.h"
 #include "helpers.h"
+#include "kernel_variants.h"
 #include "io/init.h"
 
 using mha::MatrixView;
@@ -36,26 +37,6 @@ void require_close(const std::vector<float>& actual, const std::vector<float>& e
     INFO("worst difference " << d.worst << " at flat index " << d.index);
     REQUIRE(d.worst <= tolerance);
 }
-
-// Switches the kernels to one variant for a scope, then back to the one in use.
-class UsingVariant {
-public:
-    explicit UsingVariant(mha::KernelVariant v) : saved_(mha::kernel_variant()) {
-        mha::use_kernel_variant(v);
-    }
-    ~UsingVariant() { mha::use_kernel_variant(saved_); }
-    UsingVariant(const UsingVariant&) = delete;
-    UsingVariant& operator=(const UsingVariant&) = delete;
-
-private:
-    mha::KernelVariant saved_;
-};
-
-// Every variant this CPU runs, as a Catch2 generator: the test case runs once per variant.
-#define EACH_VARIANT()                                                                     \
-    const mha::KernelVariant variant = GENERATE(from_range(mha::runnable_kernel_variants())); \
-    CAPTURE(mha::kernel_variant_name(variant));                                            \
-    const UsingVariant using_variant(variant)
 
 }  // namespace
 
@@ -246,13 +227,104 @@ TEST_CASE("max_of and exp_shifted over more and fewer values than their lanes") 
     CHECK(values[n / 2] == 1.0f);
 }
 
+TEST_CASE("the fused tile's kernels equal the reference loops") {
+    EACH_VARIANT();
+    const mha::FlashRegisterTile t = mha::flash_tile();
+    const std::size_t mr = t.mr, nr = t.nr, kt = 3 * mr;
+    const std::size_t d_k = GENERATE(1, 7, 65, 300);  // 300: two slices of 256
+    CAPTURE(mr, nr, d_k);
+
+    SECTION("flash_scores: (kt, d_k) x (d_k, nr), scaled") {
+        const std::vector<float> keys = random_values(kt * d_k, 20), q = random_values(nr * d_k, 21);
+        std::vector<float> packed_keys(kt * d_k), packed_q(d_k * nr), scores(kt * nr);
+        for (std::size_t j = 0; j < kt; ++j) {  // panels of mr keys, each (d_k, mr)
+            for (std::size_t d = 0; d < d_k; ++d)
+                packed_keys[j / mr * d_k * mr + d * mr + j % mr] = keys[j * d_k + d];
+        }
+        for (std::size_t r = 0; r < nr; ++r) {  // one panel of nr queries, (d_k, nr)
+            for (std::size_t d = 0; d < d_k; ++d) packed_q[d * nr + r] = q[r * d_k + d];
+        }
+        mha::flash_scores(packed_keys.data(), packed_q.data(), d_k, kt, 0.125f, scores.data());
+        std::vector<float> expected(kt * nr);
+        for (std::size_t j = 0; j < kt; ++j) {
+            for (std::size_t r = 0; r < nr; ++r) {
+                double sum = 0;
+                for (std::size_t d = 0; d < d_k; ++d) sum += double(keys[j * d_k + d]) * q[r * d_k + d];
+                expected[j * nr + r] = float(sum * 0.125);
+            }
+        }
+        require_close(scores, expected, product_tolerance);
+    }
+
+    SECTION("flash_accumulate: o (d_k, nr) = o · shrink + valuesᵀ p") {
+        const std::size_t ldo = nr + 3, padded_d = (d_k + mr - 1) / mr * mr;
+        const std::vector<float> values = random_values(kt * d_k, 22), p = random_values(kt * nr, 23);
+        std::vector<float> shrink = random_values(nr, 24), o = random_values(d_k * ldo, 25);
+        for (float& c : shrink) c = std::fabs(c);
+        std::vector<float> packed(kt * padded_d, 0.0f);  // panels of mr features, each (kt, mr)
+        for (std::size_t j = 0; j < kt; ++j) {
+            for (std::size_t d = 0; d < d_k; ++d) packed[d / mr * kt * mr + j * mr + d % mr] = values[j * d_k + d];
+        }
+        std::vector<float> expected = o;
+        for (std::size_t d = 0; d < d_k; ++d) {
+            for (std::size_t r = 0; r < nr; ++r) {
+                double sum = 0;
+                for (std::size_t j = 0; j < kt; ++j) sum += double(values[j * d_k + d]) * p[j * nr + r];
+                expected[d * ldo + r] = float(double(o[d * ldo + r] * shrink[r]) + sum);
+            }
+        }
+        mha::flash_accumulate(packed.data(), p.data(), kt, d_k, shrink.data(), o.data(), ldo);
+        require_close(o, expected, product_tolerance);  // and the 3 columns past nr untouched
+    }
+}
+
+TEST_CASE("flash_softmax: running maximum, shrink and sum per query, by the formulas") {
+    EACH_VARIANT();
+    const std::size_t nr = mha::flash_tile().nr, kt = 12;
+    // query 0: every key blocked and nothing seen before; 1: a first tile (max -inf before);
+    // 2: an earlier maximum above the whole tile (shrink 1); the others: maximum 0.5, sum 2
+    std::vector<float> scores = random_values(kt * nr, 26), row_max(nr, 0.5f), row_sum(nr, 2.0f);
+    for (std::size_t j = 0; j < kt; ++j) {
+        scores[j * nr] = -inf;
+        if (j % 5 == 0) scores[j * nr + nr - 1] = -inf;  // some blocked keys
+    }
+    row_max[0] = row_max[1] = -inf;
+    row_sum[0] = row_sum[1] = 0.0f;
+    row_max[2] = 3.0f;
+    std::vector<float> p = scores, shrink(nr), new_max = row_max, new_sum = row_sum;
+    mha::flash_softmax(p.data(), kt, new_max.data(), new_sum.data(), shrink.data());
+    for (std::size_t r = 0; r < nr; ++r) {
+        CAPTURE(r);
+        float top = row_max[r];
+        for (std::size_t j = 0; j < kt; ++j) top = std::max(top, scores[j * nr + r]);
+        CHECK(new_max[r] == top);
+        if (top == -inf) {  // nothing visible: no weight, and the (zero) state stays zero
+            CHECK(shrink[r] == 0.0f);
+            CHECK(new_sum[r] == 0.0f);
+            for (std::size_t j = 0; j < kt; ++j) CHECK(p[j * nr + r] == 0.0f);
+            continue;
+        }
+        const double c = std::exp(double(row_max[r]) - top);  // e^-inf = 0
+        CHECK(shrink[r] == Approx(c).margin(softmax_tolerance));
+        double sum = row_sum[r] * c;
+        for (std::size_t j = 0; j < kt; ++j) {
+            const double e = std::exp(double(scores[j * nr + r]) - top);
+            CHECK(p[j * nr + r] == Approx(e).margin(softmax_tolerance));
+            sum += e;
+        }
+        CHECK(new_sum[r] == Approx(sum).epsilon(1e-6));
+    }
+    CHECK(shrink[2] == 1.0f);
+    CHECK(shrink[1] == 0.0f);
+}
+
 TEST_CASE("every kernel variant gives the same bits as the plain one") {
     // all variants multiply and add separately and sum in the same order
     const std::size_t n = 37, k = 300, m = 70;  // past a packed slice, off every tile
     const std::vector<float> a = random_values(n * k, 13), b = random_values(k * m, 14);
     std::vector<float> values = random_values(m, 15);
     auto run = [&](mha::KernelVariant v) {
-        const UsingVariant using_variant(v);
+        const test::UsingVariant using_variant(v);
         std::vector<float> out(n * m, 1.0f), softmaxed = values;
         mha::gemm({a.data(), n, k, k, 1}, MatrixView{b.data(), m, k, k, 1}.transposed(),
                   out.data(), m, true);
@@ -274,7 +346,14 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
         const std::size_t begin = s.find("\"parameters\"");
         return s.substr(begin, s.find("\"wall_time_ms\"") - begin);
     };
-    const std::string args = " --seed 7 -b 2 -n 33 -m 40 -d 64 -H 4 --causal --values --format json";
+    // the standard path, then the fused tile of the streaming path in each form that runs it
+    const std::string args =
+        std::string(" --seed 7 -b 2 -d 64 -H 4 --values --format json ") +
+        GENERATE("-n 33 -m 40 --causal", "-n 33 -m 300 --causal --attention streaming",
+                 "-n 70 -m 300 --per-head --alibi --softcap 5 --attention streaming",
+                 "-n 70 --block pre --window 9 --attention streaming",
+                 "--decode 70 --attention streaming");
+    CAPTURE(args);
     const test::RunResult expected = test::run_command("MHA_KERNEL=plain " + test::mha_binary() + args + " -t 1");
     REQUIRE(expected.status == 0);
     for (mha::KernelVariant v : mha::runnable_kernel_variants()) {

@@ -1,10 +1,16 @@
-// --step pauses between steps (Enter, b, q) and is --trace byte for byte without a
-// terminal; --format markdown is a table of the steps for course notes.
+// --step pauses between steps (one key: Enter, b, q), says "step k of n" and erases its
+// prompt, and is --trace byte for byte without a terminal; --format markdown is a table of
+// the steps for course notes; --explain adds a paragraph per kind of step.
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <sstream>
+#include <vector>
 
+#include "app/cli.h"
+#include "app/problem.h"
+#include "app/variants.h"
 #include "core/attention.h"
 #include "show/markdown_report.h"
 #include "show/stepper.h"
@@ -14,7 +20,21 @@ using namespace mha;
 
 namespace {
 
-const std::string prompt = "-- Enter: next  b: back  q: quit -- ";
+const std::string erase = "\r\x1b[K";  // carriage return, erase the line
+
+// Keys from a script: each character is one key press (Enter is '\n').
+class ScriptedKeys : public KeySource {
+public:
+    explicit ScriptedKeys(std::string keys) : keys_(std::move(keys)) {}
+    Key next_key() override {
+        if (at_ == keys_.size()) return Key::End;
+        return key_of(std::string(1, keys_[at_++]));
+    }
+
+private:
+    std::string keys_;
+    std::size_t at_ = 0;
+};
 
 // Steps 1 and 2 of a tiny run, as the forward pass reports them.
 Step step_numbered(int number, const std::string& tensor, const Tensor& value) {
@@ -42,9 +62,8 @@ RunInfo tiny_run() {
 
 // Runs three steps through a Stepper fed with keys; returns what went to out.
 std::string stepped(const std::string& keys, std::string& prompts) {
-    std::istringstream in(keys);
     std::ostringstream out, prompt_out;
-    Stepper stepper(out, &in, prompt_out);
+    Stepper stepper(out, std::make_unique<ScriptedKeys>(keys), prompt_out, 3);
     const Tensor t({1, 1, 2}, {1.0f, 2.0f});
     stepper.begin(tiny_run());
     try {
@@ -55,6 +74,14 @@ std::string stepped(const std::string& keys, std::string& prompts) {
     }
     prompts = prompt_out.str();
     return out.str();
+}
+
+// "-d 16 -H 2" -> {"-d", "16", "-H", "2"} (no quoting needed here)
+std::vector<std::string> words_of_options(const std::string& options) {
+    std::istringstream in(options);
+    std::vector<std::string> words;
+    for (std::string word; in >> word;) words.push_back(word);
+    return words;
 }
 
 std::size_t count_of(const std::string& text, const std::string& piece) {
@@ -80,11 +107,18 @@ TEST_CASE("--step without a terminal prints exactly what --trace prints", "[step
 
 TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step]") {
     std::string prompts;
-    SECTION("Enter after every step prints each step once") {
+    SECTION("Enter after every step prints each step once; each prompt says where and goes") {
         const std::string out = stepped("\n\n\n", prompts);
         CHECK(count_of(out, "T1 = x @ W.T") == 1);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
-        CHECK(count_of(prompts, prompt) == 3);
+        CHECK(prompts == "-- step 1 of 3 · Enter: next  b: back  q: quit -- " + erase +
+                             "-- step 2 of 3 · Enter: next  b: back  q: quit -- " + erase +
+                             "-- step 3 of 3 · Enter: next  b: back  q: quit -- " + erase);
+    }
+    SECTION("space and n go on too; other keys are ignored") {
+        const std::string out = stepped(" xn\n", prompts);
+        CHECK(count_of(out, "T3 = x @ W.T") == 1);
+        CHECK(count_of(prompts, "step 2 of 3") == 2);  // x asked again
     }
     SECTION("b shows the previous step again, Enter returns to the newest") {
         // after T2: b shows T1, Enter shows T2 again, Enter goes on to T3
@@ -93,6 +127,8 @@ TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step
         CHECK(count_of(out, "T2 = x @ W.T") == 2);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
         CHECK(out.find("T1 = x @ W.T", out.find("T2 = x @ W.T")) != std::string::npos);
+        CHECK_THAT(prompts, Catch::Contains("step 2 of 3 · Enter: next  b: back  q: quit -- " +
+                                            erase + "-- step 1 of 3"));
     }
     SECTION("b on the first step shows it again") {
         const std::string out = stepped("b\n\n\n\n", prompts);
@@ -107,8 +143,42 @@ TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step
     SECTION("when the keys run out the rest prints without pauses") {
         const std::string out = stepped("\n", prompts);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
-        CHECK(count_of(prompts, prompt) == 2);
+        CHECK(count_of(prompts, "Enter: next") == 2);
     }
+}
+
+TEST_CASE("--step reads keys as a terminal sends them", "[step]") {
+    CHECK(key_of("\r") == Key::Next);  // Enter in raw mode
+    CHECK(key_of("\n") == Key::Next);
+    CHECK(key_of(" ") == Key::Next);
+    CHECK(key_of("\x1b[C") == Key::Next);  // right arrow
+    CHECK(key_of("\x1bOC") == Key::Next);  // right arrow, application mode
+    CHECK(key_of("b") == Key::Back);
+    CHECK(key_of("\x1b[D") == Key::Back);  // left arrow
+    CHECK(key_of("\x7f") == Key::Back);    // backspace
+    CHECK(key_of("q") == Key::Quit);
+    CHECK(key_of("\x04") == Key::Quit);    // Ctrl-D
+    CHECK(key_of("\x1b") == Key::Quit);    // Escape alone
+    CHECK(key_of("\x1b[A") == Key::Other); // up arrow
+    CHECK(key_of("x") == Key::Other);
+}
+
+TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
+    const std::string options = GENERATE(as<std::string>{}, "", " -b 1 -n 4 -m 6 -d 16 -H 2 --causal",
+                                         " --per-head -d 16 -H 2", " --decode 3 -d 16 -H 2",
+                                         " --fused-qkv -d 16 -H 2", " --block pre -d 16 -H 2",
+                                         " --block post -d 16 -H 2 --rope half",
+                                         " -d 16 -H 4 --kv-heads 2 --window 3",
+                                         " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3");
+    CAPTURE(options);
+    const Config config = parse_args(words_of_options(options));
+    const Problem problem = build_problem(config);
+    struct Counter : Tracer {
+        std::size_t steps = 0;
+        void on_step(const Step&) override { ++steps; }
+    } counter;
+    run_pass(config, problem, counter);
+    CHECK(planned_steps(config, problem) == counter.steps);
 }
 
 TEST_CASE("--format markdown: one table row per step, no time, same page every run",
@@ -130,7 +200,9 @@ TEST_CASE("--format markdown: one table row per step, no time, same page every r
     CHECK_THAT(r.output, Catch::Contains("- step 8: causal: query i attends to keys 0..i"));
     // 4 projections of 1·3·8·8 = 192 MACs, plus scores and context of 1·2·3·3·4 = 72 each
     CHECK_THAT(r.output, Catch::Contains("Total: 96 B copied, 912 multiply-adds."));
-    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 31);
+    // 31 lines of table and notes, and the mask grid: its fences, heading, key line, 3 queries
+    // and a blank line
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 31 + 8);
     CHECK(test::run_mha("--format markdown -b 1 -n 3 -d 8 -H 2 --causal -t 2", false).output ==
           r.output);
 }

@@ -7,12 +7,19 @@
 #include <limits>
 #include <vector>
 
+#include <cstring>
+
+#include "app/budget.h"
 #include "core/attention.h"
+#include "core/block.h"
+#include "core/decode.h"
 #include "core/kernels.h"
+#include "core/per_head.h"
 #include "core/ops.h"
 #include "core/reference.h"
 #include "core/streaming.h"
 #include "helpers.h"
+#include "kernel_variants.h"
 #include "show/notes.h"
 #include "recorder.h"
 #include "io/init.h"
@@ -33,6 +40,11 @@ std::vector<float> random_values(std::size_t count, std::uint32_t stream, float 
     return values;
 }
 
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+}
+
 mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::Masks& masks,
                        std::size_t heads, std::size_t threads, mha::AttentionPath path,
                        mha::Tracer& tracer, bool zero_rows = false) {
@@ -47,6 +59,7 @@ mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::
 }  // namespace
 
 TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
+    EACH_VARIANT();
     const std::size_t n = GENERATE(1, 7, 65, 130);    // one and several query tiles
     const std::size_t m = GENERATE(1, 33, 257, 600);  // one and several key tiles
     const std::size_t d_k = GENERATE(1, 7, 64);
@@ -81,6 +94,90 @@ TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
     const test::Difference d = test::max_difference(packed, expected);
     INFO("worst difference " << d.worst << " at " << d.index);
     REQUIRE(d.worst <= stream_tolerance);
+}
+
+TEST_CASE("the fused tile gives the same bits on every kernel variant, with every score mod") {
+    const std::size_t n = 70, m = 300, d_k = GENERATE(7, 64, 300);  // 300: two slices of d_k
+    const int mods = GENERATE(0, 1, 2);  // none; causal and padding; the modern mods and a mask
+    CAPTURE(d_k, mods);
+    const std::vector<float> q = random_values(n * d_k, 1, 2.0f),
+                             k = random_values(m * d_k, 2, 2.0f), v = random_values(m * d_k, 3),
+                             attn = random_values(n * m, 4);
+    std::vector<float> padding(m, 0.0f);
+    for (std::size_t j = 0; j < m; j += 7) padding[j] = -inf;
+    mha::HeadMask mask;
+    mask.n = n;
+    mask.m = m;
+    if (mods == 1) {
+        mask.causal = true;
+        mask.padding = padding.data();
+    }
+    if (mods == 2) {
+        mask.attn = attn.data();
+        mask.softcap = 3.0;
+        mask.alibi_slope = 0.0625;
+        mask.window = 40;
+        mask.sinks = 2;
+    }
+    const float factor = float(1.0 / std::sqrt(double(d_k)));
+    auto streamed = [&](mha::KernelVariant variant) {
+        const test::UsingVariant using_variant(variant);
+        std::vector<float> context(n * d_k);
+        mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                              {v.data(), m, d_k, d_k, 1}, mask, factor, false, context.data(), d_k);
+        return context;
+    };
+    const std::vector<float> plain = streamed(mha::KernelVariant::Plain);
+    for (mha::KernelVariant variant : mha::runnable_kernel_variants()) {
+        CAPTURE(mha::kernel_variant_name(variant));
+        CHECK(same_bits(streamed(variant), plain));
+    }
+    // and the standard path's kernels: the whole scores, scale_mask_softmax, weights @ V
+    std::vector<float> weights(n * m), expected(n * d_k);
+    mha::matmul({q.data(), n, d_k, d_k, 1}, MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
+                weights.data(), m);
+    mha::scale_mask_softmax(weights.data(), factor, mask, false);
+    mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
+    const test::Difference d = test::max_difference(plain, expected);
+    INFO("worst difference " << d.worst << " at " << d.index);
+    REQUIRE(d.worst <= stream_tolerance);
+}
+
+TEST_CASE("decode, per-head and the block run the fused tile on every variant and thread count") {
+    const std::size_t B = 2, N = 70, E = 32, h = 4;
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 13);
+    const mha::Weights w = mha::seeded_weights(E, true, true, 13);
+    const mha::BlockWeights block = mha::seeded_block(E, 48, 13);
+    mha::Masks causal;
+    causal.causal = true;
+    mha::NullTracer none;
+    auto results = [&](mha::KernelVariant variant, std::size_t threads) {
+        const test::UsingVariant using_variant(variant);
+        mha::ForwardOptions o;
+        o.heads = h;
+        o.threads = threads;
+        o.path = mha::AttentionPath::Streaming;
+        return std::vector<std::vector<float>>{
+            mha::forward(w, in, causal, o, none).output.to_vector(),
+            mha::forward_per_head(w, in, causal, o, none).output.to_vector(),
+            mha::decode(w, in, {}, o, none).output.to_vector(),
+            mha::forward_block(w, block, mha::BlockKind::Pre, in, causal, o, none).output.to_vector()};
+    };
+    const std::vector<std::vector<float>> plain = results(mha::KernelVariant::Plain, 1);
+    // each form reaches the fused tile of the packed pass: the same bits, as its projections
+    // sum each element in the same order (decoding is the causal pass one row at a time)
+    CHECK(same_bits(plain[1], plain[0]));
+    CHECK(same_bits(plain[2], plain[0]));
+    for (mha::KernelVariant variant : mha::runnable_kernel_variants()) {
+        for (std::size_t threads : {1, 3}) {
+            CAPTURE(mha::kernel_variant_name(variant), threads);
+            const std::vector<std::vector<float>> r = results(variant, threads);
+            for (std::size_t form = 0; form < r.size(); ++form) {
+                CAPTURE(form);
+                CHECK(same_bits(r[form], plain[form]));
+            }
+        }
+    }
 }
 
 TEST_CASE("forward: streaming equals standard with and without masks") {
@@ -209,6 +306,24 @@ TEST_CASE("--attention: auto streams what would not fit, standard is refused") {
                Catch::Contains("weights = torch.softmax") && !Catch::Contains("streaming path"));
     CHECK_THAT(test::run_mha("--trace --attention streaming").output,
                Catch::Contains("streaming path"));
+}
+
+TEST_CASE("auto streams every untraced form but decoding") {
+    // decoding attends one query per unit, which fills one query lane of the fused tile
+    const mha::Sizes s{1, 512, 512, 512, 512, 512, 8, 8, 64};
+    mha::Config c;
+    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    c.form = mha::Form::PerHead;
+    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    c.trace = true;  // a trace shows steps 6-9 when they fit
+    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Standard);
+    c.trace = false;
+    c.form = mha::Form::Packed;
+    c.block = mha::BlockKind::Pre;
+    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    c.block.reset();
+    c.form = mha::Form::Decode;
+    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Standard);
 }
 
 TEST_CASE("--attention errors") {

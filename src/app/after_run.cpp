@@ -3,11 +3,14 @@
 #include "app/after_run.h"
 
 #include <cmath>
+#include <limits>
 
 #include "app/terminal.h"
 #include "app/variants.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/position_bias.h"
+#include "show/caption.h"
 #include "io/atomic_file.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
@@ -49,17 +52,48 @@ std::string batch_note(const RunInfo& info) {
     return info.batch > 1 ? "batch 0 of " + std::to_string(info.batch) : "batch 0";
 }
 
-std::string svg_caption(const RunInfo& info) {
-    return "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)";
+std::vector<std::string> svg_caption(const RunInfo& info) {
+    return caption_lines(info,
+                         "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)");
 }
 
-// The panels --export-svg draws: the heads chosen (all by default) and the mean.
-std::size_t svg_panels(const Config& c, std::size_t heads) {
+// Whether step 8 hides key j from query i under mask (an -inf it adds, or the causal rule
+// or window it applies).
+bool hides(const HeadMask& mask, std::size_t i, std::size_t j) {
+    constexpr float blocked = -std::numeric_limits<float>::infinity();
+    if (mask.attn != nullptr && mask.attn[i * mask.m + j] == blocked) return true;
+    if (mask.padding != nullptr && mask.padding[j] == blocked) return true;
+    if (mask.window > 0) return !window_allows({mask.window, mask.sinks}, i + mask.m - mask.n, j);
+    return j >= mask.key_end(i);
+}
+
+}  // namespace
+
+std::size_t drawn_maps(const Config& c, std::size_t heads) {
     return (c.view_heads.empty() ? (c.mean_view ? 0 : heads) : c.view_heads.size()) +
            (c.mean_view ? 1 : 0);
 }
 
-}  // namespace
+std::vector<std::vector<bool>> blocked_grids(const Problem& problem) {
+    const RunInfo& info = problem.info;
+    const Masks& masks = problem.masks;
+    const std::size_t n = info.seq_len, m = info.kv_len;
+    const bool fits = (masks.attn_mask.empty() || masks.attn_mask.size(masks.attn_mask.dim() - 1) == m) &&
+                      (masks.key_padding.empty() || masks.key_padding.size(masks.key_padding.dim() - 1) == m);
+    if (!fits || info.batch == 0) return {};
+    const Sizes sizes{info.batch, n, m, info.d_model, info.kdim, info.vdim, info.heads, info.kv_heads,
+                      info.head_dim};
+    std::vector<std::vector<bool>> grids;
+    for (std::size_t head = 0; head < info.heads; ++head) {
+        const HeadMask mask = unit_mask(masks, 0, head, sizes);
+        std::vector<bool> grid(n * m);
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < m; ++j) grid[i * m + j] = hides(mask, i, j);
+        }
+        grids.push_back(std::move(grid));
+    }
+    return grids;
+}
 
 void check_svg_size(const Config& config, const RunInfo& info) {
     if (config.svg_path.empty()) return;
@@ -67,10 +101,10 @@ void check_svg_size(const Config& config, const RunInfo& info) {
     const std::vector<std::string> cols =
         info.self_attention ? rows : position_labels(info.kv_len, {});
     const std::uint64_t bytes =
-        svg_size_bound(svg_panels(config, info.heads), rows, cols, svg_caption(info));
+        svg_size_bound(drawn_maps(config, info.heads), rows, cols, svg_caption(info));
     if (bytes > max_svg_bytes) {
         throw Error("--export-svg " + config.svg_path + " would take up to " + byte_size(bytes) +
-                    " (" + std::to_string(svg_panels(config, info.heads)) + " panels of " +
+                    " (" + std::to_string(drawn_maps(config, info.heads)) + " panels of " +
                     std::to_string(info.seq_len) + "x" + std::to_string(info.kv_len) +
                     " cells), more than the " + byte_size(max_svg_bytes) +
                     " an SVG may take; draw fewer heads with --head or use fewer positions");
@@ -84,7 +118,9 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     if (config.heatmap) {
         out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
-        draw_heatmaps(out, weight_maps(result.weights, choice), rows, terminal_style(config.color));
+        HeatmapStyle style = terminal_style(config.color);
+        style.auto_scale = config.auto_scale;
+        draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows, style);
     }
     if (wants_summary(config)) {
         stats.print(out, result, info.head_dim, !config.no_scale,
@@ -96,8 +132,11 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         const std::vector<std::string> cols =
             info.self_attention ? rows : position_labels(info.kv_len, {});
         AtomicFile file(config.svg_path);
-        write_svg(file.stream(), weight_maps(result.weights, choice), rows, cols,
-                  svg_caption(info));
+        SvgStyle style;
+        style.caption = svg_caption(info);
+        style.auto_scale = config.auto_scale;
+        write_svg(file.stream(), weight_maps(result.weights, choice, blocked_grids(problem)), rows,
+                  cols, style);
         file.commit();
     }
 }

@@ -8,11 +8,20 @@
 
 #include <cstdint>
 #include <ostream>
+#include <vector>
 
 namespace mha {
 
 // --export-svg is refused before the run when it could be larger than this.
 inline constexpr std::uint64_t max_svg_bytes = std::uint64_t(256) << 20;
+
+// The maps --export-svg and the lesson page draw: the heads --head chose (all by default)
+// and the mean.
+std::size_t drawn_maps(const Config& config, std::size_t heads);
+
+// For each head of batch 0, the (N, M) row-major grid of keys step 8 hides from each query;
+// empty when the mask files do not span the M keys (keys appended after the projections).
+std::vector<std::vector<bool>> blocked_grids(const Problem& problem);
 
 // Throws mha::Error when the SVG asked for could outgrow max_svg_bytes.
 void check_svg_size(const Config& config, const RunInfo& info);

@@ -224,6 +224,9 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     Row row;
     row.size = size;
     row.macs = multiply_adds(size);
+    // first, while this process holds little: a child's peak counts what it inherits
+    // from its parent at the fork
+    row.peak_mib = child_peak_mib(size, threads);
     Problem p = build_problem(config_of(size));
     NullTracer none;
     Workspace workspace;  // every run reuses the memory of the one before
@@ -246,7 +249,6 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
         row.naive_ms = row.macs / naive_rate;
         row.naive_estimated = true;
     }
-    row.peak_mib = child_peak_mib(size, threads);
     return row;
 }
 

@@ -63,13 +63,13 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
 }
 
 // What the views add after the pass, beside its result, each freed before the next: the
-// heatmap and the SVG copy batch 0's maps, (N, M) floats each (the mean also sums in double
+// heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums in double
 // into a growing list); --ablate-head runs the pass again and compares the two outputs as lists.
 std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads) {
     const std::string what = "the memory for this configuration";
     std::uint64_t maps = 0, ablation = 0;
-    if (c.heatmap || !c.svg_path.empty()) {
+    if (c.heatmap || !c.svg_path.empty() || c.format == Format::Html) {
         const std::uint64_t heads = c.view_heads.empty() ? (c.mean_view ? 0 : s.heads)
                                                          : c.view_heads.size();
         const std::uint64_t cells = checked_product({s.seq_len, s.kv_len}, what);
@@ -90,16 +90,17 @@ const char* path_name(AttentionPath path) {
     return path == AttentionPath::Standard ? "standard" : "streaming";
 }
 
-// --attention, or auto. Only the packed pass (and --fused-qkv, which shares its steps
-// 6-14) can stream. Auto takes the standard path when something needs the weights
-// (--save, the views) or shows them (the trace, JSON, Markdown) and it fits; else
-// streaming, unless only the standard path fits (small sizes, where the streaming
-// tiles are the larger allocation).
+// --attention, or auto. Every form can stream. Auto takes the standard path when decoding
+// (one query per unit would fill one of the fused tile's query lanes; measured slower),
+// or when something needs the weights (--save, the views) or shows them (the trace,
+// JSON, Markdown) and it fits; else streaming, unless only the standard path fits
+// (small sizes, where the streaming tiles are the larger allocation).
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.form == Form::Decode || c.form == Form::PerHead || c.block) return AttentionPath::Standard;
-    const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty();
+    if (c.form == Form::Decode) return AttentionPath::Standard;
+    const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty() ||
+                        c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text;
     const bool standard_fits = standard_bytes <= c.max_memory;
     if (needed || (shown && standard_fits)) return AttentionPath::Standard;

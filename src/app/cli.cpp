@@ -335,9 +335,10 @@ const std::vector<Row>& mha_table() {
         {{"--attention", 0, "auto|standard|streaming",
           "steps 6-10: standard stores the (B, h, N, M) weights;\n"
           "streaming never does (online softmax, one step in\n"
-          "the trace); auto (default): standard when --save or\n"
-          "a view needs them, or a trace or --format shows them\n"
-          "and they fit --max-memory, otherwise streaming"},
+          "the trace); auto (default): standard for --decode,\n"
+          "when --save or a view needs them, or a trace or\n"
+          "--format shows them and they fit --max-memory,\n"
+          "otherwise streaming"},
          [](Config& c, const Arg& a) {
              c.attention = parse_choice<std::optional<AttentionPath>>(
                  a, {{"auto", std::nullopt},
@@ -362,15 +363,24 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.values = c.trace = true; }},
         {{"--step", 0, "",
           "the trace, pausing after each step when stdin is a\n"
-          "terminal: Enter next, b back one step, q quit"},
+          "terminal: one key, Enter or space next, b back, q quit"},
          [](Config& c, const Arg&) { c.step = c.trace = true; }},
-        {{"--format", 0, "text|json|markdown",
+        {{"--format", 0, "text|json|markdown|html",
           "text (default), one JSON document with every step,\n"
-          "or a Markdown table of the steps for course notes"},
+          "a Markdown table of the steps for course notes, or\n"
+          "a lesson page: one self-contained HTML file (--output)"},
          [](Config& c, const Arg& a) {
-             c.format = parse_choice<Format>(
-                 a, {{"text", Format::Text}, {"json", Format::Json}, {"markdown", Format::Markdown}});
+             c.format = parse_choice<Format>(a, {{"text", Format::Text},
+                                                 {"json", Format::Json},
+                                                 {"markdown", Format::Markdown},
+                                                 {"html", Format::Html}});
          }},
+        {{"--output", 0, "FILE", "where --format html writes its page"},
+         [](Config& c, const Arg& a) { c.output_path = parse_path(a); }},
+        {{"--explain", 0, "",
+          "a paragraph per step on what it does and why, in\n"
+          "--trace, --step, --format markdown and html"},
+         [](Config& c, const Arg&) { c.explain = true; }},
         {{"--save", 0, "OUT.npz",
           "write output (B, N, d_model), attn_weights (B, h, N, M),\n"
           "in the inputs' layout (--seq-first: output (N, B,\n"
@@ -433,12 +443,22 @@ const std::vector<Row>& mha_table() {
              if (a.text == "mean") c.mean_view = true;
              else c.view_heads.push_back(parse_index(a));
          }},
-        {{"--color", 0, "auto|always|never",
-          "colour the heatmap (auto: a terminal without NO_COLOR)"},
+        {{"--color", 0, "auto|always|never|256|truecolor",
+          "colour the heatmap (auto: a terminal without NO_COLOR;\n"
+          "true colour when COLORTERM is truecolor or 24bit);\n"
+          "256 or truecolor: always, at that depth"},
          [](Config& c, const Arg& a) {
              c.color = parse_choice<ColorChoice>(a, {{"auto", ColorChoice::Auto},
                                                      {"always", ColorChoice::Always},
-                                                     {"never", ColorChoice::Never}});
+                                                     {"never", ColorChoice::Never},
+                                                     {"256", ColorChoice::Force256},
+                                                     {"truecolor", ColorChoice::ForceTrueColour}});
+         }},
+        {{"--scale", 0, "fixed|auto",
+          "the colour scale of heatmaps, SVG and HTML: fixed\n"
+          "(default) 0 to 1, or auto: each map its own min..max"},
+         [](Config& c, const Arg& a) {
+             c.auto_scale = parse_choice<bool>(a, {{"fixed", false}, {"auto", true}});
          }},
         {{"--export-svg", 0, "FILE", "the heatmaps as a standalone SVG"},
          [](Config& c, const Arg& a) { c.svg_path = parse_path(a); }},

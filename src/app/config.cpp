@@ -129,8 +129,10 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.demo_heads && !c.weights_path.empty(); },
          "--demo-heads constructs the weights; it cannot be combined with --weights"},
         {"head-without-view",
-         [](const Config& c) { return draws(c) && !c.heatmap && c.svg_path.empty(); },
-         "--head picks what --heatmap and --export-svg draw; give one of them too"},
+         [](const Config& c) {
+             return draws(c) && !c.heatmap && c.svg_path.empty() && c.format != Format::Html;
+         },
+         "--head picks what --heatmap, --export-svg and --format html draw; give one of them too"},
         {"views-need-text-format",
          [](const Config& c) {
              return c.format != Format::Text && (wants_summary(c) || c.ablate_head);
@@ -138,7 +140,26 @@ const std::vector<Rule<Config>>& rules() {
          "--heatmap, --summary, --no-scale and --ablate-head print text; use them with "
          "--format text"},
         {"step-needs-text-format", [](const Config& c) { return c.step && c.format != Format::Text; },
-         "--step pauses the text trace; it does not combine with --format json or markdown"},
+         "--step pauses the text trace; it does not combine with --format json, markdown or html"},
+        {"html-needs-output", [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },
+         "--format html writes a page to a file; name it with --output FILE"},
+        {"html-model", [](const Config& c) { return c.format == Format::Html && !c.model_path.empty(); },
+         "--format html draws one attention layer; it does not take --model (use --export-svg)"},
+        {"output-without-html", [](const Config& c) { return !c.output_path.empty() && c.format != Format::Html; },
+         "--output names the page --format html writes; give --format html too"},
+        {"explain-without-steps",
+         [](const Config& c) {
+             return c.explain && !((c.trace && c.format == Format::Text) ||
+                                   c.format == Format::Markdown || c.format == Format::Html);
+         },
+         "--explain adds a paragraph to every step of --trace, --step, --format markdown or "
+         "--format html; give one of them too"},
+        {"scale-without-view",
+         [](const Config& c) {
+             return c.auto_scale && !c.heatmap && c.svg_path.empty() && c.format != Format::Html;
+         },
+         "--scale sets the colour scale of --heatmap, --export-svg and --format html; give one "
+         "of them too"},
 
         // A trained model (--model) on --text.
         {"layer-without-model",

@@ -14,8 +14,9 @@
 
 namespace mha {
 
-enum class Format { Text, Json, Markdown };
-enum class ColorChoice { Auto, Always, Never };
+enum class Format { Text, Json, Markdown, Html };
+// --color: auto, always or never colour; 256 and truecolor force colour at that depth.
+enum class ColorChoice { Auto, Always, Never, Force256, ForceTrueColour };
 // What --form and the four form options ask for: a Form of steps 6-10, or the block
 // (which wraps the packed form).
 enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block, Mla };
@@ -42,6 +43,8 @@ struct Config {
     bool values = false;
     bool step = false;  // --step: the trace, pausing after each step on a terminal
     Format format = Format::Text;
+    bool explain = false;     // --explain: a paragraph on what each step does and why
+    std::string output_path;  // --output: the file --format html writes
 
     std::string weights_path, input_path, key_path, value_path;
     std::string mask_path, key_padding_mask_path, save_path;
@@ -59,6 +62,7 @@ struct Config {
     std::vector<std::size_t> view_heads;     // --head I: the heads to draw (default all)
     bool mean_view = false;                  // --head mean: the mean over heads
     ColorChoice color = ColorChoice::Auto;
+    bool auto_scale = false;                 // --scale auto: each map spans its own min..max
     std::string svg_path;
     std::optional<std::size_t> ablate_head;
     bool no_scale = false;

@@ -11,6 +11,7 @@
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
+#include "io/printable.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
@@ -56,9 +57,10 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     info.threads = threads;
     info.kernels = kernel_variant_name();
     info.parameters = model.parameter_count();
-    info.weights_source = c.model_path;
+    info.weights_source = sanitized(c.model_path);
     info.inputs_source = "--text, " + plural(text.tokens.size(), "character");
     info.values = c.values;
+    info.explain = c.explain;
     info.tokens = text.characters;
     info.variant = "layer " + std::to_string(layer) + " of " +
                    std::to_string(model.layers.size()) + ", pre-LN block, d_ff=" +
@@ -78,6 +80,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
                 : model_maps(r.weights);
     if (c.heatmap) {
         HeatmapStyle style = terminal_style(c.color);
+        style.auto_scale = c.auto_scale;
         if (!c.layer) {
             style.cell_width = 1;
             out << "\nevery layer's heads (rows: queries, columns: keys; --layer L draws one "
@@ -98,9 +101,12 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     }
     if (!c.svg_path.empty()) {
         AtomicFile file(c.svg_path);
-        write_svg(file.stream(), maps, rows, rows,
-                  c.layer ? "attention weights of layer " + std::to_string(layer)
-                          : "every layer's heads (rows: queries, columns: keys)");
+        SvgStyle style;
+        style.caption = {c.layer ? "attention weights of layer " + std::to_string(layer)
+                                 : "every layer's heads (rows: queries, columns: keys)",
+                         "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+        style.auto_scale = c.auto_scale;
+        write_svg(file.stream(), maps, rows, rows, style);
         file.commit();
     }
 }

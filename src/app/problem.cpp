@@ -13,6 +13,7 @@
 #include "core/kernels.h"
 #include "core/error.h"
 #include "core/mla_pass.h"
+#include "io/printable.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
 #include "io/init.h"
@@ -301,6 +302,7 @@ RunInfo describe_sizes(const Config& c, const Sizes& s) {
     info.vdim = s.vdim;
     info.causal = c.causal;
     info.values = c.values;
+    info.explain = c.explain;
     return info;
 }
 
@@ -313,14 +315,14 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.parameters = p.weights.parameter_count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
                           : c.weights_path.empty() ? seeded(c.seed)
-                                                   : c.weights_path;
+                                                   : sanitized(c.weights_path);
     if (c.text) info.tokens = tokenize(*c.text);
     if (c.demo_heads) info.head_names = demo_head_names();
     info.inputs_source = c.text ? "--text, " + std::to_string(s.seq_len) + " tokens"
                          : c.input_path.empty() ? seeded(c.seed)
                          : c.key_path.empty()
-                             ? c.input_path
-                             : c.input_path + ", " + c.key_path + ", " + c.value_path;
+                             ? sanitized(c.input_path)
+                             : sanitized(c.input_path + ", " + c.key_path + ", " + c.value_path);
     return info;
 }
 

@@ -3,6 +3,8 @@
 
 #include "app/config.h"
 #include "show/heatmap.h"
+#include "show/stepper.h"
+
 
 #include <cstddef>
 #include <string>
@@ -19,5 +21,21 @@ std::size_t terminal_width(const char* columns_variable, bool stdout_is_terminal
 
 // The two above for this process's stdout and environment.
 HeatmapStyle terminal_style(ColorChoice choice);
+
+// --step's keys from the terminal on stdin, one key at a time without Enter: the terminal
+// is put in raw mode (no line buffering, no echo; Ctrl-C still interrupts) and restored when
+// this object goes, and on SIGINT, SIGTERM and SIGHUP before the signal ends the process.
+class TerminalKeys : public KeySource {
+public:
+    TerminalKeys();
+    TerminalKeys(const TerminalKeys&) = delete;
+    TerminalKeys& operator=(const TerminalKeys&) = delete;
+    ~TerminalKeys() override;
+
+    Key next_key() override;
+
+private:
+    bool raw_ = false;  // the terminal was switched (it may refuse)
+};
 
 }  // namespace mha

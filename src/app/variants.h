@@ -13,6 +13,10 @@ namespace mha {
 // Runs the form of the pass the configuration asks for.
 ForwardResult run_pass(const Config& config, const Problem& problem, Tracer& tracer);
 
+// How many Step records run_pass will report: the plan of the form (core/plan.h), and the
+// block's own seven steps around it.
+std::size_t planned_steps(const Config& config, const Problem& problem);
+
 // "pre-LN block, d_ff=64", "fused QKV", ...; empty for the packed pass.
 std::string variant_description(const Config& config, std::size_t d_ff);
 

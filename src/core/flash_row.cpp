@@ -32,7 +32,12 @@ FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixV
             continue;
         }
         tile.shrink = exp_nonpositive(m - new_max);  // 0 while m is −inf
-        l = l * tile.shrink + exp_shifted(scores.data(), cols, new_max);
+        float tile_sum = 0.0f;  // one sum, keys in order, as the fused tile adds them
+        for (std::size_t j = 0; j < cols; ++j) {
+            scores[j] = exp_nonpositive(scores[j] - new_max);
+            tile_sum += scores[j];
+        }
+        l = l * tile.shrink + tile_sum;
         if (tile.shrink != 1.0f) {
             for (float& x : o) x *= tile.shrink;
         }

@@ -110,13 +110,10 @@ MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc
     }
 }
 
-// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
-// corner of the tile; the sums stay in registers until the end.
+// acc (MR, NR) += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), p ascending.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
-                             std::size_t ldc, std::size_t rows, std::size_t cols,
-                             bool accumulate) {
-    float acc[MR][NR] = {};
+MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b,
+                             float (&acc)[MR][NR]) {
     for (std::size_t p = 0; p < kc; ++p) {
         const float* ap = a + p * MR;
         const float* bp = b + p * NR;
@@ -124,6 +121,16 @@ MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, flo
             for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
         }
     }
+}
+
+// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
+// corner of the tile; the sums stay in registers until the end.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
+                             std::size_t ldc, std::size_t rows, std::size_t cols,
+                             bool accumulate) {
+    float acc[MR][NR] = {};
+    add_products(kc, a, b, acc);
     if (rows == MR && cols == NR)
         store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
     else
@@ -289,6 +296,70 @@ MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
     return sum;
 }
 
+// ---- The fused attention tile (see kernels.h): Sᵀ = K Qᵀ, the online softmax down the
+// keys with the queries in the lanes, Oᵀ = Oᵀ · shrink + Vᵀ P ----
+
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::size_t d_k,
+                               std::size_t kt, float factor, float* scores) {
+    for (std::size_t i = 0; i < kt; i += MR) {
+        const float* panel = keys + i * d_k;
+        float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
+        if (d_k <= KC) {  // one slice: the sums go from the registers to memory scaled
+            float acc[MR][NR] = {};
+            add_products(d_k, panel, queries, acc);
+            for (std::size_t r = 0; r < MR; ++r) {
+                for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
+            }
+            continue;
+        }
+        for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
+            micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
+                                 tile, NR, MR, NR, p0 > 0);
+        }
+        for (std::size_t e = 0; e < MR * NR; ++e) tile[e] *= factor;
+    }
+}
+
+template <std::size_t NR>
+MHA_INLINE void flash_softmax_t(float* scores, std::size_t kt, float* row_max, float* row_sum,
+                                float* shrink) {
+    float top[NR], shift[NR], sum[NR] = {};
+    for (std::size_t r = 0; r < NR; ++r) top[r] = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < kt; ++j) {
+        const float* row = scores + j * NR;
+        for (std::size_t r = 0; r < NR; ++r) top[r] = top[r] < row[r] ? row[r] : top[r];
+    }
+    for (std::size_t r = 0; r < NR; ++r) {
+        const float new_max = std::max(row_max[r], top[r]);
+        // nothing visible yet: shift by 0, so e^(-inf - 0) = 0 for P and for the shrink
+        shift[r] = new_max == -std::numeric_limits<float>::infinity() ? 0.0f : new_max;
+        shrink[r] = exp_nonpositive_t(row_max[r] - shift[r]);
+        row_max[r] = new_max;
+    }
+    for (std::size_t j = 0; j < kt; ++j) {
+        float* row = scores + j * NR;
+        for (std::size_t r = 0; r < NR; ++r) {
+            row[r] = exp_nonpositive_t(row[r] - shift[r]);
+            sum[r] += row[r];
+        }
+    }
+    for (std::size_t r = 0; r < NR; ++r) row_sum[r] = row_sum[r] * shrink[r] + sum[r];
+}
+
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::size_t kt,
+                                   std::size_t d_k, const float* shrink, float* o,
+                                   std::size_t ldo) {
+    for (std::size_t d = 0; d < d_k; ++d) {
+        for (std::size_t r = 0; r < NR; ++r) o[d * ldo + r] *= shrink[r];
+    }
+    for (std::size_t d0 = 0; d0 < d_k; d0 += MR) {  // (MR, kt) x (kt, NR) -> rows d0.. of o
+        micro_kernel<MR, NR>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
+                             NR, true);
+    }
+}
+
 // One variant: its name, register tile and entry points.
 struct Variant {
     KernelVariant id;
@@ -300,10 +371,15 @@ struct Variant {
                           std::size_t, std::size_t, std::size_t);
     float (*max_of)(const float*, std::size_t);
     float (*exp_shifted)(float*, std::size_t, float);
+    FlashRegisterTile flash;
+    void (*flash_scores)(const float*, const float*, std::size_t, std::size_t, float, float*);
+    void (*flash_softmax)(float*, std::size_t, float*, float*, float*);
+    void (*flash_accumulate)(const float*, const float*, std::size_t, std::size_t, const float*,
+                             float*, std::size_t);
 };
 
 // The entry points of one variant, built for the CPU features `target` names.
-#define MHA_VARIANT(suffix, target, MR, NR)                                                     \
+#define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                           \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c,               \
                               std::size_t ldc, bool accumulate) {                               \
         gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                               \
@@ -319,29 +395,47 @@ struct Variant {
     }                                                                                           \
     target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {              \
         return exp_shifted_t(values, n, shift);                                                 \
+    }                                                                                           \
+    target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k, \
+                                      std::size_t kt, float factor, float* scores) {            \
+        flash_scores_t<FMR, FNR>(keys, queries, d_k, kt, factor, scores);                       \
+    }                                                                                           \
+    target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,           \
+                                       float* row_sum, float* shrink) {                         \
+        flash_softmax_t<FNR>(scores, kt, row_max, row_sum, shrink);                             \
+    }                                                                                           \
+    target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,  \
+                                          std::size_t d_k, const float* shrink, float* o,       \
+                                          std::size_t ldo) {                                    \
+        flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                       \
     }
 
 // Register tiles: the sums of MR x NR floats fill about half of the vector
-// registers, leaving room for the products, b's row and a's broadcast.
-MHA_VARIANT(plain, , 4, 8)
+// registers, leaving room for the products, b's row and a's broadcast. The fused
+// attention tile (FMR keys x FNR queries) needs FMR to divide its key tile and FNR its
+// query tile (core/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
+MHA_VARIANT(plain, , 4, 8, 4, 8)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
-MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32)
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 4, 8)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32, 8, 32)
 #endif
 
-#define MHA_ENTRY(id, name, tile, suffix, MR, NR) \
-    { id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, max_of_##suffix, \
-      exp_shifted_##suffix }
+#define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                   \
+    {                                                                                         \
+        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, max_of_##suffix,       \
+            exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix, flash_softmax_##suffix,  \
+            flash_accumulate_##suffix                                                         \
+    }
 
 const Variant variants[] = {
 #ifdef MHA_X86
-    MHA_ENTRY(KernelVariant::Avx512, "avx512", "8x32 floats", avx512, 8, 32),
-    MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32),
-    MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8),
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", "8x32 floats", avx512, 8, 32, 8, 32),
+    MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32, 4, 16),
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8, 4, 8),
 #endif
-    MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8),
+    MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8, 4, 8),
 };
 
 bool cpu_runs(KernelVariant v) {
@@ -474,6 +568,22 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
 }
 
 float max_of(const float* values, std::size_t n) { return current().max_of(values, n); }
+
+FlashRegisterTile flash_tile() { return current().flash; }
+
+void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
+                  float factor, float* scores) {
+    current().flash_scores(keys, queries, d_k, kt, factor, scores);
+}
+
+void flash_softmax(float* scores, std::size_t kt, float* row_max, float* row_sum, float* shrink) {
+    current().flash_softmax(scores, kt, row_max, row_sum, shrink);
+}
+
+void flash_accumulate(const float* values, const float* p, std::size_t kt, std::size_t d_k,
+                      const float* shrink, float* o, std::size_t ldo) {
+    current().flash_accumulate(values, p, kt, d_k, shrink, o, ldo);
+}
 
 float exp_shifted(float* values, std::size_t n, float shift) {
     return current().exp_shifted(values, n, shift);

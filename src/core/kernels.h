@@ -114,4 +114,37 @@ float max_of(const float* values, std::size_t n);
 // shift must be finite; e^(-inf) is 0.
 float exp_shifted(float* values, std::size_t n, float shift);
 
+// ---- The fused attention tile of the streaming path (core/streaming.cpp) ----
+// A tile of scores is computed transposed, Sᵀ = K Qᵀ: its rows are keys and its columns
+// queries, so the online softmax runs down the keys with one query per vector lane, and P
+// is left exactly where the product Oᵀ += Vᵀ P reads it. Every score and every output sums
+// in an order fixed by the sizes alone (never by the register tile), so all variants and
+// all thread counts give the same bits.
+
+// The register tile of the variant in use: mr keys (or features) by nr queries.
+struct FlashRegisterTile {
+    std::size_t mr, nr;
+};
+FlashRegisterTile flash_tile();
+
+// scores (kt, nr) = keys (kt, d_k) queriesᵀ · factor. keys: kt / mr panels of mr keys, each
+// (d_k, mr) row-major; queries: one panel of nr queries, (d_k, nr) row-major; kt a multiple
+// of mr. Each score sums its d_k products in order, in slices of 256 as gemm does, then is
+// multiplied by factor: the bits gemm and scale_mask_tile give it.
+void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
+                  float factor, float* scores);
+
+// The online softmax on one tile of masked scores (kt, nr), in place. For each query r:
+//   new = max(row_max[r], max of column r);  shrink[r] = e^(row_max[r] - new)
+//   P = e^(S - new);  row_sum[r] = row_sum[r] · shrink[r] + Σ P (keys in order, one sum)
+// A query that has seen only blocked keys (new = -inf) gets P = 0 and shrink 0.
+// row_max, row_sum and shrink hold nr values each.
+void flash_softmax(float* scores, std::size_t kt, float* row_max, float* row_sum, float* shrink);
+
+// o (d_k, nr), rows ldo apart: o = o · shrink + valuesᵀ p, where p (kt, nr) and values are
+// the tile's kt keys in panels of mr features, panel f (kt, mr) row-major at f · kt · mr
+// (zero-padded past d_k). Each output adds the tile's kt products, in order, as one sum.
+void flash_accumulate(const float* values, const float* p, std::size_t kt, std::size_t d_k,
+                      const float* shrink, float* o, std::size_t ldo);
+
 }  // namespace mha

@@ -45,7 +45,7 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
         std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
                                             s.inner() + 2 * s.kv_heads * d_k, 3)) +
         (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
-                  : streaming_scratch_floats(d_k));
+                  : streaming_scratch_floats(d_k, s.kv_len));
     const std::uint64_t floats = checked_sum(
         {// Q and the context (h·d_k wide), the output; the standard path's concat is one more copy
          checked_product({s.batch, s.seq_len, s.inner(), standard ? 3u : 2u}, what),

@@ -1,18 +1,25 @@
-// The online softmax, one tile of queries at a time:
-//   for each tile of keys (stopping early once a causal mask blocks the rest):
-//     S = Q_tile K_tileᵀ, scaled and masked              (rows, keys)
-//     new_max = max(row_max, max S);  c = e^(row_max - new_max)
-//     P = e^(S - new_max);  row_sum = row_sum · c + Σ P
-//     O = O · c + P V_tile
+// The online softmax on the fused tile (kernels.h), one (batch, head) unit at a time:
+//   pack K and V once, in the micro-kernel's panels
+//   for each tile of 64 queries: pack Q; O = 0, row_max = -inf, row_sum = 0
+//     for each tile of keys (stopping once a causal mask blocks the rest), per query panel:
+//       Sᵀ = K_tile Qᵀ / sqrt(d_k), masked                  (keys, queries)
+//       new_max = max(row_max, max S);  c = e^(row_max - new_max)
+//       P = e^(S - new_max);  row_sum = row_sum · c + Σ P     P stays where Vᵀ P reads it
+//       Oᵀ = Oᵀ · c + V_tileᵀ P                               (d_k, queries)
 //   context = O / row_sum
-// Every row's result depends only on its own queries and keys, so splitting
-// units over threads changes no bit.
+// Every query's result depends only on its own query, the keys and the tile width, so
+// splitting units over threads, and the register tile of each kernel variant, change no bit.
 
 #include "core/streaming.h"
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <vector>
+
+#include "core/checked.h"
+#include "core/position_bias.h"
+#include "core/softcap.h"
 
 namespace mha {
 
@@ -20,66 +27,140 @@ namespace {
 
 constexpr float minus_inf = -std::numeric_limits<float>::infinity();
 
-// The rows of a view from `first`, `count` of them.
-MatrixView rows_of(const MatrixView& m, std::size_t first, std::size_t count) {
-    return {m.data + first * m.row_stride, count, m.cols, m.row_stride, m.col_stride};
+std::size_t round_up(std::size_t n, std::size_t multiple) {
+    return (n + multiple - 1) / multiple * multiple;
 }
 
-// Folds one tile of masked scores into the running max and sum of each row and
-// turns it into P; rescales the rows of o that the new maximum changed.
-void online_softmax_step(float* scores, std::size_t rows, std::size_t cols, float* row_max,
-                         float* row_sum, float* o, std::size_t d_k) {
+// One thread's buffers, kept between units (pool threads live on); they only grow.
+struct FlashScratch {
+    std::vector<float> keys, values;  // packed K and V of the unit
+    std::vector<float> queries, o;    // packed Q tile; Oᵀ (d_k, stream_query_tile)
+    std::vector<float> scores, shrink;  // one panel: (kt, nr) and (nr)
+    float row_max[stream_query_tile], row_sum[stream_query_tile];
+};
+FlashScratch& flash_scratch() {
+    thread_local FlashScratch s;
+    return s;
+}
+
+// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major. The rest of the last panel
+// keeps what it held: mask_scores blocks those keys' scores.
+void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
+    for (std::size_t j = 0; j < k.rows; ++j) {
+        float* panel = out + j / mr * k.cols * mr + j % mr;
+        for (std::size_t d = 0; d < k.cols; ++d) panel[d * mr] = k(j, d);
+    }
+}
+
+// The keys a tile starting at k0 spans: stream_key_tile, or the rest rounded up to mr
+// (the extra keys are blocked, so their zero weights change no sum).
+std::size_t tile_keys(std::size_t k0, std::size_t m, std::size_t mr) {
+    return std::min(stream_key_tile, round_up(m - k0, mr));
+}
+
+// v (M, d_k) -> per tile of keys, panels of mr features, each (tile_keys, mr) row-major;
+// zeros past M and past d_k.
+void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, float* out) {
+    const std::size_t m = v.rows;
+    std::fill(out + m / stream_key_tile * stream_key_tile * padded_d,
+              out + round_up(m, mr) * padded_d, 0.0f);  // the last tile
+    for (std::size_t j = 0; j < m; ++j) {
+        const std::size_t k0 = j / stream_key_tile * stream_key_tile, keys = tile_keys(k0, m, mr);
+        float* tile = out + k0 * padded_d;
+        for (std::size_t d = 0; d < v.cols; ++d) {
+            tile[d / mr * keys * mr + (j - k0) * mr + d % mr] = v(j, d);
+        }
+    }
+}
+
+// q rows [q0, q0 + rows) -> panels of nr queries, each (d_k, nr) row-major; zeros past rows.
+void pack_queries(const MatrixView& q, std::size_t q0, std::size_t rows, std::size_t nr,
+                  float* out) {
+    std::fill(out, out + stream_query_tile * q.cols, 0.0f);
     for (std::size_t r = 0; r < rows; ++r) {
-        float* s = scores + r * stream_key_tile;
-        const float new_max = std::max(row_max[r], max_of(s, cols));
-        if (new_max == minus_inf) {  // nothing visible yet: P is 0
-            std::fill(s, s + cols, 0.0f);
-            continue;
+        float* panel = out + r / nr * q.cols * nr + r % nr;
+        for (std::size_t d = 0; d < q.cols; ++d) panel[d * nr] = q(q0 + r, d);
+    }
+}
+
+// Step 8 (7 is done) on a transposed tile: scores (kt, nr) hold keys [k0, k0 + kt) for
+// queries [first, first + count). The float operations of scale_mask_tile, in its order;
+// keys past M are blocked too.
+void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t first,
+                 std::size_t count, std::size_t k0, const HeadMask& mask) {
+    const std::size_t keys = std::min(kt, mask.m - k0);
+    const bool per_score = mask.softcap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
+                           mask.alibi_slope != 0.0;
+    for (std::size_t r = 0; r < count; ++r) {
+        const std::size_t query = first + r, position = query + mask.m - mask.n;
+        float* column = scores + r;  // key j at column[j * nr]
+        for (std::size_t j = 0; per_score && j < keys; ++j) {
+            float& s = column[j * nr];
+            if (mask.softcap > 0.0) softcap(&s, 1, mask.softcap);
+            if (mask.attn != nullptr) s += mask.attn[query * mask.m + k0 + j];
+            if (mask.padding != nullptr) s += mask.padding[k0 + j];
+            if (mask.alibi_slope != 0.0) add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
         }
-        const float shrink = exp_nonpositive(row_max[r] - new_max);  // 0 while row_max is -inf
-        row_sum[r] = row_sum[r] * shrink + exp_shifted(s, cols, new_max);
-        if (shrink != 1.0f) {
-            for (std::size_t j = 0; j < d_k; ++j) o[r * d_k + j] *= shrink;
+        for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < kt; ++j)
+            column[j * nr] = minus_inf;
+        for (std::size_t j = 0; mask.window > 0 && j < keys; ++j) {
+            if (!window_allows({mask.window, mask.sinks}, position, k0 + j)) column[j * nr] = minus_inf;
         }
-        row_max[r] = new_max;
     }
 }
 
 }  // namespace
 
-std::size_t streaming_scratch_floats(std::size_t d_k) {
-    return stream_query_tile * (stream_key_tile + d_k + 2) +
-           std::max(gemm_scratch_floats(d_k, stream_key_tile),
-                    gemm_scratch_floats(stream_key_tile, d_k));
+std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t m) {
+    const std::string what = "the memory for this configuration";
+    const FlashRegisterTile tile = flash_tile();
+    const std::uint64_t keys = m / tile.mr + (m % tile.mr != 0);  // in panels of mr
+    return checked_sum(
+        {checked_product({keys, tile.mr, d_k + round_up(d_k, tile.mr)}, what),  // packed K, V
+         checked_product({stream_query_tile, 2 * d_k + 2}, what),  // packed Q, O, row max and sum
+         (stream_key_tile + 1) * tile.nr},                         // one panel's scores, its shrink
+        what);
 }
 
 std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                              const HeadMask& mask, float factor, bool zero_masked_rows,
                              float* context, std::size_t ldc) {
     const std::size_t n = q.rows, m = k.rows, d_k = q.cols;
-    std::vector<float> scores(stream_query_tile * stream_key_tile);
-    std::vector<float> o(stream_query_tile * d_k);
-    std::vector<float> row_max(stream_query_tile), row_sum(stream_query_tile);
+    const FlashRegisterTile tile = flash_tile();
+    const std::size_t padded_d = round_up(d_k, tile.mr);
+    FlashScratch& s = flash_scratch();
+    s.keys.resize(std::max(s.keys.size(), round_up(m, tile.mr) * d_k));
+    s.values.resize(std::max(s.values.size(), round_up(m, tile.mr) * padded_d));
+    s.queries.resize(stream_query_tile * d_k);
+    s.o.resize(d_k * stream_query_tile);
+    s.scores.resize(stream_key_tile * tile.nr);
+    s.shrink.resize(tile.nr);
+    pack_keys(k, tile.mr, s.keys.data());
+    pack_values(v, tile.mr, padded_d, s.values.data());
     std::size_t masked = 0;
     for (std::size_t q0 = 0; q0 < n; q0 += stream_query_tile) {
         const std::size_t rows = std::min(stream_query_tile, n - q0);
-        std::fill(o.begin(), o.end(), 0.0f);
-        std::fill(row_max.begin(), row_max.end(), minus_inf);
-        std::fill(row_sum.begin(), row_sum.end(), 0.0f);
+        pack_queries(q, q0, rows, tile.nr, s.queries.data());
+        std::fill(s.o.begin(), s.o.end(), 0.0f);
+        std::fill(std::begin(s.row_max), std::end(s.row_max), minus_inf);
+        std::fill(std::begin(s.row_sum), std::end(s.row_sum), 0.0f);
         const std::size_t key_end = mask.key_end(q0 + rows - 1);  // keys past it are blocked
         for (std::size_t k0 = 0; k0 < key_end; k0 += stream_key_tile) {
-            const std::size_t cols = std::min(stream_key_tile, m - k0);
-            // 6: (rows, d_k) x (d_k, cols) -> (rows, cols)
-            gemm(rows_of(q, q0, rows), rows_of(k, k0, cols).transposed(), scores.data(),
-                 stream_key_tile);
-            // 7, 8
-            scale_mask_tile(scores.data(), stream_key_tile, q0, rows, k0, cols, factor, mask);
-            // 9, online
-            online_softmax_step(scores.data(), rows, cols, row_max.data(), row_sum.data(), o.data(),
-                                d_k);
-            // 10: O += (rows, cols) x (cols, d_k)
-            gemm({scores.data(), rows, cols, stream_key_tile, 1}, rows_of(v, k0, cols), o.data(),
-                 d_k, true);
+            const std::size_t kt = tile_keys(k0, m, tile.mr);
+            for (std::size_t first = 0; first < rows; first += tile.nr) {
+                // 6, 7: (kt, d_k) x (d_k, nr) -> (kt, nr), scaled
+                flash_scores(s.keys.data() + k0 * d_k, s.queries.data() + first * d_k, d_k, kt,
+                             factor, s.scores.data());
+                // 8
+                mask_scores(s.scores.data(), kt, tile.nr, q0 + first,
+                            std::min(tile.nr, rows - first), k0, mask);
+                // 9, online: the scores become P
+                flash_softmax(s.scores.data(), kt, s.row_max + first, s.row_sum + first,
+                              s.shrink.data());
+                // 10: Oᵀ = Oᵀ · shrink + (d_k, kt) x (kt, nr)
+                flash_accumulate(s.values.data() + k0 * padded_d, s.scores.data(), kt, d_k,
+                                 s.shrink.data(), s.o.data() + first, stream_query_tile);
+            }
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = context + (q0 + r) * ldc;
@@ -87,15 +168,15 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                 std::fill(out, out + d_k, 0.0f);
                 continue;
             }
-            if (row_max[r] == minus_inf) {
+            if (s.row_max[r] == minus_inf) {
                 const float fill =
                     zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
                 std::fill(out, out + d_k, fill);
                 ++masked;
                 continue;
             }
-            const float inverse = 1.0f / row_sum[r];
-            for (std::size_t j = 0; j < d_k; ++j) out[j] = o[r * d_k + j] * inverse;
+            const float inverse = 1.0f / s.row_sum[r];
+            for (std::size_t j = 0; j < d_k; ++j) out[j] = s.o[j * stream_query_tile + r] * inverse;
         }
     }
     return masked;

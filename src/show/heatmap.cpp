@@ -30,12 +30,12 @@ std::string clipped(const std::string& label, std::size_t width) {
 }
 
 std::string background(float weight, Shading shading) {
-    const Rgb c = weight_colour(weight);
     if (shading == Shading::TrueColour) {
+        const Rgb c = palette_colour(weight);
         return "\x1b[48;2;" + std::to_string(c.r) + ";" + std::to_string(c.g) + ";" +
                std::to_string(c.b) + "m";
     }
-    return "\x1b[48;5;" + std::to_string(cube_index(c)) + "m";
+    return "\x1b[48;5;" + std::to_string(colour256_index(weight)) + "m";
 }
 
 char ramp_char(float weight) {
@@ -49,15 +49,20 @@ std::string cell(float weight, Shading shading, std::size_t cell_width) {
     return background(weight, shading) + std::string(cell_width, ' ') + reset;
 }
 
-void legend(std::ostream& out, Shading shading) {
+void legend(std::ostream& out, Shading shading, bool auto_scale) {
+    const char* low = auto_scale ? "min" : "0";
+    const char* high = auto_scale ? "max" : "1";
     if (shading == Shading::Plain) {
-        out << "scale: 0 [" << plain_ramp << "] 1, one character per 0.1 of weight"
-            << " (blank: below 0.1)\n";
-        return;
+        out << "scale: " << low << " [" << plain_ramp << "] " << high;
+        if (auto_scale) out << ", one character per tenth of each map's own range\n";
+        else out << ", one character per 0.1 of weight (blank: below 0.1)\n";
+    } else {
+        out << "scale: " << low << " ";
+        for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading, 2);
+        out << " " << high << "\n";
     }
-    out << "scale: 0 ";
-    for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading, 2);
-    out << " 1\n";
+    if (auto_scale)
+        out << "(--scale auto: each map from its own min to its own max, shown in its title)\n";
 }
 
 // What the panels show of a map: the first `rows` queries and `cols` keys.
@@ -82,6 +87,12 @@ std::vector<std::string> key_header(std::size_t cols, std::size_t panel_width,
     return lines;
 }
 
+// The map's title, with its range under --scale auto.
+std::string title(const WeightMap& map, const HeatmapStyle& style) {
+    if (!style.auto_scale) return map.title;
+    return map.title + " [" + weight_range(map, true).text() + "]";
+}
+
 // One line of a band, without the trailing blanks.
 void put_line(std::ostream& out, std::string line) {
     line.erase(line.find_last_not_of(' ') + 1);
@@ -95,8 +106,11 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
     const std::string gap(panel_gap, ' ');
     const std::string blank_label(label_width, ' ');
     std::string titles = blank_label;
-    for (const WeightMap& map : band)
-        titles += padded_right(clipped(map.title, panel_width), panel_width) + gap;
+    std::vector<WeightRange> ranges;
+    for (const WeightMap& map : band) {
+        ranges.push_back(weight_range(map, style.auto_scale));
+        titles += padded_right(clipped(title(map, style), panel_width), panel_width) + gap;
+    }
     put_line(out, titles);
     for (const std::string& header : key_header(shown.cols, panel_width, cell_width)) {
         std::string line = blank_label;
@@ -105,9 +119,10 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
     }
     for (std::size_t query = 0; query < shown.rows; ++query) {
         std::string line = padded_right(labels[query], label_width);
-        for (const WeightMap& map : band) {
+        for (std::size_t p = 0; p < band.size(); ++p) {
+            const WeightMap& map = band[p];
             for (std::size_t key = 0; key < shown.cols; ++key)
-                line += cell(map.at(query, key), style.shading, cell_width);
+                line += cell(ranges[p].position(map.at(query, key)), style.shading, cell_width);
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }
         put_line(out, line);
@@ -133,12 +148,13 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
     const Shown shown{std::min(n, style.max_rows),
                       std::max<std::size_t>(1, std::min(m, room / cell_width))};
     std::size_t panel_width = shown.cols * cell_width;
-    for (const WeightMap& map : maps) panel_width = std::max(panel_width, display_width(map.title));
+    for (const WeightMap& map : maps)
+        panel_width = std::max(panel_width, display_width(title(map, style)));
     panel_width = std::min(panel_width, room);
     const std::size_t per_band =
         std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
 
-    legend(out, style.shading);
+    legend(out, style.shading, style.auto_scale);
     for (std::size_t first = 0; first < maps.size(); first += per_band) {
         out << "\n";
         const std::vector<WeightMap> band(maps.begin() + first,

@@ -20,9 +20,11 @@ struct HeatmapStyle {
     std::size_t max_rows = 48;   // queries shown per map
     Shading shading = Shading::Plain;
     std::size_t cell_width = 2;  // columns per weight: 2, or 1 for the compact model view
+    bool auto_scale = false;     // --scale auto: each map spans its own min..max, not 0..1
 };
 
 // The plain ramp: weight w in [0, 1] is ramp[min(9, floor(10·w))]; blank below 0.1.
+// With auto_scale, w is first placed on its map's own min..max.
 inline constexpr const char* plain_ramp = " .:-=+*#%@";
 
 // row_labels: one per query ("3 sat"); key columns are numbered 0..M-1.

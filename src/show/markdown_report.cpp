@@ -3,9 +3,12 @@
 #include "show/markdown_report.h"
 
 #include "core/checked.h"
+#include "show/caption.h"
+#include "show/explain.h"
 #include "show/format.h"
 #include "show/notes.h"
 #include "show/summary.h"
+#include "show/text_report.h"
 
 namespace mha {
 
@@ -20,23 +23,19 @@ std::string cell(const std::string& text) {
 
 std::string code(const std::string& text) { return "`" + cell(text) + "`"; }
 
+// The sizes, and the kernels that computed (which the SVG caption leaves out).
 std::string heading(const RunInfo& info) {
-    const std::size_t d_k = info.head_dim;
-    std::string text = "B=" + std::to_string(info.batch) + ", N=" + std::to_string(info.seq_len) +
-                       ", M=" + std::to_string(info.kv_len) + ", d_model=" +
-                       std::to_string(info.d_model) + ", h=" + std::to_string(info.heads) +
-                       ", d_k=" + std::to_string(d_k);
-    text += info.self_attention ? ", self-attention" : ", cross-attention";
-    text += info.bias ? ", bias" : ", no bias";
-    if (info.causal) text += ", causal";
-    if (!info.kernels.empty()) text += ", " + info.kernels + " kernels";
-    return text;
+    return sizes_text(info) + (info.kernels.empty() ? "" : ", " + info.kernels + " kernels");
 }
 
 }  // namespace
 
 void MarkdownReport::begin(const RunInfo& info) {
     notes_.clear();
+    allowed_.clear();
+    explained_.clear();
+    previous_.clear();
+    explain_ = info.explain;
     copied_bytes_ = macs_ = 0;
     shapes_only_ = info.shapes_only;
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
@@ -56,6 +55,12 @@ void MarkdownReport::on_step(const Step& step) {
     for (const std::string& note : step_notes(step)) {
         notes_.push_back("step " + std::to_string(step.number) + ": " + note);
     }
+    if (!step.allowed.empty()) allowed_ = step.allowed;
+    const std::string kind = step_kind(step);
+    if (explain_ && kind != previous_ && !explanation(step).empty())
+        explained_.push_back("**Step " + std::to_string(step.number) + ", " + step.name + ".** " +
+                             explanation(step));
+    previous_ = kind;
     copied_bytes_ += step.copied_bytes;
     macs_ += step.macs;
 }
@@ -63,7 +68,17 @@ void MarkdownReport::on_step(const Step& step) {
 void MarkdownReport::finish(const ForwardResult& result, double) {
     out_ << "\n";
     for (const std::string& note : notes_) out_ << "- " << note << "\n";
-    out_ << (notes_.empty() ? "" : "\n") << "Total: " << byte_size(copied_bytes_)
+    if (!notes_.empty()) out_ << "\n";
+    if (!allowed_.empty()) {
+        out_ << "```\n";
+        write_mask_grid(out_, allowed_, "");
+        out_ << "```\n\n";
+    }
+    if (!explained_.empty()) {
+        out_ << "### What each step does\n\n";
+        for (const std::string& paragraph : explained_) out_ << paragraph << "\n\n";
+    }
+    out_ << "Total: " << byte_size(copied_bytes_)
          << " copied, " << with_commas(macs_) << " multiply-adds.";
     if (shapes_only_) {
         out_ << " Shapes only: nothing was computed.\n";

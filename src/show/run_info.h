@@ -29,6 +29,7 @@ struct RunInfo {
     std::string inputs_source;   // "seeded (seed 0)" or the .npy path(s)
     std::vector<std::string> layout_notes;  // seq-first or unbatched files: the conversions
     bool values = false;         // --values: print every traced tensor's values
+    bool explain = false;        // --explain: a paragraph on what each kind of step does
     std::vector<std::string> tokens;      // --text: one per position; empty otherwise
     std::vector<std::string> head_names;  // --demo-heads: one per head; empty otherwise
     std::string variant;         // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"

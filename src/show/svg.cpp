@@ -1,4 +1,4 @@
-// SVG heatmaps: panels in a grid, labels in a sans-serif font, a colour bar below.
+// SVG heatmaps: a caption, panels in a grid, labels in a sans-serif font, a colour bar below.
 
 #include "show/svg.h"
 
@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "show/palette.h"
 #include "show/format.h"
 #include "show/text_layout.h"
 
@@ -18,6 +17,7 @@ constexpr double cell = 26;         // px per weight
 constexpr double char_width = 7.5;  // px per character of a 13 px label, roughly
 constexpr double margin = 20;
 constexpr double title_height = 24;
+constexpr double caption_line = 18;
 constexpr double bar_height = 16;
 
 struct Geometry {
@@ -44,11 +44,28 @@ Geometry geometry(const std::vector<WeightMap>& maps, const std::vector<std::str
 
 std::string number(double value) { return fixed(value, 1); }
 
+void write_cell(std::ostream& out, const WeightMap& map, const WeightRange& range,
+                const SvgStyle& style, const std::string& label, std::size_t query,
+                std::size_t key, double x, double y) {
+    const float w = map.at(query, key);
+    const bool blocked = map.is_blocked(query, key);
+    const std::string fill =
+        blocked ? "url(#" + style.id_prefix + "-hatch)" : hex(palette_colour(range.position(w), style.palette));
+    out << "<rect class=\"cell" << (blocked ? " masked" : "") << "\" x=\"" << number(x)
+        << "\" y=\"" << number(y) << "\" width=\"" << number(cell) << "\" height=\""
+        << number(cell) << "\" fill=\"" << fill << "\"><title>"
+        << xml_escaped(label + ": " + fixed(w, 4) + (blocked ? " (masked)" : ""))
+        << "</title></rect>\n";
+}
+
 void write_panel(std::ostream& out, const WeightMap& map, const std::vector<std::string>& rows,
-                 const std::vector<std::string>& cols, const Geometry& g, double x, double y) {
+                 const std::vector<std::string>& cols, const Geometry& g, const SvgStyle& style,
+                 double x, double y) {
     const double left = x + g.label_width, top = y + g.head_height;
+    const WeightRange range = weight_range(map, style.auto_scale);
+    const std::string title = style.auto_scale ? map.title + " [" + range.text() + "]" : map.title;
     out << "<g class=\"panel\">\n<text class=\"title\" x=\"" << number(left) << "\" y=\""
-        << number(y + 16) << "\">" << xml_escaped(map.title) << "</text>\n";
+        << number(y + 16) << "\">" << xml_escaped(title) << "</text>\n";
     for (std::size_t key = 0; key < map.cols; ++key) {
         const double cx = left + (double(key) + 0.5) * cell, cy = top - 6;
         out << "<text class=\"key\" transform=\"translate(" << number(cx) << "," << number(cy)
@@ -59,31 +76,58 @@ void write_panel(std::ostream& out, const WeightMap& map, const std::vector<std:
             << number(top + (double(query) + 0.5) * cell + 4) << "\">" << xml_escaped(rows[query])
             << "</text>\n";
         for (std::size_t key = 0; key < map.cols; ++key) {
-            const float w = map.at(query, key);
-            out << "<rect class=\"cell\" x=\"" << number(left + double(key) * cell) << "\" y=\""
-                << number(top + double(query) * cell) << "\" width=\"" << number(cell)
-                << "\" height=\"" << number(cell) << "\" fill=\"" << hex(weight_colour(w))
-                << "\"><title>" << xml_escaped(rows[query] + " → " + cols[key] + ": " + fixed(w, 4))
-                << "</title></rect>\n";
+            write_cell(out, map, range, style, rows[query] + " → " + cols[key], query, key,
+                       left + double(key) * cell, top + double(query) * cell);
         }
+    }
+    out << "<rect class=\"frame\" x=\"" << number(left) << "\" y=\"" << number(top)
+        << "\" width=\"" << number(double(map.cols) * cell) << "\" height=\""
+        << number(double(map.rows) * cell) << "\"/>\n</g>\n";
+}
+
+void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, double x, double y,
+                 double width) {
+    constexpr int steps = 50;
+    out << "<g class=\"scale\">\n<text class=\"title\" x=\"" << number(x) << "\" y=\""
+        << number(y - 6) << "\">"
+        << (style.auto_scale ? "attention weight, each panel from its own min to its max "
+                               "(--scale auto)"
+                             : "attention weight (fixed scale 0 to 1)")
+        << "</text>\n";
+    for (int s = 0; s < steps; ++s) {
+        out << "<rect x=\"" << number(x + width * s / steps) << "\" y=\"" << number(y)
+            << "\" width=\"" << number(width / steps + 0.5) << "\" height=\"" << number(bar_height)
+            << "\" fill=\"" << hex(palette_colour((float(s) + 0.5f) / steps, style.palette))
+            << "\"/>\n";
+    }
+    out << "<rect class=\"frame\" x=\"" << number(x) << "\" y=\"" << number(y) << "\" width=\""
+        << number(width) << "\" height=\"" << number(bar_height) << "\"/>\n";
+    for (int tick = 0; tick <= 4; ++tick) {
+        const std::string label = !style.auto_scale ? fixed(tick / 4.0, 2)
+                                  : tick == 0       ? "min"
+                                  : tick == 4       ? "max"
+                                                    : "";
+        out << "<text class=\"tick\" x=\"" << number(x + width * tick / 4) << "\" y=\""
+            << number(y + bar_height + 14) << "\">" << label << "</text>\n";
+    }
+    if (any_masked) {
+        const double at = x + width + 24;
+        out << "<rect x=\"" << number(at) << "\" y=\"" << number(y) << "\" width=\""
+            << number(bar_height) << "\" height=\"" << number(bar_height) << "\" fill=\"url(#"
+            << style.id_prefix << "-hatch)\"/>\n<rect class=\"frame\" x=\"" << number(at)
+            << "\" y=\"" << number(y) << "\" width=\"" << number(bar_height) << "\" height=\""
+            << number(bar_height) << "\"/>\n<text x=\"" << number(at + bar_height + 6)
+            << "\" y=\"" << number(y + 12) << "\">masked (weight 0 by the mask)</text>\n";
     }
     out << "</g>\n";
 }
 
-void write_scale(std::ostream& out, double x, double y, double width) {
-    constexpr int steps = 50;
-    out << "<g class=\"scale\">\n<text class=\"title\" x=\"" << number(x) << "\" y=\""
-        << number(y - 6) << "\">attention weight</text>\n";
-    for (int s = 0; s < steps; ++s) {
-        out << "<rect x=\"" << number(x + width * s / steps) << "\" y=\"" << number(y)
-            << "\" width=\"" << number(width / steps + 0.5) << "\" height=\"" << number(bar_height)
-            << "\" fill=\"" << hex(weight_colour((float(s) + 0.5f) / steps)) << "\"/>\n";
+bool any_masked(const std::vector<WeightMap>& maps) {
+    for (const WeightMap& map : maps) {
+        if (std::find(map.blocked.begin(), map.blocked.end(), true) != map.blocked.end())
+            return true;
     }
-    for (int tick = 0; tick <= 4; ++tick) {
-        out << "<text class=\"tick\" x=\"" << number(x + width * tick / 4) << "\" y=\""
-            << number(y + bar_height + 14) << "\">" << fixed(tick / 4.0, 2) << "</text>\n";
-    }
-    out << "</g>\n";
+    return false;
 }
 
 }  // namespace
@@ -102,44 +146,57 @@ std::string xml_escaped(const std::string& text) {
 
 void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
                const std::vector<std::string>& row_labels,
-               const std::vector<std::string>& col_labels, const std::string& caption) {
+               const std::vector<std::string>& col_labels, const SvgStyle& style) {
     const Geometry g = geometry(maps, row_labels, col_labels);
     const std::size_t grid_rows = (maps.size() + g.columns - 1) / g.columns;
-    const double width = std::max(margin * 2 + double(g.columns) * g.panel_width, 320.0);
-    const double scale_top = margin + title_height + double(grid_rows) * g.panel_height + 20;
+    const double width = std::max(margin * 2 + double(g.columns) * g.panel_width, 560.0);
+    const double caption_height = double(style.caption.size()) * caption_line;
+    const double panels_top = margin + caption_height + 8;
+    const double scale_top = panels_top + double(grid_rows) * g.panel_height + 24;
     const double height = scale_top + bar_height + 40;
-    out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << number(width) << "\" height=\""
+    const std::string hatch = style.id_prefix + "-hatch";
+    if (style.standalone) out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    out << "<svg" << (style.standalone ? " xmlns=\"http://www.w3.org/2000/svg\"" : "") << " width=\"" << number(width) << "\" height=\""
         << number(height) << "\" viewBox=\"0 0 " << number(width) << " " << number(height)
         << "\">\n<style>text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;font-size:13px;"
-        << "fill:#222}.title{font-weight:bold;font-size:14px}.query{text-anchor:end}"
-        << ".tick{text-anchor:middle;font-size:11px}.cell{shape-rendering:crispEdges}</style>\n"
-        << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-        << "<text class=\"title\" x=\"" << number(margin) << "\" y=\"" << number(margin + 8)
-        << "\">" << xml_escaped(caption) << "</text>\n";
+        << "fill:#333}.title{font-weight:bold;font-size:14px}.caption{font-size:13px}"
+        << ".query{text-anchor:end}.tick{text-anchor:middle;font-size:11px}"
+        << ".cell{shape-rendering:crispEdges}.frame{fill:none;stroke:#999;stroke-width:1}"
+        << "</style>\n<defs><pattern id=\"" << hatch
+        << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+        << "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffffff\"/>"
+        << "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#b0b0b0\" stroke-width=\"2\"/>"
+        << "</pattern></defs>\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+    for (std::size_t line = 0; line < style.caption.size(); ++line) {
+        out << "<text class=\"" << (line == 0 ? "title" : "caption") << "\" x=\"" << number(margin)
+            << "\" y=\"" << number(margin + 8 + double(line) * caption_line) << "\">"
+            << xml_escaped(style.caption[line]) << "</text>\n";
+    }
     for (std::size_t i = 0; i < maps.size(); ++i) {
         const double x = margin + double(i % g.columns) * g.panel_width;
-        const double y = margin + title_height + double(i / g.columns) * g.panel_height;
-        write_panel(out, maps[i], row_labels, col_labels, g, x, y);
+        const double y = panels_top + double(i / g.columns) * g.panel_height;
+        write_panel(out, maps[i], row_labels, col_labels, g, style, x, y);
     }
-    write_scale(out, margin + g.label_width, scale_top,
-                std::min(width - 2 * margin - g.label_width, 300.0));
+    write_scale(out, style, any_masked(maps), margin + g.label_width, scale_top,
+                std::clamp(width - 2 * margin - g.label_width - 260, 120.0, 300.0));
     out << "</svg>\n";
 }
 
 std::uint64_t svg_size_bound(std::size_t maps, const std::vector<std::string>& row_labels,
                              const std::vector<std::string>& col_labels,
-                             const std::string& caption) {
+                             const std::vector<std::string>& caption) {
     // an escaped byte takes at most 6 ("&quot;"), a number at most 24 characters
-    std::uint64_t row = 0, col = 0;
+    std::uint64_t row = 0, col = 0, caption_bytes = 0;
     for (const std::string& label : row_labels) row = std::max<std::uint64_t>(row, 6 * label.size());
     for (const std::string& label : col_labels) col = std::max<std::uint64_t>(col, 6 * label.size());
-    constexpr std::uint64_t cell_text = 150 + 2 * 24, label_text = 100 + 2 * 24, fixed_text = 8192;
+    for (const std::string& line : caption) caption_bytes += 6 * line.size() + 128;
+    constexpr std::uint64_t cell_text = 200 + 2 * 24, label_text = 100 + 2 * 24, fixed_text = 8192;
     const std::uint64_t rows = row_labels.size(), cols = col_labels.size();
     const double panel = double(rows) * double(cols) * double(cell_text + row + col) +
                          double(rows) * double(label_text + row) +
-                         double(cols) * double(label_text + col) + 256;
-    const double total = double(maps) * panel + double(fixed_text + 6 * caption.size());
+                         double(cols) * double(label_text + col) + 512;
+    const double total = double(maps) * panel + double(fixed_text + caption_bytes);
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);
 }
 

@@ -3,6 +3,7 @@
 #include "show/text_report.h"
 
 #include "core/checked.h"
+#include "show/explain.h"
 #include "show/format.h"
 #include "show/notes.h"
 #include "show/summary.h"
@@ -71,6 +72,7 @@ std::string parameter_formula(const RunInfo& info) {
 
 void TextReport::begin(const RunInfo& info) {
     info_ = info;
+    previous_kind_.clear();
     out_ << "mha: multi-head attention, step by step\n";
     write_filled(out_, size_pieces(info), "  ", "  ", "  ");
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
@@ -89,26 +91,31 @@ void TextReport::on_step(const Step& step) {
     for (const std::string& note : step_notes(step)) {
         write_filled(out_, words_of(note), " ", step_indent + "· ", step_indent + "  ");
     }
-    if (!step.allowed.empty()) print_grid(step.allowed);
+    if (!step.allowed.empty()) write_mask_grid(out_, step.allowed, step_indent);
+    if (info_.explain && step_kind(step) != previous_kind_ && !explanation(step).empty()) {
+        write_filled(out_, words_of("why: " + explanation(step)), " ", step_indent,
+                     step_indent + "     ");
+    }
+    previous_kind_ = step_kind(step);
     if (info_.values && step.value != nullptr) out_ << format_values(*step.value, step_indent) << "\n";
 }
 
-// Queries as rows, keys as columns: "." the query may attend to the key, "x" blocked.
-void TextReport::print_grid(const std::vector<std::vector<bool>>& allowed) {
+void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& allowed,
+                     const std::string& indent) {
     const std::size_t key_width = std::to_string(allowed.front().size() - 1).size();
     const std::size_t query_width = std::to_string(allowed.size() - 1).size();
     const std::string query_label = "  query ";
     const std::string gap = "   ";
-    out_ << step_indent << "mask for batch 0, head 0 (. attends, x blocked):\n";
-    out_ << step_indent << padded_left("key", query_label.size() + query_width + gap.size());
+    out << indent << "mask for batch 0, head 0 (. attends, x blocked):\n";
+    out << indent << padded_left("key", query_label.size() + query_width + gap.size());
     for (std::size_t key = 0; key < allowed.front().size(); ++key) {
-        out_ << " " << padded_left(std::to_string(key), key_width);
+        out << " " << padded_left(std::to_string(key), key_width);
     }
-    out_ << "\n";
+    out << "\n";
     for (std::size_t query = 0; query < allowed.size(); ++query) {
-        out_ << step_indent << query_label << padded_left(std::to_string(query), query_width) << gap;
-        for (bool may_attend : allowed[query]) out_ << " " << padded_left(may_attend ? "." : "x", key_width);
-        out_ << "\n";
+        out << indent << query_label << padded_left(std::to_string(query), query_width) << gap;
+        for (bool may_attend : allowed[query]) out << " " << padded_left(may_attend ? "." : "x", key_width);
+        out << "\n";
     }
 }
 

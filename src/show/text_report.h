@@ -5,9 +5,15 @@
 #include "show/report.h"
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 namespace mha {
+
+// Step 8's grid, queries as rows and keys as columns: "." the query may attend to the key,
+// "x" blocked; every line starts with indent.
+void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& allowed,
+                     const std::string& indent);
 
 class TextReport : public Report {
 public:
@@ -20,11 +26,10 @@ public:
     void finish(const ForwardResult& result, double wall_ms) override;
 
 private:
-    void print_grid(const std::vector<std::vector<bool>>& allowed);
-
     std::ostream& out_;
     bool trace_;
     RunInfo info_;
+    std::string previous_kind_;  // for --explain: a paragraph per kind of step, not per tensor
 };
 
 }  // namespace mha

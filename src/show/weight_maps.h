@@ -16,9 +16,26 @@ struct WeightMap {
     std::size_t rows = 0;       // N queries
     std::size_t cols = 0;       // M keys
     std::vector<float> values;  // (N, M) row-major
+    std::vector<bool> blocked;  // (N, M) row-major: keys the mask hides; empty when not known
 
     float at(std::size_t query, std::size_t key) const { return values[query * cols + key]; }
+    bool is_blocked(std::size_t query, std::size_t key) const {
+        return !blocked.empty() && blocked[query * cols + key];
+    }
 };
+
+// The weights a colour scale spans: 0..1 (fixed), or one map's own min..max (--scale auto),
+// over its finite weights the mask leaves.
+struct WeightRange {
+    float low = 0.0f, high = 1.0f;
+
+    // w's place on the colour scale, 0..1; a map whose weights are all equal sits at 0.5.
+    float position(float w) const;
+    // "0.0123..0.4567"
+    std::string text() const;
+};
+
+WeightRange weight_range(const WeightMap& map, bool per_map);
 
 struct MapChoice {
     std::vector<std::size_t> heads;       // empty: every head
@@ -26,8 +43,10 @@ struct MapChoice {
     std::vector<std::string> head_names;  // empty, or one per head
 };
 
-// weights (B, h, N, M), batch 0.
-std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choice);
+// weights (B, h, N, M), batch 0. blocked: empty, or one (N, M) row-major grid per head of
+// the keys the mask hides (the mean map hides a key only when every head does).
+std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choice,
+                                   const std::vector<std::vector<bool>>& blocked = {});
 
 // Row labels: "3 sat" with tokens (one per query), otherwise "3".
 std::vector<std::string> position_labels(std::size_t count, const std::vector<std::string>& tokens);

@@ -1,0 +1,213 @@
+// The lesson page, written as the forward pass runs: the header at begin, a section per
+// step, then the heatmaps, the totals and the script at finish.
+
+#include "show/html_report.h"
+
+#include "core/checked.h"
+#include "show/caption.h"
+#include "show/explain.h"
+#include "show/format.h"
+#include "show/notes.h"
+#include "show/summary.h"
+#include "show/svg.h"
+#include "show/text_report.h"
+
+#include <sstream>
+
+namespace mha {
+
+namespace {
+
+std::string html(const std::string& text) { return xml_escaped(text); }
+
+constexpr const char* style_sheet = R"(
+body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:0;background:#fafaf7;color:#222;line-height:1.45}
+header{padding:18px 28px;background:#fff;border-bottom:1px solid #ddd}
+h1{font-size:24px;margin:0 0 6px}
+h2{font-size:18px;margin:0 0 8px}
+main{padding:12px 28px 80px;max-width:1100px}
+code,pre{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:14px}
+.step{background:#fff;border:1px solid #ddd;border-left:6px solid #ddd;border-radius:4px;padding:12px 16px;margin:12px 0}
+.step.current{border-left-color:#3b5ba5;box-shadow:0 0 0 2px #3b5ba5}
+.step .number{display:inline-block;min-width:2.2em;color:#3b5ba5}
+.layout{border-collapse:collapse;margin:6px 0}
+.layout th{text-align:left;font-weight:normal;font-size:13px;color:#666;padding:0 22px 0 0}
+.layout td{padding:0 22px 0 0}
+.no{color:#a03b00;font-weight:bold}
+.why{margin:8px 0 0;padding:8px 12px;background:#f3f6fb;border-radius:4px}
+.notes{margin:6px 0;padding-left:20px;color:#333}
+pre.grid{background:#f7f7f7;padding:8px;display:inline-block;margin:6px 0}
+.maps svg{max-width:100%;height:auto;background:#fff;border:1px solid #ddd}
+#status{position:fixed;bottom:0;left:0;right:0;background:#223;color:#fff;padding:8px 28px;font-size:15px}
+#readout{float:right;font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
+.totals{margin:16px 0}
+)";
+
+// Arrow keys (and j/k, space, Home, End) move between the steps; the status bar names the
+// step and the weight under the pointer; #step-5 in the address opens the page at step 5.
+constexpr const char* script = R"(
+(function () {
+  var steps = Array.prototype.slice.call(document.querySelectorAll('section.step'));
+  var where = document.getElementById('where');
+  var readout = document.getElementById('readout');
+  var at = -1;
+  function show(i) {
+    if (steps.length === 0) return;
+    i = Math.max(0, Math.min(steps.length - 1, i));
+    if (at !== -1) steps[at].classList.remove('current');
+    at = i;
+    steps[at].classList.add('current');
+    steps[at].scrollIntoView({block: 'center'});
+    history.replaceState(null, '', '#step-' + (at + 1));
+    where.textContent = (at + 1) + ' of ' + steps.length + ': ' +
+                        steps[at].getAttribute('data-title');
+  }
+  document.addEventListener('keydown', function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    var keys = {ArrowRight: 1, ArrowDown: 1, j: 1, ' ': 1, ArrowLeft: -1, ArrowUp: -1, k: -1};
+    if (e.key in keys) { show(at + keys[e.key]); e.preventDefault(); }
+    else if (e.key === 'Home') { show(0); e.preventDefault(); }
+    else if (e.key === 'End') { show(steps.length - 1); e.preventDefault(); }
+  });
+  steps.forEach(function (s, i) { s.addEventListener('click', function () { show(i); }); });
+  document.addEventListener('mouseover', function (e) {
+    var cell = e.target.closest ? e.target.closest('rect.cell') : null;
+    if (!cell) return;
+    var panel = cell.closest('g.panel');
+    var head = panel ? panel.querySelector('text.title').textContent : '';
+    readout.textContent = head + ' | ' + cell.querySelector('title').textContent;
+  });
+  var linked = /^#step-([0-9]+)$/.exec(location.hash);
+  if (linked) show(Number(linked[1]) - 1);
+  else where.textContent = steps.length + ' steps: press the right arrow to begin';
+})();
+)";
+
+// The step's layout as one row under five headings.
+std::string layout_table(const Step& step) {
+    return "<table class=\"layout\"><tr><th>shape</th><th>strides</th><th>contiguous</th>"
+           "<th>copied</th><th>multiply-adds</th></tr><tr><td><code>" +
+           html(named_shape(step.dims, step.shape)) + "</code></td><td><code>" +
+           to_string(step.strides) + "</code></td><td>" +
+           (step.contiguous ? "yes" : "<span class=\"no\">no</span>") + "</td><td>" +
+           byte_size(step.copied_bytes) + "</td><td>" + with_commas(step.macs) +
+           "</td></tr></table>\n";
+}
+
+}  // namespace
+
+void HtmlReport::begin(const RunInfo& info) {
+    info_ = info;
+    steps_ = 0;
+    copied_bytes_ = macs_ = 0;
+    previous_kind_.clear();
+    out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+         << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
+         << "<title>mha: multi-head attention, step by step</title>\n<style>" << style_sheet
+         << "</style>\n</head>\n<body>\n<header>\n<h1>Multi-head attention, step by step</h1>\n"
+         << "<p class=\"sizes\"><code>" << html(sizes_text(info)) << "</code></p>\n<p>";
+    if (!info.tokens.empty()) {
+        std::string sentence;
+        for (const std::string& token : info.tokens) sentence += (sentence.empty() ? "" : " ") + token;
+        out_ << "Text: <q>" << html(sentence) << "</q>. ";
+    }
+    out_ << "Weights: " << html(info.weights_source) << ". Inputs: "
+         << html(info.inputs_source) << ". Parameters: " << with_commas(info.parameters)
+         << ".</p>\n";
+    for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
+    out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
+            "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
+         << "</header>\n<main>\n";
+}
+
+void HtmlReport::on_step(const Step& step) {
+    ++steps_;
+    const std::string title = "step " + std::to_string(step.number) + ", " + step.name + " " +
+                              step.tensor;
+    out_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\"" << html(title)
+         << "\">\n<h2><span class=\"number\">" << step.number << "</span>" << html(step.name)
+         << " <code>" << html(step.expression) << "</code></h2>\n" << layout_table(step);
+    const std::vector<std::string> notes = step_notes(step);
+    if (!notes.empty()) {
+        out_ << "<ul class=\"notes\">";
+        for (const std::string& note : notes) out_ << "<li>" << html(note) << "</li>";
+        out_ << "</ul>\n";
+    }
+    if (!step.allowed.empty()) {
+        std::ostringstream grid;
+        write_mask_grid(grid, step.allowed, "");
+        out_ << "<pre class=\"grid\">" << html(grid.str()) << "</pre>\n";
+    }
+    const std::string kind = step_kind(step);
+    const std::string why = explanation(step);
+    if (!why.empty()) {
+        out_ << "<p class=\"why\">" << (kind == previous_kind_ ? "As above: " : "")
+             << html(why) << "</p>\n";
+    }
+    previous_kind_ = kind;
+    out_ << "</section>\n";
+    copied_bytes_ += step.copied_bytes;
+    macs_ += step.macs;
+}
+
+void HtmlReport::write_maps(const ForwardResult& result) {
+    out_ << "<section class=\"maps\" id=\"maps\">\n<h2>Attention weights</h2>\n";
+    if (result.weights.empty() || result.weights.numel() == 0) {
+        out_ << "<p>No attention weights were stored in this run"
+             << (info_.shapes_only ? " (shapes only)" : "") << ", so there is nothing to draw.</p>\n"
+             << "</section>\n";
+        return;
+    }
+    MapChoice choice = page_.choice;
+    choice.head_names = info_.head_names;
+    const std::vector<WeightMap> maps = weight_maps(result.weights, choice, page_.blocked);
+    const std::vector<std::string> rows = position_labels(info_.seq_len, info_.tokens);
+    const std::vector<std::string> cols =
+        info_.self_attention ? rows : position_labels(info_.kv_len, {});
+    SvgStyle style;
+    style.caption = caption_lines(info_, std::string("attention weights, batch 0") +
+                                             " (rows: queries, columns: keys)");
+    style.auto_scale = page_.auto_scale;
+    style.standalone = false;
+    style.id_prefix = "maps";
+    if (maps.empty() || maps.front().rows != rows.size() || maps.front().cols != cols.size()) {
+        out_ << "<p>The weights do not match the positions of this run, so they are not "
+                "drawn.</p>\n</section>\n";
+        return;
+    }
+    write_svg(out_, maps, rows, cols, style);
+    out_ << "</section>\n";
+}
+
+void HtmlReport::finish(const ForwardResult& result, double) {
+    write_maps(result);
+    out_ << "<p class=\"totals\">Total: " << byte_size(copied_bytes_) << " copied, "
+         << with_commas(macs_) << " multiply-adds.";
+    if (!info_.shapes_only && result.output.numel() > 0) {
+        const TensorStats stats = stats_of(result.output);
+        out_ << " Output <code>"
+             << html(named_shape({"B", "N", "d_model"}, result.output.shape())) << "</code>: mean "
+             << fixed(stats.mean, 4) << ", std " << fixed(stats.std, 4) << ", min "
+             << fixed(stats.min, 4) << ", max " << fixed(stats.max, 4) << ".";
+    }
+    out_ << "</p>\n</main>\n<div id=\"status\"><span id=\"where\"></span>"
+         << "<span id=\"readout\"></span></div>\n<script>" << script << "</script>\n"
+         << "</body>\n</html>\n";
+}
+
+std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info) {
+    const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
+    const std::vector<std::string> cols =
+        info.self_attention ? rows : position_labels(info.kv_len, {});
+    std::vector<std::string> caption = caption_lines(info, "attention weights, batch 0");
+    // the mask grid: each of N lines holds M keys of up to 21 characters, escaped
+    const double grid = (double(info.seq_len) + 2) * (double(info.kv_len) + 4) * 22 * 6;
+    double header = 8192 + 6 * double(info.weights_source.size() + info.inputs_source.size());
+    for (const std::string& token : info.tokens) header += 6 * double(token.size() + 1);
+    for (const std::string& note : info.layout_notes) header += 6 * double(note.size()) + 16;
+    const double total = double(svg_size_bound(maps, rows, cols, caption)) +
+                         double(steps) * double(max_step_bytes) + grid + header;
+    return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);
+}
+
+}  // namespace mha

@@ -1,0 +1,51 @@
+#pragma once
+// --format html: a lesson page in one self-contained HTML file (no network, no external
+// script or font): the run's header, every step (expression, shape, strides, copies,
+// multiply-adds, notes, the explanation), step 8's mask grid, the heatmaps as inline SVG,
+// arrow keys to step through and a read-out of the weight under the pointer.
+
+#include "show/report.h"
+#include "show/weight_maps.h"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+struct HtmlPage {
+    MapChoice choice;                         // the heads to draw (all by default)
+    std::vector<std::vector<bool>> blocked;   // per head, (N, M) keys the mask hides; or empty
+    bool auto_scale = false;                  // --scale auto
+};
+
+class HtmlReport : public Report {
+public:
+    HtmlReport(std::ostream& out, HtmlPage page) : out_(out), page_(std::move(page)) {}
+
+    bool enabled() const override { return true; }
+    void begin(const RunInfo& info) override;
+    void on_step(const Step& step) override;
+    void finish(const ForwardResult& result, double wall_ms) override;
+
+private:
+    void write_maps(const ForwardResult& result);
+
+    std::ostream& out_;
+    HtmlPage page_;
+    RunInfo info_;
+    std::size_t steps_ = 0;
+    std::uint64_t copied_bytes_ = 0, macs_ = 0;
+    std::string previous_kind_;
+};
+
+// At least as many bytes as the page takes: `steps` steps, each at most max_step_bytes
+// besides its mask grid, step 8's (N, M) grid, and `maps` heatmaps of (N, M) cells.
+std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info);
+
+// What one step's section takes at most, besides its mask grid: the expression, notes and
+// explanation of any step are a few hundred characters, escaped at most sixfold.
+inline constexpr std::uint64_t max_step_bytes = 16 << 10;
+
+}  // namespace mha
