@@ -13,7 +13,7 @@ _mha() {
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
-        --sink-tokens --softcap --qk-norm --latent-dim --rope-dim --model --layer --help --version"
+        --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --sizes --heads --quick --json --compare-torch --help"
@@ -61,7 +61,7 @@ _mha() {
         --form) COMPREPLY=($(compgen -W "packed fused-qkv per-head decode block mla" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
         --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
-        --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b deepseek-v2-lite" -- "$cur")); return ;;
+        --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b deepseek-v2-lite gemma2-2b gemma2-9b gemma2-27b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never 256 truecolor" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;
         --max-time) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
@@ -70,7 +70,7 @@ _mha() {
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

@@ -37,7 +37,7 @@ mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::
 }
 
 mha::Sizes sizes(std::size_t B, std::size_t N, std::size_t M, std::size_t E, std::size_t h) {
-    return {B, N, M, E, E, E, h, h};
+    return {B, N, M, E, E, E, h, h, E / h};
 }
 
 }  // namespace

@@ -372,7 +372,7 @@ TEST_CASE("preset names are read in any case") {
 
 TEST_CASE("every example of mha --help and mha bench --help runs", "[docs]") {
     std::size_t examples = 0;
-    for (const std::string help : {mha::help_text(), mha::help_text(mha::bench_command())}) {
+    for (const std::string& help : {mha::help_text(), mha::help_text(mha::bench_command())}) {
         std::istringstream lines(help.substr(help.find("Examples:")));
         for (std::string line; std::getline(lines, line);) {
             if (line.rfind("  mha ", 0) != 0) continue;

@@ -92,7 +92,7 @@ TEST_CASE(
         }
         for (Tensor* b : {&w.b_q, &w.b_k, &w.b_v}) b->data()[row] = 0.0f;
     }
-    const Inputs in = seeded_inputs({2, 5, 5, 16, 16, 16, heads, heads}, true, 3);
+    const Inputs in = seeded_inputs({2, 5, 5, 16, 16, 16, heads, heads, 16 / heads}, true, 3);
     ForwardOptions options;
     options.heads = heads;
     NullTracer quiet;
@@ -112,7 +112,7 @@ TEST_CASE("ablating a head gives the same output on the standard and the streami
     // the streaming context is a transposed view of (B, N, h, d_k): the head must be
     // zeroed through the strides, not as one contiguous plane
     const Weights w = seeded_weights(16, true, true, 4);
-    const Inputs in = seeded_inputs({2, 5, 5, 16, 16, 16, 4, 4}, true, 4);
+    const Inputs in = seeded_inputs({2, 5, 5, 16, 16, 16, 4, 4, 4}, true, 4);
     ForwardOptions options;
     options.heads = 4;
     options.ablate_head = 3;
@@ -133,7 +133,7 @@ TEST_CASE("--no-scale equals scaling W_q by sqrt(d_k) in advance") {
     doubled.b_q = Tensor(w.b_q.shape(), w.b_q.to_vector());
     for (std::size_t i = 0; i < doubled.w_q.numel(); ++i) doubled.w_q.data()[i] *= 2.0f;
     for (std::size_t i = 0; i < doubled.b_q.numel(); ++i) doubled.b_q.data()[i] *= 2.0f;
-    const Inputs in = seeded_inputs({1, 6, 6, 16, 16, 16, 4, 4}, true, 5);
+    const Inputs in = seeded_inputs({1, 6, 6, 16, 16, 16, 4, 4, 4}, true, 5);
     ForwardOptions options;
     options.heads = 4;
     NullTracer quiet;

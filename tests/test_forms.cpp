@@ -136,7 +136,7 @@ TEST_CASE("every form agrees with the packed pass, the reference loops and itsel
     const std::size_t B = 2, N = 5, M = cross ? 7 : 5, E = 16, h = 4;
     CAPTURE(name_of(form), int(mask_case), G, cross, int(path), scale, ablate, zero_rows);
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 11);
-    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, G}, !cross, 11);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, G, E / h}, !cross, 11);
     const mha::Masks masks = make_masks(mask_case, B, h, N, M);
     mha::ForwardOptions options;
     options.heads = h;
@@ -194,7 +194,7 @@ TEST_CASE("every form with QK-norm, RoPE, soft-cap, ALiBi and a window with a si
     mha::Weights w = mha::seeded_weights(E, E, true, true, 21);
     w.q_norm = Tensor({4}, {1.1f, 0.9f, 1.2f, 0.8f});
     w.k_norm = Tensor({4}, {0.7f, 1.3f, 1.0f, 1.05f});
-    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h}, !cross, 21);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h, E / h}, !cross, 21);
     mha::Masks masks;
     masks.softcap = 2.5;
     masks.alibi = true;

@@ -72,7 +72,7 @@ TEST_CASE("GQA equals multi-head attention with every K/V head repeated h / G ti
     full.w_v = repeat_heads(gqa.w_v, d_k, group);
     full.b_k = repeat_heads(gqa.b_k, d_k, group);
     full.b_v = repeat_heads(gqa.b_v, d_k, group);
-    const mha::Inputs in = mha::seeded_inputs({2, 5, 5, E, E, E, h, h}, true, 4);
+    const mha::Inputs in = mha::seeded_inputs({2, 5, 5, E, E, E, h, h, E / h}, true, 4);
     mha::NullTracer none;
     const mha::ForwardResult a = run(gqa, in, h, none, causal);
     const mha::ForwardResult b = run(full, in, h, none, causal);
@@ -85,7 +85,7 @@ TEST_CASE("the trace shows K and V with G heads and who shares them") {
     const std::size_t B = 2, N = 3, E = 16, h = 4, G = 2, d_k = 4;
     Recorder rec;
     run(mha::seeded_weights(E, G * d_k, true, false, 0),
-        mha::seeded_inputs({B, N, N, E, E, E, h, G}, true, 0), h, rec);
+        mha::seeded_inputs({B, N, N, E, E, E, h, G, E / h}, true, 0), h, rec);
     std::vector<Shape> k_shapes;
     std::vector<std::string> notes;
     for (const mha::Step& s : rec.steps) {
@@ -111,7 +111,7 @@ TEST_CASE("the trace shows K and V with G heads and who shares them") {
 
 TEST_CASE("W_k and W_v that are not whole heads are refused") {
     mha::Weights w = mha::seeded_weights(16, 6, true, false, 0);  // 6 rows, d_k = 4
-    const mha::Inputs in = mha::seeded_inputs({1, 2, 2, 16, 16, 16, 4, 4}, true, 0);
+    const mha::Inputs in = mha::seeded_inputs({1, 2, 2, 16, 16, 16, 4, 4, 4}, true, 0);
     REQUIRE_THROWS_WITH(mha::check_shapes(w, in, {}, 4),
                         Catch::Contains("must both have G·d_k rows (d_k = 4)"));
     w = mha::seeded_weights(16, 12, true, false, 0);  // G = 3 does not divide h = 4

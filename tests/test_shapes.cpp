@@ -1,9 +1,13 @@
 // --shapes-only and --preset: the shapes-only trace reports exactly the steps the
-// computed pass reports, minus the values; presets fill in the sizes.
+// computed pass reports, minus the values (also with --head-dim and --scale-base);
+// presets fill in the sizes.
 
 #include <catch2/catch.hpp>
 
 #include "core/attention.h"
+#include "core/decode.h"
+#include "core/fused_qkv.h"
+#include "core/per_head.h"
 #include "core/mla_pass.h"
 #include "core/plan.h"
 #include "helpers.h"
@@ -41,7 +45,7 @@ TEST_CASE("the shapes-only trace is the computed trace without values") {
                                            {2, 4, 9, 16, 8, 2, true},
                                            {1, 6, 6, 32, 4, 2, true}}));
     CAPTURE(B, N, M, E, h, G, causal);
-    const mha::Sizes s{B, N, M, E, E, E, h, G};
+    const mha::Sizes s{B, N, M, E, E, E, h, G, E / h};
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
     const mha::Inputs in = mha::seeded_inputs(s, N == M, 1);
     mha::Masks masks;
@@ -143,7 +147,7 @@ TEST_CASE("--form mla: the shapes-only trace is the computed trace without value
     CAPTURE(B, N, E, h, d_c, d_R, causal);
     const mha::MlaSizes m = mha::seeded_mla_sizes(E, h, d_c, d_R);
     const mha::MlaWeights w = mha::seeded_mla_weights(m, 3);
-    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h}, true, 3);
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 3);
     const mha::Rope rope{mha::RopeLayout::Half, 10000.0};
     Recorder computed, traced;
     mha::forward_mla(w, in.x_q, h, causal, rope, computed);
@@ -163,4 +167,51 @@ TEST_CASE("--form mla: the shapes-only trace is the computed trace without value
     CHECK(mha::planned_macs(traced.steps) == computed_macs);
     CHECK(mha::mla_parameter_count(m) == w.w_q.numel() + w.w_kv_a.numel() + w.kv_norm.numel() +
                                              w.w_kv_b.numel() + w.w_o.numel());
+}
+
+TEST_CASE("--head-dim and --scale-base: the shapes-only trace is the computed trace in every form",
+          "[head-dim]") {
+    const auto [E, h, G, D, form] =
+        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, mha::Form>(
+            {{16, 2, 2, 12, mha::Form::Packed},
+             {16, 4, 2, 3, mha::Form::Packed},
+             {12, 4, 4, 5, mha::Form::PerHead},
+             {16, 4, 2, 6, mha::Form::Decode},
+             {10, 2, 2, 8, mha::Form::FusedQkv}}));
+    const bool streamed = GENERATE(false, true);
+    CAPTURE(E, h, G, D, int(form), streamed);
+    const std::size_t B = 2, N = 5;
+    const mha::Sizes s{B, N, N, E, E, E, h, G, D};
+    const mha::Weights w = mha::seeded_weights(E, h * D, G * D, true, true, 4);
+    const mha::Inputs in = mha::seeded_inputs(s, true, 4);
+    mha::Masks masks;
+    masks.causal = form == mha::Form::Decode;
+    masks.softcap = 3.0;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.scale_base = 7.0;
+    options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
+    Recorder computed;
+    switch (form) {
+        case mha::Form::PerHead: mha::forward_per_head(w, in, masks, options, computed); break;
+        case mha::Form::Decode: mha::decode(w, in, masks, options, computed); break;
+        case mha::Form::FusedQkv: mha::forward_fused_qkv(w, in, masks, options, computed); break;
+        default: mha::forward(w, in, masks, options, computed); break;
+    }
+    mha::PassSpec spec;
+    spec.sizes = s;
+    spec.form = form;
+    spec.path = options.path;
+    spec.masks.causal = masks.causal;
+    spec.masks.softcap = masks.softcap;
+    spec.scale_base = 7.0;
+    const std::vector<mha::Step> planned = mha::plan_pass(spec);
+    REQUIRE(planned.size() == computed.steps.size());
+    std::uint64_t computed_macs = 0;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        require_same_step(planned[i], computed.steps[i]);
+        computed_macs += computed.steps[i].macs;
+    }
+    CHECK(mha::planned_macs(planned) == computed_macs);
+    CHECK(mha::parameter_count(s, true) == w.parameter_count());
 }

@@ -149,6 +149,7 @@ RunInfo small_run() {
     info.d_model = 256;
     info.heads = 4;
     info.kv_heads = 4;
+    info.head_dim = 64;
     info.kdim = 256;
     info.vdim = 256;
     info.threads = 2;

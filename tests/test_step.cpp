@@ -54,6 +54,7 @@ RunInfo tiny_run() {
     info.batch = info.seq_len = info.kv_len = 1;
     info.d_model = info.kdim = info.vdim = 2;
     info.heads = 1;
+    info.head_dim = 2;
     info.parameters = 24;
     info.weights_source = info.inputs_source = "seeded (seed 0)";
     return info;

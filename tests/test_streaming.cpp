@@ -145,7 +145,7 @@ TEST_CASE("the fused tile gives the same bits on every kernel variant, with ever
 
 TEST_CASE("decode, per-head and the block run the fused tile on every variant and thread count") {
     const std::size_t B = 2, N = 70, E = 32, h = 4;
-    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h}, true, 13);
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 13);
     const mha::Weights w = mha::seeded_weights(E, true, true, 13);
     const mha::BlockWeights block = mha::seeded_block(E, 48, 13);
     mha::Masks causal;
@@ -186,7 +186,7 @@ TEST_CASE("forward: streaming equals standard with and without masks") {
     const int kind =
         GENERATE(0, 1, 2, 3, 4, 5);  // none, (N,M), (B,N,M), (B·h,N,M), padding, causal
     CAPTURE(N, M, kind);
-    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h}, false, 3);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h, E / h}, false, 3);
     const mha::Weights w = mha::seeded_weights(E, true, true, 3);
     mha::Masks masks;
     const std::size_t planes[] = {0, 1, B, B * h};
@@ -217,7 +217,7 @@ TEST_CASE("forward: streaming equals standard with shared key/value heads (GQA, 
     const std::size_t N = GENERATE(3, 70), M = GENERATE(70, 300);
     const bool causal = GENERATE(false, true);
     CAPTURE(G, N, M, causal);
-    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, G}, false, 5);
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, G, E / h}, false, 5);
     const mha::Weights w = mha::seeded_weights(E, G * d_k, true, true, 5);
     mha::Masks masks;
     masks.causal = causal;
@@ -229,7 +229,7 @@ TEST_CASE("forward: streaming equals standard with shared key/value heads (GQA, 
 }
 
 TEST_CASE("streaming: fully masked rows are NaN or zero, like the standard path") {
-    const mha::Sizes s{1, 4, 2, 8, 8, 8, 2, 2};  // causal with N > M: queries 0 and 1 see no key
+    const mha::Sizes s{1, 4, 2, 8, 8, 8, 2, 2, 4};  // causal with N > M: queries 0 and 1 see no key
     const mha::Inputs in = mha::seeded_inputs(s, false, 5);
     const mha::Weights w = mha::seeded_weights(8, true, false, 5);
     mha::Masks masks;
@@ -247,7 +247,7 @@ TEST_CASE("streaming: fully masked rows are NaN or zero, like the standard path"
 }
 
 TEST_CASE("streaming output is bit-identical for every thread count") {
-    const mha::Sizes s{3, 70, 90, 24, 24, 24, 6, 6};
+    const mha::Sizes s{3, 70, 90, 24, 24, 24, 6, 6, 4};
     const mha::Inputs in = mha::seeded_inputs(s, false, 9);
     const mha::Weights w = mha::seeded_weights(24, true, true, 9);
     mha::Masks masks;
@@ -262,7 +262,7 @@ TEST_CASE("streaming output is bit-identical for every thread count") {
 }
 
 TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") {
-    const mha::Sizes s{2, 8, 8, 16, 16, 16, 4, 4};
+    const mha::Sizes s{2, 8, 8, 16, 16, 16, 4, 4, 4};
     test::Recorder rec;
     run(mha::seeded_weights(16, true, false, 1), mha::seeded_inputs(s, true, 1), mha::Masks(), 4, 1,
         mha::AttentionPath::Streaming, rec);
@@ -282,7 +282,7 @@ TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") 
 }
 
 TEST_CASE("forward_bytes counts the scores only on the standard path") {
-    const mha::Sizes s{1, 4096, 4096, 512, 512, 512, 8, 8};
+    const mha::Sizes s{1, 4096, 4096, 512, 512, 512, 8, 8, 64};
     const std::uint64_t standard = mha::forward_bytes(s, mha::AttentionPath::Standard, 2);
     const std::uint64_t streamed = mha::forward_bytes(s, mha::AttentionPath::Streaming, 2);
     const std::uint64_t scores = 8ull * 4096 * 4096 * 4;
@@ -310,7 +310,7 @@ TEST_CASE("--attention: auto streams what would not fit, standard is refused") {
 
 TEST_CASE("auto streams every untraced form but decoding") {
     // decoding attends one query per unit, which fills one query lane of the fused tile
-    const mha::Sizes s{1, 512, 512, 512, 512, 512, 8, 8};
+    const mha::Sizes s{1, 512, 512, 512, 512, 512, 8, 8, 64};
     mha::Config c;
     CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
     c.form = mha::Form::PerHead;
@@ -336,7 +336,7 @@ TEST_CASE("--attention errors") {
 }
 
 TEST_CASE("both fast paths equal the reference forward pass on the plain loops") {
-    const mha::Sizes s{2, 33, 65, 24, 24, 24, 3, 3};
+    const mha::Sizes s{2, 33, 65, 24, 24, 24, 3, 3, 8};
     const mha::Inputs in = mha::seeded_inputs(s, false, 11);
     const mha::Weights w = mha::seeded_weights(24, true, true, 11);
     mha::Masks masks;
@@ -360,9 +360,9 @@ TEST_CASE("both fast paths equal the reference forward pass on the plain loops")
 TEST_CASE("forward_macs counts the projections and both attention products") {
     // B=2, N=3, M=5, d_model=4, kdim=6, vdim=7: Q and W_O 2·3·4·4 each = 96 + 96,
     // K and V 2·5·4·(6 + 7) = 520, scores and weights @ V 2·3·5·4 each = 120 + 120
-    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 2}) == 96 + 96 + 520 + 120 + 120);
+    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 2, 2}) == 96 + 96 + 520 + 120 + 120);
     // one shared K/V head (G=1, d_k=2): K and V 2·5·2·(6 + 7) = 260
-    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 1}) == 96 + 96 + 260 + 120 + 120);
+    CHECK(mha::forward_macs({2, 3, 5, 4, 6, 7, 2, 1, 2}) == 96 + 96 + 260 + 120 + 120);
 }
 
 TEST_CASE("small sizes run on one thread unless --threads says otherwise") {

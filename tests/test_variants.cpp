@@ -76,7 +76,7 @@ TEST_CASE("the fused QKV projection equals the three separate ones") {
         {{16, 4, true, false}, {12, 3, false, true}, {8, 1, true, true}}));
     CAPTURE(E, h, bias, causal);
     const mha::Weights w = mha::seeded_weights(E, bias, true, 5);
-    const mha::Inputs in = mha::seeded_inputs({2, 5, 5, E, E, E, h, h}, true, 5);
+    const mha::Inputs in = mha::seeded_inputs({2, 5, 5, E, E, E, h, h, E / h}, true, 5);
     mha::Masks masks;
     masks.causal = causal;
     mha::NullTracer none;
@@ -95,7 +95,7 @@ TEST_CASE("attention head by head equals the packed form") {
     CAPTURE(N, M, h, G, causal);
     const std::size_t E = 24;
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 7);
-    const mha::Inputs in = mha::seeded_inputs({2, N, M, E, E, E, h, G}, N == M, 7);
+    const mha::Inputs in = mha::seeded_inputs({2, N, M, E, E, E, h, G, E / h}, N == M, 7);
     mha::Masks masks;
     masks.causal = causal;
     masks.key_padding = Tensor({2, M});
@@ -114,7 +114,7 @@ TEST_CASE("decoding with a KV cache equals the causal pass, row by row") {
     CAPTURE(T, h, G);
     const std::size_t B = 2, E = 24;
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 3);
-    const mha::Inputs in = mha::seeded_inputs({B, T, T, E, E, E, h, G}, true, 3);
+    const mha::Inputs in = mha::seeded_inputs({B, T, T, E, E, E, h, G, E / h}, true, 3);
     mha::Masks causal;
     causal.causal = true;
     mha::NullTracer none;
@@ -129,7 +129,7 @@ TEST_CASE("decoding with a KV cache equals the causal pass, row by row") {
     const mha::ForwardResult one =
         mha::forward(w, {last, in.x_q, in.x_q}, causal, options_for(h), none);
     test::require_close(rows_of(decoded.output, T - 1, 1), one.output, same_tolerance);
-    CHECK(mha::decode_bytes({B, T, T, E, E, E, h, G}) ==
+    CHECK(mha::decode_bytes({B, T, T, E, E, E, h, G, E / h}) ==
           4 * (2 * B * G * T * (E / h) + B * h * T * T + B * T * E));
 }
 

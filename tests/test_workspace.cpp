@@ -38,7 +38,7 @@ TEST_CASE("a workspace takes the smallest idle block that fits, and releases idl
 
 TEST_CASE("a pass in a workspace gives the bits of a pass in fresh memory; a second pass "
           "needs no new block") {
-    const mha::Sizes s{2, 9, 9, 16, 16, 16, 4, 4};
+    const mha::Sizes s{2, 9, 9, 16, 16, 16, 4, 4, 4};
     const mha::Inputs in = mha::seeded_inputs(s, true, 3);
     const mha::Weights w = mha::seeded_weights(16, true, true, 3);
     mha::ForwardOptions options;

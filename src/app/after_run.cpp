@@ -82,7 +82,8 @@ std::vector<std::vector<bool>> blocked_grids(const Problem& problem) {
     const bool fits = (masks.attn_mask.empty() || masks.attn_mask.size(masks.attn_mask.dim() - 1) == m) &&
                       (masks.key_padding.empty() || masks.key_padding.size(masks.key_padding.dim() - 1) == m);
     if (!fits || info.batch == 0) return {};
-    const Sizes sizes{info.batch, n, m, info.d_model, info.kdim, info.vdim, info.heads, info.kv_heads};
+    const Sizes sizes{info.batch, n, m, info.d_model, info.kdim, info.vdim, info.heads, info.kv_heads,
+                      info.head_dim};
     std::vector<std::vector<bool>> grids;
     for (std::size_t head = 0; head < info.heads; ++head) {
         const HeadMask mask = unit_mask(masks, 0, head, sizes);
@@ -123,7 +124,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows, style);
     }
     if (wants_summary(config)) {
-        stats.print(out, result, info.d_model / info.heads, !config.no_scale,
+        stats.print(out, result, info.head_dim, !config.no_scale,
                     config.softcap.value_or(0.0));
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }

@@ -173,7 +173,8 @@ Config config_of(const BenchSize& s) {
 
 double multiply_adds(const BenchSize& s) {
     return double(forward_macs(
-        {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads, s.heads}));
+        {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads, s.heads,
+         s.d_model / s.heads}));
 }
 
 // The page faults (minor and major) this process has taken so far.

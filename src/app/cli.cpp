@@ -311,6 +311,10 @@ const std::vector<Row>& mha_table() {
           "key/value heads shared by the h query heads (default\n"
           "h); G must divide h; 1 = multi-query attention"},
          [](Config& c, const Arg& a) { c.kv_heads = parse_size(a); }},
+        {{"--head-dim", 0, "D",
+          "width d_k of each head (default d_model / h); W_q is\n"
+          "(h*D, d_model), W_o (d_model, h*D) (Gemma 2)"},
+         [](Config& c, const Arg& a) { c.head_dim = parse_size(a); }},
 
         section<Config>("Computation:"),
         {{"--causal", 0, "[=bottom-right|top-left]",
@@ -509,7 +513,8 @@ const std::vector<Row>& mha_table() {
         {{"--layer", 0, "L",
           "the layer the trace, heatmap, summary, SVG and --save\n"
           "show (default 0); --heatmap and --export-svg without\n"
-          "--layer draw every layer's heads at once"},
+          "--layer draw every layer's heads at once; with\n"
+          "--preset gemma2-*: layer L, local (window) if L is even"},
          [](Config& c, const Arg& a) { c.layer = parse_index(a); }},
 
         section<Config>("Variants (docs/variants.md):"),
@@ -561,6 +566,10 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.sinks = parse_index(a); }},
         {{"--softcap", 0, "C", "step 7 ends with C*tanh(scores/C) (Gemma 2); C > 0"},
          [](Config& c, const Arg& a) { c.softcap = parse_positive(a); }},
+        {{"--scale-base", 0, "S",
+          "step 7 divides by sqrt(S), not sqrt(d_k) (Gemma 2's\n"
+          "query_pre_attn_scalar); S > 0"},
+         [](Config& c, const Arg& a) { c.scale_base = parse_positive(a); }},
         {{"--qk-norm", 0, "",
           "RMSNorm of each head's Q and K before the scores, with\n"
           "q_norm.weight, k_norm.weight (d_k) or ones when seeded"},

@@ -18,7 +18,7 @@ bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
 // --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
 bool overrides_model(const Config& c) {
-    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
+    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads || c.head_dim ||
            c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
@@ -57,13 +57,18 @@ const std::vector<Rule<Config>>& rules() {
                      !c.key_padding_mask_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
                      c.rope || c.alibi || c.window > 0 || c.softcap || c.qk_norm ||
                      c.attention == AttentionPath::Streaming || c.add_zero_attn ||
-                     c.ablate_head || c.no_scale || c.demo_heads || c.random_bias);
+                     c.ablate_head || c.no_scale || c.demo_heads || c.random_bias ||
+                     c.head_dim || c.scale_base);
          },
          "--form mla computes DeepSeek-V2's latent attention as defined: self-attention, "
          "--causal or not, RoPE on its own d_R part (--rope-theta sets the base), no biases; "
          "it takes none of --kv-len, --key/--value, --mask, --key-padding-mask, --kv-heads, "
          "--rope, --alibi, --window, --softcap, --qk-norm, --attention streaming, "
-         "--add-zero-attn, --ablate-head, --no-scale, --demo-heads or --random-bias"},
+         "--add-zero-attn, --ablate-head, --no-scale, --demo-heads, --random-bias, --head-dim "
+         "or --scale-base"},
+        {"head-dim-block", [](const Config& c) { return c.head_dim && asks(c, FormChoice::Block); },
+         "--block adds attention's output to its d_model-wide input as nn.TransformerEncoderLayer "
+         "does, with d_k = d_model / h; it cannot be combined with --head-dim"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
@@ -107,6 +112,8 @@ const std::vector<Rule<Config>>& rules() {
         {"random-bias-with-weights",
          [](const Config& c) { return !c.weights_path.empty() && c.random_bias; },
          "--random-bias applies to seeded weights; with --weights the state dict decides the bias"},
+        {"scale-base-no-scale", [](const Config& c) { return c.scale_base && c.no_scale; },
+         "--scale-base sets what step 7 divides by and --no-scale skips step 7; choose one"},
         {"no-bias-random-bias", [](const Config& c) { return !c.bias && c.random_bias; },
          "--no-bias and --random-bias contradict each other; choose one"},
 
@@ -119,6 +126,8 @@ const std::vector<Rule<Config>>& rules() {
         {"demo-heads-kv-heads",
          [](const Config& c) { return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads; },
          "--demo-heads constructs four full heads; it cannot be combined with --kv-heads"},
+        {"demo-heads-head-dim", [](const Config& c) { return c.demo_heads && c.head_dim; },
+         "--demo-heads constructs heads of d_k = d_model / h; it cannot be combined with --head-dim"},
         {"demo-heads-weights",
          [](const Config& c) { return c.demo_heads && !c.weights_path.empty(); },
          "--demo-heads constructs the weights; it cannot be combined with --weights"},
@@ -177,8 +186,10 @@ const std::vector<Rule<Config>>& rules() {
          "of them too"},
 
         // A trained model (--model) on --text.
-        {"layer-without-model", [](const Config& c) { return c.layer && c.model_path.empty(); },
-         "--layer picks a layer of --model; give --model too"},
+        {"layer-without-model",
+         [](const Config& c) { return c.layer && c.model_path.empty() && c.preset.empty(); },
+         "--layer picks a layer of --model, or a local or global layer of --preset gemma2-*; give "
+         "one of them too"},
         {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },
          "--model reads characters; give them with --text \"...\""},
         {"model-alone", [](const Config& c) { return !c.model_path.empty() && overrides_model(c); },

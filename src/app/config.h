@@ -31,6 +31,7 @@ struct Config {
     bool heads_given = false;            // --heads or --preset said h (a state dict cannot)
     bool seq_first = false;              // --seq-first: input files are (L, B, features)
     std::optional<std::size_t> kv_heads;  // G   default h (from the weights when loaded)
+    std::optional<std::size_t> head_dim;  // d_k default d_model / h (from W_q when loaded)
     std::uint64_t seed = 0;
     std::size_t threads = 0;             // 0: the hardware's
     bool causal = false;
@@ -79,7 +80,9 @@ struct Config {
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)
-    std::optional<std::size_t> layer;   // --layer L: the model layer the views show
+    std::optional<std::size_t> layer;   // --layer L: the model layer the views show, or the
+                                        // layer of an alternating --preset (gemma2-*)
+    std::string layer_kind;             // that preset layer's kind, for the header
 
     // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
     std::optional<RopeLayout> rope;     // --rope half|interleaved
@@ -88,6 +91,7 @@ struct Config {
     std::size_t window = 0;             // --window W; 0: none
     std::optional<std::size_t> sinks;   // --sink-tokens S (needs --window)
     std::optional<double> softcap;      // --softcap C
+    std::optional<double> scale_base;   // --scale-base S: step 7 divides by sqrt(S)
     bool qk_norm = false;
     std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
     std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)

@@ -52,6 +52,7 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     info.seq_len = info.kv_len = text.tokens.size();
     info.d_model = info.kdim = info.vdim = model.d_model();
     info.heads = info.kv_heads = model.layers[layer].heads;
+    info.head_dim = info.d_model / info.heads;
     info.causal = true;
     info.threads = threads;
     info.kernels = kernel_variant_name();

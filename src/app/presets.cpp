@@ -25,6 +25,12 @@ const std::vector<Preset>& presets() {
         {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false, 500000.0},
         {"mistral-7b", "Mistral 7B", 4096, 32, 8, 8192, 14336, 32, false, 10000.0, 4096},
         {"deepseek-v2-lite", "DeepSeek-V2-Lite", 2048, 16, 16, 4096, 10944, 27, false, 0.0, 0, 512, 64},
+        {"gemma2-2b", "Gemma 2 2B", 2304, 8, 4, 8192, 9216, 26, false, 10000.0, 0, 0, 0, 256, 256.0,
+         50.0, 4096},
+        {"gemma2-9b", "Gemma 2 9B", 3584, 16, 8, 8192, 14336, 42, false, 10000.0, 0, 0, 0, 256,
+         256.0, 50.0, 4096},
+        {"gemma2-27b", "Gemma 2 27B", 4608, 32, 16, 8192, 36864, 46, false, 10000.0, 0, 0, 0, 128,
+         144.0, 50.0, 4096},
     };
     return table;
 }
@@ -51,11 +57,34 @@ std::string presets_table() {
     for (const Preset& p : presets()) {
         std::snprintf(line, sizeof line, "%-17s %-19s %7zu %3zu %3zu %4zu %6zu %6zu %6zu\n",
                       p.name.c_str(), p.model.c_str(), p.d_model, p.heads, p.kv_heads,
-                      p.d_model / p.heads, p.context, p.d_ff, p.layers);
+                      p.head_dim > 0 ? p.head_dim : p.d_model / p.heads, p.context, p.d_ff,
+                      p.layers);
         text += line;
     }
     return text + "N is the context length; G < h: grouped-query attention.\n"
                   "Sources: docs/presets.md\n";
+}
+
+// --layer L of a preset whose local (even-indexed) and global layers alternate: the window
+// on a local layer, and the kind of layer for the header.
+void apply_layer(const Preset& p, Config& c) {
+    if (!c.layer) {
+        if (p.local_window > 0) c.layer_kind = "a global layer (--layer L: even L are local)";
+        return;
+    }
+    if (p.local_window == 0) {
+        throw Error("--layer with --preset " + p.name + ": its " + std::to_string(p.layers) +
+                    " layers all compute the same attention; --layer picks a local or global "
+                    "layer of a preset that alternates them (gemma2-2b, gemma2-9b, gemma2-27b)");
+    }
+    if (*c.layer >= p.layers) {
+        throw Error("--layer " + std::to_string(*c.layer) + " is not a layer of " + p.model +
+                    ": the layers are 0.." + std::to_string(p.layers - 1));
+    }
+    const bool local = *c.layer % 2 == 0;
+    if (local && c.window == 0) c.window = p.local_window;
+    c.layer_kind = (local ? "local layer " : "global layer ") + std::to_string(*c.layer) +
+                   (local ? " (sliding window " + std::to_string(p.local_window) + ")" : "");
 }
 
 void apply_preset(const Preset& p, const std::vector<std::string>& given, Config& c) {
@@ -74,6 +103,10 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
         if (!c.rope_theta) c.rope_theta = p.rope_theta;
     }
     if (p.window > 0 && c.window == 0) c.window = p.window;
+    if (p.head_dim > 0 && !c.head_dim && !was_given("--heads")) c.head_dim = p.head_dim;
+    if (p.scale_base > 0.0 && !c.scale_base && !c.no_scale) c.scale_base = p.scale_base;
+    if (p.softcap > 0.0 && !c.softcap) c.softcap = p.softcap;
+    apply_layer(p, c);
     if (p.mla_latent > 0 && (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
         c.forms = {FormChoice::Mla};
         if (!c.latent_dim) c.latent_dim = p.mla_latent;

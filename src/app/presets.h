@@ -24,6 +24,12 @@ struct Preset {
     std::size_t window = 0;   // > 0: sliding-window attention of this width
     std::size_t mla_latent = 0;  // > 0: multi-head latent attention (--form mla) with this d_c
     std::size_t mla_rope = 0;    // and this d_R
+    // Gemma 2: heads wider than d_model / h, the scale's base, the logit soft-cap, and a
+    // sliding window on the local layers (the even-indexed ones; the odd ones are global).
+    std::size_t head_dim = 0;      // > 0: d_k, the heads' width
+    double scale_base = 0.0;       // > 0: step 7 divides by sqrt(this) (query_pre_attn_scalar)
+    double softcap = 0.0;          // > 0: the attention logit soft-cap
+    std::size_t local_window = 0;  // > 0: the window of the even-indexed (local) layers
 };
 
 const std::vector<Preset>& presets();
@@ -38,7 +44,9 @@ std::string presets_table();
 // Fills in what the preset decides and the command line left open (`given` lists the
 // options that appeared): B = 1, N = the context, d_model, h, G, the bias, RoPE and its
 // base, the sliding window, MLA (--form mla, unless another form was asked for) with its
-// d_c and d_R, and with --block the feed-forward width.
+// d_c and d_R, the head width, scale base and soft-cap, with --layer L the kind of layer L
+// (local layers get the window), and with --block the feed-forward width. Throws for a
+// --layer the preset does not have or whose layers are all alike.
 void apply_preset(const Preset& preset, const std::vector<std::string>& given, Config& config);
 
 }  // namespace mha

@@ -187,8 +187,11 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     }
     s.heads = files.weights ? heads_with_weights(c, files) : c.heads;
     s.kv_heads = c.kv_heads.value_or(s.heads);
-    if (files.weights && s.d_model % s.heads == 0) {
-        const std::size_t d_k = s.d_model / s.heads, rows = files.weights->kv_width();
+    s.head_dim = c.head_dim.value_or(s.heads > 0 ? s.d_model / s.heads : 0);
+    if (files.weights && files.weights->q_width() % s.heads == 0) {
+        s.head_dim = reconcile(c.head_dim, "--head-dim", files.weights->q_width() / s.heads,
+                               c.weights_path, "d_k");  // W_q's rows / h
+        const std::size_t d_k = s.head_dim, rows = files.weights->kv_width();
         if (rows % d_k != 0 || rows < d_k) {
             throw Error(c.weights_path + ": W_k has " + std::to_string(rows) +
                         " rows, not a whole number of heads of d_k = " + std::to_string(d_k));
@@ -295,6 +298,7 @@ RunInfo describe_sizes(const Config& c, const Sizes& s) {
     info.d_model = s.d_model;
     info.heads = s.heads;
     info.kv_heads = s.kv_heads;
+    info.head_dim = s.head_dim;
     info.kdim = s.kdim;
     info.vdim = s.vdim;
     info.causal = c.causal;
@@ -329,9 +333,10 @@ std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
     return c.d_ff.value_or(4 * s.d_model);
 }
 
-// Throws when the heads do not split d_model, or the key/value heads the heads.
-void check_heads(const Sizes& s) {
-    if (s.d_model % s.heads != 0) {
+// Throws when the heads do not split d_model (unless --head-dim gives their width), or the
+// key/value heads the heads.
+void check_heads(const Config& c, const Sizes& s) {
+    if (!c.head_dim && s.d_model % s.heads != 0) {
         throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
                     std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
     }
@@ -356,6 +361,7 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     spec.masks.window = c.window;
     spec.masks.sinks = c.sinks.value_or(0);
     spec.scale = !c.no_scale;
+    spec.scale_base = c.scale_base.value_or(0.0);
     spec.qk_norm = c.qk_norm;
     spec.rope = rope_of(c);
     return spec;
@@ -372,7 +378,7 @@ std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::u
 // --form mla with seeded weights: d_h = d_v = d_k, d_c = --latent-dim or 4·d_k, d_R =
 // --rope-dim or d_k/2 rounded down to even (at least 2).
 MlaSizes seeded_mla(const Config& c, const Sizes& s) {
-    check_heads(s);
+    check_heads(c, s);
     const std::size_t d_k = s.d_model / s.heads;
     const MlaSizes m = seeded_mla_sizes(s.d_model, s.heads, c.latent_dim.value_or(4 * d_k),
                                         c.rope_dim.value_or(std::max<std::size_t>(2, d_k / 4 * 2)));
@@ -445,7 +451,7 @@ Problem build_mla_problem(const Config& c) {
 
 ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
-    check_heads(s);
+    check_heads(c, s);
     ShapesProblem p;
     p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard));
     p.info = describe_sizes(c, s);
@@ -474,7 +480,7 @@ Problem build_problem(const Config& c) {
     Ledger ledger(c.max_memory);
     Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
-    check_heads(s);
+    check_heads(c, s);
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
@@ -489,7 +495,7 @@ Problem build_problem(const Config& c) {
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
     p.weights = c.demo_heads      ? demo_weights(s.d_model, s.heads, s.seq_len)
                 : files.weights ? *files.weights
-                                : seeded_weights(s.d_model, s.kv_heads * (s.d_model / s.heads),
+                                : seeded_weights(s.d_model, s.inner(), s.kv_heads * s.d_k(),
                                                  c.bias, c.random_bias, c.seed);
     const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
@@ -503,6 +509,7 @@ Problem build_problem(const Config& c) {
     p.options.threads = plan.threads;
     p.options.zero_masked_rows = c.zero_masked_rows;
     p.options.scale = !c.no_scale;
+    p.options.scale_base = c.scale_base.value_or(0.0);
     p.options.add_zero_attn = c.add_zero_attn;
     check_bias_kv(c, p.weights);
     check_head_numbers(c, s);

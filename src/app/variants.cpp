@@ -43,7 +43,10 @@ std::size_t planned_steps(const Config& c, const Problem& p) {
     return plan_pass(spec).size() + (c.block ? block_steps : 0);
 }
 
-std::string variant_description(const Config& c, std::size_t d_ff) {
+namespace {
+
+// The form of the pass, "" for the packed one.
+std::string form_description(const Config& c, std::size_t d_ff) {
     if (c.block) {
         return std::string(*c.block == BlockKind::Pre ? "pre-LN" : "post-LN") +
                " block, d_ff=" + std::to_string(d_ff);
@@ -56,6 +59,14 @@ std::string variant_description(const Config& c, std::size_t d_ff) {
         case Form::Packed: break;
     }
     return "";
+}
+
+}  // namespace
+
+std::string variant_description(const Config& c, std::size_t d_ff) {
+    const std::string form = form_description(c, d_ff);
+    if (c.layer_kind.empty()) return form;
+    return form.empty() ? c.layer_kind : form + ", " + c.layer_kind;
 }
 
 }  // namespace mha

@@ -1,9 +1,10 @@
 // The forward pass of multi-head attention as 14 numbered steps.
 //
-// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k,
+// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k unless the heads are
+// wider (--head-dim: Q and the concat are then h·d_k wide, W_o is (d_model, h·d_k)),
 // G key/value heads (h unless shared, see core/kv_heads.h): K and V are (B, G, M, d_k).
 //   x_q (B, N, d_model)  x_k (B, M, kdim)  x_v (B, M, vdim)
-//   1-3  Q, K, V   = x W.T + b             (B, N|M, d_model)
+//   1-3  Q, K, V   = x W.T + b             (B, N, h·d_k), (B, M, G·d_k)
 //   4    view                              (B, N|M, h, d_k)
 //   5    transpose(1, 2)                   (B, h, N|M, d_k)   no copy
 //   6    scores = Q @ K.T                  (B, h, N, M)
@@ -13,7 +14,7 @@
 //   10   context = weights @ V             (B, h, N, d_k)
 //   11   transpose(1, 2)                   (B, N, h, d_k)     no copy
 //   12   contiguous()                      (B, N, h, d_k)     the one copy
-//   13   view                              (B, N, d_model)    the concat
+//   13   view                              (B, N, h·d_k)      the concat
 //   14   output = concat W_o.T + b_o       (B, N, d_model)
 //
 // Steps 6-10 run on (batch, head) units (run_units), which every form shares. Two
@@ -101,7 +102,7 @@ bool one_input(const Inputs& in) {
     return same(in.x_k) && same(in.x_v);
 }
 
-// 1-3: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model); K and V with M rows, G·d_k
+// 1-3: (B, N, d_model) @ (h·d_k, d_model)ᵀ -> (B, N, h·d_k); K and V with M rows, G·d_k
 // wide. Self-attention computes the three as one fused product of x, still three tensors.
 Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
     Qkv x;
@@ -394,7 +395,8 @@ void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_qu
 }
 
 UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
-    return {score_factor(s.d_k(), options.scale), options.zero_masked_rows};
+    return {score_factor(scale_base_of(s, options.scale_base), options.scale),
+            options.zero_masked_rows};
 }
 
 namespace {
@@ -481,13 +483,13 @@ namespace {
 
 // ---- 11-13: the heads side by side again ------------------------------------------------
 
-// 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, d_model).
+// 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, h·d_k).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
     const Tensor back = context.transpose(1, 2);
     trace.show(back);
     const Tensor packed = back.contiguous();
     trace.show(packed);
-    const Tensor concat = packed.view({s.batch, s.seq_len, s.d_model});
+    const Tensor concat = packed.view({s.batch, s.seq_len, s.inner()});
     trace.show(concat);
     return concat;
 }
@@ -541,7 +543,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
-    // 14: mix the heads. (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)
+    // 14: mix the heads. (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace);
     trace.show(result.output);
     return result;

@@ -21,16 +21,17 @@ namespace mha {
 
 // PyTorch's nn.Linear layout: weight (out, in), y = x Wᵀ + b.
 struct Weights {
-    Tensor w_q;  // (d_model, d_model)
+    Tensor w_q;  // (h·d_k, d_model)  h·d_k = d_model unless the heads are wider (--head-dim)
     Tensor w_k;  // (G·d_k, kdim)  kdim = d_model unless the state dict says otherwise;
     Tensor w_v;  // (G·d_k, vdim)  G·d_k = d_model unless key/value heads are shared (GQA)
-    Tensor w_o;  // (d_model, d_model)
-    Tensor b_q, b_k, b_v, b_o;  // (d_model) each; empty for a projection without bias
+    Tensor w_o;  // (d_model, h·d_k)
+    Tensor b_q, b_k, b_v, b_o;  // (h·d_k), (G·d_k), (G·d_k), (d_model); empty without bias
     Tensor q_norm, k_norm;      // (d_k) each: QK-norm's RMSNorm weights; empty without QK-norm
     Tensor bias_k, bias_v;      // (G·d_k) each: add_bias_kv's extra key/value position, empty
                                 // without it
 
-    std::size_t d_model() const { return w_q.size(0); }
+    std::size_t d_model() const { return w_q.size(1); }
+    std::size_t q_width() const { return w_q.size(0); }   // h·d_k
     std::size_t kdim() const { return w_k.size(1); }
     std::size_t vdim() const { return w_v.size(1); }
     std::size_t kv_width() const { return w_k.size(0); }  // G·d_k
@@ -78,6 +79,7 @@ struct ForwardOptions {
     std::size_t threads = 1;        // workers for the (batch, head) units and projections
     bool zero_masked_rows = false;  // a row with every key blocked: zeros instead of NaN
     bool scale = true;              // false (--no-scale): step 7 leaves the scores as they are
+    double scale_base = 0.0;        // S > 0: step 7 divides by sqrt(S) instead of sqrt(d_k)
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
@@ -167,7 +169,7 @@ struct Units {
 
 // What steps 7 and 9 do to every unit.
 struct UnitMath {
-    float factor;           // step 7: 1/sqrt(d_k), or 1
+    float factor;           // step 7: 1/sqrt(d_k) (or 1/sqrt(S)), or 1
     bool zero_masked_rows;  // step 9: a row with every key blocked gets zeros instead of NaN
 };
 

@@ -2,7 +2,7 @@
 //
 //   x (B, T, d_model); cache_k, cache_v (B, G, T, d_k) filled one position per token
 //   for t = 1 .. T (x_t = x[:, t-1], shape (B, 1, d_model)):
-//     q_t = x_t W_q.T + b_q      (B, 1, d_model) -> (B, h, 1, d_k)
+//     q_t = x_t W_q.T + b_q      (B, 1, h·d_k) -> (B, h, 1, d_k)
 //     k_t, v_t likewise           (B, 1, G·d_k)  -> cache[:, :, t-1]
 //     6-10 on the packed pass's units, one per (batch, head):
 //     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
@@ -66,27 +66,27 @@ void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
 // 6-10 for token t: one query row per (batch, head) unit against the t + 1 cached
 // positions; no causal mask needed, the future is not in the cache yet (the window, its
 // sinks, ALiBi and the soft-cap still apply). q (B, 1, h·d_k). Returns the heads' contexts
-// side by side, (B, 1, d_model); keeps the weights in result.
+// side by side, (B, 1, h·d_k); keeps the weights in result.
 Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std::size_t t,
                     const Sizes& s, const ForwardOptions& o, PassTrace& trace,
                     ForwardResult& result) {
-    const std::size_t B = s.batch, E = s.d_model, h = s.heads, d_k = s.d_k(), length = t + 1;
+    const std::size_t B = s.batch, W = s.inner(), h = s.heads, d_k = s.d_k(), length = t + 1;
     Sizes token_sizes = s;  // one query at position t against the `length` cached keys
     token_sizes.seq_len = 1;
     token_sizes.kv_len = length;
     const bool streamed = o.path == AttentionPath::Streaming;
     Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
-    Tensor concat({B, 1, E});
+    Tensor concat({B, 1, W});
     Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
     const Units units{B * h, [&](std::size_t u) {
                           const std::size_t b = u / h, i = u % h;
                           const std::size_t g = kv_head_of(i, h, s.kv_heads);
-                          return AttentionUnit{{q.data() + b * E + i * d_k, 1, d_k, d_k, 1},
+                          return AttentionUnit{{q.data() + b * W + i * d_k, 1, d_k, d_k, 1},
                                                cached(cache.k, b, g, length),
                                                cached(cache.v, b, g, length),
                                                unit_mask(masks, b, i, token_sizes),
                                                streamed ? nullptr : weights.data() + u * length,
-                                               context.data() + b * E + i * d_k, d_k, b, i, t};
+                                               context.data() + b * W + i * d_k, d_k, b, i, t};
                       }};
     run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
     trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
@@ -99,7 +99,7 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
 
 std::uint64_t decode_bytes(const Sizes& s) {
     const std::string what = "the memory for decoding";
-    const std::uint64_t d_k = s.d_model / s.heads;
+    const std::uint64_t d_k = s.d_k();
     return checked_product(
         {sizeof(float),
          checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache

@@ -27,7 +27,7 @@ Tensor stacked_qkv_weight(const Weights& w) { return stacked(w.w_q, w.w_k, w.w_v
 
 Tensor stacked_qkv_bias(const Weights& w) {
     if (w.b_q.empty() && w.b_k.empty() && w.b_v.empty()) return Tensor();
-    const auto or_zeros = [&w](const Tensor& b) { return b.empty() ? Tensor({w.d_model()}) : b; };
+    const auto or_zeros = [&w](const Tensor& b) { return b.empty() ? Tensor({w.q_width()}) : b; };
     return stacked(or_zeros(w.b_q), or_zeros(w.b_k), or_zeros(w.b_v));
 }
 
@@ -43,7 +43,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
     trace.show_input(in.x_q);                                                           // 0
 
-    // 1: (B, N, d_model) @ (3·d_model, d_model)ᵀ -> (B, N, 3·d_model)
+    // 1: (B, N, d_model) @ (3·h·d_k, d_model)ᵀ -> (B, N, 3·h·d_k)
     const Tensor qkv = project(in.x_q.contiguous(), stacked_qkv_weight(w), stacked_qkv_bias(w),
                                options.threads);
     trace.show(qkv);

@@ -25,7 +25,8 @@ double max_difference(const Tensor& a, const Tensor& b) {
 PassSpec mla_spec(const MlaSizes& m, std::size_t batch, std::size_t seq_len, bool causal,
                   const Rope& rope) {
     PassSpec spec;
-    spec.sizes = Sizes{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model, m.heads, m.heads};
+    spec.sizes = Sizes{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model, m.heads, m.heads,
+                       m.d_model / m.heads};
     spec.form = Form::Mla;
     spec.bias = {false, false, false, false};
     spec.masks.causal = causal;

@@ -7,7 +7,7 @@
 //     6    scores_i = Q_i @ K_i.T           (B, N, M)
 //     9    weights_i = softmax(scores_i / sqrt(d_k) + mask)
 //     10   head_i = weights_i @ V_i          (B, N, d_k)
-//   13   concat = cat(head_0 .. head_{h-1}, dim=-1)   (B, N, d_model)   a copy
+//   13   concat = cat(head_0 .. head_{h-1}, dim=-1)   (B, N, h·d_k)     a copy
 //   14   output = concat W_o.T + b_o                  (B, N, d_model)
 
 #include "core/per_head.h"
@@ -82,7 +82,7 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
 
 // Head i's weights into weights[:, i] and its context into concat[:, :, i·d_k : (i+1)·d_k].
 void place_head(const Head& head, std::size_t i, const Sizes& s, Tensor& weights, Tensor& concat) {
-    const std::size_t N = s.seq_len, M = s.kv_len, E = s.d_model, d_k = s.d_k();
+    const std::size_t N = s.seq_len, M = s.kv_len, W = s.inner(), d_k = s.d_k();
     for (std::size_t b = 0; b < s.batch; ++b) {
         if (!weights.empty()) {
             const float* from = head.weights.data() + b * N * M;
@@ -90,7 +90,7 @@ void place_head(const Head& head, std::size_t i, const Sizes& s, Tensor& weights
         }
         for (std::size_t n = 0; n < N; ++n) {
             const float* row = head.context.data() + (b * N + n) * d_k;
-            std::copy(row, row + d_k, concat.data() + (b * N + n) * E + i * d_k);
+            std::copy(row, row + d_k, concat.data() + (b * N + n) * W + i * d_k);
         }
     }
 }
@@ -115,7 +115,7 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
     ForwardResult result;
     if (options.path == AttentionPath::Standard)
         result.weights = Tensor({s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor concat({s.batch, s.seq_len, s.d_model});
+    Tensor concat({s.batch, s.seq_len, s.inner()});
     for (std::size_t i = 0; i < s.heads; ++i) {
         Head head = project_head(w, in, s, i, options.threads, trace);                  // 1-3
         position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);    // 5
@@ -125,7 +125,7 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
     }
     trace.show(concat);                                                                  // 13
 
-    // 14: (B, N, d_model) @ (d_model, d_model)ᵀ -> (B, N, d_model)
+    // 14: (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads);
     trace.show(result.output);
     return result;

@@ -50,8 +50,13 @@ std::string bias_suffix(bool bias, const std::string& name) {
     return bias ? " + " + name : std::string();
 }
 
-// " / sqrt(d_k)" when step 7 scales, empty otherwise.
-std::string scale_suffix(bool scale) { return scale ? " / sqrt(d_k)" : ""; }
+// " / sqrt(d_k)" (or " / sqrt(S)") when step 7 scales, empty otherwise.
+std::string scale_suffix(const PassSpec& spec) {
+    return !spec.scale ? "" : spec.scale_base > 0 ? " / sqrt(S)" : " / sqrt(d_k)";
+}
+
+// The name of Q's and the concat's width: d_model, or h·d_k when the heads are wider.
+std::string q_width_name(const Sizes& s) { return s.inner() == s.d_model ? "d_model" : "h·d_k"; }
 
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
@@ -190,10 +195,10 @@ Layout plan_project_split(Planner& p) {
     const bool self = p.spec.self_attention;
     const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
-    const Layout q = Layout::contiguous_of({B, N, E}), k = Layout::contiguous_of({B, M, G * d_k});
+    const Layout q = Layout::contiguous_of({B, N, h * d_k}), k = Layout::contiguous_of({B, M, G * d_k});
     const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
     p.add(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
-          {"B", "N", "d_model"}, q, macs_of({B, N, E, E}));
+          {"B", "N", q_width_name(s)}, q, macs_of({B, N, h * d_k, E}));
     p.add(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
           {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
     p.add(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
@@ -223,9 +228,9 @@ Layout plan_fused_project_split(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     const Biases& b = p.spec.bias;
-    const Layout qkv = Layout::contiguous_of({B, N, 3 * E});
+    const Layout qkv = Layout::contiguous_of({B, N, 3 * h * d_k});
     p.add(1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
-          {"B", "N", "3·d_model"}, qkv, macs_of({B, N, 3 * E, E}));
+          {"B", "N", "3·" + q_width_name(s)}, qkv, macs_of({B, N, 3 * h * d_k, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
     p.add(4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
     const Layout heads = split.permute({2, 0, 3, 1, 4});
@@ -249,10 +254,15 @@ Layout plan_attend_standard(Planner& p) {
                      macs_of({B, h, N, M, d_k}));
     if (s.kv_heads != h) s6.facts.kv_group = h / s.kv_heads;
     s6.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+    const bool base = p.spec.scale_base > 0;
     Step& s7 = p.add(7, "scale", "scores",
-                     p.spec.scale ? "scores / math.sqrt(d_k)" : "scores  (not scaled)", dims, scores);
+                     !p.spec.scale ? "scores  (not scaled)"
+                     : base        ? "scores / math.sqrt(query_pre_attn_scalar)"
+                                   : "scores / math.sqrt(d_k)",
+                     dims, scores);
     s7.facts.scale_d_k = d_k;
-    if (p.spec.scale) s7.facts.scale_factor = score_factor(d_k, true);
+    if (base) s7.facts.scale_base = p.spec.scale_base;
+    if (p.spec.scale) s7.facts.scale_factor = score_factor(scale_base_of(s, p.spec.scale_base), true);
     if (p.spec.masks.softcap > 0) {
         s7.expression += ", then softcap * torch.tanh(scores / softcap)";
         s7.facts.softcap = p.spec.masks.softcap;
@@ -276,7 +286,7 @@ Layout plan_attend_streamed(Planner& p) {
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
     StepFacts& facts = p.add(10, "attend", "context",
-                             "context = softmax(Q @ K.T" + scale_suffix(p.spec.scale) +
+                             "context = softmax(Q @ K.T" + scale_suffix(p.spec) +
                                  " + mask) @ V, streamed",
                              {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
                            .facts;
@@ -297,10 +307,11 @@ void plan_combine(Planner& p, const Layout& context) {
     p.add(12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed)
         .copied_bytes = back.is_contiguous()
                             ? 0
-                            : checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)},
+                            : checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)},
                                               "the copy");
-    p.add(13, "view", "concat", "concat = context.view(B, N, d_model)", {"B", "N", "d_model"},
-          packed.view({s.batch, s.seq_len, s.d_model}));
+    const std::string width = q_width_name(s);
+    p.add(13, "view", "concat", "concat = context.view(B, N, " + width + ")", {"B", "N", width},
+          packed.view({s.batch, s.seq_len, s.inner()}));
 }
 
 // 14: mix the heads.
@@ -308,7 +319,7 @@ void plan_output(Planner& p) {
     const Sizes& s = p.s;
     p.add(14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
-          macs_of({s.batch, s.seq_len, s.d_model, s.d_model}));
+          macs_of({s.batch, s.seq_len, s.d_model, s.inner()}));
 }
 
 // "Q_1 = x @ W_q[8:16].T + b_q[8:16]": head i's projection from its rows of the weight.
@@ -339,7 +350,7 @@ void plan_one_head(Planner& p, std::size_t i) {
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
-    const std::string scaled = scale_suffix(p.spec.scale);
+    const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
         p.add(10, "attend", "head_" + id,
               "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
@@ -364,8 +375,8 @@ void plan_per_head(Planner& p) {
     for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
     p.add(13, "concat", "concat",
           "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
-          {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}))
-        .copied_bytes = checked_product({s.batch, s.seq_len, s.d_model, sizeof(float)}, "the copy");
+          {"B", "N", q_width_name(s)}, Layout::contiguous_of({s.batch, s.seq_len, s.inner()}))
+        .copied_bytes = checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)}, "the copy");
     plan_output(p);
 }
 
@@ -379,12 +390,12 @@ void plan_token(Planner& p, std::size_t t) {
                               "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
                                   bias_suffix(p.spec.bias.k, "b_k"),
                               {"B", G == h ? "h" : "G", "t", "d_k"},
-                              {{B, G, length, d_k}, cache.strides}, macs_of({B, E + 2 * G * d_k, E}))
+                              {{B, G, length, d_k}, cache.strides}, macs_of({B, h * d_k + 2 * G * d_k, E}))
                             .facts.token.emplace(token_facts(s, t));
     token.qk_norm = p.spec.qk_norm;
     token.rope = p.spec.rope.has_value();
     if (p.spec.masks.window > 0) token.window = window_facts(p.spec.masks, s, length);
-    const std::string scaled = scale_suffix(p.spec.scale);
+    const std::string scaled = scale_suffix(p.spec);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     Step& attend =
         streamed ? p.add(10, "attend", "context",
@@ -397,11 +408,11 @@ void plan_token(Planner& p, std::size_t t) {
                          macs_of({B, h, length, d_k}));
     token_attend_facts(p.spec, t, attend.facts);
     p.add(14, "project", "out_t",
-          (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, d_model) @ W_o.T"
-                    : "out_t = (weights @ V_cache).view(B, N, d_model) @ W_o.T") +
+          (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + q_width_name(s) + ") @ W_o.T"
+                    : "out_t = (weights @ V_cache).view(B, N, " + q_width_name(s) + ") @ W_o.T") +
               bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({B, 1, E}),
-          checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, E})},
+          checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, h * d_k})},
                       "the multiply-adds"))
         .facts.token = token_facts(s, t);
 }
@@ -460,8 +471,12 @@ void plan_mla(Planner& p) {
 
 }  // namespace
 
-float score_factor(std::size_t d_k, bool scaled) {
-    return scaled ? float(1.0 / std::sqrt(double(d_k))) : 1.0f;
+float score_factor(double base, bool scaled) {
+    return scaled ? float(1.0 / std::sqrt(base)) : 1.0f;
+}
+
+double scale_base_of(const Sizes& s, double scale_base) {
+    return scale_base > 0 ? scale_base : double(s.d_k());
 }
 
 std::vector<Step> plan_pass(const PassSpec& spec) {
@@ -496,10 +511,10 @@ std::uint64_t parameter_count(const Sizes& s, bool bias) {
     const std::string what = "the parameter count";
     const std::uint64_t E = s.d_model, kv = std::uint64_t(s.kv_heads) * s.d_k();
     const std::uint64_t weights = checked_sum(
-        {checked_product({2, E, E}, what),
+        {checked_product({2, E, s.inner()}, what),
          checked_product({kv, checked_sum({s.kdim, s.vdim}, what)}, what)},
         what);
-    return checked_sum({weights, bias ? 2 * E + 2 * kv : 0}, what);
+    return checked_sum({weights, bias ? s.inner() + E + 2 * kv : 0}, what);
 }
 
 PassTrace::PassTrace(Tracer& tracer, const PassSpec& spec)

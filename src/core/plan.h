@@ -69,6 +69,7 @@ struct PassSpec {
     Biases bias;
     MaskKinds masks;
     bool scale = true;  // step 7 divides by sqrt(d_k)
+    double scale_base = 0.0;  // S > 0: by sqrt(S) instead (Gemma 2's query_pre_attn_scalar)
     bool qk_norm = false;       // step 5 RMSNorms Q and K
     std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
@@ -81,12 +82,15 @@ std::vector<Step> plan_pass(const PassSpec& spec);
 // The multiply-adds of the planned steps (throws mha::Error past 64 bits).
 std::uint64_t planned_macs(const std::vector<Step>& steps);
 
-// Parameters of the four projections: W_q, W_o (d_model, d_model), W_k (G·d_k, kdim),
+// Parameters of the four projections: W_q (h·d_k, d_model), W_o (d_model, h·d_k), W_k (G·d_k, kdim),
 // W_v (G·d_k, vdim), and their biases when there are any.
 std::uint64_t parameter_count(const Sizes& sizes, bool bias);
 
-// Step 7's factor: 1/sqrt(d_k), or 1 when the scores are not scaled.
-float score_factor(std::size_t d_k, bool scaled);
+// Step 7's factor: 1/sqrt(base), base = d_k or --scale-base S; 1 when the scores are not scaled.
+float score_factor(double base, bool scaled);
+
+// What step 7 divides by the square root of: S when given (> 0), else d_k.
+double scale_base_of(const Sizes& sizes, double scale_base);
 
 // The plan handed to a tracer one step at a time, each step with the tensor the pass
 // computed for it. Plans nothing when the tracer does not listen, so an untraced run

@@ -23,7 +23,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     return y;
 }
 
-// (B, L, d_model) -> (B, h, L, d_k), a view
+// (B, L, h·d_k) -> (B, h, L, d_k), a view
 Tensor heads_of(const Tensor& t, std::size_t heads) {
     return t.view({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
 }
@@ -34,7 +34,7 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
                                 std::size_t heads, bool zero_masked_rows,
                                 const std::optional<Rope>& rope) {
     const Sizes s = check_shapes(w, in, masks, heads);
-    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_model / h;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     Tensor q = heads_of(linear(in.x_q, w.w_q, w.b_q), h);  // (B, h, N, d_k)
     Tensor k = heads_of(linear(in.x_k, w.w_k, w.b_k), h);  // (B, h, M, d_k)
     const Tensor v = heads_of(linear(in.x_v, w.w_v, w.b_v), h);  // (B, h, M, d_k)
@@ -73,7 +73,7 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
                    context.data() + (b * h + i) * N * d_k, d_k);
         }
     }
-    const Tensor concat = context.transpose(1, 2).contiguous().view({B, N, s.d_model});
+    const Tensor concat = context.transpose(1, 2).contiguous().view({B, N, s.inner()});
     result.output = linear(concat, w.w_o, w.b_o);
     return result;
 }

@@ -28,27 +28,28 @@ std::size_t Weights::parameter_count() const {
 std::uint64_t forward_macs(const Sizes& s) {
     const std::string what = "the multiply-adds of this configuration";
     return checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model, s.d_model, 2}, what),  // Q, W_O
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_model / s.heads, s.kdim + s.vdim},
+        {checked_product({s.batch, s.seq_len, s.d_model, s.inner(), 2}, what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim + s.vdim},
                          what),  // K, V: G·d_k features each
-         checked_product({s.batch, s.seq_len, s.kv_len, s.d_model, 2}, what)},  // 6 and 10
+         checked_product({s.batch, s.seq_len, s.kv_len, s.inner(), 2}, what)},  // 6 and 10
         what);
 }
 
 std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
-    const std::size_t d_k = s.d_model / s.heads;
+    const std::size_t d_k = s.d_k();
     // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
     // for self-attention) and the attention's
     const std::uint64_t per_thread =
         std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
-                                            s.d_model + 2 * s.kv_heads * d_k, 3)) +
+                                            s.inner() + 2 * s.kv_heads * d_k, 3)) +
         (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
                   : streaming_scratch_floats(d_k, s.kv_len));
     const std::uint64_t floats = checked_sum(
-        {// Q, context, output; the standard path's concat is one more copy
-         checked_product({s.batch, s.seq_len, s.d_model, standard ? 4u : 3u}, what),
+        {// Q and the context (h·d_k wide), the output; the standard path's concat is one more copy
+         checked_product({s.batch, s.seq_len, s.inner(), standard ? 3u : 2u}, what),
+         checked_product({s.batch, s.seq_len, s.d_model}, what),
          checked_product({s.batch, s.kv_len, s.kv_heads, d_k, 2}, what),  // K, V
          standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
          checked_product({threads, per_thread}, what)},
@@ -57,10 +58,15 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
 }
 
 Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
-    const std::size_t E = w.d_model();
-    if (heads == 0 || E % heads != 0) {
-        throw Error("d_model " + std::to_string(E) + " is not divisible by heads " +
-                    std::to_string(heads) + "; d_k = d_model / h must be a whole number");
+    const std::size_t E = w.d_model(), inner = w.q_width();
+    if (heads == 0 || inner % heads != 0) {
+        throw Error(inner == E ? "d_model " + std::to_string(E) + " is not divisible by heads " +
+                                     std::to_string(heads) + "; d_k = d_model / h must be a whole number"
+                               : "W_q has " + std::to_string(inner) + " rows, not h·d_k for h = " +
+                                     std::to_string(heads));
+    }
+    if (w.w_o.dim() != 2 || w.w_o.size(0) != E || w.w_o.size(1) != inner) {
+        throw Error(shape_error("W_o", "(d_model, h·d_k) = " + to_string({E, inner}), w.w_o));
     }
     if (in.x_q.dim() != 3 || in.x_q.size(2) != E) {
         throw Error(shape_error("query", "(B, N, " + std::to_string(E) + ")", in.x_q));
@@ -92,14 +98,14 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
         throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
     }
-    const std::size_t d_k = E / heads;
+    const std::size_t d_k = inner / heads;
     const std::size_t G = w.kv_width() / d_k;
     if (w.kv_width() % d_k != 0 || G == 0 || heads % G != 0 || w.w_v.size(0) != w.kv_width()) {
         throw Error("W_k " + to_string(w.w_k.shape()) + " and W_v " + to_string(w.w_v.shape()) +
                     " must both have G·d_k rows (d_k = " + std::to_string(d_k) +
                     ") for G key/value heads dividing h = " + std::to_string(heads));
     }
-    return {B, N, M, E, w.kdim(), w.vdim(), heads, G};
+    return {B, N, M, E, w.kdim(), w.vdim(), heads, G, d_k};
 }
 
 Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
@@ -140,6 +146,7 @@ PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const
                   masks.sinks};
     spec.appended = appended_kv(w, options);
     spec.scale = options.scale;
+    spec.scale_base = options.scale_base;
     spec.qk_norm = !w.q_norm.empty();
     spec.rope = options.rope;
     return spec;

@@ -1,5 +1,5 @@
 #pragma once
-// Every size the forward pass depends on, in the shape legend: B, N, M, d_model, h, G.
+// Every size the forward pass depends on, in the shape legend: B, N, M, d_model, h, G, d_k.
 
 #include <cstddef>
 
@@ -14,8 +14,10 @@ struct Sizes {
     std::size_t vdim;      // features of x_v
     std::size_t heads;     // h
     std::size_t kv_heads;  // G: key/value heads, h for ordinary multi-head attention
+    std::size_t head_dim;  // d_k: d_model / h unless the heads are wider (--head-dim, Gemma 2)
 
-    std::size_t d_k() const { return d_model / heads; }
+    std::size_t d_k() const { return head_dim; }
+    std::size_t inner() const { return heads * head_dim; }  // h·d_k: Q's width and the concat's
 };
 
 }  // namespace mha

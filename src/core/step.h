@@ -101,6 +101,7 @@ struct StepFacts {
     std::size_t kv_group = 0;                    // 6, G < h: h / G query heads share each K/V head
     std::optional<std::uint64_t> stored_score_bytes;  // 6, standard path: the scores it stores
     std::optional<std::size_t> scale_d_k;        // 7: d_k
+    std::optional<double> scale_base;            // 7: S when the scores are divided by sqrt(S)
     std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
     std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
     std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns

@@ -55,18 +55,23 @@ Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::ui
 
 Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
                        std::uint64_t seed) {
+    return seeded_weights(d_model, d_model, kv_width, bias, random_bias, seed);
+}
+
+Weights seeded_weights(std::size_t d_model, std::size_t q_width, std::size_t kv_width, bool bias,
+                       bool random_bias, std::uint64_t seed) {
     Random random(seed, weights_stream);
     const auto xavier = [d_model](std::size_t rows) {
         return float(std::sqrt(6.0 / double(d_model + rows)));
     };
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
     Weights w;
-    w.w_q = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
+    w.w_q = uniform_tensor(random, {q_width, d_model}, xavier(q_width));
     w.w_k = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
     w.w_v = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
-    w.w_o = uniform_tensor(random, {d_model, d_model}, xavier(d_model));
+    w.w_o = uniform_tensor(random, {d_model, q_width}, xavier(q_width));
     if (bias) {
-        const std::size_t widths[] = {d_model, kv_width, kv_width, d_model};
+        const std::size_t widths[] = {q_width, kv_width, kv_width, d_model};
         Tensor* biases[] = {&w.b_q, &w.b_k, &w.b_v, &w.b_o};
         for (std::size_t i = 0; i < 4; ++i) {
             *biases[i] = random_bias ? uniform_tensor(random, {widths[i]}, bias_bound)

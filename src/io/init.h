@@ -33,6 +33,11 @@ Weights seeded_weights(std::size_t d_model, bool bias, bool random_bias, std::ui
 Weights seeded_weights(std::size_t d_model, std::size_t kv_width, bool bias, bool random_bias,
                        std::uint64_t seed);
 
+// The same with heads of any width: W_q (q_width = h·d_k, d_model), W_o (d_model, q_width),
+// drawn in the same order, so q_width = d_model gives the same numbers as above.
+Weights seeded_weights(std::size_t d_model, std::size_t q_width, std::size_t kv_width, bool bias,
+                       bool random_bias, std::uint64_t seed);
+
 // MLA's five matrices drawn like nn.Linear's, U(-1/sqrt(in), 1/sqrt(in)), and the latent's
 // RMSNorm weight 1, as DeepSeek-V2's modules initialise them.
 MlaWeights seeded_mla_weights(const MlaSizes& sizes, std::uint64_t seed);

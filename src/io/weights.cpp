@@ -163,28 +163,30 @@ struct ModuleNames {
 };
 
 // Modules with .weight and an optional .bias: separate q, k, v (k and v with G·d_k rows) or a
-// fused qkv, then o.
+// fused qkv, then o. W_q has h·d_k rows: E unless the heads are wider or narrower (--head-dim).
 Weights scratch(StateDict& dict, const ModuleNames& n) {
     const bool fused = !n.qkv.empty() && dict.has(n.qkv + "weight");
     const std::string first = fused ? n.qkv + "weight" : n.q + "weight";
-    const std::size_t E =
-        dict.nonzero(fused ? dict.cols_of(first) : dict.rows_of(first), "E", first);
+    const std::size_t E = dict.nonzero(dict.cols_of(first), "E", first);
+    std::size_t q_width = E;  // h·d_k
     Weights w;
     if (fused) {
-        const Tensor weight = dict.take(n.qkv + "weight", {3 * E, E});
-        const Tensor bias = dict.take_optional(n.qkv + "bias", {3 * E});
-        split_packed(weight, bias, E, w);
+        q_width = dict.rows_of(first) / 3;
+        const Tensor weight = dict.take(first, {3 * q_width, E});
+        const Tensor bias = dict.take_optional(n.qkv + "bias", {3 * q_width});
+        split_packed(weight, bias, q_width, w);
     } else {
-        const std::size_t kv_width =  // G·d_k, E unless GQA
+        const std::size_t kv_width =  // G·d_k, h·d_k unless GQA
             dict.nonzero(dict.rows_of(n.k + "weight"), "G·d_k", n.k + "weight");
-        w.w_q = dict.take(n.q + "weight", {E, E});
+        q_width = dict.nonzero(dict.rows_of(first), "h·d_k", first);
+        w.w_q = dict.take(first, {q_width, E});
         w.w_k = dict.take(n.k + "weight", {kv_width, E});
         w.w_v = dict.take(n.v + "weight", {kv_width, E});
-        w.b_q = dict.take_optional(n.q + "bias", {E});
+        w.b_q = dict.take_optional(n.q + "bias", {q_width});
         w.b_k = dict.take_optional(n.k + "bias", {kv_width});
         w.b_v = dict.take_optional(n.v + "bias", {kv_width});
     }
-    w.w_o = dict.take(n.o + "weight", {E, E});
+    w.w_o = dict.take(n.o + "weight", {E, q_width});  // (d_model, h·d_k)
     w.b_o = dict.take_optional(n.o + "bias", {E});
     return w;
 }

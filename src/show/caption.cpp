@@ -5,7 +5,7 @@
 namespace mha {
 
 std::string sizes_text(const RunInfo& info) {
-    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    const std::size_t d_k = info.head_dim;
     std::string text = "B=" + std::to_string(info.batch) + ", N=" + std::to_string(info.seq_len) +
                        ", M=" + std::to_string(info.kv_len) + ", d_model=" +
                        std::to_string(info.d_model) + ", h=" + std::to_string(info.heads) +

@@ -95,7 +95,7 @@ std::string nested(const Tensor& t) {
 }
 
 std::string config(const RunInfo& info) {
-    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    const std::size_t d_k = info.head_dim;
     return "{\"B\":" + std::to_string(info.batch) + ",\"N\":" + std::to_string(info.seq_len) +
            ",\"M\":" + std::to_string(info.kv_len) + ",\"d_model\":" + std::to_string(info.d_model) +
            ",\"h\":" + std::to_string(info.heads) + ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +

@@ -35,7 +35,7 @@ void kv_sharing(const std::vector<std::size_t>& kv_head_of_query, Notes& notes) 
 // One line of the MHA / GQA / MQA comparison: weights and float32 cache with g K/V heads.
 std::string kv_cost(const char* label, std::size_t g, const Sizes& s) {
     const std::uint64_t E = s.d_model, width = std::uint64_t(g) * s.d_k();  // G·d_k
-    const std::uint64_t weights = 2 * E * E + width * (s.kdim + s.vdim);
+    const std::uint64_t weights = 2 * E * s.inner() + width * (s.kdim + s.vdim);
     const std::uint64_t per_token = 2 * width * sizeof(float);  // one K row and one V row
     return std::string(label) + " G=" + std::to_string(g) +
            (g == s.kv_heads ? " (this run)" : "") + ": " + std::to_string(weights) +
@@ -53,9 +53,13 @@ void kv_costs(const Sizes& s, Notes& notes) {
     if (s.heads != 1) notes.push_back(kv_cost("MQA", 1, s));
 }
 
-void scale(std::size_t d_k, const std::optional<float>& factor, Notes& notes) {
+void scale(std::size_t d_k, const std::optional<double>& base, const std::optional<float>& factor,
+           Notes& notes) {
     std::ostringstream note;
-    if (factor) {
+    if (factor && base) {
+        note << "1/sqrt(S) = 1/sqrt(" << *base << ") = " << *factor << ": --scale-base S (Gemma 2's "
+             << "query_pre_attn_scalar) replaces d_k = " << d_k;
+    } else if (factor) {
         note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << *factor;
     } else {
         note << "--no-scale: the scores are not divided by sqrt(d_k) = sqrt(" << d_k << ")";
@@ -351,7 +355,7 @@ std::vector<std::string> step_notes(const Step& step) {
                         " bytes (--attention streaming would not store them)");
     }
     if (f.rope) rope(*f.rope, notes);
-    if (f.scale_d_k) scale(*f.scale_d_k, f.scale_factor, notes);
+    if (f.scale_d_k) scale(*f.scale_d_k, f.scale_base, f.scale_factor, notes);
     if (f.softcap) notes.push_back(softcap(*f.softcap));
     if (f.appended) appended(*f.appended, notes);
     if (f.masks) masks(*f.masks, notes);

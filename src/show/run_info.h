@@ -16,6 +16,7 @@ struct RunInfo {
     std::size_t d_model = 0;
     std::size_t heads = 0;      // h
     std::size_t kv_heads = 0;   // G key/value heads (h unless shared)
+    std::size_t head_dim = 0;   // d_k (d_model / h unless the heads are wider)
     std::size_t kdim = 0;       // features of x_k (d_model unless the state dict differs)
     std::size_t vdim = 0;       // features of x_v
     bool self_attention = true;

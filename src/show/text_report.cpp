@@ -37,7 +37,7 @@ std::string attention_traits(const RunInfo& info) {
 }
 
 std::vector<std::string> size_pieces(const RunInfo& info) {
-    const std::size_t d_k = info.heads > 0 ? info.d_model / info.heads : 0;
+    const std::size_t d_k = info.head_dim;
     std::vector<std::string> pieces = {
         "B=" + std::to_string(info.batch),     "N=" + std::to_string(info.seq_len),
         "M=" + std::to_string(info.kv_len),    "d_model=" + std::to_string(info.d_model),

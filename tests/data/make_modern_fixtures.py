@@ -9,6 +9,9 @@
 #   window    Jiang et al. 2023, Mistral 7B, section 2 (query p sees keys p - W < j <= p)
 #   sinks     Xiao et al. 2024, StreamingLLM, section 3.2 (the first S keys stay visible)
 #   soft-cap  Gemma Team 2024, Gemma 2, section 2 (C * tanh(scores / C))
+#   head_dim, query_pre_attn_scalar  Gemma 2's heads are wider than d_model / h and its
+#             scores are scaled by 1/sqrt(query_pre_attn_scalar) (config.json; Hugging
+#             Face's Gemma2Attention); nn.MultiheadAttention cannot express either
 #   QK-norm   RMSNorm (Zhang & Sennrich 2019) of each head's q and k, as Qwen 3 applies it
 #   MLA       DeepSeek-AI 2024, DeepSeek-V2, section 2.1, eq. 9-19, in the Hugging Face
 #             state-dict layout (kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj) and in the
@@ -229,13 +232,17 @@ class ModernAttention(nn.Module):
     """
 
     def __init__(self, d_model, heads, rope=None, theta=10000.0, alibi=False, causal=False,
-                 window=None, sinks=0, cap=None, qk_norm=False, bias=True):
+                 window=None, sinks=0, cap=None, qk_norm=False, bias=True, head_dim=None,
+                 kv_heads=None, scale_base=None):
         super().__init__()
-        self.heads, self.d_k = heads, d_model // heads
+        self.heads, self.d_k = heads, head_dim or d_model // heads
+        self.kv_heads, self.scale_base = kv_heads or heads, scale_base
         self.rope, self.theta, self.alibi, self.causal = rope, theta, alibi, causal
         self.window, self.sinks, self.cap, self.qk_norm = window, sinks, cap, qk_norm
-        for name in ("W_q", "W_k", "W_v", "W_o"):
-            setattr(self, name, nn.Linear(d_model, d_model, bias=bias))
+        inner, kv = heads * self.d_k, self.kv_heads * self.d_k  # h·d_k, G·d_k
+        for name, (fan_in, fan_out) in (("W_q", (d_model, inner)), ("W_k", (d_model, kv)),
+                                        ("W_v", (d_model, kv)), ("W_o", (inner, d_model))):
+            setattr(self, name, nn.Linear(fan_in, fan_out, bias=bias))
         if qk_norm:
             self.q_norm = nn.Module()
             self.q_norm.weight = nn.Parameter(1.0 + 0.2 * torch.randn(self.d_k))
@@ -252,16 +259,19 @@ class ModernAttention(nn.Module):
             y = x.to(dtype) @ sd[name + ".weight"].T
             return y + sd[name + ".bias"] if name + ".bias" in sd else y
 
-        def split(x, L):  # (B, L, E) -> (B, h, L, d_k)
-            return x.view(B, L, self.heads, self.d_k).transpose(1, 2)
+        def split(x, L, heads):  # (B, L, heads·d_k) -> (B, heads, L, d_k)
+            return x.view(B, L, heads, self.d_k).transpose(1, 2)
 
-        q, k, v = split(lin(x_q, "W_q"), N), split(lin(x_k, "W_k"), M), split(lin(x_v, "W_v"), M)
+        G, group = self.kv_heads, self.heads // self.kv_heads  # query head i reads K/V head i // group
+        q = split(lin(x_q, "W_q"), N, self.heads)
+        k = split(lin(x_k, "W_k"), M, G).repeat_interleave(group, dim=1)
+        v = split(lin(x_v, "W_v"), M, G).repeat_interleave(group, dim=1)
         if self.qk_norm:
             q, k = rms_norm(q, sd["q_norm.weight"]), rms_norm(k, sd["k_norm.weight"])
         if self.rope:
             q = rope(q.to(D64), torch.arange(M - N, M), self.theta, self.rope).to(dtype)
             k = rope(k.to(D64), torch.arange(M), self.theta, self.rope).to(dtype)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, h, N, M)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.scale_base or self.d_k)  # (B, h, N, M)
         if self.cap is not None:
             scores = softcap(scores, self.cap)
         if self.alibi:
@@ -270,7 +280,7 @@ class ModernAttention(nn.Module):
             scores = scores.masked_fill(~allowed(N, M, window=self.window, sinks=self.sinks),
                                         float("-inf"))
         weights = torch.softmax(scores, dim=-1)
-        context = (weights @ v).transpose(1, 2).reshape(B, N, E)
+        context = (weights @ v).transpose(1, 2).reshape(B, N, self.heads * self.d_k)
         return lin(context, "W_o"), weights
 
 
@@ -339,6 +349,17 @@ def layer_cases():
         layer_case("qk_norm", "--heads 4 --qk-norm", qk_norm=True),
         layer_case("qk_norm_rope_causal", "--heads 2 --qk-norm --rope half --causal", heads=2,
                    qk_norm=True, rope="half", causal=True),
+        # Gemma 2's shapes in miniature: heads wider than d_model / h, the scale's base
+        layer_case("head_dim_wide", "--heads 2 --head-dim 12", heads=2, head_dim=12),
+        layer_case("head_dim_narrow_cross", "--heads 4 --head-dim 3 --causal", N=3, M=5,
+                   head_dim=3, causal=True),
+        layer_case("scale_base", "--heads 4 --scale-base 2", scale_base=2.0),
+        layer_case("gemma2_local", "--heads 4 --kv-heads 2 --head-dim 8 --scale-base 6 "
+                   "--softcap 1 --rope half --window 3", N=7, head_dim=8, kv_heads=2,
+                   scale_base=6.0, cap=1.0, rope="half", window=3),
+        layer_case("gemma2_global", "--heads 4 --kv-heads 2 --head-dim 8 --scale-base 6 "
+                   "--softcap 1 --rope half --causal", N=7, head_dim=8, kv_heads=2,
+                   scale_base=6.0, cap=1.0, rope="half", causal=True),
     ]
 
 
