@@ -17,9 +17,9 @@ FPFLAGS  := -fno-trapping-math -ffp-contract=off
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
-# the test files compile at -O1 (later -O wins): they build in about half the time, and the
-# code they test (src/) keeps CXXFLAGS
-TEST_OPT ?= -O1
+# the test files compile without optimisation (later -O wins): Catch2's macros build in about
+# half the time at -O0, and the code they test (src/) keeps CXXFLAGS
+TEST_OPT ?= -O0
 
 BUILD := build
 
@@ -30,7 +30,7 @@ CXXFLAGS += -march=native
 BUILD := build-native
 endif
 LIB_SRC  := $(wildcard src/*/*.cpp)
-TEST_SRC := $(wildcard tests/*.cpp)
+TEST_SRC ?= $(wildcard tests/*.cpp)
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
@@ -78,15 +78,16 @@ golden: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MHA_UPDATE_GOLDEN=1 MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests "[golden]"
 
 # check: everything CI runs: the suite with g++, with clang++ under ASan+UBSan, with g++
-# under TSan, seeded output compared between the two compilers, and a short fuzzing round.
+# under TSan, a short fuzzing round, then seeded output compared between the two compilers.
 # Its three chains share no build folder, so they run side by side on the job slots (one
-# chain's suite runs while another compiles): build/ (test, then same-output), build-asan/
-# (test-asan, then fuzz, whose targets link the same objects) and build-tsan/.
+# chain's suite runs while another compiles): build/ (test), build-asan/ (test-asan, then
+# fuzz, whose targets link the same objects) and build-tsan/. same-output then compares two
+# binaries the chains already built.
 .PHONY: check-plain check-asan check-tsan
 check: check-plain check-asan check-tsan
+	$(MAKE) same-output
 check-plain:
 	$(MAKE) test
-	$(MAKE) same-output
 check-asan:
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
@@ -104,39 +105,41 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # test-asan: the suite and the binary built by clang++ with AddressSanitizer +
 # UndefinedBehaviorSanitizer. The sanitizers' shadow memory makes peak RSS meaningless, so
 # the [budget] tests (peak RSS against a bound) run only in the plain builds.
+ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)"
 test-asan:
-	$(MAKE) test BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" TEST_ARGS="~[budget]"
+	$(ASAN_MAKE) test TEST_ARGS="~[budget]"
 
-# test-tsan: the suite and the binary built with ThreadSanitizer (the worker threads). It
-# skips the tests that only re-run the binary on documented commands: [docs] (console
-# examples, exercises, make install) and [catalogue] (docs/errors.md, refusals that mostly
-# stop before any thread starts); the plain and ASan suites run them.
+# test-tsan: the binary and the test files that run work on the worker threads (the pass and
+# its kernels in every form, the pool, the CLI's thread counts), built with ThreadSanitizer.
+# It skips the tests that only re-run the binary on documented commands: [docs] and
+# [catalogue] (refusals that mostly stop before any thread starts); the plain and ASan suites
+# run every test file and tag.
+THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity \
+    workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" \
-	    TEST_ARGS="~[budget] ~[docs] ~[catalogue]"
+	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue]"
 
 # test-clang: the suite built with clang++ and the usual flags
 test-clang:
 	$(MAKE) test BUILD=build-clang CXX=clang++
 
-# same-output: seeded runs give byte-identical results with g++ (build/) and clang++ -O2
-# (no debug information: only its output matters)
+# same-output: seeded runs give byte-identical results with g++ (build/) and clang++ (the
+# ASan+UBSan build of test-asan, so that check compiles no fourth time)
 same-output: $(BUILD)/mha
-	$(MAKE) BUILD=build-clang-O2 CXX=clang++ CXXFLAGS=-O2 build-clang-O2/mha
-	tests/same-output $(BUILD)/mha build-clang-O2/mha
+	$(ASAN_MAKE) build-asan/mha
+	tests/same-output $(BUILD)/mha build-asan/mha
 
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := 15
-FUZZ_BUILD := build-asan
 FUZZ_TARGETS := npy npz weights cli run
 
 fuzz: fuzz-build
-	tests/fuzz/run $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-build:
-	$(MAKE) BUILD=$(FUZZ_BUILD) CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" \
-	    $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+	$(ASAN_MAKE) $(FUZZ_TARGETS:%=build-asan/fuzz_%)
 
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
@@ -171,6 +174,6 @@ install: $(BUILD)/mha
 
 # clean: remove everything the builds made
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-clang build-clang-O2 build-native build-strict
+	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(wildcard $(BUILD)/tests/fuzz/*.d)
