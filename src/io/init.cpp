@@ -16,31 +16,45 @@ constexpr double two_pi = 6.283185307179586;
 
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
     Tensor t(std::move(shape));
-    float* values = t.data();
-    for (std::size_t i = 0; i < t.numel(); ++i) values[i] = random.uniform(-bound, bound);
+    random.uniform(-bound, bound, t.data(), t.numel());
     return t;
 }
 
 Tensor normal_tensor(Random& random, Shape shape) {
     Tensor t(std::move(shape));
     float* values = t.data();
-    for (std::size_t i = 0; i < t.numel(); ++i) values[i] = random.normal();
+    const std::size_t count = t.numel();
+    for (std::size_t i = 0; i < count; ++i) values[i] = random.normal();
     return t;
+}
+
+// 24 random bits as a float in [0, 1): exact, as the value is below 2^24.
+float unit_float(std::uint32_t bits) { return float(std::int32_t(bits >> 8)) * (1.0f / 16777216.0f); }
+
+}  // namespace
+
+namespace {
+
+Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
+    std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream};
+    return Mt19937(sequence);
 }
 
 }  // namespace
 
-Random::Random(std::uint64_t seed, std::uint32_t stream) {
-    std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream};
-    bits_.seed(sequence);
-}
+Random::Random(std::uint64_t seed, std::uint32_t stream) : bits_(engine(seed, stream)) {}
 
-float Random::uniform() {
-    return float(bits_() >> 8) * (1.0f / 16777216.0f);
-}
+float Random::uniform() { return unit_float(bits_()); }
 
 float Random::uniform(float low, float high) {
     return low + (high - low) * uniform();
+}
+
+void Random::uniform(float low, float high, float* out, std::size_t count) {
+    const float width = high - low;
+    bits_.generate(out, count, [low, width](std::uint32_t bits) {
+        return low + width * unit_float(bits);
+    });
 }
 
 float Random::normal() {
