@@ -28,13 +28,6 @@ Tensor normal_tensor(Random& random, Shape shape) {
     return t;
 }
 
-// 24 random bits as a float in [0, 1): exact, as the value is below 2^24.
-float unit_float(std::uint32_t bits) { return float(std::int32_t(bits >> 8)) * (1.0f / 16777216.0f); }
-
-}  // namespace
-
-namespace {
-
 Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
     std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream};
     return Mt19937(sequence);
@@ -44,17 +37,16 @@ Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
 
 Random::Random(std::uint64_t seed, std::uint32_t stream) : bits_(engine(seed, stream)) {}
 
-float Random::uniform() { return unit_float(bits_()); }
+float Random::uniform() {
+    return float(bits_() >> 8) * (1.0f / 16777216.0f);
+}
 
 float Random::uniform(float low, float high) {
     return low + (high - low) * uniform();
 }
 
 void Random::uniform(float low, float high, float* out, std::size_t count) {
-    const float width = high - low;
-    bits_.generate(out, count, [low, width](std::uint32_t bits) {
-        return low + width * unit_float(bits);
-    });
+    bits_.uniform_floats(low, high - low, out, count);
 }
 
 float Random::normal() {
