@@ -37,23 +37,25 @@ Strides contiguous_strides(const Shape& shape) {
     return strides;
 }
 
-namespace {
-
-// n zeros. A large block is mapped in by one system call before the zeros are written, rather
-// than by one page fault per 4 KiB page as they are: on a virtual machine a fault can cost
-// 10 µs or more, and the weights of the classic example alone are 256 pages.
-std::shared_ptr<std::vector<float>> zeros(std::size_t n) {
-    auto storage = std::make_shared<std::vector<float>>();
+std::vector<float> reserved_floats(std::size_t n) {
+    std::vector<float> values;
+    values.reserve(n);
 #ifdef MADV_POPULATE_WRITE  // Linux; a kernel before 5.14 refuses it, and the pages fault in
     constexpr std::size_t page = 4096, worth_it = 16 * page;
     if (n * sizeof(float) >= worth_it) {
-        storage->reserve(n);
-        const auto begin = reinterpret_cast<std::uintptr_t>(storage->data());
+        const auto begin = reinterpret_cast<std::uintptr_t>(values.data());
         const std::uintptr_t first = (begin + page - 1) / page * page,
                              end = (begin + n * sizeof(float)) / page * page;
         madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE);
     }
 #endif
+    return values;
+}
+
+namespace {
+
+std::shared_ptr<std::vector<float>> zeros(std::size_t n) {
+    auto storage = std::make_shared<std::vector<float>>(reserved_floats(n));
     storage->resize(n, 0.0f);
     return storage;
 }

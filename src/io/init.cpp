@@ -2,6 +2,7 @@
 
 #include "io/init.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mha {
@@ -14,10 +15,17 @@ constexpr std::uint32_t block_stream = 3;
 constexpr std::uint32_t mla_stream = 4;
 constexpr double two_pi = 6.283185307179586;
 
+// Drawn a block at a time into memory never zero-filled first.
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
-    Tensor t(std::move(shape));
-    random.uniform(-bound, bound, t.data(), t.numel());
-    return t;
+    const std::size_t count = element_count(shape);
+    std::vector<float> values = reserved_floats(count);
+    float block[Mt19937::state_size];
+    for (std::size_t done = 0; done < count; done += Mt19937::state_size) {
+        const std::size_t take = std::min(Mt19937::state_size, count - done);
+        random.uniform(-bound, bound, block, take);
+        values.insert(values.end(), block, block + take);
+    }
+    return Tensor(std::move(shape), std::move(values));
 }
 
 Tensor normal_tensor(Random& random, Shape shape) {
