@@ -19,6 +19,7 @@
 #include "core/score_bound.h"
 #include "helpers.h"
 #include "io/init.h"
+#include "io/model_file.h"
 #include "io/npy.h"
 
 using mha::Tensor;
@@ -261,4 +262,17 @@ TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace",
     std::remove(saved.c_str());
     std::remove(input.c_str());
     std::remove(weights.c_str());
+}
+
+TEST_CASE("the model's bound: each layer attends over its LayerNorm's output", "[overflow][model]") {
+    mha::Model model = mha::load_model("../examples/models/kjv-2x4.npz", std::uint64_t(1) << 30);
+    CHECK_FALSE(mha::may_overflow(model));  // a trained model: nothing to compute first
+    // layer 1's W_q and W_k times 1e20: its scores pass float32's range whatever the text
+    for (mha::Tensor* w : {&model.layers[1].attention.w_q, &model.layers[1].attention.w_k}) {
+        for (std::size_t i = 0; i < w->numel(); ++i) w->data()[i] *= 1e20f;
+    }
+    CHECK(mha::may_overflow(model));
+    mha::NullTracer none;
+    REQUIRE_THROWS_WITH(mha::forward_model(model, {1, 2, 3, 4}, 0, 1, none),
+                        Catch::Contains("head") && Catch::Contains("overflows float32"));
 }
