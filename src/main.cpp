@@ -168,6 +168,7 @@ int run(const std::vector<std::string>& args) {
     const std::size_t steps = counted ? mha::planned_steps(config, problem) : 0;
     if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
     if (problem.compute_first) {  // it may stop on overflow: find out before printing anything
+        mha::Progress progress(problem.estimated_seconds, std::cerr, isatty(STDERR_FILENO));
         mha::NullTracer quiet;
         mha::run_pass(config, problem, quiet);
     }
