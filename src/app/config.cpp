@@ -23,8 +23,8 @@ bool overrides_model(const Config& c) {
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
            c.attention || c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn ||
-           !c.preset.empty() ||
-           c.shapes_only || !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
+           !c.preset.empty() || c.shapes_only || !c.forms.empty() || c.d_ff ||
+           !c.compare_heads.empty();
 }
 
 // A message's {T} is the --decode count, {N} the --seq-len.

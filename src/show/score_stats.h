@@ -20,9 +20,9 @@ public:
     bool enabled() const override { return wanted_; }
     void on_step(const Step& step) override;
 
-    // weights (B, h, N, M) of the finished pass; d_k, whether step 7 scaled, the S it
-    // divided by sqrt(S) in place of d_k (--scale-base; 0 for none) and its soft-cap C
-    // (0 for none: then no line about it).
+    // weights (B, h, N, M) of the finished pass; d_k, whether step 7 scaled, S when it
+    // divided by sqrt(S) in place of sqrt(d_k) (--scale-base; 0 for none) and its soft-cap
+    // C (0 for none: then no line about it).
     void print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled,
                double scale_base, double softcap) const;
 
