@@ -229,7 +229,8 @@ TEST_CASE("a run that stops on overflow prints nothing on stdout, in every form 
     const std::string options = GENERATE(
         as<std::string>{}, "", " --trace", " --trace --values", " --format json",
         " --format markdown", " --step", " --per-head --trace", " --fused-qkv --trace",
-        " --attention streaming --trace", " --decode 2 --trace", " --block post --trace");
+        " --attention streaming --trace", " --decode 2 --trace", " --block post --trace",
+        " --format html --output " + test::temp_path("overflow.html"));
     const bool block = options == " --block post --trace";
     const std::string state_dict = block ? identity_block_state_dict() : weights;
     const Printed r = run_apart("--weights " + state_dict + " --input " + input + " -H 1" + options);
@@ -242,6 +243,7 @@ TEST_CASE("a run that stops on overflow prints nothing on stdout, in every form 
     std::remove(input.c_str());
     std::remove(weights.c_str());
     if (block) std::remove(state_dict.c_str());
+    CHECK_FALSE(std::ifstream(test::temp_path("overflow.html")).good());  // no page either
 }
 
 TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace", "[overflow][cli]") {
