@@ -89,8 +89,10 @@ TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[
         const bool causal = c.options.find("--causal") != std::string::npos ||
                             c.options.find("--window") != std::string::npos;
         const bool gqa = c.options.find("--kv-heads") != std::string::npos;  // fused: G = h only
+        const bool block = c.options.find("--block") != std::string::npos;  // wraps the packed form
         if (((cross || gqa) && form == " --fused-qkv") || (cross && form == " --decode 0") ||
-            (form == " --decode 0" && !causal))
+            (form == " --decode 0" && !causal) ||
+            (block && form != "" && form != " -t 3 --trace --values"))
             continue;
         SECTION(c.name + form) {
             const auto expected = mha::npy::read_npz(dir + "expected.npz");

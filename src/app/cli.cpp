@@ -576,11 +576,12 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.qk_norm = true; }},
 
         {{"--latent-dim", 0, "C",
-          "--form mla: the KV latent's width d_c (default 4*d_k)"},
+          "--form mla: the KV latent's width d_c (default\n"
+          "4*d_model/h)"},
          [](Config& c, const Arg& a) { c.latent_dim = parse_size(a); }},
         {{"--rope-dim", 0, "R",
           "--form mla: the decoupled RoPE key's width d_R, even\n"
-          "(default d_k/2, rounded down to even)"},
+          "(default d_model/h/2, rounded down to even)"},
          [](Config& c, const Arg& a) { c.rope_dim = parse_size(a); }},
 
         section<Config>("Model sizes:"),

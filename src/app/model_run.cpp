@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/model.h"
+#include "core/score_bound.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
@@ -93,7 +94,8 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     if (wants_summary(c)) {
         ForwardResult shown;
         shown.weights = r.weights[layer];
-        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0);  // the model has no soft-cap
+        // the model scales by 1/sqrt(d_k) and has no soft-cap
+        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
         print_head_summary(out, head_patterns(r.weights[layer]), {});
         std::vector<std::vector<HeadRoles>> roles;
         for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.tokens));
@@ -125,6 +127,10 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
     }
     const std::size_t threads = c.threads == 0 ? 1 : c.threads;
+    if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
+        NullTracer quiet;
+        forward_model(model, text.tokens, layer, threads, quiet);
+    }
     report.begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));
     TeeTracer tracer(report, stats);

@@ -14,6 +14,7 @@
 #include "core/kernels.h"
 #include "core/error.h"
 #include "core/mla_pass.h"
+#include "core/score_bound.h"
 #include "io/printable.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -346,6 +347,17 @@ void check_heads(const Config& c, const Sizes& s) {
     }
 }
 
+// Whether the pass may stop on overflow (core/score_bound.h). The pre-LN block attends over
+// norm1's output, bounded whatever its input.
+bool may_stop_on_overflow(const Config& c, const Problem& p) {
+    if (c.block == BlockKind::Pre) {
+        const double normed = layer_norm_bound(p.block->norm1_weight, p.block->norm1_bias);
+        return may_overflow(p.weights, normed, normed, p.options);
+    }
+    return may_overflow(p.weights, largest_value(p.inputs.x_q), largest_value(p.inputs.x_k),
+                        p.options);
+}
+
 // What the plan of the steps depends on, from the options and the sizes.
 PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     PassSpec spec;
@@ -401,10 +413,14 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
                 ".npz");
 }
 
+// The width of each MLA head's q and k, what q·k sums over and the scale divides by:
+// [nope (d_h), RoPE (d_R)]. Its values are d_v wide.
+std::size_t mla_head_width(const MlaSizes& m) { return m.d_nope + m.d_rope; }
+
 std::string mla_variant(const MlaSizes& m) {
     return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
            " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
-           " d_v=" + std::to_string(m.d_v) + ", naive and absorbed";
+           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), naive and absorbed";
 }
 
 Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
@@ -441,6 +457,8 @@ Problem build_mla_problem(const Config& c) {
     p.options.rope = mla_rope(c);
     check_head_numbers(c, s);
     p.info = describe(c, s, p);
+    p.info.head_dim = mla_head_width(m);
+    p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
     p.info.variant = mla_variant(m);
@@ -466,6 +484,8 @@ ShapesProblem build_shapes(const Config& c) {
     if (c.form == Form::Mla) {
         const MlaSizes m = seeded_mla(c, s);
         p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
+        p.info.head_dim = mla_head_width(m);
+        p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
         p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
@@ -523,6 +543,8 @@ Problem build_problem(const Config& c) {
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
+    p.compute_first = may_stop_on_overflow(c, p);
+    if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     return p;
 }
 
