@@ -87,6 +87,7 @@ struct Sources {
     std::optional<Weights> weights;
     std::optional<BlockWeights> block;
     std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
+    bool conv1d = false;                   // GPT-2's c_attn and c_proj, read transposed
     std::optional<Inputs> inputs;
     InputLayout layout = InputLayout::BatchFirst;
 };
@@ -105,6 +106,7 @@ Sources load_files(const Config& c, Ledger& ledger) {
         LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
+        sources.conv1d = loaded.conv1d;
         ledger.hold(sizeof(float) * sources.weights->parameter_count());
     }
     if (c.text) {
@@ -379,6 +381,14 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     return spec;
 }
 
+// How GPT-2's Conv1D weights were read, and its mask when the run has none.
+std::string conv1d_note(bool causal) {
+    return std::string("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
+                       "in_proj_weight = c_attn.weight.T (3·d_model, d_model), split into W_q, "
+                       "W_k, W_v, and W_o = c_proj.weight.T") +
+           (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
+}
+
 // The run's multiply-adds: the planned pass (pass_macs), the block's feed-forward, the
 // second pass of --ablate-head and of --head-contributions.
 std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t pass_macs) {
@@ -450,6 +460,11 @@ Problem build_mla_problem(const Config& c) {
                  "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                      " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
                  "smaller sizes, or trace with --shapes-only");
+    // both forms, on one thread (the MLA pass does not split its work)
+    const std::uint64_t macs = planned_macs(plan_pass(mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c))));
+    const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
+    check_time(macs, 1, rate, c.max_time);
+    p.estimated_seconds = estimated_seconds(macs, 1, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
     p.masks.causal = c.causal;
     p.layout = files.layout;
@@ -539,6 +554,7 @@ Problem build_problem(const Config& c) {
     check_pass(p.weights, p.inputs, p.masks, p.options);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
+    if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
