@@ -167,6 +167,11 @@ int run(const std::vector<std::string>& args) {
     const bool counted = config.step || config.format == mha::Format::Html;
     const std::size_t steps = counted ? mha::planned_steps(config, problem) : 0;
     if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
+    if (problem.compute_first) {  // it may stop on overflow: find out before printing anything
+        mha::Progress progress(problem.estimated_seconds, std::cerr, isatty(STDERR_FILENO));
+        mha::NullTracer quiet;
+        mha::run_pass(config, problem, quiet);
+    }
     if (config.text && mha::needs_replacing(*config.text)) {
         std::cerr << "mha: warning: --text holds control characters or invalid UTF-8; they are "
                      "shown as U+FFFD\n";

@@ -1,10 +1,11 @@
 // docs/errors.md, the catalogue of rejected inputs, run row by row: each command must print
-// exactly its message as one line "mha: error: ..." on stderr, exit with its status, and
-// leave no regular file in $OUT.
+// exactly its message as one line "mha: error: ..." on stderr and nothing on stdout, exit
+// with its status, and leave no regular file in $OUT.
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,15 +84,24 @@ std::vector<std::string> regular_files_in(const fs::path& dir) {
     return names;
 }
 
+struct RowResult {
+    test::RunResult run;  // its stderr and exit status
+    std::string stdout_text;
+};
+
 // Runs the row's command in sh from tests/data/bad, with `mha` the binary under test and
-// $OUT an empty folder; returns what it printed on stderr and its exit status.
-test::RunResult run_row(const Row& row, const fs::path& out) {
-    const fs::path script = out.string() + ".sh";
+// $OUT an empty folder; returns what it printed on stderr, its exit status and its stdout.
+RowResult run_row(const Row& row, const fs::path& out) {
+    const fs::path script = out.string() + ".sh", printed = out.string() + ".stdout";
     std::ofstream(script) << "mha() { '" << fs::absolute(test::mha_binary()).string()
                           << "' \"$@\"; }\ncd data/bad\nOUT='" << out.string() << "'\n"
                           << row.command << "\n";
-    const test::RunResult result = test::run_command("sh '" + script.string() + "' 2>&1 >/dev/null");
+    RowResult result;
+    result.run = test::run_command("sh '" + script.string() + "' 2>&1 >'" + printed.string() + "'");
+    std::ifstream file(printed);
+    result.stdout_text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
     fs::remove(script);
+    fs::remove(printed);
     return result;
 }
 
@@ -106,9 +116,11 @@ TEST_CASE("docs/errors.md: every rejected input gives its message and exit statu
         fs::remove_all(out);
         fs::create_directories(out);
         INFO(row.what << ": " << row.command);
-        const test::RunResult r = run_row(row, out);
+        const RowResult result = run_row(row, out);
+        const test::RunResult& r = result.run;
         CHECK(r.output == "mha: error: " + replace_all(row.message, "$OUT", out.string()) + "\n");
         CHECK(r.status == row.status);
+        CHECK(result.stdout_text.empty());  // refused before anything is printed
         CHECK(regular_files_in(out).empty());
         fs::remove_all(out);
     }

@@ -3,6 +3,7 @@
 // cannot go (tests/test_shapes.cpp checks shapes-only against computed).
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <regex>
 
 #include "core/attention.h"
@@ -106,7 +107,6 @@ TEST_CASE("the Gemma 2 presets: head width, scale base, soft-cap, RoPE and the l
 
 TEST_CASE("--head-dim refuses the forms that cannot take it", "[head-dim]") {
     const auto [args, message] = GENERATE(table<std::string, std::string>({
-        {"--head-dim 8 --block pre", "it cannot be combined with --head-dim"},
         {"--head-dim 8 --form mla", "--form mla computes DeepSeek-V2's latent attention"},
         {"--scale-base 4 --no-scale", "choose one"},
         {"--preset gemma2-2b --layer 26 --shapes-only", "the layers are 0..25"},
@@ -114,4 +114,36 @@ TEST_CASE("--head-dim refuses the forms that cannot take it", "[head-dim]") {
         {"--weights data/parity/gqa/weights.npz -H 4 --head-dim 7", "--head-dim 7 disagrees with"},
     }));
     test::check_rejected(args, message);
+}
+
+TEST_CASE("--summary states the scale step 7 used: 1/sqrt(S) under --scale-base", "[head-dim]") {
+    // d_k = 12, S = 2: the softmax sees the variance of q·k divided by S = 2, not by d_k = 12
+    const test::RunResult r = test::run_mha("-d 16 -H 2 --head-dim 12 --scale-base 2 -n 16 --summary");
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    std::smatch m;
+    REQUIRE(std::regex_search(text, m, std::regex(R"(variance ([0-9.]+) from q·k \(d_k = 12\), ([0-9.]+) after / sqrt\(S\) with S = 2 \(--scale-base, in place of d_k\))")));
+    const double raw = std::stod(m[1]), after = std::stod(m[2]);
+    CHECK(raw > 1.0);
+    CHECK(after == Approx(raw / 2.0).margin(0.01));  // both printed to 2 decimals
+    // the soft-cap line: the largest |q·k| / sqrt(S) before C·tanh(s/C), the largest after
+    const test::RunResult capped =
+        test::run_mha("-d 16 -H 2 --head-dim 12 --scale-base 2 --softcap 2 -n 16 --summary");
+    REQUIRE(capped.status == 0);
+    const std::string capped_text = one_line(capped.output);
+    REQUIRE(std::regex_search(capped_text, m, std::regex(R"(largest \|score\| was ([0-9.]+) before C·tanh\(s/C\) and ([0-9.]+) after)")));
+    const double before = std::stod(m[1]), bounded = std::stod(m[2]);
+    CHECK(bounded == Approx(2.0 * std::tanh(before / 2.0)).margin(2e-3));  // printed to 3 decimals
+}
+
+TEST_CASE("the header counts the projections of heads of another width", "[head-dim]") {
+    // d_model 16, h 2, d_k 12: W_q (24, 16), W_o (16, 24), W_k and W_v (24, 16), 384 each;
+    // biases 24 + 24 + 24 + 16 = 88: 4·384 + 88 = 1,624; per head 12·16 = 192 of W_q and W_o
+    const test::RunResult r = test::run_mha("-d 16 -H 2 --head-dim 12 -n 3 -b 1");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(one_line(r.output),
+               Catch::Contains("parameters: 1,624") &&
+                   Catch::Contains("per projection: W_q (24, 16) = 384, W_o (16, 24) = 384, W_k "
+                                   "(24, 16) = 384, W_v (24, 16) = 384 (+ bias)") &&
+                   Catch::Contains("per head: d_k·d_model = 12·16 = 192 of each of W_q and W_o"));
 }

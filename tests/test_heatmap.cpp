@@ -13,6 +13,7 @@
 
 #include "app/terminal.h"
 #include "helpers.h"
+#include "io/npy.h"
 #include "xml_checker.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
@@ -246,12 +247,67 @@ TEST_CASE("--scale auto spans each map's own min..max, masked keys left out", "[
                               Catch::Contains("(--scale auto: each map from its own min") &&
                               Catch::Contains("head 2 [0.2000..0.3000]"));
     // 0.2 is the bottom of the ramp (blank), 0.3 the top ('@'), 0.255 at 0.55 ('+'); the
-    // masked 0 lies below the range and stays blank
-    CHECK_THAT(out.str(), Catch::Contains("\n0    @@\n1  ++\n"));
+    // masked key is hatched, whatever its weight
+    CHECK_THAT(out.str(), Catch::Contains("\n0    @@\n1  ++//\n"));
 
     const test::RunResult r = test::run_mha("--heatmap --scale auto -b 1 -n 4 -d 16 -H 2");
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("--scale auto") && Catch::Contains("head 1 ["));
+}
+
+TEST_CASE("masked keys are hatched in the terminal, never shaded as a weight of 0", "[heatmap]") {
+    // query 0 cannot see key 1 (masked); query 1 gives key 0 the weight 0 (not masked)
+    const WeightMap causal{"head 0", 2, 2, {1.0f, 0.0f, 0.0f, 1.0f}, {false, true, false, false}};
+    const std::string legend = " a key the mask hides (weight 0 by the mask, not by the scores)\n";
+    std::ostringstream plain;
+    draw_heatmaps(plain, {causal}, position_labels(2, {}), HeatmapStyle{});
+    CHECK_THAT(plain.str(), Catch::Contains("\nmasked: //" + legend));
+    CHECK_THAT(plain.str(), Catch::EndsWith("\n0  @@//\n1    @@\n"));
+    for (const Shading shading : {Shading::Colour256, Shading::TrueColour}) {
+        HeatmapStyle style;
+        style.shading = shading;
+        std::ostringstream coloured;
+        draw_heatmaps(coloured, {causal}, position_labels(2, {}), style);
+        const std::string grey = shading == Shading::Colour256 ? "\x1b[38;5;244m" : "\x1b[38;2;128;128;128m";
+        const std::string hatched = grey + "//\x1b[0m";
+        CHECK_THAT(coloured.str(), Catch::Contains("\nmasked: " + hatched + legend));
+        const std::string zero = shading == Shading::Colour256
+                                     ? "\x1b[48;5;" + std::to_string(colour256_index(0.0f)) + "m  \x1b[0m"
+                                     : "\x1b[48;2;" + std::to_string(palette_colour(0.0f).r) + ";";
+        const std::string rows = coloured.str().substr(coloured.str().find("\n0  "));
+        CHECK(count_of(rows, hatched) == 1);  // query 0, key 1
+        CHECK_THAT(rows, Catch::Contains("\n1  " + zero));  // query 1, key 0: the colour of 0
+    }
+    std::ostringstream unmasked;
+    draw_heatmaps(unmasked, small_maps(), position_labels(3, {}), HeatmapStyle{});
+    CHECK_THAT(unmasked.str(), !Catch::Contains("masked") && !Catch::Contains("/"));
+}
+
+TEST_CASE("the heatmap hatches the keys of the run's own mask", "[heatmap]") {
+    // the bool_mask parity case: a (5, 5) mask, True = blocked; head 0 of batch 0 drawn plain
+    const std::string dir = "data/parity/bool_mask/";
+    const test::RunResult r = test::run_mha("--weights " + dir + "weights.npz --input " + dir +
+                                            "query.npy --mask " + dir + "mask.npy --heads 2 --heatmap --head 0");
+    REQUIRE(r.status == 0);
+    const npy::Array mask = npy::read_npy(dir + "mask.npy");
+    REQUIRE(mask.shape == Shape{5, 5});
+    std::size_t blocked = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+        const std::size_t at = r.output.find("\n" + std::to_string(i) + "  ", r.output.find("head 0"));
+        REQUIRE(at != std::string::npos);
+        const std::string cells = (r.output.substr(at + 4, 10) + std::string(10, ' ')).substr(0, 10);
+        for (std::size_t j = 0; j < 5; ++j) {
+            INFO("query " << i << ", key " << j << ": '" << cells.substr(2 * j, 2) << "'");
+            const bool hidden = mask.values[i * 5 + j] != 0;
+            blocked += hidden ? 1 : 0;
+            CHECK((cells.substr(2 * j, 2) == "//") == hidden);
+        }
+    }
+    CHECK(blocked > 0);
+    // the model's maps: its causal mask (query 0 of layer 0 sees key 0 only)
+    const test::RunResult model = test::run_mha("--model ../examples/models/kjv-2x4.npz --text Amen --layer 0 --heatmap --head 1");
+    REQUIRE(model.status == 0);
+    CHECK_THAT(model.output, Catch::Contains("masked: //") && Catch::Contains("\n0 A  @@//////\n"));
 }
 
 TEST_CASE("the SVG: a light palette, hatched masked cells, a caption, any --text", "[svg]") {

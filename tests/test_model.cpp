@@ -198,3 +198,24 @@ TEST_CASE("the model loader names what is wrong with a model file", "[model]") {
     REQUIRE_THROWS_WITH(mha::model_from_arrays(arrays, "m.npz"),
                         Catch::StartsWith("m.npz: array 'norm.weight' has NaN at index (3,)"));
 }
+
+TEST_CASE("mha --model refuses the modern options rather than ignoring them", "[model][cli]") {
+    // the model's layers were trained with learned positions, heads of d_model / h and
+    // scores / sqrt(d_k): each of these would silently compute another model
+    const std::string option = GENERATE(
+        as<std::string>{}, "--rope half", "--rope interleaved", "--rope-theta 500000", "--alibi",
+        "--window 4", "--window 4 --sink-tokens 1", "--softcap 30", "--qk-norm", "--head-dim 8",
+        "--scale-base 4");
+    test::check_rejected("--model " + model_path + " --text Amen " + option,
+                         "--model computes its layers as they were trained");
+    // the message names the option as one item of its list
+    const std::string name = option.substr(0, option.find(' '));
+    const std::string message = test::run_mha("--model " + model_path + " --text Amen " + option).output;
+    CHECK_THAT(message, Catch::Contains(" " + name + ",") || Catch::Contains(" " + name + " or") ||
+                            Catch::EndsWith(" " + name + "\n"));
+}
+
+TEST_CASE("mha --model refuses the zero key of --add-zero-attn", "[model][cli]") {
+    test::check_rejected("--model " + model_path + " --text Amen --add-zero-attn",
+                         "--model decides the sizes, weights, bias, mask and form");
+}

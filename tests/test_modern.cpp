@@ -586,6 +586,30 @@ TEST_CASE("--form mla traces both forms, their difference and the cache ledger",
     CHECK_THAT(json.output, Catch::Contains("d_c=8 d_R=4") && Catch::Contains("largest difference from the naive form"));
 }
 
+TEST_CASE("the MLA header gives its heads' true width and its own matrices", "[modern][mla]") {
+    // d_model 64, h 4: d_h = d_v = 16, d_R = 8, d_c = 64. Each head's q and k are
+    // [nope (16), RoPE (8)]: d_k = 24, what the scores are divided by the square root of.
+    // q_proj (4·24, 64) = 6,144, kv_a_proj_with_mqa (64 + 8, 64) = 4,608, kv_a_layernorm 64,
+    // kv_b_proj (4·(16 + 16), 64) = 8,192, o_proj (64, 4·16) = 4,096: 23,104 in all
+    const test::RunResult r = test::run_mha("--form mla -d 64 -H 4 -n 3 -b 1");
+    REQUIRE(r.status == 0);
+    const std::string text = one_line(r.output);
+    CHECK_THAT(text, Catch::Contains("d_model=64 h=4 d_k=24") &&
+                         Catch::Contains("(q and k: d_k = d_h + d_R)") &&
+                         Catch::Contains("parameters: 23,104") &&
+                         Catch::Contains("per projection: q_proj (96, 64) = 6,144, "
+                                         "kv_a_proj_with_mqa (72, 64) = 4,608, kv_a_layernorm "
+                                         "(64), kv_b_proj (128, 64) = 8,192, o_proj (64, 64) = 4,096") &&
+                         Catch::Contains("per head: d_h + d_R = 24 rows of q_proj") &&
+                         !Catch::Contains("W_q, W_k, W_v, W_o"));
+    const test::RunResult json = test::run_mha("--form mla -d 64 -H 4 -n 3 --format json");
+    REQUIRE(json.status == 0);
+    CHECK_THAT(json.output, Catch::Contains("\"d_k\":24"));
+    const test::RunResult shapes = test::run_mha("--form mla -d 64 -H 4 -n 3 --shapes-only");
+    REQUIRE(shapes.status == 0);
+    CHECK_THAT(one_line(shapes.output), Catch::Contains("h=4 d_k=24"));
+}
+
 TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes", "[modern][preset][mla]") {
     // config.json: hidden 2048, 16 heads, kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128:
     // cache per token MHA 2·16·128 = 4096 numbers, GQA G=8 2048, MQA 256, MLA 512 + 64 = 576

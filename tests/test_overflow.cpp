@@ -1,8 +1,14 @@
 // Scores beyond float32: finite inputs whose q·k passes FLT_MAX are never taken for masking.
 // Where q·k/sqrt(d_k) still fits, every form computes the answer (forming the scores as
-// PyTorch does, (q/sqrt(d_k)) kᵀ); where it does not, the run stops with the position.
+// PyTorch does, (q/sqrt(d_k)) kᵀ); where it does not, the run stops with the position,
+// before anything is printed: a bound from the largest inputs and weights says which runs
+// may stop, and those are computed once before the report starts.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -10,7 +16,11 @@
 #include "core/decode.h"
 #include "core/error.h"
 #include "core/per_head.h"
+#include "core/score_bound.h"
 #include "helpers.h"
+#include "io/init.h"
+#include "io/model_file.h"
+#include "io/npy.h"
 
 using mha::Tensor;
 
@@ -106,4 +116,165 @@ TEST_CASE("a projection that overflows float32 is named, not masked") {
     REQUIRE_THROWS_WITH(mha::forward(w, self_attention(x), {}, o, none),
                         "Q overflows float32 at batch 0, head 0, position 0: the inputs or "
                         "weights are too large for float32");
+}
+
+// ---- before anything is printed --------------------------------------------------------
+
+namespace {
+
+// x as a float32 .npy file (version 1.0, C order, the header padded to 64 bytes).
+void write_npy(const std::string& path, const Tensor& x) {
+    std::string shape;
+    for (std::size_t size : x.shape()) shape += std::to_string(size) + ", ";
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+    dict += std::string(63 - (10 + dict.size()) % 64, ' ') + "\n";
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += char(dict.size() & 0xFF);
+    bytes += char(dict.size() >> 8);
+    const std::vector<float> values = x.to_vector();
+    bytes += dict + std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// The identity weights above, as a from-scratch state dict.
+std::string identity_state_dict() {
+    const mha::Weights w = identity_weights();
+    const std::string path = test::temp_path("identity.npz");
+    mha::npy::write_npz(path, {{"W_q.weight", w.w_q}, {"W_k.weight", w.w_k},
+                               {"W_v.weight", w.w_v}, {"W_o.weight", w.w_o}});
+    return path;
+}
+
+// The same attention inside a post-LN block (from-scratch names): LayerNorms of gain 1 and
+// shift 0, a feed-forward of identities; the block's attention reads x itself.
+std::string identity_block_state_dict() {
+    const mha::Weights w = identity_weights();
+    const Tensor ones({4}, std::vector<float>(4, 1.0f)), zeros({4});
+    const std::string path = test::temp_path("identity_block.npz");
+    mha::npy::write_npz(path, {{"attn.W_q.weight", w.w_q}, {"attn.W_k.weight", w.w_k},
+                               {"attn.W_v.weight", w.w_v}, {"attn.W_o.weight", w.w_o},
+                               {"ln1.weight", ones}, {"ln1.bias", zeros},
+                               {"ln2.weight", ones}, {"ln2.bias", zeros},
+                               {"ffn.0.weight", w.w_q}, {"ffn.0.bias", zeros},
+                               {"ffn.2.weight", w.w_q}, {"ffn.2.bias", zeros}});
+    return path;
+}
+
+// Runs mha with args; stdout and stderr apart.
+struct Printed {
+    int status;
+    std::string out, err;
+};
+
+Printed run_apart(const std::string& args) {
+    const std::string err_path = test::temp_path("stderr.txt");
+    const test::RunResult r =
+        test::run_command(test::mha_binary() + " " + args + " 2>" + err_path + " </dev/null");
+    std::ifstream file(err_path);
+    const std::string err((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::remove(err_path.c_str());
+    return {r.status, r.output, err};
+}
+
+}  // namespace
+
+TEST_CASE("the bound clears ordinary inputs and every input that overflows it does not",
+          "[overflow]") {
+    mha::ForwardOptions o;
+    o.heads = 4;
+    const mha::Weights seeded = mha::seeded_weights(64, true, true, 3);
+    const mha::Inputs ordinary = mha::seeded_inputs({2, 8, 8, 64, 64, 64, 4, 4, 16}, true, 3);
+    // the seeded inputs and Xavier weights are of order 1: nothing to compute first
+    CHECK_FALSE(mha::may_overflow(seeded, mha::largest_value(ordinary.x_q),
+                                  mha::largest_value(ordinary.x_k), o));
+    // a scale sweep through the edge: whenever the pass stops, the bound said it might
+    std::size_t stopped = 0, cleared = 0;
+    for (const float s : {1e15f, 1e16f, 1e17f, 3e17f, 1e18f, 3e18f, 1e19f}) {
+        for (const bool rope : {false, true}) {
+            CAPTURE(s, rope);
+            std::vector<float> values = ordinary.x_q.to_vector();
+            for (float& v : values) v *= s;
+            const Tensor x(ordinary.x_q.shape(), values);
+            mha::ForwardOptions options = o;
+            if (rope) options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
+            const bool may = mha::may_overflow(seeded, mha::largest_value(x), mha::largest_value(x), options);
+            mha::NullTracer none;
+            try {
+                mha::forward(seeded, {x, x, x}, {}, options, none);
+                cleared += may ? 0 : 1;
+            } catch (const mha::Error& e) {
+                CHECK_THAT(e.what(), Catch::Contains("overflows float32"));
+                CHECK(may);
+                ++stopped;
+            }
+        }
+    }
+    CHECK(stopped > 0);  // the sweep reaches the edge from both sides
+    CHECK(cleared > 0);
+}
+
+TEST_CASE("LayerNorm's bound by hand", "[overflow]") {
+    // gamma (1, 2, 0.5), beta (0, 1, -1), d = 3: sqrt(3)·2 + 1 = 4.4641016
+    CHECK(mha::layer_norm_bound(Tensor({3}, {1, 2, 0.5f}), Tensor({3}, {0, 1, -1})) ==
+          Approx(4.4641016).margin(1e-6));
+    // a strided view: the largest |value| of the transpose of [[1, -7], [3, 2]]
+    CHECK(mha::largest_value(Tensor({2, 2}, {1, -7, 3, 2}).transpose(0, 1)) == 7.0);
+}
+
+TEST_CASE("a run that stops on overflow prints nothing on stdout, in every form and format",
+          "[overflow][cli]") {
+    // the hand case above: query 0, key 1 overflows even scaled
+    const std::string weights = identity_state_dict(), input = test::temp_path("overflow.npy");
+    write_npy(input, Tensor({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 2e19f, 2e19f, 2e19f, 2e19f}));
+    const std::string options = GENERATE(
+        as<std::string>{}, "", " --trace", " --trace --values", " --format json",
+        " --format markdown", " --step", " --per-head --trace", " --fused-qkv --trace",
+        " --attention streaming --trace", " --decode 2 --trace", " --block post --trace",
+        " --format html --output " + test::temp_path("overflow.html"));
+    const bool block = options == " --block post --trace";
+    const std::string state_dict = block ? identity_block_state_dict() : weights;
+    const Printed r = run_apart("--weights " + state_dict + " --input " + input + " -H 1" + options);
+    CAPTURE(options, r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("mha: error: the score of batch 0, head 0, query ") &&
+                          Catch::Contains("overflows float32"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    std::remove(input.c_str());
+    std::remove(weights.c_str());
+    if (block) std::remove(state_dict.c_str());
+    CHECK_FALSE(std::ifstream(test::temp_path("overflow.html")).good());  // no page either
+}
+
+TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace", "[overflow][cli]") {
+    // the first hand case: q·k passes FLT_MAX, q·k/sqrt(d_k) does not; output = x
+    const std::string weights = identity_state_dict(), input = test::temp_path("fits.npy");
+    const Tensor x({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, -1e19f});
+    write_npy(input, x);
+    const std::string options = GENERATE(as<std::string>{}, " --trace", " --decode 2 --trace");
+    const std::string saved = test::temp_path("fits.npz");
+    const Printed r = run_apart("--weights " + weights + " --input " + input + " -H 1" + options +
+                                " --save " + saved);
+    CAPTURE(options, r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    CHECK_THAT(r.out, Catch::StartsWith("mha: multi-head attention, step by step") &&
+                          Catch::Contains("\n14  project") && Catch::Contains("wall time"));
+    CHECK(mha::npy::to_tensor(mha::npy::read_npz(saved).at("output")).to_vector() == x.to_vector());
+    std::remove(saved.c_str());
+    std::remove(input.c_str());
+    std::remove(weights.c_str());
+}
+
+TEST_CASE("the model's bound: each layer attends over its LayerNorm's output", "[overflow][model]") {
+    mha::Model model = mha::load_model("../examples/models/kjv-2x4.npz", std::uint64_t(1) << 30);
+    CHECK_FALSE(mha::may_overflow(model));  // a trained model: nothing to compute first
+    // layer 1's W_q and W_k times 1e20: its scores pass float32's range whatever the text
+    for (mha::Tensor* w : {&model.layers[1].attention.w_q, &model.layers[1].attention.w_k}) {
+        for (std::size_t i = 0; i < w->numel(); ++i) w->data()[i] *= 1e20f;
+    }
+    CHECK(mha::may_overflow(model));
+    mha::NullTracer none;
+    REQUIRE_THROWS_WITH(mha::forward_model(model, {1, 2, 3, 4}, 0, 1, none),
+                        Catch::Contains("head") && Catch::Contains("overflows float32"));
 }

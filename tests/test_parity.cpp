@@ -89,8 +89,10 @@ TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[
         const bool causal = c.options.find("--causal") != std::string::npos ||
                             c.options.find("--window") != std::string::npos;
         const bool gqa = c.options.find("--kv-heads") != std::string::npos;  // fused: G = h only
+        const bool block = c.options.find("--block") != std::string::npos;  // wraps the packed form
         if (((cross || gqa) && form == " --fused-qkv") || (cross && form == " --decode 0") ||
-            (form == " --decode 0" && !causal))
+            (form == " --decode 0" && !causal) ||
+            (block && form != "" && form != " -t 3 --trace --values"))
             continue;
         SECTION(c.name + form) {
             const auto expected = mha::npy::read_npz(dir + "expected.npz");
@@ -111,6 +113,39 @@ TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[
                                 mha::npy::to_tensor(expected.at("output")), output_tolerance);
         }
     }
+}
+
+TEST_CASE("mha reproduces GPT-2's attention from its c_attn and c_proj, in every form", "[gpt2]") {
+    // data/make_gpt2_fixture.py: two blocks named as Hugging Face's GPT2Model saves them
+    const std::string dir = "data/gpt2/";
+    const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv",
+                                      " --decode 5", " -t 3 --trace");
+    const std::string saved = test::temp_path("gpt2.npz");
+    const std::string args = file_options(dir) + " --heads 4 --causal --weights-prefix h.1.attn." +
+                             form + " --save " + saved;
+    INFO("mha" << args);
+    const test::RunResult run = test::run_mha(args);
+    REQUIRE(run.status == 0);
+    CHECK_THAT(test::flat(run.output),
+               Catch::Contains("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
+                               "in_proj_weight = c_attn.weight.T (3·d_model, d_model)"));
+    const auto expected = mha::npy::read_npz(dir + "expected.npz");
+    const auto actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
+                        mha::npy::to_tensor(expected.at("attn_weights")), weights_tolerance);
+    test::require_close(mha::npy::to_tensor(actual.at("output")),
+                        mha::npy::to_tensor(expected.at("output")), output_tolerance);
+}
+
+TEST_CASE("GPT-2's blocks: the prefixes to choose from; the mask it needs", "[gpt2]") {
+    test::check_rejected("--weights data/gpt2/weights.npz --heads 4",
+                         "data/gpt2/weights.npz: 2 attention modules, under 'h.0.attn.', "
+                         "'h.1.attn.'; choose one with --weights-prefix h.0.attn.");
+    const test::RunResult r = test::run_mha("--weights data/gpt2/weights.npz --weights-prefix "
+                                            "h.0.attn. --heads 4 --input data/gpt2/query.npy");
+    CHECK(r.status == 0);
+    CHECK_THAT(test::flat(r.output), Catch::Contains("GPT-2's attention is causal: add --causal"));
 }
 
 TEST_CASE("mha reproduces PyTorch on every fixture case") {

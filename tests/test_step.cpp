@@ -1,9 +1,20 @@
 // --step pauses between steps (one key: Enter, b, q), says "step k of n" and erases its
-// prompt, and is --trace byte for byte without a terminal; --format markdown is a table of
+// prompt, gives the terminal back on Ctrl-Z and takes it again on fg (driven on a pty), and is
+// --trace byte for byte without a terminal; --format markdown is a table of
 // the steps for course notes; --explain adds a paragraph per kind of step.
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -90,6 +101,129 @@ std::size_t count_of(const std::string& text, const std::string& piece) {
     return n;
 }
 
+// mha on a pseudo-terminal, with a stand-in for a shell with job control: a child leads a
+// new session with the pty as its controlling terminal and runs the command in a process
+// group of its own, in the foreground. (Without that parent in its session, mha's group
+// would be orphaned, and the kernel does not stop an orphaned group on Ctrl-Z.)
+class PtyRun {
+public:
+    explicit PtyRun(const std::string& command) {
+        master_ = posix_openpt(O_RDWR | O_NOCTTY);
+        REQUIRE(master_ >= 0);
+        REQUIRE(grantpt(master_) == 0);
+        REQUIRE(unlockpt(master_) == 0);
+        const std::string slave = ptsname(master_);
+        const std::string shell_command = "exec " + command;
+        int pid_pipe[2];
+        REQUIRE(pipe(pid_pipe) == 0);
+        shell_ = fork();
+        REQUIRE(shell_ >= 0);
+        if (shell_ == 0) stand_in_shell(slave.c_str(), shell_command.c_str(), pid_pipe[1]);
+        close(pid_pipe[1]);
+        pollfd ready{pid_pipe[0], POLLIN, 0};
+        REQUIRE(poll(&ready, 1, 10000) == 1);
+        REQUIRE(read(pid_pipe[0], &mha_, sizeof mha_) == sizeof mha_);
+        close(pid_pipe[0]);
+    }
+
+    ~PtyRun() {
+        if (mha_ > 0 && !ended_) {
+            kill(-mha_, SIGKILL);
+            kill(-mha_, SIGCONT);
+        }
+        if (shell_ > 0 && !ended_) waitpid(shell_, nullptr, 0);
+        close(master_);
+    }
+
+    // Reads what the terminal shows until `text` has appeared `times` times, for up to 10 s.
+    bool shows(const std::string& text, std::size_t times = 1) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (count(text) < times && std::chrono::steady_clock::now() < end) {
+            pollfd ready{master_, POLLIN, 0};
+            if (poll(&ready, 1, 100) != 1) continue;
+            char buffer[4096];
+            const ssize_t n = read(master_, buffer, sizeof buffer);
+            if (n <= 0) break;
+            screen_.append(buffer, std::size_t(n));
+        }
+        return count(text) >= times;
+    }
+
+    void type(const std::string& keys) {
+        REQUIRE(write(master_, keys.data(), keys.size()) == ssize_t(keys.size()));
+    }
+
+    // The terminal's mode (the master reports the slave side's termios).
+    termios mode() const {
+        termios now{};
+        REQUIRE(tcgetattr(master_, &now) == 0);
+        return now;
+    }
+
+    // Whether mha is stopped within 10 s (its state in /proc/PID/stat is T).
+    bool stopped() const {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < end) {
+            const std::string stat = test::read_text("/proc/" + std::to_string(mha_) + "/stat");
+            if (stat.substr(stat.rfind(')') + 2, 1) == "T") return true;
+            usleep(10000);
+        }
+        return false;
+    }
+
+    // What `fg` does after the shell has given the terminal back: SIGCONT to the group.
+    void resume() const { REQUIRE(kill(-mha_, SIGCONT) == 0); }
+
+    // mha's exit status (the stand-in passes it on), -1 when it did not exit.
+    int status() {
+        int status = 0;
+        REQUIRE(waitpid(shell_, &status, 0) == shell_);
+        ended_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+
+    const std::string& screen() const { return screen_; }
+
+private:
+    std::size_t count(const std::string& text) const { return count_of(screen_, text); }
+
+    // The child: only async-signal-safe calls between fork and exec.
+    [[noreturn]] static void stand_in_shell(const char* slave, const char* command, int pid_out) {
+        setsid();
+        const int terminal = open(slave, O_RDWR);
+        if (terminal < 0 || ioctl(terminal, TIOCSCTTY, 0) != 0) _exit(126);
+        const pid_t job = fork();
+        if (job == 0) {
+            sigset_t ttou, old;
+            sigemptyset(&ttou);
+            sigaddset(&ttou, SIGTTOU);
+            sigprocmask(SIG_BLOCK, &ttou, &old);  // a background group may then take the terminal
+            setpgid(0, 0);
+            tcsetpgrp(terminal, getpid());
+            sigprocmask(SIG_SETMASK, &old, nullptr);
+            dup2(terminal, STDIN_FILENO);
+            dup2(terminal, STDOUT_FILENO);
+            dup2(terminal, STDERR_FILENO);
+            execl("/bin/sh", "sh", "-c", command, static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        setpgid(job, job);
+        [[maybe_unused]] const ssize_t sent = write(pid_out, &job, sizeof job);
+        int status = 0;
+        while (waitpid(job, &status, 0) < 0) {}
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+    }
+
+    int master_ = -1;
+    pid_t shell_ = -1;
+    pid_t mha_ = -1;
+    bool ended_ = false;
+    std::string screen_;
+};
+
+bool raw(const termios& mode) { return (mode.c_lflag & (ICANON | ECHO)) == 0; }
+bool cooked(const termios& mode) { return (mode.c_lflag & (ICANON | ECHO)) == (ICANON | ECHO); }
+
 }  // namespace
 
 TEST_CASE("--step without a terminal prints exactly what --trace prints", "[step]") {
@@ -145,6 +279,24 @@ TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
         CHECK(count_of(prompts, "Enter: next") == 2);
     }
+}
+
+TEST_CASE("--step on a terminal: Ctrl-Z gives the terminal back, fg takes it again", "[step]") {
+    PtyRun run(test::mha_binary() + " --step -b 1 -n 2 -d 4 -H 2 -t 1");
+    REQUIRE(run.shows("-- step 1 of "));
+    CHECK(raw(run.mode()));
+    run.type("\x1a");  // Ctrl-Z: the terminal sends SIGTSTP to the foreground group
+    REQUIRE(run.stopped());
+    CHECK(cooked(run.mode()));  // a shell (or stty -a) sees the mode it had before mha
+    run.resume();
+    REQUIRE(run.shows("-- step 1 of ", 2));  // the prompt drawn again
+    CHECK(raw(run.mode()));
+    run.type("n");  // one key, no Enter: only raw mode passes it on at once
+    CHECK(run.shows("-- step 2 of "));
+    run.type("q");
+    CHECK(run.status() == 0);
+    CHECK(cooked(run.mode()));
+    CHECK_THAT(run.screen(), !Catch::Contains("-- step 3 of "));
 }
 
 TEST_CASE("--step reads keys as a terminal sends them", "[step]") {

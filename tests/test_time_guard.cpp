@@ -20,6 +20,8 @@ TEST_CASE("the estimate is the multiply-adds over the rate times the threads") {
           mha::macs_per_thread_second(Form::PerHead, AttentionPath::Streaming));
     CHECK(mha::macs_per_thread_second(Form::Packed, AttentionPath::Standard) <
           mha::macs_per_thread_second(Form::Packed, AttentionPath::Streaming));
+    CHECK(mha::macs_per_thread_second(Form::Mla, AttentionPath::Standard) <
+          mha::macs_per_thread_second(Form::Decode, AttentionPath::Standard));
     CHECK(mha::duration_words(0.00028) == "0.3 ms");
     CHECK(mha::duration_words(1.2) == "2 s");
     CHECK(mha::duration_words(99) == "99 s");
@@ -70,4 +72,31 @@ TEST_CASE("the progress line shows for long estimates only, and is erased at the
     }
     CHECK(short_run.str().empty());
     CHECK(not_a_terminal.str().empty());
+}
+
+TEST_CASE("the time guard covers --form mla and --model runs", "[cli]") {
+    // --form mla, B=1 N=3 d_model=16 h=2, d_h = d_v = d_k = 8, d_c 8, d_R 4; both forms:
+    //   Q 3·2·12·16 = 1,152   kv_a 3·12·16 = 576
+    //   naive: weights 3·2·16·8 + 2·3·3·12 = 984, output 2·3·3·8 + 3·16·16 = 912
+    //   absorbed: weights 2·3·8·8 + 2·3·3·12 = 600, output 2·3·3·8 + 2·3·8·8 + 3·16·16 = 1,296
+    // 5,520 in all, on one thread whatever -t says (the MLA pass does not split its work)
+    const std::string mla = "--form mla -b 1 -n 3 -d 16 -H 2 --latent-dim 8 --rope-dim 4 -t 2";
+    CHECK_THAT(test::run_mha(mla + " --shapes-only --format markdown").output,
+               Catch::Contains(" B copied, 5,520 multiply-adds."));
+    const test::RunResult refused = test::run_mha(mla + " --max-time 0.0000001");
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.output, Catch::StartsWith("mha: error: this run needs 5,520 multiply-adds") &&
+                                   Catch::Contains(" on 1 thread, over --max-time 1e-07 s; --shapes-only"));
+    CHECK(test::run_mha(mla + " --max-time 0.0000001 --max-time off").status == 0);
+
+    // kjv-2x4 on "Amen": N=4, d_model 64, 2 layers of 4 heads, d_ff 256, V=63.
+    // Each layer: 4·4·64² + 2·4·4·4·16 = 67,584 (attention) + 2·4·64·256 = 131,072 (MLP);
+    // the head 4·63·64 = 16,128: 2·198,656 + 16,128 = 413,440
+    const std::string model = "--model ../examples/models/kjv-2x4.npz --text Amen";
+    const test::RunResult slow = test::run_mha(model + " --max-time 0.0000001");
+    CHECK(slow.status == 2);
+    CHECK_THAT(slow.output, Catch::StartsWith("mha: error: this run needs 413,440 multiply-adds") &&
+                                Catch::Contains("; a shorter --text costs less, and --max-time off"));
+    CHECK(test::run_mha(model + " --max-time 0.0000001 --max-time off").status == 0);
+    CHECK(test::run_mha(model).status == 0);  // well within the default 60 s
 }

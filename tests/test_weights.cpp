@@ -221,6 +221,39 @@ TEST_CASE("Hugging Face's q_proj ... o_proj read as the from-scratch W_q ... W_o
     CHECK(mha::weights_from_state_dict(bart, "c.npz").w_o.to_vector() == a.w_o.to_vector());
 }
 
+TEST_CASE("GPT-2's Conv1D c_attn and c_proj are read transposed, c_attn split into q, k, v") {
+    std::map<std::string, Array> gpt2 = {{"c_attn.weight", counting({E, 3 * E})},
+                                         {"c_attn.bias", counting({3 * E}, 100)},
+                                         {"c_proj.weight", counting({E, E}, 200)},
+                                         {"c_proj.bias", counting({E}, 300)}};
+    const mha::Weights w = mha::weights_from_state_dict(gpt2, "g.npz");
+    // c_attn.weight (E, 3E) holds 12·i + j at (i, j); transposed, row r of in_proj_weight is
+    // column r: W_q (r, c) = 12·c + r, W_k (r, c) = 12·c + 4 + r, W_v (r, c) = 12·c + 8 + r
+    CHECK(w.w_q.shape() == mha::Shape{E, E});
+    CHECK(w.w_q.at({0, 1}) == 12.0f);
+    CHECK(w.w_q.at({1, 0}) == 1.0f);
+    CHECK(w.w_k.at({0, 1}) == 16.0f);
+    CHECK(w.w_v.at({3, 3}) == 47.0f);
+    CHECK(w.b_k.at({0}) == 104.0f);  // the bias is not transposed: [b_q | b_k | b_v]
+    // c_proj.weight holds 200 + 4·i + j; W_o (r, c) = 200 + 4·c + r
+    CHECK(w.w_o.at({0, 1}) == 204.0f);
+    CHECK(w.w_o.at({1, 0}) == 201.0f);
+    CHECK(w.b_o.at({3}) == 303.0f);
+    // older Hugging Face exports carry the causal mask buffer and masked_bias: passed over
+    Array mask = counting({1, 1, 8, 8});
+    mask.kind = 'b';
+    gpt2["bias"] = mask;
+    gpt2["masked_bias"] = counting({});
+    CHECK(mha::weights_from_state_dict(gpt2, "g.npz").w_o.to_vector() == w.w_o.to_vector());
+    gpt2["bias"] = counting({E});  // not the mask buffer's shape
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(gpt2, "g.npz"),
+                        Catch::StartsWith("g.npz: unexpected array 'bias' of shape (4,) (GPT-2 attention"));
+    gpt2.erase("bias");
+    gpt2["c_attn.weight"] = counting({3 * E, E});  // saved the nn.Linear way
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(gpt2, "g.npz"),
+                        "g.npz: array 'c_attn.weight' has shape (12, 4), expected (12, 36)");
+}
+
 TEST_CASE("a state dict under prefixes names them; --weights-prefix reads one") {
     std::map<std::string, Array> prefixed;
     for (const auto& [name, array] : torch_dict()) prefixed["layers.1.attn." + name] = array;
@@ -249,6 +282,8 @@ TEST_CASE("--weights-prefix gives the numbers of the same module saved without a
     };
     CHECK(output_line("--weights data/bad/prefixed.npz --weights-prefix attn.") ==
           output_line("--weights data/bad/weights.npz"));
+    // GPT-2's Conv1D c_attn and c_proj: weights.npz's matrices stored transposed
+    CHECK(output_line("--weights data/bad/gpt2_names.npz") == output_line("--weights data/bad/weights.npz"));
     // two Hugging Face layers with the same arrays: either prefix gives hf_names.npz's numbers
     CHECK(output_line("--weights data/bad/layers.npz --weights-prefix model.layers.1.self_attn.") ==
           output_line("--weights data/bad/hf_names.npz"));

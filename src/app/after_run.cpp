@@ -124,7 +124,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows, style);
     }
     if (wants_summary(config)) {
-        stats.print(out, result, info.head_dim, !config.no_scale,
+        stats.print(out, result, info.head_dim, !config.no_scale, config.scale_base.value_or(0.0),
                     config.softcap.value_or(0.0));
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }

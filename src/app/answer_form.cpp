@@ -7,7 +7,6 @@
 #include <fstream>
 #include <limits>
 
-#include "app/config.h"
 #include "io/read_file.h"
 #include "show/format.h"
 
@@ -160,8 +159,8 @@ bool answer_matches(const Expected& expected, const std::string& typed) {
 }
 
 std::vector<std::string> read_answer_file(const std::string& path) {
-    // bounded like every other read, so /dev/zero ends and a directory is refused
-    const std::string text = read_file(path, Ledger(Config().max_memory));
+    // bounded, so /dev/zero ends, and a directory is refused
+    const std::string text = read_small_file(path, max_answers_bytes, "an answers file (one answer per line)");
     std::vector<std::string> answers;
     for (std::size_t start = 0; start < text.size();) {
         const std::size_t end = std::min(text.find('\n', start), text.size());

@@ -39,9 +39,13 @@ struct Expected {
 // Whether typed, as a learner types it, is the expected answer.
 bool answer_matches(const Expected& expected, const std::string& typed);
 
+// What an answers file (and grade's key on stdin) may hold: a class's answers take a few
+// hundred bytes; the bound ends /dev/zero or an endless pipe at once.
+inline constexpr std::uint64_t max_answers_bytes = std::uint64_t(1) << 20;
+
 // An answers file: one answer per line, in order; lines starting with # are comments,
 // a trailing carriage return is dropped. Throws mha::Error when the file cannot be read, is
-// a directory or is larger than the default --max-memory.
+// a directory or holds more than max_answers_bytes.
 std::vector<std::string> read_answer_file(const std::string& path);
 
 // The expected answer the way the trace writes it: "(2, 4, 8, 64)", "16,384", "0, 1", "yes".

@@ -412,7 +412,8 @@ const std::vector<Row>& mha_table() {
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
         {{"--weights", 0, "W.npz",
           "a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o\n"
-          "(.weight, .bias; or w_q...), or W_qkv + W_o"},
+          "(.weight, .bias; or w_q...), W_qkv + W_o, q_proj...\n"
+          "o_proj, or GPT-2's c_attn + c_proj (read transposed)"},
          [](Config& c, const Arg& a) { c.weights_path = parse_path(a); }},
         {{"--weights-prefix", 0, "P",
           "read only the arrays named P... (P removed), e.g.\n"
@@ -462,7 +463,9 @@ const std::vector<Row>& mha_table() {
           "token, even); needs --text, -H 4, d_model >= 256;\n"
           "turns on --causal"},
          [](Config& c, const Arg&) { c.demo_heads = true; }},
-        {{"--heatmap", 0, "", "draw each head's weights, then --summary"},
+        {{"--heatmap", 0, "",
+          "draw each head's weights (keys the mask hides: //),\n"
+          "then --summary"},
          [](Config& c, const Arg&) { c.heatmap = true; }},
         {{"--summary", 0, "",
           "score variance before/after the scale, per-head\n"
@@ -576,11 +579,12 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.qk_norm = true; }},
 
         {{"--latent-dim", 0, "C",
-          "--form mla: the KV latent's width d_c (default 4*d_k)"},
+          "--form mla: the KV latent's width d_c (default\n"
+          "4*d_model/h)"},
          [](Config& c, const Arg& a) { c.latent_dim = parse_size(a); }},
         {{"--rope-dim", 0, "R",
           "--form mla: the decoupled RoPE key's width d_R, even\n"
-          "(default d_k/2, rounded down to even)"},
+          "(default d_model/h/2, rounded down to even)"},
          [](Config& c, const Arg& a) { c.rope_dim = parse_size(a); }},
 
         section<Config>("Model sizes:"),

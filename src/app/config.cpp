@@ -18,12 +18,13 @@ bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
 // --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
 bool overrides_model(const Config& c) {
-    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads || c.head_dim ||
+    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
            c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
-           c.attention || c.demo_heads || c.ablate_head || c.no_scale || !c.preset.empty() ||
-           c.shapes_only || !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
+           c.attention || c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn ||
+           !c.preset.empty() || c.shapes_only || !c.forms.empty() || c.d_ff ||
+           !c.compare_heads.empty();
 }
 
 // A message's {T} is the --decode count, {N} the --seq-len.
@@ -66,9 +67,6 @@ const std::vector<Rule<Config>>& rules() {
          "--rope, --alibi, --window, --softcap, --qk-norm, --attention streaming, "
          "--add-zero-attn, --ablate-head, --no-scale, --demo-heads, --random-bias, --head-dim "
          "or --scale-base"},
-        {"head-dim-block", [](const Config& c) { return c.head_dim && asks(c, FormChoice::Block); },
-         "--block adds attention's output to its d_model-wide input as nn.TransformerEncoderLayer "
-         "does, with d_k = d_model / h; it cannot be combined with --head-dim"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
@@ -192,6 +190,15 @@ const std::vector<Rule<Config>>& rules() {
          "one of them too"},
         {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },
          "--model reads characters; give them with --text \"...\""},
+        {"model-modern",
+         [](const Config& c) {
+             return !c.model_path.empty() && c.preset.empty() &&
+                    (c.rope || c.rope_theta || c.alibi || c.window > 0 || c.sinks || c.softcap ||
+                     c.qk_norm || c.head_dim || c.scale_base);
+         },
+         "--model computes its layers as they were trained (learned positions, heads of "
+         "d_model / h, scores / sqrt(d_k)); it cannot be combined with --rope, --rope-theta, "
+         "--alibi, --window, --sink-tokens, --softcap, --qk-norm, --head-dim or --scale-base"},
         {"model-alone", [](const Config& c) { return !c.model_path.empty() && overrides_model(c); },
          "--model decides the sizes, weights, bias, mask and form; besides --text and --layer "
          "it takes only the options for output and views (see mha --help)"},

@@ -48,7 +48,16 @@ std::vector<std::string> words_of(const std::string& text) {
     return words;
 }
 
-std::vector<KeyLine> read_key(std::istream& in) {
+// The key on stdin, refused past max_answers_bytes (so < /dev/zero ends at once).
+std::vector<KeyLine> read_key(std::istream& key_in) {
+    std::string text(max_answers_bytes + 1, '\0');
+    key_in.read(text.data(), std::streamsize(text.size()));
+    text.resize(std::size_t(key_in.gcount()));
+    if (text.size() > max_answers_bytes) {
+        throw Error("grade: the key on stdin holds more than " + byte_size(max_answers_bytes) +
+                    ", too long for a key (one line per answer)");
+    }
+    std::istringstream in(text);
     std::vector<KeyLine> key;
     std::size_t number = 0;
     for (std::string line; std::getline(in, line);) {

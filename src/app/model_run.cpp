@@ -5,9 +5,13 @@
 #include <chrono>
 
 #include "app/terminal.h"
+#include "app/time_guard.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/model.h"
+#include "core/plan.h"
+#include "core/score_bound.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
@@ -43,6 +47,23 @@ void check_choices(const Config& c, const Model& model, std::size_t layer) {
                         std::to_string(layer) + "'s heads are 0.." + std::to_string(heads - 1));
         }
     }
+}
+
+// The run's multiply-adds as planned: each layer's causal attention pass and feed-forward
+// (2·N·d_model·d_ff), then the head (N·V·d_model).
+std::uint64_t model_macs(const Model& model, std::size_t n) {
+    const std::size_t e = model.d_model();
+    const std::string what = "the model's multiply-adds";
+    std::uint64_t macs = checked_product({n, model.vocab_size(), e}, what);
+    for (const ModelLayer& layer : model.layers) {
+        PassSpec spec;
+        spec.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
+        spec.masks.causal = true;
+        macs = checked_sum({macs, planned_macs(plan_pass(spec)),
+                            checked_product({2, n, e, layer.block.d_ff()}, what)},
+                           what);
+    }
+    return macs;
 }
 
 RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
@@ -93,7 +114,8 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     if (wants_summary(c)) {
         ForwardResult shown;
         shown.weights = r.weights[layer];
-        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0);  // the model has no soft-cap
+        // the model scales by 1/sqrt(d_k) and has no soft-cap
+        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
         print_head_summary(out, head_patterns(r.weights[layer]), {});
         std::vector<std::vector<HeadRoles>> roles;
         for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.tokens));
@@ -125,6 +147,13 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
     }
     const std::size_t threads = c.threads == 0 ? 1 : c.threads;
+    check_time(model_macs(model, text.tokens.size()), threads,
+               macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
+               "a shorter --text costs less");
+    if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
+        NullTracer quiet;
+        forward_model(model, text.tokens, layer, threads, quiet);
+    }
     report.begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));
     TeeTracer tracer(report, stats);

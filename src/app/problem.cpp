@@ -14,6 +14,7 @@
 #include "core/kernels.h"
 #include "core/error.h"
 #include "core/mla_pass.h"
+#include "core/score_bound.h"
 #include "io/printable.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -86,6 +87,7 @@ struct Sources {
     std::optional<Weights> weights;
     std::optional<BlockWeights> block;
     std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
+    bool conv1d = false;                   // GPT-2's c_attn and c_proj, read transposed
     std::optional<Inputs> inputs;
     InputLayout layout = InputLayout::BatchFirst;
 };
@@ -104,6 +106,7 @@ Sources load_files(const Config& c, Ledger& ledger) {
         LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
+        sources.conv1d = loaded.conv1d;
         ledger.hold(sizeof(float) * sources.weights->parameter_count());
     }
     if (c.text) {
@@ -346,6 +349,17 @@ void check_heads(const Config& c, const Sizes& s) {
     }
 }
 
+// Whether the pass may stop on overflow (core/score_bound.h). The pre-LN block attends over
+// norm1's output, bounded whatever its input.
+bool may_stop_on_overflow(const Config& c, const Problem& p) {
+    if (c.block == BlockKind::Pre) {
+        const double normed = layer_norm_bound(p.block->norm1_weight, p.block->norm1_bias);
+        return may_overflow(p.weights, normed, normed, p.options);
+    }
+    return may_overflow(p.weights, largest_value(p.inputs.x_q), largest_value(p.inputs.x_k),
+                        p.options);
+}
+
 // What the plan of the steps depends on, from the options and the sizes.
 PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     PassSpec spec;
@@ -365,6 +379,14 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     spec.qk_norm = c.qk_norm;
     spec.rope = rope_of(c);
     return spec;
+}
+
+// How GPT-2's Conv1D weights were read, and its mask when the run has none.
+std::string conv1d_note(bool causal) {
+    return std::string("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
+                       "in_proj_weight = c_attn.weight.T (3·d_model, d_model), split into W_q, "
+                       "W_k, W_v, and W_o = c_proj.weight.T") +
+           (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
 }
 
 // The run's multiply-adds: the planned pass (pass_macs), the block's feed-forward, the
@@ -401,10 +423,14 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
                 ".npz");
 }
 
+// The width of each MLA head's q and k, what q·k sums over and the scale divides by:
+// [nope (d_h), RoPE (d_R)]. Its values are d_v wide.
+std::size_t mla_head_width(const MlaSizes& m) { return m.d_nope + m.d_rope; }
+
 std::string mla_variant(const MlaSizes& m) {
     return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
            " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
-           " d_v=" + std::to_string(m.d_v) + ", naive and absorbed";
+           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), naive and absorbed";
 }
 
 Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
@@ -434,6 +460,11 @@ Problem build_mla_problem(const Config& c) {
                  "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                      " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
                  "smaller sizes, or trace with --shapes-only");
+    // both forms, on one thread (the MLA pass does not split its work)
+    const std::uint64_t macs = planned_macs(plan_pass(mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c))));
+    const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
+    check_time(macs, 1, rate, c.max_time);
+    p.estimated_seconds = estimated_seconds(macs, 1, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
     p.masks.causal = c.causal;
     p.layout = files.layout;
@@ -441,6 +472,8 @@ Problem build_mla_problem(const Config& c) {
     p.options.rope = mla_rope(c);
     check_head_numbers(c, s);
     p.info = describe(c, s, p);
+    p.info.head_dim = mla_head_width(m);
+    p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
     p.info.variant = mla_variant(m);
@@ -466,6 +499,8 @@ ShapesProblem build_shapes(const Config& c) {
     if (c.form == Form::Mla) {
         const MlaSizes m = seeded_mla(c, s);
         p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
+        p.info.head_dim = mla_head_width(m);
+        p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
         p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
@@ -519,10 +554,13 @@ Problem build_problem(const Config& c) {
     check_pass(p.weights, p.inputs, p.masks, p.options);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
+    if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
+    p.compute_first = may_stop_on_overflow(c, p);
+    if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     return p;
 }
 

@@ -26,6 +26,9 @@ struct Problem {
     RunInfo info;  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
     double estimated_seconds = 0;  // from the run's multiply-adds (app/time_guard.h)
+    // The pass may stop on a score beyond float32 (core/score_bound.h): compute it once
+    // before printing, so that such a run prints its error and nothing else.
+    bool compute_first = false;
 };
 
 Problem build_problem(const Config& config);

@@ -3,10 +3,12 @@
 #include "app/quiz.h"
 
 #include <algorithm>
+#include <string>
 
 #include "app/answer_form.h"
 #include "app/cli.h"
 #include "app/quiz_questions.h"
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace mha {
@@ -128,12 +130,26 @@ bool grade(std::ostream& out, const Question& q, const std::string& typed) {
 
 enum class Reply { Answer, Skip, Quit, End };
 
+// One line of stdin, like std::getline, refused past max_answers_bytes (so < /dev/zero ends).
+bool read_answer_line(std::istream& in, std::string& line) {
+    line.clear();
+    for (int c = in.get(); c != std::char_traits<char>::eof(); c = in.get()) {
+        if (c == '\n') return true;
+        if (line.size() == max_answers_bytes) {
+            throw Error("quiz: an answer on stdin holds more than " + byte_size(max_answers_bytes) +
+                        " without a newline; type one answer per line");
+        }
+        line += char(c);
+    }
+    return !line.empty();
+}
+
 // Asks until a line has something on it (Enter alone asks again); "s" or "skip" skips,
 // "q" or "quit" quits. The terminal echoes what is typed; other input is echoed here.
 Reply ask(std::istream& in, bool in_is_terminal, std::ostream& out, std::string& typed) {
     for (;;) {
         out << "> " << std::flush;
-        if (!std::getline(in, typed)) return Reply::End;
+        if (!read_answer_line(in, typed)) return Reply::End;
         if (!in_is_terminal) out << typed << "\n";
         if (!typed.empty() && typed.back() == '\r') typed.pop_back();
         const std::size_t first = typed.find_first_not_of(" \t");

@@ -2,11 +2,13 @@
 
 #include "app/terminal.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <termios.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cctype>
@@ -21,29 +23,99 @@ constexpr std::size_t fallback_width = 80;
 
 bool set(const char* variable) { return variable != nullptr && variable[0] != '\0'; }
 
-// The terminal's mode before --step changed it, for the signal handler.
+// The terminal's mode before --step changed it and the raw mode it set, for the handlers.
 termios saved_mode{};
-constexpr int restoring_signals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction previous_actions[3];
+termios raw_mode{};
+// Signals that end the process, then the two of job control: Ctrl-Z (SIGTSTP) and fg or bg
+// (SIGCONT).
+constexpr int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT};
+struct sigaction previous_actions[std::size(handled_signals)];
+// raw_again writes a byte to this pipe, so the wait for a key ends and the prompt is drawn
+// again, even when the process stopped before that wait began (a flag could be missed).
+int wake_pipe[2] = {-1, -1};
+
+void erase_prompt() {
+    const char erase[] = "\r\x1b[K";
+    [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, erase, sizeof erase - 1);
+}
+
+void take_previous_action(int signal_number) {
+    for (std::size_t i = 0; i < std::size(handled_signals); ++i) {
+        if (handled_signals[i] == signal_number) sigaction(signal_number, &previous_actions[i], nullptr);
+    }
+}
 
 // Restores the terminal, then lets the signal do what it did before (for SIGINT: end the
 // process, or the --save/--export-svg handler that removes a temporary file first).
 extern "C" void restore_terminal_and_resignal(int signal_number) {
     tcsetattr(STDIN_FILENO, TCSANOW, &saved_mode);
-    const char erase[] = "\r\x1b[K";
-    [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, erase, sizeof erase - 1);
-    for (std::size_t i = 0; i < std::size(restoring_signals); ++i) {
-        if (restoring_signals[i] == signal_number) sigaction(signal_number, &previous_actions[i], nullptr);
-    }
+    erase_prompt();
+    take_previous_action(signal_number);
     raise(signal_number);
 }
 
-// One byte from stdin within timeout_ms (-1: wait), or -1.
+// fg or bg: raw mode again (in the background the terminal stops the process with SIGTTOU
+// until fg, as it does any program that sets a terminal it does not hold).
+extern "C" void raw_again(int) {
+    const int saved_errno = errno;
+    tcsetattr(STDIN_FILENO, TCSANOW, &raw_mode);
+    const char wake = 0;
+    [[maybe_unused]] const ssize_t written = write(wake_pipe[1], &wake, 1);  // never blocks
+    errno = saved_errno;
+}
+
+// Ctrl-Z: the shell gets the terminal in its own mode, without the prompt, and the process
+// stops as it did before; once continued (where an orphaned process group is not stopped at
+// all, at once), this handler comes back and the terminal is raw again.
+extern "C" void suspend_in_saved_mode(int signal_number) {
+    const int saved_errno = errno;
+    tcsetattr(STDIN_FILENO, TCSANOW, &saved_mode);
+    erase_prompt();
+    struct sigaction own {};
+    sigaction(signal_number, nullptr, &own);
+    take_previous_action(signal_number);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, signal_number);
+    sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // blocked while its handler runs
+    raise(signal_number);
+    sigaction(signal_number, &own, nullptr);
+    raw_again(signal_number);
+    errno = saved_errno;
+}
+
+using Handler = void (*)(int);
+Handler handler_of(int signal_number) {
+    if (signal_number == SIGTSTP) return suspend_in_saved_mode;
+    if (signal_number == SIGCONT) return raw_again;
+    return restore_terminal_and_resignal;
+}
+
+constexpr int resumed = -2;
+
+// One byte from stdin within timeout_ms (-1: wait); -1 when none came, `resumed` when the
+// process was continued (fg) since the last call.
 int read_byte(int timeout_ms) {
-    pollfd ready{STDIN_FILENO, POLLIN, 0};
-    if (poll(&ready, 1, timeout_ms) <= 0) return -1;
+    pollfd ready[] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+    int events = 0;
+    do events = poll(ready, std::size(ready), timeout_ms); while (events < 0 && errno == EINTR);
+    if (events <= 0) return -1;
+    if (ready[1].revents != 0) {
+        char wakes[16];
+        while (read(wake_pipe[0], wakes, sizeof wakes) > 0) {}
+        return resumed;
+    }
     unsigned char byte = 0;
-    return read(STDIN_FILENO, &byte, 1) == 1 ? byte : -1;
+    ssize_t got = 0;
+    do got = read(STDIN_FILENO, &byte, 1); while (got < 0 && errno == EINTR);
+    return got == 1 ? byte : -1;
+}
+
+void close_wake_pipe() {
+    for (int& end : wake_pipe) {
+        if (end >= 0) close(end);
+        end = -1;
+    }
 }
 
 }  // namespace
@@ -83,35 +155,42 @@ HeatmapStyle terminal_style(ColorChoice choice) {
 
 TerminalKeys::TerminalKeys() {
     if (tcgetattr(STDIN_FILENO, &saved_mode) != 0) return;  // then it reads bytes as they come
-    termios raw = saved_mode;
-    raw.c_lflag &= ~tcflag_t(ICANON | ECHO);
-    raw.c_cc[VMIN] = 1;
-    raw.c_cc[VTIME] = 0;
-    struct sigaction action {};
-    action.sa_handler = restore_terminal_and_resignal;
-    sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < std::size(restoring_signals); ++i) {
-        sigaction(restoring_signals[i], nullptr, &previous_actions[i]);
+    raw_mode = saved_mode;
+    raw_mode.c_lflag &= ~tcflag_t(ICANON | ECHO);
+    raw_mode.c_cc[VMIN] = 1;
+    raw_mode.c_cc[VTIME] = 0;
+    if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    for (std::size_t i = 0; i < std::size(handled_signals); ++i) {
+        struct sigaction action {};
+        action.sa_handler = handler_of(handled_signals[i]);
+        sigemptyset(&action.sa_mask);  // one handler at a time, but fg reaches raw_again
+        for (int other : handled_signals) {  // while suspend_in_saved_mode waits
+            if (other != SIGCONT) sigaddset(&action.sa_mask, other);
+        }
+        sigaction(handled_signals[i], nullptr, &previous_actions[i]);
         if (previous_actions[i].sa_handler != SIG_IGN)  // an ignored signal stays ignored
-            sigaction(restoring_signals[i], &action, nullptr);
+            sigaction(handled_signals[i], &action, nullptr);
     }
-    raw_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    raw_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw_mode) == 0;
     if (raw_) return;
-    for (std::size_t i = 0; i < std::size(restoring_signals); ++i)
-        sigaction(restoring_signals[i], &previous_actions[i], nullptr);
+    for (std::size_t i = 0; i < std::size(handled_signals); ++i)
+        sigaction(handled_signals[i], &previous_actions[i], nullptr);
+    close_wake_pipe();
 }
 
 TerminalKeys::~TerminalKeys() {
     if (!raw_) return;
+    for (std::size_t i = 0; i < std::size(handled_signals); ++i)
+        sigaction(handled_signals[i], &previous_actions[i], nullptr);
     tcsetattr(STDIN_FILENO, TCSANOW, &saved_mode);
-    for (std::size_t i = 0; i < std::size(restoring_signals); ++i)
-        sigaction(restoring_signals[i], &previous_actions[i], nullptr);
+    close_wake_pipe();
 }
 
 // A key is one byte, or an escape sequence (an arrow: ESC [ C) read while its bytes keep
 // arriving; a lone Escape is followed by nothing within 30 ms.
 Key TerminalKeys::next_key() {
     const int first = read_byte(-1);
+    if (first == resumed) return Key::Other;  // the prompt is drawn again
     if (first < 0) return Key::End;
     std::string bytes(1, char(first));
     if (first == 0x1b) {

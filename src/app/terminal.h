@@ -25,6 +25,8 @@ HeatmapStyle terminal_style(ColorChoice choice);
 // --step's keys from the terminal on stdin, one key at a time without Enter: the terminal
 // is put in raw mode (no line buffering, no echo; Ctrl-C still interrupts) and restored when
 // this object goes, and on SIGINT, SIGTERM and SIGHUP before the signal ends the process.
+// Ctrl-Z (SIGTSTP) restores it too before the process stops; SIGCONT (fg) sets raw mode
+// again, and the wait for a key returns Key::Other, so the stepper draws its prompt again.
 class TerminalKeys : public KeySource {
 public:
     TerminalKeys();

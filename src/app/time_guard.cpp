@@ -13,6 +13,7 @@
 namespace mha {
 
 double macs_per_thread_second(Form form, AttentionPath path) {
+    if (form == Form::Mla) return 5e8;
     if (form == Form::Decode) return 1e9;
     if (form == Form::PerHead || path == AttentionPath::Standard) return 4e9;
     return 15e9;
@@ -31,7 +32,7 @@ std::string duration_words(double seconds) {
 }
 
 void check_time(std::uint64_t macs, std::size_t threads, double rate,
-                const std::optional<double>& max_time) {
+                const std::optional<double>& max_time, const char* instead) {
     const double seconds = estimated_seconds(macs, threads, rate);
     if (!max_time || seconds <= *max_time) return;
     std::ostringstream limit;  // as given: 60, 0.5
@@ -39,8 +40,7 @@ void check_time(std::uint64_t macs, std::size_t threads, double rate,
     throw Error("this run needs " + with_commas(macs) + " multiply-adds, about " +
                 duration_words(seconds) + " on " + std::to_string(threads) +
                 (threads == 1 ? " thread" : " threads") + ", over --max-time " + limit.str() + " s" +
-                "; --shapes-only traces its shapes and costs without computing, and "
-                "--max-time off (or a larger --max-time) runs it");
+                "; " + instead + ", and --max-time off (or a larger --max-time) runs it");
 }
 
 Progress::Progress(double estimate, std::ostream& out, bool show) : estimate_(estimate), out_(out) {

@@ -66,14 +66,20 @@ std::string read_stream(int fd, const std::string& path, const Ledger& ledger, s
     return bytes;
 }
 
+// The status of an open file; a directory is refused.
+struct stat status_of(const Descriptor& file, const std::string& path) {
+    struct stat status {};
+    if (::fstat(file.fd, &status) != 0) fail(path, errno);
+    if (S_ISDIR(status.st_mode)) fail(path, EISDIR);
+    return status;
+}
+
 }  // namespace
 
 std::string read_file(const std::string& path, const Ledger& ledger) {
     const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (file.fd < 0) fail(path, errno);
-    struct stat status {};
-    if (::fstat(file.fd, &status) != 0) fail(path, errno);
-    if (S_ISDIR(status.st_mode)) fail(path, EISDIR);
+    const struct stat status = status_of(file, path);
     if (!S_ISREG(status.st_mode)) return read_stream(file.fd, path, ledger, std::string());
     const auto size = std::uint64_t(status.st_size);
     ledger.check(size, path, "the file needs " + byte_size(size));
@@ -83,6 +89,17 @@ std::string read_file(const std::string& path, const Ledger& ledger) {
     if (bytes.size() < size || read_some(file.fd, &probe, 1, path) == 0) return bytes;
     bytes += probe;  // the file grew while it was read: the rest as a stream
     return read_stream(file.fd, path, ledger, std::move(bytes));
+}
+
+std::string read_small_file(const std::string& path, std::uint64_t max_bytes, const std::string& what) {
+    const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0) fail(path, errno);
+    status_of(file, path);
+    std::string bytes(max_bytes + 1, '\0');
+    bytes.resize(read_some(file.fd, bytes.data(), bytes.size(), path));
+    if (bytes.size() > max_bytes)
+        throw Error(path + ": more than " + byte_size(max_bytes) + ", too long for " + what);
+    return bytes;
 }
 
 }  // namespace mha

@@ -1,5 +1,6 @@
 // State-dict layouts: nn.MultiheadAttention (packed or separate projections), from-scratch
-// modules (W_q/W_k/W_v/W_o, any case), a fused W_qkv, Hugging Face's q_proj ... o_proj.
+// modules (W_q/W_k/W_v/W_o, any case), a fused W_qkv, Hugging Face's q_proj ... o_proj and
+// GPT-2's c_attn and c_proj.
 
 #include "io/weights.h"
 
@@ -45,6 +46,11 @@ public:
 
     Tensor take_optional(const std::string& name, const Shape& expected) {
         return has(name) ? take(name, expected) : Tensor();
+    }
+
+    // Leaves out array `name`, when there is one of rank `rank`, as read (a buffer, not a weight).
+    void pass_over(const std::string& name, std::size_t rank) {
+        if (has(name) && arrays_.at(name).shape.size() == rank) used_.insert(name);
     }
 
     void reject_leftovers() const {
@@ -191,6 +197,27 @@ Weights scratch(StateDict& dict, const ModuleNames& n) {
     return w;
 }
 
+const char* const gpt2_layout =
+    "GPT-2 attention, Conv1D weights stored (in, out): c_attn.weight (E, 3E), c_attn.bias (3E), "
+    "c_proj.weight (E, E), c_proj.bias (E)";
+
+// GPT-2's Conv1D computes x @ W + b with W (in_features, out_features), the transpose of
+// nn.Linear's (out, in): c_attn.weight (E, 3E) transposed is in_proj_weight (3E, E), split into
+// W_q, W_k, W_v as nn.MultiheadAttention's is, and c_proj.weight transposed is W_o. Older
+// Hugging Face versions also save the causal mask buffer 'bias' (1, 1, L, L) and 'masked_bias'
+// (a scalar); they are passed over (--causal gives the mask).
+Weights gpt2(StateDict& dict) {
+    const std::size_t E = dict.nonzero(dict.rows_of("c_attn.weight"), "E", "c_attn.weight");
+    Weights w;
+    const Tensor weight = dict.take("c_attn.weight", {E, 3 * E}).transpose(0, 1).contiguous();
+    split_packed(weight, dict.take_optional("c_attn.bias", {3 * E}), E, w);
+    w.w_o = dict.take("c_proj.weight", {E, E}).transpose(0, 1).contiguous();
+    w.b_o = dict.take_optional("c_proj.bias", {E});
+    dict.pass_over("bias", 4);
+    dict.pass_over("masked_bias", 0);
+    return w;
+}
+
 // QK-norm's RMSNorm weights, q_norm.weight and k_norm.weight (d_k), when the dict has
 // either; their size is checked against d_k with the other shapes.
 void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
@@ -205,8 +232,8 @@ void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
 
 // The first array of each naming mha reads; under a prefix they give its attention modules.
 const std::vector<std::string> attention_markers = {
-    "in_proj_weight", "q_proj_weight", "W_q.weight", "w_q.weight",
-    "W_qkv.weight",   "w_qkv.weight",  "q_proj.weight"};
+    "in_proj_weight", "q_proj_weight", "W_q.weight",    "w_q.weight",
+    "W_qkv.weight",   "w_qkv.weight",  "q_proj.weight", "c_attn.weight"};
 
 // "'a', 'b', 'c' and 2 more": at most `shown` names.
 std::string some_names(const std::vector<std::string>& names, std::size_t shown) {
@@ -234,7 +261,8 @@ std::string unknown_layout(const Arrays& arrays, const std::string& source) {
     for (const auto& entry : arrays) names.push_back(entry.first);
     return source + ": not a state dict mha knows; found " + some_names(names, 4) +
            "; expected nn.MultiheadAttention's in_proj_weight and out_proj.weight, W_q/W_k/W_v/W_o "
-           "(.weight, .bias), W_qkv and W_o, or Hugging Face's q_proj/k_proj/v_proj/o_proj";
+           "(.weight, .bias), W_qkv and W_o, Hugging Face's q_proj/k_proj/v_proj/o_proj, or GPT-2's "
+           "c_attn/c_proj";
 }
 
 }  // namespace
@@ -301,6 +329,12 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
                            out.substr(0, out.size() - 1) + ", each .weight with optional .bias");
         w = scratch(dict, {"q_proj.", "k_proj.", "v_proj.", out, ""});
         take_qk_norm(dict, arrays, w);
+        dict.reject_leftovers();
+        return w;
+    }
+    if (arrays.count("c_attn.weight")) {
+        StateDict dict(arrays, source, gpt2_layout);
+        w = gpt2(dict);
         dict.reject_leftovers();
         return w;
     }
@@ -428,6 +462,7 @@ LoadedWeights load_weights(const std::string& path, const Ledger& ledger, const 
     loaded.num_heads = take_num_heads(arrays, path);
     if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, attention_markers);
     loaded.weights = weights_from_state_dict(arrays, path);
+    loaded.conv1d = arrays.count("c_attn.weight") != 0;
     return loaded;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // A PyTorch state dict saved as .npz -> Weights. Understands nn.MultiheadAttention's
-// names and the names from-scratch modules use; anything else is an error that
-// names the array and the shape expected.
+// names, the names from-scratch modules use, Hugging Face's q_proj ... o_proj and GPT-2's
+// c_attn and c_proj; anything else is an error that names the array and the shape expected.
 
 #include "core/attention.h"
 #include "core/mla.h"
@@ -28,6 +28,7 @@ std::optional<std::size_t> take_num_heads(std::map<std::string, npy::Array>& arr
 struct LoadedWeights {
     Weights weights;
     std::optional<std::size_t> num_heads;  // the file's num_heads entry, when it has one
+    bool conv1d = false;  // GPT-2's c_attn and c_proj: stored (in, out), read transposed
 };
 
 // Refuses a file whose arrays need more than the ledger has left to load. A non-empty

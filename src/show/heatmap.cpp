@@ -1,4 +1,4 @@
-// Terminal heatmaps: a scale legend, then the maps in rows of panels.
+// Terminal heatmaps: a scale legend, then the maps in rows of panels, masked keys hatched.
 
 #include "show/heatmap.h"
 
@@ -49,7 +49,25 @@ std::string cell(float weight, Shading shading, std::size_t cell_width) {
     return background(weight, shading) + std::string(cell_width, ' ') + reset;
 }
 
-void legend(std::ostream& out, Shading shading, bool auto_scale) {
+// A key the mask hides: hatched, the SVG's way, in grey on the terminal's own background
+// (no colour of the scale), so it never reads as a weight near 0.
+std::string masked_cell(Shading shading, std::size_t cell_width) {
+    const std::string hatch(cell_width, masked_char);
+    if (shading == Shading::Plain) return hatch;
+    const char* grey = shading == Shading::TrueColour ? "\x1b[38;2;128;128;128m" : "\x1b[38;5;244m";
+    return grey + hatch + reset;
+}
+
+bool any_masked(const std::vector<WeightMap>& maps) {
+    for (const WeightMap& map : maps) {
+        for (bool hidden : map.blocked) {
+            if (hidden) return true;
+        }
+    }
+    return false;
+}
+
+void legend(std::ostream& out, Shading shading, bool auto_scale, bool masked) {
     const char* low = auto_scale ? "min" : "0";
     const char* high = auto_scale ? "max" : "1";
     if (shading == Shading::Plain) {
@@ -60,6 +78,10 @@ void legend(std::ostream& out, Shading shading, bool auto_scale) {
         out << "scale: " << low << " ";
         for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading, 2);
         out << " " << high << "\n";
+    }
+    if (masked) {
+        out << "masked: " << masked_cell(shading, 2)
+            << " a key the mask hides (weight 0 by the mask, not by the scores)\n";
     }
     if (auto_scale)
         out << "(--scale auto: each map from its own min to its own max, shown in its title)\n";
@@ -121,8 +143,11 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
         std::string line = padded_right(labels[query], label_width);
         for (std::size_t p = 0; p < band.size(); ++p) {
             const WeightMap& map = band[p];
-            for (std::size_t key = 0; key < shown.cols; ++key)
-                line += cell(ranges[p].position(map.at(query, key)), style.shading, cell_width);
+            for (std::size_t key = 0; key < shown.cols; ++key) {
+                line += map.is_blocked(query, key)
+                            ? masked_cell(style.shading, cell_width)
+                            : cell(ranges[p].position(map.at(query, key)), style.shading, cell_width);
+            }
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }
         put_line(out, line);
@@ -154,7 +179,7 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
     const std::size_t per_band =
         std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
 
-    legend(out, style.shading, style.auto_scale);
+    legend(out, style.shading, style.auto_scale, any_masked(maps));
     for (std::size_t first = 0; first < maps.size(); first += per_band) {
         out << "\n";
         const std::vector<WeightMap> band(maps.begin() + first,

@@ -1,8 +1,9 @@
 #pragma once
 // Attention weights drawn in the terminal: queries as rows, keys as columns, one
 // two-character cell per weight. Colour shading, or a plain character ramp that
-// pipes and diffs cleanly. Panels sit side by side when the width allows, and a
-// map too large for the screen is cut, with a line that says what was left out.
+// pipes and diffs cleanly; keys the mask hides are hatched (//), never shaded as
+// weights. Panels sit side by side when the width allows, and a map too large for
+// the screen is cut, with a line that says what was left out.
 
 #include "show/weight_maps.h"
 
@@ -26,6 +27,10 @@ struct HeatmapStyle {
 // The plain ramp: weight w in [0, 1] is ramp[min(9, floor(10·w))]; blank below 0.1.
 // With auto_scale, w is first placed on its map's own min..max.
 inline constexpr const char* plain_ramp = " .:-=+*#%@";
+
+// A key the mask hides (WeightMap::blocked) is drawn with this character in every shading
+// (grey when coloured), and the legend says so.
+inline constexpr char masked_char = '/';
 
 // row_labels: one per query ("3 sat"); key columns are numbered 0..M-1.
 void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,

@@ -60,7 +60,13 @@ void print_prediction(std::ostream& out, const std::vector<Prediction>& predicti
 
 std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
                                   const std::vector<std::size_t>& heads, bool mean) {
-    std::vector<WeightMap> maps = weight_maps(weights, MapChoice{heads, mean, {}});
+    const std::size_t n = weights.size(2);
+    std::vector<bool> causal(n * n);  // (N, N): key j is hidden from query i when j > i
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = i + 1; j < n; ++j) causal[i * n + j] = true;
+    }
+    std::vector<WeightMap> maps = weight_maps(
+        weights, MapChoice{heads, mean, {}}, std::vector<std::vector<bool>>(weights.size(1), causal));
     for (WeightMap& map : maps) map.title = "layer " + std::to_string(layer) + " " + map.title;
     return maps;
 }

@@ -30,9 +30,10 @@ void print_prediction(std::ostream& out, const std::vector<Prediction>& predicti
                       const std::vector<std::uint32_t>& vocab);
 
 // Every head of every layer, batch 0, titled "layer L head H": weights per layer (1, h, N, N).
+// The model's causal mask marks each map's blocked keys (j > i).
 std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights);
 
-// The maps of one layer, titled "layer L head H".
+// The maps of one layer, titled "layer L head H", with the causal mask's blocked keys.
 std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
                                   const std::vector<std::size_t>& heads, bool mean);
 

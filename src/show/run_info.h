@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/mla.h"
 
 namespace mha {
 
@@ -16,7 +19,7 @@ struct RunInfo {
     std::size_t d_model = 0;
     std::size_t heads = 0;      // h
     std::size_t kv_heads = 0;   // G key/value heads (h unless shared)
-    std::size_t head_dim = 0;   // d_k (d_model / h unless the heads are wider)
+    std::size_t head_dim = 0;   // d_k (d_model / h unless the heads are wider; MLA: d_h + d_R)
     std::size_t kdim = 0;       // features of x_k (d_model unless the state dict differs)
     std::size_t vdim = 0;       // features of x_v
     bool self_attention = true;
@@ -33,6 +36,7 @@ struct RunInfo {
     std::vector<std::string> tokens;      // --text: one per position; empty otherwise
     std::vector<std::string> head_names;  // --demo-heads: one per head; empty otherwise
     std::string variant;         // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
+    std::optional<MlaSizes> mla;  // --form mla: its matrices replace W_q, W_k, W_v, W_o
     bool shapes_only = false;    // --shapes-only: steps without values, no output
     std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
     std::uint64_t total_macs = 0;        // multiply-adds of the whole pass

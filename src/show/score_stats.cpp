@@ -1,9 +1,11 @@
-// Variance of the scores before and after the 1/sqrt(d_k) scale, and what the softmax made of them.
+// Variance of the scores before and after step 7's scale (1/sqrt(d_k), or 1/sqrt(S)), and
+// what the softmax made of them.
 
 #include "show/score_stats.h"
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "show/head_summary.h"
 #include "show/summary.h"
@@ -37,7 +39,7 @@ void ScoreStats::on_step(const Step& step) {
 }
 
 void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k,
-                       bool scaled, double softcap) const {
+                       bool scaled, double scale_base, double softcap) const {
     const Tensor weights = result.weights.contiguous();
     const std::size_t m = weights.size(3), rows = weights.numel() / m;
     double entropy = 0.0;
@@ -51,7 +53,12 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
         for (std::size_t key = 0; key < m; ++key) saturated += row[key] > saturated_weight ? 1 : 0;
     }
     const double raw = count_ > 0.0 ? squares_ / count_ : 0.0;
-    const std::string after = scaled ? fixed(raw / double(d_k), 2) + " after / sqrt(d_k)"
+    // step 7 divides by sqrt(divisor): the variance by the divisor
+    const double divisor = scale_base > 0.0 ? scale_base : double(d_k);
+    std::ostringstream by;
+    by << " after / sqrt(" << (scale_base > 0.0 ? "S" : "d_k") << ")";
+    if (scale_base > 0.0) by << " with S = " << scale_base << " (--scale-base, in place of d_k)";
+    const std::string after = scaled ? fixed(raw / divisor, 2) + by.str()
                                      : std::string("not scaled (--no-scale)");
     out << "\n";
     if (count_ > 0.0) {
@@ -61,7 +68,7 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
                      " ", "", "  ");
     }
     if (softcap > 0.0 && count_ > 0.0) {
-        const double before = largest_raw_ / (scaled ? std::sqrt(double(d_k)) : 1.0);
+        const double before = largest_raw_ / (scaled ? std::sqrt(divisor) : 1.0);
         write_filled(out,
                      words_of("soft-cap C = " + fixed(softcap, 2) + ": the largest |score| was " +
                               fixed(before, 3) + " before C·tanh(s/C) and " +

@@ -1,8 +1,8 @@
 #pragma once
 // Scaling made visible: a tracer that pools the variance of the raw scores over every
 // step 6 it sees (all heads at once, or one head at a time), then a report that adds
-// the variance the softmax sees (divided by d_k when step 7 scales), the softmax's
-// mean row entropy and how many rows it saturated.
+// the variance the softmax sees (divided by d_k, or by S under --scale-base, when step 7
+// scales), the softmax's mean row entropy and how many rows it saturated.
 
 #include "core/attention.h"
 #include "core/step.h"
@@ -20,10 +20,11 @@ public:
     bool enabled() const override { return wanted_; }
     void on_step(const Step& step) override;
 
-    // weights (B, h, N, M) of the finished pass; d_k, whether step 7 scaled, and its
-    // soft-cap C (0 for none: then no line about it).
+    // weights (B, h, N, M) of the finished pass; d_k, whether step 7 scaled, S when it
+    // divided by sqrt(S) in place of sqrt(d_k) (--scale-base; 0 for none) and its soft-cap
+    // C (0 for none: then no line about it).
     void print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled,
-               double softcap) const;
+               double scale_base, double softcap) const;
 
 private:
     bool wanted_;

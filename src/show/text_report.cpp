@@ -68,20 +68,39 @@ std::string parameter_formula(const RunInfo& info) {
     return "";
 }
 
+// "(256, 256) = 65,536"
+std::string matrix(std::uint64_t rows, std::uint64_t cols) {
+    return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ") = " + with_commas(rows * cols);
+}
+
+// MLA's matrices in Hugging Face's names, and what each head owns of them.
+std::vector<std::string> mla_parameters(const MlaSizes& m) {
+    const std::uint64_t e = m.d_model, h = m.heads;
+    return {"per projection: q_proj " + matrix(h * (m.d_nope + m.d_rope), e) +
+                ", kv_a_proj_with_mqa " + matrix(m.d_latent + m.d_rope, e) +
+                ", kv_a_layernorm (" + std::to_string(m.d_latent) + "), kv_b_proj " +
+                matrix(h * (m.d_nope + m.d_v), m.d_latent) + ", o_proj " + matrix(e, h * m.d_v),
+            "per head: d_h + d_R = " + std::to_string(m.d_nope + m.d_rope) +
+                " rows of q_proj, d_h + d_v = " + std::to_string(m.d_nope + m.d_v) +
+                " rows of kv_b_proj, d_v = " + std::to_string(m.d_v) +
+                " columns of o_proj; the latent and the RoPE key are shared by every head"};
+}
+
 // "per projection: W_q, W_k, W_v, W_o (256, 256) = 65,536 each (+ bias)" and
-// "per head: d_k·d_model = 64·256 = 16,384 of each of W_q, W_k, W_v, W_o".
+// "per head: d_k·d_model = 64·256 = 16,384 of each of W_q, W_k, W_v, W_o"; W_q is
+// (h·d_k, d_model) and W_o (d_model, h·d_k) when the heads are not d_model / h wide.
 std::vector<std::string> projection_parameters(const RunInfo& info) {
-    const std::uint64_t e = info.d_model, d_k = e / info.heads;
+    if (info.mla) return mla_parameters(*info.mla);
+    const std::uint64_t e = info.d_model, d_k = info.head_dim;
+    const std::uint64_t q_rows = std::uint64_t(info.heads) * d_k;
     const std::uint64_t kv_rows = std::uint64_t(info.kv_heads) * d_k;
-    const auto matrix = [](std::uint64_t rows, std::uint64_t cols) {
-        return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ") = " +
-               with_commas(rows * cols);
-    };
-    const bool square = kv_rows == e && info.kdim == e && info.vdim == e;
+    const bool square = q_rows == e && kv_rows == e && info.kdim == e && info.vdim == e;
+    const std::string query_output = q_rows == e ? "W_q, W_o " + matrix(e, e) + " each"
+                                                 : "W_q " + matrix(q_rows, e) + ", W_o " + matrix(e, q_rows);
     const std::string projections =
         square ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
-               : "W_q, W_o " + matrix(e, e) + " each, W_k " + matrix(kv_rows, info.kdim) +
-                     ", W_v " + matrix(kv_rows, info.vdim);
+               : query_output + ", W_k " + matrix(kv_rows, info.kdim) + ", W_v " +
+                     matrix(kv_rows, info.vdim);
     return {"per projection: " + projections + (info.bias ? " (+ bias)" : ""),
             "per head: d_k·d_model = " + std::to_string(d_k) + "·" + std::to_string(e) + " = " +
                 with_commas(d_k * e) + " of each of " + (square ? "W_q, W_k, W_v, W_o" : "W_q and W_o")};

@@ -13,6 +13,8 @@
 #             scores are scaled by 1/sqrt(query_pre_attn_scalar) (config.json; Hugging
 #             Face's Gemma2Attention); nn.MultiheadAttention cannot express either
 #   QK-norm   RMSNorm (Zhang & Sennrich 2019) of each head's q and k, as Qwen 3 applies it
+#   block     nn.TransformerEncoderLayer's pre- and post-LN steps around a layer whose
+#             heads are not d_model / h wide (checked against the nn modules themselves)
 #   MLA       DeepSeek-AI 2024, DeepSeek-V2, section 2.1, eq. 9-19, in the Hugging Face
 #             state-dict layout (kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj) and in the
 #             paper's separate matrices (W_dkv, W_kr, W_uk, W_uv)
@@ -307,6 +309,75 @@ def layer_case(name, options, d_model=16, heads=4, B=2, N=6, M=None, **features)
     return name, options, module, files, output, weights
 
 
+class ModernBlock(nn.Module):
+    """A transformer block (nn.TransformerEncoderLayer's steps) around a ModernAttention.
+
+    State dict in the from-scratch names mha reads: attn.* (the layer), ln1, ln2 (LayerNorm,
+    eps 1e-5), ffn.0 and ffn.2 (the feed-forward's two Linear layers, GELU between them).
+    pre: x + attn(ln1(x)), then + ffn(ln2(.)); post: ln1(x + attn(x)), then ln2(. + ffn(.)).
+    """
+
+    def __init__(self, d_model, heads, d_ff, pre, **features):
+        super().__init__()
+        self.pre = pre
+        self.attn = ModernAttention(d_model, heads, **features)
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, dtype=torch.float32):
+        """The block written out in the given dtype: LayerNorm, GELU and residuals by hand."""
+        sd = {k: v.to(dtype) for k, v in self.state_dict().items()}
+        x = x.to(dtype)
+
+        def norm(y, name):  # (y - mean) / sqrt(biased variance + 1e-5) * gamma + beta
+            mean = y.mean(-1, keepdim=True)
+            var = ((y - mean) ** 2).mean(-1, keepdim=True)
+            return (y - mean) / torch.sqrt(var + 1e-5) * sd[name + ".weight"] + sd[name + ".bias"]
+
+        def ffn(y):  # GELU(u) = u/2 (1 + erf(u / sqrt 2)) between the two Linear layers
+            u = y @ sd["ffn.0.weight"].T + sd["ffn.0.bias"]
+            return (u / 2 * (1 + torch.erf(u / math.sqrt(2)))) @ sd["ffn.2.weight"].T + sd["ffn.2.bias"]
+
+        if self.pre:
+            a = norm(x, "ln1")
+            attended, weights = self.attn(a, a, a, dtype)
+            h = x + attended
+            return h + ffn(norm(h, "ln2")), weights
+        attended, weights = self.attn(x, x, x, dtype)
+        h = norm(x + attended, "ln1")
+        return norm(h + ffn(h), "ln2"), weights
+
+    def modules(self, x):
+        """The same block from the nn modules, float32: the second, independent way."""
+        if self.pre:
+            a = self.ln1(x)
+            attended, weights = self.attn(a, a, a)
+            h = x + attended
+            return h + self.ffn(self.ln2(h)), weights
+        attended, weights = self.attn(x, x, x)
+        h = self.ln1(x + attended)
+        return self.ln2(h + self.ffn(h)), weights
+
+
+def block_case(name, options, pre, d_model=16, heads=2, d_ff=24, B=2, N=5, **features):
+    seed = 1400 + sum(map(ord, name))
+    torch.manual_seed(seed)
+    module = ModernBlock(d_model, heads, d_ff, pre, **features)
+    with torch.no_grad():
+        for pname, param in module.named_parameters():
+            if pname.endswith("bias"):
+                param.uniform_(-0.1, 0.1)
+            elif pname.startswith("ln"):  # LayerNorm gains other than 1
+                param.uniform_(0.5, 1.5)
+    x = torch.randn(B, N, d_model)
+    with torch.no_grad():
+        output, weights = module(x, dtype=D64)
+        out32, w32 = module.modules(x)
+    check(out32, output, f"{name}: nn modules (float32) vs the block by hand (float64): output", 1e-5)
+    check(w32, weights, f"{name}: nn modules (float32) vs the block by hand (float64): weights", 1e-5)
+    return name, options, module, {"query": x}, output, weights
+
+
 def equal_after_permutation():
     """RoPE interleaved with W_q, W_k equals RoPE half with their rows permuted per head."""
     torch.manual_seed(1410)
@@ -360,6 +431,12 @@ def layer_cases():
         layer_case("gemma2_global", "--heads 4 --kv-heads 2 --head-dim 8 --scale-base 6 "
                    "--softcap 1 --rope half --causal", N=7, head_dim=8, kv_heads=2,
                    scale_base=6.0, cap=1.0, rope="half", causal=True),
+        # the block around heads wider or narrower than d_model / h: W_o brings the
+        # h·d_k-wide concat back to d_model before the residual
+        block_case("block_pre_head_dim", "--heads 2 --head-dim 12 --block pre --causal", True,
+                   head_dim=12, causal=True),
+        block_case("block_post_head_dim", "--heads 4 --head-dim 3 --block post", False,
+                   heads=4, head_dim=3),
     ]
 
 

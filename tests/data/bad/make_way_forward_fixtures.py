@@ -33,7 +33,7 @@ np.savez(os.path.join(HERE, "layers.npz"),
          **{f"model.layers.{l}.self_attn.{k}": v for l in range(2) for k, v in hf.items()},
          **{f"model.layers.{l}.mlp.up_proj.weight": np.ones((32, 16), np.float32) for l in range(2)})
 
-# GPT-2's names (Conv1D, stored transposed): not a layout mha reads
+# GPT-2's names (Conv1D, stored transposed): read transposed, the same module as weights.npz
 np.savez(os.path.join(HERE, "gpt2_names.npz"),
          **{"c_attn.weight": w.T.copy(), "c_attn.bias": state["in_proj_bias"],
             "c_proj.weight": state["out_proj.weight"].T.copy(), "c_proj.bias": state["out_proj.bias"]})

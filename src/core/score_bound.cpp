@@ -1,0 +1,91 @@
+// Upper bounds on Q, K and the scores from the largest inputs and weights, checked against
+// float32's range before the pass runs.
+
+#include "core/score_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mha {
+
+namespace {
+
+// Room for float32's rounding: the computed values may pass the exact bounds a little.
+constexpr double limit = std::numeric_limits<float>::max() / 4;
+
+// max over the rows r of w (out, in) of Σ_c |w[r][c]|: the most one output of x wᵀ can
+// gather from inputs of magnitude at most 1.
+double largest_row_sum(const Tensor& w) {
+    double largest = 0.0;
+    for (std::size_t r = 0; r < w.size(0); ++r) {
+        const float* row = w.data() + r * w.strides()[0];
+        double sum = 0.0;
+        for (std::size_t c = 0; c < w.size(1); ++c) sum += std::fabs(row[c * w.strides()[1]]);
+        largest = std::max(largest, sum);
+    }
+    return largest;
+}
+
+// The largest |value| of x wᵀ + b over inputs no larger than `input` in magnitude.
+double projection_bound(const Tensor& w, const Tensor& b, double input) {
+    return largest_row_sum(w) * input + largest_value(b);
+}
+
+}  // namespace
+
+double largest_value(const Tensor& t) {
+    const std::size_t count = t.numel();
+    if (count == 0) return 0.0;
+    double largest = 0.0;
+    if (t.is_contiguous()) {
+        for (std::size_t i = 0; i < count; ++i) largest = std::max(largest, double(std::fabs(t.data()[i])));
+        return largest;
+    }
+    std::vector<std::size_t> index(t.dim(), 0);  // C order over the shape, read through the strides
+    for (std::size_t i = 0; i < count; ++i) {
+        std::size_t offset = 0;
+        for (std::size_t d = 0; d < t.dim(); ++d) offset += index[d] * t.strides()[d];
+        largest = std::max(largest, double(std::fabs(t.data()[offset])));
+        for (std::size_t d = t.dim(); d-- > 0;) {
+            if (++index[d] < t.size(d)) break;
+            index[d] = 0;
+        }
+    }
+    return largest;
+}
+
+double layer_norm_bound(const Tensor& gamma, const Tensor& beta) {
+    return std::sqrt(double(gamma.numel())) * largest_value(gamma) + largest_value(beta);
+}
+
+bool may_overflow(const Weights& w, double query_input, double key_input,
+                  const ForwardOptions& options) {
+    const std::size_t d_k = w.q_width() / options.heads;
+    double q = projection_bound(w.w_q, w.b_q, query_input);
+    double k = std::max(projection_bound(w.w_k, w.b_k, key_input), largest_value(w.bias_k));
+    if (!(q < limit && k < limit)) return true;  // a projection itself
+    if (!w.q_norm.empty()) {  // RMSNorm: |x_i| / rms(x) <= sqrt(d_k), times its weight
+        q = std::sqrt(double(d_k)) * largest_value(w.q_norm);
+        k = std::sqrt(double(d_k)) * largest_value(w.k_norm);
+    }
+    if (options.rope) {  // a turned pair keeps its length: each half at most sqrt(2)·max
+        q *= std::sqrt(2.0);
+        k *= std::sqrt(2.0);
+    }
+    const double base = options.scale_base > 0 ? options.scale_base : double(d_k);
+    const double score = double(d_k) * q * k * score_factor(base, options.scale);
+    return !(q < limit && k < limit && score < limit);
+}
+
+bool may_overflow(const Model& model) {
+    for (const ModelLayer& layer : model.layers) {
+        ForwardOptions options;
+        options.heads = layer.heads;
+        const double input = layer_norm_bound(layer.block.norm1_weight, layer.block.norm1_bias);
+        if (may_overflow(layer.attention, input, input, options)) return true;
+    }
+    return false;
+}
+
+}  // namespace mha
