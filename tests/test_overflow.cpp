@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 #include "core/attention.h"
 #include "core/decode.h"
 #include "core/error.h"
+#include "core/mla.h"
 #include "core/per_head.h"
 #include "core/score_bound.h"
 #include "helpers.h"
@@ -277,4 +279,49 @@ TEST_CASE("the model's bound: each layer attends over its LayerNorm's output", "
     mha::NullTracer none;
     REQUIRE_THROWS_WITH(mha::forward_model(model, {1, 2, 3, 4}, 0, 1, none),
                         Catch::Contains("head") && Catch::Contains("overflows float32"));
+}
+
+TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagged, and none "
+          "that runs gives a value that is not finite", "[overflow][mla]") {
+    const mha::MlaSizes sizes = mha::seeded_mla_sizes(32, 4, 16, 4);
+    const mha::MlaWeights w = mha::seeded_mla_weights(sizes, 5);
+    const mha::Inputs ordinary = mha::seeded_inputs({1, 6, 6, 32, 32, 32, 4, 4, 8}, true, 5);
+    const mha::Rope rope{mha::RopeLayout::Half, 10000.0};
+    CHECK_FALSE(mha::may_overflow(w, 4, mha::largest_value(ordinary.x_q)));
+    std::size_t stopped = 0, cleared = 0;
+    for (const float s : {1e10f, 1e15f, 1e17f, 1e18f, 1e19f, 1e25f, 1e30f, 1e36f}) {
+        std::vector<float> values = ordinary.x_q.to_vector();
+        for (float& v : values) v *= s;
+        const Tensor x(ordinary.x_q.shape(), values);
+        const bool may = mha::may_overflow(w, 4, mha::largest_value(x));
+        for (const mha::MlaForm form : {mha::MlaForm::Naive, mha::MlaForm::Absorbed}) {
+            CAPTURE(s, form == mha::MlaForm::Naive);
+            try {
+                const mha::MlaResult r = mha::mla_forward(w, x, 4, true, rope, form);
+                const std::vector<float> out = r.output.to_vector(), p = r.weights.to_vector();
+                CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
+                CHECK(std::all_of(p.begin(), p.end(), [](float v) { return std::isfinite(v); }));
+                cleared += may ? 0 : 1;
+            } catch (const mha::Error& e) {
+                CHECK_THAT(e.what(), Catch::Contains("overflows float32"));
+                CHECK(may);
+                ++stopped;
+            }
+        }
+    }
+    CHECK(stopped > 0);  // the sweep reaches the edge from both sides
+    CHECK(cleared > 0);
+}
+
+TEST_CASE("MLA: a run that stops on overflow prints nothing on stdout", "[overflow][mla][cli]") {
+    const std::string input = test::temp_path("overflow_mla.npy");
+    write_npy(input, Tensor({1, 2, 4}, {3e37f, 3e37f, 3e37f, 3e37f, -3e37f, 3e37f, 3e37f, 3e37f}));
+    const std::string options = GENERATE(as<std::string>{}, "", " --trace", " --format json");
+    const Printed r = run_apart("--form mla --input " + input + " -H 2" + options);
+    CAPTURE(options, r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("mha: error: ") && Catch::Contains("overflows float32"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    std::remove(input.c_str());
 }

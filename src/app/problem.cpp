@@ -466,6 +466,8 @@ Problem build_mla_problem(const Config& c) {
     check_time(macs, 1, rate, c.max_time);
     p.estimated_seconds = estimated_seconds(macs, 1, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
+    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
+    if (p.compute_first) check_time(2 * macs, 1, rate, c.max_time);  // two passes
     p.masks.causal = c.causal;
     p.layout = files.layout;
     p.options.heads = m.heads;

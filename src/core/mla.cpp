@@ -74,6 +74,20 @@ static MatrixView rows_of(const float* data, std::size_t rows, std::size_t cols,
     return {data, rows, cols, stride, 1};
 }
 
+// A projection y (B·N, width) that passed float32's range: an Error naming its first row.
+static void check_finite(const Tensor& y, const char* name, std::size_t seq_len) {
+    const std::size_t width = y.size(1);
+    for (std::size_t i = 0; i < y.numel(); ++i) {
+        if (!std::isfinite(y.data()[i])) {
+            const std::size_t row = i / width;
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(row / seq_len) + ", position " +
+                        std::to_string(row % seq_len) +
+                        ": the inputs or weights are too large for float32");
+        }
+    }
+}
+
 MlaResult mla_forward(const MlaWeights& w, const Tensor& x, std::size_t heads, bool causal,
                       const Rope& rope, MlaForm form) {
     const MlaSizes s = mla_sizes(w, heads);
@@ -85,13 +99,16 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, std::size_t heads, b
     const std::size_t q_width = d_h + d_R;
     MlaResult result;
     const Tensor a = linear(x, w.w_kv_a);  // (B·N, d_c + d_R)
+    check_finite(a, "kv_a_proj_with_mqa", N);
     result.kv_a = a.view({B, N, d_c + d_R});
     result.latent = columns(a, 0, d_c).view({B, N, d_c});
     rms_norm_rows(result.latent, w.kv_norm);
     result.rope_key = columns(a, d_c, d_R).view({B, N, d_R});
     Tensor k_pe = result.rope_key.view({B, 1, N, d_R});
     apply_rope(k_pe, rope, 0);
-    result.queries = linear(x, w.w_q).view({B, N, h * q_width});
+    const Tensor queries = linear(x, w.w_q);  // (B·N, h·(d_h + d_R))
+    check_finite(queries, "q_proj", N);
+    result.queries = queries.view({B, N, h * q_width});
     const Tensor q = result.queries.view({B, N, h, q_width}).transpose(1, 2);  // (B, h, N, d_h + d_R)
     Tensor q_rope_part({B, h, N, d_R});  // the last d_R features of each head's q, rotated
     for (std::size_t b = 0; b < B; ++b)
@@ -124,7 +141,16 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, std::size_t heads, b
                 nope = product(rows_of(q_latent.data(), N, d_c, d_c), latent.transposed());
             }
             float* p = result.weights.data() + (b * h + hh) * N * N;  // (N, N)
-            for (std::size_t i = 0; i < N * N; ++i) p[i] = (nope[i] + scores[i]) * scale;
+            for (std::size_t i = 0; i < N * N; ++i) {
+                p[i] = (nope[i] + scores[i]) * scale;
+                if (!std::isfinite(p[i])) {
+                    throw Error("the score of batch " + std::to_string(b) + ", head " +
+                                std::to_string(hh) + ", query " + std::to_string(i / N) +
+                                ", key " + std::to_string(i % N) +
+                                " overflows float32; the inputs or weights are too large for "
+                                "float32");
+                }
+            }
             if (causal) apply_causal(p, N, N);
             softmax_rows(p, N, N, false);
             const MatrixView weights = rows_of(p, N, N, N);

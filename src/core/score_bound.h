@@ -5,6 +5,7 @@
 // is printed, so that such a run prints its one error line and nothing else.
 
 #include "core/attention.h"
+#include "core/mla.h"
 #include "core/model.h"
 
 namespace mha {
@@ -25,5 +26,9 @@ bool may_overflow(const Weights& w, double query_input, double key_input,
 
 // The same for every layer of a model: each attends over its first LayerNorm's output.
 bool may_overflow(const Model& model);
+
+// The same for the MLA form of h heads over inputs no larger than `input` in magnitude: its
+// projections, the keys and queries of both forms (the latent is RMS-normalised) and scores.
+bool may_overflow(const MlaWeights& w, std::size_t heads, double input);
 
 }  // namespace mha
