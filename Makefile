@@ -19,6 +19,10 @@ FPFLAGS  := -fno-trapping-math -ffp-contract=off
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
+# build/mha carries its own copy of libstdc++ and libgcc: at every start the dynamic loader then
+# binds a few dozen symbols instead of about 1,800 (docs/performance.md, "Start-up"). The
+# sanitizer builds keep them shared (their runtimes replace parts of them).
+STATIC_RUNTIME ?= -static-libstdc++ -static-libgcc
 # the test files compile without optimisation (later -O wins): Catch2's macros build in about
 # half the time at -O0, and the code they test (src/) keeps CXXFLAGS
 TEST_OPT ?= -O0
@@ -47,7 +51,7 @@ DESTDIR ?=
 all: $(BUILD)/mha
 
 $(BUILD)/mha: $(BUILD)/src/main.o $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(STATIC_RUNTIME) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/mha_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -108,7 +112,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # too, the tests that re-run the binary on every documented command (over 6 of its 10
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in.
-ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)"
+ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
 	$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
 
@@ -120,7 +124,7 @@ test-asan:
 THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity \
     workspace cli show bench time_guard
 test-tsan:
-	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" \
+	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
 	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue]"
 
 # test-clang: the suite built with clang++ and the usual flags

@@ -101,9 +101,12 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
 TEST_CASE("linear_panels equals linear_rows on each target of a fused product; any split of "
           "rows and panels gives the same bits, and so does gemm plus the bias") {
     EACH_VARIANT();
-    const std::size_t rows = 37, in = GENERATE(7, 65, 300), out = GENERATE(1, 33), wide = 40;
+    // 37 rows make one block on every variant (each panel of W packed just before its use),
+    // 300 several (the slice of all panels packed first); a split below mixes the two
+    const std::size_t rows = GENERATE(37, 300), in = GENERATE(7, 65, 300), out = GENERATE(1, 33);
+    const std::size_t wide = 40;
     const bool with_bias = GENERATE(false, true);
-    CAPTURE(in, out, with_bias);
+    CAPTURE(rows, in, out, with_bias);
     const mha::Tensor x({rows, in}, random_values(rows * in, 7));
     const mha::Tensor w({out, in}, random_values(out * in, 8));  // a target of `out` outputs
     const mha::Tensor bias = with_bias ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();

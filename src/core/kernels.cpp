@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/position_bias.h"
+#include "core/scratch.h"
 #include "core/softcap.h"
 #include "core/error.h"
 
@@ -47,7 +48,7 @@ MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // Per-thread packing buffers, kept between calls (pool threads live on).
 struct Scratch {
-    std::vector<float> a, b;
+    ScratchBuffer a, b;
 };
 Scratch& scratch() {
     thread_local Scratch s;
@@ -149,19 +150,19 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
         return;
     }
     Scratch& s = scratch();
-    s.b.resize(std::max(s.b.size(), std::min(k, KC) * round_up(m, NR)));
-    s.a.resize(std::max(s.a.size(), std::min(k, KC) * MC));
+    float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
+    float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
     for (std::size_t p0 = 0; p0 < k; p0 += KC) {
         const std::size_t kc = std::min(KC, k - p0);
         const bool add = accumulate || p0 > 0;
-        pack_b<NR>(b, p0, kc, s.b.data());
+        pack_b<NR>(b, p0, kc, packed_b);
         for (std::size_t i0 = 0; i0 < n; i0 += MC) {
             const std::size_t mc = std::min(MC, n - i0);
-            pack_a<MR>(a, i0, mc, p0, kc, s.a.data());
+            pack_a<MR>(a, i0, mc, p0, kc, packed_a);
             for (std::size_t j = 0; j < m; j += NR) {
-                const float* b_panel = s.b.data() + j / NR * kc * NR;
+                const float* b_panel = packed_b + j / NR * kc * NR;
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel<MR, NR>(kc, s.a.data() + i / MR * kc * MR, b_panel,
+                    micro_kernel<MR, NR>(kc, packed_a + i / MR * kc * MR, b_panel,
                                          c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
                                          std::min(NR, m - j), add);
                 }
@@ -190,8 +191,18 @@ MHA_INLINE std::vector<OutputPanel> output_panels(const std::vector<LinearTarget
     return panels;
 }
 
+// Panel q's slice [p0, p0 + kc) of Wᵀ -> (kc, NR) row-major, zero-padded past its width.
+template <std::size_t NR>
+MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size_t p0,
+                             std::size_t kc, float* out) {
+    const MatrixView w_t{panel.target->w + panel.j0 * in, panel.width, in, in, 1};  // W's rows
+    pack_b<NR>(w_t.transposed(), p0, kc, out);
+}
+
 // Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
-// slice of W is packed once and read by every block of rows; then the bias is added.
+// slice of W is packed once and read by every block of rows; then the bias is added. When
+// the rows make one block, each panel is packed just before its use into one panel's room
+// (the same products in the same order, in a buffer that stays small).
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
@@ -200,9 +211,10 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
+    const bool one_block = r1 - r0 <= MC;
     Scratch& s = scratch();
-    s.b.resize(std::max(s.b.size(), std::min(in, KC) * panels.size() * NR));
-    s.a.resize(std::max(s.a.size(), std::min(in, KC) * MC));
+    float* packed_w = s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : panels.size()));
+    float* packed_x = s.a.floats(std::min(in, KC) * std::min(MC, round_up(r1 - r0, MR)));
     for (const OutputPanel& panel : panels) {  // no input: the sums are zero
         if (in > 0) break;
         for (std::size_t r = r0; r < r1; ++r) {
@@ -212,21 +224,19 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     }
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
         const std::size_t kc = std::min(KC, in - p0);
-        for (std::size_t q = 0; q < panels.size(); ++q) {  // W's rows as Wᵀ's columns
-            const LinearTarget& t = *panels[q].target;
-            const MatrixView w_t{t.w + panels[q].j0 * in, panels[q].width, in, in, 1};
-            pack_b<NR>(w_t.transposed(), p0, kc, s.b.data() + q * kc * NR);
-        }
+        for (std::size_t q = 0; !one_block && q < panels.size(); ++q)
+            pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
         for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
             const std::size_t mc = std::min(MC, r1 - i0);
-            pack_a<MR>(a, i0, mc, p0, kc, s.a.data());
+            pack_a<MR>(a, i0, mc, p0, kc, packed_x);
             for (std::size_t q = 0; q < panels.size(); ++q) {
                 const LinearTarget& t = *panels[q].target;
                 float* y = t.y + i0 * t.out + panels[q].j0;
+                const float* w_panel = packed_w + (one_block ? 0 : q * kc * NR);
+                if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel<MR, NR>(kc, s.a.data() + i / MR * kc * MR,
-                                         s.b.data() + q * kc * NR, y + i * t.out, t.out,
-                                         std::min(MR, mc - i), panels[q].width, p0 > 0);
+                    micro_kernel<MR, NR>(kc, packed_x + i / MR * kc * MR, w_panel, y + i * t.out,
+                                         t.out, std::min(MR, mc - i), panels[q].width, p0 > 0);
                 }
             }
         }

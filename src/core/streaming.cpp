@@ -19,6 +19,7 @@
 
 #include "core/checked.h"
 #include "core/position_bias.h"
+#include "core/scratch.h"
 #include "core/softcap.h"
 
 namespace mha {
@@ -33,9 +34,9 @@ std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // One thread's buffers, kept between units (pool threads live on); they only grow.
 struct FlashScratch {
-    std::vector<float> keys, values;  // packed K and V of the unit
-    std::vector<float> queries, o;    // packed Q tile; Oᵀ (d_k, stream_query_tile)
-    std::vector<float> scores, shrink;  // one panel: (kt, nr) and (nr)
+    ScratchBuffer keys, values;  // packed K and V of the unit
+    ScratchBuffer queries, o;    // packed Q tile; Oᵀ (d_k, stream_query_tile)
+    ScratchBuffer scores, shrink;  // one panel: (kt, nr) and (nr)
     float row_max[stream_query_tile], row_sum[stream_query_tile];
 };
 FlashScratch& flash_scratch() {
@@ -43,9 +44,10 @@ FlashScratch& flash_scratch() {
     return s;
 }
 
-// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major. The rest of the last panel
-// keeps what it held: mask_scores blocks those keys' scores.
+// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major; zeros past M (mask_scores
+// blocks those keys' scores).
 void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
+    std::fill(out + k.rows / mr * mr * k.cols, out + round_up(k.rows, mr) * k.cols, 0.0f);
     for (std::size_t j = 0; j < k.rows; ++j) {
         float* panel = out + j / mr * k.cols * mr + j % mr;
         for (std::size_t d = 0; d < k.cols; ++d) panel[d * mr] = k(j, d);
@@ -129,19 +131,19 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
     const FlashRegisterTile tile = flash_tile();
     const std::size_t padded_d = round_up(d_k, tile.mr);
     FlashScratch& s = flash_scratch();
-    s.keys.resize(std::max(s.keys.size(), round_up(m, tile.mr) * d_k));
-    s.values.resize(std::max(s.values.size(), round_up(m, tile.mr) * padded_d));
-    s.queries.resize(stream_query_tile * d_k);
-    s.o.resize(d_k * stream_query_tile);
-    s.scores.resize(stream_key_tile * tile.nr);
-    s.shrink.resize(tile.nr);
-    pack_keys(k, tile.mr, s.keys.data());
-    pack_values(v, tile.mr, padded_d, s.values.data());
+    float* const keys = s.keys.floats(round_up(m, tile.mr) * d_k);
+    float* const values = s.values.floats(round_up(m, tile.mr) * padded_d);
+    float* const queries = s.queries.floats(stream_query_tile * d_k);
+    float* const o = s.o.floats(d_k * stream_query_tile);
+    float* const scores = s.scores.floats(stream_key_tile * tile.nr);
+    float* const shrink = s.shrink.floats(tile.nr);
+    pack_keys(k, tile.mr, keys);
+    pack_values(v, tile.mr, padded_d, values);
     std::size_t masked = 0;
     for (std::size_t q0 = 0; q0 < n; q0 += stream_query_tile) {
         const std::size_t rows = std::min(stream_query_tile, n - q0);
-        pack_queries(q, q0, rows, tile.nr, s.queries.data());
-        std::fill(s.o.begin(), s.o.end(), 0.0f);
+        pack_queries(q, q0, rows, tile.nr, queries);
+        std::fill(o, o + d_k * stream_query_tile, 0.0f);
         std::fill(std::begin(s.row_max), std::end(s.row_max), minus_inf);
         std::fill(std::begin(s.row_sum), std::end(s.row_sum), 0.0f);
         const std::size_t key_end = mask.key_end(q0 + rows - 1);  // keys past it are blocked
@@ -149,17 +151,15 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
             const std::size_t kt = tile_keys(k0, m, tile.mr);
             for (std::size_t first = 0; first < rows; first += tile.nr) {
                 // 6, 7: (kt, d_k) x (d_k, nr) -> (kt, nr), scaled
-                flash_scores(s.keys.data() + k0 * d_k, s.queries.data() + first * d_k, d_k, kt,
-                             factor, s.scores.data());
+                flash_scores(keys + k0 * d_k, queries + first * d_k, d_k, kt, factor, scores);
                 // 8
-                mask_scores(s.scores.data(), kt, tile.nr, q0 + first,
+                mask_scores(scores, kt, tile.nr, q0 + first,
                             std::min(tile.nr, rows - first), k0, mask);
                 // 9, online: the scores become P
-                flash_softmax(s.scores.data(), kt, s.row_max + first, s.row_sum + first,
-                              s.shrink.data());
+                flash_softmax(scores, kt, s.row_max + first, s.row_sum + first, shrink);
                 // 10: Oᵀ = Oᵀ · shrink + (d_k, kt) x (kt, nr)
-                flash_accumulate(s.values.data() + k0 * padded_d, s.scores.data(), kt, d_k,
-                                 s.shrink.data(), s.o.data() + first, stream_query_tile);
+                flash_accumulate(values + k0 * padded_d, scores, kt, d_k, shrink, o + first,
+                                 stream_query_tile);
             }
         }
         for (std::size_t r = 0; r < rows; ++r) {
@@ -176,7 +176,7 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                 continue;
             }
             const float inverse = 1.0f / s.row_sum[r];
-            for (std::size_t j = 0; j < d_k; ++j) out[j] = s.o[j * stream_query_tile + r] * inverse;
+            for (std::size_t j = 0; j < d_k; ++j) out[j] = o[j * stream_query_tile + r] * inverse;
         }
     }
     return masked;

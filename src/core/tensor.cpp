@@ -4,8 +4,13 @@
 
 #include "core/error.h"
 
+#include <cstdint>
 #include <numeric>
 #include <utility>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 namespace mha {
 
@@ -32,9 +37,33 @@ Strides contiguous_strides(const Shape& shape) {
     return strides;
 }
 
+std::vector<float> reserved_floats(std::size_t n) {
+    std::vector<float> values;
+    values.reserve(n);
+#ifdef MADV_POPULATE_WRITE  // Linux; a kernel before 5.14 refuses it, and the pages fault in
+    constexpr std::size_t page = 4096, worth_it = 16 * page;
+    if (n * sizeof(float) >= worth_it) {
+        const auto begin = reinterpret_cast<std::uintptr_t>(values.data());
+        const std::uintptr_t first = (begin + page - 1) / page * page,
+                             end = (begin + n * sizeof(float)) / page * page;
+        madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE);
+    }
+#endif
+    return values;
+}
+
+namespace {
+
+std::shared_ptr<std::vector<float>> zeros(std::size_t n) {
+    auto storage = std::make_shared<std::vector<float>>(reserved_floats(n));
+    storage->resize(n, 0.0f);
+    return storage;
+}
+
+}  // namespace
+
 Tensor::Tensor(Shape shape)
-    : storage_(std::make_shared<std::vector<float>>(element_count(shape), 0.0f)),
-      layout_(Layout::contiguous_of(std::move(shape))) {}
+    : storage_(zeros(element_count(shape))), layout_(Layout::contiguous_of(std::move(shape))) {}
 
 Tensor::Tensor(Shape shape, std::vector<float> values)
     : storage_(std::make_shared<std::vector<float>>(std::move(values))),

@@ -13,6 +13,11 @@ namespace mha {
 using Shape = std::vector<std::size_t>;
 using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
 
+// An empty vector with room for n floats. A large one is mapped in by one system call
+// rather than by one page fault per 4 KiB page as it is filled: on a virtual machine a fault
+// can cost 10 µs or more, and the weights of the classic example alone are 256 pages.
+std::vector<float> reserved_floats(std::size_t n);
+
 std::string to_string(const Shape& shape);  // "(2, 8, 256)"
 std::size_t element_count(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);

@@ -2,6 +2,7 @@
 
 #include "io/init.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mha {
@@ -14,26 +15,35 @@ constexpr std::uint32_t block_stream = 3;
 constexpr std::uint32_t mla_stream = 4;
 constexpr double two_pi = 6.283185307179586;
 
+// Drawn a block at a time into memory never zero-filled first.
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
-    Tensor t(std::move(shape));
-    float* values = t.data();
-    for (std::size_t i = 0; i < t.numel(); ++i) values[i] = random.uniform(-bound, bound);
-    return t;
+    const std::size_t count = element_count(shape);
+    std::vector<float> values = reserved_floats(count);
+    float block[Mt19937::state_size];
+    for (std::size_t done = 0; done < count; done += Mt19937::state_size) {
+        const std::size_t take = std::min(Mt19937::state_size, count - done);
+        random.uniform(-bound, bound, block, take);
+        values.insert(values.end(), block, block + take);
+    }
+    return Tensor(std::move(shape), std::move(values));
 }
 
 Tensor normal_tensor(Random& random, Shape shape) {
     Tensor t(std::move(shape));
     float* values = t.data();
-    for (std::size_t i = 0; i < t.numel(); ++i) values[i] = random.normal();
+    const std::size_t count = t.numel();
+    for (std::size_t i = 0; i < count; ++i) values[i] = random.normal();
     return t;
+}
+
+Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
+    std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream};
+    return Mt19937(sequence);
 }
 
 }  // namespace
 
-Random::Random(std::uint64_t seed, std::uint32_t stream) {
-    std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream};
-    bits_.seed(sequence);
-}
+Random::Random(std::uint64_t seed, std::uint32_t stream) : bits_(engine(seed, stream)) {}
 
 float Random::uniform() {
     return float(bits_() >> 8) * (1.0f / 16777216.0f);
@@ -41,6 +51,10 @@ float Random::uniform() {
 
 float Random::uniform(float low, float high) {
     return low + (high - low) * uniform();
+}
+
+void Random::uniform(float low, float high, float* out, std::size_t count) {
+    bits_.uniform_floats(low, high - low, out, count);
 }
 
 float Random::normal() {

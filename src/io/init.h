@@ -1,13 +1,14 @@
 #pragma once
-// Seeded values that are the same with every compiler: std::mt19937 bits turned
-// into floats by our own code (the standard distributions differ between libraries).
+// Seeded values that are the same with every compiler: std::mt19937's bits (io/mt19937.h)
+// turned into floats by our own code (the standard distributions differ between libraries).
 
 #include "core/attention.h"
 #include "core/block.h"
 #include "core/mla.h"
 
 #include <cstdint>
-#include <random>
+
+#include "io/mt19937.h"
 
 namespace mha {
 
@@ -17,10 +18,12 @@ public:
     Random(std::uint64_t seed, std::uint32_t stream);
     float uniform();                    // [0, 1), 24 random bits
     float uniform(float low, float high);
+    // out[i] = uniform(low, high) for i < count, in order, a block of draws at a time.
+    void uniform(float low, float high, float* out, std::size_t count);
     float normal();                     // mean 0, variance 1 (Box-Muller)
 
 private:
-    std::mt19937 bits_;
+    Mt19937 bits_;
 };
 
 // Xavier-uniform projections as nn.MultiheadAttention initialises them:

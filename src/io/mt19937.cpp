@@ -1,0 +1,72 @@
+// The Mersenne Twister's seeding and state transition, as [rand.eng.mers] defines them, and
+// its block of uniform floats. The two loops over a block are built for AVX-512, AVX2 and
+// baseline x86-64 (the compilers' target_clones, chosen when the program loads): integer
+// operations and one rounding multiply and add per float, so every build gives the same bits.
+
+#include "io/mt19937.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) && defined(__linux__)
+#define MHA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MHA_VECTOR_CLONES
+#endif
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t n = Mt19937::state_size, m = 397;
+constexpr std::uint32_t upper = 0x80000000u, lower = 0x7fffffffu, matrix = 0x9908b0dfu;
+
+// x_i = x_{i+m} ^ (y >> 1) ^ (a when y is odd), y = upper bit of x_i, lower bits of x_{i+1}.
+inline std::uint32_t next_word(std::uint32_t x_i, std::uint32_t x_next, std::uint32_t x_m) {
+    const std::uint32_t y = (x_i & upper) | (x_next & lower);
+    return x_m ^ (y >> 1) ^ (-(y & 1u) & matrix);
+}
+
+// Three loops so that each reads words it may read in any order: the first reads x_{i+m}
+// not yet replaced, the second x_{i+m-n} replaced n - m words before, the last wraps.
+MHA_VECTOR_CLONES void twist_words(std::uint32_t* x) {
+    for (std::size_t i = 0; i < n - m; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m]);
+    for (std::size_t i = n - m; i < n - 1; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m - n]);
+    x[n - 1] = next_word(x[n - 1], x[0], x[m - 1]);
+}
+
+// out[i] = low + width · (top 24 bits of tempered words[i]) / 2^24; the value is below 2^24,
+// so its conversion to float is exact.
+MHA_VECTOR_CLONES void uniform_block(const std::uint32_t* words, std::size_t count, float low,
+                                     float width, float* out) {
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::int32_t top = std::int32_t(Mt19937::temper(words[i]) >> 8);
+        out[i] = low + width * (float(top) * (1.0f / 16777216.0f));
+    }
+}
+
+}  // namespace
+
+Mt19937::Mt19937(std::seed_seq& seeds) {
+    seeds.generate(state_, state_ + n);
+    bool zero = (state_[0] & upper) == 0;
+    for (std::size_t i = 1; zero && i < n; ++i) zero = state_[i] == 0;
+    if (zero) state_[0] = upper;
+}
+
+void Mt19937::twist() {
+    twist_words(state_);
+    next_ = 0;
+}
+
+void Mt19937::uniform_floats(float low, float width, float* out, std::size_t count) {
+    while (count > 0) {
+        if (next_ == n) twist();
+        const std::size_t take = std::min(count, n - next_);
+        uniform_block(state_ + next_, take, low, width, out);
+        next_ += take;
+        out += take;
+        count -= take;
+    }
+}
+
+}  // namespace mha
