@@ -1,5 +1,6 @@
 // Seeded values: our Mersenne Twister against the standard library's, and the block draws
-// (built for every vector width, io/mt19937.cpp) against the one-at-a-time draws they replace.
+// against the one-at-a-time draws they replace, with the loops of every kernel variant this
+// CPU runs (io/mt19937.cpp builds them for each vector width).
 
 #include <catch2/catch.hpp>
 
@@ -10,9 +11,11 @@
 
 #include "io/init.h"
 #include "io/mt19937.h"
+#include "kernel_variants.h"
 
 TEST_CASE("Mt19937 gives std::mt19937's draws from the same seed sequence", "[init]") {
     const std::uint32_t seed = GENERATE(0u, 1u, 42u, 0xdeadbeefu);
+    EACH_VARIANT();
     std::seed_seq ours_seq{seed, 0u, 1u}, theirs_seq{seed, 0u, 1u};
     mha::Mt19937 ours(ours_seq);
     std::mt19937 theirs(theirs_seq);
@@ -23,6 +26,7 @@ TEST_CASE("Mt19937 gives std::mt19937's draws from the same seed sequence", "[in
 TEST_CASE("Random's block of uniform draws equals the draws one at a time", "[init]") {
     const std::size_t count = GENERATE(std::size_t{1}, std::size_t{623}, std::size_t{624},
                                        std::size_t{2000});
+    EACH_VARIANT();
     mha::Random one(7, 3), block(7, 3);
     (void)one.uniform();  // start both off a block boundary
     (void)block.uniform();

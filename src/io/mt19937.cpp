@@ -1,17 +1,14 @@
 // The Mersenne Twister's seeding and state transition, as [rand.eng.mers] defines them, and
 // its block of uniform floats. The two loops over a block are built for AVX-512, AVX2 and
-// baseline x86-64 (the compilers' target_clones, chosen when the program loads): integer
-// operations and one rounding multiply and add per float, so every build gives the same bits.
+// baseline, and the kernel variant in use (core/kernels.h: the CPU's best, or MHA_KERNEL)
+// picks one; not target_clones, whose load-time resolver runs before ThreadSanitizer is set up.
+// Integer operations and one rounding multiply and add per float: every build gives the same bits.
 
 #include "io/mt19937.h"
 
 #include <algorithm>
 
-#if defined(__x86_64__) && defined(__linux__)
-#define MHA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define MHA_VECTOR_CLONES
-#endif
+#include "core/kernels.h"
 
 namespace mha {
 
@@ -28,7 +25,7 @@ inline std::uint32_t next_word(std::uint32_t x_i, std::uint32_t x_next, std::uin
 
 // Three loops so that each reads words it may read in any order: the first reads x_{i+m}
 // not yet replaced, the second x_{i+m-n} replaced n - m words before, the last wraps.
-MHA_VECTOR_CLONES void twist_words(std::uint32_t* x) {
+[[gnu::always_inline]] inline void twist_words(std::uint32_t* x) {
     for (std::size_t i = 0; i < n - m; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m]);
     for (std::size_t i = n - m; i < n - 1; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m - n]);
     x[n - 1] = next_word(x[n - 1], x[0], x[m - 1]);
@@ -36,12 +33,42 @@ MHA_VECTOR_CLONES void twist_words(std::uint32_t* x) {
 
 // out[i] = low + width · (top 24 bits of tempered words[i]) / 2^24; the value is below 2^24,
 // so its conversion to float is exact.
-MHA_VECTOR_CLONES void uniform_block(const std::uint32_t* words, std::size_t count, float low,
-                                     float width, float* out) {
+[[gnu::always_inline]] inline void uniform_block(const std::uint32_t* words, std::size_t count,
+                                                 float low, float width, float* out) {
     for (std::size_t i = 0; i < count; ++i) {
         const std::int32_t top = std::int32_t(Mt19937::temper(words[i]) >> 8);
         out[i] = low + width * (float(top) * (1.0f / 16777216.0f));
     }
+}
+
+#define MHA_MT_VARIANT(suffix, attribute)                                                      \
+    attribute void twist_##suffix(std::uint32_t* x) { twist_words(x); }                       \
+    attribute void uniform_##suffix(const std::uint32_t* words, std::size_t count, float low, \
+                                    float width, float* out) {                                \
+        uniform_block(words, count, low, width, out);                                          \
+    }
+
+MHA_MT_VARIANT(baseline, )
+#if defined(__x86_64__) || defined(__i386__)
+#define MHA_MT_X86 1
+MHA_MT_VARIANT(avx2, __attribute__((target("avx2"))))
+MHA_MT_VARIANT(avx512, __attribute__((target("avx512f"))))
+#endif
+
+struct Loops {
+    void (*twist)(std::uint32_t*);
+    void (*uniform)(const std::uint32_t*, std::size_t, float, float, float*);
+};
+
+Loops loops() {
+#ifdef MHA_MT_X86
+    switch (kernel_variant()) {
+    case KernelVariant::Avx512: return {twist_avx512, uniform_avx512};
+    case KernelVariant::Avx2: return {twist_avx2, uniform_avx2};
+    default: break;
+    }
+#endif
+    return {twist_baseline, uniform_baseline};
 }
 
 }  // namespace
@@ -54,7 +81,7 @@ Mt19937::Mt19937(std::seed_seq& seeds) {
 }
 
 void Mt19937::twist() {
-    twist_words(state_);
+    loops().twist(state_);
     next_ = 0;
 }
 
@@ -62,7 +89,7 @@ void Mt19937::uniform_floats(float low, float width, float* out, std::size_t cou
     while (count > 0) {
         if (next_ == n) twist();
         const std::size_t take = std::min(count, n - next_);
-        uniform_block(state_ + next_, take, low, width, out);
+        loops().uniform(state_ + next_, take, low, width, out);
         next_ += take;
         out += take;
         count -= take;
