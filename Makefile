@@ -10,7 +10,7 @@ endif
 
 CXX      ?= g++
 # line tables only (-g1): backtraces, perf and sanitizer reports still name file and line,
-# and every build compiles about a quarter faster than with full -g (make CXXFLAGS="-O3 -g")
+# and every build compiles faster than with full -g (for that: make CXXFLAGS="-O3 -g")
 CXXFLAGS ?= -O3 -g1
 CXXSTD   := -std=c++17
 # no FP traps are watched, so g++ may vectorise the selects in the kernels' exp (results unchanged);
