@@ -178,6 +178,37 @@ Printed run_apart(const std::string& args) {
     return {r.status, r.output, err};
 }
 
+// x with every value times s.
+Tensor scaled(const Tensor& x, float s) {
+    std::vector<float> values = x.to_vector();
+    for (float& v : values) v *= s;
+    return Tensor(x.shape(), values);
+}
+
+// A magnitude sweep through the edge of float32: each pass either runs or stops on overflow,
+// and whenever it stops, the bound must have said it might.
+struct Sweep {
+    std::size_t stopped = 0, cleared = 0;
+
+    template <class Pass>
+    void run(bool may, Pass pass) {
+        try {
+            pass();
+            cleared += may ? 0 : 1;
+        } catch (const mha::Error& e) {
+            CHECK_THAT(e.what(), Catch::Contains("overflows float32"));
+            CHECK(may);
+            ++stopped;
+        }
+    }
+
+    // the sweep reached the edge from both sides
+    void check_both_sides() const {
+        CHECK(stopped > 0);
+        CHECK(cleared > 0);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("the bound clears ordinary inputs and every input that overflows it does not",
@@ -189,30 +220,21 @@ TEST_CASE("the bound clears ordinary inputs and every input that overflows it do
     // the seeded inputs and Xavier weights are of order 1: nothing to compute first
     CHECK_FALSE(mha::may_overflow(seeded, mha::largest_value(ordinary.x_q),
                                   mha::largest_value(ordinary.x_k), o));
-    // a scale sweep through the edge: whenever the pass stops, the bound said it might
-    std::size_t stopped = 0, cleared = 0;
+    Sweep sweep;
     for (const float s : {1e15f, 1e16f, 1e17f, 3e17f, 1e18f, 3e18f, 1e19f}) {
         for (const bool rope : {false, true}) {
             CAPTURE(s, rope);
-            std::vector<float> values = ordinary.x_q.to_vector();
-            for (float& v : values) v *= s;
-            const Tensor x(ordinary.x_q.shape(), values);
+            const Tensor x = scaled(ordinary.x_q, s);
             mha::ForwardOptions options = o;
             if (rope) options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
             const bool may = mha::may_overflow(seeded, mha::largest_value(x), mha::largest_value(x), options);
-            mha::NullTracer none;
-            try {
+            sweep.run(may, [&] {
+                mha::NullTracer none;
                 mha::forward(seeded, {x, x, x}, {}, options, none);
-                cleared += may ? 0 : 1;
-            } catch (const mha::Error& e) {
-                CHECK_THAT(e.what(), Catch::Contains("overflows float32"));
-                CHECK(may);
-                ++stopped;
-            }
+            });
         }
     }
-    CHECK(stopped > 0);  // the sweep reaches the edge from both sides
-    CHECK(cleared > 0);
+    sweep.check_both_sides();
 }
 
 TEST_CASE("LayerNorm's bound by hand", "[overflow]") {
@@ -288,29 +310,21 @@ TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagg
     const mha::Inputs ordinary = mha::seeded_inputs({1, 6, 6, 32, 32, 32, 4, 4, 8}, true, 5);
     const mha::Rope rope{mha::RopeLayout::Half, 10000.0};
     CHECK_FALSE(mha::may_overflow(w, 4, mha::largest_value(ordinary.x_q)));
-    std::size_t stopped = 0, cleared = 0;
+    Sweep sweep;
     for (const float s : {1e10f, 1e15f, 1e17f, 1e18f, 1e19f, 1e25f, 1e30f, 1e36f}) {
-        std::vector<float> values = ordinary.x_q.to_vector();
-        for (float& v : values) v *= s;
-        const Tensor x(ordinary.x_q.shape(), values);
+        const Tensor x = scaled(ordinary.x_q, s);
         const bool may = mha::may_overflow(w, 4, mha::largest_value(x));
         for (const mha::MlaForm form : {mha::MlaForm::Naive, mha::MlaForm::Absorbed}) {
             CAPTURE(s, form == mha::MlaForm::Naive);
-            try {
+            sweep.run(may, [&] {
                 const mha::MlaResult r = mha::mla_forward(w, x, 4, true, rope, form);
                 const std::vector<float> out = r.output.to_vector(), p = r.weights.to_vector();
                 CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
                 CHECK(std::all_of(p.begin(), p.end(), [](float v) { return std::isfinite(v); }));
-                cleared += may ? 0 : 1;
-            } catch (const mha::Error& e) {
-                CHECK_THAT(e.what(), Catch::Contains("overflows float32"));
-                CHECK(may);
-                ++stopped;
-            }
+            });
         }
     }
-    CHECK(stopped > 0);  // the sweep reaches the edge from both sides
-    CHECK(cleared > 0);
+    sweep.check_both_sides();
 }
 
 TEST_CASE("MLA: a run that stops on overflow prints nothing on stdout", "[overflow][mla][cli]") {
