@@ -19,10 +19,11 @@ FPFLAGS  := -fno-trapping-math -ffp-contract=off
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
 LDLIBS   += -pthread
-# build/mha carries its own copy of libstdc++ and libgcc: at every start the dynamic loader then
-# binds a few dozen symbols instead of about 1,800 (docs/performance.md, "Start-up"). The
-# sanitizer builds keep them shared (their runtimes replace parts of them).
-STATIC_RUNTIME ?= -static-libstdc++ -static-libgcc
+# build/mha is linked statically (libc, libm, libstdc++, libgcc): no dynamic loader, no shared
+# library to map and bind at every start, which is most of what the classic example costs
+# (docs/performance.md, "Start-up"). The sanitizer builds link shared (their runtimes replace
+# parts of libc); STATIC_RUNTIME= links build/mha shared too.
+STATIC_RUNTIME ?= -static
 # the test files compile without optimisation (later -O wins): Catch2's macros build in about
 # half the time at -O0, and the code they test (src/) keeps CXXFLAGS
 TEST_OPT ?= -O0
