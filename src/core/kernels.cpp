@@ -454,7 +454,9 @@ const Variant variants[] = {
 // start (each one traps on a virtual machine: about 6.5 µs here).
 #if defined(MHA_X86) && defined(__has_include)
 #if __has_include(<sys/platform/x86.h>)
+#define _Bool bool  // glibc 2.36's inline functions there return C's _Bool, unknown to clang++
 #include <sys/platform/x86.h>
+#undef _Bool
 #define MHA_CPU_HAS(glibc_name, gcc_name) CPU_FEATURE_ACTIVE(glibc_name)
 #endif
 #endif
