@@ -8,8 +8,6 @@
 // Work counted (a multiply and an add per multiply-add): 2·B·N·d_model·3·d_model for
 // steps 1-3, 4·B·h·N²·d_k for steps 6-10, 2·B·N·d_model² for step 14.
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,24 +16,9 @@
 
 #include "core/attention.h"
 #include "io/init.h"
+#include "timing.h"
 
 namespace {
-
-double median_ms(std::vector<double> times) {
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
-}
-
-double time_ms(const std::function<void()>& run) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
-std::size_t argument(int argc, char** argv, int i, std::size_t fallback) {
-    return argc > i ? std::strtoul(argv[i], nullptr, 10) : fallback;
-}
 
 // A tensor of the given shape filled with uniform values in [-scale, scale].
 mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
@@ -47,6 +30,9 @@ mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    using bench::argument;
+    using bench::median_ms;
+    using bench::time_ms;
     if (argc < 5) {
         std::fprintf(stderr,
                      "usage: bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s]\n");
