@@ -2,7 +2,8 @@
 // untraced, so forward() takes the streaming path as an untraced run does.
 // Per configuration:
 //   ms        median over --repeat runs with all threads (one warm-up run first), every
-//             run taking its tensors from one workspace (core/workspace.h)
+//             run taking its tensors from one workspace (core/workspace.h) and its
+//             weights packed once for the size (pack_weights, core/attention.h)
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
@@ -293,6 +294,8 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     NullTracer none;
     Workspace workspace;  // every run reuses the memory of the one before
     p.options.workspace = &workspace;
+    const PackedWeights packed = pack_weights(p.weights);  // and the weights packed once
+    p.options.packed = &packed;
     p.options.threads = threads;
     row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); },
                        row.faults);

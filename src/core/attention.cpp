@@ -66,18 +66,26 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 
 namespace {
 
-// y's place in a fused product: y = x Wᵀ + b.
-LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y) {
-    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0)};
+// y's place in a fused product: y = x Wᵀ + b, W's panels from `packed` when given.
+LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y,
+                       const PackedLinear* packed) {
+    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0),
+            packed == nullptr ? nullptr : packed->for_kernels()};
 }
 
 }  // namespace
 
+PackedWeights pack_weights(const Weights& w) {
+    const auto pack = [](const Tensor& t) { return pack_linear(t.data(), t.size(0), t.size(1)); };
+    return {pack(w.w_q), pack(w.w_k), pack(w.w_v), pack(w.w_o)};
+}
+
 // 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
-               Workspace* workspace) {
+               Workspace* workspace, const PackedLinear* packed) {
     Tensor y = new_tensor(workspace, {x.size(0), x.size(1), w.size(0)});
-    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y)}, threads);
+    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y, packed)},
+                 threads);
     return y;
 }
 
@@ -107,6 +115,7 @@ bool one_input(const Inputs& in) {
 // 1-3: (B, N, d_model) @ (h·d_k, d_model)ᵀ -> (B, N, h·d_k); K and V with M rows, G·d_k
 // wide. Self-attention computes the three as one fused product of x, still three tensors.
 Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
+    const PackedWeights* packed = o.packed;
     Qkv x;
     if (one_input(in)) {
         const Tensor x_in = in.x_q.contiguous();
@@ -115,13 +124,17 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
              new_tensor(o.workspace, {B, L, w.w_k.size(0)}),
              new_tensor(o.workspace, {B, L, w.w_v.size(0)})};
         project_into(x_in.data(), B * L, w.d_model(),
-                     {target_of(w.w_q, w.b_q, x.q), target_of(w.w_k, w.b_k, x.k),
-                      target_of(w.w_v, w.b_v, x.v)},
+                     {target_of(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
+                      target_of(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
+                      target_of(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
                      o.threads);
     } else {
-        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace),
-             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace),
-             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace)};
+        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace,
+                     packed ? &packed->q : nullptr),
+             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace,
+                     packed ? &packed->k : nullptr),
+             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace,
+                     packed ? &packed->v : nullptr)};
     }
     trace.show(x.q);
     trace.show(x.k);
@@ -569,7 +582,8 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
     // 14: mix the heads. (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
-    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace);
+    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
+                            options.packed ? &options.packed->o : nullptr);
     trace.show(result.output);
     return result;
 }

@@ -1,7 +1,8 @@
 // Times the three phases of one self-attention pass apart, interleaved, at a given thread
 // count: the fused Q, K, V projection (steps 1-3), the attention core on the streaming path
 // (steps 6-10) and the output projection (step 14), then the whole pass; prints medians and
-// each phase's share of the FMA peak of the threads it ran on.
+// each phase's share of the FMA peak of the threads it ran on. The projections and the pass
+// run twice: packing W in every call, and reading it packed once (pack_weights).
 //
 //   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s per core]
 //
@@ -51,13 +52,17 @@ int main(int argc, char** argv) {
     const mha::Tensor x = filled(random, {B, N, E}, 1.0f);
     mha::Tensor q({B, N, E}), k({B, N, E}), v({B, N, E}), context({B, N, E}), out({B, N, E});
 
-    const std::function<void()> qkv = [&] {
-        mha::project_into(x.data(), rows, E,
-                          {{w.w_q.data(), w.b_q.data(), q.data(), E},
-                           {w.w_k.data(), w.b_k.data(), k.data(), E},
-                           {w.w_v.data(), w.b_v.data(), v.data(), E}},
-                          threads);
+    const mha::PackedWeights packed = mha::pack_weights(w);
+    const auto qkv_of = [&](const mha::PackedWeights* p) {
+        return [&, p] {
+            mha::project_into(x.data(), rows, E,
+                              {{w.w_q.data(), w.b_q.data(), q.data(), E, p ? p->q.for_kernels() : nullptr},
+                               {w.w_k.data(), w.b_k.data(), k.data(), E, p ? p->k.for_kernels() : nullptr},
+                               {w.w_v.data(), w.b_v.data(), v.data(), E, p ? p->v.for_kernels() : nullptr}},
+                              threads);
+        };
     };
+    const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
     mha::HeadMask mask;
     mask.n = mask.m = N;
     const mha::Units units{B * h, [&](std::size_t u) {
@@ -77,10 +82,15 @@ int main(int argc, char** argv) {
     const std::function<void()> core = [&] {
         mha::run_units(mha::UnitStep::Streamed, units, math, threads);
     };
-    const std::function<void()> output = [&] {
-        mha::project_into(context.data(), rows, E, {{w.w_o.data(), w.b_o.data(), out.data(), E}},
-                          threads);
+    const auto output_of = [&](const mha::PackedWeights* p) {
+        return [&, p] {
+            mha::project_into(context.data(), rows, E,
+                              {{w.w_o.data(), w.b_o.data(), out.data(), E,
+                                p ? p->o.for_kernels() : nullptr}},
+                              threads);
+        };
     };
+    const std::function<void()> output = output_of(nullptr), output_packed = output_of(&packed);
     mha::Workspace workspace;
     mha::ForwardOptions options;
     options.heads = h;
@@ -89,6 +99,11 @@ int main(int argc, char** argv) {
     options.workspace = &workspace;
     mha::NullTracer none;
     const std::function<void()> pass = [&] {
+        options.packed = nullptr;
+        mha::forward(w, {x, x, x}, {}, options, none);
+    };
+    const std::function<void()> pass_packed = [&] {
+        options.packed = &packed;
         mha::forward(w, {x, x, x}, {}, options, none);
     };
 
@@ -98,11 +113,16 @@ int main(int argc, char** argv) {
         double flops;
         std::vector<double> ms;
     };
-    std::vector<Phase> phases{
-        {"Q, K, V (1-3)", &qkv, 2.0 * rows * E * 3 * E, {}},
-        {"core (6-10)", &core, 4.0 * B * h * N * N * d_k, {}},
-        {"W_O (14)", &output, 2.0 * rows * E * E, {}},
-        {"whole pass", &pass, 2.0 * rows * E * 4 * E + 4.0 * B * h * N * N * d_k, {}}};
+    const double qkv_flops = 2.0 * rows * E * 3 * E, core_flops = 4.0 * B * h * N * N * d_k,
+                 output_flops = 2.0 * rows * E * E;
+    const double pass_flops = qkv_flops + core_flops + output_flops;
+    std::vector<Phase> phases{{"Q, K, V (1-3)", &qkv, qkv_flops, {}},
+                              {"  W packed", &qkv_packed, qkv_flops, {}},
+                              {"core (6-10)", &core, core_flops, {}},
+                              {"W_O (14)", &output, output_flops, {}},
+                              {"  W packed", &output_packed, output_flops, {}},
+                              {"whole pass", &pass, pass_flops, {}},
+                              {"  W packed", &pass_packed, pass_flops, {}}};
     for (Phase& p : phases) (*p.run)();  // warm-up
     for (std::size_t r = 0; r < repeat; ++r) {
         for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
