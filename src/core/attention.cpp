@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/flash_row.h"
 #include "core/kv_heads.h"
@@ -78,6 +79,17 @@ LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y,
 PackedWeights pack_weights(const Weights& w) {
     const auto pack = [](const Tensor& t) { return pack_linear(t.data(), t.size(0), t.size(1)); };
     return {pack(w.w_q), pack(w.w_k), pack(w.w_v), pack(w.w_o)};
+}
+
+std::uint64_t packed_weights_bytes(const Sizes& s) {
+    const std::string what = "the memory for this configuration";
+    const std::size_t q = s.inner(), kv = s.kv_heads * s.d_k();
+    return checked_product(
+        {sizeof(float),
+         checked_sum({packed_linear_floats(q, s.d_model), packed_linear_floats(kv, s.kdim),
+                      packed_linear_floats(kv, s.vdim), packed_linear_floats(s.d_model, q)},
+                     what)},
+        what);
 }
 
 // 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).

@@ -48,6 +48,9 @@ struct PackedWeights {
 };
 PackedWeights pack_weights(const Weights& weights);
 
+// The most bytes pack_weights takes for weights of these sizes (throws mha::Error past 64 bits).
+std::uint64_t packed_weights_bytes(const Sizes& sizes);
+
 // Multiply-adds of one forward pass: the four projections and both attention products.
 std::uint64_t forward_macs(const Sizes& sizes);
 

@@ -585,6 +585,10 @@ PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in) {
     return packed;
 }
 
+std::size_t packed_linear_floats(std::size_t out, std::size_t in) {
+    return round_up(out, widest_nr) * in;
+}
+
 const float* PackedLinear::for_kernels() const {
     return variant == kernel_variant() && !panels.empty() ? panels.data() : nullptr;
 }

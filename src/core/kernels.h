@@ -71,6 +71,9 @@ struct PackedLinear {
 // W (out, in) row-major packed for the kernels in use: round_up(out, tile width) · in floats.
 PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in);
 
+// The most floats pack_linear takes for W (out, in), on any variant.
+std::size_t packed_linear_floats(std::size_t out, std::size_t in);
+
 // The column panels of the targets for the kernels in use (a register tile's width of
 // outputs each; a target's last panel may be narrower): the units linear_panels splits.
 std::size_t linear_panel_count(const std::vector<LinearTarget>& targets);
