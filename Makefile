@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention
+.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -173,6 +173,15 @@ bench-attention: $(BUILD)/bench_attention
 $(BUILD)/bench_attention: $(BUILD)/tests/bench/attention_core.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench-phases: one pass's three phases timed apart (tests/bench/phases.cpp);
+# PHASES_SIZE="B N d_model h [repeat] [threads]" picks the size and the threads
+PHASES_SIZE ?= 1 512 768 12 21 1
+bench-phases: $(BUILD)/bench_phases
+	./$(BUILD)/bench_phases $(PHASES_SIZE)
+
+$(BUILD)/bench_phases: $(BUILD)/tests/bench/phases.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
@@ -192,4 +201,4 @@ install: $(BUILD)/mha
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(wildcard $(BUILD)/tests/fuzz/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(BUILD)/tests/bench/phases.d $(wildcard $(BUILD)/tests/fuzz/*.d)

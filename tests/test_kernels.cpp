@@ -126,16 +126,36 @@ TEST_CASE("linear_panels equals linear_rows on each target of a fused product; a
     mha::linear_rows(x, w2, bias2, reference2, 0, rows);
     test::require_close(fast, reference, product_tolerance);
     test::require_close(fast2, reference2, product_tolerance);
+    // rows and panels split in two each: four calls
+    const auto in_four_parts = [&](const std::vector<mha::LinearTarget>& split,
+                                   std::size_t row_split, std::size_t panel_split) {
+        mha::linear_panels(x.data(), in, split, 0, row_split, 0, panel_split);
+        mha::linear_panels(x.data(), in, split, row_split, rows, 0, panel_split);
+        mha::linear_panels(x.data(), in, split, 0, row_split, panel_split, panels);
+        mha::linear_panels(x.data(), in, split, row_split, rows, panel_split, panels);
+    };
 
     SECTION("any split of rows and panels") {
         const std::size_t row_split = GENERATE(1, 20), panel_split = GENERATE(0, 1, 2);
         CAPTURE(row_split, panel_split);
         mha::Tensor parts({rows, out}), parts2({rows, wide});
         const std::vector<mha::LinearTarget> split = targets(parts, parts2);
-        mha::linear_panels(x.data(), in, split, 0, row_split, 0, panel_split);
-        mha::linear_panels(x.data(), in, split, row_split, rows, 0, panel_split);
-        mha::linear_panels(x.data(), in, split, 0, row_split, panel_split, panels);
-        mha::linear_panels(x.data(), in, split, row_split, rows, panel_split, panels);
+        in_four_parts(split, row_split, panel_split);
+        CHECK(parts.to_vector() == fast.to_vector());
+        CHECK(parts2.to_vector() == fast2.to_vector());
+    }
+    SECTION("W packed once (pack_linear): the same bits, for any split") {
+        const mha::PackedLinear packed = mha::pack_linear(w.data(), out, in);
+        const mha::PackedLinear packed2 = mha::pack_linear(w2.data(), wide, in);
+        REQUIRE(packed.for_kernels() != nullptr);
+        const std::size_t row_split = GENERATE(0, 20), panel_split = GENERATE(0, 1, 2);
+        const bool both = GENERATE(false, true);  // or only the second target packed
+        CAPTURE(row_split, panel_split, both);
+        mha::Tensor parts({rows, out}), parts2({rows, wide});
+        std::vector<mha::LinearTarget> split = targets(parts, parts2);
+        if (both) split[0].packed = packed.for_kernels();
+        split[1].packed = packed2.for_kernels();
+        in_four_parts(split, row_split, panel_split);
         CHECK(parts.to_vector() == fast.to_vector());
         CHECK(parts2.to_vector() == fast2.to_vector());
     }
@@ -147,6 +167,28 @@ TEST_CASE("linear_panels equals linear_rows on each target of a fused product; a
             for (std::size_t o = 0; o < out; ++o) product[r * out + o] += bias.data()[o];
         }
         CHECK(product == fast.to_vector());
+    }
+}
+
+TEST_CASE("pack_linear: each panel of outputs all inputs deep, zero-padded, for its variant") {
+    // W (3, 2) = [[1, 2], [3, 4], [5, 6]]: panel 0 holds outputs 0..nr-1, row p = (W[0][p],
+    // W[1][p], W[2][p], 0, ...): (1, 3, 5, 0...) then (2, 4, 6, 0...), nr wide each.
+    EACH_VARIANT();
+    const std::vector<float> w = {1, 2, 3, 4, 5, 6};
+    const mha::PackedLinear packed = mha::pack_linear(w.data(), 3, 2);
+    CHECK(packed.variant == variant);
+    const std::size_t nr = packed.panels.size() / 2;  // one panel, 2 deep
+    REQUIRE(nr >= 3);
+    std::vector<float> expected(2 * nr, 0.0f);
+    for (std::size_t o = 0; o < 3; ++o) {
+        expected[o] = w[o * 2];
+        expected[nr + o] = w[o * 2 + 1];
+    }
+    CHECK(packed.panels == expected);
+    CHECK(packed.for_kernels() == packed.panels.data());
+    for (mha::KernelVariant other : mha::runnable_kernel_variants()) {  // packed for another
+        const test::UsingVariant using_other(other);                   // variant: not used
+        CHECK((packed.for_kernels() == nullptr) == (other != variant));
     }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,31 @@ TEST_CASE("a projection that overflows float32 is named, not masked") {
     mha::NullTracer none;
     REQUIRE_THROWS_WITH(mha::forward(w, self_attention(x), {}, o, none),
                         "Q overflows float32 at batch 0, head 0, position 0: the inputs or "
+                        "weights are too large for float32");
+}
+
+TEST_CASE("a value that is not finite is found at any column of a wide head") {
+    // d_model 16, one head, identity projections: Q = K = V = x. Rows of 16 are read eight
+    // columns at a time, so column 11 sits in the second block of eight and column 2 in the
+    // first; an infinity or a NaN at (row 2, that column) of x is Q's position 2.
+    std::vector<float> eye(16 * 16, 0.0f);
+    for (std::size_t i = 0; i < 16; ++i) eye[i * 16 + i] = 1.0f;
+    mha::Weights w;
+    w.w_q = w.w_k = w.w_v = w.w_o = Tensor({16, 16}, eye);
+    const float bad = GENERATE(std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN());
+    const std::size_t column = GENERATE(2, 11, 15);
+    const auto path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    CAPTURE(bad, column, int(path));
+    std::vector<float> values(3 * 16, 0.5f);
+    values[2 * 16 + column] = bad;
+    const Tensor x({1, 3, 16}, values);
+    mha::ForwardOptions o;
+    o.path = path;
+    mha::NullTracer none;
+    REQUIRE_THROWS_WITH(mha::forward(w, self_attention(x), {}, o, none),
+                        "Q overflows float32 at batch 0, head 0, position 2: the inputs or "
                         "weights are too large for float32");
 }
 

@@ -261,6 +261,36 @@ TEST_CASE("streaming output is bit-identical for every thread count") {
     CHECK(many.output.to_vector() == one.output.to_vector());
 }
 
+TEST_CASE("weights packed once give every pass the bits of packing them in the pass") {
+    // self-attention (one fused Q, K, V product) and cross-attention (three products), on both
+    // paths, every variant and several thread counts; the weights packed under each variant,
+    // so a pack made for another variant must be ignored, not misread
+    EACH_VARIANT();
+    const bool self = GENERATE(true, false);
+    const auto path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    const std::size_t threads = GENERATE(1, 3);
+    CAPTURE(self, int(path), threads);
+    const mha::Sizes s{2, 70, self ? 70u : 90u, 40, 40, 40, 4, 4, 10};
+    const mha::Inputs in = mha::seeded_inputs(s, self, 5);
+    const mha::Weights w = mha::seeded_weights(40, true, true, 5);
+    mha::NullTracer none;
+    mha::ForwardOptions o;
+    o.heads = 4;
+    o.threads = threads;
+    o.path = path;
+    const std::vector<float> expected = mha::forward(w, in, {}, o, none).output.to_vector();
+    for (mha::KernelVariant packed_for : mha::runnable_kernel_variants()) {
+        CAPTURE(mha::kernel_variant_name(packed_for));
+        const mha::PackedWeights packed = [&] {
+            const test::UsingVariant using_packing(packed_for);
+            return mha::pack_weights(w);
+        }();
+        o.packed = &packed;
+        CHECK(mha::forward(w, in, {}, o, none).output.to_vector() == expected);
+        CHECK(mha::forward(w, in, {}, o, none).output.to_vector() == expected);  // and again
+    }
+}
+
 TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") {
     const mha::Sizes s{2, 8, 8, 16, 16, 16, 4, 4, 4};
     test::Recorder rec;

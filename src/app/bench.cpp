@@ -2,7 +2,8 @@
 // untraced, so forward() takes the streaming path as an untraced run does.
 // Per configuration:
 //   ms        median over --repeat runs with all threads (one warm-up run first), every
-//             run taking its tensors from one workspace (core/workspace.h)
+//             run taking its tensors from one workspace (core/workspace.h) and its
+//             weights packed once for the size (pack_weights, core/attention.h)
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
@@ -282,17 +283,18 @@ std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes
     return best;
 }
 
-Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double& naive_rate) {
+Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double peak_mib,
+            double& naive_rate) {
     Row row;
     row.size = size;
     row.macs = multiply_adds(size);
-    // first, while this process holds little: a child's peak counts what it inherits
-    // from its parent at the fork
-    row.peak_mib = child_peak_mib(size, threads);
+    row.peak_mib = peak_mib;
     Problem p = build_problem(config_of(size));
     NullTracer none;
     Workspace workspace;  // every run reuses the memory of the one before
     p.options.workspace = &workspace;
+    const PackedWeights packed = pack_weights(p.weights);  // and the weights packed once
+    p.options.packed = &packed;
     p.options.threads = threads;
     row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); },
                        row.faults);
@@ -418,7 +420,13 @@ int run_bench(const std::vector<std::string>& args) {
     const std::vector<BenchSize> sizes = sizes_to_time(o);
     std::vector<Row> rows;
     double naive_rate = 0;
-    for (const BenchSize& size : sizes) rows.push_back(measure(size, o, threads, naive_rate));
+    // every child's peak first, while this process holds little: a child's peak counts what
+    // it inherits from its parent at the fork (and the heap keeps some of what earlier sizes
+    // freed)
+    std::vector<double> peaks;
+    for (const BenchSize& size : sizes) peaks.push_back(child_peak_mib(size, threads));
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        rows.push_back(measure(sizes[i], o, threads, peaks[i], naive_rate));
     if (o.compare_torch) {
         const std::map<std::string, TorchTime> torch = torch_times(sizes, o.repeat);
         for (Row& r : rows) {

@@ -27,11 +27,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/flash_row.h"
 #include "core/kv_heads.h"
@@ -64,18 +67,37 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 
 namespace {
 
-// y's place in a fused product: y = x Wᵀ + b.
-LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y) {
-    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0)};
+// y's place in a fused product: y = x Wᵀ + b, W's panels from `packed` when given.
+LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y,
+                       const PackedLinear* packed) {
+    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0),
+            packed == nullptr ? nullptr : packed->for_kernels()};
 }
 
 }  // namespace
 
+PackedWeights pack_weights(const Weights& w) {
+    const auto pack = [](const Tensor& t) { return pack_linear(t.data(), t.size(0), t.size(1)); };
+    return {pack(w.w_q), pack(w.w_k), pack(w.w_v), pack(w.w_o)};
+}
+
+std::uint64_t packed_weights_bytes(const Sizes& s) {
+    const std::string what = "the memory for this configuration";
+    const std::size_t q = s.inner(), kv = s.kv_heads * s.d_k();
+    return checked_product(
+        {sizeof(float),
+         checked_sum({packed_linear_floats(q, s.d_model), packed_linear_floats(kv, s.kdim),
+                      packed_linear_floats(kv, s.vdim), packed_linear_floats(s.d_model, q)},
+                     what)},
+        what);
+}
+
 // 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
-               Workspace* workspace) {
+               Workspace* workspace, const PackedLinear* packed) {
     Tensor y = new_tensor(workspace, {x.size(0), x.size(1), w.size(0)});
-    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y)}, threads);
+    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y, packed)},
+                 threads);
     return y;
 }
 
@@ -105,6 +127,7 @@ bool one_input(const Inputs& in) {
 // 1-3: (B, N, d_model) @ (h·d_k, d_model)ᵀ -> (B, N, h·d_k); K and V with M rows, G·d_k
 // wide. Self-attention computes the three as one fused product of x, still three tensors.
 Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
+    const PackedWeights* packed = o.packed;
     Qkv x;
     if (one_input(in)) {
         const Tensor x_in = in.x_q.contiguous();
@@ -113,13 +136,17 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
              new_tensor(o.workspace, {B, L, w.w_k.size(0)}),
              new_tensor(o.workspace, {B, L, w.w_v.size(0)})};
         project_into(x_in.data(), B * L, w.d_model(),
-                     {target_of(w.w_q, w.b_q, x.q), target_of(w.w_k, w.b_k, x.k),
-                      target_of(w.w_v, w.b_v, x.v)},
+                     {target_of(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
+                      target_of(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
+                      target_of(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
                      o.threads);
     } else {
-        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace),
-             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace),
-             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace)};
+        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace,
+                     packed ? &packed->q : nullptr),
+             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace,
+                     packed ? &packed->k : nullptr),
+             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace,
+                     packed ? &packed->v : nullptr)};
     }
     trace.show(x.q);
     trace.show(x.k);
@@ -231,24 +258,47 @@ void unit_context(const AttentionUnit& u) {
 
 constexpr double float_max = std::numeric_limits<float>::max();
 
+// The largest |value| of a row of n floats, `stride` apart: +inf or NaN when one of them
+// is. Read as integers, |v|'s bits (the sign cleared) order as |v| does, infinity and NaN
+// above every finite value; eight lanes of integer maxima, which compilers vectorise.
+float row_magnitude(const float* row, std::size_t n, std::size_t stride) {
+    constexpr std::size_t lanes = 8;
+    const auto magnitude_bits = [](const float* v) {
+        std::int32_t bits;
+        std::memcpy(&bits, v, sizeof bits);
+        return bits & 0x7fffffff;
+    };
+    std::int32_t top[lanes] = {};
+    std::size_t c = 0;
+    if (stride == 1) {
+        for (; c + lanes <= n; c += lanes) {
+            for (std::size_t l = 0; l < lanes; ++l) {
+                const std::int32_t bits = magnitude_bits(row + c + l);
+                top[l] = top[l] < bits ? bits : top[l];
+            }
+        }
+    }
+    for (; c < n; ++c) top[0] = std::max(top[0], magnitude_bits(row + c * stride));
+    const std::int32_t largest = *std::max_element(top, top + lanes);
+    float magnitude;
+    std::memcpy(&magnitude, &largest, sizeof magnitude);
+    return magnitude;
+}
+
 // The largest |value| of m (rows, d_k). A value that is not finite is a projection that
 // overflowed float32: an Error naming its row.
 double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
                          std::size_t first_row) {
     float largest = 0.0f;
     for (std::size_t r = 0; r < m.rows; ++r) {
-        bool finite = true;
-        for (std::size_t c = 0; c < m.cols; ++c) {
-            const float magnitude = std::abs(m(r, c));
-            finite = finite && magnitude <= std::numeric_limits<float>::max();
-            largest = std::max(largest, magnitude);
-        }
-        if (!finite) {
+        const float magnitude = row_magnitude(m.data + r * m.row_stride, m.cols, m.col_stride);
+        if (!(magnitude <= std::numeric_limits<float>::max())) {
             throw Error(std::string(name) + " overflows float32 at batch " +
                         std::to_string(u.batch) + ", head " + std::to_string(u.head) +
                         ", position " + std::to_string(first_row + r) +
                         ": the inputs or weights are too large for float32");
         }
+        largest = std::max(largest, magnitude);
     }
     return largest;
 }
@@ -544,7 +594,8 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
     // 14: mix the heads. (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
-    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace);
+    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
+                            options.packed ? &options.packed->o : nullptr);
     trace.show(result.output);
     return result;
 }

@@ -39,6 +39,18 @@ struct Weights {
     std::size_t parameter_count() const;
 };
 
+// W_q, W_k, W_v and W_o packed once for the kernels in use (core/kernels.h), to be given to
+// every pass over the same weights (ForwardOptions::packed): such passes pack no weight again.
+// As large as the four weights (each rounded up to a register tile's width of outputs); the
+// weights must not change while it is in use.
+struct PackedWeights {
+    PackedLinear q, k, v, o;
+};
+PackedWeights pack_weights(const Weights& weights);
+
+// The most bytes pack_weights takes for weights of these sizes (throws mha::Error past 64 bits).
+std::uint64_t packed_weights_bytes(const Sizes& sizes);
+
 // Multiply-adds of one forward pass: the four projections and both attention products.
 std::uint64_t forward_macs(const Sizes& sizes);
 
@@ -88,6 +100,8 @@ struct ForwardOptions {
                                            // tile by tile (core/flash_row.h)
     Workspace* workspace = nullptr;  // the pass's tensors come from it (a repeated pass reuses
                                      // its memory); null: fresh memory
+    const PackedWeights* packed = nullptr;  // the weights packed once (pack_weights), read by
+                                            // steps 1-3 and 14; null: packed in every pass
 };
 
 struct ForwardResult {
@@ -117,7 +131,7 @@ ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks&
 // x (B, L, in) contiguous -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14,
 // split over threads as project_into splits them; y from the workspace when there is one.
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
-               Workspace* workspace = nullptr);
+               Workspace* workspace = nullptr, const PackedLinear* packed = nullptr);
 
 // Every target's y = x Wᵀ + b (core/kernels.h), x (rows, in) row-major, in one pool dispatch:
 // the outputs' panels are split over the threads (each thread packs its panels of W once),

@@ -100,12 +100,15 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
 std::uint64_t decode_bytes(const Sizes& s) {
     const std::string what = "the memory for decoding";
     const std::uint64_t d_k = s.d_k();
-    return checked_product(
-        {sizeof(float),
-         checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
-                      checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
-                      checked_product({s.batch, s.seq_len, s.d_model}, what)},           // output
-                     what)},
+    return checked_sum(
+        {checked_product(
+             {sizeof(float),
+              checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
+                           checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
+                           checked_product({s.batch, s.seq_len, s.d_model}, what)},  // output
+                          what)},
+             what),
+         packed_weights_bytes(s)},  // W_q, W_k, W_v, W_o packed once for all the tokens
         what);
 }
 
@@ -126,19 +129,23 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     ForwardResult result;
     result.output = Tensor({B, T, E});
     if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
+    // every token projects its row with the same weights: packed once, not once a token
+    const PackedWeights own = options.packed ? PackedWeights{} : pack_weights(w);
+    const PackedWeights& packed = options.packed ? *options.packed : own;
     for (std::size_t t = 0; t < T; ++t) {
         const Tensor x_t = token_row(in.x_q, t);
-        Tensor q = project(x_t, w.w_q, w.b_q, options.threads);  // (B, 1, h·d_k)
-        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads);  // (B, 1, G·d_k)
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);  // (B, 1, h·d_k)
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);  // (B, 1, G·d_k)
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
         append(k_t, t, cache.k);
-        append(project(x_t, w.w_v, w.b_v, options.threads), t, cache.v);
+        append(project(x_t, w.w_v, w.b_v, options.threads, nullptr, &packed.v), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises
 
         const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
-        const Tensor out = project(concat, w.w_o, w.b_o, options.threads);  // (B, 1, d_model)
+        const Tensor out =
+            project(concat, w.w_o, w.b_o, options.threads, nullptr, &packed.o);  // (B, 1, d_model)
         for (std::size_t b = 0; b < B; ++b) {
             std::copy(out.data() + b * E, out.data() + (b + 1) * E,
                       result.output.data() + (b * T + t) * E);

@@ -14,8 +14,9 @@ namespace mha {
 ForwardResult decode(const Weights& weights, const Inputs& inputs, const Masks& masks,
                      const ForwardOptions& options, Tracer& tracer);
 
-// Bytes decode() allocates besides the inputs and weights: the cache, the weights and
-// the output (throws mha::Error if the count exceeds 64 bits).
+// Bytes decode() allocates besides the inputs and weights: the cache, the attention weights,
+// the output and the projection weights packed once for every token (throws mha::Error if
+// the count exceeds 64 bits).
 std::uint64_t decode_bytes(const Sizes& sizes);
 
 }  // namespace mha

@@ -175,6 +175,12 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
 struct OutputPanel {
     const LinearTarget* target;
     std::size_t j0, width;
+
+    // Its slice [p0, p0 + kc) of Wᵀ as pack_linear left it, (kc, NR); null if not packed.
+    template <std::size_t NR>
+    const float* packed(std::size_t in, std::size_t p0) const {
+        return target->packed == nullptr ? nullptr : target->packed + j0 * in + p0 * NR;
+    }
 };
 
 // Panels [begin, end) of the targets, numbered across them in order.
@@ -224,16 +230,19 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     }
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
         const std::size_t kc = std::min(KC, in - p0);
-        for (std::size_t q = 0; !one_block && q < panels.size(); ++q)
-            pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
+        for (std::size_t q = 0; !one_block && q < panels.size(); ++q) {
+            if (panels[q].packed<NR>(in, p0) == nullptr)
+                pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
+        }
         for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
             const std::size_t mc = std::min(MC, r1 - i0);
             pack_a<MR>(a, i0, mc, p0, kc, packed_x);
             for (std::size_t q = 0; q < panels.size(); ++q) {
                 const LinearTarget& t = *panels[q].target;
                 float* y = t.y + i0 * t.out + panels[q].j0;
-                const float* w_panel = packed_w + (one_block ? 0 : q * kc * NR);
-                if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                const float* w_panel = panels[q].packed<NR>(in, p0);
+                if (w_panel == nullptr && one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                if (w_panel == nullptr) w_panel = packed_w + (one_block ? 0 : q * kc * NR);
                 for (std::size_t i = 0; i < mc; i += MR) {
                     micro_kernel<MR, NR>(kc, packed_x + i / MR * kc * MR, w_panel, y + i * t.out,
                                          t.out, std::min(MR, mc - i), panels[q].width, p0 > 0);
@@ -248,6 +257,16 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
             float* y = panel.target->y + r * panel.target->out;
             for (std::size_t o = panel.j0; o < panel.j0 + panel.width; ++o) y[o] += bias[o];
         }
+    }
+}
+
+// W (out, in) -> its NR-wide panels of outputs, each (in, NR) row-major, zero-padded: every
+// slice [p0, p0 + kc) of a panel is the (kc, NR) block pack_w_panel makes, at p0 · NR.
+template <std::size_t NR>
+MHA_INLINE void pack_linear_t(const float* w, std::size_t out, std::size_t in, float* panels) {
+    const LinearTarget target{w, nullptr, nullptr, out};
+    for (std::size_t j0 = 0; j0 < out; j0 += NR) {
+        pack_w_panel<NR>({&target, j0, std::min(NR, out - j0)}, in, 0, in, panels + j0 * in);
     }
 }
 
@@ -379,6 +398,7 @@ struct Variant {
     void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
     void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
                           std::size_t, std::size_t, std::size_t);
+    void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
     float (*max_of)(const float*, std::size_t);
     float (*exp_shifted)(float*, std::size_t, float);
     FlashRegisterTile flash;
@@ -399,6 +419,10 @@ struct Variant {
                                        std::size_t r0, std::size_t r1, std::size_t p0,          \
                                        std::size_t p1) {                                        \
         linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                \
+    }                                                                                           \
+    target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,           \
+                                     float* panels) {                                           \
+        pack_linear_t<NR>(w, out, in, panels);                                                  \
     }                                                                                           \
     target float max_of_##suffix(const float* values, std::size_t n) {                          \
         return max_of_t(values, n);                                                             \
@@ -434,7 +458,8 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32,
 
 #define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                   \
     {                                                                                         \
-        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, max_of_##suffix,       \
+        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, pack_linear_##suffix,  \
+            max_of_##suffix,                                                                  \
             exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix, flash_softmax_##suffix,  \
             flash_accumulate_##suffix                                                         \
     }
@@ -565,6 +590,23 @@ void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarge
                    std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
                    std::size_t panel_end) {
     current().linear_panels(x, in, targets, row_begin, row_end, panel_begin, panel_end);
+}
+
+PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in) {
+    const Variant& v = current();
+    PackedLinear packed;
+    packed.variant = v.id;
+    packed.panels.resize(round_up(out, v.nr) * in);
+    v.pack_linear(w, out, in, packed.panels.data());
+    return packed;
+}
+
+std::size_t packed_linear_floats(std::size_t out, std::size_t in) {
+    return round_up(out, widest_nr) * in;
+}
+
+const float* PackedLinear::for_kernels() const {
+    return variant == kernel_variant() && !panels.empty() ? panels.data() : nullptr;
 }
 
 std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets) {

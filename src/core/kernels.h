@@ -52,16 +52,37 @@ struct LinearTarget {
     const float* bias;  // (out) or null
     float* y;           // (rows, out)
     std::size_t out;
+    const float* packed = nullptr;  // W's panels as pack_linear left them for the kernels in
+                                    // use (PackedLinear::for_kernels), or null: packed per call
 };
+
+// A weight W (out, in) packed once for the kernels of one variant: each register tile's width
+// of outputs, all `in` deep, zero-padded, as linear_panels packs them slice by slice. Shared
+// read-only by every thread and every call given it, so a repeated projection (a bench's
+// repeated pass, decoding token by token) packs its weight no more.
+struct PackedLinear {
+    KernelVariant variant = KernelVariant::Plain;
+    std::vector<float> panels;  // (out rounded up to the tile width, in) in panels
+
+    // The panels for LinearTarget::packed: null when the kernels in use changed since.
+    const float* for_kernels() const;
+};
+
+// W (out, in) row-major packed for the kernels in use: round_up(out, tile width) · in floats.
+PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in);
+
+// The most floats pack_linear takes for W (out, in), on any variant.
+std::size_t packed_linear_floats(std::size_t out, std::size_t in);
 
 // The column panels of the targets for the kernels in use (a register tile's width of
 // outputs each; a target's last panel may be narrower): the units linear_panels splits.
 std::size_t linear_panel_count(const std::vector<LinearTarget>& targets);
 
 // Rows [row_begin, row_end) of panels [panel_begin, panel_end) of every target's
-// y = x Wᵀ + b, x (rows, in) row-major. W's panels are packed once per call and shared
-// by every row of the call. Each element is summed as gemm sums it, then the bias added,
-// so every split of rows and panels gives the same bits.
+// y = x Wᵀ + b, x (rows, in) row-major. W's panels are read from `packed` when a target has
+// them, else packed once per call and shared by every row of the call. Each element is
+// summed as gemm sums it, then the bias added, so every split of rows and panels, packed
+// before or not, gives the same bits.
 void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,
                    std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
                    std::size_t panel_end);

@@ -45,12 +45,17 @@ FlashScratch& flash_scratch() {
 }
 
 // k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major; zeros past M (mask_scores
-// blocks those keys' scores).
+// blocks those keys' scores). Written in order, a panel's mr keys read side by side.
 void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
-    std::fill(out + k.rows / mr * mr * k.cols, out + round_up(k.rows, mr) * k.cols, 0.0f);
-    for (std::size_t j = 0; j < k.rows; ++j) {
-        float* panel = out + j / mr * k.cols * mr + j % mr;
-        for (std::size_t d = 0; d < k.cols; ++d) panel[d * mr] = k(j, d);
+    for (std::size_t j0 = 0; j0 < k.rows; j0 += mr) {
+        const std::size_t keys = std::min(mr, k.rows - j0);
+        float* panel = out + j0 * k.cols;
+        for (std::size_t d = 0; d < k.cols; ++d) {
+            float* dst = panel + d * mr;
+            const float* src = k.data + j0 * k.row_stride + d * k.col_stride;
+            for (std::size_t j = 0; j < keys; ++j) dst[j] = src[j * k.row_stride];
+            std::fill(dst + keys, dst + mr, 0.0f);
+        }
     }
 }
 
@@ -61,27 +66,37 @@ std::size_t tile_keys(std::size_t k0, std::size_t m, std::size_t mr) {
 }
 
 // v (M, d_k) -> per tile of keys, panels of mr features, each (tile_keys, mr) row-major;
-// zeros past M and past d_k.
+// zeros past M and past d_k. Each key's row is copied mr features at a time.
 void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, float* out) {
     const std::size_t m = v.rows;
-    std::fill(out + m / stream_key_tile * stream_key_tile * padded_d,
-              out + round_up(m, mr) * padded_d, 0.0f);  // the last tile
-    for (std::size_t j = 0; j < m; ++j) {
-        const std::size_t k0 = j / stream_key_tile * stream_key_tile, keys = tile_keys(k0, m, mr);
+    for (std::size_t k0 = 0; k0 < m; k0 += stream_key_tile) {
+        const std::size_t keys = tile_keys(k0, m, mr);
         float* tile = out + k0 * padded_d;
-        for (std::size_t d = 0; d < v.cols; ++d) {
-            tile[d / mr * keys * mr + (j - k0) * mr + d % mr] = v(j, d);
+        for (std::size_t j = 0; j < keys; ++j) {
+            const float* src = v.data + (k0 + j) * v.row_stride;
+            for (std::size_t f = 0; f < padded_d; f += mr) {
+                float* dst = tile + f * keys + j * mr;
+                const std::size_t features = k0 + j < m ? std::min(mr, v.cols - std::min(f, v.cols)) : 0;
+                for (std::size_t d = 0; d < features; ++d) dst[d] = src[(f + d) * v.col_stride];
+                std::fill(dst + features, dst + mr, 0.0f);
+            }
         }
     }
 }
 
 // q rows [q0, q0 + rows) -> panels of nr queries, each (d_k, nr) row-major; zeros past rows.
+// Written in order, a panel's nr queries read side by side.
 void pack_queries(const MatrixView& q, std::size_t q0, std::size_t rows, std::size_t nr,
                   float* out) {
-    std::fill(out, out + stream_query_tile * q.cols, 0.0f);
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* panel = out + r / nr * q.cols * nr + r % nr;
-        for (std::size_t d = 0; d < q.cols; ++d) panel[d * nr] = q(q0 + r, d);
+    for (std::size_t r0 = 0; r0 < stream_query_tile; r0 += nr) {
+        const std::size_t count = r0 < rows ? std::min(nr, rows - r0) : 0;
+        float* panel = out + r0 * q.cols;
+        for (std::size_t d = 0; d < q.cols; ++d) {
+            float* dst = panel + d * nr;
+            const float* src = q.data + (q0 + r0) * q.row_stride + d * q.col_stride;
+            for (std::size_t r = 0; r < count; ++r) dst[r] = src[r * q.row_stride];
+            std::fill(dst + count, dst + nr, 0.0f);
+        }
     }
 }
 

@@ -6,8 +6,6 @@
 //
 // Work counted: 4·N·M·d_k flops per unit (Q Kᵀ and P V, a multiply and an add each).
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,28 +16,13 @@
 #include "core/kernels.h"
 #include "core/streaming.h"
 #include "io/init.h"
+#include "timing.h"
 
-namespace {
-
-double median_ms(std::vector<double> times) {
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
-}
-
-double time_ms(const std::function<void()>& run) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
-std::size_t argument(int argc, char** argv, int i, std::size_t fallback) {
-    return argc > i ? std::strtoul(argv[i], nullptr, 10) : fallback;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
+    using bench::argument;
+    using bench::median_ms;
+    using bench::time_ms;
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_attention B N d_model h [repeat] [peak GFLOP/s]\n");
         return 2;

@@ -1,0 +1,137 @@
+// Times the three phases of one self-attention pass apart, interleaved, at a given thread
+// count: the fused Q, K, V projection (steps 1-3), the attention core on the streaming path
+// (steps 6-10) and the output projection (step 14), then the whole pass; prints medians and
+// each phase's share of the FMA peak of the threads it ran on. The projections and the pass
+// run twice: packing W in every call, and reading it packed once (pack_weights).
+//
+//   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s per core]
+//
+// Work counted (a multiply and an add per multiply-add): 2·B·N·d_model·3·d_model for
+// steps 1-3, 4·B·h·N²·d_k for steps 6-10, 2·B·N·d_model² for step 14.
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "core/attention.h"
+#include "io/init.h"
+#include "timing.h"
+
+namespace {
+
+// A tensor of the given shape filled with uniform values in [-scale, scale].
+mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
+    mha::Tensor t(shape);
+    for (std::size_t i = 0; i < t.numel(); ++i) t.data()[i] = random.uniform(-scale, scale);
+    return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using bench::argument;
+    using bench::median_ms;
+    using bench::time_ms;
+    if (argc < 5) {
+        std::fprintf(stderr,
+                     "usage: bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s]\n");
+        return 2;
+    }
+    const std::size_t B = argument(argc, argv, 1, 1), N = argument(argc, argv, 2, 1),
+                      E = argument(argc, argv, 3, 1), h = argument(argc, argv, 4, 1),
+                      repeat = argument(argc, argv, 5, 21), threads = argument(argc, argv, 6, 1),
+                      d_k = E / h, rows = B * N;
+    const double peak = (argc > 7 ? std::atof(argv[7]) : 248.0) * double(threads);
+    mha::Random random(1, 1);
+    const float w_scale = 1.0f / std::sqrt(float(E));
+    mha::Weights w;
+    for (mha::Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) *t = filled(random, {E, E}, w_scale);
+    for (mha::Tensor* t : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) *t = filled(random, {E}, 0.1f);
+    const mha::Tensor x = filled(random, {B, N, E}, 1.0f);
+    mha::Tensor q({B, N, E}), k({B, N, E}), v({B, N, E}), context({B, N, E}), out({B, N, E});
+
+    const mha::PackedWeights packed = mha::pack_weights(w);
+    const auto qkv_of = [&](const mha::PackedWeights* p) {
+        return [&, p] {
+            mha::project_into(x.data(), rows, E,
+                              {{w.w_q.data(), w.b_q.data(), q.data(), E, p ? p->q.for_kernels() : nullptr},
+                               {w.w_k.data(), w.b_k.data(), k.data(), E, p ? p->k.for_kernels() : nullptr},
+                               {w.w_v.data(), w.b_v.data(), v.data(), E, p ? p->v.for_kernels() : nullptr}},
+                              threads);
+        };
+    };
+    const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
+    mha::HeadMask mask;
+    mask.n = mask.m = N;
+    const mha::Units units{B * h, [&](std::size_t u) {
+                               const std::size_t b = u / h, i = u % h;
+                               const std::size_t at = b * N * E + i * d_k;
+                               return mha::AttentionUnit{{q.data() + at, N, d_k, E, 1},
+                                                         {k.data() + at, N, d_k, E, 1},
+                                                         {v.data() + at, N, d_k, E, 1},
+                                                         mask,
+                                                         nullptr,
+                                                         context.data() + at,
+                                                         E,
+                                                         b,
+                                                         i};
+                           }};
+    const mha::UnitMath math{1.0f / std::sqrt(float(d_k)), false};
+    const std::function<void()> core = [&] {
+        mha::run_units(mha::UnitStep::Streamed, units, math, threads);
+    };
+    const auto output_of = [&](const mha::PackedWeights* p) {
+        return [&, p] {
+            mha::project_into(context.data(), rows, E,
+                              {{w.w_o.data(), w.b_o.data(), out.data(), E,
+                                p ? p->o.for_kernels() : nullptr}},
+                              threads);
+        };
+    };
+    const std::function<void()> output = output_of(nullptr), output_packed = output_of(&packed);
+    mha::Workspace workspace;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.threads = threads;
+    options.path = mha::AttentionPath::Streaming;
+    options.workspace = &workspace;
+    mha::NullTracer none;
+    const std::function<void()> pass = [&] {
+        options.packed = nullptr;
+        mha::forward(w, {x, x, x}, {}, options, none);
+    };
+    const std::function<void()> pass_packed = [&] {
+        options.packed = &packed;
+        mha::forward(w, {x, x, x}, {}, options, none);
+    };
+
+    struct Phase {
+        const char* name;
+        const std::function<void()>* run;
+        double flops;
+        std::vector<double> ms;
+    };
+    const double qkv_flops = 2.0 * rows * E * 3 * E, core_flops = 4.0 * B * h * N * N * d_k,
+                 output_flops = 2.0 * rows * E * E;
+    const double pass_flops = qkv_flops + core_flops + output_flops;
+    std::vector<Phase> phases{{"Q, K, V (1-3)", &qkv, qkv_flops, {}},
+                              {"  W packed", &qkv_packed, qkv_flops, {}},
+                              {"core (6-10)", &core, core_flops, {}},
+                              {"W_O (14)", &output, output_flops, {}},
+                              {"  W packed", &output_packed, output_flops, {}},
+                              {"whole pass", &pass, pass_flops, {}},
+                              {"  W packed", &pass_packed, pass_flops, {}}};
+    for (Phase& p : phases) (*p.run)();  // warm-up
+    for (std::size_t r = 0; r < repeat; ++r) {
+        for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
+    }
+    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu\n", B, N, E, h,
+                threads, mha::kernel_variant_name(), repeat);
+    for (const Phase& p : phases) {
+        const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
+        std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s  %5.1f%% of %.0f\n", p.name, ms, rate,
+                    100 * rate / peak, peak);
+    }
+}
