@@ -4,6 +4,7 @@
 // every kernel variant this CPU runs, and the variants against each other bit for bit.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -416,3 +417,26 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
         test::run_command("MHA_KERNEL=plain " + test::mha_binary() + " bench --quick --repeat 1");
     CHECK_THAT(bench.output, Catch::Contains("kernels plain (tile 4x8 floats;"));
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+TEST_CASE("the variants this CPU runs are those libgcc's own check finds; the binary takes "
+          "the fastest") {
+    // the kernels ask glibc, which read the features before main (no cpuid of their own);
+    // __builtin_cpu_supports asks the CPU through libgcc: both check the OS saves the registers
+    const std::vector<mha::KernelVariant> runnable = mha::runnable_kernel_variants();
+    const auto runs = [&runnable](mha::KernelVariant v) {
+        return std::find(runnable.begin(), runnable.end(), v) != runnable.end();
+    };
+    CHECK(runs(mha::KernelVariant::Avx512) == (__builtin_cpu_supports("avx512f") &&
+                                               __builtin_cpu_supports("avx512vl") &&
+                                               __builtin_cpu_supports("avx512bw")));
+    CHECK(runs(mha::KernelVariant::Avx2) == bool(__builtin_cpu_supports("avx2")));
+    CHECK(runs(mha::KernelVariant::Sse2) == bool(__builtin_cpu_supports("sse2")));
+    CHECK(runs(mha::KernelVariant::Plain));
+    const test::RunResult r =
+        test::run_command("env -u MHA_KERNEL " + test::mha_binary() + " --format json");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains(std::string("\"kernels\":\"") +
+                                         mha::kernel_variant_name(runnable.front()) + "\""));
+}
+#endif

@@ -8,6 +8,7 @@
 #include "core/decode.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/storage.h"
 
 #include <algorithm>
 
@@ -44,10 +45,9 @@ std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) 
                                      checked_product({s.batch, s.kv_len, s.kdim + s.vdim}, what)},
                                     what)},
         what);
-    const std::uint64_t weights =
-        checked_product({sizeof(float), s.d_model,
-                         checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
-                        what);
+    // seeded weights share one block, which may be rounded up to 2 MiB huge pages
+    const std::uint64_t weights = block_bytes(checked_product(
+        {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)}, what));
     return checked_sum({inputs, weights, mask_bytes, saving ? save_bytes(s, what) : 0}, what);
 }
 

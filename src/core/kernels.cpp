@@ -473,14 +473,30 @@ const Variant variants[] = {
     MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8, 4, 8),
 };
 
+// Whether the CPU has the feature and the operating system saves its registers. glibc
+// worked that out before main (<sys/platform/x86.h>, glibc 2.33 or later): asking it runs no
+// cpuid instruction, where libgcc's __builtin_cpu_supports runs its own dozen or so at every
+// start (each one traps on a virtual machine: about 6.5 µs here).
+#if defined(MHA_X86) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#define _Bool bool  // glibc 2.36's inline functions there return C's _Bool, unknown to clang++
+#include <sys/platform/x86.h>
+#undef _Bool
+#define MHA_CPU_HAS(glibc_name, gcc_name) CPU_FEATURE_ACTIVE(glibc_name)
+#endif
+#endif
+#if defined(MHA_X86) && !defined(MHA_CPU_HAS)
+#define MHA_CPU_HAS(glibc_name, gcc_name) __builtin_cpu_supports(gcc_name)
+#endif
+
 bool cpu_runs(KernelVariant v) {
 #ifdef MHA_X86
     switch (v) {
-    case KernelVariant::Avx512: return __builtin_cpu_supports("avx512f") &&
-                                       __builtin_cpu_supports("avx512vl") &&
-                                       __builtin_cpu_supports("avx512bw");
-    case KernelVariant::Avx2: return __builtin_cpu_supports("avx2");
-    case KernelVariant::Sse2: return __builtin_cpu_supports("sse2");
+    case KernelVariant::Avx512: return MHA_CPU_HAS(AVX512F, "avx512f") &&
+                                       MHA_CPU_HAS(AVX512VL, "avx512vl") &&
+                                       MHA_CPU_HAS(AVX512BW, "avx512bw");
+    case KernelVariant::Avx2: return MHA_CPU_HAS(AVX2, "avx2");
+    case KernelVariant::Sse2: return MHA_CPU_HAS(SSE2, "sse2");
     case KernelVariant::Plain: return true;
     }
     return false;

@@ -4,13 +4,8 @@
 
 #include "core/error.h"
 
-#include <cstdint>
 #include <numeric>
 #include <utility>
-
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 namespace mha {
 
@@ -37,27 +32,18 @@ Strides contiguous_strides(const Shape& shape) {
     return strides;
 }
 
-std::vector<float> reserved_floats(std::size_t n) {
-    std::vector<float> values;
-    values.reserve(n);
-#ifdef MADV_POPULATE_WRITE  // Linux; a kernel before 5.14 refuses it, and the pages fault in
-    constexpr std::size_t page = 4096, worth_it = 16 * page;
-    if (n * sizeof(float) >= worth_it) {
-        const auto begin = reinterpret_cast<std::uintptr_t>(values.data());
-        const std::uintptr_t first = (begin + page - 1) / page * page,
-                             end = (begin + n * sizeof(float)) / page * page;
-        madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE);
-    }
-#endif
-    return values;
-}
-
 namespace {
 
-std::shared_ptr<std::vector<float>> zeros(std::size_t n) {
+// A pointer to the first of the vector's floats that owns the vector.
+std::shared_ptr<float> first_of(std::shared_ptr<std::vector<float>> values) {
+    float* first = values->data();
+    return std::shared_ptr<float>(std::move(values), first);
+}
+
+std::shared_ptr<float> zeros(std::size_t n) {
     auto storage = std::make_shared<std::vector<float>>(reserved_floats(n));
     storage->resize(n, 0.0f);
-    return storage;
+    return first_of(std::move(storage));
 }
 
 }  // namespace
@@ -65,21 +51,35 @@ std::shared_ptr<std::vector<float>> zeros(std::size_t n) {
 Tensor::Tensor(Shape shape)
     : storage_(zeros(element_count(shape))), layout_(Layout::contiguous_of(std::move(shape))) {}
 
-Tensor::Tensor(Shape shape, std::vector<float> values)
-    : storage_(std::make_shared<std::vector<float>>(std::move(values))),
-      layout_(Layout::contiguous_of(std::move(shape))) {
-    if (storage_->size() != element_count(layout_.shape)) {
-        throw Error("tensor: " + std::to_string(storage_->size()) +
-                    " values cannot fill shape " + to_string(layout_.shape));
+Tensor::Tensor(Shape shape, std::vector<float> values) : layout_(Layout::contiguous_of(std::move(shape))) {
+    if (values.size() != element_count(layout_.shape)) {
+        throw Error("tensor: " + std::to_string(values.size()) + " values cannot fill shape " +
+                    to_string(layout_.shape));
     }
+    storage_ = first_of(std::make_shared<std::vector<float>>(std::move(values)));
 }
 
 Tensor Tensor::in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage) {
     Tensor t;
     storage->assign(element_count(shape), 0.0f);
-    t.storage_ = std::move(storage);
+    t.storage_ = first_of(std::move(storage));
     t.layout_ = Layout::contiguous_of(std::move(shape));
     return t;
+}
+
+std::vector<Tensor> Tensor::in_one_block(const std::vector<Shape>& shapes) {
+    std::size_t floats = 0;
+    for (const Shape& shape : shapes) floats += element_count(shape);
+    const std::shared_ptr<float> block = float_block(floats);
+    std::vector<Tensor> tensors(shapes.size());
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+        tensors[i].storage_ = block;
+        tensors[i].layout_ = Layout::contiguous_of(shapes[i]);
+        tensors[i].offset_ = offset;
+        offset += element_count(shapes[i]);
+    }
+    return tensors;
 }
 
 bool is_contiguous(const Shape& shape, const Strides& strides) {
@@ -217,7 +217,7 @@ Tensor Tensor::contiguous() const {
 }
 
 float Tensor::at(const std::vector<std::size_t>& index) const {
-    if (!storage_) throw Error("at: the tensor is empty");
+    if (empty()) throw Error("at: the tensor is empty");
     if (index.size() != dim()) {
         throw Error("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
                     to_string(shape()));
@@ -230,7 +230,7 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
         }
         position += index[d] * strides()[d];
     }
-    return (*storage_)[position];
+    return storage_.get()[position];
 }
 
 std::vector<float> Tensor::to_vector() const {

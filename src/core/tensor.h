@@ -8,15 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/storage.h"
+
 namespace mha {
 
 using Shape = std::vector<std::size_t>;
 using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
-
-// An empty vector with room for n floats. A large one is mapped in by one system call
-// rather than by one page fault per 4 KiB page as it is filled: on a virtual machine a fault
-// can cost 10 µs or more, and the weights of the classic example alone are 256 pages.
-std::vector<float> reserved_floats(std::size_t n);
 
 std::string to_string(const Shape& shape);  // "(2, 8, 256)"
 std::size_t element_count(const Shape& shape);
@@ -49,6 +46,9 @@ public:
     // Zero-filled, contiguous, in the given storage: resized to the shape within the
     // capacity it already has, so memory a Workspace keeps is reused, not reallocated.
     static Tensor in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage);
+    // Zero-filled contiguous tensors of these shapes laid out one after another in one
+    // float_block (core/storage.h), so they share its storage: a weight set mapped in at once.
+    static std::vector<Tensor> in_one_block(const std::vector<Shape>& shapes);
 
     const Shape& shape() const { return layout_.shape; }
     const Strides& strides() const { return layout_.strides; }
@@ -56,11 +56,14 @@ public:
     std::size_t offset() const { return offset_; }
     std::size_t dim() const { return layout_.shape.size(); }
     std::size_t size(std::size_t d) const { return layout_.shape.at(d); }
-    std::size_t numel() const { return storage_ ? element_count(layout_.shape) : 0; }
-    bool empty() const { return storage_ == nullptr; }
+    std::size_t numel() const { return empty() ? 0 : element_count(layout_.shape); }
+    bool empty() const { return storage_.use_count() == 0; }  // owns no storage
 
     bool is_contiguous() const;
-    bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+    // True when both hold the same storage (or both none), whatever their offsets.
+    bool shares_storage_with(const Tensor& other) const {
+        return !storage_.owner_before(other.storage_) && !other.storage_.owner_before(storage_);
+    }
 
     // Same storage, new shape; throws mha::Error when the strides do not allow it.
     Tensor view(const Shape& shape) const;
@@ -74,13 +77,13 @@ public:
     Tensor contiguous() const;
 
     // Pointer to element (0, ..., 0), or nullptr for an empty tensor; index with the strides.
-    float* data() { return storage_ ? storage_->data() + offset_ : nullptr; }
-    const float* data() const { return storage_ ? storage_->data() + offset_ : nullptr; }
+    float* data() { return storage_ ? storage_.get() + offset_ : nullptr; }
+    const float* data() const { return storage_ ? storage_.get() + offset_ : nullptr; }
     float at(const std::vector<std::size_t>& index) const;
     std::vector<float> to_vector() const;  // the elements in C order
 
 private:
-    std::shared_ptr<std::vector<float>> storage_;
+    std::shared_ptr<float> storage_;  // its first float; shares ownership of what holds them
     Layout layout_;
     std::size_t offset_ = 0;
 };

@@ -15,16 +15,19 @@ constexpr std::uint32_t block_stream = 3;
 constexpr std::uint32_t mla_stream = 4;
 constexpr double two_pi = 6.283185307179586;
 
-// Drawn a block at a time into memory never zero-filled first.
+// out[i] = U(-bound, bound) for i < count, a state block of draws at a time.
+void draw_uniform(Random& random, float bound, float* out, std::size_t count) {
+    for (std::size_t done = 0; done < count; done += Mt19937::state_size) {
+        random.uniform(-bound, bound, out + done, std::min(Mt19937::state_size, count - done));
+    }
+}
+
+// A tensor of U(-bound, bound) draws in C order.
 Tensor uniform_tensor(Random& random, Shape shape, float bound) {
     const std::size_t count = element_count(shape);
     std::vector<float> values = reserved_floats(count);
-    float block[Mt19937::state_size];
-    for (std::size_t done = 0; done < count; done += Mt19937::state_size) {
-        const std::size_t take = std::min(Mt19937::state_size, count - done);
-        random.uniform(-bound, bound, block, take);
-        values.insert(values.end(), block, block + take);
-    }
+    values.resize(count);
+    draw_uniform(random, bound, values.data(), count);
     return Tensor(std::move(shape), std::move(values));
 }
 
@@ -79,18 +82,27 @@ Weights seeded_weights(std::size_t d_model, std::size_t q_width, std::size_t kv_
         return float(std::sqrt(6.0 / double(d_model + rows)));
     };
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
+    // one block for the whole set, in the order of the draws; zero biases stay as mapped
+    std::vector<Shape> shapes = {{q_width, d_model}, {kv_width, d_model}, {kv_width, d_model},
+                                 {d_model, q_width}};
+    if (bias) shapes.insert(shapes.end(), {{q_width}, {kv_width}, {kv_width}, {d_model}});
+    std::vector<Tensor> set = Tensor::in_one_block(shapes);
+    const float bounds[] = {xavier(q_width), xavier(kv_width), xavier(kv_width), xavier(q_width),
+                            bias_bound, bias_bound, bias_bound, bias_bound};
+    const std::size_t drawn = bias && random_bias ? 8 : 4;
+    for (std::size_t i = 0; i < drawn; ++i) {
+        draw_uniform(random, bounds[i], set[i].data(), set[i].numel());
+    }
     Weights w;
-    w.w_q = uniform_tensor(random, {q_width, d_model}, xavier(q_width));
-    w.w_k = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
-    w.w_v = uniform_tensor(random, {kv_width, d_model}, xavier(kv_width));
-    w.w_o = uniform_tensor(random, {d_model, q_width}, xavier(q_width));
+    w.w_q = set[0];
+    w.w_k = set[1];
+    w.w_v = set[2];
+    w.w_o = set[3];
     if (bias) {
-        const std::size_t widths[] = {q_width, kv_width, kv_width, d_model};
-        Tensor* biases[] = {&w.b_q, &w.b_k, &w.b_v, &w.b_o};
-        for (std::size_t i = 0; i < 4; ++i) {
-            *biases[i] = random_bias ? uniform_tensor(random, {widths[i]}, bias_bound)
-                                     : Tensor({widths[i]});
-        }
+        w.b_q = set[4];
+        w.b_k = set[5];
+        w.b_v = set[6];
+        w.b_o = set[7];
     }
     return w;
 }
