@@ -15,6 +15,7 @@
 #include "core/fused_qkv.h"
 #include "core/workspace.h"
 #include "io/init.h"
+#include "kernel_variants.h"
 
 namespace {
 
@@ -108,6 +109,7 @@ TEST_CASE("a pass in a workspace whose blocks hold NaN gives the bits of a pass 
     const mha::AttentionPath path =
         GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
     const bool zero_rows = GENERATE(false, true);
+    EACH_VARIANT();  // each register tile leaves its own partial tiles at the edges
     const std::size_t N = 70, M = form == 3 ? 40 : form == 4 ? 0 : form == 2 ? 130 : N;
     CAPTURE(form, path, zero_rows);
     const bool self = form != 2 && form != 3 && form != 4;
