@@ -1,14 +1,50 @@
-// The workspace: a block is handed out again only once no tensor holds it, every tensor
-// starts at zero, the idle blocks are released when none fits, and a pass run in a
-// workspace gives the same bits as one in fresh memory while a second pass adds nothing.
+// The workspace: a block is handed out again only once no tensor holds it, a tensor starts
+// at zero unless taken uninitialised, the idle blocks are released when none fits, and a
+// pass run in a workspace gives the same bits as one in fresh memory while a second pass
+// adds nothing, even when every block it takes held NaN before.
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include "core/attention.h"
+#include "core/block.h"
+#include "core/fused_qkv.h"
 #include "core/workspace.h"
 #include "io/init.h"
+#include "kernel_variants.h"
 
-TEST_CASE("a workspace reuses a block once no tensor holds it, zero-filled") {
+namespace {
+
+// The first index at which the two tensors' values differ bit for bit (so that NaN matches
+// the same NaN), their common length when one is longer, or -1 when they are the same.
+long first_difference(const mha::Tensor& a, const mha::Tensor& b) {
+    const std::vector<float> x = a.to_vector(), y = b.to_vector();
+    const std::size_t n = std::min(x.size(), y.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (std::memcmp(&x[i], &y[i], sizeof(float)) != 0) return long(i);
+    }
+    return x.size() == y.size() ? -1 : long(n);
+}
+
+// `count` idle blocks of `floats` floats each, every float NaN: a pass that holds at most
+// `count` tensors at once, none larger, takes each of them from a block full of NaN.
+void fill_with_nan(mha::Workspace& workspace, std::size_t count, std::size_t floats) {
+    std::vector<mha::Tensor> held;
+    for (std::size_t i = 0; i < count; ++i) {
+        held.push_back(workspace.tensor({floats}));
+        std::fill(held.back().data(), held.back().data() + floats,
+                  std::numeric_limits<float>::quiet_NaN());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a workspace reuses a block once no tensor holds it, zero-filled unless taken "
+          "uninitialised") {
     mha::Workspace workspace;
     mha::Tensor a = workspace.tensor({4, 8});
     const float* a_memory = a.data();
@@ -17,11 +53,17 @@ TEST_CASE("a workspace reuses a block once no tensor holds it, zero-filled") {
     CHECK(b.data() != a_memory);
     CHECK(workspace.bytes() == (32 + 16) * sizeof(float));
     a = mha::Tensor();
-    const mha::Tensor c = workspace.tensor({3, 8});  // a's block, 32 floats, fits 24
+    mha::Tensor c = workspace.tensor({3, 8});  // a's block, 32 floats, fits 24
     CHECK(c.data() == a_memory);
     CHECK(c.shape() == mha::Shape{3, 8});
     CHECK(c.to_vector() == std::vector<float>(24, 0.0f));  // the 3 written into a is gone
     CHECK(workspace.bytes() == (32 + 16) * sizeof(float));
+    c.data()[5] = 3.0f;
+    c = mha::Tensor();
+    const mha::Tensor d = workspace.uninitialised({4, 8});  // the same block, as c left it
+    CHECK(d.data() == a_memory);
+    CHECK(d.data()[5] == 3.0f);
+    CHECK(d.data()[31] == 0.0f);  // past c's 24 floats: never held a value, zero
 }
 
 TEST_CASE("a workspace takes the smallest idle block that fits, and releases idle blocks "
@@ -55,4 +97,47 @@ TEST_CASE("a pass in a workspace gives the bits of a pass in fresh memory; a sec
     CHECK(first == fresh.output.to_vector());
     CHECK(second == first);
     CHECK(workspace.bytes() == after_first);
+}
+
+TEST_CASE("a pass in a workspace whose blocks hold NaN gives the bits of a pass in fresh "
+          "memory, so every tensor it takes uninitialised is written in full") {
+    const std::size_t B = 2, h = 4, E = 16;
+    // the pass's forms: 0 self-attention, 1 causal, 2 cross-attention (K, V from other
+    // inputs), 3 causal with N > M (the first queries see no key: fully masked rows), 4 no
+    // key at all (M = 0), 5 fused QKV, 6 the encoder block around the pass
+    const int form = GENERATE(0, 1, 2, 3, 4, 5, 6);
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    const bool zero_rows = GENERATE(false, true);
+    EACH_VARIANT();  // each register tile leaves its own partial tiles at the edges
+    const std::size_t N = 70, M = form == 3 ? 40 : form == 4 ? 0 : form == 2 ? 130 : N;
+    CAPTURE(form, path, zero_rows);
+    const bool self = form != 2 && form != 3 && form != 4;
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h, E / h}, self, 9);
+    const mha::Weights w = mha::seeded_weights(E, true, true, 9);
+    const mha::BlockWeights block = mha::seeded_block(E, 2 * E, 9);
+    mha::Masks masks;
+    masks.causal = form == 1 || form == 3;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.threads = 2;
+    options.path = path;
+    options.zero_masked_rows = zero_rows;
+    mha::NullTracer none;
+    const auto pass = [&] {
+        if (form == 5) return mha::forward_fused_qkv(w, in, masks, options, none);
+        if (form == 6) return mha::forward_block(w, block, mha::BlockKind::Pre, in, masks, options, none);
+        return mha::forward(w, in, masks, options, none);
+    };
+    const mha::ForwardResult fresh = pass();
+    mha::Workspace workspace;
+    const std::size_t count = 8, floats = B * h * N * std::max(N, M);  // the largest: scores
+    fill_with_nan(workspace, count, floats);
+    options.workspace = &workspace;
+    const mha::ForwardResult dirty = pass();
+    CHECK(workspace.bytes() == count * floats * sizeof(float));  // every tensor from a NaN block
+    CHECK(first_difference(dirty.output, fresh.output) == -1);
+    CHECK(first_difference(dirty.weights, fresh.weights) == -1);
+    CHECK(dirty.fully_masked_rows == fresh.fully_masked_rows);
+    if (form == 3) CHECK(fresh.fully_masked_rows > 0);
 }

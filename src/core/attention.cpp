@@ -95,7 +95,7 @@ std::uint64_t packed_weights_bytes(const Sizes& s) {
 // 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
                Workspace* workspace, const PackedLinear* packed) {
-    Tensor y = new_tensor(workspace, {x.size(0), x.size(1), w.size(0)});
+    Tensor y = new_uninitialised(workspace, {x.size(0), x.size(1), w.size(0)});
     project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y, packed)},
                  threads);
     return y;
@@ -132,9 +132,9 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
     if (one_input(in)) {
         const Tensor x_in = in.x_q.contiguous();
         const std::size_t B = x_in.size(0), L = x_in.size(1);
-        x = {new_tensor(o.workspace, {B, L, w.w_q.size(0)}),
-             new_tensor(o.workspace, {B, L, w.w_k.size(0)}),
-             new_tensor(o.workspace, {B, L, w.w_v.size(0)})};
+        x = {new_uninitialised(o.workspace, {B, L, w.w_q.size(0)}),
+             new_uninitialised(o.workspace, {B, L, w.w_k.size(0)}),
+             new_uninitialised(o.workspace, {B, L, w.w_v.size(0)})};
         project_into(x_in.data(), B * L, w.d_model(),
                      {target_of(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
                       target_of(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
@@ -470,11 +470,20 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
             }};
 }
 
+// The context's storage, (B, h, N, d_k) or (B, N, h, d_k): each unit writes every element
+// of its slice (a fully masked row as NaN or zeros), so it needs no zero fill, unless there
+// is no key: then no unit runs and the context is the zero of an empty weighted sum.
+Tensor new_context(const Sizes& s, Shape shape, Workspace* workspace) {
+    return s.kv_len == 0 ? new_tensor(workspace, std::move(shape))
+                         : new_uninitialised(workspace, std::move(shape));
+}
+
 // 6-10 on the standard path: the (B, h, N, M) scores become the weights in place.
 Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
-    Tensor scores = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor context = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len, s.d_k()});
+    // 6 writes every score (none when N or M is 0); 8-9 rewrite them in place
+    Tensor scores = new_uninitialised(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_k()}, o.workspace);
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -502,7 +511,7 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     Tensor none;
     Tensor context =
-        new_tensor(o.workspace, {s.batch, s.seq_len, s.heads, s.d_k()}).transpose(1, 2);
+        new_context(s, {s.batch, s.seq_len, s.heads, s.d_k()}, o.workspace).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
@@ -59,9 +60,12 @@ Tensor::Tensor(Shape shape, std::vector<float> values) : layout_(Layout::contigu
     storage_ = first_of(std::make_shared<std::vector<float>>(std::move(values)));
 }
 
-Tensor Tensor::in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage) {
+Tensor Tensor::in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage,
+                          bool zero_fill) {
     Tensor t;
-    storage->assign(element_count(shape), 0.0f);
+    const std::size_t n = element_count(shape);
+    if (storage->size() < n) storage->resize(n);  // zeros past what it held
+    if (zero_fill) std::fill(storage->begin(), storage->begin() + n, 0.0f);
     t.storage_ = first_of(std::move(storage));
     t.layout_ = Layout::contiguous_of(std::move(shape));
     return t;

@@ -14,7 +14,11 @@ bool idle(const std::shared_ptr<std::vector<float>>& block) { return block.use_c
 
 }  // namespace
 
-Tensor Workspace::tensor(Shape shape) {
+Tensor Workspace::tensor(Shape shape) { return in_block(std::move(shape), true); }
+
+Tensor Workspace::uninitialised(Shape shape) { return in_block(std::move(shape), false); }
+
+Tensor Workspace::in_block(Shape shape, bool zero_fill) {
     const std::size_t floats = element_count(shape);
     std::shared_ptr<std::vector<float>>* best = nullptr;
     for (auto& block : blocks_) {
@@ -23,12 +27,12 @@ Tensor Workspace::tensor(Shape shape) {
             best = &block;
         }
     }
-    if (best != nullptr) return Tensor::in_storage(std::move(shape), *best);
+    if (best != nullptr) return Tensor::in_storage(std::move(shape), *best, zero_fill);
     blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(), idle), blocks_.end());
     auto block = std::make_shared<std::vector<float>>();
     block->reserve(floats);
     blocks_.push_back(block);
-    return Tensor::in_storage(std::move(shape), std::move(block));
+    return Tensor::in_storage(std::move(shape), std::move(block), zero_fill);
 }
 
 std::uint64_t Workspace::bytes() const {
@@ -39,6 +43,11 @@ std::uint64_t Workspace::bytes() const {
 
 Tensor new_tensor(Workspace* workspace, Shape shape) {
     return workspace != nullptr ? workspace->tensor(std::move(shape)) : Tensor(std::move(shape));
+}
+
+Tensor new_uninitialised(Workspace* workspace, Shape shape) {
+    return workspace != nullptr ? workspace->uninitialised(std::move(shape))
+                                : Tensor(std::move(shape));
 }
 
 }  // namespace mha

@@ -20,15 +20,24 @@ public:
     // pass's largest live set plus the idle blocks that are all smaller than any request
     // that followed them.
     Tensor tensor(Shape shape);
+    // The same block, not filled: the values are what the block last held (zeros where it
+    // never held any). Only for a tensor whose every element is written before one is read;
+    // it spares the one-threaded fill the multi-threaded kernels would overwrite.
+    Tensor uninitialised(Shape shape);
 
     // Bytes of all its blocks, live or idle.
     std::uint64_t bytes() const;
 
 private:
+    Tensor in_block(Shape shape, bool zero_fill);  // tensor() and uninitialised()
+
     std::vector<std::shared_ptr<std::vector<float>>> blocks_;
 };
 
 // A zero-filled contiguous tensor: from the workspace when there is one, else new.
 Tensor new_tensor(Workspace* workspace, Shape shape);
+// A contiguous tensor for a caller that writes every element: from the workspace unfilled
+// (Workspace::uninitialised) when there is one, else new and zero-filled.
+Tensor new_uninitialised(Workspace* workspace, Shape shape);
 
 }  // namespace mha
