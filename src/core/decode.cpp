@@ -100,16 +100,14 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
 std::uint64_t decode_bytes(const Sizes& s) {
     const std::string what = "the memory for decoding";
     const std::uint64_t d_k = s.d_k();
-    return checked_sum(
-        {checked_product(
-             {sizeof(float),
-              checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
-                           checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
-                           checked_product({s.batch, s.seq_len, s.d_model}, what)},  // output
-                          what)},
-             what),
-         packed_weights_bytes(s)},  // W_q, W_k, W_v, W_o packed once for all the tokens
-        what);
+    const std::uint64_t floats =
+        checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
+                     checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
+                     checked_product({s.batch, s.seq_len, s.d_model}, what)},           // output
+                    what);
+    // and W_q, W_k, W_v, W_o packed once for all the tokens
+    return checked_sum({checked_product({sizeof(float), floats}, what), packed_weights_bytes(s)},
+                       what);
 }
 
 ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
@@ -134,8 +132,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     const PackedWeights& packed = options.packed ? *options.packed : own;
     for (std::size_t t = 0; t < T; ++t) {
         const Tensor x_t = token_row(in.x_q, t);
-        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);  // (B, 1, h·d_k)
-        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);  // (B, 1, G·d_k)
+        // (B, 1, h·d_k) and (B, 1, G·d_k)
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t

@@ -241,8 +241,10 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                 const LinearTarget& t = *panels[q].target;
                 float* y = t.y + i0 * t.out + panels[q].j0;
                 const float* w_panel = panels[q].packed<NR>(in, p0);
-                if (w_panel == nullptr && one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
-                if (w_panel == nullptr) w_panel = packed_w + (one_block ? 0 : q * kc * NR);
+                if (w_panel == nullptr) {  // packed above, or (one block) here, in one panel's room
+                    w_panel = packed_w + (one_block ? 0 : q * kc * NR);
+                    if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                }
                 for (std::size_t i = 0; i < mc; i += MR) {
                     micro_kernel<MR, NR>(kc, packed_x + i / MR * kc * MR, w_panel, y + i * t.out,
                                          t.out, std::min(MR, mc - i), panels[q].width, p0 > 0);

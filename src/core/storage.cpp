@@ -71,14 +71,18 @@ std::uint64_t block_bytes(std::uint64_t floats) {
     return bytes % huge_page >= huge_page_worth_it ? round_up(bytes, huge_page) : bytes;
 }
 
+std::shared_ptr<float> zeroed_floats(std::size_t floats) {
+    auto values = std::make_shared<std::vector<float>>(reserved_floats(floats));
+    values->resize(floats, 0.0f);
+    return std::shared_ptr<float>(values, values->data());
+}
+
 std::shared_ptr<float> float_block(std::size_t floats) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const std::uint64_t bytes = block_bytes(floats);
     if (bytes >= huge_page) return mapped_block(floats, std::size_t(bytes));
 #endif
-    auto values = std::make_shared<std::vector<float>>(reserved_floats(floats));
-    values->resize(floats, 0.0f);
-    return std::shared_ptr<float>(values, values->data());
+    return zeroed_floats(floats);
 }
 
 }  // namespace mha

@@ -15,6 +15,10 @@ namespace mha {
 // can cost 10 µs or more.
 std::vector<float> reserved_floats(std::size_t n);
 
+// `floats` zeros in a vector of their own (reserved_floats, then filled), as a pointer to the
+// first that owns the vector: a tensor's storage, and a block too small for a huge page.
+std::shared_ptr<float> zeroed_floats(std::size_t floats);
+
 // Bytes a block of `floats` floats may hold in memory: its 4 KiB pages, rounded up to whole
 // 2 MiB huge pages when the part past the last whole one is 512 KiB or more (one huge page
 // then costs less to map in than its 4 KiB pages). What the memory budget counts.
@@ -22,8 +26,8 @@ std::uint64_t block_bytes(std::uint64_t floats);
 
 // A zero-filled block of `floats` floats. A large one is mapped on its own, 2 MiB-aligned and
 // advised for huge pages when block_bytes rounded it up; when the system gives none (no
-// transparent huge pages, or none free), its 4 KiB pages are mapped in as before. Throws
-// std::bad_alloc when there is no memory.
+// transparent huge pages, or none free), its 4 KiB pages are mapped in as before. Any other
+// is zeroed_floats. Throws std::bad_alloc when there is no memory.
 std::shared_ptr<float> float_block(std::size_t floats);
 
 }  // namespace mha

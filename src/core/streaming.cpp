@@ -44,17 +44,19 @@ FlashScratch& flash_scratch() {
     return s;
 }
 
-// k (M, d_k) -> panels of mr keys, each (d_k, mr) row-major; zeros past M (mask_scores
-// blocks those keys' scores). Written in order, a panel's mr keys read side by side.
-void pack_keys(const MatrixView& k, std::size_t mr, float* out) {
-    for (std::size_t j0 = 0; j0 < k.rows; j0 += mr) {
-        const std::size_t keys = std::min(mr, k.rows - j0);
-        float* panel = out + j0 * k.cols;
-        for (std::size_t d = 0; d < k.cols; ++d) {
-            float* dst = panel + d * mr;
-            const float* src = k.data + j0 * k.row_stride + d * k.col_stride;
-            for (std::size_t j = 0; j < keys; ++j) dst[j] = src[j * k.row_stride];
-            std::fill(dst + keys, dst + mr, 0.0f);
+// m's rows [first, first + rows) -> panels of `width` rows each, (m.cols, width) row-major,
+// zeros past `rows` up to `padded_rows`: a panel's rows are read side by side. The packed
+// keys (all M, mask_scores blocks the zero keys' scores) and each tile of queries.
+void pack_rows(const MatrixView& m, std::size_t first, std::size_t rows, std::size_t padded_rows,
+               std::size_t width, float* out) {
+    for (std::size_t r0 = 0; r0 < padded_rows; r0 += width) {
+        const std::size_t count = r0 < rows ? std::min(width, rows - r0) : 0;
+        float* panel = out + r0 * m.cols;
+        for (std::size_t d = 0; d < m.cols; ++d) {
+            float* dst = panel + d * width;
+            const float* src = m.data + (first + r0) * m.row_stride + d * m.col_stride;
+            for (std::size_t r = 0; r < count; ++r) dst[r] = src[r * m.row_stride];
+            std::fill(dst + count, dst + width, 0.0f);
         }
     }
 }
@@ -76,26 +78,11 @@ void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, floa
             const float* src = v.data + (k0 + j) * v.row_stride;
             for (std::size_t f = 0; f < padded_d; f += mr) {
                 float* dst = tile + f * keys + j * mr;
-                const std::size_t features = k0 + j < m ? std::min(mr, v.cols - std::min(f, v.cols)) : 0;
+                const std::size_t features =
+                    k0 + j < m ? std::min(mr, v.cols - std::min(f, v.cols)) : 0;
                 for (std::size_t d = 0; d < features; ++d) dst[d] = src[(f + d) * v.col_stride];
                 std::fill(dst + features, dst + mr, 0.0f);
             }
-        }
-    }
-}
-
-// q rows [q0, q0 + rows) -> panels of nr queries, each (d_k, nr) row-major; zeros past rows.
-// Written in order, a panel's nr queries read side by side.
-void pack_queries(const MatrixView& q, std::size_t q0, std::size_t rows, std::size_t nr,
-                  float* out) {
-    for (std::size_t r0 = 0; r0 < stream_query_tile; r0 += nr) {
-        const std::size_t count = r0 < rows ? std::min(nr, rows - r0) : 0;
-        float* panel = out + r0 * q.cols;
-        for (std::size_t d = 0; d < q.cols; ++d) {
-            float* dst = panel + d * nr;
-            const float* src = q.data + (q0 + r0) * q.row_stride + d * q.col_stride;
-            for (std::size_t r = 0; r < count; ++r) dst[r] = src[r * q.row_stride];
-            std::fill(dst + count, dst + nr, 0.0f);
         }
     }
 }
@@ -152,12 +139,12 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
     float* const o = s.o.floats(d_k * stream_query_tile);
     float* const scores = s.scores.floats(stream_key_tile * tile.nr);
     float* const shrink = s.shrink.floats(tile.nr);
-    pack_keys(k, tile.mr, keys);
+    pack_rows(k, 0, m, round_up(m, tile.mr), tile.mr, keys);  // (M, d_k) in panels of mr keys
     pack_values(v, tile.mr, padded_d, values);
     std::size_t masked = 0;
     for (std::size_t q0 = 0; q0 < n; q0 += stream_query_tile) {
         const std::size_t rows = std::min(stream_query_tile, n - q0);
-        pack_queries(q, q0, rows, tile.nr, queries);
+        pack_rows(q, q0, rows, stream_query_tile, tile.nr, queries);  // panels of nr queries
         std::fill(o, o + d_k * stream_query_tile, 0.0f);
         std::fill(std::begin(s.row_max), std::end(s.row_max), minus_inf);
         std::fill(std::begin(s.row_sum), std::end(s.row_sum), 0.0f);

@@ -41,18 +41,14 @@ std::shared_ptr<float> first_of(std::shared_ptr<std::vector<float>> values) {
     return std::shared_ptr<float>(std::move(values), first);
 }
 
-std::shared_ptr<float> zeros(std::size_t n) {
-    auto storage = std::make_shared<std::vector<float>>(reserved_floats(n));
-    storage->resize(n, 0.0f);
-    return first_of(std::move(storage));
-}
-
 }  // namespace
 
 Tensor::Tensor(Shape shape)
-    : storage_(zeros(element_count(shape))), layout_(Layout::contiguous_of(std::move(shape))) {}
+    : storage_(zeroed_floats(element_count(shape))),
+      layout_(Layout::contiguous_of(std::move(shape))) {}
 
-Tensor::Tensor(Shape shape, std::vector<float> values) : layout_(Layout::contiguous_of(std::move(shape))) {
+Tensor::Tensor(Shape shape, std::vector<float> values)
+    : layout_(Layout::contiguous_of(std::move(shape))) {
     if (values.size() != element_count(layout_.shape)) {
         throw Error("tensor: " + std::to_string(values.size()) + " values cannot fill shape " +
                     to_string(layout_.shape));
