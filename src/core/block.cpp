@@ -30,7 +30,7 @@ Tensor norm(const BlockPass& p, int number, const std::string& out, const std::s
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
                           first ? p.w.norm1_bias : p.w.norm2_bias);
     report(p.tracer, [&] {
-        Step step = make_step(number, "layer_norm", out, out + " = norm" + which + "(" + in + ")",
+        Step step = make_step(StepKind::Norm, number, "layer_norm", out, out + " = norm" + which + "(" + in + ")",
                               model_dims, y);
         step.facts.parameters = 2 * y.size(y.dim() - 1);  // gamma and beta
         return step;
@@ -42,7 +42,7 @@ Tensor residual(const BlockPass& p, int number, const std::string& out, const st
                 const Tensor& a, const std::string& b_name, const Tensor& b) {
     Tensor y = add(a, b);
     report(p.tracer, [&] {
-        return make_step(number, "residual", out, out + " = " + a_name + " + " + b_name,
+        return make_step(StepKind::Residual, number, "residual", out, out + " = " + a_name + " + " + b_name,
                          model_dims, y);
     });
     return y;
@@ -53,19 +53,19 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
     const std::uint64_t macs = p.rows * p.w.d_ff() * p.w.w_1.size(1);
     const Tensor u = project(y, p.w.w_1, p.w.b_1, p.threads);
     report(p.tracer, [&] {
-        Step step = make_step(first_number, "linear1", "ffn_hidden",
+        Step step = make_step(StepKind::FfnIn, first_number, "linear1", "ffn_hidden",
                               "ffn_hidden = " + in + " @ W_1.T + b_1", {"B", "N", "d_ff"}, u, macs);
         step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
         return step;
     });
     const Tensor g = gelu(u);
     report(p.tracer, [&] {
-        return make_step(first_number + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
+        return make_step(StepKind::Gelu, first_number + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
                          {"B", "N", "d_ff"}, g);
     });
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
     report(p.tracer, [&] {
-        Step step = make_step(first_number + 2, "linear2", "ffn",
+        Step step = make_step(StepKind::FfnOut, first_number + 2, "linear2", "ffn",
                               "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);
         step.facts.parameters = p.w.w_2.numel() + p.w.b_2.numel();
         return step;

@@ -43,7 +43,7 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
     }
     Tensor x = embed(m, tokens);
     report(tracer, [&] {
-        return make_step(0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
+        return make_step(StepKind::Embed, 0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
                          model_dims, x);
     });
     Masks causal;
@@ -64,18 +64,18 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
         result.weights.push_back(std::move(block.weights));
         if (l == traced_layer) continue;
         report(tracer, [&] {  // an untraced layer: its block in one step
-            return make_step(0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
+            return make_step(StepKind::Layer, 0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
                              model_dims, x);
         });
     }
     const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
     result.output = x;
     report(tracer, [&] {
-        return make_step(22, "layer_norm", "x_final", "x_final = norm(x)", model_dims, final_norm);
+        return make_step(StepKind::Norm, 22, "layer_norm", "x_final", "x_final = norm(x)", model_dims, final_norm);
     });
     result.logits = project(final_norm, m.head_weight, m.head_bias, threads);
     report(tracer, [&] {
-        return make_step(23, "project", "logits", "logits = x_final @ lm_head.T + b", {"B", "N", "V"},
+        return make_step(StepKind::Logits, 23, "project", "logits", "logits = x_final @ lm_head.T + b", {"B", "N", "V"},
                          result.logits,
                          std::uint64_t(tokens.size()) * m.vocab_size() * m.d_model());
     });

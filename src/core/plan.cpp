@@ -32,9 +32,9 @@ class Planner {
 public:
     explicit Planner(const PassSpec& pass) : spec(pass), s(pass.sizes) {}
 
-    Step& add(int number, std::string name, std::string tensor, std::string expression, Dims dims,
+    Step& add(StepKind kind, int number, std::string name, std::string tensor, std::string expression, Dims dims,
               const Layout& layout, std::uint64_t macs = 0) {
-        steps.push_back(make_layout_step(number, std::move(name), std::move(tensor),
+        steps.push_back(make_layout_step(kind, number, std::move(name), std::move(tensor),
                                          std::move(expression), std::move(dims), layout.shape,
                                          layout.strides, macs));
         return steps.back();
@@ -139,8 +139,8 @@ RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
 void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_dims,
                    const Dims& k_dims, const std::string& Q = "Q", const std::string& K = "K") {
     if (p.spec.qk_norm) {
-        p.add(5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
-        p.add(5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
+        p.add(StepKind::QkNorm, 5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
+        p.add(StepKind::QkNorm, 5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
     }
     if (!p.spec.rope) return;
     const bool half = p.spec.rope->layout == RopeLayout::Half;
@@ -148,20 +148,20 @@ void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_d
         return half ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
                     : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
     };
-    p.add(5, "rope", Q, rotated(Q), q_dims, q).facts.rope = rope_facts(*p.spec.rope, p.s);
-    p.add(5, "rope", K, rotated(K), k_dims, k);
+    p.add(StepKind::Rope, 5, "rope", Q, rotated(Q), q_dims, q).facts.rope = rope_facts(*p.spec.rope, p.s);
+    p.add(StepKind::Rope, 5, "rope", K, rotated(K), k_dims, k);
 }
 
 // 0: the inputs, named x when one tensor plays query, key and value.
 void plan_inputs(Planner& p) {
     const Sizes& s = p.s;
     const std::string x = query_name(p.spec), n = p.spec.form == Form::Decode ? "T" : "N";
-    p.add(0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
+    p.add(StepKind::Input, 0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
     if (p.spec.self_attention || p.spec.form != Form::Packed) return;
     const std::size_t M = s.kv_len - p.spec.appended.count();  // the inputs' keys
-    p.add(0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
+    p.add(StepKind::Input, 0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
           Layout::contiguous_of({s.batch, M, s.kdim}));
-    p.add(0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
+    p.add(StepKind::Input, 0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
           Layout::contiguous_of({s.batch, M, s.vdim}));
 }
 
@@ -179,7 +179,7 @@ Layout plan_append(Planner& p, const std::string& kv_width) {
                          ".repeat(B, 1, 1)], dim=1)";
         }
         if (a.zero_attn) expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
-        Step& step = p.add(3, "append", name, name + " = " + expression,
+        Step& step = p.add(StepKind::Append, 3, "append", name, name + " = " + expression,
                            {"B", "M+" + std::to_string(extra), kv_width}, grown);
         step.copied_bytes = checked_product({B, M, W, sizeof(float)}, "the copy");
         step.facts.appended = AppendedFacts{M - extra, M, a.bias_kv, a.zero_attn};
@@ -197,22 +197,22 @@ Layout plan_project_split(Planner& p) {
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
     const Layout q = Layout::contiguous_of({B, N, h * d_k}), k = Layout::contiguous_of({B, M, G * d_k});
     const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
-    p.add(1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
+    p.add(StepKind::Project, 1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
           {"B", "N", q_width_name(s)}, q, macs_of({B, N, h * d_k, E}));
-    p.add(2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
+    p.add(StepKind::Project, 2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
           {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
-    p.add(3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
+    p.add(StepKind::Project, 3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
           {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.vdim}));
     if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
-    p.add(4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);
-    p.add(4, "view", "K", "K.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
-    p.add(4, "view", "V", "V.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
-    p.add(5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
-    Step& k5 = p.add(5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
+    p.add(StepKind::SplitHeads, 4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);
+    p.add(StepKind::SplitHeads, 4, "view", "K", "K.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
+    p.add(StepKind::SplitHeads, 4, "view", "V", "V.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
+    p.add(StepKind::MoveHeads, 5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
+    Step& k5 = p.add(StepKind::MoveHeads, 5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
-    Step& v5 = p.add(5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
+    Step& v5 = p.add(StepKind::MoveHeads, 5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
                      k4.transpose(1, 2));
     if (G != h) {
         for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
@@ -229,15 +229,15 @@ Layout plan_fused_project_split(Planner& p) {
     const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     const Biases& b = p.spec.bias;
     const Layout qkv = Layout::contiguous_of({B, N, 3 * h * d_k});
-    p.add(1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
+    p.add(StepKind::Project, 1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
           {"B", "N", "3·" + q_width_name(s)}, qkv, macs_of({B, N, 3 * h * d_k, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
-    p.add(4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
+    p.add(StepKind::SplitHeads, 4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
     const Layout heads = split.permute({2, 0, 3, 1, 4});
-    p.add(5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)", {"qkv", "B", "h", "N", "d_k"}, heads);
+    p.add(StepKind::MoveHeads, 5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)", {"qkv", "B", "h", "N", "d_k"}, heads);
     const char* names[] = {"Q", "K", "V"};
     for (std::size_t i = 0; i < 3; ++i) {
-        p.add(5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
+        p.add(StepKind::Unbind, 5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
               {"B", "h", "N", "d_k"}, heads.select(0));
     }
     plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
@@ -250,12 +250,12 @@ Layout plan_attend_standard(Planner& p) {
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Dims dims = {"B", "h", "N", "M"};
     const Layout scores = Layout::contiguous_of({B, h, N, M});
-    Step& s6 = p.add(6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
+    Step& s6 = p.add(StepKind::Scores, 6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
                      macs_of({B, h, N, M, d_k}));
     if (s.kv_heads != h) s6.facts.kv_group = h / s.kv_heads;
     s6.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     const bool base = p.spec.scale_base > 0;
-    Step& s7 = p.add(7, "scale", "scores",
+    Step& s7 = p.add(StepKind::Scale, 7, "scale", "scores",
                      !p.spec.scale ? "scores  (not scaled)"
                      : base        ? "scores / math.sqrt(query_pre_attn_scalar)"
                                    : "scores / math.sqrt(d_k)",
@@ -268,14 +268,14 @@ Layout plan_attend_standard(Planner& p) {
         s7.facts.softcap = p.spec.masks.softcap;
     }
     const bool masked = p.spec.masks.any();
-    Step& s8 = p.add(8, "mask", "scores",
+    Step& s8 = p.add(StepKind::Mask, 8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     s8.facts.masks = mask_facts(p.spec);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
-    p.add(9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
+    p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, d_k});
-    p.add(10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
+    p.add(StepKind::Context, 10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
           macs_of({B, h, N, M, d_k}));
     return context;
 }
@@ -285,7 +285,7 @@ Layout plan_attend_streamed(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
-    StepFacts& facts = p.add(10, "attend", "context",
+    StepFacts& facts = p.add(StepKind::Attend, 10, "attend", "context",
                              "context = softmax(Q @ K.T" + scale_suffix(p.spec) +
                                  " + mask) @ V, streamed",
                              {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
@@ -302,22 +302,22 @@ Layout plan_attend_streamed(Planner& p) {
 void plan_combine(Planner& p, const Layout& context) {
     const Sizes& s = p.s;
     const Layout back = context.transpose(1, 2);
-    p.add(11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back);
+    p.add(StepKind::MergeHeads, 11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back);
     const Layout packed = back.contiguous();
-    p.add(12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed)
+    p.add(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed)
         .copied_bytes = back.is_contiguous()
                             ? 0
                             : checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)},
                                               "the copy");
     const std::string width = q_width_name(s);
-    p.add(13, "view", "concat", "concat = context.view(B, N, " + width + ")", {"B", "N", width},
+    p.add(StepKind::Concat, 13, "view", "concat", "concat = context.view(B, N, " + width + ")", {"B", "N", width},
           packed.view({s.batch, s.seq_len, s.inner()}));
 }
 
 // 14: mix the heads.
 void plan_output(Planner& p) {
     const Sizes& s = p.s;
-    p.add(14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
+    p.add(StepKind::OutputProject, 14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
           macs_of({s.batch, s.seq_len, s.d_model, s.inner()}));
 }
@@ -338,21 +338,21 @@ void plan_one_head(Planner& p, std::size_t i) {
     const bool self = p.spec.self_attention;
     const std::string id = std::to_string(i);
     const Layout q = Layout::contiguous_of({B, N, d_k}), kv = Layout::contiguous_of({B, M, d_k});
-    p.add(1, "project", "Q_" + id,
+    p.add(StepKind::Project, 1, "project", "Q_" + id,
           slice_projection("Q_" + id, query_name(p.spec), "W_q", "b_q", p.spec.bias.q, i * d_k, d_k),
           {"B", "N", "d_k"}, q, macs_of({B, N, d_k, s.d_model}));
-    Step& k = p.add(2, "project", "K_" + id,
+    Step& k = p.add(StepKind::Project, 2, "project", "K_" + id,
                     slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
                                      g * d_k, d_k),
                     {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
     if (s.kv_heads != s.heads) k.facts.reads_kv_head = std::make_pair(i, g);
-    p.add(3, "project", "V_" + id,
+    p.add(StepKind::Project, 3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
-        p.add(10, "attend", "head_" + id,
+        p.add(StepKind::Attend, 10, "attend", "head_" + id,
               "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
                   id + ", streamed",
               {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
@@ -360,12 +360,12 @@ void plan_one_head(Planner& p, std::size_t i) {
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
-    p.add(6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
+    p.add(StepKind::Scores, 6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
           {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
-    p.add(9, "softmax", "weights_" + id,
+    p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
           "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
         .facts.masks = mask_facts(p.spec);
-    p.add(10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
+    p.add(StepKind::Context, 10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
           {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
 }
 
@@ -373,7 +373,7 @@ void plan_one_head(Planner& p, std::size_t i) {
 void plan_per_head(Planner& p) {
     const Sizes& s = p.s;
     for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
-    p.add(13, "concat", "concat",
+    p.add(StepKind::Concat, 13, "concat", "concat",
           "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
           {"B", "N", q_width_name(s)}, Layout::contiguous_of({s.batch, s.seq_len, s.inner()}))
         .copied_bytes = checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)}, "the copy");
@@ -386,7 +386,7 @@ void plan_token(Planner& p, std::size_t t) {
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), length = t + 1;
     const Layout cache = Layout::contiguous_of({B, G, T, d_k});
-    TokenFacts& token = p.add(2, "cache", "K_cache",
+    TokenFacts& token = p.add(StepKind::Cache, 2, "cache", "K_cache",
                               "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
                                   bias_suffix(p.spec.bias.k, "b_k"),
                               {"B", G == h ? "h" : "G", "t", "d_k"},
@@ -398,16 +398,16 @@ void plan_token(Planner& p, std::size_t t) {
     const std::string scaled = scale_suffix(p.spec);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     Step& attend =
-        streamed ? p.add(10, "attend", "context",
+        streamed ? p.add(StepKind::Attend, 10, "attend", "context",
                          "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
                          {"B", "h", "N", "d_k"},
                          Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
                          macs_of({2, B, h, length, d_k}))
-                 : p.add(9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
+                 : p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
                          {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
                          macs_of({B, h, length, d_k}));
     token_attend_facts(p.spec, t, attend.facts);
-    p.add(14, "project", "out_t",
+    p.add(StepKind::OutputProject, 14, "project", "out_t",
           (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + q_width_name(s) + ") @ W_o.T"
                     : "out_t = (weights @ V_cache).view(B, N, " + q_width_name(s) + ") @ W_o.T") +
               bias_suffix(p.spec.bias.o, "b_o"),
@@ -433,37 +433,37 @@ void plan_mla(Planner& p) {
     const auto sum = [](std::uint64_t a, std::uint64_t b) {
         return checked_sum({a, b}, "the multiply-adds");
     };
-    p.add(1, "project", "Q", "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
+    p.add(StepKind::Project, 1, "project", "Q", "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
           {"B", "N", "h·(d_h+d_R)"}, Layout::contiguous_of({B, N, h * (d_h + d_R)}),
           macs_of({B, N, h * (d_h + d_R), E}));
-    p.add(2, "project", "kv_a", "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)",
+    p.add(StepKind::LatentProject, 2, "project", "kv_a", "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)",
           {"B", "N", "d_c+d_R"}, Layout::contiguous_of({B, N, d_c + d_R}),
           macs_of({B, N, d_c + d_R, E}));
-    Step& cache = p.add(2, "rms_norm", "c_kv", "c_kv = kv_a_layernorm(c_kv)", {"B", "N", "d_c"},
+    Step& cache = p.add(StepKind::LatentNorm, 2, "rms_norm", "c_kv", "c_kv = kv_a_layernorm(c_kv)", {"B", "N", "d_c"},
                         Layout::contiguous_of({B, N, d_c}));
     cache.facts.mla = facts;
     cache.facts.mla->ledger = true;
-    Step& rope_step = p.add(5, "rope", "k_pe", "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head",
+    Step& rope_step = p.add(StepKind::Rope, 5, "rope", "k_pe", "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head",
                        {"B", "N", "d_R"}, Layout::contiguous_of({B, N, d_R}));
     if (p.spec.rope) {
         Sizes rope_sizes = s;  // the RoPE part is d_R wide: the angles of its pairs
         rope_sizes.d_model = d_R * rope_sizes.heads;
         rope_step.facts.rope = rope_facts(*p.spec.rope, rope_sizes);
     }
-    p.add(9, "softmax", "weights",
+    p.add(StepKind::Softmax, 9, "softmax", "weights",
           "k_nope, v = (c_kv @ kv_b_proj.T).split([d_h, d_v]) per head; weights = "
           "softmax((q_nope @ k_nope.mT" + rope_scores,
           weights_dims, weights,
           sum(macs_of({B, N, h * (d_h + d_v), d_c}), macs_of({B, h, N, N, d_h + d_R})))
         .facts.mla = facts;
-    p.add(14, "project", "output", "output = cat_h(weights @ v) @ o_proj.T", {"B", "N", "d_model"},
+    p.add(StepKind::OutputProject, 14, "project", "output", "output = cat_h(weights @ v) @ o_proj.T", {"B", "N", "d_model"},
           out, sum(macs_of({B, h, N, N, d_v}), macs_of({B, N, E, h * d_v})));
     facts.absorbed = true;
-    p.add(9, "softmax", "weights_absorbed",
+    p.add(StepKind::Softmax, 9, "softmax", "weights_absorbed",
           "weights = softmax(((q_nope @ W_UK) @ c_kv.mT" + rope_scores, weights_dims, weights,
           sum(macs_of({B, h, N, d_h, d_c}), macs_of({B, h, N, N, d_c + d_R})))
         .facts.mla = facts;
-    p.add(14, "project", "output_absorbed", "output = cat_h((weights @ c_kv) @ W_UV.T) @ o_proj.T",
+    p.add(StepKind::OutputProject, 14, "project", "output_absorbed", "output = cat_h((weights @ c_kv) @ W_UV.T) @ o_proj.T",
           {"B", "N", "d_model"}, out,
           sum(sum(macs_of({B, h, N, N, d_c}), macs_of({B, h, N, d_c, d_v})), macs_of({B, N, E, h * d_v})))
         .facts.mla = facts;

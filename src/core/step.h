@@ -115,9 +115,44 @@ struct StepFacts {
     std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
 };
 
+// What a step is. The plan sets it; views and notes switch on it, never on a step's name,
+// tensor or number (which are worded for the reader and may change).
+enum class StepKind {
+    Input,          // 0   an input: x, x_q, x_k, x_v
+    Embed,          // 0   the model's token and position embeddings
+    Project,        // 1-3 Q, K or V from the inputs (whole, fused as qkv, or one head's slice)
+    Cache,          // decode 2: the new token's K and V written into the cache
+    Append,         // 3   add_bias_kv / add_zero_attn positions appended to K and V
+    LatentProject,  // MLA 2: the latent and the shared RoPE key from x
+    LatentNorm,     // MLA 2: the latent's RMSNorm (what the cache keeps)
+    SplitHeads,     // 4   view: the last dimension split into heads
+    MoveHeads,      // 5   transpose / permute: the head dimension moved forward
+    Unbind,         // 5   fused: Q, K and V taken out of qkv
+    QkNorm,         // 5   RMSNorm of Q or K per head
+    Rope,           // 5   the rotary position embedding
+    Scores,         // 6   Q Kᵀ
+    Scale,          // 7   / sqrt(d_k), soft-cap
+    Mask,           // 8   + mask
+    Softmax,        // 9   the attention weights
+    Context,        // 10  weights V
+    Attend,         // 10  6-10 streamed, tile by tile
+    MergeHeads,     // 11  transpose back
+    Contiguous,     // 12  the one copy
+    Concat,         // 13  the heads side by side
+    OutputProject,  // 14  W_o
+    Norm,           // block / model: a LayerNorm
+    Residual,       // block: x + sublayer(x)
+    FfnIn,          // block: linear1
+    Gelu,           // block: the activation
+    FfnOut,         // block: linear2
+    Layer,          // model: one whole layer
+    Logits,         // model: the head to the vocabulary
+};
+
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
 struct Step {
+    StepKind kind = StepKind::Input;      // what the step is (set by the plan)
     int number = 0;                       // 0 for the inputs, then 1..14 as in docs/walkthrough.md
     std::string name;                     // what the step does: "project", "view", "softmax", ...
     std::string tensor;                   // which tensor it yields: "Q", "scores", "output", ...
@@ -151,10 +186,11 @@ public:
 };
 
 // A Step for a tensor of this shape and these strides, without its values.
-inline Step make_layout_step(int number, std::string name, std::string tensor,
+inline Step make_layout_step(StepKind kind, int number, std::string name, std::string tensor,
                              std::string expression, std::vector<std::string> dims, Shape shape,
                              Strides strides, std::uint64_t macs = 0) {
     Step step;
+    step.kind = kind;
     step.number = number;
     step.name = std::move(name);
     step.tensor = std::move(tensor);
@@ -168,9 +204,9 @@ inline Step make_layout_step(int number, std::string name, std::string tensor,
 }
 
 // A Step describing `value`, which must outlive the tracer's on_step call.
-inline Step make_step(int number, std::string name, std::string tensor, std::string expression,
+inline Step make_step(StepKind kind, int number, std::string name, std::string tensor, std::string expression,
                       std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
-    Step step = make_layout_step(number, std::move(name), std::move(tensor), std::move(expression),
+    Step step = make_layout_step(kind, number, std::move(name), std::move(tensor), std::move(expression),
                                  std::move(dims), value.shape(), value.strides(), macs);
     step.value = &value;
     return step;
