@@ -55,10 +55,14 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
     const std::size_t e = model.d_model();
     const std::string what = "the model's multiply-adds";
     std::uint64_t macs = checked_product({n, model.vocab_size(), e}, what);
+    Masks causal;
+    causal.causal = true;
     for (const ModelLayer& layer : model.layers) {
-        PassSpec spec;
-        spec.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
-        spec.masks.causal = true;
+        ForwardOptions options;
+        options.heads = layer.heads;
+        const PassSpec spec = pass_spec(
+            Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads}, causal, options,
+            Form::Packed);
         macs = checked_sum({macs, planned_macs(plan_pass(spec)),
                             checked_product({2, n, e, layer.block.d_ff()}, what)},
                            what);
