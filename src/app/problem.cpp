@@ -354,7 +354,7 @@ void check_heads(const Config& c, const Sizes& s) {
 bool may_stop_on_overflow(const Config& c, const Problem& p) {
     if (c.block == BlockKind::Pre) {
         const double normed = layer_norm_bound(p.block->norm1_weight, p.block->norm1_bias);
-        return may_overflow(p.weights, normed, normed, p.options);
+        return may_overflow(p.weights, normed, normed, p.options) || may_overflow(*p.block);
     }
     return may_overflow(p.weights, largest_value(p.inputs.x_q), largest_value(p.inputs.x_k),
                         p.options);

@@ -90,12 +90,19 @@ bool may_overflow(const Weights& w, double query_input, double key_input,
     return !(q < limit && k < limit && score < limit);
 }
 
+bool may_overflow(const BlockWeights& block) {
+    const double normed = layer_norm_bound(block.norm2_weight, block.norm2_bias);
+    const double hidden = projection_bound(block.w_1, block.b_1, normed);
+    return !(hidden < limit && projection_bound(block.w_2, block.b_2, hidden) < limit);
+}
+
 bool may_overflow(const Model& model) {
     for (const ModelLayer& layer : model.layers) {
         ForwardOptions options;
         options.heads = layer.heads;
         const double input = layer_norm_bound(layer.block.norm1_weight, layer.block.norm1_bias);
         if (may_overflow(layer.attention, input, input, options)) return true;
+        if (may_overflow(layer.block)) return true;
     }
     return false;
 }

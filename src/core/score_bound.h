@@ -24,7 +24,12 @@ double layer_norm_bound(const Tensor& gamma, const Tensor& beta);
 bool may_overflow(const Weights& w, double query_input, double key_input,
                   const ForwardOptions& options);
 
-// The same for every layer of a model: each attends over its first LayerNorm's output.
+// Whether a pre-LN block's feed-forward, over its second LayerNorm's output (bounded whatever
+// its input), may pass float32: |GELU(u)| <= |u|, so the bounds of linear1 and linear2.
+bool may_overflow(const BlockWeights& block);
+
+// The same for every layer of a model: each attends over its first LayerNorm's output and
+// feeds its second's to the feed-forward.
 bool may_overflow(const Model& model);
 
 // The same for the MLA form of h heads over inputs no larger than `input` in magnitude: its
