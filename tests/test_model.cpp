@@ -302,7 +302,7 @@ TEST_CASE("the model's SVG is bounded like the plain path's", "[model][catalogue
                          "(96 panels of 128x128 cells), more than the 256 MiB an SVG may take");
     // one layer's 32 heads fit
     const std::string svg = test::temp_path("one-layer.svg");
-    CHECK(test::run_mha("--model data/bad/many_heads.npz" + text + " --layer 2 --head 0 --export-svg " +
-                        svg).status == 0);
+    CHECK(test::run_mha("--model data/bad/many_heads.npz" + text +
+                        " --layer 2 --head 0 --export-svg " + svg).status == 0);
     std::remove(svg.c_str());
 }

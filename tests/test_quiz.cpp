@@ -223,8 +223,10 @@ TEST_CASE("blank lines from a pipe end the quiz after a bound; a terminal is ask
     CHECK(run_quiz({"--count", "1", "--seed", "1"}, blanks, false, asked) == 1);
     const std::string shown = asked.str();
     std::size_t prompts = 0;
-    for (std::size_t at = shown.find("> \n"); at != std::string::npos; at = shown.find("> \n", at + 1))
+    for (std::size_t at = shown.find("> \n"); at != std::string::npos;
+         at = shown.find("> \n", at + 1)) {
         ++prompts;
+    }
     CHECK(prompts == 16);  // max_blank_lines, then "(no more answers)"
 }
 

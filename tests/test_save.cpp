@@ -132,7 +132,8 @@ TEST_CASE("every writer writes through a symbolic link: the link stays, its targ
     fs::create_symlink("real/target", dir / "out");  // relative: read from the link's folder
     std::ofstream(dir / "real" / "target") << "old";
     fs::permissions(dir / "real" / "target", fs::perms(0640));
-    const test::RunResult r = test::run_mha("-n 3 -d 8 -H 2 " + option + " " + (dir / "out").string());
+    const test::RunResult r =
+        test::run_mha("-n 3 -d 8 -H 2 " + option + " " + (dir / "out").string());
     REQUIRE(r.status == 0);
     CHECK(fs::is_symlink(fs::symlink_status(dir / "out")));
     CHECK(fs::read_symlink(dir / "out") == "real/target");

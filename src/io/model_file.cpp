@@ -130,7 +130,9 @@ std::uint32_t code_point(const std::string& text, std::size_t i, std::size_t len
 // How many tokens encode_text makes of `text`: one per valid character or invalid byte.
 std::size_t token_count(const std::string& text) {
     std::size_t count = 0;
-    for (std::size_t i = 0; i < text.size(); ++count) i += std::max<std::size_t>(1, utf8_length(text, i));
+    for (std::size_t i = 0; i < text.size(); ++count) {
+        i += std::max<std::size_t>(1, utf8_length(text, i));
+    }
     return count;
 }
 
