@@ -242,7 +242,7 @@ TEST_CASE("a model or block with NaN or inf anywhere is refused on load, naming 
 TEST_CASE("a finite model whose feed-forward overflows float32 stops before printing",
           "[model][catalogue]") {
     test::check_rejected("--model data/bad/model_huge_ffn.npz --text ab",
-                         "the feed-forward (linear1, GELU, linear2) overflows float32");
+                         "a value of the feed-forward (linear1, GELU, linear2) overflows float32");
 }
 
 TEST_CASE("the model loader refuses heads near 2^64 and surrogate code points in vocab",

@@ -7,6 +7,7 @@
 #include "app/after_run.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
+#include "core/block_ops.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/kernels.h"
@@ -180,7 +181,8 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
                "a shorter --text costs less");
     if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
         NullTracer quiet;
-        forward_model(model, text.tokens, layer, threads, quiet);
+        check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
+                         "the logits (lm_head)");
     }
     report.begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));

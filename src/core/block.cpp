@@ -2,7 +2,6 @@
 
 #include "core/block.h"
 
-#include <cmath>
 #include <utility>
 
 #include "core/block_ops.h"
@@ -42,25 +41,12 @@ Tensor norm(const BlockPass& p, int number, const std::string& out, const std::s
 Tensor residual(const BlockPass& p, int number, const std::string& out, const std::string& a_name,
                 const Tensor& a, const std::string& b_name, const Tensor& b) {
     Tensor y = add(a, b);
+    check_in_float32(y, "the residual stream (" + out + " = " + a_name + " + " + b_name + ")");
     report(p.tracer, [&] {
         return make_step(StepKind::Residual, number, "residual", out, out + " = " + a_name + " + " + b_name,
                          model_dims, y);
     });
     return y;
-}
-
-// A feed-forward value beyond float32 (an infinity, or NaN from one) stops the pass, as an
-// overflowing projection does in attention.
-void check_in_float32(const Tensor& f) {
-    const Tensor packed = f.contiguous();  // no copy: project() returns it contiguous
-    const float* values = packed.data();
-    for (std::size_t i = 0; i < packed.numel(); ++i) {
-        if (!std::isfinite(values[i])) {
-            throw Error("the feed-forward (linear1, GELU, linear2) overflows float32 at flat "
-                        "index " + std::to_string(i) + " of " + to_string(f.shape()) +
-                        ": the inputs or weights are too large for float32");
-        }
-    }
 }
 
 // FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2: (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
@@ -79,7 +65,7 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
                          {"B", "N", "d_ff"}, g);
     });
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
-    check_in_float32(f);
+    check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     report(p.tracer, [&] {
         Step step = make_step(StepKind::FfnOut, first_number + 2, "linear2", "ffn",
                               "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);

@@ -91,10 +91,15 @@ write("model_inf_norm.npz", changed(good, "layers.0.norm2.bias", 2, float("inf")
 huge = {**good, "layers.0.linear1.weight": ([3e38] * 32, (8, 4), "<f4"),
         "layers.0.linear2.weight": ([3e38] * 32, (4, 8), "<f4")}
 write("model_huge_ffn.npz", huge)
+write("model_huge_embedding.npz", {**good, "token_embedding.weight": ([3e38] * 20, (5, 4), "<f4"),
+                                   "position_embedding.weight": ([3e38] * 64, (16, 4), "<f4")})
+write("model_huge_head.npz", {**good, "lm_head.weight": ([3e38] * 20, (5, 4), "<f4")})
 write("model_huge_heads.npz", {**good, "heads": ([2**64 - 1], (1,), "<u8")})
 write("model_surrogate.npz", changed(good, "vocab", 2, 0xD800))
 block = {k[len("layers.0."):]: v for k, v in good.items() if k.startswith("layers.0.")}
 write("block_nan.npz", changed(block, "linear2.bias", 1, float("nan")))
+write("block_huge_ffn.npz", {k[len("layers.0."):]: v for k, v in huge.items()
+                             if k.startswith("layers.0.")})
 write("prefixed_block.npz", {"encoder." + k: v for k, v in
                              {"layers.0." + k: v for k, v in block.items()}.items()})
 write("many_heads.npz", model(E=32, CONTEXT=128, heads=(32, 32, 32)))
