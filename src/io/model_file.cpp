@@ -56,16 +56,17 @@ std::vector<std::int64_t> integers(const Arrays& arrays, const std::string& name
         throw Error(source + ": array '" + name + "' must be a non-empty vector of integers, got " +
                     array.dtype_name() + " of shape " + to_string(array.shape));
     }
-    // whole numbers within ±2^53 (exact as double, so the conversion is defined); 2^64 - 1
-    // from a uint64 array is refused here, not converted
+    // the reader holds integers as double, exact within ±2^53: a value beyond (2^64 - 1 from a
+    // uint64 array) is refused here, before any conversion to an integer type
     constexpr double exact = 9007199254740992.0;
     for (std::size_t i = 0; i < array.values.size(); ++i) {
         const double value = array.values[i];
         if (!(std::fabs(value) <= exact)) {
             char text[32];
-            std::snprintf(text, sizeof text, "%.0f", value);
-            throw Error(source + ": " + name + "[" + std::to_string(i) + "] = " + text +
-                        " is out of range (at most 2^53 in size)");
+            std::snprintf(text, sizeof text, "%.3g", value);
+            throw Error(source + ": " + name + "[" + std::to_string(i) + "] is about " + text +
+                        ", beyond 2^53; expected a " +
+                        (name == "heads" ? "head count" : "Unicode code point"));
         }
     }
     return {array.values.begin(), array.values.end()};
