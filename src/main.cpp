@@ -158,8 +158,8 @@ int run(const std::vector<std::string>& args) {
         mha::run_pass(config, problem, quiet);
     }
     if (config.text && mha::needs_replacing(*config.text)) {
-        std::cerr << "mha: warning: --text holds control characters or invalid UTF-8; they are "
-                     "shown as U+FFFD\n";
+        std::cerr << "mha: warning: --text holds control or bidirectional formatting characters "
+                     "or invalid UTF-8; they are shown as U+FFFD\n";
     }
 
     const std::unique_ptr<mha::Report> report = make_report(
