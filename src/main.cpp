@@ -75,7 +75,7 @@ void check_stdout() {
 
 // steps: how many steps the run reports (--step says "step k of n"), 0 when not known.
 // blocked: the lesson page's masked cells (app/after_run.h).
-std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps = 0,
+std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps,
                                          std::vector<std::vector<bool>> blocked = {}) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
     if (config.format == mha::Format::Markdown)

@@ -179,6 +179,7 @@ ShapesProblem model_shapes(const Config& c, std::ostream& err) {
     p.steps = plan_model(spec);
     p.info = model_info(c, run.model, run.text, run.layer, 1);
     p.info.kernels.clear();
+    p.info.weights_source += " (its sizes)";
     p.info.shapes_only = true;
     p.info.activation_bytes = model_bytes(run.model, n);
     p.info.activation_tensors = "the embedding, one layer's attention and block at a time, the "
