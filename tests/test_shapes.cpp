@@ -263,7 +263,8 @@ TEST_CASE("the block's planned steps are the tensors the block computes") {
     const std::vector<mha::Step> planned = mha::plan_pass(spec);
 
     REQUIRE(planned.size() == computed.steps.size());
-    for (std::size_t i = 0; i < planned.size(); ++i) require_same_step(planned[i], computed.steps[i]);
+    for (std::size_t i = 0; i < planned.size(); ++i)
+        require_same_step(planned[i], computed.steps[i]);
     // 0-14 are the pass's own steps, planned as without the block
     spec.block.reset();
     const std::vector<mha::Step> attention = mha::plan_pass(spec);
@@ -302,7 +303,8 @@ TEST_CASE("the model's planned steps are the tensors the model computes") {
         mha::plan_model(mha::model_spec(model, tokens.tokens.size(), layer));
 
     REQUIRE(planned.size() == computed.steps.size());
-    for (std::size_t i = 0; i < planned.size(); ++i) require_same_step(planned[i], computed.steps[i]);
+    for (std::size_t i = 0; i < planned.size(); ++i)
+        require_same_step(planned[i], computed.steps[i]);
     // the embedding, the layers in order (the untraced one as one step, the traced one as its
     // block: 19 attention steps and 7 of the block's), the final norm, the head
     const std::vector<K> kinds = kinds_of(planned);

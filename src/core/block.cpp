@@ -1,4 +1,5 @@
-// The transformer block, step by step after attention's 14 steps.
+// The transformer block around attention: the norms, residual sums and feed-forward, each
+// tensor handed to its planned step (core/plan.cpp), between attention's steps 0-14.
 
 #include "core/block.h"
 

@@ -472,7 +472,10 @@ void plan_mla(Planner& p) {
 // The block's and the model's tensors: (B, N, d_model), one row of features per token.
 const Dims model_dims = {"B", "N", "d_model"};
 
-Layout model_layout(const Sizes& s) { return Layout::contiguous_of({s.batch, s.seq_len, s.d_model}); }
+// (B, N, d_model), contiguous
+Layout model_layout(const Sizes& s) {
+    return Layout::contiguous_of({s.batch, s.seq_len, s.d_model});
+}
 
 // "out = norm1(in)": a LayerNorm and its gamma and beta.
 void plan_norm(Planner& p, int number, const std::string& out, const std::string& norm,
@@ -500,7 +503,8 @@ void plan_feed_forward(Planner& p, int first, const std::string& in) {
     p.add(StepKind::FfnIn, first, "linear1", "ffn_hidden", "ffn_hidden = " + in + " @ W_1.T + b_1",
           hidden_dims, hidden, macs)
         .facts.parameters = checked_sum({macs_of({F, E}), F}, "the parameter count");
-    p.add(StepKind::Gelu, first + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)", hidden_dims, hidden);
+    p.add(StepKind::Gelu, first + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)", hidden_dims,
+          hidden);
     p.add(StepKind::FfnOut, first + 2, "linear2", "ffn", "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2",
           model_dims, model_layout(s), macs)
         .facts.parameters = checked_sum({macs_of({E, F}), E}, "the parameter count");
