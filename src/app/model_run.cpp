@@ -144,10 +144,6 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     }
 }
 
-}  // namespace
-
-namespace {
-
 // The model, the text and the traced layer, checked; warns on err about unknown characters.
 struct ModelRun {
     Model model;
