@@ -361,6 +361,17 @@ TEST_CASE("--block and --model --shapes-only: the header, the costs, and what st
     REQUIRE(model.status == 0);
     CHECK_THAT(model.output, Catch::Contains("\"shapes_only\":{"));
     CHECK_THAT(model.output, Catch::Contains("\"output\":null"));
+    const test::RunResult markdown =
+        test::run_mha("-b 1 -n 3 -d 8 -H 2 --block post --shapes-only --format markdown");
+    REQUIRE(markdown.status == 0);
+    CHECK_THAT(markdown.output, Catch::Contains("norm2(out)"));
+    CHECK_THAT(markdown.output, Catch::Contains("Total: 96 B copied, 2,448 multiply-adds."));
+    const std::string page = test::temp_path("block-shapes.html");
+    REQUIRE(test::run_mha("-b 1 -n 3 -d 8 -H 2 --block pre --shapes-only --format html --output " +
+                          page)
+                .status == 0);
+    CHECK_THAT(test::read_text(page), Catch::Contains("ffn = F.gelu(ffn_hidden) @ W_2.T + b_2"));
+    std::remove(page.c_str());
     test::check_rejected("--model ../examples/models/kjv-2x4.npz --shapes-only",
                          "--model reads characters");
     test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --shapes-only --heatmap",
