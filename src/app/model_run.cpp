@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "app/after_run.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
+#include "core/block_ops.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/kernels.h"
@@ -100,13 +102,38 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     return info;
 }
 
-void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
-                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+// The maps' row and column labels: each position and its character.
+std::vector<std::string> model_labels(const ModelText& text) {
     std::vector<std::string> visible = text.characters;
     for (std::string& character : visible) {
-        if (character == " ") character = "␣";  // a visible space in the labels
+        // a visible space in the labels; a control or bidi character as U+FFFD
+        character = character == " " ? "␣" : sanitized(character);
     }
-    const std::vector<std::string> rows = position_labels(text.tokens.size(), visible);
+    return position_labels(text.tokens.size(), visible);
+}
+
+std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
+    return {c.layer ? "attention weights of layer " + std::to_string(layer)
+                    : "every layer's heads (rows: queries, columns: keys)",
+            "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+}
+
+// --export-svg draws one layer's chosen heads with --layer, else every head of every layer.
+void check_model_svg_size(const Config& c, const Model& model, const ModelText& text,
+                          std::size_t layer) {
+    std::size_t maps = 0;
+    if (c.layer) {
+        maps = drawn_maps(c, model.layers[layer].heads);
+    } else {
+        for (const ModelLayer& each : model.layers) maps += each.heads;
+    }
+    const std::vector<std::string> labels = model_labels(text);
+    check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
+}
+
+void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
+                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+    const std::vector<std::string> rows = model_labels(text);
     const std::vector<WeightMap> maps =
         c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
                 : model_maps(r.weights);
@@ -133,11 +160,10 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         print_head_roles(out, roles);
     }
     if (!c.svg_path.empty()) {
+        check_stdout();  // a run whose output failed writes no file
         AtomicFile file(c.svg_path);
         SvgStyle style;
-        style.caption = {c.layer ? "attention weights of layer " + std::to_string(layer)
-                                 : "every layer's heads (rows: queries, columns: keys)",
-                         "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+        style.caption = model_svg_caption(c, layer);
         style.auto_scale = c.auto_scale;
         write_svg(file.stream(), maps, rows, rows, style);
         file.commit();
@@ -156,7 +182,10 @@ ModelRun load_run(const Config& c, std::ostream& err) {
     run.text = encode_text(*c.text, run.model);
     check_choices(c, run.model, run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
-    if (!c.svg_path.empty()) check_writable(c.svg_path);
+    if (!c.svg_path.empty()) {
+        check_writable(c.svg_path);
+        check_model_svg_size(c, run.model, run.text, run.layer);
+    }
     if (run.text.unknown > 0) {
         err << "mha: warning: " << plural(run.text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
@@ -196,7 +225,8 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
                "a shorter --text costs less");
     if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
         NullTracer quiet;
-        forward_model(model, text.tokens, layer, threads, quiet);
+        check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
+                         "the logits (lm_head)");
     }
     const std::size_t steps =
         c.step ? plan_model(model_spec(model, text.tokens.size(), layer)).size() : 0;
@@ -217,6 +247,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
     }
     show_views(out, c, model, text, r, layer, stats);
     if (!c.save_path.empty()) {
+        check_stdout();
         npy::write_npz(c.save_path, {{"logits", r.logits}, {"attn_weights", r.weights[layer]}});
     }
 }

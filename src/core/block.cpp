@@ -28,9 +28,10 @@ Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
     return y;
 }
 
-// a + b: (B, N, d_model)
-Tensor residual(const BlockPass& p, const Tensor& a, const Tensor& b) {
+// a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
+Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
     Tensor y = add(a, b);
+    check_in_float32(y, "the residual stream (" + sum + ")");
     p.trace.show(y);
     return y;
 }
@@ -42,6 +43,7 @@ Tensor feed_forward(const BlockPass& p, const Tensor& y) {
     const Tensor g = gelu(u);
     p.trace.show(g);
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
+    check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     p.trace.show(f);
     return f;
 }
@@ -117,14 +119,14 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     if (kind == BlockKind::Pre) {
         const Tensor a = norm(p, true, x);                                      // 15
         ForwardResult result = forward(attention, {a, a, a}, masks, options, trace);  // 0-14
-        const Tensor h = residual(p, x, result.output);                         // 16
+        const Tensor h = residual(p, "h = x + attention", x, result.output);    // 16
         const Tensor f = feed_forward(p, norm(p, false, h));                    // 17, 18-20
-        result.output = residual(p, h, f);                                      // 21
+        result.output = residual(p, "out = h + ffn", h, f);                     // 21
         return result;
     }
     ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);  // 0-14
-    const Tensor h = norm(p, true, residual(p, x, result.output));              // 15, 16
-    const Tensor f = residual(p, h, feed_forward(p, h));                        // 17-19, 20
+    const Tensor h = norm(p, true, residual(p, "h = x + attention", x, result.output));  // 15, 16
+    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));       // 17-19, 20
     result.output = norm(p, false, f);                                          // 21
     return result;
 }

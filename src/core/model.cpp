@@ -56,6 +56,7 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
     }
     PassTrace trace(tracer, model_spec(m, tokens.size(), traced_layer));
     Tensor x = embed(m, tokens);
+    check_in_float32(x, "the embeddings (token_embedding[t] + position_embedding)");
     trace.show(x);
     Masks causal;
     causal.causal = true;
