@@ -375,16 +375,18 @@ ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path
     return options;
 }
 
-// The plan's input from the options and the sizes (--form mla: and its sizes m), before any
-// weight exists: what --shapes-only prints and the computed run's cost is planned from. The
-// seeded weights have a bias on every projection or none, QK-norm as --qk-norm says.
-PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path,
+// The plan's input from the options, the sizes and --block's d_ff (--form mla: and its sizes
+// m), before any weight exists: what --shapes-only prints and the computed run's cost is
+// planned from. The seeded weights have a bias on every projection or none, QK-norm as
+// --qk-norm says.
+PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
                  const std::optional<MlaSizes>& m = std::nullopt) {
     if (m) return mla_spec(*m, s.batch, s.seq_len, c.causal, mla_rope(c));
     PassSpec spec = pass_spec(s, masks_of(c), options_of(c, s.heads, path, 1), c.form);
     spec.self_attention = s.kv_len == s.seq_len;
     spec.bias = {c.bias, c.bias, c.bias, c.bias};
     spec.qk_norm = c.qk_norm;
+    if (c.block) spec.block = BlockSpec{*c.block, d_ff};
     return spec;
 }
 
@@ -396,12 +398,10 @@ std::string conv1d_note(bool causal) {
            (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
 }
 
-// The run's multiply-adds: the planned pass (pass_macs), the block's feed-forward, the
-// second pass of --ablate-head and of --head-contributions.
-std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t pass_macs) {
-    std::uint64_t macs = pass_macs;
-    if (c.block) macs += checked_product({2, s.batch, s.seq_len, s.d_model, d_ff}, "the block's multiply-adds");
-    return macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
+// The run's multiply-adds: the planned pass (pass_macs, with the block's), the second pass
+// of --ablate-head and of --head-contributions.
+std::uint64_t run_macs(const Config& c, std::uint64_t pass_macs) {
+    return pass_macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
 }
 
 // --form mla with seeded weights: d_h = d_v = d_k, d_c = --latent-dim or 4·d_k, d_R =
@@ -466,7 +466,7 @@ Problem build_mla_problem(const Config& c) {
                      " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
                  "smaller sizes, or trace with --shapes-only");
     // both forms, on one thread (the MLA pass does not split its work)
-    const std::uint64_t macs = planned_macs(plan_pass(spec_of(c, s, AttentionPath::Standard, m)));
+    const std::uint64_t macs = planned_macs(plan_pass(spec_of(c, s, AttentionPath::Standard, 0, m)));
     const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
     check_time(macs, 1, rate, c.max_time);
     p.estimated_seconds = estimated_seconds(macs, 1, rate);
@@ -493,9 +493,10 @@ ShapesProblem build_shapes(const Config& c) {
     check_heads(c, s);
     check_form(c.form, s, s.kv_len == s.seq_len, masks_of(c));
     ShapesProblem p;
+    const std::size_t d_ff = block_width(c, s, Sources{});
     const std::optional<MlaSizes> mla =
         c.form == Form::Mla ? std::optional<MlaSizes>(seeded_mla(c, s)) : std::nullopt;
-    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), mla);
+    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), d_ff, mla);
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -504,7 +505,13 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
     p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
-    p.info.variant = variant_description(c, 0);
+    if (c.block) {
+        p.info.parameters += block_parameter_count(s.d_model, d_ff);
+        p.info.activation_bytes += block_bytes(s, d_ff);
+        p.info.activation_tensors = "attention's Q, K, V, scores, context, concat and output, "
+                                    "the block's norms, sums and feed-forward";
+    }
+    p.info.variant = variant_description(c, d_ff);
     if (mla) {
         const MlaSizes& m = *mla;
         p.info.head_dim = mla_head_width(m);
@@ -514,7 +521,8 @@ ShapesProblem build_shapes(const Config& c) {
         p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
         p.info.variant = mla_variant(m);
     }
-    p.info.total_macs = planned_macs(plan_pass(p.spec));
+    p.steps = plan_pass(p.spec);
+    p.info.total_macs = planned_macs(p.steps);
     return p;
 }
 
@@ -532,8 +540,8 @@ Problem build_problem(const Config& c) {
     check_form(c.form, s, self, masks);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
-    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path)));
-    const std::uint64_t macs = run_macs(c, s, d_ff, pass_macs);
+    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, d_ff)));
+    const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(c.form, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);
 
