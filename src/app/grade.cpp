@@ -128,10 +128,15 @@ public:
                            t->parameters_line());
         }
         if (kind == "d_k") {
-            const std::uint64_t d_k = t->info.d_model / t->info.heads;
+            const RunInfo& i = t->info;
+            const std::uint64_t d_k = i.head_dim;
+            const std::string split = "d_model / h = " + std::to_string(i.d_model) + " / " +
+                                      std::to_string(i.heads);
             return verdict({AnswerKind::Number, {d_k}, ""}, answer,
-                           "d_k = d_model / h = " + std::to_string(t->info.d_model) + " / " +
-                               std::to_string(t->info.heads) + " = " + std::to_string(d_k) + "\n");
+                           d_k * i.heads == i.d_model
+                               ? "d_k = " + split + " = " + std::to_string(d_k) + "\n"
+                               : "d_k = " + std::to_string(d_k) + ", the heads' own width (not " +
+                                     split + ")\n");
         }
         if (kind == "kv-cache") {
             const Recorded& key = t->find(StepKind::Project, Operand::K);
