@@ -227,7 +227,8 @@ TEST_CASE("the pass refuses a tensor laid out otherwise than planned, at any opt
         const std::size_t planned = mha::plan_pass(spec).size();
         for (std::size_t i = 1; i < planned; ++i) trace.show_layout();
         REQUIRE_THROWS_WITH(trace.show_layout(),
-                            "internal error: the pass reported step " + std::to_string(planned + 1) +
-                                " of a plan of " + std::to_string(planned));
+                            "internal error: the pass reported step " +
+                                std::to_string(planned + 1) + " of a plan of " +
+                                std::to_string(planned));
     }
 }

@@ -18,14 +18,30 @@ bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
 // The views some form cannot give; every other view reads only the plan or the output,
 // which every form has.
-enum class View { HeadContributions, ShapesOnly, Html };
-constexpr std::size_t view_count = 3;
+enum class View {
+    HeadContributions,
+    ShapesOnly,
+    Html,
+    FlashRow,
+    Heatmap,
+    Summary,
+    NoScale,
+    Svg,
+    Save,
+};
+constexpr std::size_t view_count = 9;
 
 const char* option_of(View view) {
     switch (view) {
         case View::HeadContributions: return "--head-contributions";
         case View::ShapesOnly: return "--shapes-only";
         case View::Html: return "--format html";
+        case View::FlashRow: return "--flash-row";
+        case View::Heatmap: return "--heatmap";
+        case View::Summary: return "--summary";
+        case View::NoScale: return "--no-scale";
+        case View::Svg: return "--export-svg";
+        case View::Save: return "--save";
     }
     return "";
 }
@@ -35,13 +51,19 @@ bool wants(const Config& c, View view) {
         case View::HeadContributions: return c.head_contributions;
         case View::ShapesOnly: return c.shapes_only;
         case View::Html: return c.format == Format::Html;
+        case View::FlashRow: return c.flash_row.has_value();
+        case View::Heatmap: return c.heatmap;
+        case View::Summary: return c.summary;
+        case View::NoScale: return c.no_scale;
+        case View::Svg: return !c.svg_path.empty();
+        case View::Save: return !c.save_path.empty();
     }
     return false;
 }
 
-// What each form can show: a row per form that refuses a view (the packed, fused and per-head
-// forms refuse none), and in each cell why the form refuses that view (nullptr: it gives it).
-// The rule "form-view" refuses the run before any output.
+// What each form can show: a row per form that refuses a view (the packed and fused forms
+// refuse none), and in each cell why the form refuses that view (nullptr: it gives it), in
+// the order of View. The rule "form-view" refuses the run before any output.
 struct FormViews {
     const char* form;  // as the command line asks for it
     bool (*asked)(const Config&);
@@ -49,19 +71,31 @@ struct FormViews {
 };
 
 const std::vector<FormViews>& form_views() {
+    constexpr const char* none = nullptr;
+    constexpr const char* unstored = "it never stores the attention weights this option needs; use "
+                                     "--attention standard or auto";
     static const std::vector<FormViews> table = {
         {"--decode", [](const Config& c) { return asks(c, FormChoice::Decode); },
          {"its output is made token by token, with no concat of the whole sequence to split",
-          nullptr, nullptr}},
+          none, none, "it attends one query at a time; the flash row is the packed pass's",
+          none, none, none, none, none}},
+        {"--per-head", [](const Config& c) { return asks(c, FormChoice::PerHead); },
+         {none, none, none, "each head runs its own step 10; the flash row is the packed pass's",
+          none, none, none, none, none}},
         {"--block", [](const Config& c) { return asks(c, FormChoice::Block); },
          {"the block adds its feed-forward to the attention's output",
-          "the block computes its steps outside the plan", nullptr}},
+          "the block computes its steps outside the plan", none, none, none, none, none, none,
+          none}},
         {"--form mla", [](const Config& c) { return asks(c, FormChoice::Mla); },
-         {"its heads run outside the shared pass, whose concat the view splits", nullptr,
-          nullptr}},
+         {"its heads run outside the shared pass, whose concat the view splits", none, none,
+          none, none, none, none, none, none}},
         {"--model", [](const Config& c) { return !c.model_path.empty(); },
          {"the model's output is its last layer's logits, not one attention layer's output",
-          nullptr, "the page draws one attention layer (use --export-svg)"}},
+          none, "the page draws one attention layer (use --export-svg)", none, none, none, none,
+          none, none}},
+        {"--attention streaming",
+         [](const Config& c) { return c.attention == AttentionPath::Streaming; },
+         {none, none, none, none, unstored, unstored, unstored, unstored, unstored}},
     };
     return table;
 }
@@ -276,30 +310,13 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--shapes-only computes no weights to look at; it cannot be combined with --text, "
          "--heatmap, --summary, --export-svg, --ablate-head or --no-scale"},
-        {"streaming-save",
-         [](const Config& c) {
-             return c.attention == AttentionPath::Streaming && !c.save_path.empty();
-         },
-         "--save writes the attention weights, which --attention streaming never stores; use "
-         "--attention standard or auto"},
-        {"streaming-views",
-         [](const Config& c) {
-             return c.attention == AttentionPath::Streaming &&
-                    (wants_summary(c) || !c.svg_path.empty());
-         },
-         "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
-         "--attention streaming never stores; use standard or auto"},
         {"flash-row-streaming",
          [](const Config& c) { return c.flash_row && c.attention != AttentionPath::Streaming; },
          "--flash-row traces the online softmax of the streaming path; give --attention "
          "streaming too"},
-        {"flash-row-forms",
-         [](const Config& c) {
-             return c.flash_row && (c.shapes_only || asks(c, FormChoice::Decode) ||
-                                    asks(c, FormChoice::PerHead));
-         },
-         "--flash-row traces the computed step 10 of the packed pass; it cannot be combined "
-         "with --shapes-only, --decode or --per-head"},
+        {"flash-row-shapes-only", [](const Config& c) { return c.flash_row && c.shapes_only; },
+         "--flash-row traces a computed row of step 10; it cannot be combined with "
+         "--shapes-only"},
         // Modern attention.
         {"sinks-without-window", [](const Config& c) { return c.sinks && c.window == 0; },
          "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "

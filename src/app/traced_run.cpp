@@ -61,7 +61,9 @@ const Recorded& Trace::find(StepKind kind, Operand operand) const {
         }
         found = &r;
     }
-    if (found == nullptr) throw Error("the trace of this form has no such step (a key asks for the packed pass's)");
+    if (found == nullptr) {
+        throw Error("the trace of this form has no such step (a key asks for the packed pass's)");
+    }
     return *found;
 }
 
