@@ -20,7 +20,6 @@ bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 // which every form has.
 enum class View {
     HeadContributions,
-    ShapesOnly,
     Html,
     FlashRow,
     Heatmap,
@@ -29,12 +28,11 @@ enum class View {
     Svg,
     Save,
 };
-constexpr std::size_t view_count = 9;
+constexpr std::size_t view_count = 8;
 
 const char* option_of(View view) {
     switch (view) {
         case View::HeadContributions: return "--head-contributions";
-        case View::ShapesOnly: return "--shapes-only";
         case View::Html: return "--format html";
         case View::FlashRow: return "--flash-row";
         case View::Heatmap: return "--heatmap";
@@ -49,7 +47,6 @@ const char* option_of(View view) {
 bool wants(const Config& c, View view) {
     switch (view) {
         case View::HeadContributions: return c.head_contributions;
-        case View::ShapesOnly: return c.shapes_only;
         case View::Html: return c.format == Format::Html;
         case View::FlashRow: return c.flash_row.has_value();
         case View::Heatmap: return c.heatmap;
@@ -77,25 +74,24 @@ const std::vector<FormViews>& form_views() {
     static const std::vector<FormViews> table = {
         {"--decode", [](const Config& c) { return asks(c, FormChoice::Decode); },
          {"its output is made token by token, with no concat of the whole sequence to split",
-          none, none, "it attends one query at a time; the flash row is the packed pass's",
-          none, none, none, none, none}},
+          none, "it attends one query at a time; the flash row is the packed pass's", none, none,
+          none, none, none}},
         {"--per-head", [](const Config& c) { return asks(c, FormChoice::PerHead); },
-         {none, none, none, "each head runs its own step 10; the flash row is the packed pass's",
-          none, none, none, none, none}},
+         {none, none, "each head runs its own step 10; the flash row is the packed pass's", none,
+          none, none, none, none}},
         {"--block", [](const Config& c) { return asks(c, FormChoice::Block); },
-         {"the block adds its feed-forward to the attention's output",
-          "the block computes its steps outside the plan", none, none, none, none, none, none,
-          none}},
+         {"the block adds its feed-forward to the attention's output", none, none, none, none,
+          none, none, none}},
         {"--form mla", [](const Config& c) { return asks(c, FormChoice::Mla); },
          {"its heads run outside the shared pass, whose concat the view splits", none, none,
-          none, none, none, none, none, none}},
+          none, none, none, none, none}},
         {"--model", [](const Config& c) { return !c.model_path.empty(); },
          {"the model's output is its last layer's logits, not one attention layer's output",
-          none, "the page draws one attention layer (use --export-svg)", none, none, none, none,
-          none, none}},
+          "the page draws one attention layer (use --export-svg)", none, none, none, none, none,
+          none}},
         {"--attention streaming",
          [](const Config& c) { return c.attention == AttentionPath::Streaming; },
-         {none, none, none, none, unstored, unstored, unstored, unstored, unstored}},
+         {none, none, none, unstored, unstored, unstored, unstored, unstored}},
     };
     return table;
 }
@@ -122,7 +118,7 @@ bool overrides_model(const Config& c) {
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
            c.attention || c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn ||
-           !c.preset.empty() || c.shapes_only || !c.forms.empty() || c.d_ff ||
+           !c.preset.empty() || !c.forms.empty() || c.d_ff ||
            !c.compare_heads.empty();
 }
 
@@ -305,11 +301,12 @@ const std::vector<Rule<Config>>& rules() {
          "--weights, --input, --mask, --key-padding-mask, --save or --values"},
         {"shapes-only-views",
          [](const Config& c) {
-             return c.shapes_only &&
-                    (c.text || wants_summary(c) || c.ablate_head || !c.svg_path.empty());
+             return c.shapes_only && ((c.text && c.model_path.empty()) || wants_summary(c) ||
+                                      c.ablate_head || !c.svg_path.empty());
          },
-         "--shapes-only computes no weights to look at; it cannot be combined with --text, "
-         "--heatmap, --summary, --export-svg, --ablate-head or --no-scale"},
+         "--shapes-only computes no weights to look at; it cannot be combined with --text "
+         "(except to give --model its characters), --heatmap, --summary, --export-svg, "
+         "--ablate-head or --no-scale"},
         {"flash-row-streaming",
          [](const Config& c) { return c.flash_row && c.attention != AttentionPath::Streaming; },
          "--flash-row traces the online softmax of the streaming path; give --attention "
