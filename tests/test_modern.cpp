@@ -48,16 +48,22 @@ struct ScoreMods {
     bool causal = false;
 };
 
-mha::HeadMask head_mask(const ScoreMods& mods, std::size_t n, std::size_t m) {
-    mha::HeadMask mask;
-    mask.causal = mods.causal;
-    mask.n = n;
-    mask.m = m;
-    mask.softcap = mods.cap;
-    mask.alibi_slope = mods.slope;
-    mask.window = mods.window;
-    mask.sinks = mods.sinks;
-    return mask;
+// ALiBi's slopes for h = 4 heads: head 0's is 2^(-8/4) = 0.25, the slope the mods use.
+constexpr std::size_t alibi_heads = 4;
+
+mha::Masks masks_of(const ScoreMods& mods) {
+    mha::Masks masks;
+    masks.causal = mods.causal;
+    masks.softcap = mods.cap;
+    masks.alibi = mods.slope != 0.0;
+    masks.window = mods.window;
+    masks.sinks = mods.sinks;
+    return masks;
+}
+
+// Head 0's view of masks for n queries and m keys.
+mha::HeadMask head_mask(const mha::Masks& masks, std::size_t n, std::size_t m) {
+    return mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, alibi_heads, alibi_heads, 1});
 }
 
 // The trace with its wrapped note lines joined: every run of white space becomes one space.
@@ -296,7 +302,8 @@ TEST_CASE("scale_mask_softmax applies soft-cap, ALiBi and the window as the core
     if (mods.causal) mha::apply_causal(reference.data(), n, m);
     if (mods.window > 0) mha::apply_window({reference.data(), n, m, m, m - n, 0}, {mods.window, mods.sinks});
     mha::softmax_rows(reference.data(), n, m, false);
-    mha::scale_mask_softmax(fast.data(), factor, head_mask(mods, n, m), false);
+    const mha::Masks masks = masks_of(mods);
+    mha::scale_mask_softmax(fast.data(), factor, head_mask(masks, n, m), false);
     const test::Difference d = test::max_difference(fast, reference);
     INFO("worst difference " << d.worst << " at " << d.index);
     REQUIRE(d.worst <= weights_tolerance);
@@ -309,7 +316,8 @@ TEST_CASE("the streaming path tiles soft-cap, ALiBi and the window as the standa
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, n);
     const std::vector<float> q = random_values(n * d_k, 2, 2.0f), k = random_values(m * d_k, 3, 2.0f),
                              v = random_values(m * d_k, 4, 1.0f);
-    const mha::HeadMask mask = head_mask(mods, n, m);
+    const mha::Masks masks = masks_of(mods);
+    const mha::HeadMask mask = head_mask(masks, n, m);
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     std::vector<float> weights(n * m), expected(n * d_k), context(n * d_k);
     mha::matmul({q.data(), n, d_k, d_k, 1}, mha::MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
@@ -330,9 +338,8 @@ TEST_CASE("the flash row by hand: d_k = 1, four keys in tiles of two", "[modern]
     //         o = 2.367879·c + e^-1·3 + 4 = 5.424096;  context = o / l = 3.492655,
     // the softmax of (0, 1, 2, 3) against (1, 2, 3, 4): 108.94588 / 31.192875 = 3.492655
     const float q[] = {1.0f}, keys[] = {0.0f, 1.0f, 2.0f, 3.0f}, values[] = {1.0f, 2.0f, 3.0f, 4.0f};
-    mha::HeadMask mask;
-    mask.n = 1;
-    mask.m = 4;
+    const mha::Masks none;
+    const mha::HeadMask mask = head_mask(none, 1, 4);
     const mha::FlashRow r = mha::trace_flash_row({q, 1, 1, 1, 1}, {keys, 4, 1, 1, 1},
                                                  {values, 4, 1, 1, 1}, mask, 1.0f, 0, 2);
     REQUIRE(r.tiles.size() == 2);
@@ -355,7 +362,8 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, row);
     const std::vector<float> q = random_values(n * d_k, 5, 2.0f), k = random_values(m * d_k, 6, 2.0f),
                              v = random_values(m * d_k, 7, 1.0f);
-    const mha::HeadMask mask = head_mask(mods, n, m);
+    const mha::Masks masks = masks_of(mods);
+    const mha::HeadMask mask = head_mask(masks, n, m);
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     std::vector<float> context(n * d_k), weights(n * m), expected(n * d_k);
     mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
@@ -492,9 +500,8 @@ TEST_CASE("flash_facts by hand: three tiles of the streaming path's width", "[mo
     std::vector<float> keys(m), values(m);
     for (std::size_t j = 0; j < m; ++j) keys[j] = values[j] = float(j / 256);
     const float q[] = {1.0f};
-    mha::HeadMask mask;
-    mask.n = 1;
-    mask.m = m;
+    const mha::Masks none;
+    const mha::HeadMask mask = head_mask(none, 1, m);
     const mha::FlashFacts f = mha::flash_facts({q, 1, 1, 1, 1}, {keys.data(), m, 1, 1, 1},
                                                {values.data(), m, 1, 1, 1}, mask, 1.0f, 0, 0);
     const double e = std::exp(1.0);

@@ -173,7 +173,7 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
         {"--preset gpt3", "or trace with --shapes-only"},
         {"--shapes-only --weights data/parity/gqa/weights.npz", "--shapes-only traces sizes"},
         {"--shapes-only --values", "cannot be combined with"},
-        {"--shapes-only -H 3", "not divisible by --heads 3"},
+        {"--shapes-only -H 3", "not divisible by heads 3"},
         {"--shapes-only -b 4294967296 -n 4294967296 -d 4294967296 -H 1", "does not fit in 64 bits"},
     }));
     test::check_rejected(args, message);

@@ -173,21 +173,6 @@ const std::vector<Rule<Config>>& rules() {
              return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
          },
          "--block is self-attention: no --kv-len or --key/--value"},
-        {"fused-qkv-self-attention",
-         [](const Config& c) {
-             return asks(c, FormChoice::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
-                                                      c.kv_len || !c.key_path.empty());
-         },
-         "--fused-qkv needs self-attention with K and V as wide as Q: no --kv-heads below "
-         "--heads, --kv-len or --key/--value"},
-        {"decode-self-attention",
-         [](const Config& c) {
-             return asks(c, FormChoice::Decode) && (c.kv_len || !c.key_path.empty() ||
-                                                    !c.mask_path.empty() ||
-                                                    !c.key_padding_mask_path.empty());
-         },
-         "--decode runs one sequence attending to itself, causal by construction: no "
-         "--kv-len, --key/--value, --mask or --key-padding-mask"},
         {"decode-seq-len",
          [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
          "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
@@ -335,9 +320,6 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.seq_first && c.input_path.empty(); },
          "--seq-first says the --input, --key and --value files are (length, B, features); it "
          "needs --input"},
-        {"zero-attn-causal", [](const Config& c) { return c.add_zero_attn && c.causal; },
-         "--causal has no rule for the zero key and value --add-zero-attn appends; give the "
-         "causal mask as --mask, which is padded as PyTorch pads it"},
         {"zero-attn-shapes-only", [](const Config& c) { return c.add_zero_attn && c.shapes_only; },
          "--shapes-only traces the plain pass; it cannot be combined with --add-zero-attn"},
         {"zero-attn-forms",

@@ -228,23 +228,27 @@ void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores,
 // 7: keep the scores' variance near 1 whatever d_k is; then the soft-cap, if any
 void unit_scale(const AttentionUnit& u, float factor) {
     if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
-    if (u.mask.softcap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, u.mask.softcap);
+    const double cap = u.mask.masks->softcap;
+    if (cap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, cap);
 }
 
 // 8: blocked keys get -inf, float masks and ALiBi's bias are added
 void unit_mask_scores(const AttentionUnit& u) {
     const HeadMask& mask = u.mask;
+    const Masks& rules = *mask.masks;
     const ScoreBlock grid{u.scores, mask.n, mask.m, mask.m, mask.m - mask.n, 0};
     if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
     if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
     if (mask.alibi_slope != 0.0) add_alibi(grid, mask.alibi_slope);
-    if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
-    if (mask.window > 0) apply_window(grid, {mask.window, mask.sinks});
+    if (rules.causal) apply_causal(u.scores, mask.n, mask.m, rules.causal_align);
+    if (rules.window > 0) apply_window(grid, {rules.window, rules.sinks});
 }
 
-// 9: each query's scores become weights over the M keys, summing to 1
+// 9: each query's scores become weights over the M keys, summing to 1 (step 8 is done: the
+// unit's view of no mask at all)
 std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
-    const HeadMask none{nullptr, nullptr, false, u.mask.n, u.mask.m};
+    static const Masks unmasked;
+    const HeadMask none{&unmasked, nullptr, nullptr, u.mask.n, u.mask.m};
     return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
 }
 
@@ -408,26 +412,6 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
     return total;
 }
 
-HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& s) {
-    HeadMask mask;
-    const Tensor& attn = masks.attn_mask;
-    if (!attn.empty()) {  // one plane for all, one per batch row, or one per (batch, head)
-        const std::size_t plane =
-            attn.dim() == 2 ? 0 : attn.size(0) == s.batch * s.heads ? b * s.heads + i : b;
-        mask.attn = attn.data() + plane * s.seq_len * s.kv_len;
-    }
-    if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
-    mask.causal = masks.causal;
-    mask.align = masks.causal_align;
-    mask.n = s.seq_len;
-    mask.m = s.kv_len;
-    mask.softcap = masks.softcap;
-    if (masks.alibi) mask.alibi_slope = alibi_slopes(s.heads)[i];
-    mask.window = masks.window;
-    mask.sinks = masks.sinks;
-    return mask;
-}
-
 void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
     if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
@@ -562,11 +546,6 @@ AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
 }
 
 Masks with_appended_keys(const Masks& masks, std::size_t extra) {
-    if (masks.causal) {
-        throw Error("a causal mask cannot combine with key/value positions appended after the "
-                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
-                    "attn_mask, which is padded as PyTorch pads it");
-    }
     Masks padded = masks;
     padded.attn_mask = pad_last_dim(masks.attn_mask, extra);
     padded.key_padding = pad_last_dim(masks.key_padding, extra);

@@ -24,13 +24,15 @@ double max_difference(const Tensor& a, const Tensor& b) {
 
 PassSpec mla_spec(const MlaSizes& m, std::size_t batch, std::size_t seq_len, bool causal,
                   const Rope& rope) {
-    PassSpec spec;
-    spec.sizes = Sizes{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model, m.heads, m.heads,
-                       m.d_model / m.heads};
-    spec.form = Form::Mla;
+    Masks masks;
+    masks.causal = causal;
+    ForwardOptions options;
+    options.heads = m.heads;
+    options.rope = rope;
+    PassSpec spec = pass_spec(Sizes{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model,
+                                    m.heads, m.heads, m.d_model / m.heads},
+                              masks, options, Form::Mla);
     spec.bias = {false, false, false, false};
-    spec.masks.causal = causal;
-    spec.rope = rope;
     spec.mla = m;
     return spec;
 }

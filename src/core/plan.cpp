@@ -71,7 +71,7 @@ std::string q_width_name(const Sizes& s) { return s.inner() == s.d_model ? "d_mo
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
 // The keys each query may see under the causal mask and the window (a window is causal).
-std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t n, std::size_t m) {
+std::vector<std::vector<bool>> planned_grid(const Masks& masks, std::size_t n, std::size_t m) {
     std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j < m; ++j) {
@@ -83,22 +83,27 @@ std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t 
 }
 
 // The window W with its sinks over `length` positions, and the K and V a cache keeps for it.
-WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t length) {
+WindowFacts window_facts(const Masks& masks, const Sizes& s, std::size_t length) {
     const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
     return {masks.window, masks.sinks, length, kept,
             macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)}),
             macs_of({2, s.batch, s.kv_heads, length, s.d_k(), sizeof(float)})};
 }
 
-// What step 8 applies.
-MaskFacts mask_facts(const PassSpec& spec) {
-    const MaskKinds& k = spec.masks;
-    const Sizes& s = spec.sizes;
-    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources,
-                    k.causal_align == CausalAlign::TopLeft, {}, {}};
-    if (k.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
-    if (k.window > 0) facts.window = window_facts(k, s, s.kv_len);
-    return facts;
+// What step 8 applies to n queries and m keys, and what follows from it: every head's ALiBi
+// slope, the keys the window keeps.
+void mask_facts(const Masks& masks, const Sizes& s, std::size_t n, std::size_t m,
+                StepFacts& facts) {
+    facts.masks = masks;
+    facts.mask_queries = n;
+    facts.mask_keys = m;
+    if (masks.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
+    if (masks.window > 0) facts.window = window_facts(masks, s, m);
+}
+
+// What step 8 of the pass applies.
+void mask_facts(const PassSpec& spec, StepFacts& facts) {
+    mask_facts(spec.masks, spec.sizes, spec.sizes.seq_len, spec.sizes.kv_len, facts);
 }
 
 // Token t (0-based) of the decode form, and the K and V cached once it is in.
@@ -115,15 +120,14 @@ TokenFacts token_facts(const Sizes& s, std::size_t t) {
 // full pass, the query at position t.
 void token_attend_facts(const PassSpec& spec, std::size_t t, StepFacts& facts) {
     const Sizes& s = spec.sizes;
-    const MaskKinds& k = spec.masks;
+    const Masks& k = spec.masks;
     facts.token = token_facts(s, t);
     if (k.window > 0) facts.token->window = window_facts(k, s, t + 1);
     if (k.softcap > 0) facts.softcap = k.softcap;
-    if (k.alibi) {
-        facts.masks = MaskFacts{};
-        facts.masks->n = 1;
-        facts.masks->m = t + 1;
-        facts.masks->alibi_slopes = alibi_slopes(s.heads);
+    if (k.alibi) {  // ALiBi alone: the window is the token's fact, and no causal rule applies
+        Masks alibi;
+        alibi.alibi = true;
+        mask_facts(alibi, s, 1, t + 1, facts);
     }
 }
 
@@ -293,7 +297,7 @@ Layout plan_attend_standard(Planner& p) {
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(StepKind::Mask, 8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
-    s8.facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, s8.facts);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
     p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
@@ -314,7 +318,7 @@ Layout plan_attend_streamed(Planner& p) {
                              {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
                            .facts;
     if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
-    facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, facts);
     facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     facts.query_tile = stream_query_tile;
     facts.key_tile = stream_key_tile;
@@ -375,19 +379,20 @@ void plan_one_head(Planner& p, std::size_t i) {
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
-        p.add(StepKind::Attend, 10, "attend", "head_" + id,
-              "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
-                  id + ", streamed",
-              {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
-            .facts.masks = mask_facts(p.spec);
+        mask_facts(p.spec, p.add(StepKind::Attend, 10, "attend", "head_" + id,
+                                 "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" +
+                                     scaled + " + mask) @ V_" + id + ", streamed",
+                                 {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
+                               .facts);
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
     p.add(StepKind::Scores, 6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
           {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
-    p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
-          "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
-        .facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
+                             "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)",
+                             {"B", "N", "M"}, scores)
+                           .facts);
     p.add(StepKind::Context, 10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
           {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
 }

@@ -57,14 +57,39 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
     return checked_product({floats, sizeof(float)}, what);
 }
 
+void check_head_width(std::size_t d_model, std::size_t width, std::size_t heads) {
+    if (heads == 0 || width % heads != 0) {
+        throw Error(width == d_model
+                        ? "d_model " + std::to_string(d_model) + " is not divisible by heads " +
+                              std::to_string(heads) + "; d_k = d_model / h must be a whole number"
+                        : "W_q has " + std::to_string(width) + " rows, not h·d_k for h = " +
+                              std::to_string(heads));
+    }
+}
+
+void check_kv_heads(std::size_t heads, std::size_t kv_heads) {
+    if (kv_heads == 0 || heads % kv_heads != 0) {
+        throw Error(std::to_string(kv_heads) + " key/value heads do not divide " +
+                    std::to_string(heads) + " heads; each key/value head serves h / G query heads");
+    }
+}
+
+void check_form(Form form, const Sizes& s, bool self_attention, const Masks& masks) {
+    if (form == Form::Decode &&
+        (!self_attention || masks.has_attn_mask() || masks.has_key_padding())) {
+        throw Error("decoding is causal self-attention: one sequence attending to itself, "
+                    "with no attn_mask or key padding mask");
+    }
+    if (form == Form::FusedQkv && (!self_attention || s.kv_heads != s.heads ||
+                                   s.kdim != s.d_model || s.vdim != s.d_model)) {
+        throw Error("the fused QKV projection needs self-attention with K and V as wide as Q "
+                    "(G = h, kdim = vdim = d_model)");
+    }
+}
+
 Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
     const std::size_t E = w.d_model(), inner = w.q_width();
-    if (heads == 0 || inner % heads != 0) {
-        throw Error(inner == E ? "d_model " + std::to_string(E) + " is not divisible by heads " +
-                                     std::to_string(heads) + "; d_k = d_model / h must be a whole number"
-                               : "W_q has " + std::to_string(inner) + " rows, not h·d_k for h = " +
-                                     std::to_string(heads));
-    }
+    check_head_width(E, inner, heads);
     if (w.w_o.dim() != 2 || w.w_o.size(0) != E || w.w_o.size(1) != inner) {
         throw Error(shape_error("W_o", "(d_model, h·d_k) = " + to_string({E, inner}), w.w_o));
     }
@@ -100,11 +125,12 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     }
     const std::size_t d_k = inner / heads;
     const std::size_t G = w.kv_width() / d_k;
-    if (w.kv_width() % d_k != 0 || G == 0 || heads % G != 0 || w.w_v.size(0) != w.kv_width()) {
+    if (w.kv_width() % d_k != 0 || G == 0 || w.w_v.size(0) != w.kv_width()) {
         throw Error("W_k " + to_string(w.w_k.shape()) + " and W_v " + to_string(w.w_v.shape()) +
                     " must both have G·d_k rows (d_k = " + std::to_string(d_k) +
                     ") for G key/value heads dividing h = " + std::to_string(heads));
     }
+    check_kv_heads(heads, G);
     return {B, N, M, E, w.kdim(), w.vdim(), heads, G, d_k};
 }
 
@@ -126,6 +152,11 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
         throw Error("QK-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
                     std::to_string(s.d_k()) + ")");
     }
+    if (masks.causal && appended_kv(w, options).count() > 0) {
+        throw Error("a causal mask cannot combine with key/value positions appended after the "
+                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
+                    "attn_mask, which is padded as PyTorch pads it");
+    }
     if (options.ablate_head && *options.ablate_head >= s.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
                     ": the heads are 0.." + std::to_string(s.heads - 1));
@@ -133,22 +164,26 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
     return s;
 }
 
-PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
-                   const ForwardOptions& options, Form form) {
+PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
+                   Form form) {
     PassSpec spec;
     spec.sizes = sizes;
     spec.form = form;
     spec.path = options.path;
-    spec.self_attention = in.self_attention();
-    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal,
-                  masks.causal_align, masks.notes, masks.softcap, masks.alibi, masks.window,
-                  masks.sinks};
-    spec.appended = appended_kv(w, options);
+    spec.masks = masks;
     spec.scale = options.scale;
     spec.scale_base = options.scale_base;
-    spec.qk_norm = !w.q_norm.empty();
     spec.rope = options.rope;
+    return spec;
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
+                   const ForwardOptions& options, Form form) {
+    PassSpec spec = pass_spec(sizes, masks, options, form);
+    spec.self_attention = in.self_attention();
+    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.appended = appended_kv(w, options);
+    spec.qk_norm = !w.q_norm.empty();
     return spec;
 }
 

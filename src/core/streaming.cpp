@@ -93,22 +93,24 @@ void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, floa
 void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t first,
                  std::size_t count, std::size_t k0, const HeadMask& mask) {
     const std::size_t keys = std::min(kt, mask.m - k0);
-    const bool per_score = mask.softcap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
+    const double cap = mask.masks->softcap;
+    const Window window{mask.masks->window, mask.masks->sinks};
+    const bool per_score = cap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
                            mask.alibi_slope != 0.0;
     for (std::size_t r = 0; r < count; ++r) {
         const std::size_t query = first + r, position = query + mask.m - mask.n;
         float* column = scores + r;  // key j at column[j * nr]
         for (std::size_t j = 0; per_score && j < keys; ++j) {
             float& s = column[j * nr];
-            if (mask.softcap > 0.0) softcap(&s, 1, mask.softcap);
+            if (cap > 0.0) softcap(&s, 1, cap);
             if (mask.attn != nullptr) s += mask.attn[query * mask.m + k0 + j];
             if (mask.padding != nullptr) s += mask.padding[k0 + j];
             if (mask.alibi_slope != 0.0) add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
         }
         for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < kt; ++j)
             column[j * nr] = minus_inf;
-        for (std::size_t j = 0; mask.window > 0 && j < keys; ++j) {
-            if (!window_allows({mask.window, mask.sinks}, position, k0 + j)) column[j * nr] = minus_inf;
+        for (std::size_t j = 0; window.size > 0 && j < keys; ++j) {
+            if (!window_allows(window, position, k0 + j)) column[j * nr] = minus_inf;
         }
     }
 }

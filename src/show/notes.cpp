@@ -126,21 +126,24 @@ void rope(const RopeFacts& r, Notes& notes) {
     }
 }
 
-void masks(const MaskFacts& m, Notes& notes) {
+// What the mask step applies (f.masks) to its N queries and M keys.
+void masks(const StepFacts& f, Notes& notes) {
+    const Masks& m = *f.masks;
+    const std::size_t n = f.mask_queries, keys = f.mask_keys;
     const std::size_t first = notes.size();
-    notes.insert(notes.end(), m.sources.begin(), m.sources.end());
-    if (!m.alibi_slopes.empty()) notes.push_back(alibi(m.alibi_slopes));
-    if (m.window) {
-        window(*m.window, notes);
-    } else if (m.causal && m.n == m.m) {
+    notes.insert(notes.end(), m.notes.begin(), m.notes.end());
+    if (!f.alibi_slopes.empty()) notes.push_back(alibi(f.alibi_slopes));
+    if (f.window) {
+        window(*f.window, notes);
+    } else if (m.causal && n == keys) {
         notes.push_back("causal: query i attends to keys 0..i");
-    } else if (m.causal && m.top_left) {
+    } else if (m.causal && m.causal_align == CausalAlign::TopLeft) {
         notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
                         "the first N of the M positions, as scaled_dot_product_attention's "
                         "is_causal=True and torch.tril(ones(N, M)) align them)");
     } else if (m.causal) {
         notes.push_back("causal, bottom-right aligned: query i attends to keys 0..i+" +
-                        std::to_string(m.m) + "-" + std::to_string(m.n) +
+                        std::to_string(keys) + "-" + std::to_string(n) +
                         " (the queries are the last N of the M positions, as with a KV cache)");
     }
     if (notes.size() == first) notes.push_back("no mask: every query attends to every key");
@@ -376,7 +379,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.scale_d_k) scale(*f.scale_d_k, f.scale_base, f.scale_factor, notes);
     if (f.softcap) notes.push_back(softcap(*f.softcap));
     if (f.appended) appended(*f.appended, notes);
-    if (f.masks) masks(*f.masks, notes);
+    if (f.masks) masks(f, notes);
     if (f.unstored_score_bytes) streaming(f, notes);
     if (f.flash) flash(*f.flash, notes);
     if (f.mla) mla(step, *f.mla, notes);
