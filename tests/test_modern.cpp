@@ -11,6 +11,7 @@
 #include "core/flash_row.h"
 #include "core/kernels.h"
 #include "core/mla.h"
+#include "core/mla_pass.h"
 #include "core/position_bias.h"
 #include "core/rms_norm.h"
 #include "core/rope.h"
@@ -227,6 +228,20 @@ TEST_CASE("RMSNorm of each row matches the fixture, strided too", "[modern][qk-n
 
 namespace {
 
+// The options of an MLA pass with h heads and DeepSeek-V2's RoPE (half layout, base 10000).
+mha::ForwardOptions mla_options(std::size_t heads) {
+    mha::ForwardOptions options;
+    options.heads = heads;
+    options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
+    return options;
+}
+
+mha::Masks causal_masks(bool causal) {
+    mha::Masks masks;
+    masks.causal = causal;
+    return masks;
+}
+
 mha::MlaWeights mla_fixture_weights() {
     const Arrays sd = mha::npy::read_npz("data/modern/mla_causal/weights.npz");
     mha::MlaWeights w;
@@ -250,7 +265,7 @@ TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[mo
                              float(s.d_latent), float(s.d_v)} == tensor(expected, "sizes").to_vector());
     const mha::MlaForm form = GENERATE(mha::MlaForm::Naive, mha::MlaForm::Absorbed);
     CAPTURE(form == mha::MlaForm::Naive ? "naive" : "absorbed");
-    const mha::MlaResult r = mha::mla_forward(w, x, 2, true, {mha::RopeLayout::Half, 10000.0}, form);
+    const mha::MlaResult r = mha::mla_forward(w, x, causal_masks(true), mla_options(2), form);
     test::require_close(r.weights, tensor(expected, "attn_weights"), weights_tolerance);
     test::require_close(r.output, tensor(expected, "output"), output_tolerance);
     CHECK(r.latent.shape() == mha::Shape{2, 5, 6});
@@ -260,8 +275,9 @@ TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[mo
 TEST_CASE("MLA's two forms agree with each other closely", "[modern][mla]") {
     const mha::MlaWeights w = mla_fixture_weights();
     const mha::Tensor x = mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
-    const mha::MlaResult naive = mha::mla_forward(w, x, 2, false, {}, mha::MlaForm::Naive);
-    const mha::MlaResult absorbed = mha::mla_forward(w, x, 2, false, {}, mha::MlaForm::Absorbed);
+    const mha::MlaResult naive = mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Naive);
+    const mha::MlaResult absorbed =
+        mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Absorbed);
     test::require_close(absorbed.output, naive.output, 1e-5);
     test::require_close(absorbed.weights, naive.weights, 1e-6);
 }

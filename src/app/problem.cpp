@@ -435,7 +435,15 @@ std::string mla_variant(const MlaSizes& m) {
 
 Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
 
-// --form mla: its weights (a state dict, or seeded), the inputs, and the budget for both forms.
+// The plan's spec of --form mla for these sizes: the run's masks and scaling, MLA's RoPE.
+PassSpec mla_spec_of(const Config& c, const MlaSizes& m, const Sizes& s, AttentionPath path) {
+    PassSpec spec = spec_of(c, s, path);
+    spec.rope = mla_rope(c);
+    return mla_spec(m, spec);
+}
+
+// --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
+// the masks, and the options every form takes.
 Problem build_mla_problem(const Config& c) {
     Ledger ledger(c.max_memory);
     const Sources files = load_files(c, ledger);
@@ -452,33 +460,43 @@ Problem build_mla_problem(const Config& c) {
         ledger.hold(sizeof(float) * mla_parameter_count(m));
     } else {
         m = seeded_mla(c, s);
-        p.mla = seeded_mla_weights(m, c.seed);
     }
     s.heads = s.kv_heads = m.heads;
-    const std::uint64_t bytes = mla_bytes(m, s.batch, s.seq_len);
-    ledger.check(bytes, "--form mla",
-                 "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
-                     " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
-                 "smaller sizes, or trace with --shapes-only");
-    // both forms, on one thread (the MLA pass does not split its work)
-    const std::uint64_t macs = planned_macs(plan_pass(mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c))));
-    const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
-    check_time(macs, 1, rate, c.max_time);
-    p.estimated_seconds = estimated_seconds(macs, 1, rate);
+    const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
+    bool mask_looks_keep = false;
+    Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
+    const RunPlan plan = plan_run(
+        c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
+    const std::uint64_t pass_macs = planned_macs(plan_pass(mla_spec_of(c, m, s, plan.path)));
+    const std::uint64_t macs = run_macs(c, s, 0, pass_macs);
+    const double rate = macs_per_thread_second(Form::Mla, plan.path);
+    check_time(macs, plan.threads, rate, c.max_time);
+    if (!p.mla) p.mla = seeded_mla_weights(m, c.seed);  // drawn once the budget allows them
+    p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
-    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
-    if (p.compute_first) check_time(2 * macs, 1, rate, c.max_time);  // two passes
-    p.masks.causal = c.causal;
+    p.masks = std::move(masks);
+    p.mask_looks_keep = mask_looks_keep;
     p.layout = files.layout;
     p.options.heads = m.heads;
+    p.options.threads = plan.threads;
+    p.options.path = plan.path;
+    p.options.zero_masked_rows = c.zero_masked_rows;
+    p.options.scale = !c.no_scale;
+    p.options.scale_base = c.scale_base.value_or(0.0);
+    p.options.flash_row = c.flash_row;
     p.options.rope = mla_rope(c);
+    check_masks(p.masks, naive);
     check_head_numbers(c, s);
+    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
+    if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     p.info = describe(c, s, p);
+    p.info.layout_notes = layout_notes(p.layout);
     p.info.head_dim = mla_head_width(m);
     p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
     p.info.variant = mla_variant(m);
+    p.info.total_macs = pass_macs;
     return p;
 }
 
@@ -500,12 +518,12 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.variant = variant_description(c, 0);
     if (c.form == Form::Mla) {
         const MlaSizes m = seeded_mla(c, s);
-        p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
+        p.spec = mla_spec_of(c, m, s, p.spec.path);
         p.info.head_dim = mla_head_width(m);
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
+        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, p.spec.path, 1);
         p.info.variant = mla_variant(m);
     }
     p.info.total_macs = planned_macs(plan_pass(p.spec));

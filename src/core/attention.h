@@ -111,6 +111,10 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
+// Throws mha::Error when the attn_mask is not (N, M), (B, N, M) or (B·h, N, M), or the key
+// padding mask not (B, M).
+void check_masks(const Masks& masks, const Sizes& sizes);
+
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
@@ -144,7 +148,7 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 struct HeadTensors {
     Tensor q;  // (B, h, N, d_k)
     Tensor k;  // (B, G, M, d_k)
-    Tensor v;  // (B, G, M, d_k)
+    Tensor v;  // (B, G, M, d_v)  d_v = d_k except in MLA
 };
 
 // What the plan of this problem depends on besides its sizes (from check_pass): the
@@ -166,10 +170,10 @@ ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, cons
 // The unit of work: one (batch, head) pair of steps 6-10, what it reads and where it writes.
 struct AttentionUnit {
     MatrixView q;        // (N, d_k)
-    MatrixView k, v;     // (M, d_k): the key/value head this query head reads
+    MatrixView k, v;     // (M, d_k), (M, d_v): the key/value head this query head reads
     HeadMask mask;       // what step 8 adds
     float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
-    float* context;      // (N, d_k), rows ldc apart
+    float* context;      // (N, d_v), rows ldc apart
     std::size_t ldc;
     // Where the unit sits, for messages: its batch row, its head, the position of query 0.
     std::size_t batch = 0, head = 0, first_query = 0;
@@ -220,7 +224,7 @@ HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes
 void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace);
 
-// Head ablation: context (B, h, N, d_k), any strides, with head `head`'s slices set to 0.
+// Head ablation: context (B, h, N, d_v), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);
 
 }  // namespace mha

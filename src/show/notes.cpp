@@ -254,18 +254,20 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
                          : "";
     if (m.ledger) {
         mla_ledger(m, notes);
-    } else if (step.number == 9 && !m.absorbed) {
+    } else if (step.kind == StepKind::LatentUp) {
         notes.push_back("naive: kv_b_proj up-projects the latent into every head's keys k_nope "
                         "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
-                        "k_pe is one RoPE key for all heads");
+                        "k_pe is one RoPE key for all heads; steps 6-14 then run as in every "
+                        "form, scaled by 1/sqrt(d_h + d_R)");
     } else if (step.number == 9) {
         notes.push_back("absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
                         "into the query (B, h, N, d_c) and every head scores the cached latent "
                         "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
                         difference);
     } else {
-        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is applied "
-                        "once to the weighted sum of latents (B, h, N, d_c)" + difference);
+        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is folded "
+                        "into o_proj (d_model, h·d_c) and meets the weighted sum of latents "
+                        "(B, h, N, d_c) there; the same steps 6-14, with one key head" + difference);
     }
 }
 
