@@ -20,8 +20,9 @@ TEST_CASE("the estimate is the multiply-adds over the rate times the threads") {
           mha::macs_per_thread_second(Form::PerHead, AttentionPath::Streaming));
     CHECK(mha::macs_per_thread_second(Form::Packed, AttentionPath::Standard) <
           mha::macs_per_thread_second(Form::Packed, AttentionPath::Streaming));
-    CHECK(mha::macs_per_thread_second(Form::Mla, AttentionPath::Standard) <
-          mha::macs_per_thread_second(Form::Decode, AttentionPath::Standard));
+    // MLA runs the shared kernels on both paths, at about the standard path's rate
+    CHECK(mha::macs_per_thread_second(Form::Mla, AttentionPath::Streaming) <
+          mha::macs_per_thread_second(Form::Packed, AttentionPath::Streaming));
     CHECK(mha::duration_words(0.00028) == "0.3 ms");
     CHECK(mha::duration_words(1.2) == "2 s");
     CHECK(mha::duration_words(99) == "99 s");
