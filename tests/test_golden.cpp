@@ -54,6 +54,10 @@ TEST_CASE("the traces match their golden files", "[golden]") {
         {"fused_qkv.txt", "-b 1 -n 3 -d 8 -H 2 --fused-qkv --trace"},
         {"block_pre.txt", "-b 1 -n 3 -d 8 -H 2 --block pre --trace"},
         {"block_post.md", "-b 1 -n 3 -d 8 -H 2 --block post --format markdown"},
+        {"mla.txt", "--form mla --weights data/modern/mla_causal/weights.npz --input "
+                    "data/modern/mla_causal/query.npy -H 2 --causal --window 3 --trace"},
+        {"mla_streaming_shapes.txt", "--form mla -b 1 -n 3 -d 16 -H 2 --latent-dim 8 --rope-dim 4 "
+                                     "--causal --attention streaming --shapes-only --trace"},
     }));
     CAPTURE(file, args);
     const std::string path = "data/golden/trace/" + file;

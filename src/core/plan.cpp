@@ -82,12 +82,13 @@ std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t 
     return grid;
 }
 
-// The window W with its sinks over `length` positions, and the K and V a cache keeps for it.
+// The window W with its sinks over `length` positions, and the K (d_k) and V (d_v) a cache
+// keeps for it.
 WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t length) {
     const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
     return {masks.window, masks.sinks, length, kept,
-            macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)}),
-            macs_of({2, s.batch, s.kv_heads, length, s.d_k(), sizeof(float)})};
+            macs_of({s.batch, s.kv_heads, kept, s.d_k() + s.d_v(), sizeof(float)}),
+            macs_of({s.batch, s.kv_heads, length, s.d_k() + s.d_v(), sizeof(float)})};
 }
 
 // What step 8 applies.

@@ -156,14 +156,15 @@ void appended(const AppendedFacts& a, Notes& notes) {
                     "there, as PyTorch pads them");
 }
 
-void streaming(const StepFacts& f, Notes& notes) {
+void streaming(const Step& step, Notes& notes) {
+    const StepFacts& f = step.facts;
     notes.push_back("streaming path: steps 6-9 run on tiles of " + std::to_string(f.query_tile) +
                     " queries x " + std::to_string(f.key_tile) +
                     " keys with an online softmax (a running max and sum per query), so the "
                     "(B, h, N, M) scores, " + std::to_string(*f.unstored_score_bytes) +
                     " bytes, are never stored");
-    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has nothing "
-                    "to copy");
+    notes.push_back("the context goes straight into (B, N, h, " + step.dims.back() +
+                    ") order: step 12 has nothing to copy");
 }
 
 // The keys the window (and its sinks) leaves the query at position p of the cache.
@@ -361,7 +362,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.softcap) notes.push_back(softcap(*f.softcap));
     if (f.appended) appended(*f.appended, notes);
     if (f.masks) masks(*f.masks, notes);
-    if (f.unstored_score_bytes) streaming(f, notes);
+    if (f.unstored_score_bytes) streaming(step, notes);
     if (f.flash) flash(*f.flash, notes);
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
