@@ -1,5 +1,7 @@
-// Golden traces: what mha prints for the classic example (text, --trace, JSON, Markdown)
-// and a small run of every form, compared byte for byte with tests/data/golden/trace/.
+// Golden traces: what mha prints for the classic example (text, --trace, JSON, Markdown),
+// a small run of every form and of the modern options, MLA, --model, --flash-row and the
+// lesson page, compared byte for byte with tests/data/golden/trace/; and --shapes-only
+// against the computed trace of each.
 // Only the wall-clock time and the kernel variant (it depends on the CPU) are blanked out.
 // MHA_UPDATE_GOLDEN=1 (or `make golden`) rewrites the files instead; review the diff
 // before committing it.
@@ -8,7 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "helpers.h"
 
@@ -32,11 +37,10 @@ bool updating() {
     return update != nullptr && std::string(update) == "1";
 }
 
-}  // namespace
-
-TEST_CASE("the traces match their golden files", "[golden]") {
-    // --trace changes neither JSON nor Markdown: both always list every step.
-    const auto [file, args] = GENERATE(table<std::string, std::string>({
+// Every golden configuration: the file and the arguments that print it. --trace changes
+// neither JSON nor Markdown: both always list every step.
+const std::vector<std::pair<std::string, std::string>>& golden_runs() {
+    static const std::vector<std::pair<std::string, std::string>> runs = {
         {"classic.txt", ""},
         {"classic_trace.txt", "--trace"},
         {"classic.json", "--format json"},
@@ -54,19 +58,96 @@ TEST_CASE("the traces match their golden files", "[golden]") {
         {"fused_qkv.txt", "-b 1 -n 3 -d 8 -H 2 --fused-qkv --trace"},
         {"block_pre.txt", "-b 1 -n 3 -d 8 -H 2 --block pre --trace"},
         {"block_post.md", "-b 1 -n 3 -d 8 -H 2 --block post --format markdown"},
-        {"mla.txt", "--form mla --weights data/modern/mla_causal/weights.npz --input "
-                    "data/modern/mla_causal/query.npy -H 2 --causal --window 3 --trace"},
-        {"mla_streaming_shapes.txt", "--form mla -b 1 -n 3 -d 16 -H 2 --latent-dim 8 --rope-dim 4 "
+        {"modern.txt", "-b 1 -n 4 -d 16 -H 2 --rope half --qk-norm --softcap 30 --window 3 "
+                       "--sink-tokens 1 --scale-base 8 --trace"},
+        {"alibi_wide.txt", "-b 1 -n 3 -d 8 -H 2 --head-dim 8 --alibi --causal --trace"},
+        {"mla.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --causal --trace"},
+        {"mla_window_softcap.txt", "-b 1 -n 4 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+                                   "--causal --window 3 --softcap 5 --trace"},
+        {"mla_streaming_shapes.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
                                      "--causal --attention streaming --shapes-only --trace"},
-    }));
-    CAPTURE(file, args);
-    const std::string path = "data/golden/trace/" + file;
-    const test::RunResult r = test::run_command("COLUMNS=80 " + test::mha_binary() + " " + args);
-    REQUIRE(r.status == 0);
-    const std::string output = without_wall_time(r.output);
-    if (updating()) {
-        std::ofstream(path, std::ios::binary) << output;
-        WARN("rewrote " << path);
+        {"flash_row.txt", "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
+        {"model.txt", "--model ../examples/models/kjv-2x4.npz --text 'in the' --layer 1 --trace"},
+        {"classic.html", "-b 1 -n 3 -d 8 -H 2 --causal --format html --output OUT"},
+    };
+    return runs;
+}
+
+// What the run printed, or for --output OUT the file it wrote there.
+std::string golden_output(const std::string& args) {
+    const std::size_t out = args.find("OUT");
+    if (out == std::string::npos) {
+        const test::RunResult r = test::run_command("COLUMNS=80 " + test::mha_binary() + " " + args);
+        REQUIRE(r.status == 0);
+        return r.output;
     }
-    CHECK(output == test::read_text(path));
+    const std::string path = test::temp_path("golden.html");
+    const std::string command = test::mha_binary() + " " + args.substr(0, out) + path;
+    REQUIRE(test::run_command("COLUMNS=80 " + command).status == 0);
+    const std::string page = test::read_text(path);
+    std::remove(path.c_str());
+    return page;
+}
+
+// The steps of a text trace: from the first step's line to the blank line after the last,
+// without the header (sizes, weights, parameters) or the footer (output, wall time), and
+// without the notes (lines from "    · " on), some of which word what only the computation
+// knows (MLA's absorbed difference, --flash-row's tiles).
+std::string trace_steps(const std::string& output) {
+    static const std::regex step_line("^ ?[0-9]+  [a-z_-]+ +.*$");
+    std::istringstream lines(output);
+    std::vector<std::string> body;
+    std::size_t last_step = 0;
+    bool started = false;
+    bool in_note = false;
+    for (std::string line; std::getline(lines, line);) {
+        const bool is_step = std::regex_match(line, step_line);
+        in_note = line.rfind("    · ", 0) == 0 || (in_note && line.rfind("      ", 0) == 0);
+        if (in_note) continue;
+        started = started || is_step;
+        if (!started) continue;
+        if (is_step) last_step = body.size();
+        body.push_back(line);
+    }
+    std::size_t end = last_step;
+    while (end < body.size() && !body[end].empty()) ++end;
+    std::string steps;
+    for (std::size_t i = 0; i < end; ++i) steps += body[i] + "\n";
+    return steps;
+}
+
+}  // namespace
+
+TEST_CASE("the traces match their golden files", "[golden]") {
+    for (const auto& [file, args] : golden_runs()) {
+        CAPTURE(file, args);
+        const std::string path = "data/golden/trace/" + file;
+        const std::string output = without_wall_time(golden_output(args));
+        if (updating()) {
+            std::ofstream(path, std::ios::binary) << output;
+            WARN("rewrote " << path);
+        }
+        CHECK(output == test::read_text(path));
+    }
+}
+
+TEST_CASE("--shapes-only --trace plans the very steps --trace computes, for every golden run",
+          "[golden]") {
+    for (const auto& [file, golden_args] : golden_runs()) {
+        const bool text_trace = golden_args.find("--trace") != std::string::npos &&
+                                golden_args.find("--format") == std::string::npos;
+        if (!text_trace || golden_args.find("--shapes-only") != std::string::npos) continue;
+        // the values stripped: --trace without --values; --flash-row traces a computed row
+        const std::string args = std::regex_replace(golden_args, std::regex(" --values"), "");
+        const std::string plan_args =
+            std::regex_replace(args, std::regex(" --flash-row [0-9]+"), "") + " --shapes-only";
+        CAPTURE(file, args, plan_args);
+        const test::RunResult computed = test::run_mha(args);
+        const test::RunResult planned = test::run_mha(plan_args);
+        CHECK(computed.status == 0);
+        CHECK(planned.status == 0);
+        const std::string steps = trace_steps(computed.output);
+        CHECK_FALSE(steps.empty());
+        CHECK(trace_steps(planned.output) == steps);
+    }
 }
