@@ -85,7 +85,8 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
 
 TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]") {
     // d_model 4096, h 32, d_c 65,536: kv_b_proj alone is 32·(128 + 128)·65,536 floats, 2 GiB
-    const std::string args = "--form mla -b 1 -n 4 -d 4096 -H 32 --latent-dim 65536 --max-memory 64M";
+    const std::string args =
+        "--form mla -b 1 -n 4 -d 4096 -H 32 --latent-dim 65536 --max-memory 64M";
     const test::RunResult r = test::run_mha(args);
     CHECK(r.status == 2);
     CHECK_THAT(r.output, Catch::StartsWith("mha: error: this configuration needs"));

@@ -346,21 +346,21 @@ TEST_CASE("--form mla with masks, the window and the soft-cap matches PyTorch", 
     }
     const Arrays expected = mha::npy::read_npz(folder + "expected.npz");
     const std::string path = test::temp_path("mla_" + name + ".npz");
-    const test::RunResult r = test::run_mha("--form mla --weights " + folder + "weights.npz --input " +
-                                            folder + "query.npy -H 2 " + options + " --save " + path);
+    const std::string layer = "--form mla --weights " + folder + "weights.npz --input " + folder +
+                              "query.npy -H 2 " + options;
+    const test::RunResult r = test::run_mha(layer + " --save " + path);
     REQUIRE(r.status == 0);
     const Arrays saved = mha::npy::read_npz(path);
     const mha::Tensor weights = tensor(saved, "attn_weights");
     test::require_close(weights, tensor(expected, "attn_weights"), weights_tolerance);
     test::require_close(tensor(saved, "output"), tensor(expected, "output"), output_tolerance);
-    const std::vector<float> got = weights.to_vector(), want = tensor(expected, "attn_weights").to_vector();
+    const std::vector<float> got = weights.to_vector();
+    const std::vector<float> want = tensor(expected, "attn_weights").to_vector();
     for (std::size_t i = 0; i < got.size(); ++i) {
         if (want[i] == 0.0f) CHECK(got[i] == 0.0f);  // blocked keys get exactly nothing
     }
     std::remove(path.c_str());
-    const test::RunResult streamed =
-        test::run_mha("--form mla --weights " + folder + "weights.npz --input " + folder +
-                      "query.npy -H 2 " + options + " --attention streaming --trace");
+    const test::RunResult streamed = test::run_mha(layer + " --attention streaming --trace");
     REQUIRE(streamed.status == 0);
     CHECK_THAT(streamed.output, Catch::Contains("streamed"));
 }
@@ -377,7 +377,8 @@ TEST_CASE("--form mla takes the views and options every form takes", "[modern][m
     const std::string text = one_line(shares.output);
     CHECK_THAT(text, Catch::Contains("head 1: columns 16-31"));
     std::smatch found;
-    REQUIRE(std::regex_search(text, found, std::regex(R"(= output: largest difference ([0-9.e+-]+))")));
+    const std::regex difference(R"(= output: largest difference ([0-9.e+-]+))");
+    REQUIRE(std::regex_search(text, found, difference));
     CHECK(std::stod(found[1]) <= 1e-5);
     const test::RunResult shapes =
         test::run_mha(mla + "--shapes-only --attention streaming --causal --window 2 --softcap 5");
@@ -387,7 +388,8 @@ TEST_CASE("--form mla takes the views and options every form takes", "[modern][m
     const test::RunResult unscaled = test::run_mha(mla + "--no-scale --trace");
     REQUIRE(unscaled.status == 0);
     CHECK_THAT(unscaled.output, Catch::Contains("scores  (not scaled)"));
-    const std::string one = test::temp_path("mla_threads_1.npz"), three = test::temp_path("mla_threads_3.npz");
+    const std::string one = test::temp_path("mla_threads_1.npz");
+    const std::string three = test::temp_path("mla_threads_3.npz");
     const std::string big = "--form mla -d 64 -H 4 -n 128 -b 2 --causal --save ";
     REQUIRE(test::run_mha(big + one + " --threads 1").status == 0);
     REQUIRE(test::run_mha(big + three + " --threads 3").status == 0);

@@ -78,7 +78,7 @@ TEST_CASE("the progress line shows for long estimates only, and is erased at the
 TEST_CASE("the time guard covers --form mla and --model runs", "[cli]") {
     // --form mla, B=1 N=3 d_model=16 h=2, d_h = d_v = 8, d_c 8, d_R 4, q and k d_k = 12:
     //   Q 3·2·12·16 = 1,152   kv_a 3·12·16 = 576   kv 3·2·16·8 = 768
-    //   naive through steps 6-14: scores 2·3·3·12 = 216, context 2·3·3·8 = 144, W_o 3·16·16 = 768
+    //   naive, steps 6-14: scores 2·3·3·12 = 216, context 2·3·3·8 = 144, W_o 3·16·16 = 768
     //   absorbed: q_nope W_UK 2·3·8·8 = 384, scores 216, context 2·3·3·8 = 144,
     //   folded W_o 3·16·16 = 768, folding W_UV into it 16·2·8·8 = 2,048
     // 7,184 in all, on the standard path and the streaming one; split over -t 2 threads
@@ -87,8 +87,9 @@ TEST_CASE("the time guard covers --form mla and --model runs", "[cli]") {
                Catch::Contains(" B copied, 7,184 multiply-adds."));
     const test::RunResult refused = test::run_mha(mla + " --max-time 0.0000001");
     CHECK(refused.status == 2);
-    CHECK_THAT(refused.output, Catch::StartsWith("mha: error: this run needs 7,184 multiply-adds") &&
-                                   Catch::Contains(" on 2 threads, over --max-time 1e-07 s; --shapes-only"));
+    CHECK_THAT(refused.output,
+               Catch::StartsWith("mha: error: this run needs 7,184 multiply-adds") &&
+                   Catch::Contains(" on 2 threads, over --max-time 1e-07 s; --shapes-only"));
     CHECK(test::run_mha(mla + " --max-time 0.0000001 --max-time off").status == 0);
 
     // kjv-2x4 on "Amen": N=4, d_model 64, 2 layers of 4 heads, d_ff 256, V=63.

@@ -250,12 +250,12 @@ ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& mas
     trace.show(parts.latent);                                      // 2  the cached latent
     ForwardResult naive = run_naive(w, parts, m, masks, options, trace);  // 3, 5, 6-14
     const ForwardResult absorbed = run_absorbed(w, parts, m, masks, options);
-    if (!absorbed.weights.empty()) {                               // 9  absorbed
-        if (trace.on()) trace.upcoming().mla->max_difference = max_difference(absorbed.weights, naive.weights);
-        trace.show(absorbed.weights);
-    }
-    if (trace.on()) trace.upcoming().mla->max_difference = max_difference(absorbed.output, naive.output);
-    trace.show(absorbed.output);                                   // 14 absorbed
+    const auto compared = [&](const Tensor& value, const Tensor& naive_value) {  // 9, 14 absorbed
+        if (trace.on()) trace.upcoming().mla->max_difference = max_difference(value, naive_value);
+        trace.show(value);
+    };
+    if (!absorbed.weights.empty()) compared(absorbed.weights, naive.weights);
+    compared(absorbed.output, naive.output);
     return naive;
 }
 

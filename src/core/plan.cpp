@@ -492,8 +492,8 @@ void plan_mla_absorbed(Planner& p) {
     const bool standard = p.spec.path == AttentionPath::Standard;
     if (standard) {
         p.add(StepKind::CrossCheck, 9, "softmax", "weights_absorbed",
-              "weights = softmax(((q_nope @ W_UK) @ c_kv.mT + q_pe @ k_pe.mT)" + scale_suffix(p.spec) +
-                  " + mask)",
+              "weights = softmax(((q_nope @ W_UK) @ c_kv.mT + q_pe @ k_pe.mT)" +
+                  scale_suffix(p.spec) + " + mask)",
               {"B", "h", "N", "N"}, Layout::contiguous_of({B, h, N, N}), sum({queries, scores}))
             .facts.mla = facts;
     }

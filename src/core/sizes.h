@@ -20,7 +20,7 @@ struct Sizes {
     std::size_t d_k() const { return head_dim; }
     std::size_t d_v() const { return value_dim == 0 ? head_dim : value_dim; }
     std::size_t inner() const { return heads * head_dim; }  // h·d_k: Q's width
-    std::size_t value_inner() const { return heads * d_v(); }  // h·d_v: the context's and the concat's
+    std::size_t value_inner() const { return heads * d_v(); }  // h·d_v: the context, the concat
 };
 
 }  // namespace mha

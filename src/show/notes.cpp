@@ -268,7 +268,8 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
     } else {
         notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is folded "
                         "into o_proj (d_model, h·d_c) and meets the weighted sum of latents "
-                        "(B, h, N, d_c) there; the same steps 6-14, with one key head" + difference);
+                        "(B, h, N, d_c) there; the same steps 6-14, with one key head" +
+                            difference);
     }
 }
 
