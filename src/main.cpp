@@ -58,21 +58,6 @@ void occupy_closed_descriptors() {
     }
 }
 
-// Standard output, flushed: a failed write (a full disk, a closed descriptor, a closed pipe
-// with SIGPIPE ignored) is an error, not a silent success. Checked after large writes too.
-void check_stdout() {
-    errno = 0;
-    std::cout.flush();
-    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
-    if (failed) {
-        // a write that failed earlier, when the buffer filled, has left no errno to report
-        const std::string why = errno ? std::strerror(errno) : "a write failed";
-        std::clearerr(stdout);
-        std::cout.clear();
-        throw mha::Error("cannot write to standard output: " + why);
-    }
-}
-
 // steps: how many steps the run reports (--step says "step k of n"), 0 when not known.
 // blocked: the lesson page's masked cells (app/after_run.h).
 std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps = 0,
@@ -173,8 +158,8 @@ int run(const std::vector<std::string>& args) {
         mha::run_pass(config, problem, quiet);
     }
     if (config.text && mha::needs_replacing(*config.text)) {
-        std::cerr << "mha: warning: --text holds control characters or invalid UTF-8; they are "
-                     "shown as U+FFFD\n";
+        std::cerr << "mha: warning: --text holds control or bidirectional formatting characters "
+                     "or invalid UTF-8; they are shown as U+FFFD\n";
     }
 
     const std::unique_ptr<mha::Report> report = make_report(
@@ -193,9 +178,9 @@ int run(const std::vector<std::string>& args) {
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(result, elapsed.count());
-    check_stdout();
+    mha::check_stdout();
     mha::show_after_run(std::cout, config, problem, result, score_stats);
-    check_stdout();
+    mha::check_stdout();
     warn_masked_rows(result, config, problem.info, problem.mask_looks_keep);
 
     if (!config.save_path.empty()) {
@@ -223,11 +208,11 @@ int main(int argc, char** argv) {
     try {
         mha::check_kernel_choice();  // a bad MHA_KERNEL fails before any output
         const int status = run(std::vector<std::string>(argv + 1, argv + argc));
-        check_stdout();
+        mha::check_stdout();
         return status;
     } catch (const mha::StepQuit&) {
         try {
-            check_stdout();
+            mha::check_stdout();
             return 0;
         } catch (const mha::Error& error) {
             print_error(error.what());

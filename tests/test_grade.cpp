@@ -155,3 +155,35 @@ TEST_CASE("mha grade --help names every kind and fits 80 columns", "[grade][cli]
         CHECK_THAT(r.output, Catch::Contains(std::string("  ") + kind + " "));
     }
 }
+
+TEST_CASE("mha grade refuses --model in a key rather than grading another run",
+          "[grade][catalogue]") {
+    const std::string answers = test::temp_path("grade-model.txt");
+    std::ofstream(answers) << "64\n";
+    const test::RunResult r = test::run_command(
+        "printf '%s\\n' 'd_k : --model ../examples/models/kjv-2x4.npz --text Amen' | " +
+        test::mha_binary() + " grade " + answers + " 2>&1");
+    CHECK(r.status == 2);
+    CHECK(r.output == "mha: error: grade: key line 1: mha --model ../examples/models/kjv-2x4.npz "
+                      "--text Amen: --model cannot be graded: a key line traces one attention "
+                      "layer; give the layer's options (--heads, --d-model, ...) or its "
+                      "--weights\n");
+    std::remove(answers.c_str());
+}
+
+TEST_CASE("mha grade echoes answers and the key's notes through the terminal's sanitiser",
+          "[grade]") {
+    const Graded g = grade({"\x1B[2J\rall right\xE2\x80\xAE"}, "number 2 -- see \x1B[31mred");
+    CHECK(g.status == 1);
+    CHECK(g.output.find('\x1B') == std::string::npos);
+    CHECK(g.output.find('\r') == std::string::npos);
+    CHECK(g.output.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK_THAT(g.output, Catch::Contains("[2J"));  // the rest of the answer is still shown
+}
+
+TEST_CASE("a UTF-8 byte order mark at the start of an answers file is not part of answer 1",
+          "[grade][answers]") {
+    const Graded g = grade({"\xEF\xBB\xBF" "2"}, "number 2");
+    CHECK(g.status == 0);
+    CHECK_THAT(g.output, Catch::Contains("1. right: 2"));
+}

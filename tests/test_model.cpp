@@ -15,6 +15,7 @@
 #include "helpers.h"
 #include "io/model_file.h"
 #include "show/head_roles.h"
+#include "xml_checker.h"
 
 using mha::Tensor;
 
@@ -218,4 +219,90 @@ TEST_CASE("mha --model refuses the modern options rather than ignoring them", "[
 TEST_CASE("mha --model refuses the zero key of --add-zero-attn", "[model][cli]") {
     test::check_rejected("--model " + model_path + " --text Amen --add-zero-attn",
                          "--model decides the sizes, weights, bias, mask and form");
+}
+
+namespace {
+
+const std::string tiny = "data/bad/tiny_model.npz";  // tests/data/bad/make_model_fixtures.py
+
+}  // namespace
+
+TEST_CASE("a model or block with NaN or inf anywhere is refused on load, naming the array and "
+          "the index, before anything is printed", "[model][catalogue]") {
+    test::check_rejected("--model data/bad/model_nan_ffn.npz --text ab",
+                         "data/bad/model_nan_ffn.npz (layers.0.*): array 'linear1.weight' has NaN "
+                         "at index (2, 1); every value must be a finite float32");
+    test::check_rejected("--model data/bad/model_inf_norm.npz --text ab",
+                         "data/bad/model_inf_norm.npz (layers.0.*): array 'norm2.bias' has inf at "
+                         "index (2,)");
+    test::check_rejected("--block pre --weights data/bad/block_nan.npz -H 1",
+                         "data/bad/block_nan.npz: array 'linear2.bias' has NaN at index (1,)");
+}
+
+TEST_CASE("a finite model whose feed-forward overflows float32 stops before printing",
+          "[model][catalogue]") {
+    test::check_rejected("--model data/bad/model_huge_ffn.npz --text ab",
+                         "a value of the feed-forward (linear1, GELU, linear2) overflows float32");
+}
+
+TEST_CASE("the model loader refuses heads near 2^64 and surrogate code points in vocab",
+          "[model][catalogue]") {
+    test::check_rejected("--model data/bad/model_huge_heads.npz --text ab",
+                         "data/bad/model_huge_heads.npz: heads[0] is about 1.84e+19, beyond "
+                         "2^53; expected a head count");
+    test::check_rejected("--model data/bad/model_surrogate.npz --text ab",
+                         "data/bad/model_surrogate.npz: vocab[2] = 55296 is not a new Unicode "
+                         "code point");
+}
+
+TEST_CASE("model tokenisation follows the README's UTF-8 rule: overlong forms, surrogates and "
+          "lead bytes F5-FF are one unknown token per byte", "[model]") {
+    // 'A' overlong (C1 81), U+D800 as ED A0 80, F5 80 80 80: 2 + 3 + 4 bytes, 9 unknown tokens
+    const mha::ModelText t =
+        mha::encode_text("a\xC1\x81\xED\xA0\x80\xF5\x80\x80\x80", model());
+    CHECK(t.tokens.size() == 10);
+    CHECK(t.unknown == 9 + (t.tokens[0] == 0));
+}
+
+TEST_CASE("a text longer than the context is refused before any lookup, whatever the "
+          "vocabulary", "[model]") {
+    mha::Model big = model();
+    for (std::uint32_t code = 0x4E00; code < 0x4E00 + 20000; ++code) big.vocab.push_back(code);
+    REQUIRE_THROWS_WITH(mha::encode_text(std::string(1 << 20, 'a'), big),
+                        "--text has 1048576 characters; the model's context is " +
+                            std::to_string(model().context()));
+}
+
+TEST_CASE("control and bidi characters from the model or the text reach no terminal or SVG raw",
+          "[model]") {
+    // the vocabulary holds ESC and U+202E; the text holds ESC, CR, a C1 control and U+202E
+    const std::string svg = test::temp_path("hostile.svg");
+    const test::RunResult r = test::run_mha(
+        "--model " + tiny + " --text \"$(printf 'a\\033[2J\\r\\302\\233b\\342\\200\\256')\" "
+        "--heatmap --color never --export-svg " + svg, false);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find('\x1B') == std::string::npos);
+    CHECK(r.output.find('\r') == std::string::npos);
+    CHECK(r.output.find("\xC2\x9B") == std::string::npos);
+    CHECK(r.output.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK_THAT(r.output, Catch::Contains("next character:"));
+    const std::string drawn = test::read_text(svg);
+    CHECK(drawn.find('\x1B') == std::string::npos);
+    CHECK(drawn.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK(test::XmlChecker(drawn).well_formed());
+    std::remove(svg.c_str());
+}
+
+TEST_CASE("the model's SVG is bounded like the plain path's", "[model][catalogue]") {
+    // 3 layers x 32 heads of 128 x 128 cells, about 300 bytes a cell: 96 panels pass 256 MiB
+    const std::string text = " --text \"$(head -c 128 /dev/zero | tr '\\0' a)\"";
+    test::check_rejected("--model data/bad/many_heads.npz" + text + " --export-svg /tmp/never.svg",
+                         "--export-svg /tmp/never.svg would take up to ");
+    test::check_rejected("--model data/bad/many_heads.npz" + text + " --export-svg /tmp/never.svg",
+                         "(96 panels of 128x128 cells), more than the 256 MiB an SVG may take");
+    // one layer's 32 heads fit
+    const std::string svg = test::temp_path("one-layer.svg");
+    CHECK(test::run_mha("--model data/bad/many_heads.npz" + text +
+                        " --layer 2 --head 0 --export-svg " + svg).status == 0);
+    std::remove(svg.c_str());
 }

@@ -209,3 +209,42 @@ TEST_CASE("mha quiz --help fits 80 columns and names every topic", "[quiz][cli]"
     }
     for (const auto& [name, topic] : topic_names()) CHECK_THAT(r.output, Catch::Contains(name));
 }
+
+TEST_CASE("blank lines from a pipe end the quiz after a bound; a terminal is asked again",
+          "[quiz][cli]") {
+    // `yes '' | mha quiz` once never ended: each blank line asked again
+    const test::RunResult r =
+        test::run_command("yes '' | " + test::mha_binary() + " quiz --count 1 2>&1");
+    CHECK(r.status == 1);
+    CHECK_THAT(r.output, Catch::Contains("(no more answers)") &&
+                             Catch::Contains("score: 0/1 (0%), fail"));
+    std::istringstream blanks(std::string(40, '\n'));
+    std::ostringstream asked;
+    CHECK(run_quiz({"--count", "1", "--seed", "1"}, blanks, false, asked) == 1);
+    const std::string shown = asked.str();
+    std::size_t prompts = 0;
+    for (std::size_t at = shown.find("> \n"); at != std::string::npos;
+         at = shown.find("> \n", at + 1)) {
+        ++prompts;
+    }
+    CHECK(prompts == 16);  // max_blank_lines, then "(no more answers)"
+}
+
+TEST_CASE("quiz echoes answers through the terminal's sanitiser, from a file and from stdin",
+          "[quiz]") {
+    const std::string hostile = "\x1B]0;owned\x07\r\xC2\x9B" "2J\xE2\x80\xAE" "4";
+    const std::string file = write_answers("hostile.txt", {"\xEF\xBB\xBF" + hostile});
+    const test::RunResult from_file = test::run_mha("quiz --count 1 --seed 1 --answers " + file);
+    std::istringstream in(hostile + "\n");
+    std::ostringstream from_stdin;
+    run_quiz({"--count", "1", "--seed", "1"}, in, false, from_stdin);
+    for (const std::string& shown : {from_file.output, from_stdin.str()}) {
+        CHECK(shown.find('\x1B') == std::string::npos);
+        CHECK(shown.find('\x07') == std::string::npos);
+        CHECK(shown.find('\r') == std::string::npos);
+        CHECK(shown.find("\xC2\x9B") == std::string::npos);
+        CHECK(shown.find("\xE2\x80\xAE") == std::string::npos);
+        CHECK(shown.find("\xEF\xBB\xBF") == std::string::npos);
+    }
+    std::remove(file.c_str());
+}

@@ -2,6 +2,7 @@
 // and no temporary file left when SIGINT or SIGTERM stops a write (--save, --export-svg).
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,5 +119,105 @@ TEST_CASE("SIGINT or SIGTERM while --save or --export-svg writes leaves no tempo
         CHECK(fs::is_empty(dir));  // neither the temporary file nor a partial output
     }
     CHECK(caught);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("every writer writes through a symbolic link: the link stays, its target is updated") {
+    const fs::path dir = test::temp_path("save-link");
+    fs::remove_all(dir);
+    fs::create_directories(dir / "real");
+    const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg",
+                                        "--format html --output");
+    CAPTURE(option);
+    fs::create_symlink("real/target", dir / "out");  // relative: read from the link's folder
+    std::ofstream(dir / "real" / "target") << "old";
+    fs::permissions(dir / "real" / "target", fs::perms(0640));
+    const test::RunResult r =
+        test::run_mha("-n 3 -d 8 -H 2 " + option + " " + (dir / "out").string());
+    REQUIRE(r.status == 0);
+    CHECK(fs::is_symlink(fs::symlink_status(dir / "out")));
+    CHECK(fs::read_symlink(dir / "out") == "real/target");
+    const std::string written = test::read_text((dir / "real" / "target").string());
+    CHECK(written.size() > 3);  // not "old"
+    CHECK(fs::status(dir / "real" / "target").permissions() == fs::perms(0640));
+    std::size_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(dir))
+        files += entry.is_regular_file() && !entry.is_symlink();
+    CHECK(files == 1);  // no temporary file left beside the link or the target
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a dangling link is written through: its target is created") {
+    const fs::path dir = test::temp_path("save-dangling");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::create_symlink(dir / "new.npz", dir / "link.npz");
+    REQUIRE(test::run_mha("-n 3 -d 8 -H 2 --save " + (dir / "link.npz").string()).status == 0);
+    CHECK(fs::is_symlink(fs::symlink_status(dir / "link.npz")));
+    CHECK(mha::npy::read_npz((dir / "new.npz").string()).count("output") == 1);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a FIFO, a device, a standard stream and a link loop are refused at once, in one line",
+          "[catalogue]") {
+    const fs::path dir = test::temp_path("save-special");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    REQUIRE(mkfifo((dir / "pipe").c_str(), 0600) == 0);
+    fs::create_symlink("/dev/null", dir / "null-link");
+    fs::create_symlink(dir / "loop-b", dir / "loop-a");
+    fs::create_symlink(dir / "loop-a", dir / "loop-b");
+    const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg",
+                                        "--format html --output");
+    const std::string d = dir.string();
+    // each would hang (a FIFO no one reads) or replace a file the system owns
+    test::check_rejected(option + " " + d + "/pipe",
+                         d + "/pipe: it is a named pipe (FIFO); expected a regular file or a new "
+                             "file name");
+    test::check_rejected(option + " /dev/null",
+                         "cannot write /dev/null: it is a character device; expected a regular "
+                         "file or a new file name");
+    test::check_rejected(option + " " + d + "/null-link",
+                         d + "/null-link (a link to /dev/null): it is a character device");
+    for (const std::string stream : {"/dev/stdout", "/dev/stderr", "/dev/fd/1"}) {
+        test::check_rejected(option + " " + stream, "cannot write " + stream +
+                                                        ": it names a standard stream or an open "
+                                                        "descriptor, not a file");
+    }
+    test::check_rejected(option + " " + d + "/loop-a", "symbolic links to follow (a loop?)");
+    CHECK(fs::is_fifo(dir / "pipe"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a write that fails (a file size limit, SIGXFSZ not ignored by the shell) leaves no "
+          "temporary file") {
+    const fs::path dir = test::temp_path("save-xfsz");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg");
+    const test::RunResult r = test::run_command(
+        "ulimit -f 1; " + test::mha_binary() + " -n 64 -d 64 " + option + " " +
+        (dir / "out").string() + " 2>&1 >/dev/null");
+    CHECK(r.status == 2);
+    CHECK(r.output == "mha: error: cannot write " + (dir / "out").string() + ": File too large\n");
+    CHECK(fs::is_empty(dir));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a run whose standard output fails writes no --save or --export-svg file") {
+    const fs::path dir = test::temp_path("save-full");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string files =
+        " --save " + (dir / "out.npz").string() + " --export-svg " + (dir / "out.svg").string();
+    const std::string model = "--model ../examples/models/kjv-2x4.npz --text 'In the beginning'";
+    for (const std::string& args : {std::string("-n 4") + files, model + files}) {
+        CAPTURE(args);
+        const test::RunResult r = test::run_command(test::mha_binary() + " " + args +
+                                                    " 2>&1 >/dev/full");
+        CHECK(r.status == 2);
+        CHECK_THAT(r.output, Catch::StartsWith("mha: error: cannot write to standard output"));
+        CHECK(fs::is_empty(dir));
+    }
     fs::remove_all(dir);
 }

@@ -371,6 +371,19 @@ TEST_CASE("a markdown cell escapes the table's bar", "[markdown]") {
     CHECK_THAT(out.str(), Catch::Contains("`a \\| b`"));
 }
 
+TEST_CASE("markdown escapes file names: no tag, link or control character from a name",
+          "[markdown]") {
+    std::ostringstream out;
+    MarkdownReport report(out);
+    RunInfo info;
+    info.weights_source = "<img src=x onerror=alert(1)>[a](b)*c*\x1B[31m.npz";
+    info.inputs_source = "x_`y`.npy";
+    report.begin(info);
+    CHECK_THAT(out.str(),
+               Catch::Contains("Weights: \\<img src=x onerror=alert(1)\\>\\[a\\](b)\\*c\\*"
+                               "\xEF\xBF\xBD\\[31m.npz. Inputs: x\\_\\`y\\`.npy."));
+}
+
 TEST_CASE("--step with another format is refused", "[step]") {
     const test::RunResult r = test::run_mha("--step --format json");
     CHECK(r.status == 2);

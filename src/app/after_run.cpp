@@ -101,13 +101,19 @@ void check_svg_size(const Config& config, const RunInfo& info) {
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     const std::vector<std::string> cols =
         info.self_attention ? rows : position_labels(info.kv_len, {});
-    const std::uint64_t bytes =
-        svg_size_bound(drawn_maps(config, info.heads), rows, cols, svg_caption(info));
+    check_svg_size(config.svg_path, drawn_maps(config, info.heads), rows, cols,
+                   svg_caption(info));
+}
+
+void check_svg_size(const std::string& path, std::size_t maps,
+                    const std::vector<std::string>& rows, const std::vector<std::string>& cols,
+                    const std::vector<std::string>& caption) {
+    const std::uint64_t bytes = svg_size_bound(maps, rows, cols, caption);
     if (bytes > max_svg_bytes) {
-        throw Error("--export-svg " + config.svg_path + " would take up to " + byte_size(bytes) +
-                    " (" + std::to_string(drawn_maps(config, info.heads)) + " panels of " +
-                    std::to_string(info.seq_len) + "x" + std::to_string(info.kv_len) +
-                    " cells), more than the " + byte_size(max_svg_bytes) +
+        throw Error("--export-svg " + path + " would take up to " + byte_size(bytes) + " (" +
+                    std::to_string(maps) + " panels of " + std::to_string(rows.size()) + "x" +
+                    std::to_string(cols.size()) + " cells), more than the " +
+                    byte_size(max_svg_bytes) +
                     " an SVG may take; draw fewer heads with --head or use fewer positions");
     }
 }

@@ -15,6 +15,7 @@
 #include "app/traced_run.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "io/printable.h"
 #include "show/format.h"
 
 namespace mha {
@@ -220,6 +221,10 @@ private:
         if (found != traces_.end()) return &found->second;
         try {
             Config config = parse_args(words_of(options));
+            if (!config.model_path.empty()) {
+                throw Error("--model cannot be graded: a key line traces one attention layer; "
+                            "give the layer's options (--heads, --d-model, ...) or its --weights");
+            }
             config.trace = true;
             config.threads = 1;
             return &traces_.emplace(options, traced(config)).first->second;
@@ -333,10 +338,10 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
             out << number << "right: " << v.answer << "\n";
             continue;
         }
-        out << number << "wrong: you answered '" << grader.typed(i) << "'";
+        out << number << "wrong: you answered '" << sanitized(grader.typed(i)) << "'";
         if (!v.answer.empty()) out << ", the answer is " << v.answer;
         out << "\n";
-        if (!key[i].why.empty()) out << "   " << key[i].why << "\n";
+        if (!key[i].why.empty()) out << "   " << sanitized(key[i].why) << "\n";
         out << indented(v.why, "   | ");
     }
     out << "score: " << right << "/" << key.size() << "\n";

@@ -4,8 +4,10 @@
 
 #include <chrono>
 
+#include "app/after_run.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
+#include "core/block_ops.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/kernels.h"
@@ -89,13 +91,38 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     return info;
 }
 
-void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
-                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+// The maps' row and column labels: each position and its character.
+std::vector<std::string> model_labels(const ModelText& text) {
     std::vector<std::string> visible = text.characters;
     for (std::string& character : visible) {
-        if (character == " ") character = "␣";  // a visible space in the labels
+        // a visible space in the labels; a control or bidi character as U+FFFD
+        character = character == " " ? "␣" : sanitized(character);
     }
-    const std::vector<std::string> rows = position_labels(text.tokens.size(), visible);
+    return position_labels(text.tokens.size(), visible);
+}
+
+std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
+    return {c.layer ? "attention weights of layer " + std::to_string(layer)
+                    : "every layer's heads (rows: queries, columns: keys)",
+            "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+}
+
+// --export-svg draws one layer's chosen heads with --layer, else every head of every layer.
+void check_model_svg_size(const Config& c, const Model& model, const ModelText& text,
+                          std::size_t layer) {
+    std::size_t maps = 0;
+    if (c.layer) {
+        maps = drawn_maps(c, model.layers[layer].heads);
+    } else {
+        for (const ModelLayer& each : model.layers) maps += each.heads;
+    }
+    const std::vector<std::string> labels = model_labels(text);
+    check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
+}
+
+void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
+                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+    const std::vector<std::string> rows = model_labels(text);
     const std::vector<WeightMap> maps =
         c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
                 : model_maps(r.weights);
@@ -122,11 +149,10 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         print_head_roles(out, roles);
     }
     if (!c.svg_path.empty()) {
+        check_stdout();  // a run whose output failed writes no file
         AtomicFile file(c.svg_path);
         SvgStyle style;
-        style.caption = {c.layer ? "attention weights of layer " + std::to_string(layer)
-                                 : "every layer's heads (rows: queries, columns: keys)",
-                         "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+        style.caption = model_svg_caption(c, layer);
         style.auto_scale = c.auto_scale;
         write_svg(file.stream(), maps, rows, rows, style);
         file.commit();
@@ -141,7 +167,10 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
     const std::size_t layer = c.layer.value_or(0);
     check_choices(c, model, layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
-    if (!c.svg_path.empty()) check_writable(c.svg_path);
+    if (!c.svg_path.empty()) {
+        check_writable(c.svg_path);
+        check_model_svg_size(c, model, text, layer);
+    }
     if (text.unknown > 0) {
         err << "mha: warning: " << plural(text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
@@ -152,7 +181,8 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
                "a shorter --text costs less");
     if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
         NullTracer quiet;
-        forward_model(model, text.tokens, layer, threads, quiet);
+        check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
+                         "the logits (lm_head)");
     }
     report.begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));
@@ -170,6 +200,7 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
     }
     show_views(out, c, model, text, r, layer, stats);
     if (!c.save_path.empty()) {
+        check_stdout();
         npy::write_npz(c.save_path, {{"logits", r.logits}, {"attn_weights", r.weights[layer]}});
     }
 }

@@ -350,14 +350,18 @@ void check_heads(const Config& c, const Sizes& s) {
 }
 
 // Whether the pass may stop on overflow (core/score_bound.h). The pre-LN block attends over
-// norm1's output, bounded whatever its input.
+// norm1's output, bounded whatever its input; a block's feed-forward and residual stream
+// are bounded too.
 bool may_stop_on_overflow(const Config& c, const Problem& p) {
-    if (c.block == BlockKind::Pre) {
-        const double normed = layer_norm_bound(p.block->norm1_weight, p.block->norm1_bias);
-        return may_overflow(p.weights, normed, normed, p.options);
+    const double input = largest_value(p.inputs.x_q);
+    if (c.block) {
+        const bool pre = c.block == BlockKind::Pre;
+        const double attended =
+            pre ? layer_norm_bound(p.block->norm1_weight, p.block->norm1_bias) : input;
+        return may_overflow(p.weights, attended, attended, p.options) ||
+               may_overflow(*p.block, p.weights, input, pre);
     }
-    return may_overflow(p.weights, largest_value(p.inputs.x_q), largest_value(p.inputs.x_k),
-                        p.options);
+    return may_overflow(p.weights, input, largest_value(p.inputs.x_k), p.options);
 }
 
 // What the plan of the steps depends on, from the options and the sizes.

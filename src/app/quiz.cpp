@@ -10,6 +10,7 @@
 #include "app/quiz_questions.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "io/printable.h"
 
 namespace mha {
 
@@ -123,7 +124,9 @@ std::string indented(const std::string& text) {
 bool grade(std::ostream& out, const Question& q, const std::string& typed) {
     const bool right = is_right(q, typed);
     if (right) out << "right: " << spelled_answer(q) << "\n";
-    else out << "wrong: you answered '" << typed << "', the answer is " << spelled_answer(q) << "\n";
+    else
+        out << "wrong: you answered '" << sanitized(typed) << "', the answer is "
+            << spelled_answer(q) << "\n";
     out << "  why:\n" << indented(q.explanation);
     return right;
 }
@@ -144,13 +147,19 @@ bool read_answer_line(std::istream& in, std::string& line) {
     return !line.empty();
 }
 
+// Blank lines in a row that a pipe or file may send for one question before its answers
+// count as ended: `yes '' | mha quiz` must end, where a terminal's Enter asks again.
+constexpr std::size_t max_blank_lines = 16;
+
 // Asks until a line has something on it (Enter alone asks again); "s" or "skip" skips,
-// "q" or "quit" quits. The terminal echoes what is typed; other input is echoed here.
+// "q" or "quit" quits. The terminal echoes what is typed; other input is echoed here,
+// through the terminal's sanitiser.
 Reply ask(std::istream& in, bool in_is_terminal, std::ostream& out, std::string& typed) {
-    for (;;) {
+    for (std::size_t blank = 0;; ++blank) {
+        if (!in_is_terminal && blank == max_blank_lines) return Reply::End;
         out << "> " << std::flush;
         if (!read_answer_line(in, typed)) return Reply::End;
-        if (!in_is_terminal) out << typed << "\n";
+        if (!in_is_terminal) out << sanitized(typed) << "\n";
         if (!typed.empty() && typed.back() == '\r') typed.pop_back();
         const std::size_t first = typed.find_first_not_of(" \t");
         if (first == std::string::npos) continue;
@@ -191,7 +200,7 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
         std::string typed;
         if (!o.answers_path.empty()) {
             if (i < answers.size()) typed = answers[i];
-            out << "> " << typed << "\n";
+            out << "> " << sanitized(typed) << "\n";
         } else {
             const Reply got = ask(in, in_is_terminal, out, typed);
             if (got == Reply::End) {
@@ -221,7 +230,8 @@ Questions on shapes and costs, each on its own seeded random configuration.
 Every answer is checked against the trace, and the trace lines that explain
 it are printed. Answers take the forms people type and the trace prints:
 2,4,8,64  (2, 4, 8, 64)  [2 4 8 64]  2x4x8x64  263,168  16 KiB  d_k = 32
-step 12. Asked on stdin, Enter alone asks again, s skips, q quits.
+step 12. Asked on stdin, Enter alone asks again, s skips, q quits (from a
+pipe, 16 blank lines in a row end the answers).
 )", "Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.\n", "quiz ", quiz_table());
     return command;
 }

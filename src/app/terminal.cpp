@@ -12,8 +12,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <iterator>
+
+#include "core/error.h"
 
 namespace mha {
 
@@ -200,6 +204,19 @@ Key TerminalKeys::next_key() {
         }
     }
     return key_of(bytes);
+}
+
+void check_stdout() {
+    errno = 0;
+    std::cout.flush();
+    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+    if (failed) {
+        // a write that failed earlier, when the buffer filled, has left no errno to report
+        const std::string why = errno ? std::strerror(errno) : "a write failed";
+        std::clearerr(stdout);
+        std::cout.clear();
+        throw Error("cannot write to standard output: " + why);
+    }
 }
 
 }  // namespace mha

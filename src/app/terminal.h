@@ -40,4 +40,9 @@ private:
     bool raw_ = false;  // the terminal was switched (it may refuse)
 };
 
+// Standard output, flushed: a failed write (a full disk, a closed descriptor, a closed pipe
+// with SIGPIPE ignored) is an error, not a silent success. Checked after large writes, and
+// before a run writes its files, so a run that fails leaves none.
+void check_stdout();
+
 }  // namespace mha

@@ -41,6 +41,7 @@ Tensor norm(const BlockPass& p, int number, const std::string& out, const std::s
 Tensor residual(const BlockPass& p, int number, const std::string& out, const std::string& a_name,
                 const Tensor& a, const std::string& b_name, const Tensor& b) {
     Tensor y = add(a, b);
+    check_in_float32(y, "the residual stream (" + out + " = " + a_name + " + " + b_name + ")");
     report(p.tracer, [&] {
         return make_step(StepKind::Residual, number, "residual", out, out + " = " + a_name + " + " + b_name,
                          model_dims, y);
@@ -64,6 +65,7 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
                          {"B", "N", "d_ff"}, g);
     });
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
+    check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     report(p.tracer, [&] {
         Step step = make_step(StepKind::FfnOut, first_number + 2, "linear2", "ffn",
                               "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);

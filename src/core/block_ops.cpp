@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/error.h"
+
 namespace mha {
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
@@ -40,6 +42,19 @@ Tensor add(const Tensor& a, const Tensor& b) {
     Tensor y(a.shape());
     for (std::size_t i = 0; i < a.numel(); ++i) y.data()[i] = a.data()[i] + b.data()[i];
     return y;
+}
+
+void check_in_float32(const Tensor& t, const std::string& what) {
+    const Tensor packed = t.contiguous();  // no copy: project() and add() return it contiguous
+    const float* values = packed.data();
+    for (std::size_t i = 0; i < packed.numel(); ++i) {
+        if (!std::isfinite(values[i])) {
+            throw Error("a value of " + what + " overflows float32 at flat index " +
+                        std::to_string(i) + " of " +
+                        to_string(packed.shape()) +
+                        ": the inputs or weights are too large for float32");
+        }
+    }
 }
 
 }  // namespace mha

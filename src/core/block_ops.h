@@ -2,6 +2,8 @@
 // The operations a transformer block adds around attention: LayerNorm, GELU and the
 // residual sum, on contiguous (..., d_model) tensors. Plain loops, accumulated in double.
 
+#include <string>
+
 #include "core/tensor.h"
 
 namespace mha {
@@ -17,5 +19,10 @@ Tensor gelu(const Tensor& u);
 
 // a + b, element-wise; both contiguous and of the same shape.
 Tensor add(const Tensor& a, const Tensor& b);
+
+// Throws mha::Error when t holds a value beyond float32 (an infinity, or NaN from one), as an
+// overflowing projection does in attention: "a value of <what> overflows float32 at flat
+// index i of (shape): ...". For the embeddings, feed-forward, residual stream and logits.
+void check_in_float32(const Tensor& t, const std::string& what);
 
 }  // namespace mha

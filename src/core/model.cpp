@@ -42,6 +42,7 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
                     std::to_string(tokens.size()));
     }
     Tensor x = embed(m, tokens);
+    check_in_float32(x, "the embeddings (token_embedding[t] + position_embedding)");
     report(tracer, [&] {
         return make_step(StepKind::Embed, 0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
                          model_dims, x);

@@ -90,14 +90,56 @@ bool may_overflow(const Weights& w, double query_input, double key_input,
     return !(q < limit && k < limit && score < limit);
 }
 
+namespace {
+
+constexpr double beyond = std::numeric_limits<double>::infinity();  // a step may overflow
+
+// The largest |value| of attention's output over inputs no larger than `input`: softmax
+// mixes V, so each context value is at most max|V|, and then W_o.
+double attention_output_bound(const Weights& w, double input) {
+    const double v = std::max(projection_bound(w.w_v, w.b_v, input), largest_value(w.bias_v));
+    const double out = projection_bound(w.w_o, w.b_o, v);
+    return v < limit && out < limit ? out : beyond;
+}
+
+// The largest |value| of the feed-forward over inputs no larger than `input`: |GELU(u)| <= |u|.
+double feed_forward_bound(const BlockWeights& block, double input) {
+    const double hidden = projection_bound(block.w_1, block.b_1, input);
+    const double out = projection_bound(block.w_2, block.b_2, hidden);
+    return hidden < limit && out < limit ? out : beyond;
+}
+
+// The most a pre-LN block adds to its residual stream, whatever its input.
+double pre_norm_increment(const BlockWeights& block, const Weights& attention) {
+    const double normed1 = layer_norm_bound(block.norm1_weight, block.norm1_bias);
+    const double normed2 = layer_norm_bound(block.norm2_weight, block.norm2_bias);
+    return attention_output_bound(attention, normed1) + feed_forward_bound(block, normed2);
+}
+
+}  // namespace
+
+bool may_overflow(const BlockWeights& block, const Weights& attention, double input,
+                  bool pre_norm) {
+    if (pre_norm) return !(input + pre_norm_increment(block, attention) < limit);
+    // post: h = LN_1(x + Attn(x)), then h + FFN(h)
+    const double normed = layer_norm_bound(block.norm1_weight, block.norm1_bias);
+    return !(input + attention_output_bound(attention, input) < limit &&
+             normed + feed_forward_bound(block, normed) < limit);
+}
+
 bool may_overflow(const Model& model) {
+    double residual =  // the embeddings, token plus position
+        largest_value(model.token_embedding) + largest_value(model.position_embedding);
     for (const ModelLayer& layer : model.layers) {
         ForwardOptions options;
         options.heads = layer.heads;
         const double input = layer_norm_bound(layer.block.norm1_weight, layer.block.norm1_bias);
         if (may_overflow(layer.attention, input, input, options)) return true;
+        residual += pre_norm_increment(layer.block, layer.attention);
+        if (!(residual < limit)) return true;
     }
-    return false;
+    const double normed = layer_norm_bound(model.norm_weight, model.norm_bias);
+    return !(projection_bound(model.head_weight, model.head_bias, normed) < limit);
 }
 
 bool may_overflow(const MlaWeights& w, std::size_t heads, double input) {

@@ -24,7 +24,15 @@ double layer_norm_bound(const Tensor& gamma, const Tensor& beta);
 bool may_overflow(const Weights& w, double query_input, double key_input,
                   const ForwardOptions& options);
 
-// The same for every layer of a model: each attends over its first LayerNorm's output.
+// Whether a block around `attention`, over inputs no larger than `input` in magnitude, may
+// pass float32 outside attention's scores: V and W_o (softmax mixes V, so the context is at
+// most max|V|), the feed-forward (|GELU(u)| <= |u|) over a LayerNorm's output, and the
+// residual stream. pre_norm: pre-LN (LayerNorm before each sublayer), else post-LN.
+bool may_overflow(const BlockWeights& block, const Weights& attention, double input,
+                  bool pre_norm);
+
+// The same for every layer of a model, each attending over its first LayerNorm's output, from
+// the embeddings (token plus position) through the residual stream to the logits.
 bool may_overflow(const Model& model);
 
 // The same for the MLA form of h heads over inputs no larger than `input` in magnitude: its

@@ -1,8 +1,10 @@
-// Temporary file, rename, and the signal handler that removes a temporary file left open.
+// The target followed through links and checked, the temporary file, the rename, and the
+// signal handler that removes a temporary file left open.
 
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,7 +18,12 @@
 
 namespace mha {
 
+namespace fs = std::filesystem;
+
 namespace {
+
+constexpr int max_links = 40;  // as the kernel's own limit on a path's links
+const char* const expected_target = "expected a regular file or a new file name";
 
 std::string system_error(const std::string& path, int error) {
     return "cannot write " + path + ": " + std::strerror(error);
@@ -33,7 +40,9 @@ extern "C" void remove_pending_and_die(int signal_number) {
     std::raise(signal_number);
 }
 
-void remember(const std::string& name) {
+// Once: the handler for the signals that end a run, and SIGXFSZ ignored, so a file size
+// limit fails the write (EFBIG) and the temporary file is removed like any failed write.
+void install_handlers() {
     static const bool installed = [] {
         for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
             struct sigaction action {};
@@ -43,9 +52,14 @@ void remember(const std::string& name) {
             sigaction(signal_number, nullptr, &previous);
             if (previous.sa_handler != SIG_IGN) sigaction(signal_number, &action, nullptr);
         }
+        std::signal(SIGXFSZ, SIG_IGN);
         return true;
     }();
     (void)installed;
+}
+
+void remember(const std::string& name) {
+    install_handlers();
     if (name.size() >= sizeof pending) return;  // too long to keep: removed on failure only
     has_pending = 0;
     std::memcpy(pending, name.c_str(), name.size() + 1);
@@ -54,32 +68,83 @@ void remember(const std::string& name) {
 
 void forget() { has_pending = 0; }
 
-// Refuses a directory, and a device, pipe or socket, which the rename would replace.
-void check_target(const std::string& path) {
-    std::error_code ignored;
-    const std::filesystem::file_status status = std::filesystem::status(path, ignored);
-    if (std::filesystem::is_directory(status)) {
-        throw Error("cannot write " + path + ": it is a directory; give a file name");
+// /dev/stdout, /dev/stderr, /dev/fd/N and /proc/...: a process's open descriptor, which a
+// rename would replace (or, through /proc/self/fd, the file behind it, under the reader).
+bool names_a_descriptor(const fs::path& path) {
+    const std::string text = path.string();
+    for (const char* prefix : {"/dev/std", "/dev/fd/", "/proc/"}) {
+        if (text.rfind(prefix, 0) == 0) return true;
     }
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-        throw Error("cannot write " + path +
-                    ": it is not a regular file (a device, pipe or socket); give a file name");
+    return false;
+}
+
+// What a file that is not regular is, for the message.
+std::string kind_of(const fs::file_status& status) {
+    switch (status.type()) {
+        case fs::file_type::directory: return "a directory";
+        case fs::file_type::character: return "a character device";
+        case fs::file_type::block: return "a block device";
+        case fs::file_type::fifo: return "a named pipe (FIFO)";
+        case fs::file_type::socket: return "a socket";
+        default: return "not a regular file";
     }
 }
 
-// Creates the temporary file exclusively (O_EXCL: another name is drawn when it exists).
-std::string create_temporary(const std::string& path) {
-    check_target(path);
+// `path` with its folder's links resolved, so the checks see the real place.
+fs::path with_real_folder(const fs::path& path) {
+    std::error_code error;
+    const fs::path folder = fs::weakly_canonical(path.parent_path(), error);
+    return error ? path : folder / path.filename();
+}
+
+}  // namespace
+
+std::string write_target(const std::string& path) {
+    fs::path current = with_real_folder(fs::absolute(fs::path(path)));
+    for (int hop = 0; hop <= max_links; ++hop) {
+        const std::string shown =
+            hop == 0 ? path : path + " (a link to " + current.string() + ")";
+        if (names_a_descriptor(current)) {
+            throw Error("cannot write " + shown + ": it names a standard stream or an open "
+                        "descriptor, not a file; " + expected_target);
+        }
+        std::error_code ignored;
+        const fs::file_status status = fs::symlink_status(current, ignored);
+        if (fs::is_symlink(status)) {
+            const fs::path link = fs::read_symlink(current, ignored);
+            current = with_real_folder(link.is_absolute() ? link : current.parent_path() / link);
+            continue;
+        }
+        if (fs::is_directory(status)) {
+            throw Error("cannot write " + shown + ": it is a directory; give a file name");
+        }
+        if (fs::exists(status) && !fs::is_regular_file(status)) {
+            throw Error("cannot write " + shown + ": it is " + kind_of(status) + "; " +
+                        expected_target);
+        }
+        return hop == 0 ? path : current.string();
+    }
+    throw Error("cannot write " + path + ": more than " + std::to_string(max_links) +
+                " symbolic links to follow (a loop?); " + expected_target);
+}
+
+namespace {
+
+// Creates the temporary file exclusively beside `target` (O_EXCL: another name is drawn
+// when it exists), with the target's permissions when it exists.
+std::string create_temporary(const std::string& path, const std::string& target) {
     std::random_device entropy;
     std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
     for (int attempt = 0; attempt < 100; ++attempt) {
         char suffix[24];
         std::snprintf(suffix, sizeof suffix, ".%016llx.tmp",
                       static_cast<unsigned long long>(draw()));
-        const std::string name = path + suffix;
+        const std::string name = target + suffix;
         const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
             remember(name);
+            struct stat existing {};
+            if (::stat(target.c_str(), &existing) == 0) ::fchmod(fd, existing.st_mode & 07777);
             ::close(fd);
             return name;
         }
@@ -91,12 +156,13 @@ std::string create_temporary(const std::string& path) {
 }  // namespace
 
 void check_writable(const std::string& path) {
-    const std::string temporary = create_temporary(path);
+    const std::string temporary = create_temporary(path, write_target(path));
     std::remove(temporary.c_str());
     forget();
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path), temporary_(create_temporary(path)) {
+AtomicFile::AtomicFile(const std::string& path)
+    : path_(path), target_(write_target(path)), temporary_(create_temporary(path, target_)) {
     out_.open(temporary_, std::ios::binary | std::ios::trunc);
     if (!out_) {
         const int error = errno;
@@ -119,7 +185,9 @@ void AtomicFile::commit() {
     errno = 0;
     out_.close();
     if (!out_) throw Error(system_error(path_, errno ? errno : EIO));
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) throw Error(system_error(path_, errno));
+    if (std::rename(temporary_.c_str(), target_.c_str()) != 0) {
+        throw Error(system_error(path_, errno));
+    }
     committed_ = true;
     forget();
 }

@@ -1,6 +1,8 @@
 #pragma once
-// Files written whole or not at all (--save, --export-svg): a temporary file beside the
-// target, renamed over it once complete, removed on any failure and on SIGINT or SIGTERM.
+// The one writer for every file the tool writes (--save, --export-svg, --format html
+// --output): the target checked first and followed through symbolic links, a temporary file
+// beside the real target, renamed over it once complete, removed on any failure and on
+// SIGINT, SIGTERM or SIGHUP. SIGXFSZ is ignored, so a file size limit is a failed write.
 
 #include <fstream>
 #include <string>
@@ -8,10 +10,17 @@
 namespace mha {
 
 // Throws mha::Error when `path` cannot be written (checked before a long computation):
-// a directory, a device, pipe or socket (which the rename would replace), a missing folder.
+// a directory, a device, pipe or socket, a standard stream (/dev/stdout, /dev/fd/N), a link
+// loop, a missing folder.
 void check_writable(const std::string& path);
 
-// "<path>.<16 random hex digits>.tmp", created exclusively so no other run shares it.
+// The file `path` names once symbolic links are followed (a relative link read from its
+// folder); `path` itself when it is no link. Throws mha::Error for a standard stream or a
+// link loop, and for a target that is not a regular file (or no file yet).
+std::string write_target(const std::string& path);
+
+// "<target>.<16 random hex digits>.tmp" beside the target, created exclusively so no other
+// run shares it; renamed over the target (a link stays a link and its target is updated).
 class AtomicFile {
 public:
     explicit AtomicFile(const std::string& path);
@@ -20,12 +29,12 @@ public:
     ~AtomicFile();  // removes the temporary file unless commit() succeeded
 
     std::ostream& stream() { return out_; }
-    // Closes the temporary file and renames it to the path; throws mha::Error
+    // Closes the temporary file and renames it to the target; throws mha::Error
     // ("cannot write PATH: ...") when any write failed.
     void commit();
 
 private:
-    std::string path_, temporary_;
+    std::string path_, target_, temporary_;
     std::ofstream out_;
     bool committed_ = false;
 };

@@ -3,6 +3,7 @@
 #include "io/block_weights.h"
 
 #include "core/error.h"
+#include "io/finite.h"
 #include "io/weights.h"
 
 #include <utility>
@@ -41,6 +42,7 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
                         " be at least 1");
         }
     }
+    check_finite(found->second, source + ": array '" + name + "'", Infinities::None);
     Tensor t = npy::to_tensor(found->second);
     rest.erase(found);
     return t;
@@ -51,7 +53,8 @@ const std::vector<std::string> block_markers = {"linear1.weight", "ffn.0.weight"
 
 }  // namespace
 
-BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
+BlockState block_from_state_dict(Arrays arrays, const std::string& source,
+                                 const std::string& applied_prefix) {
     const bool torch = arrays.count("linear1.weight") != 0;
     if (!torch && arrays.count("ffn.0.weight") == 0) {
         const std::vector<std::string> prefixes = prefixes_of(arrays, block_markers);
@@ -59,8 +62,9 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
                              "nn.TransformerEncoderLayer's linear1/linear2/norm1/norm2/self_attn "
                              "or ffn.0/ffn.2/ln1/ln2/attn" +
                     (prefixes.empty() ? std::string()
-                                      : "; a block is under '" + prefixes[0] +
-                                            "': add --weights-prefix " + prefixes[0]));
+                                      : "; a block is under '" + applied_prefix +
+                                            prefixes[0] + "': add --weights-prefix " +
+                                            applied_prefix + prefixes[0]));
     }
     const Naming& n = torch ? torch_naming : scratch_naming;
     Arrays& rest = arrays;  // what take() leaves: the attention arrays
@@ -82,7 +86,8 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source) {
         attention.emplace(name.substr(n.attention.size()), std::move(array));
     }
     rest.clear();
-    state.attention = weights_from_state_dict(attention, source + " (" + n.attention + "*)");
+    state.attention = weights_from_state_dict(attention, source + " (" + n.attention + "*)",
+                                              applied_prefix + n.attention);
     check_block(b, state.attention.d_model());
     return state;
 }
@@ -91,7 +96,7 @@ BlockState load_block(const std::string& path, const Ledger& ledger, const std::
     Arrays arrays = npy::read_npz(path, ledger);
     const std::optional<std::size_t> num_heads = take_num_heads(arrays, path);
     if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, block_markers);
-    BlockState state = block_from_state_dict(std::move(arrays), path);
+    BlockState state = block_from_state_dict(std::move(arrays), path, prefix);
     state.num_heads = num_heads;
     return state;
 }

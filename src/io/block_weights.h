@@ -22,8 +22,11 @@ struct BlockState {
 };
 
 // Takes the arrays by value: each becomes a tensor and is freed as it is taken.
+// `applied_prefix`, the --weights-prefix already stripped from the names, goes back in front
+// of any prefix the messages advise.
 BlockState block_from_state_dict(std::map<std::string, npy::Array> arrays,
-                                 const std::string& source);
+                                 const std::string& source,
+                                 const std::string& applied_prefix = "");
 
 // Refuses a file whose arrays need more than the ledger has left to load.
 // A non-empty prefix (--weights-prefix) keeps only the arrays under it, renamed without it.

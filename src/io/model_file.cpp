@@ -2,11 +2,16 @@
 
 #include "io/model_file.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "io/block_weights.h"
 #include "io/finite.h"
+#include "io/printable.h"
 
 namespace mha {
 
@@ -51,6 +56,19 @@ std::vector<std::int64_t> integers(const Arrays& arrays, const std::string& name
         throw Error(source + ": array '" + name + "' must be a non-empty vector of integers, got " +
                     array.dtype_name() + " of shape " + to_string(array.shape));
     }
+    // the reader holds integers as double, exact within ±2^53: a value beyond (2^64 - 1 from a
+    // uint64 array) is refused here, before any conversion to an integer type
+    constexpr double exact = 9007199254740992.0;
+    for (std::size_t i = 0; i < array.values.size(); ++i) {
+        const double value = array.values[i];
+        if (!(std::fabs(value) <= exact)) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.3g", value);
+            throw Error(source + ": " + name + "[" + std::to_string(i) + "] is about " + text +
+                        ", beyond 2^53; expected a " +
+                        (name == "heads" ? "head count" : "Unicode code point"));
+        }
+    }
     return {array.values.begin(), array.values.end()};
 }
 
@@ -62,10 +80,12 @@ std::vector<std::uint32_t> read_vocab(const Arrays& arrays, const std::string& s
     }
     std::set<std::int64_t> seen;
     for (std::size_t i = 1; i < codes.size(); ++i) {
-        if (codes[i] <= 0 || codes[i] > 0x10FFFF || !seen.insert(codes[i]).second) {
+        const bool surrogate = codes[i] >= 0xD800 && codes[i] <= 0xDFFF;
+        if (codes[i] <= 0 || codes[i] > 0x10FFFF || surrogate || !seen.insert(codes[i]).second) {
             throw Error(source + ": vocab[" + std::to_string(i) + "] = " +
                         std::to_string(codes[i]) +
-                        " is not a new Unicode code point (1..0x10FFFF, each once)");
+                        " is not a new Unicode code point (1..0x10FFFF without the surrogates "
+                        "0xD800..0xDFFF, each once)");
         }
     }
     return {codes.begin(), codes.end()};
@@ -97,20 +117,24 @@ void reject_leftovers(const Arrays& arrays, std::size_t layers, const std::strin
     }
 }
 
-// Decodes one UTF-8 character at text[i]; returns its length, or 0 for an invalid byte.
-std::size_t utf8_length(const std::string& text, std::size_t i, std::uint32_t& code) {
+// The code point of the valid UTF-8 character of `length` bytes at text[i] (io/printable.h
+// checks it: no overlong forms, surrogates or lead bytes F5-FF).
+std::uint32_t code_point(const std::string& text, std::size_t i, std::size_t length) {
     const unsigned char first = static_cast<unsigned char>(text[i]);
-    std::size_t length = first < 0x80 ? 1 : (first >> 5) == 0x6 ? 2 : (first >> 4) == 0xE ? 3
-                                      : (first >> 3) == 0x1E   ? 4
-                                                               : 0;
-    if (length == 0 || i + length > text.size()) return 0;
-    code = length == 1 ? first : first & (0x7F >> length);
+    std::uint32_t code = length == 1 ? first : first & (0x7F >> length);
     for (std::size_t k = 1; k < length; ++k) {
-        const unsigned char next = static_cast<unsigned char>(text[i + k]);
-        if ((next & 0xC0) != 0x80) return 0;
-        code = (code << 6) | (next & 0x3F);
+        code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
     }
-    return length;
+    return code;
+}
+
+// How many tokens encode_text makes of `text`: one per valid character or invalid byte.
+std::size_t token_count(const std::string& text) {
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < text.size(); ++count) {
+        i += std::max<std::size_t>(1, utf8_length(text, i));
+    }
+    return count;
 }
 
 }  // namespace
@@ -159,26 +183,27 @@ Model load_model(const std::string& path, std::uint64_t max_memory) {
 
 ModelText encode_text(const std::string& text, const Model& model) {
     if (text.empty()) throw Error("--text is empty; --model needs at least one character");
+    const std::size_t count = token_count(text);  // before any lookup: O(N) whatever V is
+    if (count > model.context()) {
+        throw Error("--text has " + std::to_string(count) +
+                    " characters; the model's context is " + std::to_string(model.context()));
+    }
+    std::unordered_map<std::uint32_t, std::size_t> token_of;
+    for (std::size_t t = 1; t < model.vocab.size(); ++t) token_of.emplace(model.vocab[t], t);
     ModelText out;
     for (std::size_t i = 0; i < text.size();) {
-        std::uint32_t code = 0;
-        std::size_t length = utf8_length(text, i, code);
+        std::size_t length = utf8_length(text, i);
         std::size_t token = unknown_token;
         if (length == 0) {
             length = 1;
         } else {
-            for (std::size_t t = 1; t < model.vocab.size(); ++t) {
-                if (model.vocab[t] == code) token = t;
-            }
+            const auto found = token_of.find(code_point(text, i, length));
+            if (found != token_of.end()) token = found->second;
         }
         out.unknown += token == unknown_token;
         out.tokens.push_back(token);
         out.characters.push_back(text.substr(i, length));
         i += length;
-    }
-    if (out.tokens.size() > model.context()) {
-        throw Error("--text has " + std::to_string(out.tokens.size()) +
-                    " characters; the model's context is " + std::to_string(model.context()));
     }
     return out;
 }

@@ -14,6 +14,19 @@ bool is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
 
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
+// A C1 control (U+0080..U+009F) or a bidirectional formatting character, as valid UTF-8.
+bool reorders_or_controls(std::string_view character) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(character[i]); };
+    if (character.size() == 2) {
+        return (byte(0) == 0xC2 && byte(1) <= 0x9F) || (byte(0) == 0xD8 && byte(1) == 0x9C);
+    }
+    if (character.size() != 3 || byte(0) != 0xE2) return false;
+    const unsigned second = byte(1), third = byte(2);
+    return (second == 0x80 && (third == 0x8E || third == 0x8F)) ||  // U+200E, U+200F
+           (second == 0x80 && third >= 0xAA && third <= 0xAE) ||   // U+202A..U+202E
+           (second == 0x81 && third >= 0xA6 && third <= 0xA9);     // U+2066..U+2069
+}
+
 }  // namespace
 
 std::size_t utf8_length(std::string_view text, std::size_t at) {
@@ -61,18 +74,18 @@ std::string escaped(std::string_view text) {
     return out;
 }
 
-std::string sanitized(std::string_view text) {
+std::string sanitized(std::string_view text, bool keep_layout) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
         const std::size_t n = utf8_length(text, i);
-        if (n > 0 && !is_control(static_cast<unsigned char>(text[i]))) {
-            out.append(text.substr(i, n));
-            i += n;
-        } else {
-            out += replacement;
-            ++i;
-        }
+        const bool layout = keep_layout && (c == '\n' || c == '\t');
+        const bool shown = n > 0 && (layout || !is_control(c)) &&
+                           !reorders_or_controls(text.substr(i, n));
+        if (shown) out.append(text.substr(i, n));
+        else out += replacement;
+        i += n > 0 ? n : 1;  // a C1 or bidi character is one U+FFFD, an invalid byte one each
     }
     return out;
 }

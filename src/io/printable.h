@@ -16,7 +16,11 @@ std::size_t utf8_length(std::string_view text, std::size_t at);
 // valid UTF-8 as \xNN; everything else (valid UTF-8 included) unchanged.
 std::string escaped(std::string_view text);
 
-// Control bytes and invalid UTF-8 replaced by U+FFFD, one per byte.
-std::string sanitized(std::string_view text);
+// The terminal's sanitiser: control bytes and invalid UTF-8 replaced by U+FFFD, one per
+// byte, and the C1 controls (U+0080..U+009F) and the bidirectional formatting characters
+// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), which could reorder or restyle
+// what is shown around them, by one U+FFFD each. keep_layout keeps newlines and tabs (a block of
+// lines); anything else is for one line.
+std::string sanitized(std::string_view text, bool keep_layout = false);
 
 }  // namespace mha

@@ -247,8 +247,10 @@ std::string some_names(const std::vector<std::string>& names, std::size_t shown)
 
 // No naming matched: the prefixes under which one does (the option that strips one), or else
 // the names found and the names expected.
-std::string unknown_layout(const Arrays& arrays, const std::string& source) {
-    const std::vector<std::string> prefixes = prefixes_of(arrays, attention_markers);
+std::string unknown_layout(const Arrays& arrays, const std::string& source,
+                           const std::string& applied_prefix) {
+    std::vector<std::string> prefixes = prefixes_of(arrays, attention_markers);
+    for (std::string& prefix : prefixes) prefix = applied_prefix + prefix;
     if (prefixes.size() == 1) {
         return source + ": the attention arrays carry the prefix '" + prefixes[0] +
                "'; add --weights-prefix " + prefixes[0] + " to read the arrays under it";
@@ -299,7 +301,8 @@ Arrays under_prefix(Arrays arrays, const std::string& prefix, const std::string&
     return kept;
 }
 
-Weights weights_from_state_dict(const Arrays& arrays, const std::string& source) {
+Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
+                                const std::string& applied_prefix) {
     Weights w;
     if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
         StateDict dict(arrays, source, torch_layout);
@@ -338,7 +341,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source)
         dict.reject_leftovers();
         return w;
     }
-    throw Error(unknown_layout(arrays, source));
+    throw Error(unknown_layout(arrays, source, applied_prefix));
 }
 
 std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& source) {
@@ -461,7 +464,7 @@ LoadedWeights load_weights(const std::string& path, const Ledger& ledger, const 
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);
     if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, attention_markers);
-    loaded.weights = weights_from_state_dict(arrays, path);
+    loaded.weights = weights_from_state_dict(arrays, path, prefix);
     loaded.conv1d = arrays.count("c_attn.weight") != 0;
     return loaded;
 }

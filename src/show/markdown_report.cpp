@@ -3,6 +3,7 @@
 #include "show/markdown_report.h"
 
 #include "core/checked.h"
+#include "io/printable.h"
 #include "show/caption.h"
 #include "show/explain.h"
 #include "show/format.h"
@@ -23,6 +24,19 @@ std::string cell(const std::string& text) {
 
 std::string code(const std::string& text) { return "`" + cell(text) + "`"; }
 
+// Markdown's sanitiser, for text from outside (a file name): the terminal's (io/printable.h),
+// then a backslash before each character Markdown or HTML would read as markup, so the
+// name shows as typed and no tag or link reaches the page it is pasted into.
+std::string markdown_text(const std::string& text) {
+    static const std::string markup = "\\`*_[]<>&|#!~";
+    std::string escaped;
+    for (char c : sanitized(text)) {
+        if (markup.find(c) != std::string::npos) escaped += '\\';
+        escaped += c;
+    }
+    return escaped;
+}
+
 // The sizes, and the kernels that computed (which the SVG caption leaves out).
 std::string heading(const RunInfo& info) {
     return sizes_text(info) + (info.kernels.empty() ? "" : ", " + info.kernels + " kernels");
@@ -39,7 +53,8 @@ void MarkdownReport::begin(const RunInfo& info) {
     copied_bytes_ = macs_ = 0;
     shapes_only_ = info.shapes_only;
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
-         << "Weights: " << info.weights_source << ". Inputs: " << info.inputs_source
+         << "Weights: " << markdown_text(info.weights_source)
+         << ". Inputs: " << markdown_text(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".\n\n";
     for (const std::string& note : info.layout_notes) out_ << "- " << note << "\n";
     if (!info.layout_notes.empty()) out_ << "\n";

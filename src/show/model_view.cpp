@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/printable.h"
 #include "show/format.h"
 #include "show/text_layout.h"
 
@@ -45,7 +46,8 @@ std::string character_name(std::uint32_t code) {
         utf8 = {char(0xF0 | (code >> 18)), char(0x80 | ((code >> 12) & 0x3F)),
                 char(0x80 | ((code >> 6) & 0x3F)), char(0x80 | (code & 0x3F))};
     }
-    return "'" + utf8 + "'";
+    // a control or bidi character from the file shows as U+FFFD
+    return "'" + sanitized(utf8) + "'";
 }
 
 void print_prediction(std::ostream& out, const std::vector<Prediction>& predictions,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "io/printable.h"
 #include "show/format.h"
 #include "show/text_layout.h"
 
@@ -136,7 +137,7 @@ std::string xml_escaped(const std::string& text) {
     static const std::string specials = "&<>\"'";
     static const char* const entities[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
     std::string escaped;
-    for (char c : text) {
+    for (char c : sanitized(text, true)) {
         const std::size_t special = specials.find(c);
         if (special == std::string::npos) escaped += c;
         else escaped += entities[special];

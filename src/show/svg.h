@@ -32,7 +32,8 @@ std::uint64_t svg_size_bound(std::size_t maps, const std::vector<std::string>& r
                              const std::vector<std::string>& col_labels,
                              const std::vector<std::string>& caption);
 
-// & < > " ' as XML entities.
+// The SVG's and the HTML page's sanitiser: the terminal's (io/printable.h, newlines and tabs
+// kept) so the XML stays well-formed, then & < > " ' as XML entities.
 std::string xml_escaped(const std::string& text);
 
 }  // namespace mha
