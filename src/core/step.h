@@ -126,7 +126,7 @@ enum class StepKind {
     LatentProject,  // MLA 2: the latent and the shared RoPE key from x
     LatentNorm,     // MLA 2: the latent's RMSNorm (what the cache keeps)
     LatentUp,       // MLA 3: every head's k_nope and v up-projected from the latent
-    JoinHeads,      // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
+    AssembleHeads,  // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
     SplitHeads,     // 4   view: the last dimension split into heads
     MoveHeads,      // 5   transpose / permute: the head dimension moved forward
     Unbind,         // 5   fused: Q, K and V taken out of qkv
@@ -140,9 +140,11 @@ enum class StepKind {
     Attend,         // 10  6-10 streamed, tile by tile
     MergeHeads,     // 11  transpose back
     Contiguous,     // 12  the one copy
-    Concat,         // 13  the heads side by side
+    JoinHeads,      // 13  view: the heads read side by side, nothing copied
+    Concat,         // 13  per-head: the heads copied side by side
     OutputProject,  // 14  W_o
-    CrossCheck,     // MLA: the absorbed form's weights or output, compared with the pass's
+    AbsorbedWeights,  // MLA 9: the absorbed form's weights, compared with the pass's
+    AbsorbedOutput,   // MLA 14: the absorbed form's output, compared with the pass's
     Norm,           // block / model: a LayerNorm
     Residual,       // block: x + sublayer(x)
     FfnIn,          // block: linear1
@@ -152,10 +154,20 @@ enum class StepKind {
     Logits,         // model: the head to the vocabulary
 };
 
+// Which of the attention's operands a step yields, when it yields one of them.
+enum class Operand {
+    None,  // not Q, K or V (scores, context, ...), or several at once (MLA's rotated parts)
+    Q,
+    K,
+    V,
+    Qkv,  // fused: Q, K and V in one tensor
+};
+
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
 struct Step {
     StepKind kind = StepKind::Input;      // what the step is (set by the plan)
+    Operand operand = Operand::None;      // which of Q, K, V it yields (set by the plan)
     int number = 0;                       // 0 for the inputs, then 1..14 as in docs/walkthrough.md
     std::string name;                     // what the step does: "project", "view", "softmax", ...
     std::string tensor;                   // which tensor it yields: "Q", "scores", "output", ...

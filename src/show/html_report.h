@@ -37,7 +37,7 @@ private:
     RunInfo info_;
     std::size_t steps_ = 0;
     std::uint64_t copied_bytes_ = 0, macs_ = 0;
-    std::string previous_kind_;
+    std::string previous_why_;  // --explain: the last paragraph, written once for a run of steps
 };
 
 // At least as many bytes as the page takes: `steps` steps, each at most max_step_bytes
