@@ -381,13 +381,12 @@ ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path
 // --qk-norm says.
 PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
                  const std::optional<MlaSizes>& m = std::nullopt) {
-    if (m) return mla_spec(*m, s.batch, s.seq_len, c.causal, mla_rope(c));
     PassSpec spec = pass_spec(s, masks_of(c), options_of(c, s.heads, path, 1), c.form);
     spec.self_attention = s.kv_len == s.seq_len;
     spec.bias = {c.bias, c.bias, c.bias, c.bias};
     spec.qk_norm = c.qk_norm;
     if (c.block) spec.block = BlockSpec{*c.block, d_ff};
-    return spec;
+    return m ? mla_spec(*m, spec) : spec;
 }
 
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.
@@ -440,7 +439,8 @@ std::string mla_variant(const MlaSizes& m) {
            " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), naive and absorbed";
 }
 
-// --form mla: its weights (a state dict, or seeded), the inputs, and the budget for both forms.
+// --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
+// the masks, and the options every form takes.
 Problem build_mla_problem(const Config& c) {
     Ledger ledger(c.max_memory);
     const Sources files = load_files(c, ledger);
@@ -457,32 +457,36 @@ Problem build_mla_problem(const Config& c) {
         ledger.hold(sizeof(float) * mla_parameter_count(m));
     } else {
         m = seeded_mla(c, s);
-        p.mla = seeded_mla_weights(m, c.seed);
     }
     s.heads = s.kv_heads = m.heads;
-    const std::uint64_t bytes = mla_bytes(m, s.batch, s.seq_len);
-    ledger.check(bytes, "--form mla",
-                 "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
-                     " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
-                 "smaller sizes, or trace with --shapes-only");
-    // both forms, on one thread (the MLA pass does not split its work)
-    const std::uint64_t macs = planned_macs(plan_pass(spec_of(c, s, AttentionPath::Standard, 0, m)));
-    const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
-    check_time(macs, 1, rate, c.max_time);
-    p.estimated_seconds = estimated_seconds(macs, 1, rate);
+    const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
+    bool mask_looks_keep = false;
+    Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
+    const RunPlan plan = plan_run(
+        c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
+    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));
+    const std::uint64_t macs = run_macs(c, pass_macs);
+    const double rate = macs_per_thread_second(Form::Mla, plan.path);
+    check_time(macs, plan.threads, rate, c.max_time);
+    if (!p.mla) p.mla = seeded_mla_weights(m, c.seed);  // drawn once the budget allows them
+    p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
-    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
-    if (p.compute_first) check_time(2 * macs, 1, rate, c.max_time);  // two passes
-    p.masks = masks_of(c);
+    p.masks = std::move(masks);
+    p.mask_looks_keep = mask_looks_keep;
     p.layout = files.layout;
-    p.options = options_of(c, m.heads, AttentionPath::Standard, 1);
+    p.options = options_of(c, m.heads, plan.path, plan.threads);
+    check_masks(p.masks, naive);
     check_head_numbers(c, s);
+    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
+    if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     p.info = describe(c, s, p);
+    p.info.layout_notes = layout_notes(p.layout);
     p.info.head_dim = mla_head_width(m);
     p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
     p.info.variant = mla_variant(m);
+    p.info.total_macs = pass_macs;
     return p;
 }
 
@@ -518,7 +522,7 @@ ShapesProblem build_shapes(const Config& c) {
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
+        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, p.spec.path, 1);
         p.info.variant = mla_variant(m);
     }
     p.steps = plan_pass(p.spec);

@@ -11,10 +11,10 @@
 //   7    scores / sqrt(d_k)
 //   8    mask
 //   9    softmax over M -> weights         (B, h, N, M)
-//   10   context = weights @ V             (B, h, N, d_k)
-//   11   transpose(1, 2)                   (B, N, h, d_k)     no copy
-//   12   contiguous()                      (B, N, h, d_k)     the one copy
-//   13   view                              (B, N, h·d_k)      the concat
+//   10   context = weights @ V             (B, h, N, d_v)     d_v = d_k except in MLA
+//   11   transpose(1, 2)                   (B, N, h, d_v)     no copy
+//   12   contiguous()                      (B, N, h, d_v)     the one copy
+//   13   view                              (B, N, h·d_v)      the concat
 //   14   output = concat W_o.T + b_o       (B, N, d_model)
 //
 // Steps 6-10 run on (batch, head) units (run_units), which every form shares. Two
@@ -436,7 +436,7 @@ UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
 namespace {
 
 // Unit u = (b, i) of the packed heads: Q[b, i], the K/V head it reads, and its slices of
-// the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_k; any strides).
+// the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_v; any strides).
 Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor& scores,
                    Tensor& context) {
     // no query or no key: nothing to score, and the context stays zero, as
@@ -454,7 +454,7 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
             }};
 }
 
-// The context's storage, (B, h, N, d_k) or (B, N, h, d_k): each unit writes every element
+// The context's storage, (B, h, N, d_v) or (B, N, h, d_v): each unit writes every element
 // of its slice (a fully masked row as NaN or zeros), so it needs no zero fill, unless there
 // is no key: then no unit runs and the context is the zero of an empty weighted sum.
 Tensor new_context(const Sizes& s, Shape shape, Workspace* workspace) {
@@ -467,7 +467,7 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     // 6 writes every score (none when N or M is 0); 8-9 rewrite them in place
     Tensor scores = new_uninitialised(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_k()}, o.workspace);
+    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_v()}, o.workspace);
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -482,7 +482,7 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
         trace.show_masked(scores);
         result.fully_masked_rows = run(UnitStep::Softmax);  // 9: softmax over M
         trace.show(scores);
-        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_k)
+        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_v)
         trace.show(context);
     }
     result.weights = scores;
@@ -490,12 +490,12 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
 }
 
 // 6-10 on the streaming path: one traced step, no (B, h, N, M) tensor. The context is
-// stored in (B, N, h, d_k) order and returned as its (B, h, N, d_k) transpose.
+// stored in (B, N, h, d_v) order and returned as its (B, h, N, d_v) transpose.
 Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     Tensor none;
     Tensor context =
-        new_context(s, {s.batch, s.seq_len, s.heads, s.d_k()}, o.workspace).transpose(1, 2);
+        new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
@@ -510,7 +510,7 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
 }  // namespace
 
 // Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
-// for the standard context (B, h, N, d_k) and the streaming one, a view of (B, N, h, d_k).
+// for the standard context (B, h, N, d_v) and the streaming one, a view of (B, N, h, d_v).
 void zero_head(Tensor& context, std::size_t head) {
     const Strides& st = context.strides();
     float* base = context.data() + head * st[1];
@@ -526,13 +526,13 @@ namespace {
 
 // ---- 11-13: the heads side by side again ------------------------------------------------
 
-// 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, h·d_k).
+// 11: (B, h, N, d_v) -> (B, N, h, d_v), no copy; 12: the one copy; 13: -> (B, N, h·d_v).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
     const Tensor back = context.transpose(1, 2);
     trace.show(back);
     const Tensor packed = back.contiguous();
     trace.show(packed);
-    const Tensor concat = packed.view({s.batch, s.seq_len, s.inner()});
+    const Tensor concat = packed.view({s.batch, s.seq_len, s.value_inner()});
     trace.show(concat);
     return concat;
 }
@@ -593,7 +593,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
-    // 14: mix the heads. (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
+    // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
                             options.packed ? &options.packed->o : nullptr);
     trace.show(result.output);

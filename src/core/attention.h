@@ -107,6 +107,10 @@ void check_kv_heads(std::size_t heads, std::size_t kv_heads);
 // wide as Q. Throws mha::Error otherwise; the other forms take any pass.
 void check_form(Form form, const Sizes& sizes, bool self_attention, const Masks& masks);
 
+// Throws mha::Error when the attn_mask is not (N, M), (B, N, M) or (B·h, N, M), or the key
+// padding mask not (B, M).
+void check_masks(const Masks& masks, const Sizes& sizes);
+
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
@@ -150,7 +154,7 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 struct HeadTensors {
     Tensor q;  // (B, h, N, d_k)
     Tensor k;  // (B, G, M, d_k)
-    Tensor v;  // (B, G, M, d_k)
+    Tensor v;  // (B, G, M, d_v)  d_v = d_k except in MLA
 };
 
 // The plan's input: what the plan of a pass with these sizes, masks and options depends on
@@ -181,10 +185,10 @@ ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, cons
 // The unit of work: one (batch, head) pair of steps 6-10, what it reads and where it writes.
 struct AttentionUnit {
     MatrixView q;        // (N, d_k)
-    MatrixView k, v;     // (M, d_k): the key/value head this query head reads
+    MatrixView k, v;     // (M, d_k), (M, d_v): the key/value head this query head reads
     HeadMask mask;       // what step 8 adds
     float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
-    float* context;      // (N, d_k), rows ldc apart
+    float* context;      // (N, d_v), rows ldc apart
     std::size_t ldc;
     // Where the unit sits, for messages: its batch row, its head, the position of query 0.
     std::size_t batch = 0, head = 0, first_query = 0;
@@ -231,7 +235,7 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
 void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace);
 
-// Head ablation: context (B, h, N, d_k), any strides, with head `head`'s slices set to 0.
+// Head ablation: context (B, h, N, d_v), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);
 
 }  // namespace mha

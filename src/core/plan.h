@@ -31,7 +31,8 @@ enum class Form {
     FusedQkv,  // one (3·d_model, d_model) projection, split by view and permute
     PerHead,   // each head projects its own slices of W_q, W_k, W_v; the heads are concatenated
     Decode,    // one query at a time against a growing KV cache (causal self-attention)
-    Mla,       // DeepSeek-V2's latent attention, naive and absorbed (core/mla.h; own weights)
+    Mla,       // DeepSeek-V2's latent attention: heads made from the latent, then steps 6-14;
+               // the absorbed form checks it (core/mla_pass.h; own weights)
 };
 
 // Which projections add a bias.
@@ -69,7 +70,7 @@ struct PassSpec {
     bool qk_norm = false;       // step 5 RMSNorms Q and K
     std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
-    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes gives B, N = M, d_model, h)
+    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes: B, N = M, h, d_k = d_h + d_R, d_v)
     std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
                                      // pass (Form::Packed, self-attention)
 };

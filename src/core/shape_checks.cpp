@@ -28,29 +28,35 @@ std::size_t Weights::parameter_count() const {
 std::uint64_t forward_macs(const Sizes& s) {
     const std::string what = "the multiply-adds of this configuration";
     return checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model, s.inner(), 2}, what),  // Q, W_O
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim + s.vdim},
-                         what),  // K, V: G·d_k features each
-         checked_product({s.batch, s.seq_len, s.kv_len, s.inner(), 2}, what)},  // 6 and 10
+        {checked_product({s.batch, s.seq_len, s.d_model,
+                          checked_sum({s.inner(), s.value_inner()}, what)},
+                         what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim}, what),  // K: G·d_k
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_v(), s.vdim}, what),  // V: G·d_v
+         checked_product({s.batch, s.seq_len, s.kv_len, s.heads,
+                          checked_sum({s.d_k(), s.d_v()}, what)},
+                         what)},  // 6 and 10
         what);
 }
 
 std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
-    const std::size_t d_k = s.d_k();
+    const std::size_t d_k = s.d_k(), d_v = s.d_v();
     // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
     // for self-attention) and the attention's
     const std::uint64_t per_thread =
         std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
-                                            s.inner() + 2 * s.kv_heads * d_k, 3)) +
-        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
-                  : streaming_scratch_floats(d_k, s.kv_len));
+                                            s.inner() + s.kv_heads * (d_k + d_v), 3)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
+                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
     const std::uint64_t floats = checked_sum(
-        {// Q and the context (h·d_k wide), the output; the standard path's concat is one more copy
-         checked_product({s.batch, s.seq_len, s.inner(), standard ? 3u : 2u}, what),
+        {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
+         // more copy of the context
+         checked_product({s.batch, s.seq_len, s.inner()}, what),
+         checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
          checked_product({s.batch, s.seq_len, s.d_model}, what),
-         checked_product({s.batch, s.kv_len, s.kv_heads, d_k, 2}, what),  // K, V
+         checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
          standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
          checked_product({threads, per_thread}, what)},
         what);
@@ -87,6 +93,26 @@ void check_form(Form form, const Sizes& s, bool self_attention, const Masks& mas
     }
 }
 
+void check_masks(const Masks& masks, const Sizes& s) {
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, heads = s.heads;
+    const Tensor& am = masks.attn_mask;
+    if (!am.empty()) {
+        const bool plane =
+            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead =
+            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        if (!plane || !lead) {
+            throw Error(shape_error("attn_mask",
+                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                        to_string({B * heads, N, M}),
+                                    am));
+        }
+    }
+    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
+        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
+    }
+}
+
 Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
     const std::size_t E = w.d_model(), inner = w.q_width();
     check_head_width(E, inner, heads);
@@ -107,22 +133,7 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
         in.x_v.size(2) != w.vdim()) {
         throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
     }
-    const Tensor& am = masks.attn_mask;
-    if (!am.empty()) {
-        const bool plane =
-            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
-        const bool lead =
-            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
-        if (!plane || !lead) {
-            throw Error(shape_error("attn_mask",
-                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
-                                        to_string({B * heads, N, M}),
-                                    am));
-        }
-    }
-    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
-        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
-    }
+    check_masks(masks, {B, N, M, E, w.kdim(), w.vdim(), heads, heads, inner / heads});
     const std::size_t d_k = inner / heads;
     const std::size_t G = w.kv_width() / d_k;
     if (w.kv_width() % d_k != 0 || G == 0 || w.w_v.size(0) != w.kv_width()) {

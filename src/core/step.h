@@ -117,6 +117,8 @@ enum class StepKind {
     Append,         // 3   add_bias_kv / add_zero_attn positions appended to K and V
     LatentProject,  // MLA 2: the latent and the shared RoPE key from x
     LatentNorm,     // MLA 2: the latent's RMSNorm (what the cache keeps)
+    LatentUp,       // MLA 3: every head's k_nope and v up-projected from the latent
+    AssembleHeads,  // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
     SplitHeads,     // 4   view: the last dimension split into heads
     MoveHeads,      // 5   transpose / permute: the head dimension moved forward
     Unbind,         // 5   fused: Q, K and V taken out of qkv
@@ -133,6 +135,8 @@ enum class StepKind {
     JoinHeads,      // 13  view: the heads read side by side, nothing copied
     Concat,         // 13  per-head: the heads copied side by side
     OutputProject,  // 14  W_o
+    AbsorbedWeights,  // MLA 9: the absorbed form's weights, compared with the pass's
+    AbsorbedOutput,   // MLA 14: the absorbed form's output, compared with the pass's
     Norm,           // block / model: a LayerNorm
     Residual,       // block: x + sublayer(x)
     FfnIn,          // block: linear1
