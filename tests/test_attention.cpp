@@ -7,6 +7,7 @@
 #include "core/attention.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/shape_checks.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"

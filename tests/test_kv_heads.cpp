@@ -5,6 +5,7 @@
 
 #include "core/attention.h"
 #include "core/kv_heads.h"
+#include "core/shape_checks.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"

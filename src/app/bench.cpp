@@ -3,7 +3,7 @@
 // Per configuration:
 //   ms        median over --repeat runs with all threads (one warm-up run first), every
 //             run taking its tensors from one workspace (core/workspace.h) and its
-//             weights packed once for the size (pack_weights, core/attention.h)
+//             weights packed once for the size (pack_weights, core/projection.h)
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
@@ -32,9 +32,11 @@
 
 #include "app/cli.h"
 #include "app/problem.h"
+#include "core/costs.h"
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "core/projection.h"
 #include "core/reference.h"
 #include "core/workspace.h"
 

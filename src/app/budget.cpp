@@ -5,6 +5,7 @@
 
 #include "core/block.h"
 #include "core/checked.h"
+#include "core/costs.h"
 #include "core/decode.h"
 #include "core/error.h"
 #include "core/mla_pass.h"

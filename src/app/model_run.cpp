@@ -10,6 +10,7 @@
 #include "app/time_guard.h"
 #include "core/block_ops.h"
 #include "core/checked.h"
+#include "core/costs.h"
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/model.h"

@@ -8,6 +8,7 @@
 #include "core/mla_pass.h"
 #include "core/per_head.h"
 #include "core/plan.h"
+#include "core/shape_checks.h"
 
 namespace mha {
 

@@ -25,12 +25,7 @@
 
 #include "core/attention.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -39,67 +34,13 @@
 #include "core/flash_row.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
-#include "core/parallel.h"
-#include "core/position_bias.h"
+#include "core/projection.h"
 #include "core/rms_norm.h"
-#include "core/softcap.h"
+#include "core/shape_checks.h"
 #include "core/streaming.h"
+#include "core/units.h"
 
 namespace mha {
-
-void project_into(const float* x, std::size_t rows, std::size_t in,
-                  const std::vector<LinearTarget>& targets, std::size_t threads) {
-    std::uint64_t out = 0;
-    for (const LinearTarget& t : targets) out += t.out;
-    threads = threads_for(std::uint64_t(rows) * in * out, threads);
-    const std::size_t panels = linear_panel_count(targets);
-    const std::size_t columns = std::max<std::size_t>(1, std::min(threads, panels));
-    const std::size_t row_parts = std::max<std::size_t>(1, std::min(threads / columns, rows));
-    const std::size_t parts = columns * row_parts;
-    parallel_for(parts, parts, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t part = begin; part < end; ++part) {
-            const std::size_t r = part / columns, c = part % columns;
-            linear_panels(x, in, targets, rows * r / row_parts, rows * (r + 1) / row_parts,
-                          panels * c / columns, panels * (c + 1) / columns);
-        }
-    });
-}
-
-namespace {
-
-// y's place in a fused product: y = x Wᵀ + b, W's panels from `packed` when given.
-LinearTarget target_of(const Tensor& w, const Tensor& bias, Tensor& y,
-                       const PackedLinear* packed) {
-    return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0),
-            packed == nullptr ? nullptr : packed->for_kernels()};
-}
-
-}  // namespace
-
-PackedWeights pack_weights(const Weights& w) {
-    const auto pack = [](const Tensor& t) { return pack_linear(t.data(), t.size(0), t.size(1)); };
-    return {pack(w.w_q), pack(w.w_k), pack(w.w_v), pack(w.w_o)};
-}
-
-std::uint64_t packed_weights_bytes(const Sizes& s) {
-    const std::string what = "the memory for this configuration";
-    const std::size_t q = s.inner(), kv = s.kv_heads * s.d_k();
-    return checked_product(
-        {sizeof(float),
-         checked_sum({packed_linear_floats(q, s.d_model), packed_linear_floats(kv, s.kdim),
-                      packed_linear_floats(kv, s.vdim), packed_linear_floats(s.d_model, q)},
-                     what)},
-        what);
-}
-
-// 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
-               Workspace* workspace, const PackedLinear* packed) {
-    Tensor y = new_uninitialised(workspace, {x.size(0), x.size(1), w.size(0)});
-    project_into(x.data(), x.size(0) * x.size(1), w.size(1), {target_of(w, bias, y, packed)},
-                 threads);
-    return y;
-}
 
 namespace {
 
@@ -136,9 +77,9 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
              new_uninitialised(o.workspace, {B, L, w.w_k.size(0)}),
              new_uninitialised(o.workspace, {B, L, w.w_v.size(0)})};
         project_into(x_in.data(), B * L, w.d_model(),
-                     {target_of(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
-                      target_of(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
-                      target_of(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
+                     {linear_target(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
+                      linear_target(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
+                      linear_target(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
                      o.threads);
     } else {
         x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace,
@@ -220,197 +161,7 @@ Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
     return heads;
 }
 
-// ---- 6-10: the unit of work, one (batch, head) pair, and the packed pass's units -------
-
-// 6: (N, d_k) x (d_k, M) -> (N, M)
-void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
-
-// 7: keep the scores' variance near 1 whatever d_k is; then the soft-cap, if any
-void unit_scale(const AttentionUnit& u, float factor) {
-    if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
-    const double cap = u.mask.masks->softcap;
-    if (cap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, cap);
-}
-
-// 8: blocked keys get -inf, float masks and ALiBi's bias are added
-void unit_mask_scores(const AttentionUnit& u) {
-    const HeadMask& mask = u.mask;
-    const Masks& rules = *mask.masks;
-    const ScoreBlock grid{u.scores, mask.n, mask.m, mask.m, mask.m - mask.n, 0};
-    if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
-    if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
-    if (mask.alibi_slope != 0.0) add_alibi(grid, mask.alibi_slope);
-    if (rules.causal) apply_causal(u.scores, mask.n, mask.m, rules.causal_align);
-    if (rules.window > 0) apply_window(grid, {rules.window, rules.sinks});
-}
-
-// 9: each query's scores become weights over the M keys, summing to 1 (step 8 is done: the
-// unit's view of no mask at all)
-std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
-    static const Masks unmasked;
-    const HeadMask none{&unmasked, nullptr, nullptr, u.mask.n, u.mask.m};
-    return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
-}
-
-// 10: (N, M) x (M, d_k) -> (N, d_k)
-void unit_context(const AttentionUnit& u) {
-    const MatrixView weights{u.scores, u.mask.n, u.mask.m, u.mask.m, 1};
-    gemm(weights, u.v, u.context, u.ldc);
-}
-
-// ---- scores beyond float32 ---------------------------------------------------------------
-
-constexpr double float_max = std::numeric_limits<float>::max();
-
-// The largest |value| of a row of n floats, `stride` apart: +inf or NaN when one of them
-// is. Read as integers, |v|'s bits (the sign cleared) order as |v| does, infinity and NaN
-// above every finite value; eight lanes of integer maxima, which compilers vectorise.
-float row_magnitude(const float* row, std::size_t n, std::size_t stride) {
-    constexpr std::size_t lanes = 8;
-    const auto magnitude_bits = [](const float* v) {
-        std::int32_t bits;
-        std::memcpy(&bits, v, sizeof bits);
-        return bits & 0x7fffffff;
-    };
-    std::int32_t top[lanes] = {};
-    std::size_t c = 0;
-    if (stride == 1) {
-        for (; c + lanes <= n; c += lanes) {
-            for (std::size_t l = 0; l < lanes; ++l) {
-                const std::int32_t bits = magnitude_bits(row + c + l);
-                top[l] = top[l] < bits ? bits : top[l];
-            }
-        }
-    }
-    for (; c < n; ++c) top[0] = std::max(top[0], magnitude_bits(row + c * stride));
-    const std::int32_t largest = *std::max_element(top, top + lanes);
-    float magnitude;
-    std::memcpy(&magnitude, &largest, sizeof magnitude);
-    return magnitude;
-}
-
-// The largest |value| of m (rows, d_k). A value that is not finite is a projection that
-// overflowed float32: an Error naming its row.
-double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
-                         std::size_t first_row) {
-    float largest = 0.0f;
-    for (std::size_t r = 0; r < m.rows; ++r) {
-        const float magnitude = row_magnitude(m.data + r * m.row_stride, m.cols, m.col_stride);
-        if (!(magnitude <= std::numeric_limits<float>::max())) {
-            throw Error(std::string(name) + " overflows float32 at batch " +
-                        std::to_string(u.batch) + ", head " + std::to_string(u.head) +
-                        ", position " + std::to_string(first_row + r) +
-                        ": the inputs or weights are too large for float32");
-        }
-        largest = std::max(largest, magnitude);
-    }
-    return largest;
-}
-
-std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t m, double score,
-                             double terms, float factor) {
-    char figures[200];
-    std::snprintf(figures, sizeof figures,
-                  "q·k times the scale %.3g is %.3g (its terms add up to %.3g), beyond "
-                  "float32's largest value %.3g",
-                  double(factor), score, terms, float_max);
-    return "the score of batch " + std::to_string(u.batch) + ", head " + std::to_string(u.head) +
-           ", query " + std::to_string(u.first_query + n) + ", key " + std::to_string(m) +
-           " overflows float32: " + figures + "; the inputs or weights are too large for float32";
-}
-
-// Whether unit u must form its scores as (q·factor) kᵀ: true where some q·k would pass
-// FLT_MAX in float32 (every partial sum of q·k is at most Σ_j |q_j k_j| ≤ d_k max|q| max|k|,
-// a bound that clears almost every unit at once) while q·k·factor does not. Throws when a
-// scaled score, or the sum of its scaled terms, passes FLT_MAX.
-bool needs_prescale(const AttentionUnit& u, float factor) {
-    const double bound = double(u.q.cols) * largest_magnitude(u.q, "Q", u, u.first_query) *
-                         largest_magnitude(u.k, "K", u, 0) * std::max(1.0, double(factor));
-    if (bound < float_max / 2) return false;
-    bool prescale = false;
-    for (std::size_t n = 0; n < u.q.rows; ++n) {
-        for (std::size_t m = 0; m < u.k.rows; ++m) {
-            double dot = 0.0, terms = 0.0;
-            for (std::size_t j = 0; j < u.q.cols; ++j) {
-                const double product = double(u.q(n, j)) * double(u.k(m, j));
-                dot += product;
-                terms += std::abs(product);
-            }
-            if (terms * factor >= float_max * 0.999) {
-                throw Error(overflow_message(u, n, m, dot * factor, terms * factor, factor));
-            }
-            prescale = prescale || terms >= float_max / 2;
-        }
-    }
-    return prescale;
-}
-
-// u with q·factor in `scaled` (N, d_k) in place of q.
-AttentionUnit with_scaled_q(AttentionUnit u, float factor, std::vector<float>& scaled) {
-    const std::size_t rows = u.q.rows, cols = u.q.cols;
-    scaled.resize(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t c = 0; c < cols; ++c) scaled[r * cols + c] = u.q(r, c) * factor;
-    }
-    u.q = {scaled.data(), rows, cols, cols, 1};
-    return u;
-}
-
-// The steps that read q or the factor: 6, 7 and the steps that include them.
-bool forms_scores(UnitStep step) {
-    return step != UnitStep::Mask && step != UnitStep::Softmax && step != UnitStep::Context;
-}
-
-// Everything one unit does for `step`; returns its rows with every key blocked.
-std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math);
-
-// run_unit, with the unit's q scaled first where q·k would overflow float32.
-std::size_t run_unit_in_range(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
-    if (!forms_scores(step) || !needs_prescale(u, math.factor)) return run_unit(step, u, math);
-    std::vector<float> scaled;
-    return run_unit(step, with_scaled_q(u, math.factor, scaled), {1.0f, math.zero_masked_rows});
-}
-
-std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
-    switch (step) {
-        case UnitStep::Scores: unit_scores(u); return 0;
-        case UnitStep::Scale: unit_scale(u, math.factor); return 0;
-        case UnitStep::Mask: unit_mask_scores(u); return 0;
-        case UnitStep::Softmax: return unit_softmax(u, math);
-        case UnitStep::ScaleMaskSoftmax:
-            return scale_mask_softmax(u.scores, math.factor, u.mask, math.zero_masked_rows);
-        case UnitStep::Context: unit_context(u); return 0;
-        case UnitStep::Attend: {
-            unit_scores(u);
-            const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
-            unit_context(u);
-            return blocked;
-        }
-        case UnitStep::Streamed:
-            return attend_streaming(u.q, u.k, u.v, u.mask, math.factor, math.zero_masked_rows,
-                                    u.context, u.ldc);
-    }
-    return 0;
-}
-
 }  // namespace
-
-std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
-                      std::size_t threads) {
-    std::vector<std::size_t> blocked(units.count, 0);
-    if (units.count > 0) {  // both products of every unit: no worker for a tiny problem
-        const AttentionUnit first = units.unit(0);
-        threads = threads_for(std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 *
-                                  first.q.cols,
-                              threads);
-    }
-    parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit_in_range(step, units.unit(u), math);
-    });
-    std::size_t total = 0;
-    for (std::size_t rows : blocked) total += rows;
-    return total;
-}
 
 void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
@@ -540,6 +291,35 @@ Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
 }  // namespace
 
 // ---- The pass -----------------------------------------------------------------------------
+
+std::size_t Weights::parameter_count() const {
+    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
+           b_v.numel() + b_o.numel() + bias_k.numel() +
+           bias_v.numel();  // an absent bias is an empty tensor: 0 elements
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
+                   Form form) {
+    PassSpec spec;
+    spec.sizes = sizes;
+    spec.form = form;
+    spec.path = options.path;
+    spec.masks = masks;
+    spec.scale = options.scale;
+    spec.scale_base = options.scale_base;
+    spec.rope = options.rope;
+    return spec;
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
+                   const ForwardOptions& options, Form form) {
+    PassSpec spec = pass_spec(sizes, masks, options, form);
+    spec.self_attention = in.self_attention();
+    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.appended = appended_kv(w, options);
+    spec.qk_norm = !w.q_norm.empty();
+    return spec;
+}
 
 AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
     return {!w.bias_k.empty(), options.add_zero_attn};

@@ -8,6 +8,7 @@
 #include "core/block_ops.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/projection.h"
 
 namespace mha {
 

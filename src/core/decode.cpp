@@ -15,6 +15,8 @@
 
 #include "core/checked.h"
 #include "core/kv_heads.h"
+#include "core/projection.h"
+#include "core/shape_checks.h"
 
 namespace mha {
 

@@ -4,6 +4,9 @@
 
 #include <vector>
 
+#include "core/projection.h"
+#include "core/shape_checks.h"
+
 
 namespace mha {
 

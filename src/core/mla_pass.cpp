@@ -19,10 +19,13 @@
 #include <string>
 
 #include "core/checked.h"
+#include "core/costs.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "core/projection.h"
 #include "core/rms_norm.h"
 #include "core/rope.h"
+#include "core/shape_checks.h"
 
 namespace mha {
 

@@ -4,6 +4,7 @@
 
 #include "core/block_ops.h"
 #include "core/error.h"
+#include "core/projection.h"
 #include "core/workspace.h"
 
 namespace mha {

@@ -15,6 +15,8 @@
 #include <algorithm>
 
 #include "core/kv_heads.h"
+#include "core/projection.h"
+#include "core/shape_checks.h"
 
 namespace mha {
 

@@ -9,6 +9,7 @@
 #include "core/ops.h"
 #include "core/position_bias.h"
 #include "core/rms_norm.h"
+#include "core/shape_checks.h"
 #include "core/softcap.h"
 
 namespace mha {

@@ -1,13 +1,10 @@
-// The bookkeeping around the pass: whether weights, inputs and masks fit together,
-// what the pass costs in multiply-adds and bytes, and what its plan depends on.
+// Whether weights, inputs, masks and options fit together into one pass.
 
-#include <algorithm>
+#include "core/shape_checks.h"
 
-#include "core/attention.h"
-#include "core/checked.h"
+#include <string>
+
 #include "core/error.h"
-#include "core/kernels.h"
-#include "core/streaming.h"
 
 namespace mha {
 
@@ -18,50 +15,6 @@ std::string shape_error(const std::string& what, const std::string& expected, co
 }
 
 }  // namespace
-
-std::size_t Weights::parameter_count() const {
-    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
-           b_v.numel() + b_o.numel() + bias_k.numel() +
-           bias_v.numel();  // an absent bias is an empty tensor: 0 elements
-}
-
-std::uint64_t forward_macs(const Sizes& s) {
-    const std::string what = "the multiply-adds of this configuration";
-    return checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model,
-                          checked_sum({s.inner(), s.value_inner()}, what)},
-                         what),  // Q, W_O
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim}, what),  // K: G·d_k
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_v(), s.vdim}, what),  // V: G·d_v
-         checked_product({s.batch, s.seq_len, s.kv_len, s.heads,
-                          checked_sum({s.d_k(), s.d_v()}, what)},
-                         what)},  // 6 and 10
-        what);
-}
-
-std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
-    const std::string what = "the memory for this configuration";
-    const bool standard = path == AttentionPath::Standard;
-    const std::size_t d_k = s.d_k(), d_v = s.d_v();
-    // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
-    // for self-attention) and the attention's
-    const std::uint64_t per_thread =
-        std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
-                                            s.inner() + s.kv_heads * (d_k + d_v), 3)) +
-        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
-                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
-    const std::uint64_t floats = checked_sum(
-        {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
-         // more copy of the context
-         checked_product({s.batch, s.seq_len, s.inner()}, what),
-         checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
-         checked_product({s.batch, s.seq_len, s.d_model}, what),
-         checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
-         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
-         checked_product({threads, per_thread}, what)},
-        what);
-    return checked_product({floats, sizeof(float)}, what);
-}
 
 void check_head_width(std::size_t d_model, std::size_t width, std::size_t heads) {
     if (heads == 0 || width % heads != 0) {
@@ -173,29 +126,6 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
                     ": the heads are 0.." + std::to_string(s.heads - 1));
     }
     return s;
-}
-
-PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
-                   Form form) {
-    PassSpec spec;
-    spec.sizes = sizes;
-    spec.form = form;
-    spec.path = options.path;
-    spec.masks = masks;
-    spec.scale = options.scale;
-    spec.scale_base = options.scale_base;
-    spec.rope = options.rope;
-    return spec;
-}
-
-PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
-                   const ForwardOptions& options, Form form) {
-    PassSpec spec = pass_spec(sizes, masks, options, form);
-    spec.self_attention = in.self_attention();
-    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.appended = appended_kv(w, options);
-    spec.qk_norm = !w.q_norm.empty();
-    return spec;
 }
 
 }  // namespace mha

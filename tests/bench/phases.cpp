@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/projection.h"
 #include "io/init.h"
 #include "timing.h"
 
