@@ -127,9 +127,12 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # too, the tests that re-run the binary on every documented command (over 6 of its 10
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in.
+# ASAN_MAKE, that build's make: the recipe lines that call it start with +, because make sees
+# no $(MAKE) in "$(ASAN_MAKE)" and would not hand its job server on (the sub-make would warn
+# "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
-	$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the pool, the CLI's thread counts), built with ThreadSanitizer.
@@ -149,7 +152,7 @@ test-clang:
 # same-output: seeded runs give byte-identical results with g++ (build/) and clang++ (the
 # ASan+UBSan build of test-asan, so that check compiles no fourth time)
 same-output: $(BUILD)/mha
-	$(ASAN_MAKE) build-asan/mha
+	+$(ASAN_MAKE) build-asan/mha
 	tests/same-output $(BUILD)/mha build-asan/mha
 
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
@@ -161,7 +164,7 @@ fuzz: fuzz-build
 	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-build:
-	$(ASAN_MAKE) $(FUZZ_TARGETS:%=build-asan/fuzz_%)
+	+$(ASAN_MAKE) $(FUZZ_TARGETS:%=build-asan/fuzz_%)
 
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)

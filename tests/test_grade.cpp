@@ -159,6 +159,14 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
     INFO(named.output);
     CHECK(named.status == 0);
     CHECK_THAT(named.output, Catch::Contains("1. right") && Catch::Contains("2. right: 4\n"));
+    // a wrong d_k after a wrong h: the expected answer is said to follow from answer 1
+    const Graded both = grade({"2", "5"}, key);
+    CHECK_THAT(both.output,
+               Catch::Contains("1. wrong: you answered '2', the answer is the one whose output "
+                               "has mean 0.055026") &&
+                   Catch::Contains("2. wrong: you answered '5', the answer is 8 given your "
+                                   "answer 1, which is wrong\n"));
+    CHECK_THAT(both.output, !Catch::Contains("max 0.432091 given"));
     const Graded three = grade({"3", "5"}, key);  // 16 is not divisible by 3: wrong, not misuse
     CHECK(three.status == 1);
     CHECK_THAT(three.output, Catch::Contains("divisible") && Catch::Contains("score: 0/2"));

@@ -217,6 +217,46 @@ TEST_CASE("mha --model at 80 columns: no line wider, the single map not cut; --h
                !Catch::Contains("layer 0 head 1") && !Catch::Contains("layer 1 head 3 "));
 }
 
+TEST_CASE("mha --model --format html: a lesson page with the traced layer's steps, every "
+          "layer's heads, the prediction and the head roles",
+          "[model][html]") {
+    const std::string path = test::temp_path("model-page.html");
+    const test::RunResult r = test::run_mha("--model " + model_path +
+                                            " --text 'qxvbtmrk qxvbtm' --format html --output " +
+                                            path + " --layer 1");
+    REQUIRE(r.status == 0);
+    CHECK(r.output.empty());  // everything goes to the page
+    const std::string page = test::read_text(path);
+    std::remove(path.c_str());
+    const auto count = [&](const std::string& piece) {
+        std::size_t n = 0;
+        for (std::size_t at = page.find(piece); at != std::string::npos;
+             at = page.find(piece, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    CHECK_THAT(page, Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
+                         Catch::Contains("next character: &apos;r&apos; 87.1%") &&
+                         Catch::Contains("<h2>Every layer's heads</h2>") &&
+                         Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
+                         Catch::Contains("<h2>Head roles</h2>") &&
+                         Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&
+                         Catch::EndsWith("</html>\n"));
+    CHECK(count("<g class=\"panel\">") == 8);  // 2 layers of 4 heads
+    CHECK(count("<rect class=\"cell") == 8 * 15 * 15);
+    CHECK(count("<section class=\"step\"") >= 20);  // the embedding, the block, the head
+    CHECK(count("<svg") == 1);
+    // --head picks the same heads of every layer on the page too
+    REQUIRE(test::run_mha("--model " + model_path + " --text 'qxvbtmrk qxvbtm' --format html "
+                          "--output " + path + " --head 2 --head 0")
+                .status == 0);
+    const std::string two = test::read_text(path);
+    std::remove(path.c_str());
+    CHECK_THAT(two, Catch::Contains("heads 2, 0 of every layer") &&
+                        Catch::Contains("layer 1 head 0") && !Catch::Contains("layer 1 head 3"));
+}
+
 TEST_CASE("the model loader names what is wrong with a model file", "[model]") {
     const auto good = mha::npy::read_npz(model_path);
     auto arrays = good;

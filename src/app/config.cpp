@@ -165,8 +165,6 @@ const std::vector<Rule<Config>>& rules() {
          "--step pauses the text trace; it does not combine with --format json, markdown or html"},
         {"html-needs-output", [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },
          "--format html writes a page to a file; name it with --output FILE"},
-        {"html-model", [](const Config& c) { return c.format == Format::Html && !c.model_path.empty(); },
-         "--format html draws one attention layer; it does not take --model (use --export-svg)"},
         {"output-without-html", [](const Config& c) { return !c.output_path.empty() && c.format != Format::Html; },
          "--output names the page --format html writes; give --format html too"},
         {"explain-without-steps",

@@ -354,15 +354,16 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
     for (std::size_t i = 0; i < key.size(); ++i) {
         const Verdict& v = verdicts[i];
         const std::string number = std::to_string(i + 1) + ". ";
+        // the other wrong answers this one was computed from ({N}): "1 and 2"
+        std::string from;
+        for (std::size_t used : v.uses) {
+            if (used != i && used < verdicts.size() && !verdicts[used].right) {
+                from += (from.empty() ? "" : " and ") + std::to_string(used + 1);
+            }
+        }
         if (v.right) {
             ++right;
             // right only given an earlier wrong answer: follow-through credit, said as such
-            std::string from;
-            for (std::size_t used : v.uses) {
-                if (used < verdicts.size() && !verdicts[used].right) {
-                    from += (from.empty() ? "" : " and ") + std::to_string(used + 1);
-                }
-            }
             if (from.empty()) {
                 out << number << "right: " << v.answer << "\n";
                 continue;
@@ -378,6 +379,9 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
             out << number << "wrong: no answer";
         }
         if (!v.answer.empty()) out << ", the answer is " << v.answer;
+        if (!v.answer.empty() && !from.empty()) {
+            out << " given your answer " << from << ", which is wrong";
+        }
         out << "\n";
         if (!key[i].why.empty()) out << "   " << sanitized(key[i].why) << "\n";
         out << indented(v.why, "   | ");

@@ -2,9 +2,12 @@
 
 #include "app/model_run.h"
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include "app/after_run.h"
+#include "app/lesson_page.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
 #include "core/block_ops.h"
@@ -113,10 +116,14 @@ std::string every_layer_title(const Config& c) {
     return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") + heads + " of every layer";
 }
 
+// A picture's caption: its title, the text and the model.
+std::vector<std::string> model_caption(const Config& c, const std::string& title) {
+    return {title, "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+}
+
 std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
-    return {c.layer ? "attention weights of layer " + std::to_string(layer)
-                    : every_layer_title(c) + " (rows: queries, columns: keys)",
-            "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+    return model_caption(c, c.layer ? "attention weights of layer " + std::to_string(layer)
+                                    : every_layer_title(c) + " (rows: queries, columns: keys)");
 }
 
 // --export-svg draws one layer's chosen heads with --layer, else the chosen heads (all by
@@ -131,6 +138,39 @@ void check_model_svg_size(const Config& c, const Model& model, const ModelText& 
     }
     const std::vector<std::string> labels = model_labels(text);
     check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
+}
+
+// At least as many steps as one traced layer reports: the embedding, the attention pass's
+// planned steps, the block's and the model's own (norms, residuals, MLP, head).
+std::size_t model_steps_bound(const Model& model, const ModelText& text) {
+    constexpr std::size_t model_steps = 16;
+    const std::size_t n = text.tokens.size(), e = model.d_model();
+    std::size_t steps = 0;
+    for (const ModelLayer& layer : model.layers) {
+        PassSpec spec;
+        spec.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
+        spec.masks.causal = true;
+        steps = std::max(steps, plan_pass(spec).size());
+    }
+    return steps + model_steps;
+}
+
+// The lesson page's view of a model run: every layer's chosen heads, the prediction and
+// the head roles, worded as the terminal words them.
+ModelView model_view(const Config& c, const Model& model, const ModelText& text,
+                     const ModelResult& r) {
+    ModelView view;
+    view.maps = model_maps(r.weights, c.view_heads, c.mean_view);
+    view.labels = model_labels(text);
+    view.caption = model_caption(c, every_layer_title(c) + " (rows: queries, columns: keys)");
+    std::ostringstream prediction, roles;
+    print_prediction(prediction, top_predictions(r.logits, predictions_shown), model.vocab);
+    std::vector<std::vector<HeadRoles>> layers;
+    for (const Tensor& w : r.weights) layers.push_back(head_roles(w, text.characters));
+    print_head_roles(roles, layers);
+    view.prediction = prediction.str();
+    view.roles = roles.str();
+    return view;
 }
 
 void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
@@ -188,6 +228,10 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
         check_writable(c.svg_path);
         check_model_svg_size(c, model, text, layer);
     }
+    if (c.format == Format::Html) {
+        check_lesson_page(c, model_info(c, model, text, layer, 1), model_steps_bound(model, text),
+                          model.layers.size());
+    }
     if (text.unknown > 0) {
         err << "mha: warning: " << plural(text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
@@ -211,6 +255,7 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
     ForwardResult shown;
     shown.output = r.output;
     shown.weights = r.weights[layer];
+    if (c.format == Format::Html) report.model_view(model_view(c, model, text, r));
     report.finish(shown, elapsed.count());
     if (c.format == Format::Text) {
         print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);

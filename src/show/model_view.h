@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "show/head_roles.h"
 #include "show/weight_maps.h"
 
 namespace mha {
@@ -38,5 +39,14 @@ std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights,
 // The maps of one layer, titled "layer L head H", with the causal mask's blocked keys.
 std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
                                   const std::vector<std::size_t>& heads, bool mean);
+
+// What a model run shows besides the traced layer, for a page that draws it whole.
+struct ModelView {
+    std::vector<WeightMap> maps;        // every layer's chosen heads, "layer L head H"
+    std::vector<std::string> labels;    // (N) each position and its character
+    std::vector<std::string> caption;   // the maps' title, the text, the model
+    std::string prediction;             // print_prediction's lines
+    std::string roles;                  // print_head_roles' table
+};
 
 }  // namespace mha

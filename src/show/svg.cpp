@@ -173,8 +173,11 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
         << "\">\n<style>text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;font-size:13px;"
         << "fill:#333}.title{font-weight:bold;font-size:14px}.caption{font-size:13px}"
         << ".query{text-anchor:end}.tick{text-anchor:middle;font-size:11px}"
-        << ".cell{shape-rendering:crispEdges}.frame{fill:none;stroke:#999;stroke-width:1}"
-        << "</style>\n<defs><pattern id=\"" << hatch
+        << ".cell{shape-rendering:crispEdges}.frame{fill:none;stroke:#999;stroke-width:1}";
+    if (g.cell < max_cell) {  // smaller cells, smaller labels: one label a cell, no overlap
+        out << ".query,.key{font-size:" << number(std::max(8.0, 0.8 * g.cell)) << "px}";
+    }
+    out << "</style>\n<defs><pattern id=\"" << hatch
         << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
         << "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffffff\"/>"
         << "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#b0b0b0\" stroke-width=\"2\"/>"
