@@ -60,7 +60,7 @@ void occupy_closed_descriptors() {
 
 // steps: how many steps the run reports (--step says "step 4 (5 of n)"), 0 when not known.
 // blocked: the lesson page's masked cells (app/after_run.h).
-std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps = 0,
+std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps,
                                          std::vector<std::vector<bool>> blocked = {}) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);
     if (config.format == mha::Format::Markdown)
@@ -102,10 +102,13 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
     std::cerr << "\n";
 }
 
-// --shapes-only: the steps from sizes alone; nothing computed, nothing allocated.
+// --shapes-only: the steps from sizes alone; nothing computed, nothing allocated (--model
+// reads its file for the sizes).
 int run_shapes_only(const mha::Config& config) {
-    const mha::ShapesProblem problem = mha::build_shapes(config);
-    const std::vector<mha::Step> steps = mha::plan_pass(problem.spec);
+    const mha::ShapesProblem problem = config.model_path.empty()
+                                           ? mha::build_shapes(config)
+                                           : mha::model_shapes(config, std::cerr);
+    const std::vector<mha::Step>& steps = problem.steps;
     if (config.format == mha::Format::Html)
         mha::check_lesson_page(config, problem.info, steps.size());
     const std::unique_ptr<mha::Report> report = make_report(config, steps.size());
@@ -142,7 +145,9 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (!config.model_path.empty()) {
-        mha::run_model(config, *make_report(config), std::cout, std::cerr);
+        mha::run_model(
+            config, [&config](std::size_t steps) { return make_report(config, steps); },
+            std::cout, std::cerr);
         return 0;
     }
     const mha::Problem problem = mha::build_problem(config);

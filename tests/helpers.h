@@ -13,6 +13,7 @@
 #include <sstream>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,33 @@ inline std::string flat(const std::string& text) {
 // Runs the binary under test with the given argument string.
 inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
     return run_command(mha_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+// The steps of a text trace: from the first step's line to the blank line after the last,
+// without the header (sizes, weights, parameters) or the footer (output, wall time), and
+// without the notes (lines from "    · " on), some of which word what only the computation
+// knows (MLA's absorbed difference, --flash-row's tiles).
+inline std::string trace_steps(const std::string& output) {
+    static const std::regex step_line("^ ?[0-9]+  [a-z_-]+ +.*$");
+    std::istringstream lines(output);
+    std::vector<std::string> body;
+    std::size_t last_step = 0;
+    bool started = false;
+    bool in_note = false;
+    for (std::string line; std::getline(lines, line);) {
+        const bool is_step = std::regex_match(line, step_line);
+        in_note = line.rfind("    · ", 0) == 0 || (in_note && line.rfind("      ", 0) == 0);
+        if (in_note) continue;
+        started = started || is_step;
+        if (!started) continue;
+        if (is_step) last_step = body.size();
+        body.push_back(line);
+    }
+    std::size_t end = last_step;
+    while (end < body.size() && !body[end].empty()) ++end;
+    std::string steps;
+    for (std::size_t i = 0; i < end; ++i) steps += body[i] + "\n";
+    return steps;
 }
 
 // Runs the binary with args and checks it refused them: exit status 2 and exactly

@@ -85,33 +85,6 @@ std::string golden_output(const std::string& args) {
     return page;
 }
 
-// The steps of a text trace: from the first step's line to the blank line after the last,
-// without the header (sizes, weights, parameters) or the footer (output, wall time), and
-// without the notes (lines from "    · " on), some of which word what only the computation
-// knows (MLA's absorbed difference, --flash-row's tiles).
-std::string trace_steps(const std::string& output) {
-    static const std::regex step_line("^ ?[0-9]+  [a-z_-]+ +.*$");
-    std::istringstream lines(output);
-    std::vector<std::string> body;
-    std::size_t last_step = 0;
-    bool started = false;
-    bool in_note = false;
-    for (std::string line; std::getline(lines, line);) {
-        const bool is_step = std::regex_match(line, step_line);
-        in_note = line.rfind("    · ", 0) == 0 || (in_note && line.rfind("      ", 0) == 0);
-        if (in_note) continue;
-        started = started || is_step;
-        if (!started) continue;
-        if (is_step) last_step = body.size();
-        body.push_back(line);
-    }
-    std::size_t end = last_step;
-    while (end < body.size() && !body[end].empty()) ++end;
-    std::string steps;
-    for (std::size_t i = 0; i < end; ++i) steps += body[i] + "\n";
-    return steps;
-}
-
 }  // namespace
 
 TEST_CASE("the traces match their golden files", "[golden]") {
@@ -142,8 +115,8 @@ TEST_CASE("--shapes-only --trace plans the very steps --trace computes, for ever
         const test::RunResult planned = test::run_mha(plan_args);
         CHECK(computed.status == 0);
         CHECK(planned.status == 0);
-        const std::string steps = trace_steps(computed.output);
+        const std::string steps = test::trace_steps(computed.output);
         CHECK_FALSE(steps.empty());
-        CHECK(trace_steps(planned.output) == steps);
+        CHECK(test::trace_steps(planned.output) == steps);
     }
 }

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/attention.h"
+#include "core/block.h"
+#include "core/model.h"
 #include "core/decode.h"
 #include "core/fused_qkv.h"
 #include "core/per_head.h"
@@ -14,6 +16,7 @@
 #include "show/notes.h"
 #include "recorder.h"
 #include "io/init.h"
+#include "io/model_file.h"
 
 namespace {
 
@@ -21,6 +24,7 @@ using test::Recorder;
 
 void require_same_step(const mha::Step& a, const mha::Step& b) {
     CAPTURE(a.number, a.tensor);
+    CHECK(a.kind == b.kind);
     CHECK(a.name == b.name);
     CHECK(a.tensor == b.tensor);
     CHECK(a.expression == b.expression);
@@ -32,6 +36,23 @@ void require_same_step(const mha::Step& a, const mha::Step& b) {
     CHECK(a.macs == b.macs);
     CHECK(mha::step_notes(a) == mha::step_notes(b));
     CHECK(a.allowed == b.allowed);
+}
+
+// The kinds of the steps, in order.
+std::vector<mha::StepKind> kinds_of(const std::vector<mha::Step>& steps) {
+    std::vector<mha::StepKind> kinds;
+    for (const mha::Step& step : steps) kinds.push_back(step.kind);
+    return kinds;
+}
+
+// The steps with the kinds, the ones a block or a model adds around attention's.
+std::vector<mha::StepKind> outer_kinds(const std::vector<mha::Step>& steps,
+                                       std::initializer_list<mha::StepKind> outer) {
+    std::vector<mha::StepKind> kinds;
+    for (mha::StepKind kind : kinds_of(steps)) {
+        if (std::find(outer.begin(), outer.end(), kind) != outer.end()) kinds.push_back(kind);
+    }
+    return kinds;
 }
 
 }  // namespace
@@ -214,4 +235,146 @@ TEST_CASE("--head-dim and --scale-base: the shapes-only trace is the computed tr
     }
     CHECK(mha::planned_macs(planned) == computed_macs);
     CHECK(mha::parameter_count(s, true) == w.parameter_count());
+}
+
+TEST_CASE("the block's planned steps are the tensors the block computes") {
+    using K = mha::StepKind;
+    const auto [kind, B, N, E, h, G, d_ff, causal] =
+        GENERATE(table<mha::BlockKind, std::size_t, std::size_t, std::size_t, std::size_t,
+                       std::size_t, std::size_t, bool>({
+            {mha::BlockKind::Pre, 2, 5, 16, 4, 4, 24, false},
+            {mha::BlockKind::Post, 1, 3, 8, 2, 1, 32, true},
+            {mha::BlockKind::Pre, 3, 4, 12, 3, 1, 7, true},
+            {mha::BlockKind::Post, 2, 6, 32, 4, 2, 64, false}}));
+    CAPTURE(kind == mha::BlockKind::Pre, B, N, E, h, G, d_ff, causal);
+    const mha::Sizes s{B, N, N, E, E, E, h, G, E / h};
+    const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
+    const mha::BlockWeights block = mha::seeded_block(E, d_ff, 1);
+    mha::Masks masks;
+    masks.causal = causal;
+    mha::ForwardOptions options;
+    options.heads = h;
+    Recorder computed;
+    mha::forward_block(w, block, kind, mha::seeded_inputs(s, true, 1), masks, options, computed);
+    mha::PassSpec spec;  // from the sizes alone
+    spec.sizes = s;
+    spec.masks.causal = causal;
+    spec.block = mha::BlockSpec{kind, d_ff};
+    const std::vector<mha::Step> planned = mha::plan_pass(spec);
+
+    REQUIRE(planned.size() == computed.steps.size());
+    for (std::size_t i = 0; i < planned.size(); ++i)
+        require_same_step(planned[i], computed.steps[i]);
+    // 0-14 are the pass's own steps, planned as without the block
+    spec.block.reset();
+    const std::vector<mha::Step> attention = mha::plan_pass(spec);
+    const std::size_t first = kind == mha::BlockKind::Pre ? 1 : 0;
+    for (std::size_t i = 0; i < attention.size(); ++i)
+        require_same_step(planned[first + i], attention[i]);
+    CHECK(planned.size() == attention.size() + 7);
+    const std::initializer_list<K> block_kinds = {K::Norm, K::Residual, K::FfnIn, K::Gelu,
+                                                  K::FfnOut};
+    CHECK(outer_kinds(planned, block_kinds) ==
+          (kind == mha::BlockKind::Pre
+               ? std::vector<K>{K::Norm, K::Residual, K::Norm, K::FfnIn, K::Gelu, K::FfnOut,
+                                K::Residual}
+               : std::vector<K>{K::Residual, K::Norm, K::FfnIn, K::Gelu, K::FfnOut,
+                                K::Residual, K::Norm}));
+    CHECK(planned.back().number == 21);
+    // the multiply-adds of both linear layers, B·N·d_ff·d_model each; the parameters
+    CHECK(mha::planned_macs(planned) ==
+          mha::planned_macs(attention) + 2 * B * N * d_ff * E);
+    std::uint64_t parameters = 0;
+    for (const mha::Step& step : planned) parameters += step.facts.parameters.value_or(0);
+    CHECK(parameters == block.parameter_count());
+    CHECK(mha::block_parameter_count(E, d_ff) == block.parameter_count());
+}
+
+TEST_CASE("the model's planned steps are the tensors the model computes") {
+    using K = mha::StepKind;
+    const mha::Model model = mha::load_model("../examples/models/kjv-2x4.npz", 1u << 30);
+    const std::string text = "In the";
+    const mha::ModelText tokens = mha::encode_text(text, model);
+    const std::size_t layer = GENERATE(0, 1);
+    CAPTURE(layer);
+    Recorder computed;
+    mha::forward_model(model, tokens.tokens, layer, 1, computed);
+    const std::vector<mha::Step> planned =
+        mha::plan_model(mha::model_spec(model, tokens.tokens.size(), layer));
+
+    REQUIRE(planned.size() == computed.steps.size());
+    for (std::size_t i = 0; i < planned.size(); ++i)
+        require_same_step(planned[i], computed.steps[i]);
+    // the embedding, the layers in order (the untraced one as one step, the traced one as its
+    // block: 19 attention steps and 7 of the block's), the final norm, the head
+    const std::vector<K> kinds = kinds_of(planned);
+    CHECK(planned.size() == 1 + 1 + (19 + 7) + 2);
+    CHECK(outer_kinds(planned, {K::Embed, K::Layer, K::Logits}) ==
+          std::vector<K>{K::Embed, K::Layer, K::Logits});
+    CHECK(kinds.front() == K::Embed);
+    CHECK(kinds[layer == 0 ? kinds.size() - 3 : 1] == K::Layer);
+    CHECK(planned[layer == 0 ? 1 : 2].kind == K::Norm);  // the traced block's norm1, step 15
+    CHECK(kinds[kinds.size() - 2] == K::Norm);
+    CHECK(kinds.back() == K::Logits);
+    CHECK(planned.back().shape == mha::Shape{1, text.size(), model.vocab_size()});
+}
+
+TEST_CASE("--shapes-only --trace is --trace without values for the block and the model") {
+    const std::string args = GENERATE(
+        as<std::string>{}, "-b 1 -n 3 -d 8 -H 2 --block pre",
+        "-b 1 -n 3 -d 8 -H 2 --block post",
+        "-b 2 -n 5 -d 16 -H 4 -G 2 --causal --block pre --d-ff 24",
+        "-b 1 -n 4 -d 16 -H 2 --block post --rope half --window 2 --softcap 30",
+        "--model ../examples/models/kjv-2x4.npz --text 'In the beginning'",
+        "--model ../examples/models/kjv-2x4.npz --text 'In the' --layer 1");
+    CAPTURE(args);
+    const test::RunResult computed = test::run_mha(args + " --trace");
+    const test::RunResult planned = test::run_mha(args + " --trace --shapes-only");
+    REQUIRE(computed.status == 0);
+    REQUIRE(planned.status == 0);
+    const std::string steps = test::trace_steps(computed.output);
+    CHECK_FALSE(steps.empty());
+    CHECK(test::trace_steps(planned.output) == steps);
+    // JSON lists the same steps, notes and all
+    const auto json_steps = [](const std::string& json) {
+        const std::size_t from = json.find("\"steps\":["), to = json.find("],\"output\":");
+        return from == std::string::npos || to == std::string::npos ? std::string()
+                                                                    : json.substr(from, to - from);
+    };
+    const std::string json = json_steps(test::run_mha(args + " --format json", false).output);
+    CHECK_FALSE(json.empty());
+    CHECK(json_steps(test::run_mha(args + " --format json --shapes-only", false).output) == json);
+}
+
+TEST_CASE("--block and --model --shapes-only: the header, the costs, and what stays refused") {
+    const test::RunResult block = test::run_mha("-b 1 -n 3 -d 8 -H 2 --block pre --shapes-only");
+    REQUIRE(block.status == 0);
+    // 4 (8, 8) projections with biases (288), 2 norms (32), linear1 (32·8 + 32), linear2
+    // (8·32 + 8): 872, as the computed run says
+    CHECK_THAT(block.output, Catch::Contains("parameters: 872"));
+    CHECK_THAT(block.output, Catch::Contains("pre-LN block, d_ff=32, shapes only"));
+    // attention 4·(3·8·8) + 2·(2·3·3·4) = 912, the feed-forward 2·(3·32·8) = 1,536
+    CHECK_THAT(test::flat(block.output), Catch::Contains("take 2,448 multiply-adds"));
+    const test::RunResult model = test::run_mha(
+        "--model ../examples/models/kjv-2x4.npz --text 'In the' --shapes-only --format json",
+        false);
+    REQUIRE(model.status == 0);
+    CHECK_THAT(model.output, Catch::Contains("\"shapes_only\":{"));
+    CHECK_THAT(model.output, Catch::Contains("\"output\":null"));
+    const test::RunResult markdown =
+        test::run_mha("-b 1 -n 3 -d 8 -H 2 --block post --shapes-only --format markdown");
+    REQUIRE(markdown.status == 0);
+    CHECK_THAT(markdown.output, Catch::Contains("norm2(out)"));
+    CHECK_THAT(markdown.output, Catch::Contains("Total: 96 B copied, 2,448 multiply-adds."));
+    const std::string page = test::temp_path("block-shapes.html");
+    REQUIRE(test::run_mha("-b 1 -n 3 -d 8 -H 2 --block pre --shapes-only --format html --output " +
+                          page)
+                .status == 0);
+    CHECK_THAT(test::read_text(page), Catch::Contains("ffn = F.gelu(ffn_hidden) @ W_2.T + b_2"));
+    std::remove(page.c_str());
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --shapes-only",
+                         "--model reads characters");
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --shapes-only --heatmap",
+                         "--shapes-only computes no weights to look at");
+    test::check_rejected("--shapes-only --text ab", "--shapes-only computes no weights");
 }

@@ -340,6 +340,19 @@ TEST_CASE("--step on a terminal: Ctrl-Z gives the terminal back, fg takes it aga
     CHECK_THAT(run.screen(), !Catch::Contains("-- step 1 (3 of "));
 }
 
+TEST_CASE("--step on a terminal counts the block's and the model's planned steps", "[step]") {
+    // the block: 19 attention steps and its 7; the model: the embedding, layer 1 as one step,
+    // layer 0's block (26), the final norm and the logits
+    const auto [options, total] = GENERATE(table<std::string, std::string>(
+        {{" --block pre -b 1 -n 2 -d 4 -H 2", "26"},
+         {" --model ../examples/models/kjv-2x4.npz --text 'In the'", "30"}}));
+    CAPTURE(options);
+    PtyRun run(test::mha_binary() + " --step" + options);
+    REQUIRE(run.shows(" (1 of " + total + ") "));
+    run.type("q");
+    CHECK(run.status() == 0);
+}
+
 TEST_CASE("--step reads keys as a terminal sends them", "[step]") {
     CHECK(key_of("\r") == Key::Next);  // Enter in raw mode
     CHECK(key_of("\n") == Key::Next);

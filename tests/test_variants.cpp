@@ -194,7 +194,6 @@ TEST_CASE("the variants on the command line") {
             {"--decode 4 -m 6", "--decode runs one sequence attending to itself"},
             {"--decode 0", "--decode must be at least 1"},
             {"--fused-qkv -G 2", "--fused-qkv needs self-attention"},
-            {"--block pre --shapes-only", "--block computes; it cannot be combined"},
             {"--decode 100000 -d 1024 -H 16", "more than --max-memory"},
         }));
         test::check_rejected(args, message);

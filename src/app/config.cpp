@@ -23,7 +23,7 @@ bool overrides_model(const Config& c) {
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
            c.attention || c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn ||
-           !c.preset.empty() || c.shapes_only || !c.forms.empty() || c.d_ff ||
+           !c.preset.empty() || !c.forms.empty() || c.d_ff ||
            !c.compare_heads.empty();
 }
 
@@ -75,8 +75,6 @@ const std::vector<Rule<Config>>& rules() {
              return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
          },
          "--block is self-attention: no --kv-len or --key/--value"},
-        {"block-shapes-only", [](const Config& c) { return asks(c, FormChoice::Block) && c.shapes_only; },
-         "--block computes; it cannot be combined with --shapes-only"},
         {"fused-qkv-self-attention",
          [](const Config& c) {
              return asks(c, FormChoice::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
@@ -212,11 +210,12 @@ const std::vector<Rule<Config>>& rules() {
          "--weights, --input, --mask, --key-padding-mask, --save or --values"},
         {"shapes-only-views",
          [](const Config& c) {
-             return c.shapes_only &&
-                    (c.text || wants_summary(c) || c.ablate_head || !c.svg_path.empty());
+             return c.shapes_only && ((c.text && c.model_path.empty()) || wants_summary(c) ||
+                                      c.ablate_head || !c.svg_path.empty());
          },
-         "--shapes-only computes no weights to look at; it cannot be combined with --text, "
-         "--heatmap, --summary, --export-svg, --ablate-head or --no-scale"},
+         "--shapes-only computes no weights to look at; it cannot be combined with --text "
+         "(except to give --model its characters), --heatmap, --summary, --export-svg, "
+         "--ablate-head or --no-scale"},
         {"streaming-save",
          [](const Config& c) {
              return c.attention == AttentionPath::Streaming && !c.save_path.empty();

@@ -55,21 +55,31 @@ void check_choices(const Config& c, const Model& model, std::size_t layer) {
     }
 }
 
-// The run's multiply-adds as planned: each layer's causal attention pass and feed-forward
-// (2·N·d_model·d_ff), then the head (N·V·d_model).
+// The run's multiply-adds as planned: each layer's causal attention pass with its block, then
+// the head (N·V·d_model).
 std::uint64_t model_macs(const Model& model, std::size_t n) {
-    const std::size_t e = model.d_model();
     const std::string what = "the model's multiply-adds";
-    std::uint64_t macs = checked_product({n, model.vocab_size(), e}, what);
-    for (const ModelLayer& layer : model.layers) {
-        PassSpec spec;
-        spec.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
-        spec.masks.causal = true;
-        macs = checked_sum({macs, planned_macs(plan_pass(spec)),
-                            checked_product({2, n, e, layer.block.d_ff()}, what)},
-                           what);
-    }
+    std::uint64_t macs = checked_product({n, model.vocab_size(), model.d_model()}, what);
+    for (std::size_t l = 0; l < model.layers.size(); ++l)
+        macs = checked_sum({macs, planned_macs(plan_pass(model_spec(model, n, l).layer))}, what);
     return macs;
+}
+
+// Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
+// block, the final norm and the logits.
+std::uint64_t model_bytes(const Model& model, std::size_t n) {
+    const std::string what = "the memory for the model";
+    std::uint64_t layer = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const PassSpec spec = model_spec(model, n, l).layer;
+        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, 1),
+                                             block_bytes(spec.sizes, spec.block->d_ff)},
+                                            what));
+    }
+    const std::uint64_t rows = checked_product({n, sizeof(float)}, what);
+    return checked_sum({layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()},
+                                               what)},
+                       what);
 }
 
 RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
@@ -140,21 +150,6 @@ void check_model_svg_size(const Config& c, const Model& model, const ModelText& 
     check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
 }
 
-// At least as many steps as one traced layer reports: the embedding, the attention pass's
-// planned steps, the block's and the model's own (norms, residuals, MLP, head).
-std::size_t model_steps_bound(const Model& model, const ModelText& text) {
-    constexpr std::size_t model_steps = 16;
-    const std::size_t n = text.tokens.size(), e = model.d_model();
-    std::size_t steps = 0;
-    for (const ModelLayer& layer : model.layers) {
-        PassSpec spec;
-        spec.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
-        spec.masks.causal = true;
-        steps = std::max(steps, plan_pass(spec).size());
-    }
-    return steps + model_steps;
-}
-
 // The lesson page's view of a model run: every layer's chosen heads, the prediction and
 // the head roles, worded as the terminal words them.
 ModelView model_view(const Config& c, const Model& model, const ModelText& text,
@@ -216,26 +211,60 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     }
 }
 
-}  // namespace
+// The model, the text and the traced layer, checked; warns on err about unknown characters.
+struct ModelRun {
+    Model model;
+    ModelText text;
+    std::size_t layer;
+};
 
-void run_model(const Config& c, Report& report, std::ostream& out, std::ostream& err) {
-    const Model model = load_model(c.model_path, c.max_memory);
-    const ModelText text = encode_text(*c.text, model);
-    const std::size_t layer = c.layer.value_or(0);
-    check_choices(c, model, layer);
+ModelRun load_run(const Config& c, std::ostream& err) {
+    ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0)};
+    run.text = encode_text(*c.text, run.model);
+    check_choices(c, run.model, run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) {
         check_writable(c.svg_path);
-        check_model_svg_size(c, model, text, layer);
+        check_model_svg_size(c, run.model, run.text, run.layer);
     }
     if (c.format == Format::Html) {
-        check_lesson_page(c, model_info(c, model, text, layer, 1), model_steps_bound(model, text),
-                          model.layers.size());
+        const ModelSpec spec = model_spec(run.model, run.text.tokens.size(), run.layer);
+        check_lesson_page(c, model_info(c, run.model, run.text, run.layer, 1),
+                          plan_model(spec).size(), run.model.layers.size());
     }
-    if (text.unknown > 0) {
-        err << "mha: warning: " << plural(text.unknown, "character")
+    if (run.text.unknown > 0) {
+        err << "mha: warning: " << plural(run.text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
     }
+    return run;
+}
+
+}  // namespace
+
+ShapesProblem model_shapes(const Config& c, std::ostream& err) {
+    const ModelRun run = load_run(c, err);
+    const std::size_t n = run.text.tokens.size();
+    const ModelSpec spec = model_spec(run.model, n, run.layer);
+    ShapesProblem p;
+    p.spec = spec.layer;
+    p.steps = plan_model(spec);
+    p.info = model_info(c, run.model, run.text, run.layer, 1);
+    p.info.kernels.clear();
+    p.info.weights_source += " (its sizes)";
+    p.info.shapes_only = true;
+    p.info.activation_bytes = model_bytes(run.model, n);
+    p.info.activation_tensors = "the embedding, one layer's attention and block at a time, the "
+                                "final norm and the logits";
+    p.info.total_macs = model_macs(run.model, n);
+    return p;
+}
+
+void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
+               std::ostream& err) {
+    const ModelRun run = load_run(c, err);
+    const Model& model = run.model;
+    const ModelText& text = run.text;
+    const std::size_t layer = run.layer;
     const std::size_t threads = c.threads == 0 ? 1 : c.threads;
     check_time(model_macs(model, text.tokens.size()), threads,
                macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
@@ -245,9 +274,12 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
         check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
                          "the logits (lm_head)");
     }
-    report.begin(model_info(c, model, text, layer, threads));
+    const std::size_t steps =
+        c.step ? plan_model(model_spec(model, text.tokens.size(), layer)).size() : 0;
+    const std::unique_ptr<Report> report = report_for(steps);
+    report->begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));
-    TeeTracer tracer(report, stats);
+    TeeTracer tracer(*report, stats);
     const auto start = std::chrono::steady_clock::now();
     const ModelResult r = forward_model(model, text.tokens, layer, threads, tracer);
     const std::chrono::duration<double, std::milli> elapsed =
@@ -255,8 +287,8 @@ void run_model(const Config& c, Report& report, std::ostream& out, std::ostream&
     ForwardResult shown;
     shown.output = r.output;
     shown.weights = r.weights[layer];
-    if (c.format == Format::Html) report.model_view(model_view(c, model, text, r));
-    report.finish(shown, elapsed.count());
+    if (c.format == Format::Html) report->model_view(model_view(c, model, text, r));
+    report->finish(shown, elapsed.count());
     if (c.format == Format::Text) {
         print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
     }

@@ -364,8 +364,8 @@ bool may_stop_on_overflow(const Config& c, const Problem& p) {
     return may_overflow(p.weights, input, largest_value(p.inputs.x_k), p.options);
 }
 
-// What the plan of the steps depends on, from the options and the sizes.
-PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
+// What the plan of the steps depends on, from the options, the sizes and --block's d_ff.
+PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff) {
     PassSpec spec;
     spec.sizes = s;
     spec.form = c.form;
@@ -382,6 +382,7 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path) {
     spec.scale_base = c.scale_base.value_or(0.0);
     spec.qk_norm = c.qk_norm;
     spec.rope = rope_of(c);
+    if (c.block) spec.block = BlockSpec{*c.block, d_ff};
     return spec;
 }
 
@@ -393,12 +394,10 @@ std::string conv1d_note(bool causal) {
            (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
 }
 
-// The run's multiply-adds: the planned pass (pass_macs), the block's feed-forward, the
-// second pass of --ablate-head and of --head-contributions.
-std::uint64_t run_macs(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t pass_macs) {
-    std::uint64_t macs = pass_macs;
-    if (c.block) macs += checked_product({2, s.batch, s.seq_len, s.d_model, d_ff}, "the block's multiply-adds");
-    return macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
+// The run's multiply-adds: the planned pass (pass_macs, with the block's), the second pass
+// of --ablate-head and of --head-contributions.
+std::uint64_t run_macs(const Config& c, std::uint64_t pass_macs) {
+    return pass_macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
 }
 
 // --form mla with seeded weights: d_h = d_v = d_k, d_c = --latent-dim or 4·d_k, d_R =
@@ -492,7 +491,8 @@ ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
     ShapesProblem p;
-    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard));
+    const std::size_t d_ff = block_width(c, s, Sources{});
+    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), d_ff);
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -501,7 +501,13 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
     p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
-    p.info.variant = variant_description(c, 0);
+    if (c.block) {
+        p.info.parameters += block_parameter_count(s.d_model, d_ff);
+        p.info.activation_bytes += block_bytes(s, d_ff);
+        p.info.activation_tensors = "attention's Q, K, V, scores, context, concat and output, "
+                                    "the block's norms, sums and feed-forward";
+    }
+    p.info.variant = variant_description(c, d_ff);
     if (c.form == Form::Mla) {
         const MlaSizes m = seeded_mla(c, s);
         p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
@@ -512,7 +518,8 @@ ShapesProblem build_shapes(const Config& c) {
         p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
         p.info.variant = mla_variant(m);
     }
-    p.info.total_macs = planned_macs(plan_pass(p.spec));
+    p.steps = plan_pass(p.spec);
+    p.info.total_macs = planned_macs(p.steps);
     return p;
 }
 
@@ -527,8 +534,8 @@ Problem build_problem(const Config& c) {
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
-    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path)));
-    const std::uint64_t macs = run_macs(c, s, d_ff, pass_macs);
+    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, d_ff)));
+    const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(c.form, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);
 

@@ -36,7 +36,8 @@ Problem build_problem(const Config& config);
 // --shapes-only: the sizes and what the printers say, with no file read and no
 // tensor allocated (so no memory budget to check).
 struct ShapesProblem {
-    PassSpec spec;  // what the plan of the steps depends on
+    PassSpec spec;            // what the plan of the steps depends on (--model: its traced layer)
+    std::vector<Step> steps;  // the plan
     RunInfo info;
 };
 

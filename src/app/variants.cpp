@@ -29,18 +29,18 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
 }
 
 std::size_t planned_steps(const Config& c, const Problem& p) {
-    // forward_block's steps 15-21: two norms, two residuals, linear1, GELU, linear2
-    constexpr std::size_t block_steps = 7;
     if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
         const Tensor& x = p.inputs.x_q;
         return plan_pass(mla_spec(mla_sizes(*p.mla, p.options.heads), x.size(0), x.size(1),
                                   p.masks.causal, *p.options.rope))
             .size();
     }
+    if (c.block) {
+        return plan_pass(block_spec(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options))
+            .size();
+    }
     const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
-    const PassSpec spec =
-        pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.block ? Form::Packed : c.form);
-    return plan_pass(spec).size() + (c.block ? block_steps : 0);
+    return plan_pass(pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.form)).size();
 }
 
 namespace {

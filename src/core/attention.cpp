@@ -573,12 +573,24 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra) {
     return padded;
 }
 
+PassSpec forward_spec(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options) {
+    Sizes s = check_pass(w, in, masks, options);
+    s.kv_len += appended_kv(w, options).count();  // from step 3 on, K and V have them too
+    return pass_spec(s, w, in, masks, options, Form::Packed);
+}
+
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
+    PassTrace trace(tracer, forward_spec(w, in, masks, options));
+    return forward(w, in, masks, options, trace);
+}
+
+ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options, PassTrace& trace) {
     Sizes s = check_pass(w, in, masks, options);
     const std::size_t extra = appended_kv(w, options).count();
     s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
-    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Packed));
     show_inputs(in, trace);                                              // 0
     Qkv projected = project_qkv(w, in, options, trace);                 // 1-3
     if (extra == 0) {

@@ -128,6 +128,16 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra);
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
 
+// What forward's plan depends on (check_pass's sizes, M with the appended positions); throws
+// as check_pass does.
+PassSpec forward_spec(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                      const ForwardOptions& options);
+
+// forward, its steps 0-14 shown on a trace the caller started (the block's, the model's):
+// the trace's next steps are those of forward_spec's plan.
+ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                      const ForwardOptions& options, PassTrace& trace);
+
 // x (B, L, in) contiguous -> x Wᵀ + b (B, L, out): the projections of steps 1-3 and 14,
 // split over threads as project_into splits them; y from the workspace when there is one.
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,

@@ -1,4 +1,5 @@
-// The transformer block, step by step after attention's 14 steps.
+// The transformer block around attention: the norms, residual sums and feed-forward, each
+// tensor handed to its planned step (core/plan.cpp), between attention's steps 0-14.
 
 #include "core/block.h"
 
@@ -12,67 +13,45 @@ namespace mha {
 
 namespace {
 
-using Dims = std::vector<std::string>;
-
-const Dims model_dims = {"B", "N", "d_model"};
-
-// What every block step needs: the tracer and the sizes for the multiply-adds.
+// What every block step needs: the weights, the threads and the block's plan.
 struct BlockPass {
     const BlockWeights& w;
-    std::uint64_t rows;  // B·N
     std::size_t threads;
-    Tracer& tracer;
+    PassTrace& trace;
 };
 
-Tensor norm(const BlockPass& p, int number, const std::string& out, const std::string& which,
-            const std::string& in, const Tensor& x) {
-    const bool first = which == "1";
+// norm1 or norm2 of x: (B, N, d_model)
+Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
                           first ? p.w.norm1_bias : p.w.norm2_bias);
-    report(p.tracer, [&] {
-        Step step = make_step(StepKind::Norm, number, "layer_norm", out, out + " = norm" + which + "(" + in + ")",
-                              model_dims, y);
-        step.facts.parameters = 2 * y.size(y.dim() - 1);  // gamma and beta
-        return step;
-    });
+    p.trace.show(y);
     return y;
 }
 
-Tensor residual(const BlockPass& p, int number, const std::string& out, const std::string& a_name,
-                const Tensor& a, const std::string& b_name, const Tensor& b) {
+// a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
+Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
     Tensor y = add(a, b);
-    check_in_float32(y, "the residual stream (" + out + " = " + a_name + " + " + b_name + ")");
-    report(p.tracer, [&] {
-        return make_step(StepKind::Residual, number, "residual", out, out + " = " + a_name + " + " + b_name,
-                         model_dims, y);
-    });
+    check_in_float32(y, "the residual stream (" + sum + ")");
+    p.trace.show(y);
     return y;
 }
 
 // FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2: (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
-Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in, const Tensor& y) {
-    const std::uint64_t macs = p.rows * p.w.d_ff() * p.w.w_1.size(1);
+Tensor feed_forward(const BlockPass& p, const Tensor& y) {
     const Tensor u = project(y, p.w.w_1, p.w.b_1, p.threads);
-    report(p.tracer, [&] {
-        Step step = make_step(StepKind::FfnIn, first_number, "linear1", "ffn_hidden",
-                              "ffn_hidden = " + in + " @ W_1.T + b_1", {"B", "N", "d_ff"}, u, macs);
-        step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
-        return step;
-    });
+    p.trace.show(u);
     const Tensor g = gelu(u);
-    report(p.tracer, [&] {
-        return make_step(StepKind::Gelu, first_number + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
-                         {"B", "N", "d_ff"}, g);
-    });
+    p.trace.show(g);
     Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
-    report(p.tracer, [&] {
-        Step step = make_step(StepKind::FfnOut, first_number + 2, "linear2", "ffn",
-                              "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, f, macs);
-        step.facts.parameters = p.w.w_2.numel() + p.w.b_2.numel();
-        return step;
-    });
+    p.trace.show(f);
     return f;
+}
+
+// The block attends over one input, and its weights fit d_model.
+void check_block_pass(const Weights& attention, const BlockWeights& w, const Inputs& in) {
+    if (!in.self_attention()) throw Error("the transformer block is self-attention: one input");
+    check_block(w, attention.d_model());
 }
 
 }  // namespace
@@ -80,6 +59,11 @@ Tensor feed_forward(const BlockPass& p, int first_number, const std::string& in,
 std::size_t BlockWeights::parameter_count() const {
     return norm1_weight.numel() + norm1_bias.numel() + norm2_weight.numel() + norm2_bias.numel() +
            w_1.numel() + b_1.numel() + w_2.numel() + b_2.numel();
+}
+
+std::uint64_t block_parameter_count(std::size_t E, std::size_t F) {
+    const std::string what = "the block's parameter count";
+    return checked_sum({checked_product({2, F, E}, what), F, 5 * std::uint64_t(E)}, what);
 }
 
 std::uint64_t block_bytes(const Sizes& s, std::size_t d_ff) {
@@ -111,26 +95,39 @@ void check_block(const BlockWeights& w, std::size_t E) {
     }
 }
 
+PassSpec block_spec(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                    const Inputs& in, const Masks& masks, const ForwardOptions& options) {
+    PassSpec spec = forward_spec(attention, in, masks, options);
+    spec.block = BlockSpec{kind, w.d_ff()};
+    return spec;
+}
+
 ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
                             const Inputs& in, const Masks& masks, const ForwardOptions& options,
                             Tracer& tracer) {
-    if (!in.self_attention()) throw Error("the transformer block is self-attention: one input");
-    check_block(w, attention.d_model());
+    check_block_pass(attention, w, in);
+    PassTrace trace(tracer, block_spec(attention, w, kind, in, masks, options));
+    return forward_block(attention, w, kind, in, masks, options, trace);
+}
+
+ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                            const Inputs& in, const Masks& masks, const ForwardOptions& options,
+                            PassTrace& trace) {
+    check_block_pass(attention, w, in);
     const Tensor x = in.x_q.contiguous();
-    const BlockPass p{w, std::uint64_t(x.size(0)) * x.size(1), options.threads, tracer};
+    const BlockPass p{w, options.threads, trace};
     if (kind == BlockKind::Pre) {
-        const Tensor a = norm(p, 15, "x_norm", "1", "x", x);
-        ForwardResult result = forward(attention, {a, a, a}, masks, options, tracer);
-        const Tensor h = residual(p, 16, "h", "x", x, "attention", result.output);
-        const Tensor b = norm(p, 17, "h_norm", "2", "h", h);
-        result.output = residual(p, 21, "out", "h", h, "ffn", feed_forward(p, 18, "h_norm", b));
+        const Tensor a = norm(p, true, x);                                      // 15
+        ForwardResult result = forward(attention, {a, a, a}, masks, options, trace);  // 0-14
+        const Tensor h = residual(p, "h = x + attention", x, result.output);    // 16
+        const Tensor f = feed_forward(p, norm(p, false, h));                    // 17, 18-20
+        result.output = residual(p, "out = h + ffn", h, f);                     // 21
         return result;
     }
-    ForwardResult result = forward(attention, {x, x, x}, masks, options, tracer);
-    const Tensor sum = residual(p, 15, "h", "x", x, "attention", result.output);
-    const Tensor h = norm(p, 16, "h", "1", "h", sum);
-    const Tensor f = residual(p, 20, "out", "h", h, "ffn", feed_forward(p, 17, "h", h));
-    result.output = norm(p, 21, "out", "2", "out", f);
+    ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);  // 0-14
+    const Tensor h = norm(p, true, residual(p, "h = x + attention", x, result.output));  // 15, 16
+    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));       // 17-19, 20
+    result.output = norm(p, false, f);                                          // 21
     return result;
 }
 

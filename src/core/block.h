@@ -11,8 +11,6 @@
 
 namespace mha {
 
-enum class BlockKind { Pre, Post };
-
 struct BlockWeights {
     Tensor norm1_weight, norm1_bias;  // (d_model) each
     Tensor norm2_weight, norm2_bias;  // (d_model) each
@@ -23,6 +21,10 @@ struct BlockWeights {
     std::size_t parameter_count() const;
 };
 
+// The block's parameters for these sizes: two norms' gamma and beta (d_model each), linear1
+// (d_ff, d_model) and b_1, linear2 (d_model, d_ff) and b_2 (throws mha::Error past 64 bits).
+std::uint64_t block_parameter_count(std::size_t d_model, std::size_t d_ff);
+
 // Bytes the block allocates besides attention's forward_bytes: two norms, two residual
 // sums, the FFN's (B, N, d_ff) hidden layer twice and its output (throws on overflow).
 std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
@@ -30,11 +32,22 @@ std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
 // Throws mha::Error naming the tensor when a shape does not fit d_model.
 void check_block(const BlockWeights& block, std::size_t d_model);
 
+// The plan of the block around forward's pass (forward_spec with the block); throws as
+// check_pass does.
+PassSpec block_spec(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                    const Inputs& inputs, const Masks& masks, const ForwardOptions& options);
+
 // Self-attention only. Reports attention's steps 0-14 and the block's own steps 15-21
-// (in execution order: pre-LN's first norm, 15, runs before attention). The result's
-// output is the block's output; its weights are attention's.
+// (in execution order: pre-LN's first norm, 15, runs before attention), as plan_pass plans
+// them. The result's output is the block's output; its weights are attention's.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
                             const Inputs& inputs, const Masks& masks,
                             const ForwardOptions& options, Tracer& tracer);
+
+// forward_block with its steps shown on a trace the caller started (the model's): the
+// trace's next steps are those of block_spec's plan.
+ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                            const Inputs& inputs, const Masks& masks,
+                            const ForwardOptions& options, PassTrace& trace);
 
 }  // namespace mha

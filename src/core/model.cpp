@@ -10,8 +10,6 @@ namespace mha {
 
 namespace {
 
-const std::vector<std::string> model_dims = {"B", "N", "d_model"};
-
 // x_0 = token_embedding[t] + position_embedding[0..N): (1, N, d_model)
 Tensor embed(const Model& m, const std::vector<std::size_t>& tokens) {
     const std::size_t n = tokens.size(), e = m.d_model();
@@ -35,18 +33,31 @@ std::size_t Model::parameter_count() const {
     return count;
 }
 
+ModelSpec model_spec(const Model& m, std::size_t n, std::size_t traced_layer) {
+    const ModelLayer& layer = m.layers.at(traced_layer);
+    const Weights& w = layer.attention;
+    const std::size_t e = m.d_model();
+    ModelSpec spec;
+    spec.layer.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
+    spec.layer.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.layer.masks.causal = true;
+    spec.layer.block = BlockSpec{BlockKind::Pre, layer.block.d_ff()};
+    spec.layers = m.layers.size();
+    spec.traced = traced_layer;
+    spec.vocab = m.vocab_size();
+    return spec;
+}
+
 ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer) {
     if (tokens.empty() || tokens.size() > m.context()) {
         throw Error("the model reads 1 to " + std::to_string(m.context()) + " tokens, got " +
                     std::to_string(tokens.size()));
     }
+    PassTrace trace(tracer, model_spec(m, tokens.size(), traced_layer));
     Tensor x = embed(m, tokens);
     check_in_float32(x, "the embeddings (token_embedding[t] + position_embedding)");
-    report(tracer, [&] {
-        return make_step(StepKind::Embed, 0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
-                         model_dims, x);
-    });
+    trace.show(x);
     Masks causal;
     causal.causal = true;
     ModelResult result;
@@ -58,28 +69,22 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
         options.heads = layer.heads;
         options.threads = threads;
         options.workspace = &workspace;
-        ForwardResult block = forward_block(layer.attention, layer.block, BlockKind::Pre,
-                                            {x, x, x}, causal, options,
-                                            l == traced_layer ? tracer : quiet);
+        const Inputs in{x, x, x};
+        ForwardResult block =
+            l == traced_layer
+                ? forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
+                                trace)
+                : forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
+                                quiet);
         x = std::move(block.output);
         result.weights.push_back(std::move(block.weights));
-        if (l == traced_layer) continue;
-        report(tracer, [&] {  // an untraced layer: its block in one step
-            return make_step(StepKind::Layer, 0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
-                             model_dims, x);
-        });
+        if (l != traced_layer) trace.show(x);  // an untraced layer: its block in one step
     }
     const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
     result.output = x;
-    report(tracer, [&] {
-        return make_step(StepKind::Norm, 22, "layer_norm", "x_final", "x_final = norm(x)", model_dims, final_norm);
-    });
+    trace.show(final_norm);
     result.logits = project(final_norm, m.head_weight, m.head_bias, threads);
-    report(tracer, [&] {
-        return make_step(StepKind::Logits, 23, "project", "logits", "logits = x_final @ lm_head.T + b", {"B", "N", "V"},
-                         result.logits,
-                         std::uint64_t(tokens.size()) * m.vocab_size() * m.d_model());
-    });
+    trace.show(result.logits);
     return result;
 }
 

@@ -44,8 +44,13 @@ struct ModelResult {
     std::vector<Tensor> weights;  // per layer: (1, h, N, N) attention weights
 };
 
+// The model's plan over n tokens with layer traced_layer (< L) traced step by step: the
+// traced layer's sizes, its biases, the causal mask and its pre-LN block.
+ModelSpec model_spec(const Model& model, std::size_t n, std::size_t traced_layer);
+
 // Runs tokens (N ≤ context, each < V) through the model with a causal mask. The tracer
-// sees the embedding, layer `traced_layer`'s block (attention and all) and the head.
+// sees the embedding, layer `traced_layer`'s block (attention and all) and the head, as
+// plan_model plans them (model_spec).
 ModelResult forward_model(const Model& model, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer);
 

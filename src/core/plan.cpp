@@ -469,18 +469,50 @@ void plan_mla(Planner& p) {
         .facts.mla = facts;
 }
 
-}  // namespace
+// The block's and the model's tensors: (B, N, d_model), one row of features per token.
+const Dims model_dims = {"B", "N", "d_model"};
 
-float score_factor(double base, bool scaled) {
-    return scaled ? float(1.0 / std::sqrt(base)) : 1.0f;
+// (B, N, d_model), contiguous
+Layout model_layout(const Sizes& s) {
+    return Layout::contiguous_of({s.batch, s.seq_len, s.d_model});
 }
 
-double scale_base_of(const Sizes& s, double scale_base) {
-    return scale_base > 0 ? scale_base : double(s.d_k());
+// "out = norm1(in)": a LayerNorm and its gamma and beta.
+void plan_norm(Planner& p, int number, const std::string& out, const std::string& norm,
+               const std::string& in) {
+    p.add(StepKind::Norm, number, "layer_norm", out, out + " = " + norm + "(" + in + ")",
+          model_dims, model_layout(p.s))
+        .facts.parameters = 2 * std::uint64_t(p.s.d_model);
 }
 
-std::vector<Step> plan_pass(const PassSpec& spec) {
-    Planner p(spec);
+// "out = a + b": a residual sum.
+void plan_residual(Planner& p, int number, const std::string& out, const std::string& a,
+                   const std::string& b) {
+    p.add(StepKind::Residual, number, "residual", out, out + " = " + a + " + " + b, model_dims,
+          model_layout(p.s));
+}
+
+// FFN(in) = GELU(in W_1ᵀ + b_1) W_2ᵀ + b_2 as steps first..first+2:
+// (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
+void plan_feed_forward(Planner& p, int first, const std::string& in) {
+    const Sizes& s = p.s;
+    const std::uint64_t E = s.d_model, F = p.spec.block->d_ff;
+    const std::uint64_t macs = macs_of({s.batch, s.seq_len, F, E});
+    const Layout hidden = Layout::contiguous_of({s.batch, s.seq_len, F});
+    const Dims hidden_dims = {"B", "N", "d_ff"};
+    p.add(StepKind::FfnIn, first, "linear1", "ffn_hidden", "ffn_hidden = " + in + " @ W_1.T + b_1",
+          hidden_dims, hidden, macs)
+        .facts.parameters = checked_sum({macs_of({F, E}), F}, "the parameter count");
+    p.add(StepKind::Gelu, first + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)", hidden_dims,
+          hidden);
+    p.add(StepKind::FfnOut, first + 2, "linear2", "ffn", "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2",
+          model_dims, model_layout(s), macs)
+        .facts.parameters = checked_sum({macs_of({E, F}), E}, "the parameter count");
+}
+
+// Steps 0-14 of the form.
+void plan_attention(Planner& p) {
+    const PassSpec& spec = p.spec;
     plan_inputs(p);
     if (spec.form == Form::Mla) {
         plan_mla(p);
@@ -498,6 +530,67 @@ std::vector<Step> plan_pass(const PassSpec& spec) {
                                                                : plan_attend_standard(p));
         plan_output(p);
     }
+}
+
+// The pass, inside its block when there is one, in execution order (pre-LN's first norm, 15,
+// runs before attention):
+//   pre:  15 x_norm = norm1(x), 0-14, 16 h = x + attention, 17 h_norm = norm2(h),
+//         18-20 the feed-forward, 21 out = h + ffn
+//   post: 0-14, 15 h = x + attention, 16 h = norm1(h), 17-19 the feed-forward,
+//         20 out = h + ffn, 21 out = norm2(out)
+void plan_block(Planner& p) {
+    if (!p.spec.block) return plan_attention(p);
+    if (p.spec.block->kind == BlockKind::Pre) {
+        plan_norm(p, 15, "x_norm", "norm1", "x");
+        plan_attention(p);
+        plan_residual(p, 16, "h", "x", "attention");
+        plan_norm(p, 17, "h_norm", "norm2", "h");
+        plan_feed_forward(p, 18, "h_norm");
+        plan_residual(p, 21, "out", "h", "ffn");
+        return;
+    }
+    plan_attention(p);
+    plan_residual(p, 15, "h", "x", "attention");
+    plan_norm(p, 16, "h", "norm1", "h");
+    plan_feed_forward(p, 17, "h");
+    plan_residual(p, 20, "out", "h", "ffn");
+    plan_norm(p, 21, "out", "norm2", "out");
+}
+
+}  // namespace
+
+float score_factor(double base, bool scaled) {
+    return scaled ? float(1.0 / std::sqrt(base)) : 1.0f;
+}
+
+double scale_base_of(const Sizes& s, double scale_base) {
+    return scale_base > 0 ? scale_base : double(s.d_k());
+}
+
+std::vector<Step> plan_pass(const PassSpec& spec) {
+    Planner p(spec);
+    plan_block(p);
+    return std::move(p.steps);
+}
+
+std::vector<Step> plan_model(const ModelSpec& spec) {
+    Planner p(spec.layer);
+    const Sizes& s = p.s;
+    p.add(StepKind::Embed, 0, "embed", "x", "x = token_embedding[t] + position_embedding[:N]",
+          model_dims, model_layout(s));
+    for (std::size_t l = 0; l < spec.layers; ++l) {
+        if (l == spec.traced) {
+            plan_block(p);
+        } else {
+            p.add(StepKind::Layer, 0, "block", "x", "x = layers[" + std::to_string(l) + "](x)",
+                  model_dims, model_layout(s));
+        }
+    }
+    p.add(StepKind::Norm, 22, "layer_norm", "x_final", "x_final = norm(x)", model_dims,
+          model_layout(s));
+    p.add(StepKind::Logits, 23, "project", "logits", "logits = x_final @ lm_head.T + b",
+          {"B", "N", "V"}, Layout::contiguous_of({s.batch, s.seq_len, spec.vocab}),
+          macs_of({s.batch, s.seq_len, spec.vocab, s.d_model}));
     return std::move(p.steps);
 }
 
@@ -517,11 +610,23 @@ std::uint64_t parameter_count(const Sizes& s, bool bias) {
     return checked_sum({weights, bias ? s.inner() + E + 2 * kv : 0}, what);
 }
 
+namespace {
+
+// Whether step 8's grid of allowed keys is drawn: a mask, and small enough.
+bool draws_grid(const PassSpec& spec) {
+    return spec.masks.any() && spec.sizes.seq_len <= max_grid && spec.sizes.kv_len <= max_grid;
+}
+
+}  // namespace
+
 PassTrace::PassTrace(Tracer& tracer, const PassSpec& spec)
-    : tracer_(tracer),
-      draw_grid_(spec.masks.any() && spec.sizes.seq_len <= max_grid &&
-                 spec.sizes.kv_len <= max_grid) {
+    : tracer_(tracer), draw_grid_(draws_grid(spec)) {
     if (tracer.enabled()) steps_ = plan_pass(spec);
+}
+
+PassTrace::PassTrace(Tracer& tracer, const ModelSpec& spec)
+    : tracer_(tracer), draw_grid_(draws_grid(spec.layer)) {
+    if (tracer.enabled()) steps_ = plan_model(spec);
 }
 
 Step& PassTrace::next() {

@@ -60,6 +60,15 @@ struct AppendedKv {
     std::size_t count() const { return (bias_kv ? 1 : 0) + (zero_attn ? 1 : 0); }
 };
 
+// The transformer block's order (core/block.h): pre-LN (norm_first=True) or post-LN.
+enum class BlockKind { Pre, Post };
+
+// The transformer block around the pass: its order and the feed-forward width d_ff.
+struct BlockSpec {
+    BlockKind kind = BlockKind::Pre;
+    std::size_t d_ff = 0;
+};
+
 // Everything the plan depends on besides the sizes.
 struct PassSpec {
     Sizes sizes;
@@ -74,10 +83,24 @@ struct PassSpec {
     std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
     std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes gives B, N = M, d_model, h)
+    std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
+                                     // pass (Form::Packed, self-attention)
+};
+
+// The character model (core/model.h): the embedding, every layer (the traced one as its
+// whole block, each other as one step), the final norm and the logits.
+struct ModelSpec {
+    PassSpec layer;            // the traced layer: its attention pass, with its block
+    std::size_t layers = 0;    // L
+    std::size_t traced = 0;    // the layer traced step by step, < L
+    std::size_t vocab = 0;     // V
 };
 
 // Every step the pass reports, in order; Step::value is null.
 std::vector<Step> plan_pass(const PassSpec& spec);
+
+// Every step the model reports, in order; Step::value is null.
+std::vector<Step> plan_model(const ModelSpec& spec);
 
 // The multiply-adds of the planned steps (throws mha::Error past 64 bits).
 std::uint64_t planned_macs(const std::vector<Step>& steps);
@@ -98,6 +121,7 @@ double scale_base_of(const Sizes& sizes, double scale_base);
 class PassTrace {
 public:
     PassTrace(Tracer& tracer, const PassSpec& spec);
+    PassTrace(Tracer& tracer, const ModelSpec& spec);
 
     bool on() const { return tracer_.enabled(); }
     // The next step, with value attached.

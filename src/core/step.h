@@ -203,19 +203,4 @@ inline Step make_layout_step(StepKind kind, int number, std::string name, std::s
     return step;
 }
 
-// A Step describing `value`, which must outlive the tracer's on_step call.
-inline Step make_step(StepKind kind, int number, std::string name, std::string tensor, std::string expression,
-                      std::vector<std::string> dims, const Tensor& value, std::uint64_t macs = 0) {
-    Step step = make_layout_step(kind, number, std::move(name), std::move(tensor), std::move(expression),
-                                 std::move(dims), value.shape(), value.strides(), macs);
-    step.value = &value;
-    return step;
-}
-
-// Builds the Step (a callable returning Step) only when someone is listening.
-template <typename MakeStep>
-void report(Tracer& tracer, MakeStep&& make_step) {
-    if (tracer.enabled()) tracer.on_step(make_step());
-}
-
 }  // namespace mha

@@ -194,7 +194,7 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
         write_filled(out_,
                      words_of("shapes only: nothing was computed or allocated. Computing this "
                               "pass would allocate " + byte_size(info_.activation_bytes) +
-                              " for Q, K, V, scores, context, concat and output, and take " +
+                              " for " + info_.activation_tensors + ", and take " +
                               with_commas(info_.total_macs) + " multiply-adds."),
                      " ", "", "");
         out_ << "wall time: " << fixed(wall_ms, 2) << " ms (shapes only)\n";
