@@ -75,6 +75,38 @@ TEST_CASE("--head-contributions: the heads' shares sum to the output", "[cli]") 
     CHECK(shares == Approx(100.0).margin(0.3));
 }
 
+TEST_CASE("--head-contributions reads the concat's real width: heads wider or narrower than "
+          "d_model / h", "[cli][head-dim]") {
+    // d_model 16, h 4: the concat is h·d_k = 4·32 = 128 or 4·2 = 8 wide, not 16; the heads'
+    // columns follow d_k, and their contributions still sum to the output.
+    const auto [d_k, last_columns] = GENERATE(table<int, std::string>(
+        {{32, "head 3: columns 96-127, norm "}, {2, "head 3: columns 6-7, norm "},
+         {128, "head 3: columns 384-511, norm "}}));
+    const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv");
+    const std::string args = "--head-contributions -b 1 -n 4 -d 16 -H 4 --random-bias --head-dim " +
+                             std::to_string(d_k) + form;
+    CAPTURE(args);
+    const test::RunResult r = test::run_mha(args);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains(last_columns));
+    std::smatch difference;
+    REQUIRE(std::regex_search(r.output, difference,
+                              std::regex("contributions \\+ b_o = output: largest difference "
+                                         "([0-9.e+-]+)")));
+    CHECK(std::stod(difference[1].str()) < 1e-5);
+}
+
+TEST_CASE("a form refuses the views it cannot give before printing anything", "[cli]") {
+    test::check_rejected("--form mla -b 1 -n 4 -d 16 -H 4 --head-contributions",
+                         "--form mla does not give --head-contributions: ");
+    test::check_rejected("--decode 4 -d 16 --head-contributions",
+                         "--decode does not give --head-contributions: ");
+    test::check_rejected("--block pre -d 16 --head-contributions",
+                         "--block does not give --head-contributions: ");
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --head-contributions",
+                         "--model does not give --head-contributions: ");
+}
+
 TEST_CASE("the header counts parameters per projection and per head; step 14 says what W_o does", "[cli]") {
     const test::RunResult r = test::run_mha("-d 64 -H 8 --no-bias --trace");
     REQUIRE(r.status == 0);

@@ -48,21 +48,34 @@ TEST_CASE("--explain has a paragraph for every kind of step of every form", "[ex
     }
 }
 
-TEST_CASE("--explain names the block's and the model's steps too", "[explain]") {
-    for (const char* name : {"layer_norm", "residual", "linear1", "gelu", "linear2", "embed",
-                             "block", "append", "cache", "attend", "rms_norm"}) {
+TEST_CASE("--explain has a paragraph for every kind of step, the block's and model's too",
+          "[explain]") {
+    using K = mha::StepKind;
+    for (K kind : {K::Input, K::Embed, K::Project, K::Cache, K::Append, K::LatentProject,
+                   K::LatentNorm, K::SplitHeads, K::MoveHeads, K::Unbind, K::QkNorm, K::Rope,
+                   K::Scores, K::Scale, K::Mask, K::Softmax, K::Context, K::Attend,
+                   K::MergeHeads, K::Contiguous, K::JoinHeads, K::Concat, K::OutputProject,
+                   K::Norm, K::Residual, K::FfnIn, K::Gelu, K::FfnOut, K::Layer, K::Logits}) {
         Step step;
-        step.name = name;
-        INFO(name);
+        step.kind = kind;
+        INFO(int(kind));
         CHECK(explanation(step).size() > 100);
     }
     Step logits;
-    logits.name = "project";
-    logits.number = 23;
+    logits.kind = K::Logits;
     CHECK_THAT(explanation(logits), Catch::Contains("next character"));
-    Step unknown;
-    unknown.name = "nothing";
-    CHECK(explanation(unknown).empty());
+    // One name, two jobs: the paragraph follows the kind and the operand, not the name.
+    Step split, join, transpose, permute;
+    split.kind = K::SplitHeads;
+    join.kind = K::JoinHeads;
+    transpose.kind = K::MoveHeads;
+    permute.kind = K::MoveHeads;
+    permute.operand = mha::Operand::Qkv;
+    split.name = join.name = "view";
+    CHECK_THAT(explanation(split), Catch::StartsWith("view splits"));
+    CHECK_THAT(explanation(join), Catch::StartsWith("view joins"));
+    CHECK_THAT(explanation(transpose), Catch::StartsWith("transpose swaps the token"));
+    CHECK_THAT(explanation(permute), Catch::StartsWith("permute reorders"));
 }
 
 TEST_CASE("--explain in the trace: one paragraph per kind, after the step", "[explain]") {

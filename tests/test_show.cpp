@@ -163,6 +163,8 @@ RunInfo small_run() {
 // Step 5 for Q in a (B=2, N=8, d_model=256, h=4) run: a transpose, nothing copied.
 Step transpose_step() {
     Step step;
+    step.kind = mha::StepKind::MoveHeads;
+    step.operand = mha::Operand::Q;
     step.number = 5;
     step.name = "transpose";
     step.tensor = "Q";
@@ -177,6 +179,7 @@ Step transpose_step() {
 // A causal mask for N = M = 3: query i sees keys 0..i.
 Step mask_step(const Tensor& scores) {
     Step step;
+    step.kind = mha::StepKind::Mask;
     step.number = 8;
     step.name = "mask";
     step.tensor = "scores";
@@ -276,6 +279,8 @@ TEST_CASE("TextReport prints the run, each step and the output in 80 columns", "
     report.begin(info);
     report.on_step(transpose_step());
     Step contiguous = transpose_step();
+    contiguous.kind = mha::StepKind::Contiguous;
+    contiguous.operand = mha::Operand::None;
     contiguous.number = 12;
     contiguous.name = "contiguous";
     contiguous.copied_bytes = 16384;

@@ -53,6 +53,7 @@ private:
 // Steps 1 and 2 of a tiny run, as the forward pass reports them.
 Step step_numbered(int number, const std::string& tensor, const Tensor& value) {
     Step step;
+    step.kind = mha::StepKind::Project;
     step.number = number;
     step.name = "project";
     step.tensor = tensor;

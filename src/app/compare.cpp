@@ -62,7 +62,7 @@ CompareRow run_row(const Config& config, std::size_t heads) {
     row.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     row.info = problem.info;
     row.heads = heads;
-    row.d_k = problem.info.d_model / heads;
+    row.d_k = problem.info.head_dim;
     row.parameters = problem.info.parameters;
     row.per_head = std::uint64_t(row.d_k) * problem.info.d_model;
     row.macs = problem.info.total_macs;

@@ -16,6 +16,100 @@ bool asks(const Config& c, FormChoice form) {
 
 bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
+// The views some form cannot give; every other view reads only the plan or the output,
+// which every form has.
+enum class View {
+    HeadContributions,
+    Html,
+    FlashRow,
+    Heatmap,
+    Summary,
+    NoScale,
+    Svg,
+    Save,
+};
+constexpr std::size_t view_count = 8;
+
+const char* option_of(View view) {
+    switch (view) {
+        case View::HeadContributions: return "--head-contributions";
+        case View::Html: return "--format html";
+        case View::FlashRow: return "--flash-row";
+        case View::Heatmap: return "--heatmap";
+        case View::Summary: return "--summary";
+        case View::NoScale: return "--no-scale";
+        case View::Svg: return "--export-svg";
+        case View::Save: return "--save";
+    }
+    return "";
+}
+
+bool wants(const Config& c, View view) {
+    switch (view) {
+        case View::HeadContributions: return c.head_contributions;
+        case View::Html: return c.format == Format::Html;
+        case View::FlashRow: return c.flash_row.has_value();
+        case View::Heatmap: return c.heatmap;
+        case View::Summary: return c.summary;
+        case View::NoScale: return c.no_scale;
+        case View::Svg: return !c.svg_path.empty();
+        case View::Save: return !c.save_path.empty();
+    }
+    return false;
+}
+
+// What each form can show: a row per form that refuses a view (the packed and fused forms
+// refuse none), and in each cell why the form refuses that view (nullptr: it gives it), in
+// the order of View. The rule "form-view" refuses the run before any output.
+struct FormViews {
+    const char* form;  // as the command line asks for it
+    bool (*asked)(const Config&);
+    const char* refused[view_count];  // indexed by View
+};
+
+const std::vector<FormViews>& form_views() {
+    constexpr const char* none = nullptr;
+    constexpr const char* unstored = "it never stores the attention weights this option needs; use "
+                                     "--attention standard or auto";
+    static const std::vector<FormViews> table = {
+        {"--decode", [](const Config& c) { return asks(c, FormChoice::Decode); },
+         {"its output is made token by token, with no concat of the whole sequence to split",
+          none, "it attends one query at a time; the flash row is the packed pass's", none, none,
+          none, none, none}},
+        {"--per-head", [](const Config& c) { return asks(c, FormChoice::PerHead); },
+         {none, none, "each head runs its own step 10; the flash row is the packed pass's", none,
+          none, none, none, none}},
+        {"--block", [](const Config& c) { return asks(c, FormChoice::Block); },
+         {"the block adds its feed-forward to the attention's output", none, none, none, none,
+          none, none, none}},
+        {"--form mla", [](const Config& c) { return asks(c, FormChoice::Mla); },
+         {"its heads run outside the shared pass, whose concat the view splits", none, none,
+          none, none, none, none, none}},
+        {"--model", [](const Config& c) { return !c.model_path.empty(); },
+         {"the model's output is its last layer's logits, not one attention layer's output",
+          none, none, none, none, none, none, none}},
+        {"--attention streaming",
+         [](const Config& c) { return c.attention == AttentionPath::Streaming; },
+         {none, none, none, unstored, unstored, unstored, unstored, unstored}},
+    };
+    return table;
+}
+
+// "--decode does not give --head-contributions: ...", for the first view the run's form
+// refuses; empty when it refuses none.
+std::string refused_view(const Config& c) {
+    for (const FormViews& row : form_views()) {
+        if (!row.asked(c)) continue;
+        for (std::size_t v = 0; v < view_count; ++v) {
+            if (row.refused[v] != nullptr && wants(c, View(v))) {
+                return std::string(row.form) + " does not give " + option_of(View(v)) + ": " +
+                       row.refused[v];
+            }
+        }
+    }
+    return "";
+}
+
 // --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
 bool overrides_model(const Config& c) {
     return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
@@ -27,7 +121,8 @@ bool overrides_model(const Config& c) {
            !c.compare_heads.empty();
 }
 
-// A message's {T} is the --decode count, {N} the --seq-len.
+// A message's {T} is the --decode count, {N} the --seq-len, {REFUSED_VIEW} the view the
+// form refuses.
 std::string fill(const std::string& message, const Config& c) {
     std::string text = message;
     const auto put = [&text](const std::string& key, const std::string& value) {
@@ -36,6 +131,7 @@ std::string fill(const std::string& message, const Config& c) {
     };
     if (c.decode) put("{T}", std::to_string(*c.decode));
     if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
+    put("{REFUSED_VIEW}", refused_view(c));
     return text;
 }
 
@@ -47,6 +143,7 @@ const std::vector<Rule<Config>>& rules() {
         {"one-form", [](const Config& c) { return c.forms.size() > 1; },
          "--decode, --fused-qkv, --per-head, --block and --form mla are different forms of the "
          "pass; choose one"},
+        {"form-view", [](const Config& c) { return !refused_view(c).empty(); }, "{REFUSED_VIEW}"},
         {"mla-sizes-without-mla",
          [](const Config& c) { return (c.latent_dim || c.rope_dim) && !asks(c, FormChoice::Mla); },
          "--latent-dim and --rope-dim size the latent and the RoPE key of --form mla; give "
@@ -141,13 +238,6 @@ const std::vector<Rule<Config>>& rules() {
         {"contributions-text-format",
          [](const Config& c) { return c.head_contributions && c.format != Format::Text; },
          "--head-contributions prints text; use it with --format text"},
-        {"contributions-form",
-         [](const Config& c) {
-             return c.head_contributions && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Block) ||
-                                             !c.model_path.empty());
-         },
-         "--head-contributions splits one attention layer's output; it cannot be combined with "
-         "--decode, --block or --model"},
         {"compare-alone",
          [](const Config& c) {
              return !c.compare_heads.empty() &&
@@ -216,30 +306,13 @@ const std::vector<Rule<Config>>& rules() {
          "--shapes-only computes no weights to look at; it cannot be combined with --text "
          "(except to give --model its characters), --heatmap, --summary, --export-svg, "
          "--ablate-head or --no-scale"},
-        {"streaming-save",
-         [](const Config& c) {
-             return c.attention == AttentionPath::Streaming && !c.save_path.empty();
-         },
-         "--save writes the attention weights, which --attention streaming never stores; use "
-         "--attention standard or auto"},
-        {"streaming-views",
-         [](const Config& c) {
-             return c.attention == AttentionPath::Streaming &&
-                    (wants_summary(c) || !c.svg_path.empty());
-         },
-         "--heatmap, --summary, --no-scale and --export-svg read the attention weights, which "
-         "--attention streaming never stores; use standard or auto"},
         {"flash-row-streaming",
          [](const Config& c) { return c.flash_row && c.attention != AttentionPath::Streaming; },
          "--flash-row traces the online softmax of the streaming path; give --attention "
          "streaming too"},
-        {"flash-row-forms",
-         [](const Config& c) {
-             return c.flash_row && (c.shapes_only || asks(c, FormChoice::Decode) ||
-                                    asks(c, FormChoice::PerHead));
-         },
-         "--flash-row traces the computed step 10 of the packed pass; it cannot be combined "
-         "with --shapes-only, --decode or --per-head"},
+        {"flash-row-shapes-only", [](const Config& c) { return c.flash_row && c.shapes_only; },
+         "--flash-row traces a computed row of step 10; it cannot be combined with "
+         "--shapes-only"},
         // Modern attention.
         {"sinks-without-window", [](const Config& c) { return c.sinks && c.window == 0; },
          "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "

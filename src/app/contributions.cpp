@@ -16,13 +16,17 @@ namespace mha {
 
 namespace {
 
-// Keeps a copy of step 13's concat (B, N, d_model) as the pass reports it.
+// Keeps a copy of step 13's concat (B, N, h·d_k) as the pass reports it, and its width.
 class ConcatKeeper final : public Tracer {
 public:
     void on_step(const Step& step) override {
-        if (step.number == 13 && step.tensor == "concat" && step.value) concat = step.value->to_vector();
+        if ((step.kind != StepKind::JoinHeads && step.kind != StepKind::Concat) || !step.value)
+            return;
+        concat = step.value->to_vector();
+        width = step.shape.back();
     }
-    std::vector<float> concat;  // (B, N, d_model) in C order
+    std::vector<float> concat;  // (B, N, h·d_k) in C order
+    std::size_t width = 0;      // h·d_k
 };
 
 // "2.4e-07"
@@ -38,14 +42,17 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
                           const ForwardResult& result) {
     ConcatKeeper keeper;
     run_pass(config, problem, keeper);
-    if (keeper.concat.empty() && result.output.numel() > 0) throw Error("--head-contributions found no concat (step 13) in this form of the pass");
-    const std::vector<float>& concat = keeper.concat;                 // (B, N, d_model)
-    const std::vector<float> w_o = problem.weights.w_o.to_vector();   // (d_model, d_model)
+    if (keeper.concat.empty() && result.output.numel() > 0) {
+        throw Error("--head-contributions found no concat (step 13) in this form of the pass");
+    }
+    const std::vector<float>& concat = keeper.concat;                // (B, N, h·d_k)
+    const std::vector<float> w_o = problem.weights.w_o.to_vector();  // (d_model, h·d_k)
     const std::vector<float> b_o = problem.weights.b_o.empty() ? std::vector<float>()
                                                                  : problem.weights.b_o.to_vector();
     const std::vector<float> output = result.output.to_vector();      // (B, N, d_model)
-    const std::size_t E = problem.info.d_model, h = problem.info.heads, d_k = E / h;
-    const std::size_t rows = concat.size() / E;  // B·N
+    const std::size_t E = problem.info.d_model, h = problem.info.heads;
+    const std::size_t W = keeper.width, d_k = W / h;  // the concat's width h·d_k
+    const std::size_t rows = W > 0 ? concat.size() / W : 0;  // B·N
     std::vector<double> norms(h, 0.0);
     std::vector<double> sums(output.size(), 0.0);  // sum_i C_i + b_o
     for (std::size_t r = 0; r < rows; ++r) {
@@ -53,7 +60,9 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
             sums[r * E + j] = b_o.empty() ? 0.0 : b_o[j];
             for (std::size_t i = 0; i < h; ++i) {
                 double part = 0.0;  // C_i[r, j]
-                for (std::size_t c = i * d_k; c < (i + 1) * d_k; ++c) part += double(concat[r * E + c]) * w_o[j * E + c];
+                for (std::size_t c = i * d_k; c < (i + 1) * d_k; ++c) {
+                    part += double(concat[r * W + c]) * w_o[j * W + c];
+                }
                 norms[i] += part * part;
                 sums[r * E + j] += part;
             }

@@ -146,14 +146,19 @@ private:
                            t.parameters_line());
         }
         if (kind == "d_k") {
-            const std::uint64_t d_k = t.info.d_model / t.info.heads;
+            const RunInfo& i = t.info;
+            const std::uint64_t d_k = i.head_dim;
+            const std::string split = "d_model / h = " + std::to_string(i.d_model) + " / " +
+                                      std::to_string(i.heads);
             return verdict({AnswerKind::Number, {d_k}, ""}, answer,
-                           "d_k = d_model / h = " + std::to_string(t.info.d_model) + " / " +
-                               std::to_string(t.info.heads) + " = " + std::to_string(d_k) + "\n");
+                           d_k * i.heads == i.d_model
+                               ? "d_k = " + split + " = " + std::to_string(d_k) + "\n"
+                               : "d_k = " + std::to_string(d_k) + ", the heads' own width (not " +
+                                     split + ")\n");
         }
         if (kind == "kv-cache") {
-            const Recorded& key = t.find(2, "K");
-            const Recorded& value = t.find(3, "V");
+            const Recorded& key = t.find(StepKind::Project, Operand::K);
+            const Recorded& value = t.find(StepKind::Project, Operand::V);
             const std::uint64_t bytes = (elements(key.step) + elements(value.step)) * sizeof(float);
             return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                            "K and V (steps 2 and 3), 4 bytes a float: " + with_commas(bytes) +
@@ -278,7 +283,7 @@ private:
 
     static Verdict keys(const Trace& t, std::uint64_t query, const std::string& typed) {
         for (const Recorded& r : t.steps) {
-            if (r.step.number != 8 || r.step.allowed.empty()) continue;
+            if (r.step.kind != StepKind::Mask || r.step.allowed.empty()) continue;
             if (query >= r.step.allowed.size()) break;
             std::vector<std::uint64_t> seen;
             for (std::size_t key = 0; key < r.step.allowed[query].size(); ++key) {

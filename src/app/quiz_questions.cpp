@@ -66,7 +66,7 @@ std::string step_label(const Step& step) {
 Question shapes_question(Random& random, const Trace& t) {
     std::vector<const Recorded*> candidates;
     for (const Recorded& r : t.steps) {
-        if (r.step.number > 0) candidates.push_back(&r);
+        if (r.step.kind != StepKind::Input) candidates.push_back(&r);
     }
     const Recorded& chosen = *candidates[draw(random, 0, candidates.size() - 1)];
     return {Topic::Shapes,
@@ -82,7 +82,7 @@ Question d_k_question(const Trace& t) {
     return {Topic::DK, "What is d_k, the width of one head?", AnswerKind::Number, {d_k},
             "d_k = d_model / h = " + std::to_string(t.info.d_model) + " / " +
                 std::to_string(t.info.heads) + " = " + std::to_string(d_k) + "\n" +
-                t.find(4, "Q").text};
+                t.find(StepKind::SplitHeads, Operand::Q).text};
 }
 
 Question parameters_question(const Trace& t) {
@@ -97,17 +97,19 @@ Question parameters_question(const Trace& t) {
 }
 
 Question macs_question(Random& random, const Trace& t) {
-    const std::pair<int, const char*> choices[] = {{1, "Q"},      {2, "K"},       {3, "V"},
-                                                   {6, "scores"}, {10, "context"}, {14, "output"}};
-    const auto [number, tensor] = choices[draw(random, 0, 5)];
-    const Recorded& r = t.find(number, tensor);
+    const std::pair<StepKind, Operand> choices[] = {
+        {StepKind::Project, Operand::Q}, {StepKind::Project, Operand::K},
+        {StepKind::Project, Operand::V}, {StepKind::Scores, Operand::None},
+        {StepKind::Context, Operand::None}, {StepKind::OutputProject, Operand::None}};
+    const auto [kind, operand] = choices[draw(random, 0, 5)];
+    const Recorded& r = t.find(kind, operand);
     const RunInfo& i = t.info;
     const std::uint64_t d_k = i.d_model / i.heads;
     std::string formula;
-    if (number == 6 || number == 10) {
+    if (kind == StepKind::Scores || kind == StepKind::Context) {
         formula = "B·h·N·M·d_k = " + product({i.batch, i.heads, i.seq_len, i.kv_len, d_k});
     } else {
-        const bool keys = number == 2 || number == 3;
+        const bool keys = operand == Operand::K || operand == Operand::V;
         formula = std::string(keys ? "B·M" : "B·N") + "·d_model·d_model = " +
                   product({i.batch, keys ? i.kv_len : i.seq_len, i.d_model, i.d_model});
     }
@@ -116,8 +118,8 @@ Question macs_question(Random& random, const Trace& t) {
 }
 
 Question kv_cache_question(const Trace& t) {
-    const Recorded& k = t.find(2, "K");
-    const Recorded& v = t.find(3, "V");
+    const Recorded& k = t.find(StepKind::Project, Operand::K);
+    const Recorded& v = t.find(StepKind::Project, Operand::V);
     std::uint64_t elements = 1;
     for (std::size_t size : k.step.shape) elements *= size;
     const std::uint64_t bytes = 2 * elements * sizeof(float);
@@ -154,7 +156,7 @@ Question rope_question(Random& random, Config c) {
     const Trace t = traced(c);
     const Recorded* rope = nullptr;  // step 5 on Q is the transpose, then the rotation
     for (const Recorded& s : t.steps) {
-        if (s.step.name == "rope" && s.step.tensor == "Q") rope = &s;
+        if (s.step.kind == StepKind::Rope && s.step.operand == Operand::Q) rope = &s;
     }
     if (rope == nullptr) throw Error("quiz: the trace has no rope step");
     const std::size_t d_k = rope->step.shape.back();
@@ -181,7 +183,7 @@ Question window_question(Random& random, Config c) {
     c.kv_len = c.seq_len;
     c.window = draw(random, 1, 4);
     const Trace t = traced(c);
-    const Recorded& mask = t.find(8, "scores");
+    const Recorded& mask = t.find(StepKind::Mask);
     const std::size_t row = draw(random, 0, mask.step.allowed.size() - 1);
     const std::vector<bool>& keys = mask.step.allowed[row];
     const std::uint64_t seen = std::uint64_t(std::count(keys.begin(), keys.end(), true));

@@ -51,6 +51,22 @@ const Recorded& Trace::find(int number, const std::string& tensor) const {
     throw Error("the trace has no step " + std::to_string(number) + " for " + tensor);
 }
 
+const Recorded& Trace::find(StepKind kind, Operand operand) const {
+    const Recorded* found = nullptr;
+    for (const Recorded& r : steps) {
+        if (r.step.kind != kind || r.step.operand != operand) continue;
+        if (found != nullptr) {
+            throw Error("the trace has more than one step " + std::to_string(r.step.number) +
+                        " " + r.step.name + " (one per head in this form)");
+        }
+        found = &r;
+    }
+    if (found == nullptr) {
+        throw Error("the trace of this form has no such step (a key asks for the packed pass's)");
+    }
+    return *found;
+}
+
 std::string Trace::parameters_line() const {
     std::istringstream lines(header);
     for (std::string line; std::getline(lines, line);) {

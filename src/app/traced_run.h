@@ -24,8 +24,12 @@ struct Trace {
     std::vector<Recorded> steps;
     TensorStats output;  // statistics of the output (B, N, d_model)
 
-    // The step that yields tensor; throws mha::Error when the trace has none.
+    // The step a key names by its number and tensor, as the trace prints them; throws
+    // mha::Error when the trace has none.
     const Recorded& find(int number, const std::string& tensor) const;
+    // The one step of this kind that yields operand; throws mha::Error when the trace has
+    // none or several (the per-head form has one per head).
+    const Recorded& find(StepKind kind, Operand operand = Operand::None) const;
     // The header line that starts with "parameters:", with a newline.
     std::string parameters_line() const;
 };

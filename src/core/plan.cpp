@@ -5,11 +5,11 @@
 #include "core/plan.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <utility>
 
 #include "core/checked.h"
+#include "core/error.h"
 #include "core/kv_heads.h"
 #include "core/ops.h"
 #include "core/position_bias.h"
@@ -38,6 +38,15 @@ public:
                                          std::move(expression), std::move(dims), layout.shape,
                                          layout.strides, macs));
         return steps.back();
+    }
+
+    // The same, for a step that yields Q, K, V or the fused qkv.
+    Step& add(Operand operand, StepKind kind, int number, std::string name, std::string tensor,
+              std::string expression, Dims dims, const Layout& layout, std::uint64_t macs = 0) {
+        Step& step = add(kind, number, std::move(name), std::move(tensor), std::move(expression),
+                         std::move(dims), layout, macs);
+        step.operand = operand;
+        return step;
     }
 
     const PassSpec& spec;
@@ -139,8 +148,8 @@ RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
 void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_dims,
                    const Dims& k_dims, const std::string& Q = "Q", const std::string& K = "K") {
     if (p.spec.qk_norm) {
-        p.add(StepKind::QkNorm, 5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
-        p.add(StepKind::QkNorm, 5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
+        p.add(Operand::Q, StepKind::QkNorm, 5, "qk-norm", Q, Q + " = q_norm(" + Q + ")", q_dims, q);
+        p.add(Operand::K, StepKind::QkNorm, 5, "qk-norm", K, K + " = k_norm(" + K + ")", k_dims, k);
     }
     if (!p.spec.rope) return;
     const bool half = p.spec.rope->layout == RopeLayout::Half;
@@ -148,8 +157,9 @@ void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_d
         return half ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
                     : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
     };
-    p.add(StepKind::Rope, 5, "rope", Q, rotated(Q), q_dims, q).facts.rope = rope_facts(*p.spec.rope, p.s);
-    p.add(StepKind::Rope, 5, "rope", K, rotated(K), k_dims, k);
+    p.add(Operand::Q, StepKind::Rope, 5, "rope", Q, rotated(Q), q_dims, q).facts.rope =
+        rope_facts(*p.spec.rope, p.s);
+    p.add(Operand::K, StepKind::Rope, 5, "rope", K, rotated(K), k_dims, k);
 }
 
 // 0: the inputs, named x when one tensor plays query, key and value.
@@ -179,7 +189,8 @@ Layout plan_append(Planner& p, const std::string& kv_width) {
                          ".repeat(B, 1, 1)], dim=1)";
         }
         if (a.zero_attn) expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
-        Step& step = p.add(StepKind::Append, 3, "append", name, name + " = " + expression,
+        Step& step = p.add(name == "K" ? Operand::K : Operand::V, StepKind::Append, 3, "append",
+                           name, name + " = " + expression,
                            {"B", "M+" + std::to_string(extra), kv_width}, grown);
         step.copied_bytes = checked_product({B, M, W, sizeof(float)}, "the copy");
         step.facts.appended = AppendedFacts{M - extra, M, a.bias_kv, a.zero_attn};
@@ -197,23 +208,30 @@ Layout plan_project_split(Planner& p) {
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
     const Layout q = Layout::contiguous_of({B, N, h * d_k}), k = Layout::contiguous_of({B, M, G * d_k});
     const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
-    p.add(StepKind::Project, 1, "project", "Q", "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
+    p.add(Operand::Q, StepKind::Project, 1, "project", "Q",
+          "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
           {"B", "N", q_width_name(s)}, q, macs_of({B, N, h * d_k, E}));
-    p.add(StepKind::Project, 2, "project", "K", "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
+    p.add(Operand::K, StepKind::Project, 2, "project", "K",
+          "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
           {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
-    p.add(StepKind::Project, 3, "project", "V", "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
+    p.add(Operand::V, StepKind::Project, 3, "project", "V",
+          "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
           {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.vdim}));
     if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
-    p.add(StepKind::SplitHeads, 4, "view", "Q", "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"}, q4);
-    p.add(StepKind::SplitHeads, 4, "view", "K", "K.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
-    p.add(StepKind::SplitHeads, 4, "view", "V", "V.view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4);
-    p.add(StepKind::MoveHeads, 5, "transpose", "Q", "Q.transpose(1, 2)", {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
-    Step& k5 = p.add(StepKind::MoveHeads, 5, "transpose", "K", "K.transpose(1, 2)", {"B", g, "M", "d_k"},
-                     k4.transpose(1, 2));
-    Step& v5 = p.add(StepKind::MoveHeads, 5, "transpose", "V", "V.transpose(1, 2)", {"B", g, "M", "d_k"},
-                     k4.transpose(1, 2));
+    p.add(Operand::Q, StepKind::SplitHeads, 4, "view", "Q", "Q.view(B, N, h, d_k)",
+          {"B", "N", "h", "d_k"}, q4);
+    p.add(Operand::K, StepKind::SplitHeads, 4, "view", "K", "K.view(B, M, " + g + ", d_k)",
+          {"B", "M", g, "d_k"}, k4);
+    p.add(Operand::V, StepKind::SplitHeads, 4, "view", "V", "V.view(B, M, " + g + ", d_k)",
+          {"B", "M", g, "d_k"}, k4);
+    p.add(Operand::Q, StepKind::MoveHeads, 5, "transpose", "Q", "Q.transpose(1, 2)",
+          {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
+    Step& k5 = p.add(Operand::K, StepKind::MoveHeads, 5, "transpose", "K", "K.transpose(1, 2)",
+                     {"B", g, "M", "d_k"}, k4.transpose(1, 2));
+    Step& v5 = p.add(Operand::V, StepKind::MoveHeads, 5, "transpose", "V", "V.transpose(1, 2)",
+                     {"B", g, "M", "d_k"}, k4.transpose(1, 2));
     if (G != h) {
         for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
         v5.facts.kv_costs = s;
@@ -229,15 +247,20 @@ Layout plan_fused_project_split(Planner& p) {
     const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     const Biases& b = p.spec.bias;
     const Layout qkv = Layout::contiguous_of({B, N, 3 * h * d_k});
-    p.add(StepKind::Project, 1, "project", "qkv", "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
+    p.add(Operand::Qkv, StepKind::Project, 1, "project", "qkv",
+          "qkv = x @ W_qkv.T" + bias_suffix(b.q || b.k || b.v, "b_qkv"),
           {"B", "N", "3·" + q_width_name(s)}, qkv, macs_of({B, N, 3 * h * d_k, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
-    p.add(StepKind::SplitHeads, 4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)", {"B", "N", "qkv", "h", "d_k"}, split);
+    p.add(Operand::Qkv, StepKind::SplitHeads, 4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)",
+          {"B", "N", "qkv", "h", "d_k"}, split);
     const Layout heads = split.permute({2, 0, 3, 1, 4});
-    p.add(StepKind::MoveHeads, 5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)", {"qkv", "B", "h", "N", "d_k"}, heads);
+    p.add(Operand::Qkv, StepKind::MoveHeads, 5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)",
+          {"qkv", "B", "h", "N", "d_k"}, heads);
     const char* names[] = {"Q", "K", "V"};
+    const Operand operands[] = {Operand::Q, Operand::K, Operand::V};
     for (std::size_t i = 0; i < 3; ++i) {
-        p.add(StepKind::Unbind, 5, "unbind", names[i], std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
+        p.add(operands[i], StepKind::Unbind, 5, "unbind", names[i],
+              std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
               {"B", "h", "N", "d_k"}, heads.select(0));
     }
     plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
@@ -310,8 +333,8 @@ void plan_combine(Planner& p, const Layout& context) {
                             : checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)},
                                               "the copy");
     const std::string width = q_width_name(s);
-    p.add(StepKind::Concat, 13, "view", "concat", "concat = context.view(B, N, " + width + ")", {"B", "N", width},
-          packed.view({s.batch, s.seq_len, s.inner()}));
+    p.add(StepKind::JoinHeads, 13, "view", "concat", "concat = context.view(B, N, " + width + ")",
+          {"B", "N", width}, packed.view({s.batch, s.seq_len, s.inner()}));
 }
 
 // 14: mix the heads.
@@ -338,15 +361,15 @@ void plan_one_head(Planner& p, std::size_t i) {
     const bool self = p.spec.self_attention;
     const std::string id = std::to_string(i);
     const Layout q = Layout::contiguous_of({B, N, d_k}), kv = Layout::contiguous_of({B, M, d_k});
-    p.add(StepKind::Project, 1, "project", "Q_" + id,
+    p.add(Operand::Q, StepKind::Project, 1, "project", "Q_" + id,
           slice_projection("Q_" + id, query_name(p.spec), "W_q", "b_q", p.spec.bias.q, i * d_k, d_k),
           {"B", "N", "d_k"}, q, macs_of({B, N, d_k, s.d_model}));
-    Step& k = p.add(StepKind::Project, 2, "project", "K_" + id,
+    Step& k = p.add(Operand::K, StepKind::Project, 2, "project", "K_" + id,
                     slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
                                      g * d_k, d_k),
                     {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
     if (s.kv_heads != s.heads) k.facts.reads_kv_head = std::make_pair(i, g);
-    p.add(StepKind::Project, 3, "project", "V_" + id,
+    p.add(Operand::V, StepKind::Project, 3, "project", "V_" + id,
           slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
           {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
@@ -433,7 +456,8 @@ void plan_mla(Planner& p) {
     const auto sum = [](std::uint64_t a, std::uint64_t b) {
         return checked_sum({a, b}, "the multiply-adds");
     };
-    p.add(StepKind::Project, 1, "project", "Q", "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
+    p.add(Operand::Q, StepKind::Project, 1, "project", "Q",
+          "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
           {"B", "N", "h·(d_h+d_R)"}, Layout::contiguous_of({B, N, h * (d_h + d_R)}),
           macs_of({B, N, h * (d_h + d_R), E}));
     p.add(StepKind::LatentProject, 2, "project", "kv_a", "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)",
@@ -630,14 +654,22 @@ PassTrace::PassTrace(Tracer& tracer, const ModelSpec& spec)
 }
 
 Step& PassTrace::next() {
-    assert(next_ < steps_.size());
+    if (next_ >= steps_.size()) {
+        throw Error("internal error: the pass reported step " + std::to_string(next_ + 1) +
+                    " of a plan of " + std::to_string(steps_.size()));
+    }
     return steps_[next_++];
 }
 
 void PassTrace::show(const Tensor& value) {
     if (!on()) return;
     Step& step = next();
-    assert(value.shape() == step.shape && value.strides() == step.strides);
+    if (value.shape() != step.shape || value.strides() != step.strides) {
+        throw Error("internal error: step " + std::to_string(step.number) + " " + step.name +
+                    " " + step.tensor + " was planned as shape " + to_string(step.shape) +
+                    " strides " + to_string(step.strides) + " but computed as shape " +
+                    to_string(value.shape()) + " strides " + to_string(value.strides()));
+    }
     step.value = &value;
     tracer_.on_step(step);
     step.value = nullptr;

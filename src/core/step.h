@@ -138,7 +138,8 @@ enum class StepKind {
     Attend,         // 10  6-10 streamed, tile by tile
     MergeHeads,     // 11  transpose back
     Contiguous,     // 12  the one copy
-    Concat,         // 13  the heads side by side
+    JoinHeads,      // 13  view: the heads read side by side, nothing copied
+    Concat,         // 13  per-head: the heads copied side by side
     OutputProject,  // 14  W_o
     Norm,           // block / model: a LayerNorm
     Residual,       // block: x + sublayer(x)
@@ -149,10 +150,20 @@ enum class StepKind {
     Logits,         // model: the head to the vocabulary
 };
 
+// Which of the attention's operands a step yields, when it yields one of them.
+enum class Operand {
+    None,  // not Q, K or V (scores, context, ...), or several at once (MLA's rotated parts)
+    Q,
+    K,
+    V,
+    Qkv,  // fused: Q, K and V in one tensor
+};
+
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
 struct Step {
     StepKind kind = StepKind::Input;      // what the step is (set by the plan)
+    Operand operand = Operand::None;      // which of Q, K, V it yields (set by the plan)
     int number = 0;                       // 0 for the inputs, then 1..14 as in docs/walkthrough.md
     std::string name;                     // what the step does: "project", "view", "softmax", ...
     std::string tensor;                   // which tensor it yields: "Q", "scores", "output", ...

@@ -6,150 +6,159 @@ namespace mha {
 
 namespace {
 
-std::string projection(int number) {
-    switch (number) {
-        case 1:
-            return "A linear layer turns each token's d_model features into a query: Q = x "
-                   "W_q^T (+ b_q). One matrix product makes the queries of all h heads at "
-                   "once, side by side in the last dimension. A query says what this token is "
-                   "looking for. The projections are where most of the multiply-adds go.";
-        case 2:
-            return "The same kind of linear layer makes a key for every key/value position: "
-                   "K = x W_k^T (+ b_k). A key says what a position offers; a query and a key "
-                   "that point the same way will give a large score at step 6.";
-        case 3:
-            return "A third linear layer makes the values: V = x W_v^T (+ b_v). The values "
-                   "are what a position hands over once a query has decided how much to "
-                   "attend to it (step 10).";
-        case 14:
-            return "W_o mixes the heads. Each output feature is a weighted sum over all "
-                   "h*d_k features of the concatenation, so what one head found can be "
-                   "combined with what the others found. Without this step the heads would "
-                   "stay side by side, unmixed. The output has the input's shape (B, N, "
-                   "d_model), ready for the residual connection.";
-        case 23:
-            return "The last linear layer scores every character of the vocabulary at every "
-                   "position. The softmax of the last row of these logits is the model's "
-                   "prediction for the next character.";
-        default: return "";
+// Steps 1-3 and 14 (and the model's head): what each linear layer makes.
+std::string projection(const Step& step) {
+    if (step.kind == StepKind::OutputProject)
+        return "W_o mixes the heads. Each output feature is a weighted sum over all "
+               "h*d_k features of the concatenation, so what one head found can be "
+               "combined with what the others found. Without this step the heads would "
+               "stay side by side, unmixed. The output has the input's shape (B, N, "
+               "d_model), ready for the residual connection.";
+    if (step.kind == StepKind::Logits)
+        return "The last linear layer scores every character of the vocabulary at every "
+               "position. The softmax of the last row of these logits is the model's "
+               "prediction for the next character.";
+    if (step.kind == StepKind::LatentProject || step.operand == Operand::K)
+        return "The same kind of linear layer makes a key for every key/value position: "
+               "K = x W_k^T (+ b_k). A key says what a position offers; a query and a key "
+               "that point the same way will give a large score at step 6.";
+    if (step.operand == Operand::V)
+        return "A third linear layer makes the values: V = x W_v^T (+ b_v). The values "
+               "are what a position hands over once a query has decided how much to "
+               "attend to it (step 10).";
+    return "A linear layer turns each token's d_model features into a query: Q = x "
+           "W_q^T (+ b_q). One matrix product makes the queries of all h heads at "
+           "once, side by side in the last dimension. A query says what this token is "
+           "looking for. The projections are where most of the multiply-adds go.";
+}
+
+// How the heads are moved: split and moved forward (4, 5), or back and joined (11, 13).
+std::string heads(const Step& step) {
+    switch (step.kind) {
+        case StepKind::SplitHeads:
+            return "view splits the last dimension into h heads of d_k features: (B, N, d_model) "
+                   "becomes (B, N, h, d_k). No byte moves. The same memory is read with new "
+                   "strides, which view may do because the tensor is contiguous.";
+        case StepKind::JoinHeads:
+            return "view joins the heads again: (B, N, h, d_k) is read as (B, N, d_model), each "
+                   "token's h head outputs side by side. This needs no copy only because step 12 "
+                   "made the memory contiguous; on the transposed tensor view would fail.";
+        case StepKind::MoveHeads:
+            if (step.operand == Operand::Qkv)
+                return "permute reorders the fused tensor's dimensions so that the choice of q, "
+                       "k or v comes first and each head owns an (N, d_k) matrix. Like "
+                       "transpose, it only rewrites strides.";
+            return "transpose swaps the token and head dimensions so that each head owns an "
+                   "(N, d_k) matrix: (B, N, h, d_k) becomes (B, h, N, d_k). Only the strides are "
+                   "swapped and nothing is copied, which is why the trace now says "
+                   "non-contiguous.";
+        default:  // MergeHeads
+            return "transpose swaps heads and tokens back, (B, h, N, d_k) to (B, N, h, d_k), so "
+                   "each token's heads lie next to each other again. Only the strides change, so "
+                   "the result is non-contiguous.";
     }
 }
 
 }  // namespace
 
 std::string explanation(const Step& step) {
-    const std::string& kind = step.name;
-    if (kind == "input")
-        return "The inputs as they arrive: B sequences of N tokens (M key/value positions in "
-               "cross-attention), each token a vector of d_model numbers. Nothing is computed "
-               "yet; every later shape is derived from these.";
-    if (kind == "embed")
-        return "Each character becomes its row of the token embedding table plus the row of "
-               "the position embedding for its place, so x holds one d_model vector per "
-               "position that says both what and where the character is.";
-    if (kind == "project") return projection(step.number);
-    if (kind == "view" && step.number == 13)
-        return "view joins the heads again: (B, N, h, d_k) is read as (B, N, d_model), each "
-               "token's h head outputs side by side. This needs no copy only because step 12 "
-               "made the memory contiguous; on the transposed tensor view would fail.";
-    if (kind == "view")
-        return "view splits the last dimension into h heads of d_k features: (B, N, d_model) "
-               "becomes (B, N, h, d_k). No byte moves. The same memory is read with new "
-               "strides, which view may do because the tensor is contiguous.";
-    if (kind == "transpose" && step.number == 11)
-        return "transpose swaps heads and tokens back, (B, h, N, d_k) to (B, N, h, d_k), so "
-               "each token's heads lie next to each other again. Only the strides change, so "
-               "the result is non-contiguous.";
-    if (kind == "transpose")
-        return "transpose swaps the token and head dimensions so that each head owns an "
-               "(N, d_k) matrix: (B, N, h, d_k) becomes (B, h, N, d_k). Only the strides are "
-               "swapped and nothing is copied, which is why the trace now says "
-               "non-contiguous.";
-    if (kind == "permute")
-        return "permute reorders the fused tensor's dimensions so that the choice of q, k or "
-               "v comes first and each head owns an (N, d_k) matrix. Like transpose, it only "
-               "rewrites strides.";
-    if (kind == "unbind")
-        return "unbind takes Q, K or V out of the fused tensor by its first index. Each is a "
-               "view into the same memory, not a copy.";
-    if (kind == "append")
-        return "An extra key and value position is appended to every sequence (the learned "
-               "bias_k and bias_v, or a row of zeros), so each query has one more key it may "
-               "attend to. Appending means copying K and V into a longer tensor.";
-    if (kind == "qk-norm")
-        return "QK-norm divides each head's query and key vectors by their root mean square "
-               "and multiplies by a learned gain. This keeps the dot products of step 6 from "
-               "growing large as training goes on.";
-    if (kind == "rope")
-        return "RoPE rotates pairs of features of each query and key by angles proportional "
-               "to the position. The dot product of a rotated query and key then depends on "
-               "how far apart they are, which is how the scores learn about order.";
-    if (kind == "scores")
-        return "Every query is compared with every key by a dot product: scores = Q K^T. Per "
-               "head this gives an (N, M) table in which row i says how well query i matches "
-               "each key. This product and the one at step 10 grow with N*M.";
-    if (kind == "scale")
-        return "The scores are divided by sqrt(d_k). A dot product of d_k random terms has a "
-               "variance about d_k times that of one term, and large scores would make the "
-               "softmax put nearly all weight on one key, where its gradients vanish.";
-    if (kind == "mask")
-        return "Masking sets the score of every key a query may not see to -inf: future "
-               "tokens under a causal mask, padding, or what an attn_mask blocks. After the "
-               "softmax those keys get weight exactly 0. Position biases such as ALiBi are "
-               "added here too. Without a mask this step changes nothing.";
-    if (kind == "softmax")
-        return "The softmax turns each row of scores into weights: subtract the row's maximum "
-               "(for safety; it changes nothing), exponentiate, divide by the row's sum. Each "
-               "query's weights are now between 0 and 1 and add up to 1. These are the "
-               "attention weights.";
-    if (kind == "context")
-        return "Each query's result is the weighted average of the value vectors: context = "
-               "weights V, (N, M) times (M, d_k) per head. A key with weight 0.9 contributes "
-               "nine tenths of its value.";
-    if (kind == "attend")
-        return "Steps 6 to 10 in one pass over tiles of keys: scores, scale, mask, then an "
-               "online softmax that keeps a running maximum and sum while it adds up the "
-               "values. The result is the same, but the (N, M) weights are never stored.";
-    if (kind == "contiguous")
-        return "contiguous() copies the transposed context into new memory in its new order. "
-               "It is the one real copy of the layer, and it is needed because view cannot "
-               "merge two dimensions whose strides do not line up.";
-    if (kind == "concat")
-        return "The heads' results are placed side by side along the features: [head_0, ..., "
-               "head_h-1] gives (B, N, h*d_k) = (B, N, d_model). Writing them into one tensor "
-               "is a copy.";
-    if (kind == "cache")
-        return "In decoding, the new token's key and value are appended to the KV cache, so "
-               "the keys and values of earlier tokens are never computed again. The new query "
-               "then attends to everything the cache holds.";
-    if (kind == "rms_norm")
-        return "RMSNorm divides each vector by its root mean square and multiplies by a "
-               "learned gain. In multi-head latent attention it steadies the compressed latent "
-               "that the cache keeps instead of full keys and values.";
-    if (kind == "layer_norm")
-        return "Layer normalisation rescales each token's vector to mean 0 and variance 1, "
-               "then applies a learned gain and bias. It keeps the numbers in a steady range "
-               "from layer to layer.";
-    if (kind == "residual")
-        return "The residual connection adds the sublayer's result to its input. Each layer "
-               "then only has to learn a change to what it receives, and the signal passes "
-               "straight through the stack.";
-    if (kind == "linear1")
-        return "The feed-forward network's first linear layer widens each token's vector from "
-               "d_model to d_ff features. Unlike attention, it looks at one token at a time.";
-    if (kind == "gelu")
-        return "GELU, a smooth version of ReLU, bends the widened features, so the feed-forward "
-               "network can compute more than a linear function of its input.";
-    if (kind == "linear2")
-        return "The second linear layer brings the feed-forward result back from d_ff to "
-               "d_model features, the width the residual connection needs.";
-    if (kind == "block")
-        return "One transformer layer: attention lets the positions exchange information, "
-               "then the feed-forward network works on each position alone, each with a "
-               "residual connection around it.";
+    switch (step.kind) {
+        case StepKind::Project:
+        case StepKind::LatentProject:
+        case StepKind::OutputProject:
+        case StepKind::Logits: return projection(step);
+        case StepKind::SplitHeads:
+        case StepKind::MoveHeads:
+        case StepKind::MergeHeads:
+        case StepKind::JoinHeads: return heads(step);
+        case StepKind::Input:
+            return "The inputs as they arrive: B sequences of N tokens (M key/value positions in "
+                   "cross-attention), each token a vector of d_model numbers. Nothing is computed "
+                   "yet; every later shape is derived from these.";
+        case StepKind::Embed:
+            return "Each character becomes its row of the token embedding table plus the row of "
+                   "the position embedding for its place, so x holds one d_model vector per "
+                   "position that says both what and where the character is.";
+        case StepKind::Unbind:
+            return "unbind takes Q, K or V out of the fused tensor by its first index. Each is a "
+                   "view into the same memory, not a copy.";
+        case StepKind::Append:
+            return "An extra key and value position is appended to every sequence (the learned "
+                   "bias_k and bias_v, or a row of zeros), so each query has one more key it may "
+                   "attend to. Appending means copying K and V into a longer tensor.";
+        case StepKind::QkNorm:
+            return "QK-norm divides each head's query and key vectors by their root mean square "
+                   "and multiplies by a learned gain. This keeps the dot products of step 6 from "
+                   "growing large as training goes on.";
+        case StepKind::Rope:
+            return "RoPE rotates pairs of features of each query and key by angles proportional "
+                   "to the position. The dot product of a rotated query and key then depends on "
+                   "how far apart they are, which is how the scores learn about order.";
+        case StepKind::Scores:
+            return "Every query is compared with every key by a dot product: scores = Q K^T. Per "
+                   "head this gives an (N, M) table in which row i says how well query i matches "
+                   "each key. This product and the one at step 10 grow with N*M.";
+        case StepKind::Scale:
+            return "The scores are divided by sqrt(d_k). A dot product of d_k random terms has a "
+                   "variance about d_k times that of one term, and large scores would make the "
+                   "softmax put nearly all weight on one key, where its gradients vanish.";
+        case StepKind::Mask:
+            return "Masking sets the score of every key a query may not see to -inf: future "
+                   "tokens under a causal mask, padding, or what an attn_mask blocks. After the "
+                   "softmax those keys get weight exactly 0. Position biases such as ALiBi are "
+                   "added here too. Without a mask this step changes nothing.";
+        case StepKind::Softmax:
+            return "The softmax turns each row of scores into weights: subtract the row's maximum "
+                   "(for safety; it changes nothing), exponentiate, divide by the row's sum. Each "
+                   "query's weights are now between 0 and 1 and add up to 1. These are the "
+                   "attention weights.";
+        case StepKind::Context:
+            return "Each query's result is the weighted average of the value vectors: context = "
+                   "weights V, (N, M) times (M, d_k) per head. A key with weight 0.9 contributes "
+                   "nine tenths of its value.";
+        case StepKind::Attend:
+            return "Steps 6 to 10 in one pass over tiles of keys: scores, scale, mask, then an "
+                   "online softmax that keeps a running maximum and sum while it adds up the "
+                   "values. The result is the same, but the (N, M) weights are never stored.";
+        case StepKind::Contiguous:
+            return "contiguous() copies the transposed context into new memory in its new order. "
+                   "It is the one real copy of the layer, and it is needed because view cannot "
+                   "merge two dimensions whose strides do not line up.";
+        case StepKind::Concat:
+            return "The heads' results are placed side by side along the features: [head_0, ..., "
+                   "head_h-1] gives (B, N, h*d_k) = (B, N, d_model). Writing them into one tensor "
+                   "is a copy.";
+        case StepKind::Cache:
+            return "In decoding, the new token's key and value are appended to the KV cache, so "
+                   "the keys and values of earlier tokens are never computed again. The new query "
+                   "then attends to everything the cache holds.";
+        case StepKind::LatentNorm:
+            return "RMSNorm divides each vector by its root mean square and multiplies by a "
+                   "learned gain. In multi-head latent attention it steadies the compressed latent "
+                   "that the cache keeps instead of full keys and values.";
+        case StepKind::Norm:
+            return "Layer normalisation rescales each token's vector to mean 0 and variance 1, "
+                   "then applies a learned gain and bias. It keeps the numbers in a steady range "
+                   "from layer to layer.";
+        case StepKind::Residual:
+            return "The residual connection adds the sublayer's result to its input. Each layer "
+                   "then only has to learn a change to what it receives, and the signal passes "
+                   "straight through the stack.";
+        case StepKind::FfnIn:
+            return "The feed-forward network's first linear layer widens each token's vector from "
+                   "d_model to d_ff features. Unlike attention, it looks at one token at a time.";
+        case StepKind::Gelu:
+            return "GELU, a smooth version of ReLU, bends the widened features, so the "
+                   "feed-forward network can compute more than a linear function of its input.";
+        case StepKind::FfnOut:
+            return "The second linear layer brings the feed-forward result back from d_ff to "
+                   "d_model features, the width the residual connection needs.";
+        case StepKind::Layer:
+            return "One transformer layer: attention lets the positions exchange information, "
+                   "then the feed-forward network works on each position alone, each with a "
+                   "residual connection around it.";
+    }
     return "";
 }
-
-std::string step_kind(const Step& step) { return std::to_string(step.number) + " " + step.name; }
 
 }  // namespace mha

@@ -8,11 +8,8 @@
 
 namespace mha {
 
-// The paragraph for the step's kind (its name, and its number where one name has two
-// jobs: view at 4 and 13, transpose at 5 and 11, project at 1-3, 14 and 23); "" for none.
+// The paragraph for the step's kind (and, for the projections, the operand it yields); ""
+// for none. Steps in a row with the same paragraph (step 4's view of Q, K and V) print it once.
 std::string explanation(const Step& step);
-
-// "4 view": steps of one kind in a row (step 4's view of Q, K and V) share one paragraph.
-std::string step_kind(const Step& step);
 
 }  // namespace mha

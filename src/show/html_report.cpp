@@ -100,7 +100,7 @@ void HtmlReport::begin(const RunInfo& info) {
     info_ = info;
     steps_ = 0;
     copied_bytes_ = macs_ = 0;
-    previous_kind_.clear();
+    previous_why_.clear();
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
          << "<title>mha: multi-head attention, step by step</title>\n<style>" << style_sheet
@@ -138,13 +138,12 @@ void HtmlReport::on_step(const Step& step) {
         write_mask_grid(grid, step.allowed, "");
         out_ << "<pre class=\"grid\">" << html(grid.str()) << "</pre>\n";
     }
-    const std::string kind = step_kind(step);
     const std::string why = explanation(step);
     if (!why.empty()) {
-        out_ << "<p class=\"why\">" << (kind == previous_kind_ ? "As above: " : "")
+        out_ << "<p class=\"why\">" << (why == previous_why_ ? "As above: " : "")
              << html(why) << "</p>\n";
     }
-    previous_kind_ = kind;
+    previous_why_ = why;
     out_ << "</section>\n";
     copied_bytes_ += step.copied_bytes;
     macs_ += step.macs;

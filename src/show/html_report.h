@@ -43,7 +43,7 @@ private:
     RunInfo info_;
     std::size_t steps_ = 0;
     std::uint64_t copied_bytes_ = 0, macs_ = 0;
-    std::string previous_kind_;
+    std::string previous_why_;  // --explain: the last paragraph, written once for a run of steps
     std::optional<ModelView> model_;  // a model run's every-layer view, drawn instead of maps
 };
 

@@ -71,11 +71,11 @@ void MarkdownReport::on_step(const Step& step) {
         notes_.push_back("step " + std::to_string(step.number) + ": " + note);
     }
     if (!step.allowed.empty()) allowed_ = step.allowed;
-    const std::string kind = step_kind(step);
-    if (explain_ && kind != previous_ && !explanation(step).empty())
+    const std::string why = explain_ ? explanation(step) : "";
+    if (why != previous_ && !why.empty())
         explained_.push_back("**Step " + std::to_string(step.number) + ", " + step.name + ".** " +
-                             explanation(step));
-    previous_ = kind;
+                             why);
+    previous_ = why;
     copied_bytes_ += step.copied_bytes;
     macs_ += step.macs;
 }

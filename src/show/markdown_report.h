@@ -28,7 +28,7 @@ private:
     std::vector<std::vector<bool>> allowed_;  // step 8's mask grid, drawn under the notes
     std::vector<std::string> explained_;      // --explain: "**Step 6, scores.** ..." paragraphs
     bool explain_ = false;
-    std::string previous_;                    // the last step's number and name
+    std::string previous_;                    // the last step's paragraph
     std::uint64_t copied_bytes_ = 0;
     std::uint64_t macs_ = 0;
     bool shapes_only_ = false;  // --shapes-only: there is no output to describe

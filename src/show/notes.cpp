@@ -254,11 +254,11 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
                          : "";
     if (m.ledger) {
         mla_ledger(m, notes);
-    } else if (step.number == 9 && !m.absorbed) {
+    } else if (step.kind == StepKind::Softmax && !m.absorbed) {
         notes.push_back("naive: kv_b_proj up-projects the latent into every head's keys k_nope "
                         "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
                         "k_pe is one RoPE key for all heads");
-    } else if (step.number == 9) {
+    } else if (step.kind == StepKind::Softmax) {
         notes.push_back("absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
                         "into the query (B, h, N, d_c) and every head scores the cached latent "
                         "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
@@ -272,7 +272,7 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
 void token(const Step& step, const TokenFacts& t, Notes& notes) {
     const std::string token =
         "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
-    if (step.number == 2) {
+    if (step.kind == StepKind::Cache) {
         notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K "
                                 "and V of earlier tokens come from the cache (V_cache likewise)");
         notes.push_back("the cache is allocated once for all T positions: the first t are a view "
@@ -289,7 +289,7 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
                             " cached positions are still read; a rolling cache would hold " +
                             std::to_string(t.window->kept_bytes) + " bytes");
         }
-    } else if (step.number == 9 || step.number == 10) {
+    } else if (step.kind == StepKind::Softmax || step.kind == StepKind::Attend) {
         notes.push_back("one query (N = 1, at position " + std::to_string(t.position - 1) +
                         ") against the t = " + std::to_string(t.position) +
                         " cached positions; no causal mask needed: later tokens are not cached "
@@ -302,34 +302,52 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
 }
 
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
-void by_name(const Step& step, Notes& notes) {
+void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
         step.facts.parameters ? std::to_string(*step.facts.parameters) : "";
-    if (step.name == "project" && step.tensor == "qkv") {
-        notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one matrix "
-                        "product instead of three");
-    } else if (step.name == "project" && step.tensor == "output") {
-        notes.push_back("W_o mixes the heads: head i fills concat's columns i·d_k to (i+1)·d_k - "
-                        "1, and every output feature sums over all heads (--head-contributions "
-                        "shows each head's share)");
-    } else if (step.name == "concat") {
-        notes.push_back("the packed form gets this by transpose, contiguous and view; here "
-                        "every head's (B, N, d_k) block is copied into place");
-    } else if (step.name == "qk-norm" && step.tensor.front() == 'Q') {
-        notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + 1e-06) · "
-                        "q_norm.weight (d_k)");
-    } else if (step.name == "rope" && step.tensor.front() == 'K') {
-        notes.push_back("q_p · k_j now depends on p - j only; V is not rotated");
-    } else if (step.name == "layer_norm") {
-        notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over d_model "
-                        "features (nn.LayerNorm)");
-        notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
-    } else if (step.name == "linear1") {
-        notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " + parameters);
-    } else if (step.name == "gelu") {
-        notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
-    } else if (step.name == "linear2") {
-        notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
+    switch (step.kind) {
+        case StepKind::Project:
+            if (step.operand == Operand::Qkv) {
+                notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
+                                "matrix product instead of three");
+            }
+            break;
+        case StepKind::OutputProject:
+            if (step.facts.token || step.facts.mla) break;  // decode's and MLA's have their own
+            notes.push_back("W_o mixes the heads: head i fills concat's columns i·d_k to "
+                            "(i+1)·d_k - 1, and every output feature sums over all heads "
+                            "(--head-contributions shows each head's share)");
+            break;
+        case StepKind::Concat:
+            notes.push_back("the packed form gets this by transpose, contiguous and view; here "
+                            "every head's (B, N, d_k) block is copied into place");
+            break;
+        case StepKind::QkNorm:
+            if (step.operand == Operand::Q) {
+                notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + "
+                                "1e-06) · q_norm.weight (d_k)");
+            }
+            break;
+        case StepKind::Rope:
+            if (step.operand == Operand::K) {
+                notes.push_back("q_p · k_j now depends on p - j only; V is not rotated");
+            }
+            break;
+        case StepKind::Norm:
+            notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
+                            "d_model features (nn.LayerNorm)");
+            notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
+            break;
+        case StepKind::FfnIn:
+            notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " + parameters);
+            break;
+        case StepKind::Gelu:
+            notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
+            break;
+        case StepKind::FfnOut:
+            notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
+            break;
+        default: break;
     }
 }
 
@@ -363,7 +381,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.flash) flash(*f.flash, notes);
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
-    by_name(step, notes);
+    by_kind(step, notes);
     return notes;
 }
 

@@ -24,10 +24,10 @@ static double largest_magnitude(const Tensor& t) {
 }
 
 void ScoreStats::on_step(const Step& step) {
-    if (step.value != nullptr && step.number == 7) {
+    if (step.value != nullptr && step.kind == StepKind::Scale) {
         largest_capped_ = std::max(largest_capped_, largest_magnitude(*step.value));
     }
-    if (step.value == nullptr || step.number != 6) return;
+    if (step.value == nullptr || step.kind != StepKind::Scores) return;
     largest_raw_ = std::max(largest_raw_, largest_magnitude(*step.value));
     const TensorStats stats = stats_of(*step.value);
     const double n = double(step.value->numel() - stats.nan_count - stats.inf_count);

@@ -121,7 +121,7 @@ std::vector<std::string> projection_parameters(const RunInfo& info) {
 
 void TextReport::begin(const RunInfo& info) {
     info_ = info;
-    previous_kind_.clear();
+    previous_why_.clear();
     out_ << "mha: multi-head attention, step by step\n";
     // the traits in parentheses are one piece, or lines of their own when wider than a line
     // (a model's layer, MLA's sizes), so that no terminal wraps them mid-word
@@ -161,11 +161,11 @@ void TextReport::on_step(const Step& step) {
         write_filled(out_, words_of(note), " ", step_indent + "· ", step_indent + "  ");
     }
     if (!step.allowed.empty()) write_mask_grid(out_, step.allowed, step_indent);
-    if (info_.explain && step_kind(step) != previous_kind_ && !explanation(step).empty()) {
-        write_filled(out_, words_of("why: " + explanation(step)), " ", step_indent,
-                     step_indent + "     ");
+    const std::string why = info_.explain ? explanation(step) : "";
+    if (why != previous_why_ && !why.empty()) {
+        write_filled(out_, words_of("why: " + why), " ", step_indent, step_indent + "     ");
     }
-    previous_kind_ = step_kind(step);
+    previous_why_ = why;
     if (info_.values && step.value != nullptr) out_ << format_values(*step.value, step_indent) << "\n";
 }
 

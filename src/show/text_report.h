@@ -29,7 +29,7 @@ private:
     std::ostream& out_;
     bool trace_;
     RunInfo info_;
-    std::string previous_kind_;  // for --explain: a paragraph per kind of step, not per tensor
+    std::string previous_why_;  // for --explain: a paragraph per run of one kind, not per tensor
 };
 
 }  // namespace mha
