@@ -69,6 +69,8 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "-b 1 -n 1024 --per-head",
         "-b 1 -n 1024 --per-head --attention streaming",
         "-b 1 -n 1024 --fused-qkv",
+        "-b 1 -n 1024 --form mla",                     // both forms, streamed
+        "-b 1 -n 1024 --form mla --attention standard --ablate-head 1",
     }));
     CAPTURE(args);
     const std::string budget = admitted_budget(args);
@@ -79,4 +81,15 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     CHECK(double(peak_kib - baseline_kib) * 1024 <= 1.1 * double(bytes_of(budget)));
     std::remove(svg.c_str());
     std::remove(npz.c_str());
+}
+
+TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]") {
+    // d_model 4096, h 32, d_c 65,536: kv_b_proj alone is 32·(128 + 128)·65,536 floats, 2 GiB
+    const std::string args =
+        "--form mla -b 1 -n 4 -d 4096 -H 32 --latent-dim 65536 --max-memory 64M";
+    const test::RunResult r = test::run_mha(args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::StartsWith("mha: error: this configuration needs"));
+    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null");
+    CHECK(peak_kib < 64 * 1024);
 }

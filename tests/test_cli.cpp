@@ -110,7 +110,7 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
         {"--heads -3", "--heads expects a whole number, got '-3'"},
         {"--seq-len 99999999999999999999999", "--seq-len expects a whole number"},
         {"--seed 18446744073709551616", "too large"},
-        {"--d-model 100 --heads 3", "not divisible by --heads 3"},
+        {"--d-model 100 --heads 3", "not divisible by heads 3"},
         {"--threads 100000", "--threads must be at most 256"},
         {"--frobnicate", "unknown option '--frobnicate'"},
         {"-x", "unknown option '-x'"},
@@ -131,7 +131,7 @@ TEST_CASE("bad input: one line on stderr, exit status 2") {
          "the state dict decides the bias"},
         {"--input data/parity/self_bias/query.npy --seq-len 9", "--seq-len 9 disagrees with"},
         {"--weights data/parity/self_bias/weights.npz -d 32", "--d-model 32 disagrees with"},
-        {"--weights data/parity/self_bias/weights.npz --heads 3", "not divisible by --heads 3"},
+        {"--weights data/parity/self_bias/weights.npz --heads 3", "not divisible by heads 3"},
         {"--input data/parity/self_bias/query.npy --mask data/parity/mask_per_head/mask.npy "
          "--mask-means block",
          "attn_mask"},

@@ -97,8 +97,6 @@ TEST_CASE("--head-contributions reads the concat's real width: heads wider or na
 }
 
 TEST_CASE("a form refuses the views it cannot give before printing anything", "[cli]") {
-    test::check_rejected("--form mla -b 1 -n 4 -d 16 -H 4 --head-contributions",
-                         "--form mla does not give --head-contributions: ");
     test::check_rejected("--decode 4 -d 16 --head-contributions",
                          "--decode does not give --head-contributions: ");
     test::check_rejected("--block pre -d 16 --head-contributions",

@@ -62,6 +62,10 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
                        "--sink-tokens 1 --scale-base 8 --trace"},
         {"alibi_wide.txt", "-b 1 -n 3 -d 8 -H 2 --head-dim 8 --alibi --causal --trace"},
         {"mla.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --causal --trace"},
+        {"mla_window_softcap.txt", "-b 1 -n 4 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+                                   "--causal --window 3 --softcap 5 --trace"},
+        {"mla_streaming_shapes.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+                                     "--causal --attention streaming --shapes-only --trace"},
         {"flash_row.txt", "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
         {"model.txt", "--model ../examples/models/kjv-2x4.npz --text 'in the' --layer 1 --trace"},
         {"classic.html", "-b 1 -n 3 -d 8 -H 2 --causal --format html --output OUT"},

@@ -107,7 +107,7 @@ TEST_CASE("the Gemma 2 presets: head width, scale base, soft-cap, RoPE and the l
 
 TEST_CASE("--head-dim refuses the forms that cannot take it", "[head-dim]") {
     const auto [args, message] = GENERATE(table<std::string, std::string>({
-        {"--head-dim 8 --form mla", "--form mla computes DeepSeek-V2's latent attention"},
+        {"--head-dim 8 --form mla", "--form mla is DeepSeek-V2's latent attention"},
         {"--scale-base 4 --no-scale", "choose one"},
         {"--preset gemma2-2b --layer 26 --shapes-only", "the layers are 0..25"},
         {"--preset llama2-7b --layer 1 --shapes-only", "all compute the same attention"},

@@ -204,7 +204,7 @@ TEST_CASE("bad view options: one line on stderr, exit status 2") {
         {"--heatmap --head 4", "--head 4 is not a head: the heads are 0..3"},
         {"--heatmap --head first", "--head expects a whole number"},
         {"--head 1", "--head picks what --heatmap, --export-svg and --format html draw"},
-        {"--ablate-head 9", "--ablate-head 9 is not a head"},
+        {"--ablate-head 9", "cannot ablate head 9"},
         {"--heatmap --format json", "use them with --format text"},
         {"--heatmap --color sometimes", "--color expects one of 256, always, auto, never, truecolor"},
         {"--export-svg /nonexistent-dir/heads.svg", "/nonexistent-dir/heads.svg"},

@@ -221,28 +221,27 @@ TEST_CASE("scale_mask_softmax equals scale, masks and softmax_rows") {
     if (causal) mha::apply_causal(reference.data(), n, m);
     const std::size_t reference_masked = mha::softmax_rows(reference.data(), n, m, zero_rows);
 
-    mha::HeadMask mask;
-    mask.attn = with_attn ? attn.data() : nullptr;
-    mask.padding = with_padding ? padding.data() : nullptr;
-    mask.causal = causal;
-    mask.n = n;
-    mask.m = m;
+    mha::Masks masks;
+    if (with_attn) masks.attn_mask = mha::Tensor({n, m}, attn);
+    if (with_padding) masks.key_padding = mha::Tensor({1, m}, padding);
+    masks.causal = causal;
+    const mha::HeadMask mask = mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, 1, 1, 1});
     CHECK(mha::scale_mask_softmax(fast.data(), factor, mask, zero_rows) == reference_masked);
     require_close(fast, reference, softmax_tolerance);
 }
 
 TEST_CASE("HeadMask::key_end follows the bottom-right causal rule") {
-    mha::HeadMask mask;
-    mask.n = 3;
-    mask.m = 5;
-    CHECK(mask.key_end(0) == 5);  // not causal: every key
-    mask.causal = true;
+    const auto view = [](const mha::Masks& masks, std::size_t n, std::size_t m) {
+        return mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, 1, 1, 1});
+    };
+    mha::Masks masks;
+    CHECK(view(masks, 3, 5).key_end(0) == 5);  // not causal: every key
+    masks.causal = true;
     // query i sees keys j <= i + M - N = i + 2
-    CHECK(mask.key_end(0) == 3);
-    CHECK(mask.key_end(2) == 5);
-    mask.n = 4;
-    mask.m = 2;
-    // j <= i - 2: queries 0 and 1 see nothing, query 3 sees keys 0 and 1
+    CHECK(view(masks, 3, 5).key_end(0) == 3);
+    CHECK(view(masks, 3, 5).key_end(2) == 5);
+    // N = 4, M = 2: j <= i - 2: queries 0 and 1 see nothing, query 3 sees keys 0 and 1
+    const mha::HeadMask mask = view(masks, 4, 2);
     CHECK(mask.key_end(0) == 0);
     CHECK(mask.key_end(1) == 0);
     CHECK(mask.key_end(2) == 1);

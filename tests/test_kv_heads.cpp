@@ -115,7 +115,8 @@ TEST_CASE("W_k and W_v that are not whole heads are refused") {
     REQUIRE_THROWS_WITH(mha::check_shapes(w, in, {}, 4),
                         Catch::Contains("must both have G·d_k rows (d_k = 4)"));
     w = mha::seeded_weights(16, 12, true, false, 0);  // G = 3 does not divide h = 4
-    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, {}, 4), Catch::Contains("dividing h = 4"));
+    REQUIRE_THROWS_WITH(mha::check_shapes(w, in, {}, 4),
+                        Catch::Contains("3 key/value heads do not divide 4 heads"));
 }
 
 TEST_CASE("--kv-heads on the command line") {
@@ -127,9 +128,9 @@ TEST_CASE("--kv-heads on the command line") {
     }
     SECTION("bad values are one-line errors") {
         const auto [args, message] = GENERATE(table<std::string, std::string>({
-            {"-H 4 --kv-heads 3", "--kv-heads 3 does not divide --heads 4"},
+            {"-H 4 --kv-heads 3", "3 key/value heads do not divide 4 heads"},
             {"-H 4 --kv-heads 0", "--kv-heads must be at least 1, got 0"},
-            {"-H 4 --kv-heads 8", "--kv-heads 8 does not divide --heads 4"},
+            {"-H 4 --kv-heads 8", "8 key/value heads do not divide 4 heads"},
             {"--weights data/parity/gqa/weights.npz --heads 4 --kv-heads 4",
              "--kv-heads 4 disagrees with data/parity/gqa/weights.npz, which has G=2"},
             {"--weights data/parity/gqa/weights.npz --heads 1",

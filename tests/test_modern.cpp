@@ -11,6 +11,7 @@
 #include "core/flash_row.h"
 #include "core/kernels.h"
 #include "core/mla.h"
+#include "core/mla_pass.h"
 #include "core/position_bias.h"
 #include "core/rms_norm.h"
 #include "core/rope.h"
@@ -48,16 +49,22 @@ struct ScoreMods {
     bool causal = false;
 };
 
-mha::HeadMask head_mask(const ScoreMods& mods, std::size_t n, std::size_t m) {
-    mha::HeadMask mask;
-    mask.causal = mods.causal;
-    mask.n = n;
-    mask.m = m;
-    mask.softcap = mods.cap;
-    mask.alibi_slope = mods.slope;
-    mask.window = mods.window;
-    mask.sinks = mods.sinks;
-    return mask;
+// ALiBi's slopes for h = 4 heads: head 0's is 2^(-8/4) = 0.25, the slope the mods use.
+constexpr std::size_t alibi_heads = 4;
+
+mha::Masks masks_of(const ScoreMods& mods) {
+    mha::Masks masks;
+    masks.causal = mods.causal;
+    masks.softcap = mods.cap;
+    masks.alibi = mods.slope != 0.0;
+    masks.window = mods.window;
+    masks.sinks = mods.sinks;
+    return masks;
+}
+
+// Head 0's view of masks for n queries and m keys.
+mha::HeadMask head_mask(const mha::Masks& masks, std::size_t n, std::size_t m) {
+    return mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, alibi_heads, alibi_heads, 1});
 }
 
 // The trace with its wrapped note lines joined: every run of white space becomes one space.
@@ -227,6 +234,20 @@ TEST_CASE("RMSNorm of each row matches the fixture, strided too", "[modern][qk-n
 
 namespace {
 
+// The options of an MLA pass with h heads and DeepSeek-V2's RoPE (half layout, base 10000).
+mha::ForwardOptions mla_options(std::size_t heads) {
+    mha::ForwardOptions options;
+    options.heads = heads;
+    options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
+    return options;
+}
+
+mha::Masks causal_masks(bool causal) {
+    mha::Masks masks;
+    masks.causal = causal;
+    return masks;
+}
+
 mha::MlaWeights mla_fixture_weights() {
     const Arrays sd = mha::npy::read_npz("data/modern/mla_causal/weights.npz");
     mha::MlaWeights w;
@@ -250,7 +271,7 @@ TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[mo
                              float(s.d_latent), float(s.d_v)} == tensor(expected, "sizes").to_vector());
     const mha::MlaForm form = GENERATE(mha::MlaForm::Naive, mha::MlaForm::Absorbed);
     CAPTURE(form == mha::MlaForm::Naive ? "naive" : "absorbed");
-    const mha::MlaResult r = mha::mla_forward(w, x, 2, true, {mha::RopeLayout::Half, 10000.0}, form);
+    const mha::MlaResult r = mha::mla_forward(w, x, causal_masks(true), mla_options(2), form);
     test::require_close(r.weights, tensor(expected, "attn_weights"), weights_tolerance);
     test::require_close(r.output, tensor(expected, "output"), output_tolerance);
     CHECK(r.latent.shape() == mha::Shape{2, 5, 6});
@@ -260,10 +281,127 @@ TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[mo
 TEST_CASE("MLA's two forms agree with each other closely", "[modern][mla]") {
     const mha::MlaWeights w = mla_fixture_weights();
     const mha::Tensor x = mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
-    const mha::MlaResult naive = mha::mla_forward(w, x, 2, false, {}, mha::MlaForm::Naive);
-    const mha::MlaResult absorbed = mha::mla_forward(w, x, 2, false, {}, mha::MlaForm::Absorbed);
+    const mha::MlaResult naive = mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Naive);
+    const mha::MlaResult absorbed =
+        mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Absorbed);
     test::require_close(absorbed.output, naive.output, 1e-5);
     test::require_close(absorbed.weights, naive.weights, 1e-6);
+}
+
+TEST_CASE("MLA through the shared pass: streaming, threads, ablation and --no-scale act on it",
+          "[modern][mla]") {
+    // seeded d_model 64, h 4: d_h = d_v = 16, d_R 8, d_c 32; q and k 24 wide. B 2, N 128:
+    // steps 6-10 hold 8 units of 2·128·128·(24 + 16) multiply-adds, enough for 3 threads
+    const mha::MlaSizes m = mha::seeded_mla_sizes(64, 4, 32, 8);
+    const mha::MlaWeights w = mha::seeded_mla_weights(m, 7);
+    const mha::Tensor x = mha::seeded_inputs({2, 128, 128, 64, 64, 64, 4, 4, 16}, true, 7).x_q;
+    mha::Masks masks;
+    masks.causal = true;
+    masks.softcap = 4.0;
+    const mha::MlaForm form = GENERATE(mha::MlaForm::Naive, mha::MlaForm::Absorbed);
+    CAPTURE(form == mha::MlaForm::Naive ? "naive" : "absorbed");
+    mha::ForwardOptions options = mla_options(4);
+    const mha::MlaResult standard = mha::mla_forward(w, x, masks, options, form);
+    SECTION("streaming gives the standard output to float rounding, and keeps no weights") {
+        options.path = mha::AttentionPath::Streaming;
+        const mha::MlaResult streamed = mha::mla_forward(w, x, masks, options, form);
+        CHECK(streamed.weights.empty());
+        test::require_close(streamed.output, standard.output, weights_tolerance);
+    }
+    SECTION("1 and 3 threads give the same bits") {
+        options.threads = 3;
+        const mha::MlaResult threaded = mha::mla_forward(w, x, masks, options, form);
+        CHECK(threaded.output.to_vector() == standard.output.to_vector());
+        CHECK(threaded.weights.to_vector() == standard.weights.to_vector());
+    }
+    SECTION("ablating a head is W_o without that head's columns") {
+        options.ablate_head = 2;
+        const mha::MlaResult ablated = mha::mla_forward(w, x, masks, options, form);
+        mha::MlaWeights without = w;  // o_proj's columns 2·16 .. 3·16 − 1 zeroed
+        without.w_o = mha::Tensor(w.w_o.shape(), w.w_o.to_vector());
+        for (std::size_t row = 0; row < 64; ++row) {
+            std::fill_n(without.w_o.data() + row * 64 + 32, 16, 0.0f);
+        }
+        const mha::MlaResult expected = mha::mla_forward(without, x, masks, mla_options(4), form);
+        test::require_close(ablated.output, expected.output, 1e-6);
+        CHECK(ablated.output.to_vector() != standard.output.to_vector());
+        CHECK(ablated.weights.to_vector() == standard.weights.to_vector());
+    }
+    SECTION("--no-scale leaves the scores unscaled: a scale of 1/sqrt(1)") {
+        options.scale = false;
+        const mha::MlaResult unscaled = mha::mla_forward(w, x, masks, options, form);
+        mha::ForwardOptions base_one = mla_options(4);
+        base_one.scale_base = 1.0;
+        const mha::MlaResult one = mha::mla_forward(w, x, masks, base_one, form);
+        CHECK(unscaled.weights.to_vector() == one.weights.to_vector());
+        CHECK(unscaled.weights.to_vector() != standard.weights.to_vector());
+    }
+}
+
+TEST_CASE("--form mla with masks, the window and the soft-cap matches PyTorch", "[modern][mla]") {
+    // make_modern_fixtures.py mla-masked: causal with an additive attn_mask (-inf in three
+    // places) and a key padding mask; causal with --window 2 and --softcap 0.3
+    const std::string name = GENERATE("mla_masked", "mla_window_softcap");
+    CAPTURE(name);
+    const std::string folder = "data/modern/" + name + "/";
+    std::string options = test::read_text(folder + "options.txt");
+    options.erase(options.find_last_not_of('\n') + 1);
+    for (const std::string file : {"mask.npy", "key_padding_mask.npy"}) {
+        const std::size_t at = options.find(" " + file);
+        if (at != std::string::npos) options.insert(at + 1, folder);
+    }
+    const Arrays expected = mha::npy::read_npz(folder + "expected.npz");
+    const std::string path = test::temp_path("mla_" + name + ".npz");
+    const std::string layer = "--form mla --weights " + folder + "weights.npz --input " + folder +
+                              "query.npy -H 2 " + options;
+    const test::RunResult r = test::run_mha(layer + " --save " + path);
+    REQUIRE(r.status == 0);
+    const Arrays saved = mha::npy::read_npz(path);
+    const mha::Tensor weights = tensor(saved, "attn_weights");
+    test::require_close(weights, tensor(expected, "attn_weights"), weights_tolerance);
+    test::require_close(tensor(saved, "output"), tensor(expected, "output"), output_tolerance);
+    const std::vector<float> got = weights.to_vector();
+    const std::vector<float> want = tensor(expected, "attn_weights").to_vector();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (want[i] == 0.0f) CHECK(got[i] == 0.0f);  // blocked keys get exactly nothing
+    }
+    std::remove(path.c_str());
+    const test::RunResult streamed = test::run_mha(layer + " --attention streaming --trace");
+    REQUIRE(streamed.status == 0);
+    CHECK_THAT(streamed.output, Catch::Contains("streamed"));
+}
+
+TEST_CASE("--form mla takes the views and options every form takes", "[modern][mla][cli]") {
+    const std::string mla = "--form mla -d 32 -H 2 -n 6 -b 2 ";
+    const test::RunResult ablated = test::run_mha(mla + "--causal=top-left --ablate-head 1");
+    REQUIRE(ablated.status == 0);
+    CHECK_THAT(ablated.output, Catch::Contains("ablating head 1 (its context zeroed before W_o) "
+                                               "changes the output by"));
+    // head i's slice of the concat is d_v = 16 wide: columns 16-31 for head 1
+    const test::RunResult shares = test::run_mha(mla + "--window 3 --head-contributions");
+    REQUIRE(shares.status == 0);
+    const std::string text = one_line(shares.output);
+    CHECK_THAT(text, Catch::Contains("head 1: columns 16-31"));
+    std::smatch found;
+    const std::regex difference(R"(= output: largest difference ([0-9.e+-]+))");
+    REQUIRE(std::regex_search(text, found, difference));
+    CHECK(std::stod(found[1]) <= 1e-5);
+    const test::RunResult shapes =
+        test::run_mha(mla + "--shapes-only --attention streaming --causal --window 2 --softcap 5");
+    REQUIRE(shapes.status == 0);
+    CHECK_THAT(one_line(shapes.output),
+               Catch::Contains("streamed") && Catch::Contains("(o_proj.weight · W_UV per head)"));
+    const test::RunResult unscaled = test::run_mha(mla + "--no-scale --trace");
+    REQUIRE(unscaled.status == 0);
+    CHECK_THAT(unscaled.output, Catch::Contains("scores  (not scaled)"));
+    const std::string one = test::temp_path("mla_threads_1.npz");
+    const std::string three = test::temp_path("mla_threads_3.npz");
+    const std::string big = "--form mla -d 64 -H 4 -n 128 -b 2 --causal --save ";
+    REQUIRE(test::run_mha(big + one + " --threads 1").status == 0);
+    REQUIRE(test::run_mha(big + three + " --threads 3").status == 0);
+    CHECK(test::read_text(one) == test::read_text(three));
+    std::remove(one.c_str());
+    std::remove(three.c_str());
 }
 
 TEST_CASE("MLA refuses weights that do not fit together", "[modern][mla]") {
@@ -296,7 +434,8 @@ TEST_CASE("scale_mask_softmax applies soft-cap, ALiBi and the window as the core
     if (mods.causal) mha::apply_causal(reference.data(), n, m);
     if (mods.window > 0) mha::apply_window({reference.data(), n, m, m, m - n, 0}, {mods.window, mods.sinks});
     mha::softmax_rows(reference.data(), n, m, false);
-    mha::scale_mask_softmax(fast.data(), factor, head_mask(mods, n, m), false);
+    const mha::Masks masks = masks_of(mods);
+    mha::scale_mask_softmax(fast.data(), factor, head_mask(masks, n, m), false);
     const test::Difference d = test::max_difference(fast, reference);
     INFO("worst difference " << d.worst << " at " << d.index);
     REQUIRE(d.worst <= weights_tolerance);
@@ -309,7 +448,8 @@ TEST_CASE("the streaming path tiles soft-cap, ALiBi and the window as the standa
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, n);
     const std::vector<float> q = random_values(n * d_k, 2, 2.0f), k = random_values(m * d_k, 3, 2.0f),
                              v = random_values(m * d_k, 4, 1.0f);
-    const mha::HeadMask mask = head_mask(mods, n, m);
+    const mha::Masks masks = masks_of(mods);
+    const mha::HeadMask mask = head_mask(masks, n, m);
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     std::vector<float> weights(n * m), expected(n * d_k), context(n * d_k);
     mha::matmul({q.data(), n, d_k, d_k, 1}, mha::MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
@@ -330,9 +470,8 @@ TEST_CASE("the flash row by hand: d_k = 1, four keys in tiles of two", "[modern]
     //         o = 2.367879·c + e^-1·3 + 4 = 5.424096;  context = o / l = 3.492655,
     // the softmax of (0, 1, 2, 3) against (1, 2, 3, 4): 108.94588 / 31.192875 = 3.492655
     const float q[] = {1.0f}, keys[] = {0.0f, 1.0f, 2.0f, 3.0f}, values[] = {1.0f, 2.0f, 3.0f, 4.0f};
-    mha::HeadMask mask;
-    mask.n = 1;
-    mask.m = 4;
+    const mha::Masks none;
+    const mha::HeadMask mask = head_mask(none, 1, 4);
     const mha::FlashRow r = mha::trace_flash_row({q, 1, 1, 1, 1}, {keys, 4, 1, 1, 1},
                                                  {values, 4, 1, 1, 1}, mask, 1.0f, 0, 2);
     REQUIRE(r.tiles.size() == 2);
@@ -355,7 +494,8 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, row);
     const std::vector<float> q = random_values(n * d_k, 5, 2.0f), k = random_values(m * d_k, 6, 2.0f),
                              v = random_values(m * d_k, 7, 1.0f);
-    const mha::HeadMask mask = head_mask(mods, n, m);
+    const mha::Masks masks = masks_of(mods);
+    const mha::HeadMask mask = head_mask(masks, n, m);
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     std::vector<float> context(n * d_k), weights(n * m), expected(n * d_k);
     mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
@@ -492,9 +632,8 @@ TEST_CASE("flash_facts by hand: three tiles of the streaming path's width", "[mo
     std::vector<float> keys(m), values(m);
     for (std::size_t j = 0; j < m; ++j) keys[j] = values[j] = float(j / 256);
     const float q[] = {1.0f};
-    mha::HeadMask mask;
-    mask.n = 1;
-    mask.m = m;
+    const mha::Masks none;
+    const mha::HeadMask mask = head_mask(none, 1, m);
     const mha::FlashFacts f = mha::flash_facts({q, 1, 1, 1, 1}, {keys.data(), m, 1, 1, 1},
                                                {values.data(), m, 1, 1, 1}, mask, 1.0f, 0, 0);
     const double e = std::exp(1.0);

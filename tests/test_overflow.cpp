@@ -18,6 +18,7 @@
 #include "core/decode.h"
 #include "core/error.h"
 #include "core/mla.h"
+#include "core/mla_pass.h"
 #include "core/per_head.h"
 #include "core/score_bound.h"
 #include "helpers.h"
@@ -334,7 +335,11 @@ TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagg
     const mha::MlaSizes sizes = mha::seeded_mla_sizes(32, 4, 16, 4);
     const mha::MlaWeights w = mha::seeded_mla_weights(sizes, 5);
     const mha::Inputs ordinary = mha::seeded_inputs({1, 6, 6, 32, 32, 32, 4, 4, 8}, true, 5);
-    const mha::Rope rope{mha::RopeLayout::Half, 10000.0};
+    mha::ForwardOptions options;
+    options.heads = 4;
+    options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
+    mha::Masks masks;
+    masks.causal = true;
     CHECK_FALSE(mha::may_overflow(w, 4, mha::largest_value(ordinary.x_q)));
     Sweep sweep;
     for (const float s : {1e10f, 1e15f, 1e17f, 1e18f, 1e19f, 1e25f, 1e30f, 1e36f}) {
@@ -343,7 +348,7 @@ TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagg
         for (const mha::MlaForm form : {mha::MlaForm::Naive, mha::MlaForm::Absorbed}) {
             CAPTURE(s, form == mha::MlaForm::Naive);
             sweep.run(may, [&] {
-                const mha::MlaResult r = mha::mla_forward(w, x, 4, true, rope, form);
+                const mha::MlaResult r = mha::mla_forward(w, x, masks, options, form);
                 const std::vector<float> out = r.output.to_vector(), p = r.weights.to_vector();
                 CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
                 CHECK(std::all_of(p.begin(), p.end(), [](float v) { return std::isfinite(v); }));

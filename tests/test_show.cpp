@@ -187,7 +187,8 @@ Step mask_step(const Tensor& scores) {
     step.dims = {"B", "h", "N", "M"};
     step.shape = scores.shape();
     step.strides = scores.strides();
-    step.facts.masks = MaskFacts{false, false, true, 3, 3, {}, false, {}, {}};  // "causal: query i attends to keys 0..i"
+    step.facts.masks.emplace().causal = true;  // "causal: query i attends to keys 0..i"
+    step.facts.mask_queries = step.facts.mask_keys = 3;
     step.allowed = {{true, false, false}, {true, true, false}, {true, true, true}};
     step.value = &scores;
     return step;
@@ -363,7 +364,7 @@ TEST_CASE("JsonReport streams one valid document", "[show][json]") {
     const Tensor scores({1, 1, 3, 3}, {0.1f, -inf_value, nan_value, 2, 3, -inf_value, 4, 5, 6});
     Step masked = mask_step(scores);
     masked.expression = "Q Kᵀ / √d_k \"scaled\"";
-    masked.facts.masks->sources.push_back("tab\there");
+    masked.facts.masks->notes.push_back("tab\there");
     report.on_step(masked);
     ForwardResult result;
     result.output = Tensor({1, 2, 2}, {1.0f, 2.0f, nan_value, 4.0f});

@@ -376,7 +376,8 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
                                          " --fused-qkv -d 16 -H 2", " --block pre -d 16 -H 2",
                                          " --block post -d 16 -H 2 --rope half",
                                          " -d 16 -H 4 --kv-heads 2 --window 3",
-                                         " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3");
+                                         " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3",
+                                         " --form mla -d 16 -H 2 -n 5 --attention streaming --window 2");
     CAPTURE(options);
     const Config config = parse_args(words_of_options(options));
     const Problem problem = build_problem(config);

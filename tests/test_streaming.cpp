@@ -69,11 +69,10 @@ TEST_CASE("one unit streamed equals scores, softmax and weights @ V") {
                              k = random_values(m * d_k, 2, 2.0f), v = random_values(m * d_k, 3);
     std::vector<float> padding(m, 0.0f);
     padding[m / 2] = -inf;
-    mha::HeadMask mask;
-    mask.padding = padding.data();
-    mask.causal = causal;
-    mask.n = n;
-    mask.m = m;
+    mha::Masks masks;
+    masks.key_padding = mha::Tensor({1, m}, padding);
+    masks.causal = causal;
+    const mha::HeadMask mask = mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, 1, 1, 1});
     const float factor = float(1.0 / std::sqrt(double(d_k)));
 
     std::vector<float> weights(n * m), expected(n * d_k);
@@ -105,20 +104,19 @@ TEST_CASE("the fused tile gives the same bits on every kernel variant, with ever
                              attn = random_values(n * m, 4);
     std::vector<float> padding(m, 0.0f);
     for (std::size_t j = 0; j < m; j += 7) padding[j] = -inf;
-    mha::HeadMask mask;
-    mask.n = n;
-    mask.m = m;
+    mha::Masks masks;
     if (mods == 1) {
-        mask.causal = true;
-        mask.padding = padding.data();
+        masks.causal = true;
+        masks.key_padding = mha::Tensor({1, m}, padding);
     }
     if (mods == 2) {
-        mask.attn = attn.data();
-        mask.softcap = 3.0;
-        mask.alibi_slope = 0.0625;
-        mask.window = 40;
-        mask.sinks = 2;
+        masks.attn_mask = mha::Tensor({n, m}, attn);
+        masks.softcap = 3.0;
+        masks.alibi = true;  // head 0 of h = 2: slope 2^(-8/2) = 0.0625
+        masks.window = 40;
+        masks.sinks = 2;
     }
+    const mha::HeadMask mask = mha::unit_mask(masks, 0, 0, mha::Sizes{1, n, m, 1, 1, 1, 2, 2, 1});
     const float factor = float(1.0 / std::sqrt(double(d_k)));
     auto streamed = [&](mha::KernelVariant variant) {
         const test::UsingVariant using_variant(variant);

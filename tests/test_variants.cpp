@@ -191,9 +191,9 @@ TEST_CASE("the variants on the command line") {
         const auto [args, message] = GENERATE(table<std::string, std::string>({
             {"--decode 4 --per-head", "choose one"},
             {"--decode 4 -n 5", "--decode 4 and --seq-len 5 disagree"},
-            {"--decode 4 -m 6", "--decode runs one sequence attending to itself"},
+            {"--decode 4 -m 6", "decoding is causal self-attention"},
             {"--decode 0", "--decode must be at least 1"},
-            {"--fused-qkv -G 2", "--fused-qkv needs self-attention"},
+            {"--fused-qkv -G 2", "the fused QKV projection needs self-attention"},
             {"--decode 100000 -d 1024 -H 16", "more than --max-memory"},
         }));
         test::check_rejected(args, message);

@@ -64,7 +64,8 @@ bool hides(const HeadMask& mask, std::size_t i, std::size_t j) {
     constexpr float blocked = -std::numeric_limits<float>::infinity();
     if (mask.attn != nullptr && mask.attn[i * mask.m + j] == blocked) return true;
     if (mask.padding != nullptr && mask.padding[j] == blocked) return true;
-    if (mask.window > 0) return !window_allows({mask.window, mask.sinks}, i + mask.m - mask.n, j);
+    const Masks& rules = *mask.masks;
+    if (rules.window > 0) return !window_allows({rules.window, rules.sinks}, i + mask.m - mask.n, j);
     return j >= mask.key_end(i);
 }
 

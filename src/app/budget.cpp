@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/decode.h"
 #include "core/error.h"
+#include "core/mla_pass.h"
 #include "core/parallel.h"
 #include "core/storage.h"
 
@@ -36,9 +37,10 @@ std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
         what);
 }
 
-// What the run holds besides the pass itself: the inputs, the weights, the masks
-// already loaded (mask_bytes) and, with --save, what writing the file takes.
-std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) {
+// What the run holds besides the pass itself: the inputs, the weights (MLA's own when
+// `mla`), the masks already loaded (mask_bytes) and, with --save, what writing the file takes.
+std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving,
+                         const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -46,14 +48,19 @@ std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving) 
                                     what)},
         what);
     // seeded weights share one block, which may be rounded up to 2 MiB huge pages
-    const std::uint64_t weights = block_bytes(checked_product(
-        {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)}, what));
+    // (MLA's five matrices and its norm are tensors of their own)
+    const std::uint64_t weights =
+        mla ? checked_product({sizeof(float), mla_parameter_count(*mla)}, what)
+            : block_bytes(checked_product(
+                  {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
+                  what));
     return checked_sum({inputs, weights, mask_bytes, saving ? save_bytes(s, what) : 0}, what);
 }
 
 // What the chosen form of the pass allocates on the attention path with the threads.
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
-                         std::size_t threads) {
+                         std::size_t threads, const std::optional<MlaSizes>& mla) {
+    if (mla) return mla_bytes(*mla, s.batch, s.seq_len, path, threads);
     if (c.form == Form::Decode) return decode_bytes(s);
     const std::uint64_t attention = forward_bytes(s, path, threads);
     if (!c.block) return attention;
@@ -66,7 +73,7 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
 // heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums in double
 // into a growing list); --ablate-head runs the pass again and compares the two outputs as lists.
 std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
-                         std::size_t threads) {
+                         std::size_t threads, const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     std::uint64_t maps = 0, ablation = 0;
     if (c.heatmap || !c.svg_path.empty() || c.format == Format::Html) {
@@ -79,7 +86,7 @@ std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
     }
     if (c.ablate_head) {
         ablation = checked_sum(
-            {pass_bytes(c, s, d_ff, path, threads),
+            {pass_bytes(c, s, d_ff, path, threads, mla),
              checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
             what);
     }
@@ -124,14 +131,15 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 
 }  // namespace
 
-RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t mask_bytes) {
-    const std::uint64_t held = held_bytes(s, mask_bytes, !c.save_path.empty());
+RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t mask_bytes,
+                 const std::optional<MlaSizes>& mla) {
+    const std::uint64_t held = held_bytes(s, mask_bytes, !c.save_path.empty(), mla);
     RunPlan plan;
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
     auto total = [&](AttentionPath path) {
-        return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads),
-                            view_bytes(c, s, d_ff, path, plan.threads)},
+        return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads, mla),
+                            view_bytes(c, s, d_ff, path, plan.threads, mla)},
                            "the memory for this configuration");
     };
     plan.path = choose_path(c, total(AttentionPath::Standard), total(AttentionPath::Streaming));

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "app/config.h"
 #include "core/attention.h"
+#include "core/mla.h"
 
 namespace mha {
 
@@ -21,7 +23,9 @@ struct RunPlan {
 // weights, the masks already loaded (mask_bytes), what the chosen form of the pass
 // allocates with these threads, what the views add after it (heatmap and SVG maps, a
 // second pass for --ablate-head), and what --save takes.
+// For --form mla, `mla` gives its sizes (and `sizes` are its naive form's, mla_naive_sizes):
+// the weights are its own and the pass is core/mla_pass.h's mla_bytes.
 RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
-                 std::uint64_t mask_bytes);
+                 std::uint64_t mask_bytes, const std::optional<MlaSizes>& mla = std::nullopt);
 
 }  // namespace mha

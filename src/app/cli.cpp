@@ -528,7 +528,8 @@ const std::vector<Row>& mha_table() {
           "the form of the pass (default packed); the four\n"
           "options below choose it too. decode: N tokens one at\n"
           "a time; block: --block pre; mla: DeepSeek-V2's latent\n"
-          "attention, naive and absorbed"},
+          "attention, its naive form through the shared steps\n"
+          "and the absorbed form as a cross-check"},
          [](Config& c, const Arg& a) { ask_form(c, parse_choice<FormChoice>(a, form_names)); }},
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"

@@ -82,9 +82,6 @@ const std::vector<FormViews>& form_views() {
         {"--block", [](const Config& c) { return asks(c, FormChoice::Block); },
          {"the block adds its feed-forward to the attention's output", none, none, none, none,
           none, none, none}},
-        {"--form mla", [](const Config& c) { return asks(c, FormChoice::Mla); },
-         {"its heads run outside the shared pass, whose concat the view splits", none, none,
-          none, none, none, none, none}},
         {"--model", [](const Config& c) { return !c.model_path.empty(); },
          {"the model's output is its last layer's logits, not one attention layer's output",
           none, none, none, none, none, none, none}},
@@ -151,19 +148,15 @@ const std::vector<Rule<Config>>& rules() {
         {"mla-alone",
          [](const Config& c) {
              return asks(c, FormChoice::Mla) &&
-                    (c.kv_len || !c.key_path.empty() || !c.mask_path.empty() ||
-                     !c.key_padding_mask_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
-                     c.rope || c.alibi || c.window > 0 || c.softcap || c.qk_norm ||
-                     c.attention == AttentionPath::Streaming || c.add_zero_attn ||
-                     c.ablate_head || c.no_scale || c.demo_heads || c.random_bias ||
-                     c.head_dim || c.scale_base);
+                    (c.kv_len || !c.key_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
+                     c.add_zero_attn || c.rope || c.alibi || c.qk_norm || c.head_dim ||
+                     c.demo_heads || c.random_bias);
          },
-         "--form mla computes DeepSeek-V2's latent attention as defined: self-attention, "
-         "--causal or not, RoPE on its own d_R part (--rope-theta sets the base), no biases; "
-         "it takes none of --kv-len, --key/--value, --mask, --key-padding-mask, --kv-heads, "
-         "--rope, --alibi, --window, --softcap, --qk-norm, --attention streaming, "
-         "--add-zero-attn, --ablate-head, --no-scale, --demo-heads, --random-bias, --head-dim "
-         "or --scale-base"},
+         "--form mla is DeepSeek-V2's latent attention: self-attention whose keys and values "
+         "are made from one cached latent (so no --kv-len, --key/--value, --kv-heads or "
+         "--add-zero-attn), positioned by its own RoPE on the d_R part (so no --rope or "
+         "--alibi; --rope-theta sets its base), with its own widths and no biases or "
+         "norms of Q and K (so no --head-dim, --qk-norm, --random-bias or --demo-heads)"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},
@@ -172,21 +165,6 @@ const std::vector<Rule<Config>>& rules() {
              return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
          },
          "--block is self-attention: no --kv-len or --key/--value"},
-        {"fused-qkv-self-attention",
-         [](const Config& c) {
-             return asks(c, FormChoice::FusedQkv) && ((c.kv_heads && *c.kv_heads != c.heads) ||
-                                                      c.kv_len || !c.key_path.empty());
-         },
-         "--fused-qkv needs self-attention with K and V as wide as Q: no --kv-heads below "
-         "--heads, --kv-len or --key/--value"},
-        {"decode-self-attention",
-         [](const Config& c) {
-             return asks(c, FormChoice::Decode) && (c.kv_len || !c.key_path.empty() ||
-                                                    !c.mask_path.empty() ||
-                                                    !c.key_padding_mask_path.empty());
-         },
-         "--decode runs one sequence attending to itself, causal by construction: no "
-         "--kv-len, --key/--value, --mask or --key-padding-mask"},
         {"decode-seq-len",
          [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
          "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
@@ -334,9 +312,6 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.seq_first && c.input_path.empty(); },
          "--seq-first says the --input, --key and --value files are (length, B, features); it "
          "needs --input"},
-        {"zero-attn-causal", [](const Config& c) { return c.add_zero_attn && c.causal; },
-         "--causal has no rule for the zero key and value --add-zero-attn appends; give the "
-         "causal mask as --mask, which is padded as PyTorch pads it"},
         {"zero-attn-shapes-only", [](const Config& c) { return c.add_zero_attn && c.shapes_only; },
          "--shapes-only traces the plain pass; it cannot be combined with --add-zero-attn"},
         {"zero-attn-forms",

@@ -46,7 +46,8 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
         throw Error("--head-contributions found no concat (step 13) in this form of the pass");
     }
     const std::vector<float>& concat = keeper.concat;                // (B, N, h·d_k)
-    const std::vector<float> w_o = problem.weights.w_o.to_vector();  // (d_model, h·d_k)
+    const Tensor& w_o_tensor = problem.mla ? problem.mla->w_o : problem.weights.w_o;
+    const std::vector<float> w_o = w_o_tensor.to_vector();  // (d_model, h·d_k); MLA: h·d_v
     const std::vector<float> b_o = problem.weights.b_o.empty() ? std::vector<float>()
                                                                  : problem.weights.b_o.to_vector();
     const std::vector<float> output = result.output.to_vector();      // (B, N, d_model)

@@ -205,13 +205,23 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
 }
 
 
+// What steps 7-8 apply, from the options; load_masks adds the mask files.
+Masks masks_of(const Config& c) {
+    Masks masks;
+    masks.causal = c.causal;
+    masks.causal_align = c.causal_align;
+    masks.softcap = c.softcap.value_or(0.0);
+    masks.alibi = c.alibi;
+    masks.window = c.window;
+    masks.sinks = c.sinks.value_or(0);
+    return masks;
+}
+
 // The masks in the pass's shapes: 4-D attn_masks broadcast, an unbatched padding mask (M)
 // as (1, M). looks_keep: see Problem::mask_looks_keep.
 Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger,
                  bool& looks_keep) {
-    Masks masks;
-    masks.causal = c.causal;
-    masks.causal_align = c.causal_align;
+    Masks masks = masks_of(c);
     if (!c.mask_path.empty()) {
         looks_keep = load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block),
                                     ledger, masks);
@@ -224,10 +234,6 @@ Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& le
             masks.key_padding = unbatched_key_padding(masks.key_padding);
         }
     }
-    masks.softcap = c.softcap.value_or(0.0);
-    masks.alibi = c.alibi;
-    masks.window = c.window;
-    masks.sinks = c.sinks.value_or(0);
     return masks;
 }
 
@@ -235,6 +241,9 @@ std::optional<Rope> rope_of(const Config& c) {
     if (!c.rope) return std::nullopt;
     return Rope{*c.rope, c.rope_theta.value_or(10000.0)};
 }
+
+// MLA's RoPE on its decoupled d_R part: the half layout, as DeepSeek-V2 turns it.
+Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
 
 // QK-norm's weights: the state dict's, or ones for seeded weights; refused when the state
 // dict and --qk-norm disagree.
@@ -252,14 +261,9 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
     }
 }
 
-// add_bias_kv's extra position goes into the packed pass, without a causal rule.
+// add_bias_kv's extra position goes into the packed pass (check_pass refuses a causal rule).
 void check_bias_kv(const Config& c, const Weights& w) {
     if (w.bias_k.empty()) return;
-    if (c.causal) {
-        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --causal has no "
-                    "rule for the key/value position they append; give the causal mask as "
-                    "--mask, which is padded as PyTorch pads it");
-    }
     if (c.rope || c.alibi || c.window > 0) {
         throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
                     "and --window place keys by position; the key/value position they append has "
@@ -272,20 +276,17 @@ void check_bias_kv(const Config& c, const Weights& w) {
     }
 }
 
-// --head and --ablate-head name heads 0..h-1, --flash-row a query row 0..N-1.
+// --head names heads 0..h-1, --flash-row a query row 0..N-1 (check_pass checks the head
+// --ablate-head names).
 void check_head_numbers(const Config& c, const Sizes& s) {
-    const std::size_t heads = s.heads;
-    std::vector<std::pair<const char*, std::size_t>> named;
-    for (std::size_t head : c.view_heads) named.push_back({"--head", head});
-    if (c.ablate_head) named.push_back({"--ablate-head", *c.ablate_head});
     if (c.flash_row && *c.flash_row >= s.seq_len) {
         throw Error("--flash-row " + std::to_string(*c.flash_row) +
                     " is not a query row: the rows are 0.." + std::to_string(s.seq_len - 1));
     }
-    for (const auto& [option, head] : named) {
-        if (head >= heads) {
-            throw Error(std::string(option) + " " + std::to_string(head) +
-                        " is not a head: the heads are 0.." + std::to_string(heads - 1));
+    for (std::size_t head : c.view_heads) {
+        if (head >= s.heads) {
+            throw Error("--head " + std::to_string(head) + " is not a head: the heads are 0.." +
+                        std::to_string(s.heads - 1));
         }
     }
 }
@@ -336,17 +337,11 @@ std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
     return c.d_ff.value_or(4 * s.d_model);
 }
 
-// Throws when the heads do not split d_model (unless --head-dim gives their width), or the
-// key/value heads the heads.
+// The heads' rules before any weight is made: the heads split d_model (unless --head-dim
+// gives their width), the key/value heads the heads.
 void check_heads(const Config& c, const Sizes& s) {
-    if (!c.head_dim && s.d_model % s.heads != 0) {
-        throw Error("d_model " + std::to_string(s.d_model) + " is not divisible by --heads " +
-                    std::to_string(s.heads) + "; d_k = d_model / h must be a whole number");
-    }
-    if (s.kv_heads == 0 || s.heads % s.kv_heads != 0) {
-        throw Error("--kv-heads " + std::to_string(s.kv_heads) + " does not divide --heads " +
-                    std::to_string(s.heads) + "; each key/value head serves h / G query heads");
-    }
+    check_head_width(s.d_model, c.head_dim ? s.inner() : s.d_model, s.heads);
+    check_kv_heads(s.heads, s.kv_heads);
 }
 
 // Whether the pass may stop on overflow (core/score_bound.h). The pre-LN block attends over
@@ -364,26 +359,34 @@ bool may_stop_on_overflow(const Config& c, const Problem& p) {
     return may_overflow(p.weights, input, largest_value(p.inputs.x_k), p.options);
 }
 
-// What the plan of the steps depends on, from the options, the sizes and --block's d_ff.
-PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff) {
-    PassSpec spec;
-    spec.sizes = s;
-    spec.form = c.form;
-    spec.path = path;
+// The pass's options from the configuration, h heads on `path` with `threads` workers.
+ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path,
+                          std::size_t threads) {
+    ForwardOptions options;
+    options.heads = heads;
+    options.threads = threads;
+    options.zero_masked_rows = c.zero_masked_rows;
+    options.scale = !c.no_scale;
+    options.scale_base = c.scale_base.value_or(0.0);
+    options.add_zero_attn = c.add_zero_attn;
+    options.flash_row = c.flash_row;
+    options.path = path;
+    options.rope = c.form == Form::Mla ? mla_rope(c) : rope_of(c);
+    return options;
+}
+
+// The plan's input from the options, the sizes and --block's d_ff (--form mla: and its sizes
+// m), before any weight exists: what --shapes-only prints and the computed run's cost is
+// planned from. The seeded weights have a bias on every projection or none, QK-norm as
+// --qk-norm says.
+PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
+                 const std::optional<MlaSizes>& m = std::nullopt) {
+    PassSpec spec = pass_spec(s, masks_of(c), options_of(c, s.heads, path, 1), c.form);
     spec.self_attention = s.kv_len == s.seq_len;
     spec.bias = {c.bias, c.bias, c.bias, c.bias};
-    spec.masks.causal = c.causal;
-    spec.masks.causal_align = c.causal_align;
-    spec.masks.softcap = c.softcap.value_or(0.0);
-    spec.masks.alibi = c.alibi;
-    spec.masks.window = c.window;
-    spec.masks.sinks = c.sinks.value_or(0);
-    spec.scale = !c.no_scale;
-    spec.scale_base = c.scale_base.value_or(0.0);
     spec.qk_norm = c.qk_norm;
-    spec.rope = rope_of(c);
     if (c.block) spec.block = BlockSpec{*c.block, d_ff};
-    return spec;
+    return m ? mla_spec(*m, spec) : spec;
 }
 
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.
@@ -436,9 +439,8 @@ std::string mla_variant(const MlaSizes& m) {
            " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), naive and absorbed";
 }
 
-Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.value_or(10000.0)}; }
-
-// --form mla: its weights (a state dict, or seeded), the inputs, and the budget for both forms.
+// --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
+// the masks, and the options every form takes.
 Problem build_mla_problem(const Config& c) {
     Ledger ledger(c.max_memory);
     const Sources files = load_files(c, ledger);
@@ -455,33 +457,36 @@ Problem build_mla_problem(const Config& c) {
         ledger.hold(sizeof(float) * mla_parameter_count(m));
     } else {
         m = seeded_mla(c, s);
-        p.mla = seeded_mla_weights(m, c.seed);
     }
     s.heads = s.kv_heads = m.heads;
-    const std::uint64_t bytes = mla_bytes(m, s.batch, s.seq_len);
-    ledger.check(bytes, "--form mla",
-                 "both forms for B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
-                     " h=" + std::to_string(m.heads) + " need " + byte_size(bytes),
-                 "smaller sizes, or trace with --shapes-only");
-    // both forms, on one thread (the MLA pass does not split its work)
-    const std::uint64_t macs = planned_macs(plan_pass(mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c))));
-    const double rate = macs_per_thread_second(Form::Mla, AttentionPath::Standard);
-    check_time(macs, 1, rate, c.max_time);
-    p.estimated_seconds = estimated_seconds(macs, 1, rate);
+    const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
+    bool mask_looks_keep = false;
+    Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
+    const RunPlan plan = plan_run(
+        c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
+    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));
+    const std::uint64_t macs = run_macs(c, pass_macs);
+    const double rate = macs_per_thread_second(Form::Mla, plan.path);
+    check_time(macs, plan.threads, rate, c.max_time);
+    if (!p.mla) p.mla = seeded_mla_weights(m, c.seed);  // drawn once the budget allows them
+    p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, true, c.seed);
-    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
-    if (p.compute_first) check_time(2 * macs, 1, rate, c.max_time);  // two passes
-    p.masks.causal = c.causal;
+    p.masks = std::move(masks);
+    p.mask_looks_keep = mask_looks_keep;
     p.layout = files.layout;
-    p.options.heads = m.heads;
-    p.options.rope = mla_rope(c);
+    p.options = options_of(c, m.heads, plan.path, plan.threads);
+    check_masks(p.masks, naive);
     check_head_numbers(c, s);
+    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
+    if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     p.info = describe(c, s, p);
+    p.info.layout_notes = layout_notes(p.layout);
     p.info.head_dim = mla_head_width(m);
     p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
     p.info.variant = mla_variant(m);
+    p.info.total_macs = pass_macs;
     return p;
 }
 
@@ -490,9 +495,12 @@ Problem build_mla_problem(const Config& c) {
 ShapesProblem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
+    check_form(c.form, s, s.kv_len == s.seq_len, masks_of(c));
     ShapesProblem p;
     const std::size_t d_ff = block_width(c, s, Sources{});
-    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), d_ff);
+    const std::optional<MlaSizes> mla =
+        c.form == Form::Mla ? std::optional<MlaSizes>(seeded_mla(c, s)) : std::nullopt;
+    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), d_ff, mla);
     p.info = describe_sizes(c, s);
     p.info.self_attention = p.spec.self_attention;
     p.info.bias = c.bias;
@@ -508,14 +516,13 @@ ShapesProblem build_shapes(const Config& c) {
                                     "the block's norms, sums and feed-forward";
     }
     p.info.variant = variant_description(c, d_ff);
-    if (c.form == Form::Mla) {
-        const MlaSizes m = seeded_mla(c, s);
-        p.spec = mla_spec(m, s.batch, s.seq_len, c.causal, mla_rope(c));
+    if (mla) {
+        const MlaSizes& m = *mla;
         p.info.head_dim = mla_head_width(m);
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len);
+        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, p.spec.path, 1);
         p.info.variant = mla_variant(m);
     }
     p.steps = plan_pass(p.spec);
@@ -532,6 +539,9 @@ Problem build_problem(const Config& c) {
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
+    const bool self = files.inputs ? files.inputs->self_attention()
+                                   : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
+    check_form(c.form, s, self, masks);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
     const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, d_ff)));
@@ -545,7 +555,6 @@ Problem build_problem(const Config& c) {
                 : files.weights ? *files.weights
                                 : seeded_weights(s.d_model, s.inner(), s.kv_heads * s.d_k(),
                                                  c.bias, c.random_bias, c.seed);
-    const bool self = s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
@@ -553,18 +562,12 @@ Problem build_problem(const Config& c) {
     p.mask_looks_keep = mask_looks_keep;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
 
-    p.options.heads = s.heads;
-    p.options.threads = plan.threads;
-    p.options.zero_masked_rows = c.zero_masked_rows;
-    p.options.scale = !c.no_scale;
-    p.options.scale_base = c.scale_base.value_or(0.0);
-    p.options.add_zero_attn = c.add_zero_attn;
+    p.options = options_of(c, s.heads, plan.path, plan.threads);
     check_bias_kv(c, p.weights);
     check_head_numbers(c, s);
-    p.options.flash_row = c.flash_row;
-    p.options.path = plan.path;
-    p.options.rope = rope_of(c);
-    check_pass(p.weights, p.inputs, p.masks, p.options);
+    ForwardOptions ablated = p.options;  // the second pass of --ablate-head, checked up front
+    ablated.ablate_head = c.ablate_head;
+    check_pass(p.weights, p.inputs, p.masks, ablated);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
     if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));

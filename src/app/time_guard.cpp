@@ -13,7 +13,7 @@
 namespace mha {
 
 double macs_per_thread_second(Form form, AttentionPath path) {
-    if (form == Form::Mla) return 5e8;
+    if (form == Form::Mla) return 4e9;
     if (form == Form::Decode) return 1e9;
     if (form == Form::PerHead || path == AttentionPath::Standard) return 4e9;
     return 15e9;

@@ -16,7 +16,7 @@
 namespace mha {
 
 // Multiply-adds per second that one thread sustains on this form and path: about half of
-// what we measured on a shared 2-core machine (MLA 0.9e9, decode 1.7e9, per-head 5.9e9,
+// what we measured on a shared 2-core machine (MLA 9e9 both paths, decode 1.7e9, per-head 5.9e9,
 // standard 8.3e9, streaming 25e9 to 35e9), so that an estimate errs towards too long.
 // A --model run is the standard path, layer after layer.
 double macs_per_thread_second(Form form, AttentionPath path);

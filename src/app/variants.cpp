@@ -20,9 +20,7 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
-        case Form::Mla:
-            return forward_mla(*p.mla, p.inputs.x_q, p.options.heads, p.masks.causal,
-                               *p.options.rope, tracer);
+        case Form::Mla: return forward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer);
         case Form::Packed: break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
@@ -30,9 +28,10 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
 
 std::size_t planned_steps(const Config& c, const Problem& p) {
     if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
+        const MlaSizes m = mla_sizes(*p.mla, p.options.heads);
         const Tensor& x = p.inputs.x_q;
-        return plan_pass(mla_spec(mla_sizes(*p.mla, p.options.heads), x.size(0), x.size(1),
-                                  p.masks.causal, *p.options.rope))
+        const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
+        return plan_pass(mla_spec(m, pass_spec(s, Weights(), p.inputs, p.masks, p.options, c.form)))
             .size();
     }
     if (c.block) {

@@ -11,10 +11,10 @@
 //   7    scores / sqrt(d_k)
 //   8    mask
 //   9    softmax over M -> weights         (B, h, N, M)
-//   10   context = weights @ V             (B, h, N, d_k)
-//   11   transpose(1, 2)                   (B, N, h, d_k)     no copy
-//   12   contiguous()                      (B, N, h, d_k)     the one copy
-//   13   view                              (B, N, h·d_k)      the concat
+//   10   context = weights @ V             (B, h, N, d_v)     d_v = d_k except in MLA
+//   11   transpose(1, 2)                   (B, N, h, d_v)     no copy
+//   12   contiguous()                      (B, N, h, d_v)     the one copy
+//   13   view                              (B, N, h·d_v)      the concat
 //   14   output = concat W_o.T + b_o       (B, N, d_model)
 //
 // Steps 6-10 run on (batch, head) units (run_units), which every form shares. Two
@@ -228,23 +228,27 @@ void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores,
 // 7: keep the scores' variance near 1 whatever d_k is; then the soft-cap, if any
 void unit_scale(const AttentionUnit& u, float factor) {
     if (factor != 1.0f) scale(u.scores, u.mask.n * u.mask.m, factor);
-    if (u.mask.softcap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, u.mask.softcap);
+    const double cap = u.mask.masks->softcap;
+    if (cap > 0.0) softcap(u.scores, u.mask.n * u.mask.m, cap);
 }
 
 // 8: blocked keys get -inf, float masks and ALiBi's bias are added
 void unit_mask_scores(const AttentionUnit& u) {
     const HeadMask& mask = u.mask;
+    const Masks& rules = *mask.masks;
     const ScoreBlock grid{u.scores, mask.n, mask.m, mask.m, mask.m - mask.n, 0};
     if (mask.attn != nullptr) add_mask(u.scores, mask.attn, mask.n * mask.m);
     if (mask.padding != nullptr) add_key_padding(u.scores, mask.padding, mask.n, mask.m);
     if (mask.alibi_slope != 0.0) add_alibi(grid, mask.alibi_slope);
-    if (mask.causal) apply_causal(u.scores, mask.n, mask.m, mask.align);
-    if (mask.window > 0) apply_window(grid, {mask.window, mask.sinks});
+    if (rules.causal) apply_causal(u.scores, mask.n, mask.m, rules.causal_align);
+    if (rules.window > 0) apply_window(grid, {rules.window, rules.sinks});
 }
 
-// 9: each query's scores become weights over the M keys, summing to 1
+// 9: each query's scores become weights over the M keys, summing to 1 (step 8 is done: the
+// unit's view of no mask at all)
 std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
-    const HeadMask none{nullptr, nullptr, false, u.mask.n, u.mask.m};
+    static const Masks unmasked;
+    const HeadMask none{&unmasked, nullptr, nullptr, u.mask.n, u.mask.m};
     return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
 }
 
@@ -408,26 +412,6 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
     return total;
 }
 
-HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& s) {
-    HeadMask mask;
-    const Tensor& attn = masks.attn_mask;
-    if (!attn.empty()) {  // one plane for all, one per batch row, or one per (batch, head)
-        const std::size_t plane =
-            attn.dim() == 2 ? 0 : attn.size(0) == s.batch * s.heads ? b * s.heads + i : b;
-        mask.attn = attn.data() + plane * s.seq_len * s.kv_len;
-    }
-    if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;
-    mask.causal = masks.causal;
-    mask.align = masks.causal_align;
-    mask.n = s.seq_len;
-    mask.m = s.kv_len;
-    mask.softcap = masks.softcap;
-    if (masks.alibi) mask.alibi_slope = alibi_slopes(s.heads)[i];
-    mask.window = masks.window;
-    mask.sinks = masks.sinks;
-    return mask;
-}
-
 void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
     if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
@@ -452,7 +436,7 @@ UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
 namespace {
 
 // Unit u = (b, i) of the packed heads: Q[b, i], the K/V head it reads, and its slices of
-// the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_k; any strides).
+// the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_v; any strides).
 Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor& scores,
                    Tensor& context) {
     // no query or no key: nothing to score, and the context stays zero, as
@@ -470,7 +454,7 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
             }};
 }
 
-// The context's storage, (B, h, N, d_k) or (B, N, h, d_k): each unit writes every element
+// The context's storage, (B, h, N, d_v) or (B, N, h, d_v): each unit writes every element
 // of its slice (a fully masked row as NaN or zeros), so it needs no zero fill, unless there
 // is no key: then no unit runs and the context is the zero of an empty weighted sum.
 Tensor new_context(const Sizes& s, Shape shape, Workspace* workspace) {
@@ -483,7 +467,7 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     // 6 writes every score (none when N or M is 0); 8-9 rewrite them in place
     Tensor scores = new_uninitialised(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
-    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_k()}, o.workspace);
+    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_v()}, o.workspace);
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -498,7 +482,7 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
         trace.show_masked(scores);
         result.fully_masked_rows = run(UnitStep::Softmax);  // 9: softmax over M
         trace.show(scores);
-        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_k)
+        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_v)
         trace.show(context);
     }
     result.weights = scores;
@@ -506,12 +490,12 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
 }
 
 // 6-10 on the streaming path: one traced step, no (B, h, N, M) tensor. The context is
-// stored in (B, N, h, d_k) order and returned as its (B, h, N, d_k) transpose.
+// stored in (B, N, h, d_v) order and returned as its (B, h, N, d_v) transpose.
 Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                        const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
     Tensor none;
     Tensor context =
-        new_context(s, {s.batch, s.seq_len, s.heads, s.d_k()}, o.workspace).transpose(1, 2);
+        new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
     const Units units = packed_units(heads, masks, s, none, context);
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
@@ -526,7 +510,7 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
 }  // namespace
 
 // Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
-// for the standard context (B, h, N, d_k) and the streaming one, a view of (B, N, h, d_k).
+// for the standard context (B, h, N, d_v) and the streaming one, a view of (B, N, h, d_v).
 void zero_head(Tensor& context, std::size_t head) {
     const Strides& st = context.strides();
     float* base = context.data() + head * st[1];
@@ -542,13 +526,13 @@ namespace {
 
 // ---- 11-13: the heads side by side again ------------------------------------------------
 
-// 11: (B, h, N, d_k) -> (B, N, h, d_k), no copy; 12: the one copy; 13: -> (B, N, h·d_k).
+// 11: (B, h, N, d_v) -> (B, N, h, d_v), no copy; 12: the one copy; 13: -> (B, N, h·d_v).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
     const Tensor back = context.transpose(1, 2);
     trace.show(back);
     const Tensor packed = back.contiguous();
     trace.show(packed);
-    const Tensor concat = packed.view({s.batch, s.seq_len, s.inner()});
+    const Tensor concat = packed.view({s.batch, s.seq_len, s.value_inner()});
     trace.show(concat);
     return concat;
 }
@@ -562,11 +546,6 @@ AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
 }
 
 Masks with_appended_keys(const Masks& masks, std::size_t extra) {
-    if (masks.causal) {
-        throw Error("a causal mask cannot combine with key/value positions appended after the "
-                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
-                    "attn_mask, which is padded as PyTorch pads it");
-    }
     Masks padded = masks;
     padded.attn_mask = pad_last_dim(masks.attn_mask, extra);
     padded.key_padding = pad_last_dim(masks.key_padding, extra);
@@ -614,7 +593,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, s, trace);                            // 11-13
 
-    // 14: mix the heads. (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
+    // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
                             options.packed ? &options.packed->o : nullptr);
     trace.show(result.output);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kernels.h"
+#include "core/masks.h"
 #include "core/plan.h"
 #include "core/rope.h"
 #include "core/sizes.h"
@@ -70,22 +71,6 @@ struct Inputs {
     }
 };
 
-// Everything step 8 applies, already in additive form (0 = may attend,
-// -inf = blocked, anything else is added to the score as PyTorch does).
-struct Masks {
-    Tensor attn_mask;                // (N, M), (B, N, M) or (B·h, N, M); empty for none
-    Tensor key_padding;              // (B, M); empty for none
-    bool causal = false;             // the causal rule of core/ops.h, aligned as causal_align says
-    CausalAlign causal_align = CausalAlign::BottomRight;
-    std::vector<std::string> notes;  // how the given masks were read, for the trace
-    // What steps 7-8 change besides (core/softcap.h, core/position_bias.h); query i is
-    // at position p = i + M − N, key j at j.
-    double softcap = 0.0;            // C > 0: step 7 ends with scores = C·tanh(scores / C)
-    bool alibi = false;              // step 8 adds −m_i·|p − j|, m_i = alibi_slopes(h)[i]
-    std::size_t window = 0;          // W > 0: step 8 keeps only keys p − W < j ≤ p (causal)
-    std::size_t sinks = 0;           // with a window: the first S keys stay visible too
-};
-
 struct ForwardOptions {
     std::size_t heads = 1;
     std::size_t threads = 1;        // workers for the (batch, head) units and projections
@@ -111,6 +96,21 @@ struct ForwardResult {
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
 };
 
+// The heads' rules, checked before any weight exists too: d_k = width / h must be whole
+// (width: W_q's rows, d_model unless the heads are wider), and G key/value heads must divide
+// the h query heads. Throw mha::Error otherwise.
+void check_head_width(std::size_t d_model, std::size_t width, std::size_t heads);
+void check_kv_heads(std::size_t heads, std::size_t kv_heads);
+
+// What a form needs of the pass: the decode form one causal sequence attending to itself,
+// with no attn_mask or key padding; the fused QKV projection self-attention with K and V as
+// wide as Q. Throws mha::Error otherwise; the other forms take any pass.
+void check_form(Form form, const Sizes& sizes, bool self_attention, const Masks& masks);
+
+// Throws mha::Error when the attn_mask is not (N, M), (B, N, M) or (B·h, N, M), or the key
+// padding mask not (B, M).
+void check_masks(const Masks& masks, const Sizes& sizes);
+
 // The sizes of a problem; throws mha::Error when weights, inputs and masks disagree
 // or d_model is not divisible by heads. G comes from W_k's rows: G·d_k.
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
@@ -121,8 +121,8 @@ Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& ma
 AppendedKv appended_kv(const Weights& weights, const ForwardOptions& options);
 
 // The masks for M + extra keys: attn_mask and key_padding_mask padded with columns of
-// zeros, which block nothing, as PyTorch pads them. Refuses a causal mask, whose rule
-// (core/ops.h) has no place for the appended positions.
+// zeros, which block nothing, as PyTorch pads them. The causal rule (core/ops.h) has no
+// place for the appended positions: check_pass refuses it.
 Masks with_appended_keys(const Masks& masks, std::size_t extra);
 
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
@@ -154,15 +154,24 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 struct HeadTensors {
     Tensor q;  // (B, h, N, d_k)
     Tensor k;  // (B, G, M, d_k)
-    Tensor v;  // (B, G, M, d_k)
+    Tensor v;  // (B, G, M, d_v)  d_v = d_k except in MLA
 };
 
-// What the plan of this problem depends on besides its sizes (from check_pass): the
-// form, the path, which projections have a bias, the masks and the scaling.
-PassSpec pass_spec(const Sizes& sizes, const Weights& weights, const Inputs& inputs, const Masks& masks,
-                   const ForwardOptions& options, Form form);
+// The plan's input: what the plan of a pass with these sizes, masks and options depends on
+// (the one mapping from a pass's description to its plan). What the weights and inputs
+// decide is left as PassSpec's defaults (every projection has a bias, no QK-norm,
+// self-attention, nothing appended) for the caller to set, as the overload below does.
+PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
+                   Form form);
 
-// check_shapes, and the head to ablate must exist; throws mha::Error otherwise.
+// pass_spec of a pass over these weights and inputs: their biases, QK-norm, the positions
+// appended to K and V (sizes.kv_len counts them), whether one tensor plays query, key and value.
+PassSpec pass_spec(const Sizes& sizes, const Weights& weights, const Inputs& inputs,
+                   const Masks& masks, const ForwardOptions& options, Form form);
+
+// check_shapes, and the rest of what a pass needs: the positional rules' N <= M, an even d_k
+// for RoPE, both QK-norm weights, the head to ablate, no causal rule with appended key/value
+// positions; throws mha::Error otherwise.
 Sizes check_pass(const Weights& weights, const Inputs& inputs, const Masks& masks,
                  const ForwardOptions& options);
 
@@ -176,10 +185,10 @@ ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, cons
 // The unit of work: one (batch, head) pair of steps 6-10, what it reads and where it writes.
 struct AttentionUnit {
     MatrixView q;        // (N, d_k)
-    MatrixView k, v;     // (M, d_k): the key/value head this query head reads
+    MatrixView k, v;     // (M, d_k), (M, d_v): the key/value head this query head reads
     HeadMask mask;       // what step 8 adds
     float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
-    float* context;      // (N, d_k), rows ldc apart
+    float* context;      // (N, d_v), rows ldc apart
     std::size_t ldc;
     // Where the unit sits, for messages: its batch row, its head, the position of query 0.
     std::size_t batch = 0, head = 0, first_query = 0;
@@ -220,17 +229,13 @@ enum class UnitStep {
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
                       std::size_t threads);
 
-// What step 8 adds to unit (b, i): the attn_mask plane of batch b and head i, batch b's
-// key padding row, the causal rule.
-HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes& sizes);
-
 // QK-norm, then RoPE, on the heads as step 5 leaves them, in place and traced as step 5:
 // Q (..., N, d_k) from position first_query (M − N), K (..., M, d_k) from first_key (0, or t
 // for a cache's new row). Nothing happens without either.
 void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace);
 
-// Head ablation: context (B, h, N, d_k), any strides, with head `head`'s slices set to 0.
+// Head ablation: context (B, h, N, d_v), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);
 
 }  // namespace mha

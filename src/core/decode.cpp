@@ -14,7 +14,6 @@
 #include <algorithm>
 
 #include "core/checked.h"
-#include "core/error.h"
 #include "core/kv_heads.h"
 
 namespace mha {
@@ -113,10 +112,7 @@ std::uint64_t decode_bytes(const Sizes& s) {
 ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
                      const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
-    if (!in.self_attention() || !masks.attn_mask.empty() || !masks.key_padding.empty()) {
-        throw Error("decoding is causal self-attention: one sequence attending to itself, "
-                    "with no attn_mask or key padding mask");
-    }
+    check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
     trace.show_input(in.x_q);                                                           // 0

@@ -14,9 +14,9 @@ FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixV
                          const HeadMask& mask, float factor, std::size_t row,
                          std::size_t key_tile) {
     const float minus_inf = -std::numeric_limits<float>::infinity();
-    const std::size_t d_k = q.cols;
+    const std::size_t d_k = q.cols, d_v = v.cols;
     const MatrixView query{q.data + row * q.row_stride, 1, d_k, q.row_stride, q.col_stride};
-    std::vector<float> scores(key_tile), o(d_k, 0.0f);
+    std::vector<float> scores(key_tile), o(d_v, 0.0f);
     float m = minus_inf, l = 0.0f;
     FlashRow result;
     for (std::size_t k0 = 0; k0 < mask.key_end(row); k0 += key_tile) {
@@ -42,17 +42,17 @@ FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixV
             for (float& x : o) x *= tile.shrink;
         }
         m = new_max;
-        const MatrixView values{v.data + k0 * v.row_stride, cols, d_k, v.row_stride, v.col_stride};
-        gemm({scores.data(), 1, cols, key_tile, 1}, values, o.data(), d_k, true);  // 10
+        const MatrixView values{v.data + k0 * v.row_stride, cols, d_v, v.row_stride, v.col_stride};
+        gemm({scores.data(), 1, cols, key_tile, 1}, values, o.data(), d_v, true);  // 10
         tile.running_max = m;
         tile.running_sum = l;
         tile.output = o;
         result.tiles.push_back(tile);
     }
-    result.context.assign(d_k, std::numeric_limits<float>::quiet_NaN());
+    result.context.assign(d_v, std::numeric_limits<float>::quiet_NaN());
     if (m != minus_inf) {
         const float inverse = 1.0f / l;
-        for (std::size_t j = 0; j < d_k; ++j) result.context[j] = o[j] * inverse;
+        for (std::size_t j = 0; j < d_v; ++j) result.context[j] = o[j] * inverse;
     }
     return result;
 }
@@ -61,11 +61,11 @@ std::vector<float> standard_row(const MatrixView& q, const MatrixView& k, const 
                                 const HeadMask& mask, float factor, std::size_t row) {
     const std::size_t d_k = q.cols, m = k.rows;
     const MatrixView query{q.data + row * q.row_stride, 1, d_k, q.row_stride, q.col_stride};
-    std::vector<float> weights(m), context(d_k, 0.0f);
+    std::vector<float> weights(m), context(v.cols, 0.0f);
     gemm(query, k.transposed(), weights.data(), m);               // 6
     scale_mask_tile(weights.data(), m, row, 1, 0, m, factor, mask);  // 7, 8
     softmax_rows(weights.data(), 1, m, false);                    // 9
-    gemm({weights.data(), 1, m, m, 1}, v, context.data(), d_k);   // 10
+    gemm({weights.data(), 1, m, m, 1}, v, context.data(), v.cols);  // 10
     return context;
 }
 

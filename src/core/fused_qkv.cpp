@@ -4,7 +4,6 @@
 
 #include <vector>
 
-#include "core/error.h"
 
 namespace mha {
 
@@ -34,11 +33,7 @@ Tensor stacked_qkv_bias(const Weights& w) {
 ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks& masks,
                                 const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
-    if (!in.self_attention() || s.kv_heads != s.heads || s.kdim != s.d_model ||
-        s.vdim != s.d_model) {
-        throw Error("the fused QKV projection needs self-attention with K and V as wide as Q "
-                    "(G = h, kdim = vdim = d_model)");
-    }
+    check_form(Form::FusedQkv, s, in.self_attention(), masks);
     const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
     trace.show_input(in.x_q);                                                           // 0

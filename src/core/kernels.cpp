@@ -618,10 +618,12 @@ std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t t
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
                      std::size_t col0, std::size_t cols, float factor, const HeadMask& mask) {
     const float blocked = -std::numeric_limits<float>::infinity();
+    const double cap = mask.masks->softcap;
+    const Window window{mask.masks->window, mask.masks->sinks};
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = tile + r * ld;
         for (std::size_t j = 0; j < cols; ++j) row[j] *= factor;
-        if (mask.softcap > 0.0) softcap(row, cols, mask.softcap);
+        if (cap > 0.0) softcap(row, cols, cap);
         if (mask.attn != nullptr) {
             const float* add = mask.attn + (row0 + r) * mask.m + col0;
             for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
@@ -633,7 +635,7 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
         if (mask.alibi_slope != 0.0) add_alibi(block, mask.alibi_slope);
         const std::size_t end = mask.key_end(row0 + r);
         for (std::size_t j = std::max(end, col0); j < col0 + cols; ++j) row[j - col0] = blocked;
-        if (mask.window > 0) apply_window(block, {mask.window, mask.sinks});
+        if (window.size > 0) apply_window(block, window);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/masks.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 
@@ -90,27 +91,6 @@ void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarge
 // Floats of packing space one thread's linear_panels keeps for `in` inputs and `out`
 // outputs in all (the sum of the outputs of `targets` targets).
 std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets);
-
-// What step 8 adds to one (batch, head) unit's (N, M) scores.
-struct HeadMask {
-    const float* attn = nullptr;     // (N, M) additive, row-major; null for none
-    const float* padding = nullptr;  // (M) additive per key; null for none
-    bool causal = false;
-    std::size_t n = 0, m = 0;        // N, M
-    CausalAlign align = CausalAlign::BottomRight;  // of the causal rule (core/ops.h)
-    // The modern additions; query i is at position p = i + M - N, key j at j.
-    double softcap = 0.0;            // C > 0: scores = C·tanh(scores / C) after the scale
-    double alibi_slope = 0.0;        // ALiBi: −slope·|p − j| added; 0 for none
-    std::size_t window = 0;          // W > 0: a sliding window, causal, keys p − W < j ≤ p
-    std::size_t sinks = 0;           // with a window: keys j < sinks stay visible
-
-    // One past the last key query i may see under the causal mask or the window (which is
-    // causal, bottom-right aligned); m without either.
-    std::size_t key_end(std::size_t i) const {
-        if (window > 0) return causal_key_end(i, n, m, CausalAlign::BottomRight);
-        return causal ? causal_key_end(i, n, m, align) : m;
-    }
-};
 
 // Steps 7-8 on a tile of one head's scores: rows [row0, row0 + rows) and keys
 // [col0, col0 + cols), stored row-major with rows ld apart. Multiplies by factor,

@@ -1,13 +1,12 @@
 #pragma once
 // Multi-head latent attention (DeepSeek-V2): keys and values come from one small latent per
-// token, so the KV cache holds d_c + d_R numbers per token; computed naively (the latent
-// up-projected into keys and values) or absorbed (the up-projections folded into the query
-// and the output), which give the same result.
+// token, so the KV cache holds d_c + d_R numbers per token. Its sizes, weights and cache
+// ledger; core/mla_pass.h computes it through the shared pass.
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/rope.h"
+#include "core/sizes.h"
 #include "core/tensor.h"
 
 namespace mha {
@@ -33,20 +32,11 @@ struct MlaWeights {
 // The sizes the weights imply for h heads; throws mha::Error when they do not fit together.
 MlaSizes mla_sizes(const MlaWeights& weights, std::size_t heads);
 
-enum class MlaForm { Naive, Absorbed };
-
-struct MlaResult {
-    Tensor queries;   // (B, N, h·(d_h + d_R))  q_proj's output, before RoPE
-    Tensor kv_a;      // (B, N, d_c + d_R)      kv_a_proj_with_mqa's output, before norm and RoPE
-    Tensor output;    // (B, N, d_model)
-    Tensor weights;   // (B, h, N, N)  attention weights per head
-    Tensor latent;    // (B, N, d_c)   what the cache keeps per token, after the RMSNorm
-    Tensor rope_key;  // (B, N, d_R)   the shared RoPE key, also cached
-};
-
-// Self-attention over x (B, N, d_model), positions 0..N−1, scores / sqrt(d_h + d_R).
-MlaResult mla_forward(const MlaWeights& weights, const Tensor& x, std::size_t heads, bool causal,
-                      const Rope& rope, MlaForm form);
+// The sizes of the shared pass (steps 6-14) for B sequences of N tokens, in each form:
+// naive, h heads of q and k d_h + d_R wide and values d_v wide; absorbed, one shared key
+// head [c_kv, k_pe] (d_c + d_R) and value head c_kv (d_c), multi-query attention.
+Sizes mla_naive_sizes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len);
+Sizes mla_absorbed_sizes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len);
 
 // Numbers one layer caches per token (DeepSeek-V2, Table 1): MHA 2·h·d_h, GQA 2·G·d_h,
 // MQA 2·d_h, MLA d_c + d_R.
@@ -65,9 +55,5 @@ MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_
 
 // Parameters of the five MLA matrices and the latent's norm.
 std::uint64_t mla_parameter_count(const MlaSizes& sizes);
-
-// Bytes the MLA form allocates for B sequences of N tokens: both forms' results and the
-// largest per-head temporaries (throws mha::Error past 64 bits).
-std::uint64_t mla_bytes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len);
 
 }  // namespace mha

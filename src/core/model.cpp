@@ -37,10 +37,14 @@ ModelSpec model_spec(const Model& m, std::size_t n, std::size_t traced_layer) {
     const ModelLayer& layer = m.layers.at(traced_layer);
     const Weights& w = layer.attention;
     const std::size_t e = m.d_model();
+    Masks causal;
+    causal.causal = true;
+    ForwardOptions options;
+    options.heads = layer.heads;
     ModelSpec spec;
-    spec.layer.sizes = Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads};
+    spec.layer = pass_spec(Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads},
+                           causal, options, Form::Packed);
     spec.layer.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.layer.masks.causal = true;
     spec.layer.block = BlockSpec{BlockKind::Pre, layer.block.d_ff()};
     spec.layers = m.layers.size();
     spec.traced = traced_layer;

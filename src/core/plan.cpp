@@ -67,11 +67,20 @@ std::string scale_suffix(const PassSpec& spec) {
 // The name of Q's and the concat's width: d_model, or h·d_k when the heads are wider.
 std::string q_width_name(const Sizes& s) { return s.inner() == s.d_model ? "d_model" : "h·d_k"; }
 
+// The name of each head's value width: d_k, unless the values are narrower or wider (MLA).
+std::string v_dim_name(const Sizes& s) { return s.d_v() == s.d_k() ? "d_k" : "d_v"; }
+
+// The name of the context's and the concat's width h·d_v: as Q's when d_v = d_k.
+std::string concat_width_name(const Sizes& s) {
+    if (s.d_v() == s.d_k()) return q_width_name(s);
+    return s.value_inner() == s.d_model ? "d_model" : "h·d_v";
+}
+
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
 // The keys each query may see under the causal mask and the window (a window is causal).
-std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t n, std::size_t m) {
+std::vector<std::vector<bool>> planned_grid(const Masks& masks, std::size_t n, std::size_t m) {
     std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j < m; ++j) {
@@ -82,23 +91,29 @@ std::vector<std::vector<bool>> planned_grid(const MaskKinds& masks, std::size_t 
     return grid;
 }
 
-// The window W with its sinks over `length` positions, and the K and V a cache keeps for it.
-WindowFacts window_facts(const MaskKinds& masks, const Sizes& s, std::size_t length) {
+// The window W with its sinks over `length` positions, and the K (d_k) and V (d_v) a cache
+// keeps for it.
+WindowFacts window_facts(const Masks& masks, const Sizes& s, std::size_t length) {
     const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
     return {masks.window, masks.sinks, length, kept,
-            macs_of({2, s.batch, s.kv_heads, kept, s.d_k(), sizeof(float)}),
-            macs_of({2, s.batch, s.kv_heads, length, s.d_k(), sizeof(float)})};
+            macs_of({s.batch, s.kv_heads, kept, s.d_k() + s.d_v(), sizeof(float)}),
+            macs_of({s.batch, s.kv_heads, length, s.d_k() + s.d_v(), sizeof(float)})};
 }
 
-// What step 8 applies.
-MaskFacts mask_facts(const PassSpec& spec) {
-    const MaskKinds& k = spec.masks;
-    const Sizes& s = spec.sizes;
-    MaskFacts facts{k.attn, k.padding, k.causal, s.seq_len, s.kv_len, k.sources,
-                    k.causal_align == CausalAlign::TopLeft, {}, {}};
-    if (k.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
-    if (k.window > 0) facts.window = window_facts(k, s, s.kv_len);
-    return facts;
+// What step 8 applies to n queries and m keys, and what follows from it: every head's ALiBi
+// slope, the keys the window keeps.
+void mask_facts(const Masks& masks, const Sizes& s, std::size_t n, std::size_t m,
+                StepFacts& facts) {
+    facts.masks = masks;
+    facts.mask_queries = n;
+    facts.mask_keys = m;
+    if (masks.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
+    if (masks.window > 0) facts.window = window_facts(masks, s, m);
+}
+
+// What step 8 of the pass applies.
+void mask_facts(const PassSpec& spec, StepFacts& facts) {
+    mask_facts(spec.masks, spec.sizes, spec.sizes.seq_len, spec.sizes.kv_len, facts);
 }
 
 // Token t (0-based) of the decode form, and the K and V cached once it is in.
@@ -115,15 +130,14 @@ TokenFacts token_facts(const Sizes& s, std::size_t t) {
 // full pass, the query at position t.
 void token_attend_facts(const PassSpec& spec, std::size_t t, StepFacts& facts) {
     const Sizes& s = spec.sizes;
-    const MaskKinds& k = spec.masks;
+    const Masks& k = spec.masks;
     facts.token = token_facts(s, t);
     if (k.window > 0) facts.token->window = window_facts(k, s, t + 1);
     if (k.softcap > 0) facts.softcap = k.softcap;
-    if (k.alibi) {
-        facts.masks = MaskFacts{};
-        facts.masks->n = 1;
-        facts.masks->m = t + 1;
-        facts.masks->alibi_slopes = alibi_slopes(s.heads);
+    if (k.alibi) {  // ALiBi alone: the window is the token's fact, and no causal rule applies
+        Masks alibi;
+        alibi.alibi = true;
+        mask_facts(alibi, s, 1, t + 1, facts);
     }
 }
 
@@ -293,28 +307,29 @@ Layout plan_attend_standard(Planner& p) {
     const bool masked = p.spec.masks.any();
     Step& s8 = p.add(StepKind::Mask, 8, "mask", "scores",
                      masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
-    s8.facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, s8.facts);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
     p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
-    const Layout context = Layout::contiguous_of({B, h, N, d_k});
-    p.add(StepKind::Context, 10, "context", "context", "context = weights @ V", {"B", "h", "N", "d_k"}, context,
-          macs_of({B, h, N, M, d_k}));
+    const Layout context = Layout::contiguous_of({B, h, N, s.d_v()});
+    p.add(StepKind::Context, 10, "context", "context", "context = weights @ V",
+          {"B", "h", "N", v_dim_name(s)}, context, macs_of({B, h, N, M, s.d_v()}));
     return context;
 }
 
-// 6-10 on the streaming path: one step; the context is stored as (B, N, h, d_k).
+// 6-10 on the streaming path: one step; the context is stored as (B, N, h, d_v).
 Layout plan_attend_streamed(Planner& p) {
     const Sizes& s = p.s;
-    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
-    const Layout context = Layout::contiguous_of({B, N, h, d_k}).transpose(1, 2);
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
+    const Layout context = Layout::contiguous_of({B, N, h, s.d_v()}).transpose(1, 2);
     StepFacts& facts = p.add(StepKind::Attend, 10, "attend", "context",
                              "context = softmax(Q @ K.T" + scale_suffix(p.spec) +
                                  " + mask) @ V, streamed",
-                             {"B", "h", "N", "d_k"}, context, macs_of({2, B, h, N, M, d_k}))
+                             {"B", "h", "N", v_dim_name(s)}, context,
+                             macs_of({B, h, N, M, s.d_k() + s.d_v()}))
                            .facts;
     if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
-    facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, facts);
     facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     facts.query_tile = stream_query_tile;
     facts.key_tile = stream_key_tile;
@@ -324,17 +339,18 @@ Layout plan_attend_streamed(Planner& p) {
 // 11-13: transpose back, the one copy, the concat.
 void plan_combine(Planner& p, const Layout& context) {
     const Sizes& s = p.s;
+    const Dims dims = {"B", "N", "h", v_dim_name(s)};
     const Layout back = context.transpose(1, 2);
-    p.add(StepKind::MergeHeads, 11, "transpose", "context", "context.transpose(1, 2)", {"B", "N", "h", "d_k"}, back);
+    p.add(StepKind::MergeHeads, 11, "transpose", "context", "context.transpose(1, 2)", dims, back);
     const Layout packed = back.contiguous();
-    p.add(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", {"B", "N", "h", "d_k"}, packed)
+    p.add(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", dims, packed)
         .copied_bytes = back.is_contiguous()
                             ? 0
-                            : checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)},
+                            : checked_product({s.batch, s.seq_len, s.value_inner(), sizeof(float)},
                                               "the copy");
-    const std::string width = q_width_name(s);
+    const std::string width = concat_width_name(s);
     p.add(StepKind::JoinHeads, 13, "view", "concat", "concat = context.view(B, N, " + width + ")",
-          {"B", "N", width}, packed.view({s.batch, s.seq_len, s.inner()}));
+          {"B", "N", width}, packed.view({s.batch, s.seq_len, s.value_inner()}));
 }
 
 // 14: mix the heads.
@@ -342,7 +358,7 @@ void plan_output(Planner& p) {
     const Sizes& s = p.s;
     p.add(StepKind::OutputProject, 14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
-          macs_of({s.batch, s.seq_len, s.d_model, s.inner()}));
+          macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}));
 }
 
 // "Q_1 = x @ W_q[8:16].T + b_q[8:16]": head i's projection from its rows of the weight.
@@ -375,19 +391,20 @@ void plan_one_head(Planner& p, std::size_t i) {
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
-        p.add(StepKind::Attend, 10, "attend", "head_" + id,
-              "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" + scaled + " + mask) @ V_" +
-                  id + ", streamed",
-              {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
-            .facts.masks = mask_facts(p.spec);
+        mask_facts(p.spec, p.add(StepKind::Attend, 10, "attend", "head_" + id,
+                                 "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" +
+                                     scaled + " + mask) @ V_" + id + ", streamed",
+                                 {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
+                               .facts);
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
     p.add(StepKind::Scores, 6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
           {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
-    p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
-          "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)", {"B", "N", "M"}, scores)
-        .facts.masks = mask_facts(p.spec);
+    mask_facts(p.spec, p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
+                             "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)",
+                             {"B", "N", "M"}, scores)
+                           .facts);
     p.add(StepKind::Context, 10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
           {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
 }
@@ -440,22 +457,15 @@ void plan_token(Planner& p, std::size_t t) {
         .facts.token = token_facts(s, t);
 }
 
-// The MLA form: the projections, the cached latent and RoPE key, then attention naively and
-// absorbed (9 the weights, 14 the output of each). Both forms are computed; the trace
-// compares them.
-void plan_mla(Planner& p) {
+// The MLA form's steps 1-5: the projections, the cached latent and RoPE key, the keys and
+// values up-projected from the latent, and each head's Q, K and V put together, then the
+// shared steps 6-14 run on them.
+void plan_mla_heads(Planner& p) {
     const Sizes& s = p.s;
     const MlaSizes& m = *p.spec.mla;
     const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = m.heads;
     const std::size_t d_h = m.d_nope, d_R = m.d_rope, d_c = m.d_latent, d_v = m.d_v;
-    MlaFacts facts{h, d_h, d_R, d_c, d_v, N, ledger_kv_heads(h), false, false, std::nullopt};
-    const Dims weights_dims = {"B", "h", "N", "N"};
-    const Layout weights = Layout::contiguous_of({B, h, N, N});
-    const Layout out = Layout::contiguous_of({B, N, E});
-    const std::string rope_scores = " + q_pe @ k_pe.mT) / sqrt(d_h + d_R))";
-    const auto sum = [](std::uint64_t a, std::uint64_t b) {
-        return checked_sum({a, b}, "the multiply-adds");
-    };
+    const MlaFacts facts{h, d_h, d_R, d_c, d_v, N, ledger_kv_heads(h), false, false, std::nullopt};
     p.add(Operand::Q, StepKind::Project, 1, "project", "Q",
           "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
           {"B", "N", "h·(d_h+d_R)"}, Layout::contiguous_of({B, N, h * (d_h + d_R)}),
@@ -467,29 +477,60 @@ void plan_mla(Planner& p) {
                         Layout::contiguous_of({B, N, d_c}));
     cache.facts.mla = facts;
     cache.facts.mla->ledger = true;
+    p.add(StepKind::LatentUp, 3, "project", "kv",
+          "k_nope, V = (c_kv @ kv_b_proj.T).view(B, N, h, d_h+d_v).split([d_h, d_v], -1)",
+          {"B", "N", "h·(d_h+d_v)"}, Layout::contiguous_of({B, N, h * (d_h + d_v)}),
+          macs_of({B, N, h * (d_h + d_v), d_c}))
+        .facts.mla = facts;
     Step& rope_step = p.add(StepKind::Rope, 5, "rope", "k_pe", "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head",
                        {"B", "N", "d_R"}, Layout::contiguous_of({B, N, d_R}));
     if (p.spec.rope) {
         Sizes rope_sizes = s;  // the RoPE part is d_R wide: the angles of its pairs
-        rope_sizes.d_model = d_R * rope_sizes.heads;
+        rope_sizes.head_dim = d_R;
         rope_step.facts.rope = rope_facts(*p.spec.rope, rope_sizes);
     }
-    p.add(StepKind::Softmax, 9, "softmax", "weights",
-          "k_nope, v = (c_kv @ kv_b_proj.T).split([d_h, d_v]) per head; weights = "
-          "softmax((q_nope @ k_nope.mT" + rope_scores,
-          weights_dims, weights,
-          sum(macs_of({B, N, h * (d_h + d_v), d_c}), macs_of({B, h, N, N, d_h + d_R})))
-        .facts.mla = facts;
-    p.add(StepKind::OutputProject, 14, "project", "output", "output = cat_h(weights @ v) @ o_proj.T", {"B", "N", "d_model"},
-          out, sum(macs_of({B, h, N, N, d_v}), macs_of({B, N, E, h * d_v})));
-    facts.absorbed = true;
-    p.add(StepKind::Softmax, 9, "softmax", "weights_absorbed",
-          "weights = softmax(((q_nope @ W_UK) @ c_kv.mT" + rope_scores, weights_dims, weights,
-          sum(macs_of({B, h, N, d_h, d_c}), macs_of({B, h, N, N, d_c + d_R})))
-        .facts.mla = facts;
-    p.add(StepKind::OutputProject, 14, "project", "output_absorbed", "output = cat_h((weights @ c_kv) @ W_UV.T) @ o_proj.T",
-          {"B", "N", "d_model"}, out,
-          sum(sum(macs_of({B, h, N, N, d_c}), macs_of({B, h, N, d_c, d_v})), macs_of({B, N, E, h * d_v})))
+    const Layout qk = Layout::contiguous_of({B, h, N, d_h + d_R});
+    const Layout v = Layout::contiguous_of({B, h, N, d_v});
+    const auto joined = [&](Operand operand, std::string tensor, std::string expression,
+                            const Layout& layout, const std::string& width) {
+        p.add(operand, StepKind::AssembleHeads, 5, "cat", std::move(tensor), std::move(expression),
+              {"B", "h", "N", width}, layout)
+            .copied_bytes = macs_of({B, h, N, layout.shape[3], sizeof(float)});
+    };
+    joined(Operand::Q, "Q", "Q = cat([q_nope, q_pe], -1).transpose(1, 2)", qk, "d_k");
+    joined(Operand::K, "K", "K = cat([k_nope, k_pe.expand(B, N, h, d_R)], -1).transpose(1, 2)",
+           qk, "d_k");
+    joined(Operand::V, "V", "V = V.transpose(1, 2).contiguous()", v, v_dim_name(s));
+}
+
+// MLA's cross-check after step 14: the absorbed form's weights (standard path) and output,
+// computed through the same shared steps and compared with the pass's.
+void plan_mla_absorbed(Planner& p) {
+    const Sizes& s = p.s;
+    const MlaSizes& m = *p.spec.mla;
+    const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = m.heads;
+    const std::size_t d_h = m.d_nope, d_R = m.d_rope, d_c = m.d_latent, d_v = m.d_v;
+    MlaFacts facts{h, d_h, d_R, d_c, d_v, N, ledger_kv_heads(h), false, true, std::nullopt};
+    const auto sum = [](std::initializer_list<std::uint64_t> terms) {
+        return checked_sum(terms, "the multiply-adds");
+    };
+    const std::uint64_t queries = macs_of({B, h, N, d_h, d_c});      // q_nope @ W_UK
+    const std::uint64_t scores = macs_of({B, h, N, N, d_c + d_R});   // 6
+    const std::uint64_t context = macs_of({B, h, N, N, d_c});        // 10
+    const std::uint64_t output = sum({macs_of({B, N, E, h * d_c}),   // 14
+                                      macs_of({E, h, d_v, d_c})});   // W_UV folded into W_o
+    const bool standard = p.spec.path == AttentionPath::Standard;
+    if (standard) {
+        p.add(StepKind::AbsorbedWeights, 9, "softmax", "weights_absorbed",
+              "weights = softmax(((q_nope @ W_UK) @ c_kv.mT + q_pe @ k_pe.mT)" +
+                  scale_suffix(p.spec) + " + mask)",
+              {"B", "h", "N", "N"}, Layout::contiguous_of({B, h, N, N}), sum({queries, scores}))
+            .facts.mla = facts;
+    }
+    p.add(StepKind::AbsorbedOutput, 14, "project", "output_absorbed",
+          "output = cat_h(weights @ c_kv) @ (o_proj.weight · W_UV per head).T",
+          {"B", "N", "d_model"}, Layout::contiguous_of({B, N, E}),
+          standard ? sum({context, output}) : sum({queries, scores, context, output}))
         .facts.mla = facts;
 }
 
@@ -538,14 +579,14 @@ void plan_feed_forward(Planner& p, int first, const std::string& in) {
 void plan_attention(Planner& p) {
     const PassSpec& spec = p.spec;
     plan_inputs(p);
-    if (spec.form == Form::Mla) {
-        plan_mla(p);
-    } else if (spec.form == Form::PerHead) {
+    if (spec.form == Form::PerHead) {
         plan_per_head(p);
     } else if (spec.form == Form::Decode) {
         for (std::size_t t = 0; t < spec.sizes.seq_len; ++t) plan_token(p, t);
     } else {
-        if (spec.form == Form::FusedQkv) {
+        if (spec.form == Form::Mla) {
+            plan_mla_heads(p);
+        } else if (spec.form == Form::FusedQkv) {
             plan_fused_project_split(p);
         } else {
             plan_project_split(p);
@@ -553,6 +594,7 @@ void plan_attention(Planner& p) {
         plan_combine(p, spec.path == AttentionPath::Streaming ? plan_attend_streamed(p)
                                                                : plan_attend_standard(p));
         plan_output(p);
+        if (spec.form == Form::Mla) plan_mla_absorbed(p);
     }
 }
 

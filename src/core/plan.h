@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/masks.h"
 #include "core/mla.h"
 #include "core/rope.h"
 #include "core/ops.h"
@@ -30,26 +31,13 @@ enum class Form {
     FusedQkv,  // one (3·d_model, d_model) projection, split by view and permute
     PerHead,   // each head projects its own slices of W_q, W_k, W_v; the heads are concatenated
     Decode,    // one query at a time against a growing KV cache (causal self-attention)
-    Mla,       // DeepSeek-V2's latent attention, naive and absorbed (core/mla.h; own weights)
+    Mla,       // DeepSeek-V2's latent attention: heads made from the latent, then steps 6-14;
+               // the absorbed form checks it (core/mla_pass.h; own weights)
 };
 
 // Which projections add a bias.
 struct Biases {
     bool q = true, k = true, v = true, o = true;
-};
-
-// What step 8 applies.
-struct MaskKinds {
-    bool attn = false;                // an attn_mask of (N, M), (B, N, M) or (B·h, N, M)
-    bool padding = false;             // a key padding mask (B, M)
-    bool causal = false;              // the causal rule of core/ops.h, aligned as causal_align
-    CausalAlign causal_align = CausalAlign::BottomRight;
-    std::vector<std::string> sources;  // how the given masks were read, in io/masks' words
-    double softcap = 0.0;             // step 7's soft-cap C, 0 for none
-    bool alibi = false;               // ALiBi's bias
-    std::size_t window = 0, sinks = 0;  // the sliding window W (0 for none) and its sinks S
-
-    bool any() const { return attn || padding || causal || alibi || window > 0; }
 };
 
 // Key/value positions appended to K and V after step 3 (nn.MultiheadAttention's add_bias_kv
@@ -76,13 +64,13 @@ struct PassSpec {
     AttentionPath path = AttentionPath::Standard;
     bool self_attention = true;
     Biases bias;
-    MaskKinds masks;
+    Masks masks;  // what steps 7-8 apply; the plan reads their kinds, never their tensors
     bool scale = true;  // step 7 divides by sqrt(d_k)
     double scale_base = 0.0;  // S > 0: by sqrt(S) instead (Gemma 2's query_pre_attn_scalar)
     bool qk_norm = false;       // step 5 RMSNorms Q and K
     std::optional<Rope> rope;   // step 5 rotates Q and K
     AppendedKv appended;
-    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes gives B, N = M, d_model, h)
+    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes: B, N = M, h, d_k = d_h + d_R, d_v)
     std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
                                      // pass (Form::Packed, self-attention)
 };

@@ -28,43 +28,94 @@ std::size_t Weights::parameter_count() const {
 std::uint64_t forward_macs(const Sizes& s) {
     const std::string what = "the multiply-adds of this configuration";
     return checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model, s.inner(), 2}, what),  // Q, W_O
-         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim + s.vdim},
-                         what),  // K, V: G·d_k features each
-         checked_product({s.batch, s.seq_len, s.kv_len, s.inner(), 2}, what)},  // 6 and 10
+        {checked_product({s.batch, s.seq_len, s.d_model,
+                          checked_sum({s.inner(), s.value_inner()}, what)},
+                         what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim}, what),  // K: G·d_k
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_v(), s.vdim}, what),  // V: G·d_v
+         checked_product({s.batch, s.seq_len, s.kv_len, s.heads,
+                          checked_sum({s.d_k(), s.d_v()}, what)},
+                         what)},  // 6 and 10
         what);
 }
 
 std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
-    const std::size_t d_k = s.d_k();
+    const std::size_t d_k = s.d_k(), d_v = s.d_v();
     // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
     // for self-attention) and the attention's
     const std::uint64_t per_thread =
         std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
-                                            s.inner() + 2 * s.kv_heads * d_k, 3)) +
-        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_k))
-                  : streaming_scratch_floats(d_k, s.kv_len));
+                                            s.inner() + s.kv_heads * (d_k + d_v), 3)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
+                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
     const std::uint64_t floats = checked_sum(
-        {// Q and the context (h·d_k wide), the output; the standard path's concat is one more copy
-         checked_product({s.batch, s.seq_len, s.inner(), standard ? 3u : 2u}, what),
+        {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
+         // more copy of the context
+         checked_product({s.batch, s.seq_len, s.inner()}, what),
+         checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
          checked_product({s.batch, s.seq_len, s.d_model}, what),
-         checked_product({s.batch, s.kv_len, s.kv_heads, d_k, 2}, what),  // K, V
+         checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
          standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
          checked_product({threads, per_thread}, what)},
         what);
     return checked_product({floats, sizeof(float)}, what);
 }
 
+void check_head_width(std::size_t d_model, std::size_t width, std::size_t heads) {
+    if (heads == 0 || width % heads != 0) {
+        throw Error(width == d_model
+                        ? "d_model " + std::to_string(d_model) + " is not divisible by heads " +
+                              std::to_string(heads) + "; d_k = d_model / h must be a whole number"
+                        : "W_q has " + std::to_string(width) + " rows, not h·d_k for h = " +
+                              std::to_string(heads));
+    }
+}
+
+void check_kv_heads(std::size_t heads, std::size_t kv_heads) {
+    if (kv_heads == 0 || heads % kv_heads != 0) {
+        throw Error(std::to_string(kv_heads) + " key/value heads do not divide " +
+                    std::to_string(heads) + " heads; each key/value head serves h / G query heads");
+    }
+}
+
+void check_form(Form form, const Sizes& s, bool self_attention, const Masks& masks) {
+    if (form == Form::Decode &&
+        (!self_attention || masks.has_attn_mask() || masks.has_key_padding())) {
+        throw Error("decoding is causal self-attention: one sequence attending to itself, "
+                    "with no attn_mask or key padding mask");
+    }
+    if (form == Form::FusedQkv && (!self_attention || s.kv_heads != s.heads ||
+                                   s.kdim != s.d_model || s.vdim != s.d_model)) {
+        throw Error("the fused QKV projection needs self-attention with K and V as wide as Q "
+                    "(G = h, kdim = vdim = d_model)");
+    }
+}
+
+void check_masks(const Masks& masks, const Sizes& s) {
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, heads = s.heads;
+    const Tensor& am = masks.attn_mask;
+    if (!am.empty()) {
+        const bool plane =
+            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
+        const bool lead =
+            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
+        if (!plane || !lead) {
+            throw Error(shape_error("attn_mask",
+                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
+                                        to_string({B * heads, N, M}),
+                                    am));
+        }
+    }
+    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
+        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
+    }
+}
+
 Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::size_t heads) {
     const std::size_t E = w.d_model(), inner = w.q_width();
-    if (heads == 0 || inner % heads != 0) {
-        throw Error(inner == E ? "d_model " + std::to_string(E) + " is not divisible by heads " +
-                                     std::to_string(heads) + "; d_k = d_model / h must be a whole number"
-                               : "W_q has " + std::to_string(inner) + " rows, not h·d_k for h = " +
-                                     std::to_string(heads));
-    }
+    check_head_width(E, inner, heads);
     if (w.w_o.dim() != 2 || w.w_o.size(0) != E || w.w_o.size(1) != inner) {
         throw Error(shape_error("W_o", "(d_model, h·d_k) = " + to_string({E, inner}), w.w_o));
     }
@@ -82,29 +133,15 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
         in.x_v.size(2) != w.vdim()) {
         throw Error(shape_error("value", to_string({B, M, w.vdim()}), in.x_v));
     }
-    const Tensor& am = masks.attn_mask;
-    if (!am.empty()) {
-        const bool plane =
-            am.dim() >= 2 && am.size(am.dim() - 2) == N && am.size(am.dim() - 1) == M;
-        const bool lead =
-            am.dim() == 2 || (am.dim() == 3 && (am.size(0) == B || am.size(0) == B * heads));
-        if (!plane || !lead) {
-            throw Error(shape_error("attn_mask",
-                                    to_string({N, M}) + ", " + to_string({B, N, M}) + " or " +
-                                        to_string({B * heads, N, M}),
-                                    am));
-        }
-    }
-    if (!masks.key_padding.empty() && masks.key_padding.shape() != Shape{B, M}) {
-        throw Error(shape_error("key_padding_mask", to_string({B, M}), masks.key_padding));
-    }
+    check_masks(masks, {B, N, M, E, w.kdim(), w.vdim(), heads, heads, inner / heads});
     const std::size_t d_k = inner / heads;
     const std::size_t G = w.kv_width() / d_k;
-    if (w.kv_width() % d_k != 0 || G == 0 || heads % G != 0 || w.w_v.size(0) != w.kv_width()) {
+    if (w.kv_width() % d_k != 0 || G == 0 || w.w_v.size(0) != w.kv_width()) {
         throw Error("W_k " + to_string(w.w_k.shape()) + " and W_v " + to_string(w.w_v.shape()) +
                     " must both have G·d_k rows (d_k = " + std::to_string(d_k) +
                     ") for G key/value heads dividing h = " + std::to_string(heads));
     }
+    check_kv_heads(heads, G);
     return {B, N, M, E, w.kdim(), w.vdim(), heads, G, d_k};
 }
 
@@ -126,6 +163,11 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
         throw Error("QK-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
                     std::to_string(s.d_k()) + ")");
     }
+    if (masks.causal && appended_kv(w, options).count() > 0) {
+        throw Error("a causal mask cannot combine with key/value positions appended after the "
+                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
+                    "attn_mask, which is padded as PyTorch pads it");
+    }
     if (options.ablate_head && *options.ablate_head >= s.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
                     ": the heads are 0.." + std::to_string(s.heads - 1));
@@ -133,22 +175,26 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
     return s;
 }
 
-PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
-                   const ForwardOptions& options, Form form) {
+PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
+                   Form form) {
     PassSpec spec;
     spec.sizes = sizes;
     spec.form = form;
     spec.path = options.path;
-    spec.self_attention = in.self_attention();
-    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.masks = {!masks.attn_mask.empty(), !masks.key_padding.empty(), masks.causal,
-                  masks.causal_align, masks.notes, masks.softcap, masks.alibi, masks.window,
-                  masks.sinks};
-    spec.appended = appended_kv(w, options);
+    spec.masks = masks;
     spec.scale = options.scale;
     spec.scale_base = options.scale_base;
-    spec.qk_norm = !w.q_norm.empty();
     spec.rope = options.rope;
+    return spec;
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
+                   const ForwardOptions& options, Form form) {
+    PassSpec spec = pass_spec(sizes, masks, options, form);
+    spec.self_attention = in.self_attention();
+    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.appended = appended_kv(w, options);
+    spec.qk_norm = !w.q_norm.empty();
     return spec;
 }
 

@@ -2,6 +2,7 @@
 // The Step record the forward pass reports, and the Tracer that observes it.
 // Nothing here prints: printers are Tracers that live in src/show/.
 
+#include "core/masks.h"
 #include "core/sizes.h"
 #include "core/tensor.h"
 
@@ -20,18 +21,6 @@ struct WindowFacts {
     std::size_t kept = 0;               // of them, the ones a query can still see
     std::uint64_t kept_bytes = 0;       // K and V of the kept positions
     std::uint64_t full_bytes = 0;       // K and V of all `length`
-};
-
-// What step 8 applies. How io read the given mask files stays in io's words (sources).
-struct MaskFacts {
-    bool attn = false;     // an attn_mask
-    bool padding = false;  // a key padding mask
-    bool causal = false;   // the causal rule (core/ops.h)
-    std::size_t n = 0, m = 0;          // N queries, M keys
-    std::vector<std::string> sources;  // one line per given mask file (io/masks)
-    bool top_left = false;             // the causal rule aligned top-left, not bottom-right
-    std::vector<double> alibi_slopes;  // ALiBi's slope m_i of every head; empty without ALiBi
-    std::optional<WindowFacts> window;  // the sliding window (it replaces the causal rule)
 };
 
 // RoPE on Q at step 5: the pairs, the base, and the angles of the first pairs.
@@ -105,7 +94,10 @@ struct StepFacts {
     std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
     std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
     std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns
-    std::optional<MaskFacts> masks;              // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<Masks> masks;                  // 8 (per-head 9, streaming 10): what the mask step applies
+    std::size_t mask_queries = 0, mask_keys = 0;  // with masks: the N queries and M keys it masks
+    std::vector<double> alibi_slopes;            // with ALiBi: the slope m_i of every head
+    std::optional<WindowFacts> window;           // with a window: the keys it keeps, the cache it needs
     std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
     std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
@@ -125,6 +117,8 @@ enum class StepKind {
     Append,         // 3   add_bias_kv / add_zero_attn positions appended to K and V
     LatentProject,  // MLA 2: the latent and the shared RoPE key from x
     LatentNorm,     // MLA 2: the latent's RMSNorm (what the cache keeps)
+    LatentUp,       // MLA 3: every head's k_nope and v up-projected from the latent
+    AssembleHeads,  // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
     SplitHeads,     // 4   view: the last dimension split into heads
     MoveHeads,      // 5   transpose / permute: the head dimension moved forward
     Unbind,         // 5   fused: Q, K and V taken out of qkv
@@ -141,6 +135,8 @@ enum class StepKind {
     JoinHeads,      // 13  view: the heads read side by side, nothing copied
     Concat,         // 13  per-head: the heads copied side by side
     OutputProject,  // 14  W_o
+    AbsorbedWeights,  // MLA 9: the absorbed form's weights, compared with the pass's
+    AbsorbedOutput,   // MLA 14: the absorbed form's output, compared with the pass's
     Norm,           // block / model: a LayerNorm
     Residual,       // block: x + sublayer(x)
     FfnIn,          // block: linear1

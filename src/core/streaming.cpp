@@ -5,7 +5,7 @@
 //       Sᵀ = K_tile Qᵀ / sqrt(d_k), masked                  (keys, queries)
 //       new_max = max(row_max, max S);  c = e^(row_max - new_max)
 //       P = e^(S - new_max);  row_sum = row_sum · c + Σ P     P stays where Vᵀ P reads it
-//       Oᵀ = Oᵀ · c + V_tileᵀ P                               (d_k, queries)
+//       Oᵀ = Oᵀ · c + V_tileᵀ P                               (d_v, queries)
 //   context = O / row_sum
 // Every query's result depends only on its own query, the keys and the tile width, so
 // splitting units over threads, and the register tile of each kernel variant, change no bit.
@@ -35,7 +35,7 @@ std::size_t round_up(std::size_t n, std::size_t multiple) {
 // One thread's buffers, kept between units (pool threads live on); they only grow.
 struct FlashScratch {
     ScratchBuffer keys, values;  // packed K and V of the unit
-    ScratchBuffer queries, o;    // packed Q tile; Oᵀ (d_k, stream_query_tile)
+    ScratchBuffer queries, o;    // packed Q tile; Oᵀ (d_v, stream_query_tile)
     ScratchBuffer scores, shrink;  // one panel: (kt, nr) and (nr)
     float row_max[stream_query_tile], row_sum[stream_query_tile];
 };
@@ -67,8 +67,8 @@ std::size_t tile_keys(std::size_t k0, std::size_t m, std::size_t mr) {
     return std::min(stream_key_tile, round_up(m - k0, mr));
 }
 
-// v (M, d_k) -> per tile of keys, panels of mr features, each (tile_keys, mr) row-major;
-// zeros past M and past d_k. Each key's row is copied mr features at a time.
+// v (M, d_v) -> per tile of keys, panels of mr features, each (tile_keys, mr) row-major;
+// zeros past M and past d_v. Each key's row is copied mr features at a time.
 void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, float* out) {
     const std::size_t m = v.rows;
     for (std::size_t k0 = 0; k0 < m; k0 += stream_key_tile) {
@@ -93,35 +93,37 @@ void pack_values(const MatrixView& v, std::size_t mr, std::size_t padded_d, floa
 void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t first,
                  std::size_t count, std::size_t k0, const HeadMask& mask) {
     const std::size_t keys = std::min(kt, mask.m - k0);
-    const bool per_score = mask.softcap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
+    const double cap = mask.masks->softcap;
+    const Window window{mask.masks->window, mask.masks->sinks};
+    const bool per_score = cap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
                            mask.alibi_slope != 0.0;
     for (std::size_t r = 0; r < count; ++r) {
         const std::size_t query = first + r, position = query + mask.m - mask.n;
         float* column = scores + r;  // key j at column[j * nr]
         for (std::size_t j = 0; per_score && j < keys; ++j) {
             float& s = column[j * nr];
-            if (mask.softcap > 0.0) softcap(&s, 1, mask.softcap);
+            if (cap > 0.0) softcap(&s, 1, cap);
             if (mask.attn != nullptr) s += mask.attn[query * mask.m + k0 + j];
             if (mask.padding != nullptr) s += mask.padding[k0 + j];
             if (mask.alibi_slope != 0.0) add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
         }
         for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < kt; ++j)
             column[j * nr] = minus_inf;
-        for (std::size_t j = 0; mask.window > 0 && j < keys; ++j) {
-            if (!window_allows({mask.window, mask.sinks}, position, k0 + j)) column[j * nr] = minus_inf;
+        for (std::size_t j = 0; window.size > 0 && j < keys; ++j) {
+            if (!window_allows(window, position, k0 + j)) column[j * nr] = minus_inf;
         }
     }
 }
 
 }  // namespace
 
-std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t m) {
+std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::size_t m) {
     const std::string what = "the memory for this configuration";
     const FlashRegisterTile tile = flash_tile();
     const std::uint64_t keys = m / tile.mr + (m % tile.mr != 0);  // in panels of mr
     return checked_sum(
-        {checked_product({keys, tile.mr, d_k + round_up(d_k, tile.mr)}, what),  // packed K, V
-         checked_product({stream_query_tile, 2 * d_k + 2}, what),  // packed Q, O, row max and sum
+        {checked_product({keys, tile.mr, d_k + round_up(d_v, tile.mr)}, what),  // packed K, V
+         checked_product({stream_query_tile, d_k + d_v + 2}, what),  // packed Q, O, row max and sum
          (stream_key_tile + 1) * tile.nr},                         // one panel's scores, its shrink
         what);
 }
@@ -129,14 +131,14 @@ std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t m) {
 std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                              const HeadMask& mask, float factor, bool zero_masked_rows,
                              float* context, std::size_t ldc) {
-    const std::size_t n = q.rows, m = k.rows, d_k = q.cols;
+    const std::size_t n = q.rows, m = k.rows, d_k = q.cols, d_v = v.cols;
     const FlashRegisterTile tile = flash_tile();
-    const std::size_t padded_d = round_up(d_k, tile.mr);
+    const std::size_t padded_d = round_up(d_v, tile.mr);
     FlashScratch& s = flash_scratch();
     float* const keys = s.keys.floats(round_up(m, tile.mr) * d_k);
     float* const values = s.values.floats(round_up(m, tile.mr) * padded_d);
     float* const queries = s.queries.floats(stream_query_tile * d_k);
-    float* const o = s.o.floats(d_k * stream_query_tile);
+    float* const o = s.o.floats(d_v * stream_query_tile);
     float* const scores = s.scores.floats(stream_key_tile * tile.nr);
     float* const shrink = s.shrink.floats(tile.nr);
     pack_rows(k, 0, m, round_up(m, tile.mr), tile.mr, keys);  // (M, d_k) in panels of mr keys
@@ -145,7 +147,7 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
     for (std::size_t q0 = 0; q0 < n; q0 += stream_query_tile) {
         const std::size_t rows = std::min(stream_query_tile, n - q0);
         pack_rows(q, q0, rows, stream_query_tile, tile.nr, queries);  // panels of nr queries
-        std::fill(o, o + d_k * stream_query_tile, 0.0f);
+        std::fill(o, o + d_v * stream_query_tile, 0.0f);
         std::fill(std::begin(s.row_max), std::end(s.row_max), minus_inf);
         std::fill(std::begin(s.row_sum), std::end(s.row_sum), 0.0f);
         const std::size_t key_end = mask.key_end(q0 + rows - 1);  // keys past it are blocked
@@ -159,26 +161,26 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                             std::min(tile.nr, rows - first), k0, mask);
                 // 9, online: the scores become P
                 flash_softmax(scores, kt, s.row_max + first, s.row_sum + first, shrink);
-                // 10: Oᵀ = Oᵀ · shrink + (d_k, kt) x (kt, nr)
-                flash_accumulate(values + k0 * padded_d, scores, kt, d_k, shrink, o + first,
+                // 10: Oᵀ = Oᵀ · shrink + (d_v, kt) x (kt, nr)
+                flash_accumulate(values + k0 * padded_d, scores, kt, d_v, shrink, o + first,
                                  stream_query_tile);
             }
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = context + (q0 + r) * ldc;
             if (m == 0) {  // no key at all: an empty weighted sum, zero as in PyTorch
-                std::fill(out, out + d_k, 0.0f);
+                std::fill(out, out + d_v, 0.0f);
                 continue;
             }
             if (s.row_max[r] == minus_inf) {
                 const float fill =
                     zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-                std::fill(out, out + d_k, fill);
+                std::fill(out, out + d_v, fill);
                 ++masked;
                 continue;
             }
             const float inverse = 1.0f / s.row_sum[r];
-            for (std::size_t j = 0; j < d_k; ++j) out[j] = o[j * stream_query_tile + r] * inverse;
+            for (std::size_t j = 0; j < d_v; ++j) out[j] = o[j * stream_query_tile + r] * inverse;
         }
     }
     return masked;

@@ -18,18 +18,18 @@ namespace mha {
 inline constexpr std::size_t stream_query_tile = 64;
 inline constexpr std::size_t stream_key_tile = 256;
 
-// context (N, d_k) = softmax(q kᵀ · factor + mask) v, written row-major with rows
-// ldc apart; q (N, d_k), k (M, d_k), v (M, d_k) as strided views. A query whose
+// context (N, d_v) = softmax(q kᵀ · factor + mask) v, written row-major with rows
+// ldc apart; q (N, d_k), k (M, d_k), v (M, d_v) as strided views. A query whose
 // keys are all blocked gets NaN (like the standard path) or zeros when
 // zero_masked_rows. Returns how many such rows there were.
 std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                              const HeadMask& mask, float factor, bool zero_masked_rows,
                              float* context, std::size_t ldc);
 
-// Floats one thread holds while running attend_streaming on M keys with the kernel
-// variant in use: packed K and V, packed queries, the context tile, row statistics
-// and one panel of scores.
+// Floats one thread holds while running attend_streaming on M keys (d_k wide, values d_v)
+// with the kernel variant in use: packed K and V, packed queries, the context tile, row
+// statistics and one panel of scores.
 // An Error if that exceeds 64 bits.
-std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t m);
+std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::size_t m);
 
 }  // namespace mha

@@ -136,6 +136,20 @@ std::string explanation(const Step& step) {
             return "RMSNorm divides each vector by its root mean square and multiplies by a "
                    "learned gain. In multi-head latent attention it steadies the compressed latent "
                    "that the cache keeps instead of full keys and values.";
+        case StepKind::LatentUp:
+            return "kv_b_proj turns the cached latent back into every head's keys (the part "
+                   "without position) and values. This is the naive form of latent attention: "
+                   "the heads then hold keys and values as ordinary multi-head attention does.";
+        case StepKind::AssembleHeads:
+            return "Each head's query and key are put together from two parts, the part without "
+                   "position and the rotated RoPE part; the RoPE part of the key is one vector "
+                   "shared by every head. Putting the parts side by side is a copy.";
+        case StepKind::AbsorbedWeights:
+        case StepKind::AbsorbedOutput:
+            return "The absorbed form computes the same attention without making keys and "
+                   "values: W_UK is folded into the queries and W_UV into W_o, so every head "
+                   "reads the cached latent directly. It serves here as a check on the steps "
+                   "above; its largest difference from them is shown.";
         case StepKind::Norm:
             return "Layer normalisation rescales each token's vector to mean 0 and variance 1, "
                    "then applies a learned gain and bias. It keeps the numbers in a steady range "

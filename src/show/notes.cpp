@@ -126,21 +126,24 @@ void rope(const RopeFacts& r, Notes& notes) {
     }
 }
 
-void masks(const MaskFacts& m, Notes& notes) {
+// What the mask step applies (f.masks) to its N queries and M keys.
+void masks(const StepFacts& f, Notes& notes) {
+    const Masks& m = *f.masks;
+    const std::size_t n = f.mask_queries, keys = f.mask_keys;
     const std::size_t first = notes.size();
-    notes.insert(notes.end(), m.sources.begin(), m.sources.end());
-    if (!m.alibi_slopes.empty()) notes.push_back(alibi(m.alibi_slopes));
-    if (m.window) {
-        window(*m.window, notes);
-    } else if (m.causal && m.n == m.m) {
+    notes.insert(notes.end(), m.notes.begin(), m.notes.end());
+    if (!f.alibi_slopes.empty()) notes.push_back(alibi(f.alibi_slopes));
+    if (f.window) {
+        window(*f.window, notes);
+    } else if (m.causal && n == keys) {
         notes.push_back("causal: query i attends to keys 0..i");
-    } else if (m.causal && m.top_left) {
+    } else if (m.causal && m.causal_align == CausalAlign::TopLeft) {
         notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
                         "the first N of the M positions, as scaled_dot_product_attention's "
                         "is_causal=True and torch.tril(ones(N, M)) align them)");
     } else if (m.causal) {
         notes.push_back("causal, bottom-right aligned: query i attends to keys 0..i+" +
-                        std::to_string(m.m) + "-" + std::to_string(m.n) +
+                        std::to_string(keys) + "-" + std::to_string(n) +
                         " (the queries are the last N of the M positions, as with a KV cache)");
     }
     if (notes.size() == first) notes.push_back("no mask: every query attends to every key");
@@ -156,14 +159,15 @@ void appended(const AppendedFacts& a, Notes& notes) {
                     "there, as PyTorch pads them");
 }
 
-void streaming(const StepFacts& f, Notes& notes) {
+void streaming(const Step& step, Notes& notes) {
+    const StepFacts& f = step.facts;
     notes.push_back("streaming path: steps 6-9 run on tiles of " + std::to_string(f.query_tile) +
                     " queries x " + std::to_string(f.key_tile) +
                     " keys with an online softmax (a running max and sum per query), so the "
                     "(B, h, N, M) scores, " + std::to_string(*f.unstored_score_bytes) +
                     " bytes, are never stored");
-    notes.push_back("the context goes straight into (B, N, h, d_k) order: step 12 has nothing "
-                    "to copy");
+    notes.push_back("the context goes straight into (B, N, h, " + step.dims.back() +
+                    ") order: step 12 has nothing to copy");
 }
 
 // The keys the window (and its sinks) leaves the query at position p of the cache.
@@ -254,18 +258,21 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
                          : "";
     if (m.ledger) {
         mla_ledger(m, notes);
-    } else if (step.kind == StepKind::Softmax && !m.absorbed) {
+    } else if (step.kind == StepKind::LatentUp) {
         notes.push_back("naive: kv_b_proj up-projects the latent into every head's keys k_nope "
                         "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
-                        "k_pe is one RoPE key for all heads");
-    } else if (step.kind == StepKind::Softmax) {
+                        "k_pe is one RoPE key for all heads; steps 6-14 then run as in every "
+                        "form, scaled by 1/sqrt(d_h + d_R)");
+    } else if (step.kind == StepKind::AbsorbedWeights) {
         notes.push_back("absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
                         "into the query (B, h, N, d_c) and every head scores the cached latent "
                         "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
                         difference);
     } else {
-        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is applied "
-                        "once to the weighted sum of latents (B, h, N, d_c)" + difference);
+        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is folded "
+                        "into o_proj (d_model, h·d_c) and meets the weighted sum of latents "
+                        "(B, h, N, d_c) there; the same steps 6-14, with one key head" +
+                            difference);
     }
 }
 
@@ -376,8 +383,8 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.scale_d_k) scale(*f.scale_d_k, f.scale_base, f.scale_factor, notes);
     if (f.softcap) notes.push_back(softcap(*f.softcap));
     if (f.appended) appended(*f.appended, notes);
-    if (f.masks) masks(*f.masks, notes);
-    if (f.unstored_score_bytes) streaming(f, notes);
+    if (f.masks) masks(f, notes);
+    if (f.unstored_score_bytes) streaming(step, notes);
     if (f.flash) flash(*f.flash, notes);
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);

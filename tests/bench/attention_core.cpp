@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
         for (float& x : *t) x = random.uniform(-1.0f, 1.0f);
     }
     std::vector<float> context(units * N * d_k), scores(N * N);
-    mha::HeadMask mask;
-    mask.n = mask.m = N;
+    const mha::Masks none;
+    const mha::HeadMask mask = mha::unit_mask(none, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
     const float factor = 1.0f / std::sqrt(float(d_k));
     auto view = [&](const std::vector<float>& t, std::size_t u) {
         return mha::MatrixView{t.data() + u * N * d_k, N, d_k, d_k, 1};

@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
         };
     };
     const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
-    mha::HeadMask mask;
-    mask.n = mask.m = N;
+    const mha::Masks none;
+    const mha::HeadMask mask = mha::unit_mask(none, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
     const mha::Units units{B * h, [&](std::size_t u) {
                                const std::size_t b = u / h, i = u % h;
                                const std::size_t at = b * N * E + i * d_k;

@@ -30,6 +30,11 @@
 #
 #     /usr/bin/python3 tests/data/make_modern_fixtures.py
 #
+# or, to rewrite only the masked MLA folders (mla_masked, mla_window_softcap, each with the
+# mha options of its case in options.txt):
+#
+#     /usr/bin/python3 tests/data/make_modern_fixtures.py mla-masked
+#
 # Each computation is checked a second, independent way before anything is written
 # (complex multiplication for RoPE, the weight permutation between the RoPE layouts, an
 # explicit loop for the masks, float32 nn.Module forms for the layers, the absorbed form
@@ -38,6 +43,7 @@
 import math
 import os
 import shutil
+import sys
 
 import numpy as np
 import torch
@@ -550,7 +556,20 @@ def mla_parts(sd, x, d):
     return q_nope, q_pe, c_kv, k_pe, w_b[:, :d_h], w_b[:, d_h:]  # W_UK (h, d_h, d_c), W_UV (h, d_v, d_c)
 
 
-def mla_naive(sd, x, d, causal):
+def mla_masked_scores(scores, causal, mods):
+    """Steps 7-8 after the scale, in mha's order: the soft-cap, the additive masks (attn_mask
+    and key padding as one (B, 1, N, N) bias), then the causal rule and the window."""
+    N = scores.shape[-1]
+    if mods.get("cap"):
+        scores = softcap(scores, mods["cap"])
+    if mods.get("bias") is not None:
+        scores = scores + mods["bias"]
+    if causal:
+        scores = scores.masked_fill(~allowed(N, N, window=mods.get("window")), float("-inf"))
+    return scores
+
+
+def mla_naive(sd, x, d, causal, mods={}):
     h, d_h, d_R, d_c, d_v = d
     B, N, _ = x.shape
     q_nope, q_pe, c_kv, k_pe, w_uk, w_uv = mla_parts(sd, x, d)
@@ -558,14 +577,12 @@ def mla_naive(sd, x, d, causal):
     v = torch.einsum("hdc,bnc->bhnd", w_uv, c_kv)       # (B, h, N, d_v)
     scores = (q_nope @ k_nope.transpose(-2, -1) + q_pe @ k_pe[:, None].transpose(-2, -1)) \
         / math.sqrt(d_h + d_R)
-    if causal:
-        scores = scores.masked_fill(~allowed(N, N), float("-inf"))
-    weights = scores.softmax(-1)
+    weights = mla_masked_scores(scores, causal, mods).softmax(-1)
     context = (weights @ v).transpose(1, 2).reshape(B, N, h * d_v)
     return context @ sd["o_proj.weight"].T, weights
 
 
-def mla_absorbed(sd, x, d, causal):
+def mla_absorbed(sd, x, d, causal, mods={}):
     """W_UK folded into the query and W_UV applied after the weighted sum: the keys and values
     are never up-projected; every head reads the (B, N, d_c) latent directly."""
     h, d_h, d_R, d_c, d_v = d
@@ -574,9 +591,7 @@ def mla_absorbed(sd, x, d, causal):
     q_latent = torch.einsum("bhnd,hdc->bhnc", q_nope, w_uk)  # (B, h, N, d_c)
     scores = (q_latent @ c_kv[:, None].transpose(-2, -1) + q_pe @ k_pe[:, None].transpose(-2, -1)) \
         / math.sqrt(d_h + d_R)
-    if causal:
-        scores = scores.masked_fill(~allowed(N, N), float("-inf"))
-    weights = scores.softmax(-1)
+    weights = mla_masked_scores(scores, causal, mods).softmax(-1)
     latent_context = weights @ c_kv[:, None]  # (B, h, N, d_c)
     context = torch.einsum("bhnc,hdc->bhnd", latent_context, w_uv)  # (B, h, N, d_v)
     context = context.transpose(1, 2).reshape(B, N, h * d_v)
@@ -604,6 +619,71 @@ def mla_case(name, causal, seed, E=16, d=(2, 4, 2, 6, 3), N=5):
     check(paper32, out, f"{name}: float32 paper-named module vs naive: output")
     check(paper_w32, weights, f"{name}: float32 paper-named module vs naive: weights")
     return module, paper, x, out, weights
+
+
+def mla_masked_case(name, seed, mods, files, E=16, d=(2, 4, 2, 6, 3), N=5):
+    """MLA with step 8's masks and step 7's soft-cap (always causal: the window is too), from
+    the float64 forms of mla_case's layer; checked naive against absorbed, and the masks
+    against an explicit loop over the allowed keys."""
+    torch.manual_seed(seed)
+    module = LatentAttention(E, *d)
+    x = torch.randn(2, N, E)
+    sd = {k: v.to(D64) for k, v in module.state_dict().items()}
+    out, weights = mla_naive(sd, x.to(D64), d, True, mods)
+    out_abs, weights_abs = mla_absorbed(sd, x.to(D64), d, True, mods)
+    check(out_abs, out, f"{name}: absorbed vs naive: output", 1e-12)
+    check(weights_abs, weights, f"{name}: absorbed vs naive: weights", 1e-12)
+    blocked = torch.zeros(2, N, N, dtype=torch.bool)
+    for b in range(2):
+        for i in range(N):
+            for j in range(N):
+                window = mods.get("window")
+                blocked[b, i, j] = (j > i or (window is not None and j <= i - window)
+                                    or ("mask" in files and files["mask"][i, j] == -math.inf)
+                                    or ("key_padding_mask" in files
+                                        and bool(files["key_padding_mask"][b, j])))
+    check((weights == 0).all(1), blocked, f"{name}: zero weights where a loop blocks", 0)
+    return module, x, out, weights
+
+
+def mla_masked_cases():
+    """(name, mha options, module, x, files, output, weights) of the masked MLA layers."""
+    N = 5
+    mask = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0],
+                         [0.5, 0.0, 0.0, 0.0, 0.0],
+                         [0.0, -math.inf, 0.0, 0.0, 0.0],
+                         [-0.25, 0.0, 1.0, -math.inf, 0.0],
+                         [0.0, 0.0, -math.inf, 0.3, 0.0]], dtype=D64)
+    padding = torch.tensor([[False, False, False, False, True],
+                            [False, False, False, True, False]])
+    bias = (mask[None] + torch.zeros(2, 1, 1, dtype=D64)
+            ).masked_fill(padding[:, None, :], -math.inf)[:, None]  # (B, 1, N, N)
+    cases = []
+    files = {"mask": mask, "key_padding_mask": padding}
+    module, x, out, weights = mla_masked_case("mla_masked", 1422, {"bias": bias}, files, N=N)
+    cases.append(("mla_masked", "--causal --mask mask.npy --key-padding-mask key_padding_mask.npy",
+                  module, x, files, out, weights))
+    mods = {"window": 2, "cap": 0.3}
+    module, x, out, weights = mla_masked_case("mla_window_softcap", 1423, mods, {}, N=N)
+    cases.append(("mla_window_softcap", "--causal --window 2 --softcap 0.3", module, x, {}, out,
+                  weights))
+    return cases
+
+
+def write_mla_masked():
+    """Only the masked MLA folders, each with its mha options in options.txt."""
+    for name, options, module, x, files, out, weights in mla_masked_cases():
+        folder = os.path.join(OUT_DIR, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        write_npz(os.path.join(folder, "weights.npz"), module.state_dict())
+        np.save(os.path.join(folder, "query.npy"), f32(x))
+        for fname, value in files.items():
+            np.save(os.path.join(folder, fname + ".npy"),
+                    value.numpy() if value.dtype == torch.bool else f32(value))
+        write_npz(os.path.join(folder, "expected.npz"), {"output": out, "attn_weights": weights})
+        with open(os.path.join(folder, "options.txt"), "w") as f:
+            f.write(options + "\n")
 
 
 # ---------------------------------------------------------------------------- writing
@@ -648,11 +728,20 @@ def main():
         lines.append(f"{name} {options}")
     with open(CASES_FILE, "w") as f:
         f.write("\n".join(lines) + "\n")
+    write_mla_masked()
 
+    print_report()
+
+
+def print_report():
     width = max(len(what) for what, _ in report)
     for what, diff in report:
         print(f"{what:<{width}}  {diff:.3g}")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["mla-masked"]:  # only the masked MLA folders, the rest left as they are
+        write_mla_masked()
+        print_report()
+    else:
+        main()
