@@ -78,9 +78,12 @@ $(BUILD)/tests/%.o: tests/%.cpp
 	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
-# the mha binary of the same build folder
+# the mha binary of the same build folder. Its output is kept in $(BUILD)/test.log, then
+# printed (check's verdict reads the count of assertions there). MAKEFLAGS is emptied for
+# the suite: the makes its tests start (make install) then see no job server they cannot use.
 test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
-	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests $(TEST_ARGS)
+	cd tests && MAKEFLAGS= MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests $(TEST_ARGS) \
+	    >../$(BUILD)/test.log 2>&1; status=$$?; cat ../$(BUILD)/test.log; exit $$status
 
 # test-fast: the suite without the [docs] tests (which run every console example of docs/
 # and examples/, the exercises and make install): for the edit-build-test loop
@@ -94,13 +97,16 @@ golden: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 
 # check: everything CI runs: the suite with g++, with clang++ under ASan+UBSan, with g++
 # under TSan, a short fuzzing round, then seeded output compared between the two compilers.
+# The fuzzers and same-output write logs; the last line is one verdict (tests/check-verdict).
 # Its three chains share no build folder, so they run side by side on the job slots (one
 # chain's suite runs while another compiles): build/ (test), build-asan/ (test-asan, then
 # fuzz, whose targets link the same objects) and build-tsan/. same-output then compares two
 # binaries the chains already built.
 .PHONY: check-plain check-asan check-tsan
 check: check-plain check-asan check-tsan
-	$(MAKE) same-output
+	$(MAKE) same-output >$(BUILD)/same-output.log 2>&1 || { cat $(BUILD)/same-output.log; exit 1; }
+	@tests/check-verdict $(BUILD)/test.log build-asan/test.log build-tsan/test.log -- \
+	    build-asan/fuzz.summary $(BUILD)/same-output.log
 check-plain:
 	$(MAKE) test
 check-asan:
@@ -121,9 +127,12 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # too, the tests that re-run the binary on every documented command (over 6 of its 10
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in.
+# ASAN_MAKE, that build's make: the recipe lines that call it start with +, because make sees
+# no $(MAKE) in "$(ASAN_MAKE)" and would not hand its job server on (the sub-make would warn
+# "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
-	$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the pool, the CLI's thread counts), built with ThreadSanitizer.
@@ -143,7 +152,7 @@ test-clang:
 # same-output: seeded runs give byte-identical results with g++ (build/) and clang++ (the
 # ASan+UBSan build of test-asan, so that check compiles no fourth time)
 same-output: $(BUILD)/mha
-	$(ASAN_MAKE) build-asan/mha
+	+$(ASAN_MAKE) build-asan/mha
 	tests/same-output $(BUILD)/mha build-asan/mha
 
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
@@ -155,7 +164,7 @@ fuzz: fuzz-build
 	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-build:
-	$(ASAN_MAKE) $(FUZZ_TARGETS:%=build-asan/fuzz_%)
+	+$(ASAN_MAKE) $(FUZZ_TARGETS:%=build-asan/fuzz_%)
 
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)

@@ -58,7 +58,7 @@ void occupy_closed_descriptors() {
     }
 }
 
-// steps: how many steps the run reports (--step says "step k of n"), 0 when not known.
+// steps: how many steps the run reports (--step says "step 4 (5 of n)"), 0 when not known.
 // blocked: the lesson page's masked cells (app/after_run.h).
 std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps,
                                          std::vector<std::vector<bool>> blocked = {}) {

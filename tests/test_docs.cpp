@@ -122,9 +122,15 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
     std::size_t commands = 0;
     for (const fs::path& page : pages) {
         // Each page runs in its own scratch folder that sees the repository's
-        // examples/, docs/ and tests/, so files the commands write land there.
+        // examples/, docs/ and tests/, so files the commands write land there. An exercise's
+        // page runs in a copy of its own folder, as a student who got only that folder would.
         const std::string scratch = test::temp_path("page-" + page.stem().string() + "-" +
                                                     page.parent_path().filename().string());
+        if (page.string().find("/exercises") != std::string::npos) {
+            REQUIRE(test::run_command("rm -rf " + scratch + " && cp -r " +
+                                      page.parent_path().string() + " " + scratch)
+                        .status == 0);
+        }
         for (const ConsoleExample& example : console_examples(test::read_text(page))) {
             CAPTURE(page.string(), example.command);
             const test::RunResult r = run_in_scratch(scratch, example.command);

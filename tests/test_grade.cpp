@@ -48,6 +48,40 @@ TEST_CASE("answers in the forms the trace prints: names, units, step words", "[g
     CHECK(answer_matches({AnswerKind::Word, {}, "keep"}, " KEEP "));
     CHECK_FALSE(answer_matches({AnswerKind::Word, {}, "keep"}, "block"));
     CHECK(spelled({AnswerKind::Number, {16640}, ""}) == "16,640");
+}
+
+TEST_CASE("answers in the tool's own words: ratios, ranges, names, true/false, MB",
+          "[grade][answers]") {
+    // the trace prints "4x smaller than MHA's", "keys 0..i", "d_k = 32"; PyTorch's
+    // is_contiguous() prints False
+    CHECK(parse_amount("4x") == 4u);
+    CHECK(parse_amount("4 x") == 4u);
+    CHECK(parse_amount("4\xC3\x97") == 4u);  // 4×
+    CHECK(parse_amount("4 times") == 4u);
+    CHECK(parse_amount("h = 4") == 4u);
+    CHECK(parse_amount("d_k=4") == 4u);
+    CHECK(parse_amount("4MB") == 4194304u);  // read as MiB, the unit the trace prints
+    CHECK(parse_amount("4 MiB") == 4194304u);
+    CHECK(parse_amount("4mib") == 4194304u);
+    CHECK(parse_amount("2 KB") == 2048u);
+    CHECK(parse_amount("4 apples") == std::nullopt);
+    CHECK(parse_amount("x") == std::nullopt);
+    CHECK(parse_number_list("0..2") == std::vector<std::uint64_t>{0, 1, 2});
+    CHECK(parse_number_list("0-2") == std::vector<std::uint64_t>{0, 1, 2});
+    CHECK(parse_number_list("keys 0..3") == std::vector<std::uint64_t>{0, 1, 2, 3});
+    CHECK(parse_number_list("0\xE2\x80\x93" "2") == std::vector<std::uint64_t>{0, 1, 2});  // 0–2
+    CHECK(parse_number_list("0..2, 5") == std::vector<std::uint64_t>{0, 1, 2, 5});
+    CHECK(parse_number_list("2..0") == std::nullopt);       // backwards
+    CHECK(parse_number_list("0..99999999") == std::nullopt);  // too long a range to spell out
+    CHECK(parse_number_list("-") == std::vector<std::uint64_t>{});
+    CHECK(answer_matches({AnswerKind::StepList, {0, 1, 2}, ""}, "0..2"));
+    CHECK(answer_matches({AnswerKind::StepList, {0, 1, 2}, ""}, "0-2"));
+    CHECK_FALSE(answer_matches({AnswerKind::StepList, {0, 1, 2}, ""}, "0..3"));
+    CHECK(answer_matches({AnswerKind::Word, {}, "no"}, "False"));
+    CHECK(answer_matches({AnswerKind::Word, {}, "yes"}, "true"));
+    CHECK_FALSE(answer_matches({AnswerKind::Word, {}, "yes"}, "false"));
+    CHECK(answer_matches({AnswerKind::Number, {4}, ""}, "4x"));
+    CHECK(answer_matches({AnswerKind::Number, {4194304}, ""}, "4MB"));
     CHECK(spelled({AnswerKind::SizeList, {2, 3}, ""}) == "(2, 3)");
     CHECK(spelled({AnswerKind::StepList, {}, ""}) == "none");
 }
@@ -96,8 +130,12 @@ TEST_CASE("mha grade: a wrong answer shows the expected one and the trace lines"
                    Catch::Contains("2. wrong: you answered '17', the answer is 16\n"
                                    "   d_k = d_model / h = 48 / 3\n") &&
                    Catch::EndsWith("score: 0/2\n"));
-    const Graded missing = grade({}, "number 16\n");
-    CHECK_THAT(missing.output, Catch::Contains("1. wrong: you answered '', the answer is 16"));
+    // a short answers file: the lines it lacks, and an empty line, are "no answer"
+    const Graded missing = grade({"", "16"}, "number 16\nnumber 16\nnumber 16\n");
+    CHECK_THAT(missing.output, Catch::Contains("1. wrong: no answer, the answer is 16\n") &&
+                                   Catch::Contains("2. right: 16\n") &&
+                                   Catch::Contains("3. wrong: no answer, the answer is 16\n") &&
+                                   Catch::EndsWith("score: 1/3\n"));
 }
 
 TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares outputs",
@@ -110,8 +148,25 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
     CHECK(grade({"4", "4"}, key).status == 0);
     const Graded two = grade({"2", "8"}, key);  // runs, but another output; d_k = 16 / 2
     CHECK(two.status == 1);
-    CHECK_THAT(two.output, Catch::Contains("1. wrong: you answered '2'") &&
-                               Catch::Contains("2. right: 8"));
+    // d_k 8 is right only for the wrong h = 2: counted, and said to be follow-through
+    CHECK_THAT(two.output,
+               Catch::Contains("1. wrong: you answered '2'") &&
+                   Catch::Contains("2. right as follow-through: 8 follows from your answer 1, "
+                                   "which is wrong\n") &&
+                   Catch::EndsWith("score: 1/2 (1 of them as follow-through)\n"));
+    // the right h, written with its name, is substituted as the number it names
+    const Graded named = grade({"h = 4", "d_k=4"}, key);
+    INFO(named.output);
+    CHECK(named.status == 0);
+    CHECK_THAT(named.output, Catch::Contains("1. right") && Catch::Contains("2. right: 4\n"));
+    // a wrong d_k after a wrong h: the expected answer is said to follow from answer 1
+    const Graded both = grade({"2", "5"}, key);
+    CHECK_THAT(both.output,
+               Catch::Contains("1. wrong: you answered '2', the answer is the one whose output "
+                               "has mean 0.055026") &&
+                   Catch::Contains("2. wrong: you answered '5', the answer is 8 given your "
+                                   "answer 1, which is wrong\n"));
+    CHECK_THAT(both.output, !Catch::Contains("max 0.432091 given"));
     const Graded three = grade({"3", "5"}, key);  // 16 is not divisible by 3: wrong, not misuse
     CHECK(three.status == 1);
     CHECK_THAT(three.output, Catch::Contains("divisible") && Catch::Contains("score: 0/2"));

@@ -105,6 +105,45 @@ TEST_CASE("the SVG is well-formed XML with one cell per weight and escaped label
     CHECK_FALSE(test::XmlChecker("<svg x=1></svg>").well_formed());
 }
 
+TEST_CASE("the SVG's size: 26 px cells for small maps, smaller for large ones, shown at most "
+          "1280 px wide with the whole drawing in the viewBox", "[svg]") {
+    const std::string path = test::temp_path("size.svg");
+    // "<svg ... width="W" height="H" viewBox="0 0 VW VH">" and the first cell's width
+    struct Size {
+        double width, height, view_width, view_height, cell;
+    };
+    const auto size_of = [&](const std::string& options) {
+        REQUIRE(test::run_mha(options + " --export-svg " + path).status == 0);
+        const std::string svg = test::read_text(path);
+        std::remove(path.c_str());
+        const auto number_after = [&](const std::string& text, const std::string& key) {
+            const std::size_t at = text.find(key);
+            REQUIRE(at != std::string::npos);
+            return std::stod(text.substr(at + key.size()));
+        };
+        const std::string root = svg.substr(svg.find("<svg"), svg.find('>', svg.find("<svg")));
+        const std::string view = root.substr(root.find("viewBox=\"0 0 ") + 13);
+        const double view_width = std::stod(view);
+        const double view_height = std::stod(view.substr(view.find(' ') + 1));
+        const std::string first_cell = svg.substr(svg.find("<rect class=\"cell"));
+        return Size{number_after(root, " width=\""), number_after(root, " height=\""), view_width,
+                    view_height, number_after(first_cell, "width=\"")};
+    };
+    // 3 tokens, 2 heads: drawn at its own size, 26 px a weight
+    const Size small = size_of("-b 1 -n 3 -d 8 -H 2");
+    CHECK(small.cell == 26.0);
+    CHECK(small.width == small.view_width);
+    CHECK(small.height == small.view_height);
+    // 64 tokens, 8 heads: 640 px / 64 = 10 px, held at 12; shown 1280 px wide, in proportion
+    const Size large = size_of("-b 1 -n 64 -d 64 -H 8");
+    CHECK(large.cell == 12.0);
+    CHECK(large.width == 1280.0);
+    CHECK(large.view_width > 1280.0);
+    CHECK(large.height == Approx(large.view_height * 1280.0 / large.view_width).margin(0.1));
+    // 40 tokens: 640 / 40 = 16 px
+    CHECK(size_of("-b 1 -n 40 -d 16 -H 2").cell == 16.0);
+}
+
 TEST_CASE("the mean map averages the heads, as average_attn_weights does") {
     // (B=1, h=2, N=1, M=2): heads [1, 0] and [0.5, 0.5] average to [0.75, 0.25]
     const Tensor weights({1, 2, 1, 2}, {1.0f, 0.0f, 0.5f, 0.5f});

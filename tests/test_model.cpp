@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/model.h"
@@ -49,7 +50,7 @@ std::vector<mha::HeadRoles> roles_of(const std::string& text, std::size_t layer)
     const mha::ModelText encoded = mha::encode_text(text, model());
     mha::NullTracer quiet;
     const mha::ModelResult r = mha::forward_model(model(), encoded.tokens, 0, 1, quiet);
-    return mha::head_roles(r.weights[layer], encoded.tokens);
+    return mha::head_roles(r.weights[layer], encoded.characters);
 }
 
 }  // namespace
@@ -91,7 +92,7 @@ TEST_CASE("text becomes one token per character; others are the unknown token 0"
 }
 
 TEST_CASE("head roles by hand", "[model]") {
-    // Text "abab" (tokens 1 2 1 2), one head, causal weights:
+    // Text "abab", one head, causal weights:
     //   query 0: [1]            query 1: [0.5 0.5]
     //   query 2: [0.2 0.8 0]    query 3: [0.1 0.2 0.3 0.4]
     // previous: (w[1][0] + w[2][1] + w[3][2]) / 3 = (0.5 + 0.8 + 0.3) / 3 = 0.5333
@@ -101,13 +102,19 @@ TEST_CASE("head roles by hand", "[model]") {
     //            did not occur before -> 0.3 over one query
     const Tensor w({1, 1, 4, 4}, {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0.2f, 0.8f, 0, 0,
                                   0.1f, 0.2f, 0.3f, 0.4f});
-    const std::vector<mha::HeadRoles> r = mha::head_roles(w, {1, 2, 1, 2});
+    const std::vector<mha::HeadRoles> r = mha::head_roles(w, {"a", "b", "a", "b"});
     REQUIRE(r.size() == 1);
     CHECK(r[0].previous == Approx(1.6 / 3).margin(1e-6));
     CHECK(r[0].first == Approx(0.8 / 3).margin(1e-6));
     CHECK(r[0].same == Approx(0.2).margin(1e-6));
     CHECK(r[0].induction == Approx(0.3).margin(1e-6));
-    CHECK(std::isnan(mha::head_roles(w, {1, 2, 3, 4})[0].induction));
+    CHECK(std::isnan(mha::head_roles(w, {"a", "b", "c", "d"})[0].induction));
+    // Characters outside the vocabulary share the unknown token but are not the same
+    // character: "€", "£", "€", "¥" repeats only the first, so query 3 has no earlier copy
+    // and query 2 has one, at key 0 (weight 0.2); no query qualifies for induction.
+    const std::vector<mha::HeadRoles> unknown = mha::head_roles(w, {"€", "£", "€", "¥"});
+    CHECK(unknown[0].same == Approx(0.2).margin(1e-6));
+    CHECK(std::isnan(unknown[0].induction));
 }
 
 TEST_CASE("the model has the heads it was trained for", "[model]") {
@@ -170,6 +177,84 @@ TEST_CASE("mha --model: unknown characters are said once on stderr; views of eve
     REQUIRE(one.status == 0);
     CHECK_THAT(one.output, Catch::Contains("layer 1 of 2") && Catch::Contains("embed") &&
                                Catch::Contains("logits = x_final @ lm_head.T + b"));
+}
+
+TEST_CASE("mha --model at 80 columns: no line wider, the single map not cut; --head picks "
+          "heads of every layer",
+          "[model][cli]") {
+    // 44 characters: the README's old example, whose model view wrapped three lines mid-word
+    // and whose single-head map was cut to keys 0..36
+    const std::string text = "'Amen, the grace of our Lord; Amen, the grace'";
+    const auto widest = [](const std::string& output) {
+        std::size_t widest_line = 0;
+        std::istringstream lines(output);
+        for (std::string line; std::getline(lines, line);) {
+            // columns: UTF-8 continuation bytes take none (the labels' visible space is one)
+            const std::size_t columns = std::size_t(std::count_if(
+                line.begin(), line.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+            widest_line = std::max(widest_line, columns);
+        }
+        return widest_line;
+    };
+    for (const std::string view : {" --heatmap", " --layer 1 --head 0 --heatmap"}) {
+        CAPTURE(view);
+        const test::RunResult r = test::run_command(
+            "COLUMNS=80 " + test::mha_binary() + " --model " + model_path + " --text " + text + view);
+        REQUIRE(r.status == 0);
+        CHECK(widest(r.output) <= 80);
+        CHECK_THAT(r.output, !Catch::Contains("cut to fit"));
+    }
+    // --head 2 --head 0 without --layer: those two heads of each layer, side by side, in order
+    const test::RunResult two = test::run_command(
+        "COLUMNS=80 " + test::mha_binary() + " --model " + model_path +
+        " --text 'qxvbtmrk qxvbtm' --heatmap --head 2 --head 0");
+    REQUIRE(two.status == 0);
+    CHECK_THAT(two.output,
+               Catch::Contains("heads 2, 0 of every layer (rows: queries, columns: keys)\n") &&
+                   Catch::Contains("      layer 0 head 2    layer 0 head 0    layer 1 head 2    "
+                                   "layer 1 head 0\n"));
+    CHECK_THAT(two.output,
+               !Catch::Contains("layer 0 head 1") && !Catch::Contains("layer 1 head 3 "));
+}
+
+TEST_CASE("mha --model --format html: a lesson page with the traced layer's steps, every "
+          "layer's heads, the prediction and the head roles",
+          "[model][html]") {
+    const std::string path = test::temp_path("model-page.html");
+    const test::RunResult r = test::run_mha("--model " + model_path +
+                                            " --text 'qxvbtmrk qxvbtm' --format html --output " +
+                                            path + " --layer 1");
+    REQUIRE(r.status == 0);
+    CHECK(r.output.empty());  // everything goes to the page
+    const std::string page = test::read_text(path);
+    std::remove(path.c_str());
+    const auto count = [&](const std::string& piece) {
+        std::size_t n = 0;
+        for (std::size_t at = page.find(piece); at != std::string::npos;
+             at = page.find(piece, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    CHECK_THAT(page, Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
+                         Catch::Contains("next character: &apos;r&apos; 87.1%") &&
+                         Catch::Contains("<h2>Every layer's heads</h2>") &&
+                         Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
+                         Catch::Contains("<h2>Head roles</h2>") &&
+                         Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&
+                         Catch::EndsWith("</html>\n"));
+    CHECK(count("<g class=\"panel\">") == 8);  // 2 layers of 4 heads
+    CHECK(count("<rect class=\"cell") == 8 * 15 * 15);
+    CHECK(count("<section class=\"step\"") >= 20);  // the embedding, the block, the head
+    CHECK(count("<svg") == 1);
+    // --head picks the same heads of every layer on the page too
+    REQUIRE(test::run_mha("--model " + model_path + " --text 'qxvbtmrk qxvbtm' --format html "
+                          "--output " + path + " --head 2 --head 0")
+                .status == 0);
+    const std::string two = test::read_text(path);
+    std::remove(path.c_str());
+    CHECK_THAT(two, Catch::Contains("heads 2, 0 of every layer") &&
+                        Catch::Contains("layer 1 head 0") && !Catch::Contains("layer 1 head 3"));
 }
 
 TEST_CASE("the model loader names what is wrong with a model file", "[model]") {

@@ -1,7 +1,9 @@
-// --step pauses between steps (one key: Enter, b, q), says "step k of n" and erases its
-// prompt, gives the terminal back on Ctrl-Z and takes it again on fg (driven on a pty), and is
-// --trace byte for byte without a terminal; --format markdown is a table of
-// the steps for course notes; --explain adds a paragraph per kind of step.
+// --step pauses between steps (one key: Enter, b, q), says "step 4 (5 of n)" with the
+// trace's own numbers and erases its prompt, redraws a step it goes back to on a cleared
+// screen, leaves the waits for keys out of the wall time, gives the terminal back on Ctrl-Z
+// and takes it again on fg (driven on a pty), and is --trace byte for byte without a
+// terminal; --format markdown is a table of the steps for course notes; --explain adds a
+// paragraph per kind of step.
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "app/cli.h"
@@ -72,14 +75,17 @@ RunInfo tiny_run() {
     return info;
 }
 
-// Runs three steps through a Stepper fed with keys; returns what went to out.
+// Runs three steps, numbered 0, 2 and 2 as a trace may number them, through a Stepper fed
+// with keys; returns what went to out.
 std::string stepped(const std::string& keys, std::string& prompts) {
     std::ostringstream out, prompt_out;
     Stepper stepper(out, std::make_unique<ScriptedKeys>(keys), prompt_out, 3);
     const Tensor t({1, 1, 2}, {1.0f, 2.0f});
     stepper.begin(tiny_run());
     try {
-        for (int n = 1; n <= 3; ++n) stepper.on_step(step_numbered(n, "T" + std::to_string(n), t));
+        for (int n = 1; n <= 3; ++n) {
+            stepper.on_step(step_numbered(n == 1 ? 0 : 2, "T" + std::to_string(n), t));
+        }
     } catch (const StepQuit&) {
         prompts = prompt_out.str();
         return out.str() + "[quit]";
@@ -246,28 +252,63 @@ TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step
         const std::string out = stepped("\n\n\n", prompts);
         CHECK(count_of(out, "T1 = x @ W.T") == 1);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
-        CHECK(prompts == "-- step 1 of 3 · Enter: next  b: back  q: quit -- " + erase +
-                             "-- step 2 of 3 · Enter: next  b: back  q: quit -- " + erase +
-                             "-- step 3 of 3 · Enter: next  b: back  q: quit -- " + erase);
+        CHECK(prompts == "-- step 0 (1 of 3) · Enter: next  b: back  q: quit -- " + erase +
+                             "-- step 2 (2 of 3) · Enter: next  b: back  q: quit -- " + erase +
+                             "-- step 2 (3 of 3) · Enter: next  b: back  q: quit -- " + erase);
     }
     SECTION("space and n go on too; other keys are ignored") {
         const std::string out = stepped(" xn\n", prompts);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
-        CHECK(count_of(prompts, "step 2 of 3") == 2);  // x asked again
+        CHECK(count_of(prompts, "step 2 (2 of 3)") == 2);  // x asked again
     }
-    SECTION("b shows the previous step again, Enter returns to the newest") {
+    SECTION("b shows the previous step again on a cleared screen, Enter returns to the newest") {
         // after T2: b shows T1, Enter shows T2 again, Enter goes on to T3
         const std::string out = stepped("\nb\n\n\n\n", prompts);
+        const std::string cleared = "\x1b[H\x1b[2J";
         CHECK(count_of(out, "T1 = x @ W.T") == 2);
         CHECK(count_of(out, "T2 = x @ W.T") == 2);
         CHECK(count_of(out, "T3 = x @ W.T") == 1);
-        CHECK(out.find("T1 = x @ W.T", out.find("T2 = x @ W.T")) != std::string::npos);
-        CHECK_THAT(prompts, Catch::Contains("step 2 of 3 · Enter: next  b: back  q: quit -- " +
-                                            erase + "-- step 1 of 3"));
+        CHECK(count_of(out, cleared) == 2);  // once for T1, once for T2 again
+        // T1 again comes after T2, alone on a cleared screen, then T2 alone, then T3 below it
+        const std::size_t back = out.find(cleared);
+        REQUIRE(back != std::string::npos);
+        CHECK(out.find("T2 = x @ W.T") < back);
+        CHECK(out.find("T1 = x @ W.T", back) < out.find(cleared, back + 1));
+        CHECK(out.find("T2 = x @ W.T", back) > out.find(cleared, back + 1));
+        CHECK(out.find("T1 = x @ W.T", out.find(cleared, back + 1)) == std::string::npos);
+        CHECK_THAT(prompts, Catch::Contains("step 2 (2 of 3) · Enter: next  b: back  q: quit -- " +
+                                            erase + "-- step 0 (1 of 3)"));
     }
     SECTION("b on the first step shows it again") {
         const std::string out = stepped("b\n\n\n\n", prompts);
         CHECK(count_of(out, "T1 = x @ W.T") == 2);
+    }
+    SECTION("the wall time leaves out the waits for keys") {
+        // three keys, each after 150 ms; the pass itself (three on_step calls) takes far less
+        class SlowKeys : public KeySource {
+        public:
+            Key next_key() override {
+                std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                return Key::Next;
+            }
+        };
+        std::ostringstream out, prompt_out;
+        Stepper stepper(out, std::make_unique<SlowKeys>(), prompt_out, 3);
+        const Tensor t({1, 1, 2}, {1.0f, 2.0f});
+        stepper.begin(tiny_run());
+        const auto start = std::chrono::steady_clock::now();
+        for (int n = 1; n <= 3; ++n) stepper.on_step(step_numbered(n, "T", t));
+        const double wall_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        REQUIRE(wall_ms >= 450.0);
+        ForwardResult result;
+        result.output = t;
+        stepper.finish(result, wall_ms);
+        const std::string text = out.str();
+        const std::size_t at = text.find("wall time: ");
+        REQUIRE(at != std::string::npos);
+        CHECK(std::stod(text.substr(at + 11)) < 100.0);
     }
     SECTION("q stops before the next step") {
         const std::string out = stepped("\nq\n", prompts);
@@ -284,20 +325,20 @@ TEST_CASE("--step: Enter shows the next step, b the one before, q stops", "[step
 
 TEST_CASE("--step on a terminal: Ctrl-Z gives the terminal back, fg takes it again", "[step]") {
     PtyRun run(test::mha_binary() + " --step -b 1 -n 2 -d 4 -H 2 -t 1");
-    REQUIRE(run.shows("-- step 1 of "));
+    REQUIRE(run.shows("-- step 0 (1 of "));
     CHECK(raw(run.mode()));
     run.type("\x1a");  // Ctrl-Z: the terminal sends SIGTSTP to the foreground group
     REQUIRE(run.stopped());
     CHECK(cooked(run.mode()));  // a shell (or stty -a) sees the mode it had before mha
     run.resume();
-    REQUIRE(run.shows("-- step 1 of ", 2));  // the prompt drawn again
+    REQUIRE(run.shows("-- step 0 (1 of ", 2));  // the prompt drawn again
     CHECK(raw(run.mode()));
     run.type("n");  // one key, no Enter: only raw mode passes it on at once
-    CHECK(run.shows("-- step 2 of "));
+    CHECK(run.shows("-- step 1 (2 of "));
     run.type("q");
     CHECK(run.status() == 0);
     CHECK(cooked(run.mode()));
-    CHECK_THAT(run.screen(), !Catch::Contains("-- step 3 of "));
+    CHECK_THAT(run.screen(), !Catch::Contains("-- step 1 (3 of "));
 }
 
 TEST_CASE("--step on a terminal counts the block's and the model's planned steps", "[step]") {
@@ -308,7 +349,7 @@ TEST_CASE("--step on a terminal counts the block's and the model's planned steps
          {" --model ../examples/models/kjv-2x4.npz --text 'In the'", "30"}}));
     CAPTURE(options);
     PtyRun run(test::mha_binary() + " --step" + options);
-    REQUIRE(run.shows("-- step 1 of " + total + " "));
+    REQUIRE(run.shows(" (1 of " + total + ") "));
     run.type("q");
     CHECK(run.status() == 0);
 }

@@ -31,16 +31,45 @@ std::string lowercase(std::string text) {
     return text;
 }
 
+// "×" becomes x and an en dash "–" becomes -, so "4×" and "0–2" read as typed in ASCII.
+std::string plain_signs(std::string text) {
+    for (std::size_t at; (at = text.find("\xC3\x97")) != std::string::npos;) {
+        text.replace(at, 2, "x");
+    }
+    for (std::size_t at; (at = text.find("\xE2\x80\x93")) != std::string::npos;) {
+        text.replace(at, 3, "-");
+    }
+    return text;
+}
+
 // "torch.Size([2, 4])" -> " 2, 4 ": the wrapper and every bracket become spaces; "×" becomes x.
 std::string unwrapped(std::string text) {
     const std::string size_prefix = "torch.size";
     text = lowercase(trimmed(text));
     if (text.rfind(size_prefix, 0) == 0) text.erase(0, size_prefix.size());
-    for (std::size_t at; (at = text.find("\xC3\x97")) != std::string::npos;) text.replace(at, 2, "x");
+    text = plain_signs(text);
     for (char& c : text) {
         if (std::string("()[]{}").find(c) != std::string::npos) c = ' ';
     }
     return text;
+}
+
+// "0..2" or "0-2" -> 0, 1, 2 (a range of keys or steps, as the trace writes "keys 0..i");
+// nullopt when token is not a range or spans more than max_range numbers.
+std::optional<std::vector<std::uint64_t>> range_of(const std::string& token) {
+    constexpr std::uint64_t max_range = 1 << 16;
+    const std::size_t dots = token.find("..");
+    const std::size_t dash = token.find('-');
+    const std::size_t at = dots != std::string::npos ? dots : dash;
+    if (at == std::string::npos) return std::nullopt;
+    const std::string first = token.substr(0, at);
+    const std::string last = token.substr(at + (dots != std::string::npos ? 2 : 1));
+    if (!all_digits(first) || !all_digits(last)) return std::nullopt;
+    const std::uint64_t low = std::stoull(first), high = std::stoull(last);
+    if (high < low || high - low >= max_range) return std::nullopt;
+    std::vector<std::uint64_t> numbers;
+    for (std::uint64_t n = low; n <= high; ++n) numbers.push_back(n);
+    return numbers;
 }
 
 // "263,168" -> "263168" when every group after the first has three digits; else unchanged.
@@ -95,6 +124,11 @@ std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& t
             token.clear();
             return true;
         }
+        if (const auto range = range_of(token)) {
+            numbers.insert(numbers.end(), range->begin(), range->end());
+            token.clear();
+            return true;
+        }
         if (!all_digits(token)) return false;
         numbers.push_back(std::stoull(token));
         token.clear();
@@ -113,10 +147,14 @@ std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& t
 }
 
 std::optional<std::uint64_t> parse_amount(const std::string& text) {
-    std::string plain = lowercase(without_name(text));
+    std::string plain = plain_signs(lowercase(without_name(text)));
     std::uint64_t unit = 1;
+    // longer names first ("mib" before "b"); KB, MB and GB are read as the binary units the
+    // trace prints; "4x" and "4 times" are how the trace words a ratio ("4x smaller")
+    constexpr std::uint64_t kib = 1024, mib = kib * 1024, gib = mib * 1024;
     const std::vector<std::pair<std::string, std::uint64_t>> units = {
-        {"bytes", 1}, {"kib", 1024}, {"mib", 1024 * 1024}, {"gib", 1024 * 1024 * 1024}, {"b", 1}};
+        {"bytes", 1}, {"times", 1}, {"kib", kib}, {"mib", mib}, {"gib", gib},
+        {"kb", kib},  {"mb", mib},  {"gb", gib},  {"b", 1},     {"x", 1}};
     for (const auto& [name, size] : units) {
         if (plain.size() > name.size() &&
             plain.compare(plain.size() - name.size(), name.size(), name) == 0) {
@@ -143,7 +181,11 @@ std::optional<std::uint64_t> parse_amount(const std::string& text) {
 
 bool answer_matches(const Expected& expected, const std::string& typed) {
     if (expected.kind == AnswerKind::Word) {
-        return lowercase(trimmed(typed)) == lowercase(expected.word);
+        // true and false are how PyTorch prints a yes or no (is_contiguous())
+        std::string word = lowercase(trimmed(typed));
+        if (word == "true") word = "yes";
+        if (word == "false") word = "no";
+        return word == lowercase(expected.word);
     }
     if (expected.kind == AnswerKind::Number) {
         const std::optional<std::uint64_t> number = parse_amount(typed);

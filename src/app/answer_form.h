@@ -1,9 +1,10 @@
 #pragma once
 // Reading a learner's typed answer the ways people write it: shapes as
 // "2,4,8,64", "(2, 4, 8, 64)", "[2 4 8 64]", "2x4x8x64", "torch.Size([2, 4, 8, 64])"
-// or "(B=2, h=4, N=8, d_k=64)"; counts as "263168", "263,168" or "263_168";
-// byte counts also as "16 KiB" or "1.5 MiB", with or without a name before them
-// ("d_k = 32", "step 12"). One checker for the quiz and `mha grade`.
+// or "(B=2, h=4, N=8, d_k=64)"; counts as "263168", "263,168" or "263_168", ratios as
+// "4x" or "4 times"; byte counts also as "16 KiB", "1.5 MiB" or "4MB", with or without a
+// name before them ("d_k = 32", "h=4", "step 12"); keys as "0, 1, 2", "0..2" or "0-2";
+// yes and no also as true and false. One checker for the quiz and `mha grade`.
 
 #include <cstdint>
 #include <optional>
@@ -12,14 +13,14 @@
 
 namespace mha {
 
-// A list of whole numbers, in order; "none" or "-" is the empty list. nullopt when
-// anything else is in the text.
+// A list of whole numbers, in order; "none" or "-" is the empty list; "0..2" and "0-2" stand
+// for 0, 1, 2. nullopt when anything else is in the text.
 std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& text);
 
 // One whole number, with optional thousands separators and an optional unit B,
-// KiB, MiB or GiB (binary, as the trace prints bytes), after an optional name
-// ("d_k = 32", "d_k=32", "step 12"). nullopt when the text is not one number or
-// names a fraction of a byte.
+// KiB, MiB or GiB (binary, as the trace prints bytes; KB, MB and GB are read the same), or
+// x or "times" for a ratio, after an optional name ("d_k = 32", "d_k=32", "step 12").
+// nullopt when the text is not one number or names a fraction of a byte.
 std::optional<std::uint64_t> parse_amount(const std::string& text);
 
 enum class AnswerKind {

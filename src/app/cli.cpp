@@ -390,7 +390,8 @@ const std::vector<Row>& mha_table() {
         {{"--format", 0, "text|json|markdown|html",
           "text (default), one JSON document with every step,\n"
           "a Markdown table of the steps for course notes, or\n"
-          "a lesson page: one self-contained HTML file (--output)"},
+          "a lesson page: one self-contained HTML file (--output;\n"
+          "with --model: every layer's heads and the prediction)"},
          [](Config& c, const Arg& a) {
              c.format = parse_choice<Format>(a, {{"text", Format::Text},
                                                  {"json", Format::Json},
@@ -448,8 +449,8 @@ const std::vector<Row>& mha_table() {
                  parse_choice<MaskMeaning>(a, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
          }},
         {{"--key-padding-mask", 0, "P.npy",
-          "(B, M), or (M) unbatched: True/non-zero = ignore\n"
-          "that key"},
+          "(B, M), or (M) unbatched: bool/int masks ignore a\n"
+          "key where True/non-zero, float masks are added"},
          [](Config& c, const Arg& a) { c.key_padding_mask_path = parse_path(a); }},
 
         section<Config>("Seeing attention (docs/heatmaps.md, docs/demo_heads.md):"),
@@ -471,7 +472,9 @@ const std::vector<Row>& mha_table() {
           "score variance before/after the scale, per-head\n"
           "entropy and the key each query attends to most"},
          [](Config& c, const Arg&) { c.summary = true; }},
-        {{"--head", 0, "I|mean", "draw head I (repeatable) or the mean over heads"},
+        {{"--head", 0, "I|mean",
+          "draw head I (repeatable) or the mean over heads;\n"
+          "--model without --layer: head I of every layer"},
          [](Config& c, const Arg& a) {
              if (a.text == "mean") c.mean_view = true;
              else c.view_heads.push_back(parse_index(a));

@@ -32,8 +32,9 @@ struct KeyLine {
 
 struct Verdict {
     bool right = false;
-    std::string answer;  // the expected answer as the trace writes it
-    std::string why;     // the trace lines (and arithmetic) that give it
+    std::string answer;                // the expected answer as the trace writes it
+    std::string why;                   // the trace lines (and arithmetic) that give it
+    std::vector<std::size_t> uses;     // the earlier answers ({N}, from 0) the options hold
 };
 
 std::string trimmed(const std::string& text) {
@@ -101,6 +102,10 @@ public:
         return index < answers_.size() ? answers_[index] : "";
     }
 
+    bool answered(std::size_t index) const {
+        return index < answers_.size() && !trimmed(answers_[index]).empty();
+    }
+
     Verdict grade(const KeyLine& k, std::size_t index) {
         const std::string& kind = k.words.front();
         const std::string kinds[] = {"shape", "strides", "contiguous", "copied", "macs",
@@ -117,19 +122,31 @@ public:
             if (kind == "number") e.numbers = {number(k, k.words[1])};
             return verdict(e, answer, "");
         }
-        std::optional<std::string> options = substituted(k.options);
+        std::vector<std::size_t> uses;
+        std::optional<std::string> options = substituted(k.options, uses);
         if (!options) {
-            return {false, "", "(this one runs mha with an earlier answer, which is not one word)\n"};
+            return {false, "",
+                    "(this one runs mha with an earlier answer, which is not one word)\n", uses};
         }
         const Trace* t = trace_of(k, *options);
-        if (t == nullptr) return {false, "", failure_ + "\n"};
-        if (kind == "matches") return matches(k, *t, *options, answer);
+        if (t == nullptr) return {false, "", failure_ + "\n", uses};
+        Verdict v = graded(k, *t, *options, answer);
+        v.uses = uses;
+        return v;
+    }
+
+private:
+    // The verdict on answer from the trace t of the key line's options.
+    static Verdict graded(const KeyLine& k, const Trace& t, const std::string& options,
+                          const std::string& answer) {
+        const std::string& kind = k.words.front();
+        if (kind == "matches") return matches(k, t, options, answer);
         if (kind == "parameters") {
-            return verdict({AnswerKind::Number, {t->info.parameters}, ""}, answer,
-                           t->parameters_line());
+            return verdict({AnswerKind::Number, {t.info.parameters}, ""}, answer,
+                           t.parameters_line());
         }
         if (kind == "d_k") {
-            const RunInfo& i = t->info;
+            const RunInfo& i = t.info;
             const std::uint64_t d_k = i.head_dim;
             const std::string split = "d_model / h = " + std::to_string(i.d_model) + " / " +
                                       std::to_string(i.heads);
@@ -140,8 +157,8 @@ public:
                                      split + ")\n");
         }
         if (kind == "kv-cache") {
-            const Recorded& key = t->find(StepKind::Project, Operand::K);
-            const Recorded& value = t->find(StepKind::Project, Operand::V);
+            const Recorded& key = t.find(StepKind::Project, Operand::K);
+            const Recorded& value = t.find(StepKind::Project, Operand::V);
             const std::uint64_t bytes = (elements(key.step) + elements(value.step)) * sizeof(float);
             return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                            "K and V (steps 2 and 3), 4 bytes a float: " + with_commas(bytes) +
@@ -150,10 +167,10 @@ public:
         }
         if (kind == "keys") {
             need_arguments(k, 1);
-            return keys(*t, number(k, k.words[1]), answer);
+            return keys(t, number(k, k.words[1]), answer);
         }
         need_arguments(k, 2);
-        const Recorded& r = t->find(int(number(k, k.words[1])), k.words[2]);
+        const Recorded& r = t.find(int(number(k, k.words[1])), k.words[2]);
         const std::string lines = first_lines(r.text, 3);
         if (kind == "shape") return verdict({AnswerKind::SizeList, sizes(r.step.shape), ""}, answer, lines);
         if (kind == "strides") {
@@ -170,7 +187,6 @@ public:
                        lines + "(" + with_commas(elements(r.step)) + " floats · 4 bytes)\n");
     }
 
-private:
     static std::vector<std::uint64_t> sizes(const Shape& shape) { return {shape.begin(), shape.end()}; }
 
     static std::uint64_t elements(const Step& step) {
@@ -196,11 +212,13 @@ private:
     }
 
     static Verdict verdict(const Expected& e, const std::string& typed, const std::string& why) {
-        return {answer_matches(e, typed), spelled(e), why};
+        return {answer_matches(e, typed), spelled(e), why, {}};
     }
 
-    // "{1}" becomes answer 1, when that is one word of letters, digits, '.', '_' or '-'.
-    std::optional<std::string> substituted(std::string options) const {
+    // "{1}" becomes answer 1, when that is one word of letters, digits, '.', '_' or '-', or
+    // one number with a name ("h = 4" gives 4); uses gets each answer's index.
+    std::optional<std::string> substituted(std::string options,
+                                           std::vector<std::size_t>& uses) const {
         for (std::size_t open; (open = options.find('{')) != std::string::npos;) {
             const std::size_t close = options.find('}', open);
             const std::string index = options.substr(open + 1, close - open - 1);
@@ -208,7 +226,9 @@ private:
             if (close == std::string::npos || !n || *n == 0) {
                 throw Error("grade: '{" + index + "' in the key: write {N} for answer N");
             }
-            const std::string value = trimmed(typed(*n - 1));
+            uses.push_back(*n - 1);
+            const std::optional<std::uint64_t> number = parse_amount(typed(*n - 1));
+            const std::string value = number ? std::to_string(*number) : trimmed(typed(*n - 1));
             const bool one_word =
                 !value.empty() && value.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
                                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -257,7 +277,8 @@ private:
             wanted += std::string(i ? "  " : "") + names[i] + " " + k.words[i + 1];
             found += std::string(i ? "  " : "") + names[i] + " " + fixed(got[i], 6);
         }
-        return {right, "the one whose output has " + wanted, "mha " + options + " gives " + found + "\n"};
+        return {right, "the one whose output has " + wanted,
+                "mha " + options + " gives " + found + "\n", {}};
     }
 
     static Verdict keys(const Trace& t, std::uint64_t query, const std::string& typed) {
@@ -334,22 +355,45 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
             throw Error("grade: key line " + std::to_string(key[i].line) + ": " + message);
         }
     }
-    std::size_t right = 0;
+    std::size_t right = 0, followed = 0;
     for (std::size_t i = 0; i < key.size(); ++i) {
         const Verdict& v = verdicts[i];
         const std::string number = std::to_string(i + 1) + ". ";
+        // the other wrong answers this one was computed from ({N}): "1 and 2"
+        std::string from;
+        for (std::size_t used : v.uses) {
+            if (used != i && used < verdicts.size() && !verdicts[used].right) {
+                from += (from.empty() ? "" : " and ") + std::to_string(used + 1);
+            }
+        }
         if (v.right) {
             ++right;
-            out << number << "right: " << v.answer << "\n";
+            // right only given an earlier wrong answer: follow-through credit, said as such
+            if (from.empty()) {
+                out << number << "right: " << v.answer << "\n";
+                continue;
+            }
+            ++followed;
+            out << number << "right as follow-through: " << v.answer
+                << " follows from your answer " << from << ", which is wrong\n";
             continue;
         }
-        out << number << "wrong: you answered '" << sanitized(grader.typed(i)) << "'";
+        if (grader.answered(i)) {
+            out << number << "wrong: you answered '" << sanitized(grader.typed(i)) << "'";
+        } else {
+            out << number << "wrong: no answer";
+        }
         if (!v.answer.empty()) out << ", the answer is " << v.answer;
+        if (!v.answer.empty() && !from.empty()) {
+            out << " given your answer " << from << ", which is wrong";
+        }
         out << "\n";
         if (!key[i].why.empty()) out << "   " << sanitized(key[i].why) << "\n";
         out << indented(v.why, "   | ");
     }
-    out << "score: " << right << "/" << key.size() << "\n";
+    out << "score: " << right << "/" << key.size();
+    if (followed > 0) out << " (" << followed << " of them as follow-through)";
+    out << "\n";
     return right == key.size() ? 0 : 1;
 }
 
@@ -358,8 +402,10 @@ const CommandInfo& grade_command() {
         "grade", R"(Usage: mha grade ANSWERS [--files-in DIR] < KEY
 Grades ANSWERS (one answer per line, # comments) against KEY on stdin, one
 key line per answer. Answers take the forms the trace prints: (2, 4, 8, 64),
-263,168, 4 MiB, d_k = 32, step 12, yes. A wrong answer is shown with the
-expected one and the trace lines that give it.
+263,168, 4 MiB, 4x, d_k = 32, step 12, keys 0..2, yes (or true). A wrong
+answer is shown with the expected one and the trace lines that give it; a
+missing one as "no answer". An answer that is right only given an earlier
+wrong one it was computed from ({N}) counts, labelled "right as follow-through".
 
 Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
   shape STEP TENSOR : OPTS     the tensor's sizes after that step

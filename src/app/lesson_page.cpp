@@ -19,6 +19,7 @@ public:
     bool enabled() const override { return true; }
     void begin(const RunInfo& info) override { html_.begin(info); }
     void on_step(const Step& step) override { html_.on_step(step); }
+    void model_view(const ModelView& view) override { html_.model_view(view); }
     void finish(const ForwardResult& result, double wall_ms) override {
         html_.finish(result, wall_ms);
         file_.commit();
@@ -31,9 +32,10 @@ private:
 
 }  // namespace
 
-void check_lesson_page(const Config& config, const RunInfo& info, std::size_t steps) {
+void check_lesson_page(const Config& config, const RunInfo& info, std::size_t steps,
+                       std::size_t layers) {
     check_writable(config.output_path);
-    const std::size_t maps = info.shapes_only ? 0 : drawn_maps(config, info.heads);
+    const std::size_t maps = info.shapes_only ? 0 : drawn_maps(config, info.heads) * layers;
     const std::uint64_t bytes = html_size_bound(steps, maps, info);
     if (bytes > max_page_bytes) {
         throw Error("--format html --output " + config.output_path + " would take up to " +

@@ -16,8 +16,10 @@ namespace mha {
 inline constexpr std::uint64_t max_page_bytes = std::uint64_t(256) << 20;
 
 // Throws mha::Error when --output cannot be written, or when a page of `steps` steps and
-// the heatmaps --head asks for could outgrow max_page_bytes.
-void check_lesson_page(const Config& config, const RunInfo& info, std::size_t steps);
+// the heatmaps --head asks for (of each of `layers` layers: a model draws them all) could
+// outgrow max_page_bytes.
+void check_lesson_page(const Config& config, const RunInfo& info, std::size_t steps,
+                       std::size_t layers = 1);
 
 // The report that writes the page; the file appears when finish() completes.
 // blocked: per head of batch 0, the (N, M) keys the mask hides (app/after_run.h), or empty.

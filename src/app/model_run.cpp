@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include "app/after_run.h"
+#include "app/lesson_page.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
 #include "core/block_ops.h"
@@ -27,6 +29,7 @@
 #include "show/score_stats.h"
 #include "show/svg.h"
 #include "show/tee_tracer.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -113,23 +116,57 @@ std::vector<std::string> model_labels(const ModelText& text) {
     return position_labels(text.tokens.size(), visible);
 }
 
-std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
-    return {c.layer ? "attention weights of layer " + std::to_string(layer)
-                    : "every layer's heads (rows: queries, columns: keys)",
-            "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+// "every layer's heads", or the heads --head chose in each layer.
+std::string every_layer_title(const Config& c) {
+    if (c.mean_view) return "every layer's mean over heads";
+    if (c.view_heads.empty()) return "every layer's heads";
+    std::string heads;
+    for (std::size_t head : c.view_heads) {
+        heads += (heads.empty() ? "" : ", ") + std::to_string(head);
+    }
+    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") + heads + " of every layer";
 }
 
-// --export-svg draws one layer's chosen heads with --layer, else every head of every layer.
+// A picture's caption: its title, the text and the model.
+std::vector<std::string> model_caption(const Config& c, const std::string& title) {
+    return {title, "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+}
+
+std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
+    return model_caption(c, c.layer ? "attention weights of layer " + std::to_string(layer)
+                                    : every_layer_title(c) + " (rows: queries, columns: keys)");
+}
+
+// --export-svg draws one layer's chosen heads with --layer, else the chosen heads (all by
+// default) of every layer.
 void check_model_svg_size(const Config& c, const Model& model, const ModelText& text,
                           std::size_t layer) {
     std::size_t maps = 0;
     if (c.layer) {
         maps = drawn_maps(c, model.layers[layer].heads);
     } else {
-        for (const ModelLayer& each : model.layers) maps += each.heads;
+        for (const ModelLayer& each : model.layers) maps += drawn_maps(c, each.heads);
     }
     const std::vector<std::string> labels = model_labels(text);
     check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
+}
+
+// The lesson page's view of a model run: every layer's chosen heads, the prediction and
+// the head roles, worded as the terminal words them.
+ModelView model_view(const Config& c, const Model& model, const ModelText& text,
+                     const ModelResult& r) {
+    ModelView view;
+    view.maps = model_maps(r.weights, c.view_heads, c.mean_view);
+    view.labels = model_labels(text);
+    view.caption = model_caption(c, every_layer_title(c) + " (rows: queries, columns: keys)");
+    std::ostringstream prediction, roles;
+    print_prediction(prediction, top_predictions(r.logits, predictions_shown), model.vocab);
+    std::vector<std::vector<HeadRoles>> layers;
+    for (const Tensor& w : r.weights) layers.push_back(head_roles(w, text.characters));
+    print_head_roles(roles, layers);
+    view.prediction = prediction.str();
+    view.roles = roles.str();
+    return view;
 }
 
 void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
@@ -137,15 +174,19 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     const std::vector<std::string> rows = model_labels(text);
     const std::vector<WeightMap> maps =
         c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
-                : model_maps(r.weights);
+                : model_maps(r.weights, c.view_heads, c.mean_view);
     if (c.heatmap) {
         HeatmapStyle style = terminal_style(c.color);
         style.auto_scale = c.auto_scale;
         if (!c.layer) {
             style.cell_width = 1;
-            out << "\nevery layer's heads (rows: queries, columns: keys; --layer L draws one "
-                   "layer larger)\n";
+            out << "\n";
+            const bool chosen = c.mean_view || !c.view_heads.empty();
+            write_filled(out, words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
+                                       (chosen ? ")" : "; --layer L: one layer, larger)")),
+                         " ", "", "");
         } else {
+            style.narrow_to_fit = true;  // a long text's map in one column per key, not cut
             out << "\nattention weights of layer " << layer << " (rows: queries, columns: keys)\n";
         }
         draw_heatmaps(out, maps, rows, style);
@@ -157,7 +198,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
         print_head_summary(out, head_patterns(r.weights[layer]), {});
         std::vector<std::vector<HeadRoles>> roles;
-        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.tokens));
+        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.characters));
         print_head_roles(out, roles);
     }
     if (!c.svg_path.empty()) {
@@ -186,6 +227,11 @@ ModelRun load_run(const Config& c, std::ostream& err) {
     if (!c.svg_path.empty()) {
         check_writable(c.svg_path);
         check_model_svg_size(c, run.model, run.text, run.layer);
+    }
+    if (c.format == Format::Html) {
+        const ModelSpec spec = model_spec(run.model, run.text.tokens.size(), run.layer);
+        check_lesson_page(c, model_info(c, run.model, run.text, run.layer, 1),
+                          plan_model(spec).size(), run.model.layers.size());
     }
     if (run.text.unknown > 0) {
         err << "mha: warning: " << plural(run.text.unknown, "character")
@@ -242,6 +288,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
     ForwardResult shown;
     shown.output = r.output;
     shown.weights = r.weights[layer];
+    if (c.format == Format::Html) report->model_view(model_view(c, model, text, r));
     report->finish(shown, elapsed.count());
     if (c.format == Format::Text) {
         print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);

@@ -25,7 +25,7 @@ std::string score(double value) { return std::isnan(value) ? "    -" : fixed(val
 
 }  // namespace
 
-std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::size_t>& t) {
+std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::string>& t) {
     const Tensor packed = weights.contiguous();
     const std::size_t h = packed.size(1), n = packed.size(2);
     std::vector<HeadRoles> roles;
@@ -57,8 +57,8 @@ std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::
 }
 
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
-    out << "\nhead roles on this text: the mean weight a head's queries put on the key each "
-           "role names\n(- : no query of this text qualifies; see examples/models/README.md)\n"
+    out << "\nhead roles on this text: the mean weight a head's queries put on the key that\n"
+           "each role names (- : no query of this text qualifies; examples/models/README.md)\n"
         << "  layer head  previous  first   same  induction  strongest\n";
     for (std::size_t l = 0; l < layers.size(); ++l) {
         for (std::size_t head = 0; head < layers[l].size(); ++head) {

@@ -3,12 +3,15 @@
 // its queries put on the keys a known role names (examples/models/README.md):
 //   previous   queries i >= 1: key i-1
 //   first      queries i >= 1: key 0
-//   same       queries whose token occurred before: every earlier key with that token
-//   induction  queries i whose last two tokens t[i-1] t[i] occurred before as t[j-1] t[j],
-//              j < i: every such key j+1, the token that followed them then
+//   same       queries whose character occurred before: every earlier key with it
+//   induction  queries i whose last two characters t[i-1] t[i] occurred before as
+//              t[j-1] t[j], j < i: every such key j+1, the character that followed them then
+// Characters, not token ids, are compared: two characters outside the vocabulary share the
+// unknown token but are no repeat.
 
 #include <cstddef>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -19,8 +22,9 @@ struct HeadRoles {
     double previous, first, same, induction;  // NaN when no query of the text qualifies
 };
 
-// weights (1, h, N, N) of one layer, tokens (N): one HeadRoles per head.
-std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::size_t>& tokens);
+// weights (1, h, N, N) of one layer, characters (N) as UTF-8: one HeadRoles per head.
+std::vector<HeadRoles> head_roles(const Tensor& weights,
+                                  const std::vector<std::string>& characters);
 
 // A table, one row per layer and head; the largest score of each row is its "role".
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers);

@@ -167,14 +167,17 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
         label_width = std::max(label_width, display_width(label));
     label_width += 2;
 
-    const std::size_t cell_width = style.cell_width;
+    const std::size_t room_for_keys = style.width > label_width ? style.width - label_width : 0;
+    HeatmapStyle fitted = style;
+    if (style.narrow_to_fit && m * style.cell_width > room_for_keys) fitted.cell_width = 1;
+    const std::size_t cell_width = fitted.cell_width;
     const std::size_t room =
         style.width > label_width + cell_width ? style.width - label_width : cell_width;
     const Shown shown{std::min(n, style.max_rows),
                       std::max<std::size_t>(1, std::min(m, room / cell_width))};
     std::size_t panel_width = shown.cols * cell_width;
     for (const WeightMap& map : maps)
-        panel_width = std::max(panel_width, display_width(title(map, style)));
+        panel_width = std::max(panel_width, display_width(title(map, fitted)));
     panel_width = std::min(panel_width, room);
     const std::size_t per_band =
         std::max<std::size_t>(1, (room + panel_gap) / (panel_width + panel_gap));
@@ -184,7 +187,7 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
         out << "\n";
         const std::vector<WeightMap> band(maps.begin() + first,
                                           maps.begin() + std::min(maps.size(), first + per_band));
-        draw_band(out, band, labels, label_width, panel_width, shown, style);
+        draw_band(out, band, labels, label_width, panel_width, shown, fitted);
     }
     if (shown.rows < n || shown.cols < m) {
         std::string cut = "cut to fit: showing queries 0.." + std::to_string(shown.rows - 1) +

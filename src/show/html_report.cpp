@@ -178,8 +178,24 @@ void HtmlReport::write_maps(const ForwardResult& result) {
     out_ << "</section>\n";
 }
 
+void HtmlReport::write_model_view(const ModelView& view) {
+    out_ << "<section class=\"maps\" id=\"maps\">\n<h2>Next character</h2>\n<pre>"
+         << html(view.prediction) << "</pre>\n<h2>Every layer's heads</h2>\n";
+    SvgStyle style;
+    style.caption = view.caption;
+    style.auto_scale = page_.auto_scale;
+    style.standalone = false;
+    style.id_prefix = "maps";
+    write_svg(out_, view.maps, view.labels, view.labels, style);
+    out_ << "<h2>Head roles</h2>\n<pre>" << html(view.roles) << "</pre>\n</section>\n";
+}
+
 void HtmlReport::finish(const ForwardResult& result, double) {
-    write_maps(result);
+    if (model_) {
+        write_model_view(*model_);
+    } else {
+        write_maps(result);
+    }
     out_ << "<p class=\"totals\">Total: " << byte_size(copied_bytes_) << " copied, "
          << with_commas(macs_) << " multiply-adds.";
     if (!info_.shapes_only && result.output.numel() > 0) {

@@ -2,12 +2,16 @@
 // --format html: a lesson page in one self-contained HTML file (no network, no external
 // script or font): the run's header, every step (expression, shape, strides, copies,
 // multiply-adds, notes, the explanation), step 8's mask grid, the heatmaps as inline SVG,
-// arrow keys to step through and a read-out of the weight under the pointer.
+// arrow keys to step through and a read-out of the weight under the pointer. For a trained
+// model (--model): the traced layer's steps, every layer's heads, the next-character
+// prediction and the head roles.
 
+#include "show/model_view.h"
 #include "show/report.h"
 #include "show/weight_maps.h"
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,9 +32,11 @@ public:
     void begin(const RunInfo& info) override;
     void on_step(const Step& step) override;
     void finish(const ForwardResult& result, double wall_ms) override;
+    void model_view(const ModelView& view) override { model_ = view; }
 
 private:
     void write_maps(const ForwardResult& result);
+    void write_model_view(const ModelView& view);
 
     std::ostream& out_;
     HtmlPage page_;
@@ -38,6 +44,7 @@ private:
     std::size_t steps_ = 0;
     std::uint64_t copied_bytes_ = 0, macs_ = 0;
     std::string previous_why_;  // --explain: the last paragraph, written once for a run of steps
+    std::optional<ModelView> model_;  // a model run's every-layer view, drawn instead of maps
 };
 
 // At least as many bytes as the page takes: `steps` steps, each at most max_step_bytes

@@ -73,10 +73,13 @@ std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
     return maps;
 }
 
-std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights) {
+std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights,
+                                  const std::vector<std::size_t>& heads, bool mean) {
     std::vector<WeightMap> maps;
     for (std::size_t l = 0; l < weights.size(); ++l) {
-        for (WeightMap& map : layer_maps(weights[l], l, {}, false)) maps.push_back(std::move(map));
+        for (WeightMap& map : layer_maps(weights[l], l, heads, mean)) {
+            maps.push_back(std::move(map));
+        }
     }
     return maps;
 }

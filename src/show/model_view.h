@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "show/head_roles.h"
 #include "show/weight_maps.h"
 
 namespace mha {
@@ -29,12 +30,23 @@ std::string character_name(std::uint32_t code);
 void print_prediction(std::ostream& out, const std::vector<Prediction>& predictions,
                       const std::vector<std::uint32_t>& vocab);
 
-// Every head of every layer, batch 0, titled "layer L head H": weights per layer (1, h, N, N).
+// The heads of every layer, batch 0, titled "layer L head H": weights per layer (1, h, N, N);
+// heads chooses the same heads in each layer (empty: all), mean the mean over heads instead.
 // The model's causal mask marks each map's blocked keys (j > i).
-std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights);
+std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights,
+                                  const std::vector<std::size_t>& heads, bool mean);
 
 // The maps of one layer, titled "layer L head H", with the causal mask's blocked keys.
 std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
                                   const std::vector<std::size_t>& heads, bool mean);
+
+// What a model run shows besides the traced layer, for a page that draws it whole.
+struct ModelView {
+    std::vector<WeightMap> maps;        // every layer's chosen heads, "layer L head H"
+    std::vector<std::string> labels;    // (N) each position and its character
+    std::vector<std::string> caption;   // the maps' title, the text, the model
+    std::string prediction;             // print_prediction's lines
+    std::string roles;                  // print_head_roles' table
+};
 
 }  // namespace mha

@@ -1,12 +1,15 @@
 #pragma once
 // --step: the text trace, one step at a time, for a projector. After each step it shows
-// "step k of n" and waits for one key: Enter (or space, n, the right arrow) shows the next
-// step, b (or the left arrow) the one before, q stops the run. The prompt is erased once a
-// key is read, so the scrollback holds only the trace. With no keyboard (stdin not a
-// terminal) it prints exactly what --trace prints.
+// the trace's step number and how far the run is ("step 7 (9 of 19)") and waits for one
+// key: Enter (or space, n, the right arrow) shows the next step, b (or the left arrow) the
+// one before, q stops the run. Going back or forth through the steps already shown clears
+// the screen and draws that step alone, at the top. The prompt is erased once a key is
+// read. The wall time it reports leaves out the time spent waiting for keys. With no
+// keyboard (stdin not a terminal) it prints exactly what --trace prints.
 
 #include "show/text_report.h"
 
+#include <chrono>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -49,6 +52,7 @@ private:
     std::string take_buffer();
     void pause();
     std::string prompt(std::size_t at) const;
+    void redraw(std::size_t at);
 
     std::ostream& out_;
     std::unique_ptr<KeySource> keys_;
@@ -57,6 +61,8 @@ private:
     std::ostringstream buffer_;        // the text report writes here first
     TextReport text_;
     std::vector<std::string> shown_;   // every step's text so far, for b
+    std::vector<int> numbers_;         // the trace's number of each step shown
+    std::chrono::steady_clock::duration waited_{};  // time spent waiting for keys
 };
 
 }  // namespace mha

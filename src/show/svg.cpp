@@ -14,7 +14,12 @@ namespace mha {
 
 namespace {
 
-constexpr double cell = 26;         // px per weight
+// px per weight: 26 for maps of up to 24 keys or queries, less for larger ones (a panel's
+// cells then span about panel_cells px), never below min_cell
+constexpr double max_cell = 26, min_cell = 12, panel_cells = 640;
+// the width attribute: the drawing at its own size up to this many px, scaled down beyond
+// (the viewBox keeps every detail for zooming in)
+constexpr double max_display_width = 1280;
 constexpr double char_width = 7.5;  // px per character of a 13 px label, roughly
 constexpr double margin = 20;
 constexpr double title_height = 24;
@@ -22,6 +27,7 @@ constexpr double caption_line = 18;
 constexpr double bar_height = 16;
 
 struct Geometry {
+    double cell;         // px per weight
     double label_width;  // left of each panel: the query labels
     double head_height;  // above each panel's cells: title and key labels
     double panel_width, panel_height;
@@ -35,10 +41,12 @@ Geometry geometry(const std::vector<WeightMap>& maps, const std::vector<std::str
     for (const std::string& label : cols) longest_col = std::max(longest_col, display_width(label));
     const WeightMap& first = maps.front();
     Geometry g{};
+    const double largest = double(std::max<std::size_t>({first.rows, first.cols, 1}));
+    g.cell = std::clamp(std::floor(2 * panel_cells / largest) / 2, min_cell, max_cell);
     g.label_width = double(longest_row) * char_width + 10;
     g.head_height = title_height + double(longest_col) * char_width * 0.75 + 12;
-    g.panel_width = g.label_width + double(first.cols) * cell + margin;
-    g.panel_height = g.head_height + double(first.rows) * cell + margin;
+    g.panel_width = g.label_width + double(first.cols) * g.cell + margin;
+    g.panel_height = g.head_height + double(first.rows) * g.cell + margin;
     g.columns = std::size_t(std::ceil(std::sqrt(double(maps.size()))));
     return g;
 }
@@ -47,7 +55,7 @@ std::string number(double value) { return fixed(value, 1); }
 
 void write_cell(std::ostream& out, const WeightMap& map, const WeightRange& range,
                 const SvgStyle& style, const std::string& label, std::size_t query,
-                std::size_t key, double x, double y) {
+                std::size_t key, double x, double y, double cell) {
     const float w = map.at(query, key);
     const bool blocked = map.is_blocked(query, key);
     const std::string fill =
@@ -68,22 +76,22 @@ void write_panel(std::ostream& out, const WeightMap& map, const std::vector<std:
     out << "<g class=\"panel\">\n<text class=\"title\" x=\"" << number(left) << "\" y=\""
         << number(y + 16) << "\">" << xml_escaped(title) << "</text>\n";
     for (std::size_t key = 0; key < map.cols; ++key) {
-        const double cx = left + (double(key) + 0.5) * cell, cy = top - 6;
+        const double cx = left + (double(key) + 0.5) * g.cell, cy = top - 6;
         out << "<text class=\"key\" transform=\"translate(" << number(cx) << "," << number(cy)
             << ") rotate(-50)\">" << xml_escaped(cols[key]) << "</text>\n";
     }
     for (std::size_t query = 0; query < map.rows; ++query) {
         out << "<text class=\"query\" x=\"" << number(left - 6) << "\" y=\""
-            << number(top + (double(query) + 0.5) * cell + 4) << "\">" << xml_escaped(rows[query])
+            << number(top + (double(query) + 0.5) * g.cell + 4) << "\">" << xml_escaped(rows[query])
             << "</text>\n";
         for (std::size_t key = 0; key < map.cols; ++key) {
             write_cell(out, map, range, style, rows[query] + " → " + cols[key], query, key,
-                       left + double(key) * cell, top + double(query) * cell);
+                       left + double(key) * g.cell, top + double(query) * g.cell, g.cell);
         }
     }
     out << "<rect class=\"frame\" x=\"" << number(left) << "\" y=\"" << number(top)
-        << "\" width=\"" << number(double(map.cols) * cell) << "\" height=\""
-        << number(double(map.rows) * cell) << "\"/>\n</g>\n";
+        << "\" width=\"" << number(double(map.cols) * g.cell) << "\" height=\""
+        << number(double(map.rows) * g.cell) << "\"/>\n</g>\n";
 }
 
 void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, double x, double y,
@@ -156,14 +164,20 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
     const double scale_top = panels_top + double(grid_rows) * g.panel_height + 24;
     const double height = scale_top + bar_height + 40;
     const std::string hatch = style.id_prefix + "-hatch";
+    const double shown_width = std::min(width, max_display_width);
     if (style.standalone) out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    out << "<svg" << (style.standalone ? " xmlns=\"http://www.w3.org/2000/svg\"" : "") << " width=\"" << number(width) << "\" height=\""
-        << number(height) << "\" viewBox=\"0 0 " << number(width) << " " << number(height)
+    out << "<svg" << (style.standalone ? " xmlns=\"http://www.w3.org/2000/svg\"" : "")
+        << " width=\"" << number(shown_width) << "\" height=\""
+        << number(height * shown_width / width) << "\" viewBox=\"0 0 " << number(width) << " "
+        << number(height)
         << "\">\n<style>text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;font-size:13px;"
         << "fill:#333}.title{font-weight:bold;font-size:14px}.caption{font-size:13px}"
         << ".query{text-anchor:end}.tick{text-anchor:middle;font-size:11px}"
-        << ".cell{shape-rendering:crispEdges}.frame{fill:none;stroke:#999;stroke-width:1}"
-        << "</style>\n<defs><pattern id=\"" << hatch
+        << ".cell{shape-rendering:crispEdges}.frame{fill:none;stroke:#999;stroke-width:1}";
+    if (g.cell < max_cell) {  // smaller cells, smaller labels: one label a cell, no overlap
+        out << ".query,.key{font-size:" << number(std::max(8.0, 0.8 * g.cell)) << "px}";
+    }
+    out << "</style>\n<defs><pattern id=\"" << hatch
         << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
         << "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffffff\"/>"
         << "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#b0b0b0\" stroke-width=\"2\"/>"

@@ -1,7 +1,9 @@
 #pragma once
 // The heatmaps as one standalone SVG document, written by hand: a caption, a titled panel
 // per map with token or position labels, one <rect class="cell"> per weight (with a
-// <title> tooltip giving its value), masked cells hatched, and a colour scale.
+// <title> tooltip giving its value), masked cells hatched, and a colour scale. Cells are
+// 26 px for small maps and shrink for large ones (to 12 px); the width attribute is at most
+// 1280 px, the height in proportion, and the viewBox holds the whole drawing.
 
 #include <cstdint>
 #include <ostream>

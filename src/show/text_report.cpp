@@ -26,16 +26,28 @@ std::string plural(std::size_t count, const std::string& word) {
     return with_commas(count) + " " + word + (count == 1 ? "" : "s");
 }
 
-std::string attention_traits(const RunInfo& info) {
-    std::string traits = info.self_attention ? "self-attention" : "cross-attention";
-    traits += info.bias ? ", bias" : ", no bias";
-    if (info.causal) traits += ", causal";
-    if (!info.variant.empty()) traits += ", " + info.variant;
-    if (info.shapes_only) return "(" + traits + ", shapes only)";
+// The run's traits as pieces to be joined by ", ": "(self-attention", "bias", ...,
+// "1 thread, avx512 kernels)". Threads and kernels stay one piece, so that a wrapped line
+// breaks in the same place whichever kernels the CPU runs.
+std::vector<std::string> attention_traits(const RunInfo& info) {
+    std::vector<std::string> traits = {info.self_attention ? "(self-attention" : "(cross-attention",
+                                       info.bias ? "bias" : "no bias"};
+    if (info.causal) traits.push_back("causal");
+    for (std::size_t start = 0; !info.variant.empty() && start <= info.variant.size();) {
+        const std::size_t end = std::min(info.variant.find(", ", start), info.variant.size());
+        traits.push_back(info.variant.substr(start, end - start));
+        start = end + 2;
+    }
+    if (info.shapes_only) {
+        traits.push_back("shapes only)");
+        return traits;
+    }
     const std::string kernels = info.kernels.empty() ? "" : ", " + info.kernels + " kernels";
-    return "(" + traits + ", " + plural(info.threads, "thread") + kernels + ")";
+    traits.push_back(plural(info.threads, "thread") + kernels + ")");
+    return traits;
 }
 
+// "B=2", "N=8", ...: the sizes, without the traits.
 std::vector<std::string> size_pieces(const RunInfo& info) {
     const std::size_t d_k = info.head_dim;
     std::vector<std::string> pieces = {
@@ -47,7 +59,6 @@ std::vector<std::string> size_pieces(const RunInfo& info) {
         pieces.push_back("kdim=" + std::to_string(info.kdim));
         pieces.push_back("vdim=" + std::to_string(info.vdim));
     }
-    pieces.push_back(attention_traits(info));
     return pieces;
 }
 
@@ -112,7 +123,23 @@ void TextReport::begin(const RunInfo& info) {
     info_ = info;
     previous_why_.clear();
     out_ << "mha: multi-head attention, step by step\n";
-    write_filled(out_, size_pieces(info), "  ", "  ", "  ");
+    // the traits in parentheses are one piece, or lines of their own when wider than a line
+    // (a model's layer, MLA's sizes), so that no terminal wraps them mid-word
+    std::vector<std::string> sizes = size_pieces(info);
+    const std::vector<std::string> traits = attention_traits(info);
+    std::string one_piece;
+    std::vector<std::string> with_commas_after = traits;  // a comma ends each line but the last
+    for (std::size_t i = 0; i < traits.size(); ++i) {
+        one_piece += (i ? ", " : "") + traits[i];
+        if (i + 1 < traits.size()) with_commas_after[i] += ",";
+    }
+    if (display_width("  " + one_piece) <= text_columns) {
+        sizes.push_back(one_piece);
+        write_filled(out_, sizes, "  ", "  ", "  ");
+    } else {
+        write_filled(out_, sizes, "  ", "  ", "  ");
+        write_filled(out_, with_commas_after, " ", "  ", "   ");
+    }
     write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
                  "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
