@@ -38,7 +38,7 @@ ifdef NATIVE
 CXXFLAGS += -march=native
 BUILD := build-native
 endif
-LIB_SRC  := $(wildcard src/*/*.cpp)
+LIB_SRC  := $(wildcard src/*/*.cpp src/*/*/*.cpp)
 TEST_SRC ?= $(wildcard tests/*.cpp)
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace test {
 

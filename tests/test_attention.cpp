@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "core/error.h"
-#include "core/parallel.h"
-#include "core/shape_checks.h"
+#include "core/kernels/parallel.h"
+#include "core/pass/shape_checks.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"

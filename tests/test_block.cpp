@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/block.h"
-#include "core/block_ops.h"
+#include "core/forms/block.h"
+#include "core/ops/block_ops.h"
 #include "helpers.h"
 #include "io/block_weights.h"
 #include "io/weights.h"

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "core/error.h"
 #include "helpers.h"
 #include "io/demo_heads.h"

@@ -10,12 +10,12 @@
 #include <limits>
 #include <string>
 
-#include "core/attention.h"
-#include "core/block.h"
-#include "core/decode.h"
-#include "core/fused_qkv.h"
-#include "core/per_head.h"
-#include "core/reference.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
+#include "core/forms/decode.h"
+#include "core/forms/fused_qkv.h"
+#include "core/forms/per_head.h"
+#include "core/pass/reference.h"
 #include "helpers.h"
 #include "io/init.h"
 

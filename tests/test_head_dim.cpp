@@ -6,7 +6,7 @@
 #include <cmath>
 #include <regex>
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "helpers.h"
 #include "io/init.h"
 

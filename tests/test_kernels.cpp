@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/kernels.h"
-#include "core/ops.h"
+#include "core/kernels/kernels.h"
+#include "core/ops/ops.h"
 #include "helpers.h"
 #include "kernel_variants.h"
 #include "io/init.h"

@@ -3,9 +3,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "core/kv_heads.h"
-#include "core/shape_checks.h"
+#include "core/pass/shape_checks.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"

@@ -12,7 +12,7 @@
 
 #include "app/cli.h"
 #include "app/problem.h"
-#include "core/plan.h"
+#include "core/pass/plan.h"
 #include "helpers.h"
 #include "show/explain.h"
 #include "xml_checker.h"

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/model.h"
+#include "core/forms/model.h"
 #include "helpers.h"
 #include "io/model_file.h"
 #include "show/head_roles.h"

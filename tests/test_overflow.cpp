@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/decode.h"
+#include "core/pass/attention.h"
+#include "core/forms/decode.h"
 #include "core/error.h"
-#include "core/mla.h"
-#include "core/mla_pass.h"
-#include "core/per_head.h"
-#include "core/score_bound.h"
+#include "core/pass/mla.h"
+#include "core/forms/mla_pass.h"
+#include "core/forms/per_head.h"
+#include "core/forms/score_bound.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/model_file.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel.h"
+#include "core/kernels/parallel.h"
 
 namespace {
 

@@ -4,14 +4,14 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/attention.h"
-#include "core/block.h"
-#include "core/model.h"
-#include "core/decode.h"
-#include "core/fused_qkv.h"
-#include "core/per_head.h"
-#include "core/mla_pass.h"
-#include "core/plan.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
+#include "core/forms/model.h"
+#include "core/forms/decode.h"
+#include "core/forms/fused_qkv.h"
+#include "core/forms/per_head.h"
+#include "core/forms/mla_pass.h"
+#include "core/pass/plan.h"
 #include "helpers.h"
 #include "show/notes.h"
 #include "recorder.h"

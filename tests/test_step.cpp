@@ -25,7 +25,7 @@
 #include "app/cli.h"
 #include "app/problem.h"
 #include "app/variants.h"
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "show/markdown_report.h"
 #include "show/stepper.h"
 #include "helpers.h"

@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/storage.h"
-#include "core/tensor.h"
+#include "core/tensor/storage.h"
+#include "core/tensor/tensor.h"
 #include "io/init.h"
 
 #include <algorithm>

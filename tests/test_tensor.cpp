@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 using mha::Shape;
 using mha::Strides;

@@ -7,10 +7,10 @@
 #include <sstream>
 #include <limits>
 
-#include "core/attention.h"
-#include "core/decode.h"
-#include "core/fused_qkv.h"
-#include "core/per_head.h"
+#include "core/pass/attention.h"
+#include "core/forms/decode.h"
+#include "core/forms/fused_qkv.h"
+#include "core/forms/per_head.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"

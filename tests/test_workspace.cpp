@@ -10,10 +10,10 @@
 #include <limits>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/block.h"
-#include "core/fused_qkv.h"
-#include "core/workspace.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
+#include "core/forms/fused_qkv.h"
+#include "core/tensor/workspace.h"
 #include "io/init.h"
 #include "kernel_variants.h"
 

@@ -10,7 +10,7 @@
 #include "app/variants.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/position_bias.h"
+#include "core/position/position_bias.h"
 #include "show/caption.h"
 #include "io/atomic_file.h"
 #include "show/head_summary.h"

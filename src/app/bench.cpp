@@ -2,8 +2,8 @@
 // untraced, so forward() takes the streaming path as an untraced run does.
 // Per configuration:
 //   ms        median over --repeat runs with all threads (one warm-up run first), every
-//             run taking its tensors from one workspace (core/workspace.h) and its
-//             weights packed once for the size (pack_weights, core/projection.h)
+//             run taking its tensors from one workspace (core/tensor/workspace.h) and its
+//             weights packed once for the size (pack_weights, core/pass/projection.h)
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
@@ -32,13 +32,13 @@
 
 #include "app/cli.h"
 #include "app/problem.h"
-#include "core/costs.h"
+#include "core/pass/costs.h"
 #include "core/error.h"
-#include "core/kernels.h"
-#include "core/parallel.h"
-#include "core/projection.h"
-#include "core/reference.h"
-#include "core/workspace.h"
+#include "core/kernels/kernels.h"
+#include "core/kernels/parallel.h"
+#include "core/pass/projection.h"
+#include "core/pass/reference.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 

@@ -3,14 +3,14 @@
 
 #include "app/budget.h"
 
-#include "core/block.h"
+#include "core/forms/block.h"
 #include "core/checked.h"
-#include "core/costs.h"
-#include "core/decode.h"
+#include "core/pass/costs.h"
+#include "core/forms/decode.h"
 #include "core/error.h"
-#include "core/mla_pass.h"
-#include "core/parallel.h"
-#include "core/storage.h"
+#include "core/forms/mla_pass.h"
+#include "core/kernels/parallel.h"
+#include "core/tensor/storage.h"
 
 #include <algorithm>
 

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "app/config.h"
-#include "core/attention.h"
-#include "core/mla.h"
+#include "core/pass/attention.h"
+#include "core/pass/mla.h"
 
 namespace mha {
 
@@ -24,7 +24,7 @@ struct RunPlan {
 // allocates with these threads, what the views add after it (heatmap and SVG maps, a
 // second pass for --ablate-head), and what --save takes.
 // For --form mla, `mla` gives its sizes (and `sizes` are its naive form's, mla_naive_sizes):
-// the weights are its own and the pass is core/mla_pass.h's mla_bytes.
+// the weights are its own and the pass is core/forms/mla_pass.h's mla_bytes.
 RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
                  std::uint64_t mask_bytes, const std::optional<MlaSizes>& mla = std::nullopt);
 

@@ -1,10 +1,10 @@
 #pragma once
 // Config: everything the command line asked for, parsed and validated.
 
-#include "core/block.h"
-#include "core/attention.h"
-#include "core/plan.h"
-#include "core/rope.h"
+#include "core/forms/block.h"
+#include "core/pass/attention.h"
+#include "core/pass/plan.h"
+#include "core/position/rope.h"
 #include "io/masks.h"
 
 #include <cstdint>

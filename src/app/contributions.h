@@ -5,7 +5,7 @@
 
 #include "app/config.h"
 #include "app/problem.h"
-#include "core/attention.h"
+#include "core/pass/attention.h"
 
 namespace mha {
 

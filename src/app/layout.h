@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/tensor.h"
+#include "core/pass/attention.h"
+#include "core/tensor/tensor.h"
 
 namespace mha {
 

@@ -10,13 +10,13 @@
 #include "app/time_guard.h"
 #include "app/variants.h"
 #include "core/checked.h"
-#include "core/costs.h"
-#include "core/decode.h"
-#include "core/kernels.h"
+#include "core/pass/costs.h"
+#include "core/forms/decode.h"
+#include "core/kernels/kernels.h"
 #include "core/error.h"
-#include "core/mla_pass.h"
-#include "core/score_bound.h"
-#include "core/shape_checks.h"
+#include "core/forms/mla_pass.h"
+#include "core/forms/score_bound.h"
+#include "core/pass/shape_checks.h"
 #include "io/printable.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
@@ -346,7 +346,7 @@ void check_heads(const Config& c, const Sizes& s) {
     check_kv_heads(s.heads, s.kv_heads);
 }
 
-// Whether the pass may stop on overflow (core/score_bound.h). The pre-LN block attends over
+// Whether the pass may stop on overflow (core/forms/score_bound.h). The pre-LN block attends over
 // norm1's output, bounded whatever its input; a block's feed-forward and residual stream
 // are bounded too.
 bool may_stop_on_overflow(const Config& c, const Problem& p) {

@@ -7,10 +7,10 @@
 #include "app/layout.h"
 #include <optional>
 
-#include "core/attention.h"
-#include "core/block.h"
-#include "core/mla.h"
-#include "core/plan.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
+#include "core/pass/mla.h"
+#include "core/pass/plan.h"
 #include "show/run_info.h"
 
 namespace mha {
@@ -26,7 +26,7 @@ struct Problem {
     RunInfo info;  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
     double estimated_seconds = 0;  // from the run's multiply-adds (app/time_guard.h)
-    // The pass may stop on a score beyond float32 (core/score_bound.h): compute it once
+    // The pass may stop on a score beyond float32 (core/forms/score_bound.h): compute it once
     // before printing, so that such a run prints its error and nothing else.
     bool compute_first = false;
 };

@@ -9,7 +9,7 @@
 #include "app/traced_run.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/rope.h"
+#include "core/position/rope.h"
 #include "show/format.h"
 
 namespace mha {

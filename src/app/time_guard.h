@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "core/plan.h"
+#include "core/pass/plan.h"
 
 namespace mha {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "app/config.h"
-#include "core/step.h"
+#include "core/pass/step.h"
 #include "show/run_info.h"
 #include "show/summary.h"
 

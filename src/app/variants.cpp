@@ -2,13 +2,13 @@
 
 #include "app/variants.h"
 
-#include "core/block.h"
-#include "core/decode.h"
-#include "core/fused_qkv.h"
-#include "core/mla_pass.h"
-#include "core/per_head.h"
-#include "core/plan.h"
-#include "core/shape_checks.h"
+#include "core/forms/block.h"
+#include "core/forms/decode.h"
+#include "core/forms/fused_qkv.h"
+#include "core/forms/mla_pass.h"
+#include "core/forms/per_head.h"
+#include "core/pass/plan.h"
+#include "core/pass/shape_checks.h"
 
 namespace mha {
 

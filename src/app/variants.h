@@ -6,14 +6,14 @@
 
 #include "app/config.h"
 #include "app/problem.h"
-#include "core/attention.h"
+#include "core/pass/attention.h"
 
 namespace mha {
 
 // Runs the form of the pass the configuration asks for.
 ForwardResult run_pass(const Config& config, const Problem& problem, Tracer& tracer);
 
-// How many Step records run_pass will report: the plan of the form (core/plan.h), and the
+// How many Step records run_pass will report: the plan of the form (core/pass/plan.h), and the
 // block's own seven steps around it.
 std::size_t planned_steps(const Config& config, const Problem& problem);
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "core/attention.h"
-#include "core/block.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
 #include "io/npy.h"
 
 namespace mha {

@@ -8,7 +8,7 @@
 //   head 3  even             every query spreads evenly over the keys it may see
 // They are meant for causal self-attention; docs/demo_heads.md derives each one.
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 
 #include <string>
 #include <vector>

@@ -2,9 +2,9 @@
 // Seeded values that are the same with every compiler: std::mt19937's bits (io/mt19937.h)
 // turned into floats by our own code (the standard distributions differ between libraries).
 
-#include "core/attention.h"
-#include "core/block.h"
-#include "core/mla.h"
+#include "core/pass/attention.h"
+#include "core/forms/block.h"
+#include "core/pass/mla.h"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Mask files -> the additive masks of step 8, with a note saying how each was read.
 
-#include "core/attention.h"
+#include "core/pass/attention.h"
 #include "io/npy.h"
 
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model.h"
+#include "core/forms/model.h"
 #include "io/npy.h"
 
 namespace mha {

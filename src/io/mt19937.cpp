@@ -1,6 +1,6 @@
 // The Mersenne Twister's seeding and state transition, as [rand.eng.mers] defines them, and
 // its block of uniform floats. The two loops over a block are built for AVX-512, AVX2 and
-// baseline, and the kernel variant in use (core/kernels.h: the CPU's best, or MHA_KERNEL)
+// baseline, and the kernel variant in use (core/kernels/kernels.h: the CPU's best, or MHA_KERNEL)
 // picks one; not target_clones, whose load-time resolver runs before ThreadSanitizer is set up.
 // Integer operations and one rounding multiply and add per float: every build gives the same bits.
 
@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace mha {
 

@@ -4,7 +4,7 @@
 // write float32 arrays. An .npz is a zip of .npy files, stored
 // (not compressed), as numpy.savez writes it.
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "io/ledger.h"
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 //   x_i[d_model/2 .. d_model)  the positional encoding of position i, zero in the first half
 // so x_i = embedding + encoding, each in its own half (see docs/demo_heads.md).
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <string>
 #include <vector>

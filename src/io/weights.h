@@ -3,8 +3,8 @@
 // names, the names from-scratch modules use, Hugging Face's q_proj ... o_proj and GPT-2's
 // c_attn and c_proj; anything else is an error that names the array and the shape expected.
 
-#include "core/attention.h"
-#include "core/mla.h"
+#include "core/pass/attention.h"
+#include "core/pass/mla.h"
 #include "io/npy.h"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // --explain: one plain paragraph per kind of step, on what it does and why, for the trace,
 // --step, the Markdown hand-out and the HTML lesson page.
 
-#include "core/step.h"
+#include "core/pass/step.h"
 
 #include <string>
 

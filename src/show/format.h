@@ -1,7 +1,7 @@
 #pragma once
 // Number and shape spellings every printer shares: "263,168", "(B=2, N=8, d_model=256)".
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <cstdint>
 #include <string>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace mha {
 

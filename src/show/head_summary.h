@@ -2,7 +2,7 @@
 // The heads' patterns as numbers: for each head of batch 0, the mean entropy of its
 // query rows and the key each query attends to most.
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <cstddef>
 #include <ostream>

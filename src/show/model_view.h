@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 #include "show/head_roles.h"
 #include "show/weight_maps.h"
 

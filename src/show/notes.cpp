@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/checked.h"
-#include "core/mla.h"
+#include "core/pass/mla.h"
 #include "show/format.h"
 
 namespace mha {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/step.h"
+#include "core/pass/step.h"
 
 namespace mha {
 

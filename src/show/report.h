@@ -2,8 +2,8 @@
 // A printer for a whole run: told the configuration first, then every step as a
 // Tracer, then the finished result.
 
-#include "core/attention.h"
-#include "core/step.h"
+#include "core/pass/attention.h"
+#include "core/pass/step.h"
 #include "show/run_info.h"
 
 namespace mha {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mla.h"
+#include "core/pass/mla.h"
 
 namespace mha {
 

@@ -4,8 +4,8 @@
 // the variance the softmax sees (divided by d_k, or by S under --scale-base, when step 7
 // scales), the softmax's mean row entropy and how many rows it saturated.
 
-#include "core/attention.h"
-#include "core/step.h"
+#include "core/pass/attention.h"
+#include "core/pass/step.h"
 
 #include <ostream>
 

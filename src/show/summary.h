@@ -1,7 +1,7 @@
 #pragma once
 // Summary statistics of a tensor's values, for the printers' closing lines.
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <cstddef>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Two tracers watching one forward pass: each sees the steps only if it is enabled.
 
-#include "core/step.h"
+#include "core/pass/step.h"
 
 namespace mha {
 

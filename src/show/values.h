@@ -1,7 +1,7 @@
 #pragma once
 // A tensor's values written the way NumPy prints an array.
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <string>
 

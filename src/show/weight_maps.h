@@ -3,7 +3,7 @@
 // one batch entry of ForwardResult::weights (B, h, N, M), and their mean over heads
 // (what PyTorch returns with average_attn_weights=True).
 
-#include "core/tensor.h"
+#include "core/tensor/tensor.h"
 
 #include <cstddef>
 #include <string>

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/kernels.h"
-#include "core/streaming.h"
+#include "core/kernels/kernels.h"
+#include "core/kernels/streaming.h"
 #include "io/init.h"
 #include "timing.h"
 

@@ -15,8 +15,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/projection.h"
+#include "core/pass/attention.h"
+#include "core/pass/projection.h"
 #include "io/init.h"
 #include "timing.h"
 

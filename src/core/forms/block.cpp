@@ -1,0 +1,135 @@
+// The transformer block around attention: the norms, residual sums and feed-forward, each
+// tensor handed to its planned step (core/pass/plan.cpp), between attention's steps 0-14.
+
+#include "core/forms/block.h"
+
+#include <utility>
+
+#include "core/ops/block_ops.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/pass/projection.h"
+
+namespace mha {
+
+namespace {
+
+// What every block step needs: the weights, the threads and the block's plan.
+struct BlockPass {
+    const BlockWeights& w;
+    std::size_t threads;
+    PassTrace& trace;
+};
+
+// norm1 or norm2 of x: (B, N, d_model)
+Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
+    Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
+                          first ? p.w.norm1_bias : p.w.norm2_bias);
+    p.trace.show(y);
+    return y;
+}
+
+// a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
+Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
+    Tensor y = add(a, b);
+    check_in_float32(y, "the residual stream (" + sum + ")");
+    p.trace.show(y);
+    return y;
+}
+
+// FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2: (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
+Tensor feed_forward(const BlockPass& p, const Tensor& y) {
+    const Tensor u = project(y, p.w.w_1, p.w.b_1, p.threads);
+    p.trace.show(u);
+    const Tensor g = gelu(u);
+    p.trace.show(g);
+    Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
+    check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
+    p.trace.show(f);
+    return f;
+}
+
+// The block attends over one input, and its weights fit d_model.
+void check_block_pass(const Weights& attention, const BlockWeights& w, const Inputs& in) {
+    if (!in.self_attention()) throw Error("the transformer block is self-attention: one input");
+    check_block(w, attention.d_model());
+}
+
+}  // namespace
+
+std::size_t BlockWeights::parameter_count() const {
+    return norm1_weight.numel() + norm1_bias.numel() + norm2_weight.numel() + norm2_bias.numel() +
+           w_1.numel() + b_1.numel() + w_2.numel() + b_2.numel();
+}
+
+std::uint64_t block_parameter_count(std::size_t E, std::size_t F) {
+    const std::string what = "the block's parameter count";
+    return checked_sum({checked_product({2, F, E}, what), F, 5 * std::uint64_t(E)}, what);
+}
+
+std::uint64_t block_bytes(const Sizes& s, std::size_t d_ff) {
+    const std::string what = "the memory for the block";
+    return checked_product(
+        {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model, 5}, what),
+                                     checked_product({s.batch, s.seq_len, d_ff, 2}, what)},
+                                    what)},
+        what);
+}
+
+void check_block(const BlockWeights& w, std::size_t E) {
+    const std::size_t F = w.w_1.empty() ? 0 : w.d_ff();
+    const std::pair<const char*, const Tensor*> vectors[] = {
+        {"norm1.weight", &w.norm1_weight}, {"norm1.bias", &w.norm1_bias},
+        {"norm2.weight", &w.norm2_weight}, {"norm2.bias", &w.norm2_bias},
+        {"linear2.bias", &w.b_2}};
+    for (const auto& [name, t] : vectors) {
+        if (t->shape() != Shape{E}) {
+            throw Error(std::string(name) + ": expected shape " + to_string({E}) + ", got " +
+                        to_string(t->shape()));
+        }
+    }
+    if (w.w_1.dim() != 2 || w.w_1.size(1) != E || w.b_1.shape() != Shape{F} ||
+        w.w_2.shape() != Shape{E, F}) {
+        throw Error("linear1 (d_ff, d_model) and linear2 (d_model, d_ff) do not fit d_model " +
+                    std::to_string(E) + ": got " + to_string(w.w_1.shape()) + " and " +
+                    to_string(w.w_2.shape()));
+    }
+}
+
+PassSpec block_spec(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                    const Inputs& in, const Masks& masks, const ForwardOptions& options) {
+    PassSpec spec = forward_spec(attention, in, masks, options);
+    spec.block = BlockSpec{kind, w.d_ff()};
+    return spec;
+}
+
+ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                            const Inputs& in, const Masks& masks, const ForwardOptions& options,
+                            Tracer& tracer) {
+    check_block_pass(attention, w, in);
+    PassTrace trace(tracer, block_spec(attention, w, kind, in, masks, options));
+    return forward_block(attention, w, kind, in, masks, options, trace);
+}
+
+ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                            const Inputs& in, const Masks& masks, const ForwardOptions& options,
+                            PassTrace& trace) {
+    check_block_pass(attention, w, in);
+    const Tensor x = in.x_q.contiguous();
+    const BlockPass p{w, options.threads, trace};
+    if (kind == BlockKind::Pre) {
+        const Tensor a = norm(p, true, x);                                      // 15
+        ForwardResult result = forward(attention, {a, a, a}, masks, options, trace);  // 0-14
+        const Tensor h = residual(p, "h = x + attention", x, result.output);    // 16
+        const Tensor f = feed_forward(p, norm(p, false, h));                    // 17, 18-20
+        result.output = residual(p, "out = h + ffn", h, f);                     // 21
+        return result;
+    }
+    ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);  // 0-14
+    const Tensor h = norm(p, true, residual(p, "h = x + attention", x, result.output));  // 15, 16
+    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));       // 17-19, 20
+    result.output = norm(p, false, f);                                          // 21
+    return result;
+}
+
+}  // namespace mha

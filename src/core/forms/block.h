@@ -1,0 +1,53 @@
+#pragma once
+// The transformer block around attention: residual connections, two LayerNorms and
+// the feed-forward network FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2, in either order
+// nn.TransformerEncoderLayer offers:
+//   pre  (norm_first=True):   h = x + Attn(LN_1(x));    out = h + FFN(LN_2(h))
+//   post (norm_first=False):  h = LN_1(x + Attn(x));    out = LN_2(h + FFN(h))
+
+#include <cstdint>
+
+#include "core/pass/attention.h"
+
+namespace mha {
+
+struct BlockWeights {
+    Tensor norm1_weight, norm1_bias;  // (d_model) each
+    Tensor norm2_weight, norm2_bias;  // (d_model) each
+    Tensor w_1, b_1;                  // (d_ff, d_model), (d_ff)   linear1
+    Tensor w_2, b_2;                  // (d_model, d_ff), (d_model) linear2
+
+    std::size_t d_ff() const { return w_1.size(0); }
+    std::size_t parameter_count() const;
+};
+
+// The block's parameters for these sizes: two norms' gamma and beta (d_model each), linear1
+// (d_ff, d_model) and b_1, linear2 (d_model, d_ff) and b_2 (throws mha::Error past 64 bits).
+std::uint64_t block_parameter_count(std::size_t d_model, std::size_t d_ff);
+
+// Bytes the block allocates besides attention's forward_bytes: two norms, two residual
+// sums, the FFN's (B, N, d_ff) hidden layer twice and its output (throws on overflow).
+std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
+
+// Throws mha::Error naming the tensor when a shape does not fit d_model.
+void check_block(const BlockWeights& block, std::size_t d_model);
+
+// The plan of the block around forward's pass (forward_spec with the block); throws as
+// check_pass does.
+PassSpec block_spec(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                    const Inputs& inputs, const Masks& masks, const ForwardOptions& options);
+
+// Self-attention only. Reports attention's steps 0-14 and the block's own steps 15-21
+// (in execution order: pre-LN's first norm, 15, runs before attention), as plan_pass plans
+// them. The result's output is the block's output; its weights are attention's.
+ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                            const Inputs& inputs, const Masks& masks,
+                            const ForwardOptions& options, Tracer& tracer);
+
+// forward_block with its steps shown on a trace the caller started (the model's): the
+// trace's next steps are those of block_spec's plan.
+ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                            const Inputs& inputs, const Masks& masks,
+                            const ForwardOptions& options, PassTrace& trace);
+
+}  // namespace mha

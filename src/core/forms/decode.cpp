@@ -1,0 +1,155 @@
+// Decoding token by token with a KV cache.
+//
+//   x (B, T, d_model); cache_k, cache_v (B, G, T, d_k) filled one position per token
+//   for t = 1 .. T (x_t = x[:, t-1], shape (B, 1, d_model)):
+//     q_t = x_t W_q.T + b_q      (B, 1, h·d_k) -> (B, h, 1, d_k)
+//     k_t, v_t likewise           (B, 1, G·d_k)  -> cache[:, :, t-1]
+//     6-10 on the packed pass's units, one per (batch, head):
+//     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
+//                                                               future is not in the cache yet
+//     out_t = softmax(scores) @ V[:, :, :t]      (B, h, 1, d_k) -> (B, 1, d_model) W_o.T + b_o
+
+#include "core/forms/decode.h"
+
+#include <algorithm>
+
+#include "core/checked.h"
+#include "core/kv_heads.h"
+#include "core/pass/projection.h"
+#include "core/pass/shape_checks.h"
+
+namespace mha {
+
+namespace {
+
+// Everything one decoding run keeps from token to token.
+struct Cache {
+    Tensor k, v;  // (B, G, T, d_k): position t-1 written at token t
+};
+
+// Row t of x (B, T, E) as a (B, 1, E) tensor.
+Tensor token_row(const Tensor& x, std::size_t t) {
+    const std::size_t B = x.size(0), T = x.size(1), E = x.size(2);
+    Tensor row({B, 1, E});
+    for (std::size_t b = 0; b < B; ++b) {
+        const float* from = x.data() + (b * T + t) * E;
+        std::copy(from, from + E, row.data() + b * E);
+    }
+    return row;
+}
+
+// Writes the (B, 1, G·d_k) projection of token t into position t of the (B, G, T, d_k) cache.
+void append(const Tensor& projected, std::size_t t, Tensor& cache) {
+    const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t g = 0; g < G; ++g) {
+            const float* from = projected.data() + (b * G + g) * d_k;
+            std::copy(from, from + d_k, cache.data() + ((b * G + g) * T + t) * d_k);
+        }
+    }
+}
+
+// The first `length` positions of cache[b, g]: a (length, d_k) matrix.
+MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t length) {
+    const std::size_t G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
+    return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
+}
+
+// Token t's weights (B, h, 1, t+1) into row t of all the weights (B, h, T, T).
+void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
+    const std::size_t rows = all.size(0) * all.size(1), T = all.size(2), length = t + 1;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* from = weights.data() + r * length;
+        std::copy(from, from + length, all.data() + (r * T + t) * T);
+    }
+}
+
+// 6-10 for token t: one query row per (batch, head) unit against the t + 1 cached
+// positions; no causal mask needed, the future is not in the cache yet (the window, its
+// sinks, ALiBi and the soft-cap still apply). q (B, 1, h·d_k). Returns the heads' contexts
+// side by side, (B, 1, h·d_k); keeps the weights in result.
+Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std::size_t t,
+                    const Sizes& s, const ForwardOptions& o, PassTrace& trace,
+                    ForwardResult& result) {
+    const std::size_t B = s.batch, W = s.inner(), h = s.heads, d_k = s.d_k(), length = t + 1;
+    Sizes token_sizes = s;  // one query at position t against the `length` cached keys
+    token_sizes.seq_len = 1;
+    token_sizes.kv_len = length;
+    const bool streamed = o.path == AttentionPath::Streaming;
+    Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
+    Tensor concat({B, 1, W});
+    Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
+    const Units units{B * h, [&](std::size_t u) {
+                          const std::size_t b = u / h, i = u % h;
+                          const std::size_t g = kv_head_of(i, h, s.kv_heads);
+                          return AttentionUnit{{q.data() + b * W + i * d_k, 1, d_k, d_k, 1},
+                                               cached(cache.k, b, g, length),
+                                               cached(cache.v, b, g, length),
+                                               unit_mask(masks, b, i, token_sizes),
+                                               streamed ? nullptr : weights.data() + u * length,
+                                               context.data() + b * W + i * d_k, d_k, b, i, t};
+                      }};
+    run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
+    trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
+    if (!streamed) keep_row(weights, t, result.weights);
+    if (o.ablate_head) zero_head(context, *o.ablate_head);
+    return concat;
+}
+
+}  // namespace
+
+std::uint64_t decode_bytes(const Sizes& s) {
+    const std::string what = "the memory for decoding";
+    const std::uint64_t d_k = s.d_k();
+    const std::uint64_t floats =
+        checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
+                     checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
+                     checked_product({s.batch, s.seq_len, s.d_model}, what)},           // output
+                    what);
+    // and W_q, W_k, W_v, W_o packed once for all the tokens
+    return checked_sum({checked_product({sizeof(float), floats}, what), packed_weights_bytes(s)},
+                       what);
+}
+
+ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
+                     const ForwardOptions& options, Tracer& tracer) {
+    const Sizes s = check_pass(w, in, masks, options);
+    check_form(Form::Decode, s, in.self_attention(), masks);
+    const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
+    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
+    trace.show_input(in.x_q);                                                           // 0
+
+    Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
+    NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
+    PassTrace silent(untraced, pass_spec(s, w, in, masks, options, Form::Decode));
+    ForwardResult result;
+    result.output = Tensor({B, T, E});
+    if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
+    // every token projects its row with the same weights: packed once, not once a token
+    const PackedWeights own = options.packed ? PackedWeights{} : pack_weights(w);
+    const PackedWeights& packed = options.packed ? *options.packed : own;
+    for (std::size_t t = 0; t < T; ++t) {
+        const Tensor x_t = token_row(in.x_q, t);
+        // (B, 1, h·d_k) and (B, 1, G·d_k)
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);
+        Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
+        Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
+        position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
+        append(k_t, t, cache.k);
+        append(project(x_t, w.w_v, w.b_v, options.threads, nullptr, &packed.v), t, cache.v);
+        trace.show_layout();  // 2: the cache so far, a view the pass never materialises
+
+        const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
+        const Tensor out =
+            project(concat, w.w_o, w.b_o, options.threads, nullptr, &packed.o);  // (B, 1, d_model)
+        for (std::size_t b = 0; b < B; ++b) {
+            std::copy(out.data() + b * E, out.data() + (b + 1) * E,
+                      result.output.data() + (b * T + t) * E);
+        }
+        trace.show(out);                                                               // 14
+    }
+    return result;
+}
+
+}  // namespace mha

@@ -1,0 +1,22 @@
+#pragma once
+// Autoregressive decoding with a KV cache: T tokens, one query at a time. Token t
+// projects only its own row, appends its key and value to the cache (which then holds
+// (B, G, t, d_k)) and attends over the t cached positions: scores (B, h, 1, t).
+// Token t's output equals row t of the causal forward pass over all T tokens.
+
+#include "core/pass/attention.h"
+
+namespace mha {
+
+// x: inputs.x_q (B, T, d_model), self-attention only; masks must be empty (decoding is
+// causal by construction). Returns the T output rows (B, T, d_model) and the weights
+// (B, h, T, T), zero above the diagonal. Throws mha::Error otherwise.
+ForwardResult decode(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                     const ForwardOptions& options, Tracer& tracer);
+
+// Bytes decode() allocates besides the inputs and weights: the cache, the attention weights,
+// the output and the projection weights packed once for every token (throws mha::Error if
+// the count exceeds 64 bits).
+std::uint64_t decode_bytes(const Sizes& sizes);
+
+}  // namespace mha

@@ -1,0 +1,59 @@
+// Steps 1-5 with one projection for Q, K and V, then steps 6-14 as in forward().
+
+#include "core/forms/fused_qkv.h"
+
+#include <vector>
+
+#include "core/pass/projection.h"
+#include "core/pass/shape_checks.h"
+
+
+namespace mha {
+
+namespace {
+
+Tensor stacked(const Tensor& q, const Tensor& k, const Tensor& v) {
+    std::vector<float> values;
+    for (const Tensor* part : {&q, &k, &v}) {
+        const std::vector<float> rows = part->to_vector();
+        values.insert(values.end(), rows.begin(), rows.end());
+    }
+    Shape shape = q.shape();
+    shape[0] *= 3;
+    return Tensor(shape, values);
+}
+
+}  // namespace
+
+Tensor stacked_qkv_weight(const Weights& w) { return stacked(w.w_q, w.w_k, w.w_v); }
+
+Tensor stacked_qkv_bias(const Weights& w) {
+    if (w.b_q.empty() && w.b_k.empty() && w.b_v.empty()) return Tensor();
+    const auto or_zeros = [&w](const Tensor& b) { return b.empty() ? Tensor({w.q_width()}) : b; };
+    return stacked(or_zeros(w.b_q), or_zeros(w.b_k), or_zeros(w.b_v));
+}
+
+ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks& masks,
+                                const ForwardOptions& options, Tracer& tracer) {
+    const Sizes s = check_pass(w, in, masks, options);
+    check_form(Form::FusedQkv, s, in.self_attention(), masks);
+    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
+    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
+    trace.show_input(in.x_q);                                                           // 0
+
+    // 1: (B, N, d_model) @ (3·h·d_k, d_model)ᵀ -> (B, N, 3·h·d_k)
+    const Tensor qkv = project(in.x_q.contiguous(), stacked_qkv_weight(w), stacked_qkv_bias(w),
+                               options.threads);
+    trace.show(qkv);
+    const Tensor split = qkv.view({B, N, 3, h, d_k});  // 4: (B, N, 3, h, d_k), no copy
+    trace.show(split);
+    const Tensor heads = split.permute({2, 0, 3, 1, 4});  // 5: (3, B, h, N, d_k), no copy
+    trace.show(heads);
+    HeadTensors qkv_heads{heads.select(0, 0), heads.select(0, 1), heads.select(0, 2)};
+    trace.show(qkv_heads.q);
+    trace.show(qkv_heads.k);
+    trace.show(qkv_heads.v);
+    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace);      // 6-14
+}
+
+}  // namespace mha

@@ -1,0 +1,282 @@
+// The MLA form: x's projections, the cached latent and RoPE key, each head's Q, K and V
+// (naive) or their absorbed counterparts, then the shared steps 6-14 for both.
+//
+// Shape legend: h heads, d_h the part of q and k without position, d_R the RoPE part, d_c the
+// latent, d_v the value width.
+//   1   queries = x q_projᵀ                    (B, N, h·(d_h + d_R))  per head [q_nope, q_pe]
+//   2   [c_kv, k_pe] = x kv_a_proj_with_mqaᵀ   (B, N, d_c + d_R); c_kv RMSNormed, cached
+//   3   kv = c_kv kv_b_projᵀ                   (B, N, h·(d_h + d_v))  per head [k_nope, v]
+//   5   RoPE on q_pe and k_pe; Q = [q_nope, q_pe], K = [k_nope, k_pe]  (B, h, N, d_h + d_R),
+//       V (B, h, N, d_v): k_pe is one key part shared by every head
+//   6-14 the shared steps (core/pass/attention.h), scaled by 1/sqrt(d_h + d_R)
+// Absorbed: q_nope W_UK (B, h, N, d_c) beside q_pe scores the cached [c_kv, k_pe] itself,
+// one key head for all (multi-query); the context (B, h, N, d_c) meets W_UV folded into W_o.
+
+#include "core/forms/mla_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/checked.h"
+#include "core/pass/costs.h"
+#include "core/error.h"
+#include "core/ops/ops.h"
+#include "core/pass/projection.h"
+#include "core/ops/rms_norm.h"
+#include "core/position/rope.h"
+#include "core/pass/shape_checks.h"
+
+namespace mha {
+
+namespace {
+
+// What x's projections give both forms.
+struct MlaParts {
+    Tensor queries;   // (B, N, h·(d_h + d_R))  q_proj's output, per head [q_nope, q_pe]
+    Tensor kv_a;      // (B, N, d_c + d_R)      kv_a_proj_with_mqa's output: [c_kv, k_pe]
+    Tensor latent;    // (B, N, d_c)            c_kv after the RMSNorm: what the cache keeps
+    Tensor rope_key;  // (B, N, d_R)            k_pe, rotated: cached too
+    Tensor q_pe;      // (B, h, N, d_R)         each head's q_pe, rotated
+};
+
+// A projection y (B, N, width) that passed float32's range: an Error naming its first row.
+void check_finite(const Tensor& y, const char* name) {
+    const std::size_t width = y.size(2), seq_len = y.size(1);
+    for (std::size_t i = 0; i < y.numel(); ++i) {
+        if (!std::isfinite(y.data()[i])) {
+            const std::size_t row = i / width;
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(row / seq_len) + ", position " +
+                        std::to_string(row % seq_len) +
+                        ": the inputs or weights are too large for float32");
+        }
+    }
+}
+
+// Features [first, first + width) of every row of x (B, N, W), copied: (B, N, width).
+Tensor features(const Tensor& x, std::size_t first, std::size_t width) {
+    const std::size_t rows = x.size(0) * x.size(1), W = x.size(2);
+    Tensor out({x.size(0), x.size(1), width});
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* from = x.data() + r * W + first;
+        std::copy(from, from + width, out.data() + r * width);
+    }
+    return out;
+}
+
+// heads[b, i, n, at : at + width] = from[b, n, first + i·step : ... + width] for heads
+// (B, h, N, ·) and from (B, N, ·); step 0 gives every head the same features.
+void fill_heads(Tensor& heads, std::size_t at, const Tensor& from, std::size_t first,
+                std::size_t step, std::size_t width) {
+    const std::size_t B = heads.size(0), h = heads.size(1), N = heads.size(2);
+    const std::size_t W = heads.size(3), F = from.size(2);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t i = 0; i < h; ++i)
+            for (std::size_t n = 0; n < N; ++n) {
+                const float* src = from.data() + (b * N + n) * F + first + i * step;
+                std::copy(src, src + width, heads.data() + ((b * h + i) * N + n) * W + at);
+            }
+}
+
+// heads[..., at : at + d] = part for heads (B, h, N, ·) and part (B, h, N, d).
+void put_part(Tensor& heads, std::size_t at, const Tensor& part) {
+    const std::size_t rows = part.numel() / part.size(3), d = part.size(3), W = heads.size(3);
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::copy(part.data() + r * d, part.data() + (r + 1) * d, heads.data() + r * W + at);
+    }
+}
+
+// 1-2: the queries, the normed latent and the rotated RoPE parts of x (B, N, d_model).
+MlaParts project_parts(const MlaWeights& w, const Tensor& x, const MlaSizes& m,
+                       const ForwardOptions& o) {
+    const std::size_t B = x.size(0), N = x.size(1), width = m.d_nope + m.d_rope;
+    const Tensor input = x.contiguous();
+    MlaParts parts;
+    parts.queries = project(input, w.w_q, Tensor(), o.threads);
+    check_finite(parts.queries, "q_proj");
+    parts.kv_a = project(input, w.w_kv_a, Tensor(), o.threads);
+    check_finite(parts.kv_a, "kv_a_proj_with_mqa");
+    parts.latent = features(parts.kv_a, 0, m.d_latent);
+    rms_norm_rows(parts.latent, w.kv_norm);
+    parts.rope_key = features(parts.kv_a, m.d_latent, m.d_rope);
+    parts.q_pe = Tensor({B, m.heads, N, m.d_rope});
+    fill_heads(parts.q_pe, 0, parts.queries, m.d_nope, width, m.d_rope);
+    if (o.rope) {
+        Tensor k_pe = parts.rope_key.view({B, 1, N, m.d_rope});  // shares rope_key's storage
+        apply_rope(k_pe, *o.rope, 0);
+        apply_rope(parts.q_pe, *o.rope, 0);
+    }
+    return parts;
+}
+
+// The options of the shared steps: RoPE is done (on the d_R parts only), and no packed
+// weights belong to MLA's W_o.
+ForwardOptions shared_options(const ForwardOptions& o) {
+    ForwardOptions shared = o;
+    shared.rope.reset();
+    shared.packed = nullptr;
+    return shared;
+}
+
+// 3, 5, then the shared 6-14: the naive form, traced.
+ForwardResult run_naive(const MlaWeights& w, const MlaParts& parts, const MlaSizes& m,
+                        const Masks& masks, const ForwardOptions& o, PassTrace& trace) {
+    const std::size_t B = parts.latent.size(0), N = parts.latent.size(1), h = m.heads;
+    const std::size_t d_h = m.d_nope, d_R = m.d_rope, width = d_h + d_R, kv_step = d_h + m.d_v;
+    const Tensor kv = project(parts.latent, w.w_kv_b, Tensor(), o.threads);  // 3
+    check_finite(kv, "kv_b_proj");
+    trace.show(kv);
+    trace.show(parts.rope_key);  // 5: k_pe and q_pe rotated
+    HeadTensors heads{Tensor({B, h, N, width}), Tensor({B, h, N, width}),
+                      Tensor({B, h, N, m.d_v})};
+    fill_heads(heads.q, 0, parts.queries, 0, width, d_h);
+    put_part(heads.q, d_h, parts.q_pe);
+    fill_heads(heads.k, 0, kv, 0, kv_step, d_h);
+    fill_heads(heads.k, d_h, parts.rope_key, 0, 0, d_R);
+    fill_heads(heads.v, 0, kv, d_h, kv_step, m.d_v);
+    trace.show(heads.q);
+    trace.show(heads.k);
+    trace.show(heads.v);
+    Weights out;
+    out.w_o = w.w_o;
+    return forward_from_heads(out, std::move(heads), masks, mla_naive_sizes(m, B, N),
+                              shared_options(o), trace);
+}
+
+// W_o (d_model, h·d_v) with each head's W_UV (d_v, d_c) folded in: (d_model, h·d_c).
+Tensor folded_output(const MlaWeights& w, const MlaSizes& m) {
+    const std::size_t E = m.d_model, h = m.heads, d_c = m.d_latent, d_v = m.d_v;
+    Tensor folded({E, h * d_c});
+    for (std::size_t i = 0; i < h; ++i) {
+        const MatrixView w_o_head{w.w_o.data() + i * d_v, E, d_v, h * d_v, 1};
+        const MatrixView w_uv{w.w_kv_b.data() + (i * (m.d_nope + d_v) + m.d_nope) * d_c, d_v,
+                              d_c, d_c, 1};
+        matmul(w_o_head, w_uv, folded.data() + i * d_c, h * d_c);
+    }
+    return folded;
+}
+
+// The absorbed form through the shared 6-14, untraced: queries [q_nope W_UK, q_pe]
+// (B, h, N, d_c + d_R) against one key head [c_kv, k_pe] and one value head c_kv.
+ForwardResult run_absorbed(const MlaWeights& w, const MlaParts& parts, const MlaSizes& m,
+                           const Masks& masks, const ForwardOptions& o) {
+    const std::size_t B = parts.latent.size(0), N = parts.latent.size(1), h = m.heads;
+    const std::size_t d_h = m.d_nope, d_c = m.d_latent, width = d_c + m.d_rope;
+    const std::size_t q_width = d_h + m.d_rope;
+    HeadTensors heads{Tensor({B, h, N, width}), Tensor({B, 1, N, width}),
+                      parts.latent.view({B, 1, N, d_c})};
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t i = 0; i < h; ++i) {
+            const MatrixView q_nope{parts.queries.data() + b * N * h * q_width + i * q_width, N,
+                                    d_h, h * q_width, 1};
+            const MatrixView w_uk{w.w_kv_b.data() + i * (d_h + m.d_v) * d_c, d_h, d_c, d_c, 1};
+            matmul(q_nope, w_uk, heads.q.data() + (b * h + i) * N * width, width);
+        }
+    }
+    put_part(heads.q, d_c, parts.q_pe);
+    fill_heads(heads.k, 0, parts.latent, 0, 0, d_c);
+    fill_heads(heads.k, d_c, parts.rope_key, 0, 0, m.d_rope);
+    Weights out;
+    out.w_o = folded_output(w, m);
+    ForwardOptions absorbed = shared_options(o);
+    absorbed.scale_base = o.scale_base > 0 ? o.scale_base : double(q_width);  // as the naive form
+    absorbed.flash_row.reset();
+    NullTracer none;
+    PassTrace untraced(none, PassSpec{});
+    return forward_from_heads(out, std::move(heads), masks, mla_absorbed_sizes(m, B, N),
+                              absorbed, untraced);
+}
+
+// The MLA sizes of options.heads heads, checked against x (B, N, d_model), the masks and
+// the head to ablate.
+MlaSizes checked_sizes(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                       const ForwardOptions& options) {
+    const MlaSizes m = mla_sizes(w, options.heads);
+    if (x.dim() != 3 || x.size(2) != m.d_model) {
+        throw Error("MLA: input " + to_string(x.shape()) + " is not (B, N, d_model = " +
+                    std::to_string(m.d_model) + ")");
+    }
+    check_masks(masks, mla_naive_sizes(m, x.size(0), x.size(1)));
+    if (options.ablate_head && *options.ablate_head >= m.heads) {
+        throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
+                    ": the heads are 0.." + std::to_string(m.heads - 1));
+    }
+    return m;
+}
+
+// max |a − b| over two tensors of one shape, in double (NaN pairs ignored).
+double max_difference(const Tensor& a, const Tensor& b) {
+    const Tensor x = a.contiguous(), y = b.contiguous();
+    double worst = 0.0;
+    for (std::size_t i = 0; i < x.numel(); ++i) {
+        worst = std::max(worst, std::fabs(double(x.data()[i]) - double(y.data()[i])));
+    }
+    return worst;
+}
+
+}  // namespace
+
+PassSpec mla_spec(const MlaSizes& m, PassSpec spec) {
+    spec.sizes = mla_naive_sizes(m, spec.sizes.batch, spec.sizes.seq_len);
+    spec.form = Form::Mla;
+    spec.self_attention = true;
+    spec.bias = {false, false, false, false};
+    spec.qk_norm = false;
+    spec.appended = {};
+    spec.mla = m;
+    return spec;
+}
+
+MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                      const ForwardOptions& options, MlaForm form) {
+    const MlaSizes m = checked_sizes(w, x, masks, options);
+    const MlaParts parts = project_parts(w, x, m, options);
+    NullTracer none;
+    PassTrace untraced(none, PassSpec{});
+    const ForwardResult r = form == MlaForm::Naive
+                                ? run_naive(w, parts, m, masks, options, untraced)
+                                : run_absorbed(w, parts, m, masks, options);
+    return {r.output, r.weights, parts.latent, parts.rope_key, r.fully_masked_rows};
+}
+
+ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                          const ForwardOptions& options, Tracer& tracer) {
+    const MlaSizes m = checked_sizes(w, x, masks, options);
+    const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
+    PassTrace trace(tracer, mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks,
+                                                  options, Form::Mla)));
+    trace.show_input(x);                                           // 0
+    const MlaParts parts = project_parts(w, x, m, options);
+    trace.show(parts.queries);                                     // 1  q_proj
+    trace.show(parts.kv_a);                                        // 2  kv_a_proj_with_mqa
+    trace.show(parts.latent);                                      // 2  the cached latent
+    ForwardResult naive = run_naive(w, parts, m, masks, options, trace);  // 3, 5, 6-14
+    const ForwardResult absorbed = run_absorbed(w, parts, m, masks, options);
+    const auto compared = [&](const Tensor& value, const Tensor& naive_value) {  // 9, 14 absorbed
+        if (trace.on()) trace.upcoming().mla->max_difference = max_difference(value, naive_value);
+        trace.show(value);
+    };
+    if (!absorbed.weights.empty()) compared(absorbed.weights, naive.weights);
+    compared(absorbed.output, naive.output);
+    return naive;
+}
+
+std::uint64_t mla_bytes(const MlaSizes& m, std::size_t batch, std::size_t seq_len,
+                        AttentionPath path, std::size_t threads) {
+    const std::string what = "the memory for MLA";
+    const std::uint64_t B = batch, N = seq_len, h = m.heads;
+    const std::uint64_t floats = checked_sum(
+        {checked_product({B, N, h, m.d_nope + m.d_rope}, what),       // queries
+         checked_product({B, N, 2 * (m.d_latent + m.d_rope)}, what),  // kv_a, latent, k_pe
+         checked_product({B, h, N, m.d_rope}, what),                  // q_pe
+         checked_product({B, N, h, m.d_nope + m.d_v}, what),          // kv
+         checked_product({m.d_model, h, m.d_latent}, what)},          // the folded W_o
+        what);
+    return checked_sum({checked_product({sizeof(float), floats}, what),
+                        forward_bytes(mla_naive_sizes(m, batch, seq_len), path, threads),
+                        forward_bytes(mla_absorbed_sizes(m, batch, seq_len), path, threads)},
+                       what);
+}
+
+}  // namespace mha

@@ -1,0 +1,49 @@
+#pragma once
+// MLA as a form of the pass (--form mla): the naive form builds each head's Q, K and V from
+// the latent and runs the shared steps 6-14 on them; the absorbed form, MLA's own
+// cross-check, folds W_UK into the query and W_UV into W_o and runs the same steps as
+// multi-query attention over the cached latent.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/pass/attention.h"
+#include "core/pass/mla.h"
+#include "core/pass/plan.h"
+
+namespace mha {
+
+// `spec` (its B and N, path, masks and scaling) made the plan of the MLA form of these sizes:
+// M = N, each head's q and k d_h + d_R wide and its values d_v wide, no biases; spec.rope
+// turns q_pe and k_pe (half layout in DeepSeek-V2).
+PassSpec mla_spec(const MlaSizes& sizes, PassSpec spec);
+
+enum class MlaForm { Naive, Absorbed };
+
+struct MlaResult {
+    Tensor output;                      // (B, N, d_model)
+    Tensor weights;                     // (B, h, N, N); empty on the streaming path
+    Tensor latent;                      // (B, N, d_c)  what the cache keeps per token
+    Tensor rope_key;                    // (B, N, d_R)  the shared RoPE key, rotated, cached too
+    std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
+};
+
+// x (B, N, d_model) through one form, untraced: self-attention over positions 0..N−1 with
+// options.heads heads, options.rope on q_pe and k_pe, step 7 dividing by sqrt(d_h + d_R)
+// (or as options.scale / scale_base say), the masks of step 8 as in every form.
+MlaResult mla_forward(const MlaWeights& weights, const Tensor& x, const Masks& masks,
+                      const ForwardOptions& options, MlaForm form);
+
+// Both forms, traced: the naive form's steps (the shared 6-14 among them), then the absorbed
+// form's weights (standard path) and output with their largest difference from the naive
+// ones. The result is the naive form's.
+ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
+                          const ForwardOptions& options, Tracer& tracer);
+
+// Bytes the MLA form allocates for B sequences of N tokens: the projections, the latent and
+// the RoPE key, both forms' heads and shared passes (forward_bytes of each, on this path with
+// these threads) and the absorbed form's folded W_o (throws mha::Error past 64 bits).
+std::uint64_t mla_bytes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len,
+                        AttentionPath path, std::size_t threads);
+
+}  // namespace mha

@@ -1,0 +1,96 @@
+// The character model's forward pass: embeddings, the blocks, the final norm and the head.
+
+#include "core/forms/model.h"
+
+#include "core/ops/block_ops.h"
+#include "core/error.h"
+#include "core/pass/projection.h"
+#include "core/tensor/workspace.h"
+
+namespace mha {
+
+namespace {
+
+// x_0 = token_embedding[t] + position_embedding[0..N): (1, N, d_model)
+Tensor embed(const Model& m, const std::vector<std::size_t>& tokens) {
+    const std::size_t n = tokens.size(), e = m.d_model();
+    Tensor x({1, n, e});
+    for (std::size_t i = 0; i < n; ++i) {
+        const float* token = m.token_embedding.data() + tokens[i] * e;
+        const float* position = m.position_embedding.data() + i * e;
+        for (std::size_t f = 0; f < e; ++f) x.data()[i * e + f] = token[f] + position[f];
+    }
+    return x;
+}
+
+}  // namespace
+
+std::size_t Model::parameter_count() const {
+    std::size_t count = token_embedding.numel() + position_embedding.numel() +
+                        norm_weight.numel() + norm_bias.numel() + head_weight.numel() +
+                        head_bias.numel();
+    for (const ModelLayer& layer : layers)
+        count += layer.attention.parameter_count() + layer.block.parameter_count();
+    return count;
+}
+
+ModelSpec model_spec(const Model& m, std::size_t n, std::size_t traced_layer) {
+    const ModelLayer& layer = m.layers.at(traced_layer);
+    const Weights& w = layer.attention;
+    const std::size_t e = m.d_model();
+    Masks causal;
+    causal.causal = true;
+    ForwardOptions options;
+    options.heads = layer.heads;
+    ModelSpec spec;
+    spec.layer = pass_spec(Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads},
+                           causal, options, Form::Packed);
+    spec.layer.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.layer.block = BlockSpec{BlockKind::Pre, layer.block.d_ff()};
+    spec.layers = m.layers.size();
+    spec.traced = traced_layer;
+    spec.vocab = m.vocab_size();
+    return spec;
+}
+
+ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens,
+                          std::size_t traced_layer, std::size_t threads, Tracer& tracer) {
+    if (tokens.empty() || tokens.size() > m.context()) {
+        throw Error("the model reads 1 to " + std::to_string(m.context()) + " tokens, got " +
+                    std::to_string(tokens.size()));
+    }
+    PassTrace trace(tracer, model_spec(m, tokens.size(), traced_layer));
+    Tensor x = embed(m, tokens);
+    check_in_float32(x, "the embeddings (token_embedding[t] + position_embedding)");
+    trace.show(x);
+    Masks causal;
+    causal.causal = true;
+    ModelResult result;
+    NullTracer quiet;
+    Workspace workspace;  // each layer's attention reuses the memory of the one before
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+        const ModelLayer& layer = m.layers[l];
+        ForwardOptions options;
+        options.heads = layer.heads;
+        options.threads = threads;
+        options.workspace = &workspace;
+        const Inputs in{x, x, x};
+        ForwardResult block =
+            l == traced_layer
+                ? forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
+                                trace)
+                : forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
+                                quiet);
+        x = std::move(block.output);
+        result.weights.push_back(std::move(block.weights));
+        if (l != traced_layer) trace.show(x);  // an untraced layer: its block in one step
+    }
+    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    result.output = x;
+    trace.show(final_norm);
+    result.logits = project(final_norm, m.head_weight, m.head_bias, threads);
+    trace.show(result.logits);
+    return result;
+}
+
+}  // namespace mha

@@ -1,0 +1,136 @@
+// Attention head by head, each with its own slices of W_q, W_k and W_v, on the same
+// (batch, head) units as the packed pass.
+//
+//   x_q (B, N, d_model)  x_k (B, M, kdim)  x_v (B, M, vdim)
+//   for every head i (reading key/value head g = i / (h / G)):
+//     1-3  Q_i = x_q W_q^i.T + b_q^i        (B, N, d_k);  K_i, V_i (B, M, d_k) from slice g
+//     6    scores_i = Q_i @ K_i.T           (B, N, M)
+//     9    weights_i = softmax(scores_i / sqrt(d_k) + mask)
+//     10   head_i = weights_i @ V_i          (B, N, d_k)
+//   13   concat = cat(head_0 .. head_{h-1}, dim=-1)   (B, N, h·d_k)     a copy
+//   14   output = concat W_o.T + b_o                  (B, N, d_model)
+
+#include "core/forms/per_head.h"
+
+#include <algorithm>
+
+#include "core/kv_heads.h"
+#include "core/pass/projection.h"
+#include "core/pass/shape_checks.h"
+
+namespace mha {
+
+namespace {
+
+// The (L, d_k) matrix of batch row b in a contiguous (B, L, d_k) tensor.
+MatrixView batch_matrix(const Tensor& t, std::size_t b) {
+    const std::size_t rows = t.size(1), cols = t.size(2);
+    return {t.data() + b * rows * cols, rows, cols, cols, 1};
+}
+
+// Head i's own tensors.
+struct Head {
+    Tensor q, k, v;  // (B, N, d_k), (B, M, d_k), (B, M, d_k)
+    Tensor weights;  // (B, N, M); empty on the streaming path
+    Tensor context;  // (B, N, d_k)
+};
+
+// 1-3: head i's projections from its rows of W_q and key/value head g's of W_k and W_v.
+Head project_head(const Weights& w, const Inputs& in, const Sizes& s, std::size_t i,
+                  std::size_t threads, PassTrace& trace) {
+    const std::size_t d_k = s.d_k(), g = kv_head_of(i, s.heads, s.kv_heads);
+    Head head;
+    head.q = project(in.x_q.contiguous(), row_slice(w.w_q, i * d_k, d_k),
+                     row_slice(w.b_q, i * d_k, d_k), threads);
+    trace.show(head.q);
+    head.k = project(in.x_k.contiguous(), row_slice(w.w_k, g * d_k, d_k),
+                     row_slice(w.b_k, g * d_k, d_k), threads);
+    trace.show(head.k);
+    head.v = project(in.x_v.contiguous(), row_slice(w.w_v, g * d_k, d_k),
+                     row_slice(w.b_v, g * d_k, d_k), threads);
+    trace.show(head.v);
+    return head;
+}
+
+// 6-10 for head i on its B units; returns the rows with every key blocked.
+std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::size_t i,
+                        const ForwardOptions& o, PassTrace& trace) {
+    const std::size_t N = s.seq_len, M = s.kv_len, d_k = s.d_k();
+    const bool streamed = o.path == AttentionPath::Streaming;
+    if (!streamed) head.weights = Tensor({s.batch, N, M});
+    head.context = Tensor({s.batch, N, d_k});
+    const Units units{s.batch, [&](std::size_t b) {
+                          return AttentionUnit{batch_matrix(head.q, b), batch_matrix(head.k, b),
+                                               batch_matrix(head.v, b), unit_mask(masks, b, i, s),
+                                               streamed ? nullptr : head.weights.data() + b * N * M,
+                                               head.context.data() + b * N * d_k, d_k, b, i};
+                      }};
+    const UnitMath math = unit_math(s, o);
+    auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
+    if (streamed) {  // 6-10 as one step
+        const std::size_t blocked = run(UnitStep::Streamed);
+        trace.show(head.context);
+        return blocked;
+    }
+    if (!trace.on()) return run(UnitStep::Attend);  // 6-10 per unit, 7-9 fused
+    run(UnitStep::Scores);                                         // 6: Q_i @ K_i.T
+    trace.show(head.weights);
+    const std::size_t blocked = run(UnitStep::ScaleMaskSoftmax);  // 7-9, traced as one step
+    trace.show(head.weights);
+    run(UnitStep::Context);                                        // 10: weights_i @ V_i
+    trace.show(head.context);
+    return blocked;
+}
+
+// Head i's weights into weights[:, i] and its context into concat[:, :, i·d_k : (i+1)·d_k].
+void place_head(const Head& head, std::size_t i, const Sizes& s, Tensor& weights, Tensor& concat) {
+    const std::size_t N = s.seq_len, M = s.kv_len, W = s.inner(), d_k = s.d_k();
+    for (std::size_t b = 0; b < s.batch; ++b) {
+        if (!weights.empty()) {
+            const float* from = head.weights.data() + b * N * M;
+            std::copy(from, from + N * M, weights.data() + (b * s.heads + i) * N * M);
+        }
+        for (std::size_t n = 0; n < N; ++n) {
+            const float* row = head.context.data() + (b * N + n) * d_k;
+            std::copy(row, row + d_k, concat.data() + (b * N + n) * W + i * d_k);
+        }
+    }
+}
+
+}  // namespace
+
+Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count) {
+    if (t.empty()) return t;
+    Shape shape = t.shape();
+    shape[0] = count;
+    const std::size_t row = t.numel() / t.size(0);
+    const float* begin = t.contiguous().data() + first * row;
+    return Tensor(shape, std::vector<float>(begin, begin + count * row));
+}
+
+ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& masks,
+                               const ForwardOptions& options, Tracer& tracer) {
+    const Sizes s = check_pass(w, in, masks, options);
+    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::PerHead));
+    trace.show_input(in.x_q);                                                            // 0
+
+    ForwardResult result;
+    if (options.path == AttentionPath::Standard)
+        result.weights = Tensor({s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor concat({s.batch, s.seq_len, s.inner()});
+    for (std::size_t i = 0; i < s.heads; ++i) {
+        Head head = project_head(w, in, s, i, options.threads, trace);                  // 1-3
+        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);    // 5
+        result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);     // 6-10
+        if (options.ablate_head == i) head.context = Tensor(head.context.shape());  // zeros
+        place_head(head, i, s, result.weights, concat);
+    }
+    trace.show(concat);                                                                  // 13
+
+    // 14: (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
+    result.output = project(concat, w.w_o, w.b_o, options.threads);
+    trace.show(result.output);
+    return result;
+}
+
+}  // namespace mha

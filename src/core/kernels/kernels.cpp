@@ -1,0 +1,684 @@
+// Fast kernels, written once as templates and built for several CPUs.
+//
+// The matrix product follows the classic blocked scheme:
+//   for each KC-deep slice of k:
+//     pack b's slice into NR-wide column panels (zero-padded)
+//     for each MC-high block of rows: pack a's block into MR-high row panels
+//       for each (MR, NR) tile: the micro-kernel keeps MR x NR sums in registers
+// The micro-kernel always runs on whole padded panels, so every element of c is
+// computed by the same operations wherever it sits (bit-identical for any split).
+//
+// Run-time dispatch: each template is instantiated inside functions carrying the
+// compiler's target attribute (AVX-512, AVX2, SSE2, plain), and one table of them
+// is chosen at start-up from the CPU's features or MHA_KERNEL. Every variant
+// multiplies and adds separately (the build uses -ffp-contract=off and no fma) and
+// sums every element in the same order, so all variants give the same bits.
+
+#include "core/kernels/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/position/position_bias.h"
+#include "core/tensor/scratch.h"
+#include "core/ops/softcap.h"
+#include "core/error.h"
+
+// Templates marked this way are compiled inside each variant's target function.
+#define MHA_INLINE inline __attribute__((always_inline))
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t KC = 256;     // depth of one packed slice: the summation order
+constexpr std::size_t lanes = 8;    // independent partial results in reductions
+constexpr std::size_t widest_nr = 32, tallest_mr = 8;  // for the scratch bound
+constexpr std::size_t mc_panels = 16;                  // MR-high panels in a block of a
+
+MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
+    return (n + multiple - 1) / multiple * multiple;
+}
+
+// Per-thread packing buffers, kept between calls (pool threads live on).
+struct Scratch {
+    ScratchBuffer a, b;
+};
+Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+}
+
+// b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major.
+template <std::size_t NR>
+MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
+    const std::size_t panels = round_up(b.cols, NR) / NR;
+    for (std::size_t panel = 0; panel < panels; ++panel) {
+        float* dst = out + panel * kc * NR;
+        const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
+        if (width < NR) std::fill(dst, dst + kc * NR, 0.0f);
+        if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
+            for (std::size_t j = 0; j < width; ++j) {
+                const float* src = b.data + (j0 + j) * b.col_stride + p0;
+                for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
+            }
+        } else if (b.col_stride == 1) {
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = b.data + (p0 + p) * b.row_stride + j0;
+                for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j];
+            }
+        } else {
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = b.data + (p0 + p) * b.row_stride + j0 * b.col_stride;
+                for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j * b.col_stride];
+            }
+        }
+    }
+}
+
+// a rows [i0, i0 + mc), depth [p0, p0 + kc) -> panels of MR rows, each kc x MR.
+template <std::size_t MR>
+MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std::size_t p0,
+                       std::size_t kc, float* out) {
+    for (std::size_t panel = 0; panel * MR < mc; ++panel) {
+        float* dst = out + panel * kc * MR;
+        const std::size_t r0 = i0 + panel * MR, height = std::min(MR, i0 + mc - r0);
+        if (height < MR) std::fill(dst, dst + kc * MR, 0.0f);
+        for (std::size_t i = 0; i < height; ++i) {
+            const float* src = a.data + (r0 + i) * a.row_stride + p0 * a.col_stride;
+            for (std::size_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p * a.col_stride];
+        }
+    }
+}
+
+// c (rows, cols) = or += the valid corner of a tile of sums.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc, std::size_t rows,
+                           std::size_t cols, bool accumulate) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        float* row = c + i * ldc;
+        if (accumulate) {
+            for (std::size_t j = 0; j < cols; ++j) row[j] += acc[i][j];
+        } else {
+            for (std::size_t j = 0; j < cols; ++j) row[j] = acc[i][j];
+        }
+    }
+}
+
+// acc (MR, NR) += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), p ascending.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b,
+                             float (&acc)[MR][NR]) {
+    for (std::size_t p = 0; p < kc; ++p) {
+        const float* ap = a + p * MR;
+        const float* bp = b + p * NR;
+        for (std::size_t i = 0; i < MR; ++i) {
+            for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
+        }
+    }
+}
+
+// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
+// corner of the tile; the sums stay in registers until the end.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
+                             std::size_t ldc, std::size_t rows, std::size_t cols,
+                             bool accumulate) {
+    float acc[MR][NR] = {};
+    add_products(kc, a, b, acc);
+    if (rows == MR && cols == NR)
+        store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
+    else
+        store_tile(acc, c, ldc, rows, cols, accumulate);
+}
+
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                       bool accumulate) {
+    constexpr std::size_t MC = mc_panels * MR;
+    const std::size_t n = a.rows, k = a.cols, m = b.cols;
+    if (k == 0) {
+        if (!accumulate) {
+            for (std::size_t i = 0; i < n; ++i) std::fill(c + i * ldc, c + i * ldc + m, 0.0f);
+        }
+        return;
+    }
+    Scratch& s = scratch();
+    float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
+    float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
+    for (std::size_t p0 = 0; p0 < k; p0 += KC) {
+        const std::size_t kc = std::min(KC, k - p0);
+        const bool add = accumulate || p0 > 0;
+        pack_b<NR>(b, p0, kc, packed_b);
+        for (std::size_t i0 = 0; i0 < n; i0 += MC) {
+            const std::size_t mc = std::min(MC, n - i0);
+            pack_a<MR>(a, i0, mc, p0, kc, packed_a);
+            for (std::size_t j = 0; j < m; j += NR) {
+                const float* b_panel = packed_b + j / NR * kc * NR;
+                for (std::size_t i = 0; i < mc; i += MR) {
+                    micro_kernel<MR, NR>(kc, packed_a + i / MR * kc * MR, b_panel,
+                                         c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
+                                         std::min(NR, m - j), add);
+                }
+            }
+        }
+    }
+}
+
+// One NR-wide panel of a projection's outputs: target t's outputs [j0, j0 + width).
+struct OutputPanel {
+    const LinearTarget* target;
+    std::size_t j0, width;
+
+    // Its slice [p0, p0 + kc) of Wᵀ as pack_linear left it, (kc, NR); null if not packed.
+    template <std::size_t NR>
+    const float* packed(std::size_t in, std::size_t p0) const {
+        return target->packed == nullptr ? nullptr : target->packed + j0 * in + p0 * NR;
+    }
+};
+
+// Panels [begin, end) of the targets, numbered across them in order.
+template <std::size_t NR>
+MHA_INLINE std::vector<OutputPanel> output_panels(const std::vector<LinearTarget>& targets,
+                                                  std::size_t begin, std::size_t end) {
+    std::vector<OutputPanel> panels;
+    std::size_t index = 0;
+    for (const LinearTarget& t : targets) {
+        for (std::size_t j0 = 0; j0 < t.out; j0 += NR, ++index) {
+            if (index >= begin && index < end) panels.push_back({&t, j0, std::min(NR, t.out - j0)});
+        }
+    }
+    return panels;
+}
+
+// Panel q's slice [p0, p0 + kc) of Wᵀ -> (kc, NR) row-major, zero-padded past its width.
+template <std::size_t NR>
+MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size_t p0,
+                             std::size_t kc, float* out) {
+    const MatrixView w_t{panel.target->w + panel.j0 * in, panel.width, in, in, 1};  // W's rows
+    pack_b<NR>(w_t.transposed(), p0, kc, out);
+}
+
+// Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
+// slice of W is packed once and read by every block of rows; then the bias is added. When
+// the rows make one block, each panel is packed just before its use into one panel's room
+// (the same products in the same order, in a buffer that stays small).
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
+                                const std::vector<LinearTarget>& targets, std::size_t r0,
+                                std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
+    constexpr std::size_t MC = mc_panels * MR;
+    const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
+    if (r0 >= r1 || panels.empty()) return;
+    const MatrixView a{x, r1, in, in, 1};
+    const bool one_block = r1 - r0 <= MC;
+    Scratch& s = scratch();
+    float* packed_w = s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : panels.size()));
+    float* packed_x = s.a.floats(std::min(in, KC) * std::min(MC, round_up(r1 - r0, MR)));
+    for (const OutputPanel& panel : panels) {  // no input: the sums are zero
+        if (in > 0) break;
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* y = panel.target->y + r * panel.target->out + panel.j0;
+            std::fill(y, y + panel.width, 0.0f);
+        }
+    }
+    for (std::size_t p0 = 0; p0 < in; p0 += KC) {
+        const std::size_t kc = std::min(KC, in - p0);
+        for (std::size_t q = 0; !one_block && q < panels.size(); ++q) {
+            if (panels[q].packed<NR>(in, p0) == nullptr)
+                pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
+        }
+        for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
+            const std::size_t mc = std::min(MC, r1 - i0);
+            pack_a<MR>(a, i0, mc, p0, kc, packed_x);
+            for (std::size_t q = 0; q < panels.size(); ++q) {
+                const LinearTarget& t = *panels[q].target;
+                float* y = t.y + i0 * t.out + panels[q].j0;
+                const float* w_panel = panels[q].packed<NR>(in, p0);
+                if (w_panel == nullptr) {  // packed above, or (one block) here, in one panel's room
+                    w_panel = packed_w + (one_block ? 0 : q * kc * NR);
+                    if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                }
+                for (std::size_t i = 0; i < mc; i += MR) {
+                    micro_kernel<MR, NR>(kc, packed_x + i / MR * kc * MR, w_panel, y + i * t.out,
+                                         t.out, std::min(MR, mc - i), panels[q].width, p0 > 0);
+                }
+            }
+        }
+    }
+    for (const OutputPanel& panel : panels) {
+        const float* bias = panel.target->bias;
+        if (bias == nullptr) continue;
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* y = panel.target->y + r * panel.target->out;
+            for (std::size_t o = panel.j0; o < panel.j0 + panel.width; ++o) y[o] += bias[o];
+        }
+    }
+}
+
+// W (out, in) -> its NR-wide panels of outputs, each (in, NR) row-major, zero-padded: every
+// slice [p0, p0 + kc) of a panel is the (kc, NR) block pack_w_panel makes, at p0 · NR.
+template <std::size_t NR>
+MHA_INLINE void pack_linear_t(const float* w, std::size_t out, std::size_t in, float* panels) {
+    const LinearTarget target{w, nullptr, nullptr, out};
+    for (std::size_t j0 = 0; j0 < out; j0 += NR) {
+        pack_w_panel<NR>({&target, j0, std::min(NR, out - j0)}, in, 0, in, panels + j0 * in);
+    }
+}
+
+// e^x for x <= 0: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, r's series to
+// degree 7 (relative error < 1e-7). Below -87 (or -inf) the result is 0.
+MHA_INLINE float exp_nonpositive_t(float x) {
+    const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+    const float t = x * 1.44269504f + magic;
+    const float n = t - magic;
+    const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 in two parts
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    std::uint32_t t_bits, magic_bits;
+    std::memcpy(&t_bits, &t, sizeof t);
+    std::memcpy(&magic_bits, &magic, sizeof magic);
+    const std::uint32_t scale_bits = (t_bits - magic_bits + 127u) << 23;  // 2^n
+    float two_n;
+    std::memcpy(&two_n, &scale_bits, sizeof two_n);
+    return x < -87.0f ? 0.0f : p * two_n;
+}
+
+MHA_INLINE float max_of_t(const float* values, std::size_t n) {
+    float lane[lanes];
+    for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l) lane[l] = std::max(lane[l], values[i + l]);
+    }
+    for (; i < n; ++i) lane[0] = std::max(lane[0], values[i]);
+    float max = lane[0];
+    for (std::size_t l = 1; l < lanes; ++l) max = std::max(max, lane[l]);
+    return max;
+}
+
+MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
+    float lane[lanes] = {};
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l) {
+            values[i + l] = exp_nonpositive_t(values[i + l] - shift);
+            lane[l] += values[i + l];
+        }
+    }
+    for (; i < n; ++i) {
+        values[i] = exp_nonpositive_t(values[i] - shift);
+        lane[0] += values[i];
+    }
+    float sum = 0.0f;
+    for (float part : lane) sum += part;
+    return sum;
+}
+
+// ---- The fused attention tile (see kernels.h): Sᵀ = K Qᵀ, the online softmax down the
+// keys with the queries in the lanes, Oᵀ = Oᵀ · shrink + Vᵀ P ----
+
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::size_t d_k,
+                               std::size_t kt, float factor, float* scores) {
+    for (std::size_t i = 0; i < kt; i += MR) {
+        const float* panel = keys + i * d_k;
+        float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
+        if (d_k <= KC) {  // one slice: the sums go from the registers to memory scaled
+            float acc[MR][NR] = {};
+            add_products(d_k, panel, queries, acc);
+            for (std::size_t r = 0; r < MR; ++r) {
+                for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
+            }
+            continue;
+        }
+        for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
+            micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
+                                 tile, NR, MR, NR, p0 > 0);
+        }
+        for (std::size_t e = 0; e < MR * NR; ++e) tile[e] *= factor;
+    }
+}
+
+template <std::size_t NR>
+MHA_INLINE void flash_softmax_t(float* scores, std::size_t kt, float* row_max, float* row_sum,
+                                float* shrink) {
+    float top[NR], shift[NR], sum[NR] = {};
+    for (std::size_t r = 0; r < NR; ++r) top[r] = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < kt; ++j) {
+        const float* row = scores + j * NR;
+        for (std::size_t r = 0; r < NR; ++r) top[r] = top[r] < row[r] ? row[r] : top[r];
+    }
+    for (std::size_t r = 0; r < NR; ++r) {
+        const float new_max = std::max(row_max[r], top[r]);
+        // nothing visible yet: shift by 0, so e^(-inf - 0) = 0 for P and for the shrink
+        shift[r] = new_max == -std::numeric_limits<float>::infinity() ? 0.0f : new_max;
+        shrink[r] = exp_nonpositive_t(row_max[r] - shift[r]);
+        row_max[r] = new_max;
+    }
+    for (std::size_t j = 0; j < kt; ++j) {
+        float* row = scores + j * NR;
+        for (std::size_t r = 0; r < NR; ++r) {
+            row[r] = exp_nonpositive_t(row[r] - shift[r]);
+            sum[r] += row[r];
+        }
+    }
+    for (std::size_t r = 0; r < NR; ++r) row_sum[r] = row_sum[r] * shrink[r] + sum[r];
+}
+
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::size_t kt,
+                                   std::size_t d_k, const float* shrink, float* o,
+                                   std::size_t ldo) {
+    for (std::size_t d = 0; d < d_k; ++d) {
+        for (std::size_t r = 0; r < NR; ++r) o[d * ldo + r] *= shrink[r];
+    }
+    for (std::size_t d0 = 0; d0 < d_k; d0 += MR) {  // (MR, kt) x (kt, NR) -> rows d0.. of o
+        micro_kernel<MR, NR>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
+                             NR, true);
+    }
+}
+
+// One variant: its name, register tile and entry points.
+struct Variant {
+    KernelVariant id;
+    const char* name;
+    const char* tile;
+    std::size_t mr, nr;
+    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
+    void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
+                          std::size_t, std::size_t, std::size_t);
+    void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
+    float (*max_of)(const float*, std::size_t);
+    float (*exp_shifted)(float*, std::size_t, float);
+    FlashRegisterTile flash;
+    void (*flash_scores)(const float*, const float*, std::size_t, std::size_t, float, float*);
+    void (*flash_softmax)(float*, std::size_t, float*, float*, float*);
+    void (*flash_accumulate)(const float*, const float*, std::size_t, std::size_t, const float*,
+                             float*, std::size_t);
+};
+
+// The entry points of one variant, built for the CPU features `target` names.
+#define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                           \
+    target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c,               \
+                              std::size_t ldc, bool accumulate) {                               \
+        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                               \
+    }                                                                                           \
+    target void linear_panels_##suffix(const float* x, std::size_t in,                          \
+                                       const std::vector<LinearTarget>& targets,                \
+                                       std::size_t r0, std::size_t r1, std::size_t p0,          \
+                                       std::size_t p1) {                                        \
+        linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                \
+    }                                                                                           \
+    target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,           \
+                                     float* panels) {                                           \
+        pack_linear_t<NR>(w, out, in, panels);                                                  \
+    }                                                                                           \
+    target float max_of_##suffix(const float* values, std::size_t n) {                          \
+        return max_of_t(values, n);                                                             \
+    }                                                                                           \
+    target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {              \
+        return exp_shifted_t(values, n, shift);                                                 \
+    }                                                                                           \
+    target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k, \
+                                      std::size_t kt, float factor, float* scores) {            \
+        flash_scores_t<FMR, FNR>(keys, queries, d_k, kt, factor, scores);                       \
+    }                                                                                           \
+    target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,           \
+                                       float* row_sum, float* shrink) {                         \
+        flash_softmax_t<FNR>(scores, kt, row_max, row_sum, shrink);                             \
+    }                                                                                           \
+    target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,  \
+                                          std::size_t d_k, const float* shrink, float* o,       \
+                                          std::size_t ldo) {                                    \
+        flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                       \
+    }
+
+// Register tiles: the sums of MR x NR floats fill about half of the vector
+// registers, leaving room for the products, b's row and a's broadcast. The fused
+// attention tile (FMR keys x FNR queries) needs FMR to divide its key tile and FNR its
+// query tile (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
+MHA_VARIANT(plain, , 4, 8, 4, 8)
+#if defined(__x86_64__) || defined(__i386__)
+#define MHA_X86 1
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 4, 8)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32, 8, 32)
+#endif
+
+#define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                   \
+    {                                                                                         \
+        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, pack_linear_##suffix,  \
+            max_of_##suffix,                                                                  \
+            exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix, flash_softmax_##suffix,  \
+            flash_accumulate_##suffix                                                         \
+    }
+
+const Variant variants[] = {
+#ifdef MHA_X86
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", "8x32 floats", avx512, 8, 32, 8, 32),
+    MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32, 4, 16),
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8, 4, 8),
+#endif
+    MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8, 4, 8),
+};
+
+// Whether the CPU has the feature and the operating system saves its registers. glibc
+// worked that out before main (<sys/platform/x86.h>, glibc 2.33 or later): asking it runs no
+// cpuid instruction, where libgcc's __builtin_cpu_supports runs its own dozen or so at every
+// start (each one traps on a virtual machine: about 6.5 µs here).
+#if defined(MHA_X86) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#define _Bool bool  // glibc 2.36's inline functions there return C's _Bool, unknown to clang++
+#include <sys/platform/x86.h>
+#undef _Bool
+#define MHA_CPU_HAS(glibc_name, gcc_name) CPU_FEATURE_ACTIVE(glibc_name)
+#endif
+#endif
+#if defined(MHA_X86) && !defined(MHA_CPU_HAS)
+#define MHA_CPU_HAS(glibc_name, gcc_name) __builtin_cpu_supports(gcc_name)
+#endif
+
+bool cpu_runs(KernelVariant v) {
+#ifdef MHA_X86
+    switch (v) {
+    case KernelVariant::Avx512: return MHA_CPU_HAS(AVX512F, "avx512f") &&
+                                       MHA_CPU_HAS(AVX512VL, "avx512vl") &&
+                                       MHA_CPU_HAS(AVX512BW, "avx512bw");
+    case KernelVariant::Avx2: return MHA_CPU_HAS(AVX2, "avx2");
+    case KernelVariant::Sse2: return MHA_CPU_HAS(SSE2, "sse2");
+    case KernelVariant::Plain: return true;
+    }
+    return false;
+#else
+    return v == KernelVariant::Plain;
+#endif
+}
+
+const Variant& variant_of(KernelVariant id) {
+    for (const Variant& v : variants) {
+        if (v.id == id) return v;
+    }
+    return variants[sizeof variants / sizeof variants[0] - 1];
+}
+
+// The fastest variant this CPU runs, or the one MHA_KERNEL names.
+const Variant* choose() {
+    const char* forced = std::getenv("MHA_KERNEL");
+    if (forced == nullptr || *forced == '\0') {
+        for (const Variant& v : variants) {
+            if (cpu_runs(v.id)) return &v;
+        }
+    }
+    std::string known, runnable;
+    for (const Variant& v : variants) {
+        if (std::string(forced) == v.name) {
+            if (cpu_runs(v.id)) return &v;
+            for (const Variant& r : variants) {
+                if (cpu_runs(r.id)) runnable += std::string(runnable.empty() ? "" : ", ") + r.name;
+            }
+            throw Error("MHA_KERNEL=" + std::string(forced) + ": this CPU cannot run it; it runs " +
+                        runnable);
+        }
+        known += std::string(known.empty() ? "" : ", ") + v.name;
+    }
+    throw Error("MHA_KERNEL=" + std::string(forced) + ": not a kernel variant (" + known + ")");
+}
+
+const Variant* active = nullptr;
+
+const Variant& current() {
+    static const Variant* chosen = choose();
+    return active != nullptr ? *active : *chosen;
+}
+
+bool all_blocked(float max) { return max == -std::numeric_limits<float>::infinity(); }
+
+}  // namespace
+
+std::vector<KernelVariant> runnable_kernel_variants() {
+    std::vector<KernelVariant> list;
+    for (const Variant& v : variants) {
+        if (cpu_runs(v.id)) list.push_back(v.id);
+    }
+    return list;
+}
+
+void use_kernel_variant(KernelVariant v) {
+    if (!cpu_runs(v)) throw Error(std::string("this CPU cannot run the ") +
+                                  variant_of(v).name + " kernels");
+    active = &variant_of(v);
+}
+
+KernelVariant kernel_variant() { return current().id; }
+
+const char* kernel_variant_name(KernelVariant v) { return variant_of(v).name; }
+
+const char* kernel_variant_name() { return current().name; }
+
+const char* kernel_tile_name() { return current().tile; }
+
+void check_kernel_choice() { current(); }
+
+float exp_nonpositive(float x) { return exp_nonpositive_t(x); }
+
+std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
+    return std::min(k, KC) * (round_up(m, widest_nr) + mc_panels * tallest_mr);
+}
+
+void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate) {
+    current().gemm(a, b, c, ldc, accumulate);
+}
+
+std::size_t linear_panel_count(const std::vector<LinearTarget>& targets) {
+    std::size_t panels = 0;
+    for (const LinearTarget& t : targets) panels += round_up(t.out, current().nr) / current().nr;
+    return panels;
+}
+
+void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,
+                   std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
+                   std::size_t panel_end) {
+    current().linear_panels(x, in, targets, row_begin, row_end, panel_begin, panel_end);
+}
+
+PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in) {
+    const Variant& v = current();
+    PackedLinear packed;
+    packed.variant = v.id;
+    packed.panels.resize(round_up(out, v.nr) * in);
+    v.pack_linear(w, out, in, packed.panels.data());
+    return packed;
+}
+
+std::size_t packed_linear_floats(std::size_t out, std::size_t in) {
+    return round_up(out, widest_nr) * in;
+}
+
+const float* PackedLinear::for_kernels() const {
+    return variant == kernel_variant() && !panels.empty() ? panels.data() : nullptr;
+}
+
+std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets) {
+    return std::min(in, KC) * (out + targets * widest_nr + mc_panels * tallest_mr);
+}
+
+void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
+                     std::size_t col0, std::size_t cols, float factor, const HeadMask& mask) {
+    const float blocked = -std::numeric_limits<float>::infinity();
+    const double cap = mask.masks->softcap;
+    const Window window{mask.masks->window, mask.masks->sinks};
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = tile + r * ld;
+        for (std::size_t j = 0; j < cols; ++j) row[j] *= factor;
+        if (cap > 0.0) softcap(row, cols, cap);
+        if (mask.attn != nullptr) {
+            const float* add = mask.attn + (row0 + r) * mask.m + col0;
+            for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
+        }
+        if (mask.padding != nullptr) {
+            for (std::size_t j = 0; j < cols; ++j) row[j] += mask.padding[col0 + j];
+        }
+        const ScoreBlock block{row, 1, cols, ld, row0 + r + mask.m - mask.n, col0};
+        if (mask.alibi_slope != 0.0) add_alibi(block, mask.alibi_slope);
+        const std::size_t end = mask.key_end(row0 + r);
+        for (std::size_t j = std::max(end, col0); j < col0 + cols; ++j) row[j - col0] = blocked;
+        if (window.size > 0) apply_window(block, window);
+    }
+}
+
+float max_of(const float* values, std::size_t n) { return current().max_of(values, n); }
+
+FlashRegisterTile flash_tile() { return current().flash; }
+
+void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
+                  float factor, float* scores) {
+    current().flash_scores(keys, queries, d_k, kt, factor, scores);
+}
+
+void flash_softmax(float* scores, std::size_t kt, float* row_max, float* row_sum, float* shrink) {
+    current().flash_softmax(scores, kt, row_max, row_sum, shrink);
+}
+
+void flash_accumulate(const float* values, const float* p, std::size_t kt, std::size_t d_k,
+                      const float* shrink, float* o, std::size_t ldo) {
+    current().flash_accumulate(values, p, kt, d_k, shrink, o, ldo);
+}
+
+float exp_shifted(float* values, std::size_t n, float shift) {
+    return current().exp_shifted(values, n, shift);
+}
+
+std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
+                               bool zero_masked_rows) {
+    if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
+    scale_mask_tile(scores, mask.m, 0, mask.n, 0, mask.m, factor, mask);
+    std::size_t masked = 0;
+    for (std::size_t r = 0; r < mask.n; ++r) {
+        float* row = scores + r * mask.m;
+        const float max = max_of(row, mask.m);
+        if (all_blocked(max)) {
+            const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+            std::fill(row, row + mask.m, fill);
+            ++masked;
+            continue;
+        }
+        const float inverse = 1.0f / exp_shifted(row, mask.m, max);
+        for (std::size_t j = 0; j < mask.m; ++j) row[j] *= inverse;
+    }
+    return masked;
+}
+
+}  // namespace mha

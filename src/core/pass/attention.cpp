@@ -1,0 +1,383 @@
+// The forward pass of multi-head attention as 14 numbered steps.
+//
+// Shape legend: B batch, N queries, M keys/values, d_model = h · d_k unless the heads are
+// wider (--head-dim: Q and the concat are then h·d_k wide, W_o is (d_model, h·d_k)),
+// G key/value heads (h unless shared, see core/kv_heads.h): K and V are (B, G, M, d_k).
+//   x_q (B, N, d_model)  x_k (B, M, kdim)  x_v (B, M, vdim)
+//   1-3  Q, K, V   = x W.T + b             (B, N, h·d_k), (B, M, G·d_k)
+//   4    view                              (B, N|M, h, d_k)
+//   5    transpose(1, 2)                   (B, h, N|M, d_k)   no copy
+//   6    scores = Q @ K.T                  (B, h, N, M)
+//   7    scores / sqrt(d_k)
+//   8    mask
+//   9    softmax over M -> weights         (B, h, N, M)
+//   10   context = weights @ V             (B, h, N, d_v)     d_v = d_k except in MLA
+//   11   transpose(1, 2)                   (B, N, h, d_v)     no copy
+//   12   contiguous()                      (B, N, h, d_v)     the one copy
+//   13   view                              (B, N, h·d_v)      the concat
+//   14   output = concat W_o.T + b_o       (B, N, d_model)
+//
+// Steps 6-10 run on (batch, head) units (run_units), which every form shares. Two
+// paths run them: standard stores the scores and weights (and fuses 7-9 when nobody
+// watches); streaming (core/kernels/streaming.h) never stores them and writes the context
+// straight into (B, N, h, d_k) order, so step 12 has nothing left to copy. Each
+// trace.show(...) hands the step the plan (core/pass/plan.h) describes to the tracer.
+
+#include "core/pass/attention.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/pass/flash_row.h"
+#include "core/kv_heads.h"
+#include "core/ops/ops.h"
+#include "core/pass/projection.h"
+#include "core/ops/rms_norm.h"
+#include "core/pass/shape_checks.h"
+#include "core/kernels/streaming.h"
+#include "core/pass/units.h"
+
+namespace mha {
+
+namespace {
+
+// ---- 0-5: inputs, projections, heads ----------------------------------------------------
+
+using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
+
+// 0: the inputs, named x when one tensor plays query, key and value.
+void show_inputs(const Inputs& in, PassTrace& trace) {
+    trace.show_input(in.x_q);
+    if (in.self_attention()) return;
+    trace.show_input(in.x_k);
+    trace.show_input(in.x_v);
+}
+
+// The very same tensor (storage, offset, shape, strides) plays query, key and value.
+bool one_input(const Inputs& in) {
+    const auto same = [&](const Tensor& t) {
+        return t.shares_storage_with(in.x_q) && t.offset() == in.x_q.offset() &&
+               t.shape() == in.x_q.shape() && t.strides() == in.x_q.strides();
+    };
+    return same(in.x_k) && same(in.x_v);
+}
+
+// 1-3: (B, N, d_model) @ (h·d_k, d_model)ᵀ -> (B, N, h·d_k); K and V with M rows, G·d_k
+// wide. Self-attention computes the three as one fused product of x, still three tensors.
+Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, PassTrace& trace) {
+    const PackedWeights* packed = o.packed;
+    Qkv x;
+    if (one_input(in)) {
+        const Tensor x_in = in.x_q.contiguous();
+        const std::size_t B = x_in.size(0), L = x_in.size(1);
+        x = {new_uninitialised(o.workspace, {B, L, w.w_q.size(0)}),
+             new_uninitialised(o.workspace, {B, L, w.w_k.size(0)}),
+             new_uninitialised(o.workspace, {B, L, w.w_v.size(0)})};
+        project_into(x_in.data(), B * L, w.d_model(),
+                     {linear_target(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
+                      linear_target(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
+                      linear_target(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
+                     o.threads);
+    } else {
+        x = {project(in.x_q.contiguous(), w.w_q, w.b_q, o.threads, o.workspace,
+                     packed ? &packed->q : nullptr),
+             project(in.x_k.contiguous(), w.w_k, w.b_k, o.threads, o.workspace,
+                     packed ? &packed->k : nullptr),
+             project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace,
+                     packed ? &packed->v : nullptr)};
+    }
+    trace.show(x.q);
+    trace.show(x.k);
+    trace.show(x.v);
+    return x;
+}
+
+// x (B, M, W) with rows (W) appended to every batch -> (B, M + rows.size(), W), a copy; a
+// null row stays zero (add_zero_attn).
+Tensor append_rows(const Tensor& x, const std::vector<const float*>& rows) {
+    const std::size_t B = x.size(0), M = x.size(1), W = x.size(2), grown = M + rows.size();
+    Tensor out({B, grown, W});
+    const Tensor source = x.contiguous();
+    for (std::size_t b = 0; b < B; ++b) {
+        float* dst = out.data() + b * grown * W;
+        std::copy(source.data() + b * M * W, source.data() + (b + 1) * M * W, dst);
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            if (rows[r] != nullptr) std::copy(rows[r], rows[r] + W, dst + (M + r) * W);
+        }
+    }
+    return out;
+}
+
+// 3, once more: K, V (B, M, ·) -> (B, M + extra, ·): add_bias_kv's bias_k and bias_v, then
+// add_zero_attn's zeros, one more key/value position each.
+Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, PassTrace& trace) {
+    std::vector<const float*> k_rows, v_rows;
+    if (!w.bias_k.empty()) {
+        k_rows.push_back(w.bias_k.data());
+        v_rows.push_back(w.bias_v.data());
+    }
+    if (zero_attn) {
+        k_rows.push_back(nullptr);
+        v_rows.push_back(nullptr);
+    }
+    x.k = append_rows(x.k, k_rows);
+    x.v = append_rows(x.v, v_rows);
+    trace.show(x.k);
+    trace.show(x.v);
+    return x;
+}
+
+// x (..., M) -> (..., M + extra): every row gets `extra` zeros at its end.
+Tensor pad_last_dim(const Tensor& x, std::size_t extra) {
+    if (x.empty()) return x;
+    Shape shape = x.shape();
+    const std::size_t M = shape.back();
+    const std::size_t rows = element_count(Shape(shape.begin(), shape.end() - 1));
+    shape.back() += extra;
+    Tensor out(shape);
+    const Tensor source = x.contiguous();
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::copy(source.data() + r * M, source.data() + (r + 1) * M, out.data() + r * (M + extra));
+    }
+    return out;
+}
+
+// 4: (B, L, d_model) -> (B, L, h, d_k), no copy; 5: -> (B, h, L, d_k), strides swapped,
+// no copy. K and V split into G heads instead of h.
+Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
+    const Qkv viewed{x.q.view({B, N, s.heads, d_k}), x.k.view({B, M, s.kv_heads, d_k}),
+                     x.v.view({B, M, s.kv_heads, d_k})};
+    trace.show(viewed.q);
+    trace.show(viewed.k);
+    trace.show(viewed.v);
+    const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
+    trace.show(heads.q);
+    trace.show(heads.k);
+    trace.show(heads.v);
+    return heads;
+}
+
+}  // namespace
+
+void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
+                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
+    if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
+        rms_norm_rows(q, w.q_norm);
+        trace.show(q);
+        rms_norm_rows(k, w.k_norm);
+        trace.show(k);
+    }
+    if (options.rope) {
+        apply_rope(q, *options.rope, first_query);
+        trace.show(q);
+        apply_rope(k, *options.rope, first_key);
+        trace.show(k);
+    }
+}
+
+UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
+    return {score_factor(scale_base_of(s, options.scale_base), options.scale),
+            options.zero_masked_rows};
+}
+
+namespace {
+
+// Unit u = (b, i) of the packed heads: Q[b, i], the K/V head it reads, and its slices of
+// the scores (B, h, N, M; may be empty) and of the context (B, h, N, d_v; any strides).
+Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor& scores,
+                   Tensor& context) {
+    // no query or no key: nothing to score, and the context stays zero, as
+    // weights (N, 0) @ V (0, d_k) is
+    const bool empty = s.seq_len == 0 || s.kv_len == 0;
+    return {empty ? 0 : s.batch * s.heads, [&, s](std::size_t u) {
+                const std::size_t b = u / s.heads, i = u % s.heads;
+                const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
+                const Strides& st = context.strides();
+                return AttentionUnit{head_matrix(heads.q, b, i), head_matrix(heads.k, b, g),
+                                     head_matrix(heads.v, b, g), unit_mask(masks, b, i, s),
+                                     scores.empty() ? nullptr
+                                                    : scores.data() + u * s.seq_len * s.kv_len,
+                                     context.data() + b * st[0] + i * st[1], st[2], b, i};
+            }};
+}
+
+// The context's storage, (B, h, N, d_v) or (B, N, h, d_v): each unit writes every element
+// of its slice (a fully masked row as NaN or zeros), so it needs no zero fill, unless there
+// is no key: then no unit runs and the context is the zero of an empty weighted sum.
+Tensor new_context(const Sizes& s, Shape shape, Workspace* workspace) {
+    return s.kv_len == 0 ? new_tensor(workspace, std::move(shape))
+                         : new_uninitialised(workspace, std::move(shape));
+}
+
+// 6-10 on the standard path: the (B, h, N, M) scores become the weights in place.
+Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
+                       const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
+    // 6 writes every score (none when N or M is 0); 8-9 rewrite them in place
+    Tensor scores = new_uninitialised(o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_v()}, o.workspace);
+    const Units units = packed_units(heads, masks, s, scores, context);
+    const UnitMath math = unit_math(s, o);
+    auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
+    if (!trace.on()) {  // nobody watches: each unit runs 6-10 at once, 7-9 fused row by row
+        result.fully_masked_rows = run(UnitStep::Attend);
+    } else {
+        run(UnitStep::Scores);                            // 6: Q @ K.T  (B, h, N, M)
+        trace.show(scores);
+        run(UnitStep::Scale);                             // 7: / sqrt(d_k)
+        trace.show(scores);
+        run(UnitStep::Mask);                              // 8: + mask, blocked -> -inf
+        trace.show_masked(scores);
+        result.fully_masked_rows = run(UnitStep::Softmax);  // 9: softmax over M
+        trace.show(scores);
+        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_v)
+        trace.show(context);
+    }
+    result.weights = scores;
+    return context;
+}
+
+// 6-10 on the streaming path: one traced step, no (B, h, N, M) tensor. The context is
+// stored in (B, N, h, d_v) order and returned as its (B, h, N, d_v) transpose.
+Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
+                       const ForwardOptions& o, PassTrace& trace, ForwardResult& result) {
+    Tensor none;
+    Tensor context =
+        new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
+    const Units units = packed_units(heads, masks, s, none, context);
+    result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
+    if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
+        const AttentionUnit u = units.unit(0);
+        trace.upcoming().flash =
+            flash_facts(u.q, u.k, u.v, u.mask, unit_math(s, o).factor, *o.flash_row, 0);
+    }
+    trace.show(context);
+    return context;
+}
+
+}  // namespace
+
+// Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
+// for the standard context (B, h, N, d_v) and the streaming one, a view of (B, N, h, d_v).
+void zero_head(Tensor& context, std::size_t head) {
+    const Strides& st = context.strides();
+    float* base = context.data() + head * st[1];
+    for (std::size_t b = 0; b < context.size(0); ++b) {
+        for (std::size_t n = 0; n < context.size(2); ++n) {
+            float* row = base + b * st[0] + n * st[2];
+            for (std::size_t d = 0; d < context.size(3); ++d) row[d * st[3]] = 0.0f;
+        }
+    }
+}
+
+namespace {
+
+// ---- 11-13: the heads side by side again ------------------------------------------------
+
+// 11: (B, h, N, d_v) -> (B, N, h, d_v), no copy; 12: the one copy; 13: -> (B, N, h·d_v).
+Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
+    const Tensor back = context.transpose(1, 2);
+    trace.show(back);
+    const Tensor packed = back.contiguous();
+    trace.show(packed);
+    const Tensor concat = packed.view({s.batch, s.seq_len, s.value_inner()});
+    trace.show(concat);
+    return concat;
+}
+
+}  // namespace
+
+// ---- The pass -----------------------------------------------------------------------------
+
+std::size_t Weights::parameter_count() const {
+    return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
+           b_v.numel() + b_o.numel() + bias_k.numel() +
+           bias_v.numel();  // an absent bias is an empty tensor: 0 elements
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
+                   Form form) {
+    PassSpec spec;
+    spec.sizes = sizes;
+    spec.form = form;
+    spec.path = options.path;
+    spec.masks = masks;
+    spec.scale = options.scale;
+    spec.scale_base = options.scale_base;
+    spec.rope = options.rope;
+    return spec;
+}
+
+PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
+                   const ForwardOptions& options, Form form) {
+    PassSpec spec = pass_spec(sizes, masks, options, form);
+    spec.self_attention = in.self_attention();
+    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
+    spec.appended = appended_kv(w, options);
+    spec.qk_norm = !w.q_norm.empty();
+    return spec;
+}
+
+AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
+    return {!w.bias_k.empty(), options.add_zero_attn};
+}
+
+Masks with_appended_keys(const Masks& masks, std::size_t extra) {
+    Masks padded = masks;
+    padded.attn_mask = pad_last_dim(masks.attn_mask, extra);
+    padded.key_padding = pad_last_dim(masks.key_padding, extra);
+    return padded;
+}
+
+PassSpec forward_spec(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options) {
+    Sizes s = check_pass(w, in, masks, options);
+    s.kv_len += appended_kv(w, options).count();  // from step 3 on, K and V have them too
+    return pass_spec(s, w, in, masks, options, Form::Packed);
+}
+
+ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options, Tracer& tracer) {
+    PassTrace trace(tracer, forward_spec(w, in, masks, options));
+    return forward(w, in, masks, options, trace);
+}
+
+ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
+                      const ForwardOptions& options, PassTrace& trace) {
+    Sizes s = check_pass(w, in, masks, options);
+    const std::size_t extra = appended_kv(w, options).count();
+    s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
+    show_inputs(in, trace);                                              // 0
+    Qkv projected = project_qkv(w, in, options, trace);                 // 1-3
+    if (extra == 0) {
+        return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
+                                  trace);                                // 4-5, then 6-14
+    }
+    projected = append_kv(std::move(projected), w, options.add_zero_attn, trace);  // 3: M + extra
+    return forward_from_heads(w, split_heads(projected, s, trace),
+                              with_appended_keys(masks, extra), s, options, trace);
+}
+
+ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
+                                 const Sizes& s, const ForwardOptions& options,
+                                 PassTrace& trace) {
+    position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
+    ForwardResult result;
+    Tensor context = options.path == AttentionPath::Streaming
+                         ? attend_streamed(heads, masks, s, options, trace, result)
+                         : attend_standard(heads, masks, s, options, trace, result);  // 6-10
+    heads = HeadTensors{};  // Q, K and V are freed before steps 11-14
+    if (options.ablate_head) zero_head(context, *options.ablate_head);
+    const Tensor concat = combine_heads(context, s, trace);                            // 11-13
+
+    // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
+    result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
+                            options.packed ? &options.packed->o : nullptr);
+    trace.show(result.output);
+    return result;
+}
+
+}  // namespace mha

@@ -1,0 +1,53 @@
+// What one forward pass costs, from its sizes alone: multiply-adds and bytes, counted without
+// overflow.
+
+#include "core/pass/costs.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/checked.h"
+#include "core/kernels/kernels.h"
+#include "core/kernels/streaming.h"
+
+namespace mha {
+
+std::uint64_t forward_macs(const Sizes& s) {
+    const std::string what = "the multiply-adds of this configuration";
+    return checked_sum(
+        {checked_product({s.batch, s.seq_len, s.d_model,
+                          checked_sum({s.inner(), s.value_inner()}, what)},
+                         what),  // Q, W_O
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim}, what),  // K: G·d_k
+         checked_product({s.batch, s.kv_len, s.kv_heads, s.d_v(), s.vdim}, what),  // V: G·d_v
+         checked_product({s.batch, s.seq_len, s.kv_len, s.heads,
+                          checked_sum({s.d_k(), s.d_v()}, what)},
+                         what)},  // 6 and 10
+        what);
+}
+
+std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
+    const std::string what = "the memory for this configuration";
+    const bool standard = path == AttentionPath::Standard;
+    const std::size_t d_k = s.d_k(), d_v = s.d_v();
+    // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
+    // for self-attention) and the attention's
+    const std::uint64_t per_thread =
+        std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
+                                            s.inner() + s.kv_heads * (d_k + d_v), 3)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
+                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
+    const std::uint64_t floats = checked_sum(
+        {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
+         // more copy of the context
+         checked_product({s.batch, s.seq_len, s.inner()}, what),
+         checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
+         checked_product({s.batch, s.seq_len, s.d_model}, what),
+         checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
+         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
+         checked_product({threads, per_thread}, what)},
+        what);
+    return checked_product({floats, sizeof(float)}, what);
+}
+
+}  // namespace mha

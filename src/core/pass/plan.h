@@ -1,0 +1,136 @@
+#pragma once
+// The step plan: every step of one forward pass (number, name, tensor, PyTorch
+// expression, named dims, shape, strides, contiguity, bytes copied, multiply-adds,
+// structured facts) worked out from the sizes and the form alone, with Layout's stride
+// arithmetic and no tensor allocated. --shapes-only prints it; the computed pass
+// hands the same steps to its tracer with the values attached (PassTrace).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ops/masks.h"
+#include "core/pass/mla.h"
+#include "core/position/rope.h"
+#include "core/ops/ops.h"
+#include "core/sizes.h"
+#include "core/pass/step.h"
+#include "core/tensor/tensor.h"
+
+namespace mha {
+
+// How steps 6-10 run. Standard stores the (B, h, N, M) scores and weights and
+// traces every step; Streaming runs them tile by tile with an online softmax,
+// never stores the weights, and traces them as one step (see core/kernels/streaming.h).
+enum class AttentionPath { Standard, Streaming };
+
+// The form of the pass: what goes into steps 6-10 and how (the block wraps Packed).
+enum class Form {
+    Packed,    // Q, K, V projected whole, then split into heads by view and transpose
+    FusedQkv,  // one (3·d_model, d_model) projection, split by view and permute
+    PerHead,   // each head projects its own slices of W_q, W_k, W_v; the heads are concatenated
+    Decode,    // one query at a time against a growing KV cache (causal self-attention)
+    Mla,       // DeepSeek-V2's latent attention: heads made from the latent, then steps 6-14;
+               // the absorbed form checks it (core/forms/mla_pass.h; own weights)
+};
+
+// Which projections add a bias.
+struct Biases {
+    bool q = true, k = true, v = true, o = true;
+};
+
+// Key/value positions appended to K and V after step 3 (nn.MultiheadAttention's add_bias_kv
+// and add_zero_attn); Sizes::kv_len counts them, the inputs have kv_len - count() rows.
+struct AppendedKv {
+    bool bias_kv = false;    // bias_k, bias_v from the state dict
+    bool zero_attn = false;  // a zero key and value, after bias_kv's
+    std::size_t count() const { return (bias_kv ? 1 : 0) + (zero_attn ? 1 : 0); }
+};
+
+// The transformer block's order (core/forms/block.h): pre-LN (norm_first=True) or post-LN.
+enum class BlockKind { Pre, Post };
+
+// The transformer block around the pass: its order and the feed-forward width d_ff.
+struct BlockSpec {
+    BlockKind kind = BlockKind::Pre;
+    std::size_t d_ff = 0;
+};
+
+// Everything the plan depends on besides the sizes.
+struct PassSpec {
+    Sizes sizes;
+    Form form = Form::Packed;
+    AttentionPath path = AttentionPath::Standard;
+    bool self_attention = true;
+    Biases bias;
+    Masks masks;  // what steps 7-8 apply; the plan reads their kinds, never their tensors
+    bool scale = true;  // step 7 divides by sqrt(d_k)
+    double scale_base = 0.0;  // S > 0: by sqrt(S) instead (Gemma 2's query_pre_attn_scalar)
+    bool qk_norm = false;       // step 5 RMSNorms Q and K
+    std::optional<Rope> rope;   // step 5 rotates Q and K
+    AppendedKv appended;
+    std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes: B, N = M, h, d_k = d_h + d_R, d_v)
+    std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
+                                     // pass (Form::Packed, self-attention)
+};
+
+// The character model (core/forms/model.h): the embedding, every layer (the traced one as its
+// whole block, each other as one step), the final norm and the logits.
+struct ModelSpec {
+    PassSpec layer;            // the traced layer: its attention pass, with its block
+    std::size_t layers = 0;    // L
+    std::size_t traced = 0;    // the layer traced step by step, < L
+    std::size_t vocab = 0;     // V
+};
+
+// Every step the pass reports, in order; Step::value is null.
+std::vector<Step> plan_pass(const PassSpec& spec);
+
+// Every step the model reports, in order; Step::value is null.
+std::vector<Step> plan_model(const ModelSpec& spec);
+
+// The multiply-adds of the planned steps (throws mha::Error past 64 bits).
+std::uint64_t planned_macs(const std::vector<Step>& steps);
+
+// Parameters of the four projections: W_q (h·d_k, d_model), W_o (d_model, h·d_k), W_k (G·d_k, kdim),
+// W_v (G·d_k, vdim), and their biases when there are any.
+std::uint64_t parameter_count(const Sizes& sizes, bool bias);
+
+// Step 7's factor: 1/sqrt(base), base = d_k or --scale-base S; 1 when the scores are not scaled.
+float score_factor(double base, bool scaled);
+
+// What step 7 divides by the square root of: S when given (> 0), else d_k.
+double scale_base_of(const Sizes& sizes, double scale_base);
+
+// The plan handed to a tracer one step at a time, each step with the tensor the pass
+// computed for it. Plans nothing when the tracer does not listen, so an untraced run
+// pays nothing. Every value's shape and strides must be the planned ones: an internal
+// mha::Error naming the step when they are not (always checked, a few comparisons a step).
+class PassTrace {
+public:
+    PassTrace(Tracer& tracer, const PassSpec& spec);
+    PassTrace(Tracer& tracer, const ModelSpec& spec);
+
+    bool on() const { return tracer_.enabled(); }
+    // The next step, with value attached.
+    void show(const Tensor& value);
+    // Step 0: an input, with the layout it came with.
+    void show_input(const Tensor& value);
+    // Step 8: the masked scores; the grid of allowed keys is read from their values.
+    void show_masked(const Tensor& scores);
+    // The next step without a value (a view the pass never materialises).
+    void show_layout();
+    // The facts of the next step, to add what only the computation knows; only when on().
+    StepFacts& upcoming() { return steps_.at(next_).facts; }
+
+private:
+    Step& next();
+
+    Tracer& tracer_;
+    bool draw_grid_;
+    std::vector<Step> steps_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace mha

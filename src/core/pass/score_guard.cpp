@@ -1,0 +1,113 @@
+// Scores beyond float32: the largest |q| and |k| of a unit bound its scores; a unit the bound
+// does not clear is checked score by score.
+
+#include "core/pass/score_guard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace mha {
+
+namespace {
+
+constexpr double float_max = std::numeric_limits<float>::max();
+
+// The largest |value| of a row of n floats, `stride` apart: +inf or NaN when one of them
+// is. Read as integers, |v|'s bits (the sign cleared) order as |v| does, infinity and NaN
+// above every finite value; eight lanes of integer maxima, which compilers vectorise.
+float row_magnitude(const float* row, std::size_t n, std::size_t stride) {
+    constexpr std::size_t lanes = 8;
+    const auto magnitude_bits = [](const float* v) {
+        std::int32_t bits;
+        std::memcpy(&bits, v, sizeof bits);
+        return bits & 0x7fffffff;
+    };
+    std::int32_t top[lanes] = {};
+    std::size_t c = 0;
+    if (stride == 1) {
+        for (; c + lanes <= n; c += lanes) {
+            for (std::size_t l = 0; l < lanes; ++l) {
+                const std::int32_t bits = magnitude_bits(row + c + l);
+                top[l] = top[l] < bits ? bits : top[l];
+            }
+        }
+    }
+    for (; c < n; ++c) top[0] = std::max(top[0], magnitude_bits(row + c * stride));
+    const std::int32_t largest = *std::max_element(top, top + lanes);
+    float magnitude;
+    std::memcpy(&magnitude, &largest, sizeof magnitude);
+    return magnitude;
+}
+
+// The largest |value| of m (rows, d_k). A value that is not finite is a projection that
+// overflowed float32: an Error naming its row.
+double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
+                         std::size_t first_row) {
+    float largest = 0.0f;
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        const float magnitude = row_magnitude(m.data + r * m.row_stride, m.cols, m.col_stride);
+        if (!(magnitude <= std::numeric_limits<float>::max())) {
+            throw Error(std::string(name) + " overflows float32 at batch " +
+                        std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+                        ", position " + std::to_string(first_row + r) +
+                        ": the inputs or weights are too large for float32");
+        }
+        largest = std::max(largest, magnitude);
+    }
+    return largest;
+}
+
+std::string overflow_message(const AttentionUnit& u, std::size_t n, std::size_t m, double score,
+                             double terms, float factor) {
+    char figures[200];
+    std::snprintf(figures, sizeof figures,
+                  "q·k times the scale %.3g is %.3g (its terms add up to %.3g), beyond "
+                  "float32's largest value %.3g",
+                  double(factor), score, terms, float_max);
+    return "the score of batch " + std::to_string(u.batch) + ", head " + std::to_string(u.head) +
+           ", query " + std::to_string(u.first_query + n) + ", key " + std::to_string(m) +
+           " overflows float32: " + figures + "; the inputs or weights are too large for float32";
+}
+
+}  // namespace
+
+bool needs_prescale(const AttentionUnit& u, float factor) {
+    const double bound = double(u.q.cols) * largest_magnitude(u.q, "Q", u, u.first_query) *
+                         largest_magnitude(u.k, "K", u, 0) * std::max(1.0, double(factor));
+    if (bound < float_max / 2) return false;
+    bool prescale = false;
+    for (std::size_t n = 0; n < u.q.rows; ++n) {
+        for (std::size_t m = 0; m < u.k.rows; ++m) {
+            double dot = 0.0, terms = 0.0;
+            for (std::size_t j = 0; j < u.q.cols; ++j) {
+                const double product = double(u.q(n, j)) * double(u.k(m, j));
+                dot += product;
+                terms += std::abs(product);
+            }
+            if (terms * factor >= float_max * 0.999) {
+                throw Error(overflow_message(u, n, m, dot * factor, terms * factor, factor));
+            }
+            prescale = prescale || terms >= float_max / 2;
+        }
+    }
+    return prescale;
+}
+
+AttentionUnit with_scaled_q(AttentionUnit u, float factor, std::vector<float>& scaled) {
+    const std::size_t rows = u.q.rows, cols = u.q.cols;
+    scaled.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) scaled[r * cols + c] = u.q(r, c) * factor;
+    }
+    u.q = {scaled.data(), rows, cols, cols, 1};
+    return u;
+}
+
+}  // namespace mha

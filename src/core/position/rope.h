@@ -1,0 +1,41 @@
+#pragma once
+// Rotary position embeddings (RoPE): each head's q and k rotated pair by pair, by an angle
+// that grows with the position, in either of the two layouts models use.
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+
+namespace mha {
+
+// Which features form the pairs that rotate together:
+// Half        (x[i], x[i + d_k/2])  GPT-NeoX, Hugging Face LLaMA ("rotate_half")
+// Interleaved (x[2i], x[2i + 1])     RoFormer, Meta's LLaMA (pairs as complex numbers)
+enum class RopeLayout { Half, Interleaved };
+
+struct Rope {
+    RopeLayout layout = RopeLayout::Half;
+    double theta = 10000.0;  // the base T of inv_freq
+};
+
+// inv_freq[i] = T^(-2i/d_k) for i in [0, d_k/2): the angle of pair i at position p is p·inv_freq[i].
+std::vector<double> rope_inv_freq(std::size_t d_k, double theta);
+
+// The features (a, b) of pair i: a' = a cos θ − b sin θ, b' = a sin θ + b cos θ.
+std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k, std::size_t i);
+
+// Rotates every (d_k) row of x (..., L, d_k), any strides, in place; row l is at position
+// first_position + l. Angles, sines and products in double, stored as float. d_k must be even.
+void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position);
+
+// order[r] = the interleaved layout's feature that the half layout puts at r:
+// 0, 2, 4, ..., d_k − 2, 1, 3, ..., d_k − 1. Reordering each head's rows of W_q and W_k (and
+// their biases) this way makes --rope half compute what --rope interleaved computes.
+std::vector<std::size_t> rope_half_order(std::size_t d_k);
+
+// w (H·d_k, in) or (H·d_k): row r of every head replaced by that head's row order[r].
+Tensor reorder_head_rows(const Tensor& w, std::size_t heads, const std::vector<std::size_t>& order);
+
+}  // namespace mha

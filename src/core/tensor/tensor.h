@@ -1,0 +1,94 @@
+#pragma once
+// Strided float32 tensor (shared storage, shape, strides, offset) with PyTorch's
+// view / transpose / contiguous semantics: transpose never copies, view refuses
+// strides it cannot express, contiguous copies only when it must.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor/storage.h"
+
+namespace mha {
+
+using Shape = std::vector<std::size_t>;
+using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
+
+std::string to_string(const Shape& shape);  // "(2, 8, 256)"
+std::size_t element_count(const Shape& shape);
+Strides contiguous_strides(const Shape& shape);
+// C order, ignoring the strides of size-1 dimensions (as PyTorch does).
+bool is_contiguous(const Shape& shape, const Strides& strides);
+
+// A tensor's shape and strides without its values: what view, transpose, permute,
+// select and contiguous do to them. Tensor keeps one; the step plan (core/pass/plan.h)
+// works out every step's layout with the same arithmetic, without allocating.
+struct Layout {
+    Shape shape;
+    Strides strides;
+
+    static Layout contiguous_of(Shape shape);  // C order
+    bool is_contiguous() const { return mha::is_contiguous(shape, strides); }
+    // Throws mha::Error when the element count differs or the strides do not allow it.
+    Layout view(const Shape& new_shape) const;
+    Layout transpose(std::size_t a, std::size_t b) const;
+    Layout permute(const std::vector<std::size_t>& order) const;
+    Layout select(std::size_t d) const;  // dimension d dropped (the offset is the tensor's)
+    Layout contiguous() const;           // itself when contiguous, else C order
+};
+
+class Tensor {
+public:
+    Tensor() = default;
+    explicit Tensor(Shape shape);                       // zero-filled, contiguous
+    Tensor(Shape shape, std::vector<float> values);     // values in C order
+    // Contiguous, in the given storage, grown to the shape within the capacity it already has
+    // (never shrunk), so memory a Workspace keeps is reused, not reallocated. Zero-filled when
+    // `zero_fill`; otherwise the values are what the storage held (zeros where it never
+    // reached), for a caller that writes every element before reading one.
+    static Tensor in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage,
+                             bool zero_fill);
+    // Zero-filled contiguous tensors of these shapes laid out one after another in one
+    // float_block (core/tensor/storage.h), so they share its storage: a weight set mapped in at once.
+    static std::vector<Tensor> in_one_block(const std::vector<Shape>& shapes);
+
+    const Shape& shape() const { return layout_.shape; }
+    const Strides& strides() const { return layout_.strides; }
+    const Layout& layout() const { return layout_; }
+    std::size_t offset() const { return offset_; }
+    std::size_t dim() const { return layout_.shape.size(); }
+    std::size_t size(std::size_t d) const { return layout_.shape.at(d); }
+    std::size_t numel() const { return empty() ? 0 : element_count(layout_.shape); }
+    bool empty() const { return storage_.use_count() == 0; }  // owns no storage
+
+    bool is_contiguous() const;
+    // True when both hold the same storage (or both none), whatever their offsets.
+    bool shares_storage_with(const Tensor& other) const {
+        return !storage_.owner_before(other.storage_) && !other.storage_.owner_before(storage_);
+    }
+
+    // Same storage, new shape; throws mha::Error when the strides do not allow it.
+    Tensor view(const Shape& shape) const;
+    // Same storage, dimensions a and b swapped (strides swapped, nothing copied).
+    Tensor transpose(std::size_t a, std::size_t b) const;
+    // Same storage, dimension d of the result is dimension order[d] of this (nothing copied).
+    Tensor permute(const std::vector<std::size_t>& order) const;
+    // Same storage, dimension d fixed at index i and dropped: t[i] for d = 0.
+    Tensor select(std::size_t d, std::size_t i) const;
+    // *this when already contiguous, otherwise a C-ordered copy.
+    Tensor contiguous() const;
+
+    // Pointer to element (0, ..., 0), or nullptr for an empty tensor; index with the strides.
+    float* data() { return storage_ ? storage_.get() + offset_ : nullptr; }
+    const float* data() const { return storage_ ? storage_.get() + offset_ : nullptr; }
+    float at(const std::vector<std::size_t>& index) const;
+    std::vector<float> to_vector() const;  // the elements in C order
+
+private:
+    std::shared_ptr<float> storage_;  // its first float; shares ownership of what holds them
+    Layout layout_;
+    std::size_t offset_ = 0;
+};
+
+}  // namespace mha
