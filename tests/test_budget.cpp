@@ -83,6 +83,7 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         model + " --heatmap --head mean --color never",
         model + " --layer 2 --heatmap --color never",
         model + " --summary",
+        model + " --threads 2",
         model + " --trace",
         model + " --format json",
         model_256 + " --export-svg " + svg,

@@ -66,14 +66,17 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
     return macs;
 }
 
+// --threads, or one thread.
+std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
+
 // Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
-// block, the final norm and the logits.
-std::uint64_t model_bytes(const Model& model, std::size_t n) {
+// block (its scratch for `threads`), the final norm and the logits.
+std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads) {
     const std::string what = "the memory for the model";
     std::uint64_t layer = 0;
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const PassSpec spec = model_spec(model, n, l).layer;
-        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, 1),
+        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, threads),
                                              block_bytes(spec.sizes, spec.block->d_ff)},
                                             what));
     }
@@ -122,7 +125,8 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
                                            what)},
                               what);
     return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-                        model_bytes(model, n), kept, view_bytes(c, model, n, layer), saved},
+                        model_bytes(model, n, run_threads(c)), kept,
+                        view_bytes(c, model, n, layer), saved},
                        what);
 }
 
@@ -308,7 +312,7 @@ ShapesProblem model_shapes(const Config& c, std::ostream& err) {
     p.info.kernels.clear();
     p.info.weights_source += " (its sizes)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = model_bytes(run.model, n);
+    p.info.activation_bytes = model_bytes(run.model, n, 1);
     p.info.activation_tensors = "the embedding, one layer's attention and block at a time, the "
                                 "final norm and the logits";
     p.info.total_macs = model_macs(run.model, n);
@@ -321,7 +325,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
     const Model& model = run.model;
     const ModelText& text = run.text;
     const std::size_t layer = run.layer;
-    const std::size_t threads = c.threads == 0 ? 1 : c.threads;
+    const std::size_t threads = run_threads(c);
     check_time(model_macs(model, text.tokens.size()), threads,
                macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
                "a shorter --text costs less");
