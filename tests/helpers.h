@@ -60,18 +60,18 @@ inline std::string mha_dir() {
 }
 
 // Runs a shell command and returns the peak resident memory of the process it
-// execs, in KiB (Linux's ru_maxrss); -1 if it did not exit with status 0.
-inline long peak_rss_kib(const std::string& command) {
+// execs, in KiB (Linux's ru_maxrss); -1 if it did not exit with `status` (0: it ran).
+inline long peak_rss_kib(const std::string& command, int status = 0) {
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
         execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
-    int status = 0;
+    int ended = 0;
     struct rusage usage {};
-    REQUIRE(wait4(child, &status, 0, &usage) == child);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? usage.ru_maxrss : -1;
+    REQUIRE(wait4(child, &ended, 0, &usage) == child);
+    return WIFEXITED(ended) && WEXITSTATUS(ended) == status ? usage.ru_maxrss : -1;
 }
 
 // The text with every run of spaces and newlines as one space: a line the output wraps

@@ -1,6 +1,6 @@
 // The memory budget holds in practice: a run admitted at exactly the need it reports (the
 // figure in its refusal) peaks, measured by wait4's ru_maxrss, within 1.1x that need plus
-// the binary's own baseline, for each path, view and form of the pass.
+// the binary's own baseline, for each path, view and form of the pass and for a model.
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -50,6 +50,13 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     std::string words;
     for (int i = 0; i < 1500; ++i) words += "w" + std::to_string(i % 97) + " ";
     const std::string svg = test::temp_path("budget.svg"), npz = test::temp_path("budget.npz");
+    const std::string html = test::temp_path("budget.html");
+    // 4 layers over a full context of 1024 characters and 1000 tokens
+    const std::string model =
+        "--model data/bad/long_context.npz --text '" + std::string(1024, 'a') + "'";
+    // 256 of them, within the bounds of an SVG or a page
+    const std::string model_256 =
+        "--model data/bad/long_context.npz --text '" + std::string(256, 'a') + "'";
     const std::string args = GENERATE_COPY(values<std::string>({
         "-b 1 -n 1024",                                // auto: streaming
         "-b 1 -n 1024 --attention standard",
@@ -71,6 +78,17 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "-b 1 -n 1024 --fused-qkv",
         "-b 1 -n 1024 --form mla",                     // both forms, streamed
         "-b 1 -n 1024 --form mla --attention standard --ablate-head 1",
+        model,
+        model + " --heatmap --color never",
+        model + " --heatmap --head mean --color never",
+        model + " --layer 2 --heatmap --color never",
+        model + " --summary",
+        model + " --threads 2",
+        model + " --trace",
+        model + " --format json",
+        model_256 + " --export-svg " + svg,
+        model_256 + " --format html --output " + html,
+        model + " --save " + npz,
     }));
     CAPTURE(args);
     const std::string budget = admitted_budget(args);
@@ -81,6 +99,7 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     CHECK(double(peak_kib - baseline_kib) * 1024 <= 1.1 * double(bytes_of(budget)));
     std::remove(svg.c_str());
     std::remove(npz.c_str());
+    std::remove(html.c_str());
 }
 
 TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]") {
@@ -90,6 +109,22 @@ TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]")
     const test::RunResult r = test::run_mha(args);
     CHECK(r.status == 2);
     CHECK_THAT(r.output, Catch::StartsWith("mha: error: this configuration needs"));
-    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null");
+    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null", 2);
+    CHECK(peak_kib > 0);
     CHECK(peak_kib < 64 * 1024);
+}
+
+TEST_CASE("a model run beyond --max-memory is refused before it runs", "[budget][model]") {
+    // its 4 layers' weights (1, 1, 1024, 1024) and logits (1, 1024, 1000): about 40 MiB
+    const std::string args = "--model data/bad/long_context.npz --text '" +
+                             std::string(1024, 'a') + "' --heatmap --max-memory 16M";
+    const test::RunResult r = test::run_mha(args);
+    CHECK(r.status == 2);
+    CHECK(r.output ==
+          "mha: error: the model run needs 40.5 MiB (data/bad/long_context.npz: 4 layers, "
+          "N=1024 V=1000 d_model=4), more than --max-memory 16 MiB; raise --max-memory or use "
+          "a shorter --text\n");
+    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null", 2);
+    CHECK(peak_kib > 0);
+    CHECK(peak_kib < 16 * 1024);
 }

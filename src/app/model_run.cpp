@@ -66,14 +66,17 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
     return macs;
 }
 
+// --threads, or one thread.
+std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
+
 // Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
-// block, the final norm and the logits.
-std::uint64_t model_bytes(const Model& model, std::size_t n) {
+// block (its scratch for `threads`), the final norm and the logits.
+std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads) {
     const std::string what = "the memory for the model";
     std::uint64_t layer = 0;
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const PassSpec spec = model_spec(model, n, l).layer;
-        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, 1),
+        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, threads),
                                              block_bytes(spec.sizes, spec.block->d_ff)},
                                             what));
     }
@@ -81,6 +84,61 @@ std::uint64_t model_bytes(const Model& model, std::size_t n) {
     return checked_sum({layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()},
                                                what)},
                        what);
+}
+
+// The maps the views copy, (N, N) floats each: the chosen heads (and the mean, which also
+// sums in double) of the traced layer with --layer, else of every layer; the lesson page
+// copies every layer's again.
+std::uint64_t view_bytes(const Config& c, const Model& model, std::size_t n, std::size_t layer) {
+    const std::string what = "the memory for the model";
+    std::uint64_t shown = 0, every = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const std::size_t maps = drawn_maps(c, model.layers[l].heads);
+        every += maps;
+        if (!c.layer || l == layer) shown += maps;
+    }
+    const std::uint64_t cells = checked_product({n, n}, what);
+    const std::uint64_t page = c.format == Format::Html ? every : 0;
+    return checked_sum({checked_product({shown + page, cells, sizeof(float)}, what),
+                        c.mean_view ? checked_product({cells, 16}, what) : 0},
+                       what);
+}
+
+// Bytes a model run holds at its peak: the model's arrays, the vocabulary's lookup, the
+// pass (model_bytes) beside every layer's weights (1, h, N, N), which the views read after it,
+// the views' maps and --save's three copies (C order, .npy, the archive) of the logits and
+// the traced layer's weights.
+std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n,
+                              std::size_t layer) {
+    const std::string what = "the memory for the model";
+    const std::uint64_t lookup = checked_product({model.vocab_size(), 64}, what);
+    std::uint64_t kept = 0;
+    for (const ModelLayer& each : model.layers)
+        kept = checked_sum({kept, checked_product({each.heads, n, n, sizeof(float)}, what)}, what);
+    const std::uint64_t saved =
+        c.save_path.empty()
+            ? 0
+            : checked_product({3 * sizeof(float),
+                               checked_sum({checked_product({n, model.vocab_size()}, what),
+                                            checked_product({model.layers[layer].heads, n, n},
+                                                            what)},
+                                           what)},
+                              what);
+    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+                        model_bytes(model, n, run_threads(c)), kept,
+                        view_bytes(c, model, n, layer), saved},
+                       what);
+}
+
+// Refuses, before the model runs, a run that would hold more than --max-memory.
+void check_model_budget(const Config& c, const Model& model, std::size_t n, std::size_t layer) {
+    const std::uint64_t need = model_run_bytes(c, model, n, layer);
+    if (need <= c.max_memory) return;
+    throw Error("the model run needs " + byte_size(need) + " (" + sanitized(c.model_path) + ": " +
+                plural(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
+                " V=" + std::to_string(model.vocab_size()) + " d_model=" +
+                std::to_string(model.d_model()) + "), more than --max-memory " +
+                byte_size(c.max_memory) + "; raise --max-memory or use a shorter --text");
 }
 
 RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
@@ -223,6 +281,7 @@ ModelRun load_run(const Config& c, std::ostream& err) {
     ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0)};
     run.text = encode_text(*c.text, run.model);
     check_choices(c, run.model, run.layer);
+    if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) {
         check_writable(c.svg_path);
@@ -253,7 +312,7 @@ ShapesProblem model_shapes(const Config& c, std::ostream& err) {
     p.info.kernels.clear();
     p.info.weights_source += " (its sizes)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = model_bytes(run.model, n);
+    p.info.activation_bytes = model_bytes(run.model, n, 1);
     p.info.activation_tensors = "the embedding, one layer's attention and block at a time, the "
                                 "final norm and the logits";
     p.info.total_macs = model_macs(run.model, n);
@@ -266,7 +325,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
     const Model& model = run.model;
     const ModelText& text = run.text;
     const std::size_t layer = run.layer;
-    const std::size_t threads = c.threads == 0 ? 1 : c.threads;
+    const std::size_t threads = run_threads(c);
     check_time(model_macs(model, text.tokens.size()), threads,
                macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
                "a shorter --text costs less");

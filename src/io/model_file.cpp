@@ -8,10 +8,12 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "io/block_weights.h"
 #include "io/finite.h"
 #include "io/printable.h"
+#include "io/read_file.h"
 
 namespace mha {
 
@@ -178,7 +180,17 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
 }
 
 Model load_model(const std::string& path, std::uint64_t max_memory) {
-    return model_from_arrays(npy::read_npz(path, max_memory), path);
+    const Ledger ledger(max_memory);
+    const std::string bytes = read_file(path, ledger);
+    // the file and every array decoded (a double here, a float in the model), from the
+    // headers before anything is decoded
+    const std::uint64_t need =
+        checked_sum({bytes.size(), checked_product({npy::npz_value_count(bytes, path), 12},
+                                                   "the values of " + path)},
+                    "the memory for " + path);
+    ledger.check(need, path, "the file and its arrays need " + byte_size(need) + " to load",
+                 "a smaller model");
+    return model_from_arrays(npy::parse_npz(bytes, path, ledger), path);
 }
 
 ModelText encode_text(const std::string& text, const Model& model) {

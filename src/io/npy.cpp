@@ -400,6 +400,19 @@ std::string torch_pickle(const std::string& path) {
                   "for k, v in torch.load('" + path + "').items()})\"";
 }
 
+// The archive's entries; a torch.save file, pickle or zip, is refused with the way to convert it.
+std::vector<zip::Entry> npz_entries(const std::string& bytes, const std::string& path) {
+    // torch.save writes a pickle: protocol 2+ opens with 0x80 and the protocol number
+    if (bytes.size() >= 2 && bytes[0] == '\x80' && bytes[1] >= 2 && bytes[1] <= 5)
+        throw Error(torch_pickle(path));
+    const std::vector<zip::Entry> entries = zip::read_directory(bytes, path);
+    for (const zip::Entry& entry : entries) {
+        // torch.save's zip (PyTorch 1.6 and later): <name>/data.pkl beside the tensors
+        if (ends_with(entry.name, "data.pkl")) throw Error(torch_pickle(path));
+    }
+    return entries;
+}
+
 // ---- writing ---------------------------------------------------------------
 
 std::string npy_header(const Shape& shape) {
@@ -467,20 +480,24 @@ Array read_npy(const std::string& path, const Ledger& ledger) {
     return parse_npy_view(bytes, path, with_file);
 }
 
+std::uint64_t npz_value_count(const std::string& bytes, const std::string& path) {
+    std::uint64_t count = 0;
+    for (const zip::Entry& entry : npz_entries(bytes, path)) {
+        const std::string label = path + ": " + printable(array_name(entry, path));
+        const std::string_view data = zip::stored_data(bytes, entry, label);
+        const Shape shape = HeaderParser(npy_layout(data, label).header, label).parse().shape;
+        count = checked_sum({count, checked_element_count(shape, label)}, "the values of " + path);
+    }
+    return count;
+}
+
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& path,
                                        const Ledger& ledger) {
     ledger.check(bytes.size(), path, "the file needs " + byte_size(bytes.size()));
-    // torch.save writes a pickle: protocol 2+ opens with 0x80 and the protocol number
-    if (bytes.size() >= 2 && bytes[0] == '\x80' && bytes[1] >= 2 && bytes[1] <= 5)
-        throw Error(torch_pickle(path));
+    const std::vector<zip::Entry> entries = npz_entries(bytes, path);
     Ledger held = ledger;  // the file's bytes, then each array decoded so far
     held.hold(bytes.size());
     std::map<std::string, Array> arrays;
-    const std::vector<zip::Entry> entries = zip::read_directory(bytes, path);
-    for (const zip::Entry& entry : entries) {
-        // torch.save's zip (PyTorch 1.6 and later): <name>/data.pkl beside the tensors
-        if (ends_with(entry.name, "data.pkl")) throw Error(torch_pickle(path));
-    }
     for (const zip::Entry& entry : entries) {
         const std::string name = array_name(entry, path);
         const std::string label = path + ": " + printable(name);

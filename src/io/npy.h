@@ -35,6 +35,8 @@ Array read_npy(const std::string& path, const Ledger& ledger = Ledger());
 std::map<std::string, Array> parse_npz(const std::string& bytes, const std::string& what,
                                        const Ledger& ledger = Ledger());
 std::map<std::string, Array> read_npz(const std::string& path, const Ledger& ledger = Ledger());
+// How many values the archive's arrays hold, read from their headers alone (nothing decoded).
+std::uint64_t npz_value_count(const std::string& bytes, const std::string& path);
 
 // The array's values as a float32 tensor of the same shape.
 Tensor to_tensor(const Array& array);

@@ -6,7 +6,9 @@ Run once, by hand: python3 tests/data/bad/make_model_fixtures.py (standard libra
 character model (d_model 4, one head, d_ff 8, context 16) over the vocabulary
 0 (unknown), 'a', 'b', ESC and U+202E (right-to-left override); each other file changes it
 in one place, except many_heads.npz: 3 layers of 32 heads (d_model 32) over 128 positions,
-whose SVG of every head would pass the 256 MiB bound.
+whose SVG of every head would pass the 256 MiB bound, and long_context.npz: 4 layers over
+1024 positions and 1000 tokens, 52 KiB on disk, whose run over a full context holds about
+30 MiB (every layer's (1, 1, N, N) weights and the (1, N, V) logits) for --max-memory tests.
 """
 import io
 import os
@@ -18,12 +20,12 @@ VOCAB = [0, ord("a"), ord("b"), 0x1B, 0x202E]
 
 
 def npy_bytes(values, shape, dtype):
-    """A C-order .npy (version 1.0) of `values` as '<f4', '<i8' or '<u8'."""
+    """A C-order .npy (version 1.0) of `values` as '<f4', '<i8', '<u8' or '<u2'."""
     header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
         dtype, "".join("%d, " % s for s in shape) if len(shape) == 1 else ", ".join(map(str, shape)))
     padding = 64 - (10 + len(header) + 1) % 64
     header += " " * padding + "\n"
-    code = {"<f4": "<%df", "<i8": "<%dq", "<u8": "<%dQ"}[dtype]
+    code = {"<f4": "<%df", "<i8": "<%dq", "<u8": "<%dQ", "<u2": "<%dH"}[dtype]
     return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") +
             struct.pack(code % len(values), *values))
 
@@ -44,10 +46,11 @@ def zeros(n):
     return ([0.0] * n, (n,), "<f4")
 
 
-def model(E=4, F=8, CONTEXT=16, heads=(1,)):
-    V = len(VOCAB)
+def model(E=4, F=8, CONTEXT=16, heads=(1,), vocab=None):
+    vocab = vocab or (VOCAB, (len(VOCAB),), "<i8")
+    V = len(vocab[0])
     arrays = {
-        "vocab": (VOCAB, (V,), "<i8"),
+        "vocab": vocab,
         "heads": (list(heads), (len(heads),), "<i8"),
         "token_embedding.weight": floats((V, E), 1.0),
         "position_embedding.weight": floats((CONTEXT, E), 0.5),
@@ -103,3 +106,6 @@ write("block_huge_ffn.npz", {k[len("layers.0."):]: v for k, v in huge.items()
 write("prefixed_block.npz", {"encoder." + k: v for k, v in
                              {"layers.0." + k: v for k, v in block.items()}.items()})
 write("many_heads.npz", model(E=32, CONTEXT=128, heads=(32, 32, 32)))
+# 0 (unknown), then the 999 code points from U+0020, stored as uint16 to stay small
+write("long_context.npz", model(CONTEXT=1024, heads=(1, 1, 1, 1),
+                                vocab=([0] + list(range(0x20, 0x20 + 999)), (1000,), "<u2")))
