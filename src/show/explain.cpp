@@ -32,8 +32,8 @@ std::string projection(const Step& step) {
            "looking for. The projections are where most of the multiply-adds go.";
 }
 
-// How the heads are moved: split and moved forward (4, 5), or back and joined (11, 13).
-std::string heads(const Step& step) {
+// What the view or transpose does to the heads' layout.
+std::string moved_heads(const Step& step) {
     switch (step.kind) {
         case StepKind::SplitHeads:
             return "view splits the last dimension into h heads of d_k features: (B, N, d_model) "
@@ -57,6 +57,13 @@ std::string heads(const Step& step) {
                    "each token's heads lie next to each other again. Only the strides change, so "
                    "the result is non-contiguous.";
     }
+}
+
+// How the heads are moved: split and moved forward (4, 5), or back and joined (11, 13).
+std::string heads(const Step& step) {
+    return moved_heads(step) +
+           " The einops pattern names every axis: parentheses mark axes stored together in one "
+           "dimension, so the pattern says which dimension is split, moved or joined.";
 }
 
 }  // namespace
