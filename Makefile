@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases
+.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -94,6 +94,13 @@ test-fast: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 # (review the diff before committing it)
 golden: catch2 $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MHA_UPDATE_GOLDEN=1 MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests "[golden]"
+
+# format: every C++ source and header rewritten in the house style (.clang-format: 4-space
+# indents, 100 columns) by clang-format
+FORMATTED := $(wildcard src/*.cpp src/*/*.cpp src/*/*.h src/*/*/*.cpp src/*/*/*.h \
+                        tests/*.cpp tests/*.h tests/*/*.cpp tests/*/*.h)
+format:
+	clang-format -i $(FORMATTED)
 
 # check: everything CI runs: the suite with g++, with clang++ under ASan+UBSan, with g++
 # under TSan, a short fuzzing round, then seeded output compared between the two compilers.

@@ -321,8 +321,10 @@ void by_kind(const Step& step, Notes& notes) {
             break;
         case StepKind::OutputProject:
             if (step.facts.token || step.facts.mla) break;  // decode's and MLA's have their own
-            notes.push_back("W_o mixes the heads: head i fills concat's columns i·d_k to "
-                            "(i+1)·d_k - 1, and every output feature sums over all heads "
+            notes.push_back(std::string("W_o mixes the heads: head i fills concat's columns ") +
+                            (step.facts.value_heads ? "i·d_v to (i+1)·d_v - 1"
+                                                    : "i·d_k to (i+1)·d_k - 1") +
+                            ", and every output feature sums over all heads "
                             "(--head-contributions shows each head's share)");
             break;
         case StepKind::Concat:

@@ -369,7 +369,8 @@ void plan_output(Planner& p) {
     const Sizes& s = p.s;
     p.add(StepKind::OutputProject, 14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
-          macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}));
+          macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}))
+        .facts.value_heads = s.d_v() != s.d_k();
 }
 
 // "Q_1 = x @ W_q[8:16].T + b_q[8:16]": head i's projection from its rows of the weight.
@@ -669,8 +670,7 @@ std::vector<Step> plan_model(const ModelSpec& spec) {
                   model_dims, model_layout(s));
         }
     }
-    p.add(StepKind::Norm, 22, "layer_norm", "x_final", "x_final = norm(x)", model_dims,
-          model_layout(s));
+    plan_norm(p, 22, "x_final", "norm", "x");
     p.add(StepKind::Logits, 23, "project", "logits", "logits = x_final @ lm_head.T + b",
           {"B", "N", "V"}, Layout::contiguous_of({s.batch, s.seq_len, spec.vocab}),
           macs_of({s.batch, s.seq_len, spec.vocab, s.d_model}));

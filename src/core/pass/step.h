@@ -105,6 +105,7 @@ struct StepFacts {
     std::optional<MlaFacts> mla;                 // the MLA form's cache, attention and output steps
     std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
     std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
+    bool value_heads = false;                    // 14: the concat's head blocks are d_v wide (MLA), not d_k
 };
 
 // What a step is. The plan sets it; views and notes switch on it, never on a step's name,
