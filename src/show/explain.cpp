@@ -88,7 +88,9 @@ std::string explanation(const Step& step) {
                    "position that says both what and where the character is.";
         case StepKind::Unbind:
             return "unbind takes Q, K or V out of the fused tensor by its first index. Each is a "
-                   "view into the same memory, not a copy.";
+                   "view into the same memory, not a copy. einops does steps 4, 5 and this in "
+                   "one rearrange, its pattern shown, and unpacks the leading three axis: "
+                   "q, k, v = rearrange(qkv, ...).";
         case StepKind::Append:
             return "An extra key and value position is appended to every sequence (the learned "
                    "bias_k and bias_v, or a row of zeros), so each query has one more key it may "
