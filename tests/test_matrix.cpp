@@ -26,6 +26,7 @@ const std::vector<Case>& forms() {
         {"per-head", "-b 1 -n 4 -d 16 -H 4 --per-head"},
         {"GQA", "-b 1 -n 4 -d 16 -H 4 -G 2"},
         {"cross-attention", "-b 2 -n 3 -m 5 -d 16 -H 4"},
+        {"appended keys", "-b 1 -n 4 -d 16 -H 4 --add-zero-attn"},
         {"decode", "-b 1 -d 16 -H 4 --decode 4"},
         {"block pre", "-b 1 -n 4 -d 16 -H 4 --block pre"},
         {"block post", "-b 1 -n 4 -d 16 -H 4 --block post"},

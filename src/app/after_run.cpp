@@ -101,7 +101,7 @@ void check_svg_size(const Config& config, const RunInfo& info) {
     if (config.svg_path.empty()) return;
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     const std::vector<std::string> cols =
-        info.self_attention ? rows : position_labels(info.kv_len, {});
+        key_labels(info);
     check_svg_size(config.svg_path, drawn_maps(config, info.heads), rows, cols,
                    svg_caption(info));
 }
@@ -139,7 +139,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     if (config.head_contributions) report_contributions(out, config, problem, result);
     if (!config.svg_path.empty()) {
         const std::vector<std::string> cols =
-            info.self_attention ? rows : position_labels(info.kv_len, {});
+            key_labels(info);
         AtomicFile file(config.svg_path);
         SvgStyle style;
         style.caption = svg_caption(info);

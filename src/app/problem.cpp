@@ -301,6 +301,7 @@ RunInfo describe_sizes(const Config& c, const Sizes& s) {
     info.batch = s.batch;
     info.seq_len = s.seq_len;
     info.kv_len = s.kv_len;
+    info.appended_keys = c.add_zero_attn ? 1 : 0;
     info.d_model = s.d_model;
     info.heads = s.heads;
     info.kv_heads = s.kv_heads;
@@ -320,6 +321,7 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
     info.threads = p.options.threads;
     info.kernels = kernel_variant_name();
     info.parameters = p.weights.parameter_count();
+    info.appended_keys = appended_kv(p.weights, p.options).count();
     info.weights_source = c.demo_heads             ? "demo heads (constructed)"
                           : c.weights_path.empty() ? seeded(c.seed)
                                                    : sanitized(c.weights_path);

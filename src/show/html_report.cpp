@@ -165,7 +165,7 @@ void HtmlReport::write_maps(const ForwardResult& result) {
     const std::vector<WeightMap> maps = weight_maps(result.weights, choice, page_.blocked);
     const std::vector<std::string> rows = position_labels(info_.seq_len, info_.tokens);
     const std::vector<std::string> cols =
-        info_.self_attention ? rows : position_labels(info_.kv_len, {});
+        key_labels(info_);
     SvgStyle style;
     style.caption = caption_lines(info_, std::string("attention weights, batch 0") +
                                              " (rows: queries, columns: keys)");
@@ -216,7 +216,7 @@ void HtmlReport::finish(const ForwardResult& result, double) {
 std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info) {
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     const std::vector<std::string> cols =
-        info.self_attention ? rows : position_labels(info.kv_len, {});
+        key_labels(info);
     std::vector<std::string> caption = caption_lines(info, "attention weights, batch 0");
     // the mask grid: each of N lines holds M keys of up to 21 characters, escaped
     const double grid = (double(info.seq_len) + 2) * (double(info.kv_len) + 4) * 22 * 6;

@@ -16,6 +16,7 @@ struct RunInfo {
     std::size_t batch = 0;      // B
     std::size_t seq_len = 0;    // N
     std::size_t kv_len = 0;     // M
+    std::size_t appended_keys = 0;  // add_bias_kv / add_zero_attn positions after the M keys
     std::size_t d_model = 0;
     std::size_t heads = 0;      // h
     std::size_t kv_heads = 0;   // G key/value heads (h unless shared)

@@ -156,6 +156,14 @@ std::string xml_escaped(const std::string& text) {
 void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
                const std::vector<std::string>& row_labels,
                const std::vector<std::string>& col_labels, const SvgStyle& style) {
+    for (const WeightMap& map : maps) {
+        if (map.rows != row_labels.size() || map.cols != col_labels.size()) {
+            throw Error("internal error: an SVG map of " + std::to_string(map.rows) + "x" +
+                        std::to_string(map.cols) + " weights was given " +
+                        std::to_string(row_labels.size()) + " query and " +
+                        std::to_string(col_labels.size()) + " key labels");
+        }
+    }
     const Geometry g = geometry(maps, row_labels, col_labels);
     const std::size_t grid_rows = (maps.size() + g.columns - 1) / g.columns;
     const double width = std::max(margin * 2 + double(g.columns) * g.panel_width, 560.0);

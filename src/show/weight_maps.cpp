@@ -91,4 +91,9 @@ std::vector<std::string> position_labels(std::size_t count,
     return labels;
 }
 
+std::vector<std::string> key_labels(const RunInfo& info) {
+    return position_labels(info.kv_len + info.appended_keys,
+                           info.self_attention ? info.tokens : std::vector<std::string>{});
+}
+
 }  // namespace mha

@@ -4,6 +4,7 @@
 // (what PyTorch returns with average_attn_weights=True).
 
 #include "core/tensor/tensor.h"
+#include "show/run_info.h"
 
 #include <cstddef>
 #include <string>
@@ -50,5 +51,10 @@ std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choic
 
 // Row labels: "3 sat" with tokens (one per query), otherwise "3".
 std::vector<std::string> position_labels(std::size_t count, const std::vector<std::string>& tokens);
+
+// The keys' labels, one per column of a map: the queries' tokens when the keys are the same
+// positions (self-attention), then the positions appended to K and V (add_bias_kv,
+// add_zero_attn) by number alone.
+std::vector<std::string> key_labels(const RunInfo& info);
 
 }  // namespace mha
