@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+
 #include "core/pass/attention.h"
 #include "core/forms/block.h"
 #include "core/forms/model.h"
@@ -417,4 +420,142 @@ TEST_CASE("--block and --model --shapes-only: the header, the costs, and what st
     test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --shapes-only --heatmap",
                          "--shapes-only computes no weights to look at");
     test::check_rejected("--shapes-only --text ab", "--shapes-only computes no weights");
+}
+
+namespace {
+
+// An einops pattern's side: its groups, each the axis names one dimension holds,
+// "b n (h d)" -> {{b}, {n}, {h, d}}.
+std::vector<std::vector<std::string>> einops_groups(const std::string& side) {
+    std::vector<std::vector<std::string>> groups;
+    bool open = false;
+    std::string name;
+    const auto end_name = [&] {
+        if (name.empty()) return;
+        if (!open || groups.empty()) groups.emplace_back();
+        groups.back().push_back(name);
+        name.clear();
+    };
+    for (char c : side) {
+        if (c == '(') {
+            end_name();
+            groups.emplace_back();
+            open = true;
+        } else if (c == ')') {
+            end_name();
+            open = false;
+        } else if (c == ' ') {
+            end_name();
+        } else {
+            name += c;
+        }
+    }
+    end_name();
+    return groups;
+}
+
+// The axis names of a side, sorted: a rearrangement keeps every axis.
+std::vector<std::string> einops_axes(const std::vector<std::vector<std::string>>& groups) {
+    std::vector<std::string> axes;
+    for (const auto& group : groups) axes.insert(axes.end(), group.begin(), group.end());
+    std::sort(axes.begin(), axes.end());
+    return axes;
+}
+
+// The einops axis a plan's dimension name stands for.
+std::string einops_axis(const std::string& dim) {
+    if (dim == "B") return "b";
+    if (dim == "N") return "n";
+    if (dim == "M") return "m";
+    if (dim == "G") return "g";
+    if (dim == "d_k") return "d";
+    if (dim == "d_v") return "dv";
+    if (dim == "qkv") return "three";
+    return dim;  // h
+}
+
+// Every rearranging step carries a pattern whose last rearrangement keeps its axes and whose
+// right-hand side is the step's tensor: one group per dimension, a lone axis named as the
+// dimension, each group's sizes multiplying to the dimension's size. Other steps carry none.
+void require_einops(const std::vector<mha::Step>& steps, const mha::Sizes& s) {
+    using K = mha::StepKind;
+    const std::map<std::string, std::size_t> sizes = {
+        {"b", s.batch}, {"n", s.seq_len}, {"m", s.kv_len}, {"h", s.heads}, {"g", s.kv_heads},
+        {"d", s.d_k()}, {"dv", s.d_v()}, {"three", 3}};
+    std::size_t patterns = 0;
+    for (const mha::Step& step : steps) {
+        CAPTURE(step.number, step.name, step.tensor, step.einops);
+        const bool rearranges = step.kind == K::SplitHeads || step.kind == K::MoveHeads ||
+                                step.kind == K::Unbind || step.kind == K::MergeHeads ||
+                                step.kind == K::JoinHeads || step.kind == K::Concat ||
+                                step.kind == K::AssembleHeads;
+        REQUIRE(step.einops.empty() == !rearranges);
+        if (!rearranges) continue;
+        ++patterns;
+        const std::size_t arrow = step.einops.rfind(" -> ");
+        REQUIRE(arrow != std::string::npos);
+        const std::size_t then = step.einops.rfind("then ", arrow);
+        const std::size_t from = then == std::string::npos ? 0 : then + 5;
+        const auto left = einops_groups(step.einops.substr(from, arrow - from));
+        auto right = einops_groups(step.einops.substr(arrow + 4));
+        CHECK(einops_axes(left) == einops_axes(right));
+        if (step.kind == K::Unbind) {  // q, k, v = rearrange(...): the leading axis unpacked
+            REQUIRE(right.front() == std::vector<std::string>{"three"});
+            right.erase(right.begin());
+        }
+        REQUIRE(right.size() == step.dims.size());
+        for (std::size_t i = 0; i < right.size(); ++i) {
+            CAPTURE(i, step.dims[i]);
+            if (right[i].size() == 1) CHECK(right[i][0] == einops_axis(step.dims[i]));
+            std::size_t product = 1;
+            for (const std::string& axis : right[i]) {
+                REQUIRE(sizes.count(axis) == 1);
+                product *= sizes.at(axis);
+            }
+            CHECK(product == step.shape[i]);
+        }
+    }
+    const bool decode = !steps.empty() && std::any_of(steps.begin(), steps.end(), [](auto& x) {
+        return x.kind == mha::StepKind::Cache;
+    });
+    CHECK((patterns > 0) != decode);  // decode's steps attend to a cache: nothing rearranged
+}
+
+}  // namespace
+
+TEST_CASE("every rearranging step's einops pattern names the step's own dimensions",
+          "[einops]") {
+    // Sizes chosen apart so that a pattern naming the wrong axis multiplies to a wrong size.
+    const auto [h, G, D, form] = GENERATE(table<std::size_t, std::size_t, std::size_t, mha::Form>(
+        {{4, 4, 6, mha::Form::Packed},
+         {4, 2, 6, mha::Form::Packed},
+         {4, 1, 6, mha::Form::Packed},
+         {4, 4, 11, mha::Form::Packed},
+         {4, 2, 6, mha::Form::PerHead},
+         {4, 2, 6, mha::Form::Decode},
+         {4, 4, 6, mha::Form::FusedQkv}}));
+    const bool streamed = GENERATE(false, true);
+    const bool block = GENERATE(false, true);
+    CAPTURE(h, G, D, int(form), streamed, block);
+    const std::size_t E = 24, B = 7, N = 3;
+    const bool cross = form == mha::Form::Packed && !block;  // M = 5 keys
+    mha::PassSpec spec;
+    spec.sizes = {B, N, cross ? 5u : N, E, E, E, h, G, D};
+    spec.form = form;
+    spec.self_attention = !cross;
+    spec.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
+    spec.masks.causal = form == mha::Form::Decode;
+    if (block && form == mha::Form::Packed) spec.block = mha::BlockSpec{mha::BlockKind::Pre, 40};
+    require_einops(mha::plan_pass(spec), spec.sizes);
+}
+
+TEST_CASE("MLA's head assembly and its narrower values carry einops patterns", "[einops][mla]") {
+    const bool streamed = GENERATE(false, true);
+    const mha::MlaSizes m{24, 4, 5, 2, 9, 3};  // d_v = 3, d_k = d_h + d_R = 7
+    mha::PassSpec spec = mha::pass_spec(mha::mla_naive_sizes(m, 2, 6), mha::Masks(),
+                                        mha::ForwardOptions(), mha::Form::Mla);
+    spec.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
+    spec = mha::mla_spec(m, spec);
+    CAPTURE(streamed);
+    require_einops(mha::plan_pass(spec), spec.sizes);
 }

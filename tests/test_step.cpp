@@ -400,8 +400,9 @@ TEST_CASE("--format markdown: one table row per step, no time, same page every r
     CHECK_THAT(r.output, Catch::Contains(
         "| step | operation | expression | shape | strides | contiguous | copied | MACs |"));
     // step 5: (B=1, N=3, h=2, d_k=4) with strides (24, 8, 4, 1) transposed to (24, 4, 8, 1)
-    CHECK_THAT(r.output, Catch::Contains("| 5 | transpose | `Q.transpose(1, 2)` | (B=1, h=2, N=3, "
-                                         "d_k=4) | (24, 4, 8, 1) | **no** | 0 B | 0 |"));
+    CHECK_THAT(r.output, Catch::Contains("| 5 | transpose | `Q.transpose(1, 2)` (einops: "
+                                         "`b n h d -> b h n d`) | (B=1, h=2, N=3, d_k=4) | "
+                                         "(24, 4, 8, 1) | **no** | 0 B | 0 |"));
     // step 12 copies B·N·d_model floats: 1·3·8·4 = 96 bytes
     CHECK_THAT(r.output, Catch::Contains("| 12 | contiguous | `context.contiguous()` | "
                                          "(B=1, N=3, h=2, d_k=4) | (24, 8, 4, 1) | yes | 96 B | 0 |"));

@@ -32,8 +32,8 @@ std::string projection(const Step& step) {
            "looking for. The projections are where most of the multiply-adds go.";
 }
 
-// How the heads are moved: split and moved forward (4, 5), or back and joined (11, 13).
-std::string heads(const Step& step) {
+// What the view or transpose does to the heads' layout.
+std::string moved_heads(const Step& step) {
     switch (step.kind) {
         case StepKind::SplitHeads:
             return "view splits the last dimension into h heads of d_k features: (B, N, d_model) "
@@ -59,6 +59,13 @@ std::string heads(const Step& step) {
     }
 }
 
+// How the heads are moved: split and moved forward (4, 5), or back and joined (11, 13).
+std::string heads(const Step& step) {
+    return moved_heads(step) +
+           " The einops pattern names every axis: parentheses mark axes stored together in one "
+           "dimension, so the pattern says which dimension is split, moved or joined.";
+}
+
 }  // namespace
 
 std::string explanation(const Step& step) {
@@ -81,7 +88,9 @@ std::string explanation(const Step& step) {
                    "position that says both what and where the character is.";
         case StepKind::Unbind:
             return "unbind takes Q, K or V out of the fused tensor by its first index. Each is a "
-                   "view into the same memory, not a copy.";
+                   "view into the same memory, not a copy. einops does steps 4, 5 and this in "
+                   "one rearrange, its pattern shown, and unpacks the leading three axis: "
+                   "q, k, v = rearrange(qkv, ...).";
         case StepKind::Append:
             return "An extra key and value position is appended to every sequence (the learned "
                    "bias_k and bias_v, or a row of zeros), so each query has one more key it may "

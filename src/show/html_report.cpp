@@ -126,7 +126,10 @@ void HtmlReport::on_step(const Step& step) {
                               step.tensor;
     out_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\"" << html(title)
          << "\">\n<h2><span class=\"number\">" << step.number << "</span>" << html(step.name)
-         << " <code>" << html(step.expression) << "</code></h2>\n" << layout_table(step);
+         << " <code>" << html(step.expression) << "</code></h2>\n";
+    if (!step.einops.empty())
+        out_ << "<p class=\"einops\">einops: <code>" << html(step.einops) << "</code></p>\n";
+    out_ << layout_table(step);
     const std::vector<std::string> notes = step_notes(step);
     if (!notes.empty()) {
         out_ << "<ul class=\"notes\">";

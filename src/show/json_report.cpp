@@ -107,12 +107,14 @@ std::string config(const RunInfo& info) {
 }
 
 std::string step_object(const Step& step, bool values) {
-    std::string json = "{\"step\":" + std::to_string(step.number) + ",\"name\":" + quoted(step.name) +
-                       ",\"tensor\":" + quoted(step.tensor) + ",\"expression\":" + quoted(step.expression) +
-                       ",\"dims\":" + strings(step.dims) + ",\"shape\":" + sizes(step.shape) +
-                       ",\"strides\":" + sizes(step.strides) + ",\"contiguous\":" + boolean(step.contiguous) +
-                       ",\"copied_bytes\":" + std::to_string(step.copied_bytes) +
-                       ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step_notes(step));
+    std::string json = "{\"step\":" + std::to_string(step.number) + ",\"name\":" +
+                       quoted(step.name) + ",\"tensor\":" + quoted(step.tensor) +
+                       ",\"expression\":" + quoted(step.expression);
+    if (!step.einops.empty()) json += ",\"einops\":" + quoted(step.einops);
+    json += ",\"dims\":" + strings(step.dims) + ",\"shape\":" + sizes(step.shape) +
+            ",\"strides\":" + sizes(step.strides) + ",\"contiguous\":" + boolean(step.contiguous) +
+            ",\"copied_bytes\":" + std::to_string(step.copied_bytes) +
+            ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step_notes(step));
     if (!step.allowed.empty()) json += ",\"allowed\":" + grid(step.allowed);
     if (values && step.value != nullptr) json += ",\"values\":" + nested(*step.value);
     return json + "}";

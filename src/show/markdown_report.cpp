@@ -63,7 +63,9 @@ void MarkdownReport::begin(const RunInfo& info) {
 }
 
 void MarkdownReport::on_step(const Step& step) {
-    out_ << "| " << step.number << " | " << step.name << " | " << code(step.expression) << " | "
+    const std::string einops = step.einops.empty() ? "" : " (einops: " + code(step.einops) + ")";
+    out_ << "| " << step.number << " | " << step.name << " | " << code(step.expression) << einops
+         << " | "
          << cell(named_shape(step.dims, step.shape)) << " | " << to_string(step.strides) << " | "
          << (step.contiguous ? "yes" : "**no**") << " | " << byte_size(step.copied_bytes)
          << " | " << with_commas(step.macs) << " |\n";

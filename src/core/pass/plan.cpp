@@ -234,18 +234,23 @@ Layout plan_project_split(Planner& p) {
     if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
+    const std::string e = G == h ? "h" : "g";  // einops' name of the K/V heads
     p.add(Operand::Q, StepKind::SplitHeads, 4, "view", "Q", "Q.view(B, N, h, d_k)",
-          {"B", "N", "h", "d_k"}, q4);
-    p.add(Operand::K, StepKind::SplitHeads, 4, "view", "K", "K.view(B, M, " + g + ", d_k)",
-          {"B", "M", g, "d_k"}, k4);
-    p.add(Operand::V, StepKind::SplitHeads, 4, "view", "V", "V.view(B, M, " + g + ", d_k)",
-          {"B", "M", g, "d_k"}, k4);
+          {"B", "N", "h", "d_k"}, q4)
+        .einops = "b n (h d) -> b n h d";
+    for (const std::string name : {"K", "V"}) {
+        p.add(name == "K" ? Operand::K : Operand::V, StepKind::SplitHeads, 4, "view", name,
+              name + ".view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"}, k4)
+            .einops = "b m (" + e + " d) -> b m " + e + " d";
+    }
     p.add(Operand::Q, StepKind::MoveHeads, 5, "transpose", "Q", "Q.transpose(1, 2)",
-          {"B", "h", "N", "d_k"}, q4.transpose(1, 2));
+          {"B", "h", "N", "d_k"}, q4.transpose(1, 2))
+        .einops = "b n h d -> b h n d";
     Step& k5 = p.add(Operand::K, StepKind::MoveHeads, 5, "transpose", "K", "K.transpose(1, 2)",
                      {"B", g, "M", "d_k"}, k4.transpose(1, 2));
     Step& v5 = p.add(Operand::V, StepKind::MoveHeads, 5, "transpose", "V", "V.transpose(1, 2)",
                      {"B", g, "M", "d_k"}, k4.transpose(1, 2));
+    k5.einops = v5.einops = "b m " + e + " d -> b " + e + " m d";
     if (G != h) {
         for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
         v5.facts.kv_costs = s;
@@ -266,16 +271,19 @@ Layout plan_fused_project_split(Planner& p) {
           {"B", "N", "3·" + q_width_name(s)}, qkv, macs_of({B, N, 3 * h * d_k, E}));
     const Layout split = qkv.view({B, N, 3, h, d_k});
     p.add(Operand::Qkv, StepKind::SplitHeads, 4, "view", "qkv", "qkv.view(B, N, 3, h, d_k)",
-          {"B", "N", "qkv", "h", "d_k"}, split);
+          {"B", "N", "qkv", "h", "d_k"}, split)
+        .einops = "b n (three h d) -> b n three h d";
     const Layout heads = split.permute({2, 0, 3, 1, 4});
     p.add(Operand::Qkv, StepKind::MoveHeads, 5, "permute", "qkv", "qkv.permute(2, 0, 3, 1, 4)",
-          {"qkv", "B", "h", "N", "d_k"}, heads);
+          {"qkv", "B", "h", "N", "d_k"}, heads)
+        .einops = "b n three h d -> three b h n d";
     const char* names[] = {"Q", "K", "V"};
     const Operand operands[] = {Operand::Q, Operand::K, Operand::V};
     for (std::size_t i = 0; i < 3; ++i) {
         p.add(operands[i], StepKind::Unbind, 5, "unbind", names[i],
               std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
-              {"B", "h", "N", "d_k"}, heads.select(0));
+              {"B", "h", "N", "d_k"}, heads.select(0))
+            .einops = "b n (three h d) -> three b h n d";  // q, k, v = rearrange(qkv, ...)
     }
     plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
     return heads.select(0);
@@ -341,7 +349,9 @@ void plan_combine(Planner& p, const Layout& context) {
     const Sizes& s = p.s;
     const Dims dims = {"B", "N", "h", v_dim_name(s)};
     const Layout back = context.transpose(1, 2);
-    p.add(StepKind::MergeHeads, 11, "transpose", "context", "context.transpose(1, 2)", dims, back);
+    const std::string d = s.d_v() == s.d_k() ? "d" : "dv";  // einops' name of the head width
+    p.add(StepKind::MergeHeads, 11, "transpose", "context", "context.transpose(1, 2)", dims, back)
+        .einops = "b h n " + d + " -> b n h " + d;
     const Layout packed = back.contiguous();
     p.add(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", dims, packed)
         .copied_bytes = back.is_contiguous()
@@ -350,7 +360,8 @@ void plan_combine(Planner& p, const Layout& context) {
                                               "the copy");
     const std::string width = concat_width_name(s);
     p.add(StepKind::JoinHeads, 13, "view", "concat", "concat = context.view(B, N, " + width + ")",
-          {"B", "N", width}, packed.view({s.batch, s.seq_len, s.value_inner()}));
+          {"B", "N", width}, packed.view({s.batch, s.seq_len, s.value_inner()}))
+        .einops = "b n h " + d + " -> b n (h " + d + ")";
 }
 
 // 14: mix the heads.
@@ -414,10 +425,13 @@ void plan_one_head(Planner& p, std::size_t i) {
 void plan_per_head(Planner& p) {
     const Sizes& s = p.s;
     for (std::size_t i = 0; i < s.heads; ++i) plan_one_head(p, i);
-    p.add(StepKind::Concat, 13, "concat", "concat",
-          "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
-          {"B", "N", q_width_name(s)}, Layout::contiguous_of({s.batch, s.seq_len, s.inner()}))
-        .copied_bytes = checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)}, "the copy");
+    Step& concat =
+        p.add(StepKind::Concat, 13, "concat", "concat",
+              "concat = torch.cat([head_0, ..., head_" + std::to_string(s.heads - 1) + "], dim=-1)",
+              {"B", "N", q_width_name(s)}, Layout::contiguous_of({s.batch, s.seq_len, s.inner()}));
+    concat.copied_bytes =
+        checked_product({s.batch, s.seq_len, s.inner(), sizeof(float)}, "the copy");
+    concat.einops = "h b n d -> b n (h d)";  // rearrange of the list of heads, stacked first
     plan_output(p);
 }
 
@@ -493,15 +507,18 @@ void plan_mla_heads(Planner& p) {
     const Layout qk = Layout::contiguous_of({B, h, N, d_h + d_R});
     const Layout v = Layout::contiguous_of({B, h, N, d_v});
     const auto joined = [&](Operand operand, std::string tensor, std::string expression,
-                            const Layout& layout, const std::string& width) {
-        p.add(operand, StepKind::AssembleHeads, 5, "cat", std::move(tensor), std::move(expression),
-              {"B", "h", "N", width}, layout)
-            .copied_bytes = macs_of({B, h, N, layout.shape[3], sizeof(float)});
+                            const Layout& layout, const std::string& width, std::string einops) {
+        Step& step = p.add(operand, StepKind::AssembleHeads, 5, "cat", std::move(tensor),
+                           std::move(expression), {"B", "h", "N", width}, layout);
+        step.copied_bytes = macs_of({B, h, N, layout.shape[3], sizeof(float)});
+        step.einops = std::move(einops);
     };
-    joined(Operand::Q, "Q", "Q = cat([q_nope, q_pe], -1).transpose(1, 2)", qk, "d_k");
+    joined(Operand::Q, "Q", "Q = cat([q_nope, q_pe], -1).transpose(1, 2)", qk, "d_k",
+           "pack 'b n h *', then b n h d -> b h n d");
     joined(Operand::K, "K", "K = cat([k_nope, k_pe.expand(B, N, h, d_R)], -1).transpose(1, 2)",
-           qk, "d_k");
-    joined(Operand::V, "V", "V = V.transpose(1, 2).contiguous()", v, v_dim_name(s));
+           qk, "d_k", "repeat b n r -> b n h r, pack 'b n h *', then b n h d -> b h n d");
+    joined(Operand::V, "V", "V = V.transpose(1, 2).contiguous()", v, v_dim_name(s),
+           s.d_v() == s.d_k() ? "b n h d -> b h n d" : "b n h dv -> b h n dv");
 }
 
 // MLA's cross-check after step 14: the absorbed form's weights (standard path) and output,

@@ -165,6 +165,8 @@ struct Step {
     std::string name;                     // what the step does: "project", "view", "softmax", ...
     std::string tensor;                   // which tensor it yields: "Q", "scores", "output", ...
     std::string expression;               // the PyTorch expression, e.g. "Q.view(B, N, h, d_k)"
+    std::string einops;                   // the same rearrangement in einops notation, e.g.
+                                          // "b n (h d) -> b n h d"; empty for other steps
     std::vector<std::string> dims;        // a name for every dimension: {"B", "h", "N", "d_k"}
     Shape shape;                          // the tensor's sizes, one per name in dims
     Strides strides;                      // in elements, as Tensor.stride() reports them
