@@ -28,9 +28,9 @@
 #include "app/terminal.h"
 #include "app/time_guard.h"
 #include "app/variants.h"
-#include "core/pass/attention.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
+#include "core/pass/attention.h"
 #include "core/pass/plan.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
@@ -123,8 +123,10 @@ int run_shapes_only(const mha::Config& config) {
 
 int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "quiz")
-        return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO), std::cout);
-    if (!args.empty() && args[0] == "grade") return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
+        return mha::run_quiz({args.begin() + 1, args.end()}, std::cin, isatty(STDIN_FILENO),
+                             std::cout);
+    if (!args.empty() && args[0] == "grade")
+        return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
     if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
@@ -146,8 +148,8 @@ int run(const std::vector<std::string>& args) {
     }
     if (!config.model_path.empty()) {
         mha::run_model(
-            config, [&config](std::size_t steps) { return make_report(config, steps); },
-            std::cout, std::cerr);
+            config, [&config](std::size_t steps) { return make_report(config, steps); }, std::cout,
+            std::cerr);
         return 0;
     }
     const mha::Problem problem = mha::build_problem(config);
@@ -167,10 +169,10 @@ int run(const std::vector<std::string>& args) {
                      "or invalid UTF-8; they are shown as U+FFFD\n";
     }
 
-    const std::unique_ptr<mha::Report> report = make_report(
-        config, steps,
-        config.format == mha::Format::Html ? mha::blocked_grids(problem)
-                                           : std::vector<std::vector<bool>>{});
+    const std::unique_ptr<mha::Report> report =
+        make_report(config, steps,
+                    config.format == mha::Format::Html ? mha::blocked_grids(problem)
+                                                       : std::vector<std::vector<bool>>{});
     report->begin(problem.info);
     const auto start = std::chrono::steady_clock::now();
     mha::ScoreStats score_stats(mha::wants_summary(config));

@@ -9,11 +9,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 

@@ -24,7 +24,7 @@ private:
 }  // namespace test
 
 // Every variant this CPU runs, as a Catch2 generator: the test case runs once per variant.
-#define EACH_VARIANT()                                                                     \
+#define EACH_VARIANT()                                                                        \
     const mha::KernelVariant variant = GENERATE(from_range(mha::runnable_kernel_variants())); \
-    CAPTURE(mha::kernel_variant_name(variant));                                            \
+    CAPTURE(mha::kernel_variant_name(variant));                                               \
     const test::UsingVariant using_variant(variant)

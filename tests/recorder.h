@@ -23,9 +23,9 @@ public:
     void on_step(const mha::Step& step) override {
         steps.push_back(step);
         steps.back().value = nullptr;
-        seen.push_back(step.value ? std::optional<SeenLayout>(SeenLayout{
-                                        step.value->shape(), step.value->strides(),
-                                        step.value->is_contiguous()})
+        seen.push_back(step.value ? std::optional<SeenLayout>(
+                                        SeenLayout{step.value->shape(), step.value->strides(),
+                                                   step.value->is_contiguous()})
                                   : std::nullopt);
     }
     std::vector<mha::Step> steps;

@@ -4,14 +4,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/pass/attention.h"
 #include "core/error.h"
 #include "core/kernels/parallel.h"
+#include "core/pass/attention.h"
 #include "core/pass/shape_checks.h"
 #include "helpers.h"
-#include "show/notes.h"
-#include "recorder.h"
 #include "io/init.h"
+#include "recorder.h"
+#include "show/notes.h"
 
 using mha::Shape;
 using mha::Strides;

@@ -8,8 +8,8 @@
 #include "core/ops/block_ops.h"
 #include "helpers.h"
 #include "io/block_weights.h"
-#include "io/weights.h"
 #include "io/init.h"
+#include "io/weights.h"
 #include "recorder.h"
 
 using mha::Shape;
@@ -55,19 +55,18 @@ TEST_CASE("the block's steps come in the order the LayerNorm placement gives") {
         mha::forward_block(attention, block, mha::BlockKind::Pre, in, {}, options, pre);
     mha::forward_block(attention, block, mha::BlockKind::Post, in, {}, options, post);
     CHECK(pre.steps.front().name == "layer_norm");  // pre-LN normalises before attention
-    CHECK(step_names(pre) == std::vector<std::string>{"15 layer_norm", "14 project",
-                                                      "16 residual", "17 layer_norm",
-                                                      "18 linear1", "19 gelu", "20 linear2",
-                                                      "21 residual"});
-    CHECK(step_names(post) == std::vector<std::string>{"14 project", "15 residual",
-                                                       "16 layer_norm", "17 linear1", "18 gelu",
-                                                       "19 linear2", "20 residual",
-                                                       "21 layer_norm"});
+    CHECK(step_names(pre) == std::vector<std::string>{"15 layer_norm", "14 project", "16 residual",
+                                                      "17 layer_norm", "18 linear1", "19 gelu",
+                                                      "20 linear2", "21 residual"});
+    CHECK(step_names(post) == std::vector<std::string>{"14 project", "15 residual", "16 layer_norm",
+                                                       "17 linear1", "18 gelu", "19 linear2",
+                                                       "20 residual", "21 layer_norm"});
     CHECK(pre.find(18).shape == Shape{2, 3, d_ff});
     CHECK(pre.find(18).macs == 2 * 3 * d_ff * E);
     CHECK(a.output.shape() == Shape{2, 3, E});
     CHECK(block.parameter_count() == 4 * E + 2 * E * d_ff + d_ff + E);
-    CHECK(mha::block_bytes({2, 3, 3, E, E, E, 2, 2, E / 2}, d_ff) == 4 * (2 * 3 * E * 5 + 2 * 3 * d_ff * 2));
+    CHECK(mha::block_bytes({2, 3, 3, E, E, E, 2, 2, E / 2}, d_ff) ==
+          4 * (2 * 3 * E * 5 + 2 * 3 * d_ff * 2));
 }
 
 TEST_CASE("a block state dict: both namings, and what is refused") {
@@ -87,9 +86,9 @@ TEST_CASE("a block state dict: both namings, and what is refused") {
     missing.erase("norm2.bias");
     REQUIRE_THROWS_WITH(mha::block_from_state_dict(missing, "x.npz"),
                         Catch::Contains("missing array 'norm2.bias'"));
-    REQUIRE_THROWS_WITH(
-        mha::block_from_state_dict(mha::npy::read_npz("data/parity/self_bias/weights.npz"), "a.npz"),
-        Catch::Contains("not a transformer block's state dict"));
+    REQUIRE_THROWS_WITH(mha::block_from_state_dict(
+                            mha::npy::read_npz("data/parity/self_bias/weights.npz"), "a.npz"),
+                        Catch::Contains("not a transformer block's state dict"));
     // a block inside a model: the error names the prefix, and --weights-prefix reads it
     std::map<std::string, mha::npy::Array> model;
     for (const auto& [name, array] : arrays) model.emplace("encoder.layers.0." + name, array);
@@ -104,12 +103,13 @@ TEST_CASE("a block state dict: both namings, and what is refused") {
 TEST_CASE("--block on the command line") {
     const test::RunResult r = test::run_mha("--block post -n 3 -d 8 -H 2 --d-ff 12 --trace");
     REQUIRE(r.status == 0);
-    CHECK_THAT(r.output, Catch::Contains("post-LN block, d_ff=12") &&
-                             Catch::Contains("parameters: 532") &&  // 4·8² + 4·8 + 4·8 + 2·8·12 + 12 + 8
-                             Catch::Contains("(B=2, N=3, d_ff=12)") &&
-                             Catch::Contains("parameters: W_1 (d_ff, d_model) and b_1, 108") &&
-                             Catch::Contains("parameters: gamma and beta, 2·d_model = 16") &&
-                             Catch::Contains("out = norm2(out)"));
+    CHECK_THAT(r.output,
+               Catch::Contains("post-LN block, d_ff=12") &&
+                   Catch::Contains("parameters: 532") &&  // 4·8² + 4·8 + 4·8 + 2·8·12 + 12 + 8
+                   Catch::Contains("(B=2, N=3, d_ff=12)") &&
+                   Catch::Contains("parameters: W_1 (d_ff, d_model) and b_1, 108") &&
+                   Catch::Contains("parameters: gamma and beta, 2·d_model = 16") &&
+                   Catch::Contains("out = norm2(out)"));
     const auto [args, message] = GENERATE(table<std::string, std::string>({
         {"--d-ff 64", "--d-ff sets the feed-forward width of --block"},
         {"--block sideways", "--block expects one of post, pre, got 'sideways'"},

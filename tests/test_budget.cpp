@@ -58,7 +58,7 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     const std::string model_256 =
         "--model data/bad/long_context.npz --text '" + std::string(256, 'a') + "'";
     const std::string args = GENERATE_COPY(values<std::string>({
-        "-b 1 -n 1024",                                // auto: streaming
+        "-b 1 -n 1024",  // auto: streaming
         "-b 1 -n 1024 --attention standard",
         "-b 1 -n 1024 --trace",
         "-b 1 -n 1024 --heatmap --color never",
@@ -76,7 +76,7 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "-b 1 -n 1024 --per-head",
         "-b 1 -n 1024 --per-head --attention streaming",
         "-b 1 -n 1024 --fused-qkv",
-        "-b 1 -n 1024 --form mla",                     // both forms, streamed
+        "-b 1 -n 1024 --form mla",  // both forms, streamed
         "-b 1 -n 1024 --form mla --attention standard --ablate-head 1",
         model,
         model + " --heatmap --color never",
@@ -92,8 +92,8 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     }));
     CAPTURE(args);
     const std::string budget = admitted_budget(args);
-    const long peak_kib =
-        test::peak_rss_kib(test::mha_binary() + " " + args + " --max-memory " + budget + " >/dev/null");
+    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " --max-memory " +
+                                             budget + " >/dev/null");
     CAPTURE(budget, peak_kib, baseline_kib);
     REQUIRE(peak_kib > 0);
     CHECK(double(peak_kib - baseline_kib) * 1024 <= 1.1 * double(bytes_of(budget)));
@@ -116,8 +116,8 @@ TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]")
 
 TEST_CASE("a model run beyond --max-memory is refused before it runs", "[budget][model]") {
     // its 4 layers' weights (1, 1, 1024, 1024) and logits (1, 1024, 1000): about 40 MiB
-    const std::string args = "--model data/bad/long_context.npz --text '" +
-                             std::string(1024, 'a') + "' --heatmap --max-memory 16M";
+    const std::string args = "--model data/bad/long_context.npz --text '" + std::string(1024, 'a') +
+                             "' --heatmap --max-memory 16M";
     const test::RunResult r = test::run_mha(args);
     CHECK(r.status == 2);
     CHECK(r.output ==

@@ -64,38 +64,14 @@ TEST_CASE("--name=value, short options and -xVALUE all parse") {
 TEST_CASE("--help and --version exit 0 and document the options") {
     const test::RunResult help = test::run_mha("--help");
     CHECK(help.status == 0);
-    for (const char* flag : {"--batch",
-                             "--seq-len",
-                             "--kv-len",
-                             "--d-model",
-                             "--heads",
-                             "--seed",
-                             "--threads",
-                             "--causal",
-                             "--no-bias",
-                             "--trace",
-                             "--values",
-                             "--step",
-                             "--format",
-                             "--weights",
-                             "--input",
-                             "--key",
-                             "--value",
-                             "--mask",
-                             "--mask-means",
-                             "--key-padding-mask",
-                             "--save",
-                             "--max-memory",
-                             "--masked-rows",
-                             "--text",
-                             "--demo-heads",
-                             "--heatmap",
-                             "--summary",
-                             "--head",
-                             "--color",
-                             "--export-svg",
-                             "--ablate-head",
-                             "--no-scale"}) {
+    for (const char* flag :
+         {"--batch",       "--seq-len",    "--kv-len",      "--d-model",    "--heads",
+          "--seed",        "--threads",    "--causal",      "--no-bias",    "--trace",
+          "--values",      "--step",       "--format",      "--weights",    "--input",
+          "--key",         "--value",      "--mask",        "--mask-means", "--key-padding-mask",
+          "--save",        "--max-memory", "--masked-rows", "--text",       "--demo-heads",
+          "--heatmap",     "--summary",    "--head",        "--color",      "--export-svg",
+          "--ablate-head", "--no-scale"}) {
         CHECK_THAT(help.output, Catch::Contains(flag));
     }
     const test::RunResult version = test::run_mha("-V");
@@ -172,9 +148,8 @@ TEST_CASE("every example script runs") {
         {"block.sh", "14  project"},
     }));
     CAPTURE(script);
-    const test::RunResult r =
-        test::run_command("cd .. && MHA=tests/" + test::mha_binary() + " sh examples/" +
-                          script + " 2>&1");
+    const test::RunResult r = test::run_command("cd .. && MHA=tests/" + test::mha_binary() +
+                                                " sh examples/" + script + " 2>&1");
     CHECK(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains(shows));
 }
@@ -184,13 +159,16 @@ TEST_CASE("mha, mha bench and mha quiz share one grammar: --name=value, -x, --")
         {"bench --repeat=0", 2, "mha: error: --repeat must be at least 1, got 0\n"},
         {"bench --threads=999", 2, "mha: error: --threads must be at most 256, got 999\n"},
         {"bench --quick=yes", 2, "mha: error: --quick takes no value, got '--quick=yes'\n"},
-        {"bench -- --quick", 2, "mha: error: unknown bench option '--quick' (see mha bench --help)\n"},
+        {"bench -- --quick", 2,
+         "mha: error: unknown bench option '--quick' (see mha bench --help)\n"},
         {"quiz --count=1 --seed=3 --questions", 0, "Question 1 of 1"},
         {"quiz -h", 0, "Usage: mha quiz"},
         {"quiz --count=0", 2, "mha: error: quiz --count must be at least 1, got 0\n"},
-        {"quiz -- --questions", 2, "mha: error: unknown quiz option '--questions' (see mha quiz --help)\n"},
+        {"quiz -- --questions", 2,
+         "mha: error: unknown quiz option '--questions' (see mha quiz --help)\n"},
         {"-b 1 -n 2 -d 8 -H 2 --", 0, "B=1  N=2"},
-        {"-b 1 -- --trace", 2, "mha: error: unexpected argument '--trace'; options start with -- (see mha --help)\n"},
+        {"-b 1 -- --trace", 2,
+         "mha: error: unexpected argument '--trace'; options start with -- (see mha --help)\n"},
         {"--form=per-head -b 1 -n 2 -d 8 -H 2", 0, "per head"},
         {"--form packed --per-head", 2, "are different forms of the pass; choose one"},
     }));
@@ -291,7 +269,8 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     const std::string completion = test::read_text("../docs/mha.bash");
     const auto listed = [&completion](const std::string& variable) {
         std::smatch list;
-        REQUIRE(std::regex_search(completion, list, std::regex("local " + variable + "=\"([^\"]*)\"")));
+        REQUIRE(
+            std::regex_search(completion, list, std::regex("local " + variable + "=\"([^\"]*)\"")));
         return words_of(list[1].str());
     };
     CHECK(listed("options") == names_of(mha::mha_command()));
@@ -300,9 +279,8 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     CHECK(listed("grade_options") == names_of(mha::grade_command()));
 
     std::map<std::string, std::vector<std::string>> fixed;  // option -> the words it completes
-    for (const mha::CommandInfo* command :
-         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
-          &mha::grade_command()}) {
+    for (const mha::CommandInfo* command : {&mha::mha_command(), &mha::bench_command(),
+                                            &mha::quiz_command(), &mha::grade_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (!option.choices().empty() && !option.optional_value())  // --causal=: own case
                 fixed[option.name] = option.choices();
@@ -313,16 +291,17 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     for (const auto& [option, choices] : fixed) {
         CAPTURE(option);
         std::smatch words;
-        REQUIRE(std::regex_search(completion, words,
-                                  std::regex(option + "\\) COMPREPLY=\\(\\$\\(compgen -W \"([^\"]*)\"")));
+        REQUIRE(std::regex_search(
+            completion, words,
+            std::regex(option + "\\) COMPREPLY=\\(\\$\\(compgen -W \"([^\"]*)\"")));
         CHECK(words_of(words[1].str()) == std::set<std::string>(choices.begin(), choices.end()));
     }
     // every option that takes a value has a case, so its value is not completed as an option
-    for (const mha::CommandInfo* command :
-         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(),
-          &mha::grade_command()}) {
+    for (const mha::CommandInfo* command : {&mha::mha_command(), &mha::bench_command(),
+                                            &mha::quiz_command(), &mha::grade_command()}) {
         for (const mha::OptionInfo& option : command->options) {
-            if (option.value.empty() || option.optional_value()) continue;  // a flag: its next word is free
+            if (option.value.empty() || option.optional_value())
+                continue;  // a flag: its next word is free
             CAPTURE(option.name);
             CHECK(std::regex_search(completion, std::regex("[ |(]" + option.name + "[|)]")));
         }
@@ -344,8 +323,10 @@ TEST_CASE("did you mean: options, subcommands and presets") {
         {"--heads=4 --kv-haeds 2", "unknown option '--kv-haeds'; did you mean '--kv-heads'?"},
         {"qiuz", "unknown command 'qiuz'; did you mean 'quiz'? (see mha --help)"},
         {"bnech --quick", "unknown command 'bnech'; did you mean 'bench'?"},
-        {"bench --reapet 3", "unknown bench option '--reapet'; did you mean '--repeat'? (see mha bench --help)"},
-        {"quiz --cuont=3", "unknown quiz option '--cuont'; did you mean '--count'? (see mha quiz --help)"},
+        {"bench --reapet 3",
+         "unknown bench option '--reapet'; did you mean '--repeat'? (see mha bench --help)"},
+        {"quiz --cuont=3",
+         "unknown quiz option '--cuont'; did you mean '--count'? (see mha quiz --help)"},
         {"--preset gpt-2", "got 'gpt-2'; did you mean 'gpt2'?"},
         {"--preset Llama3-8", "got 'Llama3-8'; did you mean 'llama3-8b'?"},
     }));
@@ -379,8 +360,8 @@ TEST_CASE("every example of mha --help and mha bench --help runs", "[docs]") {
             const std::string command = line.substr(6, line.find("  ", 6) - 6);
             if (command.find("w.npz") != std::string::npos) continue;  // needs a user's files
             CAPTURE(command);
-            const test::RunResult r = test::run_command(test::mha_binary() + " " + command +
-                                                        " </dev/null 2>&1");
+            const test::RunResult r =
+                test::run_command(test::mha_binary() + " " + command + " </dev/null 2>&1");
             INFO(r.output);
             // the quiz with nobody answering fails its score (1); nothing is an error (2)
             CHECK(r.status == (command == "quiz" ? 1 : 0));

@@ -29,7 +29,8 @@ std::vector<std::string> row_starting(const std::string& output, const std::stri
 
 }  // namespace
 
-TEST_CASE("--compare: one seeded layer at each head count, parameters and multiply-adds equal", "[cli]") {
+TEST_CASE("--compare: one seeded layer at each head count, parameters and multiply-adds equal",
+          "[cli]") {
     const test::RunResult r = test::run_mha("--compare 1,2,8 -b 1 -n 5 -d 16");
     REQUIRE(r.status == 0);
     // h, d_k, parameters, weights per head, multiply-adds, |output|, entropy, wall ms
@@ -58,7 +59,8 @@ TEST_CASE("--compare: one seeded layer at each head count, parameters and multip
 }
 
 TEST_CASE("--head-contributions: the heads' shares sum to the output", "[cli]") {
-    const test::RunResult r = test::run_mha("--head-contributions -b 1 -n 4 -d 16 -H 4 --random-bias");
+    const test::RunResult r =
+        test::run_mha("--head-contributions -b 1 -n 4 -d 16 -H 4 --random-bias");
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("head 3: columns 12-15, norm "));
     std::smatch difference;
@@ -75,13 +77,16 @@ TEST_CASE("--head-contributions: the heads' shares sum to the output", "[cli]") 
     CHECK(shares == Approx(100.0).margin(0.3));
 }
 
-TEST_CASE("--head-contributions reads the concat's real width: heads wider or narrower than "
-          "d_model / h", "[cli][head-dim]") {
+TEST_CASE(
+    "--head-contributions reads the concat's real width: heads wider or narrower than "
+    "d_model / h",
+    "[cli][head-dim]") {
     // d_model 16, h 4: the concat is h·d_k = 4·32 = 128 or 4·2 = 8 wide, not 16; the heads'
     // columns follow d_k, and their contributions still sum to the output.
-    const auto [d_k, last_columns] = GENERATE(table<int, std::string>(
-        {{32, "head 3: columns 96-127, norm "}, {2, "head 3: columns 6-7, norm "},
-         {128, "head 3: columns 384-511, norm "}}));
+    const auto [d_k, last_columns] =
+        GENERATE(table<int, std::string>({{32, "head 3: columns 96-127, norm "},
+                                          {2, "head 3: columns 6-7, norm "},
+                                          {128, "head 3: columns 384-511, norm "}}));
     const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv");
     const std::string args = "--head-contributions -b 1 -n 4 -d 16 -H 4 --random-bias --head-dim " +
                              std::to_string(d_k) + form;
@@ -105,17 +110,22 @@ TEST_CASE("a form refuses the views it cannot give before printing anything", "[
                          "--model does not give --head-contributions: ");
 }
 
-TEST_CASE("the header counts parameters per projection and per head; step 14 says what W_o does", "[cli]") {
+TEST_CASE("the header counts parameters per projection and per head; step 14 says what W_o does",
+          "[cli]") {
     const test::RunResult r = test::run_mha("-d 64 -H 8 --no-bias --trace");
     REQUIRE(r.status == 0);
     // 64·64 = 4,096 per projection; one head's slice of W_q: 8 rows of 64 = 512
-    CHECK_THAT(r.output, Catch::Contains("per projection: W_q, W_k, W_v, W_o (64, 64) = 4,096 each\n"));
-    CHECK_THAT(r.output, Catch::Contains("per head: d_k·d_model = 8·64 = 512 of each of W_q, W_k, W_v, W_o"));
-    CHECK_THAT(test::flat(r.output), Catch::Contains("W_o mixes the heads: head i fills concat's columns"));
+    CHECK_THAT(r.output,
+               Catch::Contains("per projection: W_q, W_k, W_v, W_o (64, 64) = 4,096 each\n"));
+    CHECK_THAT(r.output,
+               Catch::Contains("per head: d_k·d_model = 8·64 = 512 of each of W_q, W_k, W_v, W_o"));
+    CHECK_THAT(test::flat(r.output),
+               Catch::Contains("W_o mixes the heads: head i fills concat's columns"));
     // grouped-query: W_k and W_v have G·d_k = 2·8 = 16 rows
     const test::RunResult gqa = test::run_mha("-d 64 -H 8 -G 2 --trace");
     CHECK_THAT(gqa.output, Catch::Contains("W_k (16, 64) = 1,024"));
-    CHECK_THAT(gqa.output, Catch::Contains("per head: d_k·d_model = 8·64 = 512 of each of W_q and W_o\n"));
+    CHECK_THAT(gqa.output,
+               Catch::Contains("per head: d_k·d_model = 8·64 = 512 of each of W_q and W_o\n"));
     // the cache shrinks by h/G: 8/2 = 4 for GQA, 8/1 for MQA
     CHECK_THAT(test::flat(gqa.output), Catch::Contains("4x smaller than MHA's (h/G = 8/2)"));
     CHECK_THAT(test::flat(gqa.output), Catch::Contains("8x smaller than MHA's (h/G = 8/1)"));
@@ -129,11 +139,14 @@ TEST_CASE("the default run ends with commands to try next", "[cli]") {
 }
 
 TEST_CASE("mha bench --sizes and --heads time each size at each head count", "[cli]") {
-    const test::RunResult r = test::run_mha("bench --sizes 1x8x32x4 --heads 1,2,8 --repeat 1 --threads 2");
+    const test::RunResult r =
+        test::run_mha("bench --sizes 1x8x32x4 --heads 1,2,8 --repeat 1 --threads 2");
     REQUIRE(r.status == 0);
     for (const std::string h : {"1", "2", "8"}) {
         CAPTURE(h);
-        CHECK_FALSE(row_starting(r.output, "1     8       32" + std::string(4 - h.size(), ' ') + h + " ").empty());
+        CHECK_FALSE(
+            row_starting(r.output, "1     8       32" + std::string(4 - h.size(), ' ') + h + " ")
+                .empty());
     }
     CHECK_THAT(r.output, Catch::Contains("2 thread(s)"));
 }

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/pass/attention.h"
 #include "core/error.h"
+#include "core/pass/attention.h"
 #include "helpers.h"
 #include "io/demo_heads.h"
 #include "io/init.h"

@@ -152,7 +152,8 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
         test::run_mha("--format json -b 1 -n 3 -d 8 -H 2 --causal --values", false);
     REQUIRE(r.status == 0);
     std::set<std::string> written = matches(r.output, std::regex("\"([A-Za-z_]+)\":"));
-    const test::RunResult shapes = test::run_mha("--format json --shapes-only -b 1 -n 3 -d 8 -H 2", false);
+    const test::RunResult shapes =
+        test::run_mha("--format json --shapes-only -b 1 -n 3 -d 8 -H 2", false);
     REQUIRE(shapes.status == 0);
     written.merge(matches(shapes.output, std::regex("\"([A-Za-z_]+)\":")));
     CHECK(written == documented);
@@ -166,7 +167,8 @@ TEST_CASE("docs/trace.schema.json defines exactly the fields docs/json-schema.md
     const std::set<std::string> documented = matches(page, std::regex("\\n\\| `([A-Za-z_]+)` \\|"));
     std::set<std::string> defined =
         matches(test::read_text("../docs/trace.schema.json"), std::regex("\"([A-Za-z_]+)\": \\{"));
-    for (const char* keyword : {"properties", "items", "size", "count", "real"}) defined.erase(keyword);
+    for (const char* keyword : {"properties", "items", "size", "count", "real"})
+        defined.erase(keyword);
     CHECK(defined == documented);
 }
 
@@ -193,8 +195,8 @@ TEST_CASE("the man page and the bash completion name every option of --help", "[
 TEST_CASE("make install puts the binary, the man page and the completion under PREFIX",
           "[docs][install]") {
     const std::string dest = test::temp_path("install");
-    const test::RunResult r = test::run_command("cd .. && make -s install DESTDIR=" + dest +
-                                                " PREFIX=/opt/mha 2>&1");
+    const test::RunResult r =
+        test::run_command("cd .. && make -s install DESTDIR=" + dest + " PREFIX=/opt/mha 2>&1");
     INFO(r.output);
     REQUIRE(r.status == 0);
     const std::string prefix = dest + "/opt/mha";
@@ -220,8 +222,8 @@ TEST_CASE("every exercise folder, copied alone, passes its solution and fails a 
         CAPTURE(exercise);
         // The folder alone, somewhere else: nothing of the repository around it.
         const std::string copy = test::temp_path("alone-" + exercise);
-        test::run_command("rm -rf " + copy + " && mkdir -p " + copy + " && cp -r ../examples/exercises/" +
-                          exercise + "/. " + copy);
+        test::run_command("rm -rf " + copy + " && mkdir -p " + copy +
+                          " && cp -r ../examples/exercises/" + exercise + "/. " + copy);
         const std::string in_copy = "cd " + copy + " && ";
         const std::string check = in_copy + "MHA=" + mha + " sh check.sh ";
         const test::RunResult right = test::run_command(check + "solution.txt 2>&1");
@@ -230,12 +232,12 @@ TEST_CASE("every exercise folder, copied alone, passes its solution and fails a 
         CHECK_THAT(right.output, Catch::Contains("score: ") && !Catch::Contains("wrong"));
         const test::RunResult failed = test::run_command(check + wrong + " 2>&1");
         CHECK(failed.status == 1);
-        CHECK_THAT(failed.output, Catch::Contains("wrong: you answered '7'") &&
-                                      Catch::Contains("score: 0/"));
+        CHECK_THAT(failed.output,
+                   Catch::Contains("wrong: you answered '7'") && Catch::Contains("score: 0/"));
         // mha on PATH works as well as MHA=; run from another folder, too.
-        const test::RunResult on_path = test::run_command(
-            "cd / && PATH=" + test::mha_dir() + ":$PATH sh " + copy + "/check.sh " + copy +
-            "/solution.txt 2>&1");
+        const test::RunResult on_path =
+            test::run_command("cd / && PATH=" + test::mha_dir() + ":$PATH sh " + copy +
+                              "/check.sh " + copy + "/solution.txt 2>&1");
         CHECK(on_path.status == 0);
         // Misuse is exit 2 and one line, never a grade: no answers file, a missing one, no mha.
         for (const std::string& misuse :

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "io/npy.h"
 #include "helpers.h"
+#include "io/npy.h"
 
 namespace fs = std::filesystem;
 
@@ -99,7 +99,8 @@ RowResult run_row(const Row& row, const fs::path& out) {
     RowResult result;
     result.run = test::run_command("sh '" + script.string() + "' 2>&1 >'" + printed.string() + "'");
     std::ifstream file(printed);
-    result.stdout_text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    result.stdout_text.assign(std::istreambuf_iterator<char>(file),
+                              std::istreambuf_iterator<char>());
     fs::remove(script);
     fs::remove(printed);
     return result;
@@ -107,8 +108,7 @@ RowResult run_row(const Row& row, const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("docs/errors.md: every rejected input gives its message and exit status",
-          "[catalogue]") {
+TEST_CASE("docs/errors.md: every rejected input gives its message and exit status", "[catalogue]") {
     const std::vector<Row> rows = catalogue();
     REQUIRE(rows.size() > 50);
     for (const Row& row : rows) {
@@ -149,8 +149,9 @@ TEST_CASE("the memory budget counts a loaded mask") {
     CHECK(test::run_mha(sizes).status == 0);
     const test::RunResult r = test::run_mha(sizes + " --mask " + mask);
     CHECK(r.status == 2);
-    CHECK(r.output == "mha: error: this configuration needs 8.7 MiB on the streaming path (B=2 N=200 "
-                      "M=200 d_model=256 h=4), more than --max-memory 8 MiB; raise --max-memory, "
-                      "shrink the sizes, or trace with --shapes-only\n");
+    CHECK(r.output ==
+          "mha: error: this configuration needs 8.7 MiB on the streaming path (B=2 N=200 "
+          "M=200 d_model=256 h=4), more than --max-memory 8 MiB; raise --max-memory, "
+          "shrink the sizes, or trace with --shapes-only\n");
     fs::remove(mask);
 }

@@ -10,11 +10,11 @@
 #include <limits>
 #include <string>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
+#include "core/pass/attention.h"
 #include "core/pass/reference.h"
 #include "helpers.h"
 #include "io/init.h"
@@ -83,11 +83,16 @@ enum class Form { Packed, FusedQkv, PerHead, Decode, BlockPost };
 
 const char* name_of(Form f) {
     switch (f) {
-        case Form::Packed: return "packed";
-        case Form::FusedQkv: return "fused QKV";
-        case Form::PerHead: return "per head";
-        case Form::Decode: return "decode";
-        case Form::BlockPost: return "post-LN block";
+        case Form::Packed:
+            return "packed";
+        case Form::FusedQkv:
+            return "fused QKV";
+        case Form::PerHead:
+            return "per head";
+        case Form::Decode:
+            return "decode";
+        case Form::BlockPost:
+            return "post-LN block";
     }
     return "";
 }
@@ -96,10 +101,14 @@ mha::ForwardResult run_form(Form f, const mha::Weights& w, const mha::Inputs& in
                             const mha::Masks& masks, const mha::ForwardOptions& o,
                             mha::Tracer& tracer) {
     switch (f) {
-        case Form::Packed: return mha::forward(w, in, masks, o, tracer);
-        case Form::FusedQkv: return mha::forward_fused_qkv(w, in, masks, o, tracer);
-        case Form::PerHead: return mha::forward_per_head(w, in, masks, o, tracer);
-        case Form::Decode: return mha::decode(w, in, {}, o, tracer);
+        case Form::Packed:
+            return mha::forward(w, in, masks, o, tracer);
+        case Form::FusedQkv:
+            return mha::forward_fused_qkv(w, in, masks, o, tracer);
+        case Form::PerHead:
+            return mha::forward_per_head(w, in, masks, o, tracer);
+        case Form::Decode:
+            return mha::decode(w, in, {}, o, tracer);
         case Form::BlockPost: {
             const mha::BlockWeights block = mha::seeded_block(w.d_model(), 24, 9);
             return mha::forward_block(w, block, mha::BlockKind::Post, in, masks, o, tracer);
@@ -179,8 +188,9 @@ TEST_CASE("every form agrees with the packed pass, the reference loops and itsel
     }
 }
 
-TEST_CASE("every form with QK-norm, RoPE, soft-cap, ALiBi and a window with a sink agrees with "
-          "the reference loops") {
+TEST_CASE(
+    "every form with QK-norm, RoPE, soft-cap, ALiBi and a window with a sink agrees with "
+    "the reference loops") {
     const auto [form, cross] = GENERATE(table<Form, bool>({{Form::Packed, false},
                                                            {Form::Packed, true},
                                                            {Form::FusedQkv, false},
@@ -207,13 +217,23 @@ TEST_CASE("every form with QK-norm, RoPE, soft-cap, ALiBi and a window with a si
     PlanChecker checker;
     mha::ForwardResult result;
     switch (form) {
-        case Form::FusedQkv: result = mha::forward_fused_qkv(w, in, masks, options, checker); break;
-        case Form::PerHead: result = mha::forward_per_head(w, in, masks, options, checker); break;
-        case Form::Decode: result = mha::decode(w, in, masks, options, checker); break;
-        default: result = mha::forward(w, in, masks, options, checker); break;
+        case Form::FusedQkv:
+            result = mha::forward_fused_qkv(w, in, masks, options, checker);
+            break;
+        case Form::PerHead:
+            result = mha::forward_per_head(w, in, masks, options, checker);
+            break;
+        case Form::Decode:
+            result = mha::decode(w, in, masks, options, checker);
+            break;
+        default:
+            result = mha::forward(w, in, masks, options, checker);
+            break;
     }
     CHECK(checker.valued > 0);
-    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, h, false, options.rope);
+    const mha::ForwardResult reference =
+        mha::reference_forward(w, in, masks, h, false, options.rope);
     test::require_close(result.output, reference.output, reference_tolerance);
-    if (!result.weights.empty()) test::require_close(result.weights, reference.weights, reference_tolerance);
+    if (!result.weights.empty())
+        test::require_close(result.weights, reference.weights, reference_tolerance);
 }

@@ -50,7 +50,8 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
         {"classic_shapes.txt", "--shapes-only --trace"},
         {"classic_shapes.json", "--shapes-only --format json"},
         {"gqa_cross_causal.txt", "-b 1 -n 3 -m 5 -d 16 -H 4 -G 2 --causal --trace"},
-        {"gqa_cross_causal_shapes.txt", "-b 1 -n 3 -m 5 -d 16 -H 4 -G 2 --causal --shapes-only --trace"},
+        {"gqa_cross_causal_shapes.txt",
+         "-b 1 -n 3 -m 5 -d 16 -H 4 -G 2 --causal --shapes-only --trace"},
         {"streaming.txt", "-b 1 -n 3 -d 16 -H 2 --causal --attention streaming --trace"},
         {"values.txt", "-b 1 -n 2 -d 8 -H 2 --trace --values"},
         {"per_head.txt", "-b 1 -n 3 -d 16 -H 2 -G 1 --per-head --causal --trace"},
@@ -58,15 +59,19 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
         {"fused_qkv.txt", "-b 1 -n 3 -d 8 -H 2 --fused-qkv --trace"},
         {"block_pre.txt", "-b 1 -n 3 -d 8 -H 2 --block pre --trace"},
         {"block_post.md", "-b 1 -n 3 -d 8 -H 2 --block post --format markdown"},
-        {"modern.txt", "-b 1 -n 4 -d 16 -H 2 --rope half --qk-norm --softcap 30 --window 3 "
-                       "--sink-tokens 1 --scale-base 8 --trace"},
+        {"modern.txt",
+         "-b 1 -n 4 -d 16 -H 2 --rope half --qk-norm --softcap 30 --window 3 "
+         "--sink-tokens 1 --scale-base 8 --trace"},
         {"alibi_wide.txt", "-b 1 -n 3 -d 8 -H 2 --head-dim 8 --alibi --causal --trace"},
         {"mla.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --causal --trace"},
-        {"mla_window_softcap.txt", "-b 1 -n 4 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
-                                   "--causal --window 3 --softcap 5 --trace"},
-        {"mla_streaming_shapes.txt", "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
-                                     "--causal --attention streaming --shapes-only --trace"},
-        {"flash_row.txt", "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
+        {"mla_window_softcap.txt",
+         "-b 1 -n 4 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+         "--causal --window 3 --softcap 5 --trace"},
+        {"mla_streaming_shapes.txt",
+         "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+         "--causal --attention streaming --shapes-only --trace"},
+        {"flash_row.txt",
+         "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
         {"model.txt", "--model ../examples/models/kjv-2x4.npz --text 'in the' --layer 1 --trace"},
         {"classic.html", "-b 1 -n 3 -d 8 -H 2 --causal --format html --output OUT"},
     };
@@ -77,7 +82,8 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
 std::string golden_output(const std::string& args) {
     const std::size_t out = args.find("OUT");
     if (out == std::string::npos) {
-        const test::RunResult r = test::run_command("COLUMNS=80 " + test::mha_binary() + " " + args);
+        const test::RunResult r =
+            test::run_command("COLUMNS=80 " + test::mha_binary() + " " + args);
         REQUIRE(r.status == 0);
         return r.output;
     }

@@ -40,7 +40,7 @@ TEST_CASE("answers in the forms the trace prints: names, units, step words", "[g
     CHECK(parse_amount("d_k = 32") == 32u);
     CHECK(parse_amount("d_k=32") == 32u);
     CHECK(parse_amount("step 12") == 12u);
-    CHECK(parse_amount("4 MiB") == 4194304u);  // 4·1024·1024
+    CHECK(parse_amount("4 MiB") == 4194304u);                   // 4·1024·1024
     CHECK(parse_amount("parameters: 16,640") == std::nullopt);  // a colon is not a name form
     CHECK(parse_number_list("steps 5 and 12") == std::vector<std::uint64_t>{5, 12});
     CHECK(parse_number_list("step 12") == std::vector<std::uint64_t>{12});
@@ -69,9 +69,10 @@ TEST_CASE("answers in the tool's own words: ratios, ranges, names, true/false, M
     CHECK(parse_number_list("0..2") == std::vector<std::uint64_t>{0, 1, 2});
     CHECK(parse_number_list("0-2") == std::vector<std::uint64_t>{0, 1, 2});
     CHECK(parse_number_list("keys 0..3") == std::vector<std::uint64_t>{0, 1, 2, 3});
-    CHECK(parse_number_list("0\xE2\x80\x93" "2") == std::vector<std::uint64_t>{0, 1, 2});  // 0–2
+    CHECK(parse_number_list("0\xE2\x80\x93"
+                            "2") == std::vector<std::uint64_t>{0, 1, 2});  // 0–2
     CHECK(parse_number_list("0..2, 5") == std::vector<std::uint64_t>{0, 1, 2, 5});
-    CHECK(parse_number_list("2..0") == std::nullopt);       // backwards
+    CHECK(parse_number_list("2..0") == std::nullopt);         // backwards
     CHECK(parse_number_list("0..99999999") == std::nullopt);  // too long a range to spell out
     CHECK(parse_number_list("-") == std::vector<std::uint64_t>{});
     CHECK(answer_matches({AnswerKind::StepList, {0, 1, 2}, ""}, "0..2"));
@@ -104,8 +105,8 @@ TEST_CASE("mha grade: every kind of key line against hand-worked answers", "[gra
             "Keep",            // word
         },
         "shape 5 Q" + layer + "strides 5 Q" + layer + "contiguous 5 Q" + layer +
-            "copied 12 context" + layer + "d_k" + layer + "parameters" + layer +
-            "macs 6 scores" + layer + "bytes 9 weights" + layer +
+            "copied 12 context" + layer + "d_k" + layer + "parameters" + layer + "macs 6 scores" +
+            layer + "bytes 9 weights" + layer +
             "kv-cache : -b 1 -n 1 -m 1024 -d 512 -H 8 --kv-heads 2\n"
             "keys 0 : -b 1 -n 4 -m 6 -d 16 -H 2 --causal\n"
             "# a comment line\n\n"
@@ -123,13 +124,14 @@ TEST_CASE("mha grade: a wrong answer shows the expected one and the trace lines"
                            "shape 5 Q : -b 2 -n 5 -d 48 -H 3\n"
                            "number 16 -- d_k = d_model / h = 48 / 3\n");
     CHECK(g.status == 1);
-    CHECK_THAT(g.output,
-               Catch::Contains("1. wrong: you answered '(2, 5, 16)', the answer is (2, 3, 5, 16)\n") &&
-                   Catch::Contains("   |  5  transpose    Q.transpose(1, 2)\n") &&
-                   Catch::Contains("strides (240, 16, 48, 1)  non-contiguous") &&
-                   Catch::Contains("2. wrong: you answered '17', the answer is 16\n"
-                                   "   d_k = d_model / h = 48 / 3\n") &&
-                   Catch::EndsWith("score: 0/2\n"));
+    CHECK_THAT(
+        g.output,
+        Catch::Contains("1. wrong: you answered '(2, 5, 16)', the answer is (2, 3, 5, 16)\n") &&
+            Catch::Contains("   |  5  transpose    Q.transpose(1, 2)\n") &&
+            Catch::Contains("strides (240, 16, 48, 1)  non-contiguous") &&
+            Catch::Contains("2. wrong: you answered '17', the answer is 16\n"
+                            "   d_k = d_model / h = 48 / 3\n") &&
+            Catch::EndsWith("score: 0/2\n"));
     // a short answers file: the lines it lacks, and an empty line, are "no answer"
     const Graded missing = grade({"", "16"}, "number 16\nnumber 16\nnumber 16\n");
     CHECK_THAT(missing.output, Catch::Contains("1. wrong: no answer, the answer is 16\n") &&
@@ -142,8 +144,9 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
           "[grade]") {
     // The PyTorch module of tests/data/parity/self_bias has 4 heads; its output statistics
     // are the ones examples/exercises/06-match-pytorch quotes from PyTorch.
-    const std::string files = " : --weights ../tests/data/parity/self_bias/weights.npz "
-                              "--input ../tests/data/parity/self_bias/query.npy --heads {1}\n";
+    const std::string files =
+        " : --weights ../tests/data/parity/self_bias/weights.npz "
+        "--input ../tests/data/parity/self_bias/query.npy --heads {1}\n";
     const std::string key = "matches 0.055026 0.201322 -0.796085 0.432091" + files + "d_k" + files;
     CHECK(grade({"4", "4"}, key).status == 0);
     const Graded two = grade({"2", "8"}, key);  // runs, but another output; d_k = 16 / 2
@@ -178,7 +181,8 @@ TEST_CASE("mha grade: misuse is one line and status 2", "[grade][cli]") {
     std::ofstream(answers) << "1\n";
     const auto [args, key, message] = GENERATE_COPY(table<std::string, std::string, std::string>({
         {"", "number 1", "grade needs an answers file first"},
-        {"/nonexistent/a.txt", "number 1", "cannot read /nonexistent/a.txt: No such file or directory"},
+        {"/nonexistent/a.txt", "number 1",
+         "cannot read /nonexistent/a.txt: No such file or directory"},
         {answers + " extra", "number 1", "unknown grade option 'extra'"},
         {answers, "", "grade: the key on stdin is empty"},
         {answers, "colour 3", "key line 1: unknown kind 'colour'"},
@@ -205,8 +209,9 @@ TEST_CASE("mha grade --help names every kind and fits 80 columns", "[grade][cli]
         CAPTURE(line);
         CHECK(line.size() <= 80);
     }
-    for (const char* kind : {"shape", "strides", "contiguous", "copied", "macs", "bytes",
-                             "parameters", "d_k", "kv-cache", "keys", "matches", "number", "word"}) {
+    for (const char* kind :
+         {"shape", "strides", "contiguous", "copied", "macs", "bytes", "parameters", "d_k",
+          "kv-cache", "keys", "matches", "number", "word"}) {
         CHECK_THAT(r.output, Catch::Contains(std::string("  ") + kind + " "));
     }
 }
@@ -219,10 +224,11 @@ TEST_CASE("mha grade refuses --model in a key rather than grading another run",
         "printf '%s\\n' 'd_k : --model ../examples/models/kjv-2x4.npz --text Amen' | " +
         test::mha_binary() + " grade " + answers + " 2>&1");
     CHECK(r.status == 2);
-    CHECK(r.output == "mha: error: grade: key line 1: mha --model ../examples/models/kjv-2x4.npz "
-                      "--text Amen: --model cannot be graded: a key line traces one attention "
-                      "layer; give the layer's options (--heads, --d-model, ...) or its "
-                      "--weights\n");
+    CHECK(r.output ==
+          "mha: error: grade: key line 1: mha --model ../examples/models/kjv-2x4.npz "
+          "--text Amen: --model cannot be graded: a key line traces one attention "
+          "layer; give the layer's options (--heads, --d-model, ...) or its "
+          "--weights\n");
     std::remove(answers.c_str());
 }
 
@@ -238,7 +244,9 @@ TEST_CASE("mha grade echoes answers and the key's notes through the terminal's s
 
 TEST_CASE("a UTF-8 byte order mark at the start of an answers file is not part of answer 1",
           "[grade][answers]") {
-    const Graded g = grade({"\xEF\xBB\xBF" "2"}, "number 2");
+    const Graded g = grade({"\xEF\xBB\xBF"
+                            "2"},
+                           "number 2");
     CHECK(g.status == 0);
     CHECK_THAT(g.output, Catch::Contains("1. right: 2"));
 }

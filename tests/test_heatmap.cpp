@@ -14,13 +14,13 @@
 #include "app/terminal.h"
 #include "helpers.h"
 #include "io/npy.h"
-#include "xml_checker.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
 #include "show/palette.h"
 #include "show/svg.h"
 #include "show/text_layout.h"
 #include "show/weight_maps.h"
+#include "xml_checker.h"
 
 using namespace mha;
 
@@ -57,7 +57,8 @@ TEST_CASE("plain heatmap of a small case matches its golden file") {
 }
 
 TEST_CASE("the demo heads' plain heatmap in 80 columns matches its golden file") {
-    const test::RunResult r = test::run_command("COLUMNS=80 " + test::mha_binary() + " " + demo_args + " 2>&1");
+    const test::RunResult r =
+        test::run_command("COLUMNS=80 " + test::mha_binary() + " " + demo_args + " 2>&1");
     REQUIRE(r.status == 0);
     const std::size_t begin = r.output.find("attention weights");
     const std::size_t end = r.output.find("\nscores,");
@@ -105,8 +106,10 @@ TEST_CASE("the SVG is well-formed XML with one cell per weight and escaped label
     CHECK_FALSE(test::XmlChecker("<svg x=1></svg>").well_formed());
 }
 
-TEST_CASE("the SVG's size: 26 px cells for small maps, smaller for large ones, shown at most "
-          "1280 px wide with the whole drawing in the viewBox", "[svg]") {
+TEST_CASE(
+    "the SVG's size: 26 px cells for small maps, smaller for large ones, shown at most "
+    "1280 px wide with the whole drawing in the viewBox",
+    "[svg]") {
     const std::string path = test::temp_path("size.svg");
     // "<svg ... width="W" height="H" viewBox="0 0 VW VH">" and the first cell's width
     struct Size {
@@ -206,7 +209,8 @@ TEST_CASE("bad view options: one line on stderr, exit status 2") {
         {"--head 1", "--head picks what --heatmap, --export-svg and --format html draw"},
         {"--ablate-head 9", "cannot ablate head 9"},
         {"--heatmap --format json", "use them with --format text"},
-        {"--heatmap --color sometimes", "--color expects one of 256, always, auto, never, truecolor"},
+        {"--heatmap --color sometimes",
+         "--color expects one of 256, always, auto, never, truecolor"},
         {"--export-svg /nonexistent-dir/heads.svg", "/nonexistent-dir/heads.svg"},
     }));
     test::check_rejected(args, message);
@@ -229,8 +233,8 @@ TEST_CASE("the palettes rise evenly in lightness and tell 0.125 from 0.25", "[pa
     // perceptually even: no tenth of the scale changes lightness by more than twice another
     double smallest = 1.0, largest = 0.0;
     for (int i = 0; i < 10; ++i) {
-        const double step = lightness(palette_colour(float(i + 1) / 10)) -
-                            lightness(palette_colour(float(i) / 10));
+        const double step =
+            lightness(palette_colour(float(i + 1) / 10)) - lightness(palette_colour(float(i) / 10));
         smallest = std::min(smallest, step);
         largest = std::max(largest, step);
     }
@@ -262,8 +266,8 @@ TEST_CASE("--color 256 and truecolor force the depth", "[palette]") {
           Shading::TrueColour);
     const test::RunResult full = test::run_mha(demo_args + " --color truecolor");
     CHECK_THAT(full.output, Catch::Contains("\x1b[48;2;"));
-    const test::RunResult cube = test::run_command("COLORTERM=truecolor " + test::mha_binary() + " " +
-                                                   demo_args + " --color 256");
+    const test::RunResult cube = test::run_command("COLORTERM=truecolor " + test::mha_binary() +
+                                                   " " + demo_args + " --color 256");
     CHECK_THAT(cube.output, Catch::Contains("\x1b[48;5;") && !Catch::Contains("\x1b[48;2;"));
 }
 
@@ -275,8 +279,8 @@ TEST_CASE("--scale auto spans each map's own min..max, masked keys left out", "[
     CHECK(range.high == 0.3f);
     CHECK(range.position(0.25f) == Approx(0.5f));
     CHECK(range.position(0.255f) == Approx(0.55f));
-    CHECK(weight_range(flat, false).position(0.25f) == 0.25f);   // fixed: 0..1
-    CHECK(WeightRange{0.5f, 0.5f}.position(0.5f) == 0.5f);       // all equal: the middle
+    CHECK(weight_range(flat, false).position(0.25f) == 0.25f);  // fixed: 0..1
+    CHECK(WeightRange{0.5f, 0.5f}.position(0.5f) == 0.5f);      // all equal: the middle
 
     std::ostringstream out;
     HeatmapStyle style;
@@ -307,14 +311,16 @@ TEST_CASE("masked keys are hatched in the terminal, never shaded as a weight of 
         style.shading = shading;
         std::ostringstream coloured;
         draw_heatmaps(coloured, {causal}, position_labels(2, {}), style);
-        const std::string grey = shading == Shading::Colour256 ? "\x1b[38;5;244m" : "\x1b[38;2;128;128;128m";
+        const std::string grey =
+            shading == Shading::Colour256 ? "\x1b[38;5;244m" : "\x1b[38;2;128;128;128m";
         const std::string hatched = grey + "//\x1b[0m";
         CHECK_THAT(coloured.str(), Catch::Contains("\nmasked: " + hatched + legend));
-        const std::string zero = shading == Shading::Colour256
-                                     ? "\x1b[48;5;" + std::to_string(colour256_index(0.0f)) + "m  \x1b[0m"
-                                     : "\x1b[48;2;" + std::to_string(palette_colour(0.0f).r) + ";";
+        const std::string zero =
+            shading == Shading::Colour256
+                ? "\x1b[48;5;" + std::to_string(colour256_index(0.0f)) + "m  \x1b[0m"
+                : "\x1b[48;2;" + std::to_string(palette_colour(0.0f).r) + ";";
         const std::string rows = coloured.str().substr(coloured.str().find("\n0  "));
-        CHECK(count_of(rows, hatched) == 1);  // query 0, key 1
+        CHECK(count_of(rows, hatched) == 1);                // query 0, key 1
         CHECK_THAT(rows, Catch::Contains("\n1  " + zero));  // query 1, key 0: the colour of 0
     }
     std::ostringstream unmasked;
@@ -325,16 +331,19 @@ TEST_CASE("masked keys are hatched in the terminal, never shaded as a weight of 
 TEST_CASE("the heatmap hatches the keys of the run's own mask", "[heatmap]") {
     // the bool_mask parity case: a (5, 5) mask, True = blocked; head 0 of batch 0 drawn plain
     const std::string dir = "data/parity/bool_mask/";
-    const test::RunResult r = test::run_mha("--weights " + dir + "weights.npz --input " + dir +
-                                            "query.npy --mask " + dir + "mask.npy --heads 2 --heatmap --head 0");
+    const test::RunResult r =
+        test::run_mha("--weights " + dir + "weights.npz --input " + dir + "query.npy --mask " +
+                      dir + "mask.npy --heads 2 --heatmap --head 0");
     REQUIRE(r.status == 0);
     const npy::Array mask = npy::read_npy(dir + "mask.npy");
     REQUIRE(mask.shape == Shape{5, 5});
     std::size_t blocked = 0;
     for (std::size_t i = 0; i < 5; ++i) {
-        const std::size_t at = r.output.find("\n" + std::to_string(i) + "  ", r.output.find("head 0"));
+        const std::size_t at =
+            r.output.find("\n" + std::to_string(i) + "  ", r.output.find("head 0"));
         REQUIRE(at != std::string::npos);
-        const std::string cells = (r.output.substr(at + 4, 10) + std::string(10, ' ')).substr(0, 10);
+        const std::string cells =
+            (r.output.substr(at + 4, 10) + std::string(10, ' ')).substr(0, 10);
         for (std::size_t j = 0; j < 5; ++j) {
             INFO("query " << i << ", key " << j << ": '" << cells.substr(2 * j, 2) << "'");
             const bool hidden = mask.values[i * 5 + j] != 0;
@@ -344,15 +353,16 @@ TEST_CASE("the heatmap hatches the keys of the run's own mask", "[heatmap]") {
     }
     CHECK(blocked > 0);
     // the model's maps: its causal mask (query 0 of layer 0 sees key 0 only)
-    const test::RunResult model = test::run_mha("--model ../examples/models/kjv-2x4.npz --text Amen --layer 0 --heatmap --head 1");
+    const test::RunResult model = test::run_mha(
+        "--model ../examples/models/kjv-2x4.npz --text Amen --layer 0 --heatmap --head 1");
     REQUIRE(model.status == 0);
     CHECK_THAT(model.output, Catch::Contains("masked: //") && Catch::Contains("\n0 A  @@//////\n"));
 }
 
 TEST_CASE("the SVG: a light palette, hatched masked cells, a caption, any --text", "[svg]") {
     const std::string path = test::temp_path("caption.svg");
-    const test::RunResult r =
-        test::run_mha("--text \"$(printf 'a\\001b \\377 <c> d')\" --demo-heads --export-svg " + path);
+    const test::RunResult r = test::run_mha(
+        "--text \"$(printf 'a\\001b \\377 <c> d')\" --demo-heads --export-svg " + path);
     REQUIRE(r.status == 0);
     const std::string svg = test::read_text(path);
     std::remove(path.c_str());
@@ -374,7 +384,8 @@ TEST_CASE("the SVG: a light palette, hatched masked cells, a caption, any --text
     const std::string fill = first.substr(first.find("fill=\"") + 6, 7);
     CHECK(fill == hex(palette_colour(1.0f, Palette::Print)));
 
-    const test::RunResult scaled = test::run_mha("--text 'a b c' --export-svg " + path + " --scale auto");
+    const test::RunResult scaled =
+        test::run_mha("--text 'a b c' --export-svg " + path + " --scale auto");
     REQUIRE(scaled.status == 0);
     const std::string auto_svg = test::read_text(path);
     std::remove(path.c_str());

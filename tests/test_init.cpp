@@ -24,8 +24,8 @@ TEST_CASE("Mt19937 gives std::mt19937's draws from the same seed sequence", "[in
 }
 
 TEST_CASE("Random's block of uniform draws equals the draws one at a time", "[init]") {
-    const std::size_t count = GENERATE(std::size_t{1}, std::size_t{623}, std::size_t{624},
-                                       std::size_t{2000});
+    const std::size_t count =
+        GENERATE(std::size_t{1}, std::size_t{623}, std::size_t{624}, std::size_t{2000});
     EACH_VARIANT();
     mha::Random one(7, 3), block(7, 3);
     (void)one.uniform();  // start both off a block boundary

@@ -3,8 +3,8 @@
 // packed block), fused scale-mask-softmax with every mask, and the exp; each on
 // every kernel variant this CPU runs, and the variants against each other bit for bit.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -12,8 +12,8 @@
 #include "core/kernels/kernels.h"
 #include "core/ops/ops.h"
 #include "helpers.h"
-#include "kernel_variants.h"
 #include "io/init.h"
+#include "kernel_variants.h"
 
 using mha::MatrixView;
 
@@ -99,8 +99,9 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
     CHECK(parts == whole);
 }
 
-TEST_CASE("linear_panels equals linear_rows on each target of a fused product; any split of "
-          "rows and panels gives the same bits, and so does gemm plus the bias") {
+TEST_CASE(
+    "linear_panels equals linear_rows on each target of a fused product; any split of "
+    "rows and panels gives the same bits, and so does gemm plus the bias") {
     EACH_VARIANT();
     // 37 rows make one block on every variant (each panel of W packed just before its use),
     // 300 several (the slice of all panels packed first); a split below mixes the two
@@ -114,8 +115,9 @@ TEST_CASE("linear_panels equals linear_rows on each target of a fused product; a
     const mha::Tensor w2({wide, in}, random_values(wide * in, 12));  // and one of 40, with bias
     const mha::Tensor bias2({wide}, random_values(wide, 13));
     auto targets = [&](mha::Tensor& y, mha::Tensor& y2) {
-        return std::vector<mha::LinearTarget>{{w.data(), bias.empty() ? nullptr : bias.data(), y.data(), out},
-                                              {w2.data(), bias2.data(), y2.data(), wide}};
+        return std::vector<mha::LinearTarget>{
+            {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), out},
+            {w2.data(), bias2.data(), y2.data(), wide}};
     };
     mha::Tensor fast({rows, out}), fast2({rows, wide});
     const std::size_t panels = mha::linear_panel_count(targets(fast, fast2));
@@ -187,7 +189,7 @@ TEST_CASE("pack_linear: each panel of outputs all inputs deep, zero-padded, for 
     CHECK(packed.panels == expected);
     CHECK(packed.for_kernels() == packed.panels.data());
     for (mha::KernelVariant other : mha::runnable_kernel_variants()) {  // packed for another
-        const test::UsingVariant using_other(other);                   // variant: not used
+        const test::UsingVariant using_other(other);                    // variant: not used
         CHECK((packed.for_kernels() == nullptr) == (other != variant));
     }
 }
@@ -280,7 +282,8 @@ TEST_CASE("the fused tile's kernels equal the reference loops") {
     CAPTURE(mr, nr, d_k);
 
     SECTION("flash_scores: (kt, d_k) x (d_k, nr), scaled") {
-        const std::vector<float> keys = random_values(kt * d_k, 20), q = random_values(nr * d_k, 21);
+        const std::vector<float> keys = random_values(kt * d_k, 20),
+                                 q = random_values(nr * d_k, 21);
         std::vector<float> packed_keys(kt * d_k), packed_q(d_k * nr), scores(kt * nr);
         for (std::size_t j = 0; j < kt; ++j) {  // panels of mr keys, each (d_k, mr)
             for (std::size_t d = 0; d < d_k; ++d)
@@ -294,7 +297,8 @@ TEST_CASE("the fused tile's kernels equal the reference loops") {
         for (std::size_t j = 0; j < kt; ++j) {
             for (std::size_t r = 0; r < nr; ++r) {
                 double sum = 0;
-                for (std::size_t d = 0; d < d_k; ++d) sum += double(keys[j * d_k + d]) * q[r * d_k + d];
+                for (std::size_t d = 0; d < d_k; ++d)
+                    sum += double(keys[j * d_k + d]) * q[r * d_k + d];
                 expected[j * nr + r] = float(sum * 0.125);
             }
         }
@@ -303,18 +307,21 @@ TEST_CASE("the fused tile's kernels equal the reference loops") {
 
     SECTION("flash_accumulate: o (d_k, nr) = o · shrink + valuesᵀ p") {
         const std::size_t ldo = nr + 3, padded_d = (d_k + mr - 1) / mr * mr;
-        const std::vector<float> values = random_values(kt * d_k, 22), p = random_values(kt * nr, 23);
+        const std::vector<float> values = random_values(kt * d_k, 22),
+                                 p = random_values(kt * nr, 23);
         std::vector<float> shrink = random_values(nr, 24), o = random_values(d_k * ldo, 25);
         for (float& c : shrink) c = std::fabs(c);
         std::vector<float> packed(kt * padded_d, 0.0f);  // panels of mr features, each (kt, mr)
         for (std::size_t j = 0; j < kt; ++j) {
-            for (std::size_t d = 0; d < d_k; ++d) packed[d / mr * kt * mr + j * mr + d % mr] = values[j * d_k + d];
+            for (std::size_t d = 0; d < d_k; ++d)
+                packed[d / mr * kt * mr + j * mr + d % mr] = values[j * d_k + d];
         }
         std::vector<float> expected = o;
         for (std::size_t d = 0; d < d_k; ++d) {
             for (std::size_t r = 0; r < nr; ++r) {
                 double sum = 0;
-                for (std::size_t j = 0; j < kt; ++j) sum += double(values[j * d_k + d]) * p[j * nr + r];
+                for (std::size_t j = 0; j < kt; ++j)
+                    sum += double(values[j * d_k + d]) * p[j * nr + r];
                 expected[d * ldo + r] = float(double(o[d * ldo + r] * shrink[r]) + sum);
             }
         }
@@ -371,8 +378,8 @@ TEST_CASE("every kernel variant gives the same bits as the plain one") {
     auto run = [&](mha::KernelVariant v) {
         const test::UsingVariant using_variant(v);
         std::vector<float> out(n * m, 1.0f), softmaxed = values;
-        mha::gemm({a.data(), n, k, k, 1}, MatrixView{b.data(), m, k, k, 1}.transposed(),
-                  out.data(), m, true);
+        mha::gemm({a.data(), n, k, k, 1}, MatrixView{b.data(), m, k, k, 1}.transposed(), out.data(),
+                  m, true);
         const float max = mha::max_of(softmaxed.data(), m);
         out.push_back(mha::exp_shifted(softmaxed.data(), m, max));
         out.insert(out.end(), softmaxed.begin(), softmaxed.end());
@@ -399,7 +406,8 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
                  "-n 70 --block pre --window 9 --attention streaming",
                  "--decode 70 --attention streaming");
     CAPTURE(args);
-    const test::RunResult expected = test::run_command("MHA_KERNEL=plain " + test::mha_binary() + args + " -t 1");
+    const test::RunResult expected =
+        test::run_command("MHA_KERNEL=plain " + test::mha_binary() + args + " -t 1");
     REQUIRE(expected.status == 0);
     for (mha::KernelVariant v : mha::runnable_kernel_variants()) {
         for (const char* threads : {" -t 1", " -t 3"}) {
@@ -409,7 +417,8 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
                 test::run_command("MHA_KERNEL=" + name + " " + test::mha_binary() + args + threads);
             REQUIRE(r.status == 0);
             CHECK(body(r.output) == body(expected.output));
-            CHECK_THAT(r.output, Catch::Contains("\"kernels\":\"" + name + "\""));  // the header says
+            CHECK_THAT(r.output,
+                       Catch::Contains("\"kernels\":\"" + name + "\""));  // the header says
         }
     }
     const test::RunResult bench =
@@ -418,17 +427,18 @@ TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any 
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-TEST_CASE("the variants this CPU runs are those libgcc's own check finds; the binary takes "
-          "the fastest") {
+TEST_CASE(
+    "the variants this CPU runs are those libgcc's own check finds; the binary takes "
+    "the fastest") {
     // the kernels ask glibc, which read the features before main (no cpuid of their own);
     // __builtin_cpu_supports asks the CPU through libgcc: both check the OS saves the registers
     const std::vector<mha::KernelVariant> runnable = mha::runnable_kernel_variants();
     const auto runs = [&runnable](mha::KernelVariant v) {
         return std::find(runnable.begin(), runnable.end(), v) != runnable.end();
     };
-    CHECK(runs(mha::KernelVariant::Avx512) == (__builtin_cpu_supports("avx512f") &&
-                                               __builtin_cpu_supports("avx512vl") &&
-                                               __builtin_cpu_supports("avx512bw")));
+    CHECK(runs(mha::KernelVariant::Avx512) ==
+          (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw")));
     CHECK(runs(mha::KernelVariant::Avx2) == bool(__builtin_cpu_supports("avx2")));
     CHECK(runs(mha::KernelVariant::Sse2) == bool(__builtin_cpu_supports("sse2")));
     CHECK(runs(mha::KernelVariant::Plain));

@@ -3,13 +3,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/pass/attention.h"
 #include "core/kv_heads.h"
+#include "core/pass/attention.h"
 #include "core/pass/shape_checks.h"
 #include "helpers.h"
-#include "show/notes.h"
-#include "recorder.h"
 #include "io/init.h"
+#include "recorder.h"
+#include "show/notes.h"
 
 using mha::Shape;
 using mha::Tensor;

@@ -23,7 +23,8 @@ namespace {
 
 std::size_t count_of(const std::string& text, const std::string& piece) {
     std::size_t n = 0;
-    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1))
+        ++n;
     return n;
 }
 
@@ -37,11 +38,12 @@ std::vector<std::string> words_of_options(const std::string& options) {
 }  // namespace
 
 TEST_CASE("--explain has a paragraph for every kind of step of every form", "[explain]") {
-    const std::string options = GENERATE(as<std::string>{}, "", " --per-head", " --decode 3",
-                                         " --fused-qkv", " --rope half --qk-norm", " --window 2",
-                                         " --attention streaming");
+    const std::string options =
+        GENERATE(as<std::string>{}, "", " --per-head", " --decode 3", " --fused-qkv",
+                 " --rope half --qk-norm", " --window 2", " --attention streaming");
     CAPTURE(options);
-    const ShapesProblem shapes = build_shapes(parse_args(words_of_options("--shapes-only -d 16 -H 2" + options)));
+    const ShapesProblem shapes =
+        build_shapes(parse_args(words_of_options("--shapes-only -d 16 -H 2" + options)));
     for (const Step& step : plan_pass(shapes.spec)) {
         INFO("step " << step.number << " " << step.name << " " << step.tensor);
         CHECK(explanation(step).size() > 100);
@@ -51,11 +53,12 @@ TEST_CASE("--explain has a paragraph for every kind of step of every form", "[ex
 TEST_CASE("--explain has a paragraph for every kind of step, the block's and model's too",
           "[explain]") {
     using K = mha::StepKind;
-    for (K kind : {K::Input, K::Embed, K::Project, K::Cache, K::Append, K::LatentProject,
-                   K::LatentNorm, K::SplitHeads, K::MoveHeads, K::Unbind, K::QkNorm, K::Rope,
-                   K::Scores, K::Scale, K::Mask, K::Softmax, K::Context, K::Attend,
-                   K::MergeHeads, K::Contiguous, K::JoinHeads, K::Concat, K::OutputProject,
-                   K::Norm, K::Residual, K::FfnIn, K::Gelu, K::FfnOut, K::Layer, K::Logits}) {
+    for (K kind : {K::Input,         K::Embed,      K::Project,       K::Cache,      K::Append,
+                   K::LatentProject, K::LatentNorm, K::SplitHeads,    K::MoveHeads,  K::Unbind,
+                   K::QkNorm,        K::Rope,       K::Scores,        K::Scale,      K::Mask,
+                   K::Softmax,       K::Context,    K::Attend,        K::MergeHeads, K::Contiguous,
+                   K::JoinHeads,     K::Concat,     K::OutputProject, K::Norm,       K::Residual,
+                   K::FfnIn,         K::Gelu,       K::FfnOut,        K::Layer,      K::Logits}) {
         Step step;
         step.kind = kind;
         INFO(int(kind));
@@ -88,7 +91,8 @@ TEST_CASE("--explain in the trace: one paragraph per kind, after the step", "[ex
     CHECK(r.output.find("why: Every query is compared") > r.output.find("6  scores"));
     const test::RunResult plain = test::run_mha("--trace -b 1 -n 3 -d 8 -H 2 --causal");
     CHECK_THAT(plain.output, !Catch::Contains("why: "));
-    const test::RunResult stepped = test::run_mha("--step --explain -b 1 -n 3 -d 8 -H 2 < /dev/null");
+    const test::RunResult stepped =
+        test::run_mha("--step --explain -b 1 -n 3 -d 8 -H 2 < /dev/null");
     CHECK_THAT(stepped.output, Catch::Contains("why: The softmax turns each row"));
 }
 
@@ -124,19 +128,22 @@ TEST_CASE("--format html: one well-formed, self-contained page with every step",
     std::size_t traced = 0;
     std::istringstream lines(trace.output);
     for (std::string line; std::getline(lines, line);) {
-        if (line.size() > 4 && line[2] == ' ' && line[3] == ' ' && std::isdigit(static_cast<unsigned char>(line[1])))
+        if (line.size() > 4 && line[2] == ' ' && line[3] == ' ' &&
+            std::isdigit(static_cast<unsigned char>(line[1])))
             ++traced;
     }
     CHECK(traced == 21);  // cross-attention: three inputs, then steps 1-14 with 4 and 5 three times
     CHECK(count_of(page, "<section class=\"step\"") == traced);
     CHECK(count_of(page, "<p class=\"why\">") == traced);
-    CHECK(count_of(page, "<tr><th>shape</th><th>strides</th><th>contiguous</th><th>copied</th>"
-                         "<th>multiply-adds</th></tr>") == traced);
+    CHECK(count_of(page,
+                   "<tr><th>shape</th><th>strides</th><th>contiguous</th><th>copied</th>"
+                   "<th>multiply-adds</th></tr>") == traced);
     // step 6: scores (B=1, h=2, N=4, M=6), 1·2·4·6·8 = 384 multiply-adds; step 12 copies
     // B·N·d_model floats, 1·4·16·4 = 256 bytes
-    CHECK_THAT(page, Catch::Contains("<td><code>(B=1, h=2, N=4, M=6)</code></td><td><code>(48, 24, 6, "
-                                     "1)</code></td><td>yes</td><td>0 B</td><td>384</td>") &&
-                         Catch::Contains("<td>256 B</td>"));
+    CHECK_THAT(page,
+               Catch::Contains("<td><code>(B=1, h=2, N=4, M=6)</code></td><td><code>(48, 24, 6, "
+                               "1)</code></td><td>yes</td><td>0 B</td><td>384</td>") &&
+                   Catch::Contains("<td>256 B</td>"));
     // no network: no address at all, no external script, style or font
     CHECK(page.find("http://") == std::string::npos);
     CHECK(page.find("https://") == std::string::npos);
@@ -155,13 +162,15 @@ TEST_CASE("--format html: one well-formed, self-contained page with every step",
 
 TEST_CASE("--format html with --shapes-only and with a sentence", "[html]") {
     const std::string path = test::temp_path("shapes.html");
-    const test::RunResult shapes = test::run_mha("--format html --output " + path + " --shapes-only --preset gpt2");
+    const test::RunResult shapes =
+        test::run_mha("--format html --output " + path + " --shapes-only --preset gpt2");
     REQUIRE(shapes.status == 0);
     const std::string page = test::read_text(path);
     CHECK(test::XmlChecker(page).well_formed());
     CHECK_THAT(page, Catch::Contains("nothing to draw"));
-    const test::RunResult text = test::run_mha(
-        "--format html --output " + path + " --text \"$(printf 'a\\001 <b> \\377')\" --head 1 --scale auto");
+    const test::RunResult text =
+        test::run_mha("--format html --output " + path +
+                      " --text \"$(printf 'a\\001 <b> \\377')\" --head 1 --scale auto");
     REQUIRE(text.status == 0);
     const std::string sentence = test::read_text(path);
     std::filesystem::remove(path);
@@ -175,8 +184,8 @@ TEST_CASE("--format html leaves no file when it fails", "[html]") {
     std::filesystem::remove_all(folder);
     std::filesystem::create_directories(folder);
     // refused before the run: too large a page
-    const test::RunResult big =
-        test::run_mha("-n 3000 --format html --max-memory 8G --output " + (folder / "big.html").string());
+    const test::RunResult big = test::run_mha("-n 3000 --format html --max-memory 8G --output " +
+                                              (folder / "big.html").string());
     CHECK(big.status == 2);
     CHECK_THAT(big.output, Catch::Contains("a page may take"));
     // stopped by SIGTERM while the pass runs: the temporary file goes too (the shell's

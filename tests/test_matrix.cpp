@@ -34,8 +34,9 @@ const std::vector<Case>& forms() {
         {"streaming", "-b 1 -n 4 -d 16 -H 4 --attention streaming"},
         {"wider heads", "-b 1 -n 4 -d 16 -H 4 --head-dim 8"},
         {"narrower heads", "-b 1 -n 4 -d 16 -H 4 --head-dim 2"},
-        {"modern", "-b 1 -n 4 -d 16 -H 4 --rope half --qk-norm --softcap 30 --window 3 "
-                   "--sink-tokens 1"},
+        {"modern",
+         "-b 1 -n 4 -d 16 -H 4 --rope half --qk-norm --softcap 30 --window 3 "
+         "--sink-tokens 1"},
         {"ALiBi", "-b 1 -n 4 -d 16 -H 4 --alibi --causal"},
         {"model", "--model ../examples/models/kjv-2x4.npz --text 'in the beginning'"},
     };

@@ -67,9 +67,9 @@ TEST_CASE("the model's logits and every layer's weights match the training scrip
     REQUIRE(r.weights.size() == model().layers.size());
     for (std::size_t l = 0; l < r.weights.size(); ++l) {
         CAPTURE(l);
-        test::require_close(
-            r.weights[l], mha::npy::to_tensor(fixture.at("attn_weights." + std::to_string(l))),
-            weight_tolerance);
+        test::require_close(r.weights[l],
+                            mha::npy::to_tensor(fixture.at("attn_weights." + std::to_string(l))),
+                            weight_tolerance);
     }
 }
 
@@ -100,8 +100,8 @@ TEST_CASE("head roles by hand", "[model]") {
     // same:     query 2 ('a', earlier at 0): 0.2; query 3 ('b', earlier at 1): 0.2 -> 0.2
     // induction: query 3's last two "ab" occurred at (0, 1), so key 2: 0.3; query 2's "ba"
     //            did not occur before -> 0.3 over one query
-    const Tensor w({1, 1, 4, 4}, {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0.2f, 0.8f, 0, 0,
-                                  0.1f, 0.2f, 0.3f, 0.4f});
+    const Tensor w({1, 1, 4, 4},
+                   {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0.2f, 0.8f, 0, 0, 0.1f, 0.2f, 0.3f, 0.4f});
     const std::vector<mha::HeadRoles> r = mha::head_roles(w, {"a", "b", "a", "b"});
     REQUIRE(r.size() == 1);
     CHECK(r[0].previous == Approx(1.6 / 3).margin(1e-6));
@@ -140,13 +140,15 @@ TEST_CASE("the model has the heads it was trained for", "[model]") {
     CHECK(*std::max_element(induction.begin(), induction.end()) >= 0.3);
 }
 
-TEST_CASE("mha --model: --save holds the chosen layer's weights and the logits, as the "
-          "training script computed them", "[model][cli]") {
+TEST_CASE(
+    "mha --model: --save holds the chosen layer's weights and the logits, as the "
+    "training script computed them",
+    "[model][cli]") {
     const auto fixture = mha::npy::read_npz("data/model/induction.npz");
     const std::string text = fixture_text(fixture.at("text"));
     const std::string out = test::temp_path("model-save.npz");
-    const test::RunResult r = test::run_mha("--model " + model_path + " --text '" + text +
-                                            "' --layer 1 --save " + out);
+    const test::RunResult r =
+        test::run_mha("--model " + model_path + " --text '" + text + "' --layer 1 --save " + out);
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("next character: "));
@@ -160,9 +162,8 @@ TEST_CASE("mha --model: --save holds the chosen layer's weights and the logits, 
 
 TEST_CASE("mha --model: unknown characters are said once on stderr; views of every layer",
           "[model][cli]") {
-    const test::RunResult warned =
-        test::run_command(test::mha_binary() + " --model " + model_path +
-                          " --text 'Psalm 23: 1 and 2' 2>&1 >/dev/null");
+    const test::RunResult warned = test::run_command(test::mha_binary() + " --model " + model_path +
+                                                     " --text 'Psalm 23: 1 and 2' 2>&1 >/dev/null");
     CHECK(warned.status == 0);
     CHECK(warned.output ==
           "mha: warning: 4 characters of --text are not in the model's vocabulary; read as the "
@@ -179,9 +180,10 @@ TEST_CASE("mha --model: unknown characters are said once on stderr; views of eve
                                Catch::Contains("logits = x_final @ lm_head.T + b"));
 }
 
-TEST_CASE("mha --model at 80 columns: no line wider, the single map not cut; --head picks "
-          "heads of every layer",
-          "[model][cli]") {
+TEST_CASE(
+    "mha --model at 80 columns: no line wider, the single map not cut; --head picks "
+    "heads of every layer",
+    "[model][cli]") {
     // 44 characters: the README's old example, whose model view wrapped three lines mid-word
     // and whose single-head map was cut to keys 0..36
     const std::string text = "'Amen, the grace of our Lord; Amen, the grace'";
@@ -190,24 +192,25 @@ TEST_CASE("mha --model at 80 columns: no line wider, the single map not cut; --h
         std::istringstream lines(output);
         for (std::string line; std::getline(lines, line);) {
             // columns: UTF-8 continuation bytes take none (the labels' visible space is one)
-            const std::size_t columns = std::size_t(std::count_if(
-                line.begin(), line.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+            const std::size_t columns = std::size_t(
+                std::count_if(line.begin(), line.end(), [](char c) { return (c & 0xC0) != 0x80; }));
             widest_line = std::max(widest_line, columns);
         }
         return widest_line;
     };
     for (const std::string view : {" --heatmap", " --layer 1 --head 0 --heatmap"}) {
         CAPTURE(view);
-        const test::RunResult r = test::run_command(
-            "COLUMNS=80 " + test::mha_binary() + " --model " + model_path + " --text " + text + view);
+        const test::RunResult r =
+            test::run_command("COLUMNS=80 " + test::mha_binary() + " --model " + model_path +
+                              " --text " + text + view);
         REQUIRE(r.status == 0);
         CHECK(widest(r.output) <= 80);
         CHECK_THAT(r.output, !Catch::Contains("cut to fit"));
     }
     // --head 2 --head 0 without --layer: those two heads of each layer, side by side, in order
-    const test::RunResult two = test::run_command(
-        "COLUMNS=80 " + test::mha_binary() + " --model " + model_path +
-        " --text 'qxvbtmrk qxvbtm' --heatmap --head 2 --head 0");
+    const test::RunResult two =
+        test::run_command("COLUMNS=80 " + test::mha_binary() + " --model " + model_path +
+                          " --text 'qxvbtmrk qxvbtm' --heatmap --head 2 --head 0");
     REQUIRE(two.status == 0);
     CHECK_THAT(two.output,
                Catch::Contains("heads 2, 0 of every layer (rows: queries, columns: keys)\n") &&
@@ -217,13 +220,14 @@ TEST_CASE("mha --model at 80 columns: no line wider, the single map not cut; --h
                !Catch::Contains("layer 0 head 1") && !Catch::Contains("layer 1 head 3 "));
 }
 
-TEST_CASE("mha --model --format html: a lesson page with the traced layer's steps, every "
-          "layer's heads, the prediction and the head roles",
-          "[model][html]") {
+TEST_CASE(
+    "mha --model --format html: a lesson page with the traced layer's steps, every "
+    "layer's heads, the prediction and the head roles",
+    "[model][html]") {
     const std::string path = test::temp_path("model-page.html");
-    const test::RunResult r = test::run_mha("--model " + model_path +
-                                            " --text 'qxvbtmrk qxvbtm' --format html --output " +
-                                            path + " --layer 1");
+    const test::RunResult r =
+        test::run_mha("--model " + model_path +
+                      " --text 'qxvbtmrk qxvbtm' --format html --output " + path + " --layer 1");
     REQUIRE(r.status == 0);
     CHECK(r.output.empty());  // everything goes to the page
     const std::string page = test::read_text(path);
@@ -236,20 +240,23 @@ TEST_CASE("mha --model --format html: a lesson page with the traced layer's step
         }
         return n;
     };
-    CHECK_THAT(page, Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
-                         Catch::Contains("next character: &apos;r&apos; 87.1%") &&
-                         Catch::Contains("<h2>Every layer's heads</h2>") &&
-                         Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
-                         Catch::Contains("<h2>Head roles</h2>") &&
-                         Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&
-                         Catch::EndsWith("</html>\n"));
+    CHECK_THAT(page,
+               Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
+                   Catch::Contains("next character: &apos;r&apos; 87.1%") &&
+                   Catch::Contains("<h2>Every layer's heads</h2>") &&
+                   Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
+                   Catch::Contains("<h2>Head roles</h2>") &&
+                   Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&
+                   Catch::EndsWith("</html>\n"));
     CHECK(count("<g class=\"panel\">") == 8);  // 2 layers of 4 heads
     CHECK(count("<rect class=\"cell") == 8 * 15 * 15);
     CHECK(count("<section class=\"step\"") >= 20);  // the embedding, the block, the head
     CHECK(count("<svg") == 1);
     // --head picks the same heads of every layer on the page too
-    REQUIRE(test::run_mha("--model " + model_path + " --text 'qxvbtmrk qxvbtm' --format html "
-                          "--output " + path + " --head 2 --head 0")
+    REQUIRE(test::run_mha("--model " + model_path +
+                          " --text 'qxvbtmrk qxvbtm' --format html "
+                          "--output " +
+                          path + " --head 2 --head 0")
                 .status == 0);
     const std::string two = test::read_text(path);
     std::remove(path.c_str());
@@ -288,15 +295,16 @@ TEST_CASE("the model loader names what is wrong with a model file", "[model]") {
 TEST_CASE("mha --model refuses the modern options rather than ignoring them", "[model][cli]") {
     // the model's layers were trained with learned positions, heads of d_model / h and
     // scores / sqrt(d_k): each of these would silently compute another model
-    const std::string option = GENERATE(
-        as<std::string>{}, "--rope half", "--rope interleaved", "--rope-theta 500000", "--alibi",
-        "--window 4", "--window 4 --sink-tokens 1", "--softcap 30", "--qk-norm", "--head-dim 8",
-        "--scale-base 4");
+    const std::string option =
+        GENERATE(as<std::string>{}, "--rope half", "--rope interleaved", "--rope-theta 500000",
+                 "--alibi", "--window 4", "--window 4 --sink-tokens 1", "--softcap 30", "--qk-norm",
+                 "--head-dim 8", "--scale-base 4");
     test::check_rejected("--model " + model_path + " --text Amen " + option,
                          "--model computes its layers as they were trained");
     // the message names the option as one item of its list
     const std::string name = option.substr(0, option.find(' '));
-    const std::string message = test::run_mha("--model " + model_path + " --text Amen " + option).output;
+    const std::string message =
+        test::run_mha("--model " + model_path + " --text Amen " + option).output;
     CHECK_THAT(message, Catch::Contains(" " + name + ",") || Catch::Contains(" " + name + " or") ||
                             Catch::EndsWith(" " + name + "\n"));
 }
@@ -312,8 +320,10 @@ const std::string tiny = "data/bad/tiny_model.npz";  // tests/data/bad/make_mode
 
 }  // namespace
 
-TEST_CASE("a model or block with NaN or inf anywhere is refused on load, naming the array and "
-          "the index, before anything is printed", "[model][catalogue]") {
+TEST_CASE(
+    "a model or block with NaN or inf anywhere is refused on load, naming the array and "
+    "the index, before anything is printed",
+    "[model][catalogue]") {
     test::check_rejected("--model data/bad/model_nan_ffn.npz --text ab",
                          "data/bad/model_nan_ffn.npz (layers.0.*): array 'linear1.weight' has NaN "
                          "at index (2, 1); every value must be a finite float32");
@@ -340,17 +350,20 @@ TEST_CASE("the model loader refuses heads near 2^64 and surrogate code points in
                          "code point");
 }
 
-TEST_CASE("model tokenisation follows the README's UTF-8 rule: overlong forms, surrogates and "
-          "lead bytes F5-FF are one unknown token per byte", "[model]") {
+TEST_CASE(
+    "model tokenisation follows the README's UTF-8 rule: overlong forms, surrogates and "
+    "lead bytes F5-FF are one unknown token per byte",
+    "[model]") {
     // 'A' overlong (C1 81), U+D800 as ED A0 80, F5 80 80 80: 2 + 3 + 4 bytes, 9 unknown tokens
-    const mha::ModelText t =
-        mha::encode_text("a\xC1\x81\xED\xA0\x80\xF5\x80\x80\x80", model());
+    const mha::ModelText t = mha::encode_text("a\xC1\x81\xED\xA0\x80\xF5\x80\x80\x80", model());
     CHECK(t.tokens.size() == 10);
     CHECK(t.unknown == 9 + (t.tokens[0] == 0));
 }
 
-TEST_CASE("a text longer than the context is refused before any lookup, whatever the "
-          "vocabulary", "[model]") {
+TEST_CASE(
+    "a text longer than the context is refused before any lookup, whatever the "
+    "vocabulary",
+    "[model]") {
     mha::Model big = model();
     for (std::uint32_t code = 0x4E00; code < 0x4E00 + 20000; ++code) big.vocab.push_back(code);
     REQUIRE_THROWS_WITH(mha::encode_text(std::string(1 << 20, 'a'), big),
@@ -362,9 +375,12 @@ TEST_CASE("control and bidi characters from the model or the text reach no termi
           "[model]") {
     // the vocabulary holds ESC and U+202E; the text holds ESC, CR, a C1 control and U+202E
     const std::string svg = test::temp_path("hostile.svg");
-    const test::RunResult r = test::run_mha(
-        "--model " + tiny + " --text \"$(printf 'a\\033[2J\\r\\302\\233b\\342\\200\\256')\" "
-        "--heatmap --color never --export-svg " + svg, false);
+    const test::RunResult r =
+        test::run_mha("--model " + tiny +
+                          " --text \"$(printf 'a\\033[2J\\r\\302\\233b\\342\\200\\256')\" "
+                          "--heatmap --color never --export-svg " +
+                          svg,
+                      false);
     REQUIRE(r.status == 0);
     CHECK(r.output.find('\x1B') == std::string::npos);
     CHECK(r.output.find('\r') == std::string::npos);
@@ -388,6 +404,7 @@ TEST_CASE("the model's SVG is bounded like the plain path's", "[model][catalogue
     // one layer's 32 heads fit
     const std::string svg = test::temp_path("one-layer.svg");
     CHECK(test::run_mha("--model data/bad/many_heads.npz" + text +
-                        " --layer 2 --head 0 --export-svg " + svg).status == 0);
+                        " --layer 2 --head 0 --export-svg " + svg)
+              .status == 0);
     std::remove(svg.c_str());
 }

@@ -8,15 +8,15 @@
 
 #include "app/quiz_questions.h"
 #include "core/error.h"
-#include "core/pass/flash_row.h"
-#include "core/kernels/kernels.h"
-#include "core/pass/mla.h"
 #include "core/forms/mla_pass.h"
-#include "core/position/position_bias.h"
-#include "core/ops/rms_norm.h"
-#include "core/position/rope.h"
-#include "core/ops/softcap.h"
+#include "core/kernels/kernels.h"
 #include "core/kernels/streaming.h"
+#include "core/ops/rms_norm.h"
+#include "core/ops/softcap.h"
+#include "core/pass/flash_row.h"
+#include "core/pass/mla.h"
+#include "core/position/position_bias.h"
+#include "core/position/rope.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"
@@ -29,7 +29,9 @@ constexpr double output_tolerance = 1e-4;   // layer outputs
 
 using Arrays = std::map<std::string, mha::npy::Array>;
 
-Arrays unit(const std::string& topic) { return mha::npy::read_npz("data/modern/units/" + topic + ".npz"); }
+Arrays unit(const std::string& topic) {
+    return mha::npy::read_npz("data/modern/units/" + topic + ".npz");
+}
 
 mha::Tensor tensor(const Arrays& arrays, const std::string& name) {
     return mha::npy::to_tensor(arrays.at(name));
@@ -68,7 +70,9 @@ mha::HeadMask head_mask(const mha::Masks& masks, std::size_t n, std::size_t m) {
 }
 
 // The trace with its wrapped note lines joined: every run of white space becomes one space.
-std::string one_line(const std::string& text) { return std::regex_replace(text, std::regex("\\s+"), " "); }
+std::string one_line(const std::string& text) {
+    return std::regex_replace(text, std::regex("\\s+"), " ");
+}
 
 ScoreMods generated_mods() {
     ScoreMods mods;
@@ -85,11 +89,13 @@ ScoreMods generated_mods() {
 
 TEST_CASE("RoPE matches the fixtures in both layouts, thetas and offsets", "[modern][rope]") {
     const Arrays f = unit("rope");
-    const auto [layout, name] = GENERATE(std::make_pair(mha::RopeLayout::Half, std::string("half")),
-                                         std::make_pair(mha::RopeLayout::Interleaved, std::string("interleaved")));
-    const auto [theta, first, suffix] = GENERATE(std::make_tuple(10000.0, 0, std::string("")),
-                                                 std::make_tuple(500.0, 0, std::string("_theta500")),
-                                                 std::make_tuple(10000.0, 3, std::string("_from3")));
+    const auto [layout, name] =
+        GENERATE(std::make_pair(mha::RopeLayout::Half, std::string("half")),
+                 std::make_pair(mha::RopeLayout::Interleaved, std::string("interleaved")));
+    const auto [theta, first, suffix] =
+        GENERATE(std::make_tuple(10000.0, 0, std::string("")),
+                 std::make_tuple(500.0, 0, std::string("_theta500")),
+                 std::make_tuple(10000.0, 3, std::string("_from3")));
     CAPTURE(name, suffix);
     mha::Tensor x = tensor(f, "x").contiguous();  // (2, 3, 5, 8) = (B, h, L, d_k)
     mha::apply_rope(x, {layout, theta}, std::size_t(first));
@@ -119,8 +125,10 @@ TEST_CASE("RoPE by hand: d_k = 2, position 1 turns (1, 0) by one radian", "[mode
     REQUIRE(inv_freq.size() == 2);
     CHECK(inv_freq[0] == 1.0);
     CHECK(inv_freq[1] == Approx(0.1).epsilon(1e-12));
-    CHECK(mha::rope_pair(mha::RopeLayout::Half, 8, 1) == std::make_pair(std::size_t(1), std::size_t(5)));
-    CHECK(mha::rope_pair(mha::RopeLayout::Interleaved, 8, 1) == std::make_pair(std::size_t(2), std::size_t(3)));
+    CHECK(mha::rope_pair(mha::RopeLayout::Half, 8, 1) ==
+          std::make_pair(std::size_t(1), std::size_t(5)));
+    CHECK(mha::rope_pair(mha::RopeLayout::Interleaved, 8, 1) ==
+          std::make_pair(std::size_t(2), std::size_t(3)));
 }
 
 TEST_CASE("RoPE refuses an odd d_k", "[modern][rope]") {
@@ -131,18 +139,23 @@ TEST_CASE("RoPE refuses an odd d_k", "[modern][rope]") {
 TEST_CASE("RoPE's layouts are one permutation of the weights' rows apart", "[modern][rope]") {
     const Arrays f = unit("rope");
     // the fixture permutes with Hugging Face's conversion: view(h, d_k/2, 2, in).transpose(1, 2)
-    const mha::Tensor w_half = mha::reorder_head_rows(tensor(f, "w_interleaved"), 2, mha::rope_half_order(8));
+    const mha::Tensor w_half =
+        mha::reorder_head_rows(tensor(f, "w_interleaved"), 2, mha::rope_half_order(8));
     test::require_close(w_half, tensor(f, "w_half"), 0.0);
     CHECK(mha::rope_half_order(4) == std::vector<std::size_t>{0, 2, 1, 3});
     // rotating the permuted features the half way = permuting the interleaved rotation
     const mha::Tensor x = tensor(f, "x");  // (2, 3, 5, 8)
     const std::vector<std::size_t> order = mha::rope_half_order(8);
     mha::Tensor permuted = mha::reorder_head_rows(x.view({30, 8}).transpose(0, 1), 1, order)
-                               .transpose(0, 1).contiguous().view({2, 3, 5, 8});
+                               .transpose(0, 1)
+                               .contiguous()
+                               .view({2, 3, 5, 8});
     mha::apply_rope(permuted, {mha::RopeLayout::Half, 10000.0}, 0);
-    const mha::Tensor expected = mha::reorder_head_rows(tensor(f, "interleaved").view({30, 8}).transpose(0, 1),
-                                                        1, order)
-                                     .transpose(0, 1).contiguous().view({2, 3, 5, 8});
+    const mha::Tensor expected =
+        mha::reorder_head_rows(tensor(f, "interleaved").view({30, 8}).transpose(0, 1), 1, order)
+            .transpose(0, 1)
+            .contiguous()
+            .view({2, 3, 5, 8});
     test::require_close(permuted, expected, weights_tolerance);
 }
 
@@ -173,12 +186,16 @@ TEST_CASE("ALiBi bias on a (N, M) grid whose queries are the last N positions", 
     // -|3-3|/4 = 0, -|3-4|/4 = -0.25, -|3-5|/4 = -0.5; -|4-3|/4 = -0.25, 0, -0.25
     float tile[6] = {};
     mha::add_alibi({tile, 2, 3, 3, 3, 3}, 0.25);
-    CHECK(std::vector<float>(tile, tile + 6) == std::vector<float>{0, -0.25f, -0.5f, -0.25f, 0, -0.25f});
+    CHECK(std::vector<float>(tile, tile + 6) ==
+          std::vector<float>{0, -0.25f, -0.5f, -0.25f, 0, -0.25f});
 }
 
 TEST_CASE("the sliding window keeps p - W < j <= p and the first S keys", "[modern][window]") {
     const Arrays f = unit("window");
-    struct Case { const char* name; std::size_t n, m, w, s; };
+    struct Case {
+        const char* name;
+        std::size_t n, m, w, s;
+    };
     for (const Case c : {Case{"w1", 6, 6, 1, 0}, Case{"w3", 6, 6, 3, 0}, Case{"w8", 6, 6, 8, 0},
                          Case{"w3_s2", 7, 7, 3, 2}, Case{"w2_n2_m6", 2, 6, 2, 0},
                          Case{"w2_s1_n2_m6", 2, 6, 2, 1}}) {
@@ -195,11 +212,12 @@ TEST_CASE("the sliding window keeps p - W < j <= p and the first S keys", "[mode
     }
 }
 
-TEST_CASE("the KV cache of a window holds the last W and the first S positions", "[modern][window]") {
-    CHECK(mha::window_cache_positions({3, 0}, 10) == 3);   // positions 7, 8, 9
-    CHECK(mha::window_cache_positions({3, 2}, 10) == 5);   // 0, 1 and 7, 8, 9
-    CHECK(mha::window_cache_positions({3, 2}, 4) == 4);    // 0 and 1, 2, 3: all of them
-    CHECK(mha::window_cache_positions({16, 4}, 10) == 10); // W ≥ M: the whole sequence
+TEST_CASE("the KV cache of a window holds the last W and the first S positions",
+          "[modern][window]") {
+    CHECK(mha::window_cache_positions({3, 0}, 10) == 3);    // positions 7, 8, 9
+    CHECK(mha::window_cache_positions({3, 2}, 10) == 5);    // 0, 1 and 7, 8, 9
+    CHECK(mha::window_cache_positions({3, 2}, 4) == 4);     // 0 and 1, 2, 3: all of them
+    CHECK(mha::window_cache_positions({16, 4}, 10) == 10);  // W ≥ M: the whole sequence
     CHECK(mha::window_allows({3, 2}, 9, 1));
     CHECK_FALSE(mha::window_allows({3, 2}, 9, 6));
     CHECK_FALSE(mha::window_allows({3, 2}, 0, 1));  // a sink is still never in the future
@@ -264,11 +282,13 @@ mha::MlaWeights mla_fixture_weights() {
 TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[modern][mla]") {
     const mha::MlaWeights w = mla_fixture_weights();
     const Arrays expected = mha::npy::read_npz("data/modern/mla_causal/expected.npz");
-    const mha::Tensor x = mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
+    const mha::Tensor x =
+        mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
     const mha::MlaSizes s = mha::mla_sizes(w, 2);
     // the fixture's sizes: d_model, h, d_h, d_R, d_c, d_v
     CHECK(std::vector<float>{float(s.d_model), float(s.heads), float(s.d_nope), float(s.d_rope),
-                             float(s.d_latent), float(s.d_v)} == tensor(expected, "sizes").to_vector());
+                             float(s.d_latent),
+                             float(s.d_v)} == tensor(expected, "sizes").to_vector());
     const mha::MlaForm form = GENERATE(mha::MlaForm::Naive, mha::MlaForm::Absorbed);
     CAPTURE(form == mha::MlaForm::Naive ? "naive" : "absorbed");
     const mha::MlaResult r = mha::mla_forward(w, x, causal_masks(true), mla_options(2), form);
@@ -280,7 +300,8 @@ TEST_CASE("MLA, naive and absorbed, matches a from-scratch PyTorch module", "[mo
 
 TEST_CASE("MLA's two forms agree with each other closely", "[modern][mla]") {
     const mha::MlaWeights w = mla_fixture_weights();
-    const mha::Tensor x = mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
+    const mha::Tensor x =
+        mha::npy::to_tensor(mha::npy::read_npy("data/modern/mla_causal/query.npy"));
     const mha::MlaResult naive = mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Naive);
     const mha::MlaResult absorbed =
         mha::mla_forward(w, x, {}, mla_options(2), mha::MlaForm::Absorbed);
@@ -418,7 +439,7 @@ TEST_CASE("the cache ledger: DeepSeek-V2's sizes, numbers per token and layer", 
     CHECK(c.mha == 2 * 128 * 128);  // 32768
     CHECK(c.gqa == 2 * 8 * 128);    // 2048
     CHECK(c.mqa == 2 * 128);        // 256
-    CHECK(c.mla == 512 + 64);       // 576 = 4.5 d_h, the paper's "equivalent to GQA with 2.25 groups"
+    CHECK(c.mla == 512 + 64);  // 576 = 4.5 d_h, the paper's "equivalent to GQA with 2.25 groups"
 }
 
 TEST_CASE("scale_mask_softmax applies soft-cap, ALiBi and the window as the core functions do",
@@ -432,7 +453,8 @@ TEST_CASE("scale_mask_softmax applies soft-cap, ALiBi and the window as the core
     if (mods.cap > 0) mha::softcap(reference.data(), n * m, mods.cap);
     if (mods.slope != 0) mha::add_alibi({reference.data(), n, m, m, m - n, 0}, mods.slope);
     if (mods.causal) mha::apply_causal(reference.data(), n, m);
-    if (mods.window > 0) mha::apply_window({reference.data(), n, m, m, m - n, 0}, {mods.window, mods.sinks});
+    if (mods.window > 0)
+        mha::apply_window({reference.data(), n, m, m, m - n, 0}, {mods.window, mods.sinks});
     mha::softmax_rows(reference.data(), n, m, false);
     const mha::Masks masks = masks_of(mods);
     mha::scale_mask_softmax(fast.data(), factor, head_mask(masks, n, m), false);
@@ -446,7 +468,8 @@ TEST_CASE("the streaming path tiles soft-cap, ALiBi and the window as the standa
     const ScoreMods mods = generated_mods();
     const std::size_t n = GENERATE(7, 130), m = 600, d_k = 8;  // several query and key tiles
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, n);
-    const std::vector<float> q = random_values(n * d_k, 2, 2.0f), k = random_values(m * d_k, 3, 2.0f),
+    const std::vector<float> q = random_values(n * d_k, 2, 2.0f),
+                             k = random_values(m * d_k, 3, 2.0f),
                              v = random_values(m * d_k, 4, 1.0f);
     const mha::Masks masks = masks_of(mods);
     const mha::HeadMask mask = head_mask(masks, n, m);
@@ -469,7 +492,8 @@ TEST_CASE("the flash row by hand: d_k = 1, four keys in tiles of two", "[modern]
     // tile 2: m = 3, c = e^-2 = 0.135335, l = 1.367879·c + e^-1 + 1 = 1.553001,
     //         o = 2.367879·c + e^-1·3 + 4 = 5.424096;  context = o / l = 3.492655,
     // the softmax of (0, 1, 2, 3) against (1, 2, 3, 4): 108.94588 / 31.192875 = 3.492655
-    const float q[] = {1.0f}, keys[] = {0.0f, 1.0f, 2.0f, 3.0f}, values[] = {1.0f, 2.0f, 3.0f, 4.0f};
+    const float q[] = {1.0f}, keys[] = {0.0f, 1.0f, 2.0f, 3.0f},
+                values[] = {1.0f, 2.0f, 3.0f, 4.0f};
     const mha::Masks none;
     const mha::HeadMask mask = head_mask(none, 1, 4);
     const mha::FlashRow r = mha::trace_flash_row({q, 1, 1, 1, 1}, {keys, 4, 1, 1, 1},
@@ -492,7 +516,8 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     const std::size_t n = 130, m = 600, d_k = 8;
     const std::size_t row = GENERATE(0, 2, 64, 129);
     CAPTURE(mods.cap, mods.slope, mods.window, mods.sinks, mods.causal, row);
-    const std::vector<float> q = random_values(n * d_k, 5, 2.0f), k = random_values(m * d_k, 6, 2.0f),
+    const std::vector<float> q = random_values(n * d_k, 5, 2.0f),
+                             k = random_values(m * d_k, 6, 2.0f),
                              v = random_values(m * d_k, 7, 1.0f);
     const mha::Masks masks = masks_of(mods);
     const mha::HeadMask mask = head_mask(masks, n, m);
@@ -500,10 +525,12 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     std::vector<float> context(n * d_k), weights(n * m), expected(n * d_k);
     mha::attend_streaming({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
                           {v.data(), m, d_k, d_k, 1}, mask, factor, false, context.data(), d_k);
-    const mha::FlashRow r = mha::trace_flash_row({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
-                                                 {v.data(), m, d_k, d_k, 1}, mask, factor, row);
+    const mha::FlashRow r =
+        mha::trace_flash_row({q.data(), n, d_k, d_k, 1}, {k.data(), m, d_k, d_k, 1},
+                             {v.data(), m, d_k, d_k, 1}, mask, factor, row);
     CHECK(r.tiles.size() == (mask.key_end(row) + mha::stream_key_tile - 1) / mha::stream_key_tile);
-    for (std::size_t j = 0; j < d_k; ++j) CHECK(r.context[j] == context[row * d_k + j]);  // same bits
+    for (std::size_t j = 0; j < d_k; ++j)
+        CHECK(r.context[j] == context[row * d_k + j]);  // same bits
 
     mha::matmul({q.data(), n, d_k, d_k, 1}, mha::MatrixView{k.data(), m, d_k, d_k, 1}.transposed(),
                 weights.data(), m);
@@ -516,7 +543,8 @@ TEST_CASE("the flash row is the streaming path's row, and the standard path's", 
     CHECK(r.tiles.back().running_sum == Approx(sum).epsilon(1e-5));
     mha::softmax_rows(weights.data(), n, m, false);
     mha::matmul({weights.data(), n, m, m, 1}, {v.data(), m, d_k, d_k, 1}, expected.data(), d_k);
-    for (std::size_t j = 0; j < d_k; ++j) CHECK(r.context[j] == Approx(expected[row * d_k + j]).margin(weights_tolerance));
+    for (std::size_t j = 0; j < d_k; ++j)
+        CHECK(r.context[j] == Approx(expected[row * d_k + j]).margin(weights_tolerance));
 }
 
 TEST_CASE("quiz: the RoPE and window answers agree with the formulas on the stated sizes",
@@ -527,13 +555,16 @@ TEST_CASE("quiz: the RoPE and window answers agree with the formulas on the stat
         CAPTURE(q.text);
         std::smatch m;
         if (q.topic == mha::Topic::Rope) {
-            REQUIRE(std::regex_search(q.text, m, std::regex(R"(--rope (\w+) \(d_k = (\d+)\), feature (\d+))")));
+            REQUIRE(std::regex_search(
+                q.text, m, std::regex(R"(--rope (\w+) \(d_k = (\d+)\), feature (\d+))")));
             const std::size_t d_k = std::stoul(m[2]), f = std::stoul(m[3]);
             // half: f and f ± d_k/2; interleaved: f and f xor 1
-            const std::size_t partner = m[1] == "half" ? (f < d_k / 2 ? f + d_k / 2 : f - d_k / 2) : (f ^ 1u);
+            const std::size_t partner =
+                m[1] == "half" ? (f < d_k / 2 ? f + d_k / 2 : f - d_k / 2) : (f ^ 1u);
             CHECK(q.answer == std::vector<std::uint64_t>{partner});
         } else {
-            REQUIRE(std::regex_search(q.text, m, std::regex(R"(--window (\d+), how many keys does query (\d+))")));
+            REQUIRE(std::regex_search(
+                q.text, m, std::regex(R"(--window (\d+), how many keys does query (\d+))")));
             const std::size_t w = std::stoul(m[1]), row = std::stoul(m[2]);
             CHECK(q.answer == std::vector<std::uint64_t>{std::min(row + 1, w)});
         }
@@ -544,12 +575,14 @@ TEST_CASE("the Llama and Mistral presets turn on RoPE with their base, and Mistr
           "[modern][preset]") {
     const test::RunResult llama = test::run_mha("--preset llama3-8b -n 4 --shapes-only --trace");
     REQUIRE(llama.status == 0);
-    CHECK_THAT(llama.output, Catch::Contains("RoPE, half layout") && Catch::Contains("500000^(-2i/128)"));
+    CHECK_THAT(llama.output,
+               Catch::Contains("RoPE, half layout") && Catch::Contains("500000^(-2i/128)"));
     const test::RunResult mistral = test::run_mha("--preset mistral-7b --shapes-only --trace");
     REQUIRE(mistral.status == 0);
-    CHECK_THAT(mistral.output, Catch::Contains("10000^(-2i/128)") &&
-                                   Catch::Contains("sliding window W = 4096"));
-    const test::RunResult mine = test::run_mha("--preset llama2-7b -n 4 --rope interleaved --shapes-only --trace");
+    CHECK_THAT(mistral.output,
+               Catch::Contains("10000^(-2i/128)") && Catch::Contains("sliding window W = 4096"));
+    const test::RunResult mine =
+        test::run_mha("--preset llama2-7b -n 4 --rope interleaved --shapes-only --trace");
     REQUIRE(mine.status == 0);
     CHECK_THAT(mine.output, Catch::Contains("RoPE, interleaved layout"));
     const test::RunResult gpt2 = test::run_mha("--preset gpt2 -n 4 --shapes-only --trace");
@@ -561,7 +594,9 @@ TEST_CASE("--summary shows how the soft-cap bounds the scores", "[modern][softca
     REQUIRE(r.status == 0);
     std::smatch m;
     const std::string text = std::regex_replace(r.output, std::regex("\\s+"), " ");
-    REQUIRE(std::regex_search(text, m, std::regex(R"(largest \|score\| was ([0-9.]+) before C·tanh\(s/C\) and ([0-9.]+) after)")));
+    REQUIRE(std::regex_search(
+        text, m,
+        std::regex(R"(largest \|score\| was ([0-9.]+) before C·tanh\(s/C\) and ([0-9.]+) after)")));
     const double before = std::stod(m[1]), after = std::stod(m[2]);
     CHECK(after == Approx(2.0 * std::tanh(before / 2.0)).margin(2e-3));  // printed to 3 decimals
     CHECK(after < 2.0);
@@ -578,12 +613,15 @@ TEST_CASE("decode's step 9 states the window and sinks each token's query reads,
     REQUIRE(r.status == 0);
     const std::string text = one_line(r.output);
     CHECK_THAT(text, !Catch::Contains("no mask"));
-    CHECK_THAT(text, Catch::Contains("sliding window W = 3 with 1 sinks: all 4 cached positions are visible"));
-    CHECK_THAT(text, Catch::Contains("sliding window W = 3: position 5 reads keys 3..5 and the sinks 0..0, "
-                                         "4 of the 6 cached"));
+    CHECK_THAT(text, Catch::Contains(
+                         "sliding window W = 3 with 1 sinks: all 4 cached positions are visible"));
+    CHECK_THAT(text, Catch::Contains(
+                         "sliding window W = 3: position 5 reads keys 3..5 and the sinks 0..0, "
+                         "4 of the 6 cached"));
     // every token's note names exactly the keys its weights row is non-zero on
     const mha::Tensor weights = mha::npy::to_tensor(mha::npy::read_npz(path).at("attn_weights"));
-    const std::regex reads(R"(position (\d+) reads keys (\d+)\.\.(\d+)( and the sinks 0\.\.(\d+))?, (\d+) of the (\d+) cached)");
+    const std::regex reads(
+        R"(position (\d+) reads keys (\d+)\.\.(\d+)( and the sinks 0\.\.(\d+))?, (\d+) of the (\d+) cached)");
     std::size_t checked = 0;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), reads);
          it != std::sregex_iterator(); ++it, ++checked) {
@@ -605,7 +643,8 @@ TEST_CASE("decode's step 9 states the window and sinks each token's query reads,
 }
 
 TEST_CASE("decode's step 9 lists ALiBi's slopes and the soft-cap it applies", "[modern][decode]") {
-    const test::RunResult r = test::run_mha("--decode 3 --alibi --softcap 5 -d 8 -H 2 -b 1 --trace");
+    const test::RunResult r =
+        test::run_mha("--decode 3 --alibi --softcap 5 -d 8 -H 2 -b 1 --trace");
     REQUIRE(r.status == 0);
     const std::string text = one_line(r.output);
     std::size_t softmax_steps = 0;
@@ -659,16 +698,19 @@ TEST_CASE("--flash-row traces one row of the streaming path tile by tile", "[mod
     const test::RunResult r = test::run_mha(run);
     REQUIRE(r.status == 0);
     const std::string text = one_line(r.output);
-    CHECK_THAT(text, Catch::Contains("flash row: query 599 of batch 0, head 0, keys in tiles of 256") &&
-                             Catch::Contains("tile 0, keys 0..255: tile max") &&
-                             Catch::Contains("first visible keys: l and o start here") &&
-                             Catch::Contains("tile 2, keys 512..599: tile max"));
+    CHECK_THAT(text,
+               Catch::Contains("flash row: query 599 of batch 0, head 0, keys in tiles of 256") &&
+                   Catch::Contains("tile 0, keys 0..255: tile max") &&
+                   Catch::Contains("first visible keys: l and o start here") &&
+                   Catch::Contains("tile 2, keys 512..599: tile max"));
     std::smatch m;
     REQUIRE(std::regex_search(text, m, std::regex(R"(max difference ([0-9.e-]+))")));
     CHECK(std::stod(m[1]) <= weights_tolerance);
     // causal: row 3 sees keys 0..3 only, so its first tile is its last
-    const test::RunResult early = test::run_mha("-b 1 -n 600 -d 16 -H 2 --causal --attention streaming --flash-row 3");
-    CHECK_THAT(one_line(early.output), Catch::Contains("tile 0, keys 0..255: tile max") && !Catch::Contains("tile 1,"));
+    const test::RunResult early =
+        test::run_mha("-b 1 -n 600 -d 16 -H 2 --causal --attention streaming --flash-row 3");
+    CHECK_THAT(one_line(early.output),
+               Catch::Contains("tile 0, keys 0..255: tile max") && !Catch::Contains("tile 1,"));
     const test::RunResult json = test::run_mha(run + " --format json");
     REQUIRE(json.status == 0);
     CHECK_THAT(json.output, Catch::Contains("\"flash row: query 599 of batch 0, head 0"));
@@ -682,30 +724,36 @@ TEST_CASE("--form mla computes the fixtures from either state-dict naming", "[mo
     CAPTURE(name, naming);
     const std::string folder = "data/modern/" + name + "/";
     const Arrays expected = mha::npy::read_npz(folder + "expected.npz");
-    const std::vector<float> sizes = tensor(expected, "sizes").to_vector();  // E, h, d_h, d_R, d_c, d_v
+    const std::vector<float> sizes =
+        tensor(expected, "sizes").to_vector();  // E, h, d_h, d_R, d_c, d_v
     const std::string path = test::temp_path("mla_" + name + ".npz");
-    const test::RunResult r = test::run_mha(
-        "--form mla --weights " + folder + naming + " --input " + folder + "query.npy -H " +
-        std::to_string(int(sizes[1])) + (name == "mla_causal" ? " --causal" : "") + " --save " + path);
+    const test::RunResult r =
+        test::run_mha("--form mla --weights " + folder + naming + " --input " + folder +
+                      "query.npy -H " + std::to_string(int(sizes[1])) +
+                      (name == "mla_causal" ? " --causal" : "") + " --save " + path);
     REQUIRE(r.status == 0);
     const Arrays saved = mha::npy::read_npz(path);
-    test::require_close(tensor(saved, "attn_weights"), tensor(expected, "attn_weights"), weights_tolerance);
+    test::require_close(tensor(saved, "attn_weights"), tensor(expected, "attn_weights"),
+                        weights_tolerance);
     test::require_close(tensor(saved, "output"), tensor(expected, "output"), output_tolerance);
     std::remove(path.c_str());
 }
 
 TEST_CASE("--form mla traces both forms, their difference and the cache ledger", "[modern][mla]") {
     // seeded: d_model 64, h 4, so d_h = d_v = 16, d_c = 4·16 = 64, d_R = 16/2 = 8;
-    // cache numbers per token: MHA 2·4·16 = 128, GQA G=2 2·2·16 = 64, MQA 2·16 = 32, MLA 64 + 8 = 72
+    // cache numbers per token: MHA 2·4·16 = 128, GQA G=2 2·2·16 = 64, MQA 2·16 = 32, MLA 64 + 8 =
+    // 72
     const test::RunResult r = test::run_mha("--form mla -d 64 -H 4 -n 6 -b 1 --causal --trace");
     REQUIRE(r.status == 0);
     const std::string text = one_line(r.output);
-    CHECK_THAT(text, Catch::Contains("multi-head latent attention (DeepSeek-V2), d_c=64 d_R=8 d_h=16 d_v=16") &&
-                             Catch::Contains("MHA 2·h·d_h = 128 numbers, 512 B/token") &&
-                             Catch::Contains("GQA G=2 2·G·d_h = 64 numbers") &&
-                             Catch::Contains("MQA 2·d_h = 32 numbers") &&
-                             Catch::Contains("MLA (this run) d_c + d_R = 72 numbers, 288 B/token") &&
-                             Catch::Contains("kv_a_layernorm(c_kv)") && Catch::Contains("(q_nope @ W_UK)"));
+    CHECK_THAT(
+        text,
+        Catch::Contains("multi-head latent attention (DeepSeek-V2), d_c=64 d_R=8 d_h=16 d_v=16") &&
+            Catch::Contains("MHA 2·h·d_h = 128 numbers, 512 B/token") &&
+            Catch::Contains("GQA G=2 2·G·d_h = 64 numbers") &&
+            Catch::Contains("MQA 2·d_h = 32 numbers") &&
+            Catch::Contains("MLA (this run) d_c + d_R = 72 numbers, 288 B/token") &&
+            Catch::Contains("kv_a_layernorm(c_kv)") && Catch::Contains("(q_nope @ W_UK)"));
     const std::regex difference(R"(largest difference from the naive form: ([0-9.e-]+))");
     std::size_t found = 0;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), difference);
@@ -713,16 +761,20 @@ TEST_CASE("--form mla traces both forms, their difference and the cache ledger",
         CHECK(std::stod((*it)[1]) <= 1e-5);
     }
     CHECK(found == 2);  // the weights and the output
-    const test::RunResult shapes = test::run_mha("--form mla -d 64 -H 4 -n 6 --shapes-only --format markdown");
+    const test::RunResult shapes =
+        test::run_mha("--form mla -d 64 -H 4 -n 6 --shapes-only --format markdown");
     REQUIRE(shapes.status == 0);
     CHECK_THAT(one_line(shapes.output), Catch::Contains("MLA (this run) d_c + d_R = 72 numbers") &&
-                                  !Catch::Contains("largest difference"));
-    const test::RunResult heatmap = test::run_mha("--form mla -d 32 -H 2 -n 4 --causal --heatmap --color never");
+                                            !Catch::Contains("largest difference"));
+    const test::RunResult heatmap =
+        test::run_mha("--form mla -d 32 -H 2 -n 4 --causal --heatmap --color never");
     REQUIRE(heatmap.status == 0);
     CHECK_THAT(heatmap.output, Catch::Contains("head 1"));
-    const test::RunResult json = test::run_mha("--form mla -d 32 -H 2 -n 4 --latent-dim 8 --rope-dim 4 --format json");
+    const test::RunResult json =
+        test::run_mha("--form mla -d 32 -H 2 -n 4 --latent-dim 8 --rope-dim 4 --format json");
     REQUIRE(json.status == 0);
-    CHECK_THAT(json.output, Catch::Contains("d_c=8 d_R=4") && Catch::Contains("largest difference from the naive form"));
+    CHECK_THAT(json.output, Catch::Contains("d_c=8 d_R=4") &&
+                                Catch::Contains("largest difference from the naive form"));
 }
 
 TEST_CASE("the MLA header gives its heads' true width and its own matrices", "[modern][mla]") {
@@ -733,14 +785,15 @@ TEST_CASE("the MLA header gives its heads' true width and its own matrices", "[m
     const test::RunResult r = test::run_mha("--form mla -d 64 -H 4 -n 3 -b 1");
     REQUIRE(r.status == 0);
     const std::string text = one_line(r.output);
-    CHECK_THAT(text, Catch::Contains("d_model=64 h=4 d_k=24") &&
-                         Catch::Contains("(q and k: d_k = d_h + d_R)") &&
-                         Catch::Contains("parameters: 23,104") &&
-                         Catch::Contains("per projection: q_proj (96, 64) = 6,144, "
-                                         "kv_a_proj_with_mqa (72, 64) = 4,608, kv_a_layernorm "
-                                         "(64), kv_b_proj (128, 64) = 8,192, o_proj (64, 64) = 4,096") &&
-                         Catch::Contains("per head: d_h + d_R = 24 rows of q_proj") &&
-                         !Catch::Contains("W_q, W_k, W_v, W_o"));
+    CHECK_THAT(text,
+               Catch::Contains("d_model=64 h=4 d_k=24") &&
+                   Catch::Contains("(q and k: d_k = d_h + d_R)") &&
+                   Catch::Contains("parameters: 23,104") &&
+                   Catch::Contains("per projection: q_proj (96, 64) = 6,144, "
+                                   "kv_a_proj_with_mqa (72, 64) = 4,608, kv_a_layernorm "
+                                   "(64), kv_b_proj (128, 64) = 8,192, o_proj (64, 64) = 4,096") &&
+                   Catch::Contains("per head: d_h + d_R = 24 rows of q_proj") &&
+                   !Catch::Contains("W_q, W_k, W_v, W_o"));
     const test::RunResult json = test::run_mha("--form mla -d 64 -H 4 -n 3 --format json");
     REQUIRE(json.status == 0);
     CHECK_THAT(json.output, Catch::Contains("\"d_k\":24"));
@@ -749,23 +802,27 @@ TEST_CASE("the MLA header gives its heads' true width and its own matrices", "[m
     CHECK_THAT(one_line(shapes.output), Catch::Contains("h=4 d_k=24"));
 }
 
-TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes", "[modern][preset][mla]") {
+TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes",
+          "[modern][preset][mla]") {
     // config.json: hidden 2048, 16 heads, kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128:
     // cache per token MHA 2·16·128 = 4096 numbers, GQA G=8 2048, MQA 256, MLA 512 + 64 = 576
     const test::RunResult shapes = test::run_mha("--preset deepseek-v2-lite --shapes-only");
     REQUIRE(shapes.status == 0);
-    CHECK_THAT(one_line(shapes.output), Catch::Contains("d_c=512 d_R=64 d_h=128 d_v=128") &&
-                                  Catch::Contains("MHA 2·h·d_h = 4096 numbers, 16 KiB/token") &&
-                                  Catch::Contains("GQA G=8 2·G·d_h = 2048 numbers") &&
-                                  Catch::Contains("MLA (this run) d_c + d_R = 576 numbers, 2.3 KiB/token") &&
-                                  Catch::Contains("N = 4096 tokens"));
+    CHECK_THAT(one_line(shapes.output),
+               Catch::Contains("d_c=512 d_R=64 d_h=128 d_v=128") &&
+                   Catch::Contains("MHA 2·h·d_h = 4096 numbers, 16 KiB/token") &&
+                   Catch::Contains("GQA G=8 2·G·d_h = 2048 numbers") &&
+                   Catch::Contains("MLA (this run) d_c + d_R = 576 numbers, 2.3 KiB/token") &&
+                   Catch::Contains("N = 4096 tokens"));
     const test::RunResult computed = test::run_mha("--preset deepseek-v2-lite -n 3 --trace");
     REQUIRE(computed.status == 0);
     std::smatch m;
     const std::string text = one_line(computed.output);
-    REQUIRE(std::regex_search(text, m, std::regex(R"(largest difference from the naive form: ([0-9.e-]+))")));
+    REQUIRE(std::regex_search(
+        text, m, std::regex(R"(largest difference from the naive form: ([0-9.e-]+))")));
     CHECK(std::stod(m[1]) <= 1e-5);
-    const test::RunResult packed = test::run_mha("--preset deepseek-v2-lite --form packed -n 4 --shapes-only");
+    const test::RunResult packed =
+        test::run_mha("--preset deepseek-v2-lite --form packed -n 4 --shapes-only");
     REQUIRE(packed.status == 0);
     CHECK_THAT(packed.output, !Catch::Contains("latent"));
 }
@@ -773,16 +830,19 @@ TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes", "[m
 TEST_CASE("an MLA state dict names what it lacks or holds too much of, in either naming",
           "[modern][mla]") {
     Arrays scratch = mha::npy::read_npz("data/modern/mla_causal/weights_scratch.npz");
-    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 3),
-                        "s.npz: array 'W_uk.weight' has 8 rows, not a whole number per head for h = 3");
+    REQUIRE_THROWS_WITH(
+        mha::mla_weights_from_state_dict(scratch, "s.npz", 3),
+        "s.npz: array 'W_uk.weight' has 8 rows, not a whole number per head for h = 3");
     scratch.erase("W_uv.weight");
-    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(scratch, "s.npz", 2),
-                        Catch::StartsWith("s.npz: missing array 'W_uv.weight' (from-scratch MLA: W_q.weight"));
+    REQUIRE_THROWS_WITH(
+        mha::mla_weights_from_state_dict(scratch, "s.npz", 2),
+        Catch::StartsWith("s.npz: missing array 'W_uv.weight' (from-scratch MLA: W_q.weight"));
     Arrays hf = mha::npy::read_npz("data/modern/mla_causal/weights.npz");
     hf.emplace("o_proj.bias", hf.at("kv_a_layernorm.weight"));
     REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
                         Catch::StartsWith("h.npz: unexpected array 'o_proj.bias' of shape (6,)"));
     hf.erase("kv_b_proj.weight");
-    REQUIRE_THROWS_WITH(mha::mla_weights_from_state_dict(hf, "h.npz", 2),
-                        Catch::StartsWith("h.npz: missing array 'kv_b_proj.weight' (DeepSeek-V2 MLA:"));
+    REQUIRE_THROWS_WITH(
+        mha::mla_weights_from_state_dict(hf, "h.npz", 2),
+        Catch::StartsWith("h.npz: missing array 'kv_b_proj.weight' (DeepSeek-V2 MLA:"));
 }

@@ -166,10 +166,10 @@ TEST_CASE("read_npy reads Fortran order and big-endian files as numpy.load does"
               npy::read_npy("data/bad/x.npy").values);
     }
     SECTION("big-endian integers, crafted: 0x0102 = 258 and -2") {
-        const npy::Array array = npy::parse_npy(
-            npy_with_header("{'descr': '>i2', 'fortran_order': True, 'shape': (2,)}",
-                            std::string("\x01\x02\xff\xfe", 4)),
-            "crafted.npy");
+        const npy::Array array =
+            npy::parse_npy(npy_with_header("{'descr': '>i2', 'fortran_order': True, 'shape': (2,)}",
+                                           std::string("\x01\x02\xff\xfe", 4)),
+                           "crafted.npy");
         CHECK(array.values == std::vector<double>{258, -2});
     }
 }
@@ -189,12 +189,12 @@ TEST_CASE("read_npy explains the files it cannot read", "[npy]") {
 }
 
 TEST_CASE("the .npy header is read like Python reads the dict", "[npy]") {
-    const std::string dict = GENERATE(as<std::string>{},
-        "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }",
-        "{'shape': (2,), 'descr': '|u1', 'fortran_order': False}",
-        "{ \"fortran_order\" :False,'shape':( 2 , ),\"descr\":'<u1' , }  \n",
-        "{'descr':'=u1','fortran_order':False,'shape':(2L,)}",
-        "\t{'descr': '>u1', 'fortran_order': False, 'shape': (2,),}");
+    const std::string dict =
+        GENERATE(as<std::string>{}, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }",
+                 "{'shape': (2,), 'descr': '|u1', 'fortran_order': False}",
+                 "{ \"fortran_order\" :False,'shape':( 2 , ),\"descr\":'<u1' , }  \n",
+                 "{'descr':'=u1','fortran_order':False,'shape':(2L,)}",
+                 "\t{'descr': '>u1', 'fortran_order': False, 'shape': (2,),}");
     INFO(dict);
     const npy::Array array = npy::parse_npy(npy_with_header(dict, "\x07\xff"), "crafted.npy");
     CHECK(array.shape == Shape{2});

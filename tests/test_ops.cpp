@@ -5,8 +5,8 @@
 #include <limits>
 #include <mutex>
 
-#include "core/ops/ops.h"
 #include "core/kernels/parallel.h"
+#include "core/ops/ops.h"
 
 using mha::MatrixView;
 using mha::Tensor;

@@ -4,8 +4,8 @@
 // before anything is printed: a bound from the largest inputs and weights says which runs
 // may stop, and those are computed once before the report starts.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "core/pass/attention.h"
-#include "core/forms/decode.h"
 #include "core/error.h"
-#include "core/pass/mla.h"
+#include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
 #include "core/forms/score_bound.h"
+#include "core/pass/attention.h"
+#include "core/pass/mla.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/model_file.h"
@@ -64,9 +64,12 @@ mha::ForwardResult run(Form form, const Tensor& x, bool scaled = true) {
     mha::Tracer& tracer = traced ? static_cast<mha::Tracer&>(steps) : none;
     switch (form) {
         case Form::PerHead:
-        case Form::PerHeadTraced: return mha::forward_per_head(w, self_attention(x), {}, o, tracer);
-        case Form::Decode: return mha::decode(w, self_attention(x), {}, o, tracer);
-        default: return mha::forward(w, self_attention(x), {}, o, tracer);
+        case Form::PerHeadTraced:
+            return mha::forward_per_head(w, self_attention(x), {}, o, tracer);
+        case Form::Decode:
+            return mha::decode(w, self_attention(x), {}, o, tracer);
+        default:
+            return mha::forward(w, self_attention(x), {}, o, tracer);
     }
 }
 
@@ -78,8 +81,8 @@ TEST_CASE("q·k beyond FLT_MAX is computed where q·k/sqrt(d_k) fits, in every f
     // 2e38 and 1e38, finite. softmax((2e38, 1e38)) = (1, e^-1e38 = 0), so each query attends
     // only to itself (decode's query 0 sees only key 0 anyway): weights = I, output = x.
     const Tensor x({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, -1e19f});
-    const Form form = GENERATE(Form::Standard, Form::StandardTraced, Form::Streaming,
-                               Form::PerHead, Form::PerHeadTraced, Form::Decode);
+    const Form form = GENERATE(Form::Standard, Form::StandardTraced, Form::Streaming, Form::PerHead,
+                               Form::PerHeadTraced, Form::Decode);
     CAPTURE(int(form));
     const mha::ForwardResult r = run(form, x);
     CHECK(r.fully_masked_rows == 0);
@@ -91,12 +94,11 @@ TEST_CASE("a score beyond FLT_MAX even scaled stops the run with its position") 
     // x1 = (2, 2, 2, 2)·1e19: q1·k1 = 1.6e39, scaled 8e38 > FLT_MAX; q0·k0 = 4e38 -> 2e38 fits,
     // q0·k1 = q1·k0 = 8e38 -> 4e38 does not: the first such score is query 0, key 1.
     const Tensor x({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 2e19f, 2e19f, 2e19f, 2e19f});
-    const Form form = GENERATE(Form::Standard, Form::StandardTraced, Form::Streaming,
-                               Form::PerHead, Form::PerHeadTraced, Form::Decode);
+    const Form form = GENERATE(Form::Standard, Form::StandardTraced, Form::Streaming, Form::PerHead,
+                               Form::PerHeadTraced, Form::Decode);
     CAPTURE(int(form));
     // decode reaches query 1 first with key 0 (query 0 sees only key 0, which fits)
-    const std::string position =
-        form == Form::Decode ? "query 1, key 0" : "query 0, key 1";
+    const std::string position = form == Form::Decode ? "query 1, key 0" : "query 0, key 1";
     REQUIRE_THROWS_WITH(run(form, x), Catch::Contains("head 0, " + position +
                                                       " overflows float32: q·k times the scale "
                                                       "0.5 is 4e+38"));
@@ -130,9 +132,9 @@ TEST_CASE("a value that is not finite is found at any column of a wide head") {
     for (std::size_t i = 0; i < 16; ++i) eye[i * 16 + i] = 1.0f;
     mha::Weights w;
     w.w_q = w.w_k = w.w_v = w.w_o = Tensor({16, 16}, eye);
-    const float bad = GENERATE(std::numeric_limits<float>::infinity(),
-                               -std::numeric_limits<float>::infinity(),
-                               std::numeric_limits<float>::quiet_NaN());
+    const float bad =
+        GENERATE(std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                 std::numeric_limits<float>::quiet_NaN());
     const std::size_t column = GENERATE(2, 11, 15);
     const auto path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
     CAPTURE(bad, column, int(path));
@@ -169,8 +171,10 @@ void write_npy(const std::string& path, const Tensor& x) {
 std::string identity_state_dict() {
     const mha::Weights w = identity_weights();
     const std::string path = test::temp_path("identity.npz");
-    mha::npy::write_npz(path, {{"W_q.weight", w.w_q}, {"W_k.weight", w.w_k},
-                               {"W_v.weight", w.w_v}, {"W_o.weight", w.w_o}});
+    mha::npy::write_npz(path, {{"W_q.weight", w.w_q},
+                               {"W_k.weight", w.w_k},
+                               {"W_v.weight", w.w_v},
+                               {"W_o.weight", w.w_o}});
     return path;
 }
 
@@ -180,12 +184,18 @@ std::string identity_block_state_dict() {
     const mha::Weights w = identity_weights();
     const Tensor ones({4}, std::vector<float>(4, 1.0f)), zeros({4});
     const std::string path = test::temp_path("identity_block.npz");
-    mha::npy::write_npz(path, {{"attn.W_q.weight", w.w_q}, {"attn.W_k.weight", w.w_k},
-                               {"attn.W_v.weight", w.w_v}, {"attn.W_o.weight", w.w_o},
-                               {"ln1.weight", ones}, {"ln1.bias", zeros},
-                               {"ln2.weight", ones}, {"ln2.bias", zeros},
-                               {"ffn.0.weight", w.w_q}, {"ffn.0.bias", zeros},
-                               {"ffn.2.weight", w.w_q}, {"ffn.2.bias", zeros}});
+    mha::npy::write_npz(path, {{"attn.W_q.weight", w.w_q},
+                               {"attn.W_k.weight", w.w_k},
+                               {"attn.W_v.weight", w.w_v},
+                               {"attn.W_o.weight", w.w_o},
+                               {"ln1.weight", ones},
+                               {"ln1.bias", zeros},
+                               {"ln2.weight", ones},
+                               {"ln2.bias", zeros},
+                               {"ffn.0.weight", w.w_q},
+                               {"ffn.0.bias", zeros},
+                               {"ffn.2.weight", w.w_q},
+                               {"ffn.2.bias", zeros}});
     return path;
 }
 
@@ -254,7 +264,8 @@ TEST_CASE("the bound clears ordinary inputs and every input that overflows it do
             const Tensor x = scaled(ordinary.x_q, s);
             mha::ForwardOptions options = o;
             if (rope) options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
-            const bool may = mha::may_overflow(seeded, mha::largest_value(x), mha::largest_value(x), options);
+            const bool may =
+                mha::may_overflow(seeded, mha::largest_value(x), mha::largest_value(x), options);
             sweep.run(may, [&] {
                 mha::NullTracer none;
                 mha::forward(seeded, {x, x, x}, {}, options, none);
@@ -277,14 +288,15 @@ TEST_CASE("a run that stops on overflow prints nothing on stdout, in every form 
     // the hand case above: query 0, key 1 overflows even scaled
     const std::string weights = identity_state_dict(), input = test::temp_path("overflow.npy");
     write_npy(input, Tensor({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 2e19f, 2e19f, 2e19f, 2e19f}));
-    const std::string options = GENERATE(
-        as<std::string>{}, "", " --trace", " --trace --values", " --format json",
-        " --format markdown", " --step", " --per-head --trace", " --fused-qkv --trace",
-        " --attention streaming --trace", " --decode 2 --trace", " --block post --trace",
-        " --format html --output " + test::temp_path("overflow.html"));
+    const std::string options =
+        GENERATE(as<std::string>{}, "", " --trace", " --trace --values", " --format json",
+                 " --format markdown", " --step", " --per-head --trace", " --fused-qkv --trace",
+                 " --attention streaming --trace", " --decode 2 --trace", " --block post --trace",
+                 " --format html --output " + test::temp_path("overflow.html"));
     const bool block = options == " --block post --trace";
     const std::string state_dict = block ? identity_block_state_dict() : weights;
-    const Printed r = run_apart("--weights " + state_dict + " --input " + input + " -H 1" + options);
+    const Printed r =
+        run_apart("--weights " + state_dict + " --input " + input + " -H 1" + options);
     CAPTURE(options, r.err);
     CHECK(r.status == 2);
     CHECK(r.out.empty());
@@ -297,7 +309,8 @@ TEST_CASE("a run that stops on overflow prints nothing on stdout, in every form 
     CHECK_FALSE(std::ifstream(test::temp_path("overflow.html")).good());  // no page either
 }
 
-TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace", "[overflow][cli]") {
+TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace",
+          "[overflow][cli]") {
     // the first hand case: q·k passes FLT_MAX, q·k/sqrt(d_k) does not; output = x
     const std::string weights = identity_state_dict(), input = test::temp_path("fits.npy");
     const Tensor x({1, 2, 4}, {1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, 1e19f, -1e19f});
@@ -317,7 +330,8 @@ TEST_CASE("a run the bound cannot clear, but that fits, prints its whole trace",
     std::remove(weights.c_str());
 }
 
-TEST_CASE("the model's bound: each layer attends over its LayerNorm's output", "[overflow][model]") {
+TEST_CASE("the model's bound: each layer attends over its LayerNorm's output",
+          "[overflow][model]") {
     mha::Model model = mha::load_model("../examples/models/kjv-2x4.npz", std::uint64_t(1) << 30);
     CHECK_FALSE(mha::may_overflow(model));  // a trained model: nothing to compute first
     // layer 1's W_q and W_k times 1e20: its scores pass float32's range whatever the text
@@ -330,8 +344,10 @@ TEST_CASE("the model's bound: each layer attends over its LayerNorm's output", "
                         Catch::Contains("head") && Catch::Contains("overflows float32"));
 }
 
-TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagged, and none "
-          "that runs gives a value that is not finite", "[overflow][mla]") {
+TEST_CASE(
+    "MLA: the bound clears ordinary inputs; every run that stops was flagged, and none "
+    "that runs gives a value that is not finite",
+    "[overflow][mla]") {
     const mha::MlaSizes sizes = mha::seeded_mla_sizes(32, 4, 16, 4);
     const mha::MlaWeights w = mha::seeded_mla_weights(sizes, 5);
     const mha::Inputs ordinary = mha::seeded_inputs({1, 6, 6, 32, 32, 32, 4, 4, 8}, true, 5);
@@ -350,7 +366,8 @@ TEST_CASE("MLA: the bound clears ordinary inputs; every run that stops was flagg
             sweep.run(may, [&] {
                 const mha::MlaResult r = mha::mla_forward(w, x, masks, options, form);
                 const std::vector<float> out = r.output.to_vector(), p = r.weights.to_vector();
-                CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
+                CHECK(
+                    std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
                 CHECK(std::all_of(p.begin(), p.end(), [](float v) { return std::isfinite(v); }));
             });
         }

@@ -126,9 +126,10 @@ TEST_CASE("mha reproduces GPT-2's attention from its c_attn and c_proj, in every
     INFO("mha" << args);
     const test::RunResult run = test::run_mha(args);
     REQUIRE(run.status == 0);
-    CHECK_THAT(test::flat(run.output),
-               Catch::Contains("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
-                               "in_proj_weight = c_attn.weight.T (3·d_model, d_model)"));
+    CHECK_THAT(
+        test::flat(run.output),
+        Catch::Contains("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
+                        "in_proj_weight = c_attn.weight.T (3·d_model, d_model)"));
     const auto expected = mha::npy::read_npz(dir + "expected.npz");
     const auto actual = mha::npy::read_npz(saved);
     std::remove(saved.c_str());
@@ -142,8 +143,9 @@ TEST_CASE("GPT-2's blocks: the prefixes to choose from; the mask it needs", "[gp
     test::check_rejected("--weights data/gpt2/weights.npz --heads 4",
                          "data/gpt2/weights.npz: 2 attention modules, under 'h.0.attn.', "
                          "'h.1.attn.'; choose one with --weights-prefix h.0.attn.");
-    const test::RunResult r = test::run_mha("--weights data/gpt2/weights.npz --weights-prefix "
-                                            "h.0.attn. --heads 4 --input data/gpt2/query.npy");
+    const test::RunResult r = test::run_mha(
+        "--weights data/gpt2/weights.npz --weights-prefix "
+        "h.0.attn. --heads 4 --input data/gpt2/query.npy");
     CHECK(r.status == 0);
     CHECK_THAT(test::flat(r.output), Catch::Contains("GPT-2's attention is causal: add --causal"));
 }
@@ -196,13 +198,14 @@ TEST_CASE("the trace says how seq-first and unbatched files are read and saved",
 TEST_CASE("the trace shows the appended key/value positions and the causal alignment", "[exact]") {
     const std::string dir = "data/exact/bias_kv_zero_attn_seq_first/";
     const test::RunResult appended =
-        test::run_mha("--trace --seq-first --add-zero-attn --input " + dir + "query.npy --weights " +
-                      dir + "weights.npz --mask " + dir + "mask.npy");
+        test::run_mha("--trace --seq-first --add-zero-attn --input " + dir +
+                      "query.npy --weights " + dir + "weights.npz --mask " + dir + "mask.npy");
     REQUIRE(appended.status == 0);
     CHECK_THAT(appended.output, Catch::Contains("append       K = cat([cat([K, bias_k") &&
                                     Catch::Contains("(B=2, M+2=5, d_model=16)") &&
                                     Catch::Contains("M 3 -> 5: add_bias_kv appends"));
-    const test::RunResult top_left = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal=top-left");
+    const test::RunResult top_left =
+        test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal=top-left");
     CHECK_THAT(top_left.output, Catch::Contains("causal, top-left aligned"));
     const test::RunResult bare = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal");
     CHECK_THAT(bare.output, Catch::Contains("causal, bottom-right aligned"));

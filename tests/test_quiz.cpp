@@ -35,10 +35,9 @@ std::vector<std::string> right_answers(const std::vector<Question>& questions) {
 }  // namespace
 
 TEST_CASE("a list answer is read in every form people type", "[quiz][answers]") {
-    const std::string typed = GENERATE(as<std::string>{}, "2,4,8,64", "(2, 4, 8, 64)", "[2 4 8 64]",
-                                       " 2 ,4, 8 ,64 ", "2x4x8x64", "2 × 4 × 8 × 64",
-                                       "torch.Size([2, 4, 8, 64])", "(B=2, h=4, N=8, d_k=64)",
-                                       "{2;4;8;64}");
+    const std::string typed = GENERATE(
+        as<std::string>{}, "2,4,8,64", "(2, 4, 8, 64)", "[2 4 8 64]", " 2 ,4, 8 ,64 ", "2x4x8x64",
+        "2 × 4 × 8 × 64", "torch.Size([2, 4, 8, 64])", "(B=2, h=4, N=8, d_k=64)", "{2;4;8;64}");
     CAPTURE(typed);
     CHECK(parse_number_list(typed) == Numbers{2, 4, 8, 64});
 }
@@ -119,7 +118,8 @@ TEST_CASE("d_k, parameter and KV-cache answers agree with the formulas on the st
         const bool bias = q.text.find("with bias") != std::string::npos;
         if (q.topic == Topic::DK) CHECK(q.answer == Numbers{d / h});
         // four (d, d) matrices, plus four biases of d
-        if (q.topic == Topic::Parameters) CHECK(q.answer == Numbers{4 * d * d + (bias ? 4 * d : 0)});
+        if (q.topic == Topic::Parameters)
+            CHECK(q.answer == Numbers{4 * d * d + (bias ? 4 * d : 0)});
         // K and V, (B, M, d) each, 4 bytes a float
         if (q.topic == Topic::KvCache) CHECK(q.answer == Numbers{2 * B * M * d * 4});
     }
@@ -127,8 +127,8 @@ TEST_CASE("d_k, parameter and KV-cache answers agree with the formulas on the st
 
 TEST_CASE("mha quiz --answers grades a file: score on stdout, pass or fail in the status",
           "[quiz][cli]") {
-    const std::vector<Question> questions = make_questions(7, 4, {Topic::Shapes, Topic::DK,
-                                                                  Topic::Parameters, Topic::Macs});
+    const std::vector<Question> questions =
+        make_questions(7, 4, {Topic::Shapes, Topic::DK, Topic::Parameters, Topic::Macs});
     std::vector<std::string> answers = right_answers(questions);
     const std::string all_right = write_answers("all-right.txt", answers);
     answers[2] = "12";
@@ -183,7 +183,8 @@ TEST_CASE("mha quiz: bad options are one line and status 2", "[quiz][cli]") {
         {"--count 101", "quiz --count must be at most 100"},
         {"--topics shapes,colours", "quiz --topics expects a comma-separated list of shapes, d_k"},
         {"--pass 120", "quiz --pass is a percentage from 0 to 100, got 120"},
-        {"--answers /nonexistent/answers.txt", "cannot read /nonexistent/answers.txt: No such file or directory"},
+        {"--answers /nonexistent/answers.txt",
+         "cannot read /nonexistent/answers.txt: No such file or directory"},
         {"--answers=", "quiz --answers expects a file name"},
         {"--seed", "quiz --seed needs a value"},
         {"--questions=yes", "quiz --questions takes no value"},
@@ -216,8 +217,8 @@ TEST_CASE("blank lines from a pipe end the quiz after a bound; a terminal is ask
     const test::RunResult r =
         test::run_command("yes '' | " + test::mha_binary() + " quiz --count 1 2>&1");
     CHECK(r.status == 1);
-    CHECK_THAT(r.output, Catch::Contains("(no more answers)") &&
-                             Catch::Contains("score: 0/1 (0%), fail"));
+    CHECK_THAT(r.output,
+               Catch::Contains("(no more answers)") && Catch::Contains("score: 0/1 (0%), fail"));
     std::istringstream blanks(std::string(40, '\n'));
     std::ostringstream asked;
     CHECK(run_quiz({"--count", "1", "--seed", "1"}, blanks, false, asked) == 1);
@@ -232,7 +233,10 @@ TEST_CASE("blank lines from a pipe end the quiz after a bound; a terminal is ask
 
 TEST_CASE("quiz echoes answers through the terminal's sanitiser, from a file and from stdin",
           "[quiz]") {
-    const std::string hostile = "\x1B]0;owned\x07\r\xC2\x9B" "2J\xE2\x80\xAE" "4";
+    const std::string hostile =
+        "\x1B]0;owned\x07\r\xC2\x9B"
+        "2J\xE2\x80\xAE"
+        "4";
     const std::string file = write_answers("hostile.txt", {"\xEF\xBB\xBF" + hostile});
     const test::RunResult from_file = test::run_mha("quiz --count 1 --seed 1 --answers " + file);
     std::istringstream in(hostile + "\n");

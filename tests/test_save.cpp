@@ -126,8 +126,8 @@ TEST_CASE("every writer writes through a symbolic link: the link stays, its targ
     const fs::path dir = test::temp_path("save-link");
     fs::remove_all(dir);
     fs::create_directories(dir / "real");
-    const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg",
-                                        "--format html --output");
+    const std::string option =
+        GENERATE(as<std::string>{}, "--save", "--export-svg", "--format html --output");
     CAPTURE(option);
     fs::create_symlink("real/target", dir / "out");  // relative: read from the link's folder
     std::ofstream(dir / "real" / "target") << "old";
@@ -167,8 +167,8 @@ TEST_CASE("a FIFO, a device, a standard stream and a link loop are refused at on
     fs::create_symlink("/dev/null", dir / "null-link");
     fs::create_symlink(dir / "loop-b", dir / "loop-a");
     fs::create_symlink(dir / "loop-a", dir / "loop-b");
-    const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg",
-                                        "--format html --output");
+    const std::string option =
+        GENERATE(as<std::string>{}, "--save", "--export-svg", "--format html --output");
     const std::string d = dir.string();
     // each would hang (a FIFO no one reads) or replace a file the system owns
     test::check_rejected(option + " " + d + "/pipe",
@@ -189,15 +189,16 @@ TEST_CASE("a FIFO, a device, a standard stream and a link loop are refused at on
     fs::remove_all(dir);
 }
 
-TEST_CASE("a write that fails (a file size limit, SIGXFSZ not ignored by the shell) leaves no "
-          "temporary file") {
+TEST_CASE(
+    "a write that fails (a file size limit, SIGXFSZ not ignored by the shell) leaves no "
+    "temporary file") {
     const fs::path dir = test::temp_path("save-xfsz");
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string option = GENERATE(as<std::string>{}, "--save", "--export-svg");
-    const test::RunResult r = test::run_command(
-        "ulimit -f 1; " + test::mha_binary() + " -n 64 -d 64 " + option + " " +
-        (dir / "out").string() + " 2>&1 >/dev/null");
+    const test::RunResult r =
+        test::run_command("ulimit -f 1; " + test::mha_binary() + " -n 64 -d 64 " + option + " " +
+                          (dir / "out").string() + " 2>&1 >/dev/null");
     CHECK(r.status == 2);
     CHECK(r.output == "mha: error: cannot write " + (dir / "out").string() + ": File too large\n");
     CHECK(fs::is_empty(dir));
@@ -213,8 +214,8 @@ TEST_CASE("a run whose standard output fails writes no --save or --export-svg fi
     const std::string model = "--model ../examples/models/kjv-2x4.npz --text 'In the beginning'";
     for (const std::string& args : {std::string("-n 4") + files, model + files}) {
         CAPTURE(args);
-        const test::RunResult r = test::run_command(test::mha_binary() + " " + args +
-                                                    " 2>&1 >/dev/full");
+        const test::RunResult r =
+            test::run_command(test::mha_binary() + " " + args + " 2>&1 >/dev/full");
         CHECK(r.status == 2);
         CHECK_THAT(r.output, Catch::StartsWith("mha: error: cannot write to standard output"));
         CHECK(fs::is_empty(dir));

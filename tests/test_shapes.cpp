@@ -7,19 +7,19 @@
 #include <algorithm>
 #include <map>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
-#include "core/forms/model.h"
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
-#include "core/forms/per_head.h"
 #include "core/forms/mla_pass.h"
+#include "core/forms/model.h"
+#include "core/forms/per_head.h"
+#include "core/pass/attention.h"
 #include "core/pass/plan.h"
 #include "helpers.h"
-#include "show/notes.h"
-#include "recorder.h"
 #include "io/init.h"
 #include "io/model_file.h"
+#include "recorder.h"
+#include "show/notes.h"
 
 namespace {
 
@@ -81,13 +81,13 @@ std::vector<mha::StepKind> outer_kinds(const std::vector<mha::Step>& steps,
 }  // namespace
 
 TEST_CASE("the plan gives every computed tensor's layout, the mask grid and the multiply-adds") {
-    const auto [B, N, M, E, h, G, causal] =
-        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
-                       std::size_t, bool>({{2, 8, 8, 256, 4, 4, false},
-                                           {1, 1, 1, 8, 1, 1, false},
-                                           {3, 5, 7, 12, 3, 1, true},
-                                           {2, 4, 9, 16, 8, 2, true},
-                                           {1, 6, 6, 32, 4, 2, true}}));
+    const auto [B, N, M, E, h, G, causal] = GENERATE(
+        table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, bool>(
+            {{2, 8, 8, 256, 4, 4, false},
+             {1, 1, 1, 8, 1, 1, false},
+             {3, 5, 7, 12, 3, 1, true},
+             {2, 4, 9, 16, 8, 2, true},
+             {1, 6, 6, 32, 4, 2, true}}));
     CAPTURE(B, N, M, E, h, G, causal);
     const mha::Sizes s{B, N, M, E, E, E, h, G, E / h};
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
@@ -125,11 +125,13 @@ TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without 
                              Catch::Contains("1,340,029,796,352 multiply-adds"));
     const test::RunResult json = test::run_mha("--preset gpt3 --shapes-only --format json", false);
     REQUIRE(json.status == 0);
-    CHECK_THAT(json.output, Catch::Contains("\"output\":null,\"shapes_only\":{\"activation_bytes\":") &&
-                                Catch::Contains("\"macs\":1340029796352"));
+    CHECK_THAT(json.output,
+               Catch::Contains("\"output\":null,\"shapes_only\":{\"activation_bytes\":") &&
+                   Catch::Contains("\"macs\":1340029796352"));
 }
 
-TEST_CASE("--shapes-only allocates no tensor: GPT-3's layer traces in well under 256 MiB", "[budget]") {
+TEST_CASE("--shapes-only allocates no tensor: GPT-3's layer traces in well under 256 MiB",
+          "[budget]") {
     // A computed run would need 2.1 GiB for its activations alone.
     const long peak =
         test::peak_rss_kib(test::mha_binary() + " --preset gpt3 --shapes-only >/dev/null");
@@ -183,9 +185,9 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
 }
 
 TEST_CASE("--form mla: the plan gives every computed tensor's layout", "[mla]") {
-    const auto [B, N, E, h, d_c, d_R, causal] =
-        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
-                       std::size_t, bool>({{2, 5, 16, 2, 6, 2, true}, {1, 7, 24, 4, 12, 4, false}}));
+    const auto [B, N, E, h, d_c, d_R, causal] = GENERATE(
+        table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, bool>(
+            {{2, 5, 16, 2, 6, 2, true}, {1, 7, 24, 4, 12, 4, false}}));
     const bool streamed = GENERATE(false, true);
     CAPTURE(B, N, E, h, d_c, d_R, causal, streamed);
     const mha::MlaSizes m = mha::seeded_mla_sizes(E, h, d_c, d_R);
@@ -201,9 +203,9 @@ TEST_CASE("--form mla: the plan gives every computed tensor's layout", "[mla]") 
     options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
     Recorder computed, traced;
     mha::forward_mla(w, in.x_q, masks, options, computed);
-    traced.steps = mha::plan_pass(mha::mla_spec(
-        m, mha::pass_spec(mha::mla_naive_sizes(m, B, N), mha::Weights(), in, masks, options,
-                          mha::Form::Mla)));
+    traced.steps = mha::plan_pass(
+        mha::mla_spec(m, mha::pass_spec(mha::mla_naive_sizes(m, B, N), mha::Weights(), in, masks,
+                                        options, mha::Form::Mla)));
     require_planned(traced.steps, computed);
     std::size_t compared = 0;  // the absorbed form's weights and output against the naive's
     for (const mha::Step& ran : computed.steps) {
@@ -212,12 +214,13 @@ TEST_CASE("--form mla: the plan gives every computed tensor's layout", "[mla]") 
         ++compared;
     }
     CHECK(compared == (streamed ? 1u : 2u));  // streamed: no weights to compare
-    CHECK(mha::mla_parameter_count(m) == w.w_q.numel() + w.w_kv_a.numel() + w.kv_norm.numel() +
-                                             w.w_kv_b.numel() + w.w_o.numel());
+    CHECK(mha::mla_parameter_count(m) ==
+          w.w_q.numel() + w.w_kv_a.numel() + w.kv_norm.numel() + w.w_kv_b.numel() + w.w_o.numel());
 }
 
-TEST_CASE("--head-dim and --scale-base: the plan gives every computed tensor's layout in every form",
-          "[head-dim]") {
+TEST_CASE(
+    "--head-dim and --scale-base: the plan gives every computed tensor's layout in every form",
+    "[head-dim]") {
     const auto [E, h, G, D, form] =
         GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, mha::Form>(
             {{16, 2, 2, 12, mha::Form::Packed},
@@ -240,10 +243,18 @@ TEST_CASE("--head-dim and --scale-base: the plan gives every computed tensor's l
     options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
     Recorder computed;
     switch (form) {
-        case mha::Form::PerHead: mha::forward_per_head(w, in, masks, options, computed); break;
-        case mha::Form::Decode: mha::decode(w, in, masks, options, computed); break;
-        case mha::Form::FusedQkv: mha::forward_fused_qkv(w, in, masks, options, computed); break;
-        default: mha::forward(w, in, masks, options, computed); break;
+        case mha::Form::PerHead:
+            mha::forward_per_head(w, in, masks, options, computed);
+            break;
+        case mha::Form::Decode:
+            mha::decode(w, in, masks, options, computed);
+            break;
+        case mha::Form::FusedQkv:
+            mha::forward_fused_qkv(w, in, masks, options, computed);
+            break;
+        default:
+            mha::forward(w, in, masks, options, computed);
+            break;
     }
     mha::PassSpec spec;
     spec.sizes = s;
@@ -277,22 +288,20 @@ TEST_CASE("the pass refuses a tensor laid out otherwise than planned, at any opt
     SECTION("a step past the plan's end") {
         const std::size_t planned = mha::plan_pass(spec).size();
         for (std::size_t i = 1; i < planned; ++i) trace.show_layout();
-        REQUIRE_THROWS_WITH(trace.show_layout(),
-                            "internal error: the pass reported step " +
-                                std::to_string(planned + 1) + " of a plan of " +
-                                std::to_string(planned));
+        REQUIRE_THROWS_WITH(trace.show_layout(), "internal error: the pass reported step " +
+                                                     std::to_string(planned + 1) +
+                                                     " of a plan of " + std::to_string(planned));
     }
 }
 
 TEST_CASE("the block's planned steps are the tensors the block computes") {
     using K = mha::StepKind;
-    const auto [kind, B, N, E, h, G, d_ff, causal] =
-        GENERATE(table<mha::BlockKind, std::size_t, std::size_t, std::size_t, std::size_t,
-                       std::size_t, std::size_t, bool>({
-            {mha::BlockKind::Pre, 2, 5, 16, 4, 4, 24, false},
-            {mha::BlockKind::Post, 1, 3, 8, 2, 1, 32, true},
-            {mha::BlockKind::Pre, 3, 4, 12, 3, 1, 7, true},
-            {mha::BlockKind::Post, 2, 6, 32, 4, 2, 64, false}}));
+    const auto [kind, B, N, E, h, G, d_ff, causal] = GENERATE(
+        table<mha::BlockKind, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
+              std::size_t, bool>({{mha::BlockKind::Pre, 2, 5, 16, 4, 4, 24, false},
+                                  {mha::BlockKind::Post, 1, 3, 8, 2, 1, 32, true},
+                                  {mha::BlockKind::Pre, 3, 4, 12, 3, 1, 7, true},
+                                  {mha::BlockKind::Post, 2, 6, 32, 4, 2, 64, false}}));
     CAPTURE(kind == mha::BlockKind::Pre, B, N, E, h, G, d_ff, causal);
     const mha::Sizes s{B, N, N, E, E, E, h, G, E / h};
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
@@ -320,15 +329,13 @@ TEST_CASE("the block's planned steps are the tensors the block computes") {
     const std::initializer_list<K> block_kinds = {K::Norm, K::Residual, K::FfnIn, K::Gelu,
                                                   K::FfnOut};
     CHECK(outer_kinds(planned, block_kinds) ==
-          (kind == mha::BlockKind::Pre
-               ? std::vector<K>{K::Norm, K::Residual, K::Norm, K::FfnIn, K::Gelu, K::FfnOut,
-                                K::Residual}
-               : std::vector<K>{K::Residual, K::Norm, K::FfnIn, K::Gelu, K::FfnOut,
-                                K::Residual, K::Norm}));
+          (kind == mha::BlockKind::Pre ? std::vector<K>{K::Norm, K::Residual, K::Norm, K::FfnIn,
+                                                        K::Gelu, K::FfnOut, K::Residual}
+                                       : std::vector<K>{K::Residual, K::Norm, K::FfnIn, K::Gelu,
+                                                        K::FfnOut, K::Residual, K::Norm}));
     CHECK(planned.back().number == 21);
     // the multiply-adds of both linear layers, B·N·d_ff·d_model each; the parameters
-    CHECK(mha::planned_macs(planned) ==
-          mha::planned_macs(attention) + 2 * B * N * d_ff * E);
+    CHECK(mha::planned_macs(planned) == mha::planned_macs(attention) + 2 * B * N * d_ff * E);
     std::uint64_t parameters = 0;
     for (const mha::Step& step : planned) parameters += step.facts.parameters.value_or(0);
     CHECK(parameters == block.parameter_count());
@@ -364,8 +371,7 @@ TEST_CASE("the model's planned steps are the tensors the model computes") {
 
 TEST_CASE("--shapes-only --trace is --trace without values for the block and the model") {
     const std::string args = GENERATE(
-        as<std::string>{}, "-b 1 -n 3 -d 8 -H 2 --block pre",
-        "-b 1 -n 3 -d 8 -H 2 --block post",
+        as<std::string>{}, "-b 1 -n 3 -d 8 -H 2 --block pre", "-b 1 -n 3 -d 8 -H 2 --block post",
         "-b 2 -n 5 -d 16 -H 4 -G 2 --causal --block pre --d-ff 24",
         "-b 1 -n 4 -d 16 -H 2 --block post --rope half --window 2 --softcap 30",
         "--model ../examples/models/kjv-2x4.npz --text 'In the beginning'",
@@ -480,8 +486,8 @@ std::string einops_axis(const std::string& dim) {
 void require_einops(const std::vector<mha::Step>& steps, const mha::Sizes& s) {
     using K = mha::StepKind;
     const std::map<std::string, std::size_t> sizes = {
-        {"b", s.batch}, {"n", s.seq_len}, {"m", s.kv_len}, {"h", s.heads}, {"g", s.kv_heads},
-        {"d", s.d_k()}, {"dv", s.d_v()}, {"three", 3}};
+        {"b", s.batch},    {"n", s.seq_len}, {"m", s.kv_len}, {"h", s.heads},
+        {"g", s.kv_heads}, {"d", s.d_k()},   {"dv", s.d_v()}, {"three", 3}};
     std::size_t patterns = 0;
     for (const mha::Step& step : steps) {
         CAPTURE(step.number, step.name, step.tensor, step.einops);
@@ -523,17 +529,16 @@ void require_einops(const std::vector<mha::Step>& steps, const mha::Sizes& s) {
 
 }  // namespace
 
-TEST_CASE("every rearranging step's einops pattern names the step's own dimensions",
-          "[einops]") {
+TEST_CASE("every rearranging step's einops pattern names the step's own dimensions", "[einops]") {
     // Sizes chosen apart so that a pattern naming the wrong axis multiplies to a wrong size.
-    const auto [h, G, D, form] = GENERATE(table<std::size_t, std::size_t, std::size_t, mha::Form>(
-        {{4, 4, 6, mha::Form::Packed},
-         {4, 2, 6, mha::Form::Packed},
-         {4, 1, 6, mha::Form::Packed},
-         {4, 4, 11, mha::Form::Packed},
-         {4, 2, 6, mha::Form::PerHead},
-         {4, 2, 6, mha::Form::Decode},
-         {4, 4, 6, mha::Form::FusedQkv}}));
+    const auto [h, G, D, form] = GENERATE(
+        table<std::size_t, std::size_t, std::size_t, mha::Form>({{4, 4, 6, mha::Form::Packed},
+                                                                 {4, 2, 6, mha::Form::Packed},
+                                                                 {4, 1, 6, mha::Form::Packed},
+                                                                 {4, 4, 11, mha::Form::Packed},
+                                                                 {4, 2, 6, mha::Form::PerHead},
+                                                                 {4, 2, 6, mha::Form::Decode},
+                                                                 {4, 4, 6, mha::Form::FusedQkv}}));
     const bool streamed = GENERATE(false, true);
     const bool block = GENERATE(false, true);
     CAPTURE(h, G, D, int(form), streamed, block);

@@ -41,10 +41,14 @@ private:
     bool value() {
         if (at_ >= text_.size()) return false;
         switch (text_[at_]) {
-            case '{': return members('}', true);
-            case '[': return members(']', false);
-            case '"': return string();
-            default: return literal("true") || literal("false") || literal("null") || number();
+            case '{':
+                return members('}', true);
+            case '[':
+                return members(']', false);
+            case '"':
+                return string();
+            default:
+                return literal("true") || literal("false") || literal("null") || number();
         }
     }
 
@@ -79,7 +83,8 @@ private:
         const char e = text_[at_++];
         if (e != 'u') return std::strchr("\"\\/bfnrt", e) != nullptr;
         for (int i = 0; i < 4; ++i) {
-            if (at_ >= text_.size() || !std::isxdigit(static_cast<unsigned char>(text_[at_++]))) return false;
+            if (at_ >= text_.size() || !std::isxdigit(static_cast<unsigned char>(text_[at_++])))
+                return false;
         }
         return true;
     }
@@ -130,7 +135,8 @@ std::size_t display_width(const std::string& line) {
 std::size_t widest_line(const std::string& text) {
     std::istringstream lines(text);
     std::size_t widest = 0;
-    for (std::string line; std::getline(lines, line);) widest = std::max(widest, display_width(line));
+    for (std::string line; std::getline(lines, line);)
+        widest = std::max(widest, display_width(line));
     return widest;
 }
 
@@ -197,7 +203,8 @@ Step mask_step(const Tensor& scores) {
 }  // namespace
 
 // Every expected string below is what NumPy 1.24 prints for the same float32 array after
-// np.set_printoptions(precision=4): print(np.arange(6, dtype=np.float32).reshape(2, 3) / np.float32(7)).
+// np.set_printoptions(precision=4): print(np.arange(6, dtype=np.float32).reshape(2, 3) /
+// np.float32(7)).
 TEST_CASE("format_values prints a small matrix like NumPy", "[show][values]") {
     CHECK(format_values(sevenths(), "") ==
           "[[0.     0.1429 0.2857]\n"
@@ -312,21 +319,23 @@ TEST_CASE("TextReport prints the run, each step and the output in 80 columns", "
         CHECK(text.find("  contiguous\n    copied 16 KiB  MACs 1,048,576\n") != std::string::npos);
     }
     SECTION("notes, mask grid and values") {
-        CHECK(text.find(" 8  mask         scores + mask  (blocked: -inf)\n"
-                        "    (B=1, h=1, N=3, M=3)  strides (9, 9, 3, 1)  contiguous  copied 0 B  MACs 0\n"
-                        "    · causal: query i attends to keys 0..i\n"
-                        "    mask for batch 0, head 0 (. attends, x blocked):\n"
-                        "             key 0 1 2\n"
-                        "      query 0    . x x\n"
-                        "      query 1    . . x\n"
-                        "      query 2    . . .\n"
-                        "    [[[[  1. -inf -inf]\n"
-                        "       [  2.   3. -inf]\n"
-                        "       [  4.   5.   6.]]]]\n") != std::string::npos);
+        CHECK(text.find(
+                  " 8  mask         scores + mask  (blocked: -inf)\n"
+                  "    (B=1, h=1, N=3, M=3)  strides (9, 9, 3, 1)  contiguous  copied 0 B  MACs 0\n"
+                  "    · causal: query i attends to keys 0..i\n"
+                  "    mask for batch 0, head 0 (. attends, x blocked):\n"
+                  "             key 0 1 2\n"
+                  "      query 0    . x x\n"
+                  "      query 1    . . x\n"
+                  "      query 2    . . .\n"
+                  "    [[[[  1. -inf -inf]\n"
+                  "       [  2.   3. -inf]\n"
+                  "       [  4.   5.   6.]]]]\n") != std::string::npos);
     }
     SECTION("finish") {
         // finite outputs 1, 2, 4: mean 7/3, std sqrt(14)/3 = 1.2472
-        CHECK(text.find("\n\noutput (B=1, N=2, d_model=2): mean 2.3333  std 1.2472  min 1.0000  max 4.0000\n"
+        CHECK(text.find("\n\noutput (B=1, N=2, d_model=2): mean 2.3333  std 1.2472  min 1.0000  "
+                        "max 4.0000\n"
                         "  not finite, left out of the statistics: 1 NaN, 0 inf (of 4 values)\n"
                         "fully masked: 2 query rows") != std::string::npos);
         CHECK(text.find("\nwall time: 0.41 ms (forward pass, 2 threads)\n") != std::string::npos);
@@ -376,21 +385,30 @@ TEST_CASE("JsonReport streams one valid document", "[show][json]") {
     CHECK_FALSE(JsonChecker("{\"a\":[1,]}").valid());  // the checker does reject broken documents
     CHECK_FALSE(JsonChecker("{\"a\":NaN}").valid());
     CHECK(json.back() == '\n');
-    CHECK(json.rfind("{\"tool\":\"mha\",\"schema_version\":1,\"config\":{\"B\":2,\"N\":8,\"M\":8,\"d_model\":256,\"h\":4,"
-                     "\"G\":4,\"d_k\":64,\"kdim\":256,\"vdim\":256,\"self_attention\":true,\"bias\":true,"
-                     "\"causal\":false,\"threads\":2,",
-                     0) == 0);
+    CHECK(json.rfind(
+              "{\"tool\":\"mha\",\"schema_version\":1,\"config\":{\"B\":2,\"N\":8,\"M\":8,\"d_"
+              "model\":256,\"h\":4,"
+              "\"G\":4,\"d_k\":64,\"kdim\":256,\"vdim\":256,\"self_attention\":true,\"bias\":true,"
+              "\"causal\":false,\"threads\":2,",
+              0) == 0);
     CHECK(json.find("\"weights\":\"C:\\\\weights\\\\\\\"mha\\\".npz\"") != std::string::npos);
     CHECK(json.find("\"parameters\":263168,\"steps\":[") != std::string::npos);
-    CHECK(json.find("{\"step\":5,\"name\":\"transpose\",\"tensor\":\"Q\",\"expression\":\"Q.transpose(1, 2)\","
-                    "\"dims\":[\"B\",\"h\",\"N\",\"d_k\"],\"shape\":[2,4,8,64],\"strides\":[2048,64,256,1],"
-                    "\"contiguous\":false,\"copied_bytes\":0,\"macs\":0,\"notes\":[]}") != std::string::npos);
+    CHECK(
+        json.find(
+            "{\"step\":5,\"name\":\"transpose\",\"tensor\":\"Q\",\"expression\":\"Q.transpose(1, "
+            "2)\","
+            "\"dims\":[\"B\",\"h\",\"N\",\"d_k\"],\"shape\":[2,4,8,64],\"strides\":[2048,64,256,1],"
+            "\"contiguous\":false,\"copied_bytes\":0,\"macs\":0,\"notes\":[]}") !=
+        std::string::npos);
     CHECK(json.find("\"expression\":\"Q Kᵀ / √d_k \\\"scaled\\\"\"") != std::string::npos);
     CHECK(json.find("\"tab\\there\"") != std::string::npos);
-    CHECK(json.find("\"allowed\":[[true,false,false],[true,true,false],[true,true,true]]") != std::string::npos);
-    CHECK(json.find("\"values\":[[[[0.100000001,null,null],[2,3,null],[4,5,6]]]]") != std::string::npos);
+    CHECK(json.find("\"allowed\":[[true,false,false],[true,true,false],[true,true,true]]") !=
+          std::string::npos);
+    CHECK(json.find("\"values\":[[[[0.100000001,null,null],[2,3,null],[4,5,6]]]]") !=
+          std::string::npos);
     CHECK(json.find("],\"output\":{\"shape\":[1,2,2],\"mean\":2.33333333,\"std\":1.24721913,"
                     "\"min\":1,\"max\":4,\"nan_count\":1,\"inf_count\":0},"
                     "\"fully_masked_rows\":2,\"wall_time_ms\":0.5}\n") != std::string::npos);
-    CHECK(std::strtof("0.100000001", nullptr) == 0.1f);  // nine digits read back as the same float32
+    CHECK(std::strtof("0.100000001", nullptr) ==
+          0.1f);  // nine digits read back as the same float32
 }

@@ -26,9 +26,9 @@
 #include "app/problem.h"
 #include "app/variants.h"
 #include "core/pass/attention.h"
+#include "helpers.h"
 #include "show/markdown_report.h"
 #include "show/stepper.h"
-#include "helpers.h"
 
 using namespace mha;
 
@@ -104,7 +104,8 @@ std::vector<std::string> words_of_options(const std::string& options) {
 
 std::size_t count_of(const std::string& text, const std::string& piece) {
     std::size_t n = 0;
-    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1))
+        ++n;
     return n;
 }
 
@@ -217,7 +218,8 @@ private:
         setpgid(job, job);
         [[maybe_unused]] const ssize_t sent = write(pid_out, &job, sizeof job);
         int status = 0;
-        while (waitpid(job, &status, 0) < 0) {}
+        while (waitpid(job, &status, 0) < 0) {
+        }
         _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
     }
 
@@ -234,8 +236,9 @@ bool cooked(const termios& mode) { return (mode.c_lflag & (ICANON | ECHO)) == (I
 }  // namespace
 
 TEST_CASE("--step without a terminal prints exactly what --trace prints", "[step]") {
-    const std::string options = GENERATE(as<std::string>{}, "", " -b 1 -n 4 -m 6 -d 16 -H 2 --causal",
-                                         " --values -b 1 -n 2 -d 4 -H 2");
+    const std::string options =
+        GENERATE(as<std::string>{}, "", " -b 1 -n 4 -m 6 -d 16 -H 2 --causal",
+                 " --values -b 1 -n 2 -d 4 -H 2");
     CAPTURE(options);
     const auto without_time = [](const std::string& s) { return s.substr(0, s.find("wall time")); };
     const test::RunResult trace = test::run_mha("--trace -t 1" + options + " </dev/null");
@@ -364,20 +367,19 @@ TEST_CASE("--step reads keys as a terminal sends them", "[step]") {
     CHECK(key_of("\x1b[D") == Key::Back);  // left arrow
     CHECK(key_of("\x7f") == Key::Back);    // backspace
     CHECK(key_of("q") == Key::Quit);
-    CHECK(key_of("\x04") == Key::Quit);    // Ctrl-D
-    CHECK(key_of("\x1b") == Key::Quit);    // Escape alone
-    CHECK(key_of("\x1b[A") == Key::Other); // up arrow
+    CHECK(key_of("\x04") == Key::Quit);     // Ctrl-D
+    CHECK(key_of("\x1b") == Key::Quit);     // Escape alone
+    CHECK(key_of("\x1b[A") == Key::Other);  // up arrow
     CHECK(key_of("x") == Key::Other);
 }
 
 TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
-    const std::string options = GENERATE(as<std::string>{}, "", " -b 1 -n 4 -m 6 -d 16 -H 2 --causal",
-                                         " --per-head -d 16 -H 2", " --decode 3 -d 16 -H 2",
-                                         " --fused-qkv -d 16 -H 2", " --block pre -d 16 -H 2",
-                                         " --block post -d 16 -H 2 --rope half",
-                                         " -d 16 -H 4 --kv-heads 2 --window 3",
-                                         " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3",
-                                         " --form mla -d 16 -H 2 -n 5 --attention streaming --window 2");
+    const std::string options = GENERATE(
+        as<std::string>{}, "", " -b 1 -n 4 -m 6 -d 16 -H 2 --causal", " --per-head -d 16 -H 2",
+        " --decode 3 -d 16 -H 2", " --fused-qkv -d 16 -H 2", " --block pre -d 16 -H 2",
+        " --block post -d 16 -H 2 --rope half", " -d 16 -H 4 --kv-heads 2 --window 3",
+        " --form mla -d 16 -H 2 --latent-dim 8 --rope-dim 4 -n 3",
+        " --form mla -d 16 -H 2 -n 5 --attention streaming --window 2");
     CAPTURE(options);
     const Config config = parse_args(words_of_options(options));
     const Problem problem = build_problem(config);
@@ -389,23 +391,26 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
     CHECK(planned_steps(config, problem) == counter.steps);
 }
 
-TEST_CASE("--format markdown: one table row per step, no time, same page every run",
-          "[markdown]") {
-    const test::RunResult r = test::run_mha("--format markdown -b 1 -n 3 -d 8 -H 2 --causal", false);
+TEST_CASE("--format markdown: one table row per step, no time, same page every run", "[markdown]") {
+    const test::RunResult r =
+        test::run_mha("--format markdown -b 1 -n 3 -d 8 -H 2 --causal", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output,
                Catch::StartsWith("## Multi-head attention: B=1, N=3, M=3, d_model=8, h=2, d_k=4, "
                                  "self-attention, bias, causal, " +
                                  std::string(mha::kernel_variant_name()) + " kernels\n"));
-    CHECK_THAT(r.output, Catch::Contains(
-        "| step | operation | expression | shape | strides | contiguous | copied | MACs |"));
+    CHECK_THAT(
+        r.output,
+        Catch::Contains(
+            "| step | operation | expression | shape | strides | contiguous | copied | MACs |"));
     // step 5: (B=1, N=3, h=2, d_k=4) with strides (24, 8, 4, 1) transposed to (24, 4, 8, 1)
     CHECK_THAT(r.output, Catch::Contains("| 5 | transpose | `Q.transpose(1, 2)` (einops: "
                                          "`b n h d -> b h n d`) | (B=1, h=2, N=3, d_k=4) | "
                                          "(24, 4, 8, 1) | **no** | 0 B | 0 |"));
     // step 12 copies B·N·d_model floats: 1·3·8·4 = 96 bytes
-    CHECK_THAT(r.output, Catch::Contains("| 12 | contiguous | `context.contiguous()` | "
-                                         "(B=1, N=3, h=2, d_k=4) | (24, 8, 4, 1) | yes | 96 B | 0 |"));
+    CHECK_THAT(r.output,
+               Catch::Contains("| 12 | contiguous | `context.contiguous()` | "
+                               "(B=1, N=3, h=2, d_k=4) | (24, 8, 4, 1) | yes | 96 B | 0 |"));
     CHECK_THAT(r.output, Catch::Contains("- step 8: causal: query i attends to keys 0..i"));
     // 4 projections of 1·3·8·8 = 192 MACs, plus scores and context of 1·2·3·3·4 = 72 each
     CHECK_THAT(r.output, Catch::Contains("Total: 96 B copied, 912 multiply-adds."));
@@ -447,7 +452,8 @@ TEST_CASE("--step with another format is refused", "[step]") {
 }
 
 TEST_CASE("markdown with --shapes-only ends without output statistics", "[markdown]") {
-    const test::RunResult r = test::run_mha("--format markdown --shapes-only -b 1 -n 3 -d 8 -H 2", false);
+    const test::RunResult r =
+        test::run_mha("--format markdown --shapes-only -b 1 -n 3 -d 8 -H 2", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::EndsWith("Total: 96 B copied, 912 multiply-adds. "
                                          "Shapes only: nothing was computed.\n"));

@@ -10,21 +10,21 @@
 #include <cstring>
 
 #include "app/budget.h"
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
-#include "core/pass/costs.h"
 #include "core/forms/decode.h"
-#include "core/kernels/kernels.h"
 #include "core/forms/per_head.h"
-#include "core/pass/projection.h"
-#include "core/ops/ops.h"
-#include "core/pass/reference.h"
+#include "core/kernels/kernels.h"
 #include "core/kernels/streaming.h"
+#include "core/ops/ops.h"
+#include "core/pass/attention.h"
+#include "core/pass/costs.h"
+#include "core/pass/projection.h"
+#include "core/pass/reference.h"
 #include "helpers.h"
-#include "kernel_variants.h"
-#include "show/notes.h"
-#include "recorder.h"
 #include "io/init.h"
+#include "kernel_variants.h"
+#include "recorder.h"
+#include "show/notes.h"
 
 using mha::MatrixView;
 using mha::Shape;
@@ -161,7 +161,8 @@ TEST_CASE("decode, per-head and the block run the fused tile on every variant an
             mha::forward(w, in, causal, o, none).output.to_vector(),
             mha::forward_per_head(w, in, causal, o, none).output.to_vector(),
             mha::decode(w, in, {}, o, none).output.to_vector(),
-            mha::forward_block(w, block, mha::BlockKind::Pre, in, causal, o, none).output.to_vector()};
+            mha::forward_block(w, block, mha::BlockKind::Pre, in, causal, o, none)
+                .output.to_vector()};
     };
     const std::vector<std::vector<float>> plain = results(mha::KernelVariant::Plain, 1);
     // each form reaches the fused tile of the packed pass: the same bits, as its projections
@@ -359,7 +360,8 @@ TEST_CASE("auto streams every untraced form but decoding") {
 TEST_CASE("--attention errors") {
     const test::RunResult bad = test::run_mha("--attention fast");
     CHECK(bad.status == 2);
-    CHECK(bad.output == "mha: error: --attention expects one of auto, standard, streaming, got 'fast'\n");
+    CHECK(bad.output ==
+          "mha: error: --attention expects one of auto, standard, streaming, got 'fast'\n");
     const test::RunResult save = test::run_mha("--attention streaming --save /tmp/x.npz");
     CHECK(save.status == 2);
     CHECK_THAT(save.output,

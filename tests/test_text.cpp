@@ -57,11 +57,13 @@ TEST_CASE("text_input puts the embedding in the first half and the position in t
     REQUIRE_THROWS_WITH(text_input(tokens, 10), Catch::Contains("multiple of 4"));
 }
 
-TEST_CASE("one sanitiser per medium: the terminal's replaces controls, C1 and bidi characters; "
-          "the SVG's keeps the XML well-formed") {
+TEST_CASE(
+    "one sanitiser per medium: the terminal's replaces controls, C1 and bidi characters; "
+    "the SVG's keeps the XML well-formed") {
     const std::string replacement = "\xEF\xBF\xBD";
     // ESC, CR, U+009B (CSI as a C1 control), U+202E, U+2066, an invalid byte, then é kept
-    CHECK(mha::sanitized("a\x1B" "b\r\xC2\x9B\xE2\x80\xAE\xE2\x81\xA6\xFF\xC3\xA9") ==
+    CHECK(mha::sanitized("a\x1B"
+                         "b\r\xC2\x9B\xE2\x80\xAE\xE2\x81\xA6\xFF\xC3\xA9") ==
           "a" + replacement + "b" + replacement + replacement + replacement + replacement +
               replacement + "\xC3\xA9");
     CHECK(mha::sanitized("two\nlines\tand tab", true) == "two\nlines\tand tab");

@@ -60,7 +60,9 @@ TEST_CASE("the progress line shows for long estimates only, and is erased at the
         mha::Progress progress(40.0, shown, true);
         std::this_thread::sleep_for(std::chrono::milliseconds(1200));
     }
-    CHECK_THAT(shown.str(), Catch::StartsWith("\rmha: computing, 0 s of about 40 s\x1b[K\rmha: computing, 1 s of"));
+    CHECK_THAT(
+        shown.str(),
+        Catch::StartsWith("\rmha: computing, 0 s of about 40 s\x1b[K\rmha: computing, 1 s of"));
     CHECK_THAT(shown.str(), Catch::EndsWith("\r\x1b[K"));
     {
         mha::Progress progress(mha::Progress::min_seconds / 2, short_run, true);
@@ -98,8 +100,9 @@ TEST_CASE("the time guard covers --form mla and --model runs", "[cli]") {
     const std::string model = "--model ../examples/models/kjv-2x4.npz --text Amen";
     const test::RunResult slow = test::run_mha(model + " --max-time 0.0000001");
     CHECK(slow.status == 2);
-    CHECK_THAT(slow.output, Catch::StartsWith("mha: error: this run needs 413,440 multiply-adds") &&
-                                Catch::Contains("; a shorter --text costs less, and --max-time off"));
+    CHECK_THAT(slow.output,
+               Catch::StartsWith("mha: error: this run needs 413,440 multiply-adds") &&
+                   Catch::Contains("; a shorter --text costs less, and --max-time off"));
     CHECK(test::run_mha(model + " --max-time 0.0000001 --max-time off").status == 0);
     CHECK(test::run_mha(model).status == 0);  // well within the default 60 s
 }

@@ -4,13 +4,13 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <limits>
+#include <sstream>
 
-#include "core/pass/attention.h"
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
+#include "core/pass/attention.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"
@@ -48,7 +48,8 @@ std::string results_of(const std::string& output, bool without_scores) {
     std::istringstream lines(output);
     std::string kept;
     for (std::string line; std::getline(lines, line);) {
-        for (const char* start : {"output (", "softmax:", "  head ", "ablating head", "scores, all"}) {
+        for (const char* start :
+             {"output (", "softmax:", "  head ", "ablating head", "scores, all"}) {
             if (line.rfind(start, 0) == 0 && !(without_scores && line.rfind("scores", 0) == 0))
                 kept += line + "\n";
         }
@@ -89,9 +90,9 @@ TEST_CASE("the fused QKV projection equals the three separate ones") {
 }
 
 TEST_CASE("attention head by head equals the packed form") {
-    const auto [N, M, h, G, causal] = GENERATE(table<std::size_t, std::size_t, std::size_t,
-                                                     std::size_t, bool>(
-        {{5, 5, 4, 4, false}, {3, 6, 4, 2, true}, {4, 4, 6, 1, true}, {1, 1, 1, 1, false}}));
+    const auto [N, M, h, G, causal] =
+        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, bool>(
+            {{5, 5, 4, 4, false}, {3, 6, 4, 2, true}, {4, 4, 6, 1, true}, {1, 1, 1, 1, false}}));
     CAPTURE(N, M, h, G, causal);
     const std::size_t E = 24;
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 7);
@@ -99,7 +100,8 @@ TEST_CASE("attention head by head equals the packed form") {
     mha::Masks masks;
     masks.causal = causal;
     masks.key_padding = Tensor({2, M});
-    masks.key_padding.data()[M - 1] = -std::numeric_limits<float>::infinity();  // batch 0's last key
+    masks.key_padding.data()[M - 1] =
+        -std::numeric_limits<float>::infinity();  // batch 0's last key
     mha::NullTracer none;
     const mha::ForwardResult packed = mha::forward(w, in, masks, options_for(h), none);
     const mha::ForwardResult heads = mha::forward_per_head(w, in, masks, options_for(h), none);
@@ -109,8 +111,8 @@ TEST_CASE("attention head by head equals the packed form") {
 }
 
 TEST_CASE("decoding with a KV cache equals the causal pass, row by row") {
-    const auto [T, h, G] = GENERATE(table<std::size_t, std::size_t, std::size_t>(
-        {{6, 4, 4}, {5, 4, 2}, {1, 2, 1}, {7, 6, 3}}));
+    const auto [T, h, G] = GENERATE(
+        table<std::size_t, std::size_t, std::size_t>({{6, 4, 4}, {5, 4, 2}, {1, 2, 1}, {7, 6, 3}}));
     CAPTURE(T, h, G);
     const std::size_t B = 2, E = 24;
     const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 3);
@@ -142,12 +144,11 @@ TEST_CASE("the variants on the command line") {
         const Tensor packed = mha::npy::to_tensor(mha::npy::read_npz(saved).at("output"));
         for (const char* variant : {"--decode 4", "--per-head --causal"}) {
             CAPTURE(variant);
-            const test::RunResult r =
-                test::run_mha(std::string("-b 1 -d 16 -H 4 -G 2 -n 4 --trace --save ") + saved +
-                              " " + variant);
+            const test::RunResult r = test::run_mha(
+                std::string("-b 1 -d 16 -H 4 -G 2 -n 4 --trace --save ") + saved + " " + variant);
             REQUIRE(r.status == 0);
-            test::require_close(mha::npy::to_tensor(mha::npy::read_npz(saved).at("output")),
-                                packed, same_tolerance);
+            test::require_close(mha::npy::to_tensor(mha::npy::read_npz(saved).at("output")), packed,
+                                same_tolerance);
         }
         const test::RunResult fused = test::run_mha("-b 1 -n 4 -d 16 -H 4 --fused-qkv --trace");
         REQUIRE(fused.status == 0);
@@ -158,17 +159,20 @@ TEST_CASE("the variants on the command line") {
     SECTION("per-head and decoding take the packed pass's options") {
         const std::string mask = test::temp_path("variants-mask.npy");
         Tensor m({4, 4});
-        for (std::size_t i = 0; i < 16; ++i) m.data()[i] = i % 5 == 1 ? -1.5f : 0.25f * float(i % 3);
+        for (std::size_t i = 0; i < 16; ++i)
+            m.data()[i] = i % 5 == 1 ? -1.5f : 0.25f * float(i % 3);
         std::ofstream(mask, std::ios::binary) << mha::npy::to_npy_bytes(m);
         const std::string sizes = "-b 2 -n 4 -d 16 -H 4 ";
-        const auto [form, options, packed_options] = GENERATE_COPY(table<std::string, std::string, std::string>({
-            {"--per-head", "-G 2 --mask " + mask, "-G 2 --mask " + mask},
-            {"--per-head", "--no-scale", "--no-scale"},
-            {"--per-head", "-G 2 --causal --ablate-head 2 --summary", "-G 2 --causal --ablate-head 2 --summary"},
-            {"--per-head", "--attention streaming --threads 3", "--attention streaming"},
-            {"--decode 4", "--no-scale --ablate-head 1", "--causal --no-scale --ablate-head 1"},
-            {"--decode 4", "-G 1 --attention streaming", "-G 1 --causal"},
-        }));
+        const auto [form, options, packed_options] =
+            GENERATE_COPY(table<std::string, std::string, std::string>({
+                {"--per-head", "-G 2 --mask " + mask, "-G 2 --mask " + mask},
+                {"--per-head", "--no-scale", "--no-scale"},
+                {"--per-head", "-G 2 --causal --ablate-head 2 --summary",
+                 "-G 2 --causal --ablate-head 2 --summary"},
+                {"--per-head", "--attention streaming --threads 3", "--attention streaming"},
+                {"--decode 4", "--no-scale --ablate-head 1", "--causal --no-scale --ablate-head 1"},
+                {"--decode 4", "-G 1 --attention streaming", "-G 1 --causal"},
+            }));
         CAPTURE(form, options);
         const test::RunResult variant = test::run_mha(sizes + form + " " + options);
         const test::RunResult packed = test::run_mha(sizes + packed_options);
@@ -177,7 +181,8 @@ TEST_CASE("the variants on the command line") {
         // decoding stores no (B, h, N, M) scores, so its summary has no scores line
         const bool decoding = form != "--per-head";
         CHECK(results_of(variant.output, decoding) == results_of(packed.output, decoding));
-        CHECK_THAT(results_of(variant.output, false), Catch::Contains("output (B=2, N=4, d_model=16)"));
+        CHECK_THAT(results_of(variant.output, false),
+                   Catch::Contains("output (B=2, N=4, d_model=16)"));
         std::remove(mask.c_str());
     }
     SECTION("the decode trace shows the cache growing") {

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <limits>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "helpers.h"
@@ -114,8 +114,9 @@ TEST_CASE("bool and integer masks: block by default, keep on request; floats are
         mha::additive_mask(counting({2, 2}, -1.5), mha::MaskMeaning::Block, "m", note);
     CHECK(added.at({1, 1}) == 1.5f);
     CHECK_THAT(note, Catch::Contains("added to the scores"));
-    REQUIRE_THROWS_WITH(mha::additive_mask(counting({2, 2}), mha::MaskMeaning::Keep, "m", note),
-                        Catch::Contains("--mask-means keep applies to bool and integer masks only"));
+    REQUIRE_THROWS_WITH(
+        mha::additive_mask(counting({2, 2}), mha::MaskMeaning::Keep, "m", note),
+        Catch::Contains("--mask-means keep applies to bool and integer masks only"));
 }
 
 TEST_CASE("num_heads saved beside a state dict is taken out and read; anything else is refused") {
@@ -180,8 +181,9 @@ TEST_CASE("a bool/int mask that hides the diagonal or a whole row gets the --mas
 
     // The lower-triangular ones of exercise 3, read as PyTorch reads them: the hint on
     // stderr names --mask-means keep and no longer suggests --masked-rows zero.
-    const std::string files = "--input ../examples/exercises/03-causal-masks/query.npy "
-                              "--mask ../examples/exercises/03-causal-masks/mask.npy -H 2";
+    const std::string files =
+        "--input ../examples/exercises/03-causal-masks/query.npy "
+        "--mask ../examples/exercises/03-causal-masks/mask.npy -H 2";
     const auto stderr_of = [](const std::string& args) {
         return test::run_command(test::mha_binary() + " " + args + " 2>&1 >/dev/null");
     };
@@ -197,19 +199,26 @@ TEST_CASE("a bool/int mask that hides the diagonal or a whole row gets the --mas
                Catch::Contains("--masked-rows zero gives zeros") && !Catch::Contains("keep"));
 }
 
-TEST_CASE("Hugging Face's q_proj ... o_proj read as the from-scratch W_q ... W_o, K and V with G·d_k rows") {
-    const std::map<std::string, Array> scratch = {
-        {"W_q.weight", counting({E, E})},       {"W_k.weight", counting({2, E}, 50)},
-        {"W_v.weight", counting({2, E}, 70)},   {"W_o.weight", counting({E, E}, 200)},
-        {"W_q.bias", counting({E}, 300)}};
-    const std::map<std::string, Array> hugging_face = {
-        {"q_proj.weight", counting({E, E})},    {"k_proj.weight", counting({2, E}, 50)},
-        {"v_proj.weight", counting({2, E}, 70)}, {"o_proj.weight", counting({E, E}, 200)},
-        {"q_proj.bias", counting({E}, 300)}};
+TEST_CASE(
+    "Hugging Face's q_proj ... o_proj read as the from-scratch W_q ... W_o, K and V with G·d_k "
+    "rows") {
+    const std::map<std::string, Array> scratch = {{"W_q.weight", counting({E, E})},
+                                                  {"W_k.weight", counting({2, E}, 50)},
+                                                  {"W_v.weight", counting({2, E}, 70)},
+                                                  {"W_o.weight", counting({E, E}, 200)},
+                                                  {"W_q.bias", counting({E}, 300)}};
+    const std::map<std::string, Array> hugging_face = {{"q_proj.weight", counting({E, E})},
+                                                       {"k_proj.weight", counting({2, E}, 50)},
+                                                       {"v_proj.weight", counting({2, E}, 70)},
+                                                       {"o_proj.weight", counting({E, E}, 200)},
+                                                       {"q_proj.bias", counting({E}, 300)}};
     const mha::Weights a = mha::weights_from_state_dict(scratch, "a.npz");
     const mha::Weights b = mha::weights_from_state_dict(hugging_face, "b.npz");
-    for (const auto& [x, y] : {std::pair{&a.w_q, &b.w_q}, {&a.w_k, &b.w_k}, {&a.w_v, &b.w_v},
-                               {&a.w_o, &b.w_o}, {&a.b_q, &b.b_q}}) {
+    for (const auto& [x, y] : {std::pair{&a.w_q, &b.w_q},
+                               {&a.w_k, &b.w_k},
+                               {&a.w_v, &b.w_v},
+                               {&a.w_o, &b.w_o},
+                               {&a.b_q, &b.b_q}}) {
         CHECK(x->shape() == y->shape());
         CHECK(x->to_vector() == y->to_vector());
     }
@@ -246,8 +255,9 @@ TEST_CASE("GPT-2's Conv1D c_attn and c_proj are read transposed, c_attn split in
     gpt2["masked_bias"] = counting({});
     CHECK(mha::weights_from_state_dict(gpt2, "g.npz").w_o.to_vector() == w.w_o.to_vector());
     gpt2["bias"] = counting({E});  // not the mask buffer's shape
-    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(gpt2, "g.npz"),
-                        Catch::StartsWith("g.npz: unexpected array 'bias' of shape (4,) (GPT-2 attention"));
+    REQUIRE_THROWS_WITH(
+        mha::weights_from_state_dict(gpt2, "g.npz"),
+        Catch::StartsWith("g.npz: unexpected array 'bias' of shape (4,) (GPT-2 attention"));
     gpt2.erase("bias");
     gpt2["c_attn.weight"] = counting({3 * E, E});  // saved the nn.Linear way
     REQUIRE_THROWS_WITH(mha::weights_from_state_dict(gpt2, "g.npz"),
@@ -283,7 +293,8 @@ TEST_CASE("--weights-prefix gives the numbers of the same module saved without a
     CHECK(output_line("--weights data/bad/prefixed.npz --weights-prefix attn.") ==
           output_line("--weights data/bad/weights.npz"));
     // GPT-2's Conv1D c_attn and c_proj: weights.npz's matrices stored transposed
-    CHECK(output_line("--weights data/bad/gpt2_names.npz") == output_line("--weights data/bad/weights.npz"));
+    CHECK(output_line("--weights data/bad/gpt2_names.npz") ==
+          output_line("--weights data/bad/weights.npz"));
     // two Hugging Face layers with the same arrays: either prefix gives hf_names.npz's numbers
     CHECK(output_line("--weights data/bad/layers.npz --weights-prefix model.layers.1.self_attn.") ==
           output_line("--weights data/bad/hf_names.npz"));

@@ -10,9 +10,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
 #include "core/forms/fused_qkv.h"
+#include "core/pass/attention.h"
 #include "core/tensor/workspace.h"
 #include "io/init.h"
 #include "kernel_variants.h"
@@ -43,8 +43,9 @@ void fill_with_nan(mha::Workspace& workspace, std::size_t count, std::size_t flo
 
 }  // namespace
 
-TEST_CASE("a workspace reuses a block once no tensor holds it, zero-filled unless taken "
-          "uninitialised") {
+TEST_CASE(
+    "a workspace reuses a block once no tensor holds it, zero-filled unless taken "
+    "uninitialised") {
     mha::Workspace workspace;
     mha::Tensor a = workspace.tensor({4, 8});
     const float* a_memory = a.data();
@@ -66,20 +67,22 @@ TEST_CASE("a workspace reuses a block once no tensor holds it, zero-filled unles
     CHECK(d.data()[31] == 0.0f);  // past c's 24 floats: never held a value, zero
 }
 
-TEST_CASE("a workspace takes the smallest idle block that fits, and releases idle blocks "
-          "when none fits") {
+TEST_CASE(
+    "a workspace takes the smallest idle block that fits, and releases idle blocks "
+    "when none fits") {
     mha::Workspace workspace;
     mha::Tensor big = workspace.tensor({100}), small = workspace.tensor({10});
     const float* small_memory = small.data();
     big = mha::Tensor();
     small = mha::Tensor();
     CHECK(workspace.tensor({10}).data() == small_memory);  // not the 100-float block
-    const mha::Tensor huge = workspace.tensor({1000});  // fits neither: both released
+    const mha::Tensor huge = workspace.tensor({1000});     // fits neither: both released
     CHECK(workspace.bytes() == 1000 * sizeof(float));
 }
 
-TEST_CASE("a pass in a workspace gives the bits of a pass in fresh memory; a second pass "
-          "needs no new block") {
+TEST_CASE(
+    "a pass in a workspace gives the bits of a pass in fresh memory; a second pass "
+    "needs no new block") {
     const mha::Sizes s{2, 9, 9, 16, 16, 16, 4, 4, 4};
     const mha::Inputs in = mha::seeded_inputs(s, true, 3);
     const mha::Weights w = mha::seeded_weights(16, true, true, 3);
@@ -99,8 +102,9 @@ TEST_CASE("a pass in a workspace gives the bits of a pass in fresh memory; a sec
     CHECK(workspace.bytes() == after_first);
 }
 
-TEST_CASE("a pass in a workspace whose blocks hold NaN gives the bits of a pass in fresh "
-          "memory, so every tensor it takes uninitialised is written in full") {
+TEST_CASE(
+    "a pass in a workspace whose blocks hold NaN gives the bits of a pass in fresh "
+    "memory, so every tensor it takes uninitialised is written in full") {
     const std::size_t B = 2, h = 4, E = 16;
     // the pass's forms: 0 self-attention, 1 causal, 2 cross-attention (K, V from other
     // inputs), 3 causal with N > M (the first queries see no key: fully masked rows), 4 no
@@ -126,7 +130,8 @@ TEST_CASE("a pass in a workspace whose blocks hold NaN gives the bits of a pass 
     mha::NullTracer none;
     const auto pass = [&] {
         if (form == 5) return mha::forward_fused_qkv(w, in, masks, options, none);
-        if (form == 6) return mha::forward_block(w, block, mha::BlockKind::Pre, in, masks, options, none);
+        if (form == 6)
+            return mha::forward_block(w, block, mha::BlockKind::Pre, in, masks, options, none);
         return mha::forward(w, in, masks, options, none);
     };
     const mha::ForwardResult fresh = pass();

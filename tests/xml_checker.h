@@ -49,8 +49,12 @@ private:
             if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
             if (c == 0x7f) return false;
             if (c < 0x80) continue;
-            const std::size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-            if (length == 0 || (length == 3 && c >= 0xF0) || i + length > text_.size()) return false;
+            const std::size_t length = c >= 0xF0 && c <= 0xF4  ? 4
+                                       : c >= 0xE0             ? 3
+                                       : c >= 0xC2 && c < 0xE0 ? 2
+                                                               : 0;
+            if (length == 0 || (length == 3 && c >= 0xF0) || i + length > text_.size())
+                return false;
             for (std::size_t k = 1; k < length; ++k) {
                 if ((static_cast<unsigned char>(text_[i + k]) & 0xC0) != 0x80) return false;
             }

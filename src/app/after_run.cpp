@@ -11,12 +11,12 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/position/position_bias.h"
-#include "show/caption.h"
 #include "io/atomic_file.h"
+#include "show/caption.h"
+#include "show/format.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
 #include "show/svg.h"
-#include "show/format.h"
 #include "show/text_layout.h"
 #include "show/weight_maps.h"
 
@@ -35,8 +35,8 @@ double relative_change(const Tensor& a, const Tensor& b) {
     return norm > 0.0 ? std::sqrt(difference / norm) : std::sqrt(difference);
 }
 
-void report_ablation(std::ostream& out, const Config& config, const Problem& problem, const ForwardResult& result,
-                     std::size_t head) {
+void report_ablation(std::ostream& out, const Config& config, const Problem& problem,
+                     const ForwardResult& result, std::size_t head) {
     Problem without_head = problem;
     without_head.options.ablate_head = head;
     NullTracer quiet;
@@ -54,8 +54,8 @@ std::string batch_note(const RunInfo& info) {
 }
 
 std::vector<std::string> svg_caption(const RunInfo& info) {
-    return caption_lines(info,
-                         "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)");
+    return caption_lines(
+        info, "attention weights, " + batch_note(info) + " (rows: queries, columns: keys)");
 }
 
 // Whether step 8 hides key j from query i under mask (an -inf it adds, or the causal rule
@@ -65,7 +65,8 @@ bool hides(const HeadMask& mask, std::size_t i, std::size_t j) {
     if (mask.attn != nullptr && mask.attn[i * mask.m + j] == blocked) return true;
     if (mask.padding != nullptr && mask.padding[j] == blocked) return true;
     const Masks& rules = *mask.masks;
-    if (rules.window > 0) return !window_allows({rules.window, rules.sinks}, i + mask.m - mask.n, j);
+    if (rules.window > 0)
+        return !window_allows({rules.window, rules.sinks}, i + mask.m - mask.n, j);
     return j >= mask.key_end(i);
 }
 
@@ -80,10 +81,12 @@ std::vector<std::vector<bool>> blocked_grids(const Problem& problem) {
     const RunInfo& info = problem.info;
     const Masks& masks = problem.masks;
     const std::size_t n = info.seq_len, m = info.kv_len;
-    const bool fits = (masks.attn_mask.empty() || masks.attn_mask.size(masks.attn_mask.dim() - 1) == m) &&
-                      (masks.key_padding.empty() || masks.key_padding.size(masks.key_padding.dim() - 1) == m);
+    const bool fits =
+        (masks.attn_mask.empty() || masks.attn_mask.size(masks.attn_mask.dim() - 1) == m) &&
+        (masks.key_padding.empty() || masks.key_padding.size(masks.key_padding.dim() - 1) == m);
     if (!fits || info.batch == 0) return {};
-    const Sizes sizes{info.batch, n, m, info.d_model, info.kdim, info.vdim, info.heads, info.kv_heads,
+    const Sizes sizes{info.batch,   n,         m,          info.d_model,
+                      info.kdim,    info.vdim, info.heads, info.kv_heads,
                       info.head_dim};
     std::vector<std::vector<bool>> grids;
     for (std::size_t head = 0; head < info.heads; ++head) {
@@ -100,15 +103,12 @@ std::vector<std::vector<bool>> blocked_grids(const Problem& problem) {
 void check_svg_size(const Config& config, const RunInfo& info) {
     if (config.svg_path.empty()) return;
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
-    const std::vector<std::string> cols =
-        key_labels(info);
-    check_svg_size(config.svg_path, drawn_maps(config, info.heads), rows, cols,
-                   svg_caption(info));
+    const std::vector<std::string> cols = key_labels(info);
+    check_svg_size(config.svg_path, drawn_maps(config, info.heads), rows, cols, svg_caption(info));
 }
 
-void check_svg_size(const std::string& path, std::size_t maps,
-                    const std::vector<std::string>& rows, const std::vector<std::string>& cols,
-                    const std::vector<std::string>& caption) {
+void check_svg_size(const std::string& path, std::size_t maps, const std::vector<std::string>& rows,
+                    const std::vector<std::string>& cols, const std::vector<std::string>& caption) {
     const std::uint64_t bytes = svg_size_bound(maps, rows, cols, caption);
     if (bytes > max_svg_bytes) {
         throw Error("--export-svg " + path + " would take up to " + byte_size(bytes) + " (" +
@@ -128,7 +128,8 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
         out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
         HeatmapStyle style = terminal_style(config.color);
         style.auto_scale = config.auto_scale;
-        draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows, style);
+        draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows,
+                      style);
     }
     if (wants_summary(config)) {
         stats.print(out, result, info.head_dim, !config.no_scale, config.scale_base.value_or(0.0),
@@ -138,8 +139,7 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     if (config.ablate_head) report_ablation(out, config, problem, result, *config.ablate_head);
     if (config.head_contributions) report_contributions(out, config, problem, result);
     if (!config.svg_path.empty()) {
-        const std::vector<std::string> cols =
-            key_labels(info);
+        const std::vector<std::string> cols = key_labels(info);
         AtomicFile file(config.svg_path);
         SvgStyle style;
         style.caption = svg_caption(info);

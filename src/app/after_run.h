@@ -27,9 +27,8 @@ std::vector<std::vector<bool>> blocked_grids(const Problem& problem);
 void check_svg_size(const Config& config, const RunInfo& info);
 
 // The same for any SVG of `maps` panels with these labels and caption (the model's too).
-void check_svg_size(const std::string& path, std::size_t maps,
-                    const std::vector<std::string>& rows, const std::vector<std::string>& cols,
-                    const std::vector<std::string>& caption);
+void check_svg_size(const std::string& path, std::size_t maps, const std::vector<std::string>& rows,
+                    const std::vector<std::string>& cols, const std::vector<std::string>& caption);
 
 // stats: the ScoreStats tracer that watched the pass (enabled when wants_summary).
 void show_after_run(std::ostream& out, const Config& config, const Problem& problem,

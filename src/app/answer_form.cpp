@@ -202,7 +202,8 @@ bool answer_matches(const Expected& expected, const std::string& typed) {
 
 std::vector<std::string> read_answer_file(const std::string& path) {
     // bounded, so /dev/zero ends, and a directory is refused
-    const std::string text = read_small_file(path, max_answers_bytes, "an answers file (one answer per line)");
+    const std::string text =
+        read_small_file(path, max_answers_bytes, "an answers file (one answer per line)");
     std::vector<std::string> answers;
     const std::string bom = "\xEF\xBB\xBF";  // an editor's UTF-8 mark, not part of answer 1
     for (std::size_t start = text.rfind(bom, 0) == 0 ? bom.size() : 0; start < text.size();) {

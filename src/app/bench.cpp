@@ -32,10 +32,10 @@
 
 #include "app/cli.h"
 #include "app/problem.h"
-#include "core/pass/costs.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/kernels/parallel.h"
+#include "core/pass/costs.h"
 #include "core/pass/projection.h"
 #include "core/pass/reference.h"
 #include "core/tensor/workspace.h"
@@ -58,8 +58,8 @@ const std::vector<BenchSize> full_sizes = {{1, 128, 512, 8},    {8, 128, 512, 8}
 const std::vector<BenchSize> quick_sizes = {{1, 8, 32, 4}, {2, 33, 64, 4}};
 
 struct BenchOptions {
-    std::vector<BenchSize> sizes;     // --sizes; empty: full_sizes (or quick_sizes)
-    std::vector<std::size_t> heads;   // --heads: every size at each of these h
+    std::vector<BenchSize> sizes;    // --sizes; empty: full_sizes (or quick_sizes)
+    std::vector<std::size_t> heads;  // --heads: every size at each of these h
     std::size_t repeat = 5;
     std::size_t threads = 0;  // 0: the hardware's
     bool quick = false;
@@ -72,7 +72,7 @@ struct Row {
     BenchSize size;
     double macs = 0;
     double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
-    double faults = 0;  // page faults per timed run, all threads
+    double faults = 0;          // page faults per timed run, all threads
     std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
     bool naive_estimated = false;
     double peak_mib = 0;
@@ -91,12 +91,14 @@ std::vector<BenchSize> parse_sizes(const Arg& arg) {
         const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
         const std::string item = arg.text.substr(start, end - start);
         const std::string expected =
-            arg.option + " expects sizes like 1x128x512x8 (B x N x d_model x h), got '" + item + "'";
+            arg.option + " expects sizes like 1x128x512x8 (B x N x d_model x h), got '" + item +
+            "'";
         std::vector<std::size_t> numbers;
         for (std::size_t at = 0; at <= item.size() && numbers.size() < 5;) {
             const std::size_t x = std::min(item.find('x', at), item.size());
             try {
-                numbers.push_back(parse_count({arg.option, item.substr(at, x - at)}, std::size_t(1) << 20));
+                numbers.push_back(
+                    parse_count({arg.option, item.substr(at, x - at)}, std::size_t(1) << 20));
             } catch (const Error&) {
                 throw Error(expected);
             }
@@ -115,16 +117,19 @@ std::vector<BenchSize> parse_sizes(const Arg& arg) {
 
 // The sizes to time: --sizes or the built-in ones, each at every --heads count.
 std::vector<BenchSize> sizes_to_time(const BenchOptions& o) {
-    const std::vector<BenchSize>& base = !o.sizes.empty() ? o.sizes : o.quick ? quick_sizes : full_sizes;
+    const std::vector<BenchSize>& base = !o.sizes.empty() ? o.sizes
+                                         : o.quick        ? quick_sizes
+                                                          : full_sizes;
     if (o.heads.empty()) return base;
     std::vector<BenchSize> sizes;
     for (const BenchSize& size : base) {
         for (const std::size_t heads : o.heads) {
             if (size.d_model % heads != 0) {
-                throw Error("bench: --heads " + std::to_string(heads) + " does not divide d_model " +
-                            std::to_string(size.d_model) + " of the size " +
-                            std::to_string(size.batch) + "x" + std::to_string(size.seq_len) + "x" +
-                            std::to_string(size.d_model) + "x" + std::to_string(size.heads));
+                throw Error("bench: --heads " + std::to_string(heads) +
+                            " does not divide d_model " + std::to_string(size.d_model) +
+                            " of the size " + std::to_string(size.batch) + "x" +
+                            std::to_string(size.seq_len) + "x" + std::to_string(size.d_model) +
+                            "x" + std::to_string(size.heads));
             }
             sizes.push_back({size.batch, size.seq_len, size.d_model, heads});
         }
@@ -138,8 +143,7 @@ const std::vector<Option<BenchOptions>>& bench_table() {
         section<BenchOptions>(""),
         {{"--repeat", 0, "R", "timed runs per size, after one warm-up (default 5)"},
          [](BenchOptions& o, const Arg& a) { o.repeat = parse_count(a, 1000); }},
-        {{"--threads", 0, "T",
-          "threads for the \"all threads\" column (default: the\nhardware's)"},
+        {{"--threads", 0, "T", "threads for the \"all threads\" column (default: the\nhardware's)"},
          [](BenchOptions& o, const Arg& a) { o.threads = parse_count(a, max_threads); }},
         {{"--sizes", 0, "BxNxDxH,...",
           "the sizes to time instead of the six, e.g.\n"
@@ -175,9 +179,8 @@ Config config_of(const BenchSize& s) {
 }
 
 double multiply_adds(const BenchSize& s) {
-    return double(forward_macs(
-        {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model, s.heads, s.heads,
-         s.d_model / s.heads}));
+    return double(forward_macs({s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model,
+                                s.heads, s.heads, s.d_model / s.heads}));
 }
 
 // The page faults (minor and major) this process has taken so far.
@@ -259,10 +262,10 @@ std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes
     std::map<std::string, TorchTime> best;
     for (const std::size_t torch_threads : {1, 2}) {
         for (const std::size_t blas_threads : {1, 2}) {
-            std::string command = "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" +
-                                  std::to_string(blas_threads) + " " + torch_python + " " +
-                                  torch_script + " --threads " + std::to_string(torch_threads) +
-                                  " --repeat " + std::to_string(repeat);
+            std::string command =
+                "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) +
+                " " + torch_python + " " + torch_script + " --threads " +
+                std::to_string(torch_threads) + " --repeat " + std::to_string(repeat);
             for (const BenchSize& s : sizes) {
                 command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
                            std::to_string(s.d_model) + "," + std::to_string(s.heads);
@@ -298,8 +301,8 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     const PackedWeights packed = pack_weights(p.weights);  // and the weights packed once
     p.options.packed = &packed;
     p.options.threads = threads;
-    row.ms = median_ms(o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); },
-                       row.faults);
+    row.ms = median_ms(
+        o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); }, row.faults);
     p.options.threads = 1;
     double faults_one = 0;
     row.ms_one = median_ms(
@@ -359,16 +362,16 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << " thread(s), shared over its B·h (batch, head) units;\na row with fewer "
                      "units than threads leaves some idle\n";
     if (o.compare_torch)
-        std::cout << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
-                     "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
-                     "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n";
+        std::cout
+            << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
+               "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
+               "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n";
 }
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
               << ",\"kernel\":\"" << kernel_variant_name() << "\",\"kernel_tile\":\""
-              << kernel_tile_name()
-              << "\",\"path\":\"streaming\",\"configs\":[";
+              << kernel_tile_name() << "\",\"path\":\"streaming\",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
@@ -394,15 +397,18 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 }  // namespace
 
 const CommandInfo& bench_command() {
-    static const CommandInfo command = command_info<BenchOptions>("bench", R"(Usage: mha bench [options]
+    static const CommandInfo command =
+        command_info<BenchOptions>("bench", R"(Usage: mha bench [options]
 Times the forward pass (self-attention, no mask, untraced) on six sizes from
 (B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
 GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
-)", R"(Examples:
+)",
+                                   R"(Examples:
   mha bench --quick                         a smoke test
   mha bench --sizes 1x512x512x8 --heads 1,8,16
                                             one size at 1, 8 and 16 heads
-)", "", bench_table());
+)",
+                                   "", bench_table());
     return command;
 }
 

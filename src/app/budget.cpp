@@ -3,13 +3,13 @@
 
 #include "app/budget.h"
 
-#include "core/forms/block.h"
 #include "core/checked.h"
-#include "core/pass/costs.h"
-#include "core/forms/decode.h"
 #include "core/error.h"
+#include "core/forms/block.h"
+#include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/kernels/parallel.h"
+#include "core/pass/costs.h"
 #include "core/tensor/storage.h"
 
 #include <algorithm>
@@ -23,8 +23,8 @@ namespace {
 constexpr std::uint64_t macs_per_thread = std::uint64_t(1) << 23;
 
 std::size_t default_threads(const Sizes& s) {
-    return std::max<std::uint64_t>(1, std::min<std::uint64_t>(hardware_threads(),
-                                                              forward_macs(s) / macs_per_thread));
+    return std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(hardware_threads(), forward_macs(s) / macs_per_thread));
 }
 
 // --save holds output (B, N, d_model) and weights (B, h, N, M) three more times: as a
@@ -71,25 +71,26 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
 }
 
 // What the views add after the pass, beside its result, each freed before the next: the
-// heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums in double
-// into a growing list); --ablate-head runs the pass again and compares the two outputs as lists.
+// heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums
+// in double into a growing list); --ablate-head runs the pass again and compares the two outputs as
+// lists.
 std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     std::uint64_t maps = 0, ablation = 0;
     if (c.heatmap || !c.svg_path.empty() || c.format == Format::Html) {
-        const std::uint64_t heads = c.view_heads.empty() ? (c.mean_view ? 0 : s.heads)
-                                                         : c.view_heads.size();
+        const std::uint64_t heads =
+            c.view_heads.empty() ? (c.mean_view ? 0 : s.heads) : c.view_heads.size();
         const std::uint64_t cells = checked_product({s.seq_len, s.kv_len}, what);
         maps = checked_sum({checked_product({heads, cells, sizeof(float)}, what),
                             c.mean_view ? checked_product({cells, 16}, what) : 0},
                            what);
     }
     if (c.ablate_head) {
-        ablation = checked_sum(
-            {pass_bytes(c, s, d_ff, path, threads, mla),
-             checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
-            what);
+        ablation =
+            checked_sum({pass_bytes(c, s, d_ff, path, threads, mla),
+                         checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
+                        what);
     }
     return std::max(maps, ablation);
 }
@@ -107,8 +108,8 @@ AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
     if (c.form == Form::Decode) return AttentionPath::Standard;
-    const bool needed = !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty() ||
-                        c.format == Format::Html;
+    const bool needed =
+        !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text;
     const bool standard_fits = standard_bytes <= c.max_memory;
     if (needed || (shown && standard_fits)) return AttentionPath::Standard;
@@ -120,9 +121,8 @@ AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
 void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
                   std::uint64_t max_memory) {
     if (total > max_memory) {
-        throw Error("this configuration needs " + byte_size(total) + " on the " +
-                    path_name(path) + " path" +
-                    " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
+        throw Error("this configuration needs " + byte_size(total) + " on the " + path_name(path) +
+                    " path" + " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
                     " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
                     " h=" + std::to_string(s.heads) + "), more than --max-memory " +
                     byte_size(max_memory) +

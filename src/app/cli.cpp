@@ -118,7 +118,8 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 }
 
 std::vector<Given> read_options(const CommandInfo& command, const std::vector<std::string>& args) {
-    const std::string see = " (see mha " + (command.name.empty() ? "" : command.name + " ") + "--help)";
+    const std::string see =
+        " (see mha " + (command.name.empty() ? "" : command.name + " ") + "--help)";
     const std::string kind = command.name.empty() ? "option" : command.name + " option";
     std::vector<std::string> names;
     for (const OptionInfo& option : command.options) {
@@ -147,7 +148,8 @@ std::vector<Given> read_options(const CommandInfo& command, const std::vector<st
         const bool is_short = word.size() >= 2 && word[0] == '-' && word[1] != '-';
         if (options_end || (!is_long && !is_short)) {
             const std::string command_hint = did_you_mean(word, command.subcommands);
-            if (!command_hint.empty()) throw Error("unknown command '" + word + "'" + command_hint + see);
+            if (!command_hint.empty())
+                throw Error("unknown command '" + word + "'" + command_hint + see);
             if (command.name.empty())
                 throw Error("unexpected argument '" + word + "'; options start with --" + see);
             throw Error("unknown " + kind + " '" + word + "'" + see);
@@ -182,10 +184,11 @@ std::string help_text(const CommandInfo& command) {
             text += "\n" + (option.help.empty() ? "" : option.help + "\n");
             continue;
         }
-        std::string left = std::string("  ") +
-                           (option.short_name ? std::string("-") + option.short_name + ", " : "    ") +
-                           option.name +
-                           (option.value.empty() || option.optional_value() ? "" : " ") + option.value;
+        std::string left =
+            std::string("  ") +
+            (option.short_name ? std::string("-") + option.short_name + ", " : "    ") +
+            option.name + (option.value.empty() || option.optional_value() ? "" : " ") +
+            option.value;
         left += left.size() + 2 <= column ? std::string(column - left.size(), ' ')
                                           : "\n" + std::string(column, ' ');
         std::size_t start = 0;
@@ -276,12 +279,10 @@ void ask_form(Config& c, FormChoice form) {
     if (std::find(c.forms.begin(), c.forms.end(), form) == c.forms.end()) c.forms.push_back(form);
 }
 
-const std::map<std::string, FormChoice> form_names = {{"packed", FormChoice::Packed},
-                                                {"fused-qkv", FormChoice::FusedQkv},
-                                                {"per-head", FormChoice::PerHead},
-                                                {"decode", FormChoice::Decode},
-                                                {"block", FormChoice::Block},
-                                                {"mla", FormChoice::Mla}};
+const std::map<std::string, FormChoice> form_names = {
+    {"packed", FormChoice::Packed},    {"fused-qkv", FormChoice::FusedQkv},
+    {"per-head", FormChoice::PerHead}, {"decode", FormChoice::Decode},
+    {"block", FormChoice::Block},      {"mla", FormChoice::Mla}};
 
 // mha's options in --help order. To add an option: one row here (long name, short
 // letter or 0, value placeholder or "" for a flag, help lines of at most 55 columns,
@@ -325,7 +326,8 @@ const std::vector<Row>& mha_table() {
              c.causal = true;
              if (a.text.empty()) return;  // bare --causal stays bottom-right
              c.causal_align = parse_choice<CausalAlign>(
-                 a, {{"bottom-right", CausalAlign::BottomRight}, {"top-left", CausalAlign::TopLeft}});
+                 a,
+                 {{"bottom-right", CausalAlign::BottomRight}, {"top-left", CausalAlign::TopLeft}});
          }},
         {{"--add-zero-attn", 0, "",
           "append a zero key and value after the projections,\n"
@@ -374,8 +376,10 @@ const std::vector<Row>& mha_table() {
           "refuse runs estimated (from their multiply-adds) to\n"
           "take longer (default 60); off: no limit"},
          [](Config& c, const Arg& a) {
-             if (a.text == "off") c.max_time.reset();
-             else c.max_time = parse_positive(a);
+             if (a.text == "off")
+                 c.max_time.reset();
+             else
+                 c.max_time = parse_positive(a);
          }},
 
         section<Config>("Output:"),
@@ -445,8 +449,8 @@ const std::vector<Row>& mha_table() {
           "block (default, PyTorch): True/non-zero = blocked\n"
           "keep: 0 = blocked (masked_fill(mask == 0, -inf))"},
          [](Config& c, const Arg& a) {
-             c.mask_means =
-                 parse_choice<MaskMeaning>(a, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
+             c.mask_means = parse_choice<MaskMeaning>(
+                 a, {{"block", MaskMeaning::Block}, {"keep", MaskMeaning::Keep}});
          }},
         {{"--key-padding-mask", 0, "P.npy",
           "(B, M), or (M) unbatched: bool/int masks ignore a\n"
@@ -476,8 +480,10 @@ const std::vector<Row>& mha_table() {
           "draw head I (repeatable) or the mean over heads;\n"
           "--model without --layer: head I of every layer"},
          [](Config& c, const Arg& a) {
-             if (a.text == "mean") c.mean_view = true;
-             else c.view_heads.push_back(parse_index(a));
+             if (a.text == "mean")
+                 c.mean_view = true;
+             else
+                 c.view_heads.push_back(parse_index(a));
          }},
         {{"--color", 0, "auto|always|never|256|truecolor",
           "colour the heatmap (auto: a terminal without NO_COLOR;\n"
@@ -548,7 +554,8 @@ const std::vector<Row>& mha_table() {
           "the transformer block around attention: residuals,\n"
           "LayerNorm (before or after), feed-forward with GELU"},
          [](Config& c, const Arg& a) {
-             c.block = parse_choice<BlockKind>(a, {{"pre", BlockKind::Pre}, {"post", BlockKind::Post}});
+             c.block =
+                 parse_choice<BlockKind>(a, {{"pre", BlockKind::Pre}, {"post", BlockKind::Post}});
              ask_form(c, FormChoice::Block);
          }},
         {{"--d-ff", 0, "F", "the block's feed-forward width (default 4*d_model)"},
@@ -618,9 +625,8 @@ CommandInfo with_subcommands(CommandInfo command) {
 }  // namespace
 
 const CommandInfo& mha_command() {
-    static const CommandInfo command = with_subcommands(command_info<Config>(
-        "",
-        R"(Usage: mha [options]
+    static const CommandInfo command = with_subcommands(command_info<Config>("",
+                                                                             R"(Usage: mha [options]
        mha quiz [options]    questions on shapes and costs, graded
        mha grade ANSWERS < KEY   grade an answers file against trace facts
        mha bench [options]   time the forward pass (see mha bench --help)
@@ -628,7 +634,7 @@ Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
 )",
-        R"(Examples:
+                                                                             R"(Examples:
   mha --trace                         every step of the classic example
   mha --step -b 1 -n 4 -H 2 --causal  one step at a time, with a mask
   mha --compare 1,8,16 -d 512         one layer at 1, 8 and 16 heads
@@ -646,7 +652,7 @@ file against a key of trace facts (see mha grade --help).
 
 Errors print one line, "mha: error: ...", and exit with status 2.
 )",
-        "", mha_table()));
+                                                                             "", mha_table()));
     return command;
 }
 

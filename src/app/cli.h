@@ -23,7 +23,7 @@ struct OptionInfo {
 
     // A flag that also takes an attached value: --causal or --causal=top-left.
     bool optional_value() const { return !value.empty() && value.front() == '['; }
-    std::string help;   // the help lines, '\n' between them; a section row: its heading
+    std::string help;  // the help lines, '\n' between them; a section row: its heading
 
     // The fixed choices of value: "I|mean" -> {"mean"}; "B" -> {}.
     std::vector<std::string> choices() const;
@@ -81,8 +81,8 @@ std::string help_text(const CommandInfo& command);
 template <typename Target>
 CommandInfo command_info(std::string name, std::string intro, std::string epilogue,
                          std::string error_prefix, const std::vector<Option<Target>>& table) {
-    CommandInfo info{std::move(name), std::move(intro), std::move(epilogue),
-                     std::move(error_prefix), {}, {}};
+    CommandInfo info{
+        std::move(name), std::move(intro), std::move(epilogue), std::move(error_prefix), {}, {}};
     for (const Option<Target>& row : table) info.options.push_back(row.info);
     return info;
 }

@@ -22,7 +22,7 @@ struct CompareRow {
     double norm = 0.0;     // ‖output‖ over every element
     double entropy = 0.0;  // mean over (b, h, query) of -sum_j w log w, in nats
     double ms = 0.0;
-    RunInfo info;          // sizes and sources, for the heading
+    RunInfo info;  // sizes and sources, for the heading
 };
 
 double frobenius(const Tensor& t) {
@@ -59,7 +59,8 @@ CompareRow run_row(const Config& config, std::size_t heads) {
     const auto start = std::chrono::steady_clock::now();
     const ForwardResult result = run_pass(c, problem, quiet);
     CompareRow row;
-    row.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    row.ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     row.info = problem.info;
     row.heads = heads;
     row.d_k = problem.info.head_dim;
@@ -79,7 +80,8 @@ void run_compare(const Config& config, std::ostream& out) {
     std::vector<CompareRow> rows;
     for (const std::size_t heads : config.compare_heads) rows.push_back(run_row(config, heads));
     const RunInfo& info = rows.front().info;
-    out << "mha --compare: one layer at " << rows.size() << " head counts, the same weights and inputs\n";
+    out << "mha --compare: one layer at " << rows.size()
+        << " head counts, the same weights and inputs\n";
     write_filled(out,
                  {"B=" + std::to_string(info.batch), "N=" + std::to_string(info.seq_len),
                   "M=" + std::to_string(info.kv_len), "d_model=" + std::to_string(info.d_model),
@@ -111,7 +113,8 @@ void run_compare(const Config& config, std::ostream& out) {
                                      : "The multiply-adds differ with h. ") +
                           "MACs: the multiply-adds of the pass. |output|: the norm of all its "
                           "values. The entropy is in nats, averaged over batches, heads and "
-                          "queries; ln M = " + uniform + " would be uniform attention."),
+                          "queries; ln M = " +
+                          uniform + " would be uniform attention."),
                  " ", "", "");
 }
 

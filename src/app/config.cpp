@@ -32,28 +32,44 @@ constexpr std::size_t view_count = 8;
 
 const char* option_of(View view) {
     switch (view) {
-        case View::HeadContributions: return "--head-contributions";
-        case View::Html: return "--format html";
-        case View::FlashRow: return "--flash-row";
-        case View::Heatmap: return "--heatmap";
-        case View::Summary: return "--summary";
-        case View::NoScale: return "--no-scale";
-        case View::Svg: return "--export-svg";
-        case View::Save: return "--save";
+        case View::HeadContributions:
+            return "--head-contributions";
+        case View::Html:
+            return "--format html";
+        case View::FlashRow:
+            return "--flash-row";
+        case View::Heatmap:
+            return "--heatmap";
+        case View::Summary:
+            return "--summary";
+        case View::NoScale:
+            return "--no-scale";
+        case View::Svg:
+            return "--export-svg";
+        case View::Save:
+            return "--save";
     }
     return "";
 }
 
 bool wants(const Config& c, View view) {
     switch (view) {
-        case View::HeadContributions: return c.head_contributions;
-        case View::Html: return c.format == Format::Html;
-        case View::FlashRow: return c.flash_row.has_value();
-        case View::Heatmap: return c.heatmap;
-        case View::Summary: return c.summary;
-        case View::NoScale: return c.no_scale;
-        case View::Svg: return !c.svg_path.empty();
-        case View::Save: return !c.save_path.empty();
+        case View::HeadContributions:
+            return c.head_contributions;
+        case View::Html:
+            return c.format == Format::Html;
+        case View::FlashRow:
+            return c.flash_row.has_value();
+        case View::Heatmap:
+            return c.heatmap;
+        case View::Summary:
+            return c.summary;
+        case View::NoScale:
+            return c.no_scale;
+        case View::Svg:
+            return !c.svg_path.empty();
+        case View::Save:
+            return !c.save_path.empty();
     }
     return false;
 }
@@ -69,22 +85,27 @@ struct FormViews {
 
 const std::vector<FormViews>& form_views() {
     constexpr const char* none = nullptr;
-    constexpr const char* unstored = "it never stores the attention weights this option needs; use "
-                                     "--attention standard or auto";
+    constexpr const char* unstored =
+        "it never stores the attention weights this option needs; use "
+        "--attention standard or auto";
     static const std::vector<FormViews> table = {
-        {"--decode", [](const Config& c) { return asks(c, FormChoice::Decode); },
-         {"its output is made token by token, with no concat of the whole sequence to split",
-          none, "it attends one query at a time; the flash row is the packed pass's", none, none,
-          none, none, none}},
-        {"--per-head", [](const Config& c) { return asks(c, FormChoice::PerHead); },
+        {"--decode",
+         [](const Config& c) { return asks(c, FormChoice::Decode); },
+         {"its output is made token by token, with no concat of the whole sequence to split", none,
+          "it attends one query at a time; the flash row is the packed pass's", none, none, none,
+          none, none}},
+        {"--per-head",
+         [](const Config& c) { return asks(c, FormChoice::PerHead); },
          {none, none, "each head runs its own step 10; the flash row is the packed pass's", none,
           none, none, none, none}},
-        {"--block", [](const Config& c) { return asks(c, FormChoice::Block); },
-         {"the block adds its feed-forward to the attention's output", none, none, none, none,
-          none, none, none}},
-        {"--model", [](const Config& c) { return !c.model_path.empty(); },
-         {"the model's output is its last layer's logits, not one attention layer's output",
-          none, none, none, none, none, none, none}},
+        {"--block",
+         [](const Config& c) { return asks(c, FormChoice::Block); },
+         {"the block adds its feed-forward to the attention's output", none, none, none, none, none,
+          none, none}},
+        {"--model",
+         [](const Config& c) { return !c.model_path.empty(); },
+         {"the model's output is its last layer's logits, not one attention layer's output", none,
+          none, none, none, none, none, none}},
         {"--attention streaming",
          [](const Config& c) { return c.attention == AttentionPath::Streaming; },
          {none, none, none, unstored, unstored, unstored, unstored, unstored}},
@@ -112,10 +133,9 @@ bool overrides_model(const Config& c) {
     return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
            c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
-           !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows ||
-           c.attention || c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn ||
-           !c.preset.empty() || !c.forms.empty() || c.d_ff ||
-           !c.compare_heads.empty();
+           !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows || c.attention ||
+           c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn || !c.preset.empty() ||
+           !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
 }
 
 // A message's {T} is the --decode count, {N} the --seq-len, {REFUSED_VIEW} the view the
@@ -170,7 +190,8 @@ const std::vector<Rule<Config>>& rules() {
          "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
 
         // Inputs and weights.
-        {"key-without-value", [](const Config& c) { return c.key_path.empty() != c.value_path.empty(); },
+        {"key-without-value",
+         [](const Config& c) { return c.key_path.empty() != c.value_path.empty(); },
          "--key and --value go together: give both for cross-attention, or neither"},
         {"key-without-input",
          [](const Config& c) { return !c.key_path.empty() && c.input_path.empty(); },
@@ -198,7 +219,8 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads; },
          "--demo-heads constructs four full heads; it cannot be combined with --kv-heads"},
         {"demo-heads-head-dim", [](const Config& c) { return c.demo_heads && c.head_dim; },
-         "--demo-heads constructs heads of d_k = d_model / h; it cannot be combined with --head-dim"},
+         "--demo-heads constructs heads of d_k = d_model / h; it cannot be combined with "
+         "--head-dim"},
         {"demo-heads-weights",
          [](const Config& c) { return c.demo_heads && !c.weights_path.empty(); },
          "--demo-heads constructs the weights; it cannot be combined with --weights"},
@@ -227,11 +249,14 @@ const std::vector<Rule<Config>>& rules() {
          "--compare runs seeded layers side by side and prints one table; it takes the sizes, "
          "--text, --input, masks and modern options, but no trace, view, --save, --weights, "
          "--kv-heads or form"},
-        {"step-needs-text-format", [](const Config& c) { return c.step && c.format != Format::Text; },
+        {"step-needs-text-format",
+         [](const Config& c) { return c.step && c.format != Format::Text; },
          "--step pauses the text trace; it does not combine with --format json, markdown or html"},
-        {"html-needs-output", [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },
+        {"html-needs-output",
+         [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },
          "--format html writes a page to a file; name it with --output FILE"},
-        {"output-without-html", [](const Config& c) { return !c.output_path.empty() && c.format != Format::Html; },
+        {"output-without-html",
+         [](const Config& c) { return !c.output_path.empty() && c.format != Format::Html; },
          "--output names the page --format html writes; give --format html too"},
         {"explain-without-steps",
          [](const Config& c) {
@@ -334,16 +359,25 @@ const std::vector<Rule<Config>>& rules() {
 void settle(Config& c) {
     check_rules(rules(), c, fill);
     switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
-        case FormChoice::Packed: break;
-        case FormChoice::FusedQkv: c.form = Form::FusedQkv; break;
-        case FormChoice::PerHead: c.form = Form::PerHead; break;
+        case FormChoice::Packed:
+            break;
+        case FormChoice::FusedQkv:
+            c.form = Form::FusedQkv;
+            break;
+        case FormChoice::PerHead:
+            c.form = Form::PerHead;
+            break;
         case FormChoice::Decode:
             c.form = Form::Decode;
             if (c.decode) c.seq_len = c.decode;
             c.causal = true;
             break;
-        case FormChoice::Block: c.block = c.block.value_or(BlockKind::Pre); break;
-        case FormChoice::Mla: c.form = Form::Mla; break;
+        case FormChoice::Block:
+            c.block = c.block.value_or(BlockKind::Pre);
+            break;
+        case FormChoice::Mla:
+            c.form = Form::Mla;
+            break;
     }
     if (c.demo_heads) c.causal = true;
     if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads;

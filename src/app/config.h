@@ -23,17 +23,17 @@ enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block, Mla };
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
-    std::optional<std::size_t> batch;    // B        default 2
-    std::optional<std::size_t> seq_len;  // N        default 8
-    std::optional<std::size_t> kv_len;   // M        default N (self-attention)
-    std::optional<std::size_t> d_model;  //          default 256
-    std::size_t heads = 4;               // h
-    bool heads_given = false;            // --heads or --preset said h (a state dict cannot)
-    bool seq_first = false;              // --seq-first: input files are (L, B, features)
+    std::optional<std::size_t> batch;     // B        default 2
+    std::optional<std::size_t> seq_len;   // N        default 8
+    std::optional<std::size_t> kv_len;    // M        default N (self-attention)
+    std::optional<std::size_t> d_model;   //          default 256
+    std::size_t heads = 4;                // h
+    bool heads_given = false;             // --heads or --preset said h (a state dict cannot)
+    bool seq_first = false;               // --seq-first: input files are (L, B, features)
     std::optional<std::size_t> kv_heads;  // G   default h (from the weights when loaded)
     std::optional<std::size_t> head_dim;  // d_k default d_model / h (from W_q when loaded)
     std::uint64_t seed = 0;
-    std::size_t threads = 0;             // 0: the hardware's
+    std::size_t threads = 0;  // 0: the hardware's
     bool causal = false;
     CausalAlign causal_align = CausalAlign::BottomRight;  // --causal=top-left|bottom-right
     bool add_zero_attn = false;  // --add-zero-attn: nn.MultiheadAttention's add_zero_attn
@@ -57,25 +57,25 @@ struct Config {
     std::optional<double> max_time = 60.0;  // --max-time S: refuse longer estimates; unset: off
 
     // Seeing attention: text input, demo heads, heatmaps and their numbers.
-    std::optional<std::string> text;         // --text: the sentence to attend over
-    bool demo_heads = false;                 // constructed heads (needs --text; causal)
+    std::optional<std::string> text;  // --text: the sentence to attend over
+    bool demo_heads = false;          // constructed heads (needs --text; causal)
     bool heatmap = false;
-    bool summary = false;                    // scale statistics and per-head patterns
-    std::vector<std::size_t> view_heads;     // --head I: the heads to draw (default all)
-    bool mean_view = false;                  // --head mean: the mean over heads
+    bool summary = false;                 // scale statistics and per-head patterns
+    std::vector<std::size_t> view_heads;  // --head I: the heads to draw (default all)
+    bool mean_view = false;               // --head mean: the mean over heads
     ColorChoice color = ColorChoice::Auto;
-    bool auto_scale = false;                 // --scale auto: each map spans its own min..max
+    bool auto_scale = false;  // --scale auto: each map spans its own min..max
     std::string svg_path;
     std::optional<std::size_t> ablate_head;
     bool no_scale = false;
     bool head_contributions = false;  // --head-contributions: each head's share of the output
     std::vector<std::size_t> compare_heads;  // --compare H1,H2,...: the layer at each head count
 
-    std::string preset;         // --preset NAME: sizes of a known model (app/presets.h)
-    bool shapes_only = false;   // trace shapes and costs without computing or allocating
+    std::string preset;        // --preset NAME: sizes of a known model (app/presets.h)
+    bool shapes_only = false;  // trace shapes and costs without computing or allocating
     bool list_presets = false;
-    std::vector<FormChoice> forms;      // the forms asked for (--form and the four below), once each
-    Form form = Form::Packed;           // decided after parsing (the block wraps Packed)
+    std::vector<FormChoice> forms;  // the forms asked for (--form and the four below), once each
+    Form form = Form::Packed;       // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
@@ -85,13 +85,13 @@ struct Config {
     std::string layer_kind;             // that preset layer's kind, for the header
 
     // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
-    std::optional<RopeLayout> rope;     // --rope half|interleaved
-    std::optional<double> rope_theta;   // --rope-theta T, default 10000
+    std::optional<RopeLayout> rope;    // --rope half|interleaved
+    std::optional<double> rope_theta;  // --rope-theta T, default 10000
     bool alibi = false;
-    std::size_t window = 0;             // --window W; 0: none
-    std::optional<std::size_t> sinks;   // --sink-tokens S (needs --window)
-    std::optional<double> softcap;      // --softcap C
-    std::optional<double> scale_base;   // --scale-base S: step 7 divides by sqrt(S)
+    std::size_t window = 0;            // --window W; 0: none
+    std::optional<std::size_t> sinks;  // --sink-tokens S (needs --window)
+    std::optional<double> softcap;     // --softcap C
+    std::optional<double> scale_base;  // --scale-base S: step 7 divides by sqrt(S)
     bool qk_norm = false;
     std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
     std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)

@@ -45,14 +45,14 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
     if (keeper.concat.empty() && result.output.numel() > 0) {
         throw Error("--head-contributions found no concat (step 13) in this form of the pass");
     }
-    const std::vector<float>& concat = keeper.concat;                // (B, N, h·d_k)
+    const std::vector<float>& concat = keeper.concat;  // (B, N, h·d_k)
     const Tensor& w_o_tensor = problem.mla ? problem.mla->w_o : problem.weights.w_o;
     const std::vector<float> w_o = w_o_tensor.to_vector();  // (d_model, h·d_k); MLA: h·d_v
-    const std::vector<float> b_o = problem.weights.b_o.empty() ? std::vector<float>()
-                                                                 : problem.weights.b_o.to_vector();
-    const std::vector<float> output = result.output.to_vector();      // (B, N, d_model)
+    const std::vector<float> b_o =
+        problem.weights.b_o.empty() ? std::vector<float>() : problem.weights.b_o.to_vector();
+    const std::vector<float> output = result.output.to_vector();  // (B, N, d_model)
     const std::size_t E = problem.info.d_model, h = problem.info.heads;
-    const std::size_t W = keeper.width, d_k = W / h;  // the concat's width h·d_k
+    const std::size_t W = keeper.width, d_k = W / h;         // the concat's width h·d_k
     const std::size_t rows = W > 0 ? concat.size() / W : 0;  // B·N
     std::vector<double> norms(h, 0.0);
     std::vector<double> sums(output.size(), 0.0);  // sum_i C_i + b_o
@@ -71,7 +71,8 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
     }
     double total = 0.0, worst = 0.0;
     for (double& norm : norms) total += (norm = std::sqrt(norm));
-    for (std::size_t k = 0; k < output.size(); ++k) worst = std::max(worst, std::abs(sums[k] - output[k]));
+    for (std::size_t k = 0; k < output.size(); ++k)
+        worst = std::max(worst, std::abs(sums[k] - output[k]));
     out << "\nhead contributions: head i's slice of concat times W_o's columns for it\n";
     for (std::size_t i = 0; i < h; ++i) {
         out << "  head " << i << ": columns " << i * d_k << "-" << (i + 1) * d_k - 1 << ", norm "

@@ -32,9 +32,9 @@ struct KeyLine {
 
 struct Verdict {
     bool right = false;
-    std::string answer;                // the expected answer as the trace writes it
-    std::string why;                   // the trace lines (and arithmetic) that give it
-    std::vector<std::size_t> uses;     // the earlier answers ({N}, from 0) the options hold
+    std::string answer;             // the expected answer as the trace writes it
+    std::string why;                // the trace lines (and arithmetic) that give it
+    std::vector<std::size_t> uses;  // the earlier answers ({N}, from 0) the options hold
 };
 
 std::string trimmed(const std::string& text) {
@@ -108,9 +108,9 @@ public:
 
     Verdict grade(const KeyLine& k, std::size_t index) {
         const std::string& kind = k.words.front();
-        const std::string kinds[] = {"shape", "strides", "contiguous", "copied", "macs",
-                                     "bytes", "parameters", "d_k", "kv-cache", "keys",
-                                     "matches", "number", "word"};
+        const std::string kinds[] = {"shape",   "strides",    "contiguous", "copied",   "macs",
+                                     "bytes",   "parameters", "d_k",        "kv-cache", "keys",
+                                     "matches", "number",     "word"};
         if (std::find(std::begin(kinds), std::end(kinds), kind) == std::end(kinds)) {
             throw Error("grade: key line " + std::to_string(k.line) + ": unknown kind '" + kind +
                         "' (see mha grade --help)");
@@ -148,8 +148,8 @@ private:
         if (kind == "d_k") {
             const RunInfo& i = t.info;
             const std::uint64_t d_k = i.head_dim;
-            const std::string split = "d_model / h = " + std::to_string(i.d_model) + " / " +
-                                      std::to_string(i.heads);
+            const std::string split =
+                "d_model / h = " + std::to_string(i.d_model) + " / " + std::to_string(i.heads);
             return verdict({AnswerKind::Number, {d_k}, ""}, answer,
                            d_k * i.heads == i.d_model
                                ? "d_k = " + split + " = " + std::to_string(d_k) + "\n"
@@ -162,8 +162,8 @@ private:
             const std::uint64_t bytes = (elements(key.step) + elements(value.step)) * sizeof(float);
             return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                            "K and V (steps 2 and 3), 4 bytes a float: " + with_commas(bytes) +
-                               " bytes (" + byte_size(bytes) + ")\n" +
-                               first_lines(key.text, 2) + first_lines(value.text, 2));
+                               " bytes (" + byte_size(bytes) + ")\n" + first_lines(key.text, 2) +
+                               first_lines(value.text, 2));
         }
         if (kind == "keys") {
             need_arguments(k, 1);
@@ -172,7 +172,8 @@ private:
         need_arguments(k, 2);
         const Recorded& r = t.find(int(number(k, k.words[1])), k.words[2]);
         const std::string lines = first_lines(r.text, 3);
-        if (kind == "shape") return verdict({AnswerKind::SizeList, sizes(r.step.shape), ""}, answer, lines);
+        if (kind == "shape")
+            return verdict({AnswerKind::SizeList, sizes(r.step.shape), ""}, answer, lines);
         if (kind == "strides") {
             std::vector<std::uint64_t> strides(r.step.strides.begin(), r.step.strides.end());
             return verdict({AnswerKind::SizeList, strides, ""}, answer, lines);
@@ -180,14 +181,17 @@ private:
         if (kind == "contiguous") {
             return verdict({AnswerKind::Word, {}, r.step.contiguous ? "yes" : "no"}, answer, lines);
         }
-        if (kind == "copied") return verdict({AnswerKind::Number, {r.step.copied_bytes}, ""}, answer, lines);
+        if (kind == "copied")
+            return verdict({AnswerKind::Number, {r.step.copied_bytes}, ""}, answer, lines);
         if (kind == "macs") return verdict({AnswerKind::Number, {r.step.macs}, ""}, answer, lines);
         const std::uint64_t bytes = elements(r.step) * sizeof(float);  // kind "bytes"
         return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                        lines + "(" + with_commas(elements(r.step)) + " floats · 4 bytes)\n");
     }
 
-    static std::vector<std::uint64_t> sizes(const Shape& shape) { return {shape.begin(), shape.end()}; }
+    static std::vector<std::uint64_t> sizes(const Shape& shape) {
+        return {shape.begin(), shape.end()};
+    }
 
     static std::uint64_t elements(const Step& step) {
         std::uint64_t n = 1;
@@ -229,10 +233,10 @@ private:
             uses.push_back(*n - 1);
             const std::optional<std::uint64_t> number = parse_amount(typed(*n - 1));
             const std::string value = number ? std::to_string(*number) : trimmed(typed(*n - 1));
-            const bool one_word =
-                !value.empty() && value.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                          "0123456789._-") == std::string::npos;
+            const bool one_word = !value.empty() && value.find_first_not_of(
+                                                        "abcdefghijklmnopqrstuvwxyz"
+                                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                        "0123456789._-") == std::string::npos;
             if (!one_word) return std::nullopt;
             options.replace(open, close - open + 1, value);
         }
@@ -247,8 +251,9 @@ private:
         try {
             Config config = parse_args(words_of(options));
             if (!config.model_path.empty()) {
-                throw Error("--model cannot be graded: a key line traces one attention layer; "
-                            "give the layer's options (--heads, --d-model, ...) or its --weights");
+                throw Error(
+                    "--model cannot be graded: a key line traces one attention layer; "
+                    "give the layer's options (--heads, --d-model, ...) or its --weights");
             }
             config.trace = true;
             config.threads = 1;
@@ -277,8 +282,10 @@ private:
             wanted += std::string(i ? "  " : "") + names[i] + " " + k.words[i + 1];
             found += std::string(i ? "  " : "") + names[i] + " " + fixed(got[i], 6);
         }
-        return {right, "the one whose output has " + wanted,
-                "mha " + options + " gives " + found + "\n", {}};
+        return {right,
+                "the one whose output has " + wanted,
+                "mha " + options + " gives " + found + "\n",
+                {}};
     }
 
     static Verdict keys(const Trace& t, std::uint64_t query, const std::string& typed) {
@@ -328,13 +335,15 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
     // ANSWERS comes first; the options after it go through the table.
     const bool has_answers = !args.empty() && args[0].rfind("-", 0) != 0;
     GradeOptions o;
-    apply_options(grade_command(), grade_table(), {args.begin() + (has_answers ? 1 : 0), args.end()}, o);
+    apply_options(grade_command(), grade_table(),
+                  {args.begin() + (has_answers ? 1 : 0), args.end()}, o);
     if (o.help) {
         out << help_text(grade_command());
         return 0;
     }
     if (!has_answers) {
-        throw Error("grade needs an answers file first (usage: mha grade ANSWERS [--files-in DIR] < KEY)");
+        throw Error(
+            "grade needs an answers file first (usage: mha grade ANSWERS [--files-in DIR] < KEY)");
     }
     const std::string& answers_path = args[0];
     const std::string& files_in = o.files_in;
@@ -374,8 +383,8 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
                 continue;
             }
             ++followed;
-            out << number << "right as follow-through: " << v.answer
-                << " follows from your answer " << from << ", which is wrong\n";
+            out << number << "right as follow-through: " << v.answer << " follows from your answer "
+                << from << ", which is wrong\n";
             continue;
         }
         if (grader.answered(i)) {
@@ -427,7 +436,8 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
         R"(Prints one verdict per answer and "score: right/asked". Exit status: 0 when
 every answer is right, 1 when one is wrong, 2 on misuse (no answers file, a
 bad key line).
-)", "grade ", grade_table());
+)",
+        "grade ", grade_table());
     return command;
 }
 

@@ -23,21 +23,26 @@ InputLayout input_layout(std::size_t dims, bool seq_first) {
 
 std::string layout_shape(InputLayout layout) {
     switch (layout) {
-        case InputLayout::SeqFirst: return "(length, B, features)";
-        case InputLayout::Unbatched: return "(length, features)";
-        default: return "(B, length, features)";
+        case InputLayout::SeqFirst:
+            return "(length, B, features)";
+        case InputLayout::Unbatched:
+            return "(length, features)";
+        default:
+            return "(B, length, features)";
     }
 }
 
 Tensor to_batch_first(const Tensor& x, InputLayout layout) {
     switch (layout) {
-        case InputLayout::SeqFirst: return x.transpose(0, 1).contiguous();  // (L, B, E) -> (B, L, E)
-        case InputLayout::Unbatched: {                                       // (L, E) -> (1, L, E)
+        case InputLayout::SeqFirst:
+            return x.transpose(0, 1).contiguous();  // (L, B, E) -> (B, L, E)
+        case InputLayout::Unbatched: {              // (L, E) -> (1, L, E)
             Shape shape = x.shape();
             shape.insert(shape.begin(), 1);
             return x.view(shape);
         }
-        default: return x;
+        default:
+            return x;
     }
 }
 
@@ -50,24 +55,28 @@ std::vector<std::pair<std::string, Tensor>> saved_arrays(const ForwardResult& re
         case InputLayout::Unbatched:  // (1, N, E) -> (N, E); (1, h, N, M) -> (h, N, M)
             return {{"output", squeeze_batch(result.output)},
                     {"attn_weights", squeeze_batch(result.weights)}};
-        default: return {{"output", result.output}, {"attn_weights", result.weights}};
+        default:
+            return {{"output", result.output}, {"attn_weights", result.weights}};
     }
 }
 
 std::vector<std::string> layout_notes(InputLayout layout) {
     switch (layout) {
         case InputLayout::SeqFirst:
-            return {"layout: seq-first (--seq-first, PyTorch's default batch_first=False): the "
-                    "files are (N, B, d_model) and (M, B, kdim); dim 1 is the batch, so the "
-                    "pass reads x.transpose(0, 1).contiguous() -> (B, N, d_model), one copy",
-                    "--save: output.transpose(0, 1) -> (N, B, d_model), as the module returns "
-                    "it; attn_weights stay (B, h, N, M)"};
+            return {
+                "layout: seq-first (--seq-first, PyTorch's default batch_first=False): the "
+                "files are (N, B, d_model) and (M, B, kdim); dim 1 is the batch, so the "
+                "pass reads x.transpose(0, 1).contiguous() -> (B, N, d_model), one copy",
+                "--save: output.transpose(0, 1) -> (N, B, d_model), as the module returns "
+                "it; attn_weights stay (B, h, N, M)"};
         case InputLayout::Unbatched:
-            return {"layout: unbatched: the files are (N, d_model) and (M, kdim), one sequence; "
-                    "the pass reads x.unsqueeze(0) -> (B=1, N, d_model), no copy",
-                    "--save: output.squeeze(0) -> (N, d_model) and attn_weights.squeeze(0) -> "
-                    "(h, N, M), as the module returns them"};
-        default: return {};
+            return {
+                "layout: unbatched: the files are (N, d_model) and (M, kdim), one sequence; "
+                "the pass reads x.unsqueeze(0) -> (B=1, N, d_model), no copy",
+                "--save: output.squeeze(0) -> (N, d_model) and attn_weights.squeeze(0) -> "
+                "(h, N, M), as the module returns them"};
+        default:
+            return {};
     }
 }
 

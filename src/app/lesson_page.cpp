@@ -14,7 +14,8 @@ namespace {
 
 class LessonPage : public Report {
 public:
-    LessonPage(const std::string& path, HtmlPage page) : file_(path), html_(file_.stream(), std::move(page)) {}
+    LessonPage(const std::string& path, HtmlPage page)
+        : file_(path), html_(file_.stream(), std::move(page)) {}
 
     bool enabled() const override { return true; }
     void begin(const RunInfo& info) override { html_.begin(info); }

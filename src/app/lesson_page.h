@@ -23,7 +23,6 @@ void check_lesson_page(const Config& config, const RunInfo& info, std::size_t st
 
 // The report that writes the page; the file appears when finish() completes.
 // blocked: per head of batch 0, the (N, M) keys the mask hides (app/after_run.h), or empty.
-std::unique_ptr<Report> lesson_page(const Config& config,
-                                    std::vector<std::vector<bool>> blocked);
+std::unique_ptr<Report> lesson_page(const Config& config, std::vector<std::vector<bool>> blocked);
 
 }  // namespace mha

@@ -10,14 +10,14 @@
 #include "app/lesson_page.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
-#include "core/ops/block_ops.h"
 #include "core/checked.h"
-#include "core/pass/costs.h"
 #include "core/error.h"
-#include "core/kernels/kernels.h"
 #include "core/forms/model.h"
-#include "core/pass/plan.h"
 #include "core/forms/score_bound.h"
+#include "core/kernels/kernels.h"
+#include "core/ops/block_ops.h"
+#include "core/pass/costs.h"
+#include "core/pass/plan.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
@@ -81,9 +81,8 @@ std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads
                                             what));
     }
     const std::uint64_t rows = checked_product({n, sizeof(float)}, what);
-    return checked_sum({layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()},
-                                               what)},
-                       what);
+    return checked_sum(
+        {layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()}, what)}, what);
 }
 
 // The maps the views copy, (N, N) floats each: the chosen heads (and the mean, which also
@@ -118,16 +117,16 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
     const std::uint64_t saved =
         c.save_path.empty()
             ? 0
-            : checked_product({3 * sizeof(float),
-                               checked_sum({checked_product({n, model.vocab_size()}, what),
-                                            checked_product({model.layers[layer].heads, n, n},
-                                                            what)},
-                                           what)},
-                              what);
-    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-                        model_bytes(model, n, run_threads(c)), kept,
-                        view_bytes(c, model, n, layer), saved},
-                       what);
+            : checked_product(
+                  {3 * sizeof(float),
+                   checked_sum({checked_product({n, model.vocab_size()}, what),
+                                checked_product({model.layers[layer].heads, n, n}, what)},
+                               what)},
+                  what);
+    return checked_sum(
+        {checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+         model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer), saved},
+        what);
 }
 
 // Refuses, before the model runs, a run that would hold more than --max-memory.
@@ -136,13 +135,13 @@ void check_model_budget(const Config& c, const Model& model, std::size_t n, std:
     if (need <= c.max_memory) return;
     throw Error("the model run needs " + byte_size(need) + " (" + sanitized(c.model_path) + ": " +
                 plural(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
-                " V=" + std::to_string(model.vocab_size()) + " d_model=" +
-                std::to_string(model.d_model()) + "), more than --max-memory " +
+                " V=" + std::to_string(model.vocab_size()) +
+                " d_model=" + std::to_string(model.d_model()) + "), more than --max-memory " +
                 byte_size(c.max_memory) + "; raise --max-memory or use a shorter --text");
 }
 
-RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
-                   std::size_t layer, std::size_t threads) {
+RunInfo model_info(const Config& c, const Model& model, const ModelText& text, std::size_t layer,
+                   std::size_t threads) {
     RunInfo info;
     info.batch = 1;
     info.seq_len = info.kv_len = text.tokens.size();
@@ -158,9 +157,8 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text,
     info.values = c.values;
     info.explain = c.explain;
     info.tokens = text.characters;
-    info.variant = "layer " + std::to_string(layer) + " of " +
-                   std::to_string(model.layers.size()) + ", pre-LN block, d_ff=" +
-                   std::to_string(model.layers[layer].block.d_ff());
+    info.variant = "layer " + std::to_string(layer) + " of " + std::to_string(model.layers.size()) +
+                   ", pre-LN block, d_ff=" + std::to_string(model.layers[layer].block.d_ff());
     return info;
 }
 
@@ -240,8 +238,9 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
             style.cell_width = 1;
             out << "\n";
             const bool chosen = c.mean_view || !c.view_heads.empty();
-            write_filled(out, words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
-                                       (chosen ? ")" : "; --layer L: one layer, larger)")),
+            write_filled(out,
+                         words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
+                                  (chosen ? ")" : "; --layer L: one layer, larger)")),
                          " ", "", "");
         } else {
             style.narrow_to_fit = true;  // a long text's map in one column per key, not cut
@@ -313,14 +312,14 @@ ShapesProblem model_shapes(const Config& c, std::ostream& err) {
     p.info.weights_source += " (its sizes)";
     p.info.shapes_only = true;
     p.info.activation_bytes = model_bytes(run.model, n, 1);
-    p.info.activation_tensors = "the embedding, one layer's attention and block at a time, the "
-                                "final norm and the logits";
+    p.info.activation_tensors =
+        "the embedding, one layer's attention and block at a time, the "
+        "final norm and the logits";
     p.info.total_macs = model_macs(run.model, n);
     return p;
 }
 
-void run_model(const Config& c, const ReportFor& report_for, std::ostream& out,
-               std::ostream& err) {
+void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, std::ostream& err) {
     const ModelRun run = load_run(c, err);
     const Model& model = run.model;
     const ModelText& text = run.text;

@@ -24,7 +24,8 @@ const std::vector<Preset>& presets() {
         {"llama2-70b", "Llama 2 70B", 8192, 64, 8, 4096, 28672, 80, false, 10000.0},
         {"llama3-8b", "Llama 3 8B", 4096, 32, 8, 8192, 14336, 32, false, 500000.0},
         {"mistral-7b", "Mistral 7B", 4096, 32, 8, 8192, 14336, 32, false, 10000.0, 4096},
-        {"deepseek-v2-lite", "DeepSeek-V2-Lite", 2048, 16, 16, 4096, 10944, 27, false, 0.0, 0, 512, 64},
+        {"deepseek-v2-lite", "DeepSeek-V2-Lite", 2048, 16, 16, 4096, 10944, 27, false, 0.0, 0, 512,
+         64},
         {"gemma2-2b", "Gemma 2 2B", 2304, 8, 4, 8192, 9216, 26, false, 10000.0, 0, 0, 0, 256, 256.0,
          50.0, 4096},
         {"gemma2-9b", "Gemma 2 9B", 3584, 16, 8, 8192, 14336, 42, false, 10000.0, 0, 0, 0, 256,
@@ -37,17 +38,20 @@ const std::vector<Preset>& presets() {
 
 const Preset& find_preset(const std::string& name) {
     const auto same_letters = [](char a, char b) {
-        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        return std::tolower(static_cast<unsigned char>(a)) ==
+               std::tolower(static_cast<unsigned char>(b));
     };
     std::string list;
     std::vector<std::string> names;
     for (const Preset& preset : presets()) {
-        if (std::equal(preset.name.begin(), preset.name.end(), name.begin(), name.end(), same_letters))
+        if (std::equal(preset.name.begin(), preset.name.end(), name.begin(), name.end(),
+                       same_letters))
             return preset;
         list += (list.empty() ? "" : ", ") + preset.name;
         names.push_back(preset.name);
     }
-    throw Error("--preset expects one of " + list + ", got '" + name + "'" + did_you_mean(name, names));
+    throw Error("--preset expects one of " + list + ", got '" + name + "'" +
+                did_you_mean(name, names));
 }
 
 std::string presets_table() {
@@ -61,8 +65,9 @@ std::string presets_table() {
                       p.layers);
         text += line;
     }
-    return text + "N is the context length; G < h: grouped-query attention.\n"
-                  "Sources: docs/presets.md\n";
+    return text +
+           "N is the context length; G < h: grouped-query attention.\n"
+           "Sources: docs/presets.md\n";
 }
 
 // --layer L of a preset whose local (even-indexed) and global layers alternate: the window
@@ -107,12 +112,14 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
     if (p.scale_base > 0.0 && !c.scale_base && !c.no_scale) c.scale_base = p.scale_base;
     if (p.softcap > 0.0 && !c.softcap) c.softcap = p.softcap;
     apply_layer(p, c);
-    if (p.mla_latent > 0 && (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
+    if (p.mla_latent > 0 &&
+        (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
         c.forms = {FormChoice::Mla};
         if (!c.latent_dim) c.latent_dim = p.mla_latent;
         if (!c.rope_dim) c.rope_dim = p.mla_rope;
     }
-    const bool block = std::find(c.forms.begin(), c.forms.end(), FormChoice::Block) != c.forms.end();
+    const bool block =
+        std::find(c.forms.begin(), c.forms.end(), FormChoice::Block) != c.forms.end();
     if (block && !c.d_ff) c.d_ff = p.d_ff;
 }
 

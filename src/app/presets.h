@@ -11,15 +11,15 @@
 namespace mha {
 
 struct Preset {
-    std::string name;      // what --preset takes: "gpt2", "llama2-70b", ...
-    std::string model;     // "GPT-2 small (124M)"
+    std::string name;   // what --preset takes: "gpt2", "llama2-70b", ...
+    std::string model;  // "GPT-2 small (124M)"
     std::size_t d_model;
     std::size_t heads;     // h
     std::size_t kv_heads;  // G, h unless the model shares key/value heads
     std::size_t context;   // N: the longest sequence the model was trained on
     std::size_t d_ff;      // width of the feed-forward network
     std::size_t layers;
-    bool bias;             // whether the attention projections have biases
+    bool bias;                // whether the attention projections have biases
     double rope_theta = 0.0;  // > 0: RoPE (half layout, as the released checkpoints) with this base
     std::size_t window = 0;   // > 0: sliding-window attention of this width
     std::size_t mla_latent = 0;  // > 0: multi-head latent attention (--form mla) with this d_c

@@ -10,20 +10,20 @@
 #include "app/time_guard.h"
 #include "app/variants.h"
 #include "core/checked.h"
-#include "core/pass/costs.h"
-#include "core/forms/decode.h"
-#include "core/kernels/kernels.h"
 #include "core/error.h"
+#include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/score_bound.h"
+#include "core/kernels/kernels.h"
+#include "core/pass/costs.h"
 #include "core/pass/shape_checks.h"
-#include "io/printable.h"
+#include "io/block_weights.h"
 #include "io/demo_heads.h"
 #include "io/finite.h"
 #include "io/init.h"
 #include "io/masks.h"
 #include "io/npy.h"
-#include "io/block_weights.h"
+#include "io/printable.h"
 #include "io/text.h"
 #include "io/weights.h"
 
@@ -102,8 +102,8 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
         sources.num_heads = state.num_heads;
-        ledger.hold(sizeof(float) * (sources.weights->parameter_count() +
-                                     sources.block->parameter_count()));
+        ledger.hold(sizeof(float) *
+                    (sources.weights->parameter_count() + sources.block->parameter_count()));
     } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
         LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
         sources.weights = std::move(loaded.weights);
@@ -127,18 +127,15 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.inputs = Inputs{x, x, x};
     }
     if (!c.input_path.empty()) {
-        const Tensor file =
-            load_input(c.input_path, "the input", "d_model", c.seq_first, ledger);
+        const Tensor file = load_input(c.input_path, "the input", "d_model", c.seq_first, ledger);
         sources.layout = input_layout(file.dim(), c.seq_first);
         const Tensor x = to_batch_first(file, sources.layout);
         if (c.key_path.empty()) {
             sources.inputs = Inputs{x, x, x};
         } else {
-            sources.inputs =
-                Inputs{x, load_key_or_value(c.key_path, "the key", "kdim", c, sources.layout,
-                                            ledger),
-                       load_key_or_value(c.value_path, "the value", "vdim", c, sources.layout,
-                                         ledger)};
+            sources.inputs = Inputs{
+                x, load_key_or_value(c.key_path, "the key", "kdim", c, sources.layout, ledger),
+                load_key_or_value(c.value_path, "the value", "vdim", c, sources.layout, ledger)};
         }
     }
     return sources;
@@ -157,8 +154,9 @@ std::size_t heads_with_weights(const Config& c, const Sources& files) {
                 "the projection matrices (d_model " + std::to_string(E) +
                 ") but not how their rows split into heads, so any h dividing " +
                 std::to_string(E) + " would fit" +
-                (rows != E ? " (W_k's " + std::to_string(rows) + " rows are G·d_k: G follows from h)"
-                           : std::string()) +
+                (rows != E
+                     ? " (W_k's " + std::to_string(rows) + " rows are G·d_k: G follows from h)"
+                     : std::string()) +
                 "; or save num_heads=H in the .npz");
 }
 
@@ -206,7 +204,6 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
     return s;
 }
 
-
 // What steps 7-8 apply, from the options; load_masks adds the mask files.
 Masks masks_of(const Config& c) {
     Masks masks;
@@ -225,8 +222,8 @@ Masks load_masks(const Config& c, const Sizes& s, InputLayout layout, Ledger& le
                  bool& looks_keep) {
     Masks masks = masks_of(c);
     if (!c.mask_path.empty()) {
-        looks_keep = load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block),
-                                    ledger, masks);
+        looks_keep =
+            load_attn_mask(c.mask_path, c.mask_means.value_or(MaskMeaning::Block), ledger, masks);
         masks.attn_mask = broadcast_attn_mask(masks.attn_mask, s.batch, s.heads);
         ledger.hold(sizeof(float) * masks.attn_mask.numel());
     }
@@ -251,11 +248,13 @@ Rope mla_rope(const Config& c) { return Rope{RopeLayout::Half, c.rope_theta.valu
 // dict and --qk-norm disagree.
 void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
     if (from_file && c.qk_norm && w.q_norm.empty()) {
-        throw Error(c.weights_path + ": --qk-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
+        throw Error(c.weights_path +
+                    ": --qk-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
                     std::to_string(s.d_k()) + ") in the state dict");
     }
     if (from_file && !c.qk_norm && !w.q_norm.empty()) {
-        throw Error(c.weights_path + " has q_norm.weight and k_norm.weight: give --qk-norm to apply them");
+        throw Error(c.weights_path +
+                    " has q_norm.weight and k_norm.weight: give --qk-norm to apply them");
     }
     if (!from_file && c.qk_norm) {
         w.q_norm = Tensor({s.d_k()}, std::vector<float>(s.d_k(), 1.0f));
@@ -267,12 +266,14 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
 void check_bias_kv(const Config& c, const Weights& w) {
     if (w.bias_k.empty()) return;
     if (c.rope || c.alibi || c.window > 0) {
-        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
+        throw Error(c.weights_path +
+                    " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
                     "and --window place keys by position; the key/value position they append has "
                     "none");
     }
     if (c.form != Form::Packed || c.block) {
-        throw Error(c.weights_path + " has bias_k and bias_v (add_bias_kv=True), which the packed "
+        throw Error(c.weights_path +
+                    " has bias_k and bias_v (add_bias_kv=True), which the packed "
                     "pass appends to K and V; it cannot be combined with --decode, --fused-qkv, "
                     "--per-head or --block");
     }
@@ -327,7 +328,7 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
                                                    : sanitized(c.weights_path);
     if (c.text) info.tokens = tokenize(*c.text);
     if (c.demo_heads) info.head_names = demo_head_names();
-    info.inputs_source = c.text ? "--text, " + std::to_string(s.seq_len) + " tokens"
+    info.inputs_source = c.text                 ? "--text, " + std::to_string(s.seq_len) + " tokens"
                          : c.input_path.empty() ? seeded(c.seed)
                          : c.key_path.empty()
                              ? sanitized(c.input_path)
@@ -337,7 +338,8 @@ RunInfo describe(const Config& c, const Sizes& s, const Problem& p) {
 
 // --block's feed-forward width: the state dict's, else --d-ff, else 4·d_model.
 std::size_t block_width(const Config& c, const Sizes& s, const Sources& files) {
-    if (files.block) return reconcile(c.d_ff, "--d-ff", files.block->d_ff(), c.weights_path, "d_ff");
+    if (files.block)
+        return reconcile(c.d_ff, "--d-ff", files.block->d_ff(), c.weights_path, "d_ff");
     return c.d_ff.value_or(4 * s.d_model);
 }
 
@@ -395,9 +397,10 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
 
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.
 std::string conv1d_note(bool causal) {
-    return std::string("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
-                       "in_proj_weight = c_attn.weight.T (3·d_model, d_model), split into W_q, "
-                       "W_k, W_v, and W_o = c_proj.weight.T") +
+    return std::string(
+               "weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
+               "in_proj_weight = c_attn.weight.T (3·d_model, d_model), split into W_q, "
+               "W_k, W_v, and W_o = c_proj.weight.T") +
            (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
 }
 
@@ -428,7 +431,8 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
                          "--heads", *loaded.num_heads, c.weights_path, "num_heads");
     }
     if (c.heads_given) return c.heads;
-    throw Error(c.weights_path + ": give --heads (the model's num_attention_heads): a state dict "
+    throw Error(c.weights_path +
+                ": give --heads (the model's num_attention_heads): a state dict "
                 "does not record how q_proj's rows split into heads; or save num_heads=H in the "
                 ".npz");
 }
@@ -457,7 +461,9 @@ Problem build_mla_problem(const Config& c) {
         m = mla_sizes(*p.mla, mla_heads(c, loaded));
         reconcile(c.latent_dim, "--latent-dim", m.d_latent, c.weights_path, "d_c");
         reconcile(c.rope_dim, "--rope-dim", m.d_rope, c.weights_path, "d_R");
-        if (!files.inputs) s.d_model = s.kdim = s.vdim = reconcile(c.d_model, "--d-model", m.d_model, c.weights_path, "d_model");
+        if (!files.inputs)
+            s.d_model = s.kdim = s.vdim =
+                reconcile(c.d_model, "--d-model", m.d_model, c.weights_path, "d_model");
         ledger.hold(sizeof(float) * mla_parameter_count(m));
     } else {
         m = seeded_mla(c, s);
@@ -512,12 +518,14 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     p.info.shapes_only = true;
-    p.info.activation_bytes = c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+    p.info.activation_bytes =
+        c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
     if (c.block) {
         p.info.parameters += block_parameter_count(s.d_model, d_ff);
         p.info.activation_bytes += block_bytes(s, d_ff);
-        p.info.activation_tensors = "attention's Q, K, V, scores, context, concat and output, "
-                                    "the block's norms, sums and feed-forward";
+        p.info.activation_tensors =
+            "attention's Q, K, V, scores, context, concat and output, "
+            "the block's norms, sums and feed-forward";
     }
     p.info.variant = variant_description(c, d_ff);
     if (mla) {
@@ -543,8 +551,9 @@ Problem build_problem(const Config& c) {
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
-    const bool self = files.inputs ? files.inputs->self_attention()
-                                   : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
+    const bool self = files.inputs
+                          ? files.inputs->self_attention()
+                          : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     check_form(c.form, s, self, masks);
     const RunPlan plan =
         plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
@@ -555,10 +564,10 @@ Problem build_problem(const Config& c) {
 
     Problem p;
     if (c.block) p.block = files.block ? *files.block : seeded_block(s.d_model, d_ff, c.seed);
-    p.weights = c.demo_heads      ? demo_weights(s.d_model, s.heads, s.seq_len)
+    p.weights = c.demo_heads    ? demo_weights(s.d_model, s.heads, s.seq_len)
                 : files.weights ? *files.weights
-                                : seeded_weights(s.d_model, s.inner(), s.kv_heads * s.d_k(),
-                                                 c.bias, c.random_bias, c.seed);
+                                : seeded_weights(s.d_model, s.inner(), s.kv_heads * s.d_k(), c.bias,
+                                                 c.random_bias, c.seed);
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);

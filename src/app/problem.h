@@ -3,12 +3,12 @@
 // sizes reconciled with the options, and the memory budget checked before
 // anything large is allocated.
 
+#include <optional>
 #include "app/config.h"
 #include "app/layout.h"
-#include <optional>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
+#include "core/pass/attention.h"
 #include "core/pass/mla.h"
 #include "core/pass/plan.h"
 #include "show/run_info.h"
@@ -23,7 +23,7 @@ struct Problem {
     Masks masks;
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     ForwardOptions options;
-    RunInfo info;  // what the printers say about this run
+    RunInfo info;                  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
     double estimated_seconds = 0;  // from the run's multiply-adds (app/time_guard.h)
     // The pass may stop on a score beyond float32 (core/forms/score_bound.h): compute it once

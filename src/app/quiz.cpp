@@ -19,10 +19,10 @@ namespace {
 struct QuizOptions {
     std::size_t count = 5;
     std::uint64_t seed = 0;
-    std::vector<Topic> topics;   // empty: all of them
-    std::string answers_path;    // --answers: grade this file instead of asking
+    std::vector<Topic> topics;  // empty: all of them
+    std::string answers_path;   // --answers: grade this file instead of asking
     std::uint64_t pass_percent = 60;
-    bool questions_only = false; // --questions: print a hand-out, ask nothing
+    bool questions_only = false;  // --questions: print a hand-out, ask nothing
     bool help = false;
 };
 
@@ -43,7 +43,8 @@ std::vector<Topic> parse_topics(const std::string& text) {
         }
         if (!known) {
             std::string names;
-            for (const auto& entry : topic_names()) names += (names.empty() ? "" : ", ") + entry.first;
+            for (const auto& entry : topic_names())
+                names += (names.empty() ? "" : ", ") + entry.first;
             throw Error("quiz --topics expects a comma-separated list of " + names + ", got '" +
                         name + "'");
         }
@@ -123,7 +124,8 @@ std::string indented(const std::string& text) {
 // The verdict and the trace lines that explain the answer.
 bool grade(std::ostream& out, const Question& q, const std::string& typed) {
     const bool right = is_right(q, typed);
-    if (right) out << "right: " << spelled_answer(q) << "\n";
+    if (right)
+        out << "right: " << spelled_answer(q) << "\n";
     else
         out << "wrong: you answered '" << sanitized(typed) << "', the answer is "
             << spelled_answer(q) << "\n";
@@ -225,14 +227,16 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
 }
 
 const CommandInfo& quiz_command() {
-    static const CommandInfo command = command_info<QuizOptions>("quiz", R"(Usage: mha quiz [options]
+    static const CommandInfo command = command_info<QuizOptions>(
+        "quiz", R"(Usage: mha quiz [options]
 Questions on shapes and costs, each on its own seeded random configuration.
 Every answer is checked against the trace, and the trace lines that explain
 it are printed. Answers take the forms people type and the trace prints:
 2,4,8,64  (2, 4, 8, 64)  [2 4 8 64]  2x4x8x64  263,168  16 KiB  d_k = 32
 step 12. Asked on stdin, Enter alone asks again, s skips, q quits (from a
 pipe, 16 blank lines in a row end the answers).
-)", "Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.\n", "quiz ", quiz_table());
+)",
+        "Prints the score. Exit status: 0 pass, 1 fail, 2 bad options.\n", "quiz ", quiz_table());
     return command;
 }
 

@@ -79,7 +79,10 @@ Question shapes_question(Random& random, const Trace& t) {
 
 Question d_k_question(const Trace& t) {
     const std::uint64_t d_k = t.info.d_model / t.info.heads;
-    return {Topic::DK, "What is d_k, the width of one head?", AnswerKind::Number, {d_k},
+    return {Topic::DK,
+            "What is d_k, the width of one head?",
+            AnswerKind::Number,
+            {d_k},
             "d_k = d_model / h = " + std::to_string(t.info.d_model) + " / " +
                 std::to_string(t.info.heads) + " = " + std::to_string(d_k) + "\n" +
                 t.find(StepKind::SplitHeads, Operand::Q).text};
@@ -98,8 +101,8 @@ Question parameters_question(const Trace& t) {
 
 Question macs_question(Random& random, const Trace& t) {
     const std::pair<StepKind, Operand> choices[] = {
-        {StepKind::Project, Operand::Q}, {StepKind::Project, Operand::K},
-        {StepKind::Project, Operand::V}, {StepKind::Scores, Operand::None},
+        {StepKind::Project, Operand::Q},    {StepKind::Project, Operand::K},
+        {StepKind::Project, Operand::V},    {StepKind::Scores, Operand::None},
         {StepKind::Context, Operand::None}, {StepKind::OutputProject, Operand::None}};
     const auto [kind, operand] = choices[draw(random, 0, 5)];
     const Recorded& r = t.find(kind, operand);
@@ -113,8 +116,11 @@ Question macs_question(Random& random, const Trace& t) {
         formula = std::string(keys ? "B·M" : "B·N") + "·d_model·d_model = " +
                   product({i.batch, keys ? i.kv_len : i.seq_len, i.d_model, i.d_model});
     }
-    return {Topic::Macs, "How many multiply-adds does this step take?\n" + step_label(r.step),
-            AnswerKind::Number, {r.step.macs}, formula + "\n" + r.text};
+    return {Topic::Macs,
+            "How many multiply-adds does this step take?\n" + step_label(r.step),
+            AnswerKind::Number,
+            {r.step.macs},
+            formula + "\n" + r.text};
 }
 
 Question kv_cache_question(const Trace& t) {
@@ -123,15 +129,15 @@ Question kv_cache_question(const Trace& t) {
     std::uint64_t elements = 1;
     for (std::size_t size : k.step.shape) elements *= size;
     const std::uint64_t bytes = 2 * elements * sizeof(float);
-    return {Topic::KvCache,
-            "Generating token by token, a KV cache keeps K and V (steps 2 and 3) for all\n"
-            "M positions in float32. How many bytes does it hold for this layer?",
-            AnswerKind::Number,
-            {bytes},
-            "K and V are (B, M, d_model): " +
-                product({t.info.batch, t.info.kv_len, t.info.d_model}) + " floats each;\n" +
-                "2 tensors · " + with_commas(elements) + " floats · 4 bytes = " + with_commas(bytes) +
-                " bytes (" + byte_size(bytes) + ")\n" + k.text + v.text};
+    return {
+        Topic::KvCache,
+        "Generating token by token, a KV cache keeps K and V (steps 2 and 3) for all\n"
+        "M positions in float32. How many bytes does it hold for this layer?",
+        AnswerKind::Number,
+        {bytes},
+        "K and V are (B, M, d_model): " + product({t.info.batch, t.info.kv_len, t.info.d_model}) +
+            " floats each;\n" + "2 tensors · " + with_commas(elements) + " floats · 4 bytes = " +
+            with_commas(bytes) + " bytes (" + byte_size(bytes) + ")\n" + k.text + v.text};
 }
 
 Question copies_question(const Trace& t) {
@@ -146,7 +152,8 @@ Question copies_question(const Trace& t) {
             "Which steps copy memory only to change its layout?\nGive the step numbers, or none.",
             AnswerKind::StepList, copying,
             "view (4, 13) and transpose (5, 11) only change strides; contiguous() copies\n"
-            "when the strides are not row-major:\n" + lines};
+            "when the strides are not row-major:\n" +
+                lines};
 }
 
 // RoPE: which feature turns together with a given one, read off the rope step of the trace.
@@ -166,12 +173,13 @@ Question rope_question(Random& random, Config c) {
     const auto [a, b] = rope_pair(*c.rope, d_k, i);
     const std::size_t partner = feature == a ? b : a;
     Question q{Topic::Rope,
-               std::string("With --rope ") + (half ? "half" : "interleaved") + " (d_k = " +
-                   std::to_string(d_k) + "), feature " + std::to_string(feature) +
+               std::string("With --rope ") + (half ? "half" : "interleaved") +
+                   " (d_k = " + std::to_string(d_k) + "), feature " + std::to_string(feature) +
                    " of each head's q and k turns together with which feature?",
                AnswerKind::Number,
                {partner},
-               std::string(half ? "half pairs (x[i], x[i + d_k/2])" : "interleaved pairs (x[2i], x[2i+1])") +
+               std::string(half ? "half pairs (x[i], x[i + d_k/2])"
+                                : "interleaved pairs (x[2i], x[2i+1])") +
                    ": feature " + std::to_string(feature) + " is in pair " + std::to_string(i) +
                    " = (" + std::to_string(a) + ", " + std::to_string(b) + ")\n" + rope->text};
     q.text = described(t.info) + ".\n" + q.text;
@@ -193,7 +201,8 @@ Question window_question(Random& random, Config c) {
                AnswerKind::Number,
                {seen},
                "query p sees keys p - W < j <= p: min(p + 1, W) = min(" + std::to_string(row + 1) +
-                   ", " + std::to_string(c.window) + ") = " + std::to_string(seen) + "\n" + mask.text};
+                   ", " + std::to_string(c.window) + ") = " + std::to_string(seen) + "\n" +
+                   mask.text};
     q.text = described(t.info) + ".\n" + q.text;
     return q;
 }
@@ -204,14 +213,20 @@ Question question_on(Topic topic, Random& random) {
     const Trace t = traced(draw_config(random));
     Question q = [&] {
         switch (topic) {
-            case Topic::Shapes: return shapes_question(random, t);
-            case Topic::DK: return d_k_question(t);
-            case Topic::Parameters: return parameters_question(t);
-            case Topic::Macs: return macs_question(random, t);
-            case Topic::KvCache: return kv_cache_question(t);
+            case Topic::Shapes:
+                return shapes_question(random, t);
+            case Topic::DK:
+                return d_k_question(t);
+            case Topic::Parameters:
+                return parameters_question(t);
+            case Topic::Macs:
+                return macs_question(random, t);
+            case Topic::KvCache:
+                return kv_cache_question(t);
             case Topic::Copies:
             case Topic::Rope:
-            case Topic::Window: break;
+            case Topic::Window:
+                break;
         }
         return copies_question(t);
     }();
@@ -223,7 +238,7 @@ Question question_on(Topic topic, Random& random) {
 
 const std::vector<std::pair<std::string, Topic>>& topic_names() {
     static const std::vector<std::pair<std::string, Topic>> names = {
-        {"shapes", Topic::Shapes}, {"d_k", Topic::DK},          {"parameters", Topic::Parameters},
+        {"shapes", Topic::Shapes}, {"d_k", Topic::DK},           {"parameters", Topic::Parameters},
         {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies},
         {"rope", Topic::Rope},     {"window", Topic::Window}};
     return names;

@@ -18,7 +18,7 @@ const std::vector<std::pair<std::string, Topic>>& topic_names();
 
 struct Question {
     Topic topic;
-    std::string text;                   // the configuration and the question
+    std::string text;  // the configuration and the question
     AnswerKind kind;
     std::vector<std::uint64_t> answer;  // one number, the sizes, or step numbers in order
     std::string explanation;            // the trace lines and arithmetic that give the answer

@@ -4,15 +4,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <termios.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
-#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <iterator>
@@ -45,7 +45,8 @@ void erase_prompt() {
 
 void take_previous_action(int signal_number) {
     for (std::size_t i = 0; i < std::size(handled_signals); ++i) {
-        if (handled_signals[i] == signal_number) sigaction(signal_number, &previous_actions[i], nullptr);
+        if (handled_signals[i] == signal_number)
+            sigaction(signal_number, &previous_actions[i], nullptr);
     }
 }
 
@@ -102,16 +103,19 @@ constexpr int resumed = -2;
 int read_byte(int timeout_ms) {
     pollfd ready[] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
     int events = 0;
-    do events = poll(ready, std::size(ready), timeout_ms); while (events < 0 && errno == EINTR);
+    do events = poll(ready, std::size(ready), timeout_ms);
+    while (events < 0 && errno == EINTR);
     if (events <= 0) return -1;
     if (ready[1].revents != 0) {
         char wakes[16];
-        while (read(wake_pipe[0], wakes, sizeof wakes) > 0) {}
+        while (read(wake_pipe[0], wakes, sizeof wakes) > 0) {
+        }
         return resumed;
     }
     unsigned char byte = 0;
     ssize_t got = 0;
-    do got = read(STDIN_FILENO, &byte, 1); while (got < 0 && errno == EINTR);
+    do got = read(STDIN_FILENO, &byte, 1);
+    while (got < 0 && errno == EINTR);
     return got == 1 ? byte : -1;
 }
 
@@ -167,7 +171,7 @@ TerminalKeys::TerminalKeys() {
     for (std::size_t i = 0; i < std::size(handled_signals); ++i) {
         struct sigaction action {};
         action.sa_handler = handler_of(handled_signals[i]);
-        sigemptyset(&action.sa_mask);  // one handler at a time, but fg reaches raw_again
+        sigemptyset(&action.sa_mask);        // one handler at a time, but fg reaches raw_again
         for (int other : handled_signals) {  // while suspend_in_saved_mode waits
             if (other != SIGCONT) sigaddset(&action.sa_mask, other);
         }

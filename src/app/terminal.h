@@ -5,7 +5,6 @@
 #include "show/heatmap.h"
 #include "show/stepper.h"
 
-
 #include <cstddef>
 #include <string>
 

@@ -39,8 +39,8 @@ void check_time(std::uint64_t macs, std::size_t threads, double rate,
     limit << *max_time;
     throw Error("this run needs " + with_commas(macs) + " multiply-adds, about " +
                 duration_words(seconds) + " on " + std::to_string(threads) +
-                (threads == 1 ? " thread" : " threads") + ", over --max-time " + limit.str() + " s" +
-                "; " + instead + ", and --max-time off (or a larger --max-time) runs it");
+                (threads == 1 ? " thread" : " threads") + ", over --max-time " + limit.str() +
+                " s" + "; " + instead + ", and --max-time off (or a larger --max-time) runs it");
 }
 
 Progress::Progress(double estimate, std::ostream& out, bool show) : estimate_(estimate), out_(out) {
@@ -67,8 +67,8 @@ void Progress::run() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const std::string so_far =
             elapsed < 100 ? fixed(std::floor(elapsed), 0) + " s" : duration_words(elapsed);
-        out_ << "\rmha: computing, " << so_far << " of about "
-             << duration_words(estimate_) << "\x1b[K" << std::flush;
+        out_ << "\rmha: computing, " << so_far << " of about " << duration_words(estimate_)
+             << "\x1b[K" << std::flush;
         shown = true;
     }
     if (shown) out_ << "\r\x1b[K" << std::flush;

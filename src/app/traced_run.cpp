@@ -56,8 +56,8 @@ const Recorded& Trace::find(StepKind kind, Operand operand) const {
     for (const Recorded& r : steps) {
         if (r.step.kind != kind || r.step.operand != operand) continue;
         if (found != nullptr) {
-            throw Error("the trace has more than one step " + std::to_string(r.step.number) +
-                        " " + r.step.name + " (one per head in this form)");
+            throw Error("the trace has more than one step " + std::to_string(r.step.number) + " " +
+                        r.step.name + " (one per head in this form)");
         }
         found = &r;
     }

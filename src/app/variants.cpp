@@ -17,12 +17,16 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
         return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
     }
     switch (c.form) {
-        case Form::Decode: return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Decode:
+            return decode(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
-        case Form::PerHead: return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
-        case Form::Mla: return forward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer);
-        case Form::Packed: break;
+        case Form::PerHead:
+            return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
+        case Form::Mla:
+            return forward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer);
+        case Form::Packed:
+            break;
     }
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
@@ -52,11 +56,16 @@ std::string form_description(const Config& c, std::size_t d_ff) {
                " block, d_ff=" + std::to_string(d_ff);
     }
     switch (c.form) {
-        case Form::Decode: return "decoding with a KV cache";
-        case Form::FusedQkv: return "fused QKV";
-        case Form::PerHead: return "per head";
-        case Form::Mla: return "multi-head latent attention (DeepSeek-V2)";
-        case Form::Packed: break;
+        case Form::Decode:
+            return "decoding with a KV cache";
+        case Form::FusedQkv:
+            return "fused QKV";
+        case Form::PerHead:
+            return "per head";
+        case Form::Mla:
+            return "multi-head latent attention (DeepSeek-V2)";
+        case Form::Packed:
+            break;
     }
     return "";
 }

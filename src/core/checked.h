@@ -24,7 +24,8 @@ inline std::uint64_t checked_product(std::initializer_list<std::uint64_t> factor
     return product;
 }
 
-inline std::uint64_t checked_sum(std::initializer_list<std::uint64_t> terms, const std::string& what) {
+inline std::uint64_t checked_sum(std::initializer_list<std::uint64_t> terms,
+                                 const std::string& what) {
     std::uint64_t sum = 0;
     for (std::uint64_t t : terms) {
         if (sum > std::numeric_limits<std::uint64_t>::max() - t) {

@@ -81,12 +81,18 @@ bool names_a_descriptor(const fs::path& path) {
 // What a file that is not regular is, for the message.
 std::string kind_of(const fs::file_status& status) {
     switch (status.type()) {
-        case fs::file_type::directory: return "a directory";
-        case fs::file_type::character: return "a character device";
-        case fs::file_type::block: return "a block device";
-        case fs::file_type::fifo: return "a named pipe (FIFO)";
-        case fs::file_type::socket: return "a socket";
-        default: return "not a regular file";
+        case fs::file_type::directory:
+            return "a directory";
+        case fs::file_type::character:
+            return "a character device";
+        case fs::file_type::block:
+            return "a block device";
+        case fs::file_type::fifo:
+            return "a named pipe (FIFO)";
+        case fs::file_type::socket:
+            return "a socket";
+        default:
+            return "not a regular file";
     }
 }
 
@@ -102,11 +108,12 @@ fs::path with_real_folder(const fs::path& path) {
 std::string write_target(const std::string& path) {
     fs::path current = with_real_folder(fs::absolute(fs::path(path)));
     for (int hop = 0; hop <= max_links; ++hop) {
-        const std::string shown =
-            hop == 0 ? path : path + " (a link to " + current.string() + ")";
+        const std::string shown = hop == 0 ? path : path + " (a link to " + current.string() + ")";
         if (names_a_descriptor(current)) {
-            throw Error("cannot write " + shown + ": it names a standard stream or an open "
-                        "descriptor, not a file; " + expected_target);
+            throw Error("cannot write " + shown +
+                        ": it names a standard stream or an open "
+                        "descriptor, not a file; " +
+                        expected_target);
         }
         std::error_code ignored;
         const fs::file_status status = fs::symlink_status(current, ignored);

@@ -15,8 +15,8 @@ namespace {
 using Arrays = std::map<std::string, npy::Array>;
 
 struct Naming {
-    std::string attention;            // prefix of the attention module's arrays
-    std::string norm1, norm2;         // module names
+    std::string attention;     // prefix of the attention module's arrays
+    std::string norm1, norm2;  // module names
     std::string linear1, linear2;
 };
 
@@ -38,7 +38,8 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
     for (const std::size_t size : found->second.shape) {
         if (size == 0) {
             throw Error(source + ": array '" + name + "' has shape " +
-                        to_string(found->second.shape) + ", a dimension of 0; every size must"
+                        to_string(found->second.shape) +
+                        ", a dimension of 0; every size must"
                         " be at least 1");
         }
     }
@@ -58,13 +59,14 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source,
     const bool torch = arrays.count("linear1.weight") != 0;
     if (!torch && arrays.count("ffn.0.weight") == 0) {
         const std::vector<std::string> prefixes = prefixes_of(arrays, block_markers);
-        throw Error(source + ": not a transformer block's state dict; expected "
-                             "nn.TransformerEncoderLayer's linear1/linear2/norm1/norm2/self_attn "
-                             "or ffn.0/ffn.2/ln1/ln2/attn" +
-                    (prefixes.empty() ? std::string()
-                                      : "; a block is under '" + applied_prefix +
-                                            prefixes[0] + "': add --weights-prefix " +
-                                            applied_prefix + prefixes[0]));
+        throw Error(source +
+                    ": not a transformer block's state dict; expected "
+                    "nn.TransformerEncoderLayer's linear1/linear2/norm1/norm2/self_attn "
+                    "or ffn.0/ffn.2/ln1/ln2/attn" +
+                    (prefixes.empty()
+                         ? std::string()
+                         : "; a block is under '" + applied_prefix + prefixes[0] +
+                               "': add --weights-prefix " + applied_prefix + prefixes[0]));
     }
     const Naming& n = torch ? torch_naming : scratch_naming;
     Arrays& rest = arrays;  // what take() leaves: the attention arrays

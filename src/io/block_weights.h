@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
+#include "core/pass/attention.h"
 #include "io/npy.h"
 
 namespace mha {
@@ -25,11 +25,11 @@ struct BlockState {
 // `applied_prefix`, the --weights-prefix already stripped from the names, goes back in front
 // of any prefix the messages advise.
 BlockState block_from_state_dict(std::map<std::string, npy::Array> arrays,
-                                 const std::string& source,
-                                 const std::string& applied_prefix = "");
+                                 const std::string& source, const std::string& applied_prefix = "");
 
 // Refuses a file whose arrays need more than the ledger has left to load.
 // A non-empty prefix (--weights-prefix) keeps only the arrays under it, renamed without it.
-BlockState load_block(const std::string& path, const Ledger& ledger, const std::string& prefix = "");
+BlockState load_block(const std::string& path, const Ledger& ledger,
+                      const std::string& prefix = "");
 
 }  // namespace mha

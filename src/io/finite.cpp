@@ -49,9 +49,8 @@ void check_finite(const npy::Array& array, const std::string& what, Infinities a
     std::string message = what + " has " + describe(original, static_cast<float>(original)) +
                           " at index " + index_of(first, array.shape);
     if (bad > 1) message += " (" + std::to_string(bad) + " values are not finite)";
-    message += allowed == Infinities::None
-                   ? "; every value must be a finite float32"
-                   : "; a float mask may hold finite values and -inf only";
+    message += allowed == Infinities::None ? "; every value must be a finite float32"
+                                           : "; a float mask may hold finite values and -inf only";
     throw Error(message);
 }
 

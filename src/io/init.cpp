@@ -48,13 +48,9 @@ Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
 
 Random::Random(std::uint64_t seed, std::uint32_t stream) : bits_(engine(seed, stream)) {}
 
-float Random::uniform() {
-    return float(bits_() >> 8) * (1.0f / 16777216.0f);
-}
+float Random::uniform() { return float(bits_() >> 8) * (1.0f / 16777216.0f); }
 
-float Random::uniform(float low, float high) {
-    return low + (high - low) * uniform();
-}
+float Random::uniform(float low, float high) { return low + (high - low) * uniform(); }
 
 void Random::uniform(float low, float high, float* out, std::size_t count) {
     bits_.uniform_floats(low, high - low, out, count);
@@ -83,12 +79,12 @@ Weights seeded_weights(std::size_t d_model, std::size_t q_width, std::size_t kv_
     };
     const float bias_bound = float(1.0 / std::sqrt(double(d_model)));
     // one block for the whole set, in the order of the draws; zero biases stay as mapped
-    std::vector<Shape> shapes = {{q_width, d_model}, {kv_width, d_model}, {kv_width, d_model},
-                                 {d_model, q_width}};
+    std::vector<Shape> shapes = {
+        {q_width, d_model}, {kv_width, d_model}, {kv_width, d_model}, {d_model, q_width}};
     if (bias) shapes.insert(shapes.end(), {{q_width}, {kv_width}, {kv_width}, {d_model}});
     std::vector<Tensor> set = Tensor::in_one_block(shapes);
     const float bounds[] = {xavier(q_width), xavier(kv_width), xavier(kv_width), xavier(q_width),
-                            bias_bound, bias_bound, bias_bound, bias_bound};
+                            bias_bound,      bias_bound,       bias_bound,       bias_bound};
     const std::size_t drawn = bias && random_bias ? 8 : 4;
     for (std::size_t i = 0; i < drawn; ++i) {
         draw_uniform(random, bounds[i], set[i].data(), set[i].numel());

@@ -2,8 +2,8 @@
 // Seeded values that are the same with every compiler: std::mt19937's bits (io/mt19937.h)
 // turned into floats by our own code (the standard distributions differ between libraries).
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
+#include "core/pass/attention.h"
 #include "core/pass/mla.h"
 
 #include <cstdint>
@@ -16,11 +16,11 @@ class Random {
 public:
     // `stream` separates independent sequences drawn from the same seed.
     Random(std::uint64_t seed, std::uint32_t stream);
-    float uniform();                    // [0, 1), 24 random bits
+    float uniform();  // [0, 1), 24 random bits
     float uniform(float low, float high);
     // out[i] = uniform(low, high) for i < count, in order, a block of draws at a time.
     void uniform(float low, float high, float* out, std::size_t count);
-    float normal();                     // mean 0, variance 1 (Box-Muller)
+    float normal();  // mean 0, variance 1 (Box-Muller)
 
 private:
     Mt19937 bits_;

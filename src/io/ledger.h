@@ -22,7 +22,9 @@ public:
     std::uint64_t left() const { return held_ < limit_ ? limit_ - held_ : 0; }
 
     // Bytes the run keeps from here on (a loaded tensor); the plan checks the total later.
-    void hold(std::uint64_t bytes) { held_ = bytes > unlimited - held_ ? unlimited : held_ + bytes; }
+    void hold(std::uint64_t bytes) {
+        held_ = bytes > unlimited - held_ ? unlimited : held_ + bytes;
+    }
 
     // "--max-memory 1 MiB", or "the 3 KiB left of --max-memory 16 KiB" once something is held.
     std::string describe() const {

@@ -23,7 +23,8 @@ Tensor additive_mask(const npy::Array& mask, MaskMeaning meaning, const std::str
                      std::string& note) {
     if (mask.kind == 'f') {
         if (meaning == MaskMeaning::Keep) {
-            throw Error(describe(mask, what) + " is a float mask, which is added to the scores;"
+            throw Error(describe(mask, what) +
+                        " is a float mask, which is added to the scores;"
                         " --mask-means keep applies to bool and integer masks only");
         }
         check_finite(mask, describe(mask, what), Infinities::NegativeAllowed);
@@ -75,7 +76,8 @@ bool load_attn_mask(const std::string& path, MaskMeaning meaning, const Ledger& 
 
 void load_key_padding_mask(const std::string& path, const Ledger& ledger, Masks& masks) {
     std::string note;
-    masks.key_padding = additive_mask(npy::read_npy(path, ledger), MaskMeaning::Block, "key_padding_mask " + path, note);
+    masks.key_padding = additive_mask(npy::read_npy(path, ledger), MaskMeaning::Block,
+                                      "key_padding_mask " + path, note);
     masks.notes.push_back(note);
 }
 
@@ -85,10 +87,10 @@ Tensor broadcast_attn_mask(const Tensor& mask, std::size_t batch, std::size_t he
     const bool batch_ok = shape[0] == 1 || shape[0] == batch;
     const bool heads_ok = shape[1] == 1 || shape[1] == heads;
     if (!batch_ok || !heads_ok) {
-        throw Error("attn_mask: a 4-D mask broadcasts to (B, h, N, M) = (" +
-                    std::to_string(batch) + ", " + std::to_string(heads) +
-                    ", N, M), so it must be (1 or " + std::to_string(batch) + ", 1 or " +
-                    std::to_string(heads) + ", N, M); got " + to_string(shape));
+        throw Error("attn_mask: a 4-D mask broadcasts to (B, h, N, M) = (" + std::to_string(batch) +
+                    ", " + std::to_string(heads) + ", N, M), so it must be (1 or " +
+                    std::to_string(batch) + ", 1 or " + std::to_string(heads) + ", N, M); got " +
+                    to_string(shape));
     }
     const Shape plane{shape[2], shape[3]};
     if (shape[1] == 1) {  // (1, 1, N, M) -> (N, M); (B, 1, N, M) -> (B, N, M)

@@ -84,8 +84,8 @@ std::vector<std::uint32_t> read_vocab(const Arrays& arrays, const std::string& s
     for (std::size_t i = 1; i < codes.size(); ++i) {
         const bool surrogate = codes[i] >= 0xD800 && codes[i] <= 0xDFFF;
         if (codes[i] <= 0 || codes[i] > 0x10FFFF || surrogate || !seen.insert(codes[i]).second) {
-            throw Error(source + ": vocab[" + std::to_string(i) + "] = " +
-                        std::to_string(codes[i]) +
+            throw Error(source + ": vocab[" + std::to_string(i) +
+                        "] = " + std::to_string(codes[i]) +
                         " is not a new Unicode code point (1..0x10FFFF without the surrogates "
                         "0xD800..0xDFFF, each once)");
         }
@@ -105,8 +105,8 @@ Arrays layer_arrays(const Arrays& arrays, std::size_t layer) {
 
 void reject_leftovers(const Arrays& arrays, std::size_t layers, const std::string& source) {
     const std::set<std::string> known = {
-        "vocab", "heads", "token_embedding.weight", "position_embedding.weight", "norm.weight",
-        "norm.bias", "lm_head.weight", "lm_head.bias"};
+        "vocab",       "heads",     "token_embedding.weight", "position_embedding.weight",
+        "norm.weight", "norm.bias", "lm_head.weight",         "lm_head.bias"};
     for (const auto& [name, array] : arrays) {
         if (known.count(name)) continue;
         bool in_layer = false;
@@ -163,8 +163,7 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
         const std::string where = source + " (layers." + std::to_string(l) + ".*)";
         if (heads[l] <= 0 || E % std::size_t(heads[l]) != 0) {
             throw Error(source + ": heads[" + std::to_string(l) + "] = " +
-                        std::to_string(heads[l]) + " does not divide d_model " +
-                        std::to_string(E));
+                        std::to_string(heads[l]) + " does not divide d_model " + std::to_string(E));
         }
         BlockState state = block_from_state_dict(layer_arrays(arrays, l), where);
         if (state.attention.d_model() != E || state.attention.kv_width() != E) {
@@ -172,8 +171,8 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
                         std::to_string(state.attention.d_model()) + ", expected d_model " +
                         std::to_string(E));
         }
-        m.layers.push_back({std::move(state.attention), std::move(state.block),
-                            std::size_t(heads[l])});
+        m.layers.push_back(
+            {std::move(state.attention), std::move(state.block), std::size_t(heads[l])});
     }
     reject_leftovers(arrays, heads.size(), source);
     return m;
@@ -184,10 +183,10 @@ Model load_model(const std::string& path, std::uint64_t max_memory) {
     const std::string bytes = read_file(path, ledger);
     // the file and every array decoded (a double here, a float in the model), from the
     // headers before anything is decoded
-    const std::uint64_t need =
-        checked_sum({bytes.size(), checked_product({npy::npz_value_count(bytes, path), 12},
-                                                   "the values of " + path)},
-                    "the memory for " + path);
+    const std::uint64_t need = checked_sum(
+        {bytes.size(),
+         checked_product({npy::npz_value_count(bytes, path), 12}, "the values of " + path)},
+        "the memory for " + path);
     ledger.check(need, path, "the file and its arrays need " + byte_size(need) + " to load",
                  "a smaller model");
     return model_from_arrays(npy::parse_npz(bytes, path, ledger), path);
@@ -197,8 +196,8 @@ ModelText encode_text(const std::string& text, const Model& model) {
     if (text.empty()) throw Error("--text is empty; --model needs at least one character");
     const std::size_t count = token_count(text);  // before any lookup: O(N) whatever V is
     if (count > model.context()) {
-        throw Error("--text has " + std::to_string(count) +
-                    " characters; the model's context is " + std::to_string(model.context()));
+        throw Error("--text has " + std::to_string(count) + " characters; the model's context is " +
+                    std::to_string(model.context()));
     }
     std::unordered_map<std::uint32_t, std::size_t> token_of;
     for (std::size_t t = 1; t < model.vocab.size(); ++t) token_of.emplace(model.vocab[t], t);

@@ -14,16 +14,15 @@
 
 namespace mha {
 
-Model model_from_arrays(const std::map<std::string, npy::Array>& arrays,
-                        const std::string& source);
+Model model_from_arrays(const std::map<std::string, npy::Array>& arrays, const std::string& source);
 
 // Refuses a file whose arrays need more than max_memory bytes to load.
 Model load_model(const std::string& path, std::uint64_t max_memory);
 
 struct ModelText {
-    std::vector<std::size_t> tokens;   // (N) one per character
+    std::vector<std::size_t> tokens;      // (N) one per character
     std::vector<std::string> characters;  // (N) each character as UTF-8 (or the byte it was)
-    std::size_t unknown = 0;           // characters outside the vocabulary (token 0)
+    std::size_t unknown = 0;              // characters outside the vocabulary (token 0)
 };
 
 // One token per UTF-8 character; a character outside the vocabulary, or a byte that is not

@@ -41,11 +41,11 @@ inline std::uint32_t next_word(std::uint32_t x_i, std::uint32_t x_next, std::uin
     }
 }
 
-#define MHA_MT_VARIANT(suffix, attribute)                                                      \
+#define MHA_MT_VARIANT(suffix, attribute)                                                     \
     attribute void twist_##suffix(std::uint32_t* x) { twist_words(x); }                       \
     attribute void uniform_##suffix(const std::uint32_t* words, std::size_t count, float low, \
                                     float width, float* out) {                                \
-        uniform_block(words, count, low, width, out);                                          \
+        uniform_block(words, count, low, width, out);                                         \
     }
 
 MHA_MT_VARIANT(baseline, )
@@ -63,9 +63,12 @@ struct Loops {
 Loops loops() {
 #ifdef MHA_MT_X86
     switch (kernel_variant()) {
-    case KernelVariant::Avx512: return {twist_avx512, uniform_avx512};
-    case KernelVariant::Avx2: return {twist_avx2, uniform_avx2};
-    default: break;
+        case KernelVariant::Avx512:
+            return {twist_avx512, uniform_avx512};
+        case KernelVariant::Avx2:
+            return {twist_avx2, uniform_avx2};
+        default:
+            break;
     }
 #endif
     return {twist_baseline, uniform_baseline};

@@ -20,8 +20,8 @@ namespace mha::npy {
 namespace {
 
 using bytes::append_le;
-using bytes::load_le;
 using bytes::field;
+using bytes::load_le;
 using bytes::printable;
 using bytes::slice;
 
@@ -193,8 +193,9 @@ private:
     std::string parse_descr() {
         skip_spaces();
         if (pos_ < text_.size() && text_[pos_] == '[') {
-            throw Error(what_ + ": structured dtypes (records with named fields) are not"
-                                " supported; expected a plain float, bool or integer array");
+            throw Error(what_ +
+                        ": structured dtypes (records with named fields) are not"
+                        " supported; expected a plain float, bool or integer array");
         }
         return parse_string("a quoted dtype such as '<f4'");
     }
@@ -294,8 +295,9 @@ struct NpyLayout {
 
 NpyLayout npy_layout(std::string_view bytes, const std::string& what) {
     if (bytes.size() < 8 || bytes.substr(0, 6) != npy_magic) {
-        throw Error(what + ": not an .npy file"
-                           " (it does not start with the \\x93NUMPY magic string)");
+        throw Error(what +
+                    ": not an .npy file"
+                    " (it does not start with the \\x93NUMPY magic string)");
     }
     const int major = static_cast<unsigned char>(bytes[6]);
     const int minor = static_cast<unsigned char>(bytes[7]);
@@ -355,9 +357,9 @@ Array parse_npy_view(std::string_view bytes, const std::string& what, const Ledg
     const std::size_t count = checked_element_count(header.shape, what);
     check_data_size(array, count, bytes.size() - layout.data_start, what);
     if (count > ledger.left() / bytes_per_value) {
-        ledger.refuse(what,
-                     "shape " + to_string(array.shape) + " needs " +
-                         byte_size(std::uint64_t{count} * bytes_per_value) + " once decoded");
+        ledger.refuse(what, "shape " + to_string(array.shape) + " needs " +
+                                byte_size(std::uint64_t{count} * bytes_per_value) +
+                                " once decoded");
     }
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + layout.data_start;
     array.values.resize(count);
@@ -393,11 +395,16 @@ std::string array_name(const zip::Entry& entry, const std::string& path) {
 // A torch.save file: what it is and the one line of Python that saves it as an .npz.
 std::string torch_pickle(const std::string& path) {
     const std::size_t dot = path.rfind('.');
-    const std::string stem =
-        dot == std::string::npos || path.find('/', dot) != std::string::npos ? path : path.substr(0, dot);
-    return path + ": a PyTorch pickle (torch.save), not an .npz; save it as one with: python3 -c "
-                  "\"import numpy, torch; numpy.savez('" + stem + ".npz', **{k: v.float().numpy() "
-                  "for k, v in torch.load('" + path + "').items()})\"";
+    const std::string stem = dot == std::string::npos || path.find('/', dot) != std::string::npos
+                                 ? path
+                                 : path.substr(0, dot);
+    return path +
+           ": a PyTorch pickle (torch.save), not an .npz; save it as one with: python3 -c "
+           "\"import numpy, torch; numpy.savez('" +
+           stem +
+           ".npz', **{k: v.float().numpy() "
+           "for k, v in torch.load('" +
+           path + "').items()})\"";
 }
 
 // The archive's entries; a torch.save file, pickle or zip, is refused with the way to convert it.
@@ -462,10 +469,14 @@ std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays)
 std::string Array::dtype_name() const {
     const std::string bits = std::to_string(8 * item_size);
     switch (kind) {
-        case 'b': return "bool";
-        case 'i': return "int" + bits;
-        case 'u': return "uint" + bits;
-        default: return "float" + bits;
+        case 'b':
+            return "bool";
+        case 'i':
+            return "int" + bits;
+        case 'u':
+            return "uint" + bits;
+        default:
+            return "float" + bits;
     }
 }
 
@@ -505,8 +516,7 @@ std::map<std::string, Array> parse_npz(const std::string& bytes, const std::stri
             throw Error(label + ": the entry name appears twice; the file is corrupt");
         }
         const Array& array =
-            arrays
-                .emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label, held))
+            arrays.emplace(name, parse_npy_view(zip::stored_data(bytes, entry, label), label, held))
                 .first->second;
         held.hold(array.values.size() * bytes_per_value);
     }

@@ -91,7 +91,8 @@ std::string read_file(const std::string& path, const Ledger& ledger) {
     return read_stream(file.fd, path, ledger, std::move(bytes));
 }
 
-std::string read_small_file(const std::string& path, std::uint64_t max_bytes, const std::string& what) {
+std::string read_small_file(const std::string& path, std::uint64_t max_bytes,
+                            const std::string& what) {
     const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (file.fd < 0) fail(path, errno);
     status_of(file, path);

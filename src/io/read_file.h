@@ -18,6 +18,7 @@ std::string read_file(const std::string& path, const Ledger& ledger);
 // The file's bytes when there are at most max_bytes of them, whatever kind of file it is
 // (/dev/zero stops after max_bytes + 1). Throws mha::Error as read_file does, and past the
 // bound "PATH: more than SIZE, too long for WHAT".
-std::string read_small_file(const std::string& path, std::uint64_t max_bytes, const std::string& what);
+std::string read_small_file(const std::string& path, std::uint64_t max_bytes,
+                            const std::string& what);
 
 }  // namespace mha

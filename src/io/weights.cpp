@@ -263,13 +263,15 @@ std::string unknown_layout(const Arrays& arrays, const std::string& source,
     for (const auto& entry : arrays) names.push_back(entry.first);
     return source + ": not a state dict mha knows; found " + some_names(names, 4) +
            "; expected nn.MultiheadAttention's in_proj_weight and out_proj.weight, W_q/W_k/W_v/W_o "
-           "(.weight, .bias), W_qkv and W_o, Hugging Face's q_proj/k_proj/v_proj/o_proj, or GPT-2's "
+           "(.weight, .bias), W_qkv and W_o, Hugging Face's q_proj/k_proj/v_proj/o_proj, or "
+           "GPT-2's "
            "c_attn/c_proj";
 }
 
 }  // namespace
 
-std::vector<std::string> prefixes_of(const Arrays& arrays, const std::vector<std::string>& markers) {
+std::vector<std::string> prefixes_of(const Arrays& arrays,
+                                     const std::vector<std::string>& markers) {
     std::vector<std::string> prefixes;
     for (const auto& entry : arrays) {
         const std::string& name = entry.first;
@@ -295,8 +297,9 @@ Arrays under_prefix(Arrays arrays, const std::string& prefix, const std::string&
     if (kept.empty()) {
         const std::vector<std::string> prefixes = prefixes_of(arrays, markers);
         throw Error(source + ": no array name starts with --weights-prefix '" + prefix + "'" +
-                    (prefixes.empty() ? "" : "; the attention modules are under " +
-                                                 some_names(prefixes, 3)));
+                    (prefixes.empty()
+                         ? ""
+                         : "; the attention modules are under " + some_names(prefixes, 3)));
     }
     return kept;
 }
@@ -351,9 +354,10 @@ std::optional<std::size_t> take_num_heads(Arrays& arrays, const std::string& sou
     const bool integer = entry.kind == 'i' || entry.kind == 'u';
     if (!integer || entry.values.size() != 1 || entry.values[0] < 1 ||
         entry.values[0] > double(std::uint32_t(-1))) {
-        throw Error(source + ": num_heads must be one positive integer (np.savez(..., "
-                             "num_heads=4)), got " + entry.dtype_name() + " of shape " +
-                    to_string(entry.shape));
+        throw Error(source +
+                    ": num_heads must be one positive integer (np.savez(..., "
+                    "num_heads=4)), got " +
+                    entry.dtype_name() + " of shape " + to_string(entry.shape));
     }
     const auto heads = static_cast<std::size_t>(entry.values[0]);
     arrays.erase(found);
@@ -398,12 +402,14 @@ std::size_t per_head(std::size_t rows, std::size_t heads, const std::string& sou
 }
 
 MlaWeights mla_hugging_face(StateDict& dict, const std::string& source) {
-    require(dict, {"q_proj.weight", "kv_a_proj_with_mqa.weight", "kv_a_layernorm.weight",
-                   "kv_b_proj.weight", "o_proj.weight"},
+    require(dict,
+            {"q_proj.weight", "kv_a_proj_with_mqa.weight", "kv_a_layernorm.weight",
+             "kv_b_proj.weight", "o_proj.weight"},
             source, mla_hf_layout);
     const std::size_t E = dict.nonzero(dict.cols_of("q_proj.weight"), "E", "q_proj.weight");
     const std::size_t kv_a = dict.rows_of("kv_a_proj_with_mqa.weight");
-    const std::size_t d_c = dict.nonzero(dict.cols_of("kv_b_proj.weight"), "d_c", "kv_b_proj.weight");
+    const std::size_t d_c =
+        dict.nonzero(dict.cols_of("kv_b_proj.weight"), "d_c", "kv_b_proj.weight");
     MlaWeights w;
     w.w_q = dict.take("q_proj.weight", {dict.rows_of("q_proj.weight"), E});
     w.w_kv_a = dict.take("kv_a_proj_with_mqa.weight", {kv_a, E});
@@ -414,8 +420,9 @@ MlaWeights mla_hugging_face(StateDict& dict, const std::string& source) {
 }
 
 MlaWeights mla_from_scratch(StateDict& dict, const std::string& source, std::size_t heads) {
-    require(dict, {"W_q.weight", "W_dkv.weight", "W_kr.weight", "kv_norm.weight", "W_uk.weight",
-                   "W_uv.weight", "W_o.weight"},
+    require(dict,
+            {"W_q.weight", "W_dkv.weight", "W_kr.weight", "kv_norm.weight", "W_uk.weight",
+             "W_uv.weight", "W_o.weight"},
             source, mla_scratch_layout);
     const std::size_t E = dict.nonzero(dict.cols_of("W_q.weight"), "E", "W_q.weight");
     const std::size_t d_c = dict.nonzero(dict.rows_of("W_dkv.weight"), "d_c", "W_dkv.weight");
@@ -459,7 +466,8 @@ LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger) {
     return loaded;
 }
 
-LoadedWeights load_weights(const std::string& path, const Ledger& ledger, const std::string& prefix) {
+LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
+                           const std::string& prefix) {
     Arrays arrays = npy::read_npz(path, ledger);
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);

@@ -18,8 +18,7 @@ namespace mha {
 // `source` names the file in error messages; `applied_prefix`, the --weights-prefix already
 // stripped from the names, goes back in front of any prefix the messages advise.
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
-                                const std::string& source,
-                                const std::string& applied_prefix = "");
+                                const std::string& source, const std::string& applied_prefix = "");
 
 // A state dict does not record num_heads (a constructor argument), so an export script may
 // save it beside the arrays: np.savez(..., num_heads=4). Removes that entry from `arrays`

@@ -82,8 +82,9 @@ std::size_t find_end_record(std::string_view bytes, const std::string& path) {
             if (field(bytes, at, 4) == end_signature) return at;
         }
     }
-    throw Error(path + ": not an .npz file (no zip end of central directory record);"
-                       " expected a file written by numpy.savez");
+    throw Error(path +
+                ": not an .npz file (no zip end of central directory record);"
+                " expected a file written by numpy.savez");
 }
 
 CentralDirectory zip64_directory(std::string_view bytes, std::size_t end_at,
@@ -161,8 +162,9 @@ void check_stored(const Entry& entry, const std::string& label) {
         throw Error(label + ": the entry is encrypted; expected a plain numpy.savez file");
     }
     if (entry.method == method_deflate) {
-        throw Error(label + ": the file is compressed;"
-                            " save it with numpy.savez (not numpy.savez_compressed)");
+        throw Error(label +
+                    ": the file is compressed;"
+                    " save it with numpy.savez (not numpy.savez_compressed)");
     }
     if (entry.method != method_stored) {
         throw Error(label + ": unsupported zip compression method " + std::to_string(entry.method) +
@@ -203,7 +205,7 @@ std::uint64_t archive_size(const Files& files) {
 
 // Fields the local header and the central directory entry share, from "version needed" on.
 std::string shared_fields(std::uint32_t crc, std::uint64_t size, std::size_t name_length) {
-    constexpr std::uint16_t version_needed = 20;  // zip 2.0: stored files
+    constexpr std::uint16_t version_needed = 20;                 // zip 2.0: stored files
     constexpr std::uint16_t dos_date = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible output
     std::string fields;
     append_le(fields, version_needed, 2);

@@ -11,13 +11,13 @@ namespace mha::zip {
 
 // One file in an archive, as its central directory entry describes it.
 struct Entry {
-    std::string name;                 // as stored, e.g. "W_q.weight.npy"
-    std::uint16_t flags = 0;          // bit 0: encrypted
-    std::uint16_t method = 0;         // 0 stored, 8 deflate
-    std::uint32_t crc = 0;            // CRC-32 of the data
+    std::string name;          // as stored, e.g. "W_q.weight.npy"
+    std::uint16_t flags = 0;   // bit 0: encrypted
+    std::uint16_t method = 0;  // 0 stored, 8 deflate
+    std::uint32_t crc = 0;     // CRC-32 of the data
     std::uint64_t compressed_size = 0;
     std::uint64_t size = 0;
-    std::uint64_t local_offset = 0;   // where the entry's local header starts
+    std::uint64_t local_offset = 0;  // where the entry's local header starts
 };
 
 // The entries of the archive `bytes` in directory order; `path` names the archive in errors.

@@ -73,11 +73,13 @@ std::string explanation(const Step& step) {
         case StepKind::Project:
         case StepKind::LatentProject:
         case StepKind::OutputProject:
-        case StepKind::Logits: return projection(step);
+        case StepKind::Logits:
+            return projection(step);
         case StepKind::SplitHeads:
         case StepKind::MoveHeads:
         case StepKind::MergeHeads:
-        case StepKind::JoinHeads: return heads(step);
+        case StepKind::JoinHeads:
+            return heads(step);
         case StepKind::Input:
             return "The inputs as they arrive: B sequences of N tokens (M key/value positions in "
                    "cross-attention), each token a vector of d_model numbers. Nothing is computed "

@@ -63,9 +63,10 @@ void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles
     for (std::size_t l = 0; l < layers.size(); ++l) {
         for (std::size_t head = 0; head < layers[l].size(); ++head) {
             const HeadRoles& r = layers[l][head];
-            const std::pair<const char*, double> scores[] = {
-                {"previous", r.previous}, {"first", r.first}, {"same", r.same},
-                {"induction", r.induction}};
+            const std::pair<const char*, double> scores[] = {{"previous", r.previous},
+                                                             {"first", r.first},
+                                                             {"same", r.same},
+                                                             {"induction", r.induction}};
             const char* strongest = "";
             double best = -1.0;
             for (const auto& [name, value] : scores) {
@@ -75,8 +76,8 @@ void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles
                 }
             }
             out << "  " << l << "     " << head << "     " << score(r.previous) << "    "
-                << score(r.first) << "  " << score(r.same) << "    " << score(r.induction)
-                << "    " << strongest << "\n";
+                << score(r.first) << "  " << score(r.same) << "    " << score(r.induction) << "    "
+                << strongest << "\n";
         }
     }
 }

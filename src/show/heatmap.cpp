@@ -72,8 +72,10 @@ void legend(std::ostream& out, Shading shading, bool auto_scale, bool masked) {
     const char* high = auto_scale ? "max" : "1";
     if (shading == Shading::Plain) {
         out << "scale: " << low << " [" << plain_ramp << "] " << high;
-        if (auto_scale) out << ", one character per tenth of each map's own range\n";
-        else out << ", one character per 0.1 of weight (blank: below 0.1)\n";
+        if (auto_scale)
+            out << ", one character per tenth of each map's own range\n";
+        else
+            out << ", one character per 0.1 of weight (blank: below 0.1)\n";
     } else {
         out << "scale: " << low << " ";
         for (int step = 0; step <= 10; ++step) out << cell(float(step) / 10.0f, shading, 2);
@@ -144,9 +146,9 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
         for (std::size_t p = 0; p < band.size(); ++p) {
             const WeightMap& map = band[p];
             for (std::size_t key = 0; key < shown.cols; ++key) {
-                line += map.is_blocked(query, key)
-                            ? masked_cell(style.shading, cell_width)
-                            : cell(ranges[p].position(map.at(query, key)), style.shading, cell_width);
+                line += map.is_blocked(query, key) ? masked_cell(style.shading, cell_width)
+                                                   : cell(ranges[p].position(map.at(query, key)),
+                                                          style.shading, cell_width);
             }
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }

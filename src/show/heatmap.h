@@ -17,8 +17,8 @@ namespace mha {
 enum class Shading { Plain, Colour256, TrueColour };
 
 struct HeatmapStyle {
-    std::size_t width = 80;      // terminal columns
-    std::size_t max_rows = 48;   // queries shown per map
+    std::size_t width = 80;     // terminal columns
+    std::size_t max_rows = 48;  // queries shown per map
     Shading shading = Shading::Plain;
     std::size_t cell_width = 2;  // columns per weight: 2, or 1 for the compact model view
     bool narrow_to_fit = false;  // 1 column per weight when cell_width would cut keys off

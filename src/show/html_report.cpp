@@ -108,12 +108,12 @@ void HtmlReport::begin(const RunInfo& info) {
          << "<p class=\"sizes\"><code>" << html(sizes_text(info)) << "</code></p>\n<p>";
     if (!info.tokens.empty()) {
         std::string sentence;
-        for (const std::string& token : info.tokens) sentence += (sentence.empty() ? "" : " ") + token;
+        for (const std::string& token : info.tokens)
+            sentence += (sentence.empty() ? "" : " ") + token;
         out_ << "Text: <q>" << html(sentence) << "</q>. ";
     }
-    out_ << "Weights: " << html(info.weights_source) << ". Inputs: "
-         << html(info.inputs_source) << ". Parameters: " << with_commas(info.parameters)
-         << ".</p>\n";
+    out_ << "Weights: " << html(info.weights_source) << ". Inputs: " << html(info.inputs_source)
+         << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
     out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
             "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
@@ -122,8 +122,8 @@ void HtmlReport::begin(const RunInfo& info) {
 
 void HtmlReport::on_step(const Step& step) {
     ++steps_;
-    const std::string title = "step " + std::to_string(step.number) + ", " + step.name + " " +
-                              step.tensor;
+    const std::string title =
+        "step " + std::to_string(step.number) + ", " + step.name + " " + step.tensor;
     out_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\"" << html(title)
          << "\">\n<h2><span class=\"number\">" << step.number << "</span>" << html(step.name)
          << " <code>" << html(step.expression) << "</code></h2>\n";
@@ -143,8 +143,8 @@ void HtmlReport::on_step(const Step& step) {
     }
     const std::string why = explanation(step);
     if (!why.empty()) {
-        out_ << "<p class=\"why\">" << (why == previous_why_ ? "As above: " : "")
-             << html(why) << "</p>\n";
+        out_ << "<p class=\"why\">" << (why == previous_why_ ? "As above: " : "") << html(why)
+             << "</p>\n";
     }
     previous_why_ = why;
     out_ << "</section>\n";
@@ -156,7 +156,8 @@ void HtmlReport::write_maps(const ForwardResult& result) {
     out_ << "<section class=\"maps\" id=\"maps\">\n<h2>Attention weights</h2>\n";
     if (result.weights.empty() || result.weights.numel() == 0) {
         out_ << "<p>No attention weights were stored in this run"
-             << (info_.shapes_only ? " (shapes only)" : "") << ", so there is nothing to draw.</p>\n"
+             << (info_.shapes_only ? " (shapes only)" : "")
+             << ", so there is nothing to draw.</p>\n"
              << "</section>\n";
         return;
     }
@@ -164,11 +165,10 @@ void HtmlReport::write_maps(const ForwardResult& result) {
     choice.head_names = info_.head_names;
     const std::vector<WeightMap> maps = weight_maps(result.weights, choice, page_.blocked);
     const std::vector<std::string> rows = position_labels(info_.seq_len, info_.tokens);
-    const std::vector<std::string> cols =
-        key_labels(info_);
+    const std::vector<std::string> cols = key_labels(info_);
     SvgStyle style;
-    style.caption = caption_lines(info_, std::string("attention weights, batch 0") +
-                                             " (rows: queries, columns: keys)");
+    style.caption = caption_lines(
+        info_, std::string("attention weights, batch 0") + " (rows: queries, columns: keys)");
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
     style.id_prefix = "maps";
@@ -203,10 +203,9 @@ void HtmlReport::finish(const ForwardResult& result, double) {
          << with_commas(macs_) << " multiply-adds.";
     if (!info_.shapes_only && result.output.numel() > 0) {
         const TensorStats stats = stats_of(result.output);
-        out_ << " Output <code>"
-             << html(named_shape({"B", "N", "d_model"}, result.output.shape())) << "</code>: mean "
-             << fixed(stats.mean, 4) << ", std " << fixed(stats.std, 4) << ", min "
-             << fixed(stats.min, 4) << ", max " << fixed(stats.max, 4) << ".";
+        out_ << " Output <code>" << html(named_shape({"B", "N", "d_model"}, result.output.shape()))
+             << "</code>: mean " << fixed(stats.mean, 4) << ", std " << fixed(stats.std, 4)
+             << ", min " << fixed(stats.min, 4) << ", max " << fixed(stats.max, 4) << ".";
     }
     out_ << "</p>\n</main>\n<div id=\"status\"><span id=\"where\"></span>"
          << "<span id=\"readout\"></span></div>\n<script>" << script << "</script>\n"
@@ -215,8 +214,7 @@ void HtmlReport::finish(const ForwardResult& result, double) {
 
 std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info) {
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
-    const std::vector<std::string> cols =
-        key_labels(info);
+    const std::vector<std::string> cols = key_labels(info);
     std::vector<std::string> caption = caption_lines(info, "attention weights, batch 0");
     // the mask grid: each of N lines holds M keys of up to 21 characters, escaped
     const double grid = (double(info.seq_len) + 2) * (double(info.kv_len) + 4) * 22 * 6;

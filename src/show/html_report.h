@@ -19,9 +19,9 @@
 namespace mha {
 
 struct HtmlPage {
-    MapChoice choice;                         // the heads to draw (all by default)
-    std::vector<std::vector<bool>> blocked;   // per head, (N, M) keys the mask hides; or empty
-    bool auto_scale = false;                  // --scale auto
+    MapChoice choice;                        // the heads to draw (all by default)
+    std::vector<std::vector<bool>> blocked;  // per head, (N, M) keys the mask hides; or empty
+    bool auto_scale = false;                 // --scale auto
 };
 
 class HtmlReport : public Report {

@@ -20,13 +20,27 @@ std::string quoted(const std::string& text) {
     std::string json = "\"";
     for (char c : text) {
         switch (c) {
-            case '"': json += "\\\""; break;
-            case '\\': json += "\\\\"; break;
-            case '\n': json += "\\n"; break;
-            case '\r': json += "\\r"; break;
-            case '\t': json += "\\t"; break;
-            case '\b': json += "\\b"; break;
-            case '\f': json += "\\f"; break;
+            case '"':
+                json += "\\\"";
+                break;
+            case '\\':
+                json += "\\\\";
+                break;
+            case '\n':
+                json += "\\n";
+                break;
+            case '\r':
+                json += "\\r";
+                break;
+            case '\t':
+                json += "\\t";
+                break;
+            case '\b':
+                json += "\\b";
+                break;
+            case '\f':
+                json += "\\f";
+                break;
             default:
                 if (static_cast<unsigned char>(c) < 0x20) {
                     char escape[8];
@@ -64,9 +78,7 @@ std::string sizes(const std::vector<std::size_t>& values) {
     return array(values, [](std::size_t v) { return std::to_string(v); });
 }
 
-std::string strings(const std::vector<std::string>& values) {
-    return array(values, quoted);
-}
+std::string strings(const std::vector<std::string>& values) { return array(values, quoted); }
 
 std::string grid(const std::vector<std::vector<bool>>& allowed) {
     return array(allowed, [](const std::vector<bool>& row) { return array(row, boolean); });
@@ -97,18 +109,20 @@ std::string nested(const Tensor& t) {
 std::string config(const RunInfo& info) {
     const std::size_t d_k = info.head_dim;
     return "{\"B\":" + std::to_string(info.batch) + ",\"N\":" + std::to_string(info.seq_len) +
-           ",\"M\":" + std::to_string(info.kv_len) + ",\"d_model\":" + std::to_string(info.d_model) +
-           ",\"h\":" + std::to_string(info.heads) + ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +
+           ",\"M\":" + std::to_string(info.kv_len) +
+           ",\"d_model\":" + std::to_string(info.d_model) + ",\"h\":" + std::to_string(info.heads) +
+           ",\"G\":" + std::to_string(info.kv_heads) + ",\"d_k\":" + std::to_string(d_k) +
            ",\"kdim\":" + std::to_string(info.kdim) + ",\"vdim\":" + std::to_string(info.vdim) +
-           ",\"self_attention\":" + boolean(info.self_attention) + ",\"bias\":" + boolean(info.bias) +
-           ",\"causal\":" + boolean(info.causal) + ",\"threads\":" + std::to_string(info.threads) + ",\"kernels\":" + quoted(info.kernels) +
-           ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) + ",\"inputs\":" + quoted(info.inputs_source) +
-           "}";
+           ",\"self_attention\":" + boolean(info.self_attention) +
+           ",\"bias\":" + boolean(info.bias) + ",\"causal\":" + boolean(info.causal) +
+           ",\"threads\":" + std::to_string(info.threads) + ",\"kernels\":" + quoted(info.kernels) +
+           ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) +
+           ",\"inputs\":" + quoted(info.inputs_source) + "}";
 }
 
 std::string step_object(const Step& step, bool values) {
-    std::string json = "{\"step\":" + std::to_string(step.number) + ",\"name\":" +
-                       quoted(step.name) + ",\"tensor\":" + quoted(step.tensor) +
+    std::string json = "{\"step\":" + std::to_string(step.number) +
+                       ",\"name\":" + quoted(step.name) + ",\"tensor\":" + quoted(step.tensor) +
                        ",\"expression\":" + quoted(step.expression);
     if (!step.einops.empty()) json += ",\"einops\":" + quoted(step.einops);
     json += ",\"dims\":" + strings(step.dims) + ",\"shape\":" + sizes(step.shape) +
@@ -135,8 +149,8 @@ void JsonReport::begin(const RunInfo& info) {
     info_ = info;
     first_step_ = true;
     out_ << "{\"tool\":\"mha\",\"schema_version\":" << json_schema_version
-         << ",\"config\":" << config(info)
-         << ",\"parameters\":" << info.parameters << ",\"steps\":[";
+         << ",\"config\":" << config(info) << ",\"parameters\":" << info.parameters
+         << ",\"steps\":[";
 }
 
 void JsonReport::on_step(const Step& step) {

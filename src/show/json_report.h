@@ -23,9 +23,9 @@ public:
 
 private:
     std::ostream& out_;
-    bool values_ = false;      // RunInfo::values: write every tensor's values in full
-    bool first_step_ = true;   // no comma before the first step
-    RunInfo info_;             // what begin() was told
+    bool values_ = false;     // RunInfo::values: write every tensor's values in full
+    bool first_step_ = true;  // no comma before the first step
+    RunInfo info_;            // what begin() was told
 };
 
 }  // namespace mha

@@ -65,9 +65,8 @@ void MarkdownReport::begin(const RunInfo& info) {
 void MarkdownReport::on_step(const Step& step) {
     const std::string einops = step.einops.empty() ? "" : " (einops: " + code(step.einops) + ")";
     out_ << "| " << step.number << " | " << step.name << " | " << code(step.expression) << einops
-         << " | "
-         << cell(named_shape(step.dims, step.shape)) << " | " << to_string(step.strides) << " | "
-         << (step.contiguous ? "yes" : "**no**") << " | " << byte_size(step.copied_bytes)
+         << " | " << cell(named_shape(step.dims, step.shape)) << " | " << to_string(step.strides)
+         << " | " << (step.contiguous ? "yes" : "**no**") << " | " << byte_size(step.copied_bytes)
          << " | " << with_commas(step.macs) << " |\n";
     for (const std::string& note : step_notes(step)) {
         notes_.push_back("step " + std::to_string(step.number) + ": " + note);
@@ -95,15 +94,14 @@ void MarkdownReport::finish(const ForwardResult& result, double) {
         out_ << "### What each step does\n\n";
         for (const std::string& paragraph : explained_) out_ << paragraph << "\n\n";
     }
-    out_ << "Total: " << byte_size(copied_bytes_)
-         << " copied, " << with_commas(macs_) << " multiply-adds.";
+    out_ << "Total: " << byte_size(copied_bytes_) << " copied, " << with_commas(macs_)
+         << " multiply-adds.";
     if (shapes_only_) {
         out_ << " Shapes only: nothing was computed.\n";
         return;
     }
     const TensorStats stats = stats_of(result.output);
-    out_ << " Output "
-         << named_shape({"B", "N", "d_model"}, result.output.shape()) << ": mean "
+    out_ << " Output " << named_shape({"B", "N", "d_model"}, result.output.shape()) << ": mean "
          << fixed(stats.mean, 4) << ", std " << fixed(stats.std, 4) << ", min "
          << fixed(stats.min, 4) << ", max " << fixed(stats.max, 4) << ".\n";
 }

@@ -1,8 +1,8 @@
 #pragma once
 // --format markdown: a hand-out for course notes. A heading with the sizes, one
 // table row per step (shape, strides, contiguity, bytes copied, multiply-adds),
-// the notes, step 8's mask grid, --explain's paragraphs, totals and the output's statistics. No wall time or thread count,
-// so the same options always give the same page.
+// the notes, step 8's mask grid, --explain's paragraphs, totals and the output's statistics. No
+// wall time or thread count, so the same options always give the same page.
 
 #include "show/report.h"
 
@@ -24,11 +24,11 @@ public:
 
 private:
     std::ostream& out_;
-    std::vector<std::string> notes_;  // "step 8: causal: ...", listed under the table
+    std::vector<std::string> notes_;          // "step 8: causal: ...", listed under the table
     std::vector<std::vector<bool>> allowed_;  // step 8's mask grid, drawn under the notes
     std::vector<std::string> explained_;      // --explain: "**Step 6, scores.** ..." paragraphs
     bool explain_ = false;
-    std::string previous_;                    // the last step's paragraph
+    std::string previous_;  // the last step's paragraph
     std::uint64_t copied_bytes_ = 0;
     std::uint64_t macs_ = 0;
     bool shapes_only_ = false;  // --shapes-only: there is no output to describe

@@ -24,10 +24,9 @@ std::vector<Prediction> top_predictions(const Tensor& logits, std::size_t count)
     }
     for (Prediction& p : all) p.probability /= sum;
     count = std::min(count, v);
-    std::partial_sort(all.begin(), all.begin() + count, all.end(),
-                      [](const Prediction& a, const Prediction& b) {
-                          return a.probability > b.probability;
-                      });
+    std::partial_sort(
+        all.begin(), all.begin() + count, all.end(),
+        [](const Prediction& a, const Prediction& b) { return a.probability > b.probability; });
     all.resize(count);
     return all;
 }
@@ -67,8 +66,9 @@ std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = i + 1; j < n; ++j) causal[i * n + j] = true;
     }
-    std::vector<WeightMap> maps = weight_maps(
-        weights, MapChoice{heads, mean, {}}, std::vector<std::vector<bool>>(weights.size(1), causal));
+    std::vector<WeightMap> maps =
+        weight_maps(weights, MapChoice{heads, mean, {}},
+                    std::vector<std::vector<bool>>(weights.size(1), causal));
     for (WeightMap& map : maps) map.title = "layer " + std::to_string(layer) + " " + map.title;
     return maps;
 }

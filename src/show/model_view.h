@@ -42,11 +42,11 @@ std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
 
 // What a model run shows besides the traced layer, for a page that draws it whole.
 struct ModelView {
-    std::vector<WeightMap> maps;        // every layer's chosen heads, "layer L head H"
-    std::vector<std::string> labels;    // (N) each position and its character
-    std::vector<std::string> caption;   // the maps' title, the text, the model
-    std::string prediction;             // print_prediction's lines
-    std::string roles;                  // print_head_roles' table
+    std::vector<WeightMap> maps;       // every layer's chosen heads, "layer L head H"
+    std::vector<std::string> labels;   // (N) each position and its character
+    std::vector<std::string> caption;  // the maps' title, the text, the model
+    std::string prediction;            // print_prediction's lines
+    std::string roles;                 // print_head_roles' table
 };
 
 }  // namespace mha

@@ -24,10 +24,10 @@ void kv_sharing(const std::vector<std::size_t>& kv_head_of_query, Notes& notes) 
         while (last + 1 < kv_head_of_query.size() &&
                kv_head_of_query[last + 1] == kv_head_of_query[first])
             ++last;
-        notes.push_back((first == last ? "query head " + std::to_string(first)
-                                       : "query heads " + std::to_string(first) + "-" +
-                                             std::to_string(last)) +
-                        " read K/V head " + std::to_string(kv_head_of_query[first]));
+        notes.push_back(
+            (first == last ? "query head " + std::to_string(first)
+                           : "query heads " + std::to_string(first) + "-" + std::to_string(last)) +
+            " read K/V head " + std::to_string(kv_head_of_query[first]));
         first = last + 1;
     }
 }
@@ -37,17 +37,18 @@ std::string kv_cost(const char* label, std::size_t g, const Sizes& s) {
     const std::uint64_t E = s.d_model, width = std::uint64_t(g) * s.d_k();  // G·d_k
     const std::uint64_t weights = 2 * E * s.inner() + width * (s.kdim + s.vdim);
     const std::uint64_t per_token = 2 * width * sizeof(float);  // one K row and one V row
-    return std::string(label) + " G=" + std::to_string(g) +
-           (g == s.kv_heads ? " (this run)" : "") + ": " + std::to_string(weights) +
-           " weights; cache " + byte_size(per_token) + "/token, " +
+    return std::string(label) + " G=" + std::to_string(g) + (g == s.kv_heads ? " (this run)" : "") +
+           ": " + std::to_string(weights) + " weights; cache " + byte_size(per_token) + "/token, " +
            byte_size(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len) +
-           (g == s.heads ? "" : "; " + std::to_string(s.heads / g) + "x smaller than MHA's (h/G = " +
-                                    std::to_string(s.heads) + "/" + std::to_string(g) + ")");
+           (g == s.heads ? ""
+                         : "; " + std::to_string(s.heads / g) + "x smaller than MHA's (h/G = " +
+                               std::to_string(s.heads) + "/" + std::to_string(g) + ")");
 }
 
 void kv_costs(const Sizes& s, Notes& notes) {
-    notes.push_back("projection weights (no biases) and K/V cache per layer and batch row, "
-                    "float32:");
+    notes.push_back(
+        "projection weights (no biases) and K/V cache per layer and batch row, "
+        "float32:");
     notes.push_back(kv_cost("MHA", s.heads, s));
     if (s.kv_heads != s.heads && s.kv_heads != 1) notes.push_back(kv_cost("GQA", s.kv_heads, s));
     if (s.heads != 1) notes.push_back(kv_cost("MQA", 1, s));
@@ -57,7 +58,8 @@ void scale(std::size_t d_k, const std::optional<double>& base, const std::option
            Notes& notes) {
     std::ostringstream note;
     if (factor && base) {
-        note << "1/sqrt(S) = 1/sqrt(" << *base << ") = " << *factor << ": --scale-base S (Gemma 2's "
+        note << "1/sqrt(S) = 1/sqrt(" << *base << ") = " << *factor
+             << ": --scale-base S (Gemma 2's "
              << "query_pre_attn_scalar) replaces d_k = " << d_k;
     } else if (factor) {
         note << "1/sqrt(d_k) = 1/sqrt(" << d_k << ") = " << *factor;
@@ -112,8 +114,8 @@ void window(const WindowFacts& w, Notes& notes) {
 void rope(const RopeFacts& r, Notes& notes) {
     notes.push_back(std::string(r.half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
-                    ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) +
-                    "^(-2i/" + std::to_string(r.d_k) + ")");
+                    ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) + "^(-2i/" +
+                    std::to_string(r.d_k) + ")");
     notes.push_back("queries at positions " + std::to_string(r.m - r.n) + ".." +
                     std::to_string(r.m - 1) + ", keys at 0.." + std::to_string(r.m - 1) +
                     "; angles of the first pairs:");
@@ -138,9 +140,10 @@ void masks(const StepFacts& f, Notes& notes) {
     } else if (m.causal && n == keys) {
         notes.push_back("causal: query i attends to keys 0..i");
     } else if (m.causal && m.causal_align == CausalAlign::TopLeft) {
-        notes.push_back("causal, top-left aligned: query i attends to keys 0..i (the queries are "
-                        "the first N of the M positions, as scaled_dot_product_attention's "
-                        "is_causal=True and torch.tril(ones(N, M)) align them)");
+        notes.push_back(
+            "causal, top-left aligned: query i attends to keys 0..i (the queries are "
+            "the first N of the M positions, as scaled_dot_product_attention's "
+            "is_causal=True and torch.tril(ones(N, M)) align them)");
     } else if (m.causal) {
         notes.push_back("causal, bottom-right aligned: query i attends to keys 0..i+" +
                         std::to_string(keys) + "-" + std::to_string(n) +
@@ -164,8 +167,8 @@ void streaming(const Step& step, Notes& notes) {
     notes.push_back("streaming path: steps 6-9 run on tiles of " + std::to_string(f.query_tile) +
                     " queries x " + std::to_string(f.key_tile) +
                     " keys with an online softmax (a running max and sum per query), so the "
-                    "(B, h, N, M) scores, " + std::to_string(*f.unstored_score_bytes) +
-                    " bytes, are never stored");
+                    "(B, h, N, M) scores, " +
+                    std::to_string(*f.unstored_score_bytes) + " bytes, are never stored");
     notes.push_back("the context goes straight into (B, N, h, " + step.dims.back() +
                     ") order: step 12 has nothing to copy");
 }
@@ -174,9 +177,9 @@ void streaming(const Step& step, Notes& notes) {
 void token_window(std::size_t p, const WindowFacts& w, Notes& notes) {
     const std::string W = "sliding window W = " + std::to_string(w.window);
     if (w.kept == w.length) {
-        notes.push_back(W + (w.window >= w.length ? "" : " with " + std::to_string(w.sinks) +
-                                                             " sinks") +
-                        ": all " + std::to_string(w.length) + " cached positions are visible");
+        notes.push_back(
+            W + (w.window >= w.length ? "" : " with " + std::to_string(w.sinks) + " sinks") +
+            ": all " + std::to_string(w.length) + " cached positions are visible");
         return;
     }
     const std::size_t first = p + 1 - w.window;  // the oldest key inside the window
@@ -191,7 +194,8 @@ void token_window(std::size_t p, const WindowFacts& w, Notes& notes) {
 std::string first_features(const std::vector<float>& row) {
     constexpr std::size_t shown = 4;
     std::string text = "[";
-    for (std::size_t j = 0; j < row.size() && j < shown; ++j) text += (j ? ", " : "") + number(row[j]);
+    for (std::size_t j = 0; j < row.size() && j < shown; ++j)
+        text += (j ? ", " : "") + number(row[j]);
     return text + (row.size() > shown ? ", ...]" : "]");
 }
 
@@ -203,10 +207,9 @@ std::string flash_tile(std::size_t index, const FlashTile& t) {
         return text + "every key blocked so far; m, l and o stay empty";
     }
     text += "tile max " + number(t.tile_max) + ", m = " + number(t.running_max) + ", ";
-    text += t.shrink == 0.0f ? std::string("first visible keys: l and o start here")
-            : t.shrink == 1.0f
-                ? std::string("m unchanged: l and o kept as they were (rescale 1)")
-                : "l and o rescaled by e^(m_old - m) = " + number(t.shrink);
+    text += t.shrink == 0.0f   ? std::string("first visible keys: l and o start here")
+            : t.shrink == 1.0f ? std::string("m unchanged: l and o kept as they were (rescale 1)")
+                               : "l and o rescaled by e^(m_old - m) = " + number(t.shrink);
     return text + ", l = " + number(t.running_sum) + ", o = " + first_features(t.output);
 }
 
@@ -219,7 +222,8 @@ void flash(const FlashFacts& f, Notes& notes) {
                     "o = o·e^(m_old - m) + Σ e^(s - m)·v");
     for (std::size_t i = 0; i < f.tiles.size(); ++i) {
         if (i == head_tiles && f.tiles.size() > head_tiles + 1) {
-            notes.push_back("... " + std::to_string(f.tiles.size() - head_tiles - 1) + " more tiles");
+            notes.push_back("... " + std::to_string(f.tiles.size() - head_tiles - 1) +
+                            " more tiles");
             i = f.tiles.size() - 1;
         }
         notes.push_back(flash_tile(i, f.tiles[i]));
@@ -239,7 +243,8 @@ void mla_ledger(const MlaFacts& m, Notes& notes) {
     notes.push_back("KV cache per token and layer (float32), and for N = " +
                     std::to_string(m.length) + " tokens, with h = " + std::to_string(m.heads) +
                     ", d_h = " + std::to_string(m.d_nope) + ":");
-    const auto line = [&](const std::string& form, const std::string& formula, std::uint64_t numbers) {
+    const auto line = [&](const std::string& form, const std::string& formula,
+                          std::uint64_t numbers) {
         const std::uint64_t bytes = checked_product({numbers, sizeof(float)}, "the cache");
         notes.push_back(form + " " + formula + " = " + std::to_string(numbers) + " numbers, " +
                         byte_size(bytes) + "/token, " +
@@ -259,20 +264,23 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
     if (m.ledger) {
         mla_ledger(m, notes);
     } else if (step.kind == StepKind::LatentUp) {
-        notes.push_back("naive: kv_b_proj up-projects the latent into every head's keys k_nope "
-                        "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
-                        "k_pe is one RoPE key for all heads; steps 6-14 then run as in every "
-                        "form, scaled by 1/sqrt(d_h + d_R)");
+        notes.push_back(
+            "naive: kv_b_proj up-projects the latent into every head's keys k_nope "
+            "(B, h, N, d_h) and values v (B, h, N, d_v), as MHA would hold them; "
+            "k_pe is one RoPE key for all heads; steps 6-14 then run as in every "
+            "form, scaled by 1/sqrt(d_h + d_R)");
     } else if (step.kind == StepKind::AbsorbedWeights) {
-        notes.push_back("absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
-                        "into the query (B, h, N, d_c) and every head scores the cached latent "
-                        "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
-                        difference);
+        notes.push_back(
+            "absorbed: q_nope · (W_UK c_j) = (W_UKᵀ q_nope) · c_j, so W_UK is folded "
+            "into the query (B, h, N, d_c) and every head scores the cached latent "
+            "itself: multi-query attention with keys [c_kv, k_pe], d_c + d_R wide" +
+            difference);
     } else {
-        notes.push_back("absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is folded "
-                        "into o_proj (d_model, h·d_c) and meets the weighted sum of latents "
-                        "(B, h, N, d_c) there; the same steps 6-14, with one key head" +
-                            difference);
+        notes.push_back(
+            "absorbed: Σ_j p_j (W_UV c_j) = W_UV (Σ_j p_j c_j), so W_UV is folded "
+            "into o_proj (d_model, h·d_c) and meets the weighted sum of latents "
+            "(B, h, N, d_c) there; the same steps 6-14, with one key head" +
+            difference);
     }
 }
 
@@ -280,10 +288,12 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
     const std::string token =
         "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
     if (step.kind == StepKind::Cache) {
-        notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K "
-                                "and V of earlier tokens come from the cache (V_cache likewise)");
-        notes.push_back("the cache is allocated once for all T positions: the first t are a view "
-                        "into it, non-contiguous while t < T");
+        notes.push_back(token +
+                        ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K "
+                        "and V of earlier tokens come from the cache (V_cache likewise)");
+        notes.push_back(
+            "the cache is allocated once for all T positions: the first t are a view "
+            "into it, non-contiguous while t < T");
         if (t.qk_norm) notes.push_back("q_t and k_t are RMS-normalised (QK-norm) before caching");
         if (t.rope) {
             notes.push_back("q_t and k_t are rotated (RoPE) to position " +
@@ -315,26 +325,29 @@ void by_kind(const Step& step, Notes& notes) {
     switch (step.kind) {
         case StepKind::Project:
             if (step.operand == Operand::Qkv) {
-                notes.push_back("W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
-                                "matrix product instead of three");
+                notes.push_back(
+                    "W_qkv (3·d_model, d_model) is W_q, W_k and W_v stacked: one "
+                    "matrix product instead of three");
             }
             break;
         case StepKind::OutputProject:
             if (step.facts.token || step.facts.mla) break;  // decode's and MLA's have their own
-            notes.push_back(std::string("W_o mixes the heads: head i fills concat's columns ") +
-                            (step.facts.value_heads ? "i·d_v to (i+1)·d_v - 1"
-                                                    : "i·d_k to (i+1)·d_k - 1") +
-                            ", and every output feature sums over all heads "
-                            "(--head-contributions shows each head's share)");
+            notes.push_back(
+                std::string("W_o mixes the heads: head i fills concat's columns ") +
+                (step.facts.value_heads ? "i·d_v to (i+1)·d_v - 1" : "i·d_k to (i+1)·d_k - 1") +
+                ", and every output feature sums over all heads "
+                "(--head-contributions shows each head's share)");
             break;
         case StepKind::Concat:
-            notes.push_back("the packed form gets this by transpose, contiguous and view; here "
-                            "every head's (B, N, d_k) block is copied into place");
+            notes.push_back(
+                "the packed form gets this by transpose, contiguous and view; here "
+                "every head's (B, N, d_k) block is copied into place");
             break;
         case StepKind::QkNorm:
             if (step.operand == Operand::Q) {
-                notes.push_back("RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + "
-                                "1e-06) · q_norm.weight (d_k)");
+                notes.push_back(
+                    "RMSNorm over each head's d_k features: Q / sqrt(mean(Q²) + "
+                    "1e-06) · q_norm.weight (d_k)");
             }
             break;
         case StepKind::Rope:
@@ -343,8 +356,9 @@ void by_kind(const Step& step, Notes& notes) {
             }
             break;
         case StepKind::Norm:
-            notes.push_back("each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
-                            "d_model features (nn.LayerNorm)");
+            notes.push_back(
+                "each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
+                "d_model features (nn.LayerNorm)");
             notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
             break;
         case StepKind::FfnIn:
@@ -356,7 +370,8 @@ void by_kind(const Step& step, Notes& notes) {
         case StepKind::FfnOut:
             notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
             break;
-        default: break;
+        default:
+            break;
     }
 }
 

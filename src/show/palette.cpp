@@ -79,8 +79,8 @@ Rgb along(const ControlPoint (&points)[Count], double t) {
         const double u = (t - low.t) / (high.t - low.t);
         const double chroma = low.chroma + (high.chroma - low.chroma) * u;
         const double hue = (low.hue + (high.hue - low.hue) * u) * pi / 180.0;
-        return to_rgb({low.lightness + (high.lightness - low.lightness) * u,
-                       chroma * std::cos(hue), chroma * std::sin(hue)});
+        return to_rgb({low.lightness + (high.lightness - low.lightness) * u, chroma * std::cos(hue),
+                       chroma * std::sin(hue)});
     }
     return to_rgb({points[0].lightness, 0.0, 0.0});  // unreachable: Count >= 2
 }

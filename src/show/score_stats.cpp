@@ -7,9 +7,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "show/format.h"
 #include "show/head_summary.h"
 #include "show/summary.h"
-#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {
@@ -38,8 +38,8 @@ void ScoreStats::on_step(const Step& step) {
     count_ = total;
 }
 
-void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k,
-                       bool scaled, double scale_base, double softcap) const {
+void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size_t d_k, bool scaled,
+                       double scale_base, double softcap) const {
     const Tensor weights = result.weights.contiguous();
     const std::size_t m = weights.size(3), rows = weights.numel() / m;
     double entropy = 0.0;
@@ -58,8 +58,8 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
     std::ostringstream by;
     by << " after / sqrt(" << (scale_base > 0.0 ? "S" : "d_k") << ")";
     if (scale_base > 0.0) by << " with S = " << scale_base << " (--scale-base, in place of d_k)";
-    const std::string after = scaled ? fixed(raw / divisor, 2) + by.str()
-                                     : std::string("not scaled (--no-scale)");
+    const std::string after =
+        scaled ? fixed(raw / divisor, 2) + by.str() : std::string("not scaled (--no-scale)");
     out << "\n";
     if (count_ > 0.0) {
         write_filled(out,

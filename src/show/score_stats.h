@@ -28,9 +28,9 @@ public:
 
 private:
     bool wanted_;
-    double count_ = 0.0;    // finite scores seen
-    double mean_ = 0.0;     // their mean
-    double squares_ = 0.0;  // their sum of squared deviations from the mean
+    double count_ = 0.0;           // finite scores seen
+    double mean_ = 0.0;            // their mean
+    double squares_ = 0.0;         // their sum of squared deviations from the mean
     double largest_raw_ = 0.0;     // the largest finite |score| of step 6
     double largest_capped_ = 0.0;  // the largest finite |score| after step 7 (scale, soft-cap)
 };

@@ -41,7 +41,11 @@ public:
     // total: the number of steps the run will report, or 0 when not known.
     Stepper(std::ostream& out, std::unique_ptr<KeySource> keys, std::ostream& prompts,
             std::size_t total)
-        : out_(out), keys_(std::move(keys)), prompts_(prompts), total_(total), text_(buffer_, true) {}
+        : out_(out),
+          keys_(std::move(keys)),
+          prompts_(prompts),
+          total_(total),
+          text_(buffer_, true) {}
 
     bool enabled() const override { return true; }
     void begin(const RunInfo& info) override;
@@ -58,10 +62,10 @@ private:
     std::unique_ptr<KeySource> keys_;
     std::ostream& prompts_;
     std::size_t total_;
-    std::ostringstream buffer_;        // the text report writes here first
+    std::ostringstream buffer_;  // the text report writes here first
     TextReport text_;
-    std::vector<std::string> shown_;   // every step's text so far, for b
-    std::vector<int> numbers_;         // the trace's number of each step shown
+    std::vector<std::string> shown_;                // every step's text so far, for b
+    std::vector<int> numbers_;                      // the trace's number of each step shown
     std::chrono::steady_clock::duration waited_{};  // time spent waiting for keys
 };
 

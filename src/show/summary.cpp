@@ -20,9 +20,12 @@ TensorStats stats_of(const Tensor& t) {
     double sum = 0;
     std::size_t count = 0;
     for (const float* v = begin; v != end; ++v) {
-        if (std::isnan(*v)) ++stats.nan_count;
-        else if (std::isinf(*v)) ++stats.inf_count;
-        else sum += *v, ++count;
+        if (std::isnan(*v))
+            ++stats.nan_count;
+        else if (std::isinf(*v))
+            ++stats.inf_count;
+        else
+            sum += *v, ++count;
     }
     if (count == 0) return stats;
 

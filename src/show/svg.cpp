@@ -54,15 +54,15 @@ Geometry geometry(const std::vector<WeightMap>& maps, const std::vector<std::str
 std::string number(double value) { return fixed(value, 1); }
 
 void write_cell(std::ostream& out, const WeightMap& map, const WeightRange& range,
-                const SvgStyle& style, const std::string& label, std::size_t query,
-                std::size_t key, double x, double y, double cell) {
+                const SvgStyle& style, const std::string& label, std::size_t query, std::size_t key,
+                double x, double y, double cell) {
     const float w = map.at(query, key);
     const bool blocked = map.is_blocked(query, key);
-    const std::string fill =
-        blocked ? "url(#" + style.id_prefix + "-hatch)" : hex(palette_colour(range.position(w), style.palette));
-    out << "<rect class=\"cell" << (blocked ? " masked" : "") << "\" x=\"" << number(x)
-        << "\" y=\"" << number(y) << "\" width=\"" << number(cell) << "\" height=\""
-        << number(cell) << "\" fill=\"" << fill << "\"><title>"
+    const std::string fill = blocked ? "url(#" + style.id_prefix + "-hatch)"
+                                     : hex(palette_colour(range.position(w), style.palette));
+    out << "<rect class=\"cell" << (blocked ? " masked" : "") << "\" x=\"" << number(x) << "\" y=\""
+        << number(y) << "\" width=\"" << number(cell) << "\" height=\"" << number(cell)
+        << "\" fill=\"" << fill << "\"><title>"
         << xml_escaped(label + ": " + fixed(w, 4) + (blocked ? " (masked)" : ""))
         << "</title></rect>\n";
 }
@@ -89,9 +89,9 @@ void write_panel(std::ostream& out, const WeightMap& map, const std::vector<std:
                        left + double(key) * g.cell, top + double(query) * g.cell, g.cell);
         }
     }
-    out << "<rect class=\"frame\" x=\"" << number(left) << "\" y=\"" << number(top)
-        << "\" width=\"" << number(double(map.cols) * g.cell) << "\" height=\""
-        << number(double(map.rows) * g.cell) << "\"/>\n</g>\n";
+    out << "<rect class=\"frame\" x=\"" << number(left) << "\" y=\"" << number(top) << "\" width=\""
+        << number(double(map.cols) * g.cell) << "\" height=\"" << number(double(map.rows) * g.cell)
+        << "\"/>\n</g>\n";
 }
 
 void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, double x, double y,
@@ -125,8 +125,8 @@ void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, doub
             << number(bar_height) << "\" height=\"" << number(bar_height) << "\" fill=\"url(#"
             << style.id_prefix << "-hatch)\"/>\n<rect class=\"frame\" x=\"" << number(at)
             << "\" y=\"" << number(y) << "\" width=\"" << number(bar_height) << "\" height=\""
-            << number(bar_height) << "\"/>\n<text x=\"" << number(at + bar_height + 6)
-            << "\" y=\"" << number(y + 12) << "\">masked (weight 0 by the mask)</text>\n";
+            << number(bar_height) << "\"/>\n<text x=\"" << number(at + bar_height + 6) << "\" y=\""
+            << number(y + 12) << "\">masked (weight 0 by the mask)</text>\n";
     }
     out << "</g>\n";
 }
@@ -147,8 +147,10 @@ std::string xml_escaped(const std::string& text) {
     std::string escaped;
     for (char c : sanitized(text, true)) {
         const std::size_t special = specials.find(c);
-        if (special == std::string::npos) escaped += c;
-        else escaped += entities[special];
+        if (special == std::string::npos)
+            escaped += c;
+        else
+            escaped += entities[special];
     }
     return escaped;
 }
@@ -211,8 +213,10 @@ std::uint64_t svg_size_bound(std::size_t maps, const std::vector<std::string>& r
                              const std::vector<std::string>& caption) {
     // an escaped byte takes at most 6 ("&quot;"), a number at most 24 characters
     std::uint64_t row = 0, col = 0, caption_bytes = 0;
-    for (const std::string& label : row_labels) row = std::max<std::uint64_t>(row, 6 * label.size());
-    for (const std::string& label : col_labels) col = std::max<std::uint64_t>(col, 6 * label.size());
+    for (const std::string& label : row_labels)
+        row = std::max<std::uint64_t>(row, 6 * label.size());
+    for (const std::string& label : col_labels)
+        col = std::max<std::uint64_t>(col, 6 * label.size());
     for (const std::string& line : caption) caption_bytes += 6 * line.size() + 128;
     constexpr std::uint64_t cell_text = 200 + 2 * 24, label_text = 100 + 2 * 24, fixed_text = 8192;
     const std::uint64_t rows = row_labels.size(), cols = col_labels.size();

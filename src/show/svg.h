@@ -16,11 +16,11 @@
 namespace mha {
 
 struct SvgStyle {
-    std::vector<std::string> caption;   // lines above the panels: what, the sentence, sizes
-    Palette palette = Palette::Print;   // light, for paper and slides
-    bool auto_scale = false;            // --scale auto: each panel spans its own min..max
-    bool standalone = true;             // false inside an HTML page: no XML declaration, no xmlns
-    std::string id_prefix = "mha";      // ids (the hatch pattern) stay unique in one page
+    std::vector<std::string> caption;  // lines above the panels: what, the sentence, sizes
+    Palette palette = Palette::Print;  // light, for paper and slides
+    bool auto_scale = false;           // --scale auto: each panel spans its own min..max
+    bool standalone = true;            // false inside an HTML page: no XML declaration, no xmlns
+    std::string id_prefix = "mha";     // ids (the hatch pattern) stay unique in one page
 };
 
 // labels: one per position ("3 sat"); rows are queries, columns keys.

@@ -51,9 +51,9 @@ std::vector<std::string> attention_traits(const RunInfo& info) {
 std::vector<std::string> size_pieces(const RunInfo& info) {
     const std::size_t d_k = info.head_dim;
     std::vector<std::string> pieces = {
-        "B=" + std::to_string(info.batch),     "N=" + std::to_string(info.seq_len),
-        "M=" + std::to_string(info.kv_len),    "d_model=" + std::to_string(info.d_model),
-        "h=" + std::to_string(info.heads),     "d_k=" + std::to_string(d_k)};
+        "B=" + std::to_string(info.batch),  "N=" + std::to_string(info.seq_len),
+        "M=" + std::to_string(info.kv_len), "d_model=" + std::to_string(info.d_model),
+        "h=" + std::to_string(info.heads),  "d_k=" + std::to_string(d_k)};
     if (info.kv_heads != info.heads) pieces.push_back("G=" + std::to_string(info.kv_heads));
     if (info.kdim != info.d_model || info.vdim != info.d_model) {
         pieces.push_back("kdim=" + std::to_string(info.kdim));
@@ -81,15 +81,16 @@ std::string parameter_formula(const RunInfo& info) {
 
 // "(256, 256) = 65,536"
 std::string matrix(std::uint64_t rows, std::uint64_t cols) {
-    return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ") = " + with_commas(rows * cols);
+    return "(" + std::to_string(rows) + ", " + std::to_string(cols) +
+           ") = " + with_commas(rows * cols);
 }
 
 // MLA's matrices in Hugging Face's names, and what each head owns of them.
 std::vector<std::string> mla_parameters(const MlaSizes& m) {
     const std::uint64_t e = m.d_model, h = m.heads;
     return {"per projection: q_proj " + matrix(h * (m.d_nope + m.d_rope), e) +
-                ", kv_a_proj_with_mqa " + matrix(m.d_latent + m.d_rope, e) +
-                ", kv_a_layernorm (" + std::to_string(m.d_latent) + "), kv_b_proj " +
+                ", kv_a_proj_with_mqa " + matrix(m.d_latent + m.d_rope, e) + ", kv_a_layernorm (" +
+                std::to_string(m.d_latent) + "), kv_b_proj " +
                 matrix(h * (m.d_nope + m.d_v), m.d_latent) + ", o_proj " + matrix(e, h * m.d_v),
             "per head: d_h + d_R = " + std::to_string(m.d_nope + m.d_rope) +
                 " rows of q_proj, d_h + d_v = " + std::to_string(m.d_nope + m.d_v) +
@@ -106,15 +107,16 @@ std::vector<std::string> projection_parameters(const RunInfo& info) {
     const std::uint64_t q_rows = std::uint64_t(info.heads) * d_k;
     const std::uint64_t kv_rows = std::uint64_t(info.kv_heads) * d_k;
     const bool square = q_rows == e && kv_rows == e && info.kdim == e && info.vdim == e;
-    const std::string query_output = q_rows == e ? "W_q, W_o " + matrix(e, e) + " each"
-                                                 : "W_q " + matrix(q_rows, e) + ", W_o " + matrix(e, q_rows);
-    const std::string projections =
-        square ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
-               : query_output + ", W_k " + matrix(kv_rows, info.kdim) + ", W_v " +
-                     matrix(kv_rows, info.vdim);
+    const std::string query_output =
+        q_rows == e ? "W_q, W_o " + matrix(e, e) + " each"
+                    : "W_q " + matrix(q_rows, e) + ", W_o " + matrix(e, q_rows);
+    const std::string projections = square ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
+                                           : query_output + ", W_k " + matrix(kv_rows, info.kdim) +
+                                                 ", W_v " + matrix(kv_rows, info.vdim);
     return {"per projection: " + projections + (info.bias ? " (+ bias)" : ""),
             "per head: d_k·d_model = " + std::to_string(d_k) + "·" + std::to_string(e) + " = " +
-                with_commas(d_k * e) + " of each of " + (square ? "W_q, W_k, W_v, W_o" : "W_q and W_o")};
+                with_commas(d_k * e) + " of each of " +
+                (square ? "W_q, W_k, W_v, W_o" : "W_q and W_o")};
 }
 
 }  // namespace
@@ -167,7 +169,8 @@ void TextReport::on_step(const Step& step) {
         write_filled(out_, words_of("why: " + why), " ", step_indent, step_indent + "     ");
     }
     previous_why_ = why;
-    if (info_.values && step.value != nullptr) out_ << format_values(*step.value, step_indent) << "\n";
+    if (info_.values && step.value != nullptr)
+        out_ << format_values(*step.value, step_indent) << "\n";
 }
 
 void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& allowed,
@@ -184,7 +187,8 @@ void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& al
     out << "\n";
     for (std::size_t query = 0; query < allowed.size(); ++query) {
         out << indent << query_label << padded_left(std::to_string(query), query_width) << gap;
-        for (bool may_attend : allowed[query]) out << " " << padded_left(may_attend ? "." : "x", key_width);
+        for (bool may_attend : allowed[query])
+            out << " " << padded_left(may_attend ? "." : "x", key_width);
         out << "\n";
     }
 }
@@ -192,22 +196,24 @@ void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& al
 void TextReport::finish(const ForwardResult& result, double wall_ms) {
     if (info_.shapes_only) {
         out_ << "\n";
-        write_filled(out_,
-                     words_of("shapes only: nothing was computed or allocated. Computing this "
-                              "pass would allocate " + byte_size(info_.activation_bytes) +
-                              " for " + info_.activation_tensors + ", and take " +
-                              with_commas(info_.total_macs) + " multiply-adds."),
-                     " ", "", "");
+        write_filled(
+            out_,
+            words_of("shapes only: nothing was computed or allocated. Computing this "
+                     "pass would allocate " +
+                     byte_size(info_.activation_bytes) + " for " + info_.activation_tensors +
+                     ", and take " + with_commas(info_.total_macs) + " multiply-adds."),
+            " ", "", "");
         out_ << "wall time: " << fixed(wall_ms, 2) << " ms (shapes only)\n";
         return;
     }
     const TensorStats stats = stats_of(result.output);
-    const std::string heading = "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
-    const std::string numbers =
-        result.output.numel() == 0
-            ? "no values (an empty dimension)"
-            : "mean " + fixed(stats.mean, 4) + "  std " + fixed(stats.std, 4) + "  min " +
-                  fixed(stats.min, 4) + "  max " + fixed(stats.max, 4);
+    const std::string heading =
+        "output " + named_shape({"B", "N", "d_model"}, result.output.shape()) + ":";
+    const std::string numbers = result.output.numel() == 0
+                                    ? "no values (an empty dimension)"
+                                    : "mean " + fixed(stats.mean, 4) + "  std " +
+                                          fixed(stats.std, 4) + "  min " + fixed(stats.min, 4) +
+                                          "  max " + fixed(stats.max, 4);
     const bool one_line = display_width(heading + " " + numbers) <= text_columns;
     out_ << "\n" << heading << (one_line ? " " : "\n  ") << numbers << "\n";
     if (stats.nan_count + stats.inf_count > 0) {
@@ -216,9 +222,10 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
              << with_commas(result.output.numel()) << " values)\n";
     }
     if (result.fully_masked_rows > 0) {
-        write_filled(out_, words_of("fully masked: " + plural(result.fully_masked_rows, "query row") +
-                                    " (over all batches and heads) had every key blocked;"
-                                    " their attention weights are NaN, or zero if asked for"),
+        write_filled(out_,
+                     words_of("fully masked: " + plural(result.fully_masked_rows, "query row") +
+                              " (over all batches and heads) had every key blocked;"
+                              " their attention weights are NaN, or zero if asked for"),
                      " ", "", "  ");
     }
     out_ << "wall time: " << fixed(wall_ms, 2) << " ms (forward pass, "

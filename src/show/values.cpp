@@ -18,7 +18,7 @@ namespace {
 constexpr std::size_t summary_threshold = 1000;  // more elements than this: summarise
 constexpr std::size_t edge_items = 3;            // items kept at each edge when summarised
 constexpr std::size_t line_width = 75;
-constexpr int precision = 4;                     // most digits after the point
+constexpr int precision = 4;  // most digits after the point
 
 // A finite number cut where NumPy aligns it: "-12" "." "3456" "e+05".
 struct Parts {
@@ -90,8 +90,10 @@ FloatFormat::FloatFormat(const std::vector<float>& values) {
     std::vector<float> finite;
     bool negative_inf = false;
     for (float v : values) {
-        if (std::isfinite(v)) finite.push_back(v);
-        else negative_inf = negative_inf || v < 0;
+        if (std::isfinite(v))
+            finite.push_back(v);
+        else
+            negative_inf = negative_inf || v < 0;
     }
     scientific_ = needs_scientific(finite);
     std::size_t fraction = 0;
@@ -126,8 +128,8 @@ std::string without_trailing_spaces(const std::string& line) {
 
 // Appends word to line, first moving line into text when the word would end past
 // width; a line holding only the hanging indent is never broken (NumPy's _extendLine).
-void extend_line(std::string& text, std::string& line, const std::string& word,
-                 std::size_t width, const std::string& hanging) {
+void extend_line(std::string& text, std::string& line, const std::string& word, std::size_t width,
+                 const std::string& hanging) {
     if (line.size() + word.size() > width && line.size() > hanging.size()) {
         text += without_trailing_spaces(line) + "\n";
         line = hanging;
@@ -147,9 +149,7 @@ public:
     }
 
 private:
-    bool summarised(std::size_t axis) const {
-        return summarise_ && 2 * edge_items < t_.size(axis);
-    }
+    bool summarised(std::size_t axis) const { return summarise_ && 2 * edge_items < t_.size(axis); }
 
     // The indices printed along axis: all of them, or the edges when summarised.
     std::vector<std::size_t> shown(std::size_t axis) const {
@@ -184,8 +184,8 @@ private:
     std::string block(std::vector<std::size_t>& index, const std::string& hanging,
                       std::size_t width) const {
         if (index.size() == t_.dim()) return format_(t_.at(index));
-        const std::string body = index.size() + 1 == t_.dim() ? row(index, hanging, width)
-                                                              : rows(index, hanging, width);
+        const std::string body =
+            index.size() + 1 == t_.dim() ? row(index, hanging, width) : rows(index, hanging, width);
         return "[" + body.substr(hanging.size()) + "]";
     }
 

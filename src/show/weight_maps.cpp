@@ -77,7 +77,8 @@ std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choic
                 maps.push_back(head_map(packed, head, choice, blocked));
         }
     } else {
-        for (std::size_t head : choice.heads) maps.push_back(head_map(packed, head, choice, blocked));
+        for (std::size_t head : choice.heads)
+            maps.push_back(head_map(packed, head, choice, blocked));
     }
     if (choice.mean) maps.push_back(mean_map(packed, blocked));
     return maps;

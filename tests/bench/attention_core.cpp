@@ -18,7 +18,6 @@
 #include "io/init.h"
 #include "timing.h"
 
-
 int main(int argc, char** argv) {
     using bench::argument;
     using bench::median_ms;

@@ -56,11 +56,12 @@ int main(int argc, char** argv) {
     const mha::PackedWeights packed = mha::pack_weights(w);
     const auto qkv_of = [&](const mha::PackedWeights* p) {
         return [&, p] {
-            mha::project_into(x.data(), rows, E,
-                              {{w.w_q.data(), w.b_q.data(), q.data(), E, p ? p->q.for_kernels() : nullptr},
-                               {w.w_k.data(), w.b_k.data(), k.data(), E, p ? p->k.for_kernels() : nullptr},
-                               {w.w_v.data(), w.b_v.data(), v.data(), E, p ? p->v.for_kernels() : nullptr}},
-                              threads);
+            mha::project_into(
+                x.data(), rows, E,
+                {{w.w_q.data(), w.b_q.data(), q.data(), E, p ? p->q.for_kernels() : nullptr},
+                 {w.w_k.data(), w.b_k.data(), k.data(), E, p ? p->k.for_kernels() : nullptr},
+                 {w.w_v.data(), w.b_v.data(), v.data(), E, p ? p->v.for_kernels() : nullptr}},
+                threads);
         };
     };
     const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
@@ -85,10 +86,10 @@ int main(int argc, char** argv) {
     };
     const auto output_of = [&](const mha::PackedWeights* p) {
         return [&, p] {
-            mha::project_into(context.data(), rows, E,
-                              {{w.w_o.data(), w.b_o.data(), out.data(), E,
-                                p ? p->o.for_kernels() : nullptr}},
-                              threads);
+            mha::project_into(
+                context.data(), rows, E,
+                {{w.w_o.data(), w.b_o.data(), out.data(), E, p ? p->o.for_kernels() : nullptr}},
+                threads);
         };
     };
     const std::function<void()> output = output_of(nullptr), output_packed = output_of(&packed);

@@ -14,8 +14,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::map<std::string, mha::npy::Array> arrays;
     try {
-        arrays = mha::npy::parse_npz(std::string(reinterpret_cast<const char*>(data), size),
-                                     "fuzz.npz");
+        arrays =
+            mha::npy::parse_npz(std::string(reinterpret_cast<const char*>(data), size), "fuzz.npz");
     } catch (const mha::Error&) {
         return 0;
     }

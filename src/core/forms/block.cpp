@@ -5,9 +5,9 @@
 
 #include <utility>
 
-#include "core/ops/block_ops.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/ops/block_ops.h"
 #include "core/pass/projection.h"
 
 namespace mha {
@@ -78,10 +78,11 @@ std::uint64_t block_bytes(const Sizes& s, std::size_t d_ff) {
 
 void check_block(const BlockWeights& w, std::size_t E) {
     const std::size_t F = w.w_1.empty() ? 0 : w.d_ff();
-    const std::pair<const char*, const Tensor*> vectors[] = {
-        {"norm1.weight", &w.norm1_weight}, {"norm1.bias", &w.norm1_bias},
-        {"norm2.weight", &w.norm2_weight}, {"norm2.bias", &w.norm2_bias},
-        {"linear2.bias", &w.b_2}};
+    const std::pair<const char*, const Tensor*> vectors[] = {{"norm1.weight", &w.norm1_weight},
+                                                             {"norm1.bias", &w.norm1_bias},
+                                                             {"norm2.weight", &w.norm2_weight},
+                                                             {"norm2.bias", &w.norm2_bias},
+                                                             {"linear2.bias", &w.b_2}};
     for (const auto& [name, t] : vectors) {
         if (t->shape() != Shape{E}) {
             throw Error(std::string(name) + ": expected shape " + to_string({E}) + ", got " +
@@ -118,17 +119,17 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     const Tensor x = in.x_q.contiguous();
     const BlockPass p{w, options.threads, trace};
     if (kind == BlockKind::Pre) {
-        const Tensor a = norm(p, true, x);                                      // 15
+        const Tensor a = norm(p, true, x);                                            // 15
         ForwardResult result = forward(attention, {a, a, a}, masks, options, trace);  // 0-14
-        const Tensor h = residual(p, "h = x + attention", x, result.output);    // 16
-        const Tensor f = feed_forward(p, norm(p, false, h));                    // 17, 18-20
-        result.output = residual(p, "out = h + ffn", h, f);                     // 21
+        const Tensor h = residual(p, "h = x + attention", x, result.output);          // 16
+        const Tensor f = feed_forward(p, norm(p, false, h));                          // 17, 18-20
+        result.output = residual(p, "out = h + ffn", h, f);                           // 21
         return result;
     }
-    ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);  // 0-14
+    ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);         // 0-14
     const Tensor h = norm(p, true, residual(p, "h = x + attention", x, result.output));  // 15, 16
-    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));       // 17-19, 20
-    result.output = norm(p, false, f);                                          // 21
+    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));  // 17-19, 20
+    result.output = norm(p, false, f);                                     // 21
     return result;
 }
 

@@ -41,13 +41,13 @@ PassSpec block_spec(const Weights& attention, const BlockWeights& block, BlockKi
 // (in execution order: pre-LN's first norm, 15, runs before attention), as plan_pass plans
 // them. The result's output is the block's output; its weights are attention's.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
-                            const Inputs& inputs, const Masks& masks,
-                            const ForwardOptions& options, Tracer& tracer);
+                            const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
+                            Tracer& tracer);
 
 // forward_block with its steps shown on a trace the caller started (the model's): the
 // trace's next steps are those of block_spec's plan.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
-                            const Inputs& inputs, const Masks& masks,
-                            const ForwardOptions& options, PassTrace& trace);
+                            const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
+                            PassTrace& trace);
 
 }  // namespace mha

@@ -87,7 +87,11 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
                                                cached(cache.v, b, g, length),
                                                unit_mask(masks, b, i, token_sizes),
                                                streamed ? nullptr : weights.data() + u * length,
-                                               context.data() + b * W + i * d_k, d_k, b, i, t};
+                                               context.data() + b * W + i * d_k,
+                                               d_k,
+                                               b,
+                                               i,
+                                               t};
                       }};
     run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
     trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
@@ -104,7 +108,7 @@ std::uint64_t decode_bytes(const Sizes& s) {
     const std::uint64_t floats =
         checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
                      checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
-                     checked_product({s.batch, s.seq_len, s.d_model}, what)},           // output
+                     checked_product({s.batch, s.seq_len, s.d_model}, what)},          // output
                     what);
     // and W_q, W_k, W_v, W_o packed once for all the tokens
     return checked_sum({checked_product({sizeof(float), floats}, what), packed_weights_bytes(s)},
@@ -117,7 +121,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
-    trace.show_input(in.x_q);                                                           // 0
+    trace.show_input(in.x_q);  // 0
 
     Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
     NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
@@ -133,7 +137,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         // (B, 1, h·d_k) and (B, 1, G·d_k)
         Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);
         Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);
-        Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);              // (B, h, 1, d_k)
+        Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);             // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
         append(k_t, t, cache.k);
@@ -147,7 +151,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
             std::copy(out.data() + b * E, out.data() + (b + 1) * E,
                       result.output.data() + (b * T + t) * E);
         }
-        trace.show(out);                                                               // 14
+        trace.show(out);  // 14
     }
     return result;
 }

@@ -7,7 +7,6 @@
 #include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
 
-
 namespace mha {
 
 namespace {
@@ -39,11 +38,11 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
     check_form(Form::FusedQkv, s, in.self_attention(), masks);
     const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
-    trace.show_input(in.x_q);                                                           // 0
+    trace.show_input(in.x_q);  // 0
 
     // 1: (B, N, d_model) @ (3·h·d_k, d_model)ᵀ -> (B, N, 3·h·d_k)
-    const Tensor qkv = project(in.x_q.contiguous(), stacked_qkv_weight(w), stacked_qkv_bias(w),
-                               options.threads);
+    const Tensor qkv =
+        project(in.x_q.contiguous(), stacked_qkv_weight(w), stacked_qkv_bias(w), options.threads);
     trace.show(qkv);
     const Tensor split = qkv.view({B, N, 3, h, d_k});  // 4: (B, N, 3, h, d_k), no copy
     trace.show(split);
@@ -53,7 +52,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
     trace.show(qkv_heads.q);
     trace.show(qkv_heads.k);
     trace.show(qkv_heads.v);
-    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace);      // 6-14
+    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace);  // 6-14
 }
 
 }  // namespace mha

@@ -13,7 +13,8 @@ Tensor stacked_qkv_bias(const Weights& weights);
 // forward() with steps 1-5 done the fused way:
 //   1  qkv = x @ W_qkv.T + b_qkv        (B, N, 3·d_model)
 //   4  qkv.view(B, N, 3, h, d_k)         no copy
-//   5  qkv.permute(2, 0, 3, 1, 4)        (3, B, h, N, d_k), no copy; Q, K, V = qkv[0], qkv[1], qkv[2]
+//   5  qkv.permute(2, 0, 3, 1, 4)        (3, B, h, N, d_k), no copy; Q, K, V = qkv[0], qkv[1],
+//   qkv[2]
 // Self-attention only, with K and V as wide as Q (no --kv-heads, kdim, vdim); throws
 // mha::Error otherwise. Equal to forward() on the same weights.
 ForwardResult forward_fused_qkv(const Weights& weights, const Inputs& inputs, const Masks& masks,

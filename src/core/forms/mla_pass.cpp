@@ -19,13 +19,13 @@
 #include <string>
 
 #include "core/checked.h"
-#include "core/pass/costs.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "core/pass/projection.h"
 #include "core/ops/rms_norm.h"
-#include "core/position/rope.h"
+#include "core/pass/costs.h"
+#include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
+#include "core/position/rope.h"
 
 namespace mha {
 
@@ -128,8 +128,7 @@ ForwardResult run_naive(const MlaWeights& w, const MlaParts& parts, const MlaSiz
     check_finite(kv, "kv_b_proj");
     trace.show(kv);
     trace.show(parts.rope_key);  // 5: k_pe and q_pe rotated
-    HeadTensors heads{Tensor({B, h, N, width}), Tensor({B, h, N, width}),
-                      Tensor({B, h, N, m.d_v})};
+    HeadTensors heads{Tensor({B, h, N, width}), Tensor({B, h, N, width}), Tensor({B, h, N, m.d_v})};
     fill_heads(heads.q, 0, parts.queries, 0, width, d_h);
     put_part(heads.q, d_h, parts.q_pe);
     fill_heads(heads.k, 0, kv, 0, kv_step, d_h);
@@ -150,8 +149,8 @@ Tensor folded_output(const MlaWeights& w, const MlaSizes& m) {
     Tensor folded({E, h * d_c});
     for (std::size_t i = 0; i < h; ++i) {
         const MatrixView w_o_head{w.w_o.data() + i * d_v, E, d_v, h * d_v, 1};
-        const MatrixView w_uv{w.w_kv_b.data() + (i * (m.d_nope + d_v) + m.d_nope) * d_c, d_v,
-                              d_c, d_c, 1};
+        const MatrixView w_uv{w.w_kv_b.data() + (i * (m.d_nope + d_v) + m.d_nope) * d_c, d_v, d_c,
+                              d_c, 1};
         matmul(w_o_head, w_uv, folded.data() + i * d_c, h * d_c);
     }
     return folded;
@@ -184,8 +183,8 @@ ForwardResult run_absorbed(const MlaWeights& w, const MlaParts& parts, const Mla
     absorbed.flash_row.reset();
     NullTracer none;
     PassTrace untraced(none, PassSpec{});
-    return forward_from_heads(out, std::move(heads), masks, mla_absorbed_sizes(m, B, N),
-                              absorbed, untraced);
+    return forward_from_heads(out, std::move(heads), masks, mla_absorbed_sizes(m, B, N), absorbed,
+                              untraced);
 }
 
 // The MLA sizes of options.heads heads, checked against x (B, N, d_model), the masks and
@@ -194,8 +193,8 @@ MlaSizes checked_sizes(const MlaWeights& w, const Tensor& x, const Masks& masks,
                        const ForwardOptions& options) {
     const MlaSizes m = mla_sizes(w, options.heads);
     if (x.dim() != 3 || x.size(2) != m.d_model) {
-        throw Error("MLA: input " + to_string(x.shape()) + " is not (B, N, d_model = " +
-                    std::to_string(m.d_model) + ")");
+        throw Error("MLA: input " + to_string(x.shape()) +
+                    " is not (B, N, d_model = " + std::to_string(m.d_model) + ")");
     }
     check_masks(masks, mla_naive_sizes(m, x.size(0), x.size(1)));
     if (options.ablate_head && *options.ablate_head >= m.heads) {
@@ -244,13 +243,13 @@ ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& mas
                           const ForwardOptions& options, Tracer& tracer) {
     const MlaSizes m = checked_sizes(w, x, masks, options);
     const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
-    PassTrace trace(tracer, mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks,
-                                                  options, Form::Mla)));
-    trace.show_input(x);                                           // 0
+    PassTrace trace(
+        tracer, mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks, options, Form::Mla)));
+    trace.show_input(x);  // 0
     const MlaParts parts = project_parts(w, x, m, options);
-    trace.show(parts.queries);                                     // 1  q_proj
-    trace.show(parts.kv_a);                                        // 2  kv_a_proj_with_mqa
-    trace.show(parts.latent);                                      // 2  the cached latent
+    trace.show(parts.queries);                                            // 1  q_proj
+    trace.show(parts.kv_a);                                               // 2  kv_a_proj_with_mqa
+    trace.show(parts.latent);                                             // 2  the cached latent
     ForwardResult naive = run_naive(w, parts, m, masks, options, trace);  // 3, 5, 6-14
     const ForwardResult absorbed = run_absorbed(w, parts, m, masks, options);
     const auto compared = [&](const Tensor& value, const Tensor& naive_value) {  // 9, 14 absorbed

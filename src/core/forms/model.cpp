@@ -2,8 +2,8 @@
 
 #include "core/forms/model.h"
 
-#include "core/ops/block_ops.h"
 #include "core/error.h"
+#include "core/ops/block_ops.h"
 #include "core/pass/projection.h"
 #include "core/tensor/workspace.h"
 
@@ -26,9 +26,8 @@ Tensor embed(const Model& m, const std::vector<std::size_t>& tokens) {
 }  // namespace
 
 std::size_t Model::parameter_count() const {
-    std::size_t count = token_embedding.numel() + position_embedding.numel() +
-                        norm_weight.numel() + norm_bias.numel() + head_weight.numel() +
-                        head_bias.numel();
+    std::size_t count = token_embedding.numel() + position_embedding.numel() + norm_weight.numel() +
+                        norm_bias.numel() + head_weight.numel() + head_bias.numel();
     for (const ModelLayer& layer : layers)
         count += layer.attention.parameter_count() + layer.block.parameter_count();
     return count;
@@ -75,12 +74,11 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
         options.threads = threads;
         options.workspace = &workspace;
         const Inputs in{x, x, x};
-        ForwardResult block =
-            l == traced_layer
-                ? forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
-                                trace)
-                : forward_block(layer.attention, layer.block, BlockKind::Pre, in, causal, options,
-                                quiet);
+        ForwardResult block = l == traced_layer
+                                  ? forward_block(layer.attention, layer.block, BlockKind::Pre, in,
+                                                  causal, options, trace)
+                                  : forward_block(layer.attention, layer.block, BlockKind::Pre, in,
+                                                  causal, options, quiet);
         x = std::move(block.output);
         result.weights.push_back(std::move(block.weights));
         if (l != traced_layer) trace.show(x);  // an untraced layer: its block in one step

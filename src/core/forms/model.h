@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/pass/attention.h"
 #include "core/forms/block.h"
+#include "core/pass/attention.h"
 
 namespace mha {
 
@@ -26,9 +26,9 @@ struct Model {
     Tensor token_embedding;            // (V, d_model)
     Tensor position_embedding;         // (context, d_model)
     std::vector<ModelLayer> layers;
-    Tensor norm_weight, norm_bias;     // (d_model) each
-    Tensor head_weight;                // (V, d_model)
-    Tensor head_bias;                  // (V)
+    Tensor norm_weight, norm_bias;  // (d_model) each
+    Tensor head_weight;             // (V, d_model)
+    Tensor head_bias;               // (V)
 
     std::size_t d_model() const { return token_embedding.size(1); }
     std::size_t context() const { return position_embedding.size(0); }

@@ -60,10 +60,15 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
     if (!streamed) head.weights = Tensor({s.batch, N, M});
     head.context = Tensor({s.batch, N, d_k});
     const Units units{s.batch, [&](std::size_t b) {
-                          return AttentionUnit{batch_matrix(head.q, b), batch_matrix(head.k, b),
-                                               batch_matrix(head.v, b), unit_mask(masks, b, i, s),
+                          return AttentionUnit{batch_matrix(head.q, b),
+                                               batch_matrix(head.k, b),
+                                               batch_matrix(head.v, b),
+                                               unit_mask(masks, b, i, s),
                                                streamed ? nullptr : head.weights.data() + b * N * M,
-                                               head.context.data() + b * N * d_k, d_k, b, i};
+                                               head.context.data() + b * N * d_k,
+                                               d_k,
+                                               b,
+                                               i};
                       }};
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -73,11 +78,11 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
         return blocked;
     }
     if (!trace.on()) return run(UnitStep::Attend);  // 6-10 per unit, 7-9 fused
-    run(UnitStep::Scores);                                         // 6: Q_i @ K_i.T
+    run(UnitStep::Scores);                          // 6: Q_i @ K_i.T
     trace.show(head.weights);
     const std::size_t blocked = run(UnitStep::ScaleMaskSoftmax);  // 7-9, traced as one step
     trace.show(head.weights);
-    run(UnitStep::Context);                                        // 10: weights_i @ V_i
+    run(UnitStep::Context);  // 10: weights_i @ V_i
     trace.show(head.context);
     return blocked;
 }
@@ -112,20 +117,20 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
                                const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::PerHead));
-    trace.show_input(in.x_q);                                                            // 0
+    trace.show_input(in.x_q);  // 0
 
     ForwardResult result;
     if (options.path == AttentionPath::Standard)
         result.weights = Tensor({s.batch, s.heads, s.seq_len, s.kv_len});
     Tensor concat({s.batch, s.seq_len, s.inner()});
     for (std::size_t i = 0; i < s.heads; ++i) {
-        Head head = project_head(w, in, s, i, options.threads, trace);                  // 1-3
-        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);    // 5
-        result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);     // 6-10
-        if (options.ablate_head == i) head.context = Tensor(head.context.shape());  // zeros
+        Head head = project_head(w, in, s, i, options.threads, trace);               // 1-3
+        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
+        result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);  // 6-10
+        if (options.ablate_head == i) head.context = Tensor(head.context.shape());   // zeros
         place_head(head, i, s, result.weights, concat);
     }
-    trace.show(concat);                                                                  // 13
+    trace.show(concat);  // 13
 
     // 14: (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads);

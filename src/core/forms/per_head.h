@@ -9,7 +9,8 @@
 
 namespace mha {
 
-// Rows [first, first + count) of a weight (rows, in) or a bias (rows), as a copy; empty stays empty.
+// Rows [first, first + count) of a weight (rows, in) or a bias (rows), as a copy; empty stays
+// empty.
 Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count);
 
 // forward() one head at a time, traced per head: Q_i, K_i, V_i (B, L, d_k), scores_i and

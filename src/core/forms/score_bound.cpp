@@ -51,7 +51,8 @@ double largest_value(const Tensor& t) {
     if (count == 0) return 0.0;
     double largest = 0.0;
     if (t.is_contiguous()) {
-        for (std::size_t i = 0; i < count; ++i) largest = std::max(largest, double(std::fabs(t.data()[i])));
+        for (std::size_t i = 0; i < count; ++i)
+            largest = std::max(largest, double(std::fabs(t.data()[i])));
         return largest;
     }
     std::vector<std::size_t> index(t.dim(), 0);  // C order over the shape, read through the strides
@@ -144,13 +145,14 @@ bool may_overflow(const Model& model) {
 
 bool may_overflow(const MlaWeights& w, std::size_t heads, double input) {
     const MlaSizes s = mla_sizes(w, heads);
-    const double q = largest_row_sum(w.w_q) * input;       // q_proj
+    const double q = largest_row_sum(w.w_q) * input;        // q_proj
     const double kv_a = largest_row_sum(w.w_kv_a) * input;  // the latent before its norm, k_pe
     const double latent = std::sqrt(double(s.d_latent)) * largest_value(w.kv_norm);
     const double key = largest_row_sum(w.w_kv_b) * latent;  // naive: the latent up-projected
     // absorbed: q times W_UK, at most d_h·max|q|·max|W_UK| per latent feature
     const double q_latent = double(s.d_nope) * q * largest_value(w.w_kv_b);
-    const double nope = std::max(double(s.d_nope) * q * key, double(s.d_latent) * q_latent * latent);
+    const double nope =
+        std::max(double(s.d_nope) * q * key, double(s.d_latent) * q_latent * latent);
     const double pe = double(s.d_rope) * 2.0 * q * kv_a;  // both rotated: sqrt(2) each
     const double score = (nope + pe) / std::sqrt(double(s.d_nope + s.d_rope));
     return !(q < limit && kv_a < limit && key < limit && q_latent < limit && nope < limit &&

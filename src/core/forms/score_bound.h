@@ -4,9 +4,9 @@
 // clears ordinary inputs at once; only a run it cannot clear needs computing before anything
 // is printed, so that such a run prints its one error line and nothing else.
 
+#include "core/forms/model.h"
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
-#include "core/forms/model.h"
 
 namespace mha {
 
@@ -28,8 +28,7 @@ bool may_overflow(const Weights& w, double query_input, double key_input,
 // pass float32 outside attention's scores: V and W_o (softmax mixes V, so the context is at
 // most max|V|), the feed-forward (|GELU(u)| <= |u|) over a LayerNorm's output, and the
 // residual stream. pre_norm: pre-LN (LayerNorm before each sublayer), else post-LN.
-bool may_overflow(const BlockWeights& block, const Weights& attention, double input,
-                  bool pre_norm);
+bool may_overflow(const BlockWeights& block, const Weights& attention, double input, bool pre_norm);
 
 // The same for every layer of a model, each attending over its first LayerNorm's output, from
 // the embeddings (token plus position) through the residual stream to the logits.

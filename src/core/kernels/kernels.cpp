@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "core/ops/softcap.h"
 #include "core/position/position_bias.h"
 #include "core/tensor/scratch.h"
-#include "core/ops/softcap.h"
-#include "core/error.h"
 
 // Templates marked this way are compiled inside each variant's target function.
 #define MHA_INLINE inline __attribute__((always_inline))
@@ -37,8 +37,8 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t KC = 256;     // depth of one packed slice: the summation order
-constexpr std::size_t lanes = 8;    // independent partial results in reductions
+constexpr std::size_t KC = 256;   // depth of one packed slice: the summation order
+constexpr std::size_t lanes = 8;  // independent partial results in reductions
 constexpr std::size_t widest_nr = 32, tallest_mr = 8;  // for the scratch bound
 constexpr std::size_t mc_panels = 16;                  // MR-high panels in a block of a
 
@@ -113,8 +113,7 @@ MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc
 
 // acc (MR, NR) += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), p ascending.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b,
-                             float (&acc)[MR][NR]) {
+MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
     for (std::size_t p = 0; p < kc; ++p) {
         const float* ap = a + p * MR;
         const float* bp = b + p * NR;
@@ -128,8 +127,7 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b,
 // corner of the tile; the sums stay in registers until the end.
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
-                             std::size_t ldc, std::size_t rows, std::size_t cols,
-                             bool accumulate) {
+                             std::size_t ldc, std::size_t rows, std::size_t cols, bool accumulate) {
     float acc[MR][NR] = {};
     add_products(kc, a, b, acc);
     if (rows == MR && cols == NR)
@@ -345,8 +343,8 @@ MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::siz
             continue;
         }
         for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
-            micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
-                                 tile, NR, MR, NR, p0 > 0);
+            micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR, tile,
+                                 NR, MR, NR, p0 > 0);
         }
         for (std::size_t e = 0; e < MR * NR; ++e) tile[e] *= factor;
     }
@@ -386,8 +384,8 @@ MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::siz
         for (std::size_t r = 0; r < NR; ++r) o[d * ldo + r] *= shrink[r];
     }
     for (std::size_t d0 = 0; d0 < d_k; d0 += MR) {  // (MR, kt) x (kt, NR) -> rows d0.. of o
-        micro_kernel<MR, NR>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
-                             NR, true);
+        micro_kernel<MR, NR>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0), NR,
+                             true);
     }
 }
 
@@ -411,39 +409,38 @@ struct Variant {
 };
 
 // The entry points of one variant, built for the CPU features `target` names.
-#define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                           \
-    target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c,               \
-                              std::size_t ldc, bool accumulate) {                               \
-        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                               \
-    }                                                                                           \
-    target void linear_panels_##suffix(const float* x, std::size_t in,                          \
-                                       const std::vector<LinearTarget>& targets,                \
-                                       std::size_t r0, std::size_t r1, std::size_t p0,          \
-                                       std::size_t p1) {                                        \
-        linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                \
-    }                                                                                           \
-    target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,           \
-                                     float* panels) {                                           \
-        pack_linear_t<NR>(w, out, in, panels);                                                  \
-    }                                                                                           \
-    target float max_of_##suffix(const float* values, std::size_t n) {                          \
-        return max_of_t(values, n);                                                             \
-    }                                                                                           \
-    target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {              \
-        return exp_shifted_t(values, n, shift);                                                 \
-    }                                                                                           \
-    target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k, \
-                                      std::size_t kt, float factor, float* scores) {            \
-        flash_scores_t<FMR, FNR>(keys, queries, d_k, kt, factor, scores);                       \
-    }                                                                                           \
-    target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,           \
-                                       float* row_sum, float* shrink) {                         \
-        flash_softmax_t<FNR>(scores, kt, row_max, row_sum, shrink);                             \
-    }                                                                                           \
-    target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,  \
-                                          std::size_t d_k, const float* shrink, float* o,       \
-                                          std::size_t ldo) {                                    \
-        flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                       \
+#define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                              \
+    target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
+                              bool accumulate) {                                                   \
+        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                                  \
+    }                                                                                              \
+    target void linear_panels_##suffix(const float* x, std::size_t in,                             \
+                                       const std::vector<LinearTarget>& targets, std::size_t r0,   \
+                                       std::size_t r1, std::size_t p0, std::size_t p1) {           \
+        linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                   \
+    }                                                                                              \
+    target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,              \
+                                     float* panels) {                                              \
+        pack_linear_t<NR>(w, out, in, panels);                                                     \
+    }                                                                                              \
+    target float max_of_##suffix(const float* values, std::size_t n) {                             \
+        return max_of_t(values, n);                                                                \
+    }                                                                                              \
+    target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {                 \
+        return exp_shifted_t(values, n, shift);                                                    \
+    }                                                                                              \
+    target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k,    \
+                                      std::size_t kt, float factor, float* scores) {               \
+        flash_scores_t<FMR, FNR>(keys, queries, d_k, kt, factor, scores);                          \
+    }                                                                                              \
+    target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,              \
+                                       float* row_sum, float* shrink) {                            \
+        flash_softmax_t<FNR>(scores, kt, row_max, row_sum, shrink);                                \
+    }                                                                                              \
+    target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,     \
+                                          std::size_t d_k, const float* shrink, float* o,          \
+                                          std::size_t ldo) {                                       \
+        flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                          \
     }
 
 // Register tiles: the sums of MR x NR floats fill about half of the vector
@@ -458,12 +455,11 @@ MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
 MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32, 8, 32)
 #endif
 
-#define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                   \
-    {                                                                                         \
-        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, pack_linear_##suffix,  \
-            max_of_##suffix,                                                                  \
-            exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix, flash_softmax_##suffix,  \
-            flash_accumulate_##suffix                                                         \
+#define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                  \
+    {                                                                                        \
+        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, pack_linear_##suffix, \
+            max_of_##suffix, exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix,        \
+            flash_softmax_##suffix, flash_accumulate_##suffix                                \
     }
 
 const Variant variants[] = {
@@ -494,12 +490,15 @@ const Variant variants[] = {
 bool cpu_runs(KernelVariant v) {
 #ifdef MHA_X86
     switch (v) {
-    case KernelVariant::Avx512: return MHA_CPU_HAS(AVX512F, "avx512f") &&
-                                       MHA_CPU_HAS(AVX512VL, "avx512vl") &&
-                                       MHA_CPU_HAS(AVX512BW, "avx512bw");
-    case KernelVariant::Avx2: return MHA_CPU_HAS(AVX2, "avx2");
-    case KernelVariant::Sse2: return MHA_CPU_HAS(SSE2, "sse2");
-    case KernelVariant::Plain: return true;
+        case KernelVariant::Avx512:
+            return MHA_CPU_HAS(AVX512F, "avx512f") && MHA_CPU_HAS(AVX512VL, "avx512vl") &&
+                   MHA_CPU_HAS(AVX512BW, "avx512bw");
+        case KernelVariant::Avx2:
+            return MHA_CPU_HAS(AVX2, "avx2");
+        case KernelVariant::Sse2:
+            return MHA_CPU_HAS(SSE2, "sse2");
+        case KernelVariant::Plain:
+            return true;
     }
     return false;
 #else
@@ -557,8 +556,8 @@ std::vector<KernelVariant> runnable_kernel_variants() {
 }
 
 void use_kernel_variant(KernelVariant v) {
-    if (!cpu_runs(v)) throw Error(std::string("this CPU cannot run the ") +
-                                  variant_of(v).name + " kernels");
+    if (!cpu_runs(v))
+        throw Error(std::string("this CPU cannot run the ") + variant_of(v).name + " kernels");
     active = &variant_of(v);
 }
 

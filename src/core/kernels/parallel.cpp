@@ -144,9 +144,7 @@ std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
     return std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, macs / min_shared_macs));
 }
 
-std::size_t hardware_threads() {
-    return std::max(1u, std::thread::hardware_concurrency());
-}
+std::size_t hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t, std::size_t)>& body) {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "core/ops/softcap.h"
 #include "core/position/position_bias.h"
 #include "core/tensor/scratch.h"
-#include "core/ops/softcap.h"
 
 namespace mha {
 
@@ -34,8 +34,8 @@ std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // One thread's buffers, kept between units (pool threads live on); they only grow.
 struct FlashScratch {
-    ScratchBuffer keys, values;  // packed K and V of the unit
-    ScratchBuffer queries, o;    // packed Q tile; Oᵀ (d_v, stream_query_tile)
+    ScratchBuffer keys, values;    // packed K and V of the unit
+    ScratchBuffer queries, o;      // packed Q tile; Oᵀ (d_v, stream_query_tile)
     ScratchBuffer scores, shrink;  // one panel: (kt, nr) and (nr)
     float row_max[stream_query_tile], row_sum[stream_query_tile];
 };
@@ -95,8 +95,8 @@ void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t firs
     const std::size_t keys = std::min(kt, mask.m - k0);
     const double cap = mask.masks->softcap;
     const Window window{mask.masks->window, mask.masks->sinks};
-    const bool per_score = cap > 0.0 || mask.attn != nullptr || mask.padding != nullptr ||
-                           mask.alibi_slope != 0.0;
+    const bool per_score =
+        cap > 0.0 || mask.attn != nullptr || mask.padding != nullptr || mask.alibi_slope != 0.0;
     for (std::size_t r = 0; r < count; ++r) {
         const std::size_t query = first + r, position = query + mask.m - mask.n;
         float* column = scores + r;  // key j at column[j * nr]
@@ -105,7 +105,8 @@ void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t firs
             if (cap > 0.0) softcap(&s, 1, cap);
             if (mask.attn != nullptr) s += mask.attn[query * mask.m + k0 + j];
             if (mask.padding != nullptr) s += mask.padding[k0 + j];
-            if (mask.alibi_slope != 0.0) add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
+            if (mask.alibi_slope != 0.0)
+                add_alibi({&s, 1, 1, 1, position, k0 + j}, mask.alibi_slope);
         }
         for (std::size_t j = std::max(mask.key_end(query), k0) - k0; j < kt; ++j)
             column[j * nr] = minus_inf;
@@ -124,7 +125,7 @@ std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::si
     return checked_sum(
         {checked_product({keys, tile.mr, d_k + round_up(d_v, tile.mr)}, what),  // packed K, V
          checked_product({stream_query_tile, d_k + d_v + 2}, what),  // packed Q, O, row max and sum
-         (stream_key_tile + 1) * tile.nr},                         // one panel's scores, its shrink
+         (stream_key_tile + 1) * tile.nr},  // one panel's scores, its shrink
         what);
 }
 
@@ -157,8 +158,8 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                 // 6, 7: (kt, d_k) x (d_k, nr) -> (kt, nr), scaled
                 flash_scores(keys + k0 * d_k, queries + first * d_k, d_k, kt, factor, scores);
                 // 8
-                mask_scores(scores, kt, tile.nr, q0 + first,
-                            std::min(tile.nr, rows - first), k0, mask);
+                mask_scores(scores, kt, tile.nr, q0 + first, std::min(tile.nr, rows - first), k0,
+                            mask);
                 // 9, online: the scores become P
                 flash_softmax(scores, kt, s.row_max + first, s.row_sum + first, shrink);
                 // 10: Oᵀ = Oᵀ · shrink + (d_v, kt) x (kt, nr)

@@ -50,8 +50,7 @@ void check_in_float32(const Tensor& t, const std::string& what) {
     for (std::size_t i = 0; i < packed.numel(); ++i) {
         if (!std::isfinite(values[i])) {
             throw Error("a value of " + what + " overflows float32 at flat index " +
-                        std::to_string(i) + " of " +
-                        to_string(packed.shape()) +
+                        std::to_string(i) + " of " + to_string(packed.shape()) +
                         ": the inputs or weights are too large for float32");
         }
     }

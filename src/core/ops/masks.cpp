@@ -11,8 +11,9 @@ HeadMask unit_mask(const Masks& masks, std::size_t b, std::size_t i, const Sizes
     mask.masks = &masks;
     const Tensor& attn = masks.attn_mask;
     if (!attn.empty()) {  // one plane for all, one per batch row, or one per (batch, head)
-        const std::size_t plane =
-            attn.dim() == 2 ? 0 : attn.size(0) == s.batch * s.heads ? b * s.heads + i : b;
+        const std::size_t plane = attn.dim() == 2                     ? 0
+                                  : attn.size(0) == s.batch * s.heads ? b * s.heads + i
+                                                                      : b;
         mask.attn = attn.data() + plane * s.seq_len * s.kv_len;
     }
     if (!masks.key_padding.empty()) mask.padding = masks.key_padding.data() + b * s.kv_len;

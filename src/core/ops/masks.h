@@ -17,9 +17,9 @@ namespace mha {
 // the plan reads only which kinds there are, so --shapes-only describes a pass without them.
 // Query i is at position p = i + M − N, key j at j.
 struct Masks {
-    Tensor attn_mask;                // (N, M), (B, N, M) or (B·h, N, M); empty for none
-    Tensor key_padding;              // (B, M); empty for none
-    bool causal = false;             // the causal rule of core/ops/ops.h, aligned as causal_align says
+    Tensor attn_mask;     // (N, M), (B, N, M) or (B·h, N, M); empty for none
+    Tensor key_padding;   // (B, M); empty for none
+    bool causal = false;  // the causal rule of core/ops/ops.h, aligned as causal_align says
     CausalAlign causal_align = CausalAlign::BottomRight;
     std::vector<std::string> notes;  // how the given mask files were read, in io/masks' words
     double softcap = 0.0;            // C > 0: step 7 ends with scores = C·tanh(scores / C)

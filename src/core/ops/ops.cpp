@@ -52,14 +52,15 @@ void add_key_padding(float* scores, const float* padding, std::size_t n, std::si
 }
 
 std::size_t causal_key_end(std::size_t i, std::size_t n, std::size_t m, CausalAlign align) {
-    if (align == CausalAlign::TopLeft) return std::min(m, i + 1);            // j <= i
+    if (align == CausalAlign::TopLeft) return std::min(m, i + 1);  // j <= i
     return i + m + 1 > n ? std::min(m, i + m + 1 - n) : 0;  // j <= i + m - n, without underflow
 }
 
 void apply_causal(float* scores, std::size_t n, std::size_t m, CausalAlign align) {
     const float blocked = -std::numeric_limits<float>::infinity();
     for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = causal_key_end(i, n, m, align); j < m; ++j) scores[i * m + j] = blocked;
+        for (std::size_t j = causal_key_end(i, n, m, align); j < m; ++j)
+            scores[i * m + j] = blocked;
     }
 }
 

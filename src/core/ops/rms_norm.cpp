@@ -20,7 +20,8 @@ void rms_norm_rows(Tensor& x, const Tensor& weight, double eps) {
         double squares = 0.0;
         for (std::size_t i = 0; i < d; ++i) squares += double(row[i * step]) * row[i * step];
         const double inverse = 1.0 / std::sqrt(squares / double(d) + eps);
-        for (std::size_t i = 0; i < d; ++i) row[i * step] = float(row[i * step] * inverse * w.data()[i]);
+        for (std::size_t i = 0; i < d; ++i)
+            row[i * step] = float(row[i * step] * inverse * w.data()[i]);
     }
 }
 

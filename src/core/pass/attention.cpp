@@ -31,13 +31,13 @@
 
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/pass/flash_row.h"
+#include "core/kernels/streaming.h"
 #include "core/kv_heads.h"
 #include "core/ops/ops.h"
-#include "core/pass/projection.h"
 #include "core/ops/rms_norm.h"
+#include "core/pass/flash_row.h"
+#include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
-#include "core/kernels/streaming.h"
 #include "core/pass/units.h"
 
 namespace mha {
@@ -197,11 +197,16 @@ Units packed_units(const Qkv& heads, const Masks& masks, const Sizes& s, Tensor&
                 const std::size_t b = u / s.heads, i = u % s.heads;
                 const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
                 const Strides& st = context.strides();
-                return AttentionUnit{head_matrix(heads.q, b, i), head_matrix(heads.k, b, g),
-                                     head_matrix(heads.v, b, g), unit_mask(masks, b, i, s),
-                                     scores.empty() ? nullptr
-                                                    : scores.data() + u * s.seq_len * s.kv_len,
-                                     context.data() + b * st[0] + i * st[1], st[2], b, i};
+                return AttentionUnit{
+                    head_matrix(heads.q, b, i),
+                    head_matrix(heads.k, b, g),
+                    head_matrix(heads.v, b, g),
+                    unit_mask(masks, b, i, s),
+                    scores.empty() ? nullptr : scores.data() + u * s.seq_len * s.kv_len,
+                    context.data() + b * st[0] + i * st[1],
+                    st[2],
+                    b,
+                    i};
             }};
 }
 
@@ -225,15 +230,15 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
     if (!trace.on()) {  // nobody watches: each unit runs 6-10 at once, 7-9 fused row by row
         result.fully_masked_rows = run(UnitStep::Attend);
     } else {
-        run(UnitStep::Scores);                            // 6: Q @ K.T  (B, h, N, M)
+        run(UnitStep::Scores);  // 6: Q @ K.T  (B, h, N, M)
         trace.show(scores);
-        run(UnitStep::Scale);                             // 7: / sqrt(d_k)
+        run(UnitStep::Scale);  // 7: / sqrt(d_k)
         trace.show(scores);
-        run(UnitStep::Mask);                              // 8: + mask, blocked -> -inf
+        run(UnitStep::Mask);  // 8: + mask, blocked -> -inf
         trace.show_masked(scores);
         result.fully_masked_rows = run(UnitStep::Softmax);  // 9: softmax over M
         trace.show(scores);
-        run(UnitStep::Context);                           // 10: weights @ V  (B, h, N, d_v)
+        run(UnitStep::Context);  // 10: weights @ V  (B, h, N, d_v)
         trace.show(context);
     }
     result.weights = scores;
@@ -349,21 +354,20 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, PassTrace& trace) {
     Sizes s = check_pass(w, in, masks, options);
     const std::size_t extra = appended_kv(w, options).count();
-    s.kv_len += extra;  // from step 3 on, K and V have the appended positions too
-    show_inputs(in, trace);                                              // 0
-    Qkv projected = project_qkv(w, in, options, trace);                 // 1-3
+    s.kv_len += extra;       // from step 3 on, K and V have the appended positions too
+    show_inputs(in, trace);  // 0
+    Qkv projected = project_qkv(w, in, options, trace);  // 1-3
     if (extra == 0) {
         return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
-                                  trace);                                // 4-5, then 6-14
+                                  trace);  // 4-5, then 6-14
     }
     projected = append_kv(std::move(projected), w, options.add_zero_attn, trace);  // 3: M + extra
-    return forward_from_heads(w, split_heads(projected, s, trace),
-                              with_appended_keys(masks, extra), s, options, trace);
+    return forward_from_heads(w, split_heads(projected, s, trace), with_appended_keys(masks, extra),
+                              s, options, trace);
 }
 
 ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
-                                 const Sizes& s, const ForwardOptions& options,
-                                 PassTrace& trace) {
+                                 const Sizes& s, const ForwardOptions& options, PassTrace& trace) {
     position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
     ForwardResult result;
     Tensor context = options.path == AttentionPath::Streaming
@@ -371,7 +375,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
                          : attend_standard(heads, masks, s, options, trace, result);  // 6-10
     heads = HeadTensors{};  // Q, K and V are freed before steps 11-14
     if (options.ablate_head) zero_head(context, *options.ablate_head);
-    const Tensor concat = combine_heads(context, s, trace);                            // 11-13
+    const Tensor concat = combine_heads(context, s, trace);  // 11-13
 
     // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,

@@ -11,11 +11,11 @@
 #include "core/kernels/kernels.h"
 #include "core/ops/masks.h"
 #include "core/pass/plan.h"
+#include "core/pass/step.h"
+#include "core/pass/units.h"
 #include "core/position/rope.h"
 #include "core/sizes.h"
-#include "core/pass/step.h"
 #include "core/tensor/tensor.h"
-#include "core/pass/units.h"
 #include "core/tensor/workspace.h"
 
 namespace mha {
@@ -32,7 +32,7 @@ struct Weights {
                                 // without it
 
     std::size_t d_model() const { return w_q.size(1); }
-    std::size_t q_width() const { return w_q.size(0); }   // h·d_k
+    std::size_t q_width() const { return w_q.size(0); }  // h·d_k
     std::size_t kdim() const { return w_k.size(1); }
     std::size_t vdim() const { return w_v.size(1); }
     std::size_t kv_width() const { return w_k.size(0); }  // G·d_k
@@ -61,7 +61,7 @@ struct ForwardOptions {
     double scale_base = 0.0;        // S > 0: step 7 divides by sqrt(S) instead of sqrt(d_k)
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
     AttentionPath path = AttentionPath::Standard;
-    std::optional<Rope> rope;       // RoPE on Q and K after step 5 (after QK-norm)
+    std::optional<Rope> rope;    // RoPE on Q and K after step 5 (after QK-norm)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
     std::optional<std::size_t> flash_row;  // streaming, traced: this query row of batch 0, head 0
                                            // tile by tile (core/pass/flash_row.h)

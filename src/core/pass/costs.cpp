@@ -15,14 +15,14 @@ namespace mha {
 std::uint64_t forward_macs(const Sizes& s) {
     const std::string what = "the multiply-adds of this configuration";
     return checked_sum(
-        {checked_product({s.batch, s.seq_len, s.d_model,
-                          checked_sum({s.inner(), s.value_inner()}, what)},
-                         what),  // Q, W_O
+        {checked_product(
+             {s.batch, s.seq_len, s.d_model, checked_sum({s.inner(), s.value_inner()}, what)},
+             what),                                                                // Q, W_O
          checked_product({s.batch, s.kv_len, s.kv_heads, s.d_k(), s.kdim}, what),  // K: G·d_k
          checked_product({s.batch, s.kv_len, s.kv_heads, s.d_v(), s.vdim}, what),  // V: G·d_v
-         checked_product({s.batch, s.seq_len, s.kv_len, s.heads,
-                          checked_sum({s.d_k(), s.d_v()}, what)},
-                         what)},  // 6 and 10
+         checked_product(
+             {s.batch, s.seq_len, s.kv_len, s.heads, checked_sum({s.d_k(), s.d_v()}, what)},
+             what)},  // 6 and 10
         what);
 }
 

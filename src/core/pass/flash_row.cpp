@@ -22,7 +22,7 @@ FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixV
     for (std::size_t k0 = 0; k0 < mask.key_end(row); k0 += key_tile) {
         const std::size_t cols = std::min(key_tile, k.rows - k0);
         const MatrixView keys{k.data + k0 * k.row_stride, cols, d_k, k.row_stride, k.col_stride};
-        gemm(query, keys.transposed(), scores.data(), key_tile);                  // 6
+        gemm(query, keys.transposed(), scores.data(), key_tile);                   // 6
         scale_mask_tile(scores.data(), key_tile, row, 1, k0, cols, factor, mask);  // 7, 8
         FlashTile tile{k0, cols, max_of(scores.data(), cols), m, 1.0f, l, {}};
         const float new_max = std::max(m, tile.tile_max);
@@ -62,18 +62,23 @@ std::vector<float> standard_row(const MatrixView& q, const MatrixView& k, const 
     const std::size_t d_k = q.cols, m = k.rows;
     const MatrixView query{q.data + row * q.row_stride, 1, d_k, q.row_stride, q.col_stride};
     std::vector<float> weights(m), context(v.cols, 0.0f);
-    gemm(query, k.transposed(), weights.data(), m);               // 6
+    gemm(query, k.transposed(), weights.data(), m);                  // 6
     scale_mask_tile(weights.data(), m, row, 1, 0, m, factor, mask);  // 7, 8
-    softmax_rows(weights.data(), 1, m, false);                    // 9
-    gemm({weights.data(), 1, m, m, 1}, v, context.data(), v.cols);  // 10
+    softmax_rows(weights.data(), 1, m, false);                       // 9
+    gemm({weights.data(), 1, m, m, 1}, v, context.data(), v.cols);   // 10
     return context;
 }
 
 FlashFacts flash_facts(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                        const HeadMask& mask, float factor, std::size_t row, std::size_t head) {
     FlashRow flash = trace_flash_row(q, k, v, mask, factor, row);
-    FlashFacts facts{row, head, stream_key_tile, std::move(flash.tiles), std::move(flash.context),
-                     standard_row(q, k, v, mask, factor, row), 0.0};
+    FlashFacts facts{row,
+                     head,
+                     stream_key_tile,
+                     std::move(flash.tiles),
+                     std::move(flash.context),
+                     standard_row(q, k, v, mask, factor, row),
+                     0.0};
     for (std::size_t j = 0; j < facts.context.size(); ++j) {
         const float a = facts.context[j], b = facts.standard[j];
         if (std::isnan(a) && std::isnan(b)) continue;

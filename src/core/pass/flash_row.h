@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/kernels/kernels.h"
-#include "core/pass/step.h"
 #include "core/kernels/streaming.h"
+#include "core/pass/step.h"
 
 namespace mha {
 

@@ -23,7 +23,8 @@ MlaSizes mla_sizes(const MlaWeights& w, std::size_t heads) {
                     dims(w.w_kv_b) + " do not split into " + std::to_string(heads) + " heads");
     }
     s.d_rope = w.w_kv_a.size(0) - s.d_latent;
-    if (w.w_q.size(0) / heads <= s.d_rope || w.w_kv_b.size(0) / heads <= w.w_q.size(0) / heads - s.d_rope) {
+    if (w.w_q.size(0) / heads <= s.d_rope ||
+        w.w_kv_b.size(0) / heads <= w.w_q.size(0) / heads - s.d_rope) {
         throw Error("MLA: q " + dims(w.w_q) + " and kv_b " + dims(w.w_kv_b) +
                     " leave no room for the RoPE part d_R = " + std::to_string(s.d_rope));
     }
@@ -33,23 +34,25 @@ MlaSizes mla_sizes(const MlaWeights& w, std::size_t heads) {
         w.w_o.shape() != Shape{s.d_model, heads * s.d_v}) {
         throw Error("MLA: kv_a " + dims(w.w_kv_a) + ", kv_b " + dims(w.w_kv_b) + " and o " +
                     dims(w.w_o) + " do not fit d_model = " + std::to_string(s.d_model) +
-                    ", d_c = " + std::to_string(s.d_latent) + ", h·d_v = " +
-                    std::to_string(heads * s.d_v));
+                    ", d_c = " + std::to_string(s.d_latent) +
+                    ", h·d_v = " + std::to_string(heads * s.d_v));
     }
-    if (s.d_rope % 2 != 0) throw Error("RoPE needs an even d_k, got d_R = " + std::to_string(s.d_rope));
+    if (s.d_rope % 2 != 0)
+        throw Error("RoPE needs an even d_k, got d_R = " + std::to_string(s.d_rope));
     return s;
 }
 
 Sizes mla_naive_sizes(const MlaSizes& m, std::size_t batch, std::size_t seq_len) {
-    Sizes s{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model, m.heads, m.heads,
-            m.d_nope + m.d_rope};
+    Sizes s{batch,     seq_len, seq_len, m.d_model,          m.d_model,
+            m.d_model, m.heads, m.heads, m.d_nope + m.d_rope};
     s.value_dim = m.d_v;
     return s;
 }
 
 Sizes mla_absorbed_sizes(const MlaSizes& m, std::size_t batch, std::size_t seq_len) {
-    Sizes s{batch, seq_len, seq_len, m.d_model, m.d_model, m.d_model, m.heads, 1,
-            m.d_latent + m.d_rope};
+    Sizes s{batch,     seq_len,   seq_len,
+            m.d_model, m.d_model, m.d_model,
+            m.heads,   1,         m.d_latent + m.d_rope};
     s.value_dim = m.d_latent;
     return s;
 }

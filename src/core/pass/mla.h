@@ -13,11 +13,11 @@ namespace mha {
 
 struct MlaSizes {
     std::size_t d_model;
-    std::size_t heads;   // h
-    std::size_t d_nope;  // d_h: the part of each head's q and k without position
-    std::size_t d_rope;  // d_R: the decoupled RoPE part, one key shared by all heads
+    std::size_t heads;     // h
+    std::size_t d_nope;    // d_h: the part of each head's q and k without position
+    std::size_t d_rope;    // d_R: the decoupled RoPE part, one key shared by all heads
     std::size_t d_latent;  // d_c: the compressed KV latent
-    std::size_t d_v;     // each head's value width
+    std::size_t d_v;       // each head's value width
 };
 
 // The Hugging Face DeepSeek-V2 layout (without the query's low-rank compression).

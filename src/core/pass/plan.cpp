@@ -10,10 +10,10 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/kernels/streaming.h"
 #include "core/kv_heads.h"
 #include "core/ops/ops.h"
 #include "core/position/position_bias.h"
-#include "core/kernels/streaming.h"
 
 namespace mha {
 
@@ -32,8 +32,8 @@ class Planner {
 public:
     explicit Planner(const PassSpec& pass) : spec(pass), s(pass.sizes) {}
 
-    Step& add(StepKind kind, int number, std::string name, std::string tensor, std::string expression, Dims dims,
-              const Layout& layout, std::uint64_t macs = 0) {
+    Step& add(StepKind kind, int number, std::string name, std::string tensor,
+              std::string expression, Dims dims, const Layout& layout, std::uint64_t macs = 0) {
         steps.push_back(make_layout_step(kind, number, std::move(name), std::move(tensor),
                                          std::move(expression), std::move(dims), layout.shape,
                                          layout.strides, macs));
@@ -95,7 +95,10 @@ std::vector<std::vector<bool>> planned_grid(const Masks& masks, std::size_t n, s
 // keeps for it.
 WindowFacts window_facts(const Masks& masks, const Sizes& s, std::size_t length) {
     const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
-    return {masks.window, masks.sinks, length, kept,
+    return {masks.window,
+            masks.sinks,
+            length,
+            kept,
             macs_of({s.batch, s.kv_heads, kept, s.d_k() + s.d_v(), sizeof(float)}),
             macs_of({s.batch, s.kv_heads, length, s.d_k() + s.d_v(), sizeof(float)})};
 }
@@ -145,8 +148,8 @@ void token_attend_facts(const PassSpec& spec, std::size_t t, StepFacts& facts) {
 RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
     const std::size_t d_k = s.d_k(), M = s.kv_len;
     const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
-    RopeFacts facts{rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M,
-                    inv_freq.size(), {}};
+    RopeFacts facts{
+        rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M, inv_freq.size(), {}};
     const std::size_t shown = std::min<std::size_t>(inv_freq.size(), 4);
     for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
         if (position >= M || (position == M - 1 && M <= 2)) continue;
@@ -180,12 +183,15 @@ void plan_position(Planner& p, const Layout& q, const Layout& k, const Dims& q_d
 void plan_inputs(Planner& p) {
     const Sizes& s = p.s;
     const std::string x = query_name(p.spec), n = p.spec.form == Form::Decode ? "T" : "N";
-    p.add(StepKind::Input, 0, "input", x, x, {"B", n, "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
+    p.add(StepKind::Input, 0, "input", x, x, {"B", n, "d_model"},
+          Layout::contiguous_of({s.batch, s.seq_len, s.d_model}));
     if (p.spec.self_attention || p.spec.form != Form::Packed) return;
     const std::size_t M = s.kv_len - p.spec.appended.count();  // the inputs' keys
-    p.add(StepKind::Input, 0, "input", "x_k", "x_k", {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
+    p.add(StepKind::Input, 0, "input", "x_k", "x_k",
+          {"B", "M", s.kdim == s.d_model ? "d_model" : "kdim"},
           Layout::contiguous_of({s.batch, M, s.kdim}));
-    p.add(StepKind::Input, 0, "input", "x_v", "x_v", {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
+    p.add(StepKind::Input, 0, "input", "x_v", "x_v",
+          {"B", "M", s.vdim == s.d_model ? "d_model" : "vdim"},
           Layout::contiguous_of({s.batch, M, s.vdim}));
 }
 
@@ -202,10 +208,11 @@ Layout plan_append(Planner& p, const std::string& kv_width) {
             expression = "cat([" + expression + ", bias_" + (name == "K" ? "k" : "v") +
                          ".repeat(B, 1, 1)], dim=1)";
         }
-        if (a.zero_attn) expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
-        Step& step = p.add(name == "K" ? Operand::K : Operand::V, StepKind::Append, 3, "append",
-                           name, name + " = " + expression,
-                           {"B", "M+" + std::to_string(extra), kv_width}, grown);
+        if (a.zero_attn)
+            expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
+        Step& step =
+            p.add(name == "K" ? Operand::K : Operand::V, StepKind::Append, 3, "append", name,
+                  name + " = " + expression, {"B", "M+" + std::to_string(extra), kv_width}, grown);
         step.copied_bytes = checked_product({B, M, W, sizeof(float)}, "the copy");
         step.facts.appended = AppendedFacts{M - extra, M, a.bias_kv, a.zero_attn};
     }
@@ -220,17 +227,18 @@ Layout plan_project_split(Planner& p) {
     const bool self = p.spec.self_attention;
     const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
     const std::string g = G == h ? "h" : "G", kv_width = G == h ? "d_model" : "G·d_k";
-    const Layout q = Layout::contiguous_of({B, N, h * d_k}), k = Layout::contiguous_of({B, M, G * d_k});
+    const Layout q = Layout::contiguous_of({B, N, h * d_k}),
+                 k = Layout::contiguous_of({B, M, G * d_k});
     const Layout k_in = Layout::contiguous_of({B, M_in, G * d_k});
     p.add(Operand::Q, StepKind::Project, 1, "project", "Q",
-          "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"),
-          {"B", "N", q_width_name(s)}, q, macs_of({B, N, h * d_k, E}));
+          "Q = " + xq + " @ W_q.T" + bias_suffix(p.spec.bias.q, "b_q"), {"B", "N", q_width_name(s)},
+          q, macs_of({B, N, h * d_k, E}));
     p.add(Operand::K, StepKind::Project, 2, "project", "K",
-          "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"),
-          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.kdim}));
+          "K = " + xk + " @ W_k.T" + bias_suffix(p.spec.bias.k, "b_k"), {"B", "M", kv_width}, k_in,
+          macs_of({B, M_in, G * d_k, s.kdim}));
     p.add(Operand::V, StepKind::Project, 3, "project", "V",
-          "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"),
-          {"B", "M", kv_width}, k_in, macs_of({B, M_in, G * d_k, s.vdim}));
+          "V = " + xv + " @ W_v.T" + bias_suffix(p.spec.bias.v, "b_v"), {"B", "M", kv_width}, k_in,
+          macs_of({B, M_in, G * d_k, s.vdim}));
     if (p.spec.appended.count() > 0) plan_append(p, kv_width);
 
     const Layout q4 = q.view({B, N, h, d_k}), k4 = k.view({B, M, G, d_k});
@@ -252,7 +260,8 @@ Layout plan_project_split(Planner& p) {
                      {"B", g, "M", "d_k"}, k4.transpose(1, 2));
     k5.einops = v5.einops = "b m " + e + " d -> b " + e + " m d";
     if (G != h) {
-        for (std::size_t i = 0; i < h; ++i) k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
+        for (std::size_t i = 0; i < h; ++i)
+            k5.facts.kv_head_of_query.push_back(kv_head_of(i, h, G));
         v5.facts.kv_costs = s;
     }
     plan_position(p, q4.transpose(1, 2), k4.transpose(1, 2), {"B", "h", "N", "d_k"},
@@ -281,11 +290,12 @@ Layout plan_fused_project_split(Planner& p) {
     const Operand operands[] = {Operand::Q, Operand::K, Operand::V};
     for (std::size_t i = 0; i < 3; ++i) {
         p.add(operands[i], StepKind::Unbind, 5, "unbind", names[i],
-              std::string(names[i]) + " = qkv[" + std::to_string(i) + "]",
-              {"B", "h", "N", "d_k"}, heads.select(0))
+              std::string(names[i]) + " = qkv[" + std::to_string(i) + "]", {"B", "h", "N", "d_k"},
+              heads.select(0))
             .einops = "b n (three h d) -> three b h n d";  // q, k, v = rearrange(qkv, ...)
     }
-    plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"}, {"B", "h", "M", "d_k"});
+    plan_position(p, heads.select(0), heads.select(0), {"B", "h", "N", "d_k"},
+                  {"B", "h", "M", "d_k"});
     return heads.select(0);
 }
 
@@ -295,8 +305,8 @@ Layout plan_attend_standard(Planner& p) {
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
     const Dims dims = {"B", "h", "N", "M"};
     const Layout scores = Layout::contiguous_of({B, h, N, M});
-    Step& s6 = p.add(StepKind::Scores, 6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)", dims, scores,
-                     macs_of({B, h, N, M, d_k}));
+    Step& s6 = p.add(StepKind::Scores, 6, "scores", "scores", "scores = Q @ K.transpose(-2, -1)",
+                     dims, scores, macs_of({B, h, N, M, d_k}));
     if (s.kv_heads != h) s6.facts.kv_group = h / s.kv_heads;
     s6.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
     const bool base = p.spec.scale_base > 0;
@@ -307,18 +317,21 @@ Layout plan_attend_standard(Planner& p) {
                      dims, scores);
     s7.facts.scale_d_k = d_k;
     if (base) s7.facts.scale_base = p.spec.scale_base;
-    if (p.spec.scale) s7.facts.scale_factor = score_factor(scale_base_of(s, p.spec.scale_base), true);
+    if (p.spec.scale)
+        s7.facts.scale_factor = score_factor(scale_base_of(s, p.spec.scale_base), true);
     if (p.spec.masks.softcap > 0) {
         s7.expression += ", then softcap * torch.tanh(scores / softcap)";
         s7.facts.softcap = p.spec.masks.softcap;
     }
     const bool masked = p.spec.masks.any();
-    Step& s8 = p.add(StepKind::Mask, 8, "mask", "scores",
-                     masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
+    Step& s8 =
+        p.add(StepKind::Mask, 8, "mask", "scores",
+              masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     mask_facts(p.spec, s8.facts);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
-    p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)", dims, scores);
+    p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)",
+          dims, scores);
     const Layout context = Layout::contiguous_of({B, h, N, s.d_v()});
     p.add(StepKind::Context, 10, "context", "context", "context = weights @ V",
           {"B", "h", "N", v_dim_name(s)}, context, macs_of({B, h, N, M, s.d_v()}));
@@ -330,12 +343,11 @@ Layout plan_attend_streamed(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
     const Layout context = Layout::contiguous_of({B, N, h, s.d_v()}).transpose(1, 2);
-    StepFacts& facts = p.add(StepKind::Attend, 10, "attend", "context",
-                             "context = softmax(Q @ K.T" + scale_suffix(p.spec) +
-                                 " + mask) @ V, streamed",
-                             {"B", "h", "N", v_dim_name(s)}, context,
-                             macs_of({B, h, N, M, s.d_k() + s.d_v()}))
-                           .facts;
+    StepFacts& facts =
+        p.add(StepKind::Attend, 10, "attend", "context",
+              "context = softmax(Q @ K.T" + scale_suffix(p.spec) + " + mask) @ V, streamed",
+              {"B", "h", "N", v_dim_name(s)}, context, macs_of({B, h, N, M, s.d_k() + s.d_v()}))
+            .facts;
     if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
     mask_facts(p.spec, facts);
     facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
@@ -354,10 +366,10 @@ void plan_combine(Planner& p, const Layout& context) {
         .einops = "b h n " + d + " -> b n h " + d;
     const Layout packed = back.contiguous();
     p.add(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", dims, packed)
-        .copied_bytes = back.is_contiguous()
-                            ? 0
-                            : checked_product({s.batch, s.seq_len, s.value_inner(), sizeof(float)},
-                                              "the copy");
+        .copied_bytes =
+        back.is_contiguous()
+            ? 0
+            : checked_product({s.batch, s.seq_len, s.value_inner(), sizeof(float)}, "the copy");
     const std::string width = concat_width_name(s);
     p.add(StepKind::JoinHeads, 13, "view", "concat", "concat = context.view(B, N, " + width + ")",
           {"B", "N", width}, packed.view({s.batch, s.seq_len, s.value_inner()}))
@@ -367,15 +379,17 @@ void plan_combine(Planner& p, const Layout& context) {
 // 14: mix the heads.
 void plan_output(Planner& p) {
     const Sizes& s = p.s;
-    p.add(StepKind::OutputProject, 14, "project", "output", "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"),
-          {"B", "N", "d_model"}, Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
+    p.add(StepKind::OutputProject, 14, "project", "output",
+          "output = concat @ W_o.T" + bias_suffix(p.spec.bias.o, "b_o"), {"B", "N", "d_model"},
+          Layout::contiguous_of({s.batch, s.seq_len, s.d_model}),
           macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}))
         .facts.value_heads = s.d_v() != s.d_k();
 }
 
 // "Q_1 = x @ W_q[8:16].T + b_q[8:16]": head i's projection from its rows of the weight.
 std::string slice_projection(const std::string& out, const std::string& x, const std::string& w,
-                             const std::string& b, bool bias, std::size_t first, std::size_t count) {
+                             const std::string& b, bool bias, std::size_t first,
+                             std::size_t count) {
     const std::string rows =
         "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
     return out + " = " + x + " @ " + w + rows + ".T" + bias_suffix(bias, b + rows);
@@ -389,17 +403,19 @@ void plan_one_head(Planner& p, std::size_t i) {
     const bool self = p.spec.self_attention;
     const std::string id = std::to_string(i);
     const Layout q = Layout::contiguous_of({B, N, d_k}), kv = Layout::contiguous_of({B, M, d_k});
-    p.add(Operand::Q, StepKind::Project, 1, "project", "Q_" + id,
-          slice_projection("Q_" + id, query_name(p.spec), "W_q", "b_q", p.spec.bias.q, i * d_k, d_k),
-          {"B", "N", "d_k"}, q, macs_of({B, N, d_k, s.d_model}));
-    Step& k = p.add(Operand::K, StepKind::Project, 2, "project", "K_" + id,
-                    slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k,
-                                     g * d_k, d_k),
-                    {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
+    p.add(
+        Operand::Q, StepKind::Project, 1, "project", "Q_" + id,
+        slice_projection("Q_" + id, query_name(p.spec), "W_q", "b_q", p.spec.bias.q, i * d_k, d_k),
+        {"B", "N", "d_k"}, q, macs_of({B, N, d_k, s.d_model}));
+    Step& k = p.add(
+        Operand::K, StepKind::Project, 2, "project", "K_" + id,
+        slice_projection("K_" + id, self ? "x" : "x_k", "W_k", "b_k", p.spec.bias.k, g * d_k, d_k),
+        {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.kdim}));
     if (s.kv_heads != s.heads) k.facts.reads_kv_head = std::make_pair(i, g);
-    p.add(Operand::V, StepKind::Project, 3, "project", "V_" + id,
-          slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
-          {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
+    p.add(
+        Operand::V, StepKind::Project, 3, "project", "V_" + id,
+        slice_projection("V_" + id, self ? "x" : "x_v", "W_v", "b_v", p.spec.bias.v, g * d_k, d_k),
+        {"B", "M", "d_k"}, kv, macs_of({B, M, d_k, s.vdim}));
     plan_position(p, q, kv, {"B", "N", "d_k"}, {"B", "M", "d_k"}, "Q_" + id, "K_" + id);
     const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
@@ -411,14 +427,16 @@ void plan_one_head(Planner& p, std::size_t i) {
         return;
     }
     const Layout scores = Layout::contiguous_of({B, N, M});
-    p.add(StepKind::Scores, 6, "scores", "scores_" + id, "scores_" + id + " = Q_" + id + " @ K_" + id + ".T",
-          {"B", "N", "M"}, scores, macs_of({B, N, M, d_k}));
+    p.add(StepKind::Scores, 6, "scores", "scores_" + id,
+          "scores_" + id + " = Q_" + id + " @ K_" + id + ".T", {"B", "N", "M"}, scores,
+          macs_of({B, N, M, d_k}));
     mask_facts(p.spec, p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
                              "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)",
                              {"B", "N", "M"}, scores)
                            .facts);
-    p.add(StepKind::Context, 10, "context", "head_" + id, "head_" + id + " = weights_" + id + " @ V_" + id,
-          {"B", "N", "d_k"}, q, macs_of({B, N, M, d_k}));
+    p.add(StepKind::Context, 10, "context", "head_" + id,
+          "head_" + id + " = weights_" + id + " @ V_" + id, {"B", "N", "d_k"}, q,
+          macs_of({B, N, M, d_k}));
 }
 
 // The per-head form: every head, then 13 the concatenation (a copy) and 14.
@@ -441,30 +459,32 @@ void plan_token(Planner& p, std::size_t t) {
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), length = t + 1;
     const Layout cache = Layout::contiguous_of({B, G, T, d_k});
-    TokenFacts& token = p.add(StepKind::Cache, 2, "cache", "K_cache",
-                              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
-                                  bias_suffix(p.spec.bias.k, "b_k"),
-                              {"B", G == h ? "h" : "G", "t", "d_k"},
-                              {{B, G, length, d_k}, cache.strides}, macs_of({B, h * d_k + 2 * G * d_k, E}))
-                            .facts.token.emplace(token_facts(s, t));
+    TokenFacts& token =
+        p.add(StepKind::Cache, 2, "cache", "K_cache",
+              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+                  bias_suffix(p.spec.bias.k, "b_k"),
+              {"B", G == h ? "h" : "G", "t", "d_k"}, {{B, G, length, d_k}, cache.strides},
+              macs_of({B, h * d_k + 2 * G * d_k, E}))
+            .facts.token.emplace(token_facts(s, t));
     token.qk_norm = p.spec.qk_norm;
     token.rope = p.spec.rope.has_value();
     if (p.spec.masks.window > 0) token.window = window_facts(p.spec.masks, s, length);
     const std::string scaled = scale_suffix(p.spec);
     const bool streamed = p.spec.path == AttentionPath::Streaming;
     Step& attend =
-        streamed ? p.add(StepKind::Attend, 10, "attend", "context",
-                         "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
-                         {"B", "h", "N", "d_k"},
-                         Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
-                         macs_of({2, B, h, length, d_k}))
-                 : p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = softmax(q_t @ K_cache.mT" + scaled + ")",
-                         {"B", "h", "N", "t"}, Layout::contiguous_of({B, h, 1, length}),
-                         macs_of({B, h, length, d_k}));
+        streamed
+            ? p.add(StepKind::Attend, 10, "attend", "context",
+                    "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
+                    {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
+                    macs_of({2, B, h, length, d_k}))
+            : p.add(StepKind::Softmax, 9, "softmax", "weights",
+                    "weights = softmax(q_t @ K_cache.mT" + scaled + ")", {"B", "h", "N", "t"},
+                    Layout::contiguous_of({B, h, 1, length}), macs_of({B, h, length, d_k}));
     token_attend_facts(p.spec, t, attend.facts);
     p.add(StepKind::OutputProject, 14, "project", "out_t",
-          (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + q_width_name(s) + ") @ W_o.T"
-                    : "out_t = (weights @ V_cache).view(B, N, " + q_width_name(s) + ") @ W_o.T") +
+          (streamed
+               ? "out_t = context.transpose(1, 2).reshape(B, N, " + q_width_name(s) + ") @ W_o.T"
+               : "out_t = (weights @ V_cache).view(B, N, " + q_width_name(s) + ") @ W_o.T") +
               bias_suffix(p.spec.bias.o, "b_o"),
           {"B", "N", "d_model"}, Layout::contiguous_of({B, 1, E}),
           checked_sum({streamed ? 0 : macs_of({B, h, length, d_k}), macs_of({B, E, h * d_k})},
@@ -482,14 +502,13 @@ void plan_mla_heads(Planner& p) {
     const std::size_t d_h = m.d_nope, d_R = m.d_rope, d_c = m.d_latent, d_v = m.d_v;
     const MlaFacts facts{h, d_h, d_R, d_c, d_v, N, ledger_kv_heads(h), false, false, std::nullopt};
     p.add(Operand::Q, StepKind::Project, 1, "project", "Q",
-          "Q = x @ q_proj.T  (per head [q_nope, q_pe])",
-          {"B", "N", "h·(d_h+d_R)"}, Layout::contiguous_of({B, N, h * (d_h + d_R)}),
-          macs_of({B, N, h * (d_h + d_R), E}));
-    p.add(StepKind::LatentProject, 2, "project", "kv_a", "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)",
-          {"B", "N", "d_c+d_R"}, Layout::contiguous_of({B, N, d_c + d_R}),
-          macs_of({B, N, d_c + d_R, E}));
-    Step& cache = p.add(StepKind::LatentNorm, 2, "rms_norm", "c_kv", "c_kv = kv_a_layernorm(c_kv)", {"B", "N", "d_c"},
-                        Layout::contiguous_of({B, N, d_c}));
+          "Q = x @ q_proj.T  (per head [q_nope, q_pe])", {"B", "N", "h·(d_h+d_R)"},
+          Layout::contiguous_of({B, N, h * (d_h + d_R)}), macs_of({B, N, h * (d_h + d_R), E}));
+    p.add(StepKind::LatentProject, 2, "project", "kv_a",
+          "c_kv, k_pe = (x @ kv_a_proj_with_mqa.T).split([d_c, d_R], -1)", {"B", "N", "d_c+d_R"},
+          Layout::contiguous_of({B, N, d_c + d_R}), macs_of({B, N, d_c + d_R, E}));
+    Step& cache = p.add(StepKind::LatentNorm, 2, "rms_norm", "c_kv", "c_kv = kv_a_layernorm(c_kv)",
+                        {"B", "N", "d_c"}, Layout::contiguous_of({B, N, d_c}));
     cache.facts.mla = facts;
     cache.facts.mla->ledger = true;
     p.add(StepKind::LatentUp, 3, "project", "kv",
@@ -497,8 +516,9 @@ void plan_mla_heads(Planner& p) {
           {"B", "N", "h·(d_h+d_v)"}, Layout::contiguous_of({B, N, h * (d_h + d_v)}),
           macs_of({B, N, h * (d_h + d_v), d_c}))
         .facts.mla = facts;
-    Step& rope_step = p.add(StepKind::Rope, 5, "rope", "k_pe", "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head",
-                       {"B", "N", "d_R"}, Layout::contiguous_of({B, N, d_R}));
+    Step& rope_step = p.add(StepKind::Rope, 5, "rope", "k_pe",
+                            "k_pe = rope(k_pe); q_pe = rope(q_pe) in every head", {"B", "N", "d_R"},
+                            Layout::contiguous_of({B, N, d_R}));
     if (p.spec.rope) {
         Sizes rope_sizes = s;  // the RoPE part is d_R wide: the angles of its pairs
         rope_sizes.head_dim = d_R;
@@ -515,8 +535,8 @@ void plan_mla_heads(Planner& p) {
     };
     joined(Operand::Q, "Q", "Q = cat([q_nope, q_pe], -1).transpose(1, 2)", qk, "d_k",
            "pack 'b n h *', then b n h d -> b h n d");
-    joined(Operand::K, "K", "K = cat([k_nope, k_pe.expand(B, N, h, d_R)], -1).transpose(1, 2)",
-           qk, "d_k", "repeat b n r -> b n h r, pack 'b n h *', then b n h d -> b h n d");
+    joined(Operand::K, "K", "K = cat([k_nope, k_pe.expand(B, N, h, d_R)], -1).transpose(1, 2)", qk,
+           "d_k", "repeat b n r -> b n h r, pack 'b n h *', then b n h d -> b h n d");
     joined(Operand::V, "V", "V = V.transpose(1, 2).contiguous()", v, v_dim_name(s),
            s.d_v() == s.d_k() ? "b n h d -> b h n d" : "b n h dv -> b h n dv");
 }
@@ -532,11 +552,11 @@ void plan_mla_absorbed(Planner& p) {
     const auto sum = [](std::initializer_list<std::uint64_t> terms) {
         return checked_sum(terms, "the multiply-adds");
     };
-    const std::uint64_t queries = macs_of({B, h, N, d_h, d_c});      // q_nope @ W_UK
-    const std::uint64_t scores = macs_of({B, h, N, N, d_c + d_R});   // 6
-    const std::uint64_t context = macs_of({B, h, N, N, d_c});        // 10
-    const std::uint64_t output = sum({macs_of({B, N, E, h * d_c}),   // 14
-                                      macs_of({E, h, d_v, d_c})});   // W_UV folded into W_o
+    const std::uint64_t queries = macs_of({B, h, N, d_h, d_c});     // q_nope @ W_UK
+    const std::uint64_t scores = macs_of({B, h, N, N, d_c + d_R});  // 6
+    const std::uint64_t context = macs_of({B, h, N, N, d_c});       // 10
+    const std::uint64_t output = sum({macs_of({B, N, E, h * d_c}),  // 14
+                                      macs_of({E, h, d_v, d_c})});  // W_UV folded into W_o
     const bool standard = p.spec.path == AttentionPath::Standard;
     if (standard) {
         p.add(StepKind::AbsorbedWeights, 9, "softmax", "weights_absorbed",
@@ -610,7 +630,7 @@ void plan_attention(Planner& p) {
             plan_project_split(p);
         }
         plan_combine(p, spec.path == AttentionPath::Streaming ? plan_attend_streamed(p)
-                                                               : plan_attend_standard(p));
+                                                              : plan_attend_standard(p));
         plan_output(p);
         if (spec.form == Form::Mla) plan_mla_absorbed(p);
     }
@@ -686,10 +706,10 @@ std::uint64_t planned_macs(const std::vector<Step>& steps) {
 std::uint64_t parameter_count(const Sizes& s, bool bias) {
     const std::string what = "the parameter count";
     const std::uint64_t E = s.d_model, kv = std::uint64_t(s.kv_heads) * s.d_k();
-    const std::uint64_t weights = checked_sum(
-        {checked_product({2, E, s.inner()}, what),
-         checked_product({kv, checked_sum({s.kdim, s.vdim}, what)}, what)},
-        what);
+    const std::uint64_t weights =
+        checked_sum({checked_product({2, E, s.inner()}, what),
+                     checked_product({kv, checked_sum({s.kdim, s.vdim}, what)}, what)},
+                    what);
     return checked_sum({weights, bias ? s.inner() + E + 2 * kv : 0}, what);
 }
 
@@ -724,10 +744,10 @@ void PassTrace::show(const Tensor& value) {
     if (!on()) return;
     Step& step = next();
     if (value.shape() != step.shape || value.strides() != step.strides) {
-        throw Error("internal error: step " + std::to_string(step.number) + " " + step.name +
-                    " " + step.tensor + " was planned as shape " + to_string(step.shape) +
-                    " strides " + to_string(step.strides) + " but computed as shape " +
-                    to_string(value.shape()) + " strides " + to_string(value.strides()));
+        throw Error("internal error: step " + std::to_string(step.number) + " " + step.name + " " +
+                    step.tensor + " was planned as shape " + to_string(step.shape) + " strides " +
+                    to_string(step.strides) + " but computed as shape " + to_string(value.shape()) +
+                    " strides " + to_string(value.strides()));
     }
     step.value = &value;
     tracer_.on_step(step);

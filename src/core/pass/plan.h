@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/ops/masks.h"
-#include "core/pass/mla.h"
-#include "core/position/rope.h"
 #include "core/ops/ops.h"
-#include "core/sizes.h"
+#include "core/pass/mla.h"
 #include "core/pass/step.h"
+#include "core/position/rope.h"
+#include "core/sizes.h"
 #include "core/tensor/tensor.h"
 
 namespace mha {
@@ -64,11 +64,11 @@ struct PassSpec {
     AttentionPath path = AttentionPath::Standard;
     bool self_attention = true;
     Biases bias;
-    Masks masks;  // what steps 7-8 apply; the plan reads their kinds, never their tensors
+    Masks masks;        // what steps 7-8 apply; the plan reads their kinds, never their tensors
     bool scale = true;  // step 7 divides by sqrt(d_k)
-    double scale_base = 0.0;  // S > 0: by sqrt(S) instead (Gemma 2's query_pre_attn_scalar)
-    bool qk_norm = false;       // step 5 RMSNorms Q and K
-    std::optional<Rope> rope;   // step 5 rotates Q and K
+    double scale_base = 0.0;   // S > 0: by sqrt(S) instead (Gemma 2's query_pre_attn_scalar)
+    bool qk_norm = false;      // step 5 RMSNorms Q and K
+    std::optional<Rope> rope;  // step 5 rotates Q and K
     AppendedKv appended;
     std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes: B, N = M, h, d_k = d_h + d_R, d_v)
     std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
@@ -78,10 +78,10 @@ struct PassSpec {
 // The character model (core/forms/model.h): the embedding, every layer (the traced one as its
 // whole block, each other as one step), the final norm and the logits.
 struct ModelSpec {
-    PassSpec layer;            // the traced layer: its attention pass, with its block
-    std::size_t layers = 0;    // L
-    std::size_t traced = 0;    // the layer traced step by step, < L
-    std::size_t vocab = 0;     // V
+    PassSpec layer;          // the traced layer: its attention pass, with its block
+    std::size_t layers = 0;  // L
+    std::size_t traced = 0;  // the layer traced step by step, < L
+    std::size_t vocab = 0;   // V
 };
 
 // Every step the pass reports, in order; Step::value is null.
@@ -93,8 +93,8 @@ std::vector<Step> plan_model(const ModelSpec& spec);
 // The multiply-adds of the planned steps (throws mha::Error past 64 bits).
 std::uint64_t planned_macs(const std::vector<Step>& steps);
 
-// Parameters of the four projections: W_q (h·d_k, d_model), W_o (d_model, h·d_k), W_k (G·d_k, kdim),
-// W_v (G·d_k, vdim), and their biases when there are any.
+// Parameters of the four projections: W_q (h·d_k, d_model), W_o (d_model, h·d_k), W_k (G·d_k,
+// kdim), W_v (G·d_k, vdim), and their biases when there are any.
 std::uint64_t parameter_count(const Sizes& sizes, bool bias);
 
 // Step 7's factor: 1/sqrt(base), base = d_k or --scale-base S; 1 when the scores are not scaled.

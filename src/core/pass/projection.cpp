@@ -32,7 +32,7 @@ void project_into(const float* x, std::size_t rows, std::size_t in,
 }
 
 LinearTarget linear_target(const Tensor& w, const Tensor& bias, Tensor& y,
-                       const PackedLinear* packed) {
+                           const PackedLinear* packed) {
     return {w.data(), bias.empty() ? nullptr : bias.data(), y.data(), w.size(0),
             packed == nullptr ? nullptr : packed->for_kernels()};
 }

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/pass/attention.h"
 #include "core/kernels/kernels.h"
+#include "core/pass/attention.h"
 #include "core/sizes.h"
 #include "core/tensor/tensor.h"
 #include "core/tensor/workspace.h"
@@ -30,9 +30,9 @@ std::uint64_t packed_weights_bytes(const Sizes& sizes);
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
                Workspace* workspace = nullptr, const PackedLinear* packed = nullptr);
 
-// Every target's y = x Wᵀ + b (core/kernels/kernels.h), x (rows, in) row-major, in one pool dispatch:
-// the outputs' panels are split over the threads (each thread packs its panels of W once),
-// then the rows too when there are fewer panels than threads; no worker is woken for less
+// Every target's y = x Wᵀ + b (core/kernels/kernels.h), x (rows, in) row-major, in one pool
+// dispatch: the outputs' panels are split over the threads (each thread packs its panels of W
+// once), then the rows too when there are fewer panels than threads; no worker is woken for less
 // than min_shared_macs multiply-adds (core/kernels/parallel.h).
 void project_into(const float* x, std::size_t rows, std::size_t in,
                   const std::vector<LinearTarget>& targets, std::size_t threads);

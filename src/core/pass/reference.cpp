@@ -7,10 +7,10 @@
 #include <cmath>
 
 #include "core/ops/ops.h"
-#include "core/position/position_bias.h"
 #include "core/ops/rms_norm.h"
-#include "core/pass/shape_checks.h"
 #include "core/ops/softcap.h"
+#include "core/pass/shape_checks.h"
+#include "core/position/position_bias.h"
 
 namespace mha {
 
@@ -36,8 +36,8 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
                                 const std::optional<Rope>& rope) {
     const Sizes s = check_shapes(w, in, masks, heads);
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
-    Tensor q = heads_of(linear(in.x_q, w.w_q, w.b_q), h);  // (B, h, N, d_k)
-    Tensor k = heads_of(linear(in.x_k, w.w_k, w.b_k), h);  // (B, h, M, d_k)
+    Tensor q = heads_of(linear(in.x_q, w.w_q, w.b_q), h);        // (B, h, N, d_k)
+    Tensor k = heads_of(linear(in.x_k, w.w_k, w.b_k), h);        // (B, h, M, d_k)
     const Tensor v = heads_of(linear(in.x_v, w.w_v, w.b_v), h);  // (B, h, M, d_k)
     if (!w.q_norm.empty()) {  // 5: QK-norm, then RoPE; the queries are the last N positions
         rms_norm_rows(q, w.q_norm);

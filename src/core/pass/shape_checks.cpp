@@ -21,8 +21,8 @@ void check_head_width(std::size_t d_model, std::size_t width, std::size_t heads)
         throw Error(width == d_model
                         ? "d_model " + std::to_string(d_model) + " is not divisible by heads " +
                               std::to_string(heads) + "; d_k = d_model / h must be a whole number"
-                        : "W_q has " + std::to_string(width) + " rows, not h·d_k for h = " +
-                              std::to_string(heads));
+                        : "W_q has " + std::to_string(width) +
+                              " rows, not h·d_k for h = " + std::to_string(heads));
     }
 }
 
@@ -36,13 +36,15 @@ void check_kv_heads(std::size_t heads, std::size_t kv_heads) {
 void check_form(Form form, const Sizes& s, bool self_attention, const Masks& masks) {
     if (form == Form::Decode &&
         (!self_attention || masks.has_attn_mask() || masks.has_key_padding())) {
-        throw Error("decoding is causal self-attention: one sequence attending to itself, "
-                    "with no attn_mask or key padding mask");
+        throw Error(
+            "decoding is causal self-attention: one sequence attending to itself, "
+            "with no attn_mask or key padding mask");
     }
-    if (form == Form::FusedQkv && (!self_attention || s.kv_heads != s.heads ||
-                                   s.kdim != s.d_model || s.vdim != s.d_model)) {
-        throw Error("the fused QKV projection needs self-attention with K and V as wide as Q "
-                    "(G = h, kdim = vdim = d_model)");
+    if (form == Form::FusedQkv &&
+        (!self_attention || s.kv_heads != s.heads || s.kdim != s.d_model || s.vdim != s.d_model)) {
+        throw Error(
+            "the fused QKV projection needs self-attention with K and V as wide as Q "
+            "(G = h, kdim = vdim = d_model)");
     }
 }
 
@@ -103,23 +105,26 @@ Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
     const Sizes s = check_shapes(w, in, masks, options.heads);
     const bool positional = masks.alibi || masks.window > 0 || options.rope;
     if (positional && s.seq_len > s.kv_len) {
-        throw Error("RoPE, ALiBi and the window place the N queries at the last N of the M "
-                    "key positions, so N = " + std::to_string(s.seq_len) + " must not exceed M = " +
-                    std::to_string(s.kv_len));
+        throw Error(
+            "RoPE, ALiBi and the window place the N queries at the last N of the M "
+            "key positions, so N = " +
+            std::to_string(s.seq_len) + " must not exceed M = " + std::to_string(s.kv_len));
     }
     if (options.rope && s.d_k() % 2 != 0) {
         throw Error("RoPE rotates pairs of features, so d_k must be even, got d_k = " +
                     std::to_string(s.d_k()));
     }
     if (w.q_norm.empty() != w.k_norm.empty() ||
-        (!w.q_norm.empty() && (w.q_norm.shape() != Shape{s.d_k()} || w.k_norm.shape() != Shape{s.d_k()}))) {
+        (!w.q_norm.empty() &&
+         (w.q_norm.shape() != Shape{s.d_k()} || w.k_norm.shape() != Shape{s.d_k()}))) {
         throw Error("QK-norm needs q_norm.weight and k_norm.weight of shape (d_k) = (" +
                     std::to_string(s.d_k()) + ")");
     }
     if (masks.causal && appended_kv(w, options).count() > 0) {
-        throw Error("a causal mask cannot combine with key/value positions appended after the "
-                    "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
-                    "attn_mask, which is padded as PyTorch pads it");
+        throw Error(
+            "a causal mask cannot combine with key/value positions appended after the "
+            "projections (add_bias_kv, add_zero_attn): give the causal mask as an "
+            "attn_mask, which is padded as PyTorch pads it");
     }
     if (options.ablate_head && *options.ablate_head >= s.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 
-#include "core/pass/attention.h"
 #include "core/ops/masks.h"
+#include "core/pass/attention.h"
 #include "core/pass/plan.h"
 #include "core/sizes.h"
 

@@ -25,11 +25,11 @@ struct WindowFacts {
 
 // RoPE on Q at step 5: the pairs, the base, and the angles of the first pairs.
 struct RopeFacts {
-    bool half = true;                   // half layout (x[i], x[i + d_k/2]); else interleaved
-    double theta = 0.0;                 // the base
+    bool half = true;    // half layout (x[i], x[i + d_k/2]); else interleaved
+    double theta = 0.0;  // the base
     std::size_t d_k = 0;
-    std::size_t n = 0, m = 0;           // N queries at positions M-N..M-1, M keys at 0..M-1
-    std::size_t pairs = 0;              // d_k / 2
+    std::size_t n = 0, m = 0;  // N queries at positions M-N..M-1, M keys at 0..M-1
+    std::size_t pairs = 0;     // d_k / 2
     std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
                                                                       // the first pairs)
 };
@@ -43,11 +43,11 @@ struct AppendedFacts {
 
 // One token of the decode form.
 struct TokenFacts {
-    std::size_t position = 0;       // 1-based: token `position` of `count`
-    std::size_t count = 0;          // T
-    std::uint64_t cache_bytes = 0;  // K and V held in the cache once this token is in
-    bool qk_norm = false;           // step 2: q_t and k_t are RMS-normalised before caching
-    bool rope = false;              // step 2: q_t and k_t are rotated to position - 1 first
+    std::size_t position = 0;           // 1-based: token `position` of `count`
+    std::size_t count = 0;              // T
+    std::uint64_t cache_bytes = 0;      // K and V held in the cache once this token is in
+    bool qk_norm = false;               // step 2: q_t and k_t are RMS-normalised before caching
+    bool rope = false;                  // step 2: q_t and k_t are rotated to position - 1 first
     std::optional<WindowFacts> window;  // step 2: the positions the window still reads
 };
 
@@ -56,95 +56,97 @@ struct FlashTile {
     std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
     float tile_max;               // the largest of its scaled, masked scores (−inf: all blocked)
     float running_max;            // m after the tile: the largest score so far
-    float shrink;                 // e^(m_before − m_after): what the sum and output were scaled by
-    float running_sum;            // l after the tile: Σ e^(score − m) over the keys so far
-    std::vector<float> output;    // (d_k) o after the tile: Σ e^(score − m) v, not divided by l
+    float shrink;               // e^(m_before − m_after): what the sum and output were scaled by
+    float running_sum;          // l after the tile: Σ e^(score − m) over the keys so far
+    std::vector<float> output;  // (d_k) o after the tile: Σ e^(score − m) v, not divided by l
 };
 
 // Streaming 10 with a traced row: query `row` of batch 0, head `head`, tile by tile.
 struct FlashFacts {
     std::size_t row = 0, head = 0;
-    std::size_t key_tile = 0;          // the streaming path's tile width
+    std::size_t key_tile = 0;  // the streaming path's tile width
     std::vector<FlashTile> tiles;
-    std::vector<float> context;        // (d_k) o / l after the last tile
-    std::vector<float> standard;       // (d_k) the same row as the standard path computes it
-    double max_difference = 0.0;       // max |context − standard| (0 when both are NaN)
+    std::vector<float> context;   // (d_k) o / l after the last tile
+    std::vector<float> standard;  // (d_k) the same row as the standard path computes it
+    double max_difference = 0.0;  // max |context − standard| (0 when both are NaN)
 };
 
 // The MLA form (core/pass/mla.h): its sizes, and what only the computation knows.
 struct MlaFacts {
     std::size_t heads = 0, d_nope = 0, d_rope = 0, d_latent = 0, d_v = 0;  // h, d_h, d_R, d_c, d_v
-    std::size_t length = 0;        // N: the tokens of the sequence
-    std::size_t gqa_kv_heads = 0;  // the cache ledger's GQA row, 0 for none
-    bool ledger = false;           // the cache step: MHA / GQA / MQA / MLA bytes per token
-    bool absorbed = false;         // a step of the absorbed form
+    std::size_t length = 0;                // N: the tokens of the sequence
+    std::size_t gqa_kv_heads = 0;          // the cache ledger's GQA row, 0 for none
+    bool ledger = false;                   // the cache step: MHA / GQA / MQA / MLA bytes per token
+    bool absorbed = false;                 // a step of the absorbed form
     std::optional<double> max_difference;  // absorbed vs naive, once computed
 };
 
 // What a step establishes beyond its layout, as numbers and kinds: core/ computes them,
 // show/notes.h words them. Every field is empty unless the step has that fact.
 struct StepFacts {
-    std::vector<std::size_t> kv_head_of_query;  // 5 K, G < h: entry i is the K/V head query head i reads
-    std::optional<Sizes> kv_costs;               // 5 V, G < h: the sizes whose MHA/GQA/MQA costs to compare
-    std::optional<std::pair<std::size_t, std::size_t>> reads_kv_head;  // per-head 2: (query head, K/V head)
-    std::size_t kv_group = 0;                    // 6, G < h: h / G query heads share each K/V head
+    std::vector<std::size_t>
+        kv_head_of_query;           // 5 K, G < h: entry i is the K/V head query head i reads
+    std::optional<Sizes> kv_costs;  // 5 V, G < h: the sizes whose MHA/GQA/MQA costs to compare
+    std::optional<std::pair<std::size_t, std::size_t>>
+        reads_kv_head;         // per-head 2: (query head, K/V head)
+    std::size_t kv_group = 0;  // 6, G < h: h / G query heads share each K/V head
     std::optional<std::uint64_t> stored_score_bytes;  // 6, standard path: the scores it stores
-    std::optional<std::size_t> scale_d_k;        // 7: d_k
-    std::optional<double> scale_base;            // 7: S when the scores are divided by sqrt(S)
-    std::optional<float> scale_factor;           // 7: 1/sqrt(d_k); empty when the scores are not scaled
-    std::optional<double> softcap;               // 7 (streaming 10): the soft-cap C
-    std::optional<RopeFacts> rope;               // 5 rope on Q: how the rotation turns
-    std::optional<Masks> masks;                  // 8 (per-head 9, streaming 10): what the mask step applies
+    std::optional<std::size_t> scale_d_k;             // 7: d_k
+    std::optional<double> scale_base;                 // 7: S when the scores are divided by sqrt(S)
+    std::optional<float> scale_factor;  // 7: 1/sqrt(d_k); empty when the scores are not scaled
+    std::optional<double> softcap;      // 7 (streaming 10): the soft-cap C
+    std::optional<RopeFacts> rope;      // 5 rope on Q: how the rotation turns
+    std::optional<Masks> masks;         // 8 (per-head 9, streaming 10): what the mask step applies
     std::size_t mask_queries = 0, mask_keys = 0;  // with masks: the N queries and M keys it masks
-    std::vector<double> alibi_slopes;            // with ALiBi: the slope m_i of every head
-    std::optional<WindowFacts> window;           // with a window: the keys it keeps, the cache it needs
-    std::optional<AppendedFacts> appended;       // 3 append: the positions appended to K and V
+    std::vector<double> alibi_slopes;             // with ALiBi: the slope m_i of every head
+    std::optional<WindowFacts> window;      // with a window: the keys it keeps, the cache it needs
+    std::optional<AppendedFacts> appended;  // 3 append: the positions appended to K and V
     std::optional<std::uint64_t> unstored_score_bytes;  // streaming 10: the scores it never stores
-    std::size_t query_tile = 0, key_tile = 0;    // streaming 10: its tiles
-    std::optional<FlashFacts> flash;             // streaming 10 with --flash-row: one row's tiles
-    std::optional<MlaFacts> mla;                 // the MLA form's cache, attention and output steps
-    std::optional<TokenFacts> token;             // decode 2, 9, 14 (10 when streamed)
-    std::optional<std::uint64_t> parameters;     // block steps: the parameters the step uses
-    bool value_heads = false;                    // 14: the concat's head blocks are d_v wide (MLA), not d_k
+    std::size_t query_tile = 0, key_tile = 0;           // streaming 10: its tiles
+    std::optional<FlashFacts> flash;          // streaming 10 with --flash-row: one row's tiles
+    std::optional<MlaFacts> mla;              // the MLA form's cache, attention and output steps
+    std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
+    std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
+    bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
 };
 
 // What a step is. The plan sets it; views and notes switch on it, never on a step's name,
 // tensor or number (which are worded for the reader and may change).
 enum class StepKind {
-    Input,          // 0   an input: x, x_q, x_k, x_v
-    Embed,          // 0   the model's token and position embeddings
-    Project,        // 1-3 Q, K or V from the inputs (whole, fused as qkv, or one head's slice)
-    Cache,          // decode 2: the new token's K and V written into the cache
-    Append,         // 3   add_bias_kv / add_zero_attn positions appended to K and V
-    LatentProject,  // MLA 2: the latent and the shared RoPE key from x
-    LatentNorm,     // MLA 2: the latent's RMSNorm (what the cache keeps)
-    LatentUp,       // MLA 3: every head's k_nope and v up-projected from the latent
-    AssembleHeads,  // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
-    SplitHeads,     // 4   view: the last dimension split into heads
-    MoveHeads,      // 5   transpose / permute: the head dimension moved forward
-    Unbind,         // 5   fused: Q, K and V taken out of qkv
-    QkNorm,         // 5   RMSNorm of Q or K per head
-    Rope,           // 5   the rotary position embedding
-    Scores,         // 6   Q Kᵀ
-    Scale,          // 7   / sqrt(d_k), soft-cap
-    Mask,           // 8   + mask
-    Softmax,        // 9   the attention weights
-    Context,        // 10  weights V
-    Attend,         // 10  6-10 streamed, tile by tile
-    MergeHeads,     // 11  transpose back
-    Contiguous,     // 12  the one copy
-    JoinHeads,      // 13  view: the heads read side by side, nothing copied
-    Concat,         // 13  per-head: the heads copied side by side
-    OutputProject,  // 14  W_o
+    Input,            // 0   an input: x, x_q, x_k, x_v
+    Embed,            // 0   the model's token and position embeddings
+    Project,          // 1-3 Q, K or V from the inputs (whole, fused as qkv, or one head's slice)
+    Cache,            // decode 2: the new token's K and V written into the cache
+    Append,           // 3   add_bias_kv / add_zero_attn positions appended to K and V
+    LatentProject,    // MLA 2: the latent and the shared RoPE key from x
+    LatentNorm,       // MLA 2: the latent's RMSNorm (what the cache keeps)
+    LatentUp,         // MLA 3: every head's k_nope and v up-projected from the latent
+    AssembleHeads,    // MLA 5: each head's Q, K (k_pe shared) or V put together from its parts
+    SplitHeads,       // 4   view: the last dimension split into heads
+    MoveHeads,        // 5   transpose / permute: the head dimension moved forward
+    Unbind,           // 5   fused: Q, K and V taken out of qkv
+    QkNorm,           // 5   RMSNorm of Q or K per head
+    Rope,             // 5   the rotary position embedding
+    Scores,           // 6   Q Kᵀ
+    Scale,            // 7   / sqrt(d_k), soft-cap
+    Mask,             // 8   + mask
+    Softmax,          // 9   the attention weights
+    Context,          // 10  weights V
+    Attend,           // 10  6-10 streamed, tile by tile
+    MergeHeads,       // 11  transpose back
+    Contiguous,       // 12  the one copy
+    JoinHeads,        // 13  view: the heads read side by side, nothing copied
+    Concat,           // 13  per-head: the heads copied side by side
+    OutputProject,    // 14  W_o
     AbsorbedWeights,  // MLA 9: the absorbed form's weights, compared with the pass's
     AbsorbedOutput,   // MLA 14: the absorbed form's output, compared with the pass's
-    Norm,           // block / model: a LayerNorm
-    Residual,       // block: x + sublayer(x)
-    FfnIn,          // block: linear1
-    Gelu,           // block: the activation
-    FfnOut,         // block: linear2
-    Layer,          // model: one whole layer
-    Logits,         // model: the head to the vocabulary
+    Norm,             // block / model: a LayerNorm
+    Residual,         // block: x + sublayer(x)
+    FfnIn,            // block: linear1
+    Gelu,             // block: the activation
+    FfnOut,           // block: linear2
+    Layer,            // model: one whole layer
+    Logits,           // model: the head to the vocabulary
 };
 
 // Which of the attention's operands a step yields, when it yields one of them.
@@ -159,25 +161,25 @@ enum class Operand {
 // One tensor produced by one numbered step of the forward pass. Steps that act
 // on Q, K and V alike (4 view, 5 transpose) report one Step per tensor.
 struct Step {
-    StepKind kind = StepKind::Input;      // what the step is (set by the plan)
-    Operand operand = Operand::None;      // which of Q, K, V it yields (set by the plan)
-    int number = 0;                       // 0 for the inputs, then 1..14 as in docs/walkthrough.md
-    std::string name;                     // what the step does: "project", "view", "softmax", ...
-    std::string tensor;                   // which tensor it yields: "Q", "scores", "output", ...
-    std::string expression;               // the PyTorch expression, e.g. "Q.view(B, N, h, d_k)"
-    std::string einops;                   // the same rearrangement in einops notation, e.g.
-                                          // "b n (h d) -> b n h d"; empty for other steps
-    std::vector<std::string> dims;        // a name for every dimension: {"B", "h", "N", "d_k"}
-    Shape shape;                          // the tensor's sizes, one per name in dims
-    Strides strides;                      // in elements, as Tensor.stride() reports them
+    StepKind kind = StepKind::Input;  // what the step is (set by the plan)
+    Operand operand = Operand::None;  // which of Q, K, V it yields (set by the plan)
+    int number = 0;                   // 0 for the inputs, then 1..14 as in docs/walkthrough.md
+    std::string name;                 // what the step does: "project", "view", "softmax", ...
+    std::string tensor;               // which tensor it yields: "Q", "scores", "output", ...
+    std::string expression;           // the PyTorch expression, e.g. "Q.view(B, N, h, d_k)"
+    std::string einops;               // the same rearrangement in einops notation, e.g.
+                                      // "b n (h d) -> b n h d"; empty for other steps
+    std::vector<std::string> dims;    // a name for every dimension: {"B", "h", "N", "d_k"}
+    Shape shape;                      // the tensor's sizes, one per name in dims
+    Strides strides;                  // in elements, as Tensor.stride() reports them
     bool contiguous = true;
-    std::uint64_t copied_bytes = 0;       // bytes moved only to change the memory layout
-    std::uint64_t macs = 0;               // multiply-adds of the step's matrix products
-    StepFacts facts;                      // what the step establishes; show/notes.h words it
+    std::uint64_t copied_bytes = 0;          // bytes moved only to change the memory layout
+    std::uint64_t macs = 0;                  // multiply-adds of the step's matrix products
+    StepFacts facts;                         // what the step establishes; show/notes.h words it
     std::vector<std::vector<bool>> allowed;  // step 8: (N, M) keys each query may see, batch 0
                                              // head 0; empty when N or M is too large to draw
-    const Tensor* value = nullptr;        // the tensor itself, valid only during on_step; null when
-                                          // the step has no values (--shapes-only, a cache view)
+    const Tensor* value = nullptr;  // the tensor itself, valid only during on_step; null when
+                                    // the step has no values (--shapes-only, a cache view)
 };
 
 class Tracer {

@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/kernels/parallel.h"
+#include "core/kernels/streaming.h"
 #include "core/ops/masks.h"
 #include "core/ops/ops.h"
-#include "core/kernels/parallel.h"
-#include "core/position/position_bias.h"
-#include "core/pass/score_guard.h"
 #include "core/ops/softcap.h"
-#include "core/kernels/streaming.h"
+#include "core/pass/score_guard.h"
+#include "core/position/position_bias.h"
 
 namespace mha {
 
@@ -70,13 +70,22 @@ std::size_t run_unit_in_range(UnitStep step, const AttentionUnit& u, const UnitM
 
 std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math) {
     switch (step) {
-        case UnitStep::Scores: unit_scores(u); return 0;
-        case UnitStep::Scale: unit_scale(u, math.factor); return 0;
-        case UnitStep::Mask: unit_mask_scores(u); return 0;
-        case UnitStep::Softmax: return unit_softmax(u, math);
+        case UnitStep::Scores:
+            unit_scores(u);
+            return 0;
+        case UnitStep::Scale:
+            unit_scale(u, math.factor);
+            return 0;
+        case UnitStep::Mask:
+            unit_mask_scores(u);
+            return 0;
+        case UnitStep::Softmax:
+            return unit_softmax(u, math);
         case UnitStep::ScaleMaskSoftmax:
             return scale_mask_softmax(u.scores, math.factor, u.mask, math.zero_masked_rows);
-        case UnitStep::Context: unit_context(u); return 0;
+        case UnitStep::Context:
+            unit_context(u);
+            return 0;
         case UnitStep::Attend: {
             unit_scores(u);
             const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
@@ -97,12 +106,12 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
     std::vector<std::size_t> blocked(units.count, 0);
     if (units.count > 0) {  // both products of every unit: no worker for a tiny problem
         const AttentionUnit first = units.unit(0);
-        threads = threads_for(std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 *
-                                  first.q.cols,
-                              threads);
+        threads = threads_for(
+            std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 * first.q.cols, threads);
     }
     parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) blocked[u] = run_unit_in_range(step, units.unit(u), math);
+        for (std::size_t u = begin; u < end; ++u)
+            blocked[u] = run_unit_in_range(step, units.unit(u), math);
     });
     std::size_t total = 0;
     for (std::size_t rows : blocked) total += rows;

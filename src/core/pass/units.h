@@ -11,11 +11,11 @@ namespace mha {
 
 // The unit of work: one (batch, head) pair of steps 6-10, what it reads and where it writes.
 struct AttentionUnit {
-    MatrixView q;        // (N, d_k)
-    MatrixView k, v;     // (M, d_k), (M, d_v): the key/value head this query head reads
-    HeadMask mask;       // what step 8 adds
-    float* scores;       // (N, M) row-major: the scores, then the weights; unused when streamed
-    float* context;      // (N, d_v), rows ldc apart
+    MatrixView q;     // (N, d_k)
+    MatrixView k, v;  // (M, d_k), (M, d_v): the key/value head this query head reads
+    HeadMask mask;    // what step 8 adds
+    float* scores;    // (N, M) row-major: the scores, then the weights; unused when streamed
+    float* context;   // (N, d_v), rows ldc apart
     std::size_t ldc;
     // Where the unit sits, for messages: its batch row, its head, the position of query 0.
     std::size_t batch = 0, head = 0, first_query = 0;
@@ -51,7 +51,6 @@ enum class UnitStep {
 // taken for masking: a unit whose q·k would pass FLT_MAX while q·k·factor does not forms
 // its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them scaled and step 7
 // leaves them); a score that passes FLT_MAX even scaled is an Error naming its position.
-std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
-                      std::size_t threads);
+std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math, std::size_t threads);
 
 }  // namespace mha

@@ -44,7 +44,8 @@ void apply_window(const ScoreBlock& block, const Window& window) {
     for (std::size_t r = 0; r < block.n; ++r) {
         float* row = block.data + r * block.row_stride;
         for (std::size_t c = 0; c < block.m; ++c) {
-            if (!window_allows(window, block.first_query + r, block.first_key + c)) row[c] = blocked;
+            if (!window_allows(window, block.first_query + r, block.first_key + c))
+                row[c] = blocked;
         }
     }
 }

@@ -65,7 +65,8 @@ std::vector<std::size_t> rope_half_order(std::size_t d_k) {
     return order;
 }
 
-Tensor reorder_head_rows(const Tensor& w, std::size_t heads, const std::vector<std::size_t>& order) {
+Tensor reorder_head_rows(const Tensor& w, std::size_t heads,
+                         const std::vector<std::size_t>& order) {
     const Tensor source = w.contiguous();
     const std::size_t rows = w.size(0), width = w.numel() / rows, d_k = order.size();
     if (rows != heads * d_k) {

@@ -20,7 +20,8 @@ struct Rope {
     double theta = 10000.0;  // the base T of inv_freq
 };
 
-// inv_freq[i] = T^(-2i/d_k) for i in [0, d_k/2): the angle of pair i at position p is p·inv_freq[i].
+// inv_freq[i] = T^(-2i/d_k) for i in [0, d_k/2): the angle of pair i at position p is
+// p·inv_freq[i].
 std::vector<double> rope_inv_freq(std::size_t d_k, double theta);
 
 // The features (a, b) of pair i: a' = a cos θ − b sin θ, b' = a sin θ + b cos θ.

@@ -40,13 +40,14 @@ void populate([[maybe_unused]] void* begin, [[maybe_unused]] std::size_t bytes) 
 // more than they need.
 std::shared_ptr<float> mapped_block(std::size_t floats, std::size_t bytes) {
     const std::size_t slack = huge_page - page;  // room to move the start to a 2 MiB boundary
-    void* raw = mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+    void* raw =
+        mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     const auto start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t aligned = round_up(start, huge_page), end = start + bytes + slack;
     if (aligned > start) munmap(raw, aligned - start);
-    if (end > aligned + bytes) munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
+    if (end > aligned + bytes)
+        munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
     auto* first = reinterpret_cast<float*>(aligned);
     madvise(first, bytes, MADV_HUGEPAGE);  // refused or ignored without huge pages: 4 KiB pages
     populate(first, floats * sizeof(float));

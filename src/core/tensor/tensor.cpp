@@ -96,8 +96,8 @@ bool Tensor::is_contiguous() const { return layout_.is_contiguous(); }
 // A view is possible when every run of old dimensions that is contiguous in
 // memory (a "chunk") is split or merged into new dimensions that stay inside
 // that chunk. Walk both shapes from the innermost dimension, chunk by chunk.
-static bool view_strides(const Shape& old_shape, const Strides& old_strides,
-                         const Shape& new_shape, Strides& new_strides) {
+static bool view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape,
+                         Strides& new_strides) {
     new_strides.assign(new_shape.size(), 1);
     std::size_t new_d = new_shape.size();
     std::size_t chunk_stride = old_strides.empty() ? 1 : old_strides.back();
@@ -105,9 +105,8 @@ static bool view_strides(const Shape& old_shape, const Strides& old_strides,
     std::size_t new_count = 1;
     for (std::size_t old_d = old_shape.size(); old_d-- > 0;) {
         old_count *= old_shape[old_d];
-        const bool chunk_ends =
-            old_d == 0 || (old_shape[old_d - 1] != 1 &&
-                           old_strides[old_d - 1] != old_count * chunk_stride);
+        const bool chunk_ends = old_d == 0 || (old_shape[old_d - 1] != 1 &&
+                                               old_strides[old_d - 1] != old_count * chunk_stride);
         if (!chunk_ends) continue;
         while (new_d > 0 && (new_count < old_count || new_shape[new_d - 1] == 1)) {
             --new_d;
@@ -136,8 +135,8 @@ Layout Layout::view(const Shape& new_shape) const {
     }
     Layout result = contiguous_of(new_shape);  // what an empty tensor takes, as in PyTorch
     if (element_count(shape) != 0 && !view_strides(shape, strides, new_shape, result.strides)) {
-        throw Error("view: cannot view a tensor of shape " + to_string(shape) +
-                    " with strides " + to_string(strides) + " as " + to_string(new_shape) +
+        throw Error("view: cannot view a tensor of shape " + to_string(shape) + " with strides " +
+                    to_string(strides) + " as " + to_string(new_shape) +
                     ": its elements are not laid out contiguously; call contiguous() first"
                     " (in PyTorch: x.contiguous().view(...))");
     }
@@ -225,8 +224,9 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
     std::size_t position = offset_;
     for (std::size_t d = 0; d < dim(); ++d) {
         if (index[d] >= shape()[d]) {
-            throw Error("at: index " + std::to_string(index[d]) + " is out of range for dimension " +
-                        std::to_string(d) + " of shape " + to_string(shape()));
+            throw Error("at: index " + std::to_string(index[d]) +
+                        " is out of range for dimension " + std::to_string(d) + " of shape " +
+                        to_string(shape()));
         }
         position += index[d] * strides()[d];
     }

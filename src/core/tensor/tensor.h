@@ -41,8 +41,8 @@ struct Layout {
 class Tensor {
 public:
     Tensor() = default;
-    explicit Tensor(Shape shape);                       // zero-filled, contiguous
-    Tensor(Shape shape, std::vector<float> values);     // values in C order
+    explicit Tensor(Shape shape);                    // zero-filled, contiguous
+    Tensor(Shape shape, std::vector<float> values);  // values in C order
     // Contiguous, in the given storage, grown to the shape within the capacity it already has
     // (never shrunk), so memory a Workspace keeps is reused, not reallocated. Zero-filled when
     // `zero_fill`; otherwise the values are what the storage held (zeros where it never
@@ -50,7 +50,8 @@ public:
     static Tensor in_storage(Shape shape, std::shared_ptr<std::vector<float>> storage,
                              bool zero_fill);
     // Zero-filled contiguous tensors of these shapes laid out one after another in one
-    // float_block (core/tensor/storage.h), so they share its storage: a weight set mapped in at once.
+    // float_block (core/tensor/storage.h), so they share its storage: a weight set mapped in at
+    // once.
     static std::vector<Tensor> in_one_block(const std::vector<Shape>& shapes);
 
     const Shape& shape() const { return layout_.shape; }
