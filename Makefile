@@ -165,7 +165,7 @@ same-output: $(BUILD)/mha
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := 15
-FUZZ_TARGETS := npy npz weights cli run
+FUZZ_TARGETS := npy npz weights model cli run
 
 fuzz: fuzz-build
 	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)
