@@ -34,10 +34,18 @@ public:
 
     Step& add(StepKind kind, int number, std::string name, std::string tensor,
               std::string expression, Dims dims, const Layout& layout, std::uint64_t macs = 0) {
-        steps.push_back(make_layout_step(kind, number, std::move(name), std::move(tensor),
-                                         std::move(expression), std::move(dims), layout.shape,
-                                         layout.strides, macs));
-        return steps.back();
+        Step& step = steps.emplace_back();
+        step.kind = kind;
+        step.number = number;
+        step.name = std::move(name);
+        step.tensor = std::move(tensor);
+        step.expression = std::move(expression);
+        step.dims = std::move(dims);
+        step.shape = layout.shape;
+        step.strides = layout.strides;
+        step.contiguous = layout.is_contiguous();
+        step.macs = macs;
+        return step;
     }
 
     // The same, for a step that yields Q, K, V or the fused qkv.

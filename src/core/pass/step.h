@@ -197,22 +197,4 @@ public:
     void on_step(const Step&) override {}
 };
 
-// A Step for a tensor of this shape and these strides, without its values.
-inline Step make_layout_step(StepKind kind, int number, std::string name, std::string tensor,
-                             std::string expression, std::vector<std::string> dims, Shape shape,
-                             Strides strides, std::uint64_t macs = 0) {
-    Step step;
-    step.kind = kind;
-    step.number = number;
-    step.name = std::move(name);
-    step.tensor = std::move(tensor);
-    step.expression = std::move(expression);
-    step.dims = std::move(dims);
-    step.contiguous = is_contiguous(shape, strides);
-    step.shape = std::move(shape);
-    step.strides = std::move(strides);
-    step.macs = macs;
-    return step;
-}
-
 }  // namespace mha
