@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
         };
     };
     const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
-    const mha::Masks none;
-    const mha::HeadMask mask = mha::unit_mask(none, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
+    const mha::Masks unmasked;
+    const mha::HeadMask mask = mha::unit_mask(unmasked, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
     const mha::Units units{B * h, [&](std::size_t u) {
                                const std::size_t b = u / h, i = u % h;
                                const std::size_t at = b * N * E + i * d_k;
@@ -99,14 +99,14 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.path = mha::AttentionPath::Streaming;
     options.workspace = &workspace;
-    mha::NullTracer none;
+    mha::NullTracer quiet;
     const std::function<void()> pass = [&] {
         options.packed = nullptr;
-        mha::forward(w, {x, x, x}, {}, options, none);
+        mha::forward(w, {x, x, x}, unmasked, options, quiet);
     };
     const std::function<void()> pass_packed = [&] {
         options.packed = &packed;
-        mha::forward(w, {x, x, x}, {}, options, none);
+        mha::forward(w, {x, x, x}, unmasked, options, quiet);
     };
 
     struct Phase {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/pass/shape_checks.h"
 #include "io/npy.h"
 #include "io/weights.h"
 
