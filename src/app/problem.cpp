@@ -9,6 +9,7 @@
 #include "app/layout.h"
 #include "app/time_guard.h"
 #include "app/variants.h"
+#include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/decode.h"
@@ -423,6 +424,20 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
     return m ? mla_spec(*m, spec) : spec;
 }
 
+// --backward: what the forward of `spec` keeps for the backward (and, on the standard path
+// under --shapes-only, what the streaming path would keep), and how the planned multiply-adds
+// of `steps` split between the forward and the backward.
+void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<Step>& steps) {
+    info.backward = true;
+    info.kept = planned_kept(spec);
+    if (info.shapes_only && spec.path == AttentionPath::Standard) {
+        PassSpec streaming = spec;
+        streaming.path = AttentionPath::Streaming;
+        info.kept_streaming = planned_kept(streaming);
+    }
+    info.macs = split_macs(steps);
+}
+
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.
 std::string conv1d_note(bool causal) {
     return std::string(
@@ -568,6 +583,7 @@ ShapesProblem build_shapes(const Config& c) {
     }
     p.steps = plan_pass(p.spec);
     p.info.total_macs = planned_macs(p.steps);
+    if (c.backward) describe_backward(p.info, p.spec, p.steps);
     return p;
 }
 
@@ -628,6 +644,12 @@ Problem build_problem(const Config& c) {
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
+    if (c.backward) {  // the plan of the very pass that runs: the weights' biases, QK-norm, ...
+        PassSpec spec = pass_spec(check_pass(p.weights, p.inputs, p.masks, p.options), p.weights,
+                                  p.inputs, p.masks, p.options, c.form);
+        spec.backward = true;
+        describe_backward(p.info, spec, plan_pass(spec));
+    }
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.compute_first = may_stop_on_overflow(c, p);
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
