@@ -121,9 +121,10 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
     CHECK_THAT(test::flat(file.output), Catch::Contains("dO: " + dir + "grad_output.npy"));
     CHECK_THAT(test::run_mha("-b 1 -n 3 -d 8 -H 2").output, !Catch::Contains("dO:"));
     const std::string masked = "data/grad/fully_masked/";
-    const test::RunResult nan = test::run_mha(
-        "--heads 2 --weights " + masked + "weights.npz --input " + masked +
-        "query.npy --key-padding-mask " + masked + "key_padding_mask.npy --backward > /dev/null");
+    const test::RunResult nan =
+        test::run_command(test::mha_binary() + " --heads 2 --weights " + masked +
+                          "weights.npz --input " + masked + "query.npy --key-padding-mask " +
+                          masked + "key_padding_mask.npy --backward 2>&1 >/dev/null");
     CHECK_THAT(nan.output, Catch::Contains("their attention weights are NaN, as in PyTorch "
                                            "(--masked-rows zero gives zeros), and so are the "
                                            "gradients they reach"));
