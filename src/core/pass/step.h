@@ -71,6 +71,28 @@ struct FlashFacts {
     double max_difference = 0.0;  // max |context − standard| (0 when both are NaN)
 };
 
+// One query row of the streaming backward after one tile of keys (core/pass/flash_row.h).
+struct FlashBackTile {
+    std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
+    float weight_sum;             // Σ P over the tile, P = e^(score − lse) recomputed
+    float ds_sum;                 // Σ dS over the tile (over the whole row: 0 up to rounding
+                                  //  when there is no soft-cap, since Σ P (dP − D) = D − D)
+    std::vector<float> dq;        // (d_k) dQ's row after the tile: Σ dS k over the keys so far
+};
+
+// The streaming backward with a traced row: query `row` of batch 0, head `head`, tile by tile.
+struct FlashBackFacts {
+    std::size_t row = 0, head = 0;
+    std::size_t key_tile = 0;  // the streaming path's tile width
+    float lse = 0.0f;          // the forward's row log-sum-exp, all the backward keeps of P
+    float d = 0.0f;            // D = rowsum(dO ∘ O), from the output
+    float d_standard = 0.0f;   // rowsum(dP ∘ P) from the whole row of P: equal to D
+    std::vector<FlashBackTile> tiles;
+    std::vector<float> dq;        // (d_k) dQ's row after the last tile (NaN if every key blocked)
+    std::vector<float> standard;  // (d_k) the same row as the standard backward computes it
+    double max_difference = 0.0;  // max |dq − standard| (0 when both are NaN)
+};
+
 // The MLA form (core/pass/mla.h): its sizes, and what only the computation knows.
 struct MlaFacts {
     std::size_t heads = 0, d_nope = 0, d_rope = 0, d_latent = 0, d_v = 0;  // h, d_h, d_R, d_c, d_v
