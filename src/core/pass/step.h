@@ -134,6 +134,7 @@ struct StepFacts {
     std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dP ∘ P) − D| measured
     std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head
     bool blocked_zero_gradient = false;        // b8: a mask blocks keys, where P = 0 makes dS = 0
+    std::optional<FlashBackFacts> flash_back;  // streamed b10-b6 with --flash-row: one row's tiles
 };
 
 // What a step is. The plan sets it; views and notes switch on it, never on a step's name,
@@ -187,6 +188,7 @@ enum class StepKind {
     ScaleGrad,    // b7  dscores = dS · factor (· (1 − tanh²) under a soft-cap)
     QueryGrad,    // b6  dQ = dscores K
     KeyGrad,      // b6  dK = dscoresᵀ Q, one per query head
+    AttendGrad,   // b10-b6 streamed: dQ, dK or dV of one pass over tiles, P recomputed from lse
     GroupSum,     // b6, b10 GQA: a K/V head's gradient summed over the query heads reading it
     AppendGrad,   // b3  the appended rows' gradients (d bias_k, d bias_v) split from K's, V's
     InputSum,     // b0  self-attention: dx = dx_q + dx_k + dx_v
