@@ -217,6 +217,16 @@ std::vector<Problem> variants() {
         p.form = mha::Form::FusedQkv;
         list.push_back(p);
     }
+    {
+        Problem p = modern(self_problem("per-head GQA", 2, 4, 16, 4, 2), 4, 2.0);
+        p.form = mha::Form::PerHead;
+        list.push_back(p);
+    }
+    {
+        Problem p = cross_problem("per-head cross", 1, 3, 4, 8, 2, 6, 5);
+        p.form = mha::Form::PerHead;
+        list.push_back(p);
+    }
     return list;
 }
 
@@ -411,15 +421,14 @@ TEST_CASE("GQA's dK and dV are the sums of the repeated heads' gradients", "[bac
     test::require_close(a.grads.params.b_v, summed(b.grads.params.b_v), form_tolerance);
 }
 
-TEST_CASE("the fused QKV form gives the packed form's gradients", "[backward]") {
-    Problem packed = self_problem("packed", 2, 4, 8, 2);
-    packed.masks.causal = true;
-    packed.options.rope = mha::Rope{};
-    Problem fused = packed;
-    fused.form = mha::Form::FusedQkv;
+TEST_CASE("the fused QKV and per-head forms give the packed form's gradients", "[backward]") {
+    const mha::Form form = GENERATE(mha::Form::FusedQkv, mha::Form::PerHead);
+    Problem packed = modern(self_problem("packed", 2, 4, 8, 2), 4, 2.0);
+    Problem other_form = packed;
+    other_form.form = form;
     const Tensor d_out = grad_output_of(packed);
-    const mha::BackwardResult a = run(packed, d_out), b = run(fused, d_out);
-    const auto one = differentiated(packed, a.grads), other = differentiated(fused, b.grads);
+    const mha::BackwardResult a = run(packed, d_out), b = run(other_form, d_out);
+    const auto one = differentiated(packed, a.grads), other = differentiated(other_form, b.grads);
     for (std::size_t i = 0; i < one.size(); ++i) {
         CAPTURE(std::get<0>(one[i]));
         REQUIRE(std::get<2>(one[i]).empty() == std::get<2>(other[i]).empty());
@@ -436,7 +445,7 @@ TEST_CASE("every backward step's tensor has its planned shape and strides", "[ba
         CAPTURE(p.name, path == mha::AttentionPath::Streaming);
         test::Recorder rec;
         run(p, grad_output_of(p), rec);  // PassTrace throws on a step computed off its plan
-        mha::PassSpec spec = p.form == mha::Form::FusedQkv
+        mha::PassSpec spec = p.form != mha::Form::Packed
                                  ? mha::pass_spec(mha::check_pass(p.w, p.in, p.masks, p.options),
                                                   p.w, p.in, p.masks, p.options, p.form)
                                  : mha::forward_spec(p.w, p.in, p.masks, p.options);
@@ -541,9 +550,13 @@ TEST_CASE("the backward refuses what it cannot differentiate yet", "[backward]")
     const auto refused = [&](const Problem& q, const Tensor& d, const std::string& message) {
         REQUIRE_THROWS_WITH(run(q, d), Catch::Contains(message));
     };
-    Problem per_head = p;
-    per_head.form = mha::Form::PerHead;
-    refused(per_head, d_out, "per-head form");
+    Problem mla = p;
+    mla.form = mha::Form::Mla;
+    refused(mla, d_out, "MLA form");
+    Problem appended = p;
+    appended.form = mha::Form::PerHead;
+    appended.options.add_zero_attn = true;
+    refused(appended, d_out, "per-head form does not take appended key/value positions");
     Problem decode = p;
     decode.form = mha::Form::Decode;
     refused(decode, d_out, "decode form");

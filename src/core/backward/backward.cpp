@@ -349,8 +349,15 @@ LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, c
     return g;
 }
 
-// b5-b0 of the packed form.
-void packed_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+// Per-head: the rows dW[i] (d_k, in) of each head's slice of dW (heads·d_k, in), views.
+void show_head_rows(const Tensor& dw, std::size_t d_k, PassTrace& trace) {
+    const std::size_t heads = dw.size(0) / d_k;
+    const Tensor rows = dw.view({heads, d_k, dw.size(1)});
+    for (std::size_t i = 0; i < heads; ++i) trace.show(rows.select(0, i));
+}
+
+// b5-b0 of the packed form (and of the per-head form, which adds each head's rows of dW).
+void packed_back(const Forwarded& f, bool per_head, HeadGrads& hg, Gradients& g, PassTrace& trace) {
     const std::size_t threads = f.o.threads;
     const Tensor dq = heads_back(hg.dq, trace);
     Tensor dk = heads_back(hg.dk, trace);
@@ -361,9 +368,13 @@ void packed_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& tra
         dk = append_back(dk, M_in, appended.bias_kv, g.params.bias_k, trace);
         dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
     }
+    const std::size_t d_k = f.s.d_k();
     const LinearGrads q = project_back(f.in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
+    if (per_head) show_head_rows(q.dw, d_k, trace);
     const LinearGrads k = project_back(f.in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
+    if (per_head) show_head_rows(k.dw, d_k, trace);
     const LinearGrads v = project_back(f.in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
+    if (per_head) show_head_rows(v.dw, d_k, trace);
     g.params.w_q = q.dw;
     g.params.b_q = q.db;
     g.params.w_k = k.dw;
@@ -414,15 +425,14 @@ void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trac
 
 // The forms and paths the backward differentiates; throws mha::Error for the others.
 void check_backward(Form form, const Weights& w, const ForwardOptions& options) {
-    if (form == Form::PerHead)
-        throw Error("the backward does not differentiate the per-head form yet");
     if (form == Form::Decode)
         throw Error("the backward does not differentiate the decode form yet");
     if (form == Form::Mla) throw Error("the backward does not differentiate the MLA form yet");
-    if (form == Form::FusedQkv && (appended_kv(w, options).count() > 0)) {
-        throw Error(
-            "the backward of the fused QKV form does not take appended key/value positions "
-            "(bias_k, bias_v, add_zero_attn)");
+    if (form != Form::Packed && appended_kv(w, options).count() > 0) {
+        throw Error(std::string("the backward of the ") +
+                    (form == Form::FusedQkv ? "fused QKV" : "per-head") +
+                    " form does not take appended key/value positions (bias_k, bias_v, "
+                    "add_zero_attn)");
     }
 }
 
@@ -447,18 +457,15 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     ForwardOptions o = options;
     o.keep = &kept;
     o.workspace = nullptr;  // what is kept must outlive the forward
-    PassSpec spec;
-    if (form == Form::FusedQkv) {
-        check_form(form, s, in.self_attention(), masks);
-        spec = pass_spec(s, w, in, masks, o, form);
-    } else {
-        spec = forward_spec(w, in, masks, o);
-    }
+    check_form(form, s, in.self_attention(), masks);
+    PassSpec spec =
+        form == Form::Packed ? forward_spec(w, in, masks, o) : pass_spec(s, w, in, masks, o, form);
     spec.backward = true;
     PassTrace trace(tracer, spec);
     BackwardResult r;
-    r.forward = form == Form::FusedQkv ? forward_fused_qkv(w, in, masks, o, trace)
-                                       : forward(w, in, masks, o, trace);
+    r.forward = form == Form::FusedQkv  ? forward_fused_qkv(w, in, masks, o, trace)
+                : form == Form::PerHead ? forward_per_head(w, in, masks, o, trace)
+                                        : forward(w, in, masks, o, trace);
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
@@ -472,7 +479,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     if (form == Form::FusedQkv) {
         fused_back(f, hg, r.grads, trace);  // b5-b1
     } else {
-        packed_back(f, hg, r.grads, trace);  // b5-b0
+        packed_back(f, form == Form::PerHead, hg, r.grads, trace);  // b5-b0
     }
     return r;
 }
