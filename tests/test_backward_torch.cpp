@@ -78,15 +78,16 @@ TEST_CASE("mha --backward gives torch.autograd's gradients under the state dict'
           "[backward]") {
     const std::vector<test::FixtureCase> cases = test::read_cases("data/grad_cases.txt");
     REQUIRE(cases.size() >= 30);
-    // the fused form: one projection of one input, into h key/value heads, nothing appended
-    const std::string form = GENERATE(as<std::string>{}, "", " --fused-qkv");
+    // the fused form takes one projection of one input into h key/value heads; neither it nor
+    // the per-head form appends key/value positions
+    const std::string form = GENERATE(as<std::string>{}, "", " --fused-qkv", " --per-head");
     for (const test::FixtureCase& c : cases) {
         const std::string dir = "data/grad/" + c.name + "/";
         const bool appended = c.options.find("--add-zero-attn") != std::string::npos ||
                               c.name.find("bias_kv") != std::string::npos;
-        if (!form.empty() && (test::exists(dir + "key.npy") || appended ||
-                              c.options.find("--kv-heads") != std::string::npos))
-            continue;
+        const bool fused_only =
+            test::exists(dir + "key.npy") || c.options.find("--kv-heads") != std::string::npos;
+        if ((!form.empty() && appended) || (form == " --fused-qkv" && fused_only)) continue;
         SECTION(c.name + form) {
             const std::string saved = test::temp_path("grad-" + c.name + ".npz");
             const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
@@ -120,15 +121,22 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
     CHECK(file.status == 0);
     CHECK_THAT(test::flat(file.output), Catch::Contains("dO: " + dir + "grad_output.npy"));
     CHECK_THAT(test::run_mha("-b 1 -n 3 -d 8 -H 2").output, !Catch::Contains("dO:"));
+    const std::string masked = "data/grad/fully_masked/";
+    const test::RunResult nan =
+        test::run_command(test::mha_binary() + " --heads 2 --weights " + masked +
+                          "weights.npz --input " + masked + "query.npy --key-padding-mask " +
+                          masked + "key_padding_mask.npy --backward 2>&1 >/dev/null");
+    CHECK_THAT(nan.output, Catch::Contains("their attention weights are NaN, as in PyTorch "
+                                           "(--masked-rows zero gives zeros), and so are the "
+                                           "gradients they reach"));
 }
 
 TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
     const std::string forms =
-        "--backward differentiates one attention layer in the packed or --fused-qkv form; it "
-        "cannot be combined with --per-head, --decode, --form mla, --block, --model or --compare";
-    for (const std::string option :
-         {"--per-head", "--decode 4", "--form mla", "--block pre", "--compare 1,2",
-          "--model data/bad/tiny_model.npz --text ab"}) {
+        "--backward differentiates one attention layer in the packed, --fused-qkv or --per-head "
+        "form; it cannot be combined with --decode, --form mla, --block, --model or --compare";
+    for (const std::string option : {"--decode 4", "--form mla", "--block pre", "--compare 1,2",
+                                     "--model data/bad/tiny_model.npz --text ab"}) {
         test::check_rejected("--backward " + option, forms);
     }
     test::check_rejected(

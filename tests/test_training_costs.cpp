@@ -36,6 +36,7 @@ std::map<std::string, std::uint64_t> kept_by_name(const mha::Kept& kept,
     add("K", kept.k);
     add("V", kept.v);
     add("P", result.weights);
+    add("lse", kept.lse);
     add("O", kept.context);
     add("concat", kept.concat);
     return bytes;
@@ -55,11 +56,14 @@ std::map<std::string, std::uint64_t> planned_by_name(const std::vector<mha::Kept
 
 }  // namespace
 
-TEST_CASE("planned_kept names exactly what the standard forward keeps, in bytes", "[backward]") {
+TEST_CASE("planned_kept names exactly what the forward keeps, in bytes, on either path",
+          "[backward]") {
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
     const bool self = GENERATE(true, false);
     const bool qk_norm = GENERATE(false, true);
     const bool zero_attn = GENERATE(false, true);
-    CAPTURE(self, qk_norm, zero_attn);
+    CAPTURE(path == mha::AttentionPath::Standard, self, qk_norm, zero_attn);
     // B=2, N=3, M=5 (cross), d_model=8, h=4, G=2: d_k=2
     const mha::Sizes s{2, 3, self ? 3u : 5u, 8, 8, 8, 4, 2, 2};
     mha::Weights w = mha::seeded_weights(8, 4, true, true, 1);
@@ -68,6 +72,7 @@ TEST_CASE("planned_kept names exactly what the standard forward keeps, in bytes"
     mha::ForwardOptions options;
     options.heads = 4;
     options.add_zero_attn = zero_attn;
+    options.path = path;
     mha::Kept kept;
     options.keep = &kept;
     mha::NullTracer quiet;

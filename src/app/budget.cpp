@@ -73,7 +73,11 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     if (mla) return mla_bytes(*mla, s.batch, s.seq_len, path, threads);
     if (c.form == Form::Decode) return decode_bytes(s);
-    const std::uint64_t attention = forward_bytes(s, path, threads);
+    // --backward: the forward's tensors stay for the backward, which makes a gradient of each
+    // (dQ, dK, dV, dP, dS, ...): about the forward's bytes again
+    const std::uint64_t attention =
+        checked_product({c.backward ? 2u : 1u, forward_bytes(s, path, threads)},
+                        "the memory for this configuration");
     if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);

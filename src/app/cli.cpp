@@ -423,10 +423,10 @@ const std::vector<Row>& mha_table() {
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed and --fused-qkv forms, standard path);\n"
-          "the header says what the forward kept for it, the\n"
-          "totals its multiply-adds against the forward's; with\n"
-          "--shapes-only the memory training the layer keeps"},
+          "reverse (packed, --fused-qkv, --per-head; standard\n"
+          "path); the header says what the forward kept for it,\n"
+          "the totals its multiply-adds against the forward's;\n"
+          "with --shapes-only the memory training the layer keeps"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

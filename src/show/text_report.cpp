@@ -239,7 +239,7 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
     }
     if (info_.backward) write_filled(out_, words_of(backward_macs_text(info_)), " ", "", "  ");
     out_ << "wall time: " << fixed(wall_ms, 2) << " ms ("
-         << (info_.backward ? "forward and backward, " : "forward pass, ")
+         << (info_.backward ? "forward and backward passes, " : "forward pass, ")
          << plural(info_.threads, "thread") << ")\n";
 }
 
