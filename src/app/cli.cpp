@@ -610,6 +610,15 @@ const std::vector<Row>& mha_table() {
         {{"--list-presets", 0, "", "the presets with their numbers (sources in docs/)"},
          [](Config& c, const Arg&) { c.list_presets = true; }},
 
+        section<Config>("Checking the gradients:"),
+        {{"--gradcheck", 0, "",
+          "in double: every gradient of L = sum(output * dO)\n"
+          "(dO standard normal from --seed) against central\n"
+          "differences; a table, exit 0 when all are within 1e-7,\n"
+          "else 1; --explain adds why the softmax backward needs\n"
+          "no (M, M) Jacobian"},
+         [](Config& c, const Arg&) { c.gradcheck = true; }},
+
         section<Config>(""),
         {{"--help", 'h', "", "this help"}, [](Config& c, const Arg&) { c.help = true; }},
         {{"--version", 'V', "", "the version"}, [](Config& c, const Arg&) { c.version = true; }},
