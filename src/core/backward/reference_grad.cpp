@@ -177,6 +177,57 @@ void softmax_backward_jacobian(const double* p, const double* dp, double* ds, st
 
 namespace {
 
+// ---- 6: one query's scores s_j = q · k_j over the M keys ----------------------------------
+
+// M rows of d_k, `stride` apart: one K or V head's rows in (B, M, G, d_k)
+struct HeadRows {
+    const double* data;
+    std::size_t stride;
+    const double* operator[](std::size_t j) const { return data + j * stride; }
+};
+
+// q (d_k), keys (M, d_k) -> s (M)
+void scores_forward(const double* q, HeadRows keys, std::size_t m, std::size_t d_k, double* s) {
+    for (std::size_t j = 0; j < m; ++j) {
+        double dot = 0.0;
+        for (std::size_t d = 0; d < d_k; ++d) dot += q[d] * keys[j][d];
+        s[j] = dot;
+    }
+}
+
+// dq (d_k) += Σ_j ds_j k_j; dk_j (rows `stride` apart) += ds_j q
+void scores_backward(const double* q, HeadRows keys, const double* ds, std::size_t m,
+                     std::size_t d_k, double* dq, double* dk, std::size_t stride) {
+    for (std::size_t j = 0; j < m; ++j) {
+        for (std::size_t d = 0; d < d_k; ++d) {
+            dq[d] += ds[j] * keys[j][d];
+            dk[j * stride + d] += ds[j] * q[d];
+        }
+    }
+}
+
+// ---- 10: one query's context c = Σ_j p_j v_j ---------------------------------------------
+
+// p (M), values (M, d_k) -> c (d_k), added to
+void context_forward(const double* p, HeadRows values, std::size_t m, std::size_t d_k, double* c) {
+    for (std::size_t j = 0; j < m; ++j) {
+        for (std::size_t d = 0; d < d_k; ++d) c[d] += p[j] * values[j][d];
+    }
+}
+
+// dp_j = dc · v_j (written); dv_j (rows `stride` apart) += p_j dc
+void context_backward(const double* p, HeadRows values, const double* dc, std::size_t m,
+                      std::size_t d_k, double* dp, double* dv, std::size_t stride) {
+    for (std::size_t j = 0; j < m; ++j) {
+        double dot = 0.0;
+        for (std::size_t d = 0; d < d_k; ++d) {
+            dot += dc[d] * values[j][d];
+            dv[j * stride + d] += p[j] * dc[d];
+        }
+        dp[j] = dot;
+    }
+}
+
 // ---- step 8: what the masks add to score (n, j) of unit (b, i) ----------------------------
 
 // Additive, constant in every tensor differentiated: its adjoint passes the gradient through,
@@ -239,6 +290,20 @@ Vec append_rows(const Vec& x, std::size_t B, std::size_t m_in, std::size_t m, st
     return out;
 }
 
+// dK or dV (B, M, G·d_k) -> (B, M_in, G·d_k), the appended bias row's gradient summed over
+// the batch into d_bias (the zero row has no parameter)
+Vec drop_appended(const Vec& dx, std::size_t B, std::size_t m_in, std::size_t m, std::size_t width,
+                  DoubleTensor& d_bias) {
+    Vec out(B * m_in * width);
+    for (std::size_t b = 0; b < B; ++b) {
+        std::copy(dx.begin() + b * m * width, dx.begin() + (b * m + m_in) * width,
+                  out.begin() + b * m_in * width);
+        if (d_bias.absent()) continue;
+        for (std::size_t c = 0; c < width; ++c) d_bias.values[c] += dx[(b * m + m_in) * width + c];
+    }
+    return out;
+}
+
 Tape run_forward(const DoubleWeights& w, const DoubleInputs& in, const Masks& masks,
                  const ForwardOptions& o, const Sizes& s) {
     const std::size_t B = s.batch, N = s.seq_len, M_in = s.kv_len, h = s.heads, G = s.kv_heads,
@@ -274,23 +339,20 @@ Tape run_forward(const DoubleWeights& w, const DoubleInputs& in, const Masks& ma
             const std::size_t g = kv_head_of(i, h, G);
             for (std::size_t n = 0; n < N; ++n) {
                 const std::size_t row = ((b * h + i) * N + n) * M;
-                const double* q = &t.q[((b * N + n) * h + i) * d_k];
+                const std::size_t at = ((b * N + n) * h + i) * d_k;  // query n of head i
+                const HeadRows keys{&t.k[(b * M * G + g) * d_k], G * d_k};
+                const HeadRows values{&t.v[(b * M * G + g) * d_k], G * d_k};
+                scores_forward(&t.q[at], keys, M, d_k, scores.data());  // 6
                 for (std::size_t j = 0; j < M; ++j) {
-                    const double* k = &t.k[((b * M + j) * G + g) * d_k];
-                    double dot = 0.0;  // 6
-                    for (std::size_t d = 0; d < d_k; ++d) dot += q[d] * k[d];
-                    scores[j] = dot * t.factor;  // 7
+                    scores[j] *= t.factor;  // 7; its adjoint: ds · factor
                     if (t.softcapped) t.tanh[row + j] = softcap_forward(scores[j], masks.softcap);
                     scores[j] += mask(b, i, n, j);  // 8
                 }
                 t.fully_masked_rows +=  // 9
                     softmax_forward(scores.data(), &t.p[row], M, o.zero_masked_rows) ? 1 : 0;
+                // ablation: the head's context stays zero, and so does its gradient
                 if (o.ablate_head && *o.ablate_head == i) continue;
-                double* c = &t.context[((b * N + n) * h + i) * d_k];
-                for (std::size_t j = 0; j < M; ++j) {  // 10
-                    const double* v = &t.v[((b * M + j) * G + g) * d_k];
-                    for (std::size_t d = 0; d < d_k; ++d) c[d] += t.p[row + j] * v[d];
-                }
+                context_forward(&t.p[row], values, M, d_k, &t.context[at]);  // 10
             }
         }
     }
@@ -305,20 +367,6 @@ DoubleWeights zero_gradients(const DoubleWeights& w) {
     return {zeros_like(w.w_q),    zeros_like(w.w_k),    zeros_like(w.w_v),    zeros_like(w.w_o),
             zeros_like(w.b_q),    zeros_like(w.b_k),    zeros_like(w.b_v),    zeros_like(w.b_o),
             zeros_like(w.q_norm), zeros_like(w.k_norm), zeros_like(w.bias_k), zeros_like(w.bias_v)};
-}
-
-// dK or dV (B, M, G·d_k) -> (B, M_in, G·d_k), the appended bias row's gradient summed over
-// the batch into d_bias (the zero row has no parameter)
-Vec drop_appended(const Vec& dx, std::size_t B, std::size_t m_in, std::size_t m, std::size_t width,
-                  DoubleTensor& d_bias) {
-    Vec out(B * m_in * width);
-    for (std::size_t b = 0; b < B; ++b) {
-        std::copy(dx.begin() + b * m * width, dx.begin() + (b * m + m_in) * width,
-                  out.begin() + b * m_in * width);
-        if (d_bias.absent()) continue;
-        for (std::size_t c = 0; c < width; ++c) d_bias.values[c] += dx[(b * m + m_in) * width + c];
-    }
-    return out;
 }
 
 // The context of unit (b, i)'s query n and its gradient: Σ_d dO_h ∘ O_h
@@ -350,35 +398,23 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
             const std::size_t kv = kv_head_of(i, h, G);          // GQA: the group's dK, dV add up
             for (std::size_t n = 0; n < N; ++n) {
                 const std::size_t row = ((b * h + i) * N + n) * M;
-                const double* dc = &d_context[((b * N + n) * h + i) * d_k];
-                for (std::size_t j = 0; j < M; ++j) {  // b10: dP = dO Vᵀ, dV += Pᵀ dO
-                    double* dv = &d_v[((b * M + j) * G + kv) * d_k];
-                    const double* v = &t.v[((b * M + j) * G + kv) * d_k];
-                    double dot = 0.0;
-                    for (std::size_t d = 0; d < d_k; ++d) {
-                        dot += dc[d] * v[d];
-                        dv[d] += t.p[row + j] * dc[d];
-                    }
-                    d_p[j] = dot;
-                }
+                const std::size_t at = ((b * N + n) * h + i) * d_k;  // query n of head i
+                const std::size_t first_key = (b * M * G + kv) * d_k;
+                const HeadRows keys{&t.k[first_key], G * d_k};
+                const HeadRows values{&t.v[first_key], G * d_k};
+                context_backward(&t.p[row], values, &d_context[at], M, d_k, d_p.data(),
+                                 &d_v[first_key], G * d_k);                     // b10
                 softmax_backward_rowsum(&t.p[row], d_p.data(), d_s.data(), M);  // b9; b8 passes
                 if (b == 0 && i == 0 && n + 1 == N) {
                     record = {Vec(&t.p[row], &t.p[row] + M), d_p,
                               context_dot(t, d_context, s, b, i, n)};
                 }
-                const double* q = &t.q[((b * N + n) * h + i) * d_k];
-                double* dq = &d_q[((b * N + n) * h + i) * d_k];
-                for (std::size_t j = 0; j < M; ++j) {
-                    double ds = d_s[j];  // b7: the soft-cap, then the scale
-                    if (t.softcapped) ds = softcap_backward(ds, t.tanh[row + j]);
-                    ds *= t.factor;
-                    const double* k = &t.k[((b * M + j) * G + kv) * d_k];
-                    double* dk = &d_k_heads[((b * M + j) * G + kv) * d_k];
-                    for (std::size_t d = 0; d < d_k; ++d) {  // b6: dQ = dS K, dK += dSᵀ Q
-                        dq[d] += ds * k[d];
-                        dk[d] += ds * q[d];
-                    }
+                for (std::size_t j = 0; j < M; ++j) {  // b7: the soft-cap, then the scale
+                    if (t.softcapped) d_s[j] = softcap_backward(d_s[j], t.tanh[row + j]);
+                    d_s[j] *= t.factor;
                 }
+                scores_backward(&t.q[at], keys, d_s.data(), M, d_k, &d_q[at], &d_k_heads[first_key],
+                                G * d_k);  // b6
             }
         }
     }
