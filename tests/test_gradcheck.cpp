@@ -256,17 +256,27 @@ TEST_CASE("gradcheck's table passes right gradients and fails a wrong one", "[ba
     const FixtureProblem p = load_case(fixture_cases()[1]);  // cross-attention, bias_kv, zeros
     const mha::GradcheckProblem d = double_problem(p);
     const mha::ReferenceGradResult r = reference_of(d);
-    const mha::ParameterNames names = mha::torch_parameter_names(p.weights);
+    using Part = mha::WeightPart;  // the arrays of nn.MultiheadAttention(kdim, vdim, bias_kv)
+    const mha::StateDictNames names = {
+        {"q_proj_weight", {Part::Q}, false, {8, 8}},
+        {"k_proj_weight", {Part::K}, false, {8, 6}},
+        {"v_proj_weight", {Part::V}, false, {8, 5}},
+        {"in_proj_bias", {Part::BiasQ, Part::BiasK, Part::BiasV}, false, {24}},
+        {"bias_k", {Part::KvBiasK}, false, {1, 1, 8}},
+        {"bias_v", {Part::KvBiasV}, false, {1, 1, 8}},
+        {"out_proj.weight", {Part::O}, false, {8, 8}},
+        {"out_proj.bias", {Part::BiasO}, false, {8}}};
     SECTION("the reference's own gradients, every element") {
         const std::vector<mha::GradcheckRow> rows = mha::gradcheck_rows(d, r.grads, names, true, 0);
         std::vector<std::string> seen;
         for (const mha::GradcheckRow& row : rows) seen.push_back(row.name);
         CHECK(seen == std::vector<std::string>{"input", "key", "value", "q_proj_weight",
-                                               "k_proj_weight", "v_proj_weight", "out_proj.weight",
-                                               "in_proj_bias", "out_proj.bias", "bias_k",
-                                               "bias_v"});
-        CHECK(rows[7].shape == mha::Shape{24});  // b_q, b_k, b_v stacked
-        CHECK(rows[7].checked == 24);
+                                               "k_proj_weight", "v_proj_weight", "in_proj_bias",
+                                               "bias_k", "bias_v", "out_proj.weight",
+                                               "out_proj.bias"});
+        CHECK(rows[6].shape == mha::Shape{24});  // b_q, b_k, b_v stacked
+        CHECK(rows[6].checked == 24);
+        CHECK(rows[7].shape == mha::Shape{1, 1, 8});
         std::ostringstream out;
         CHECK(mha::print_gradcheck(out, rows, "every element") == 0);
         CHECK_THAT(out.str(), Catch::Contains("gradcheck passed: all 11 tensors within 1e-07"));
@@ -275,9 +285,9 @@ TEST_CASE("gradcheck's table passes right gradients and fails a wrong one", "[ba
         mha::DoubleGradients wrong = r.grads;
         wrong.params.w_o.values[5] += 1e-6;
         const std::vector<mha::GradcheckRow> rows = mha::gradcheck_rows(d, wrong, names, true, 0);
-        CHECK(rows[6].name == "out_proj.weight");
-        CHECK(rows[6].max_diff == Approx(1e-6).epsilon(1e-2));
-        CHECK(rows[6].analytic == wrong.params.w_o.values[5]);
+        CHECK(rows[9].name == "out_proj.weight");
+        CHECK(rows[9].max_diff == Approx(1e-6).epsilon(1e-2));
+        CHECK(rows[9].analytic == wrong.params.w_o.values[5]);
         std::ostringstream out;
         CHECK(mha::print_gradcheck(out, rows, "every element") == 1);
         CHECK_THAT(out.str(),
@@ -288,7 +298,8 @@ TEST_CASE("gradcheck's table passes right gradients and fails a wrong one", "[ba
         const std::vector<mha::GradcheckRow> rows =
             mha::gradcheck_rows(d, r.grads, names, false, 3);
         CHECK(rows[0].checked == mha::gradcheck_sample);  // input: 2·3·8 elements
-        CHECK(rows[9].checked == 8);                      // bias_k: all of its 8
+        CHECK(rows[6].checked == mha::gradcheck_sample);  // in_proj_bias: 24, stacked
+        CHECK(rows[7].checked == 8);                      // bias_k: all of its 8
     }
 }
 
@@ -307,6 +318,30 @@ TEST_CASE("mha --gradcheck passes on variant combinations", "[backward]") {
         const test::RunResult r = test::run_mha("--gradcheck " + args);
         CHECK(r.status == 0);
         CHECK_THAT(r.output, Catch::Contains("gradcheck passed"));
+    }
+}
+
+TEST_CASE("mha --gradcheck passes on every PyTorch backward case", "[backward]") {
+    // tests/data/grad (make_grad_fixtures.py): every layout, mask, variant and naming
+    for (const test::FixtureCase& c : test::read_cases("data/grad_cases.txt")) {
+        CAPTURE(c.name);
+        const std::string args =
+            "--gradcheck" + test::fixture_options("data/grad/" + c.name + "/") + c.options;
+        const test::RunResult r = test::run_mha(args);
+        if (c.name == "fully_masked") {  // NaN as in PyTorch: refused, unless zeroed
+            CHECK(r.status == 2);
+            CHECK_THAT(r.output, Catch::Contains("have every key blocked"));
+            CHECK(test::run_mha(args + " --masked-rows zero").status == 0);
+            continue;
+        }
+        CHECK(r.status == 0);
+        CHECK_THAT(r.output, Catch::Contains("gradcheck passed"));
+        if (c.name == "names_gpt2") {  // the file's own names and orientation: (E, 3E)
+            CHECK_THAT(r.output, Catch::Contains("c_attn.weight | (8, 24)"));
+        }
+        if (c.name == "names_prefix") {
+            CHECK_THAT(r.output, Catch::Contains("layers.0.self_attn.W_q.weight"));
+        }
     }
 }
 

@@ -411,8 +411,34 @@ const std::vector<Row>& mha_table() {
         {{"--save", 0, "OUT.npz",
           "write output (B, N, d_model), attn_weights (B, h, N, M),\n"
           "in the inputs' layout (--seq-first: output (N, B,\n"
-          "d_model); unbatched: (N, d_model) and (h, N, M))"},
+          "d_model); unbatched: (N, d_model) and (h, N, M));\n"
+          "--attention streaming leaves out attn_weights; with\n"
+          "--backward also grad.input (grad.key, grad.value) in\n"
+          "the inputs' layout and grad.NAME for every weight,\n"
+          "named as --weights names it (prefix included) or,\n"
+          "seeded, as nn.MultiheadAttention's state dict"},
          [](Config& c, const Arg& a) { c.save_path = parse_path(a); }},
+
+        section<Config>("The backward pass:"),
+        {{"--backward", 0, "",
+          "after the forward, the gradients of L = sum(output *\n"
+          "dO) for the input(s) and every weight, traced in\n"
+          "reverse (packed, --fused-qkv and --per-head forms)"},
+         [](Config& c, const Arg&) { c.backward = true; }},
+        {{"--grad-output", 0, "DO.npy",
+          "dO in the layout --save writes output in (default:\n"
+          "standard normal from --seed); implies --backward"},
+         [](Config& c, const Arg& a) {
+             c.grad_output_path = parse_path(a);
+             c.backward = true;
+         }},
+        {{"--gradcheck", 0, "",
+          "in double: every gradient of L = sum(output * dO)\n"
+          "(dO standard normal from --seed) against central\n"
+          "differences; a table, exit 0 when all are within 1e-7,\n"
+          "else 1; --explain adds why the softmax backward needs\n"
+          "no (M, M) Jacobian"},
+         [](Config& c, const Arg&) { c.gradcheck = true; }},
 
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
         {{"--weights", 0, "W.npz",
@@ -609,15 +635,6 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.shapes_only = c.trace = true; }},
         {{"--list-presets", 0, "", "the presets with their numbers (sources in docs/)"},
          [](Config& c, const Arg&) { c.list_presets = true; }},
-
-        section<Config>("Checking the gradients:"),
-        {{"--gradcheck", 0, "",
-          "in double: every gradient of L = sum(output * dO)\n"
-          "(dO standard normal from --seed) against central\n"
-          "differences; a table, exit 0 when all are within 1e-7,\n"
-          "else 1; --explain adds why the softmax backward needs\n"
-          "no (M, M) Jacobian"},
-         [](Config& c, const Arg&) { c.gradcheck = true; }},
 
         section<Config>(""),
         {{"--help", 'h', "", "this help"}, [](Config& c, const Arg&) { c.help = true; }},

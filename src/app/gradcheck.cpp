@@ -20,39 +20,73 @@ namespace mha {
 
 namespace {
 
-constexpr std::uint32_t grad_output_stream = 6;  // io/init.cpp's streams are 1-4
-constexpr std::uint32_t sample_stream = 7;
+constexpr std::uint32_t sample_stream = 6;  // io/init.cpp's streams are 1-5
 // Multiply-adds per second of the reference's plain double loops on one thread: it sustained
 // 8e8 at the default sizes on a shared 2-core machine; a lower rate errs towards too long.
 constexpr double reference_macs_per_second = 5e8;
 
-// A tensor L depends on: where it lives in the perturbed copy, and its analytic gradient.
-struct Slot {
-    const std::string* name;
-    DoubleTensor* value;
-    const DoubleTensor* gradient;
+// One row's tensor as L sees it: its parts in the perturbed copy, stacked in this order, each
+// with its analytic gradient.
+struct Checked {
+    std::string name;
+    Shape shape;
+    std::vector<std::pair<DoubleTensor*, const DoubleTensor*>> parts;  // (value, gradient)
+
+    std::size_t count() const {
+        std::size_t n = 0;
+        for (const auto& part : parts) n += part.first->values.size();
+        return n;
+    }
 };
 
-std::vector<Slot> slots_of(GradcheckProblem& p, const DoubleGradients& g,
-                           const ParameterNames& names) {
-    static const std::string input = "input", key = "key", value = "value";
-    std::vector<Slot> slots = {{&input, &p.inputs.x_q, &g.input},
-                               {&key, &p.inputs.x_k, &g.key},
-                               {&value, &p.inputs.x_v, &g.value}};
-    DoubleWeights& w = p.weights;
-    const DoubleWeights& d = g.params;
-    const std::vector<Slot> weights = {
-        {&names.w_q, &w.w_q, &d.w_q},          {&names.w_k, &w.w_k, &d.w_k},
-        {&names.w_v, &w.w_v, &d.w_v},          {&names.w_o, &w.w_o, &d.w_o},
-        {&names.b_q, &w.b_q, &d.b_q},          {&names.b_k, &w.b_k, &d.b_k},
-        {&names.b_v, &w.b_v, &d.b_v},          {&names.b_o, &w.b_o, &d.b_o},
-        {&names.q_norm, &w.q_norm, &d.q_norm}, {&names.k_norm, &w.k_norm, &d.k_norm},
-        {&names.bias_k, &w.bias_k, &d.bias_k}, {&names.bias_v, &w.bias_v, &d.bias_v}};
-    slots.insert(slots.end(), weights.begin(), weights.end());
-    slots.erase(
-        std::remove_if(slots.begin(), slots.end(), [](const Slot& s) { return s.value->absent(); }),
-        slots.end());
-    return slots;
+// A part of the state dict's arrays in the double copy (io/weights.h's WeightPart).
+DoubleTensor DoubleWeights::*field_of(WeightPart part) {
+    switch (part) {
+        case WeightPart::Q:
+            return &DoubleWeights::w_q;
+        case WeightPart::K:
+            return &DoubleWeights::w_k;
+        case WeightPart::V:
+            return &DoubleWeights::w_v;
+        case WeightPart::O:
+            return &DoubleWeights::w_o;
+        case WeightPart::BiasQ:
+            return &DoubleWeights::b_q;
+        case WeightPart::BiasK:
+            return &DoubleWeights::b_k;
+        case WeightPart::BiasV:
+            return &DoubleWeights::b_v;
+        case WeightPart::BiasO:
+            return &DoubleWeights::b_o;
+        case WeightPart::KvBiasK:
+            return &DoubleWeights::bias_k;
+        case WeightPart::KvBiasV:
+            return &DoubleWeights::bias_v;
+        case WeightPart::QNorm:
+            return &DoubleWeights::q_norm;
+        case WeightPart::KNorm:
+            return &DoubleWeights::k_norm;
+    }
+    return &DoubleWeights::w_q;
+}
+
+// The inputs (those present), then the state dict's arrays in `names`' order.
+std::vector<Checked> checked_tensors(GradcheckProblem& p, const DoubleGradients& g,
+                                     const StateDictNames& names) {
+    std::vector<Checked> tensors;
+    const auto add_input = [&](const char* name, DoubleTensor& x, const DoubleTensor& grad) {
+        if (!x.absent()) tensors.push_back({name, x.shape, {{&x, &grad}}});
+    };
+    add_input("input", p.inputs.x_q, g.input);
+    add_input("key", p.inputs.x_k, g.key);
+    add_input("value", p.inputs.x_v, g.value);
+    for (const StateDictEntry& entry : names) {
+        Checked tensor{entry.name, entry.shape, {}};
+        for (const WeightPart part : entry.parts)
+            tensor.parts.push_back({&(p.weights.*field_of(part)), &(g.params.*field_of(part))});
+        tensors.push_back(std::move(tensor));
+    }
+    return tensors;
 }
 
 DoubleTensor output_of(const GradcheckProblem& p) {
@@ -87,7 +121,7 @@ std::vector<std::size_t> elements_to_check(std::size_t count, bool every_element
     return {chosen.begin(), chosen.end()};
 }
 
-// Adds one checked element to the row of its name.
+// Adds one checked element to its row.
 void record(GradcheckRow& row, double analytic, double numeric) {
     const double diff = std::fabs(analytic - numeric);
     ++row.checked;
@@ -97,17 +131,6 @@ void record(GradcheckRow& row, double analytic, double numeric) {
         row.analytic = analytic;
         row.numeric = numeric;
     }
-}
-
-GradcheckRow& row_named(std::vector<GradcheckRow>& rows, const std::string& name,
-                        const Shape& shape) {
-    for (GradcheckRow& row : rows) {
-        if (row.name != name) continue;
-        row.shape[0] += shape[0];  // a further part, stacked along dimension 0
-        return row;
-    }
-    rows.push_back({name, shape});
-    return rows.back();
 }
 
 std::string scientific(double value, int digits) {
@@ -131,72 +154,59 @@ std::uint64_t forward_macs(const GradcheckProblem& p) {
             std::uint64_t(s.heads) * s.seq_len * m * s.d_k() * 2);
 }
 
-// Element counts of the tensors the check perturbs.
-std::vector<std::size_t> slot_sizes(const GradcheckProblem& p) {
+// Element counts of the tensors the check perturbs, one per row.
+std::vector<std::size_t> checked_counts(const GradcheckProblem& p, const StateDictNames& names) {
     GradcheckProblem copy = p;
     const DoubleGradients none;
-    const ParameterNames names;
-    std::vector<std::size_t> sizes;
-    for (const Slot& slot : slots_of(copy, none, names)) sizes.push_back(slot.value->values.size());
-    return sizes;
+    std::vector<std::size_t> counts;
+    for (const Checked& tensor : checked_tensors(copy, none, names))
+        counts.push_back(tensor.count());
+    return counts;
 }
 
-GradcheckProblem problem_of(const Problem& problem, std::uint64_t seed) {
+GradcheckProblem problem_of(const Problem& problem) {
     GradcheckProblem p{to_double(problem.weights),
                        to_double(problem.inputs),
                        problem.masks,
                        problem.options,
                        check_pass(problem.weights, problem.inputs, problem.masks, problem.options),
                        {}};
-    const Sizes& s = p.sizes;
-    p.grad_output.shape = {s.batch, s.seq_len, s.d_model};
-    Random random(seed, grad_output_stream);
-    p.grad_output.values.resize(s.batch * s.seq_len * s.d_model);
-    for (double& value : p.grad_output.values) value = random.normal();
+    p.grad_output = to_double(problem.grad_output);  // --backward's seeded dO
     return p;
 }
 
-// The input rows' shapes in the files' layout: (N, B, E) seq-first, (N, E) unbatched.
-void shapes_in_layout(std::vector<GradcheckRow>& rows, InputLayout layout) {
+// The rows named and shaped as --save writes the gradients: the inputs in the files' layout
+// ((N, B, E) seq-first, (N, E) unbatched), the weights under --weights-prefix's names.
+void as_saved(std::vector<GradcheckRow>& rows, InputLayout layout, const std::string& prefix) {
     for (GradcheckRow& row : rows) {
-        if (row.name != "input" && row.name != "key" && row.name != "value") continue;
-        if (layout == InputLayout::SeqFirst) std::swap(row.shape[0], row.shape[1]);
-        if (layout == InputLayout::Unbatched) row.shape.erase(row.shape.begin());
+        if (row.name != "input" && row.name != "key" && row.name != "value") {
+            row.name = prefix + row.name;
+        } else if (layout == InputLayout::SeqFirst) {
+            std::swap(row.shape[0], row.shape[1]);
+        } else if (layout == InputLayout::Unbatched) {
+            row.shape.erase(row.shape.begin());
+        }
     }
 }
 
 }  // namespace
 
-ParameterNames torch_parameter_names(const Weights& w) {
-    const std::size_t E = w.d_model();
-    const bool packed = w.q_width() == E && w.kv_width() == E && w.kdim() == E && w.vdim() == E;
-    return {packed ? "in_proj_weight" : "q_proj_weight",
-            packed ? "in_proj_weight" : "k_proj_weight",
-            packed ? "in_proj_weight" : "v_proj_weight",
-            "out_proj.weight",
-            "in_proj_bias",
-            "in_proj_bias",
-            "in_proj_bias",
-            "out_proj.bias",
-            "q_norm.weight",
-            "k_norm.weight",
-            "bias_k",
-            "bias_v"};
-}
-
 double gradcheck_step(double x) { return 1e-5 * std::max(1.0, std::fabs(x)); }
 
 std::vector<GradcheckRow> gradcheck_rows(const GradcheckProblem& problem,
                                          const DoubleGradients& analytic,
-                                         const ParameterNames& names, bool every_element,
+                                         const StateDictNames& names, bool every_element,
                                          std::uint64_t seed) {
     GradcheckProblem perturbed = problem;
     Random random(seed, sample_stream);
     std::vector<GradcheckRow> rows;
-    for (const Slot& slot : slots_of(perturbed, analytic, names)) {
-        GradcheckRow& row = row_named(rows, *slot.name, slot.value->shape);
-        for (std::size_t e : elements_to_check(slot.value->values.size(), every_element, random)) {
-            double& x = slot.value->values[e];
+    for (const Checked& tensor : checked_tensors(perturbed, analytic, names)) {
+        GradcheckRow row{tensor.name, tensor.shape};
+        for (std::size_t e : elements_to_check(tensor.count(), every_element, random)) {
+            std::size_t part = 0;  // element e of the stacked parts
+            while (e >= tensor.parts[part].first->values.size())
+                e -= tensor.parts[part++].first->values.size();
+            double& x = tensor.parts[part].first->values[e];
             const double original = x;
             const double above = original + gradcheck_step(original);
             const double below = original - gradcheck_step(original);
@@ -205,9 +215,10 @@ std::vector<GradcheckRow> gradcheck_rows(const GradcheckProblem& problem,
             x = below;
             const DoubleTensor out_below = output_of(perturbed);
             x = original;
-            record(row, slot.gradient->values[e],
+            record(row, tensor.parts[part].second->values[e],
                    loss_difference(out_above, out_below, problem.grad_output) / (above - below));
         }
+        rows.push_back(row);
     }
     return rows;
 }
@@ -281,9 +292,9 @@ void explain_softmax_backward(std::ostream& out, const SoftmaxRow& row) {
 
 int run_gradcheck(const Config& config, std::ostream& out) {
     const Problem problem = build_problem(config);
-    GradcheckProblem p = problem_of(problem, config.seed);
+    GradcheckProblem p = problem_of(problem);
     std::size_t all = 0, sampled = 0;
-    for (std::size_t count : slot_sizes(p)) {
+    for (std::size_t count : checked_counts(p, problem.weight_names)) {
         all += count;
         sampled += std::min(count, gradcheck_sample);
     }
@@ -301,9 +312,9 @@ int run_gradcheck(const Config& config, std::ostream& out) {
                     " query row(s) have every key blocked, so the output and its gradients are "
                     "NaN, as in PyTorch; --masked-rows zero gives those rows zeros");
     }
-    std::vector<GradcheckRow> rows = gradcheck_rows(
-        p, reference.grads, torch_parameter_names(problem.weights), every_element, config.seed);
-    shapes_in_layout(rows, problem.layout);
+    std::vector<GradcheckRow> rows =
+        gradcheck_rows(p, reference.grads, problem.weight_names, every_element, config.seed);
+    as_saved(rows, problem.layout, config.weights_prefix);
     const int status =
         print_gradcheck(out, rows,
                         every_element ? "every element"

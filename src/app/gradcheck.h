@@ -11,6 +11,7 @@
 
 #include "app/config.h"
 #include "core/backward/reference_grad.h"
+#include "io/weights.h"
 
 namespace mha {
 
@@ -31,22 +32,11 @@ struct GradcheckProblem {
     DoubleTensor grad_output;  // (B, N, d_model) dO
 };
 
-// The name on disk of each weight's gradient (common.md): fields that share a name are its
-// parts, stacked along dimension 0 in field order (in_proj_weight holds W_q; W_k; W_v).
-struct ParameterNames {
-    std::string w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, q_norm, k_norm, bias_k, bias_v;
-};
-
-// nn.MultiheadAttention's names, the ones mha uses for seeded weights: in_proj_weight when
-// W_q, W_k and W_v are all (d_model, d_model), else q_proj_weight, k_proj_weight and
-// v_proj_weight; in_proj_bias, out_proj.weight, out_proj.bias, bias_k, bias_v; QK-norm's
-// q_norm.weight and k_norm.weight.
-ParameterNames torch_parameter_names(const Weights& weights);
-
-// One row of the table: one tensor as saved, its parts' checks combined.
+// One row of the table: one tensor as --save names it, its parts (in_proj_weight: W_q, W_k,
+// W_v) checked as one.
 struct GradcheckRow {
     std::string name;
-    Shape shape;
+    Shape shape;              // as the file holds it (inputs: batch-first until the caller says)
     std::size_t checked = 0;  // elements compared
     double analytic = 0.0;    // ∂L/∂x at the element with the largest difference
     double numeric = 0.0;     // (L(x + ε) − L(x − ε)) / 2ε there
@@ -58,11 +48,11 @@ double gradcheck_step(double x);
 
 // Compares `analytic` (the gradients of problem's L, whatever computed them) with central
 // differences of reference_output: every element when `every_element`, else
-// gradcheck_sample seeded elements per tensor. Rows in the order input, key, value, then
-// the weights in Weights' order, one per name.
+// gradcheck_sample seeded elements of each tensor. Rows: input, key, value (those present),
+// then one per entry of `names` (io/weights.h: the state dict's arrays, in its order).
 std::vector<GradcheckRow> gradcheck_rows(const GradcheckProblem& problem,
                                          const DoubleGradients& analytic,
-                                         const ParameterNames& names, bool every_element,
+                                         const StateDictNames& names, bool every_element,
                                          std::uint64_t seed);
 
 // The table and a summary line; 0 when every row is within gradcheck_tolerance, else 1.

@@ -142,8 +142,10 @@ void TextReport::begin(const RunInfo& info) {
         write_filled(out_, sizes, "  ", "  ", "  ");
         write_filled(out_, with_commas_after, " ", "  ", "   ");
     }
-    write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
-                 "  ", "  ");
+    std::vector<std::string> sources = {"weights: " + info.weights_source,
+                                        "inputs: " + info.inputs_source};
+    if (!info.grad_output_source.empty()) sources.push_back("dO: " + info.grad_output_source);
+    write_filled(out_, sources, "   ", "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
     if (info.heads > 0) {
         for (const std::string& line : projection_parameters(info))

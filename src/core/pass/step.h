@@ -163,6 +163,8 @@ enum class Operand {
 struct Step {
     StepKind kind = StepKind::Input;  // what the step is (set by the plan)
     Operand operand = Operand::None;  // which of Q, K, V it yields (set by the plan)
+    bool backward = false;            // a step of the backward pass; `number` is the forward
+                                      // step it undoes
     int number = 0;                   // 0 for the inputs, then 1..14 as in docs/walkthrough.md
     std::string name;                 // what the step does: "project", "view", "softmax", ...
     std::string tensor;               // which tensor it yields: "Q", "scores", "output", ...
