@@ -105,12 +105,13 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
 
 // --save: the output, the attention weights unless the path streamed (a note says so), and
 // with --backward the gradients under their state-dict names.
-void save(const mha::Config& config, const mha::Problem& problem, const mha::BackwardResult& run) {
+void save(const mha::Config& config, const mha::Problem& problem,
+          const mha::BackwardResult& computed) {
     std::vector<std::pair<std::string, mha::Tensor>> arrays =
-        mha::saved_arrays(run.forward, problem.layout);
+        mha::saved_arrays(computed.forward, problem.layout);
     if (config.backward) {
-        for (auto& array : mha::saved_gradients(run.grads, problem.layout, problem.weight_names,
-                                                config.weights_prefix))
+        for (auto& array : mha::saved_gradients(computed.grads, problem.layout,
+                                                problem.weight_names, config.weights_prefix))
             arrays.push_back(std::move(array));
     }
     if (problem.options.path == mha::AttentionPath::Streaming) {
@@ -201,10 +202,10 @@ int run(const std::vector<std::string>& args) {
     // not between the lines of a trace on the same terminal (nor under --step's prompt)
     mha::Progress progress(problem.estimated_seconds, std::cerr,
                            isatty(STDERR_FILENO) && !(config.trace && isatty(STDOUT_FILENO)));
-    const mha::BackwardResult run =
+    const mha::BackwardResult computed =
         config.backward ? mha::run_backward(config, problem, tracer)
                         : mha::BackwardResult{mha::run_pass(config, problem, tracer), {}};
-    const mha::ForwardResult& result = run.forward;
+    const mha::ForwardResult& result = computed.forward;
     progress.stop();
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
@@ -214,7 +215,7 @@ int run(const std::vector<std::string>& args) {
     mha::check_stdout();
     warn_masked_rows(result, config, problem.info, problem.mask_looks_keep);
 
-    if (!config.save_path.empty()) save(config, problem, run);
+    if (!config.save_path.empty()) save(config, problem, computed);
     if (args.empty()) {
         std::cout << "\nnext:\n"
                      "  mha --trace            every step: shape, strides, copies, multiply-adds\n"

@@ -78,12 +78,19 @@ TEST_CASE("mha --backward gives torch.autograd's gradients under the state dict'
           "[backward]") {
     const std::vector<test::FixtureCase> cases = test::read_cases("data/grad_cases.txt");
     REQUIRE(cases.size() >= 30);
+    // the fused form: one projection of one input, into h key/value heads, nothing appended
+    const std::string form = GENERATE(as<std::string>{}, "", " --fused-qkv");
     for (const test::FixtureCase& c : cases) {
-        SECTION(c.name) {
-            const std::string dir = "data/grad/" + c.name + "/";
+        const std::string dir = "data/grad/" + c.name + "/";
+        const bool appended = c.options.find("--add-zero-attn") != std::string::npos ||
+                              c.name.find("bias_kv") != std::string::npos;
+        if (!form.empty() && (test::exists(dir + "key.npy") || appended ||
+                              c.options.find("--kv-heads") != std::string::npos))
+            continue;
+        SECTION(c.name + form) {
             const std::string saved = test::temp_path("grad-" + c.name + ".npz");
             const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
-                                     "grad_output.npy" + c.options + " --save " + saved;
+                                     "grad_output.npy" + c.options + form + " --save " + saved;
             INFO("mha" << args);
             const test::RunResult run = test::run_mha(args + " > /dev/null");
             REQUIRE(run.status == 0);
@@ -117,12 +124,16 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
 
 TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
     const std::string forms =
-        "--backward differentiates one attention layer in the packed, --fused-qkv or --per-head "
-        "form; it cannot be combined with --decode, --form mla, --block, --model or --compare";
-    for (const std::string option : {"--decode 4", "--form mla", "--block pre", "--compare 1,2",
-                                     "--model data/bad/tiny_model.npz --text ab"}) {
+        "--backward differentiates one attention layer in the packed or --fused-qkv form; it "
+        "cannot be combined with --per-head, --decode, --form mla, --block, --model or --compare";
+    for (const std::string option :
+         {"--per-head", "--decode 4", "--form mla", "--block pre", "--compare 1,2",
+          "--model data/bad/tiny_model.npz --text ab"}) {
         test::check_rejected("--backward " + option, forms);
     }
+    test::check_rejected(
+        "--grad-output data/bad/x.npy --input data/bad/x.npy --attention streaming",
+        "--backward reads the attention weights the standard path stores");
     test::check_rejected("--shapes-only --grad-output data/bad/x.npy",
                          "--shapes-only plans the backward from sizes alone");
     const std::string input = "--input data/bad/x.npy --grad-output data/bad/";

@@ -353,7 +353,7 @@ const std::vector<Row>& mha_table() {
           "steps 6-10: standard stores the (B, h, N, M) weights;\n"
           "streaming never does (online softmax, one step in\n"
           "the trace); auto (default): standard for --decode,\n"
-          "when --save or a view needs them, or a trace or\n"
+          "when a view needs them, or when --save, a trace or\n"
           "--format shows them and they fit --max-memory,\n"
           "otherwise streaming"},
          [](Config& c, const Arg& a) {
@@ -423,7 +423,7 @@ const std::vector<Row>& mha_table() {
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed, --fused-qkv and --per-head forms)"},
+          "reverse (packed and --fused-qkv forms, standard path)"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

@@ -545,6 +545,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.threads = 1;
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
+    if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
     p.info.activation_bytes =
         c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);

@@ -89,7 +89,8 @@ def run_mha_module(module, dtype, params, x_q, x_k, x_v, mask, padding, seq_firs
                               add_zero_attn=module.add_zero_attn, kdim=module.kdim,
                               vdim=module.vdim, batch_first=not seq_first).to(dtype)
     for name in params:  # the leaves themselves, so that autograd reaches them
-        owner, attr = (m.out_proj, name.split(".")[1]) if name.startswith("out_proj.") else (m, name)
+        out_proj = name.startswith("out_proj.")
+        owner, attr = (m.out_proj, name.split(".")[1]) if out_proj else (m, name)
         delattr(owner, attr)
         setattr(owner, attr, params[name])
     out, _ = m(x_q, x_k, x_v, attn_mask=mask, key_padding_mask=padding, need_weights=True,
@@ -169,9 +170,11 @@ def write_case(case):
         kept = value.numpy() if value.dtype == torch.bool else as_np(value)
         np.save(os.path.join(folder, fname + ".npy"), kept)
     np.save(os.path.join(folder, "grad_output.npy"), as_np(grad_output))
-    for fname, grads, dtype in (("expected", single, np.float32), ("expected64", exact, np.float64)):
+    for fname, grads, dtype in (("expected", single, np.float32),
+                                ("expected64", exact, np.float64)):
         named = renamed_grads(case, grads)
-        np.savez(os.path.join(folder, fname + ".npz"), **{k: as_np(v, dtype) for k, v in named.items()})
+        np.savez(os.path.join(folder, fname + ".npz"),
+                 **{k: as_np(v, dtype) for k, v in named.items()})
 
 
 def run_output_shape(case, params64):
@@ -226,11 +229,13 @@ def module_cases():
     add("bias_kv_zero_attn_cross", f"--heads {h} --add-zero-attn", 7,
         {"bias_kv": True, "zero_attn": True}, cross=(5, E, E))
     torch.manual_seed(8)
-    add("bool_mask", f"--heads {h}", 8, mask=(torch.rand(N, N) < 0.3) & ~torch.eye(N, dtype=torch.bool))
+    add("bool_mask", f"--heads {h}", 8,
+        mask=(torch.rand(N, N) < 0.3) & ~torch.eye(N, dtype=torch.bool))
     add("float_mask", f"--heads {h}", 9, mask=torch.randn(N, N))
     add("mask_per_head", f"--heads {h}", 10,
         mask=(torch.rand(B * h, N, N) < 0.4) & ~torch.eye(N, dtype=torch.bool))
-    add("padding", f"--heads {h}", 11, padding=torch.tensor([[False] * N, [False, True, False, True]]))
+    add("padding", f"--heads {h}", 11,
+        padding=torch.tensor([[False] * N, [False, True, False, True]]))
     # both causal alignments: mha's --causal options, the module given the mask they mean
     # (query i sees keys j <= i + M - N bottom-right, j <= i top-left)
     M = 6
@@ -343,9 +348,10 @@ def naming_cases():
 def main():
     shutil.rmtree(OUT_DIR, ignore_errors=True)
     os.makedirs(OUT_DIR)
-    lines = ["# Backward-pass cases made by make_grad_fixtures.py: <case folder> <extra mha options>.",
-             "# The folders are under tests/data/grad/; the test adds --weights, --input, --key,",
-             "# --value, --mask, --key-padding-mask and --grad-output for the files each holds."]
+    lines = ["# Backward-pass cases made by make_grad_fixtures.py: <case folder> <extra mha",
+             "# options>. The folders are under tests/data/grad/; the test adds --weights,",
+             "# --input, --key, --value, --mask, --key-padding-mask and --grad-output for the",
+             "# files each folder holds."]
     for case in module_cases() + modern_cases() + naming_cases():
         torch_mask = getattr(case, "mask_for_torch", None)
         if torch_mask is not None:  # the module gets the mask; mha gets --causal, no file

@@ -25,7 +25,7 @@ struct BackwardResult {
 // then the backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model), batch-first),
 // both traced on one plan: the forward's steps, then the backward's (PassSpec::backward).
 BackwardResult forward_backward(const Weights& weights, const Inputs& inputs, const Masks& masks,
-                                const ForwardOptions& options, Form form,
-                                const Tensor& grad_output, Tracer& tracer);
+                                const ForwardOptions& options, Form form, const Tensor& grad_output,
+                                Tracer& tracer);
 
 }  // namespace mha
