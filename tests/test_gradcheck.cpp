@@ -1,15 +1,18 @@
 // The double-precision reference backward against float64 torch.autograd
-// (tests/data/grad_reference, make_grad_reference_fixtures.py), the two softmax backward
-// forms, --gradcheck's table and exit status, and its refusals.
+// (tests/data/grad_reference, make_grad_reference_fixtures.py) and the float backward against
+// it, the two softmax backward forms, --gradcheck's table and exit status, and its refusals.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "app/gradcheck.h"
+#include "core/backward/backward.h"
 #include "core/backward/reference_grad.h"
 #include "core/pass/attention.h"
 #include "core/pass/shape_checks.h"
@@ -23,6 +26,11 @@ using Arrays = std::map<std::string, mha::npy::Array>;
 constexpr double autograd_tolerance = 1e-10;      // the reference against float64 autograd
 constexpr double forms_tolerance = 1e-12;         // the two softmax backward forms
 constexpr double float_forward_tolerance = 1e-5;  // the reference's output against forward()
+// forward_backward's float32 gradients against the reference, relative to each gradient's
+// largest magnitude or 1, whichever is larger: the fixtures' gradients are O(1), and b_k's is
+// zero in exact arithmetic (it shifts a whole row of scores), float32 rounding in the float
+// pass (issue 28 asks 1e-4 of float32 against autograd)
+constexpr double float_backward_tolerance = 1e-5;
 
 // A case of make_grad_reference_fixtures.py with the options its CASES entry gives.
 struct FixtureCase {
@@ -188,6 +196,53 @@ TEST_CASE("the double reference computes what the float forward computes", "[bac
             REQUIRE(out.size() == r.values.size());
             for (std::size_t i = 0; i < out.size(); ++i)
                 REQUIRE(std::fabs(out[i] - r.values[i]) <= float_forward_tolerance);
+        }
+    }
+}
+
+TEST_CASE("the float backward (forward_backward) equals the double reference", "[backward]") {
+    for (const FixtureCase& c : fixture_cases()) {
+        SECTION(c.name) {
+            const FixtureProblem p = load_case(c);
+            const mha::Tensor d_out = mha::npy::to_tensor(p.arrays.at("grad_output"));
+            mha::GradcheckProblem d = double_problem(p);
+            d.grad_output = mha::to_double(d_out);  // both from the same float32 dO
+            const mha::ReferenceGradResult r = reference_of(d);
+            mha::NullTracer none;
+            const mha::BackwardResult f = mha::forward_backward(
+                p.weights, p.inputs, p.masks, p.options, mha::Form::Packed, d_out, none);
+            const mha::Gradients& g = f.grads;
+            const mha::DoubleGradients& e = r.grads;
+            const std::vector<std::tuple<std::string, const mha::Tensor*, const mha::DoubleTensor*>>
+                pairs = {{"input", &g.input, &e.input},
+                         {"key", &g.key, &e.key},
+                         {"value", &g.value, &e.value},
+                         {"w_q", &g.params.w_q, &e.params.w_q},
+                         {"w_k", &g.params.w_k, &e.params.w_k},
+                         {"w_v", &g.params.w_v, &e.params.w_v},
+                         {"w_o", &g.params.w_o, &e.params.w_o},
+                         {"b_q", &g.params.b_q, &e.params.b_q},
+                         {"b_k", &g.params.b_k, &e.params.b_k},
+                         {"b_v", &g.params.b_v, &e.params.b_v},
+                         {"b_o", &g.params.b_o, &e.params.b_o},
+                         {"q_norm", &g.params.q_norm, &e.params.q_norm},
+                         {"k_norm", &g.params.k_norm, &e.params.k_norm},
+                         {"bias_k", &g.params.bias_k, &e.params.bias_k},
+                         {"bias_v", &g.params.bias_v, &e.params.bias_v}};
+            for (const auto& [name, actual, expected] : pairs) {
+                CAPTURE(name);
+                REQUIRE(actual->empty() == expected->absent());
+                if (expected->absent()) continue;
+                REQUIRE(actual->shape() == expected->shape);
+                const std::vector<float> values = actual->to_vector();
+                double largest = 0.0, worst = 0.0;
+                for (std::size_t i = 0; i < values.size(); ++i) {
+                    largest = std::max(largest, std::fabs(expected->values[i]));
+                    worst = std::max(worst, std::fabs(values[i] - expected->values[i]));
+                }
+                CAPTURE(worst, largest);
+                CHECK(worst <= float_backward_tolerance * std::max(largest, 1.0));
+            }
         }
     }
 }
