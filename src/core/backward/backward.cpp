@@ -32,8 +32,11 @@
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
 #include "core/kernels/parallel.h"
+#include "core/kernels/streaming_backward.h"
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
+#include "core/pass/flash_row.h"
+#include "core/pass/score_guard.h"
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
 
@@ -49,7 +52,7 @@ struct Forwarded {
     const Sizes& s;      // M counts the appended positions
     const ForwardOptions& o;
     const Kept& kept;
-    const Tensor& p;  // (B, h, N, M) the attention weights P
+    const Tensor& p;  // (B, h, N, M) the attention weights P; empty when streamed
 };
 
 // body(u) for every unit u < count, over the threads; each unit writes only its own memory.
@@ -169,6 +172,65 @@ double row_dot_difference(const Tensor& dp, const Tensor& p, const Tensor& d) {
         if (!std::isnan(difference)) worst = std::max(worst, difference);
     }
     return worst;
+}
+
+// Unit u of b10-b6 streamed: attend_backward_streaming from Q, K, V, O, lse and dO_h. A unit
+// the forward scored as (q·factor) kᵀ (scores beyond float32) is recomputed the same way; its
+// dQ, the gradient of q·factor, is then scaled by factor.
+void attend_back_unit(const Forwarded& f, const MatrixView& d_o, std::size_t u, HeadGrads& g) {
+    const Sizes& s = f.s;
+    const std::size_t b = u / s.heads, i = u % s.heads, kv = kv_head_of(i, s.heads, s.kv_heads);
+    const std::size_t N = s.seq_len, d_k = s.d_k(), d_v = s.d_v();
+    const UnitMath math = unit_math(s, f.o);
+    AttentionUnit unit{head_matrix(f.kept.q, b, i),
+                       head_matrix(f.kept.k, b, kv),
+                       head_matrix(f.kept.v, b, kv),
+                       unit_mask(f.masks, b, i, s),
+                       nullptr,
+                       nullptr,
+                       0,
+                       b,
+                       i};
+    std::vector<float> scaled;
+    const bool prescaled = needs_prescale(unit, math.factor);
+    if (prescaled) unit = with_scaled_q(unit, math.factor, scaled);
+    float* dq = unit_data(g.dq, u);
+    attend_backward_streaming(unit.q, unit.k, unit.v, unit.mask, prescaled ? 1.0f : math.factor,
+                              math.zero_masked_rows,
+                              {head_matrix(f.kept.context, b, i), f.kept.lse.data() + u * N}, d_o,
+                              {dq, d_k, unit_data(g.dk, u), d_k, unit_data(g.dv, u), d_v});
+    for (std::size_t e = 0; prescaled && e < N * d_k; ++e) dq[e] *= math.factor;
+}
+
+// b10-b6 streamed (FlashAttention-2's backward): per unit, P recomputed tile by tile from the
+// row log-sum-exp the forward kept; dQ, dK, dV per query head, then the GQA group sums.
+HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
+    const Sizes& s = f.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
+    const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
+    HeadGrads g{Tensor({B, h, M, d_v}), Tensor(), Tensor(), Tensor({B, h, N, d_k}),
+                Tensor({B, h, M, d_k})};
+    const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
+    const std::uint64_t macs = std::uint64_t(units) * N * M * (2 * d_k + 3 * d_v);
+    for_units(units, macs, threads, [&](std::size_t u) {
+        attend_back_unit(f, head_matrix(d_heads, u / h, u % h), u, g);
+    });
+    if (f.o.flash_row && trace.on() && units > 0) {  // batch 0, head 0, one row retraced
+        const UnitMath math = unit_math(s, f.o);
+        trace.upcoming().flash_back =
+            flash_back_facts(head_matrix(f.kept.q, 0, 0), head_matrix(f.kept.k, 0, 0),
+                             head_matrix(f.kept.v, 0, 0), unit_mask(f.masks, 0, 0, s), math.factor,
+                             {head_matrix(f.kept.context, 0, 0), f.kept.lse.data()},
+                             head_matrix(d_heads, 0, 0), *f.o.flash_row, 0);
+    }
+    trace.show(g.dq);
+    trace.show(g.dk);
+    trace.show(g.dv);
+    g.dk = group_sum(g.dk, s, threads);
+    if (s.kv_heads != h) trace.show(g.dk);
+    g.dv = group_sum(g.dv, s, threads);
+    if (s.kv_heads != h) trace.show(g.dv);
+    return g;
 }
 
 // b10-b6 on the standard path, unit by unit.
@@ -366,11 +428,6 @@ void check_backward(Form form, const Weights& w, const ForwardOptions& options) 
     if (form == Form::Decode)
         throw Error("the backward does not differentiate the decode form yet");
     if (form == Form::Mla) throw Error("the backward does not differentiate the MLA form yet");
-    if (options.path == AttentionPath::Streaming) {
-        throw Error(
-            "the backward does not differentiate the streaming path yet: it needs the stored "
-            "attention weights of the standard path");
-    }
     if (form != Form::Packed && appended_kv(w, options).count() > 0) {
         throw Error(std::string("the backward of the ") +
                     (form == Form::FusedQkv ? "fused QKV" : "per-head") +
@@ -416,8 +473,9 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
 
     const Tensor d_out = grad_output.contiguous();
     const Tensor d_heads = output_back(f, d_out, r.grads, trace);  // b14-b11
-    HeadGrads hg = attend_back(f, d_heads, trace);                 // b10-b6
-    position_back(f, hg.dq, hg.dk, r.grads, trace);                // b5
+    HeadGrads hg = o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
+                                                      : attend_back(f, d_heads, trace);  // b10-b6
+    position_back(f, hg.dq, hg.dk, r.grads, trace);                                      // b5
     if (form == Form::FusedQkv) {
         fused_back(f, hg, r.grads, trace);  // b5-b1
     } else {

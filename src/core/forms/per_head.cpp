@@ -59,6 +59,7 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
     const bool streamed = o.path == AttentionPath::Streaming;
     if (!streamed) head.weights = Tensor({s.batch, N, M});
     head.context = Tensor({s.batch, N, d_k});
+    float* const lse = streamed && o.keep ? o.keep->lse.data() : nullptr;  // (B, h, N)
     const Units units{s.batch, [&](std::size_t b) {
                           return AttentionUnit{batch_matrix(head.q, b),
                                                batch_matrix(head.k, b),
@@ -68,7 +69,9 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
                                                head.context.data() + b * N * d_k,
                                                d_k,
                                                b,
-                                               i};
+                                               i,
+                                               0,
+                                               lse ? lse + (b * s.heads + i) * N : nullptr};
                       }};
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -157,6 +160,8 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
     const Sizes s = check_pass(w, in, masks, options);
     Kept* keep = options.keep;
     if (keep) *keep = kept_tensors(s, !w.q_norm.empty());
+    if (keep && options.path == AttentionPath::Streaming)  // the row log-sum-exp, not P
+        keep->lse = Tensor({s.batch, s.heads, s.seq_len});
     trace.show_input(in.x_q);  // 0
 
     ForwardResult result;

@@ -119,6 +119,28 @@ void plan_attend_back(Planner& p) {
     plan_group_sum(p, Operand::K, 6, "dK", "M", "d_k", M, d_k);
 }
 
+// b10-b6 on the streaming path: one pass per unit over tiles of keys and queries yields dQ, dK
+// and dV (per query head), recomputing P from the row log-sum-exp; no (N, M) tensor.
+void plan_attend_back_streamed(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
+    const std::size_t d_v = s.d_v();
+    const std::string dv = v_dim_name(s);
+    p.add(Operand::Q, StepKind::AttendGrad, 10, "attend-grad", "dQ",
+          "dQ, dK, dV = flash_attention_backward(Q, K, V, O_h, lse, dO_h)  (per tile: "
+          "P = exp(scores - lse), dS = P * (dP - D); S and dP recomputed)",
+          {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, h, N, d_k}),
+          macs_of({B, h, N, M, 2 * d_k + d_v}));  // S = Q Kᵀ, dP = dO_h Vᵀ, dQ = dS K
+    p.add(Operand::K, StepKind::AttendGrad, 10, "attend-grad", "dK",
+          "dK  (the same pass: dK += dS.T @ Q per tile)", {"B", "h", "M", "d_k"},
+          Layout::contiguous_of({B, h, M, d_k}), macs_of({B, h, N, M, d_k}));
+    p.add(Operand::V, StepKind::AttendGrad, 10, "attend-grad", "dV",
+          "dV  (the same pass: dV += P.T @ dO_h per tile)", {"B", "h", "M", dv},
+          Layout::contiguous_of({B, h, M, d_v}), macs_of({B, h, N, M, d_v}));
+    plan_group_sum(p, Operand::K, 6, "dK", "M", "d_k", M, d_k);
+    plan_group_sum(p, Operand::V, 10, "dV", "M", dv, M, d_v);
+}
+
 // b5: RoPE rotated back (the opposite angle), then QK-norm's backward with d q_norm, d k_norm.
 void plan_position_back(Planner& p) {
     const Sizes& s = p.s;
@@ -272,7 +294,11 @@ void plan_fused_back(Planner& p) {
 
 void plan_backward(Planner& p) {
     plan_output_back(p);
-    plan_attend_back(p);
+    if (p.spec.path == AttentionPath::Streaming) {
+        plan_attend_back_streamed(p);
+    } else {
+        plan_attend_back(p);
+    }
     plan_position_back(p);
     if (p.spec.form == Form::FusedQkv) {
         plan_fused_back(p);
