@@ -8,7 +8,7 @@ _mha() {
 
     local options="--batch --seq-len --kv-len --d-model --heads --seed --threads --causal
         --no-bias --random-bias --add-zero-attn --trace --values --step --format --output --explain --weights --input --key
-        --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --max-memory
+        --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --backward --grad-output --max-memory
         --max-time --weights-prefix --head-contributions --compare
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
@@ -68,7 +68,7 @@ _mha() {
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --output) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --input|--key|--value|--mask|--key-padding-mask)
+        --input|--key|--value|--mask|--key-padding-mask|--grad-output)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare)
             return ;;

@@ -91,6 +91,9 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
               << (config.zero_masked_rows ? "zero (--masked-rows zero)"
                   : mask_looks_keep       ? "NaN, as in PyTorch"
                                           : "NaN, as in PyTorch (--masked-rows zero gives zeros)");
+    if (config.backward && !config.zero_masked_rows)
+        std::cerr
+            << ", and so are the gradients they reach (each weight's gradient sums over every row)";
     if (info.causal && config.causal_align == mha::CausalAlign::BottomRight &&
         info.seq_len > info.kv_len) {
         std::cerr << "; with N = " << info.seq_len << " > M = " << info.kv_len
@@ -100,6 +103,26 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
                      "is_causal=True does";
     }
     std::cerr << "\n";
+}
+
+// --save: the output, the attention weights unless the path streamed (a note says so), and
+// with --backward the gradients under their state-dict names.
+void save(const mha::Config& config, const mha::Problem& problem,
+          const mha::BackwardResult& computed) {
+    std::vector<std::pair<std::string, mha::Tensor>> arrays =
+        mha::saved_arrays(computed.forward, problem.layout);
+    if (config.backward) {
+        for (auto& array : mha::saved_gradients(computed.grads, problem.layout,
+                                                problem.weight_names, config.weights_prefix))
+            arrays.push_back(std::move(array));
+    }
+    if (problem.options.path == mha::AttentionPath::Streaming) {
+        std::cerr << "mha: note: --save wrote "
+                  << (config.backward ? "output and the gradients" : "output")
+                  << " without attn_weights: the streaming path never stores them (--attention "
+                     "standard does)\n";
+    }
+    mha::npy::write_npz(config.save_path, arrays);
 }
 
 // --shapes-only: the steps from sizes alone; nothing computed, nothing allocated (--model
@@ -180,7 +203,10 @@ int run(const std::vector<std::string>& args) {
     // not between the lines of a trace on the same terminal (nor under --step's prompt)
     mha::Progress progress(problem.estimated_seconds, std::cerr,
                            isatty(STDERR_FILENO) && !(config.trace && isatty(STDOUT_FILENO)));
-    const mha::ForwardResult result = mha::run_pass(config, problem, tracer);
+    const mha::BackwardResult computed =
+        config.backward ? mha::run_backward(config, problem, tracer)
+                        : mha::BackwardResult{mha::run_pass(config, problem, tracer), {}};
+    const mha::ForwardResult& result = computed.forward;
     progress.stop();
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
@@ -190,9 +216,7 @@ int run(const std::vector<std::string>& args) {
     mha::check_stdout();
     warn_masked_rows(result, config, problem.info, problem.mask_looks_keep);
 
-    if (!config.save_path.empty()) {
-        mha::npy::write_npz(config.save_path, mha::saved_arrays(result, problem.layout));
-    }
+    if (!config.save_path.empty()) save(config, problem, computed);
     if (args.empty()) {
         std::cout << "\nnext:\n"
                      "  mha --trace            every step: shape, strides, copies, multiply-adds\n"

@@ -130,6 +130,42 @@ inline void check_rejected(const std::string& args, const std::string& message) 
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
 
+// A case of a PyTorch fixture list (data/cases.txt, data/grad_cases.txt, ...): its folder and
+// the mha options it runs with.
+struct FixtureCase {
+    std::string name;
+    std::string options;  // e.g. "--heads 4 --causal"
+};
+
+// The cases of a list file: "<folder> <options>" a line, '#' lines and blank lines skipped.
+inline std::vector<FixtureCase> read_cases(const std::string& path) {
+    std::ifstream file(path);
+    REQUIRE(file);
+    std::vector<FixtureCase> cases;
+    for (std::string line; std::getline(file, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream words(line);
+        FixtureCase c;
+        words >> c.name;
+        std::getline(words, c.options);
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+inline bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// --weights and --input, and --key, --value, --mask and --key-padding-mask for whichever of
+// their files the case folder `dir` holds.
+inline std::string fixture_options(const std::string& dir) {
+    std::string args = " --weights " + dir + "weights.npz --input " + dir + "query.npy";
+    if (exists(dir + "key.npy")) args += " --key " + dir + "key.npy --value " + dir + "value.npy";
+    if (exists(dir + "mask.npy")) args += " --mask " + dir + "mask.npy";
+    if (exists(dir + "key_padding_mask.npy"))
+        args += " --key-padding-mask " + dir + "key_padding_mask.npy";
+    return args;
+}
+
 // A path in the system's temp folder, unique to this test process.
 inline std::string temp_path(const std::string& name) {
     return "/tmp/mha-tests-" + std::to_string(getpid()) + "-" + name;

@@ -153,7 +153,7 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
     REQUIRE(r.status == 0);
     std::set<std::string> written = matches(r.output, std::regex("\"([A-Za-z_]+)\":"));
     const test::RunResult shapes =
-        test::run_mha("--format json --shapes-only -b 1 -n 3 -d 8 -H 2", false);
+        test::run_mha("--format json --shapes-only --backward -b 1 -n 3 -d 8 -H 2", false);
     REQUIRE(shapes.status == 0);
     written.merge(matches(shapes.output, std::regex("\"([A-Za-z_]+)\":")));
     CHECK(written == documented);

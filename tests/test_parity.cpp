@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "helpers.h"
 #include "io/npy.h"
@@ -18,48 +17,15 @@ namespace {
 constexpr double weights_tolerance = 1e-5;  // attention weights, max abs difference
 constexpr double output_tolerance = 1e-4;   // outputs, max abs difference
 
-struct Case {
-    std::string name;
-    std::string options;  // from cases.txt, e.g. "--heads 4 --causal"
-};
-
-std::vector<Case> read_cases(const std::string& path) {
-    std::ifstream file(path);
-    REQUIRE(file);
-    std::vector<Case> cases;
-    std::string line;
-    while (std::getline(file, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        std::istringstream words(line);
-        Case c;
-        words >> c.name;
-        std::getline(words, c.options);
-        cases.push_back(c);
-    }
-    return cases;
-}
-
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
-
-// The file options for whichever fixture files the case folder holds.
-std::string file_options(const std::string& dir) {
-    std::string args = " --weights " + dir + "weights.npz --input " + dir + "query.npy";
-    if (exists(dir + "key.npy")) args += " --key " + dir + "key.npy --value " + dir + "value.npy";
-    if (exists(dir + "mask.npy")) args += " --mask " + dir + "mask.npy";
-    if (exists(dir + "key_padding_mask.npy"))
-        args += " --key-padding-mask " + dir + "key_padding_mask.npy";
-    return args;
-}
-
 // Runs every case of `cases_file` from its folder under `root` and compares with PyTorch.
 void check_cases(const std::string& cases_file, const std::string& root, std::size_t at_least) {
-    const std::vector<Case> cases = read_cases(cases_file);
+    const std::vector<test::FixtureCase> cases = test::read_cases(cases_file);
     REQUIRE(cases.size() >= at_least);
-    for (const Case& c : cases) {
+    for (const test::FixtureCase& c : cases) {
         SECTION(c.name) {
             const std::string dir = root + c.name + "/";
             const std::string saved = test::temp_path(c.name + ".npz");
-            const std::string args = file_options(dir) + c.options + " --save " + saved;
+            const std::string args = test::fixture_options(dir) + c.options + " --save " + saved;
             INFO("mha" << args);
             const test::RunResult run = test::run_mha(args);
             REQUIRE(run.status == 0);
@@ -79,13 +45,13 @@ void check_cases(const std::string& cases_file, const std::string& root, std::si
 }  // namespace
 
 TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[modern]") {
-    const std::vector<Case> cases = read_cases("data/modern_cases.txt");
+    const std::vector<test::FixtureCase> cases = test::read_cases("data/modern_cases.txt");
     REQUIRE(cases.size() >= 15);
     const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv",
                                       " --decode 0", " -t 3 --trace --values");
-    for (const Case& c : cases) {
+    for (const test::FixtureCase& c : cases) {
         const std::string dir = "data/modern/" + c.name + "/";
-        const bool cross = exists(dir + "key.npy");
+        const bool cross = test::exists(dir + "key.npy");
         const bool causal = c.options.find("--causal") != std::string::npos ||
                             c.options.find("--window") != std::string::npos;
         const bool gqa = c.options.find("--kv-heads") != std::string::npos;  // fused: G = h only
@@ -101,7 +67,8 @@ TEST_CASE("mha reproduces the modern fixtures in every form that takes them", "[
             const std::string run_form =
                 form == " --decode 0" ? " --decode " + std::to_string(weights.size(2)) : form;
             const std::string saved = test::temp_path(c.name + ".npz");
-            const std::string args = file_options(dir) + c.options + run_form + " --save " + saved;
+            const std::string args =
+                test::fixture_options(dir) + c.options + run_form + " --save " + saved;
             INFO("mha" << args);
             const test::RunResult run = test::run_mha(args + " > /dev/null");
             REQUIRE(run.status == 0);
@@ -121,8 +88,9 @@ TEST_CASE("mha reproduces GPT-2's attention from its c_attn and c_proj, in every
     const std::string form = GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv",
                                       " --decode 5", " -t 3 --trace");
     const std::string saved = test::temp_path("gpt2.npz");
-    const std::string args = file_options(dir) + " --heads 4 --causal --weights-prefix h.1.attn." +
-                             form + " --save " + saved;
+    const std::string args = test::fixture_options(dir) +
+                             " --heads 4 --causal --weights-prefix h.1.attn." + form + " --save " +
+                             saved;
     INFO("mha" << args);
     const test::RunResult run = test::run_mha(args);
     REQUIRE(run.status == 0);
@@ -164,8 +132,8 @@ TEST_CASE("the result does not depend on the thread count, nor on tracing") {
     for (const char* extra : {" -t 1", " -t 2", " -t 5 --trace --values", " -t 16 --format json"}) {
         const std::string saved = test::temp_path("threads.npz");
         REQUIRE(
-            test::run_mha(file_options(dir) + " --heads 8 --save " + saved + extra, false).status ==
-            0);
+            test::run_mha(test::fixture_options(dir) + " --heads 8 --save " + saved + extra, false)
+                .status == 0);
         std::ifstream file(saved, std::ios::binary);
         outputs.emplace_back(std::istreambuf_iterator<char>(file),
                              std::istreambuf_iterator<char>());

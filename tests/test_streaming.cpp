@@ -20,6 +20,7 @@
 #include "core/pass/reference.h"
 #include "helpers.h"
 #include "io/init.h"
+#include "io/npy.h"
 #include "kernel_variants.h"
 #include "recorder.h"
 #include "show/notes.h"
@@ -350,10 +351,27 @@ TEST_CASE("--attention errors") {
     CHECK(bad.status == 2);
     CHECK(bad.output ==
           "mha: error: --attention expects one of auto, standard, streaming, got 'fast'\n");
-    const test::RunResult save = test::run_mha("--attention streaming --save /tmp/x.npz");
-    CHECK(save.status == 2);
-    CHECK_THAT(save.output,
-               Catch::StartsWith("mha: error: --attention streaming does not give --save: "));
+}
+
+TEST_CASE("the streaming path saves the output without attn_weights, with a note") {
+    const std::string streamed = test::temp_path("streamed.npz");
+    const std::string standard = test::temp_path("standard.npz");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() + " -b 2 -n 5 -d 16 --attention streaming --save " +
+                          streamed + " 2>&1 >/dev/null");
+    CHECK(run.status == 0);
+    CHECK(run.output ==
+          "mha: note: --save wrote output without attn_weights: the streaming path never stores "
+          "them (--attention standard does)\n");
+    REQUIRE(test::run_mha("-b 2 -n 5 -d 16 --attention standard --save " + standard).status == 0);
+    const auto saved = mha::npy::read_npz(streamed);
+    const auto reference = mha::npy::read_npz(standard);
+    std::remove(streamed.c_str());
+    std::remove(standard.c_str());
+    CHECK(saved.size() == 1);
+    CHECK(reference.count("attn_weights") == 1);
+    test::require_close(mha::npy::to_tensor(saved.at("output")),
+                        mha::npy::to_tensor(reference.at("output")), 1e-5);
 }
 
 TEST_CASE("both fast paths equal the reference forward pass on the plain loops") {

@@ -3,11 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
 #include "helpers.h"
+#include "io/init.h"
 #include "io/masks.h"
 #include "io/weights.h"
 
@@ -298,4 +300,56 @@ TEST_CASE("--weights-prefix gives the numbers of the same module saved without a
     // two Hugging Face layers with the same arrays: either prefix gives hf_names.npz's numbers
     CHECK(output_line("--weights data/bad/layers.npz --weights-prefix model.layers.1.self_attn.") ==
           output_line("--weights data/bad/hf_names.npz"));
+}
+
+TEST_CASE("the arrays a state dict was read from come back under its names and orientation") {
+    // the state dicts of data/grad/: nn.MultiheadAttention's (packed, kdim/vdim, bias_kv, no
+    // bias), from-scratch with QK-norm, Hugging Face's, a fused W_qkv, GPT-2's transposed
+    // c_attn and c_proj, and names under a prefix
+    const std::pair<const char*, const char*> cases[] = {{"self", ""},
+                                                         {"kdim_vdim", ""},
+                                                         {"bias_kv", ""},
+                                                         {"no_bias", ""},
+                                                         {"qk_norm_rope", ""},
+                                                         {"gqa_kv_heads", ""},
+                                                         {"names_hugging_face", ""},
+                                                         {"names_fused_qkv", ""},
+                                                         {"names_gpt2", ""},
+                                                         {"names_prefix", "layers.0.self_attn."}};
+    for (const auto& [name, prefix] : cases) {
+        CAPTURE(name);
+        const std::string path = std::string("data/grad/") + name + "/weights.npz";
+        const mha::LoadedWeights loaded = mha::load_weights(path, mha::Ledger(), prefix);
+        const auto original = mha::npy::read_npz(path);
+        const auto arrays = mha::state_dict_arrays(loaded.weights, loaded.names, prefix);
+        REQUIRE(arrays.size() == original.size());
+        for (const auto& [array_name, tensor] : arrays) {
+            CAPTURE(array_name);
+            REQUIRE(original.count(array_name) == 1);
+            const Array& file = original.at(array_name);
+            REQUIRE(tensor.shape() == file.shape);
+            const std::vector<float> values = tensor.to_vector();
+            CHECK(std::equal(values.begin(), values.end(), file.values.begin(),
+                             [](float a, double b) { return double(a) == b; }));
+        }
+    }
+}
+
+TEST_CASE("seeded weights get nn.MultiheadAttention names, or from-scratch ones for other widths") {
+    const mha::Weights packed = mha::seeded_weights(8, true, false, 0);
+    const auto names = [](const std::vector<std::pair<std::string, mha::Tensor>>& arrays) {
+        std::vector<std::string> list;
+        for (const auto& array : arrays)
+            list.push_back(array.first + " " + mha::to_string(array.second.shape()));
+        return list;
+    };
+    CHECK(names(mha::state_dict_arrays(packed, mha::own_names(packed), "grad.")) ==
+          std::vector<std::string>{"grad.in_proj_weight (24, 8)", "grad.in_proj_bias (24,)",
+                                   "grad.out_proj.weight (8, 8)", "grad.out_proj.bias (8,)"});
+    mha::Weights grouped = mha::seeded_weights(8, 8, 4, false, false, 0);  // G·d_k = 4
+    grouped.q_norm = grouped.k_norm = mha::Tensor({2}, std::vector<float>{1, 1});
+    CHECK(names(mha::state_dict_arrays(grouped, mha::own_names(grouped), "")) ==
+          std::vector<std::string>{"W_q.weight (8, 8)", "W_k.weight (4, 8)", "W_v.weight (4, 8)",
+                                   "W_o.weight (8, 8)", "q_norm.weight (2,)",
+                                   "k_norm.weight (2,)"});
 }

@@ -27,21 +27,27 @@ std::size_t default_threads(const Sizes& s) {
         1, std::min<std::uint64_t>(hardware_threads(), forward_macs(s) / macs_per_thread));
 }
 
-// --save holds output (B, N, d_model) and weights (B, h, N, M) three more times: as a
-// C-order copy, as .npy bytes and inside the archive.
-std::uint64_t save_bytes(const Sizes& s, const std::string& what) {
+// --save holds what it writes three more times: as a C-order copy, as .npy bytes and inside
+// the archive: output (B, N, d_model), the weights (B, h, N, M) unless streaming, and with
+// --backward the gradients (`gradients` bytes).
+std::uint64_t save_bytes(const Sizes& s, AttentionPath path, std::uint64_t gradients,
+                         const std::string& what) {
+    const std::uint64_t weights =
+        path == AttentionPath::Standard
+            ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)
+            : 0;
     return checked_product(
-        {3 * sizeof(float),
-         checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
-                      checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)},
-                     what)},
+        {3, checked_sum({checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what),
+                         checked_product({sizeof(float), weights}, what), gradients},
+                        what)},
         what);
 }
 
 // What the run holds besides the pass itself: the inputs, the weights (MLA's own when
-// `mla`), the masks already loaded (mask_bytes) and, with --save, what writing the file takes.
-std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving,
-                         const std::optional<MlaSizes>& mla) {
+// `mla`), the masks already loaded (mask_bytes), with --backward dO and the gradients (one
+// per input and weight), and with --save what writing the file takes.
+std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_bytes,
+                         AttentionPath path, const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -55,7 +61,11 @@ std::uint64_t held_bytes(const Sizes& s, std::uint64_t mask_bytes, bool saving,
             : block_bytes(checked_product(
                   {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                   what));
-    return checked_sum({inputs, weights, mask_bytes, saving ? save_bytes(s, what) : 0}, what);
+    const std::uint64_t gradients = c.backward ? checked_sum({inputs, weights}, what) : 0;
+    const std::uint64_t grad_output =
+        c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what) : 0;
+    const std::uint64_t saving = c.save_path.empty() ? 0 : save_bytes(s, path, gradients, what);
+    return checked_sum({inputs, weights, mask_bytes, gradients, grad_output, saving}, what);
 }
 
 // What the chosen form of the pass allocates on the attention path with the threads.
@@ -63,7 +73,11 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     if (mla) return mla_bytes(*mla, s.batch, s.seq_len, path, threads);
     if (c.form == Form::Decode) return decode_bytes(s);
-    const std::uint64_t attention = forward_bytes(s, path, threads);
+    // --backward: the forward's tensors stay for the backward, which makes a gradient of each
+    // (dQ, dK, dV, dP, dS, ...): about the forward's bytes again
+    const std::uint64_t attention =
+        checked_product({c.backward ? 2u : 1u, forward_bytes(s, path, threads)},
+                        "the memory for this configuration");
     if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
@@ -101,16 +115,15 @@ const char* path_name(AttentionPath path) {
 
 // --attention, or auto. Every form can stream. Auto takes the standard path when decoding
 // (one query per unit would fill one of the fused tile's query lanes; measured slower),
-// or when something needs the weights (--save, the views) or shows them (the trace,
-// JSON, Markdown) and it fits; else streaming, unless only the standard path fits
-// (small sizes, where the streaming tiles are the larger allocation).
+// or when a view needs the weights, or when --save would write them or something shows them
+// (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
+// fits (small sizes, where the streaming tiles are the larger allocation).
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
     if (c.form == Form::Decode) return AttentionPath::Standard;
-    const bool needed =
-        !c.save_path.empty() || wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
-    const bool shown = c.trace || c.format != Format::Text;
+    const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
+    const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
     const bool standard_fits = standard_bytes <= c.max_memory;
     if (needed || (shown && standard_fits)) return AttentionPath::Standard;
     return standard_fits && streaming_bytes > c.max_memory ? AttentionPath::Standard
@@ -134,12 +147,16 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 
 RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t mask_bytes,
                  const std::optional<MlaSizes>& mla) {
-    const std::uint64_t held = held_bytes(s, mask_bytes, !c.save_path.empty(), mla);
+    // what the run holds on each path (it differs by the weights --save writes), before the
+    // threads, whose default reads the multiply-adds: a memory beyond 64 bits is named first
+    const std::uint64_t held[] = {held_bytes(c, s, mask_bytes, AttentionPath::Standard, mla),
+                                  held_bytes(c, s, mask_bytes, AttentionPath::Streaming, mla)};
     RunPlan plan;
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
     auto total = [&](AttentionPath path) {
-        return checked_sum({held, pass_bytes(c, s, d_ff, path, plan.threads, mla),
+        return checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
+                            pass_bytes(c, s, d_ff, path, plan.threads, mla),
                             view_bytes(c, s, d_ff, path, plan.threads, mla)},
                            "the memory for this configuration");
     };

@@ -353,7 +353,7 @@ const std::vector<Row>& mha_table() {
           "steps 6-10: standard stores the (B, h, N, M) weights;\n"
           "streaming never does (online softmax, one step in\n"
           "the trace); auto (default): standard for --decode,\n"
-          "when --save or a view needs them, or a trace or\n"
+          "when a view needs them, or when --save, a trace or\n"
           "--format shows them and they fit --max-memory,\n"
           "otherwise streaming"},
          [](Config& c, const Arg& a) {
@@ -411,8 +411,27 @@ const std::vector<Row>& mha_table() {
         {{"--save", 0, "OUT.npz",
           "write output (B, N, d_model), attn_weights (B, h, N, M),\n"
           "in the inputs' layout (--seq-first: output (N, B,\n"
-          "d_model); unbatched: (N, d_model) and (h, N, M))"},
+          "d_model); unbatched: (N, d_model) and (h, N, M));\n"
+          "--attention streaming leaves out attn_weights; with\n"
+          "--backward also grad.input (grad.key, grad.value) in\n"
+          "the inputs' layout and grad.NAME for every weight,\n"
+          "named as --weights names it (prefix included) or,\n"
+          "seeded, as nn.MultiheadAttention's state dict"},
          [](Config& c, const Arg& a) { c.save_path = parse_path(a); }},
+
+        section<Config>("The backward pass:"),
+        {{"--backward", 0, "",
+          "after the forward, the gradients of L = sum(output *\n"
+          "dO) for the input(s) and every weight, traced in\n"
+          "reverse (packed, --fused-qkv and --per-head forms)"},
+         [](Config& c, const Arg&) { c.backward = true; }},
+        {{"--grad-output", 0, "DO.npy",
+          "dO in the layout --save writes output in (default:\n"
+          "standard normal from --seed); implies --backward"},
+         [](Config& c, const Arg& a) {
+             c.grad_output_path = parse_path(a);
+             c.backward = true;
+         }},
 
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
         {{"--weights", 0, "W.npz",

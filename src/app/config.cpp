@@ -26,9 +26,8 @@ enum class View {
     Summary,
     NoScale,
     Svg,
-    Save,
 };
-constexpr std::size_t view_count = 8;
+constexpr std::size_t view_count = 7;
 
 const char* option_of(View view) {
     switch (view) {
@@ -46,8 +45,6 @@ const char* option_of(View view) {
             return "--no-scale";
         case View::Svg:
             return "--export-svg";
-        case View::Save:
-            return "--save";
     }
     return "";
 }
@@ -68,8 +65,6 @@ bool wants(const Config& c, View view) {
             return c.no_scale;
         case View::Svg:
             return !c.svg_path.empty();
-        case View::Save:
-            return !c.save_path.empty();
     }
     return false;
 }
@@ -93,22 +88,22 @@ const std::vector<FormViews>& form_views() {
          [](const Config& c) { return asks(c, FormChoice::Decode); },
          {"its output is made token by token, with no concat of the whole sequence to split", none,
           "it attends one query at a time; the flash row is the packed pass's", none, none, none,
-          none, none}},
+          none}},
         {"--per-head",
          [](const Config& c) { return asks(c, FormChoice::PerHead); },
          {none, none, "each head runs its own step 10; the flash row is the packed pass's", none,
-          none, none, none, none}},
+          none, none, none}},
         {"--block",
          [](const Config& c) { return asks(c, FormChoice::Block); },
          {"the block adds its feed-forward to the attention's output", none, none, none, none, none,
-          none, none}},
+          none}},
         {"--model",
          [](const Config& c) { return !c.model_path.empty(); },
          {"the model's output is its last layer's logits, not one attention layer's output", none,
-          none, none, none, none, none, none}},
+          none, none, none, none, none}},
         {"--attention streaming",
          [](const Config& c) { return c.attention == AttentionPath::Streaming; },
-         {none, none, none, unstored, unstored, unstored, unstored, unstored}},
+         {none, none, none, unstored, unstored, unstored, unstored}},
     };
     return table;
 }
@@ -185,6 +180,19 @@ const std::vector<Rule<Config>>& rules() {
              return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
          },
          "--block is self-attention: no --kv-len or --key/--value"},
+        {"backward-forms",
+         [](const Config& c) {
+             return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Mla) ||
+                                   asks(c, FormChoice::Block) || !c.model_path.empty() ||
+                                   !c.compare_heads.empty());
+         },
+         "--backward differentiates one attention layer in the packed, --fused-qkv or "
+         "--per-head form; it cannot be combined with --decode, --form mla, --block, --model "
+         "or --compare"},
+        {"grad-output-shapes-only",
+         [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
+         "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "
+         "combined with --grad-output, whose numbers it would not read"},
         {"decode-seq-len",
          [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
          "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},

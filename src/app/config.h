@@ -49,6 +49,8 @@ struct Config {
     std::string weights_path, input_path, key_path, value_path;
     std::string weights_prefix;  // --weights-prefix P: read only the arrays named P..., without P
     std::string mask_path, key_padding_mask_path, save_path;
+    bool backward = false;         // --backward: the gradients of L = Σ output ∘ dO too
+    std::string grad_output_path;  // --grad-output: dO (output's shape and layout); "": seeded
     std::optional<MaskMeaning> mask_means;
     bool zero_masked_rows = false;
     std::optional<AttentionPath> attention;  // unset: auto, chosen in build_problem

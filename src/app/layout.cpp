@@ -46,18 +46,42 @@ Tensor to_batch_first(const Tensor& x, InputLayout layout) {
     }
 }
 
+Tensor from_batch_first(const Tensor& x, InputLayout layout) {
+    switch (layout) {
+        case InputLayout::SeqFirst:  // (B, L, E) -> (L, B, E)
+            return x.transpose(0, 1).contiguous();
+        case InputLayout::Unbatched:  // (1, L, E) -> (L, E)
+            return squeeze_batch(x);
+        default:
+            return x;
+    }
+}
+
 std::vector<std::pair<std::string, Tensor>> saved_arrays(const ForwardResult& result,
                                                          InputLayout layout) {
-    switch (layout) {
-        case InputLayout::SeqFirst:  // output (B, N, E) -> (N, B, E)
-            return {{"output", result.output.transpose(0, 1).contiguous()},
-                    {"attn_weights", result.weights}};
-        case InputLayout::Unbatched:  // (1, N, E) -> (N, E); (1, h, N, M) -> (h, N, M)
-            return {{"output", squeeze_batch(result.output)},
-                    {"attn_weights", squeeze_batch(result.weights)}};
-        default:
-            return {{"output", result.output}, {"attn_weights", result.weights}};
+    std::vector<std::pair<std::string, Tensor>> arrays = {
+        {"output", from_batch_first(result.output, layout)}};
+    if (!result.weights.empty()) {  // (1, h, N, M) -> (h, N, M) unbatched
+        arrays.emplace_back("attn_weights", layout == InputLayout::Unbatched
+                                                ? squeeze_batch(result.weights)
+                                                : result.weights);
     }
+    return arrays;
+}
+
+std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& grads,
+                                                            InputLayout layout,
+                                                            const StateDictNames& names,
+                                                            const std::string& prefix) {
+    std::vector<std::pair<std::string, Tensor>> arrays = {
+        {"grad.input", from_batch_first(grads.input, layout)}};
+    if (!grads.key.empty()) {
+        arrays.emplace_back("grad.key", from_batch_first(grads.key, layout));
+        arrays.emplace_back("grad.value", from_batch_first(grads.value, layout));
+    }
+    for (auto& array : state_dict_arrays(grads.params, names, "grad." + prefix))
+        arrays.push_back(std::move(array));
+    return arrays;
 }
 
 std::vector<std::string> layout_notes(InputLayout layout) {

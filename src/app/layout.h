@@ -6,8 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/backward/backward.h"
 #include "core/pass/attention.h"
 #include "core/tensor/tensor.h"
+#include "io/weights.h"
 
 namespace mha {
 
@@ -26,11 +28,22 @@ std::string layout_shape(InputLayout layout);
 // A file's array -> (B, L, features): transpose(0, 1) for seq-first, unsqueeze(0) unbatched.
 Tensor to_batch_first(const Tensor& x, InputLayout layout);
 
+// A (B, L, features) tensor in a file's layout: transpose(0, 1) seq-first, squeeze(0) unbatched.
+Tensor from_batch_first(const Tensor& x, InputLayout layout);
+
 // What --save writes: output (B, N, d_model) and attn_weights (B, h, N, M) in the inputs'
 // layout, as nn.MultiheadAttention returns them: output (N, B, d_model) seq-first; output
-// (N, d_model) and attn_weights (h, N, M) unbatched.
+// (N, d_model) and attn_weights (h, N, M) unbatched. No attn_weights when the path streamed.
 std::vector<std::pair<std::string, Tensor>> saved_arrays(const ForwardResult& result,
                                                          InputLayout layout);
+
+// What --save writes with --backward besides: grad.input, and for cross-attention grad.key and
+// grad.value, in the input files' layout; then grad.<prefix><name> for every weight as
+// `names` says the state dict held it (stacked, transposed, shaped as in the file).
+std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& grads,
+                                                            InputLayout layout,
+                                                            const StateDictNames& names,
+                                                            const std::string& prefix);
 
 // The layout and the transposes it implies, one line each for the trace; none for batch-first.
 std::vector<std::string> layout_notes(InputLayout layout);

@@ -73,6 +73,31 @@ Tensor load_input(const std::string& path, const char* what, const char* feature
     return npy::to_tensor(array);
 }
 
+// --grad-output: dO in the layout --save writes the output in ((B, N, d_model), seq-first
+// (N, B, d_model), unbatched (N, d_model)), float and finite, as (B, N, d_model).
+Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout layout,
+                        Ledger& ledger) {
+    const npy::Array array = npy::read_npy(path, ledger);
+    const std::string what = path + ": --grad-output";
+    const Shape expected = layout == InputLayout::SeqFirst ? Shape{s.seq_len, s.batch, s.d_model}
+                           : layout == InputLayout::Unbatched
+                               ? Shape{s.seq_len, s.d_model}
+                               : Shape{s.batch, s.seq_len, s.d_model};
+    if (array.shape != expected) {
+        const char* names = layout == InputLayout::SeqFirst    ? "(N, B, d_model)"
+                            : layout == InputLayout::Unbatched ? "(N, d_model)"
+                                                               : "(B, N, d_model)";
+        throw Error(what + " has shape " + to_string(array.shape) + ", expected the output's " +
+                    names + " = " + to_string(expected));
+    }
+    if (array.kind != 'f') {
+        throw Error(what + " is " + array.dtype_name() + ", expected float32 or float64");
+    }
+    check_finite(array, what, Infinities::None);
+    ledger.hold(sizeof(float) * array.values.size());
+    return to_batch_first(npy::to_tensor(array), layout);
+}
+
 // Keys and values are batched exactly when the query is, as PyTorch requires.
 Tensor load_key_or_value(const std::string& path, const char* what, const char* feature,
                          const Config& c, InputLayout layout, Ledger& ledger) {
@@ -90,6 +115,7 @@ struct Sources {
     std::optional<BlockWeights> block;
     std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
     bool conv1d = false;                   // GPT-2's c_attn and c_proj, read transposed
+    StateDictNames names;                  // how the state dict's arrays were read
     std::optional<Inputs> inputs;
     InputLayout layout = InputLayout::BatchFirst;
 };
@@ -109,6 +135,7 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
         sources.conv1d = loaded.conv1d;
+        sources.names = std::move(loaded.names);
         ledger.hold(sizeof(float) * sources.weights->parameter_count());
     }
     if (c.text) {
@@ -391,6 +418,7 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
     spec.self_attention = s.kv_len == s.seq_len;
     spec.bias = {c.bias, c.bias, c.bias, c.bias};
     spec.qk_norm = c.qk_norm;
+    spec.backward = c.backward;
     if (c.block) spec.block = BlockSpec{*c.block, d_ff};
     return m ? mla_spec(*m, spec) : spec;
 }
@@ -517,6 +545,7 @@ ShapesProblem build_shapes(const Config& c) {
     p.info.threads = 1;
     p.info.parameters = parameter_count(s, c.bias);
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
+    if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
     p.info.activation_bytes =
         c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
@@ -551,6 +580,9 @@ Problem build_problem(const Config& c) {
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
+    const Tensor grad_output = c.grad_output_path.empty()
+                                   ? Tensor()
+                                   : load_grad_output(c.grad_output_path, s, files.layout, ledger);
     const bool self = files.inputs
                           ? files.inputs->self_attention()
                           : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
@@ -571,6 +603,10 @@ Problem build_problem(const Config& c) {
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
+    if (c.backward) {
+        p.grad_output = grad_output.empty() ? seeded_grad_output(s, c.seed) : grad_output;
+        p.weight_names = files.weights ? files.names : own_names(p.weights);
+    }
     p.layout = files.layout;
     p.mask_looks_keep = mask_looks_keep;
     check_shapes(p.weights, p.inputs, p.masks, s.heads);
@@ -583,6 +619,11 @@ Problem build_problem(const Config& c) {
     check_pass(p.weights, p.inputs, p.masks, ablated);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
+    if (c.backward) {
+        p.info.grad_output_source = c.grad_output_path.empty() ? "seeded standard normal (seed " +
+                                                                     std::to_string(c.seed) + ")"
+                                                               : sanitized(c.grad_output_path);
+    }
     if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);

@@ -31,6 +31,10 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
+BackwardResult run_backward(const Config& c, const Problem& p, Tracer& tracer) {
+    return forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output, tracer);
+}
+
 std::size_t planned_steps(const Config& c, const Problem& p) {
     if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
         const MlaSizes m = mla_sizes(*p.mla, p.options.heads);
@@ -44,7 +48,9 @@ std::size_t planned_steps(const Config& c, const Problem& p) {
             .size();
     }
     const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
-    return plan_pass(pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.form)).size();
+    PassSpec spec = pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.form);
+    spec.backward = c.backward;
+    return plan_pass(spec).size();
 }
 
 namespace {

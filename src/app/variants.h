@@ -6,12 +6,17 @@
 
 #include "app/config.h"
 #include "app/problem.h"
+#include "core/backward/backward.h"
 #include "core/pass/attention.h"
 
 namespace mha {
 
 // Runs the form of the pass the configuration asks for.
 ForwardResult run_pass(const Config& config, const Problem& problem, Tracer& tracer);
+
+// --backward: the form's forward pass, then its backward of L = Σ output ∘ problem.grad_output,
+// traced in that order (core/backward/backward.h).
+BackwardResult run_backward(const Config& config, const Problem& problem, Tracer& tracer);
 
 // How many Step records run_pass will report: the plan of the form (core/pass/plan.h), and the
 // block's own seven steps around it.

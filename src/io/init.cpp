@@ -13,6 +13,7 @@ constexpr std::uint32_t weights_stream = 1;
 constexpr std::uint32_t inputs_stream = 2;
 constexpr std::uint32_t block_stream = 3;
 constexpr std::uint32_t mla_stream = 4;
+constexpr std::uint32_t grad_output_stream = 5;
 constexpr double two_pi = 6.283185307179586;
 
 // out[i] = U(-bound, bound) for i < count, a state block of draws at a time.
@@ -139,6 +140,11 @@ Inputs seeded_inputs(const Sizes& s, bool self_attention, std::uint64_t seed) {
     const Tensor memory = normal_tensor(random, {s.batch, s.kv_len, s.kdim});
     if (s.vdim == s.kdim) return {x, memory, memory};
     return {x, memory, normal_tensor(random, {s.batch, s.kv_len, s.vdim})};
+}
+
+Tensor seeded_grad_output(const Sizes& s, std::uint64_t seed) {
+    Random random(seed, grad_output_stream);
+    return normal_tensor(random, {s.batch, s.seq_len, s.d_model});
 }
 
 }  // namespace mha

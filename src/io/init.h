@@ -56,4 +56,8 @@ BlockWeights seeded_block(std::size_t d_model, std::size_t d_ff, std::uint64_t s
 // encoder's output (a separate x_v (B, M, vdim) only when vdim differs).
 Inputs seeded_inputs(const Sizes& sizes, bool self_attention, std::uint64_t seed);
 
+// --backward without --grad-output: dO (B, N, d_model) standard normal, a stream of its own,
+// so the seed's weights and inputs stay what they are without --backward.
+Tensor seeded_grad_output(const Sizes& sizes, std::uint64_t seed);
+
 }  // namespace mha

@@ -25,7 +25,10 @@ public:
 
     bool has(const std::string& name) const { return arrays_.count(name) != 0; }
 
-    Tensor take(const std::string& name, const Shape& expected) {
+    // The array `name`, checked against `expected`; a weight's array is recorded as holding
+    // `parts` (stacked along dim 0), stored transposed or not.
+    Tensor take(const std::string& name, const Shape& expected, std::vector<WeightPart> parts = {},
+                bool transposed = false) {
         const auto found = arrays_.find(name);
         if (found == arrays_.end()) {
             throw Error(source_ + ": missing array '" + name + "' of shape " + to_string(expected) +
@@ -41,12 +44,16 @@ public:
         }
         check_finite(found->second, source_ + ": array '" + name + "'", Infinities::None);
         used_.insert(name);
+        if (!parts.empty()) names_.push_back({name, std::move(parts), transposed, expected});
         return npy::to_tensor(found->second);
     }
 
-    Tensor take_optional(const std::string& name, const Shape& expected) {
-        return has(name) ? take(name, expected) : Tensor();
+    Tensor take_optional(const std::string& name, const Shape& expected,
+                         std::vector<WeightPart> parts = {}) {
+        return has(name) ? take(name, expected, std::move(parts)) : Tensor();
     }
+
+    const StateDictNames& names() const { return names_; }
 
     // Leaves out array `name`, when there is one of rank `rank`, as read (a buffer, not a weight).
     void pass_over(const std::string& name, std::size_t rank) {
@@ -94,7 +101,10 @@ private:
     std::string source_;
     std::string layout_;
     std::set<std::string> used_;
+    StateDictNames names_;
 };
+
+using Part = WeightPart;
 
 // Rows [part * E, (part + 1) * E) of a packed (3E, ...) tensor, as a copy.
 Tensor part_of(const Tensor& packed, std::size_t part, std::size_t E) {
@@ -128,19 +138,20 @@ void take_bias_kv(StateDict& dict, std::size_t E, const std::string& source, Wei
                     ")");
     }
     if (!dict.has("bias_k")) return;
-    w.bias_k = dict.take("bias_k", {1, 1, E}).view({E});
-    w.bias_v = dict.take("bias_v", {1, 1, E}).view({E});
+    w.bias_k = dict.take("bias_k", {1, 1, E}, {Part::KvBiasK}).view({E});
+    w.bias_v = dict.take("bias_v", {1, 1, E}, {Part::KvBiasV}).view({E});
 }
 
 Weights torch_packed(StateDict& dict, const std::string& source) {
     const std::size_t E = dict.nonzero(dict.cols_of("in_proj_weight"), "E", "in_proj_weight");
     Weights w;
-    const Tensor weight = dict.take("in_proj_weight", {3 * E, E});
-    const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
+    const Tensor weight = dict.take("in_proj_weight", {3 * E, E}, {Part::Q, Part::K, Part::V});
+    const Tensor bias =
+        dict.take_optional("in_proj_bias", {3 * E}, {Part::BiasQ, Part::BiasK, Part::BiasV});
     split_packed(weight, bias, E, w);
     take_bias_kv(dict, E, source, w);
-    w.w_o = dict.take("out_proj.weight", {E, E});
-    w.b_o = dict.take_optional("out_proj.bias", {E});
+    w.w_o = dict.take("out_proj.weight", {E, E}, {Part::O});
+    w.b_o = dict.take_optional("out_proj.bias", {E}, {Part::BiasO});
     return w;
 }
 
@@ -148,17 +159,20 @@ Weights torch_separate(StateDict& dict, const std::string& source) {
     const std::size_t E = dict.nonzero(dict.rows_of("q_proj_weight"), "E", "q_proj_weight");
     Weights w;
     take_bias_kv(dict, E, source, w);
-    w.w_q = dict.take("q_proj_weight", {E, E});
+    w.w_q = dict.take("q_proj_weight", {E, E}, {Part::Q});
     w.w_k = dict.take("k_proj_weight",
-                      {E, dict.nonzero(dict.cols_of("k_proj_weight"), "kdim", "k_proj_weight")});
+                      {E, dict.nonzero(dict.cols_of("k_proj_weight"), "kdim", "k_proj_weight")},
+                      {Part::K});
     w.w_v = dict.take("v_proj_weight",
-                      {E, dict.nonzero(dict.cols_of("v_proj_weight"), "vdim", "v_proj_weight")});
-    const Tensor bias = dict.take_optional("in_proj_bias", {3 * E});
+                      {E, dict.nonzero(dict.cols_of("v_proj_weight"), "vdim", "v_proj_weight")},
+                      {Part::V});
+    const Tensor bias =
+        dict.take_optional("in_proj_bias", {3 * E}, {Part::BiasQ, Part::BiasK, Part::BiasV});
     w.b_q = part_of(bias, 0, E);
     w.b_k = part_of(bias, 1, E);
     w.b_v = part_of(bias, 2, E);
-    w.w_o = dict.take("out_proj.weight", {E, E});
-    w.b_o = dict.take_optional("out_proj.bias", {E});
+    w.w_o = dict.take("out_proj.weight", {E, E}, {Part::O});
+    w.b_o = dict.take_optional("out_proj.bias", {E}, {Part::BiasO});
     return w;
 }
 
@@ -178,22 +192,23 @@ Weights scratch(StateDict& dict, const ModuleNames& n) {
     Weights w;
     if (fused) {
         q_width = dict.rows_of(first) / 3;
-        const Tensor weight = dict.take(first, {3 * q_width, E});
-        const Tensor bias = dict.take_optional(n.qkv + "bias", {3 * q_width});
+        const Tensor weight = dict.take(first, {3 * q_width, E}, {Part::Q, Part::K, Part::V});
+        const Tensor bias = dict.take_optional(n.qkv + "bias", {3 * q_width},
+                                               {Part::BiasQ, Part::BiasK, Part::BiasV});
         split_packed(weight, bias, q_width, w);
     } else {
         const std::size_t kv_width =  // G·d_k, h·d_k unless GQA
             dict.nonzero(dict.rows_of(n.k + "weight"), "G·d_k", n.k + "weight");
         q_width = dict.nonzero(dict.rows_of(first), "h·d_k", first);
-        w.w_q = dict.take(first, {q_width, E});
-        w.w_k = dict.take(n.k + "weight", {kv_width, E});
-        w.w_v = dict.take(n.v + "weight", {kv_width, E});
-        w.b_q = dict.take_optional(n.q + "bias", {q_width});
-        w.b_k = dict.take_optional(n.k + "bias", {kv_width});
-        w.b_v = dict.take_optional(n.v + "bias", {kv_width});
+        w.w_q = dict.take(first, {q_width, E}, {Part::Q});
+        w.w_k = dict.take(n.k + "weight", {kv_width, E}, {Part::K});
+        w.w_v = dict.take(n.v + "weight", {kv_width, E}, {Part::V});
+        w.b_q = dict.take_optional(n.q + "bias", {q_width}, {Part::BiasQ});
+        w.b_k = dict.take_optional(n.k + "bias", {kv_width}, {Part::BiasK});
+        w.b_v = dict.take_optional(n.v + "bias", {kv_width}, {Part::BiasV});
     }
-    w.w_o = dict.take(n.o + "weight", {E, q_width});  // (d_model, h·d_k)
-    w.b_o = dict.take_optional(n.o + "bias", {E});
+    w.w_o = dict.take(n.o + "weight", {E, q_width}, {Part::O});  // (d_model, h·d_k)
+    w.b_o = dict.take_optional(n.o + "bias", {E}, {Part::BiasO});
     return w;
 }
 
@@ -209,10 +224,14 @@ const char* const gpt2_layout =
 Weights gpt2(StateDict& dict) {
     const std::size_t E = dict.nonzero(dict.rows_of("c_attn.weight"), "E", "c_attn.weight");
     Weights w;
-    const Tensor weight = dict.take("c_attn.weight", {E, 3 * E}).transpose(0, 1).contiguous();
-    split_packed(weight, dict.take_optional("c_attn.bias", {3 * E}), E, w);
-    w.w_o = dict.take("c_proj.weight", {E, E}).transpose(0, 1).contiguous();
-    w.b_o = dict.take_optional("c_proj.bias", {E});
+    const Tensor weight = dict.take("c_attn.weight", {E, 3 * E}, {Part::Q, Part::K, Part::V}, true)
+                              .transpose(0, 1)
+                              .contiguous();
+    split_packed(
+        weight, dict.take_optional("c_attn.bias", {3 * E}, {Part::BiasQ, Part::BiasK, Part::BiasV}),
+        E, w);
+    w.w_o = dict.take("c_proj.weight", {E, E}, {Part::O}, true).transpose(0, 1).contiguous();
+    w.b_o = dict.take_optional("c_proj.bias", {E}, {Part::BiasO});
     dict.pass_over("bias", 4);
     dict.pass_over("masked_bias", 0);
     return w;
@@ -226,8 +245,8 @@ void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
         const auto found = arrays.count(name) ? arrays.find(name) : arrays.find(other);
         return Shape{found->second.shape.empty() ? 0 : found->second.shape[0]};
     };
-    w.q_norm = dict.take("q_norm.weight", size_of("q_norm.weight", "k_norm.weight"));
-    w.k_norm = dict.take("k_norm.weight", size_of("k_norm.weight", "q_norm.weight"));
+    w.q_norm = dict.take("q_norm.weight", size_of("q_norm.weight", "k_norm.weight"), {Part::QNorm});
+    w.k_norm = dict.take("k_norm.weight", size_of("k_norm.weight", "q_norm.weight"), {Part::KNorm});
 }
 
 // The first array of each naming mha reads; under a prefix they give its attention modules.
@@ -304,15 +323,25 @@ Arrays under_prefix(Arrays arrays, const std::string& prefix, const std::string&
     return kept;
 }
 
+namespace {
+
+// Every array of `dict` read into `w`: refuses the rest, and hands out how each was read.
+Weights finished(const StateDict& dict, Weights w, StateDictNames* names) {
+    dict.reject_leftovers();
+    if (names != nullptr) *names = dict.names();
+    return w;
+}
+
+}  // namespace
+
 Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
-                                const std::string& applied_prefix) {
+                                const std::string& applied_prefix, StateDictNames* names) {
     Weights w;
     if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
         StateDict dict(arrays, source, torch_layout);
         w = dict.has("in_proj_weight") ? torch_packed(dict, source) : torch_separate(dict, source);
         take_qk_norm(dict, arrays, w);
-        dict.reject_leftovers();
-        return w;
+        return finished(dict, std::move(w), names);
     }
     for (const std::string prefix : {"W_", "w_"}) {
         if (arrays.count(prefix + "q.weight") || arrays.count(prefix + "qkv.weight")) {
@@ -323,8 +352,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
             w = scratch(dict, {prefix + "q.", prefix + "k.", prefix + "v.", prefix + "o.",
                                prefix + "qkv."});
             take_qk_norm(dict, arrays, w);
-            dict.reject_leftovers();
-            return w;
+            return finished(dict, std::move(w), names);
         }
     }
     if (arrays.count("q_proj.weight")) {
@@ -335,14 +363,12 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
                            out.substr(0, out.size() - 1) + ", each .weight with optional .bias");
         w = scratch(dict, {"q_proj.", "k_proj.", "v_proj.", out, ""});
         take_qk_norm(dict, arrays, w);
-        dict.reject_leftovers();
-        return w;
+        return finished(dict, std::move(w), names);
     }
     if (arrays.count("c_attn.weight")) {
         StateDict dict(arrays, source, gpt2_layout);
         w = gpt2(dict);
-        dict.reject_leftovers();
-        return w;
+        return finished(dict, std::move(w), names);
     }
     throw Error(unknown_layout(arrays, source, applied_prefix));
 }
@@ -472,9 +498,104 @@ LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);
     if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, attention_markers);
-    loaded.weights = weights_from_state_dict(arrays, path, prefix);
+    loaded.weights = weights_from_state_dict(arrays, path, prefix, &loaded.names);
     loaded.conv1d = arrays.count("c_attn.weight") != 0;
     return loaded;
+}
+
+namespace {
+
+const Tensor& tensor_of(const Weights& w, WeightPart part) {
+    switch (part) {
+        case WeightPart::Q:
+            return w.w_q;
+        case WeightPart::K:
+            return w.w_k;
+        case WeightPart::V:
+            return w.w_v;
+        case WeightPart::O:
+            return w.w_o;
+        case WeightPart::BiasQ:
+            return w.b_q;
+        case WeightPart::BiasK:
+            return w.b_k;
+        case WeightPart::BiasV:
+            return w.b_v;
+        case WeightPart::BiasO:
+            return w.b_o;
+        case WeightPart::KvBiasK:
+            return w.bias_k;
+        case WeightPart::KvBiasV:
+            return w.bias_v;
+        case WeightPart::QNorm:
+            return w.q_norm;
+        case WeightPart::KNorm:
+            return w.k_norm;
+    }
+    return w.w_q;
+}
+
+// The array `entry` describes, made of the tensors of `w`: the parts stacked along dim 0
+// ((rows, cols) each, or (rows)), transposed when the file stored (in, out), in its shape.
+Tensor array_of(const Weights& w, const StateDictEntry& entry) {
+    std::vector<float> values;
+    std::size_t rows = 0;
+    for (const WeightPart part : entry.parts) {
+        const Tensor t = tensor_of(w, part).contiguous();
+        values.insert(values.end(), t.data(), t.data() + t.numel());
+        rows += t.dim() == 0 ? 0 : t.size(0);
+    }
+    if (values.size() != element_count(entry.shape)) {
+        throw Error("'" + entry.name + "' of shape " + to_string(entry.shape) + " cannot hold " +
+                    std::to_string(values.size()) + " values");
+    }
+    if (!entry.transposed) return Tensor(entry.shape, std::move(values));
+    const std::size_t cols = rows == 0 ? 0 : values.size() / rows;
+    return Tensor({rows, cols}, std::move(values)).transpose(0, 1).contiguous();
+}
+
+}  // namespace
+
+StateDictNames own_names(const Weights& w) {
+    using Part = WeightPart;
+    const std::size_t E = w.d_model();
+    const Shape square{E, E};
+    StateDictNames names;
+    const auto add = [&](const std::string& name, std::vector<Part> parts, const Tensor& first,
+                         Shape shape) {
+        if (!first.empty()) names.push_back({name, std::move(parts), false, std::move(shape)});
+    };
+    if (w.w_q.shape() == square && w.w_k.shape() == square && w.w_v.shape() == square) {
+        add("in_proj_weight", {Part::Q, Part::K, Part::V}, w.w_q, {3 * E, E});
+        add("in_proj_bias", {Part::BiasQ, Part::BiasK, Part::BiasV}, w.b_q, {3 * E});
+        add("bias_k", {Part::KvBiasK}, w.bias_k, {1, 1, E});
+        add("bias_v", {Part::KvBiasV}, w.bias_v, {1, 1, E});
+        add("out_proj.weight", {Part::O}, w.w_o, w.w_o.shape());
+        add("out_proj.bias", {Part::BiasO}, w.b_o, w.b_o.shape());
+    } else {
+        const std::pair<const char*, Part> modules[] = {
+            {"W_q", Part::Q}, {"W_k", Part::K}, {"W_v", Part::V}, {"W_o", Part::O}};
+        const Part biases[] = {Part::BiasQ, Part::BiasK, Part::BiasV, Part::BiasO};
+        for (std::size_t i = 0; i < 4; ++i) {
+            const Tensor& weight = tensor_of(w, modules[i].second);
+            const Tensor& bias = tensor_of(w, biases[i]);
+            add(std::string(modules[i].first) + ".weight", {modules[i].second}, weight,
+                weight.shape());
+            add(std::string(modules[i].first) + ".bias", {biases[i]}, bias, bias.shape());
+        }
+    }
+    add("q_norm.weight", {Part::QNorm}, w.q_norm, w.q_norm.shape());
+    add("k_norm.weight", {Part::KNorm}, w.k_norm, w.k_norm.shape());
+    return names;
+}
+
+std::vector<std::pair<std::string, Tensor>> state_dict_arrays(const Weights& tensors,
+                                                              const StateDictNames& names,
+                                                              const std::string& prefix) {
+    std::vector<std::pair<std::string, Tensor>> arrays;
+    for (const StateDictEntry& entry : names)
+        arrays.emplace_back(prefix + entry.name, array_of(tensors, entry));
+    return arrays;
 }
 
 }  // namespace mha

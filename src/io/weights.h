@@ -11,14 +11,43 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mha {
 
+// A tensor of Weights: the parts a state-dict array holds.
+enum class WeightPart { Q, K, V, O, BiasQ, BiasK, BiasV, BiasO, KvBiasK, KvBiasV, QNorm, KNorm };
+
+// One array of a state dict as the loader read it: its name in the file, the Weights tensors
+// it held stacked along dim 0 (in_proj_weight: W_q; W_k; W_v), whether it was stored
+// transposed (GPT-2's Conv1D, (in, out)) and its shape in the file (bias_k: (1, 1, E)).
+struct StateDictEntry {
+    std::string name;
+    std::vector<WeightPart> parts;
+    bool transposed = false;
+    Shape shape;
+};
+using StateDictNames = std::vector<StateDictEntry>;  // in the order the loader read them
+
 // `source` names the file in error messages; `applied_prefix`, the --weights-prefix already
-// stripped from the names, goes back in front of any prefix the messages advise.
+// stripped from the names, goes back in front of any prefix the messages advise. `names`,
+// when given, receives how each array was read (without the prefix).
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
-                                const std::string& source, const std::string& applied_prefix = "");
+                                const std::string& source, const std::string& applied_prefix = "",
+                                StateDictNames* names = nullptr);
+
+// The names mha gives weights it made itself (seeded): nn.MultiheadAttention's
+// (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias, bias_k, bias_v) when W_q, W_k
+// and W_v are all (d_model, d_model), else the from-scratch W_q.weight ... W_o.bias, which
+// hold the other widths (GQA, --head-dim); q_norm.weight and k_norm.weight with QK-norm.
+StateDictNames own_names(const Weights& weights);
+
+// Tensors in the Weights' layout (e.g. gradients) as the arrays `names` describe: stacked,
+// transposed and shaped as the file held them, each named prefix + its name.
+std::vector<std::pair<std::string, Tensor>> state_dict_arrays(const Weights& tensors,
+                                                              const StateDictNames& names,
+                                                              const std::string& prefix);
 
 // A state dict does not record num_heads (a constructor argument), so an export script may
 // save it beside the arrays: np.savez(..., num_heads=4). Removes that entry from `arrays`
@@ -28,6 +57,7 @@ std::optional<std::size_t> take_num_heads(std::map<std::string, npy::Array>& arr
 
 struct LoadedWeights {
     Weights weights;
+    StateDictNames names;                  // how each array was read (without --weights-prefix)
     std::optional<std::size_t> num_heads;  // the file's num_heads entry, when it has one
     bool conv1d = false;  // GPT-2's c_attn and c_proj: stored (in, out), read transposed
 };

@@ -117,7 +117,11 @@ std::string config(const RunInfo& info) {
            ",\"bias\":" + boolean(info.bias) + ",\"causal\":" + boolean(info.causal) +
            ",\"threads\":" + std::to_string(info.threads) + ",\"kernels\":" + quoted(info.kernels) +
            ",\"variant\":" + quoted(info.variant) + ",\"weights\":" + quoted(info.weights_source) +
-           ",\"inputs\":" + quoted(info.inputs_source) + "}";
+           ",\"inputs\":" + quoted(info.inputs_source) +
+           (info.grad_output_source.empty()
+                ? ""
+                : ",\"grad_output\":" + quoted(info.grad_output_source)) +
+           "}";
 }
 
 std::string step_object(const Step& step, bool values) {

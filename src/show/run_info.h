@@ -31,6 +31,8 @@ struct RunInfo {
     std::size_t parameters = 0;
     std::string weights_source;             // "seeded (seed 0)" or the .npz path
     std::string inputs_source;              // "seeded (seed 0)" or the .npy path(s)
+    std::string grad_output_source;         // --backward: "seeded standard normal (seed 0)" or the
+                                            // --grad-output path; empty without --backward
     std::vector<std::string> layout_notes;  // seq-first or unbatched files: the conversions
     bool values = false;                    // --values: print every traced tensor's values
     bool explain = false;                   // --explain: a paragraph on what each kind of step does

@@ -142,8 +142,10 @@ void TextReport::begin(const RunInfo& info) {
         write_filled(out_, sizes, "  ", "  ", "  ");
         write_filled(out_, with_commas_after, " ", "  ", "   ");
     }
-    write_filled(out_, {"weights: " + info.weights_source, "inputs: " + info.inputs_source}, "   ",
-                 "  ", "  ");
+    std::vector<std::string> sources = {"weights: " + info.weights_source,
+                                        "inputs: " + info.inputs_source};
+    if (!info.grad_output_source.empty()) sources.push_back("dO: " + info.grad_output_source);
+    write_filled(out_, sources, "   ", "  ", "  ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
     if (info.heads > 0) {
         for (const std::string& line : projection_parameters(info))
@@ -228,7 +230,9 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
                               " their attention weights are NaN, or zero if asked for"),
                      " ", "", "  ");
     }
-    out_ << "wall time: " << fixed(wall_ms, 2) << " ms (forward pass, "
+    const bool backward = !info_.grad_output_source.empty();
+    out_ << "wall time: " << fixed(wall_ms, 2) << " ms ("
+         << (backward ? "forward and backward passes, " : "forward pass, ")
          << plural(info_.threads, "thread") << ")\n";
 }
 

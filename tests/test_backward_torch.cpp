@@ -1,0 +1,192 @@
+// The backward pass against PyTorch: every case of data/grad_cases.txt (made by
+// data/make_grad_fixtures.py) through mha --backward --grad-output ... --save, each saved
+// gradient compared with torch.autograd's under the state-dict name the weights file used;
+// the options and files --backward refuses.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "helpers.h"
+#include "io/npy.h"
+
+namespace {
+
+// A gradient passes when mha is within relative_tolerance of float32 autograd, relative to the
+// gradient's largest magnitude; or, for a gradient that is rounding noise around zero in exact
+// arithmetic (b_k's: softmax ignores a constant added to a row of scores), when mha is no
+// further from float64 autograd than rounding_factor times float32 autograd is.
+constexpr double relative_tolerance = 1e-4;
+constexpr double rounding_factor = 4.0;
+constexpr double output_tolerance = 1e-4;  // the output, max abs difference (as test_parity)
+
+// The largest |a - b| where neither is NaN, and whether a and b are NaN at the same places.
+struct Distance {
+    double worst = 0.0;
+    bool same_nans = true;
+};
+
+Distance distance(const std::vector<double>& a, const std::vector<double>& b) {
+    REQUIRE(a.size() == b.size());
+    Distance d;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (std::isnan(a[i]) || std::isnan(b[i])) {
+            d.same_nans = d.same_nans && std::isnan(a[i]) && std::isnan(b[i]);
+            continue;
+        }
+        d.worst = std::max(d.worst, std::fabs(a[i] - b[i]));
+    }
+    return d;
+}
+
+double largest_magnitude(const std::vector<double>& values) {
+    double largest = 0.0;
+    for (const double v : values) {
+        if (!std::isnan(v)) largest = std::max(largest, std::fabs(v));
+    }
+    return largest;
+}
+
+void check_gradient(const std::string& name, const mha::npy::Array& actual,
+                    const mha::npy::Array& single, const mha::npy::Array& exact) {
+    CAPTURE(name);
+    REQUIRE(mha::to_string(actual.shape) == mha::to_string(single.shape));
+    const Distance to_single = distance(actual.values, single.values);
+    const Distance to_exact = distance(actual.values, exact.values);
+    const Distance torch_rounding = distance(single.values, exact.values);
+    const double scale = largest_magnitude(single.values);
+    CAPTURE(to_single.worst, scale, to_exact.worst, torch_rounding.worst);
+    CHECK(to_single.same_nans);
+    CHECK((to_single.worst <= relative_tolerance * scale ||
+           to_exact.worst <= rounding_factor * torch_rounding.worst));
+}
+
+using Arrays = std::map<std::string, mha::npy::Array>;
+
+std::set<std::string> gradient_names(const Arrays& arrays) {
+    std::set<std::string> names;
+    for (const auto& entry : arrays) {
+        if (entry.first.rfind("grad.", 0) == 0) names.insert(entry.first);
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("mha --backward gives torch.autograd's gradients under the state dict's names",
+          "[backward]") {
+    const std::vector<test::FixtureCase> cases = test::read_cases("data/grad_cases.txt");
+    REQUIRE(cases.size() >= 30);
+    // the fused form takes one projection of one input into h key/value heads; neither it nor
+    // the per-head form appends key/value positions
+    const std::string form = GENERATE(as<std::string>{}, "", " --fused-qkv", " --per-head");
+    for (const test::FixtureCase& c : cases) {
+        const std::string dir = "data/grad/" + c.name + "/";
+        const bool appended = c.options.find("--add-zero-attn") != std::string::npos ||
+                              c.name.find("bias_kv") != std::string::npos;
+        const bool fused_only =
+            test::exists(dir + "key.npy") || c.options.find("--kv-heads") != std::string::npos;
+        if ((!form.empty() && appended) || (form == " --fused-qkv" && fused_only)) continue;
+        SECTION(c.name + form) {
+            const std::string saved = test::temp_path("grad-" + c.name + ".npz");
+            const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
+                                     "grad_output.npy" + c.options + form + " --save " + saved;
+            INFO("mha" << args);
+            const test::RunResult run = test::run_mha(args + " > /dev/null");
+            REQUIRE(run.status == 0);
+            const Arrays actual = mha::npy::read_npz(saved);
+            std::remove(saved.c_str());
+            const Arrays single = mha::npy::read_npz(dir + "expected.npz");
+            const Arrays exact = mha::npy::read_npz(dir + "expected64.npz");
+            CHECK(gradient_names(actual) == gradient_names(single));
+            for (const std::string& name : gradient_names(single)) {
+                REQUIRE(actual.count(name) == 1);
+                check_gradient(name, actual.at(name), single.at(name), exact.at(name));
+            }
+            test::require_close(mha::npy::to_tensor(actual.at("output")),
+                                mha::npy::to_tensor(single.at("output")), output_tolerance);
+        }
+    }
+}
+
+TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
+    const test::RunResult seeded = test::run_mha("--backward -b 1 -n 3 -d 8 -H 2 --seed 7");
+    CHECK(seeded.status == 0);
+    CHECK_THAT(test::flat(seeded.output), Catch::Contains("dO: seeded standard normal (seed 7)"));
+    const std::string dir = "data/grad/self/";
+    const test::RunResult file =
+        test::run_mha("--weights " + dir + "weights.npz --heads 2 " + "--input " + dir +
+                      "query.npy --grad-output " + dir + "grad_output.npy");
+    CHECK(file.status == 0);
+    CHECK_THAT(test::flat(file.output), Catch::Contains("dO: " + dir + "grad_output.npy"));
+    CHECK_THAT(test::run_mha("-b 1 -n 3 -d 8 -H 2").output, !Catch::Contains("dO:"));
+    const std::string masked = "data/grad/fully_masked/";
+    const test::RunResult nan =
+        test::run_command(test::mha_binary() + " --heads 2 --weights " + masked +
+                          "weights.npz --input " + masked + "query.npy --key-padding-mask " +
+                          masked + "key_padding_mask.npy --backward 2>&1 >/dev/null");
+    CHECK_THAT(nan.output, Catch::Contains("their attention weights are NaN, as in PyTorch "
+                                           "(--masked-rows zero gives zeros), and so are the "
+                                           "gradients they reach"));
+}
+
+TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
+    const std::string forms =
+        "--backward differentiates one attention layer in the packed, --fused-qkv or --per-head "
+        "form; it cannot be combined with --decode, --form mla, --block, --model or --compare";
+    for (const std::string option : {"--decode 4", "--form mla", "--block pre", "--compare 1,2",
+                                     "--model data/bad/tiny_model.npz --text ab"}) {
+        test::check_rejected("--backward " + option, forms);
+    }
+    test::check_rejected("--shapes-only --grad-output data/bad/x.npy",
+                         "--shapes-only plans the backward from sizes alone");
+    const std::string input = "--input data/bad/x.npy --grad-output data/bad/";
+    test::check_rejected(input + "rank2.npy",
+                         "data/bad/rank2.npy: --grad-output has shape (5, 16), expected the "
+                         "output's (B, N, d_model) = (2, 5, 16)");
+    test::check_rejected("--input data/bad/rank2.npy --grad-output data/bad/x.npy",
+                         "data/bad/x.npy: --grad-output has shape (2, 5, 16), expected the "
+                         "output's (N, d_model) = (5, 16)");
+    test::check_rejected(input + "int32.npy",
+                         "data/bad/int32.npy: --grad-output is int32, expected float32 or float64");
+    test::check_rejected(input + "nan.npy", "data/bad/nan.npy: --grad-output has NaN");
+    test::check_rejected(input + "inf.npy", "data/bad/inf.npy: --grad-output has -inf");
+    test::check_rejected(input + "missing.npy", "data/bad/missing.npy");
+}
+
+TEST_CASE("the streaming path saves the standard path's gradients on every PyTorch case",
+          "[backward]") {
+    // the same cases on both paths: P stored, or recomputed tile by tile from the row
+    // log-sum-exp; the sums run in another order, so they agree to float32 rounding
+    constexpr double rounding = 1e-5;  // relative to the gradient's largest magnitude
+    for (const test::FixtureCase& c : test::read_cases("data/grad_cases.txt")) {
+        SECTION(c.name) {
+            const std::string dir = "data/grad/" + c.name + "/";
+            const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
+                                     "grad_output.npy" + c.options + " --save ";
+            const std::string standard = test::temp_path("standard-" + c.name + ".npz");
+            const std::string streamed = test::temp_path("streamed-" + c.name + ".npz");
+            INFO("mha" << args);
+            REQUIRE(test::run_mha(args + standard + " > /dev/null").status == 0);
+            const test::RunResult run = test::run_command(test::mha_binary() + args + streamed +
+                                                          " --attention streaming 2>&1 >/dev/null");
+            REQUIRE(run.status == 0);
+            CHECK_THAT(run.output, Catch::Contains("mha: note: --save wrote output and the "
+                                                   "gradients without attn_weights"));
+            const Arrays a = mha::npy::read_npz(standard);
+            const Arrays b = mha::npy::read_npz(streamed);
+            std::remove(standard.c_str());
+            std::remove(streamed.c_str());
+            CHECK(b.count("attn_weights") == 0);
+            CHECK(gradient_names(a) == gradient_names(b));
+            for (const std::string& name : gradient_names(a)) {
+                CAPTURE(name);
+                REQUIRE(b.count(name) == 1);
+                const Distance d = distance(b.at(name).values, a.at(name).values);
+                CHECK(d.same_nans);
+                CHECK(d.worst <= rounding * std::max(1.0, largest_magnitude(a.at(name).values)));
+            }
+        }
+    }
+}
