@@ -1,14 +1,14 @@
 #pragma once
 // The operations a transformer block adds around attention: LayerNorm, GELU and the
-// residual sum, on contiguous (..., d_model) tensors. Plain loops, accumulated in double.
+// residual sum, on contiguous (..., d_model) tensors. Plain loops, accumulated in double;
+// the kernels, beside their adjoints, are in core/backward/layer_norm.h and gelu.h.
 
 #include <string>
 
+#include "core/backward/layer_norm.h"
 #include "core/tensor/tensor.h"
 
 namespace mha {
-
-constexpr float layer_norm_eps = 1e-5f;  // nn.LayerNorm's default
 
 // Each row of x (rows, E) normalised to mean 0 and variance 1 (biased, as nn.LayerNorm),
 // then scaled by gamma (E) and shifted by beta (E).
