@@ -1,7 +1,8 @@
 # Makes the fixtures for the trainer's operations and their gradients (tests/test_train_ops.cpp):
 # LayerNorm, GELU, the token and position embeddings and cross-entropy through torch.autograd,
-# three steps of torch.optim.AdamW, torch.nn.utils.clip_grad_norm_ and the learning-rate
-# schedule of examples/models/train.py.
+# three steps of torch.optim.AdamW, torch.nn.utils.clip_grad_norm_, the learning-rate
+# schedule of examples/models/train.py, and the whole transformer block
+# (nn.TransformerEncoderLayer, pre- and post-LN) through autograd.
 #
 # Run from the repository root (PyTorch 1.13, NumPy 1.24); it rewrites tests/data/train_ops/:
 #
@@ -13,6 +14,7 @@
 # rounded from. Integer inputs (tokens, targets) are written as int64; the optimiser's
 # scalars (learning rates, max norm, schedule) as float64, as Python holds them.
 
+import copy
 import math
 import os
 import sys
@@ -154,6 +156,35 @@ def schedule():
                             dtype=np.float64)}
 
 
+def block(generator, norm_first, causal):
+    """nn.TransformerEncoderLayer(d_model 8, 2 heads, d_ff 16, GELU, dropout 0, batch_first)
+    on x (2, 5, 8): its state dict (every bias and norm parameter drawn, none left at its
+    default 0 or 1) and, in float32 and float64, the output and the gradients of
+    Σ output ∘ grad_output with respect to x and every parameter ("grad.<state-dict name>")."""
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=norm_first)
+    with torch.no_grad():
+        for name, parameter in layer.named_parameters():
+            if parameter.dim() == 1:
+                base = 1.0 if name.startswith("norm") and name.endswith("weight") else 0.0
+                parameter.copy_(base + f32(generator, *parameter.shape, scale=0.2))
+    x = f32(generator, 2, 5, 8)
+    grad_output = f32(generator, 2, 5, 8)
+    mask = torch.triu(torch.full((5, 5), float("-inf")), diagonal=1) if causal else None
+    weights = {name: t.detach().numpy().copy() for name, t in layer.state_dict().items()}
+    arrays = {"x": x.numpy(), "grad_output": grad_output.numpy()}
+    for dtype, suffix in ((torch.float32, "32"), (torch.float64, "64")):
+        module = copy.deepcopy(layer).to(dtype)
+        leaf = x.detach().to(dtype).requires_grad_(True)
+        output = module(leaf, src_mask=None if mask is None else mask.to(dtype))
+        (output * grad_output.to(dtype)).sum().backward()
+        arrays["output" + suffix] = output.detach().numpy()
+        arrays["grad.input" + suffix] = leaf.grad.numpy()
+        for name, parameter in module.named_parameters():
+            arrays["grad." + name + suffix] = parameter.grad.numpy()
+    return weights, arrays
+
+
 def main():
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(28)
@@ -163,6 +194,10 @@ def main():
     for name, make in makers.items():
         np.savez(os.path.join(OUT, name + ".npz"), **make(generator))
     np.savez(os.path.join(OUT, "schedule.npz"), **schedule())
+    for name, norm_first, causal in (("block_pre", True, True), ("block_post", False, False)):
+        weights, arrays = block(generator, norm_first, causal)
+        np.savez(os.path.join(OUT, name + "_weights.npz"), **weights)
+        np.savez(os.path.join(OUT, name + ".npz"), **arrays)
     # the schedule's own check: warm-up ends at the peak, the cosine ends at a tenth of it
     assert math.isclose(learning_rate(99, 3000, 3e-3, 100), 3e-3)
     assert math.isclose(learning_rate(3000, 3000, 3e-3, 100), 3e-4)
