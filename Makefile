@@ -146,7 +146,7 @@ test-asan:
 # It skips the tests that only re-run the binary on documented commands: [docs] and
 # [catalogue] (refusals that mostly stop before any thread starts); the plain and ASan suites
 # run every test file and tag.
-THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity \
+THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity backward \
     workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \

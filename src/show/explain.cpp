@@ -66,9 +66,80 @@ std::string heads(const Step& step) {
            "dimension, so the pattern says which dimension is split, moved or joined.";
 }
 
+// A step of the backward pass: the gradient of the forward step it undoes.
+std::string backward(const Step& step) {
+    switch (step.kind) {
+        case StepKind::GradOutput:
+            return "The backward pass starts from dOut, the gradient of the scalar L = sum of "
+                   "output * dOut. It walks the forward steps in reverse, b14 down to b0; every "
+                   "gradient has the shape of the tensor it belongs to.";
+        case StepKind::WeightGrad:
+            return "y = x W^T + b gives dW = dY^T X: each weight's gradient sums, over every "
+                   "batch row and position, the gradient at its output times the input it "
+                   "multiplied. The sum over B and N is the inner dimension of one product.";
+        case StepKind::BiasGrad:
+            return "The bias was added to every row, so its gradient is dY summed over the "
+                   "batch and the positions.";
+        case StepKind::InputGrad:
+            return "dX = dY W sends the gradient back through the linear layer to what it "
+                   "read: the forward product with W used the other way round.";
+        case StepKind::ValueGrad:
+            return "context = P V, so dV = P^T dO_h: each value collects the output gradients "
+                   "of the queries that attended to it, weighted by how much they attended.";
+        case StepKind::WeightsGrad:
+            return "dP = dO_h V^T: how L changes with each attention weight, the query's output "
+                   "gradient dotted with that key's value.";
+        case StepKind::RowDot:
+            return "The softmax's Jacobian per row is diag(P) - P P^T, so dS = P * (dP - "
+                   "rowsum(dP * P)). Because O_h = P V, rowsum(dP * P) equals rowsum(dO_h * "
+                   "O_h): d_v products per row instead of M. FlashAttention-2 uses this so that "
+                   "its backward needs no stored P.";
+        case StepKind::SoftmaxGrad:
+            return "dS = P * (dP - D) is the softmax's backward: a weight near 0 passes almost "
+                   "no gradient back to its score.";
+        case StepKind::MaskGrad:
+            return "The mask added constants (0, a bias, or -inf), so the gradient passes "
+                   "unchanged. A blocked key has P = 0, so its dS is already 0. A row with "
+                   "every key blocked has NaN weights and NaN gradients, as in PyTorch.";
+        case StepKind::ScaleGrad:
+            return "Multiplying by a constant multiplies the gradient by the same constant. "
+                   "The soft-cap C tanh(s / C) has the derivative 1 - tanh^2, near 0 where "
+                   "the cap saturates.";
+        case StepKind::QueryGrad:
+            return "scores = Q K^T, so dQ = dscores K: each query's gradient is a weighted sum "
+                   "of the keys it scored.";
+        case StepKind::KeyGrad:
+            return "dK = dscores^T Q: each key's gradient is a weighted sum of the queries "
+                   "that scored it.";
+        case StepKind::GroupSum:
+            return "With grouped-query attention h/G query heads read one K/V head, as if it "
+                   "were repeated. The adjoint of a repeat is a sum: each K/V head's gradient "
+                   "adds those of its query heads, in head order, so every thread count gives "
+                   "the same bits.";
+        case StepKind::AppendGrad:
+            return "The appended key/value rows are split off again: bias_k's and bias_v's "
+                   "gradients are their row summed over the batch; add_zero_attn's zero row "
+                   "has no parameter, so its gradient is dropped.";
+        case StepKind::InputSum:
+            return "x played query, key and value, so its gradient is the sum of the three "
+                   "paths: what PyTorch accumulates into x.grad.";
+        case StepKind::Rope:
+            return "A rotation's transpose is the rotation by the opposite angle, so the "
+                   "gradient is rotated back.";
+        case StepKind::QkNorm:
+            return "RMSNorm's backward: with n = x / rms(x) and g = dy * weight, dx = (g - n "
+                   "mean(g * n)) / rms(x); the weight's gradient sums dy * n over every row.";
+        default:
+            return "The backward of a view, transpose or stack undoes it: the gradient is "
+                   "read with the forward's layout change reversed. Only reshape of a "
+                   "non-contiguous gradient copies.";
+    }
+}
+
 }  // namespace
 
 std::string explanation(const Step& step) {
+    if (step.backward) return backward(step);
     switch (step.kind) {
         case StepKind::Project:
         case StepKind::LatentProject:
@@ -178,6 +249,22 @@ std::string explanation(const Step& step) {
         case StepKind::FfnOut:
             return "The second linear layer brings the feed-forward result back from d_ff to "
                    "d_model features, the width the residual connection needs.";
+        case StepKind::GradOutput:
+        case StepKind::WeightGrad:
+        case StepKind::BiasGrad:
+        case StepKind::InputGrad:
+        case StepKind::ValueGrad:
+        case StepKind::WeightsGrad:
+        case StepKind::RowDot:
+        case StepKind::SoftmaxGrad:
+        case StepKind::MaskGrad:
+        case StepKind::ScaleGrad:
+        case StepKind::QueryGrad:
+        case StepKind::KeyGrad:
+        case StepKind::GroupSum:
+        case StepKind::AppendGrad:
+        case StepKind::InputSum:
+            return backward(step);
         case StepKind::Layer:
             return "One transformer layer: attention lets the positions exchange information, "
                    "then the feed-forward network works on each position alone, each with a "

@@ -28,4 +28,8 @@ std::string named_shape(const std::vector<std::string>& dims, const Shape& shape
     return text + ")";
 }
 
+std::string step_number(const Step& step) {
+    return (step.backward ? "b" : "") + std::to_string(step.number);
+}
+
 }  // namespace mha

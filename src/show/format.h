@@ -1,6 +1,7 @@
 #pragma once
 // Number and shape spellings every printer shares: "263,168", "(B=2, N=8, d_model=256)".
 
+#include "core/pass/step.h"
 #include "core/tensor/tensor.h"
 
 #include <cstdint>
@@ -17,5 +18,8 @@ std::string fixed(double value, int digits);
 
 // "(B=2, h=4, N=8, d_k=64)": each size after its name from the shape legend.
 std::string named_shape(const std::vector<std::string>& dims, const Shape& shape);
+
+// The number a view prints for a step: "14", or "b14" for the backward's undoing of step 14.
+std::string step_number(const Step& step);
 
 }  // namespace mha

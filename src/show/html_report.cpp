@@ -122,10 +122,9 @@ void HtmlReport::begin(const RunInfo& info) {
 
 void HtmlReport::on_step(const Step& step) {
     ++steps_;
-    const std::string title =
-        "step " + std::to_string(step.number) + ", " + step.name + " " + step.tensor;
+    const std::string title = "step " + step_number(step) + ", " + step.name + " " + step.tensor;
     out_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\"" << html(title)
-         << "\">\n<h2><span class=\"number\">" << step.number << "</span>" << html(step.name)
+         << "\">\n<h2><span class=\"number\">" << step_number(step) << "</span>" << html(step.name)
          << " <code>" << html(step.expression) << "</code></h2>\n";
     if (!step.einops.empty())
         out_ << "<p class=\"einops\">einops: <code>" << html(step.einops) << "</code></p>\n";

@@ -122,6 +122,7 @@ std::string config(const RunInfo& info) {
 
 std::string step_object(const Step& step, bool values) {
     std::string json = "{\"step\":" + std::to_string(step.number) +
+                       (step.backward ? ",\"backward\":true" : "") +
                        ",\"name\":" + quoted(step.name) + ",\"tensor\":" + quoted(step.tensor) +
                        ",\"expression\":" + quoted(step.expression);
     if (!step.einops.empty()) json += ",\"einops\":" + quoted(step.einops);

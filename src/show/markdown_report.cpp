@@ -64,18 +64,17 @@ void MarkdownReport::begin(const RunInfo& info) {
 
 void MarkdownReport::on_step(const Step& step) {
     const std::string einops = step.einops.empty() ? "" : " (einops: " + code(step.einops) + ")";
-    out_ << "| " << step.number << " | " << step.name << " | " << code(step.expression) << einops
-         << " | " << cell(named_shape(step.dims, step.shape)) << " | " << to_string(step.strides)
-         << " | " << (step.contiguous ? "yes" : "**no**") << " | " << byte_size(step.copied_bytes)
-         << " | " << with_commas(step.macs) << " |\n";
+    out_ << "| " << step_number(step) << " | " << step.name << " | " << code(step.expression)
+         << einops << " | " << cell(named_shape(step.dims, step.shape)) << " | "
+         << to_string(step.strides) << " | " << (step.contiguous ? "yes" : "**no**") << " | "
+         << byte_size(step.copied_bytes) << " | " << with_commas(step.macs) << " |\n";
     for (const std::string& note : step_notes(step)) {
-        notes_.push_back("step " + std::to_string(step.number) + ": " + note);
+        notes_.push_back("step " + step_number(step) + ": " + note);
     }
     if (!step.allowed.empty()) allowed_ = step.allowed;
     const std::string why = explain_ ? explanation(step) : "";
     if (why != previous_ && !why.empty())
-        explained_.push_back("**Step " + std::to_string(step.number) + ", " + step.name + ".** " +
-                             why);
+        explained_.push_back("**Step " + step_number(step) + ", " + step.name + ".** " + why);
     previous_ = why;
     copied_bytes_ += step.copied_bytes;
     macs_ += step.macs;

@@ -375,9 +375,53 @@ void by_kind(const Step& step, Notes& notes) {
     }
 }
 
+// The backward's facts: the D trick measured, the GQA sum, the blocked zeros, the scale's factor.
+std::vector<std::string> backward_notes(const Step& step) {
+    const StepFacts& f = step.facts;
+    Notes notes;
+    if (f.row_dot_difference) {
+        notes.push_back(
+            "D = rowsum(dO_h * O_h) equals rowsum(dP * P), since O_h = P V; measured here: max "
+            "|rowsum(dP * P) - D| = " +
+            number(*f.row_dot_difference));
+    }
+    if (f.summed_heads > 0) {
+        const std::string r = std::to_string(f.summed_heads);
+        notes.push_back("K/V head g was read by query heads g·" + r + " to g·" + r + " + " +
+                        std::to_string(f.summed_heads - 1) +
+                        ": their gradients are added in head order (the adjoint of "
+                        "repeat_interleave)");
+    }
+    if (f.blocked_zero_gradient) {
+        notes.push_back("a blocked key has P = 0, so dS = 0 there: no gradient reaches it");
+    }
+    if (step.kind == StepKind::MaskGrad) {
+        notes.push_back("the mask (and ALiBi's bias) has no parameter: nothing to learn there");
+    }
+    if (f.scale_factor) notes.push_back("times the forward's factor " + number(*f.scale_factor));
+    if (f.softcap) {
+        notes.push_back("times 1 - tanh²(s / " + number(*f.softcap) +
+                        "), the tanh read from the capped scores");
+    }
+    if (f.appended) {
+        if (f.appended->bias_kv) {
+            notes.push_back("row " + std::to_string(f.appended->from) +
+                            " was bias_k/bias_v: its gradient, summed over the batch, is "
+                            "theirs");
+        }
+        if (f.appended->zero_attn) {
+            notes.push_back(
+                "the zero row of add_zero_attn has no parameter: its gradient is "
+                "dropped");
+        }
+    }
+    return notes;
+}
+
 }  // namespace
 
 std::vector<std::string> step_notes(const Step& step) {
+    if (step.backward) return backward_notes(step);
     const StepFacts& f = step.facts;
     Notes notes;
     kv_sharing(f.kv_head_of_query, notes);

@@ -2,6 +2,8 @@
 
 #include "show/stepper.h"
 
+#include "show/format.h"
+
 #include <algorithm>
 
 namespace mha {
@@ -31,7 +33,7 @@ void Stepper::begin(const RunInfo& info) {
 void Stepper::on_step(const Step& step) {
     text_.on_step(step);
     shown_.push_back(take_buffer());
-    numbers_.push_back(step.number);
+    numbers_.push_back(step_number(step));
     out_ << shown_.back() << std::flush;
     if (keys_ != nullptr) pause();
 }
@@ -47,7 +49,7 @@ void Stepper::finish(const ForwardResult& result, double wall_ms) {
 // "-- step 7 (9 of 19) · Enter: next  b: back  q: quit -- ": the number the trace prints,
 // then how many of the run's steps have been shown (several steps may share a number)
 std::string Stepper::prompt(std::size_t at) const {
-    std::string where = "step " + std::to_string(numbers_[at]) + " (" + std::to_string(at + 1);
+    std::string where = "step " + numbers_[at] + " (" + std::to_string(at + 1);
     if (total_ >= shown_.size()) where += " of " + std::to_string(total_);
     return "-- " + where + ") · Enter: next  b: back  q: quit -- ";
 }

@@ -65,7 +65,7 @@ private:
     std::ostringstream buffer_;  // the text report writes here first
     TextReport text_;
     std::vector<std::string> shown_;                // every step's text so far, for b
-    std::vector<int> numbers_;                      // the trace's number of each step shown
+    std::vector<std::string> numbers_;              // the trace's number of each step shown
     std::chrono::steady_clock::duration waited_{};  // time spent waiting for keys
 };
 

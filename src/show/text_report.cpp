@@ -156,8 +156,8 @@ void TextReport::begin(const RunInfo& info) {
 
 void TextReport::on_step(const Step& step) {
     out_ << "\n"
-         << padded_left(std::to_string(step.number), 2) << "  "
-         << padded_right(step.name, name_width) << " " << step.expression << "\n";
+         << padded_left(step_number(step), 2) << "  " << padded_right(step.name, name_width) << " "
+         << step.expression << "\n";
     if (!step.einops.empty()) out_ << step_indent << "einops: " << step.einops << "\n";
     write_filled(out_, layout_pieces(step), "  ", step_indent, step_indent);
     for (const std::string& note : step_notes(step)) {

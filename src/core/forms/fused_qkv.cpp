@@ -36,8 +36,15 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
                                 const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::FusedQkv, s, in.self_attention(), masks);
-    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
+    return forward_fused_qkv(w, in, masks, options, trace);
+}
+
+ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks& masks,
+                                const ForwardOptions& options, PassTrace& trace) {
+    const Sizes s = check_pass(w, in, masks, options);
+    check_form(Form::FusedQkv, s, in.self_attention(), masks);
+    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
     trace.show_input(in.x_q);  // 0
 
     // 1: (B, N, d_model) @ (3·h·d_k, d_model)ᵀ -> (B, N, 3·h·d_k)

@@ -368,14 +368,26 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
 
 ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
                                  const Sizes& s, const ForwardOptions& options, PassTrace& trace) {
+    Kept* keep = options.keep;
+    if (keep && !w.q_norm.empty()) {  // QK-norm's backward reads what it normalised
+        keep->q_raw = Tensor(heads.q.shape(), heads.q.to_vector());
+        keep->k_raw = Tensor(heads.k.shape(), heads.k.to_vector());
+    }
     position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
     ForwardResult result;
     Tensor context = options.path == AttentionPath::Streaming
                          ? attend_streamed(heads, masks, s, options, trace, result)
                          : attend_standard(heads, masks, s, options, trace, result);  // 6-10
-    heads = HeadTensors{};  // Q, K and V are freed before steps 11-14
+    if (keep) {
+        keep->q = heads.q;
+        keep->k = heads.k;
+        keep->v = heads.v;
+        keep->context = context;
+    }
+    heads = HeadTensors{};  // Q, K and V are freed before steps 11-14 (unless kept)
     if (options.ablate_head) zero_head(context, *options.ablate_head);
     const Tensor concat = combine_heads(context, s, trace);  // 11-13
+    if (keep) keep->concat = concat;
 
     // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,

@@ -53,6 +53,16 @@ struct Inputs {
 
 struct PackedWeights;  // core/pass/projection.h
 
+// What the forward keeps for the backward (ForwardOptions::keep): the tensors the adjoints of
+// steps 5-14 read. The inputs are the caller's, the weights P are ForwardResult::weights.
+struct Kept {
+    Tensor q_raw, k_raw;  // (B, h, N, d_k), (B, G, M, d_k): Q and K before QK-norm; empty
+                          //  without it
+    Tensor q, k, v;       // (B, h, N, d_k), (B, G, M, d_k), (B, G, M, d_v): what 6 and 10 read
+    Tensor context;       // (B, h, N, d_v) O: what 10 wrote
+    Tensor concat;        // (B, N, h·d_v): what 14 read
+};
+
 struct ForwardOptions {
     std::size_t heads = 1;
     std::size_t threads = 1;        // workers for the (batch, head) units and projections
@@ -69,6 +79,8 @@ struct ForwardOptions {
                                      // its memory); null: fresh memory
     const PackedWeights* packed = nullptr;  // the weights packed once (pack_weights), read by
                                             // steps 1-3 and 14; null: packed in every pass
+    Kept* keep = nullptr;  // filled with what the backward reads; null: nothing kept, Q, K and V
+                           // freed before step 11
 };
 
 struct ForwardResult {

@@ -13,79 +13,62 @@
 #include "core/kernels/streaming.h"
 #include "core/kv_heads.h"
 #include "core/ops/ops.h"
+#include "core/pass/planner.h"
 #include "core/position/position_bias.h"
 
 namespace mha {
-
-namespace {
-
-using Dims = std::vector<std::string>;
-
-constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
 
 std::uint64_t macs_of(std::initializer_list<std::uint64_t> factors) {
     return checked_product(factors, "the multiply-adds");
 }
 
-// The steps planned so far.
-class Planner {
-public:
-    explicit Planner(const PassSpec& pass) : spec(pass), s(pass.sizes) {}
+Step& Planner::add(StepKind kind, int number, std::string name, std::string tensor,
+                   std::string expression, Dims dims, const Layout& layout, std::uint64_t macs) {
+    Step& step = steps.emplace_back();
+    step.kind = kind;
+    step.backward = backward;
+    step.number = number;
+    step.name = std::move(name);
+    step.tensor = std::move(tensor);
+    step.expression = std::move(expression);
+    step.dims = std::move(dims);
+    step.shape = layout.shape;
+    step.strides = layout.strides;
+    step.contiguous = layout.is_contiguous();
+    step.macs = macs;
+    return step;
+}
 
-    Step& add(StepKind kind, int number, std::string name, std::string tensor,
-              std::string expression, Dims dims, const Layout& layout, std::uint64_t macs = 0) {
-        Step& step = steps.emplace_back();
-        step.kind = kind;
-        step.number = number;
-        step.name = std::move(name);
-        step.tensor = std::move(tensor);
-        step.expression = std::move(expression);
-        step.dims = std::move(dims);
-        step.shape = layout.shape;
-        step.strides = layout.strides;
-        step.contiguous = layout.is_contiguous();
-        step.macs = macs;
-        return step;
-    }
+Step& Planner::add(Operand operand, StepKind kind, int number, std::string name, std::string tensor,
+                   std::string expression, Dims dims, const Layout& layout, std::uint64_t macs) {
+    Step& step = add(kind, number, std::move(name), std::move(tensor), std::move(expression),
+                     std::move(dims), layout, macs);
+    step.operand = operand;
+    return step;
+}
 
-    // The same, for a step that yields Q, K, V or the fused qkv.
-    Step& add(Operand operand, StepKind kind, int number, std::string name, std::string tensor,
-              std::string expression, Dims dims, const Layout& layout, std::uint64_t macs = 0) {
-        Step& step = add(kind, number, std::move(name), std::move(tensor), std::move(expression),
-                         std::move(dims), layout, macs);
-        step.operand = operand;
-        return step;
-    }
-
-    const PassSpec& spec;
-    const Sizes& s;
-    std::vector<Step> steps;
-};
-
-// " + b_q": the bias term of a projection's expression, empty without a bias.
 std::string bias_suffix(bool bias, const std::string& name) {
     return bias ? " + " + name : std::string();
 }
 
-// " / sqrt(d_k)" (or " / sqrt(S)") when step 7 scales, empty otherwise.
 std::string scale_suffix(const PassSpec& spec) {
     return !spec.scale ? "" : spec.scale_base > 0 ? " / sqrt(S)" : " / sqrt(d_k)";
 }
 
-// The name of Q's and the concat's width: d_model, or h·d_k when the heads are wider.
 std::string q_width_name(const Sizes& s) { return s.inner() == s.d_model ? "d_model" : "h·d_k"; }
 
-// The name of each head's value width: d_k, unless the values are narrower or wider (MLA).
 std::string v_dim_name(const Sizes& s) { return s.d_v() == s.d_k() ? "d_k" : "d_v"; }
 
-// The name of the context's and the concat's width h·d_v: as Q's when d_v = d_k.
 std::string concat_width_name(const Sizes& s) {
     if (s.d_v() == s.d_k()) return q_width_name(s);
     return s.value_inner() == s.d_model ? "d_model" : "h·d_v";
 }
 
-// The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
+
+namespace {
+
+constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
 
 // The keys each query may see under the causal mask and the window (a window is causal).
 std::vector<std::vector<bool>> planned_grid(const Masks& masks, std::size_t n, std::size_t m) {
@@ -682,6 +665,10 @@ double scale_base_of(const Sizes& s, double scale_base) {
 std::vector<Step> plan_pass(const PassSpec& spec) {
     Planner p(spec);
     plan_block(p);
+    if (spec.backward) {
+        p.backward = true;
+        plan_backward(p);
+    }
     return std::move(p.steps);
 }
 

@@ -71,6 +71,7 @@ struct PassSpec {
     std::optional<Rope> rope;  // step 5 rotates Q and K
     AppendedKv appended;
     std::optional<MlaSizes> mla;  // Form::Mla: its sizes (Sizes: B, N = M, h, d_k = d_h + d_R, d_v)
+    bool backward = false;  // the backward's steps follow the forward's (core/backward/backward.h)
     std::optional<BlockSpec> block;  // the block's norms, residuals and feed-forward around the
                                      // pass (Form::Packed, self-attention)
 };

@@ -108,6 +108,10 @@ struct StepFacts {
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
+    // The backward's (Step::backward):
+    std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dP ∘ P) − D| measured
+    std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head
+    bool blocked_zero_gradient = false;        // b8: a mask blocks keys, where P = 0 makes dS = 0
 };
 
 // What a step is. The plan sets it; views and notes switch on it, never on a step's name,
@@ -147,6 +151,23 @@ enum class StepKind {
     FfnOut,           // block: linear2
     Layer,            // model: one whole layer
     Logits,           // model: the head to the vocabulary
+    // The backward's own kinds (Step::backward); its views, transposes, RoPE and QK-norm
+    // steps keep the kind of the forward step they undo.
+    GradOutput,   // b14 dOut: the gradient of L = Σ output ∘ dOut the backward starts from
+    WeightGrad,   // dW = dYᵀ X of a projection, or another parameter's gradient (d q_norm)
+    BiasGrad,     // db = dY summed over the batch and the positions
+    InputGrad,    // dX = dY W: the gradient through a projection to what it read
+    ValueGrad,    // b10 dV = Pᵀ dO_h
+    WeightsGrad,  // b10 dP = dO_h Vᵀ
+    RowDot,       // b9  D = rowsum(dO_h ∘ O_h), which equals rowsum(dP ∘ P)
+    SoftmaxGrad,  // b9  dS = P ∘ (dP − D)
+    MaskGrad,     // b8  the mask adds constants: dS passes, zero where P is 0
+    ScaleGrad,    // b7  dscores = dS · factor (· (1 − tanh²) under a soft-cap)
+    QueryGrad,    // b6  dQ = dscores K
+    KeyGrad,      // b6  dK = dscoresᵀ Q, one per query head
+    GroupSum,     // b6, b10 GQA: a K/V head's gradient summed over the query heads reading it
+    AppendGrad,   // b3  the appended rows' gradients (d bias_k, d bias_v) split from K's, V's
+    InputSum,     // b0  self-attention: dx = dx_q + dx_k + dx_v
 };
 
 // Which of the attention's operands a step yields, when it yields one of them.
@@ -163,6 +184,8 @@ enum class Operand {
 struct Step {
     StepKind kind = StepKind::Input;  // what the step is (set by the plan)
     Operand operand = Operand::None;  // which of Q, K, V it yields (set by the plan)
+    bool backward = false;            // a step of the backward pass; `number` is the forward
+                                      // step it undoes
     int number = 0;                   // 0 for the inputs, then 1..14 as in docs/walkthrough.md
     std::string name;                 // what the step does: "project", "view", "softmax", ...
     std::string tensor;               // which tensor it yields: "Q", "scores", "output", ...

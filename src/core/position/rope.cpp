@@ -22,7 +22,7 @@ std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k
                                       : std::make_pair(2 * i, 2 * i + 1);
 }
 
-void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position) {
+void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position, bool inverse) {
     const std::size_t last = x.dim() - 1, d_k = x.size(last);
     if (d_k % 2 != 0) throw Error("RoPE needs an even d_k, got " + std::to_string(d_k));
     const std::size_t pairs = d_k / 2, length = x.size(last - 1);
@@ -32,7 +32,7 @@ void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position) {
         for (std::size_t i = 0; i < pairs; ++i) {
             const double angle = double(first_position + l) * inv_freq[i];
             cos_table[l * pairs + i] = std::cos(angle);
-            sin_table[l * pairs + i] = std::sin(angle);
+            sin_table[l * pairs + i] = inverse ? -std::sin(angle) : std::sin(angle);
         }
     }
     const Strides& s = x.strides();

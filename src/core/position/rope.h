@@ -29,7 +29,9 @@ std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k
 
 // Rotates every (d_k) row of x (..., L, d_k), any strides, in place; row l is at position
 // first_position + l. Angles, sines and products in double, stored as float. d_k must be even.
-void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position);
+// inverse: by the opposite angle, the rotation's transpose (what the backward applies to a
+// gradient).
+void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position, bool inverse = false);
 
 // order[r] = the interleaved layout's feature that the half layout puts at r:
 // 0, 2, 4, ..., d_k − 2, 1, 3, ..., d_k − 1. Reordering each head's rows of W_q and W_k (and

@@ -1,0 +1,422 @@
+// The backward pass of attention, each gradient beside the forward line it differentiates, in
+// the order core/pass/plan_backward.cpp plans (and the trace shows) them:
+//
+//   14   output = concat W_oᵀ + b_o    dW_o = dOutᵀ concat, db_o = Σ dOut, dconcat = dOut W_o
+//   13-11 the heads' view              dO_h = dconcat.view(B, N, h, d_v).transpose(1, 2)
+//   10   O_h = P V                     dV = Pᵀ dO_h,  dP = dO_h Vᵀ
+//   9    P = softmax(S)                dS = P ∘ (dP − D),  D = rowsum(dO_h ∘ O_h) = rowsum(dP ∘ P)
+//   8    S = scores + mask             dS passes (the mask is a constant; blocked: P = 0, dS = 0)
+//   7    scores · f, C·tanh(· / C)     dscores = dS · (1 − tanh²) · f
+//   6    Q Kᵀ                          dQ = dscores K,  dK = dscoresᵀ Q
+//   5    QK-norm, RoPE                 RoPE by the opposite angle, RMSNorm's backward
+//   5-4  view, transpose               the transpose back, reshape (a copy)
+//   3    bias_k, bias_v, zeros         d bias_k = Σ_b dK[:, M_in], the zero row dropped
+//   1-3  Q = x W_qᵀ + b_q, ...         dW_q = dQᵀ x, db_q = Σ dQ, dx_q = dQ W_q
+//   0    x plays Q, K and V            dx = dx_q + dx_k + dx_v
+//
+// GQA: query head i read K/V head i / (h/G), so a K/V head's dK and dV are the sums of its
+// query heads' (in head order). Steps 10-6 run on (batch, head) units over the threads, each
+// writing only its own slices; the sums across units happen after, in a fixed order, so every
+// thread count gives the same bits.
+
+#include "core/backward/backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/backward/linear_backward.h"
+#include "core/error.h"
+#include "core/forms/fused_qkv.h"
+#include "core/forms/per_head.h"
+#include "core/kernels/parallel.h"
+#include "core/kv_heads.h"
+#include "core/ops/rms_norm.h"
+#include "core/pass/shape_checks.h"
+#include "core/pass/units.h"
+
+namespace mha {
+
+namespace {
+
+// What the backward reads of the forward, and how it runs.
+struct Forwarded {
+    const Weights& w;
+    const Inputs& in;
+    const Masks& masks;  // with the appended keys' columns
+    const Sizes& s;      // M counts the appended positions
+    const ForwardOptions& o;
+    const Kept& kept;
+    const Tensor& p;  // (B, h, N, M) the attention weights P
+};
+
+// body(u) for every unit u < count, over the threads; each unit writes only its own memory.
+void for_units(std::size_t count, std::uint64_t macs, std::size_t threads,
+               const std::function<void(std::size_t)>& body) {
+    parallel_for(count, threads_for(macs, threads), [&](std::size_t begin, std::size_t end) {
+        for (std::size_t u = begin; u < end; ++u) body(u);
+    });
+}
+
+// The (rows, cols) row-major matrix of unit u in a contiguous (B, h, rows, cols) tensor.
+MatrixView unit_matrix(const Tensor& t, std::size_t u) {
+    const std::size_t rows = t.size(2), cols = t.size(3);
+    return {t.data() + u * rows * cols, rows, cols, cols, 1};
+}
+float* unit_data(Tensor& t, std::size_t u) { return t.data() + u * t.size(2) * t.size(3); }
+const float* unit_data(const Tensor& t, std::size_t u) {
+    return t.data() + u * t.size(2) * t.size(3);
+}
+
+// b14-b11: W_o's gradients, then dconcat seen as each head's dO_h (B, h, N, d_v), a view.
+Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, PassTrace& trace) {
+    const Sizes& s = f.s;
+    trace.show(d_out);
+    LinearGrads o = linear_backward(f.kept.concat, f.w.w_o, !f.w.b_o.empty(), d_out, f.o.threads);
+    trace.show(o.dw);
+    if (!o.db.empty()) trace.show(o.db);
+    trace.show(o.dx);
+    g.params.w_o = o.dw;
+    g.params.b_o = o.db;
+    const Tensor split = o.dx.view({s.batch, s.seq_len, s.heads, s.d_v()});
+    trace.show(split);
+    Tensor d_heads = split.transpose(1, 2);
+    if (f.o.ablate_head) zero_head(d_heads, *f.o.ablate_head);  // its context was zeroed
+    trace.show(d_heads);
+    return d_heads;
+}
+
+// (B, h, L, w) per query head -> (B, G, L, w): each K/V head's the sum of its query heads',
+// in head order (the adjoint of K.repeat_interleave(h / G, dim=1)); itself when G = h.
+Tensor group_sum(const Tensor& per_head, const Sizes& s, std::size_t threads) {
+    const std::size_t h = s.heads, G = s.kv_heads, r = h / G;
+    if (G == h) return per_head;
+    const std::size_t B = per_head.size(0), L = per_head.size(2), w = per_head.size(3);
+    Tensor out({B, G, L, w});
+    const std::size_t size = L * w;
+    for_units(B * G, std::uint64_t(B) * h * size, threads, [&](std::size_t u) {
+        const std::size_t b = u / G, g = u % G;
+        float* sum = out.data() + u * size;
+        const float* first = per_head.data() + (b * h + g * r) * size;
+        std::copy(first, first + size, sum);
+        for (std::size_t j = 1; j < r; ++j) {
+            const float* head = first + j * size;
+            for (std::size_t e = 0; e < size; ++e) sum[e] += head[e];
+        }
+    });
+    return out;
+}
+
+// The per-query-head gradients of b10-b6.
+struct HeadGrads {
+    Tensor dv;  // (B, h, M, d_v), then (B, G, M, d_v)
+    Tensor ds;  // (B, h, N, M): dP, then dS, then dscores, in place
+    Tensor d;   // (B, h, N)
+    Tensor dq;  // (B, h, N, d_k)
+    Tensor dk;  // (B, h, M, d_k), then (B, G, M, d_k)
+};
+
+// Step 7's soft-capped scores, C·tanh(scores · f / C), recomputed by the forward's own units.
+Tensor capped_scores(const Forwarded& f, const UnitMath& math) {
+    const Sizes& s = f.s;
+    Tensor scores({s.batch, s.heads, s.seq_len, s.kv_len});
+    const Units units{s.batch * s.heads, [&](std::size_t u) {
+                          const std::size_t b = u / s.heads, i = u % s.heads;
+                          const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
+                          return AttentionUnit{head_matrix(f.kept.q, b, i),
+                                               head_matrix(f.kept.k, b, g),
+                                               head_matrix(f.kept.v, b, g),
+                                               unit_mask(f.masks, b, i, s),
+                                               unit_data(scores, u),
+                                               nullptr,
+                                               0,
+                                               b,
+                                               i};
+                      }};
+    run_units(UnitStep::Scores, units, math, f.o.threads);
+    run_units(UnitStep::Scale, units, math, f.o.threads);
+    return scores;
+}
+
+// b7: dscores = dS · (1 − tanh²) · f in place, tanh = capped / C; dS · f without a soft-cap.
+void scale_back(const Forwarded& f, Tensor& ds) {
+    const UnitMath math = unit_math(f.s, f.o);
+    const double cap = f.masks.softcap;
+    const std::size_t count = ds.numel();
+    if (cap <= 0.0) {
+        if (math.factor == 1.0f) return;
+        for (std::size_t e = 0; e < count; ++e) ds.data()[e] *= math.factor;
+        return;
+    }
+    const Tensor capped = capped_scores(f, math);
+    for (std::size_t e = 0; e < count; ++e) {
+        const double t = double(capped.data()[e]) / cap;
+        ds.data()[e] = float(double(ds.data()[e]) * (1.0 - t * t) * double(math.factor));
+    }
+}
+
+// max |rowsum(dP ∘ P) − D| over the rows with numbers (a fully blocked row is NaN).
+double row_dot_difference(const Tensor& dp, const Tensor& p, const Tensor& d) {
+    const std::size_t M = p.size(3), rows = d.numel();
+    double worst = 0.0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (std::size_t j = 0; j < M; ++j)
+            sum += double(dp.data()[r * M + j]) * p.data()[r * M + j];
+        const double difference = std::abs(sum - double(d.data()[r]));
+        if (!std::isnan(difference)) worst = std::max(worst, difference);
+    }
+    return worst;
+}
+
+// b10-b6 on the standard path, unit by unit.
+HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
+    const Sizes& s = f.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, G = s.kv_heads;
+    const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
+    HeadGrads g{Tensor({B, h, M, d_v}), Tensor({B, h, N, M}), Tensor({B, h, N}),
+                Tensor({B, h, N, d_k}), Tensor({B, h, M, d_k})};
+    const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
+    const std::uint64_t grid = std::uint64_t(units) * N * M;
+    const auto kv = [&](std::size_t u) { return kv_head_of(u % h, h, G); };
+    const auto dO = [&](std::size_t u) { return head_matrix(d_heads, u / h, u % h); };
+
+    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
+        gemm(unit_matrix(f.p, u).transposed(), dO(u), unit_data(g.dv, u), d_v);
+    });
+    trace.show(g.dv);
+    g.dv = group_sum(g.dv, s, threads);
+    if (G != h) trace.show(g.dv);
+    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
+        gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M);
+    });
+    trace.show(g.ds);
+    for_units(units, std::uint64_t(units) * N * d_v, threads, [&](std::size_t u) {  // b9: D
+        const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
+        for (std::size_t n = 0; n < N; ++n) {
+            double sum = 0.0;
+            for (std::size_t c = 0; c < d_v; ++c) sum += double(d_o(n, c)) * o(n, c);
+            g.d.data()[u * N + n] = float(sum);
+        }
+    });
+    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+    trace.show(g.d);
+    for_units(units, grid, threads, [&](std::size_t u) {  // b9: dS = P ∘ (dP − D)
+        const float* p = unit_data(f.p, u);
+        float* ds = unit_data(g.ds, u);
+        for (std::size_t n = 0; n < N; ++n) {
+            const float d = g.d.data()[u * N + n];
+            for (std::size_t j = 0; j < M; ++j) ds[n * M + j] = p[n * M + j] * (ds[n * M + j] - d);
+        }
+    });
+    trace.show(g.ds);
+    trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
+    scale_back(f, g.ds);
+    trace.show(g.ds);                                           // b7
+    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dQ = dscores K
+        gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k);
+    });
+    trace.show(g.dq);
+    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
+        gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
+             unit_data(g.dk, u), d_k);
+    });
+    trace.show(g.dk);
+    g.dk = group_sum(g.dk, s, threads);
+    if (G != h) trace.show(g.dk);
+    return g;
+}
+
+// b5: RoPE rotated back by the opposite angle, then QK-norm's backward; in place.
+void position_back(const Forwarded& f, Tensor& dq, Tensor& dk, Gradients& g, PassTrace& trace) {
+    if (f.o.rope) {
+        apply_rope(dq, *f.o.rope, f.s.kv_len - f.s.seq_len, true);
+        trace.show(dq);
+        apply_rope(dk, *f.o.rope, 0, true);
+        trace.show(dk);
+    }
+    if (f.w.q_norm.empty()) return;
+    rms_norm_rows_backward(f.kept.q_raw, f.w.q_norm, dq, g.params.q_norm);
+    trace.show(dq);
+    trace.show(g.params.q_norm);
+    rms_norm_rows_backward(f.kept.k_raw, f.w.k_norm, dk, g.params.k_norm);
+    trace.show(dk);
+    trace.show(g.params.k_norm);
+}
+
+// b5-b4: (B, H, L, w) -> transpose (B, L, H, w) -> reshape (B, L, H·w), a copy.
+Tensor heads_back(const Tensor& d, PassTrace& trace) {
+    const Tensor moved = d.transpose(1, 2);
+    trace.show(moved);
+    const Tensor joined = moved.contiguous().view({d.size(0), d.size(2), d.size(1) * d.size(3)});
+    trace.show(joined);
+    return joined;
+}
+
+// b3: d (B, M, W) -> its first M_in rows (B, M_in, W), a copy; d bias (W) = Σ_b d[b, M_in]
+// when bias_kv appended a row there (the zero row of add_zero_attn is dropped).
+Tensor append_back(const Tensor& d, std::size_t M_in, bool bias_kv, Tensor& d_bias,
+                   PassTrace& trace) {
+    const std::size_t B = d.size(0), M = d.size(1), W = d.size(2);
+    if (bias_kv) {
+        std::vector<double> sum(W, 0.0);
+        for (std::size_t b = 0; b < B; ++b) {
+            for (std::size_t c = 0; c < W; ++c) sum[c] += d.data()[(b * M + M_in) * W + c];
+        }
+        d_bias = Tensor({W}, std::vector<float>(sum.begin(), sum.end()));
+        trace.show(d_bias);
+    }
+    Tensor own({B, M_in, W});
+    for (std::size_t b = 0; b < B; ++b) {
+        const float* from = d.data() + b * M * W;
+        std::copy(from, from + M_in * W, own.data() + b * M_in * W);
+    }
+    trace.show(own);
+    return own;
+}
+
+// One projection's gradients, shown as planned: dW, db, dX.
+LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& dy,
+                         std::size_t threads, PassTrace& trace) {
+    LinearGrads g = linear_backward(x.contiguous(), w, !bias.empty(), dy, threads);
+    trace.show(g.dw);
+    if (!g.db.empty()) trace.show(g.db);
+    trace.show(g.dx);
+    return g;
+}
+
+// b5-b0 of the packed form.
+void packed_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+    const std::size_t threads = f.o.threads;
+    const Tensor dq = heads_back(hg.dq, trace);
+    Tensor dk = heads_back(hg.dk, trace);
+    Tensor dv = heads_back(hg.dv, trace);
+    const AppendedKv appended = appended_kv(f.w, f.o);
+    if (appended.count() > 0) {
+        const std::size_t M_in = f.s.kv_len - appended.count();
+        dk = append_back(dk, M_in, appended.bias_kv, g.params.bias_k, trace);
+        dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
+    }
+    const LinearGrads q = project_back(f.in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
+    const LinearGrads k = project_back(f.in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
+    const LinearGrads v = project_back(f.in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
+    g.params.w_q = q.dw;
+    g.params.b_q = q.db;
+    g.params.w_k = k.dw;
+    g.params.b_k = k.db;
+    g.params.w_v = v.dw;
+    g.params.b_v = v.db;
+    if (!f.in.self_attention()) {
+        g.input = q.dx;
+        g.key = k.dx;
+        g.value = v.dx;
+        return;
+    }
+    g.input = Tensor(q.dx.shape());  // b0: the three paths into x, summed in this order
+    for (std::size_t e = 0; e < g.input.numel(); ++e)
+        g.input.data()[e] = q.dx.data()[e] + k.dx.data()[e] + v.dx.data()[e];
+    trace.show(g.input);
+}
+
+// Rows [first, first + count) of a gradient; empty where the weight has none.
+Tensor rows_if(const Tensor& weight, const Tensor& grad, std::size_t first, std::size_t count) {
+    return weight.empty() ? Tensor() : row_slice(grad, first, count);
+}
+
+// b5-b1 of the fused form: dQ, dK, dV stacked as dqkv (3, B, h, N, d_k), permuted back, W_qkv.
+void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+    const Sizes& s = f.s;
+    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k(), W = h * d_k;
+    Tensor stacked({3, B, h, N, d_k});
+    const std::size_t part = B * h * N * d_k;
+    std::copy(hg.dq.data(), hg.dq.data() + part, stacked.data());
+    std::copy(hg.dk.data(), hg.dk.data() + part, stacked.data() + part);
+    std::copy(hg.dv.data(), hg.dv.data() + part, stacked.data() + 2 * part);
+    trace.show(stacked);
+    const Tensor moved = stacked.permute({1, 3, 0, 2, 4});
+    trace.show(moved);
+    const Tensor dqkv = moved.contiguous().view({B, N, 3 * W});
+    trace.show(dqkv);
+    const LinearGrads qkv = project_back(f.in.x_q, stacked_qkv_weight(f.w), stacked_qkv_bias(f.w),
+                                         dqkv, f.o.threads, trace);
+    g.params.w_q = row_slice(qkv.dw, 0, W);
+    g.params.w_k = row_slice(qkv.dw, W, W);
+    g.params.w_v = row_slice(qkv.dw, 2 * W, W);
+    g.params.b_q = rows_if(f.w.b_q, qkv.db, 0, W);
+    g.params.b_k = rows_if(f.w.b_k, qkv.db, W, W);
+    g.params.b_v = rows_if(f.w.b_v, qkv.db, 2 * W, W);
+    g.input = qkv.dx;
+}
+
+// The forms and paths the backward differentiates; throws mha::Error for the others.
+void check_backward(Form form, const Weights& w, const ForwardOptions& options) {
+    if (form == Form::PerHead)
+        throw Error("the backward does not differentiate the per-head form yet");
+    if (form == Form::Decode)
+        throw Error("the backward does not differentiate the decode form yet");
+    if (form == Form::Mla) throw Error("the backward does not differentiate the MLA form yet");
+    if (options.path == AttentionPath::Streaming) {
+        throw Error(
+            "the backward does not differentiate the streaming path yet: it needs the stored "
+            "attention weights of the standard path");
+    }
+    if (form == Form::FusedQkv && (appended_kv(w, options).count() > 0)) {
+        throw Error(
+            "the backward of the fused QKV form does not take appended key/value positions "
+            "(bias_k, bias_v, add_zero_attn)");
+    }
+}
+
+// grad_output must be the output's shape, (B, N, d_model).
+void check_grad_output(const Tensor& grad_output, const Sizes& s) {
+    const Shape expected{s.batch, s.seq_len, s.d_model};
+    if (grad_output.shape() != expected) {
+        throw Error("the output's gradient is " + to_string(grad_output.shape()) +
+                    ", expected the output's shape (B, N, d_model) = " + to_string(expected));
+    }
+}
+
+}  // namespace
+
+BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks& masks,
+                                const ForwardOptions& options, Form form, const Tensor& grad_output,
+                                Tracer& tracer) {
+    check_backward(form, w, options);
+    Sizes s = check_pass(w, in, masks, options);
+    check_grad_output(grad_output, s);
+    Kept kept;
+    ForwardOptions o = options;
+    o.keep = &kept;
+    o.workspace = nullptr;  // what is kept must outlive the forward
+    PassSpec spec;
+    if (form == Form::FusedQkv) {
+        check_form(form, s, in.self_attention(), masks);
+        spec = pass_spec(s, w, in, masks, o, form);
+    } else {
+        spec = forward_spec(w, in, masks, o);
+    }
+    spec.backward = true;
+    PassTrace trace(tracer, spec);
+    BackwardResult r;
+    r.forward = form == Form::FusedQkv ? forward_fused_qkv(w, in, masks, o, trace)
+                                       : forward(w, in, masks, o, trace);
+    const std::size_t extra = appended_kv(w, o).count();
+    s.kv_len += extra;
+    const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
+    const Forwarded f{w, in, padded, s, o, kept, r.forward.weights};
+
+    const Tensor d_out = grad_output.contiguous();
+    const Tensor d_heads = output_back(f, d_out, r.grads, trace);  // b14-b11
+    HeadGrads hg = attend_back(f, d_heads, trace);                 // b10-b6
+    position_back(f, hg.dq, hg.dk, r.grads, trace);                // b5
+    if (form == Form::FusedQkv) {
+        fused_back(f, hg, r.grads, trace);  // b5-b1
+    } else {
+        packed_back(f, hg, r.grads, trace);  // b5-b0
+    }
+    return r;
+}
+
+}  // namespace mha

@@ -1,0 +1,31 @@
+#pragma once
+// The backward pass of attention: the gradients of L = Σ output ∘ grad_output with respect to
+// every input and weight, traced step by step on the forward's plan read in reverse.
+
+#include "core/pass/attention.h"
+
+namespace mha {
+
+// The gradients of the scalar L = Σ output ∘ grad_output, one per input and parameter.
+struct Gradients {
+    Tensor input;    // (B, N, d_model) ∂L/∂x_q; self-attention: the sum of the query, key and
+                     //  value paths (what PyTorch puts in x.grad)
+    Tensor key;      // (B, M_in, kdim) ∂L/∂x_k; empty for self-attention
+    Tensor value;    // (B, M_in, vdim) ∂L/∂x_v; empty for self-attention
+    Weights params;  // ∂L/∂ every weight in the weight's own shape (w_q, ..., bias_k, q_norm);
+                     //  empty where the weight is empty
+};
+
+struct BackwardResult {
+    ForwardResult forward;
+    Gradients grads;
+};
+
+// The forward pass of `form` (Packed, FusedQkv, PerHead), keeping what the backward needs,
+// then the backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model), batch-first),
+// both traced on one plan: the forward's steps, then the backward's (PassSpec::backward).
+BackwardResult forward_backward(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                                const ForwardOptions& options, Form form, const Tensor& grad_output,
+                                Tracer& tracer);
+
+}  // namespace mha

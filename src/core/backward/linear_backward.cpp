@@ -1,0 +1,58 @@
+// dW = dYᵀ X, db = Σ dY, dX = dY W on the kernels' gemm, split over output rows.
+
+#include "core/backward/linear_backward.h"
+
+#include "core/kernels/parallel.h"
+
+namespace mha {
+
+void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                   std::size_t threads) {
+    const std::size_t n = a.rows;
+    threads = threads_for(std::uint64_t(n) * a.cols * b.cols, threads);
+    parallel_for(n, threads, [&](std::size_t begin, std::size_t end) {
+        const MatrixView rows{a.data + begin * a.row_stride, end - begin, a.cols, a.row_stride,
+                              a.col_stride};
+        gemm(rows, b, c + begin * ldc, ldc);
+    });
+}
+
+Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std::size_t out,
+                          std::size_t in, std::size_t threads) {
+    Tensor dw({out, in});
+    if (rows == 0) return dw;
+    const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
+    parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
+    return dw;
+}
+
+Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out) {
+    std::vector<double> sums(out, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t o = 0; o < out; ++o) sums[o] += dy[r * out + o];
+    }
+    return Tensor({out}, std::vector<float>(sums.begin(), sums.end()));
+}
+
+Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads) {
+    const std::size_t out = w.size(0), in = w.size(1);
+    Tensor dx({rows, in});
+    if (out == 0) return dx;
+    parallel_gemm({dy, rows, out, out, 1}, {w.data(), out, in, in, 1}, dx.data(), in, threads);
+    return dx;
+}
+
+LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
+                            std::size_t threads) {
+    const std::size_t out = w.size(0), in = w.size(1), rows = dy.numel() / out;
+    const Tensor weight = w.contiguous();
+    LinearGrads g;
+    g.dw = linear_weight_grad(dy.data(), x.data(), rows, out, in, threads);
+    if (bias) g.db = linear_bias_grad(dy.data(), rows, out);
+    Shape shape = dy.shape();
+    shape.back() = in;
+    g.dx = linear_input_grad(dy.data(), weight, rows, threads).view(shape);
+    return g;
+}
+
+}  // namespace mha
