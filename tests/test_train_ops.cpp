@@ -9,8 +9,10 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/backward/block_backward.h"
 #include "core/backward/cross_entropy.h"
 #include "core/backward/embedding.h"
 #include "core/backward/gelu.h"
@@ -19,7 +21,9 @@
 #include "core/backward/residual.h"
 #include "core/error.h"
 #include "core/ops/block_ops.h"
+#include "io/block_weights.h"
 #include "io/npy.h"
+#include "recorder.h"
 
 using mha::Tensor;
 
@@ -35,6 +39,10 @@ constexpr double float32_tolerance = 1e-6;
 // is 1e-6 from float64 on these inputs), so the two float32 answers differ by up to about
 // ten ulps; 1e-5 relative to the largest magnitude, the brief's bound.
 constexpr double torch_float32_tolerance = 1e-5;
+// The block in float32 against float64 autograd: attention's matrix products round in float32
+// at every step (sums of d_model or N terms), a few ulps each through four layers of adjoints;
+// 1e-5 relative to the largest magnitude (float32 PyTorch itself is within 3e-7 here).
+constexpr double block_tolerance = 1e-5;
 // AdamW in float32, in PyTorch's order of operations: the same roundings, so at most an ulp
 // or two of a parameter (the scalars are formed in double and rounded once, as PyTorch does).
 constexpr double optimizer_tolerance = 1e-6;
@@ -338,5 +346,65 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
         mha::AdamWMoments moments = mha::adamw_moments(param.shape());
         mha::adamw_step(param, embed.token, moments, 1, 1e-3, 0.01, {}, threads);
         CHECK(same_bits(param, param1));
+    }
+}
+
+TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "[backward]") {
+    // d_model 8, 2 heads, d_ff 16, GELU, dropout 0; pre-LN under a causal mask, post-LN without
+    const auto [name, kind, causal] =
+        GENERATE(std::make_tuple(std::string("block_pre"), mha::BlockKind::Pre, true),
+                 std::make_tuple(std::string("block_post"), mha::BlockKind::Post, false));
+    CAPTURE(name);
+    const mha::BlockState state = mha::block_from_state_dict(
+        mha::npy::read_npz("data/train_ops/" + name + "_weights.npz"), name + ".npz");
+    const Arrays a = fixture(name);
+    const Tensor x = tensor(a, "x");
+    mha::Masks masks;
+    masks.causal = causal;
+    mha::ForwardOptions options;
+    options.heads = 2;
+    test::Recorder rec;
+    const mha::BlockBackwardResult r =
+        mha::block_forward_backward(state.attention, state.block, kind, {x, x, x}, masks, options,
+                                    tensor(a, "grad_output"), rec);
+    require_relative(r.forward.output, a, "output64", block_tolerance);
+    const mha::BlockGradients& g = r.grads;
+    require_relative(g.input, a, "grad.input64", block_tolerance);
+    const std::pair<const Tensor*, std::string> block[] = {
+        {&g.block.norm1_weight, "norm1.weight"},
+        {&g.block.norm1_bias, "norm1.bias"},
+        {&g.block.norm2_weight, "norm2.weight"},
+        {&g.block.norm2_bias, "norm2.bias"},
+        {&g.block.w_1, "linear1.weight"},
+        {&g.block.b_1, "linear1.bias"},
+        {&g.block.w_2, "linear2.weight"},
+        {&g.block.b_2, "linear2.bias"},
+        {&g.attention.w_o, "self_attn.out_proj.weight"},
+        {&g.attention.b_o, "self_attn.out_proj.bias"}};
+    for (const auto& [grad, param] : block) {
+        CAPTURE(param);
+        require_relative(*grad, a, "grad." + param + "64", block_tolerance);
+    }
+    // in_proj_weight (3·d_model, d_model) and in_proj_bias stack W_q, W_k, W_v and theirs;
+    // compared stacked, relative to the stack's largest magnitude (d b_k is 0 in exact
+    // arithmetic: a bias on every key adds the same to a query's scores)
+    std::vector<double> in_proj, in_proj_bias;
+    for (const Tensor* w : {&g.attention.w_q, &g.attention.w_k, &g.attention.w_v}) {
+        const std::vector<double> v = values(*w);
+        in_proj.insert(in_proj.end(), v.begin(), v.end());
+    }
+    for (const Tensor* b : {&g.attention.b_q, &g.attention.b_k, &g.attention.b_v}) {
+        const std::vector<double> v = values(*b);
+        in_proj_bias.insert(in_proj_bias.end(), v.begin(), v.end());
+    }
+    require_relative(in_proj, a.at("grad.self_attn.in_proj_weight64").values, block_tolerance);
+    require_relative(in_proj_bias, a.at("grad.self_attn.in_proj_bias64").values, block_tolerance);
+    // the forward is traced as forward_block traces it, step for step
+    test::Recorder forward_only;
+    mha::forward_block(state.attention, state.block, kind, {x, x, x}, masks, options, forward_only);
+    REQUIRE(rec.steps.size() == forward_only.steps.size());
+    for (std::size_t i = 0; i < rec.steps.size(); ++i) {
+        CHECK(rec.steps[i].number == forward_only.steps[i].number);
+        CHECK(rec.steps[i].tensor == forward_only.steps[i].tensor);
     }
 }
