@@ -399,12 +399,41 @@ TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "
     }
     require_relative(in_proj, a.at("grad.self_attn.in_proj_weight64").values, block_tolerance);
     require_relative(in_proj_bias, a.at("grad.self_attn.in_proj_bias64").values, block_tolerance);
-    // the forward is traced as forward_block traces it, step for step
+    // the forward is traced as forward_block traces it, step for step; then the backward:
+    // the block's own steps in reverse around attention's b14-b0, each tensor as planned
     test::Recorder forward_only;
     mha::forward_block(state.attention, state.block, kind, {x, x, x}, masks, options, forward_only);
-    REQUIRE(rec.steps.size() == forward_only.steps.size());
+    std::vector<std::string> backward;
     for (std::size_t i = 0; i < rec.steps.size(); ++i) {
-        CHECK(rec.steps[i].number == forward_only.steps[i].number);
-        CHECK(rec.steps[i].tensor == forward_only.steps[i].tensor);
+        const mha::Step& step = rec.steps[i];
+        if (step.backward) {
+            backward.push_back("b" + std::to_string(step.number) + " " + step.tensor);
+            if (rec.seen[i]) CHECK(rec.seen[i]->shape == step.shape);
+            continue;
+        }
+        REQUIRE(i < forward_only.steps.size());
+        CHECK(step.number == forward_only.steps[i].number);
+        CHECK(step.tensor == forward_only.steps[i].tensor);
     }
+    CHECK(rec.steps.size() - backward.size() == forward_only.steps.size());
+    const std::vector<std::string> head =
+        kind == mha::BlockKind::Pre
+            ? std::vector<std::string>{"b21 dout",        "b20 dW_2",        "b20 db_2",
+                                       "b20 dgelu",       "b19 dffn_hidden", "b18 dW_1",
+                                       "b18 db_1",        "b18 dh_norm",     "b17 dnorm2.weight",
+                                       "b17 dnorm2.bias", "b17 dh_ffn",      "b16 dh",
+                                       "b14 dOut"}
+            : std::vector<std::string>{
+                  "b21 dout",          "b21 dnorm2.weight", "b21 dnorm2.bias", "b21 ds",
+                  "b19 dW_2",          "b19 db_2",          "b19 dgelu",       "b18 dffn_hidden",
+                  "b17 dW_1",          "b17 db_1",          "b17 dh_ffn",      "b20 dh",
+                  "b16 dnorm1.weight", "b16 dnorm1.bias",   "b16 dsum",        "b14 dOut"};
+    const std::vector<std::string> tail =
+        kind == mha::BlockKind::Pre
+            ? std::vector<std::string>{"b0 dx", "b15 dnorm1.weight", "b15 dnorm1.bias", "b15 dx",
+                                       "b15 dx"}
+            : std::vector<std::string>{"b0 dx", "b15 dx"};
+    REQUIRE(backward.size() > head.size() + tail.size());
+    CHECK(std::vector<std::string>(backward.begin(), backward.begin() + head.size()) == head);
+    CHECK(std::vector<std::string>(backward.end() - tail.size(), backward.end()) == tail);
 }

@@ -21,7 +21,9 @@ struct BlockBackwardResult {
 };
 
 // The block's forward (traced as forward_block traces it), keeping BlockKept, then the
-// backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model)):
+// backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model)), traced on the same
+// plan (PassSpec::backward; core/pass/plan_block_backward.cpp), b21 down to b15 with
+// attention's b14-b0 between:
 //   pre:  out = h + FFN(LN_2(h)), h = x + Attn(LN_1(x))
 //         dh = dOut + LN_2ᵀ FFNᵀ dOut;  dx = dh + LN_1ᵀ Attnᵀ dh
 //   post: out = LN_2(s), s = h + FFN(h), h = LN_1(x + Attn(x))
