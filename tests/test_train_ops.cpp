@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/ops/block_ops.h"
 #include "io/block_weights.h"
+#include "io/init.h"
 #include "io/npy.h"
 #include "recorder.h"
 
@@ -436,4 +437,33 @@ TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "
     REQUIRE(backward.size() > head.size() + tail.size());
     CHECK(std::vector<std::string>(backward.begin(), backward.begin() + head.size()) == head);
     CHECK(std::vector<std::string>(backward.end() - tail.size(), backward.end()) == tail);
+}
+
+TEST_CASE("the block's backward gives the same bits at any thread count", "[backward]") {
+    // sizes past threads_for's threshold in the FFN, the norms and attention's units
+    const std::size_t B = 4, N = 64, E = 64, d_ff = 256;
+    const mha::Weights attention = mha::seeded_weights(E, true, true, 3);
+    const mha::BlockWeights block = mha::seeded_block(E, d_ff, 3);
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, 4, 4, E / 4}, true, 3);
+    const Tensor grad_output = random_tensor({B, N, E}, 17);
+    mha::Masks masks;
+    masks.causal = true;
+    const auto kind = GENERATE(mha::BlockKind::Pre, mha::BlockKind::Post);
+    auto run = [&](std::size_t threads) {
+        mha::ForwardOptions options;
+        options.heads = 4;
+        options.threads = threads;
+        mha::NullTracer quiet;
+        return mha::block_forward_backward(attention, block, kind, in, masks, options, grad_output,
+                                           quiet)
+            .grads;
+    };
+    const mha::BlockGradients one = run(1), four = run(4);
+    CHECK(same_bits(one.input, four.input));
+    CHECK(same_bits(one.attention.w_q, four.attention.w_q));
+    CHECK(same_bits(one.attention.w_o, four.attention.w_o));
+    CHECK(same_bits(one.block.norm1_weight, four.block.norm1_weight));
+    CHECK(same_bits(one.block.norm2_bias, four.block.norm2_bias));
+    CHECK(same_bits(one.block.w_1, four.block.w_1));
+    CHECK(same_bits(one.block.b_2, four.block.b_2));
 }
