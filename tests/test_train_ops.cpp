@@ -20,7 +20,6 @@
 #include "core/backward/optimizer.h"
 #include "core/backward/residual.h"
 #include "core/error.h"
-#include "core/ops/block_ops.h"
 #include "io/block_weights.h"
 #include "io/init.h"
 #include "io/npy.h"

@@ -34,6 +34,12 @@ template void gelu_values(const double*, std::size_t, double*);
 template void gelu_backward_values(const float*, const float*, std::size_t, float*);
 template void gelu_backward_values(const double*, const double*, std::size_t, double*);
 
+Tensor gelu(const Tensor& u) {
+    Tensor y(u.shape());
+    gelu_values(u.data(), u.numel(), y.data());
+    return y;
+}
+
 Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads) {
     const Tensor in = u.contiguous(), d = dy.contiguous();
     Tensor du(in.shape());

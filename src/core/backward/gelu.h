@@ -16,6 +16,9 @@ void gelu_values(const T* u, std::size_t n, T* y);
 template <typename T>
 void gelu_backward_values(const T* u, const T* dy, std::size_t n, T* du);
 
+// gelu_values on a contiguous tensor: the block's activation.
+Tensor gelu(const Tensor& u);
+
 // gelu_backward_values on contiguous tensors of one shape, split over `threads` threads.
 Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads);
 

@@ -90,6 +90,13 @@ template void layer_norm_backward_rows(const float*, const float*, const float*,
 template void layer_norm_backward_rows(const double*, const double*, const double*, std::size_t,
                                        std::size_t, std::size_t, double*, double*, double*);
 
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+    const std::size_t E = x.size(x.dim() - 1);
+    Tensor y(x.shape());
+    layer_norm_rows(x.data(), gamma.data(), beta.data(), x.numel() / E, E, y.data());
+    return y;
+}
+
 LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& dy,
                                    std::size_t threads) {
     const Tensor in = x.contiguous(), d = dy.contiguous();

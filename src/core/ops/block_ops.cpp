@@ -1,26 +1,12 @@
-// LayerNorm and GELU on tensors (their kernels: core/backward), the residual sum.
+// The residual sum and the float32 range check.
 
 #include "core/ops/block_ops.h"
 
 #include <cmath>
 
-#include "core/backward/gelu.h"
 #include "core/error.h"
 
 namespace mha {
-
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
-    const std::size_t E = x.size(x.dim() - 1);
-    Tensor y(x.shape());
-    layer_norm_rows(x.data(), gamma.data(), beta.data(), x.numel() / E, E, y.data());
-    return y;
-}
-
-Tensor gelu(const Tensor& u) {
-    Tensor y(u.shape());
-    gelu_values(u.data(), u.numel(), y.data());
-    return y;
-}
 
 Tensor add(const Tensor& a, const Tensor& b) {
     Tensor y(a.shape());
