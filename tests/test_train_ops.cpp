@@ -231,6 +231,16 @@ TEST_CASE("the embeddings' forward and scatter-add backward equal autograd", "[b
     }
 }
 
+TEST_CASE("the embeddings refuse tokens that do not fit the tables", "[backward]") {
+    const Tensor token({3, 2}), position({4, 2});
+    REQUIRE_THROWS_WITH(mha::embed(token, position, {0, 3}, 1),
+                        "token 3 at position 1 is not below the vocabulary size 3");
+    REQUIRE_THROWS_WITH(mha::embed(token, position, {0, 1, 2, 0, 1}, 1),
+                        "the embeddings read B rows of 1 to 4 tokens each (B = 1), got 5 tokens");
+    REQUIRE_THROWS_WITH(mha::embed_backward(Tensor({1, 3, 2}), {0, 1}, 3, 4, 1),
+                        "the embeddings' gradient (1, 3, 2) does not match 2 tokens");
+}
+
 TEST_CASE("cross-entropy's loss and dlogits equal autograd", "[backward]") {
     const Arrays a = fixture("cross_entropy");
     const mha::CrossEntropy ce =

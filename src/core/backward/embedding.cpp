@@ -4,12 +4,35 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "core/kernels/parallel.h"
 
 namespace mha {
 
+namespace {
+
+// tokens holds `batch` rows of N ≤ context ids, each below vocab; throws mha::Error otherwise.
+void check_tokens(const std::vector<std::size_t>& tokens, std::size_t batch, std::size_t vocab,
+                  std::size_t context) {
+    if (batch == 0 || tokens.empty() || tokens.size() % batch != 0 ||
+        tokens.size() / batch > context) {
+        throw Error("the embeddings read B rows of 1 to " + std::to_string(context) +
+                    " tokens each (B = " + std::to_string(batch) + "), got " +
+                    std::to_string(tokens.size()) + " tokens");
+    }
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] >= vocab) {
+            throw Error("token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(vocab));
+        }
+    }
+}
+
+}  // namespace
+
 Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
              const std::vector<std::size_t>& tokens, std::size_t batch) {
+    check_tokens(tokens, batch, token_embedding.size(0), position_embedding.size(0));
     const std::size_t n = tokens.size() / batch, e = token_embedding.size(1);
     Tensor x({batch, n, e});
     for (std::size_t row = 0; row < batch * n; ++row) {
@@ -23,6 +46,11 @@ Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
 EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& tokens,
                               std::size_t vocab, std::size_t context, std::size_t threads) {
     const Tensor d = dx.contiguous();
+    check_tokens(tokens, d.size(0), vocab, context);
+    if (tokens.size() != d.numel() / d.size(2)) {
+        throw Error("the embeddings' gradient " + to_string(d.shape()) + " does not match " +
+                    std::to_string(tokens.size()) + " tokens");
+    }
     const std::size_t n = d.size(1), e = d.size(2), rows = tokens.size();
     EmbeddingGrads grads{Tensor({vocab, e}), Tensor({context, e})};
     threads = threads_for(std::uint64_t(rows) * e * 2, threads);
