@@ -92,6 +92,9 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
               << (config.zero_masked_rows ? "zero (--masked-rows zero)"
                   : mask_looks_keep       ? "NaN, as in PyTorch"
                                           : "NaN, as in PyTorch (--masked-rows zero gives zeros)");
+    if (config.backward && !config.zero_masked_rows)
+        std::cerr
+            << ", and so are the gradients they reach (each weight's gradient sums over every row)";
     if (info.causal && config.causal_align == mha::CausalAlign::BottomRight &&
         info.seq_len > info.kv_len) {
         std::cerr << "; with N = " << info.seq_len << " > M = " << info.kv_len

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "core/tensor/tensor.h"
+#include "io/init.h"
 
 namespace test {
 
@@ -166,6 +169,21 @@ inline std::string fixture_options(const std::string& dir) {
 // A path in the system's temp folder, unique to this test process.
 inline std::string temp_path(const std::string& name) {
     return "/tmp/mha-tests-" + std::to_string(getpid()) + "-" + name;
+}
+
+// count portable values uniform in [-scale, scale): stream `stream` of seed `seed`.
+inline std::vector<float> random_values(std::size_t count, std::uint32_t stream, float scale = 1.0f,
+                                        std::uint32_t seed = 7) {
+    mha::Random random(seed, stream);
+    std::vector<float> values(count);
+    for (float& v : values) v = random.uniform(-scale, scale);
+    return values;
+}
+
+// Whether x and y hold the same floats, bit for bit.
+inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 struct Difference {

@@ -18,7 +18,9 @@
 #include "core/kv_heads.h"
 #include "core/pass/shape_checks.h"
 #include "helpers.h"
+#include "kernel_variants.h"
 #include "recorder.h"
+#include "show/notes.h"
 
 namespace {
 
@@ -28,6 +30,9 @@ constexpr double hand_tolerance = 1e-6;  // float32 rounding of numbers near 1
 constexpr double fd_step = 1e-2;         // central differences in float32: loose
 constexpr double fd_tolerance = 2e-2;    // relative to max(1, the gradient's largest magnitude)
 constexpr double form_tolerance = 1e-5;  // one gradient summed in another order
+// streaming against standard, relative to max(1, the gradient's largest magnitude): P
+// recomputed from lse (e^x to 1e-7) and every sum in another order, a few float32 ulps
+constexpr double stream_tolerance = 1e-5;
 
 // U(-scale, scale) values of a shape, from a seed (any portable mapping will do in a test).
 Tensor random_tensor(mha::Shape shape, std::uint32_t seed, float scale = 0.5f) {
@@ -212,6 +217,16 @@ std::vector<Problem> variants() {
         p.form = mha::Form::FusedQkv;
         list.push_back(p);
     }
+    {
+        Problem p = modern(self_problem("per-head GQA", 2, 4, 16, 4, 2), 4, 2.0);
+        p.form = mha::Form::PerHead;
+        list.push_back(p);
+    }
+    {
+        Problem p = cross_problem("per-head cross", 1, 3, 4, 8, 2, 6, 5);
+        p.form = mha::Form::PerHead;
+        list.push_back(p);
+    }
     return list;
 }
 
@@ -345,6 +360,7 @@ TEST_CASE("a fully blocked row gives NaN gradients, as PyTorch's do", "[backward
 
 TEST_CASE("the backward gives the same bits at 1, 2, 3 and 7 threads", "[backward]") {
     Problem p = modern(self_problem("threads", 2, 128, 128, 8, 2), 16, 5.0);
+    p.options.path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
     const Tensor d_out = grad_output_of(p);
     p.options.threads = 1;
     const mha::BackwardResult one = run(p, d_out);
@@ -405,15 +421,14 @@ TEST_CASE("GQA's dK and dV are the sums of the repeated heads' gradients", "[bac
     test::require_close(a.grads.params.b_v, summed(b.grads.params.b_v), form_tolerance);
 }
 
-TEST_CASE("the fused QKV form gives the packed form's gradients", "[backward]") {
-    Problem packed = self_problem("packed", 2, 4, 8, 2);
-    packed.masks.causal = true;
-    packed.options.rope = mha::Rope{};
-    Problem fused = packed;
-    fused.form = mha::Form::FusedQkv;
+TEST_CASE("the fused QKV and per-head forms give the packed form's gradients", "[backward]") {
+    const mha::Form form = GENERATE(mha::Form::FusedQkv, mha::Form::PerHead);
+    Problem packed = modern(self_problem("packed", 2, 4, 8, 2), 4, 2.0);
+    Problem other_form = packed;
+    other_form.form = form;
     const Tensor d_out = grad_output_of(packed);
-    const mha::BackwardResult a = run(packed, d_out), b = run(fused, d_out);
-    const auto one = differentiated(packed, a.grads), other = differentiated(fused, b.grads);
+    const mha::BackwardResult a = run(packed, d_out), b = run(other_form, d_out);
+    const auto one = differentiated(packed, a.grads), other = differentiated(other_form, b.grads);
     for (std::size_t i = 0; i < one.size(); ++i) {
         CAPTURE(std::get<0>(one[i]));
         REQUIRE(std::get<2>(one[i]).empty() == std::get<2>(other[i]).empty());
@@ -423,11 +438,14 @@ TEST_CASE("the fused QKV form gives the packed form's gradients", "[backward]") 
 }
 
 TEST_CASE("every backward step's tensor has its planned shape and strides", "[backward]") {
-    for (const Problem& p : variants()) {
-        CAPTURE(p.name);
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    for (Problem p : variants()) {
+        p.options.path = path;
+        CAPTURE(p.name, path == mha::AttentionPath::Streaming);
         test::Recorder rec;
         run(p, grad_output_of(p), rec);  // PassTrace throws on a step computed off its plan
-        mha::PassSpec spec = p.form == mha::Form::FusedQkv
+        mha::PassSpec spec = p.form != mha::Form::Packed
                                  ? mha::pass_spec(mha::check_pass(p.w, p.in, p.masks, p.options),
                                                   p.w, p.in, p.masks, p.options, p.form)
                                  : mha::forward_spec(p.w, p.in, p.masks, p.options);
@@ -446,6 +464,69 @@ TEST_CASE("every backward step's tensor has its planned shape and strides", "[ba
         CHECK(backward > 10);
         CHECK(rec.steps.back().backward);
     }
+}
+
+TEST_CASE("the streaming backward gives the standard backward's gradients", "[backward]") {
+    EACH_VARIANT();
+    std::vector<Problem> problems = variants();
+    {  // several tiles of keys and queries, the causal band and a window skipping some
+        Problem p = self_problem("long causal window", 1, 300, 16, 2, 1);
+        p.masks.causal = true;
+        p.masks.window = 70;
+        p.masks.sinks = 2;
+        problems.push_back(p);
+        Problem q = cross_problem("long cross padded", 2, 70, 300, 8, 2, 6, 5);
+        std::vector<float> padding(2 * 300, 0.0f);
+        for (std::size_t j = 3; j < padding.size(); j += 5) padding[j] = -INFINITY;
+        q.masks.key_padding = Tensor({2, 300}, padding);
+        problems.push_back(q);
+    }
+    for (const Problem& standard : problems) {
+        CAPTURE(standard.name);
+        Problem streamed = standard;
+        streamed.options.path = mha::AttentionPath::Streaming;
+        const Tensor d_out = grad_output_of(standard);
+        const mha::BackwardResult a = run(standard, d_out), b = run(streamed, d_out);
+        const auto want = differentiated(standard, a.grads),
+                   got = differentiated(streamed, b.grads);
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            CAPTURE(std::get<0>(want[i]));
+            const Tensor& expected = std::get<2>(want[i]);
+            REQUIRE(std::get<2>(got[i]).empty() == expected.empty());
+            if (expected.empty()) continue;
+            test::require_close(std::get<2>(got[i]), expected,
+                                stream_tolerance * magnitude(expected));
+        }
+    }
+}
+
+TEST_CASE("the streamed --flash-row retraces dQ's row beside the standard row", "[backward]") {
+    Problem p = self_problem("flash row", 1, 300, 16, 2);
+    p.masks.causal = true;
+    p.options.path = mha::AttentionPath::Streaming;
+    p.options.flash_row = 299;
+    test::Recorder rec;
+    const mha::BackwardResult r = run(p, grad_output_of(p), rec);
+    const mha::Step* dq = nullptr;
+    for (const mha::Step& step : rec.steps) {
+        if (step.facts.flash_back) dq = &step;
+    }
+    REQUIRE(dq);
+    CHECK(dq->kind == mha::StepKind::AttendGrad);
+    const mha::FlashBackFacts& f = *dq->facts.flash_back;
+    CHECK(f.tiles.size() == 2);  // keys 0..255, 256..299
+    CHECK(f.max_difference < 1e-5);
+    CHECK(f.d == Approx(f.d_standard).margin(1e-5));
+    REQUIRE(f.dq.size() == 8);
+    CHECK(f.dq.front() != 0.0f);
+    CHECK(r.forward.weights.empty());  // the streaming forward kept lse (B, h, N), never P
+    std::string notes;
+    for (const std::string& line : mha::step_notes(*dq)) notes += line + "\n";
+    CHECK_THAT(notes, Catch::Contains("flash row: query 299 of batch 0, head 0, keys in tiles "
+                                      "of 256; the forward kept only lse = "));
+    CHECK_THAT(notes, Catch::Contains("P = e^(s - lse)"));
+    CHECK_THAT(notes, Catch::Contains("tile 1, keys 256..299: Σ P = "));
+    CHECK_THAT(notes, Catch::Contains("the standard backward's row (P stored whole)"));
 }
 
 TEST_CASE("the D trick's difference is measured and small", "[backward]") {
@@ -469,12 +550,13 @@ TEST_CASE("the backward refuses what it cannot differentiate yet", "[backward]")
     const auto refused = [&](const Problem& q, const Tensor& d, const std::string& message) {
         REQUIRE_THROWS_WITH(run(q, d), Catch::Contains(message));
     };
-    Problem streamed = p;
-    streamed.options.path = mha::AttentionPath::Streaming;
-    refused(streamed, d_out, "streaming path");
-    Problem per_head = p;
-    per_head.form = mha::Form::PerHead;
-    refused(per_head, d_out, "per-head form");
+    Problem mla = p;
+    mla.form = mha::Form::Mla;
+    refused(mla, d_out, "MLA form");
+    Problem appended = p;
+    appended.form = mha::Form::PerHead;
+    appended.options.add_zero_attn = true;
+    refused(appended, d_out, "per-head form does not take appended key/value positions");
     Problem decode = p;
     decode.form = mha::Form::Decode;
     refused(decode, d_out, "decode form");

@@ -7,8 +7,6 @@
 #include <limits>
 #include <vector>
 
-#include <cstring>
-
 #include "app/budget.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
@@ -30,23 +28,13 @@
 using mha::MatrixView;
 using mha::Shape;
 using mha::Tensor;
+using test::random_values;
+using test::same_bits;
 
 namespace {
 
 constexpr double stream_tolerance = 1e-5;  // streaming vs standard, max abs difference
 const float inf = std::numeric_limits<float>::infinity();
-
-std::vector<float> random_values(std::size_t count, std::uint32_t stream, float scale = 1.0f) {
-    mha::Random random(7, stream);
-    std::vector<float> values(count);
-    for (float& v : values) v = random.uniform(-scale, scale);
-    return values;
-}
-
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-    return x.size() == y.size() &&
-           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
-}
 
 mha::ForwardResult run(const mha::Weights& w, const mha::Inputs& in, const mha::Masks& masks,
                        std::size_t heads, std::size_t threads, mha::AttentionPath path,

@@ -183,16 +183,12 @@ const std::vector<Rule<Config>>& rules() {
         {"backward-forms",
          [](const Config& c) {
              return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Mla) ||
-                                   asks(c, FormChoice::Block) || asks(c, FormChoice::PerHead) ||
-                                   !c.model_path.empty() || !c.compare_heads.empty());
+                                   asks(c, FormChoice::Block) || !c.model_path.empty() ||
+                                   !c.compare_heads.empty());
          },
-         "--backward differentiates one attention layer in the packed or --fused-qkv form; it "
-         "cannot be combined with --per-head, --decode, --form mla, --block, --model or "
-         "--compare"},
-        {"backward-streaming",
-         [](const Config& c) { return c.backward && c.attention == AttentionPath::Streaming; },
-         "--backward reads the attention weights the standard path stores; it cannot be "
-         "combined with --attention streaming"},
+         "--backward differentiates one attention layer in the packed, --fused-qkv or "
+         "--per-head form; it cannot be combined with --decode, --form mla, --block, --model "
+         "or --compare"},
         {"grad-output-shapes-only",
          [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
          "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "

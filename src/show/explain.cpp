@@ -111,6 +111,11 @@ std::string backward(const Step& step) {
         case StepKind::KeyGrad:
             return "dK = dscores^T Q: each key's gradient is a weighted sum of the queries "
                    "that scored it.";
+        case StepKind::AttendGrad:
+            return "The streaming backward keeps no P: for each tile of keys and queries it "
+                   "recomputes the scores, P = exp(s - lse) from the row log-sum-exp the "
+                   "forward kept, dP = dO_h V^T and dS = P (dP - D), and adds that tile's "
+                   "share to dQ, dK and dV at once.";
         case StepKind::GroupSum:
             return "With grouped-query attention h/G query heads read one K/V head, as if it "
                    "were repeated. The adjoint of a repeat is a sum: each K/V head's gradient "
@@ -261,6 +266,7 @@ std::string explanation(const Step& step) {
         case StepKind::ScaleGrad:
         case StepKind::QueryGrad:
         case StepKind::KeyGrad:
+        case StepKind::AttendGrad:
         case StepKind::GroupSum:
         case StepKind::AppendGrad:
         case StepKind::InputSum:

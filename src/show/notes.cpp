@@ -213,24 +213,65 @@ std::string flash_tile(std::size_t index, const FlashTile& t) {
     return text + ", l = " + number(t.running_sum) + ", o = " + first_features(t.output);
 }
 
+// A flash row's tiles, one line each by `line`: the first six, how many are left out, the last.
+template <typename Tile, typename Line>
+void tile_lines(const std::vector<Tile>& tiles, Line line, Notes& notes) {
+    constexpr std::size_t head_tiles = 6;  // tiles shown before the last one
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+        if (i == head_tiles && tiles.size() > head_tiles + 1) {
+            notes.push_back("... " + std::to_string(tiles.size() - head_tiles - 1) + " more tiles");
+            i = tiles.size() - 1;
+        }
+        notes.push_back(line(i, tiles[i]));
+    }
+}
+
+// The first words of a flash row's notes: which row, which head, how wide the key tiles are.
+std::string flash_row_head(std::size_t row, std::size_t head, std::size_t key_tile) {
+    return "flash row: query " + std::to_string(row) + " of batch 0, head " + std::to_string(head) +
+           ", keys in tiles of " + std::to_string(key_tile);
+}
+
+// A flash row's result beside the standard path's: "<what> = [...]; the standard <how> = [...]:
+// max difference x".
+std::string beside_standard(const std::string& what, const std::vector<float>& row,
+                            const std::string& how, const std::vector<float>& standard,
+                            double difference) {
+    return what + " = " + first_features(row) + "; the standard " + how + " = " +
+           first_features(standard) + ": max difference " + number(difference);
+}
+
 // Streaming 10 with --flash-row: the online softmax of one row, tile by tile.
 void flash(const FlashFacts& f, Notes& notes) {
-    constexpr std::size_t head_tiles = 6;  // tiles shown before the last one
-    notes.push_back("flash row: query " + std::to_string(f.row) + " of batch 0, head " +
-                    std::to_string(f.head) + ", keys in tiles of " + std::to_string(f.key_tile) +
+    notes.push_back(flash_row_head(f.row, f.head, f.key_tile) +
                     "; per tile m = max(m, tile max), l = l·e^(m_old - m) + Σ e^(s - m), "
                     "o = o·e^(m_old - m) + Σ e^(s - m)·v");
-    for (std::size_t i = 0; i < f.tiles.size(); ++i) {
-        if (i == head_tiles && f.tiles.size() > head_tiles + 1) {
-            notes.push_back("... " + std::to_string(f.tiles.size() - head_tiles - 1) +
-                            " more tiles");
-            i = f.tiles.size() - 1;
-        }
-        notes.push_back(flash_tile(i, f.tiles[i]));
-    }
-    notes.push_back("context = o / l = " + first_features(f.context) +
-                    "; the standard path's row (all scores stored, softmax, weights @ V) = " +
-                    first_features(f.standard) + ": max difference " + number(f.max_difference));
+    tile_lines(f.tiles, flash_tile, notes);
+    notes.push_back(beside_standard("context = o / l", f.context,
+                                    "path's row (all scores stored, softmax, weights @ V)",
+                                    f.standard, f.max_difference));
+}
+
+// One tile of the backward's flash row: the weights recomputed, dS, dQ's row so far.
+std::string flash_back_tile(std::size_t index, const FlashBackTile& t) {
+    return "tile " + std::to_string(index) + ", keys " + std::to_string(t.first_key) + ".." +
+           std::to_string(t.first_key + t.keys - 1) + ": Σ P = " + number(t.weight_sum) +
+           ", Σ dS = " + number(t.ds_sum) + ", dq = " + first_features(t.dq);
+}
+
+// Streamed b10-b6 with --flash-row: one row of dQ built tile by tile from lse and D alone.
+void flash_back(const FlashBackFacts& f, Notes& notes) {
+    notes.push_back(flash_row_head(f.row, f.head, f.key_tile) +
+                    "; the forward kept only lse = " + number(f.lse) + " and O for this row");
+    notes.push_back(
+        "D = rowsum(dO_h * O_h) = " + number(f.d) +
+        "; from the whole row of P it would be rowsum(dP * P) = " + number(f.d_standard));
+    notes.push_back(
+        "per tile: s recomputed, P = e^(s - lse), dP = dO_h V^T, dS = P (dP - D), "
+        "dq += dS K");
+    tile_lines(f.tiles, flash_back_tile, notes);
+    notes.push_back(beside_standard("dq", f.dq, "backward's row (P stored whole)", f.standard,
+                                    f.max_difference));
 }
 
 // MLA's cache ledger: numbers and float32 bytes one layer caches per token, and for N tokens.
@@ -395,6 +436,12 @@ std::vector<std::string> backward_notes(const Step& step) {
     if (f.blocked_zero_gradient) {
         notes.push_back("a blocked key has P = 0, so dS = 0 there: no gradient reaches it");
     }
+    if (step.kind == StepKind::AttendGrad && step.operand == Operand::Q) {
+        notes.push_back(
+            "streaming: P is never stored; each tile recomputes it from the row "
+            "log-sum-exp (B, h, N) the forward kept, as FlashAttention-2 does");
+    }
+    if (f.flash_back) flash_back(*f.flash_back, notes);
     if (step.kind == StepKind::MaskGrad) {
         notes.push_back("the mask (and ALiBi's bias) has no parameter: nothing to learn there");
     }

@@ -230,7 +230,9 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
                               " their attention weights are NaN, or zero if asked for"),
                      " ", "", "  ");
     }
-    out_ << "wall time: " << fixed(wall_ms, 2) << " ms (forward pass, "
+    const bool backward = !info_.grad_output_source.empty();
+    out_ << "wall time: " << fixed(wall_ms, 2) << " ms ("
+         << (backward ? "forward and backward passes, " : "forward pass, ")
          << plural(info_.threads, "thread") << ")\n";
 }
 

@@ -32,8 +32,11 @@
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
 #include "core/kernels/parallel.h"
+#include "core/kernels/streaming_backward.h"
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
+#include "core/pass/flash_row.h"
+#include "core/pass/score_guard.h"
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
 
@@ -49,7 +52,7 @@ struct Forwarded {
     const Sizes& s;      // M counts the appended positions
     const ForwardOptions& o;
     const Kept& kept;
-    const Tensor& p;  // (B, h, N, M) the attention weights P
+    const Tensor& p;  // (B, h, N, M) the attention weights P; empty when streamed
 };
 
 // body(u) for every unit u < count, over the threads; each unit writes only its own memory.
@@ -171,6 +174,65 @@ double row_dot_difference(const Tensor& dp, const Tensor& p, const Tensor& d) {
     return worst;
 }
 
+// Unit u of b10-b6 streamed: attend_backward_streaming from Q, K, V, O, lse and dO_h. A unit
+// the forward scored as (q·factor) kᵀ (scores beyond float32) is recomputed the same way; its
+// dQ, the gradient of q·factor, is then scaled by factor.
+void attend_back_unit(const Forwarded& f, const MatrixView& d_o, std::size_t u, HeadGrads& g) {
+    const Sizes& s = f.s;
+    const std::size_t b = u / s.heads, i = u % s.heads, kv = kv_head_of(i, s.heads, s.kv_heads);
+    const std::size_t N = s.seq_len, d_k = s.d_k(), d_v = s.d_v();
+    const UnitMath math = unit_math(s, f.o);
+    AttentionUnit unit{head_matrix(f.kept.q, b, i),
+                       head_matrix(f.kept.k, b, kv),
+                       head_matrix(f.kept.v, b, kv),
+                       unit_mask(f.masks, b, i, s),
+                       nullptr,
+                       nullptr,
+                       0,
+                       b,
+                       i};
+    std::vector<float> scaled;
+    const bool prescaled = needs_prescale(unit, math.factor);
+    if (prescaled) unit = with_scaled_q(unit, math.factor, scaled);
+    float* dq = unit_data(g.dq, u);
+    attend_backward_streaming(unit.q, unit.k, unit.v, unit.mask, prescaled ? 1.0f : math.factor,
+                              math.zero_masked_rows,
+                              {head_matrix(f.kept.context, b, i), f.kept.lse.data() + u * N}, d_o,
+                              {dq, d_k, unit_data(g.dk, u), d_k, unit_data(g.dv, u), d_v});
+    for (std::size_t e = 0; prescaled && e < N * d_k; ++e) dq[e] *= math.factor;
+}
+
+// b10-b6 streamed (FlashAttention-2's backward): per unit, P recomputed tile by tile from the
+// row log-sum-exp the forward kept; dQ, dK, dV per query head, then the GQA group sums.
+HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
+    const Sizes& s = f.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
+    const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
+    HeadGrads g{Tensor({B, h, M, d_v}), Tensor(), Tensor(), Tensor({B, h, N, d_k}),
+                Tensor({B, h, M, d_k})};
+    const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
+    const std::uint64_t macs = std::uint64_t(units) * N * M * (2 * d_k + 3 * d_v);
+    for_units(units, macs, threads, [&](std::size_t u) {
+        attend_back_unit(f, head_matrix(d_heads, u / h, u % h), u, g);
+    });
+    if (f.o.flash_row && trace.on() && units > 0) {  // batch 0, head 0, one row retraced
+        const UnitMath math = unit_math(s, f.o);
+        trace.upcoming().flash_back =
+            flash_back_facts(head_matrix(f.kept.q, 0, 0), head_matrix(f.kept.k, 0, 0),
+                             head_matrix(f.kept.v, 0, 0), unit_mask(f.masks, 0, 0, s), math.factor,
+                             {head_matrix(f.kept.context, 0, 0), f.kept.lse.data()},
+                             head_matrix(d_heads, 0, 0), *f.o.flash_row, 0);
+    }
+    trace.show(g.dq);
+    trace.show(g.dk);
+    trace.show(g.dv);
+    g.dk = group_sum(g.dk, s, threads);
+    if (s.kv_heads != h) trace.show(g.dk);
+    g.dv = group_sum(g.dv, s, threads);
+    if (s.kv_heads != h) trace.show(g.dv);
+    return g;
+}
+
 // b10-b6 on the standard path, unit by unit.
 HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
     const Sizes& s = f.s;
@@ -287,8 +349,15 @@ LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, c
     return g;
 }
 
-// b5-b0 of the packed form.
-void packed_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+// Per-head: the rows dW[i] (d_k, in) of each head's slice of dW (heads·d_k, in), views.
+void show_head_rows(const Tensor& dw, std::size_t d_k, PassTrace& trace) {
+    const std::size_t heads = dw.size(0) / d_k;
+    const Tensor rows = dw.view({heads, d_k, dw.size(1)});
+    for (std::size_t i = 0; i < heads; ++i) trace.show(rows.select(0, i));
+}
+
+// b5-b0 of the packed form (and of the per-head form, which adds each head's rows of dW).
+void packed_back(const Forwarded& f, bool per_head, HeadGrads& hg, Gradients& g, PassTrace& trace) {
     const std::size_t threads = f.o.threads;
     const Tensor dq = heads_back(hg.dq, trace);
     Tensor dk = heads_back(hg.dk, trace);
@@ -299,9 +368,13 @@ void packed_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& tra
         dk = append_back(dk, M_in, appended.bias_kv, g.params.bias_k, trace);
         dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
     }
+    const std::size_t d_k = f.s.d_k();
     const LinearGrads q = project_back(f.in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
+    if (per_head) show_head_rows(q.dw, d_k, trace);
     const LinearGrads k = project_back(f.in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
+    if (per_head) show_head_rows(k.dw, d_k, trace);
     const LinearGrads v = project_back(f.in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
+    if (per_head) show_head_rows(v.dw, d_k, trace);
     g.params.w_q = q.dw;
     g.params.b_q = q.db;
     g.params.w_k = k.dw;
@@ -352,20 +425,14 @@ void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trac
 
 // The forms and paths the backward differentiates; throws mha::Error for the others.
 void check_backward(Form form, const Weights& w, const ForwardOptions& options) {
-    if (form == Form::PerHead)
-        throw Error("the backward does not differentiate the per-head form yet");
     if (form == Form::Decode)
         throw Error("the backward does not differentiate the decode form yet");
     if (form == Form::Mla) throw Error("the backward does not differentiate the MLA form yet");
-    if (options.path == AttentionPath::Streaming) {
-        throw Error(
-            "the backward does not differentiate the streaming path yet: it needs the stored "
-            "attention weights of the standard path");
-    }
-    if (form == Form::FusedQkv && (appended_kv(w, options).count() > 0)) {
-        throw Error(
-            "the backward of the fused QKV form does not take appended key/value positions "
-            "(bias_k, bias_v, add_zero_attn)");
+    if (form != Form::Packed && appended_kv(w, options).count() > 0) {
+        throw Error(std::string("the backward of the ") +
+                    (form == Form::FusedQkv ? "fused QKV" : "per-head") +
+                    " form does not take appended key/value positions (bias_k, bias_v, "
+                    "add_zero_attn)");
     }
 }
 
@@ -390,18 +457,15 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     ForwardOptions o = options;
     o.keep = &kept;
     o.workspace = nullptr;  // what is kept must outlive the forward
-    PassSpec spec;
-    if (form == Form::FusedQkv) {
-        check_form(form, s, in.self_attention(), masks);
-        spec = pass_spec(s, w, in, masks, o, form);
-    } else {
-        spec = forward_spec(w, in, masks, o);
-    }
+    check_form(form, s, in.self_attention(), masks);
+    PassSpec spec =
+        form == Form::Packed ? forward_spec(w, in, masks, o) : pass_spec(s, w, in, masks, o, form);
     spec.backward = true;
     PassTrace trace(tracer, spec);
     BackwardResult r;
-    r.forward = form == Form::FusedQkv ? forward_fused_qkv(w, in, masks, o, trace)
-                                       : forward(w, in, masks, o, trace);
+    r.forward = form == Form::FusedQkv  ? forward_fused_qkv(w, in, masks, o, trace)
+                : form == Form::PerHead ? forward_per_head(w, in, masks, o, trace)
+                                        : forward(w, in, masks, o, trace);
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
@@ -409,12 +473,13 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
 
     const Tensor d_out = grad_output.contiguous();
     const Tensor d_heads = output_back(f, d_out, r.grads, trace);  // b14-b11
-    HeadGrads hg = attend_back(f, d_heads, trace);                 // b10-b6
-    position_back(f, hg.dq, hg.dk, r.grads, trace);                // b5
+    HeadGrads hg = o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
+                                                      : attend_back(f, d_heads, trace);  // b10-b6
+    position_back(f, hg.dq, hg.dk, r.grads, trace);                                      // b5
     if (form == Form::FusedQkv) {
         fused_back(f, hg, r.grads, trace);  // b5-b1
     } else {
-        packed_back(f, hg, r.grads, trace);  // b5-b0
+        packed_back(f, form == Form::PerHead, hg, r.grads, trace);  // b5-b0
     }
     return r;
 }

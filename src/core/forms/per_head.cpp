@@ -59,6 +59,7 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
     const bool streamed = o.path == AttentionPath::Streaming;
     if (!streamed) head.weights = Tensor({s.batch, N, M});
     head.context = Tensor({s.batch, N, d_k});
+    float* const lse = streamed && o.keep ? o.keep->lse.data() : nullptr;  // (B, h, N)
     const Units units{s.batch, [&](std::size_t b) {
                           return AttentionUnit{batch_matrix(head.q, b),
                                                batch_matrix(head.k, b),
@@ -68,7 +69,9 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
                                                head.context.data() + b * N * d_k,
                                                d_k,
                                                b,
-                                               i};
+                                               i,
+                                               0,
+                                               lse ? lse + (b * s.heads + i) * N : nullptr};
                       }};
     const UnitMath math = unit_math(s, o);
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
@@ -102,6 +105,38 @@ void place_head(const Head& head, std::size_t i, const Sizes& s, Tensor& weights
     }
 }
 
+// What the backward reads, in the packed form's layout: Q and the context (B, h, N, d_k), K and V
+// (B, G, M, d_k), and Q and K before QK-norm when there is one; filled head by head.
+Kept kept_tensors(const Sizes& s, bool qk_norm) {
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
+    Kept kept;
+    kept.q = Tensor({B, s.heads, N, d_k});
+    kept.k = Tensor({B, s.kv_heads, M, d_k});
+    kept.v = Tensor({B, s.kv_heads, M, d_k});
+    kept.context = Tensor({B, s.heads, N, d_k});
+    if (qk_norm) {
+        kept.q_raw = Tensor({B, s.heads, N, d_k});
+        kept.k_raw = Tensor({B, s.kv_heads, M, d_k});
+    }
+    return kept;
+}
+
+// Head i's query-side tensor a (B, L, d_k) into [:, i] of to_a, and, for the first query head
+// of each K/V group, its key/value-side b into [:, g] of to_b.
+void keep_head(const Tensor& a, const Tensor& b, std::size_t i, const Sizes& s, Tensor& to_a,
+               Tensor& to_b) {
+    const std::size_t r = s.heads / s.kv_heads, g = kv_head_of(i, s.heads, s.kv_heads);
+    const auto place = [](const Tensor& from, std::size_t head, Tensor& to) {
+        const std::size_t B = from.size(0), size = from.size(1) * from.size(2);
+        for (std::size_t batch = 0; batch < B; ++batch) {
+            const float* row = from.data() + batch * size;
+            std::copy(row, row + size, to.data() + (batch * to.size(1) + head) * size);
+        }
+    };
+    place(a, i, to_a);
+    if (i % r == 0) place(b, g, to_b);
+}
+
 }  // namespace
 
 Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count) {
@@ -117,6 +152,16 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
                                const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::PerHead));
+    return forward_per_head(w, in, masks, options, trace);
+}
+
+ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& masks,
+                               const ForwardOptions& options, PassTrace& trace) {
+    const Sizes s = check_pass(w, in, masks, options);
+    Kept* keep = options.keep;
+    if (keep) *keep = kept_tensors(s, !w.q_norm.empty());
+    if (keep && options.path == AttentionPath::Streaming)  // the row log-sum-exp, not P
+        keep->lse = Tensor({s.batch, s.heads, s.seq_len});
     trace.show_input(in.x_q);  // 0
 
     ForwardResult result;
@@ -124,13 +169,19 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
         result.weights = Tensor({s.batch, s.heads, s.seq_len, s.kv_len});
     Tensor concat({s.batch, s.seq_len, s.inner()});
     for (std::size_t i = 0; i < s.heads; ++i) {
-        Head head = project_head(w, in, s, i, options.threads, trace);               // 1-3
+        Head head = project_head(w, in, s, i, options.threads, trace);  // 1-3
+        if (keep && !w.q_norm.empty()) keep_head(head.q, head.k, i, s, keep->q_raw, keep->k_raw);
         position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
         result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);  // 6-10
         if (options.ablate_head == i) head.context = Tensor(head.context.shape());   // zeros
         place_head(head, i, s, result.weights, concat);
+        if (keep) {
+            keep_head(head.q, head.k, i, s, keep->q, keep->k);
+            keep_head(head.context, head.v, i, s, keep->context, keep->v);
+        }
     }
     trace.show(concat);  // 13
+    if (keep) keep->concat = concat;
 
     // 14: (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads);

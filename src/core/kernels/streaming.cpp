@@ -6,13 +6,14 @@
 //       new_max = max(row_max, max S);  c = e^(row_max - new_max)
 //       P = e^(S - new_max);  row_sum = row_sum · c + Σ P     P stays where Vᵀ P reads it
 //       Oᵀ = Oᵀ · c + V_tileᵀ P                               (d_v, queries)
-//   context = O / row_sum
+//   context = O / row_sum;  lse = row_max + ln row_sum (when asked, for the backward)
 // Every query's result depends only on its own query, the keys and the tile width, so
 // splitting units over threads, and the register tile of each kernel variant, change no bit.
 
 #include "core/kernels/streaming.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -131,7 +132,7 @@ std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::si
 
 std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                              const HeadMask& mask, float factor, bool zero_masked_rows,
-                             float* context, std::size_t ldc) {
+                             float* context, std::size_t ldc, float* lse) {
     const std::size_t n = q.rows, m = k.rows, d_k = q.cols, d_v = v.cols;
     const FlashRegisterTile tile = flash_tile();
     const std::size_t padded_d = round_up(d_v, tile.mr);
@@ -169,6 +170,10 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = context + (q0 + r) * ldc;
+            if (lse != nullptr) {
+                lse[q0 + r] =
+                    s.row_max[r] == minus_inf ? minus_inf : s.row_max[r] + std::log(s.row_sum[r]);
+            }
             if (m == 0) {  // no key at all: an empty weighted sum, zero as in PyTorch
                 std::fill(out, out + d_v, 0.0f);
                 continue;

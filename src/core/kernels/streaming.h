@@ -21,10 +21,13 @@ inline constexpr std::size_t stream_key_tile = 256;
 // context (N, d_v) = softmax(q kᵀ · factor + mask) v, written row-major with rows
 // ldc apart; q (N, d_k), k (M, d_k), v (M, d_v) as strided views. A query whose
 // keys are all blocked gets NaN (like the standard path) or zeros when
-// zero_masked_rows. Returns how many such rows there were.
+// zero_masked_rows. Returns how many such rows there were. lse (N), when not null, gets each
+// row's log-sum-exp, what the backward needs to recompute the weights P = e^(score − lse):
+// lse[i] = max_j s_ij + ln Σ_j e^(s_ij − max), natural log, over the scaled, soft-capped,
+// masked scores s; −inf for a row with every key blocked (or no key at all).
 std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                              const HeadMask& mask, float factor, bool zero_masked_rows,
-                             float* context, std::size_t ldc);
+                             float* context, std::size_t ldc, float* lse = nullptr);
 
 // Floats one thread holds while running attend_streaming on M keys (d_k wide, values d_v)
 // with the kernel variant in use: packed K and V, packed queries, the context tile, row

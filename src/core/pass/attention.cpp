@@ -252,7 +252,14 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
     Tensor none;
     Tensor context =
         new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
-    const Units units = packed_units(heads, masks, s, none, context);
+    const Units packed = packed_units(heads, masks, s, none, context);
+    if (o.keep) o.keep->lse = Tensor({s.batch, s.heads, s.seq_len});  // what a backward reads
+    float* const lse = o.keep ? o.keep->lse.data() : nullptr;
+    const Units units{packed.count, [&](std::size_t u) {
+                          AttentionUnit unit = packed.unit(u);
+                          if (lse) unit.lse = lse + u * s.seq_len;
+                          return unit;
+                      }};
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
         const AttentionUnit u = units.unit(0);

@@ -60,6 +60,7 @@ struct Kept {
                           //  without it
     Tensor q, k, v;       // (B, h, N, d_k), (B, G, M, d_k), (B, G, M, d_v): what 6 and 10 read
     Tensor context;       // (B, h, N, d_v) O: what 10 wrote
+    Tensor lse;           // (B, h, N) the streaming path's row log-sum-exp, kept instead of P
     Tensor concat;        // (B, N, h·d_v): what 14 read
 };
 

@@ -1,6 +1,8 @@
 // The online softmax of one query row, recorded after every tile of keys:
 //   S = q K_tileᵀ, scaled and masked;  m' = max(m, max S);  c = e^(m − m')
 //   l = l·c + Σ e^(S − m');  o = o·c + e^(S − m') V_tile;  finally context = o / l
+// and the same row backward, from the forward's lse and O only:
+//   D = dO·O;  per tile: P = e^(S − lse);  dS = P ∘ (dO V_tileᵀ − D);  dq += dS K_tile
 
 #include "core/pass/flash_row.h"
 
@@ -9,6 +11,26 @@
 #include <limits>
 
 namespace mha {
+
+namespace {
+
+// The largest |a − b| over two rows (0 where both are NaN, NaN where one is).
+double row_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0.0;
+    for (std::size_t j = 0; j < a.size(); ++j) {
+        if (std::isnan(a[j]) && std::isnan(b[j])) continue;
+        worst = std::max(worst, std::fabs(double(a[j]) - double(b[j])));
+        if (std::isnan(a[j]) || std::isnan(b[j])) worst = std::nan("");
+    }
+    return worst;
+}
+
+// Row `row` of m as a (1, cols) matrix.
+MatrixView row_of(const MatrixView& m, std::size_t row) {
+    return {m.data + row * m.row_stride, 1, m.cols, m.row_stride, m.col_stride};
+}
+
+}  // namespace
 
 FlashRow trace_flash_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
                          const HeadMask& mask, float factor, std::size_t row,
@@ -79,12 +101,76 @@ FlashFacts flash_facts(const MatrixView& q, const MatrixView& k, const MatrixVie
                      std::move(flash.context),
                      standard_row(q, k, v, mask, factor, row),
                      0.0};
-    for (std::size_t j = 0; j < facts.context.size(); ++j) {
-        const float a = facts.context[j], b = facts.standard[j];
-        if (std::isnan(a) && std::isnan(b)) continue;
-        facts.max_difference = std::max(facts.max_difference, std::fabs(double(a) - double(b)));
-        if (std::isnan(a) || std::isnan(b)) facts.max_difference = std::nan("");
+    facts.max_difference = row_difference(facts.context, facts.standard);
+    return facts;
+}
+
+FlashBackRow trace_flash_back_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                                  const HeadMask& mask, float factor, const UnitForward& forward,
+                                  const MatrixView& d_o, std::size_t row) {
+    const std::size_t d_k = q.cols, d_v = v.cols;
+    FlashBackRow result;
+    for (std::size_t j = 0; j < d_v; ++j) result.d += d_o(row, j) * forward.context(row, j);
+    const float lse = forward.lse[row];
+    std::vector<float> p(stream_key_tile), ds(stream_key_tile);
+    result.dq.assign(d_k, 0.0f);
+    for (std::size_t k0 = 0; k0 < mask.key_end(row); k0 += stream_key_tile) {
+        const std::size_t cols = std::min(stream_key_tile, k.rows - k0);
+        const MatrixView keys{k.data + k0 * k.row_stride, cols, d_k, k.row_stride, k.col_stride};
+        const MatrixView values{v.data + k0 * v.row_stride, cols, d_v, v.row_stride, v.col_stride};
+        gemm(row_of(q, row), keys.transposed(), p.data(), stream_key_tile);       // S
+        gemm(row_of(d_o, row), values.transposed(), ds.data(), stream_key_tile);  // dP
+        softmax_backward_tile(p.data(), ds.data(), stream_key_tile, row, 1, k0, cols, factor, mask,
+                              &lse, &result.d);
+        FlashBackTile tile{k0, cols, 0.0f, 0.0f, {}};
+        for (std::size_t j = 0; j < cols; ++j) {
+            tile.weight_sum += p[j];
+            tile.ds_sum += ds[j];
+        }
+        gemm({ds.data(), 1, cols, stream_key_tile, 1}, keys, result.dq.data(), d_k, true);
+        tile.dq = result.dq;
+        result.tiles.push_back(std::move(tile));
     }
+    if (lse == -std::numeric_limits<float>::infinity() && k.rows > 0)
+        result.dq.assign(d_k, std::numeric_limits<float>::quiet_NaN());
+    return result;
+}
+
+StandardBackRow standard_back_row(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                                  const HeadMask& mask, float factor, const MatrixView& d_o,
+                                  std::size_t row) {
+    const std::size_t m = k.rows;
+    const double cap = mask.masks->softcap;
+    std::vector<float> p(m), dp(m), slopes(m, 1.0f);
+    gemm(row_of(q, row), k.transposed(), p.data(), m);  // 6
+    if (cap > 0.0) softcap_slopes(p.data(), m, factor, cap, slopes.data());
+    scale_mask_tile(p.data(), m, row, 1, 0, m, factor, mask);  // 7, 8
+    softmax_rows(p.data(), 1, m, false);                       // 9: P, stored whole
+    gemm(row_of(d_o, row), v.transposed(), dp.data(), m);      // dP
+    StandardBackRow result;
+    for (std::size_t j = 0; j < m; ++j) result.d += dp[j] * p[j];
+    for (std::size_t j = 0; j < m; ++j) dp[j] = p[j] * (dp[j] - result.d) * slopes[j] * factor;
+    result.dq.assign(q.cols, 0.0f);
+    gemm({dp.data(), 1, m, m, 1}, k, result.dq.data(), q.cols);  // dq = dS k
+    return result;
+}
+
+FlashBackFacts flash_back_facts(const MatrixView& q, const MatrixView& k, const MatrixView& v,
+                                const HeadMask& mask, float factor, const UnitForward& forward,
+                                const MatrixView& d_o, std::size_t row, std::size_t head) {
+    FlashBackRow flash = trace_flash_back_row(q, k, v, mask, factor, forward, d_o, row);
+    StandardBackRow standard = standard_back_row(q, k, v, mask, factor, d_o, row);
+    FlashBackFacts facts;
+    facts.row = row;
+    facts.head = head;
+    facts.key_tile = stream_key_tile;
+    facts.lse = forward.lse[row];
+    facts.d = flash.d;
+    facts.d_standard = standard.d;
+    facts.tiles = std::move(flash.tiles);
+    facts.dq = std::move(flash.dq);
+    facts.standard = std::move(standard.dq);
+    facts.max_difference = row_difference(facts.dq, facts.standard);
     return facts;
 }
 

@@ -119,6 +119,28 @@ void plan_attend_back(Planner& p) {
     plan_group_sum(p, Operand::K, 6, "dK", "M", "d_k", M, d_k);
 }
 
+// b10-b6 on the streaming path: one pass per unit over tiles of keys and queries yields dQ, dK
+// and dV (per query head), recomputing P from the row log-sum-exp; no (N, M) tensor.
+void plan_attend_back_streamed(Planner& p) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
+    const std::size_t d_v = s.d_v();
+    const std::string dv = v_dim_name(s);
+    p.add(Operand::Q, StepKind::AttendGrad, 10, "attend-grad", "dQ",
+          "dQ, dK, dV = flash_attention_backward(Q, K, V, O_h, lse, dO_h)  (per tile: "
+          "P = exp(scores - lse), dS = P * (dP - D); S and dP recomputed)",
+          {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, h, N, d_k}),
+          macs_of({B, h, N, M, 2 * d_k + d_v}));  // S = Q Kᵀ, dP = dO_h Vᵀ, dQ = dS K
+    p.add(Operand::K, StepKind::AttendGrad, 10, "attend-grad", "dK",
+          "dK  (the same pass: dK += dS.T @ Q per tile)", {"B", "h", "M", "d_k"},
+          Layout::contiguous_of({B, h, M, d_k}), macs_of({B, h, N, M, d_k}));
+    p.add(Operand::V, StepKind::AttendGrad, 10, "attend-grad", "dV",
+          "dV  (the same pass: dV += P.T @ dO_h per tile)", {"B", "h", "M", dv},
+          Layout::contiguous_of({B, h, M, d_v}), macs_of({B, h, N, M, d_v}));
+    plan_group_sum(p, Operand::K, 6, "dK", "M", "d_k", M, d_k);
+    plan_group_sum(p, Operand::V, 10, "dV", "M", dv, M, d_v);
+}
+
 // b5: RoPE rotated back (the opposite angle), then QK-norm's backward with d q_norm, d k_norm.
 void plan_position_back(Planner& p) {
     const Sizes& s = p.s;
@@ -189,6 +211,30 @@ void plan_append_back(Planner& p) {
     }
 }
 
+// Per-head: the rows of dW (heads·d_k, in) that head i's (or K/V head i's) slice W[i] got.
+void plan_head_rows(Planner& p, Operand operand, const std::string& w, const std::string& dy,
+                    std::size_t heads, std::size_t in, const std::string& in_name) {
+    if (p.spec.form != Form::PerHead) return;
+    const std::size_t d_k = p.s.d_k();
+    const Layout rows = Layout::contiguous_of({heads, d_k, in}).select(0);
+    for (std::size_t i = 0; i < heads; ++i) {
+        const std::string id = std::to_string(i);
+        const std::string range =
+            "[" + std::to_string(i * d_k) + ":" + std::to_string((i + 1) * d_k) + "]";
+        p.add(operand, StepKind::WeightGrad,
+              operand == Operand::Q   ? 1
+              : operand == Operand::K ? 2
+                                      : 3,
+              "grad", "d" + w + range,
+              "d" + w + range + " = " + dy + "_" + id + ".T @ " + in_name + "  (head " + id +
+                  "'s rows)",
+              {"d_k", in == p.s.d_model  ? "d_model"
+                      : in_name == "x_k" ? "kdim"
+                                         : "vdim"},
+              rows);
+    }
+}
+
 // b5-b1 packed: heads back, the appended rows, then W_q, W_k and W_v's gradients and dx.
 void plan_project_back(Planner& p) {
     const Sizes& s = p.s;
@@ -207,12 +253,15 @@ void plan_project_back(Planner& p) {
     plan_linear(p, Operand::Q, 1, "W_q", "b_q", p.spec.bias.q, "dQ", xq, "dx_q",
                 {"B", "N", "d_model"}, Layout::contiguous_of({B, N, E}), B * N, h * d_k, E,
                 {qw, "d_model"});
+    plan_head_rows(p, Operand::Q, "W_q", "dQ", h, E, xq);
     plan_linear(p, Operand::K, 2, "W_k", "b_k", p.spec.bias.k, "dK", xk, "dx_k", {"B", "M", kdim},
                 Layout::contiguous_of({B, M_in, s.kdim}), B * M_in, G * d_k, s.kdim,
                 {kv_width, kdim});
+    plan_head_rows(p, Operand::K, "W_k", "dK", G, s.kdim, xk);
     plan_linear(p, Operand::V, 3, "W_v", "b_v", p.spec.bias.v, "dV", xv, "dx_v", {"B", "M", vdim},
                 Layout::contiguous_of({B, M_in, s.vdim}), B * M_in, G * d_k, s.vdim,
                 {kv_width, vdim});
+    plan_head_rows(p, Operand::V, "W_v", "dV", G, s.vdim, xv);
     if (self) {
         p.add(StepKind::InputSum, 0, "sum", "dx", "dx = dx_q + dx_k + dx_v", {"B", "N", "d_model"},
               Layout::contiguous_of({B, N, E}));
@@ -245,7 +294,11 @@ void plan_fused_back(Planner& p) {
 
 void plan_backward(Planner& p) {
     plan_output_back(p);
-    plan_attend_back(p);
+    if (p.spec.path == AttentionPath::Streaming) {
+        plan_attend_back_streamed(p);
+    } else {
+        plan_attend_back(p);
+    }
     plan_position_back(p);
     if (p.spec.form == Form::FusedQkv) {
         plan_fused_back(p);

@@ -71,6 +71,28 @@ struct FlashFacts {
     double max_difference = 0.0;  // max |context − standard| (0 when both are NaN)
 };
 
+// One query row of the streaming backward after one tile of keys (core/pass/flash_row.h).
+struct FlashBackTile {
+    std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
+    float weight_sum;             // Σ P over the tile, P = e^(score − lse) recomputed
+    float ds_sum;                 // Σ dS over the tile (over the whole row: 0 up to rounding
+                                  //  when there is no soft-cap, since Σ P (dP − D) = D − D)
+    std::vector<float> dq;        // (d_k) dQ's row after the tile: Σ dS k over the keys so far
+};
+
+// The streaming backward with a traced row: query `row` of batch 0, head `head`, tile by tile.
+struct FlashBackFacts {
+    std::size_t row = 0, head = 0;
+    std::size_t key_tile = 0;  // the streaming path's tile width
+    float lse = 0.0f;          // the forward's row log-sum-exp, all the backward keeps of P
+    float d = 0.0f;            // D = rowsum(dO ∘ O), from the output
+    float d_standard = 0.0f;   // rowsum(dP ∘ P) from the whole row of P: equal to D
+    std::vector<FlashBackTile> tiles;
+    std::vector<float> dq;        // (d_k) dQ's row after the last tile (NaN if every key blocked)
+    std::vector<float> standard;  // (d_k) the same row as the standard backward computes it
+    double max_difference = 0.0;  // max |dq − standard| (0 when both are NaN)
+};
+
 // The MLA form (core/pass/mla.h): its sizes, and what only the computation knows.
 struct MlaFacts {
     std::size_t heads = 0, d_nope = 0, d_rope = 0, d_latent = 0, d_v = 0;  // h, d_h, d_R, d_c, d_v
@@ -112,6 +134,7 @@ struct StepFacts {
     std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dP ∘ P) − D| measured
     std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head
     bool blocked_zero_gradient = false;        // b8: a mask blocks keys, where P = 0 makes dS = 0
+    std::optional<FlashBackFacts> flash_back;  // streamed b10-b6 with --flash-row: one row's tiles
 };
 
 // What a step is. The plan sets it; views and notes switch on it, never on a step's name,
@@ -165,6 +188,7 @@ enum class StepKind {
     ScaleGrad,    // b7  dscores = dS · factor (· (1 − tanh²) under a soft-cap)
     QueryGrad,    // b6  dQ = dscores K
     KeyGrad,      // b6  dK = dscoresᵀ Q, one per query head
+    AttendGrad,   // b10-b6 streamed: dQ, dK or dV of one pass over tiles, P recomputed from lse
     GroupSum,     // b6, b10 GQA: a K/V head's gradient summed over the query heads reading it
     AppendGrad,   // b3  the appended rows' gradients (d bias_k, d bias_v) split from K's, V's
     InputSum,     // b0  self-attention: dx = dx_q + dx_k + dx_v

@@ -94,7 +94,7 @@ std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math
         }
         case UnitStep::Streamed:
             return attend_streaming(u.q, u.k, u.v, u.mask, math.factor, math.zero_masked_rows,
-                                    u.context, u.ldc);
+                                    u.context, u.ldc, u.lse);
     }
     return 0;
 }

@@ -19,6 +19,7 @@ struct AttentionUnit {
     std::size_t ldc;
     // Where the unit sits, for messages: its batch row, its head, the position of query 0.
     std::size_t batch = 0, head = 0, first_query = 0;
+    float* lse = nullptr;  // (N) streamed for a backward: each row's log-sum-exp; null: none
 };
 
 // The units of one call: unit(u) for u < count, run over threads in any order.
