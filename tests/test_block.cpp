@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/forms/block.h"
 #include "core/ops/block_ops.h"
 #include "helpers.h"

@@ -190,6 +190,7 @@ Config config_of(const BenchSize& s, bool backward) {
     c.d_model = s.d_model;
     c.heads = s.heads;
     c.backward = backward;
+    if (backward) c.attention = AttentionPath::Standard;  // the backward that reads P
     c.max_time.reset();  // bench chooses its sizes itself
     return c;
 }
@@ -233,8 +234,8 @@ double median_ms(std::size_t repeat, Run run, double& faults) {
     return times[times.size() / 2];
 }
 
-// Peak resident memory (MiB) of this binary run untraced on the size (with --backward when
-// `backward`), as a child.
+// Peak resident memory (MiB) of this binary run untraced on the size (with `backward`:
+// --backward --attention standard, what bench --backward times), as a child.
 double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
     std::vector<std::string> args = {"mha",
                                            "-b",
@@ -249,7 +250,7 @@ double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
                                            std::to_string(threads),
                                            "--max-time",
                                            "off"};
-    if (backward) args.push_back("--backward");
+    if (backward) args.insert(args.end(), {"--backward", "--attention", "standard"});
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

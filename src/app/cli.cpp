@@ -423,10 +423,10 @@ const std::vector<Row>& mha_table() {
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed, --fused-qkv, --per-head; standard\n"
-          "path); the header says what the forward kept for it,\n"
-          "the totals its multiply-adds against the forward's;\n"
-          "with --shapes-only the memory training the layer keeps"},
+          "reverse (packed, --fused-qkv and --per-head forms);\n"
+          "the header says what the forward kept for it, the\n"
+          "totals its multiply-adds against the forward's; with\n"
+          "--shapes-only the memory training the layer keeps"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"
@@ -435,6 +435,13 @@ const std::vector<Row>& mha_table() {
              c.grad_output_path = parse_path(a);
              c.backward = true;
          }},
+        {{"--gradcheck", 0, "",
+          "in double: every gradient of L = sum(output * dO)\n"
+          "(dO standard normal from --seed) against central\n"
+          "differences; a table, exit 0 when all are within 1e-7,\n"
+          "else 1; --explain adds why the softmax backward needs\n"
+          "no (M, M) Jacobian"},
+         [](Config& c, const Arg&) { c.gradcheck = true; }},
 
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
         {{"--weights", 0, "W.npz",
