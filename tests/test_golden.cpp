@@ -77,6 +77,8 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
         {"backward.txt", "-b 1 -n 3 -d 8 -H 2 --causal --backward --trace"},
         {"backward_gqa_cross.txt", "-b 1 -n 2 -m 3 -d 8 -H 2 -G 1 --backward --trace"},
         {"backward_shapes.txt", "-b 1 -n 3 -d 8 -H 2 --causal --backward --shapes-only --trace"},
+        {"backward_streaming.txt",
+         "-b 1 -n 3 -d 8 -H 2 --causal --attention streaming --backward --trace"},
         {"backward.json", "-b 1 -n 2 -d 4 -H 2 --causal --backward --format json"},
         {"backward.md", "-b 1 -n 2 -d 4 -H 2 --causal --backward --format markdown"},
     };
