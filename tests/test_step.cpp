@@ -393,7 +393,9 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
 
 TEST_CASE("--step walks the backward's steps, and b goes back across into the forward's",
           "[step][backward]") {
-    const Config config = parse_args(words_of_options("--backward -b 1 -n 3 -d 8 -H 2 -t 1"));
+    // as the command line gives it: --step shows the weights, so auto takes the standard path
+    const Config config =
+        parse_args(words_of_options("--step --backward -b 1 -n 3 -d 8 -H 2 -t 1"));
     const Problem problem = build_problem(config);
     const std::size_t total = planned_steps(config, problem);
     struct Counter : Tracer {
