@@ -44,11 +44,19 @@ private:
 
 }  // namespace
 
-const Recorded& Trace::find(int number, const std::string& tensor) const {
+const Recorded& Trace::find(int number, const std::string& tensor, bool backward) const {
+    const Recorded* found = nullptr;
     for (const Recorded& r : steps) {
-        if (r.step.number == number && r.step.tensor == tensor) return r;
+        if (r.step.number != number || r.step.tensor != tensor || r.step.backward != backward)
+            continue;
+        found = &r;
+        if (!backward) break;
     }
-    throw Error("the trace has no step " + std::to_string(number) + " for " + tensor);
+    if (found == nullptr) {
+        throw Error("the trace has no step " + std::string(backward ? "b" : "") +
+                    std::to_string(number) + " for " + tensor);
+    }
+    return *found;
 }
 
 const Recorded& Trace::find(StepKind kind, Operand operand) const {
@@ -80,7 +88,8 @@ Trace traced(const Config& config) {
     const Problem problem = build_problem(config);
     Trace trace;
     Recorder recorder(trace, problem.info);
-    const ForwardResult result = run_pass(config, problem, recorder);
+    const ForwardResult result = config.backward ? run_backward(config, problem, recorder).forward
+                                                 : run_pass(config, problem, recorder);
     trace.output = stats_of(result.output);
     return trace;
 }
