@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases
+.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-backward-memory
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -142,12 +142,12 @@ test-asan:
 	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
-# its kernels in every form, the pool, the CLI's thread counts), built with ThreadSanitizer.
-# It skips the tests that only re-run the binary on documented commands: [docs] and
-# [catalogue] (refusals that mostly stop before any thread starts); the plain and ASan suites
-# run every test file and tag.
+# its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
+# built with ThreadSanitizer. It skips the tests that only re-run the binary on documented
+# commands: [docs] and [catalogue] (refusals that mostly stop before any thread starts); the
+# plain and ASan suites run every test file and tag.
 THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity backward \
-    workspace cli show bench time_guard
+    train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
 	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue]"
@@ -198,6 +198,16 @@ bench-phases: $(BUILD)/bench_phases
 $(BUILD)/bench_phases: $(BUILD)/tests/bench/phases.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench-backward-memory: forward + backward's peak resident memory on the standard and the
+# streaming path, each in a child process (tests/bench/backward_memory.cpp);
+# MEMORY_SIZE="B N d_model h [threads]"
+MEMORY_SIZE ?= 1 2048 256 4 2
+bench-backward-memory: $(BUILD)/bench_backward_memory
+	./$(BUILD)/bench_backward_memory $(MEMORY_SIZE)
+
+$(BUILD)/bench_backward_memory: $(BUILD)/tests/bench/backward_memory.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
@@ -217,4 +227,4 @@ install: $(BUILD)/mha
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(BUILD)/tests/bench/phases.d $(wildcard $(BUILD)/tests/fuzz/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(BUILD)/tests/bench/phases.d $(BUILD)/tests/bench/backward_memory.d $(wildcard $(BUILD)/tests/fuzz/*.d)

@@ -114,15 +114,14 @@ const char* path_name(AttentionPath path) {
 }
 
 // --attention, or auto. Every form can stream. Auto takes the standard path when decoding
-// (one query per unit would fill one of the fused tile's query lanes; measured slower) and
-// for --backward (which reads the stored weights),
+// (one query per unit would fill one of the fused tile's query lanes; measured slower),
 // or when a view needs the weights, or when --save would write them or something shows them
 // (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
 // fits (small sizes, where the streaming tiles are the larger allocation).
 AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.form == Form::Decode || c.backward) return AttentionPath::Standard;
+    if (c.form == Form::Decode) return AttentionPath::Standard;
     const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
     const bool standard_fits = standard_bytes <= c.max_memory;

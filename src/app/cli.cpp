@@ -423,7 +423,7 @@ const std::vector<Row>& mha_table() {
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed, --fused-qkv, --per-head; standard path)"},
+          "reverse (packed, --fused-qkv and --per-head forms)"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

@@ -189,10 +189,6 @@ const std::vector<Rule<Config>>& rules() {
          "--backward differentiates one attention layer in the packed, --fused-qkv or "
          "--per-head form; it cannot be combined with --decode, --form mla, --block, --model "
          "or --compare"},
-        {"backward-streaming",
-         [](const Config& c) { return c.backward && c.attention == AttentionPath::Streaming; },
-         "--backward reads the attention weights the standard path stores; it cannot be "
-         "combined with --attention streaming"},
         {"grad-output-shapes-only",
          [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
          "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "

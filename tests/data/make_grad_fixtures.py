@@ -15,7 +15,8 @@
 #   weights.npz       the state dict
 #   query.npy         the input, in the case's layout; key.npy and value.npy for cross-attention
 #   mask.npy, key_padding_mask.npy   when the case has them
-#   grad_output.npy   dO, in the layout of the output (standard normal)
+#   grad_output.npy   dO, in the layout of the output (standard normal; float64 in the
+#                     unbatched case, float32 elsewhere)
 #   expected.npz      float32 autograd: output and grad.input (grad.key, grad.value) and
 #                     grad.<state-dict name> for every array of weights.npz
 #   expected64.npz    the same in float64, the truth float32 is measured against
@@ -117,6 +118,7 @@ class Case:
         self.mask, self.padding = mask, padding
         self.seq_first, self.unbatched = seq_first, unbatched
         self.names = None  # another naming (see hugging_face below): module names -> file's
+        self.grad_output_dtype = np.float32  # float64 in one case: mha reads both
 
     def gradients(self, dtype, grad_output):
         params = {k: v.detach().to(dtype).clone().requires_grad_(True)
@@ -169,7 +171,7 @@ def write_case(case):
     for fname, value in files.items():
         kept = value.numpy() if value.dtype == torch.bool else as_np(value)
         np.save(os.path.join(folder, fname + ".npy"), kept)
-    np.save(os.path.join(folder, "grad_output.npy"), as_np(grad_output))
+    np.save(os.path.join(folder, "grad_output.npy"), as_np(grad_output, case.grad_output_dtype))
     for fname, grads, dtype in (("expected", single, np.float32),
                                 ("expected64", exact, np.float64)):
         named = renamed_grads(case, grads)
@@ -260,6 +262,7 @@ def module_cases():
     unbatched = Case("unbatched", f"--heads {h}", "module", mha_module(E, h, seed=17),
                      randn(N, E), padding=torch.tensor([False, False, True, False]),
                      unbatched=True)
+    unbatched.grad_output_dtype = np.float64
     torch.manual_seed(18)
     unbatched_cross = Case("unbatched_cross", f"--heads {h} --causal", "module",
                            mha_module(E, h, seed=18), randn(3, E), randn(5, E), randn(5, E),

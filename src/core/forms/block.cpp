@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include "core/backward/gelu.h"
+#include "core/backward/layer_norm.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/ops/block_ops.h"
@@ -37,13 +39,14 @@ Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, con
     return y;
 }
 
-// FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2: (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
-Tensor feed_forward(const BlockPass& p, const Tensor& y) {
-    const Tensor u = project(y, p.w.w_1, p.w.b_1, p.threads);
-    p.trace.show(u);
-    const Tensor g = gelu(u);
-    p.trace.show(g);
-    Tensor f = project(g, p.w.w_2, p.w.b_2, p.threads);
+// FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2 of y = k.ffn_in: (B, N, d_model) -> (B, N, d_ff)
+// -> (B, N, d_model); k keeps the hidden layer before and after GELU.
+Tensor feed_forward(const BlockPass& p, BlockKept& k) {
+    k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads);
+    p.trace.show(k.hidden);
+    k.activated = gelu(k.hidden);
+    p.trace.show(k.activated);
+    Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     p.trace.show(f);
     return f;
@@ -114,22 +117,28 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
 
 ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
                             const Inputs& in, const Masks& masks, const ForwardOptions& options,
-                            PassTrace& trace) {
+                            PassTrace& trace, BlockKept* keep) {
     check_block_pass(attention, w, in);
     const Tensor x = in.x_q.contiguous();
+    BlockKept k;
+    k.norm1_in = x;
     const BlockPass p{w, options.threads, trace};
+    ForwardResult result;
     if (kind == BlockKind::Pre) {
-        const Tensor a = norm(p, true, x);                                            // 15
-        ForwardResult result = forward(attention, {a, a, a}, masks, options, trace);  // 0-14
-        const Tensor h = residual(p, "h = x + attention", x, result.output);          // 16
-        const Tensor f = feed_forward(p, norm(p, false, h));                          // 17, 18-20
-        result.output = residual(p, "out = h + ffn", h, f);                           // 21
-        return result;
+        k.attn_in = norm(p, true, x);  // 15, then attention: 0-14
+        result = forward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options, trace);
+        k.norm2_in = residual(p, "h = x + attention", x, result.output);               // 16
+        k.ffn_in = norm(p, false, k.norm2_in);                                         // 17
+        result.output = residual(p, "out = h + ffn", k.norm2_in, feed_forward(p, k));  // 18-21
+    } else {
+        k.attn_in = x;
+        result = forward(attention, {x, x, x}, masks, options, trace);            // 0-14
+        k.norm1_in = residual(p, "h = x + attention", x, result.output);          // 15
+        k.ffn_in = norm(p, true, k.norm1_in);                                     // 16
+        k.norm2_in = residual(p, "out = h + ffn", k.ffn_in, feed_forward(p, k));  // 17-20
+        result.output = norm(p, false, k.norm2_in);                               // 21
     }
-    ForwardResult result = forward(attention, {x, x, x}, masks, options, trace);         // 0-14
-    const Tensor h = norm(p, true, residual(p, "h = x + attention", x, result.output));  // 15, 16
-    const Tensor f = residual(p, "out = h + ffn", h, feed_forward(p, h));  // 17-19, 20
-    result.output = norm(p, false, f);                                     // 21
+    if (keep) *keep = std::move(k);
     return result;
 }
 

@@ -21,6 +21,20 @@ struct BlockWeights {
     std::size_t parameter_count() const;
 };
 
+// What the block's forward keeps for its backward (core/backward/block_backward.h): the input
+// of each norm, of attention and of the feed-forward, and the hidden layer before and after
+// GELU. All (B, N, d_model) but the last two, (B, N, d_ff).
+//                pre-LN          post-LN
+//   attn_in      LN_1(x)         x
+//   norm1_in     x               x + Attn(x)
+//   ffn_in       LN_2(h)         h = LN_1(x + Attn(x))
+//   norm2_in     h               h + FFN(h)
+struct BlockKept {
+    Tensor attn_in, norm1_in, ffn_in, norm2_in;  // (B, N, d_model) each
+    Tensor hidden;                               // (B, N, d_ff) u = ffn_in W_1ᵀ + b_1
+    Tensor activated;                            // (B, N, d_ff) GELU(u)
+};
+
 // The block's parameters for these sizes: two norms' gamma and beta (d_model each), linear1
 // (d_ff, d_model) and b_1, linear2 (d_model, d_ff) and b_2 (throws mha::Error past 64 bits).
 std::uint64_t block_parameter_count(std::size_t d_model, std::size_t d_ff);
@@ -45,9 +59,10 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& block,
                             Tracer& tracer);
 
 // forward_block with its steps shown on a trace the caller started (the model's): the
-// trace's next steps are those of block_spec's plan.
+// trace's next steps are those of block_spec's plan. A non-null `keep` receives what the
+// backward reads.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
                             const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
-                            PassTrace& trace);
+                            PassTrace& trace, BlockKept* keep = nullptr);
 
 }  // namespace mha

@@ -2,28 +2,14 @@
 
 #include "core/forms/model.h"
 
+#include "core/backward/embedding.h"
+#include "core/backward/layer_norm.h"
 #include "core/error.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/projection.h"
 #include "core/tensor/workspace.h"
 
 namespace mha {
-
-namespace {
-
-// x_0 = token_embedding[t] + position_embedding[0..N): (1, N, d_model)
-Tensor embed(const Model& m, const std::vector<std::size_t>& tokens) {
-    const std::size_t n = tokens.size(), e = m.d_model();
-    Tensor x({1, n, e});
-    for (std::size_t i = 0; i < n; ++i) {
-        const float* token = m.token_embedding.data() + tokens[i] * e;
-        const float* position = m.position_embedding.data() + i * e;
-        for (std::size_t f = 0; f < e; ++f) x.data()[i * e + f] = token[f] + position[f];
-    }
-    return x;
-}
-
-}  // namespace
 
 std::size_t Model::parameter_count() const {
     std::size_t count = token_embedding.numel() + position_embedding.numel() + norm_weight.numel() +
@@ -59,7 +45,7 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
                     std::to_string(tokens.size()));
     }
     PassTrace trace(tracer, model_spec(m, tokens.size(), traced_layer));
-    Tensor x = embed(m, tokens);
+    Tensor x = embed(m.token_embedding, m.position_embedding, tokens, 1);  // (1, N, d_model)
     check_in_float32(x, "the embeddings (token_embedding[t] + position_embedding)");
     trace.show(x);
     Masks causal;

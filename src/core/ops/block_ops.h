@@ -1,21 +1,13 @@
 #pragma once
-// The operations a transformer block adds around attention: LayerNorm, GELU and the
-// residual sum, on contiguous (..., d_model) tensors. Plain loops, accumulated in double.
+// The residual sum a transformer block adds around attention, on contiguous (..., d_model)
+// tensors, and the float32 range check of the block's and the model's tensors. (LayerNorm and
+// GELU sit beside their adjoints: core/backward/layer_norm.h, gelu.h.)
 
 #include <string>
 
 #include "core/tensor/tensor.h"
 
 namespace mha {
-
-constexpr float layer_norm_eps = 1e-5f;  // nn.LayerNorm's default
-
-// Each row of x (rows, E) normalised to mean 0 and variance 1 (biased, as nn.LayerNorm),
-// then scaled by gamma (E) and shifted by beta (E).
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta);
-
-// GELU(u) = u · Φ(u) = u/2 · (1 + erf(u/√2)), element-wise: nn.GELU() / F.gelu without tanh.
-Tensor gelu(const Tensor& u);
 
 // a + b, element-wise; both contiguous and of the same shape.
 Tensor add(const Tensor& a, const Tensor& b);

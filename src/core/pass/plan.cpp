@@ -66,6 +66,18 @@ std::string concat_width_name(const Sizes& s) {
 
 std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
 
+Layout model_layout(const Sizes& s) {
+    return Layout::contiguous_of({s.batch, s.seq_len, s.d_model});
+}
+
+Layout hidden_layout(const Planner& p) {
+    return Layout::contiguous_of({p.s.batch, p.s.seq_len, p.spec.block->d_ff});
+}
+
+std::uint64_t ffn_macs(const Planner& p) {
+    return macs_of({p.s.batch, p.s.seq_len, p.spec.block->d_ff, p.s.d_model});
+}
+
 namespace {
 
 constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
@@ -563,14 +575,6 @@ void plan_mla_absorbed(Planner& p) {
         .facts.mla = facts;
 }
 
-// The block's and the model's tensors: (B, N, d_model), one row of features per token.
-const Dims model_dims = {"B", "N", "d_model"};
-
-// (B, N, d_model), contiguous
-Layout model_layout(const Sizes& s) {
-    return Layout::contiguous_of({s.batch, s.seq_len, s.d_model});
-}
-
 // "out = norm1(in)": a LayerNorm and its gamma and beta.
 void plan_norm(Planner& p, int number, const std::string& out, const std::string& norm,
                const std::string& in) {
@@ -590,10 +594,8 @@ void plan_residual(Planner& p, int number, const std::string& out, const std::st
 // (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model)
 void plan_feed_forward(Planner& p, int first, const std::string& in) {
     const Sizes& s = p.s;
-    const std::uint64_t E = s.d_model, F = p.spec.block->d_ff;
-    const std::uint64_t macs = macs_of({s.batch, s.seq_len, F, E});
-    const Layout hidden = Layout::contiguous_of({s.batch, s.seq_len, F});
-    const Dims hidden_dims = {"B", "N", "d_ff"};
+    const std::uint64_t E = s.d_model, F = p.spec.block->d_ff, macs = ffn_macs(p);
+    const Layout hidden = hidden_layout(p);
     p.add(StepKind::FfnIn, first, "linear1", "ffn_hidden", "ffn_hidden = " + in + " @ W_1.T + b_1",
           hidden_dims, hidden, macs)
         .facts.parameters = checked_sum({macs_of({F, E}), F}, "the parameter count");
@@ -667,7 +669,9 @@ std::vector<Step> plan_pass(const PassSpec& spec) {
     plan_block(p);
     if (spec.backward) {
         p.backward = true;
+        if (spec.block) plan_block_backward_head(p);
         plan_backward(p);
+        if (spec.block) plan_block_backward_tail(p);
     }
     return std::move(p.steps);
 }

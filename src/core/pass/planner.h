@@ -52,8 +52,27 @@ std::string concat_width_name(const Sizes& s);
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec);
 
+// The block's and the model's tensors: (B, N, d_model), one row of features per token.
+const Dims model_dims = {"B", "N", "d_model"};
+const Dims hidden_dims = {"B", "N", "d_ff"};  // the block's feed-forward hidden layer
+
+// (B, N, d_model), contiguous.
+Layout model_layout(const Sizes& s);
+
+// (B, N, d_ff), contiguous: the block's hidden layer (spec.block set).
+Layout hidden_layout(const Planner& p);
+
+// The multiply-adds of one of the block's linear layers: B·N·d_ff·d_model.
+std::uint64_t ffn_macs(const Planner& p);
+
 // The backward's steps of a Packed or FusedQkv pass on the standard path, after the forward's
 // (core/pass/plan_backward.cpp).
 void plan_backward(Planner& p);
+
+// The block's backward steps (core/pass/plan_block_backward.cpp): the head, from the block's
+// output back to attention's output, before plan_backward's; the tail, from attention's input
+// back to x, after them.
+void plan_block_backward_head(Planner& p);
+void plan_block_backward_tail(Planner& p);
 
 }  // namespace mha

@@ -1,0 +1,138 @@
+// The transformer block's backward: the adjoints of its steps 21 down to 15, in reverse order
+// of the forward, with attention's backward in between.
+
+#include "core/backward/block_backward.h"
+
+#include "core/backward/gelu.h"
+#include "core/backward/layer_norm.h"
+#include "core/backward/linear_backward.h"
+#include "core/backward/residual.h"
+#include "core/error.h"
+
+namespace mha {
+
+namespace {
+
+// Shows attention's backward steps, as forward_backward reports them, on the block's trace,
+// where the block's plan has them (after its head, plan_block_backward_head); attention's
+// forward steps, already shown by the block's forward, are passed over.
+class AttentionBackwardSteps final : public Tracer {
+public:
+    explicit AttentionBackwardSteps(PassTrace& trace) : trace_(trace) {}
+    bool enabled() const override { return trace_.on(); }
+    void on_step(const Step& step) override {
+        if (!step.backward) return;
+        trace_.upcoming() = step.facts;
+        if (step.value) {
+            trace_.show(*step.value);
+        } else {
+            trace_.show_layout();
+        }
+    }
+
+private:
+    PassTrace& trace_;
+};
+
+// What every backward step needs: the block's weights, the threads and the block's plan.
+struct BlockBack {
+    const BlockWeights& w;
+    std::size_t threads;
+    PassTrace& trace;
+};
+
+// FFNᵀ: the gradient at the feed-forward's input from the one at its output, d_ffn
+// (B, N, d_model); linear1's and linear2's gradients go to g.
+Tensor feed_forward_back(const BlockBack& b, const BlockKept& k, const Tensor& d_ffn,
+                         BlockWeights& g) {
+    LinearGrads second = linear_backward(k.activated, b.w.w_2, true, d_ffn, b.threads);
+    g.w_2 = std::move(second.dw);
+    g.b_2 = std::move(second.db);
+    b.trace.show(g.w_2);
+    b.trace.show(g.b_2);
+    b.trace.show(second.dx);
+    const Tensor d_hidden = gelu_backward(k.hidden, second.dx, b.threads);
+    b.trace.show(d_hidden);
+    LinearGrads first = linear_backward(k.ffn_in, b.w.w_1, true, d_hidden, b.threads);
+    g.w_1 = std::move(first.dw);
+    g.b_1 = std::move(first.db);
+    b.trace.show(g.w_1);
+    b.trace.show(g.b_1);
+    b.trace.show(first.dx);
+    return first.dx;
+}
+
+// LNᵀ for norm1 (first) or norm2: the gradient at the norm's input; γ's and β's to g.
+Tensor norm_back(const BlockBack& b, bool first, const Tensor& input, const Tensor& d_norm,
+                 BlockWeights& g) {
+    LayerNormGrads n =
+        layer_norm_backward(input, first ? b.w.norm1_weight : b.w.norm2_weight, d_norm, b.threads);
+    Tensor& gamma = first ? g.norm1_weight : g.norm2_weight;
+    Tensor& beta = first ? g.norm1_bias : g.norm2_bias;
+    gamma = std::move(n.gamma);
+    beta = std::move(n.beta);
+    b.trace.show(gamma);
+    b.trace.show(beta);
+    b.trace.show(n.x);
+    return n.x;
+}
+
+// Where a tensor's two paths meet: their gradients summed.
+Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch) {
+    Tensor sum = residual_backward(d_out, d_branch);
+    b.trace.show(sum);
+    return sum;
+}
+
+// Attnᵀ: the gradient at attention's input (all three paths) from the one at its output;
+// attention's weight gradients to g.
+Tensor attention_back(const Weights& attention, const BlockKept& k, const Masks& masks,
+                      const ForwardOptions& options, const Tensor& d_attention, PassTrace& trace,
+                      BlockGradients& g) {
+    AttentionBackwardSteps steps(trace);
+    BackwardResult r = forward_backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks,
+                                        options, Form::Packed, d_attention, steps);
+    g.attention = std::move(r.grads.params);
+    return r.grads.input;
+}
+
+}  // namespace
+
+BlockBackwardResult block_forward_backward(const Weights& attention, const BlockWeights& w,
+                                           BlockKind kind, const Inputs& in, const Masks& masks,
+                                           const ForwardOptions& options, const Tensor& grad_output,
+                                           Tracer& tracer) {
+    if (grad_output.shape() != in.x_q.shape()) {
+        throw Error(
+            "the output's gradient is " + to_string(grad_output.shape()) +
+            ", expected the block's output shape (B, N, d_model) = " + to_string(in.x_q.shape()));
+    }
+    BlockKept k;
+    PassSpec spec = block_spec(attention, w, kind, in, masks, options);
+    spec.backward = true;
+    PassTrace trace(tracer, spec);
+    BlockBackwardResult r;
+    r.forward = forward_block(attention, w, kind, in, masks, options, trace, &k);
+    const Tensor d_out = grad_output.contiguous();
+    const BlockBack b{w, options.threads, trace};
+    BlockGradients& g = r.grads;
+    trace.show(d_out);  // b21
+    if (kind == BlockKind::Pre) {
+        // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
+        // norm1(x); b15 norm1; then x's two paths
+        const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
+        const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
+        const Tensor d_attn_in = attention_back(attention, k, masks, options, dh, trace, g);
+        g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
+        return r;
+    }
+    // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
+    // two paths
+    const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
+    const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
+    const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
+    g.input = sum_back(b, attention_back(attention, k, masks, options, d_sum, trace, g), d_sum);
+    return r;
+}
+
+}  // namespace mha

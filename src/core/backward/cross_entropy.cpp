@@ -1,0 +1,65 @@
+// Cross-entropy and its gradient with respect to the logits.
+
+#include "core/backward/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/kernels/parallel.h"
+
+namespace mha {
+
+template <typename T>
+double cross_entropy_rows(const T* logits, const std::size_t* targets, std::size_t rows,
+                          std::size_t V, std::size_t threads, T* dlogits) {
+    std::vector<double> row_loss(rows);
+    parallel_for(rows, threads_for(std::uint64_t(rows) * V * 8, threads),
+                 [&](std::size_t begin, std::size_t end) {
+                     for (std::size_t r = begin; r < end; ++r) {
+                         const T* z = logits + r * V;
+                         T* dz = dlogits + r * V;
+                         double top = z[0];
+                         for (std::size_t v = 1; v < V; ++v) top = std::max(top, double(z[v]));
+                         double sum = 0.0;
+                         for (std::size_t v = 0; v < V; ++v) sum += std::exp(z[v] - top);
+                         const double log_sum = std::log(sum);
+                         row_loss[r] = top + log_sum - z[targets[r]];
+                         for (std::size_t v = 0; v < V; ++v) {
+                             const double p = std::exp(z[v] - top - log_sum);
+                             dz[v] = T((p - (v == targets[r] ? 1.0 : 0.0)) / double(rows));
+                         }
+                     }
+                 });
+    double total = 0.0;
+    for (const double loss : row_loss) total += loss;
+    return total / double(rows);
+}
+
+template double cross_entropy_rows(const float*, const std::size_t*, std::size_t, std::size_t,
+                                   std::size_t, float*);
+template double cross_entropy_rows(const double*, const std::size_t*, std::size_t, std::size_t,
+                                   std::size_t, double*);
+
+CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>& targets,
+                           std::size_t threads) {
+    const Tensor z = logits.contiguous();
+    const std::size_t V = z.size(z.dim() - 1), rows = z.numel() / V;
+    if (targets.size() != rows) {
+        throw Error("cross-entropy: " + std::to_string(targets.size()) + " targets for " +
+                    std::to_string(rows) + " rows of logits " + to_string(z.shape()));
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+        if (targets[r] >= V) {
+            throw Error("cross-entropy: target " + std::to_string(targets[r]) + " at row " +
+                        std::to_string(r) + " is not below the vocabulary size " +
+                        std::to_string(V));
+        }
+    }
+    CrossEntropy result{0.0, Tensor(z.shape())};
+    result.loss =
+        cross_entropy_rows(z.data(), targets.data(), rows, V, threads, result.dlogits.data());
+    return result;
+}
+
+}  // namespace mha

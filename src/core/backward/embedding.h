@@ -1,0 +1,31 @@
+#pragma once
+// Learned token and position embeddings (nn.Embedding twice, summed) and their adjoint: the
+// gradient of each row scattered back to the table row it was read from, in a fixed order.
+
+#include <cstddef>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+
+namespace mha {
+
+// x[b, n] = token_embedding[tokens[b·N + n]] + position_embedding[n]: (B, N, E), where
+// tokens holds B·N token ids (< V) row by row, token_embedding is (V, E) and
+// position_embedding (context ≥ N, E). Throws mha::Error when a token is not below V or the
+// rows do not fit the context.
+Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
+             const std::vector<std::size_t>& tokens, std::size_t batch);
+
+struct EmbeddingGrads {
+    Tensor token;     // (V, E) ∂L/∂token_embedding: rows of tokens never read stay 0
+    Tensor position;  // (context, E) ∂L/∂position_embedding: rows n ≥ N stay 0
+};
+
+// The adjoint of embed given dx (B, N, E): d token_embedding[t] = Σ over the positions that
+// read t, d position_embedding[n] = Σ_b dx[b, n]. Each column is summed in double, positions
+// in order (b, then n); columns are split over `threads`, so every thread count gives the
+// same bits. Throws as embed does, or when dx does not hold one row per token.
+EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& tokens,
+                              std::size_t vocab, std::size_t context, std::size_t threads);
+
+}  // namespace mha

@@ -1,0 +1,13 @@
+// The residual connection's adjoint.
+
+#include "core/backward/residual.h"
+
+#include "core/ops/block_ops.h"
+
+namespace mha {
+
+Tensor residual_backward(const Tensor& d_out, const Tensor& d_branch) {
+    return add(d_out.contiguous(), d_branch.contiguous());
+}
+
+}  // namespace mha
