@@ -3,6 +3,7 @@
 
 #include "app/traced_run.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "app/problem.h"
@@ -53,8 +54,11 @@ const Recorded& Trace::find(int number, const std::string& tensor, bool backward
         if (!backward) break;
     }
     if (found == nullptr) {
+        const bool traced_backward = std::any_of(steps.begin(), steps.end(),
+                                                 [](const Recorded& r) { return r.step.backward; });
         throw Error("the trace has no step " + std::string(backward ? "b" : "") +
-                    std::to_string(number) + " for " + tensor);
+                    std::to_string(number) + " for " + tensor +
+                    (backward && !traced_backward ? " (a backward step needs --backward)" : ""));
     }
     return *found;
 }
