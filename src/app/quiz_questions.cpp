@@ -257,7 +257,7 @@ std::string per_entry(StepKind kind) {
 }
 
 // The backward of a traced --backward run: a gradient's shape, a backward step's
-// multiply-adds, or with GQA how many query heads' gradients each K/V head's dK adds.
+// multiply-adds, or with GQA how many query heads' gradients a shared K/V head's dK or dV adds.
 Question gradients_question(Random& random, Config c) {
     c.backward = true;
     if (c.heads > 1 && draw(random, 0, 1) == 0) {  // GQA: G = h/2, or MQA
