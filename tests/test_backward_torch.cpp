@@ -134,7 +134,7 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
 TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
     const std::string forms =
         "--backward differentiates one attention layer in the packed, --fused-qkv or --per-head "
-        "form; it cannot be combined with --decode, --form mla, --block, --model or --compare";
+        "form; it cannot be combined with --decode, --block, --model or --compare";
     for (const std::string option : {"--decode 4", "--form mla", "--block pre", "--compare 1,2",
                                      "--model data/bad/tiny_model.npz --text ab"}) {
         test::check_rejected("--backward " + option, forms);
