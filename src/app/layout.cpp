@@ -85,8 +85,7 @@ std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& gra
 }
 
 std::vector<std::pair<std::string, Tensor>> saved_mla_gradients(const Gradients& grads,
-                                                                InputLayout layout,
-                                                                MlaNames names,
+                                                                InputLayout layout, MlaNames names,
                                                                 std::size_t heads) {
     std::vector<std::pair<std::string, Tensor>> arrays = {
         {"grad.input", from_batch_first(grads.input, layout)}};

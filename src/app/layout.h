@@ -48,8 +48,7 @@ std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& gra
 // The same for --form mla: grad.input, then grad.<name> for every MLA weight in the names its
 // state dict used (Hugging Face's for seeded weights), with h heads.
 std::vector<std::pair<std::string, Tensor>> saved_mla_gradients(const Gradients& grads,
-                                                                InputLayout layout,
-                                                                MlaNames names,
+                                                                InputLayout layout, MlaNames names,
                                                                 std::size_t heads);
 
 // The layout and the transposes it implies, one line each for the trace; none for batch-first.

@@ -512,10 +512,10 @@ Problem build_mla_problem(const Config& c) {
     const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
-    const Tensor grad_output = c.grad_output_path.empty() ? Tensor()
-                                                          : load_grad_output(c.grad_output_path,
-                                                                             naive, files.layout,
-                                                                             ledger);
+    const Tensor grad_output =
+        c.grad_output_path.empty()
+            ? Tensor()
+            : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
     const RunPlan plan = plan_run(
         c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
     const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));

@@ -34,7 +34,8 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
 
 BackwardResult run_backward(const Config& c, const Problem& p, Tracer& tracer) {
     if (c.form == Form::Mla)
-        return forward_backward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, p.grad_output, tracer);
+        return forward_backward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, p.grad_output,
+                                    tracer);
     return forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output, tracer);
 }
 

@@ -490,8 +490,7 @@ MlaWeights mla_weights_from_state_dict(const Arrays& arrays, const std::string& 
 }
 
 std::vector<std::pair<std::string, Tensor>> mla_state_dict_arrays(const MlaWeights& t,
-                                                                  MlaNames names,
-                                                                  std::size_t heads,
+                                                                  MlaNames names, std::size_t heads,
                                                                   const std::string& prefix) {
     if (names == MlaNames::HuggingFace) {
         return {{prefix + "q_proj.weight", t.w_q},

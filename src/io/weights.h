@@ -94,8 +94,7 @@ MlaNames mla_names_of(const std::map<std::string, npy::Array>& arrays);
 // and h heads, each named prefix + its name: from-scratch names split kv_a_proj_with_mqa into
 // W_dkv and W_kr, and kv_b_proj's per-head rows into W_uk and W_uv.
 std::vector<std::pair<std::string, Tensor>> mla_state_dict_arrays(const MlaWeights& tensors,
-                                                                  MlaNames names,
-                                                                  std::size_t heads,
+                                                                  MlaNames names, std::size_t heads,
                                                                   const std::string& prefix);
 
 // The arrays of an MLA state dict and its num_heads entry (see take_num_heads).

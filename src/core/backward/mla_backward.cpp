@@ -138,7 +138,7 @@ BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const 
     r.grads.params = Weights();
     PartGrads parts = parts_back(hg, m, o, trace);  // b5
     const LinearGrads kv_b = project_back(mla_kept.latent, w.w_kv_b, parts.kv, o.threads, trace);
-    g.w_kv_b = kv_b.dw;                                                                  // b3
+    g.w_kv_b = kv_b.dw;  // b3
     Tensor d_latent = kv_b.dx;
     rms_norm_rows_backward(mla_kept.latent_raw, w.kv_norm, d_latent, g.kv_norm);  // b2
     trace.show(d_latent);

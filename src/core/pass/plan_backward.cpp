@@ -335,8 +335,7 @@ void plan_mla_back(Planner& p) {
           "(w = kv_a_layernorm.weight)",
           {"B", "N", "d_c"}, latent);
     p.add(StepKind::WeightGrad, 2, "grad", "dkv_a_layernorm",
-          "dkv_a_layernorm = (dc_kv_n * c_n).sum((0, 1))", {"d_c"},
-          Layout::contiguous_of({d_c}));
+          "dkv_a_layernorm = (dc_kv_n * c_n).sum((0, 1))", {"d_c"}, Layout::contiguous_of({d_c}));
     const Layout kv_a = Layout::contiguous_of({B, N, d_c + d_R});
     p.add(StepKind::LatentProject, 2, "cat", "dkv_a", "dkv_a = cat([dc_kv, dk_pe], -1)",
           {"B", "N", "d_c+d_R"}, kv_a)
