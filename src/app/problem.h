@@ -23,8 +23,8 @@ struct Problem {
     Inputs inputs;
     Masks masks;
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
-    Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward only
-    StateDictNames weight_names;  // --backward: how --save names the weights' gradients
+    Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
+    StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
     MlaNames mla_names = MlaNames::HuggingFace;  // --form mla --backward: the same for MLA's
     ForwardOptions options;
     RunInfo info;                  // what the printers say about this run
