@@ -62,14 +62,15 @@ LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& dy, std
     return g;
 }
 
-// b5: the heads' gradients split into MLA's parts, RoPE rotated back on the pe parts, and put
-// side by side as q_proj and kv_b_proj wrote them: dQ (B, N, h·(d_h+d_R)), dkv
-// (B, N, h·(d_h+d_v)), dk_pe (B, N, d_R).
+// The gradients of what q_proj, kv_b_proj and the RoPE key wrote.
 struct PartGrads {
     Tensor queries;   // (B, N, h·(d_h + d_R))
     Tensor kv;        // (B, N, h·(d_h + d_v))
     Tensor rope_key;  // (B, N, d_R)
 };
+
+// b5: the heads' gradients split into MLA's parts, RoPE rotated back on the pe parts (k_pe's
+// summed over the heads first), and put side by side as q_proj and kv_b_proj wrote them.
 PartGrads parts_back(const HeadGradients& hg, const MlaSizes& m, const ForwardOptions& o,
                      PassTrace& trace) {
     const std::size_t B = hg.dq.size(0), N = hg.dq.size(2), h = m.heads;
