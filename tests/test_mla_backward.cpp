@@ -5,13 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/backward/mla_backward.h"
 #include "core/forms/mla_pass.h"
+#include "helpers.h"
 #include "io/init.h"
 #include "recorder.h"
 
@@ -146,10 +146,7 @@ TEST_CASE("the MLA backward gives the same bits at 1 and 3 threads", "[backward]
     const auto a = differentiated(p, one.grads), b = differentiated(p, three.grads);
     for (std::size_t i = 0; i < a.size(); ++i) {
         CAPTURE(a[i].first);
-        const std::vector<float> va = a[i].second.second.to_vector(),
-                                 vb = b[i].second.second.to_vector();
-        REQUIRE(va.size() == vb.size());
-        CHECK(std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0);
+        CHECK(test::same_bits(a[i].second.second.to_vector(), b[i].second.second.to_vector()));
     }
 }
 
