@@ -182,12 +182,11 @@ const std::vector<Rule<Config>>& rules() {
          "--block is self-attention: no --kv-len or --key/--value"},
         {"backward-forms",
          [](const Config& c) {
-             return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Mla) ||
-                                   asks(c, FormChoice::Block) || !c.model_path.empty() ||
-                                   !c.compare_heads.empty());
+             return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Block) ||
+                                   !c.model_path.empty() || !c.compare_heads.empty());
          },
-         "--backward differentiates one attention layer in the packed, --fused-qkv or "
-         "--per-head form; it cannot be combined with --decode, --form mla, --block, --model "
+         "--backward differentiates one attention layer in the packed, --fused-qkv, "
+         "--per-head or --form mla form; it cannot be combined with --decode, --block, --model "
          "or --compare"},
         {"grad-output-shapes-only",
          [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },

@@ -25,6 +25,7 @@ struct Problem {
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
     StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
+    MlaNames mla_names = MlaNames::HuggingFace;  // --form mla --backward: the same for MLA's
     ForwardOptions options;
     RunInfo info;                  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
