@@ -435,18 +435,21 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
     return m ? mla_spec(*m, spec) : spec;
 }
 
-// --backward: what the forward of `spec` keeps for the backward (and, on the standard path
-// under --shapes-only, what the streaming path would keep), and how the planned multiply-adds
-// of `steps` split between the forward and the backward.
+// --backward, but for MLA: how the planned multiply-adds of `steps` split between the forward
+// and the backward, what the forward of `spec` keeps for the backward and, on the standard
+// path under --shapes-only, what the streaming path would keep.
 void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<Step>& steps) {
+    // planned_kept knows the attention layer's Kept, not MLA's; MLA's forward plan also holds
+    // the absorbed form's check, which no backward step mirrors
+    if (spec.mla) return;
     info.backward = true;
+    info.macs = split_macs(steps);
     info.kept = planned_kept(spec);
     if (info.shapes_only && spec.path == AttentionPath::Standard) {
         PassSpec streaming = spec;
         streaming.path = AttentionPath::Streaming;
         info.kept_streaming = planned_kept(streaming);
     }
-    info.macs = split_macs(steps);
 }
 
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.

@@ -117,8 +117,8 @@ void HtmlReport::begin(const RunInfo& info) {
          << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
     if (info.backward) {
-        out_ << "<p>dO: " << html(info.grad_output_source) << ". " << html(sentence(kept_text(info)))
-             << "</p>\n";
+        out_ << "<p>dO: " << html(info.grad_output_source) << "."
+             << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
     }
     out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
             "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
@@ -210,7 +210,8 @@ void HtmlReport::finish(const ForwardResult& result, double) {
     out_ << "<p class=\"totals\">Total: " << byte_size(copied_bytes_) << " copied, "
          << with_commas(macs_) << " multiply-adds.";
     if (info_.backward) out_ << " " << html(sentence(backward_macs_text(info_)));
-    if (info_.shapes_only) out_ << " " << html(sentence(training_memory_text(info_)));
+    if (info_.shapes_only && !info_.kept.empty())
+        out_ << " " << html(sentence(training_memory_text(info_)));
     if (!info_.shapes_only && result.output.numel() > 0) {
         const TensorStats stats = stats_of(result.output);
         out_ << " Output <code>" << html(named_shape({"B", "N", "d_model"}, result.output.shape()))

@@ -62,7 +62,7 @@ void MarkdownReport::begin(const RunInfo& info) {
     std::vector<std::string> bullets = info.layout_notes;
     if (info.backward) {
         bullets.push_back("dO: " + markdown_text(info.grad_output_source));
-        bullets.push_back(kept_text(info));
+        if (!info.kept.empty()) bullets.push_back(kept_text(info));
     }
     for (const std::string& bullet : bullets) out_ << "- " << bullet << "\n";
     if (!bullets.empty()) out_ << "\n";

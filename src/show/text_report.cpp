@@ -201,8 +201,9 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
     if (info_.shapes_only) {
         out_ << "\n";
         const std::string backward =
-            info_.backward ? " " + sentence(backward_macs_text(info_)) + " " +
-                                 sentence(training_memory_text(info_))
+            info_.backward ? " " + sentence(backward_macs_text(info_)) +
+                                 (info_.kept.empty() ? ""
+                                                     : " " + sentence(training_memory_text(info_)))
                            : "";
         write_filled(
             out_,
