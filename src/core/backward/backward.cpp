@@ -447,11 +447,36 @@ void check_grad_output(const Tensor& grad_output, const Sizes& s) {
 
 }  // namespace
 
+Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const ForwardOptions& o,
+                   Form form, const Kept& kept, const Tensor& attention_weights,
+                   const Tensor& grad_output, PassTrace& trace) {
+    check_backward(form, w, o);
+    Sizes s = check_pass(w, in, masks, o);
+    check_grad_output(grad_output, s);
+    const std::size_t extra = appended_kv(w, o).count();
+    s.kv_len += extra;
+    const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
+    const Forwarded f{w, in, padded, s, o, kept, attention_weights};
+
+    Gradients g;
+    const Tensor d_out = grad_output.contiguous();
+    const Tensor d_heads = output_back(f, d_out, g, trace);  // b14-b11
+    HeadGrads hg = o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
+                                                      : attend_back(f, d_heads, trace);  // b10-b6
+    position_back(f, hg.dq, hg.dk, g, trace);                                            // b5
+    if (form == Form::FusedQkv) {
+        fused_back(f, hg, g, trace);  // b5-b1
+    } else {
+        packed_back(f, form == Form::PerHead, hg, g, trace);  // b5-b0
+    }
+    return g;
+}
+
 BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks& masks,
                                 const ForwardOptions& options, Form form, const Tensor& grad_output,
                                 Tracer& tracer) {
     check_backward(form, w, options);
-    Sizes s = check_pass(w, in, masks, options);
+    const Sizes s = check_pass(w, in, masks, options);
     check_grad_output(grad_output, s);
     Kept kept;
     ForwardOptions o = options;
@@ -466,21 +491,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     r.forward = form == Form::FusedQkv  ? forward_fused_qkv(w, in, masks, o, trace)
                 : form == Form::PerHead ? forward_per_head(w, in, masks, o, trace)
                                         : forward(w, in, masks, o, trace);
-    const std::size_t extra = appended_kv(w, o).count();
-    s.kv_len += extra;
-    const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, in, padded, s, o, kept, r.forward.weights};
-
-    const Tensor d_out = grad_output.contiguous();
-    const Tensor d_heads = output_back(f, d_out, r.grads, trace);  // b14-b11
-    HeadGrads hg = o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
-                                                      : attend_back(f, d_heads, trace);  // b10-b6
-    position_back(f, hg.dq, hg.dk, r.grads, trace);                                      // b5
-    if (form == Form::FusedQkv) {
-        fused_back(f, hg, r.grads, trace);  // b5-b1
-    } else {
-        packed_back(f, form == Form::PerHead, hg, r.grads, trace);  // b5-b0
-    }
+    r.grads = backward(w, in, masks, o, form, kept, r.forward.weights, grad_output, trace);
     return r;
 }
 

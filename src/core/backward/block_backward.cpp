@@ -13,27 +13,6 @@ namespace mha {
 
 namespace {
 
-// Shows attention's backward steps, as forward_backward reports them, on the block's trace,
-// where the block's plan has them (after its head, plan_block_backward_head); attention's
-// forward steps, already shown by the block's forward, are passed over.
-class AttentionBackwardSteps final : public Tracer {
-public:
-    explicit AttentionBackwardSteps(PassTrace& trace) : trace_(trace) {}
-    bool enabled() const override { return trace_.on(); }
-    void on_step(const Step& step) override {
-        if (!step.backward) return;
-        trace_.upcoming() = step.facts;
-        if (step.value) {
-            trace_.show(*step.value);
-        } else {
-            trace_.show_layout();
-        }
-    }
-
-private:
-    PassTrace& trace_;
-};
-
 // What every backward step needs: the block's weights, the threads and the block's plan.
 struct BlockBack {
     const BlockWeights& w;
@@ -84,16 +63,15 @@ Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch)
     return sum;
 }
 
-// Attnᵀ: the gradient at attention's input (all three paths) from the one at its output;
-// attention's weight gradients to g.
-Tensor attention_back(const Weights& attention, const BlockKept& k, const Masks& masks,
-                      const ForwardOptions& options, const Tensor& d_attention, PassTrace& trace,
-                      BlockGradients& g) {
-    AttentionBackwardSteps steps(trace);
-    BackwardResult r = forward_backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks,
-                                        options, Form::Packed, d_attention, steps);
-    g.attention = std::move(r.grads.params);
-    return r.grads.input;
+// Attnᵀ: the gradient at attention's input (all three paths) from the one at its output, on
+// what attention's forward kept; attention's weight gradients to g.
+Tensor attention_back(const Weights& attention, const BlockKept& k, const Tensor& p,
+                      const Masks& masks, const ForwardOptions& options, const Tensor& d_attention,
+                      PassTrace& trace, BlockGradients& g) {
+    Gradients a = backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options,
+                           Form::Packed, k.attention, p, d_attention, trace);
+    g.attention = std::move(a.params);
+    return a.input;
 }
 
 }  // namespace
@@ -122,7 +100,8 @@ BlockBackwardResult block_forward_backward(const Weights& attention, const Block
         // norm1(x); b15 norm1; then x's two paths
         const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
         const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
-        const Tensor d_attn_in = attention_back(attention, k, masks, options, dh, trace, g);
+        const Tensor d_attn_in =
+            attention_back(attention, k, r.forward.weights, masks, options, dh, trace, g);
         g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
         return r;
     }
@@ -131,7 +110,8 @@ BlockBackwardResult block_forward_backward(const Weights& attention, const Block
     const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
     const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
     const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
-    g.input = sum_back(b, attention_back(attention, k, masks, options, d_sum, trace, g), d_sum);
+    g.input = sum_back(
+        b, attention_back(attention, k, r.forward.weights, masks, options, d_sum, trace, g), d_sum);
     return r;
 }
 

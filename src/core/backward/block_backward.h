@@ -1,7 +1,7 @@
 #pragma once
 // The transformer block's backward (core/forms/block.h), pre- and post-LN: its own steps'
 // adjoints (core/backward: LayerNorm, GELU, the residual; linear_backward) in reverse, around
-// attention's forward_backward.
+// attention's backward.
 
 #include "core/backward/backward.h"
 #include "core/forms/block.h"
@@ -28,8 +28,8 @@ struct BlockBackwardResult {
 //         dh = dOut + LN_2ᵀ FFNᵀ dOut;  dx = dh + LN_1ᵀ Attnᵀ dh
 //   post: out = LN_2(s), s = h + FFN(h), h = LN_1(x + Attn(x))
 //         ds = LN_2ᵀ dOut;  dh = ds + FFNᵀ ds;  dx = LN_1ᵀ dh + Attnᵀ LN_1ᵀ dh
-// where Attnᵀ is attention's forward_backward on the kept input (it runs attention's forward
-// again, for what its backward keeps) and FFNᵀ is linear2's, GELU's and linear1's adjoints.
+// where Attnᵀ is attention's backward on what its forward (inside the block's, run once) kept
+// and FFNᵀ is linear2's, GELU's and linear1's adjoints.
 // Self-attention, the packed form; throws mha::Error as forward_block and forward_backward do.
 BlockBackwardResult block_forward_backward(const Weights& attention, const BlockWeights& block,
                                            BlockKind kind, const Inputs& inputs, const Masks& masks,

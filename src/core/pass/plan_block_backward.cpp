@@ -3,7 +3,7 @@
 // this order. A residual hands its gradient to both branches unchanged, so only the sums where
 // a tensor's two paths meet are steps.
 //   pre:  b21 dout; b20 linear2; b19 GELU; b18 linear1; b17 norm2; b16 dh = dout + dh_ffn;
-//         attention's b14-b0 from dh; b15 norm1; b15 dx += dh
+//         attention's b14-b0 from dh to dx_norm; b15 norm1; b15 dx += dh
 //   post: b21 dout, norm2; b19 linear2; b18 GELU; b17 linear1; b20 dh = ds + dh_ffn;
 //         b16 norm1; attention's b14-b0 from dsum; b15 dx += dsum
 
@@ -79,7 +79,7 @@ void plan_block_backward_head(Planner& p) {
 
 void plan_block_backward_tail(Planner& p) {
     if (p.spec.block->kind == BlockKind::Pre) {
-        plan_norm_back(p, 15, "norm1", "dx", "dx");
+        plan_norm_back(p, 15, "norm1", "dx_norm", "dx");
         plan_sum(p, 15, "dx", "dx = dx + dh  (x feeds norm1 and h = x + attention)");
         return;
     }
