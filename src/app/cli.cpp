@@ -416,14 +416,16 @@ const std::vector<Row>& mha_table() {
           "--backward also grad.input (grad.key, grad.value) in\n"
           "the inputs' layout and grad.NAME for every weight,\n"
           "named as --weights names it (prefix included) or,\n"
-          "seeded, as nn.MultiheadAttention's state dict"},
+          "seeded, as nn.MultiheadAttention's state dict\n"
+          "(--block: nn.TransformerEncoderLayer's)"},
          [](Config& c, const Arg& a) { c.save_path = parse_path(a); }},
 
         section<Config>("The backward pass:"),
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed, --fused-qkv and --per-head forms)"},
+          "reverse (packed, --fused-qkv, --per-head forms and\n"
+          "--block; --decode's are --causal's without it)"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

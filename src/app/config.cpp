@@ -182,13 +182,17 @@ const std::vector<Rule<Config>>& rules() {
          "--block is self-attention: no --kv-len or --key/--value"},
         {"backward-forms",
          [](const Config& c) {
-             return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Mla) ||
-                                   asks(c, FormChoice::Block) || !c.model_path.empty() ||
+             return c.backward && (asks(c, FormChoice::Mla) || !c.model_path.empty() ||
                                    !c.compare_heads.empty());
          },
          "--backward differentiates one attention layer in the packed, --fused-qkv or "
-         "--per-head form; it cannot be combined with --decode, --form mla, --block, --model "
+         "--per-head form, or a --block; it cannot be combined with --form mla, --model "
          "or --compare"},
+        {"backward-decode",
+         [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
+         "--backward does not run on --decode: decoding with a KV cache computes the same "
+         "function as the causal packed pass, so its gradients are that pass's; run --causal "
+         "without --decode"},
         {"grad-output-shapes-only",
          [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
          "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "

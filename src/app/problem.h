@@ -11,6 +11,7 @@
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
 #include "core/pass/plan.h"
+#include "io/block_weights.h"
 #include "io/weights.h"
 #include "show/run_info.h"
 
@@ -25,6 +26,8 @@ struct Problem {
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward only
     StateDictNames weight_names;  // --backward: how --save names the weights' gradients
+    BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how it names the
+                                                    //  block's own (io/block_weights.h)
     ForwardOptions options;
     RunInfo info;                  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
