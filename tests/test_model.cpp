@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/backward/model_backward.h"
 #include "core/error.h"
 #include "core/forms/model.h"
 #include "helpers.h"
@@ -407,4 +408,61 @@ TEST_CASE("the model's SVG is bounded like the plain path's", "[model][catalogue
                         " --layer 2 --head 0 --export-svg " + svg)
               .status == 0);
     std::remove(svg.c_str());
+}
+
+namespace {
+
+// The ids an integer fixture array holds.
+std::vector<std::size_t> ids(const mha::npy::Array& array) {
+    std::vector<std::size_t> out;
+    for (const double v : array.values) out.push_back(std::size_t(v));
+    return out;
+}
+
+// max |a − b| / max |b|: the distance to torch's gradient relative to its largest magnitude.
+double relative_distance(const Tensor& a, const std::vector<double>& b) {
+    REQUIRE(a.numel() == b.size());
+    double worst = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(a.data()[i]) - b[i]));
+        scale = std::max(scale, std::fabs(b[i]));
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+}  // namespace
+
+TEST_CASE("the model's cross-entropy backward equals CharTransformer's autograd", "[backward]") {
+    // data/make_model_grad_fixture.py: train.py's CharTransformer, V 7, d_model 8, 2 heads,
+    // 2 layers, d_ff 16, context 6; two rows of 6 tokens and their next-character targets;
+    // torch.autograd of F.cross_entropy in float32 and float64
+    constexpr double relative_tolerance = 1e-4;
+    constexpr double loss_tolerance = 1e-6;  // relative, float64's loss
+    const mha::Model model = mha::model_from_arrays(mha::npy::read_npz("data/model_grad/model.npz"),
+                                                    "data/model_grad/model.npz");
+    const auto expected = mha::npy::read_npz("data/model_grad/expected.npz");
+    const std::vector<std::size_t> tokens = ids(expected.at("tokens"));
+    const std::vector<std::size_t> targets = ids(expected.at("targets"));
+    const mha::ModelBackward one = mha::model_forward_backward(model, tokens, targets, 2, 1);
+    CHECK(one.loss == Approx(expected.at("loss64").values[0]).epsilon(loss_tolerance));
+    CHECK(relative_distance(one.logits, expected.at("logits64").values) < relative_tolerance);
+    std::size_t compared = 0;
+    for (const auto& [name, grad] : mha::model_arrays(one.grads, "grad.")) {
+        CAPTURE(name);
+        REQUIRE(expected.count(name + "64") == 1);
+        CHECK(relative_distance(grad, expected.at(name + "64").values) < relative_tolerance);
+        CHECK(relative_distance(grad, expected.at(name + "32").values) < relative_tolerance);
+        ++compared;
+    }
+    CHECK(compared == 30);  // every array of the file: 2 embeddings, 12 per layer, norm, head
+    // the same bits at any thread count
+    const mha::ModelBackward three = mha::model_forward_backward(model, tokens, targets, 2, 3);
+    CHECK(three.loss == one.loss);
+    const auto a = mha::model_arrays(one.grads, ""), b = mha::model_arrays(three.grads, "");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(a[i].first);
+        CHECK(a[i].second.to_vector() == b[i].second.to_vector());
+    }
+    REQUIRE_THROWS_WITH(mha::model_forward_backward(model, tokens, {1, 2}, 2, 1),
+                        "the model's targets are 2 ids, expected one per token (12)");
 }

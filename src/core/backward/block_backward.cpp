@@ -76,6 +76,38 @@ Tensor attention_back(const Weights& attention, const BlockKept& k, const Tensor
 
 }  // namespace
 
+BlockGradients block_backward(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                              const Masks& masks, const ForwardOptions& options, const BlockKept& k,
+                              const Tensor& attention_weights, const Tensor& grad_output,
+                              PassTrace& trace) {
+    if (grad_output.shape() != k.norm1_in.shape()) {
+        throw Error("the output's gradient is " + to_string(grad_output.shape()) +
+                    ", expected the block's output shape (B, N, d_model) = " +
+                    to_string(k.norm1_in.shape()));
+    }
+    const Tensor d_out = grad_output.contiguous();
+    const BlockBack b{w, options.threads, trace};
+    const Tensor& p = attention_weights;
+    BlockGradients g;
+    trace.show(d_out);  // b21
+    if (kind == BlockKind::Pre) {
+        // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
+        // norm1(x); b15 norm1; then x's two paths
+        const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
+        const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
+        const Tensor d_attn_in = attention_back(attention, k, p, masks, options, dh, trace, g);
+        g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
+        return g;
+    }
+    // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
+    // two paths
+    const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
+    const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
+    const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
+    g.input = sum_back(b, attention_back(attention, k, p, masks, options, d_sum, trace, g), d_sum);
+    return g;
+}
+
 BlockBackwardResult block_forward_backward(const Weights& attention, const BlockWeights& w,
                                            BlockKind kind, const Inputs& in, const Masks& masks,
                                            const ForwardOptions& options, const Tensor& grad_output,
@@ -91,27 +123,8 @@ BlockBackwardResult block_forward_backward(const Weights& attention, const Block
     PassTrace trace(tracer, spec);
     BlockBackwardResult r;
     r.forward = forward_block(attention, w, kind, in, masks, options, trace, &k);
-    const Tensor d_out = grad_output.contiguous();
-    const BlockBack b{w, options.threads, trace};
-    BlockGradients& g = r.grads;
-    trace.show(d_out);  // b21
-    if (kind == BlockKind::Pre) {
-        // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
-        // norm1(x); b15 norm1; then x's two paths
-        const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
-        const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
-        const Tensor d_attn_in =
-            attention_back(attention, k, r.forward.weights, masks, options, dh, trace, g);
-        g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
-        return r;
-    }
-    // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
-    // two paths
-    const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
-    const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
-    const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
-    g.input = sum_back(
-        b, attention_back(attention, k, r.forward.weights, masks, options, d_sum, trace, g), d_sum);
+    r.grads = block_backward(attention, w, kind, masks, options, k, r.forward.weights, grad_output,
+                             trace);
     return r;
 }
 

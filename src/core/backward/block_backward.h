@@ -20,6 +20,15 @@ struct BlockBackwardResult {
     BlockGradients grads;
 };
 
+// The block's backward alone, after forward_block ran on `trace` (a plan with
+// PassSpec::backward) keeping `kept`: the gradients of L = Σ output ∘ grad_output
+// (grad_output (B, N, d_model)), traced as the plan's next steps. attention_weights is the
+// forward's P (ForwardResult::weights); masks and options are the forward's.
+BlockGradients block_backward(const Weights& attention, const BlockWeights& block, BlockKind kind,
+                              const Masks& masks, const ForwardOptions& options,
+                              const BlockKept& kept, const Tensor& attention_weights,
+                              const Tensor& grad_output, PassTrace& trace);
+
 // The block's forward (traced as forward_block traces it), keeping BlockKept, then the
 // backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model)), traced on the same
 // plan (PassSpec::backward; core/pass/plan_block_backward.cpp), b21 down to b15 with
