@@ -19,6 +19,7 @@
 #include "app/bench.h"
 #include "app/cli.h"
 #include "app/compare.h"
+#include "app/gradcheck.h"
 #include "app/grade.h"
 #include "app/lesson_page.h"
 #include "app/model_run.h"
@@ -169,6 +170,7 @@ int run(const std::vector<std::string>& args) {
         std::cout << mha::presets_table();
         return 0;
     }
+    if (config.gradcheck) return mha::run_gradcheck(config, std::cout);
     if (config.shapes_only) return run_shapes_only(config);
     if (!config.compare_heads.empty()) {
         mha::run_compare(config, std::cout);

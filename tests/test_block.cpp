@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/backward/gelu.h"
-#include "core/backward/layer_norm.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/forms/block.h"
 #include "core/ops/block_ops.h"
 #include "helpers.h"

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "core/backward/block_backward.h"
-#include "core/backward/cross_entropy.h"
-#include "core/backward/embedding.h"
-#include "core/backward/gelu.h"
-#include "core/backward/layer_norm.h"
-#include "core/backward/optimizer.h"
-#include "core/backward/residual.h"
+#include "core/layers/cross_entropy.h"
+#include "core/layers/embedding.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
+#include "core/train/optimizer.h"
+#include "core/layers/residual.h"
 #include "core/error.h"
 #include "io/block_weights.h"
 #include "io/init.h"

@@ -434,6 +434,13 @@ const std::vector<Row>& mha_table() {
              c.grad_output_path = parse_path(a);
              c.backward = true;
          }},
+        {{"--gradcheck", 0, "",
+          "in double: every gradient of L = sum(output * dO)\n"
+          "(dO standard normal from --seed) against central\n"
+          "differences; a table, exit 0 when all are within 1e-7,\n"
+          "else 1; --explain adds why the softmax backward needs\n"
+          "no (M, M) Jacobian"},
+         [](Config& c, const Arg&) { c.gradcheck = true; }},
 
         section<Config>("PyTorch interop (.npy/.npz as numpy.save/numpy.savez write them):"),
         {{"--weights", 0, "W.npz",

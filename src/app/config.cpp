@@ -201,6 +201,32 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
          "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
 
+        // --gradcheck: the packed pass in double, its own table.
+        {"gradcheck-form",
+         [](const Config& c) {
+             return c.gradcheck && ((!c.forms.empty() && c.forms.front() != FormChoice::Packed) ||
+                                    !c.model_path.empty() || !c.compare_heads.empty());
+         },
+         "--gradcheck differentiates the packed pass; it cannot be combined with --form "
+         "fused-qkv|per-head|decode|block|mla (or --fused-qkv, --per-head, --decode, --block), "
+         "--model or --compare"},
+        {"gradcheck-streaming",
+         [](const Config& c) {
+             return c.gradcheck && (c.attention == AttentionPath::Streaming || c.flash_row);
+         },
+         "--gradcheck checks the double-precision reference, which stores the weights; it "
+         "cannot be combined with --attention streaming or --flash-row"},
+        {"gradcheck-views",
+         [](const Config& c) {
+             return c.gradcheck &&
+                    (c.backward || c.trace || c.format != Format::Text || !c.save_path.empty() ||
+                     c.heatmap || c.summary || !c.svg_path.empty() || c.head_contributions);
+         },
+         "--gradcheck prints its own table; it cannot be combined with --backward, "
+         "--grad-output, --trace, --values, "
+         "--step, --shapes-only, --format, --save, --heatmap, --summary, --export-svg or "
+         "--head-contributions"},
+
         // Inputs and weights.
         {"key-without-value",
          [](const Config& c) { return c.key_path.empty() != c.value_path.empty(); },
@@ -272,11 +298,12 @@ const std::vector<Rule<Config>>& rules() {
          "--output names the page --format html writes; give --format html too"},
         {"explain-without-steps",
          [](const Config& c) {
-             return c.explain && !((c.trace && c.format == Format::Text) ||
-                                   c.format == Format::Markdown || c.format == Format::Html);
+             return c.explain && !c.gradcheck &&
+                    !((c.trace && c.format == Format::Text) || c.format == Format::Markdown ||
+                      c.format == Format::Html);
          },
          "--explain adds a paragraph to every step of --trace, --step, --format markdown or "
-         "--format html; give one of them too"},
+         "--format html, or a derivation to --gradcheck; give one of them too"},
         {"scale-without-view",
          [](const Config& c) {
              return c.auto_scale && !c.heatmap && c.svg_path.empty() && c.format != Format::Html;

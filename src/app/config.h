@@ -98,6 +98,8 @@ struct Config {
     std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
     std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)
 
+    bool gradcheck = false;  // --gradcheck: analytic gradients against finite differences
+
     bool help = false;
     bool version = false;
 };

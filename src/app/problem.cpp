@@ -606,7 +606,7 @@ Problem build_problem(const Config& c) {
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
-    if (c.backward) {
+    if (c.backward || c.gradcheck) {
         p.grad_output = grad_output.empty() ? seeded_grad_output(s, c.seed) : grad_output;
         p.weight_names = files.weights ? files.names
                          : c.block     ? own_block_attention_names(p.weights)

@@ -24,9 +24,9 @@ struct Problem {
     Inputs inputs;
     Masks masks;
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
-    Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward only
-    StateDictNames weight_names;  // --backward: how --save names the weights' gradients
-    BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how it names the
+    Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
+    StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
+    BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how --save names the
                                                     //  block's own (io/block_weights.h)
     ForwardOptions options;
     RunInfo info;                  // what the printers say about this run

@@ -3,10 +3,10 @@
 
 #include "core/backward/block_backward.h"
 
-#include "core/backward/gelu.h"
-#include "core/backward/layer_norm.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/backward/linear_backward.h"
-#include "core/backward/residual.h"
+#include "core/layers/residual.h"
 #include "core/error.h"
 
 namespace mha {

@@ -4,9 +4,9 @@
 #include "core/backward/model_backward.h"
 
 #include "core/backward/block_backward.h"
-#include "core/backward/cross_entropy.h"
-#include "core/backward/embedding.h"
-#include "core/backward/layer_norm.h"
+#include "core/layers/cross_entropy.h"
+#include "core/layers/embedding.h"
+#include "core/layers/layer_norm.h"
 #include "core/backward/linear_backward.h"
 #include "core/error.h"
 #include "core/pass/projection.h"

@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "core/backward/gelu.h"
-#include "core/backward/layer_norm.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/ops/block_ops.h"

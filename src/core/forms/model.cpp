@@ -2,8 +2,8 @@
 
 #include "core/forms/model.h"
 
-#include "core/backward/embedding.h"
-#include "core/backward/layer_norm.h"
+#include "core/layers/embedding.h"
+#include "core/layers/layer_norm.h"
 #include "core/error.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/projection.h"

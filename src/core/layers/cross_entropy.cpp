@@ -1,6 +1,6 @@
 // Cross-entropy and its gradient with respect to the logits.
 
-#include "core/backward/cross_entropy.h"
+#include "core/layers/cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The residual connection's adjoint.
 
-#include "core/backward/residual.h"
+#include "core/layers/residual.h"
 
 #include "core/ops/block_ops.h"
 

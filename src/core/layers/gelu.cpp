@@ -1,6 +1,6 @@
 // GELU forward and backward, element by element.
 
-#include "core/backward/gelu.h"
+#include "core/layers/gelu.h"
 
 #include <cmath>
 

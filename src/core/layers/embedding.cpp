@@ -1,6 +1,6 @@
 // Token and position embeddings, forward and backward.
 
-#include "core/backward/embedding.h"
+#include "core/layers/embedding.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // LayerNorm forward and backward over rows.
 
-#include "core/backward/layer_norm.h"
+#include "core/layers/layer_norm.h"
 
 #include <cmath>
 #include <vector>

@@ -1,6 +1,6 @@
 // Gradient clipping, AdamW and the learning-rate schedule.
 
-#include "core/backward/optimizer.h"
+#include "core/train/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
