@@ -425,7 +425,9 @@ const std::vector<Row>& mha_table() {
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
           "reverse (packed, --fused-qkv, --per-head forms and\n"
-          "--block; --decode's are --causal's without it)"},
+          "--block; --decode's are --causal's without it);\n"
+          "--model: L = the mean cross-entropy of predicting\n"
+          "each next character of --text (printed as loss:)"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

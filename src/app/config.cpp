@@ -182,12 +182,15 @@ const std::vector<Rule<Config>>& rules() {
          "--block is self-attention: no --kv-len or --key/--value"},
         {"backward-forms",
          [](const Config& c) {
-             return c.backward && (asks(c, FormChoice::Mla) || !c.model_path.empty() ||
-                                   !c.compare_heads.empty());
+             return c.backward && (asks(c, FormChoice::Mla) || !c.compare_heads.empty());
          },
          "--backward differentiates one attention layer in the packed, --fused-qkv or "
-         "--per-head form, or a --block; it cannot be combined with --form mla, --model "
+         "--per-head form, a --block or a --model; it cannot be combined with --form mla "
          "or --compare"},
+        {"model-grad-output",
+         [](const Config& c) { return !c.grad_output_path.empty() && !c.model_path.empty(); },
+         "--backward on --model differentiates the cross-entropy of predicting each next "
+         "character of --text; it takes no --grad-output"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "

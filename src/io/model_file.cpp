@@ -213,12 +213,14 @@ Model load_model(const std::string& path, std::uint64_t max_memory) {
     return model_from_arrays(npy::parse_npz(bytes, path, ledger), path);
 }
 
-ModelText encode_text(const std::string& text, const Model& model) {
+ModelText encode_text(const std::string& text, const Model& model, bool last_is_target) {
     if (text.empty()) throw Error("--text is empty; --model needs at least one character");
     const std::size_t count = token_count(text);  // before any lookup: O(N) whatever V is
-    if (count > model.context()) {
-        throw Error("--text has " + std::to_string(count) + " characters; the model's context is " +
-                    std::to_string(model.context()));
+    if (count > model.context() + (last_is_target ? 1 : 0)) {
+        throw Error(
+            "--text has " + std::to_string(count) + " characters; the model's context is " +
+            std::to_string(model.context()) +
+            (last_is_target ? " (--backward reads one more, the last only as a target)" : ""));
     }
     std::unordered_map<std::uint32_t, std::size_t> token_of;
     for (std::size_t t = 1; t < model.vocab.size(); ++t) token_of.emplace(model.vocab[t], t);

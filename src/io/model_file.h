@@ -35,7 +35,8 @@ struct ModelText {
 
 // One token per UTF-8 character; a character outside the vocabulary, or a byte that is not
 // valid UTF-8, becomes the unknown token. Throws mha::Error for an empty text or one longer
-// than the model's context.
-ModelText encode_text(const std::string& text, const Model& model);
+// than the model's context (one more when last_is_target: the last character is only
+// predicted, never read).
+ModelText encode_text(const std::string& text, const Model& model, bool last_is_target = false);
 
 }  // namespace mha

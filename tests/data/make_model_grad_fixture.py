@@ -1,7 +1,7 @@
 # Makes tests/data/model_grad/: a tiny character model (examples/models/train.py's
 # CharTransformer and save_model, imported), two rows of tokens with their next-character
 # targets, and torch.autograd's cross-entropy loss and the gradient of every array of the model
-# file, in float32 and in float64. Run once from the repository root:
+# file, in float32 and in float64, for both rows and for row 0 alone. Run once from the repository root:
 #
 #     /usr/bin/python3 tests/data/make_model_grad_fixture.py
 
@@ -48,12 +48,14 @@ def main():
     save_model(model, VOCAB, os.path.join(OUT, "model.npz"))
     arrays = {"tokens": tokens.numpy().astype(np.int32),
               "targets": targets.numpy().astype(np.int32)}
-    for dtype, suffix in ((torch.float32, "32"), (torch.float64, "64")):
-        loss, logits, grads = autograd(model, tokens, targets, dtype)
-        arrays["loss" + suffix] = np.array([loss])
-        arrays["logits" + suffix] = logits
-        for name, grad in grads.items():
-            arrays[name + suffix] = grad
+    # both rows (the core's batch), then row 0 alone under "row0." (mha --model --text)
+    for prefix, rows in (("", slice(0, 2)), ("row0.", slice(0, 1))):
+        for dtype, suffix in ((torch.float32, "32"), (torch.float64, "64")):
+            loss, logits, grads = autograd(model, tokens[rows], targets[rows], dtype)
+            arrays[prefix + "loss" + suffix] = np.array([loss])
+            arrays[prefix + "logits" + suffix] = logits
+            for name, grad in grads.items():
+                arrays[prefix + name + suffix] = grad
     np.savez(os.path.join(OUT, "expected.npz"), **arrays)
 
 
