@@ -147,7 +147,7 @@ test-asan:
 # commands: [docs] and [catalogue] (refusals that mostly stop before any thread starts); the
 # plain and ASan suites run every test file and tag.
 THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity backward \
-    train_ops workspace cli show bench time_guard
+    mla_backward train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
 	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue]"

@@ -113,8 +113,11 @@ void save(const mha::Config& config, const mha::Problem& problem,
     std::vector<std::pair<std::string, mha::Tensor>> arrays =
         mha::saved_arrays(computed.forward, problem.layout);
     if (config.backward) {
-        for (auto& array : mha::saved_gradients(computed.grads, problem.layout,
-                                                problem.weight_names, config.weights_prefix))
+        for (auto& array : problem.mla
+                               ? mha::saved_mla_gradients(computed.grads, problem.layout,
+                                                          problem.mla_names, problem.options.heads)
+                               : mha::saved_gradients(computed.grads, problem.layout,
+                                                      problem.weight_names, config.weights_prefix))
             arrays.push_back(std::move(array));
         if (config.block) {
             for (auto& array : mha::block_arrays(computed.block_grads, problem.block_naming,

@@ -73,6 +73,28 @@ std::set<std::string> gradient_names(const Arrays& arrays) {
     return names;
 }
 
+// mha on case folder `dir` (its files, its dO) with `options`, saving: every gradient the
+// folder's expected.npz names, and no other, within check_gradient's tolerance; the output too.
+void check_saved(const std::string& dir, const std::string& name, const std::string& options) {
+    const std::string saved = test::temp_path("grad-" + name + ".npz");
+    const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
+                             "grad_output.npy" + options + " --save " + saved;
+    INFO("mha" << args);
+    const test::RunResult run = test::run_mha(args + " > /dev/null");
+    REQUIRE(run.status == 0);
+    const Arrays actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    const Arrays single = mha::npy::read_npz(dir + "expected.npz");
+    const Arrays exact = mha::npy::read_npz(dir + "expected64.npz");
+    CHECK(gradient_names(actual) == gradient_names(single));
+    for (const std::string& gradient : gradient_names(single)) {
+        REQUIRE(actual.count(gradient) == 1);
+        check_gradient(gradient, actual.at(gradient), single.at(gradient), exact.at(gradient));
+    }
+    test::require_close(mha::npy::to_tensor(actual.at("output")),
+                        mha::npy::to_tensor(single.at("output")), output_tolerance);
+}
+
 }  // namespace
 
 TEST_CASE("mha --backward gives torch.autograd's gradients under the state dict's names",
@@ -89,25 +111,21 @@ TEST_CASE("mha --backward gives torch.autograd's gradients under the state dict'
         const bool fused_only =
             test::exists(dir + "key.npy") || c.options.find("--kv-heads") != std::string::npos;
         if ((!form.empty() && appended) || (form == " --fused-qkv" && fused_only)) continue;
-        SECTION(c.name + form) {
-            const std::string saved = test::temp_path("grad-" + c.name + ".npz");
-            const std::string args = test::fixture_options(dir) + " --grad-output " + dir +
-                                     "grad_output.npy" + c.options + form + " --save " + saved;
-            INFO("mha" << args);
-            const test::RunResult run = test::run_mha(args + " > /dev/null");
-            REQUIRE(run.status == 0);
-            const Arrays actual = mha::npy::read_npz(saved);
-            std::remove(saved.c_str());
-            const Arrays single = mha::npy::read_npz(dir + "expected.npz");
-            const Arrays exact = mha::npy::read_npz(dir + "expected64.npz");
-            CHECK(gradient_names(actual) == gradient_names(single));
-            for (const std::string& name : gradient_names(single)) {
-                REQUIRE(actual.count(name) == 1);
-                check_gradient(name, actual.at(name), single.at(name), exact.at(name));
-            }
-            test::require_close(mha::npy::to_tensor(actual.at("output")),
-                                mha::npy::to_tensor(single.at("output")), output_tolerance);
-        }
+        SECTION(c.name + form) { check_saved(dir, c.name, c.options + form); }
+    }
+}
+
+TEST_CASE("mha --form mla --backward gives torch.autograd's MLA gradients under the file's names",
+          "[backward][mla]") {
+    // data/grad_mla_cases.txt, made by data/make_mla_grad_fixtures.py: plain (in Hugging Face's
+    // and the from-scratch names), causal, masked (attn_mask, key padding), window and soft-cap;
+    // every case on both paths
+    const std::vector<test::FixtureCase> cases = test::read_cases("data/grad_mla_cases.txt");
+    REQUIRE(cases.size() == 5);
+    const std::string path = GENERATE(as<std::string>{}, "", " --attention streaming");
+    const std::string dir = "data/grad_mla/";
+    for (const test::FixtureCase& c : cases) {
+        SECTION(c.name + path) { check_saved(dir + c.name + "/", c.name, c.options + path); }
     }
 }
 
@@ -133,12 +151,10 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
 }
 
 TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
-    const std::string forms =
-        "--backward differentiates one attention layer in the packed, --fused-qkv or --per-head "
-        "form, a --block or a --model; it cannot be combined with --form mla or --compare";
-    for (const std::string option : {"--form mla", "--compare 1,2"}) {
-        test::check_rejected("--backward " + option, forms);
-    }
+    test::check_rejected(
+        "--backward --compare 1,2",
+        "--backward differentiates one attention layer in the packed, --fused-qkv, --per-head "
+        "or --form mla form, a --block or a --model; it cannot be combined with --compare");
     test::check_rejected("--backward --decode 4",
                          "--backward does not run on --decode: decoding with a KV cache computes "
                          "the same function as the causal packed pass, so its gradients are that "
@@ -235,8 +251,7 @@ TEST_CASE("mha --block --backward gives nn.TransformerEncoderLayer's gradients u
         const std::string gradient = array.substr(0, array.size() - 2);
         expected.insert(gradient);
         REQUIRE(actual.count(gradient) == 1);
-        check_gradient(gradient, actual.at(gradient), entry.second,
-                       fixture.at(gradient + "64"));
+        check_gradient(gradient, actual.at(gradient), entry.second, fixture.at(gradient + "64"));
     }
     CHECK(gradient_names(actual) == expected);
     CHECK(expected.size() == 13);  // the input and the block's 12 arrays
@@ -244,8 +259,7 @@ TEST_CASE("mha --block --backward gives nn.TransformerEncoderLayer's gradients u
                         mha::npy::to_tensor(fixture.at("output32")), output_tolerance);
 }
 
-TEST_CASE("--shapes-only --backward plans the block's backward around attention's",
-          "[backward]") {
+TEST_CASE("--shapes-only --backward plans the block's backward around attention's", "[backward]") {
     for (const std::string kind : {"pre", "post"}) {
         const test::RunResult run =
             test::run_mha("--shapes-only --backward --block " + kind + " --trace");

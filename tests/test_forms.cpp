@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 
@@ -74,9 +73,7 @@ public:
 
 // Bit for bit, NaN included.
 bool same_bits(const Tensor& a, const Tensor& b) {
-    const std::vector<float> x = a.to_vector(), y = b.to_vector();
-    return x.size() == y.size() &&
-           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+    return test::same_bits(a.to_vector(), b.to_vector());
 }
 
 enum class Form { Packed, FusedQkv, PerHead, Decode, BlockPost };

@@ -70,6 +70,9 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
         {"mla_streaming_shapes.txt",
          "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
          "--causal --attention streaming --shapes-only --trace"},
+        {"mla_backward_shapes.txt",
+         "-b 1 -n 3 -d 16 -H 2 --form mla --latent-dim 8 --rope-dim 4 "
+         "--causal --backward --shapes-only --trace"},
         {"flash_row.txt",
          "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
         {"model.txt", "--model ../examples/models/kjv-2x4.npz --text 'in the' --layer 1 --trace"},

@@ -71,13 +71,14 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 // What the chosen form of the pass allocates on the attention path with the threads.
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
-    if (mla) return mla_bytes(*mla, s.batch, s.seq_len, path, threads);
     if (c.form == Form::Decode) return decode_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each
-    // (dQ, dK, dV, dP, dS, ...): about the forward's bytes again
-    const std::uint64_t attention =
-        checked_product({c.backward ? 2u : 1u, forward_bytes(s, path, threads)},
-                        "the memory for this configuration");
+    // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again
+    const std::uint64_t attention = checked_product(
+        {c.backward ? 2u : 1u, mla ? mla_bytes(*mla, s.batch, s.seq_len, path, threads)
+                                   : forward_bytes(s, path, threads)},
+        "the memory for this configuration");
+    if (mla) return attention;
     if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);

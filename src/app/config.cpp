@@ -182,11 +182,11 @@ const std::vector<Rule<Config>>& rules() {
          "--block is self-attention: no --kv-len or --key/--value"},
         {"backward-forms",
          [](const Config& c) {
-             return c.backward && (asks(c, FormChoice::Mla) || !c.compare_heads.empty());
+             return c.backward && !c.compare_heads.empty();
          },
-         "--backward differentiates one attention layer in the packed, --fused-qkv or "
-         "--per-head form, a --block or a --model; it cannot be combined with --form mla "
-         "or --compare"},
+         "--backward differentiates one attention layer in the packed, --fused-qkv, "
+         "--per-head or --form mla form, a --block or a --model; it cannot be combined with "
+         "--compare"},
         {"model-grad-output",
          [](const Config& c) { return !c.grad_output_path.empty() && !c.model_path.empty(); },
          "--backward on --model differentiates the cross-entropy of predicting each next "

@@ -84,6 +84,16 @@ std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& gra
     return arrays;
 }
 
+std::vector<std::pair<std::string, Tensor>> saved_mla_gradients(const Gradients& grads,
+                                                                InputLayout layout, MlaNames names,
+                                                                std::size_t heads) {
+    std::vector<std::pair<std::string, Tensor>> arrays = {
+        {"grad.input", from_batch_first(grads.input, layout)}};
+    for (auto& array : mla_state_dict_arrays(grads.mla, names, heads, "grad."))
+        arrays.push_back(std::move(array));
+    return arrays;
+}
+
 std::vector<std::string> layout_notes(InputLayout layout) {
     switch (layout) {
         case InputLayout::SeqFirst:

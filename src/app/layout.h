@@ -45,6 +45,12 @@ std::vector<std::pair<std::string, Tensor>> saved_gradients(const Gradients& gra
                                                             const StateDictNames& names,
                                                             const std::string& prefix);
 
+// The same for --form mla: grad.input, then grad.<name> for every MLA weight in the names its
+// state dict used (Hugging Face's for seeded weights), with h heads.
+std::vector<std::pair<std::string, Tensor>> saved_mla_gradients(const Gradients& grads,
+                                                                InputLayout layout, MlaNames names,
+                                                                std::size_t heads);
+
 // The layout and the transposes it implies, one line each for the trace; none for batch-first.
 std::vector<std::string> layout_notes(InputLayout layout);
 

@@ -98,6 +98,17 @@ Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout lay
     return to_batch_first(npy::to_tensor(array), layout);
 }
 
+// --backward's dO: the --grad-output file's, or seeded standard normal; and how the header
+// names its source.
+Tensor grad_output_of(const Config& c, const Tensor& loaded, const Sizes& s) {
+    return loaded.empty() ? seeded_grad_output(s, c.seed) : loaded;
+}
+std::string grad_output_source(const Config& c) {
+    return c.grad_output_path.empty()
+               ? "seeded standard normal (seed " + std::to_string(c.seed) + ")"
+               : sanitized(c.grad_output_path);
+}
+
 // Keys and values are batched exactly when the query is, as PyTorch requires.
 Tensor load_key_or_value(const std::string& path, const char* what, const char* feature,
                          const Config& c, InputLayout layout, Ledger& ledger) {
@@ -489,6 +500,7 @@ Problem build_mla_problem(const Config& c) {
     if (!c.weights_path.empty()) {
         const LoadedMla loaded = load_mla_arrays(c.weights_path, ledger);
         p.mla = mla_weights_from_state_dict(loaded.arrays, c.weights_path, mla_heads(c, loaded));
+        p.mla_names = mla_names_of(loaded.arrays);
         m = mla_sizes(*p.mla, mla_heads(c, loaded));
         reconcile(c.latent_dim, "--latent-dim", m.d_latent, c.weights_path, "d_c");
         reconcile(c.rope_dim, "--rope-dim", m.d_rope, c.weights_path, "d_R");
@@ -503,6 +515,10 @@ Problem build_mla_problem(const Config& c) {
     const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
+    const Tensor grad_output =
+        c.grad_output_path.empty()
+            ? Tensor()
+            : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
     const RunPlan plan = plan_run(
         c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
     const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));
@@ -522,6 +538,10 @@ Problem build_mla_problem(const Config& c) {
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
+    if (c.backward) {
+        p.grad_output = grad_output_of(c, grad_output, naive);
+        p.info.grad_output_source = grad_output_source(c);
+    }
     p.info.head_dim = mla_head_width(m);
     p.info.mla = m;
     p.info.bias = false;
@@ -607,7 +627,7 @@ Problem build_problem(const Config& c) {
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     if (c.backward || c.gradcheck) {
-        p.grad_output = grad_output.empty() ? seeded_grad_output(s, c.seed) : grad_output;
+        p.grad_output = grad_output_of(c, grad_output, s);
         p.weight_names = files.weights ? files.names
                          : c.block     ? own_block_attention_names(p.weights)
                                        : own_names(p.weights);
@@ -625,11 +645,7 @@ Problem build_problem(const Config& c) {
     check_pass(p.weights, p.inputs, p.masks, ablated);
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
-    if (c.backward) {
-        p.info.grad_output_source = c.grad_output_path.empty() ? "seeded standard normal (seed " +
-                                                                     std::to_string(c.seed) + ")"
-                                                               : sanitized(c.grad_output_path);
-    }
+    if (c.backward) p.info.grad_output_source = grad_output_source(c);
     if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);

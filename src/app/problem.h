@@ -26,6 +26,7 @@ struct Problem {
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
     Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
     StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
+    MlaNames mla_names = MlaNames::HuggingFace;  // --form mla --backward: the same for MLA's
     BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how --save names the
                                                     //  block's own (io/block_weights.h)
     ForwardOptions options;

@@ -3,6 +3,7 @@
 #include "app/variants.h"
 
 #include "core/backward/block_backward.h"
+#include "core/backward/mla_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
@@ -42,17 +43,18 @@ ComputedRun run_backward(const Config& c, const Problem& p, Tracer& tracer) {
         return {std::move(r.forward), std::move(grads), std::move(r.grads.block)};
     }
     BackwardResult r =
-        forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output, tracer);
+        c.form == Form::Mla
+            ? forward_backward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, p.grad_output, tracer)
+            : forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output,
+                               tracer);
     return {std::move(r.forward), std::move(r.grads), {}};
 }
 
 std::size_t planned_steps(const Config& c, const Problem& p) {
     if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
-        const MlaSizes m = mla_sizes(*p.mla, p.options.heads);
-        const Tensor& x = p.inputs.x_q;
-        const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
-        return plan_pass(mla_spec(m, pass_spec(s, Weights(), p.inputs, p.masks, p.options, c.form)))
-            .size();
+        PassSpec spec = mla_pass_spec(*p.mla, p.inputs.x_q, p.masks, p.options);
+        spec.backward = c.backward;
+        return plan_pass(spec).size();
     }
     if (c.block) {
         PassSpec spec = block_spec(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options);

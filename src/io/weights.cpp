@@ -476,13 +476,45 @@ MlaWeights mla_from_scratch(StateDict& dict, const std::string& source, std::siz
 
 }  // namespace
 
+MlaNames mla_names_of(const Arrays& arrays) {
+    return arrays.count("W_dkv.weight") != 0 ? MlaNames::Scratch : MlaNames::HuggingFace;
+}
+
 MlaWeights mla_weights_from_state_dict(const Arrays& arrays, const std::string& source,
                                        std::size_t heads) {
-    const bool scratch = arrays.count("W_dkv.weight") != 0;
+    const bool scratch = mla_names_of(arrays) == MlaNames::Scratch;
     StateDict dict(arrays, source, scratch ? mla_scratch_layout : mla_hf_layout);
     MlaWeights w = scratch ? mla_from_scratch(dict, source, heads) : mla_hugging_face(dict, source);
     dict.reject_leftovers();
     return w;
+}
+
+std::vector<std::pair<std::string, Tensor>> mla_state_dict_arrays(const MlaWeights& t,
+                                                                  MlaNames names, std::size_t heads,
+                                                                  const std::string& prefix) {
+    if (names == MlaNames::HuggingFace) {
+        return {{prefix + "q_proj.weight", t.w_q},
+                {prefix + "kv_a_proj_with_mqa.weight", t.w_kv_a},
+                {prefix + "kv_a_layernorm.weight", t.kv_norm},
+                {prefix + "kv_b_proj.weight", t.w_kv_b},
+                {prefix + "o_proj.weight", t.w_o}};
+    }
+    const MlaSizes m = mla_sizes(t, heads);
+    const std::size_t E = m.d_model, d_c = m.d_latent, d_h = m.d_nope, d_v = m.d_v;
+    std::vector<float> w_dkv, w_kr, w_uk, w_uv;  // kv_a_proj_with_mqa's and kv_b_proj's rows
+    append_rows(t.w_kv_a, 0, d_c, w_dkv);
+    append_rows(t.w_kv_a, d_c, m.d_rope, w_kr);
+    for (std::size_t i = 0; i < heads; ++i) {
+        append_rows(t.w_kv_b, i * (d_h + d_v), d_h, w_uk);
+        append_rows(t.w_kv_b, i * (d_h + d_v) + d_h, d_v, w_uv);
+    }
+    return {{prefix + "W_q.weight", t.w_q},
+            {prefix + "W_dkv.weight", Tensor({d_c, E}, std::move(w_dkv))},
+            {prefix + "W_kr.weight", Tensor({m.d_rope, E}, std::move(w_kr))},
+            {prefix + "kv_norm.weight", t.kv_norm},
+            {prefix + "W_uk.weight", Tensor({heads * d_h, d_c}, std::move(w_uk))},
+            {prefix + "W_uv.weight", Tensor({heads * d_v, d_c}, std::move(w_uv))},
+            {prefix + "W_o.weight", t.w_o}};
 }
 
 LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger) {

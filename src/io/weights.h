@@ -85,6 +85,18 @@ std::map<std::string, npy::Array> under_prefix(std::map<std::string, npy::Array>
 MlaWeights mla_weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
                                        const std::string& source, std::size_t heads);
 
+// How an MLA state dict names its arrays: Hugging Face DeepSeek-V2's (mha's own names for
+// seeded MLA weights too) or the from-scratch ones (W_dkv.weight present).
+enum class MlaNames { HuggingFace, Scratch };
+MlaNames mla_names_of(const std::map<std::string, npy::Array>& arrays);
+
+// Tensors in MlaWeights' layout (e.g. gradients) as the arrays of a state dict with these names
+// and h heads, each named prefix + its name: from-scratch names split kv_a_proj_with_mqa into
+// W_dkv and W_kr, and kv_b_proj's per-head rows into W_uk and W_uv.
+std::vector<std::pair<std::string, Tensor>> mla_state_dict_arrays(const MlaWeights& tensors,
+                                                                  MlaNames names, std::size_t heads,
+                                                                  const std::string& prefix);
+
 // The arrays of an MLA state dict and its num_heads entry (see take_num_heads).
 struct LoadedMla {
     std::map<std::string, npy::Array> arrays;

@@ -126,11 +126,22 @@ std::string backward(const Step& step) {
                    "gradients are their row summed over the batch; add_zero_attn's zero row "
                    "has no parameter, so its gradient is dropped.";
         case StepKind::InputSum:
-            return "x played query, key and value, so its gradient is the sum of the three "
-                   "paths: what PyTorch accumulates into x.grad.";
+            return "x fed more than one projection (query, key and value; in MLA q_proj and "
+                   "kv_a_proj_with_mqa), so its gradient is the sum of the paths: what PyTorch "
+                   "accumulates into x.grad.";
         case StepKind::Rope:
             return "A rotation's transpose is the rotation by the opposite angle, so the "
                    "gradient is rotated back.";
+        case StepKind::AssembleHeads:
+            return "Each head's query and key were put together from parts, so their gradients "
+                   "are split into the same parts and laid out again as q_proj and kv_b_proj "
+                   "wrote them. k_pe was one key expanded to every head; the adjoint of an "
+                   "expand is a sum, so dk_pe adds every head's share.";
+        case StepKind::LatentProject:
+            return "The latent and the RoPE key came out of one projection, side by side, so "
+                   "their gradients are put side by side again: one backward of "
+                   "kv_a_proj_with_mqa then gives its weight's gradient and x's.";
+        case StepKind::LatentNorm:
         case StepKind::QkNorm:
             return "RMSNorm's backward: with n = x / rms(x) and g = dy * weight, dx = (g - n "
                    "mean(g * n)) / rms(x); the weight's gradient sums dy * n over every row.";

@@ -647,7 +647,8 @@ def mla_masked_case(name, seed, mods, files, E=16, d=(2, 4, 2, 6, 3), N=5):
 
 
 def mla_masked_cases():
-    """(name, mha options, module, x, files, output, weights) of the masked MLA layers."""
+    """(name, mha options, module, x, files, output, weights, mods) of the masked MLA layers
+    (mods as mla_naive takes them; make_mla_grad_fixtures.py differentiates the same layers)."""
     N = 5
     mask = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0],
                          [0.5, 0.0, 0.0, 0.0, 0.0],
@@ -662,17 +663,17 @@ def mla_masked_cases():
     files = {"mask": mask, "key_padding_mask": padding}
     module, x, out, weights = mla_masked_case("mla_masked", 1422, {"bias": bias}, files, N=N)
     cases.append(("mla_masked", "--causal --mask mask.npy --key-padding-mask key_padding_mask.npy",
-                  module, x, files, out, weights))
+                  module, x, files, out, weights, {"bias": bias}))
     mods = {"window": 2, "cap": 0.3}
     module, x, out, weights = mla_masked_case("mla_window_softcap", 1423, mods, {}, N=N)
     cases.append(("mla_window_softcap", "--causal --window 2 --softcap 0.3", module, x, {}, out,
-                  weights))
+                  weights, mods))
     return cases
 
 
 def write_mla_masked():
     """Only the masked MLA folders, each with its mha options in options.txt."""
-    for name, options, module, x, files, out, weights in mla_masked_cases():
+    for name, options, module, x, files, out, weights, _ in mla_masked_cases():
         folder = os.path.join(OUT_DIR, name)
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)

@@ -47,7 +47,6 @@ namespace {
 // What the backward reads of the forward, and how it runs.
 struct Forwarded {
     const Weights& w;
-    const Inputs& in;
     const Masks& masks;  // with the appended keys' columns
     const Sizes& s;      // M counts the appended positions
     const ForwardOptions& o;
@@ -357,7 +356,8 @@ void show_head_rows(const Tensor& dw, std::size_t d_k, PassTrace& trace) {
 }
 
 // b5-b0 of the packed form (and of the per-head form, which adds each head's rows of dW).
-void packed_back(const Forwarded& f, bool per_head, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads& hg, Gradients& g,
+                 PassTrace& trace) {
     const std::size_t threads = f.o.threads;
     const Tensor dq = heads_back(hg.dq, trace);
     Tensor dk = heads_back(hg.dk, trace);
@@ -369,11 +369,11 @@ void packed_back(const Forwarded& f, bool per_head, HeadGrads& hg, Gradients& g,
         dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
     }
     const std::size_t d_k = f.s.d_k();
-    const LinearGrads q = project_back(f.in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
+    const LinearGrads q = project_back(in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
     if (per_head) show_head_rows(q.dw, d_k, trace);
-    const LinearGrads k = project_back(f.in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
+    const LinearGrads k = project_back(in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
     if (per_head) show_head_rows(k.dw, d_k, trace);
-    const LinearGrads v = project_back(f.in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
+    const LinearGrads v = project_back(in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
     if (per_head) show_head_rows(v.dw, d_k, trace);
     g.params.w_q = q.dw;
     g.params.b_q = q.db;
@@ -381,7 +381,7 @@ void packed_back(const Forwarded& f, bool per_head, HeadGrads& hg, Gradients& g,
     g.params.b_k = k.db;
     g.params.w_v = v.dw;
     g.params.b_v = v.db;
-    if (!f.in.self_attention()) {
+    if (!in.self_attention()) {
         g.input = q.dx;
         g.key = k.dx;
         g.value = v.dx;
@@ -399,7 +399,8 @@ Tensor rows_if(const Tensor& weight, const Tensor& grad, std::size_t first, std:
 }
 
 // b5-b1 of the fused form: dQ, dK, dV stacked as dqkv (3, B, h, N, d_k), permuted back, W_qkv.
-void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trace) {
+void fused_back(const Forwarded& f, const Inputs& in, HeadGrads& hg, Gradients& g,
+                PassTrace& trace) {
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k(), W = h * d_k;
     Tensor stacked({3, B, h, N, d_k});
@@ -412,7 +413,7 @@ void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trac
     trace.show(moved);
     const Tensor dqkv = moved.contiguous().view({B, N, 3 * W});
     trace.show(dqkv);
-    const LinearGrads qkv = project_back(f.in.x_q, stacked_qkv_weight(f.w), stacked_qkv_bias(f.w),
+    const LinearGrads qkv = project_back(in.x_q, stacked_qkv_weight(f.w), stacked_qkv_bias(f.w),
                                          dqkv, f.o.threads, trace);
     g.params.w_q = row_slice(qkv.dw, 0, W);
     g.params.w_k = row_slice(qkv.dw, W, W);
@@ -423,11 +424,20 @@ void fused_back(const Forwarded& f, HeadGrads& hg, Gradients& g, PassTrace& trac
     g.input = qkv.dx;
 }
 
+// b14-b6, the shared steps' backward: W_o's gradients, then each head's dQ, dK and dV.
+HeadGrads shared_back(const Forwarded& f, const Tensor& grad_output, Gradients& g,
+                      PassTrace& trace) {
+    const Tensor d_out = grad_output.contiguous();
+    const Tensor d_heads = output_back(f, d_out, g, trace);  // b14-b11
+    return f.o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
+                                                : attend_back(f, d_heads, trace);  // b10-b6
+}
+
 // The forms and paths the backward differentiates; throws mha::Error for the others.
 void check_backward(Form form, const Weights& w, const ForwardOptions& options) {
     if (form == Form::Decode)
         throw Error("the backward does not differentiate the decode form yet");
-    if (form == Form::Mla) throw Error("the backward does not differentiate the MLA form yet");
+    if (form == Form::Mla) throw Error("the MLA form's backward is forward_backward_mla");
     if (form != Form::Packed && appended_kv(w, options).count() > 0) {
         throw Error(std::string("the backward of the ") +
                     (form == Form::FusedQkv ? "fused QKV" : "per-head") +
@@ -436,7 +446,8 @@ void check_backward(Form form, const Weights& w, const ForwardOptions& options) 
     }
 }
 
-// grad_output must be the output's shape, (B, N, d_model).
+}  // namespace
+
 void check_grad_output(const Tensor& grad_output, const Sizes& s) {
     const Shape expected{s.batch, s.seq_len, s.d_model};
     if (grad_output.shape() != expected) {
@@ -444,8 +455,6 @@ void check_grad_output(const Tensor& grad_output, const Sizes& s) {
                     ", expected the output's shape (B, N, d_model) = " + to_string(expected));
     }
 }
-
-}  // namespace
 
 Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const ForwardOptions& o,
                    Form form, const Kept& kept, const Tensor& attention_weights,
@@ -456,18 +465,14 @@ Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, in, padded, s, o, kept, attention_weights};
-
+    const Forwarded f{w, padded, s, o, kept, attention_weights};
     Gradients g;
-    const Tensor d_out = grad_output.contiguous();
-    const Tensor d_heads = output_back(f, d_out, g, trace);  // b14-b11
-    HeadGrads hg = o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
-                                                      : attend_back(f, d_heads, trace);  // b10-b6
-    position_back(f, hg.dq, hg.dk, g, trace);                                            // b5
+    HeadGrads hg = shared_back(f, grad_output, g, trace);  // b14-b6
+    position_back(f, hg.dq, hg.dk, g, trace);              // b5
     if (form == Form::FusedQkv) {
-        fused_back(f, hg, g, trace);  // b5-b1
+        fused_back(f, in, hg, g, trace);  // b5-b1
     } else {
-        packed_back(f, form == Form::PerHead, hg, g, trace);  // b5-b0
+        packed_back(f, in, form == Form::PerHead, hg, g, trace);  // b5-b0
     }
     return g;
 }
@@ -493,6 +498,14 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
                                         : forward(w, in, masks, o, trace);
     r.grads = backward(w, in, masks, o, form, kept, r.forward.weights, grad_output, trace);
     return r;
+}
+
+HeadGradients heads_backward(const Weights& w, const Kept& kept, const Tensor& weights,
+                             const Masks& masks, const Sizes& sizes, const ForwardOptions& options,
+                             const Tensor& grad_output, Gradients& grads, PassTrace& trace) {
+    const Forwarded f{w, masks, sizes, options, kept, weights};
+    HeadGrads hg = shared_back(f, grad_output, grads, trace);
+    return {std::move(hg.dq), std::move(hg.dk), std::move(hg.dv)};
 }
 
 }  // namespace mha

@@ -3,6 +3,7 @@
 // every input and weight, traced step by step on the forward's plan read in reverse.
 
 #include "core/pass/attention.h"
+#include "core/pass/mla.h"
 
 namespace mha {
 
@@ -14,6 +15,15 @@ struct Gradients {
     Tensor value;    // (B, M_in, vdim) ∂L/∂x_v; empty for self-attention
     Weights params;  // ∂L/∂ every weight in the weight's own shape (w_q, ..., bias_k, q_norm);
                      //  empty where the weight is empty
+    MlaWeights mla;  // --form mla: ∂L/∂ every MLA weight in its own shape (params stays empty);
+                     //  empty for the other forms
+};
+
+// The heads' gradients the shared steps' backward (b14-b6) hands to a form's own steps.
+struct HeadGradients {
+    Tensor dq;  // (B, h, N, d_k)
+    Tensor dk;  // (B, G, M, d_k)  summed over each K/V head's query heads
+    Tensor dv;  // (B, G, M, d_v)
 };
 
 struct BackwardResult {
@@ -35,5 +45,16 @@ Gradients backward(const Weights& weights, const Inputs& inputs, const Masks& ma
 BackwardResult forward_backward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                 const ForwardOptions& options, Form form, const Tensor& grad_output,
                                 Tracer& tracer);
+
+// grad_output must be the output's shape, (B, N, d_model); throws mha::Error otherwise.
+void check_grad_output(const Tensor& grad_output, const Sizes& sizes);
+
+// b14-b6 for a form that made its own heads (as forward_from_heads serves its forward): from
+// grad_output (B, N, d_model) through W_o (grads.params.w_o, b_o) and the shared steps to each
+// head's dQ, dK and dV, reading what forward_from_heads kept (`kept`) and its attention weights
+// P (B, h, N, M) (empty when streamed); traced on the form's plan.
+HeadGradients heads_backward(const Weights& weights, const Kept& kept, const Tensor& p,
+                             const Masks& masks, const Sizes& sizes, const ForwardOptions& options,
+                             const Tensor& grad_output, Gradients& grads, PassTrace& trace);
 
 }  // namespace mha

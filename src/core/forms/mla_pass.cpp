@@ -88,8 +88,9 @@ void put_part(Tensor& heads, std::size_t at, const Tensor& part) {
 }
 
 // 1-2: the queries, the normed latent and the rotated RoPE parts of x (B, N, d_model).
+// `keep`, when given, receives c_kv before its RMSNorm.
 MlaParts project_parts(const MlaWeights& w, const Tensor& x, const MlaSizes& m,
-                       const ForwardOptions& o) {
+                       const ForwardOptions& o, MlaKept* keep) {
     const std::size_t B = x.size(0), N = x.size(1), width = m.d_nope + m.d_rope;
     const Tensor input = x.contiguous();
     MlaParts parts;
@@ -98,6 +99,7 @@ MlaParts project_parts(const MlaWeights& w, const Tensor& x, const MlaSizes& m,
     parts.kv_a = project(input, w.w_kv_a, Tensor(), o.threads);
     check_finite(parts.kv_a, "kv_a_proj_with_mqa");
     parts.latent = features(parts.kv_a, 0, m.d_latent);
+    if (keep) keep->latent_raw = features(parts.kv_a, 0, m.d_latent);
     rms_norm_rows(parts.latent, w.kv_norm);
     parts.rope_key = features(parts.kv_a, m.d_latent, m.d_rope);
     parts.q_pe = Tensor({B, m.heads, N, m.d_rope});
@@ -179,6 +181,7 @@ ForwardResult run_absorbed(const MlaWeights& w, const MlaParts& parts, const Mla
     Weights out;
     out.w_o = folded_output(w, m);
     ForwardOptions absorbed = shared_options(o);
+    absorbed.keep = nullptr;  // the backward reads the naive form's
     absorbed.scale_base = o.scale_base > 0 ? o.scale_base : double(q_width);  // as the naive form
     absorbed.flash_row.reset();
     NullTracer none;
@@ -230,7 +233,7 @@ PassSpec mla_spec(const MlaSizes& m, PassSpec spec) {
 MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
                       const ForwardOptions& options, MlaForm form) {
     const MlaSizes m = checked_sizes(w, x, masks, options);
-    const MlaParts parts = project_parts(w, x, m, options);
+    const MlaParts parts = project_parts(w, x, m, options, nullptr);
     NullTracer none;
     PassTrace untraced(none, PassSpec{});
     const ForwardResult r = form == MlaForm::Naive
@@ -239,14 +242,24 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
     return {r.output, r.weights, parts.latent, parts.rope_key, r.fully_masked_rows};
 }
 
-ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
-                          const ForwardOptions& options, Tracer& tracer) {
+PassSpec mla_pass_spec(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                       const ForwardOptions& options) {
     const MlaSizes m = checked_sizes(w, x, masks, options);
     const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
-    PassTrace trace(
-        tracer, mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks, options, Form::Mla)));
+    return mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks, options, Form::Mla));
+}
+
+ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                          const ForwardOptions& options, Tracer& tracer) {
+    PassTrace trace(tracer, mla_pass_spec(w, x, masks, options));
+    return forward_mla(w, x, masks, options, trace, nullptr);
+}
+
+ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                          const ForwardOptions& options, PassTrace& trace, MlaKept* keep) {
+    const MlaSizes m = mla_sizes(w, options.heads);
     trace.show_input(x);  // 0
-    const MlaParts parts = project_parts(w, x, m, options);
+    const MlaParts parts = project_parts(w, x, m, options, keep);
     trace.show(parts.queries);                                            // 1  q_proj
     trace.show(parts.kv_a);                                               // 2  kv_a_proj_with_mqa
     trace.show(parts.latent);                                             // 2  the cached latent
@@ -258,6 +271,7 @@ ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& mas
     };
     if (!absorbed.weights.empty()) compared(absorbed.weights, naive.weights);
     compared(absorbed.output, naive.output);
+    if (keep) keep->latent = parts.latent;
     return naive;
 }
 

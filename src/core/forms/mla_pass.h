@@ -40,6 +40,24 @@ MlaResult mla_forward(const MlaWeights& weights, const Tensor& x, const Masks& m
 ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
                           const ForwardOptions& options, Tracer& tracer);
 
+// The plan's input of the MLA form over x (B, N, d_model): mla_spec of the sizes the weights
+// imply, checked against x, the masks and the head to ablate (throws mha::Error).
+PassSpec mla_pass_spec(const MlaWeights& weights, const Tensor& x, const Masks& masks,
+                       const ForwardOptions& options);
+
+// What MLA's own steps 1-3 keep for their backward; the shared steps keep theirs in
+// options.keep.
+struct MlaKept {
+    Tensor latent_raw;  // (B, N, d_c)  c_kv before the RMSNorm
+    Tensor latent;      // (B, N, d_c)  c_kv after it: what kv_b_proj read
+};
+
+// forward_mla on a trace the caller started with mla_pass_spec's plan (the backward's steps
+// may follow); `keep`, when given, receives what MLA's own steps keep. Sizes checked by
+// mla_pass_spec.
+ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
+                          const ForwardOptions& options, PassTrace& trace, MlaKept* keep);
+
 // Bytes the MLA form allocates for B sequences of N tokens: the projections, the latent and
 // the RoPE key, both forms' heads and shared passes (forward_bytes of each, on this path with
 // these threads) and the absorbed form's folded W_o (throws mha::Error past 64 bits).

@@ -305,6 +305,64 @@ void plan_fused_back(Planner& p) {
                 {width, "d_model"});
 }
 
+// b5-b0 of the MLA form: the heads' gradients split into MLA's parts (RoPE rotated back on the
+// pe parts, k_pe's summed over the heads that shared it), then kv_b_proj, the latent's RMSNorm,
+// kv_a_proj_with_mqa and q_proj differentiated, and x's two paths summed.
+void plan_mla_back(Planner& p) {
+    const Sizes& s = p.s;
+    const MlaSizes& m = *p.spec.mla;
+    const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = m.heads;
+    const std::size_t d_h = m.d_nope, d_R = m.d_rope, d_c = m.d_latent, d_v = m.d_v;
+    const bool half = p.spec.rope && p.spec.rope->layout == RopeLayout::Half;
+    const auto back = [&](const std::string& x) {
+        if (!p.spec.rope) return x;
+        return half ? x + " * cos - rotate_half(" + x + ") * sin"
+                    : "apply_rotary_emb(" + x + ", freqs_cis.conj())";
+    };
+    const auto copy = [](const Layout& layout) {
+        return checked_product({element_count(layout.shape), sizeof(float)}, "the copy");
+    };
+    const Layout q_pe = Layout::contiguous_of({B, h, N, d_R});
+    p.add(Operand::Q, StepKind::Rope, 5, "rope", "dq_pe", "dq_pe = " + back("dQ[..., d_h:]"),
+          {"B", "h", "N", "d_R"}, q_pe)
+        .copied_bytes = copy(q_pe);
+    const Layout k_pe = Layout::contiguous_of({B, N, d_R});
+    p.add(Operand::K, StepKind::AssembleHeads, 5, "sum", "dk_pe",
+          "dk_pe = dK[..., d_h:].sum(1)  (k_pe was expanded to every head)", {"B", "N", "d_R"},
+          k_pe);
+    p.add(Operand::K, StepKind::Rope, 5, "rope", "dk_pe", "dk_pe = " + back("dk_pe"),
+          {"B", "N", "d_R"}, k_pe);
+    const Layout queries = Layout::contiguous_of({B, N, h * (d_h + d_R)});
+    p.add(Operand::Q, StepKind::AssembleHeads, 5, "cat", "dQ",
+          "dQ = cat([dQ[..., :d_h], dq_pe], -1).transpose(1, 2).reshape(B, N, h·(d_h+d_R))",
+          {"B", "N", "h·(d_h+d_R)"}, queries)
+        .copied_bytes = copy(queries);
+    const Layout kv = Layout::contiguous_of({B, N, h * (d_h + d_v)});
+    p.add(StepKind::AssembleHeads, 5, "cat", "dkv",
+          "dkv = cat([dK[..., :d_h], dV], -1).transpose(1, 2).reshape(B, N, h·(d_h+d_v))",
+          {"B", "N", "h·(d_h+d_v)"}, kv)
+        .copied_bytes = copy(kv);
+    const Layout latent = Layout::contiguous_of({B, N, d_c});
+    plan_linear(p, Operand::None, 3, "kv_b_proj", "", false, "dkv", "c_kv", "dc_kv",
+                {"B", "N", "d_c"}, latent, B * N, h * (d_h + d_v), d_c, {"h·(d_h+d_v)", "d_c"});
+    p.add(StepKind::LatentNorm, 2, "rms_norm", "dc_kv",
+          "dc_kv = (w * dc_kv - c_n * (w * dc_kv * c_n).mean(-1, keepdim=True)) / rms(c_kv)  "
+          "(w = kv_a_layernorm.weight)",
+          {"B", "N", "d_c"}, latent);
+    p.add(StepKind::WeightGrad, 2, "grad", "dkv_a_layernorm",
+          "dkv_a_layernorm = (dc_kv_n * c_n).sum((0, 1))", {"d_c"}, Layout::contiguous_of({d_c}));
+    const Layout kv_a = Layout::contiguous_of({B, N, d_c + d_R});
+    p.add(StepKind::LatentProject, 2, "cat", "dkv_a", "dkv_a = cat([dc_kv, dk_pe], -1)",
+          {"B", "N", "d_c+d_R"}, kv_a)
+        .copied_bytes = copy(kv_a);
+    const Layout x = Layout::contiguous_of({B, N, E});
+    plan_linear(p, Operand::None, 2, "kv_a_proj_with_mqa", "", false, "dkv_a", "x", "dx_kv",
+                {"B", "N", "d_model"}, x, B * N, d_c + d_R, E, {"d_c+d_R", "d_model"});
+    plan_linear(p, Operand::Q, 1, "q_proj", "", false, "dQ", "x", "dx_q", {"B", "N", "d_model"}, x,
+                B * N, h * (d_h + d_R), E, {"h·(d_h+d_R)", "d_model"});
+    p.add(StepKind::InputSum, 0, "sum", "dx", "dx = dx_q + dx_kv", {"B", "N", "d_model"}, x);
+}
+
 }  // namespace
 
 void plan_backward(Planner& p) {
@@ -314,6 +372,7 @@ void plan_backward(Planner& p) {
     } else {
         plan_attend_back(p);
     }
+    if (p.spec.form == Form::Mla) return plan_mla_back(p);
     plan_position_back(p);
     if (p.spec.form == Form::FusedQkv) {
         plan_fused_back(p);
