@@ -125,10 +125,21 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
                                 checked_product({model.layers[layer].heads, n, n}, what)},
                                what)},
                   what);
-    return checked_sum(
-        {checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-         model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer), saved},
-        what);
+    // --backward: every layer's forward stays until its backward runs (at most model_bytes
+    // each), and every parameter gets a gradient (three more copies when --save writes them)
+    const std::uint64_t backward =
+        c.backward
+            ? checked_sum({checked_product(
+                               {model.layers.size(), model_bytes(model, n, run_threads(c))}, what),
+                           checked_product({model.parameter_count(), sizeof(float),
+                                            c.save_path.empty() ? 1u : 4u},
+                                           what)},
+                          what)
+            : 0;
+    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+                        model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer),
+                        saved, backward},
+                       what);
 }
 
 // Refuses, before the model runs, a run that would hold more than --max-memory.
