@@ -119,6 +119,33 @@ TEST_CASE("mha grade: every kind of key line against hand-worked answers", "[gra
                              Catch::EndsWith("score: 12/12\n"));
 }
 
+TEST_CASE("mha grade: bN names the backward's step N of a --backward trace", "[grade][backward]") {
+    // B=2, N=M=5, d_model=32, h=4 (d_k = 8), G=2 K/V heads (h/G = 2 query heads each)
+    const std::string layer = " : -b 2 -n 5 -d 32 -H 4 --kv-heads 2 --backward\n";
+    const Graded g = grade(
+        {
+            "(2, 2, 5, 8)",  // b10 dV after the group sum: (B, G, M, d_k)
+            "(2, 4, 5, 5)",  // b10 dP: P's shape (B, h, N, M)
+            "1,600",         // macs b10 dP: B·h·N·M·d_k = 2·4·5·5·8
+            "(32, 32)",      // b1 dW_q: W_q's own shape (d_model, d_model)
+            "(16, 32)",      // b2 dW_k: W_k is (G·d_k, d_model) = (16, 32)
+            "(2, 4, 5, 5)",  // b9 dS, then step 9 of the forward: the weights, same shape
+        },
+        "shape b10 dV" + layer + "shape b10 dP" + layer + "macs b10 dP" + layer + "shape b1 dW_q" +
+            layer + "shape b2 dW_k" + layer + "shape 9 weights" + layer);
+    INFO(g.output);
+    CHECK(g.status == 0);
+    CHECK_THAT(g.output, Catch::EndsWith("score: 6/6\n"));
+    // the forward's steps are not the backward's: step 10 has no dV
+    std::istringstream key("shape 10 dV" + layer);
+    std::ostringstream out;
+    const std::string answers = test::temp_path("grade-backward.txt");
+    std::ofstream(answers) << "(2, 2, 5, 8)\n";
+    CHECK_THROWS_WITH(run_grade({answers}, key, out),
+                      Catch::Contains("the trace has no step 10 for dV"));
+    std::remove(answers.c_str());
+}
+
 TEST_CASE("mha grade: a wrong answer shows the expected one and the trace lines", "[grade]") {
     const Graded g = grade({"(2, 5, 16)", "17"},
                            "shape 5 Q : -b 2 -n 5 -d 48 -H 3\n"

@@ -90,6 +90,54 @@ TEST_CASE("quiz answers come from the trace of the question's own configuration"
     CHECK_THAT(questions[1].explanation, Catch::StartsWith("d_k = d_model / h = "));
 }
 
+// A size the question's first line states, e.g. stated(q, "d_model") for "d_model=64".
+std::uint64_t stated(const Question& q, const std::string& name) {
+    const std::size_t at = q.text.find(" " + name + "=");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(q.text.substr(at + name.size() + 2));
+}
+
+TEST_CASE("gradient questions read the backward's steps and agree with the formulas",
+          "[quiz][backward]") {
+    const std::vector<Question> questions = make_questions(2, 40, {Topic::Gradients});
+    std::size_t shapes = 0, macs = 0, sums = 0;
+    for (const Question& q : questions) {
+        CAPTURE(q.text);
+        const auto asks = [&](const char* words) {
+            return q.text.find(words) != std::string::npos;
+        };
+        CHECK(q.topic == Topic::Gradients);
+        CHECK(is_right(q, spelled_answer(q)));
+        CHECK_FALSE(is_right(q, "7"));
+        CHECK_THAT(q.explanation, Catch::Contains("\nb"));  // the backward step's trace lines
+        const std::uint64_t B = std::stoull(q.text.substr(2)), N = stated(q, "N");
+        const std::uint64_t M = stated(q, "M"), d = stated(q, "d_model"), h = stated(q, "h");
+        const bool shared = asks(" G=");
+        const std::uint64_t G = shared ? stated(q, "G") : h, d_k = d / h;
+        if (asks("how many query heads")) {
+            CHECK(q.answer == Numbers{h / G});  // the adjoint of repeat_interleave
+            ++sums;
+        } else if (q.kind == AnswerKind::SizeList) {
+            if (asks("dS = P *") || asks("dP = dO_h @")) CHECK(q.answer == Numbers{B, h, N, M});
+            if (asks("D = (dO_h * O_h)")) CHECK(q.answer == Numbers{B, h, N});
+            if (asks("dW_q = ")) CHECK(q.answer == Numbers{d, d});
+            if (asks("dW_k = ")) CHECK(q.answer == Numbers{G * d_k, d});
+            if (asks(".sum(2)")) CHECK(q.answer == Numbers{B, G, M, d_k});
+            ++shapes;
+        } else {
+            // (N, M) by (M, d_k) and its transposes, per (batch, head)
+            if (asks("dV = P.transpose") || asks("dQ = dscores @ K"))
+                CHECK(q.answer == Numbers{B * h * N * M * d_k});
+            if (asks("dS = P *")) CHECK(q.answer == Numbers{B * h * N * M});
+            if (asks("dW_o = ")) CHECK(q.answer == Numbers{B * N * d * d});
+            ++macs;
+        }
+    }
+    CHECK(shapes > 0);
+    CHECK(macs > 0);
+    CHECK(sums > 0);
+}
+
 TEST_CASE("quiz questions depend only on the seed", "[quiz]") {
     const auto texts = [](std::uint64_t seed) {
         std::string all;
@@ -100,13 +148,6 @@ TEST_CASE("quiz questions depend only on the seed", "[quiz]") {
     };
     CHECK(texts(5) == texts(5));
     CHECK(texts(5) != texts(6));
-}
-
-// A size the question's first line states, e.g. stated(q, "d_model") for "d_model=64".
-std::uint64_t stated(const Question& q, const std::string& name) {
-    const std::size_t at = q.text.find(" " + name + "=");
-    REQUIRE(at != std::string::npos);
-    return std::stoull(q.text.substr(at + name.size() + 2));
 }
 
 TEST_CASE("d_k, parameter and KV-cache answers agree with the formulas on the stated sizes",

@@ -170,7 +170,10 @@ private:
             return keys(t, number(k, k.words[1]), answer);
         }
         need_arguments(k, 2);
-        const Recorded& r = t.find(int(number(k, k.words[1])), k.words[2]);
+        const std::string& step = k.words[1];  // "10", or "b10" for the backward's step 10
+        const bool backward = step.size() > 1 && step[0] == 'b';
+        const Recorded& r =
+            t.find(int(number(k, backward ? step.substr(1) : step)), k.words[2], backward);
         const std::string lines = first_lines(r.text, 3);
         if (kind == "shape")
             return verdict({AnswerKind::SizeList, sizes(r.step.shape), ""}, answer, lines);
@@ -431,6 +434,7 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
                                statistics; OPTS hold the answer as {N}
   number VALUE                 a fixed number
   word WORD                    a fixed word (case does not matter)
+STEP is a number, or bN for the backward's step N (OPTS hold --backward).
 {N} in OPTS stands for answer N (one word), e.g. --heads {1}.
 )",
         R"(Prints one verdict per answer and "score: right/asked". Exit status: 0 when

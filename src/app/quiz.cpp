@@ -63,7 +63,8 @@ const std::vector<Option<QuizOptions>>& quiz_table() {
          [](QuizOptions& o, const Arg& a) { o.seed = parse_unsigned(a); }},
         {{"--topics", 0, "LIST",
           "comma-separated, from: shapes, d_k, parameters, macs,\n"
-          "kv-cache, copies, rope, window (default all, in turn)"},
+          "kv-cache, copies, rope, window, gradients (the\n"
+          "backward's shapes and costs) (default all, in turn)"},
          [](QuizOptions& o, const Arg& a) { o.topics = parse_topics(a.text); }},
         {{"--answers", 0, "FILE",
           "grade FILE (one answer per line, # comments) instead\nof asking on stdin"},

@@ -3,6 +3,7 @@
 
 #include "app/quiz_questions.h"
 
+#include <algorithm>
 #include <random>
 
 #include "app/answer_form.h"
@@ -41,9 +42,11 @@ Config draw_config(Random& random) {
 
 // "B=2, N=6, M=6, d_model=64, h=4; self-attention with bias". No d_k: that can be a question.
 std::string described(const RunInfo& info) {
+    const bool shared = info.kv_heads != 0 && info.kv_heads < info.heads;
     return "B=" + std::to_string(info.batch) + ", N=" + std::to_string(info.seq_len) +
            ", M=" + std::to_string(info.kv_len) + ", d_model=" + std::to_string(info.d_model) +
-           ", h=" + std::to_string(info.heads) + "; " +
+           ", h=" + std::to_string(info.heads) +
+           (shared ? ", G=" + std::to_string(info.kv_heads) + " K/V heads" : "") + "; " +
            (info.self_attention ? "self-attention" : "cross-attention") +
            (info.bias ? " with bias" : " without bias");
 }
@@ -207,9 +210,114 @@ Question window_question(Random& random, Config c) {
     return q;
 }
 
+// What a gradient's shape follows from, by the kind of the backward step that makes it.
+std::string gradient_shape_rule(StepKind kind) {
+    switch (kind) {
+        case StepKind::ValueGrad:
+            return "dV = Pᵀ dO_h: (M, N) @ (N, d_k) for every (batch, head), V's own shape";
+        case StepKind::WeightsGrad:
+            return "dP = dO_h Vᵀ: (N, d_k) @ (d_k, M) for every (batch, head), P's own shape";
+        case StepKind::RowDot:
+            return "D = rowsum(dO_h ∘ O_h): one number per query row of every (batch, head)";
+        case StepKind::SoftmaxGrad:
+            return "dS = P ∘ (dP − D): elementwise, so P's own shape";
+        case StepKind::QueryGrad:
+            return "dQ = dscores K: (N, M) @ (M, d_k) for every (batch, head), Q's own shape";
+        case StepKind::KeyGrad:
+            return "dK = dscoresᵀ Q: (M, N) @ (N, d_k) for every (batch, query head)";
+        case StepKind::GroupSum:
+            return "each of the G K/V heads adds the gradients of the h/G query heads that\n"
+                   "read it: the shape of the shared K or V";
+        case StepKind::InputGrad:
+            return "dx = dY W: the gradient has the shape of the input the projection read";
+        default:  // StepKind::WeightGrad
+            return "a weight's gradient has the weight's own shape (out, in), summed over the\n"
+                   "batch and the positions";
+    }
+}
+
+// What one entry of a backward step's output costs, by the step's kind.
+std::string per_entry(StepKind kind) {
+    switch (kind) {
+        case StepKind::ValueGrad:
+        case StepKind::KeyGrad:
+            return "a sum over the N queries";
+        case StepKind::WeightsGrad:
+        case StepKind::RowDot:
+            return "a sum over the d_k features of a head";
+        case StepKind::QueryGrad:
+            return "a sum over the M keys";
+        case StepKind::SoftmaxGrad:
+            return "one multiply (elementwise)";
+        case StepKind::WeightGrad:
+            return "a sum over the batch and the positions";
+        default:  // StepKind::InputGrad
+            return "a sum over the projection's output features";
+    }
+}
+
+// The backward of a traced --backward run: a gradient's shape, a backward step's
+// multiply-adds, or with GQA how many query heads' gradients a shared K/V head's dK or dV adds.
+Question gradients_question(Random& random, Config c) {
+    c.backward = true;
+    if (c.heads > 1 && draw(random, 0, 1) == 0) {  // GQA: G = h/2, or MQA
+        c.kv_heads = draw(random, 0, 1) == 0 ? 1 : c.heads / 2;
+    }
+    const Trace t = traced(c);
+    const StepKind kinds[] = {StepKind::ValueGrad,   StepKind::WeightsGrad, StepKind::RowDot,
+                              StepKind::SoftmaxGrad, StepKind::QueryGrad,   StepKind::KeyGrad,
+                              StepKind::GroupSum,    StepKind::WeightGrad,  StepKind::InputGrad};
+    std::vector<const Recorded*> shaped, costly, sums;
+    for (const Recorded& r : t.steps) {
+        if (!r.step.backward ||
+            std::find(std::begin(kinds), std::end(kinds), r.step.kind) == std::end(kinds))
+            continue;
+        shaped.push_back(&r);
+        if (r.step.macs > 0) costly.push_back(&r);
+        if (r.step.kind == StepKind::GroupSum) sums.push_back(&r);
+    }
+    Question q{Topic::Gradients, "", AnswerKind::Number, {}, ""};
+    const std::size_t choice = draw(random, 0, sums.empty() ? 1 : 2);
+    if (choice == 2) {
+        const Recorded& sum = *sums[draw(random, 0, sums.size() - 1)];
+        const std::size_t summed = sum.step.facts.summed_heads;
+        q.text =
+            "The forward repeats each K/V head for the query heads of its group. In the\n"
+            "backward, step b" +
+            std::to_string(sum.step.number) + ", " + sum.step.expression +
+            ":\nhow many query heads' gradients does each K/V head's " + sum.step.tensor +
+            " add up?";
+        q.answer = {summed};
+        q.explanation = "h / G = " + std::to_string(t.info.heads) + " / " +
+                        std::to_string(t.info.kv_heads) + " = " + std::to_string(summed) +
+                        ": the adjoint of a repeat is a sum over the copies\n" + sum.text;
+    } else if (choice == 1) {
+        const Recorded& r = *costly[draw(random, 0, costly.size() - 1)];
+        std::uint64_t entries = 1;
+        for (std::size_t size : r.step.shape) entries *= size;
+        q.text = "With --backward, how many multiply-adds does this backward step take?\nstep b" +
+                 std::to_string(r.step.number) + ", " + r.step.expression;
+        q.answer = {r.step.macs};
+        q.explanation = r.step.tensor + " has " + with_commas(entries) + " entries, each " +
+                        per_entry(r.step.kind) + ": " + product({entries, r.step.macs / entries}) +
+                        "\n" + r.text;
+    } else {
+        const Recorded& r = *shaped[draw(random, 0, shaped.size() - 1)];
+        q.text = "With --backward, after step b" + std::to_string(r.step.number) + ", " +
+                 r.step.expression + ":\nwhat is the shape of " + r.step.tensor +
+                 "? Give the sizes in order.";
+        q.kind = AnswerKind::SizeList;
+        q.answer = {r.step.shape.begin(), r.step.shape.end()};
+        q.explanation = gradient_shape_rule(r.step.kind) + "\n" + r.text;
+    }
+    q.text = described(t.info) + ".\n" + q.text;
+    return q;
+}
+
 Question question_on(Topic topic, Random& random) {
     if (topic == Topic::Rope) return rope_question(random, draw_config(random));
     if (topic == Topic::Window) return window_question(random, draw_config(random));
+    if (topic == Topic::Gradients) return gradients_question(random, draw_config(random));
     const Trace t = traced(draw_config(random));
     Question q = [&] {
         switch (topic) {
@@ -226,6 +334,7 @@ Question question_on(Topic topic, Random& random) {
             case Topic::Copies:
             case Topic::Rope:
             case Topic::Window:
+            case Topic::Gradients:
                 break;
         }
         return copies_question(t);
@@ -240,7 +349,7 @@ const std::vector<std::pair<std::string, Topic>>& topic_names() {
     static const std::vector<std::pair<std::string, Topic>> names = {
         {"shapes", Topic::Shapes}, {"d_k", Topic::DK},           {"parameters", Topic::Parameters},
         {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies},
-        {"rope", Topic::Rope},     {"window", Topic::Window}};
+        {"rope", Topic::Rope},     {"window", Topic::Window},    {"gradients", Topic::Gradients}};
     return names;
 }
 

@@ -11,9 +11,10 @@
 
 namespace mha {
 
-enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window };
+enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window, Gradients };
 
-// "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", "rope", "window", in that order.
+// "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", "rope", "window", "gradients",
+// in that order.
 const std::vector<std::pair<std::string, Topic>>& topic_names();
 
 struct Question {

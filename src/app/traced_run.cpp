@@ -3,6 +3,7 @@
 
 #include "app/traced_run.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "app/problem.h"
@@ -44,11 +45,22 @@ private:
 
 }  // namespace
 
-const Recorded& Trace::find(int number, const std::string& tensor) const {
+const Recorded& Trace::find(int number, const std::string& tensor, bool backward) const {
+    const Recorded* found = nullptr;
     for (const Recorded& r : steps) {
-        if (r.step.number == number && r.step.tensor == tensor) return r;
+        if (r.step.number != number || r.step.tensor != tensor || r.step.backward != backward)
+            continue;
+        found = &r;
+        if (!backward) break;
     }
-    throw Error("the trace has no step " + std::to_string(number) + " for " + tensor);
+    if (found == nullptr) {
+        const bool traced_backward = std::any_of(steps.begin(), steps.end(),
+                                                 [](const Recorded& r) { return r.step.backward; });
+        throw Error("the trace has no step " + std::string(backward ? "b" : "") +
+                    std::to_string(number) + " for " + tensor +
+                    (backward && !traced_backward ? " (a backward step needs --backward)" : ""));
+    }
+    return *found;
 }
 
 const Recorded& Trace::find(StepKind kind, Operand operand) const {
@@ -80,7 +92,8 @@ Trace traced(const Config& config) {
     const Problem problem = build_problem(config);
     Trace trace;
     Recorder recorder(trace, problem.info);
-    const ForwardResult result = run_pass(config, problem, recorder);
+    const ForwardResult result = config.backward ? run_backward(config, problem, recorder).forward
+                                                 : run_pass(config, problem, recorder);
     trace.output = stats_of(result.output);
     return trace;
 }

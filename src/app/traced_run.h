@@ -24,9 +24,10 @@ struct Trace {
     std::vector<Recorded> steps;
     TensorStats output;  // statistics of the output (B, N, d_model)
 
-    // The step a key names by its number and tensor, as the trace prints them; throws
-    // mha::Error when the trace has none.
-    const Recorded& find(int number, const std::string& tensor) const;
+    // The step a key names by its number and tensor, as the trace prints them ("10 context";
+    // backward: "b10 dV", the last such step, so a GQA group's summed dV); throws mha::Error
+    // when the trace has none.
+    const Recorded& find(int number, const std::string& tensor, bool backward = false) const;
     // The one step of this kind that yields operand; throws mha::Error when the trace has
     // none or several (the per-head form has one per head).
     const Recorded& find(StepKind kind, Operand operand = Operand::None) const;
@@ -34,7 +35,8 @@ struct Trace {
     std::string parameters_line() const;
 };
 
-// Builds the problem of config (validated, e.g. by parse_args) and runs its pass, traced.
+// Builds the problem of config (validated, e.g. by parse_args) and runs its pass, traced;
+// with config.backward the backward's steps follow the forward's.
 Trace traced(const Config& config);
 
 }  // namespace mha
