@@ -124,9 +124,10 @@ Tensor load_key_or_value(const std::string& path, const char* what, const char* 
 struct Sources {
     std::optional<Weights> weights;
     std::optional<BlockWeights> block;
-    std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
-    bool conv1d = false;                   // GPT-2's c_attn and c_proj, read transposed
-    StateDictNames names;                  // how the state dict's arrays were read
+    std::optional<std::size_t> num_heads;           // the state dict's optional num_heads entry
+    bool conv1d = false;                            // GPT-2's c_attn and c_proj, read transposed
+    StateDictNames names;                           // how the state dict's arrays were read
+    BlockNaming block_naming = BlockNaming::Torch;  // --block: the file's naming
     std::optional<Inputs> inputs;
     InputLayout layout = InputLayout::BatchFirst;
 };
@@ -139,6 +140,8 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
         sources.num_heads = state.num_heads;
+        sources.names = std::move(state.attention_names);
+        sources.block_naming = state.naming;
         ledger.hold(sizeof(float) *
                     (sources.weights->parameter_count() + sources.block->parameter_count()));
     } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
@@ -625,7 +628,10 @@ Problem build_problem(const Config& c) {
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     if (c.backward || c.gradcheck) {
         p.grad_output = grad_output_of(c, grad_output, s);
-        p.weight_names = files.weights ? files.names : own_names(p.weights);
+        p.weight_names = files.weights ? files.names
+                         : c.block     ? own_block_attention_names(p.weights)
+                                       : own_names(p.weights);
+        p.block_naming = files.block_naming;
     }
     p.layout = files.layout;
     p.mask_looks_keep = mask_looks_keep;
