@@ -109,7 +109,7 @@ void warn_masked_rows(const mha::ForwardResult& result, const mha::Config& confi
 // --save: the output, the attention weights unless the path streamed (a note says so), and
 // with --backward the gradients under their state-dict names.
 void save(const mha::Config& config, const mha::Problem& problem,
-          const mha::BackwardResult& computed) {
+          const mha::ComputedRun& computed) {
     std::vector<std::pair<std::string, mha::Tensor>> arrays =
         mha::saved_arrays(computed.forward, problem.layout);
     if (config.backward) {
@@ -119,6 +119,11 @@ void save(const mha::Config& config, const mha::Problem& problem,
                                : mha::saved_gradients(computed.grads, problem.layout,
                                                       problem.weight_names, config.weights_prefix))
             arrays.push_back(std::move(array));
+        if (config.block) {
+            for (auto& array : mha::block_arrays(computed.block_grads, problem.block_naming,
+                                                 "grad." + config.weights_prefix))
+                arrays.push_back(std::move(array));
+        }
     }
     if (problem.options.path == mha::AttentionPath::Streaming) {
         std::cerr << "mha: note: --save wrote "
@@ -208,9 +213,9 @@ int run(const std::vector<std::string>& args) {
     // not between the lines of a trace on the same terminal (nor under --step's prompt)
     mha::Progress progress(problem.estimated_seconds, std::cerr,
                            isatty(STDERR_FILENO) && !(config.trace && isatty(STDOUT_FILENO)));
-    const mha::BackwardResult computed =
+    const mha::ComputedRun computed =
         config.backward ? mha::run_backward(config, problem, tracer)
-                        : mha::BackwardResult{mha::run_pass(config, problem, tracer), {}};
+                        : mha::ComputedRun{mha::run_pass(config, problem, tracer), {}, {}};
     const mha::ForwardResult& result = computed.forward;
     progress.stop();
     const std::chrono::duration<double, std::milli> elapsed =

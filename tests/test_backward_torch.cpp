@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -150,13 +151,14 @@ TEST_CASE("the backward header names dO: seeded or its file", "[backward]") {
 }
 
 TEST_CASE("backward refuses the forms it cannot differentiate and bad dO files", "[backward]") {
-    const std::string forms =
+    test::check_rejected(
+        "--backward --compare 1,2",
         "--backward differentiates one attention layer in the packed, --fused-qkv, --per-head "
-        "or --form mla form; it cannot be combined with --decode, --block, --model or --compare";
-    for (const std::string option : {"--decode 4", "--block pre", "--compare 1,2",
-                                     "--model data/bad/tiny_model.npz --text ab"}) {
-        test::check_rejected("--backward " + option, forms);
-    }
+        "or --form mla form, a --block or a --model; it cannot be combined with --compare");
+    test::check_rejected("--backward --decode 4",
+                         "--backward does not run on --decode: decoding with a KV cache computes "
+                         "the same function as the causal packed pass, so its gradients are that "
+                         "pass's; run --causal without --decode");
     test::check_rejected("--shapes-only --grad-output data/bad/x.npy",
                          "--shapes-only plans the backward from sizes alone");
     const std::string input = "--input data/bad/x.npy --grad-output data/bad/";
@@ -206,5 +208,66 @@ TEST_CASE("the streaming path saves the standard path's gradients on every PyTor
                 CHECK(d.worst <= rounding * std::max(1.0, largest_magnitude(a.at(name).values)));
             }
         }
+    }
+}
+
+namespace {
+
+// Writes one array of a fixture as its own .npy file (what --input and --grad-output read).
+std::string npy_file(const Arrays& arrays, const std::string& name, const std::string& path) {
+    std::ofstream(path, std::ios::binary)
+        << mha::npy::to_npy_bytes(mha::npy::to_tensor(arrays.at(name)));
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("mha --block --backward gives nn.TransformerEncoderLayer's gradients under its names",
+          "[backward]") {
+    // data/make_train_op_fixtures.py: d_model 8, 2 heads, d_ff 16, GELU, dropout 0; pre-LN under
+    // a causal mask, post-LN without; each gradient saved as grad.NAME32 and grad.NAME64
+    const auto [name, options] =
+        GENERATE(std::make_pair(std::string("block_pre"), std::string(" --block pre --causal")),
+                 std::make_pair(std::string("block_post"), std::string(" --block post")));
+    CAPTURE(name);
+    const Arrays fixture = mha::npy::read_npz("data/train_ops/" + name + ".npz");
+    const std::string x = npy_file(fixture, "x", test::temp_path(name + "-x.npy"));
+    const std::string dout = npy_file(fixture, "grad_output", test::temp_path(name + "-do.npy"));
+    const std::string saved = test::temp_path(name + "-grads.npz");
+    const std::string args = "--weights data/train_ops/" + name + "_weights.npz --heads 2" +
+                             options + " --input " + x + " --grad-output " + dout + " --save " +
+                             saved;
+    INFO("mha " << args);
+    const test::RunResult run = test::run_mha(args + " > /dev/null");
+    std::remove(x.c_str());
+    std::remove(dout.c_str());
+    REQUIRE(run.status == 0);
+    const Arrays actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    std::set<std::string> expected;
+    for (const auto& entry : fixture) {
+        const std::string& array = entry.first;
+        if (array.rfind("grad.", 0) != 0 || array.substr(array.size() - 2) != "32") continue;
+        const std::string gradient = array.substr(0, array.size() - 2);
+        expected.insert(gradient);
+        REQUIRE(actual.count(gradient) == 1);
+        check_gradient(gradient, actual.at(gradient), entry.second, fixture.at(gradient + "64"));
+    }
+    CHECK(gradient_names(actual) == expected);
+    CHECK(expected.size() == 13);  // the input and the block's 12 arrays
+    test::require_close(mha::npy::to_tensor(actual.at("output")),
+                        mha::npy::to_tensor(fixture.at("output32")), output_tolerance);
+}
+
+TEST_CASE("--shapes-only --backward plans the block's backward around attention's", "[backward]") {
+    for (const std::string kind : {"pre", "post"}) {
+        const test::RunResult run =
+            test::run_mha("--shapes-only --backward --block " + kind + " --trace");
+        CAPTURE(kind);
+        REQUIRE(run.status == 0);
+        const std::string out = test::flat(run.output);
+        CHECK_THAT(out, Catch::Contains("b21 grad dout = out.grad"));
+        CHECK_THAT(out, Catch::Contains("b14 grad dOut = d"));
+        CHECK_THAT(out, Catch::Contains("b15 residual dx = dx + d"));
     }
 }

@@ -11,10 +11,12 @@
 #include <random>
 #include <sstream>
 
+#include "core/backward/model_backward.h"
 #include "core/error.h"
 #include "core/forms/model.h"
 #include "helpers.h"
 #include "io/model_file.h"
+#include "show/format.h"
 #include "show/head_roles.h"
 #include "xml_checker.h"
 
@@ -407,4 +409,119 @@ TEST_CASE("the model's SVG is bounded like the plain path's", "[model][catalogue
                         " --layer 2 --head 0 --export-svg " + svg)
               .status == 0);
     std::remove(svg.c_str());
+}
+
+namespace {
+
+// The ids an integer fixture array holds.
+std::vector<std::size_t> ids(const mha::npy::Array& array) {
+    std::vector<std::size_t> out;
+    for (const double v : array.values) out.push_back(std::size_t(v));
+    return out;
+}
+
+// max |a − b| / max |b|: the distance to torch's gradient relative to its largest magnitude.
+double relative_distance(const Tensor& a, const std::vector<double>& b) {
+    REQUIRE(a.numel() == b.size());
+    double worst = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(a.data()[i]) - b[i]));
+        scale = std::max(scale, std::fabs(b[i]));
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+}  // namespace
+
+TEST_CASE("the model's cross-entropy backward equals CharTransformer's autograd", "[backward]") {
+    // data/make_model_grad_fixture.py: train.py's CharTransformer, V 7, d_model 8, 2 heads,
+    // 2 layers, d_ff 16, context 6; two rows of 6 tokens and their next-character targets;
+    // torch.autograd of F.cross_entropy in float32 and float64
+    constexpr double relative_tolerance = 1e-4;
+    constexpr double loss_tolerance = 1e-6;  // relative, float64's loss
+    const mha::Model model = mha::model_from_arrays(mha::npy::read_npz("data/model_grad/model.npz"),
+                                                    "data/model_grad/model.npz");
+    const auto expected = mha::npy::read_npz("data/model_grad/expected.npz");
+    const std::vector<std::size_t> tokens = ids(expected.at("tokens"));
+    const std::vector<std::size_t> targets = ids(expected.at("targets"));
+    const mha::ModelBackward one = mha::model_forward_backward(model, tokens, targets, 2, 1);
+    CHECK(one.loss == Approx(expected.at("loss64").values[0]).epsilon(loss_tolerance));
+    CHECK(relative_distance(one.forward.logits, expected.at("logits64").values) <
+          relative_tolerance);
+    std::size_t compared = 0;
+    for (const auto& [name, grad] : mha::model_arrays(one.grads, "grad.")) {
+        CAPTURE(name);
+        REQUIRE(expected.count(name + "64") == 1);
+        CHECK(relative_distance(grad, expected.at(name + "64").values) < relative_tolerance);
+        CHECK(relative_distance(grad, expected.at(name + "32").values) < relative_tolerance);
+        ++compared;
+    }
+    CHECK(compared == 30);  // every array of the file: 2 embeddings, 12 per layer, norm, head
+    // the same bits at any thread count
+    const mha::ModelBackward three = mha::model_forward_backward(model, tokens, targets, 2, 3);
+    CHECK(three.loss == one.loss);
+    const auto a = mha::model_arrays(one.grads, ""), b = mha::model_arrays(three.grads, "");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(a[i].first);
+        CHECK(a[i].second.to_vector() == b[i].second.to_vector());
+    }
+    REQUIRE_THROWS_WITH(mha::model_forward_backward(model, tokens, {1, 2}, 2, 1),
+                        "the model's targets are 2 ids, expected one per token (12)");
+}
+
+TEST_CASE("mha --model --backward saves CharTransformer's gradients of one text", "[backward]") {
+    // row 0 of data/model_grad/expected.npz: tokens 3 5 0 6 3 2, targets 5 0 6 3 2 0; the
+    // vocabulary is [unknown, a ... f], so the text is "ce" + any unknown character + "fcb" +
+    // unknown: 7 characters, the model reads the first 6 and predicts the last 6
+    constexpr double relative_tolerance = 1e-4;
+    const std::string saved = test::temp_path("model-grads.npz");
+    const test::RunResult run = test::run_mha(
+        "--model data/model_grad/model.npz --text cezfcbz --backward --save " + saved);
+    REQUIRE(run.status == 0);
+    const auto expected = mha::npy::read_npz("data/model_grad/expected.npz");
+    const double loss = expected.at("row0.loss64").values[0];
+    CHECK_THAT(run.output, Catch::Contains("loss: " + mha::fixed(loss, 4) +
+                                           " nats, the mean cross-entropy of predicting each "
+                                           "next character of --text (6 positions)"));
+    const auto actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    std::size_t compared = 0;
+    for (const auto& [name, array] : actual) {
+        if (name.rfind("grad.", 0) != 0) continue;
+        CAPTURE(name);
+        const Tensor grad = mha::npy::to_tensor(array);
+        CHECK(relative_distance(grad, expected.at("row0." + name + "64").values) <
+              relative_tolerance);
+        CHECK(relative_distance(grad, expected.at("row0." + name + "32").values) <
+              relative_tolerance);
+        ++compared;
+    }
+    CHECK(compared == 30);
+    CHECK(relative_distance(mha::npy::to_tensor(actual.at("logits")),
+                            expected.at("row0.logits64").values) < relative_tolerance);
+    test::check_rejected("--model data/model_grad/model.npz --text c --backward",
+                         "--backward on --model predicts each next character of --text, so it "
+                         "needs at least 2 characters, got 1");
+    test::check_rejected("--model data/model_grad/model.npz --text cezfcbzz --backward",
+                         "--text has 8 characters; the model's context is 6 (--backward reads "
+                         "one more, the last only as a target)");
+    test::check_rejected("--model data/model_grad/model.npz --text ab --grad-output x.npy",
+                         "--backward on --model differentiates the cross-entropy of predicting "
+                         "each next character of --text; it takes no --grad-output");
+}
+
+TEST_CASE("--model --backward traces b23 ... b0, the traced layer in full", "[backward]") {
+    const test::RunResult run = test::run_mha(
+        "--model data/model_grad/model.npz --text cezfcbz --backward --layer 1 --trace");
+    REQUIRE(run.status == 0);
+    const std::string out = test::flat(run.output);
+    CHECK_THAT(out, Catch::Contains("b23 grad dlogits = (F.softmax(logits, -1)"));
+    CHECK_THAT(out, Catch::Contains("b22 grad dnorm.weight"));
+    CHECK_THAT(out, Catch::Contains("b14 grad dOut = dh"));
+    CHECK_THAT(out, Catch::Contains("b0 block dx = layers[0]'s backward of dx"));
+    CHECK_THAT(out, Catch::Contains("b0 grad dposition_embedding.weight"));
+    const test::RunResult shapes = test::run_mha(
+        "--model data/model_grad/model.npz --text cezfcbz --backward --shapes-only --trace");
+    REQUIRE(shapes.status == 0);
+    CHECK_THAT(test::flat(shapes.output), Catch::Contains("b0 grad dtoken_embedding.weight"));
 }

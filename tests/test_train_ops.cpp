@@ -440,12 +440,27 @@ TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "
                   "b16 dnorm1.weight", "b16 dnorm1.bias",   "b16 dsum",        "b14 dOut"};
     const std::vector<std::string> tail =
         kind == mha::BlockKind::Pre
-            ? std::vector<std::string>{"b0 dx", "b15 dnorm1.weight", "b15 dnorm1.bias", "b15 dx",
-                                       "b15 dx"}
+            ? std::vector<std::string>{"b0 dx_norm", "b15 dnorm1.weight", "b15 dnorm1.bias",
+                                       "b15 dx", "b15 dx"}
             : std::vector<std::string>{"b0 dx", "b15 dx"};
     REQUIRE(backward.size() > head.size() + tail.size());
     CHECK(std::vector<std::string>(backward.begin(), backward.begin() + head.size()) == head);
     CHECK(std::vector<std::string>(backward.end() - tail.size(), backward.end()) == tail);
+    // attention's steps say what they read in the block: its output's gradient is the block's
+    // (dh pre-LN, dsum post-LN) and pre-LN's projections read x_norm = norm1(x)
+    const auto expression = [&](const std::string& tensor) {
+        for (const mha::Step& step : rec.steps) {
+            if (step.backward && step.tensor == tensor) return step.expression;
+        }
+        return std::string();
+    };
+    CHECK(expression("dOut") ==
+          (kind == mha::BlockKind::Pre
+               ? "dOut = dh  (attention's output feeds h = x + attention)"
+               : "dOut = dsum  (attention's output feeds x + attention)"));
+    CHECK(expression("dW_q") == (kind == mha::BlockKind::Pre
+                                     ? "dW_q = dQ.T @ x_norm  (summed over B and the positions)"
+                                     : "dW_q = dQ.T @ x  (summed over B and the positions)"));
 }
 
 TEST_CASE("the block's backward gives the same bits at any thread count", "[backward]") {

@@ -82,7 +82,11 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
     if (!c.block) return attention;
     const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
-    return checked_sum({attention, block_bytes(s, d_ff), ffn_weights}, what);
+    // --backward: the block keeps its norms' and feed-forward's tensors and makes a gradient of
+    // each and of linear1's and linear2's weights
+    const std::uint64_t block = checked_product(
+        {c.backward ? 2u : 1u, checked_sum({block_bytes(s, d_ff), ffn_weights}, what)}, what);
+    return checked_sum({attention, block}, what);
 }
 
 // What the views add after the pass, beside its result, each freed before the next: the

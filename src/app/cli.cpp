@@ -417,17 +417,21 @@ const std::vector<Row>& mha_table() {
           "the inputs' layout and grad.NAME for every weight,\n"
           "named as --weights names it (prefix included) or,\n"
           "seeded, as nn.MultiheadAttention's state dict\n"
-          "(--form mla: as DeepSeek-V2's, q_proj.weight ...)"},
+          "(--block: nn.TransformerEncoderLayer's; --form mla:\n"
+          "as DeepSeek-V2's, q_proj.weight ...)"},
          [](Config& c, const Arg& a) { c.save_path = parse_path(a); }},
 
         section<Config>("The backward pass:"),
         {{"--backward", 0, "",
           "after the forward, the gradients of L = sum(output *\n"
           "dO) for the input(s) and every weight, traced in\n"
-          "reverse (packed, --fused-qkv, --per-head and --form\n"
-          "mla); the header says what the forward kept for it,\n"
-          "the totals its multiply-adds against the forward's;\n"
-          "with --shapes-only the memory training the layer keeps"},
+          "reverse (packed, --fused-qkv, --per-head, --form mla\n"
+          "and --block; --decode's are --causal's without it);\n"
+          "--model: L = the mean cross-entropy of predicting\n"
+          "each next character of --text (printed as loss:); one\n"
+          "layer's header says what the forward kept for it, the\n"
+          "totals its multiply-adds against the forward's; with\n"
+          "--shapes-only the memory training the layer keeps"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

@@ -182,12 +182,20 @@ const std::vector<Rule<Config>>& rules() {
          "--block is self-attention: no --kv-len or --key/--value"},
         {"backward-forms",
          [](const Config& c) {
-             return c.backward && (asks(c, FormChoice::Decode) || asks(c, FormChoice::Block) ||
-                                   !c.model_path.empty() || !c.compare_heads.empty());
+             return c.backward && !c.compare_heads.empty();
          },
          "--backward differentiates one attention layer in the packed, --fused-qkv, "
-         "--per-head or --form mla form; it cannot be combined with --decode, --block, --model "
-         "or --compare"},
+         "--per-head or --form mla form, a --block or a --model; it cannot be combined with "
+         "--compare"},
+        {"model-grad-output",
+         [](const Config& c) { return !c.grad_output_path.empty() && !c.model_path.empty(); },
+         "--backward on --model differentiates the cross-entropy of predicting each next "
+         "character of --text; it takes no --grad-output"},
+        {"backward-decode",
+         [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
+         "--backward does not run on --decode: decoding with a KV cache computes the same "
+         "function as the causal packed pass, so its gradients are that pass's; run --causal "
+         "without --decode"},
         {"grad-output-shapes-only",
          [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
          "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "

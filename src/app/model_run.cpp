@@ -10,6 +10,7 @@
 #include "app/lesson_page.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
+#include "core/backward/model_backward.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/model.h"
@@ -22,6 +23,7 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
+#include "show/format.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
@@ -123,10 +125,21 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
                                 checked_product({model.layers[layer].heads, n, n}, what)},
                                what)},
                   what);
-    return checked_sum(
-        {checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-         model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer), saved},
-        what);
+    // --backward: every layer's forward stays until its backward runs (at most model_bytes
+    // each), and every parameter gets a gradient (three more copies when --save writes them)
+    const std::uint64_t backward =
+        c.backward
+            ? checked_sum({checked_product(
+                               {model.layers.size(), model_bytes(model, n, run_threads(c))}, what),
+                           checked_product({model.parameter_count(), sizeof(float),
+                                            c.save_path.empty() ? 1u : 4u},
+                                           what)},
+                          what)
+            : 0;
+    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+                        model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer),
+                        saved, backward},
+                       what);
 }
 
 // Refuses, before the model runs, a run that would hold more than --max-memory.
@@ -159,6 +172,10 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text, s
     info.tokens = text.characters;
     info.variant = "layer " + std::to_string(layer) + " of " + std::to_string(model.layers.size()) +
                    ", pre-LN block, d_ff=" + std::to_string(model.layers[layer].block.d_ff());
+    if (c.backward) {  // no dO: the backward starts from the loss
+        info.grad_output_source =
+            "none; L = the mean cross-entropy of predicting each next character of --text";
+    }
     return info;
 }
 
@@ -272,13 +289,29 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
 // The model, the text and the traced layer, checked; warns on err about unknown characters.
 struct ModelRun {
     Model model;
-    ModelText text;
+    ModelText text;  // --backward: without its last character, which only a target is
     std::size_t layer;
+    std::vector<std::size_t> targets;  // --backward: each next character's token
 };
 
+// --backward: the model reads every character but the last and predicts the next of each.
+void split_targets(ModelRun& run) {
+    ModelText& text = run.text;
+    if (text.tokens.size() < 2) {
+        throw Error(
+            "--backward on --model predicts each next character of --text, so it needs "
+            "at least 2 characters, got " +
+            std::to_string(text.tokens.size()));
+    }
+    run.targets.assign(text.tokens.begin() + 1, text.tokens.end());
+    text.tokens.pop_back();
+    text.characters.pop_back();
+}
+
 ModelRun load_run(const Config& c, std::ostream& err) {
-    ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0)};
-    run.text = encode_text(*c.text, run.model);
+    ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0), {}};
+    run.text = encode_text(*c.text, run.model, c.backward);
+    if (c.backward) split_targets(run);
     check_choices(c, run.model, run.layer);
     if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
@@ -303,7 +336,8 @@ ModelRun load_run(const Config& c, std::ostream& err) {
 ShapesProblem model_shapes(const Config& c, std::ostream& err) {
     const ModelRun run = load_run(c, err);
     const std::size_t n = run.text.tokens.size();
-    const ModelSpec spec = model_spec(run.model, n, run.layer);
+    ModelSpec spec = model_spec(run.model, n, run.layer);
+    spec.backward = c.backward;
     ShapesProblem p;
     p.spec = spec.layer;
     p.steps = plan_model(spec);
@@ -333,14 +367,21 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
         check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
                          "the logits (lm_head)");
     }
-    const std::size_t steps =
-        c.step ? plan_model(model_spec(model, text.tokens.size(), layer)).size() : 0;
+    ModelSpec spec = model_spec(model, text.tokens.size(), layer);
+    spec.backward = c.backward;
+    const std::size_t steps = c.step ? plan_model(spec).size() : 0;
     const std::unique_ptr<Report> report = report_for(steps);
     report->begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));
     TeeTracer tracer(*report, stats);
     const auto start = std::chrono::steady_clock::now();
-    const ModelResult r = forward_model(model, text.tokens, layer, threads, tracer);
+    ModelBackward computed;
+    if (c.backward) {
+        computed = model_forward_backward(model, text.tokens, run.targets, layer, threads, tracer);
+    } else {
+        computed.forward = forward_model(model, text.tokens, layer, threads, tracer);
+    }
+    const ModelResult& r = computed.forward;
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     ForwardResult shown;
@@ -350,11 +391,22 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     report->finish(shown, elapsed.count());
     if (c.format == Format::Text) {
         print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
+        if (c.backward) {
+            out << "loss: " << fixed(computed.loss, 4)
+                << " nats, the mean cross-entropy of predicting each next character of --text ("
+                << plural(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
+        }
     }
     show_views(out, c, model, text, r, layer, stats);
     if (!c.save_path.empty()) {
         check_stdout();
-        npy::write_npz(c.save_path, {{"logits", r.logits}, {"attn_weights", r.weights[layer]}});
+        std::vector<std::pair<std::string, Tensor>> arrays = {{"logits", r.logits},
+                                                              {"attn_weights", r.weights[layer]}};
+        if (c.backward) {
+            for (auto& array : model_arrays(computed.grads, "grad."))
+                arrays.push_back(std::move(array));
+        }
+        npy::write_npz(c.save_path, arrays);
     }
 }
 

@@ -125,9 +125,10 @@ Tensor load_key_or_value(const std::string& path, const char* what, const char* 
 struct Sources {
     std::optional<Weights> weights;
     std::optional<BlockWeights> block;
-    std::optional<std::size_t> num_heads;  // the state dict's optional num_heads entry
-    bool conv1d = false;                   // GPT-2's c_attn and c_proj, read transposed
-    StateDictNames names;                  // how the state dict's arrays were read
+    std::optional<std::size_t> num_heads;           // the state dict's optional num_heads entry
+    bool conv1d = false;                            // GPT-2's c_attn and c_proj, read transposed
+    StateDictNames names;                           // how the state dict's arrays were read
+    BlockNaming block_naming = BlockNaming::Torch;  // --block: the file's naming
     std::optional<Inputs> inputs;
     InputLayout layout = InputLayout::BatchFirst;
 };
@@ -140,6 +141,8 @@ Sources load_files(const Config& c, Ledger& ledger) {
         sources.weights = std::move(state.attention);
         sources.block = std::move(state.block);
         sources.num_heads = state.num_heads;
+        sources.names = std::move(state.attention_names);
+        sources.block_naming = state.naming;
         ledger.hold(sizeof(float) *
                     (sources.weights->parameter_count() + sources.block->parameter_count()));
     } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
@@ -435,7 +438,7 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
     return m ? mla_spec(*m, spec) : spec;
 }
 
-// --backward, but for MLA: how the planned multiply-adds of `steps` split between the forward
+// --backward of one attention layer (not MLA's, nor the block's): how the planned multiply-adds of `steps` split between the forward
 // and the backward, what the forward of `spec` keeps for the backward and, on the standard
 // path under --shapes-only, what the streaming path would keep.
 void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<Step>& steps) {
@@ -606,7 +609,7 @@ ShapesProblem build_shapes(const Config& c) {
     }
     p.steps = plan_pass(p.spec);
     p.info.total_macs = planned_macs(p.steps);
-    if (c.backward) describe_backward(p.info, p.spec, p.steps);
+    if (c.backward && !c.block) describe_backward(p.info, p.spec, p.steps);
     return p;
 }
 
@@ -644,7 +647,10 @@ Problem build_problem(const Config& c) {
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     if (c.backward || c.gradcheck) {
         p.grad_output = grad_output_of(c, grad_output, s);
-        p.weight_names = files.weights ? files.names : own_names(p.weights);
+        p.weight_names = files.weights ? files.names
+                         : c.block     ? own_block_attention_names(p.weights)
+                                       : own_names(p.weights);
+        p.block_naming = files.block_naming;
     }
     p.layout = files.layout;
     p.mask_looks_keep = mask_looks_keep;
@@ -663,7 +669,7 @@ Problem build_problem(const Config& c) {
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
-    if (c.backward) {  // the plan of the very pass that runs: the weights' biases, QK-norm, ...
+    if (c.backward && !c.block) {  // the plan of the pass that runs: its biases, QK-norm, ...
         PassSpec spec = pass_spec(check_pass(p.weights, p.inputs, p.masks, p.options), p.weights,
                                   p.inputs, p.masks, p.options, c.form);
         spec.backward = true;

@@ -11,6 +11,7 @@
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
 #include "core/pass/plan.h"
+#include "io/block_weights.h"
 #include "io/weights.h"
 #include "show/run_info.h"
 
@@ -26,6 +27,8 @@ struct Problem {
     Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
     StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
     MlaNames mla_names = MlaNames::HuggingFace;  // --form mla --backward: the same for MLA's
+    BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how --save names the
+                                                    //  block's own (io/block_weights.h)
     ForwardOptions options;
     RunInfo info;                  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row

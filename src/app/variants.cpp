@@ -2,6 +2,7 @@
 
 #include "app/variants.h"
 
+#include "core/backward/block_backward.h"
 #include "core/backward/mla_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
@@ -32,11 +33,21 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
-BackwardResult run_backward(const Config& c, const Problem& p, Tracer& tracer) {
-    if (c.form == Form::Mla)
-        return forward_backward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, p.grad_output,
-                                    tracer);
-    return forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output, tracer);
+ComputedRun run_backward(const Config& c, const Problem& p, Tracer& tracer) {
+    if (c.block) {
+        BlockBackwardResult r = block_forward_backward(p.weights, *p.block, *c.block, p.inputs,
+                                                       p.masks, p.options, p.grad_output, tracer);
+        Gradients grads;
+        grads.input = std::move(r.grads.input);
+        grads.params = std::move(r.grads.attention);
+        return {std::move(r.forward), std::move(grads), std::move(r.grads.block)};
+    }
+    BackwardResult r =
+        c.form == Form::Mla
+            ? forward_backward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, p.grad_output, tracer)
+            : forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output,
+                               tracer);
+    return {std::move(r.forward), std::move(r.grads), {}};
 }
 
 std::size_t planned_steps(const Config& c, const Problem& p) {
@@ -46,8 +57,9 @@ std::size_t planned_steps(const Config& c, const Problem& p) {
         return plan_pass(spec).size();
     }
     if (c.block) {
-        return plan_pass(block_spec(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options))
-            .size();
+        PassSpec spec = block_spec(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options);
+        spec.backward = c.backward;
+        return plan_pass(spec).size();
     }
     const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
     PassSpec spec = pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.form);

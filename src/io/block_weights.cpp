@@ -71,6 +71,7 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source,
     const Naming& n = torch ? torch_naming : scratch_naming;
     Arrays& rest = arrays;  // what take() leaves: the attention arrays
     BlockState state;
+    state.naming = torch ? BlockNaming::Torch : BlockNaming::Scratch;
     BlockWeights& b = state.block;
     b.norm1_weight = take(rest, n.norm1 + ".weight", source, n);
     b.norm1_bias = take(rest, n.norm1 + ".bias", source, n);
@@ -89,9 +90,26 @@ BlockState block_from_state_dict(Arrays arrays, const std::string& source,
     }
     rest.clear();
     state.attention = weights_from_state_dict(attention, source + " (" + n.attention + "*)",
-                                              applied_prefix + n.attention);
+                                              applied_prefix + n.attention, &state.attention_names);
+    for (StateDictEntry& entry : state.attention_names) entry.name = n.attention + entry.name;
     check_block(b, state.attention.d_model());
     return state;
+}
+
+StateDictNames own_block_attention_names(const Weights& attention) {
+    StateDictNames names = own_names(attention);
+    for (StateDictEntry& entry : names) entry.name = torch_naming.attention + entry.name;
+    return names;
+}
+
+std::vector<std::pair<std::string, Tensor>> block_arrays(const BlockWeights& t, BlockNaming naming,
+                                                         const std::string& prefix) {
+    const Naming& n = naming == BlockNaming::Torch ? torch_naming : scratch_naming;
+    return {
+        {prefix + n.norm1 + ".weight", t.norm1_weight}, {prefix + n.norm1 + ".bias", t.norm1_bias},
+        {prefix + n.norm2 + ".weight", t.norm2_weight}, {prefix + n.norm2 + ".bias", t.norm2_bias},
+        {prefix + n.linear1 + ".weight", t.w_1},        {prefix + n.linear1 + ".bias", t.b_1},
+        {prefix + n.linear2 + ".weight", t.w_2},        {prefix + n.linear2 + ".bias", t.b_2}};
 }
 
 BlockState load_block(const std::string& path, const Ledger& ledger, const std::string& prefix) {

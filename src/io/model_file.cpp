@@ -178,6 +178,27 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
     return m;
 }
 
+std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& t,
+                                                         const std::string& prefix) {
+    std::vector<std::pair<std::string, Tensor>> arrays = {
+        {prefix + "token_embedding.weight", t.token_embedding},
+        {prefix + "position_embedding.weight", t.position_embedding}};
+    for (std::size_t l = 0; l < t.layers.size(); ++l) {
+        const ModelLayer& layer = t.layers[l];
+        const std::string under = prefix + "layers." + std::to_string(l) + ".";
+        for (auto& array :
+             state_dict_arrays(layer.attention, own_block_attention_names(layer.attention), under))
+            arrays.push_back(std::move(array));
+        for (auto& array : block_arrays(layer.block, BlockNaming::Torch, under))
+            arrays.push_back(std::move(array));
+    }
+    arrays.emplace_back(prefix + "norm.weight", t.norm_weight);
+    arrays.emplace_back(prefix + "norm.bias", t.norm_bias);
+    arrays.emplace_back(prefix + "lm_head.weight", t.head_weight);
+    arrays.emplace_back(prefix + "lm_head.bias", t.head_bias);
+    return arrays;
+}
+
 Model load_model(const std::string& path, std::uint64_t max_memory) {
     const Ledger ledger(max_memory);
     const std::string bytes = read_file(path, ledger);
@@ -192,12 +213,14 @@ Model load_model(const std::string& path, std::uint64_t max_memory) {
     return model_from_arrays(npy::parse_npz(bytes, path, ledger), path);
 }
 
-ModelText encode_text(const std::string& text, const Model& model) {
+ModelText encode_text(const std::string& text, const Model& model, bool last_is_target) {
     if (text.empty()) throw Error("--text is empty; --model needs at least one character");
     const std::size_t count = token_count(text);  // before any lookup: O(N) whatever V is
-    if (count > model.context()) {
-        throw Error("--text has " + std::to_string(count) + " characters; the model's context is " +
-                    std::to_string(model.context()));
+    if (count > model.context() + (last_is_target ? 1 : 0)) {
+        throw Error(
+            "--text has " + std::to_string(count) + " characters; the model's context is " +
+            std::to_string(model.context()) +
+            (last_is_target ? " (--backward reads one more, the last only as a target)" : ""));
     }
     std::unordered_map<std::uint32_t, std::size_t> token_of;
     for (std::size_t t = 1; t < model.vocab.size(); ++t) token_of.emplace(model.vocab[t], t);

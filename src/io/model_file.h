@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/forms/model.h"
@@ -15,6 +16,13 @@
 namespace mha {
 
 Model model_from_arrays(const std::map<std::string, npy::Array>& arrays, const std::string& source);
+
+// The model's tensors (e.g. gradients) as the arrays of its file, each prefix + its name, in
+// train.py's state-dict order: token_embedding.weight, position_embedding.weight, every
+// layer's layers.L.self_attn.in_proj_weight ... layers.L.norm2.bias
+// (nn.TransformerEncoderLayer's names), norm.weight, norm.bias, lm_head.weight, lm_head.bias.
+std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& tensors,
+                                                         const std::string& prefix);
 
 // Refuses a file whose arrays need more than max_memory bytes to load.
 Model load_model(const std::string& path, std::uint64_t max_memory);
@@ -27,7 +35,8 @@ struct ModelText {
 
 // One token per UTF-8 character; a character outside the vocabulary, or a byte that is not
 // valid UTF-8, becomes the unknown token. Throws mha::Error for an empty text or one longer
-// than the model's context.
-ModelText encode_text(const std::string& text, const Model& model);
+// than the model's context (one more when last_is_target: the last character is only
+// predicted, never read).
+ModelText encode_text(const std::string& text, const Model& model, bool last_is_target = false);
 
 }  // namespace mha

@@ -282,6 +282,15 @@ std::string explanation(const Step& step) {
         case StepKind::AppendGrad:
         case StepKind::InputSum:
             return backward(step);
+        case StepKind::LossGrad:
+            return "The model's backward starts from the loss, the mean cross-entropy of "
+                   "predicting each next character. Its gradient at the logits is the softmax "
+                   "minus 1 at the right character, divided by the number of positions: every "
+                   "wrong guess is pushed down by its probability, the right one up.";
+        case StepKind::EmbedGrad:
+            return "An embedding is a table lookup, so its gradient goes back to the rows that "
+                   "were read: each position's gradient is added to its token's row and to its "
+                   "place's row of the position table. Rows never read get zero.";
         case StepKind::Layer:
             return "One transformer layer: attention lets the positions exchange information, "
                    "then the feed-forward network works on each position alone, each with a "

@@ -456,11 +456,32 @@ void check_grad_output(const Tensor& grad_output, const Sizes& s) {
     }
 }
 
+Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const ForwardOptions& o,
+                   Form form, const Kept& kept, const Tensor& attention_weights,
+                   const Tensor& grad_output, PassTrace& trace) {
+    check_backward(form, w, o);
+    Sizes s = check_pass(w, in, masks, o);
+    check_grad_output(grad_output, s);
+    const std::size_t extra = appended_kv(w, o).count();
+    s.kv_len += extra;
+    const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
+    const Forwarded f{w, padded, s, o, kept, attention_weights};
+    Gradients g;
+    HeadGrads hg = shared_back(f, grad_output, g, trace);  // b14-b6
+    position_back(f, hg.dq, hg.dk, g, trace);              // b5
+    if (form == Form::FusedQkv) {
+        fused_back(f, in, hg, g, trace);  // b5-b1
+    } else {
+        packed_back(f, in, form == Form::PerHead, hg, g, trace);  // b5-b0
+    }
+    return g;
+}
+
 BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks& masks,
                                 const ForwardOptions& options, Form form, const Tensor& grad_output,
                                 Tracer& tracer) {
     check_backward(form, w, options);
-    Sizes s = check_pass(w, in, masks, options);
+    const Sizes s = check_pass(w, in, masks, options);
     check_grad_output(grad_output, s);
     Kept kept;
     ForwardOptions o = options;
@@ -475,17 +496,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     r.forward = form == Form::FusedQkv  ? forward_fused_qkv(w, in, masks, o, trace)
                 : form == Form::PerHead ? forward_per_head(w, in, masks, o, trace)
                                         : forward(w, in, masks, o, trace);
-    const std::size_t extra = appended_kv(w, o).count();
-    s.kv_len += extra;
-    const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, padded, s, o, kept, r.forward.weights};
-    HeadGrads hg = shared_back(f, grad_output, r.grads, trace);  // b14-b6
-    position_back(f, hg.dq, hg.dk, r.grads, trace);              // b5
-    if (form == Form::FusedQkv) {
-        fused_back(f, in, hg, r.grads, trace);  // b5-b1
-    } else {
-        packed_back(f, in, form == Form::PerHead, hg, r.grads, trace);  // b5-b0
-    }
+    r.grads = backward(w, in, masks, o, form, kept, r.forward.weights, grad_output, trace);
     return r;
 }
 

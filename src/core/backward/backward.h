@@ -31,6 +31,14 @@ struct BackwardResult {
     Gradients grads;
 };
 
+// The backward alone, after `form`'s forward ran on `trace` (a plan with PassSpec::backward)
+// with options.keep = &kept: the gradients of L = Σ output ∘ grad_output (grad_output
+// (B, N, d_model)), traced as the plan's next steps. `weights` is the forward's P (B, h, N, M),
+// empty when it streamed; inputs, masks and options (but keep and workspace) are the forward's.
+Gradients backward(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                   const ForwardOptions& options, Form form, const Kept& kept,
+                   const Tensor& attention_weights, const Tensor& grad_output, PassTrace& trace);
+
 // The forward pass of `form` (Packed, FusedQkv, PerHead), keeping what the backward needs,
 // then the backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model), batch-first),
 // both traced on one plan: the forward's steps, then the backward's (PassSpec::backward).

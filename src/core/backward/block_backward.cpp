@@ -13,27 +13,6 @@ namespace mha {
 
 namespace {
 
-// Shows attention's backward steps, as forward_backward reports them, on the block's trace,
-// where the block's plan has them (after its head, plan_block_backward_head); attention's
-// forward steps, already shown by the block's forward, are passed over.
-class AttentionBackwardSteps final : public Tracer {
-public:
-    explicit AttentionBackwardSteps(PassTrace& trace) : trace_(trace) {}
-    bool enabled() const override { return trace_.on(); }
-    void on_step(const Step& step) override {
-        if (!step.backward) return;
-        trace_.upcoming() = step.facts;
-        if (step.value) {
-            trace_.show(*step.value);
-        } else {
-            trace_.show_layout();
-        }
-    }
-
-private:
-    PassTrace& trace_;
-};
-
 // What every backward step needs: the block's weights, the threads and the block's plan.
 struct BlockBack {
     const BlockWeights& w;
@@ -84,19 +63,50 @@ Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch)
     return sum;
 }
 
-// Attnᵀ: the gradient at attention's input (all three paths) from the one at its output;
-// attention's weight gradients to g.
-Tensor attention_back(const Weights& attention, const BlockKept& k, const Masks& masks,
-                      const ForwardOptions& options, const Tensor& d_attention, PassTrace& trace,
-                      BlockGradients& g) {
-    AttentionBackwardSteps steps(trace);
-    BackwardResult r = forward_backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks,
-                                        options, Form::Packed, d_attention, steps);
-    g.attention = std::move(r.grads.params);
-    return r.grads.input;
+// Attnᵀ: the gradient at attention's input (all three paths) from the one at its output, on
+// what attention's forward kept; attention's weight gradients to g.
+Tensor attention_back(const Weights& attention, const BlockKept& k, const Tensor& p,
+                      const Masks& masks, const ForwardOptions& options, const Tensor& d_attention,
+                      PassTrace& trace, BlockGradients& g) {
+    Gradients a = backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options,
+                           Form::Packed, k.attention, p, d_attention, trace);
+    g.attention = std::move(a.params);
+    return a.input;
 }
 
 }  // namespace
+
+BlockGradients block_backward(const Weights& attention, const BlockWeights& w, BlockKind kind,
+                              const Masks& masks, const ForwardOptions& options, const BlockKept& k,
+                              const Tensor& attention_weights, const Tensor& grad_output,
+                              PassTrace& trace) {
+    if (grad_output.shape() != k.norm1_in.shape()) {
+        throw Error("the output's gradient is " + to_string(grad_output.shape()) +
+                    ", expected the block's output shape (B, N, d_model) = " +
+                    to_string(k.norm1_in.shape()));
+    }
+    const Tensor d_out = grad_output.contiguous();
+    const BlockBack b{w, options.threads, trace};
+    const Tensor& p = attention_weights;
+    BlockGradients g;
+    trace.show(d_out);  // b21
+    if (kind == BlockKind::Pre) {
+        // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
+        // norm1(x); b15 norm1; then x's two paths
+        const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
+        const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
+        const Tensor d_attn_in = attention_back(attention, k, p, masks, options, dh, trace, g);
+        g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
+        return g;
+    }
+    // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
+    // two paths
+    const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
+    const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
+    const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
+    g.input = sum_back(b, attention_back(attention, k, p, masks, options, d_sum, trace, g), d_sum);
+    return g;
+}
 
 BlockBackwardResult block_forward_backward(const Weights& attention, const BlockWeights& w,
                                            BlockKind kind, const Inputs& in, const Masks& masks,
@@ -113,25 +123,8 @@ BlockBackwardResult block_forward_backward(const Weights& attention, const Block
     PassTrace trace(tracer, spec);
     BlockBackwardResult r;
     r.forward = forward_block(attention, w, kind, in, masks, options, trace, &k);
-    const Tensor d_out = grad_output.contiguous();
-    const BlockBack b{w, options.threads, trace};
-    BlockGradients& g = r.grads;
-    trace.show(d_out);  // b21
-    if (kind == BlockKind::Pre) {
-        // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
-        // norm1(x); b15 norm1; then x's two paths
-        const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
-        const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
-        const Tensor d_attn_in = attention_back(attention, k, masks, options, dh, trace, g);
-        g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
-        return r;
-    }
-    // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
-    // two paths
-    const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
-    const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
-    const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
-    g.input = sum_back(b, attention_back(attention, k, masks, options, d_sum, trace, g), d_sum);
+    r.grads = block_backward(attention, w, kind, masks, options, k, r.forward.weights, grad_output,
+                             trace);
     return r;
 }
 

@@ -123,16 +123,21 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     BlockKept k;
     k.norm1_in = x;
     const BlockPass p{w, options.threads, trace};
+    ForwardOptions o = options;
+    if (keep) {
+        o.keep = &k.attention;
+        o.workspace = nullptr;  // what is kept must outlive the forward
+    }
     ForwardResult result;
     if (kind == BlockKind::Pre) {
         k.attn_in = norm(p, true, x);  // 15, then attention: 0-14
-        result = forward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options, trace);
+        result = forward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, o, trace);
         k.norm2_in = residual(p, "h = x + attention", x, result.output);               // 16
         k.ffn_in = norm(p, false, k.norm2_in);                                         // 17
         result.output = residual(p, "out = h + ffn", k.norm2_in, feed_forward(p, k));  // 18-21
     } else {
         k.attn_in = x;
-        result = forward(attention, {x, x, x}, masks, options, trace);            // 0-14
+        result = forward(attention, {x, x, x}, masks, o, trace);                  // 0-14
         k.norm1_in = residual(p, "h = x + attention", x, result.output);          // 15
         k.ffn_in = norm(p, true, k.norm1_in);                                     // 16
         k.norm2_in = residual(p, "out = h + ffn", k.ffn_in, feed_forward(p, k));  // 17-20

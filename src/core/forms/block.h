@@ -33,6 +33,7 @@ struct BlockKept {
     Tensor attn_in, norm1_in, ffn_in, norm2_in;  // (B, N, d_model) each
     Tensor hidden;                               // (B, N, d_ff) u = ffn_in W_1ᵀ + b_1
     Tensor activated;                            // (B, N, d_ff) GELU(u)
+    Kept attention;                              // what attention's forward kept for its backward
 };
 
 // The block's parameters for these sizes: two norms' gamma and beta (d_model each), linear1

@@ -35,6 +35,7 @@ ModelSpec model_spec(const Model& m, std::size_t n, std::size_t traced_layer) {
     spec.layers = m.layers.size();
     spec.traced = traced_layer;
     spec.vocab = m.vocab_size();
+    spec.context = m.context();
     return spec;
 }
 

@@ -693,6 +693,10 @@ std::vector<Step> plan_model(const ModelSpec& spec) {
     p.add(StepKind::Logits, 23, "project", "logits", "logits = x_final @ lm_head.T + b",
           {"B", "N", "V"}, Layout::contiguous_of({s.batch, s.seq_len, spec.vocab}),
           macs_of({s.batch, s.seq_len, spec.vocab, s.d_model}));
+    if (spec.backward) {
+        p.backward = true;
+        plan_model_backward(p, spec);
+    }
     return std::move(p.steps);
 }
 

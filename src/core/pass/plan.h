@@ -83,6 +83,8 @@ struct ModelSpec {
     std::size_t layers = 0;  // L
     std::size_t traced = 0;  // the layer traced step by step, < L
     std::size_t vocab = 0;   // V
+    std::size_t context = 0;  // the position embedding's rows
+    bool backward = false;    // the cross-entropy's backward follows (core/backward/model_backward.h)
 };
 
 // Every step the pass reports, in order; Step::value is null.

@@ -43,13 +43,22 @@ void plan_linear(Planner& p, Operand operand, int number, const std::string& w,
           dx_layout, macs);
 }
 
+// b14's start: the gradient at attention's output, the block's (plan_block_backward_head) when
+// attention sits in one.
+std::string grad_output_expression(const PassSpec& spec) {
+    if (!spec.block) return "dOut = output.grad  (L = (output * dOut).sum())";
+    return spec.block->kind == BlockKind::Pre
+               ? "dOut = dh  (attention's output feeds h = x + attention)"
+               : "dOut = dsum  (attention's output feeds x + attention)";
+}
+
 // b14-b11: W_o's gradients, then dconcat split back into heads (B, h, N, d_v), a view.
 void plan_output_back(Planner& p) {
     const Sizes& s = p.s;
     const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, h = s.heads, d_v = s.d_v();
     const Layout out = Layout::contiguous_of({B, N, E});
-    p.add(StepKind::GradOutput, 14, "grad", "dOut",
-          "dOut = output.grad  (L = (output * dOut).sum())", {"B", "N", "d_model"}, out);
+    p.add(StepKind::GradOutput, 14, "grad", "dOut", grad_output_expression(p.spec),
+          {"B", "N", "d_model"}, out);
     const std::string width = concat_width_name(s);
     const Layout concat = Layout::contiguous_of({B, N, h * d_v});
     plan_linear(p, Operand::None, 14, "W_o", "b_o", p.spec.bias.o, "dOut", "concat", "dconcat",
@@ -172,6 +181,11 @@ void plan_position_back(Planner& p) {
     }
 }
 
+// What attention read: x_norm = norm1(x) inside a pre-LN block, else its query input.
+std::string attention_input_name(const PassSpec& spec) {
+    return spec.block && spec.block->kind == BlockKind::Pre ? "x_norm" : query_name(spec);
+}
+
 // b5-b4 packed: each gradient's heads side by side again, (B, L, heads·width), a copy.
 Layout plan_heads_back(Planner& p, Operand operand, const std::string& name,
                        const std::string& length, const std::string& heads,
@@ -247,7 +261,8 @@ void plan_project_back(Planner& p) {
     plan_heads_back(p, Operand::K, "dK", "M", g, "d_k", kv_width, M, G, d_k);
     plan_heads_back(p, Operand::V, "dV", "M", g, "d_k", kv_width, M, G, d_k);
     plan_append_back(p);
-    const std::string xq = query_name(p.spec), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
+    const std::string x = attention_input_name(p.spec);
+    const std::string xq = x, xk = self ? x : "x_k", xv = self ? x : "x_v";
     const std::string kdim = s.kdim == E ? "d_model" : "kdim",
                       vdim = s.vdim == E ? "d_model" : "vdim";
     plan_linear(p, Operand::Q, 1, "W_q", "b_q", p.spec.bias.q, "dQ", xq, "dx_q",
@@ -263,8 +278,8 @@ void plan_project_back(Planner& p) {
                 {kv_width, vdim});
     plan_head_rows(p, Operand::V, "W_v", "dV", G, s.vdim, xv);
     if (self) {
-        p.add(StepKind::InputSum, 0, "sum", "dx", "dx = dx_q + dx_k + dx_v", {"B", "N", "d_model"},
-              Layout::contiguous_of({B, N, E}));
+        p.add(StepKind::InputSum, 0, "sum", "d" + x, "d" + x + " = dx_q + dx_k + dx_v",
+              {"B", "N", "d_model"}, Layout::contiguous_of({B, N, E}));
     }
 }
 

@@ -3,7 +3,7 @@
 // this order. A residual hands its gradient to both branches unchanged, so only the sums where
 // a tensor's two paths meet are steps.
 //   pre:  b21 dout; b20 linear2; b19 GELU; b18 linear1; b17 norm2; b16 dh = dout + dh_ffn;
-//         attention's b14-b0 from dh; b15 norm1; b15 dx += dh
+//         attention's b14-b0 from dh to dx_norm; b15 norm1; b15 dx += dh
 //   post: b21 dout, norm2; b19 linear2; b18 GELU; b17 linear1; b20 dh = ds + dh_ffn;
 //         b16 norm1; attention's b14-b0 from dsum; b15 dx += dsum
 
@@ -77,9 +77,44 @@ void plan_block_backward_head(Planner& p) {
     plan_norm_back(p, 16, "norm1", "dh", "dsum");
 }
 
+void plan_model_backward(Planner& p, const ModelSpec& spec) {
+    const Sizes& s = p.s;
+    const std::size_t B = s.batch, N = s.seq_len, E = s.d_model, V = spec.vocab;
+    const std::uint64_t macs = macs_of({B, N, V, E});
+    p.add(StepKind::LossGrad, 23, "grad", "dlogits",
+          "dlogits = (F.softmax(logits, -1) - F.one_hot(targets, V)) / (B*N)  "
+          "(L = F.cross_entropy(logits, targets))",
+          {"B", "N", "V"}, Layout::contiguous_of({B, N, V}));
+    p.add(StepKind::WeightGrad, 23, "grad", "dlm_head.weight",
+          "dlm_head.weight = dlogits.T @ x_final  (summed over B and the positions)",
+          {"V", "d_model"}, Layout::contiguous_of({V, E}), macs);
+    p.add(StepKind::BiasGrad, 23, "grad", "dlm_head.bias", "dlm_head.bias = dlogits.sum((0, 1))",
+          {"V"}, Layout::contiguous_of({V}));
+    p.add(StepKind::InputGrad, 23, "grad", "dx_final", "dx_final = dlogits @ lm_head.weight",
+          model_dims, model_layout(s), macs);
+    plan_norm_back(p, 22, "norm", "dx_final", "dx");
+    for (std::size_t l = spec.layers; l-- > 0;) {
+        if (l == spec.traced) {
+            plan_block_backward_head(p);
+            plan_backward(p);
+            plan_block_backward_tail(p);
+            continue;
+        }
+        p.add(StepKind::Layer, 0, "block", "dx",
+              "dx = layers[" + std::to_string(l) + "]'s backward of dx  (b21 ... b15 in one step)",
+              model_dims, model_layout(s));
+    }
+    p.add(StepKind::EmbedGrad, 0, "grad", "dtoken_embedding.weight",
+          "dtoken_embedding.weight = zeros(V, d_model).index_add_(0, tokens, dx)", {"V", "d_model"},
+          Layout::contiguous_of({V, E}));
+    p.add(StepKind::EmbedGrad, 0, "grad", "dposition_embedding.weight",
+          "dposition_embedding.weight[:N] = dx.sum(0)  (rows past N stay 0)",
+          {"context", "d_model"}, Layout::contiguous_of({spec.context, E}));
+}
+
 void plan_block_backward_tail(Planner& p) {
     if (p.spec.block->kind == BlockKind::Pre) {
-        plan_norm_back(p, 15, "norm1", "dx", "dx");
+        plan_norm_back(p, 15, "norm1", "dx_norm", "dx");
         plan_sum(p, 15, "dx", "dx = dx + dh  (x feeds norm1 and h = x + attention)");
         return;
     }

@@ -75,4 +75,9 @@ void plan_backward(Planner& p);
 void plan_block_backward_head(Planner& p);
 void plan_block_backward_tail(Planner& p);
 
+// The model's backward steps after its forward (core/pass/plan_block_backward.cpp): the
+// cross-entropy's dlogits, the head, the final norm, each layer in reverse (the traced one in
+// full, the others as one step each), the embedding tables.
+void plan_model_backward(Planner& p, const ModelSpec& spec);
+
 }  // namespace mha

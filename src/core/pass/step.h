@@ -177,6 +177,8 @@ enum class StepKind {
     // The backward's own kinds (Step::backward); its views, transposes, RoPE and QK-norm
     // steps keep the kind of the forward step they undo.
     GradOutput,   // b14 dOut: the gradient of L = Σ output ∘ dOut the backward starts from
+    LossGrad,     // model b23 dlogits: the cross-entropy's gradient, where its backward starts
+    EmbedGrad,    // model b0: an embedding table's gradient, each position's row scattered back
     WeightGrad,   // dW = dYᵀ X of a projection, or another parameter's gradient (d q_norm)
     BiasGrad,     // db = dY summed over the batch and the positions
     InputGrad,    // dX = dY W: the gradient through a projection to what it read

@@ -1,0 +1,123 @@
+// The character model's forward with what each layer keeps, the cross-entropy, then every
+// step's adjoint in reverse.
+
+#include "core/backward/model_backward.h"
+
+#include "core/backward/block_backward.h"
+#include "core/backward/linear_backward.h"
+#include "core/error.h"
+#include "core/layers/cross_entropy.h"
+#include "core/layers/embedding.h"
+#include "core/layers/layer_norm.h"
+#include "core/pass/projection.h"
+
+namespace mha {
+
+namespace {
+
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads) {
+    ForwardOptions options;
+    options.heads = layer.heads;
+    options.threads = threads;
+    return options;
+}
+
+// Both entries: `traced` is the layer shown step by step when `trace` is on.
+ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
+                  const std::vector<std::size_t>& targets, std::size_t batch, std::size_t traced,
+                  std::size_t threads, PassTrace& trace) {
+    if (batch == 0 || tokens.empty() || tokens.size() % batch != 0 ||
+        tokens.size() / batch > m.context()) {
+        throw Error("the model reads " + std::to_string(batch) + " rows of 1 to " +
+                    std::to_string(m.context()) + " tokens, got " + std::to_string(tokens.size()) +
+                    " tokens");
+    }
+    if (targets.size() != tokens.size()) {
+        throw Error("the model's targets are " + std::to_string(targets.size()) +
+                    " ids, expected one per token (" + std::to_string(tokens.size()) + ")");
+    }
+    Masks causal;
+    causal.causal = true;
+    NullTracer quiet;
+    PassTrace untraced(quiet, PassSpec{});
+    const auto trace_of = [&](std::size_t l) -> PassTrace& {
+        return l == traced ? trace : untraced;
+    };
+    ModelBackward result;
+    ModelResult& f = result.forward;
+    Tensor x = embed(m.token_embedding, m.position_embedding, tokens, batch);  // (B, N, d_model)
+    trace.show(x);
+    std::vector<BlockKept> kept(m.layers.size());
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+        const ModelLayer& layer = m.layers[l];
+        ForwardResult r =
+            forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, causal,
+                          layer_options(layer, threads), trace_of(l), &kept[l]);
+        f.weights.push_back(std::move(r.weights));
+        x = std::move(r.output);
+        if (l != traced) trace.show(x);  // an untraced layer: its block in one step
+    }
+    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    trace.show(final_norm);
+    f.output = x;
+    f.logits = project(final_norm, m.head_weight, m.head_bias, threads);  // (B, N, V)
+    trace.show(f.logits);
+    const CrossEntropy ce = cross_entropy(f.logits, targets, threads);
+    result.loss = ce.loss;
+
+    Model& g = result.grads;
+    g.vocab = m.vocab;
+    trace.show(ce.dlogits);  // b23
+    LinearGrads head = linear_backward(final_norm, m.head_weight, true, ce.dlogits, threads);
+    g.head_weight = std::move(head.dw);
+    g.head_bias = std::move(head.db);
+    trace.show(g.head_weight);
+    trace.show(g.head_bias);
+    trace.show(head.dx);
+    LayerNormGrads norm = layer_norm_backward(x, m.norm_weight, head.dx, threads);  // b22
+    g.norm_weight = std::move(norm.gamma);
+    g.norm_bias = std::move(norm.beta);
+    trace.show(g.norm_weight);
+    trace.show(g.norm_bias);
+    trace.show(norm.x);
+    Tensor dx = std::move(norm.x);
+    g.layers.resize(m.layers.size());
+    for (std::size_t l = m.layers.size(); l-- > 0;) {
+        const ModelLayer& layer = m.layers[l];
+        BlockGradients b =
+            block_backward(layer.attention, layer.block, BlockKind::Pre, causal,
+                           layer_options(layer, threads), kept[l], f.weights[l], dx, trace_of(l));
+        kept[l] = BlockKept();  // what this layer kept is read no more
+        g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads};
+        dx = std::move(b.input);
+        if (l != traced) trace.show(dx);
+    }
+    EmbeddingGrads embedding = embed_backward(dx, tokens, m.vocab_size(), m.context(), threads);
+    g.token_embedding = std::move(embedding.token);
+    g.position_embedding = std::move(embedding.position);
+    trace.show(g.token_embedding);  // b0
+    trace.show(g.position_embedding);
+    return result;
+}
+
+}  // namespace
+
+ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
+                                     const std::vector<std::size_t>& targets, std::size_t batch,
+                                     std::size_t threads) {
+    NullTracer quiet;
+    PassTrace trace(quiet, PassSpec{});
+    return run(m, tokens, targets, batch, m.layers.size(), threads, trace);
+}
+
+ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
+                                     const std::vector<std::size_t>& targets,
+                                     std::size_t traced_layer, std::size_t threads,
+                                     Tracer& tracer) {
+    ModelSpec spec = model_spec(m, tokens.size(), traced_layer);
+    spec.backward = true;
+    PassTrace trace(tracer, spec);
+    return run(m, tokens, targets, 1, traced_layer, threads, trace);
+}
+
+}  // namespace mha

@@ -1,0 +1,37 @@
+#pragma once
+// The character model's backward (core/forms/model.h) for training: the mean cross-entropy of
+// next-token prediction, and the gradient of every array of the model, untraced.
+
+#include <cstddef>
+#include <vector>
+
+#include "core/forms/model.h"
+
+namespace mha {
+
+struct ModelBackward {
+    ModelResult forward;  // the last block's output, the logits (B, N, V), every layer's P
+    double loss = 0.0;    // the mean cross-entropy over the B·N positions, in nats
+    Model grads;          // ∂loss/∂ every array, each in its own shape (vocab and heads copied)
+};
+
+// The model on `batch` rows of tokens (B·N ids, row by row, N ≤ context, each < V) under a
+// causal mask, F.cross_entropy of the logits against targets (B·N ids < V), and its backward:
+//   logits = norm(x_L) W_headᵀ + b     dW_head, db, dx_final;  LNᵀ to dx_L
+//   x_l+1 = block_l(x_l)               block_backward, l = L-1 ... 0
+//   x_0 = token_emb[t] + pos_emb[n]    the rows scattered back (embed_backward)
+// Every layer's forward keeps what its backward reads. Work runs on `threads` threads and
+// every sum across units runs in a fixed order, so any thread count gives the same bits.
+// Throws mha::Error when the tokens or targets do not fit the model. Untraced: the trainer's.
+ModelBackward model_forward_backward(const Model& model, const std::vector<std::size_t>& tokens,
+                                     const std::vector<std::size_t>& targets, std::size_t batch,
+                                     std::size_t threads);
+
+// The same on one row of tokens, traced on the model's plan with its backward (model_spec
+// with ModelSpec::backward): the forward as forward_model traces it, then b23 ... b0, layer
+// `traced_layer`'s backward step by step and each other layer's as one step.
+ModelBackward model_forward_backward(const Model& model, const std::vector<std::size_t>& tokens,
+                                     const std::vector<std::size_t>& targets,
+                                     std::size_t traced_layer, std::size_t threads, Tracer& tracer);
+
+}  // namespace mha
