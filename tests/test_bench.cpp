@@ -36,7 +36,8 @@ TEST_CASE("mha bench --backward times forward + backward in the same records") {
     // (1, 8, 32, 4): the forward's 36,864 multiply-adds; the backward's dW and dx of the four
     // projections 8 x 8·32·32 = 65,536, dV, dP, dQ, dK 4 x 4·8·8·8 = 8,192, D and dS
     // 4·8·8 = 256 each: 111,104 in all
-    CHECK_THAT(r.output, Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":111104,"));
+    CHECK_THAT(r.output,
+               Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":111104,"));
     // the reference loops compute no backward
     CHECK_THAT(r.output, Catch::Contains("\"naive_ms\":null,\"naive_estimated\":false,"
                                          "\"speedup\":null,"));

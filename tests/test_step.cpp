@@ -415,7 +415,8 @@ TEST_CASE("--step walks the backward's steps, and b goes back across into the fo
     stepper.begin(problem.info);
     run_backward(config, problem, stepper);
     const std::string prompts = prompt_out.str();
-    const std::string of = " of " + std::to_string(total) + ") · Enter: next  b: back  q: quit -- ";
+    const std::string of =
+        " of " + std::to_string(total) + ") · Enter: next  b: back  q: quit -- ";
     CHECK_THAT(prompts, Catch::Contains("-- step 14 (19" + of + erase + "-- step b14 (20" + of +
                                         erase + "-- step 14 (19" + of + erase + "-- step 13 (18" +
                                         of + erase + "-- step 14 (19" + of + erase +

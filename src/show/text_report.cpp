@@ -240,7 +240,8 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
     }
     if (info_.backward) write_filled(out_, words_of(backward_macs_text(info_)), " ", "", "  ");
     out_ << "wall time: " << fixed(wall_ms, 2) << " ms ("
-         << (info_.backward ? "forward and backward passes, " : "forward pass, ")
+         << (info_.grad_output_source.empty() ? "forward pass, "
+                                               : "forward and backward passes, ")
          << plural(info_.threads, "thread") << ")\n";
 }
 
