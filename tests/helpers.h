@@ -96,9 +96,10 @@ inline RunResult run_mha(const std::string& args, bool with_stderr = true) {
 // The steps of a text trace: from the first step's line to the blank line after the last,
 // without the header (sizes, weights, parameters) or the footer (output, wall time), and
 // without the notes (lines from "    · " on), some of which word what only the computation
-// knows (MLA's absorbed difference, --flash-row's tiles).
+// knows (MLA's absorbed difference, --flash-row's tiles, the backward's D check). The
+// backward's steps (b14 ... b0) count as steps.
 inline std::string trace_steps(const std::string& output) {
-    static const std::regex step_line("^ ?[0-9]+  [a-z_-]+ +.*$");
+    static const std::regex step_line("^ ?b?[0-9]+  [a-z_-]+ +.*$");
     std::istringstream lines(output);
     std::vector<std::string> body;
     std::size_t last_step = 0;

@@ -1,5 +1,5 @@
 // mha bench as a smoke test: the tiny sizes run in well under a second; the
-// table and the JSON carry every column; bad options are one-line errors.
+// table and the JSON carry every column, --backward's too; bad options are one-line errors.
 
 #include <catch2/catch.hpp>
 
@@ -27,6 +27,24 @@ TEST_CASE("mha bench --json gives one object per size") {
                             "\"scaling\":", "\"peak_mib\":", "\"faults_per_run\":"}) {
         CHECK_THAT(r.output, Catch::Contains(key));
     }
+}
+
+TEST_CASE("mha bench --backward times forward + backward in the same records") {
+    const test::RunResult r = test::run_mha("bench --quick --repeat 1 --json --backward", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("\"path\":\"standard\",\"backward\":true,"));
+    // (1, 8, 32, 4): the forward's 36,864 multiply-adds; the backward's dW and dx of the four
+    // projections 8 x 8·32·32 = 65,536, dV, dP, dQ, dK 4 x 4·8·8·8 = 8,192, D and dS
+    // 4·8·8 = 256 each: 111,104 in all
+    CHECK_THAT(r.output,
+               Catch::Contains("{\"B\":1,\"N\":8,\"d_model\":32,\"h\":4,\"macs\":111104,"));
+    // the reference loops compute no backward
+    CHECK_THAT(r.output, Catch::Contains("\"naive_ms\":null,\"naive_estimated\":false,"
+                                         "\"speedup\":null,"));
+    const test::RunResult table = test::run_mha("bench --quick --repeat 1 --backward", false);
+    REQUIRE(table.status == 0);
+    CHECK_THAT(table.output, Catch::StartsWith("mha bench --backward: self-attention, no mask, "
+                                               "untraced, forward + backward (standard path)"));
 }
 
 TEST_CASE("mha bench errors") {

@@ -1,6 +1,6 @@
 // Golden traces: what mha prints for the classic example (text, --trace, JSON, Markdown),
-// a small run of every form and of the modern options, MLA, --model, --flash-row and the
-// lesson page, compared byte for byte with tests/data/golden/trace/; and --shapes-only
+// a small run of every form and of the modern options, MLA, --model, --flash-row, the
+// lesson page and the backward (text, JSON, Markdown), compared byte for byte with tests/data/golden/trace/; and --shapes-only
 // against the computed trace of each.
 // Only the wall-clock time and the kernel variant (it depends on the CPU) are blanked out.
 // MHA_UPDATE_GOLDEN=1 (or `make golden`) rewrites the files instead; review the diff
@@ -77,6 +77,13 @@ const std::vector<std::pair<std::string, std::string>>& golden_runs() {
          "-b 1 -n 4 -d 8 -H 2 --causal --attention streaming --flash-row 2 --trace"},
         {"model.txt", "--model ../examples/models/kjv-2x4.npz --text 'in the' --layer 1 --trace"},
         {"classic.html", "-b 1 -n 3 -d 8 -H 2 --causal --format html --output OUT"},
+        {"backward.txt", "-b 1 -n 3 -d 8 -H 2 --causal --backward --trace"},
+        {"backward_gqa_cross.txt", "-b 1 -n 2 -m 3 -d 8 -H 2 -G 1 --backward --trace"},
+        {"backward_shapes.txt", "-b 1 -n 3 -d 8 -H 2 --causal --backward --shapes-only --trace"},
+        {"backward_streaming.txt",
+         "-b 1 -n 3 -d 8 -H 2 --causal --attention streaming --backward --trace"},
+        {"backward.json", "-b 1 -n 2 -d 4 -H 2 --causal --backward --format json"},
+        {"backward.md", "-b 1 -n 2 -d 4 -H 2 --causal --backward --format markdown"},
     };
     return runs;
 }

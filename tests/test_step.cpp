@@ -391,6 +391,56 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
     CHECK(planned_steps(config, problem) == counter.steps);
 }
 
+TEST_CASE("--step walks the backward's steps, and b goes back across into the forward's",
+          "[step][backward]") {
+    // as the command line gives it: --step shows the weights, so auto takes the standard path
+    const Config config =
+        parse_args(words_of_options("--step --backward -b 1 -n 3 -d 8 -H 2 -t 1"));
+    const Problem problem = build_problem(config);
+    const std::size_t total = planned_steps(config, problem);
+    struct Counter : Tracer {
+        std::size_t forward = 0, backward = 0;
+        void on_step(const Step& step) override { ++(step.backward ? backward : forward); }
+    } counter;
+    run_backward(config, problem, counter);
+    // self-attention: x, 1-3, 4 and 5 three times each, 6-14 (19 steps); the backward 30
+    REQUIRE(counter.forward == 19);
+    REQUIRE(counter.backward == 30);
+    CHECK(total == counter.forward + counter.backward);
+    // Enter through the forward's 19 steps to b14 (dOut), then b twice, Enter twice to be back
+    // at b14, Enter once more to go on to db_o... (the keys then run out)
+    const std::string keys = std::string(19, '\n') + "bb\n\n\n";
+    std::ostringstream out, prompt_out;
+    Stepper stepper(out, std::make_unique<ScriptedKeys>(keys), prompt_out, total);
+    stepper.begin(problem.info);
+    run_backward(config, problem, stepper);
+    const std::string prompts = prompt_out.str();
+    const std::string of =
+        " of " + std::to_string(total) + ") · Enter: next  b: back  q: quit -- ";
+    CHECK_THAT(prompts, Catch::Contains("-- step 14 (19" + of + erase + "-- step b14 (20" + of +
+                                        erase + "-- step 14 (19" + of + erase + "-- step 13 (18" +
+                                        of + erase + "-- step 14 (19" + of + erase +
+                                        "-- step b14 (20" + of + erase + "-- step b14 (21" + of +
+                                        erase));
+    // the steps gone back to are drawn alone again: 14's output, then b14's dOut
+    const std::string text = out.str();
+    CHECK(count_of(text, "output = concat @ W_o.T + b_o") == 3);
+    CHECK(count_of(text, "dOut = output.grad") == 2);
+    CHECK(count_of(text, "\x1b[H\x1b[2J") == 4);
+}
+
+TEST_CASE("--step --backward without a terminal prints exactly what --trace prints",
+          "[step][backward]") {
+    const auto without_time = [](const std::string& s) { return s.substr(0, s.find("wall time")); };
+    const std::string options = " --backward -t 1 -b 1 -n 3 -m 4 -d 8 -H 2 -G 1 --causal";
+    const test::RunResult trace = test::run_mha("--trace" + options + " </dev/null");
+    const test::RunResult step = test::run_mha("--step" + options + " </dev/null");
+    REQUIRE(trace.status == 0);
+    CHECK(step.status == 0);
+    CHECK_THAT(trace.output, Catch::Contains("\nb14  grad         dOut = output.grad"));
+    CHECK(without_time(step.output) == without_time(trace.output));
+}
+
 TEST_CASE("--format markdown: one table row per step, no time, same page every run", "[markdown]") {
     const test::RunResult r =
         test::run_mha("--format markdown -b 1 -n 3 -d 8 -H 2 --causal", false);

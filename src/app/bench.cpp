@@ -1,18 +1,23 @@
 // mha bench. Each configuration is self-attention on seeded values, no mask,
-// untraced, so forward() takes the streaming path as an untraced run does.
+// untraced, so forward() takes the streaming path as an untraced run does. --backward times
+// forward_backward instead (core/backward/backward.h: the standard path, which the backward
+// reads P from, and the gradients of every input and weight).
 // Per configuration:
 //   ms        median over --repeat runs with all threads (one warm-up run first), every
 //             run taking its tensors from one workspace (core/tensor/workspace.h) and its
-//             weights packed once for the size (pack_weights, core/pass/projection.h)
+//             weights packed once for the size (pack_weights, core/pass/projection.h);
+//             --backward: forward + backward, the weights packed once, fresh tensors
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
 //   naive     reference_forward (core/reference, plain loops, 1 thread), run once
 //             when it has at most naive_max_macs multiply-adds; above that its time
-//             is estimated from the rate it reached on the largest size it ran
+//             is estimated from the rate it reached on the largest size it ran; none
+//             with --backward (there are no reference loops of the backward)
 //   1 thread  median with one thread; scaling = 1-thread ms / all-threads ms
 //   peak      peak resident memory of `mha -b B -n N -d D -H h` run as a child
 //   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3, the
-//             best of four settings (torch threads x OpenBLAS threads)
+//             best of four settings (torch threads x OpenBLAS threads); --backward: of
+//             nn.MultiheadAttention's and the composed form's autograd, eight in all
 
 #include "app/bench.h"
 
@@ -32,6 +37,7 @@
 
 #include "app/cli.h"
 #include "app/problem.h"
+#include "core/backward/backward.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/kernels/parallel.h"
@@ -65,6 +71,7 @@ struct BenchOptions {
     bool quick = false;
     bool json = false;
     bool compare_torch = false;
+    bool backward = false;  // time forward + backward
     bool help = false;
 };
 
@@ -74,6 +81,7 @@ struct Row {
     double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
     double faults = 0;          // page faults per timed run, all threads
     std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
+                                // (--backward: and "module" or "composed")
     bool naive_estimated = false;
     double peak_mib = 0;
 };
@@ -157,30 +165,48 @@ const std::vector<Option<BenchOptions>>& bench_table() {
          [](BenchOptions& o, const Arg&) { o.quick = true; }},
         {{"--json", 0, "", "one JSON document instead of the table"},
          [](BenchOptions& o, const Arg&) { o.json = true; }},
+        {{"--backward", 0, "",
+          "time the forward and the backward of L = sum(output *\n"
+          "dO), every gradient, on the standard path: ms is then\n"
+          "the forward + backward median (no naive column)"},
+         [](BenchOptions& o, const Arg&) { o.backward = true; }},
         {{"--compare-torch", 0, "",
           "also time nn.MultiheadAttention through /usr/bin/python3\n"
           "and src/app/bench_torch.py (needs PyTorch installed) at\n"
           "its best: torch threads 1, 2 x OpenBLAS threads 1, 2,\n"
-          "each in a fresh process, OPENBLAS_CORETYPE unset"},
+          "each in a fresh process, OPENBLAS_CORETYPE unset; with\n"
+          "--backward its autograd and that of the same maths from\n"
+          "F.linear, matmul and softmax, the best of the eight"},
          [](BenchOptions& o, const Arg&) { o.compare_torch = true; }},
         {{"--help", 'h', "", "this help"}, [](BenchOptions& o, const Arg&) { o.help = true; }},
     };
     return table;
 }
 
-Config config_of(const BenchSize& s) {
+Config config_of(const BenchSize& s, bool backward) {
     Config c;
     c.batch = s.batch;
     c.seq_len = s.seq_len;
     c.d_model = s.d_model;
     c.heads = s.heads;
+    c.backward = backward;
+    if (backward) c.attention = AttentionPath::Standard;  // the backward that reads P
     c.max_time.reset();  // bench chooses its sizes itself
     return c;
 }
 
-double multiply_adds(const BenchSize& s) {
-    return double(forward_macs({s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model,
-                                s.heads, s.heads, s.d_model / s.heads}));
+Sizes sizes_of(const BenchSize& s) {
+    return {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model,
+            s.heads, s.heads, s.d_model / s.heads};
+}
+
+// The forward's multiply-adds, or with `backward` the planned forward's and backward's.
+double multiply_adds(const BenchSize& s, bool backward) {
+    if (!backward) return double(forward_macs(sizes_of(s)));
+    PassSpec spec;
+    spec.sizes = sizes_of(s);
+    spec.backward = true;
+    return double(planned_macs(plan_pass(spec)));
 }
 
 // The page faults (minor and major) this process has taken so far.
@@ -208,9 +234,10 @@ double median_ms(std::size_t repeat, Run run, double& faults) {
     return times[times.size() / 2];
 }
 
-// Peak resident memory (MiB) of this binary run untraced on the size, as a child.
-double child_peak_mib(const BenchSize& s, std::size_t threads) {
-    const std::vector<std::string> args = {"mha",
+// Peak resident memory (MiB) of this binary run untraced on the size (with `backward`:
+// --backward --attention standard, what bench --backward times), as a child.
+double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
+    std::vector<std::string> args = {"mha",
                                            "-b",
                                            std::to_string(s.batch),
                                            "-n",
@@ -223,6 +250,7 @@ double child_peak_mib(const BenchSize& s, std::size_t threads) {
                                            std::to_string(threads),
                                            "--max-time",
                                            "off"};
+    if (backward) args.insert(args.end(), {"--backward", "--attention", "standard"});
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -251,21 +279,23 @@ bool torch_available() {
 
 // PyTorch's fastest median ms for every size, keyed by "B N d h", with the setting that
 // reached it: src/app/bench_torch.py in a fresh process for each of torch threads 1, 2 x
-// OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernels.
+// OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernels;
+// with `backward` its forward + backward, each line naming the form ("module", "composed").
 struct TorchTime {
     double ms = 0;
     std::string setting;  // e.g. "1/2": torch threads / OpenBLAS threads
 };
 
 std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes,
-                                             std::size_t repeat) {
+                                             std::size_t repeat, bool backward) {
     std::map<std::string, TorchTime> best;
     for (const std::size_t torch_threads : {1, 2}) {
         for (const std::size_t blas_threads : {1, 2}) {
             std::string command =
                 "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) +
                 " " + torch_python + " " + torch_script + " --threads " +
-                std::to_string(torch_threads) + " --repeat " + std::to_string(repeat);
+                std::to_string(torch_threads) + " --repeat " + std::to_string(repeat) +
+                (backward ? " --backward" : "");
             for (const BenchSize& s : sizes) {
                 command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
                            std::to_string(s.d_model) + "," + std::to_string(s.heads);
@@ -278,9 +308,13 @@ std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes
                 BenchSize s{};
                 double ms;
                 if (!(words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms)) continue;
+                std::string form;
+                words >> form;  // --backward: module or composed
                 TorchTime& t = best[key_of(s)];
-                if (t.setting.empty() || ms < t.ms)
-                    t = {ms, std::to_string(torch_threads) + "/" + std::to_string(blas_threads)};
+                if (t.setting.empty() || ms < t.ms) {
+                    t = {ms, std::to_string(torch_threads) + "/" + std::to_string(blas_threads) +
+                                 (form.empty() ? "" : " " + form)};
+                }
             }
             if (pclose(pipe) != 0) throw Error("bench: " + command + " failed");
         }
@@ -292,21 +326,28 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
             double& naive_rate) {
     Row row;
     row.size = size;
-    row.macs = multiply_adds(size);
+    row.macs = multiply_adds(size, o.backward);
     row.peak_mib = peak_mib;
-    Problem p = build_problem(config_of(size));
+    Problem p = build_problem(config_of(size, o.backward));
     NullTracer none;
     Workspace workspace;  // every run reuses the memory of the one before
     p.options.workspace = &workspace;
     const PackedWeights packed = pack_weights(p.weights);  // and the weights packed once
     p.options.packed = &packed;
     p.options.threads = threads;
-    row.ms = median_ms(
-        o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); }, row.faults);
+    const auto run = [&] {
+        if (o.backward) {
+            forward_backward(p.weights, p.inputs, p.masks, p.options, Form::Packed, p.grad_output,
+                             none);
+        } else {
+            forward(p.weights, p.inputs, p.masks, p.options, none);
+        }
+    };
+    row.ms = median_ms(o.repeat, run, row.faults);
     p.options.threads = 1;
     double faults_one = 0;
-    row.ms_one = median_ms(
-        o.repeat, [&] { forward(p.weights, p.inputs, p.masks, p.options, none); }, faults_one);
+    row.ms_one = median_ms(o.repeat, run, faults_one);
+    if (o.backward) return row;  // no reference loops of the backward: no naive time
     if (row.macs <= naive_max_macs || naive_rate == 0) {
         const auto start = std::chrono::steady_clock::now();
         reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
@@ -334,13 +375,17 @@ std::string padded(const std::string& text, std::size_t width) {
 }
 
 void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
-    std::cout << "mha bench: self-attention, no mask, untraced (streaming path); median of "
-              << o.repeat << " run(s)\nkernels " << kernel_variant_name() << " (tile "
+    std::cout << "mha bench" << (o.backward ? " --backward" : "")
+              << ": self-attention, no mask, untraced"
+              << (o.backward ? ", forward + backward (standard path)" : " (streaming path)")
+              << "; median of " << o.repeat << " run(s)\nkernels " << kernel_variant_name() << " (tile "
               << kernel_tile_name() << "; MHA_KERNEL=name forces another), " << threads
-              << " thread(s); naive = reference loops, 1 thread (~ estimated)\n\n";
+              << " thread(s); naive = reference loops, 1 thread (~ estimated"
+              << (o.backward ? "; none of the backward" : "") << ")\n\n";
     std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
                  "  scaling  peak MiB  faults";
-    if (o.compare_torch) std::cout << "  torch ms  t/blas  vs torch";
+    if (o.compare_torch)
+        std::cout << "  torch ms  " << (o.backward ? "t/blas    form" : "t/blas") << "  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
         std::cout << padded(std::to_string(r.size.batch), 3)
@@ -348,12 +393,15 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << padded(std::to_string(r.size.d_model), 9)
                   << padded(std::to_string(r.size.heads), 4) << padded(fixed(r.ms, 2), 9)
                   << padded(fixed(gflops(r.macs, r.ms), 1), 9)
-                  << padded((r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
-                  << padded(fixed(r.naive_ms / r.ms, 1) + "x", 10) << padded(fixed(r.ms_one, 2), 10)
+                  << padded(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1),
+                            12)
+                  << padded(o.backward ? "-" : fixed(r.naive_ms / r.ms, 1) + "x", 10)
+                  << padded(fixed(r.ms_one, 2), 10)
                   << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10)
                   << padded(fixed(r.faults, 0), 8);
         if (o.compare_torch)
-            std::cout << padded(fixed(r.torch_ms, 2), 10) << padded(r.torch_setting, 8)
+            std::cout << padded(fixed(r.torch_ms, 2), 10)
+                  << padded(r.torch_setting, o.backward ? 15 : 8)
                       << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
         std::cout << "\n";
     }
@@ -365,22 +413,27 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
         std::cout
             << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
                "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
-               "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n";
+               "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n"
+            << (o.backward ? "--backward: forward + backward by autograd, of nn.MultiheadAttention "
+                             "(module) and of\nthe same maths from F.linear, matmul and softmax "
+                             "(composed), the faster of the two\n"
+                           : "");
 }
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
               << ",\"kernel\":\"" << kernel_variant_name() << "\",\"kernel_tile\":\""
-              << kernel_tile_name() << "\",\"path\":\"streaming\",\"configs\":[";
+              << kernel_tile_name() << "\",\"path\":\"" << (o.backward ? "standard" : "streaming")
+              << "\",\"backward\":" << (o.backward ? "true" : "false") << ",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
                   << ",\"d_model\":" << r.size.d_model << ",\"h\":" << r.size.heads
                   << ",\"macs\":" << fixed(r.macs, 0) << ",\"ms\":" << fixed(r.ms, 4)
                   << ",\"gflops\":" << fixed(gflops(r.macs, r.ms), 2)
-                  << ",\"naive_ms\":" << fixed(r.naive_ms, 2)
+                  << ",\"naive_ms\":" << (o.backward ? "null" : fixed(r.naive_ms, 2))
                   << ",\"naive_estimated\":" << (r.naive_estimated ? "true" : "false")
-                  << ",\"speedup\":" << fixed(r.naive_ms / r.ms, 2)
+                  << ",\"speedup\":" << (o.backward ? "null" : fixed(r.naive_ms / r.ms, 2))
                   << ",\"ms_1_thread\":" << fixed(r.ms_one, 4)
                   << ",\"scaling\":" << fixed(r.ms_one / r.ms, 3)
                   << ",\"peak_mib\":" << fixed(r.peak_mib, 1)
@@ -402,11 +455,14 @@ const CommandInfo& bench_command() {
 Times the forward pass (self-attention, no mask, untraced) on six sizes from
 (B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
 GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
+With --backward every ms is the forward + backward median, and GFLOP/s counts
+both passes' multiply-adds.
 )",
                                    R"(Examples:
   mha bench --quick                         a smoke test
   mha bench --sizes 1x512x512x8 --heads 1,8,16
                                             one size at 1, 8 and 16 heads
+  mha bench --backward --quick              forward + backward, a smoke test
 )",
                                    "", bench_table());
     return command;
@@ -432,11 +488,12 @@ int run_bench(const std::vector<std::string>& args) {
     // it inherits from its parent at the fork (and the heap keeps some of what earlier sizes
     // freed)
     std::vector<double> peaks;
-    for (const BenchSize& size : sizes) peaks.push_back(child_peak_mib(size, threads));
+    for (const BenchSize& size : sizes)
+        peaks.push_back(child_peak_mib(size, threads, o.backward));
     for (std::size_t i = 0; i < sizes.size(); ++i)
         rows.push_back(measure(sizes[i], o, threads, peaks[i], naive_rate));
     if (o.compare_torch) {
-        const std::map<std::string, TorchTime> torch = torch_times(sizes, o.repeat);
+        const std::map<std::string, TorchTime> torch = torch_times(sizes, o.repeat, o.backward);
         for (Row& r : rows) {
             const auto found = torch.find(key_of(r.size));
             if (found == torch.end()) throw Error("bench: no PyTorch time for " + key_of(r.size));

@@ -428,7 +428,10 @@ const std::vector<Row>& mha_table() {
           "reverse (packed, --fused-qkv, --per-head, --form mla\n"
           "and --block; --decode's are --causal's without it);\n"
           "--model: L = the mean cross-entropy of predicting\n"
-          "each next character of --text (printed as loss:)"},
+          "each next character of --text (printed as loss:); one\n"
+          "layer's header says what the forward kept for it, the\n"
+          "totals its multiply-adds against the forward's; with\n"
+          "--shapes-only the memory training the layer keeps"},
          [](Config& c, const Arg&) { c.backward = true; }},
         {{"--grad-output", 0, "DO.npy",
           "dO in the layout --save writes output in (default:\n"

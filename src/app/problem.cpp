@@ -9,6 +9,7 @@
 #include "app/layout.h"
 #include "app/time_guard.h"
 #include "app/variants.h"
+#include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/decode.h"
@@ -437,6 +438,23 @@ PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_
     return m ? mla_spec(*m, spec) : spec;
 }
 
+// --backward of one attention layer (not MLA's, nor the block's): how the planned multiply-adds of `steps` split between the forward
+// and the backward, what the forward of `spec` keeps for the backward and, on the standard
+// path under --shapes-only, what the streaming path would keep.
+void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<Step>& steps) {
+    // planned_kept knows the attention layer's Kept, not MLA's; MLA's forward plan also holds
+    // the absorbed form's check, which no backward step mirrors
+    if (spec.mla) return;
+    info.backward = true;
+    info.macs = split_macs(steps);
+    info.kept = planned_kept(spec);
+    if (info.shapes_only && spec.path == AttentionPath::Standard) {
+        PassSpec streaming = spec;
+        streaming.path = AttentionPath::Streaming;
+        info.kept_streaming = planned_kept(streaming);
+    }
+}
+
 // How GPT-2's Conv1D weights were read, and its mask when the run has none.
 std::string conv1d_note(bool causal) {
     return std::string(
@@ -591,6 +609,7 @@ ShapesProblem build_shapes(const Config& c) {
     }
     p.steps = plan_pass(p.spec);
     p.info.total_macs = planned_macs(p.steps);
+    if (c.backward && !c.block) describe_backward(p.info, p.spec, p.steps);
     return p;
 }
 
@@ -650,6 +669,12 @@ Problem build_problem(const Config& c) {
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
+    if (c.backward && !c.block) {  // the plan of the pass that runs: its biases, QK-norm, ...
+        PassSpec spec = pass_spec(check_pass(p.weights, p.inputs, p.masks, p.options), p.weights,
+                                  p.inputs, p.masks, p.options, c.form);
+        spec.backward = true;
+        describe_backward(p.info, spec, plan_pass(spec));
+    }
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.compute_first = may_stop_on_overflow(c, p);
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes

@@ -11,6 +11,7 @@
 #include "show/summary.h"
 #include "show/svg.h"
 #include "show/text_report.h"
+#include "show/training_text.h"
 
 #include <sstream>
 
@@ -115,6 +116,10 @@ void HtmlReport::begin(const RunInfo& info) {
     out_ << "Weights: " << html(info.weights_source) << ". Inputs: " << html(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
+    if (info.backward) {
+        out_ << "<p>dO: " << html(info.grad_output_source) << "."
+             << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
+    }
     out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
             "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
          << "</header>\n<main>\n";
@@ -177,6 +182,10 @@ void HtmlReport::write_maps(const ForwardResult& result) {
         return;
     }
     write_svg(out_, maps, rows, cols, style);
+    if (info_.backward) {
+        out_ << "<p>The backward's (B, h, N, M) tensors dP and dS are not drawn: these colours "
+                "read weights between 0 and 1, and a gradient is signed and unbounded.</p>\n";
+    }
     out_ << "</section>\n";
 }
 
@@ -200,6 +209,9 @@ void HtmlReport::finish(const ForwardResult& result, double) {
     }
     out_ << "<p class=\"totals\">Total: " << byte_size(copied_bytes_) << " copied, "
          << with_commas(macs_) << " multiply-adds.";
+    if (info_.backward) out_ << " " << html(sentence(backward_macs_text(info_)));
+    if (info_.shapes_only && !info_.kept.empty())
+        out_ << " " << html(sentence(training_memory_text(info_)));
     if (!info_.shapes_only && result.output.numel() > 0) {
         const TensorStats stats = stats_of(result.output);
         out_ << " Output <code>" << html(named_shape({"B", "N", "d_model"}, result.output.shape()))

@@ -124,6 +124,17 @@ std::string config(const RunInfo& info) {
            "}";
 }
 
+// --backward: what the forward kept for it and the multiply-adds of both passes.
+std::string backward_object(const RunInfo& info) {
+    const std::string kept = array(info.kept, [](const KeptTensor& t) {
+        return "{\"tensor\":" + quoted(t.name) + ",\"dims\":" + strings(t.dims) +
+               ",\"shape\":" + sizes(t.shape) + ",\"bytes\":" + std::to_string(t.bytes) + "}";
+    });
+    return "{\"kept\":" + kept + ",\"kept_bytes\":" + std::to_string(kept_bytes(info.kept)) +
+           ",\"forward_macs\":" + std::to_string(info.macs.forward) +
+           ",\"backward_macs\":" + std::to_string(info.macs.backward) + "}";
+}
+
 std::string step_object(const Step& step, bool values) {
     std::string json = "{\"step\":" + std::to_string(step.number) +
                        (step.backward ? ",\"backward\":true" : "") +
@@ -155,7 +166,7 @@ void JsonReport::begin(const RunInfo& info) {
     first_step_ = true;
     out_ << "{\"tool\":\"mha\",\"schema_version\":" << json_schema_version
          << ",\"config\":" << config(info) << ",\"parameters\":" << info.parameters
-         << ",\"steps\":[";
+         << (info.backward ? ",\"backward\":" + backward_object(info) : "") << ",\"steps\":[";
 }
 
 void JsonReport::on_step(const Step& step) {

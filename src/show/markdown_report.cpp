@@ -10,6 +10,7 @@
 #include "show/notes.h"
 #include "show/summary.h"
 #include "show/text_report.h"
+#include "show/training_text.h"
 
 namespace mha {
 
@@ -52,12 +53,19 @@ void MarkdownReport::begin(const RunInfo& info) {
     explain_ = info.explain;
     copied_bytes_ = macs_ = 0;
     shapes_only_ = info.shapes_only;
+    backward_ = backward_macs_text(info);
+    training_ = info.shapes_only ? training_memory_text(info) : "";
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
          << "Weights: " << markdown_text(info.weights_source)
          << ". Inputs: " << markdown_text(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".\n\n";
-    for (const std::string& note : info.layout_notes) out_ << "- " << note << "\n";
-    if (!info.layout_notes.empty()) out_ << "\n";
+    std::vector<std::string> bullets = info.layout_notes;
+    if (info.backward) {
+        bullets.push_back("dO: " + markdown_text(info.grad_output_source));
+        if (!info.kept.empty()) bullets.push_back(kept_text(info));
+    }
+    for (const std::string& bullet : bullets) out_ << "- " << bullet << "\n";
+    if (!bullets.empty()) out_ << "\n";
     out_ << "| step | operation | expression | shape | strides | contiguous | copied | MACs |\n"
          << "| ---: | --- | --- | --- | --- | --- | ---: | ---: |\n";
 }
@@ -94,9 +102,11 @@ void MarkdownReport::finish(const ForwardResult& result, double) {
         for (const std::string& paragraph : explained_) out_ << paragraph << "\n\n";
     }
     out_ << "Total: " << byte_size(copied_bytes_) << " copied, " << with_commas(macs_)
-         << " multiply-adds.";
+         << " multiply-adds" << (backward_.empty() ? "" : " (" + backward_ + ")") << ".";
     if (shapes_only_) {
-        out_ << " Shapes only: nothing was computed.\n";
+        out_ << " Shapes only: nothing was computed.";
+        if (!training_.empty()) out_ << " " << sentence(training_);
+        out_ << "\n";
         return;
     }
     const TensorStats stats = stats_of(result.output);

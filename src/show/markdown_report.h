@@ -32,6 +32,8 @@ private:
     std::uint64_t copied_bytes_ = 0;
     std::uint64_t macs_ = 0;
     bool shapes_only_ = false;  // --shapes-only: there is no output to describe
+    std::string backward_;      // --backward: its multiply-adds against the forward's
+    std::string training_;      // --shapes-only --backward: the memory training keeps
 };
 
 }  // namespace mha

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backward/training_costs.h"
 #include "core/pass/mla.h"
 
 namespace mha {
@@ -44,6 +45,11 @@ struct RunInfo {
     std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
     std::string activation_tensors = "Q, K, V, scores, context, concat and output";  // of them
     std::uint64_t total_macs = 0;  // multiply-adds of the whole pass
+    bool backward = false;         // --backward: the backward's steps follow the forward's
+    std::vector<KeptTensor> kept;  // --backward: what the forward keeps for the backward
+    std::vector<KeptTensor> kept_streaming;  // --shapes-only --backward on the standard path:
+                                             // what the streaming path would keep instead
+    MacSplit macs;  // --backward: the forward's and the backward's planned multiply-adds
 };
 
 }  // namespace mha

@@ -3,6 +3,7 @@
 #include "show/text_layout.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace mha {
 
@@ -29,6 +30,22 @@ std::vector<std::string> words_of(const std::string& text) {
         const std::size_t end = std::min(text.find(' ', start), text.size());
         if (end > start) words.push_back(text.substr(start, end - start));
         start = end + 1;
+    }
+    return words;
+}
+
+std::vector<std::string> words_keeping_sizes(const std::string& text) {
+    static const std::vector<std::string> units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::vector<std::string> words;
+    for (const std::string& word : words_of(text)) {
+        const std::string unit = word.substr(0, word.find_first_of(",.;:)"));
+        const bool after_number = !words.empty() && !words.back().empty() &&
+                                  std::isdigit(static_cast<unsigned char>(words.back().back()));
+        if (after_number && std::find(units.begin(), units.end(), unit) != units.end()) {
+            words.back() += " " + word;
+        } else {
+            words.push_back(word);
+        }
     }
     return words;
 }

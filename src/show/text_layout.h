@@ -16,6 +16,9 @@ std::size_t display_width(const std::string& text);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
 std::vector<std::string> words_of(const std::string& text);
+// words_of, with a byte unit kept on its number's word ("8.6 GiB", "96 B,"), so that a filled
+// line never breaks a size in two.
+std::vector<std::string> words_keeping_sizes(const std::string& text);
 
 // Writes pieces joined by separator, starting a new line (prefix next) whenever
 // the next piece would pass the 80th column; a piece is never split.

@@ -8,6 +8,7 @@
 #include "show/notes.h"
 #include "show/summary.h"
 #include "show/text_layout.h"
+#include "show/training_text.h"
 #include "show/values.h"
 
 #include <algorithm>
@@ -146,6 +147,7 @@ void TextReport::begin(const RunInfo& info) {
                                         "inputs: " + info.inputs_source};
     if (!info.grad_output_source.empty()) sources.push_back("dO: " + info.grad_output_source);
     write_filled(out_, sources, "   ", "  ", "  ");
+    if (!info.kept.empty()) write_filled(out_, kept_pieces(info), " ", "  ", "    ");
     out_ << "  parameters: " << with_commas(info.parameters) << parameter_formula(info) << "\n";
     if (info.heads > 0) {
         for (const std::string& line : projection_parameters(info))
@@ -198,12 +200,18 @@ void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& al
 void TextReport::finish(const ForwardResult& result, double wall_ms) {
     if (info_.shapes_only) {
         out_ << "\n";
+        const std::string backward =
+            info_.backward ? " " + sentence(backward_macs_text(info_)) +
+                                 (info_.kept.empty() ? ""
+                                                     : " " + sentence(training_memory_text(info_)))
+                           : "";
         write_filled(
             out_,
-            words_of("shapes only: nothing was computed or allocated. Computing this "
+            words_keeping_sizes("shapes only: nothing was computed or allocated. Computing this "
                      "pass would allocate " +
                      byte_size(info_.activation_bytes) + " for " + info_.activation_tensors +
-                     ", and take " + with_commas(info_.total_macs) + " multiply-adds."),
+                     ", and take " + with_commas(info_.total_macs) + " multiply-adds." +
+                     backward),
             " ", "", "");
         out_ << "wall time: " << fixed(wall_ms, 2) << " ms (shapes only)\n";
         return;
@@ -230,9 +238,10 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
                               " their attention weights are NaN, or zero if asked for"),
                      " ", "", "  ");
     }
-    const bool backward = !info_.grad_output_source.empty();
+    if (info_.backward) write_filled(out_, words_of(backward_macs_text(info_)), " ", "", "  ");
     out_ << "wall time: " << fixed(wall_ms, 2) << " ms ("
-         << (backward ? "forward and backward passes, " : "forward pass, ")
+         << (info_.grad_output_source.empty() ? "forward pass, "
+                                               : "forward and backward passes, ")
          << plural(info_.threads, "thread") << ")\n";
 }
 

@@ -1,0 +1,116 @@
+// What training one layer costs (core/backward/training_costs.h): the planned kept tensors
+// against what a computed forward really keeps, by hand for a preset's size, and the plan's
+// multiply-adds split into the forward's and the backward's.
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "core/backward/training_costs.h"
+#include "core/pass/attention.h"
+#include "io/init.h"
+
+namespace {
+
+using mha::Tensor;
+
+// The bytes of every tensor the forward kept, by the names planned_kept gives them.
+std::map<std::string, std::uint64_t> kept_by_name(const mha::Kept& kept,
+                                                  const mha::ForwardResult& result,
+                                                  const mha::Inputs& in) {
+    std::map<std::string, std::uint64_t> bytes;
+    auto add = [&bytes](const std::string& name, const Tensor& t) {
+        if (!t.empty()) bytes[name] = 4 * t.numel();
+    };
+    if (in.self_attention()) {
+        add("x", in.x_q);
+    } else {
+        add("x_q", in.x_q);
+        add("x_k", in.x_k);
+        add("x_v", in.x_v);
+    }
+    add("Q_raw", kept.q_raw);
+    add("K_raw", kept.k_raw);
+    add("Q", kept.q);
+    add("K", kept.k);
+    add("V", kept.v);
+    add("P", result.weights);
+    add("lse", kept.lse);
+    add("O", kept.context);
+    add("concat", kept.concat);
+    return bytes;
+}
+
+std::map<std::string, std::uint64_t> planned_by_name(const std::vector<mha::KeptTensor>& list) {
+    std::map<std::string, std::uint64_t> bytes;
+    for (const mha::KeptTensor& t : list) {
+        std::uint64_t elements = 1;
+        for (std::size_t size : t.shape) elements *= size;
+        CHECK(t.bytes == 4 * elements);
+        CHECK(t.dims.size() == t.shape.size());
+        bytes[t.name] = t.bytes;
+    }
+    return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("planned_kept names exactly what the forward keeps, in bytes, on either path",
+          "[backward]") {
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    const bool self = GENERATE(true, false);
+    const bool qk_norm = GENERATE(false, true);
+    const bool zero_attn = GENERATE(false, true);
+    CAPTURE(path == mha::AttentionPath::Standard, self, qk_norm, zero_attn);
+    // B=2, N=3, M=5 (cross), d_model=8, h=4, G=2: d_k=2
+    const mha::Sizes s{2, 3, self ? 3u : 5u, 8, 8, 8, 4, 2, 2};
+    mha::Weights w = mha::seeded_weights(8, 4, true, true, 1);
+    if (qk_norm) w.q_norm = w.k_norm = Tensor({2}, {1.0f, 0.5f});
+    const mha::Inputs in = mha::seeded_inputs(s, self, 2);
+    mha::ForwardOptions options;
+    options.heads = 4;
+    options.add_zero_attn = zero_attn;
+    options.path = path;
+    mha::Kept kept;
+    options.keep = &kept;
+    mha::NullTracer quiet;
+    const mha::ForwardResult result = mha::forward(w, in, {}, options, quiet);
+    const mha::PassSpec spec = mha::forward_spec(w, in, {}, options);
+    const std::vector<mha::KeptTensor> planned = mha::planned_kept(spec);
+    CHECK(planned_by_name(planned) == kept_by_name(kept, result, in));
+    std::uint64_t total = 0;
+    for (const auto& [name, bytes] : kept_by_name(kept, result, in)) total += bytes;
+    CHECK(mha::kept_bytes(planned) == total);
+}
+
+TEST_CASE("planned_kept at llama3-8b's size, by hand", "[backward]") {
+    // B=1, N=M=8192, d_model=4096, h=32, G=8, d_k=128 (mha --preset llama3-8b)
+    mha::PassSpec spec;
+    spec.sizes = {1, 8192, 8192, 4096, 4096, 4096, 32, 8, 128};
+    const std::uint64_t MiB = 1 << 20;
+    // x, Q, O, concat: 8192·4096·4 B = 128 MiB each; K, V: 8·8192·128·4 B = 32 MiB each;
+    // P: 32·8192·8192·4 B = 8 GiB
+    CHECK(mha::kept_bytes(mha::planned_kept(spec)) == 4 * 128 * MiB + 2 * 32 * MiB + 8192 * MiB);
+    spec.path = mha::AttentionPath::Streaming;
+    const std::vector<mha::KeptTensor> streaming = mha::planned_kept(spec);
+    // lse: 32·8192·4 B = 1 MiB instead of P
+    CHECK(streaming.at(4).name == "lse");
+    CHECK(streaming.at(4).bytes == MiB);
+    CHECK(mha::kept_bytes(streaming) == 4 * 128 * MiB + 2 * 32 * MiB + MiB);
+}
+
+TEST_CASE("split_macs adds the forward's and the backward's steps apart", "[backward]") {
+    mha::PassSpec spec;
+    spec.sizes = {1, 3, 3, 8, 8, 8, 2, 2, 4};
+    spec.backward = true;
+    const std::vector<mha::Step> steps = mha::plan_pass(spec);
+    const mha::MacSplit split = mha::split_macs(steps);
+    // forward: 4 projections 3·8·8 = 192 each, Q Kᵀ and P V 2·3·3·4 = 72 each
+    CHECK(split.forward == 4 * 192 + 2 * 72);
+    CHECK(split.forward + split.backward == mha::planned_macs(steps));
+    // backward: dW and dx of 4 projections (8 × 192), dV, dP, dQ, dK (4 × 72),
+    // D = 2·3·4 = 24, dS = 2·3·3 = 18
+    CHECK(split.backward == 8 * 192 + 4 * 72 + 24 + 18);
+}
