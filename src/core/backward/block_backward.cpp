@@ -20,25 +20,27 @@ struct BlockBack {
     PassTrace& trace;
 };
 
+// One linear layer's adjoint, traced as dW, db, dx: the weight's and bias's gradients go to
+// dw and db; returns dx.
+Tensor linear_back(const BlockBack& b, const Tensor& x, const Tensor& w, const Tensor& dy,
+                   Tensor& dw, Tensor& db) {
+    LinearGrads grads = linear_backward(x, w, true, dy, b.threads);
+    dw = std::move(grads.dw);
+    db = std::move(grads.db);
+    b.trace.show(dw);
+    b.trace.show(db);
+    b.trace.show(grads.dx);
+    return std::move(grads.dx);
+}
+
 // FFNᵀ: the gradient at the feed-forward's input from the one at its output, d_ffn
 // (B, N, d_model); linear1's and linear2's gradients go to g.
 Tensor feed_forward_back(const BlockBack& b, const BlockKept& k, const Tensor& d_ffn,
                          BlockWeights& g) {
-    LinearGrads second = linear_backward(k.activated, b.w.w_2, true, d_ffn, b.threads);
-    g.w_2 = std::move(second.dw);
-    g.b_2 = std::move(second.db);
-    b.trace.show(g.w_2);
-    b.trace.show(g.b_2);
-    b.trace.show(second.dx);
-    const Tensor d_hidden = gelu_backward(k.hidden, second.dx, b.threads);
+    const Tensor d_activated = linear_back(b, k.activated, b.w.w_2, d_ffn, g.w_2, g.b_2);
+    const Tensor d_hidden = gelu_backward(k.hidden, d_activated, b.threads);
     b.trace.show(d_hidden);
-    LinearGrads first = linear_backward(k.ffn_in, b.w.w_1, true, d_hidden, b.threads);
-    g.w_1 = std::move(first.dw);
-    g.b_1 = std::move(first.db);
-    b.trace.show(g.w_1);
-    b.trace.show(g.b_1);
-    b.trace.show(first.dx);
-    return first.dx;
+    return linear_back(b, k.ffn_in, b.w.w_1, d_hidden, g.w_1, g.b_1);
 }
 
 // LNᵀ for norm1 (first) or norm2: the gradient at the norm's input; γ's and β's to g.
