@@ -1,0 +1,47 @@
+#pragma once
+// One training step of the character model (core/forms/model.h), as train.py takes it: the
+// forward and backward of the mean cross-entropy, the gradients clipped by their global norm,
+// AdamW on every parameter at the step's learning rate.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/forms/model.h"
+#include "core/train/optimizer.h"
+
+namespace mha {
+
+// What a step needs besides the data; the defaults are the kjv-2x4 recipe.
+struct TrainRecipe {
+    std::size_t steps = 3000;   // the schedule's length (learning_rate's `steps`)
+    std::size_t warmup = 100;   // linear warm-up steps
+    double lr = 3e-3;           // the peak learning rate
+    double clip = 1.0;          // the global gradient norm clipped to
+    AdamWSettings adamw;
+};
+
+// Everything that changes from step to step: with the same batches, a state saved and loaded
+// again goes on bit for bit.
+struct TrainState {
+    Model model;
+    std::vector<AdamWMoments> moments;  // one per parameter, in model_arrays' order
+    std::uint64_t step = 0;             // steps taken so far
+};
+
+struct StepResult {
+    double loss = 0.0;       // the mean cross-entropy before the update, in nats
+    double grad_norm = 0.0;  // the global gradient norm before clipping
+    double lr = 0.0;         // the learning rate this step used
+};
+
+// A fresh state for `model`: zero moments, step 0.
+TrainState start_training(Model model);
+
+// One step on `batch` rows: tokens and targets (batch · N ids, row by row, N ≤ context).
+// Fixed-order sums throughout: any thread count gives the same bits.
+StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
+                      const std::vector<std::size_t>& targets, std::size_t batch,
+                      const TrainRecipe& recipe, std::size_t threads);
+
+}  // namespace mha
