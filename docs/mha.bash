@@ -16,7 +16,7 @@ _mha() {
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
-    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --compare-torch --help"
+    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in

@@ -35,6 +35,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/bench_train.h"
 #include "app/cli.h"
 #include "app/problem.h"
 #include "core/backward/backward.h"
@@ -72,6 +73,7 @@ struct BenchOptions {
     bool json = false;
     bool compare_torch = false;
     bool backward = false;  // time forward + backward
+    bool train = false;     // time mha train's step instead (app/bench_train.h)
     bool help = false;
 };
 
@@ -170,6 +172,13 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "dO), every gradient, on the standard path: ms is then\n"
           "the forward + backward median (no naive column)"},
          [](BenchOptions& o, const Arg&) { o.backward = true; }},
+        {{"--train", 0, "",
+          "time a training step of mha train's default recipe\n"
+          "(forward, backward, clipping, AdamW) on all threads and\n"
+          "on 1; with --quick a tiny model; with --compare-torch\n"
+          "PyTorch training the same model at each of the four\n"
+          "settings, every engine taking one step in turn"},
+         [](BenchOptions& o, const Arg&) { o.train = true; }},
         {{"--compare-torch", 0, "",
           "also time nn.MultiheadAttention through /usr/bin/python3\n"
           "and src/app/bench_torch.py (needs PyTorch installed) at\n"
@@ -456,13 +465,16 @@ Times the forward pass (self-attention, no mask, untraced) on six sizes from
 (B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
 GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
 With --backward every ms is the forward + backward median, and GFLOP/s counts
-both passes' multiply-adds.
+both passes' multiply-adds. With --train it times one training step of mha
+train's default recipe instead, and --repeat counts steps.
 )",
                                    R"(Examples:
   mha bench --quick                         a smoke test
   mha bench --sizes 1x512x512x8 --heads 1,8,16
                                             one size at 1, 8 and 16 heads
   mha bench --backward --quick              forward + backward, a smoke test
+  mha bench --train --compare-torch --repeat 20
+                                            mha train's step against PyTorch's
 )",
                                    "", bench_table());
     return command;
@@ -481,6 +493,13 @@ int run_bench(const std::vector<std::string>& args) {
     if (o.compare_torch && !torch_available())
         throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
+    if (o.train) {
+        if (!o.sizes.empty() || !o.heads.empty() || o.backward)
+            throw Error("bench --train times mha train's one size; it takes no --sizes, "
+                        "--heads or --backward");
+        run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json});
+        return 0;
+    }
     const std::vector<BenchSize> sizes = sizes_to_time(o);
     std::vector<Row> rows;
     double naive_rate = 0;
