@@ -215,8 +215,9 @@ FIXTURE_TEXTS = {
 
 
 def load_model(path):
-    """The model as save_model wrote it, and its vocabulary."""
-    arrays = dict(np.load(path))
+    """The model as save_model (or mha train) wrote it, and its vocabulary; the arrays under
+    train.* that mha train adds for --resume (AdamW's moments, the step, ...) are left alone."""
+    arrays = {name: a for name, a in np.load(path).items() if not name.startswith("train.")}
     vocab = [int(c) for c in arrays.pop("vocab")]
     heads = arrays.pop("heads")
     vocab_size, d_model = arrays["token_embedding.weight"].shape
