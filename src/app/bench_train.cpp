@@ -42,8 +42,9 @@ struct TrainSize {
     std::size_t batch, context, d_model, heads, layers, d_ff, vocab;
 };
 
-// mha train's defaults (the kjv-2x4 recipe) with its shipped corpus's 63 tokens, and a tiny
-// model for --quick.
+// mha train's default sizes (the kjv-2x4 recipe) with kjv-2x4's vocabulary of 63 (the corpus
+// mha ships has 62 characters: one row fewer in the embedding and the head), and a tiny model
+// for --quick.
 constexpr TrainSize recipe_size = {32, 128, 64, 4, 2, 256, 63};
 constexpr TrainSize quick_size = {2, 16, 16, 2, 2, 32, 11};
 
