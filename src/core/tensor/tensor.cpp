@@ -234,15 +234,21 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-    std::vector<float> values;
-    values.reserve(numel());
-    std::vector<std::size_t> index(dim(), 0);
+    const std::size_t count = numel();
+    if (count == 0) return {};
+    if (dim() == 0) return {data()[0]};
+    std::vector<float> values(count);
+    // Row by row of the last dimension: the outer indices step like an odometer.
+    const std::size_t last = dim() - 1, width = shape()[last], step = strides()[last];
+    std::vector<std::size_t> index(last, 0);
     const float* base = data();
-    for (std::size_t n = 0; n < numel(); ++n) {
+    for (std::size_t row = 0; row < count / width; ++row) {
         std::size_t position = 0;
-        for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides()[d];
-        values.push_back(base[position]);
-        for (std::size_t d = dim(); d-- > 0;) {
+        for (std::size_t d = 0; d < last; ++d) position += index[d] * strides()[d];
+        const float* from = base + position;
+        float* to = values.data() + row * width;
+        for (std::size_t j = 0; j < width; ++j) to[j] = from[j * step];
+        for (std::size_t d = last; d-- > 0;) {
             if (++index[d] < shape()[d]) break;
             index[d] = 0;
         }
