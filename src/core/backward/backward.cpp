@@ -241,7 +241,10 @@ HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTr
     return g;
 }
 
-// b10-b6 on the standard path, unit by unit.
+// b10-b6 on the standard path, unit by unit. Traced (or soft-capped, whose b7 reads the
+// recomputed capped scores of every unit) each step runs over all units before it is shown;
+// untraced, each unit runs all its steps at once while its P and dS are in cache, with b7's
+// · f taken on each row of dS right after b9 (the same two roundings): the same bits.
 HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, G = s.kv_heads;
@@ -253,55 +256,73 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
     const std::uint64_t grid = std::uint64_t(units) * N * M;
     const auto kv = [&](std::size_t u) { return kv_head_of(u % h, h, G); };
     const auto dO = [&](std::size_t u) { return head_matrix(d_heads, u / h, u % h); };
+    const bool fused = !trace.on() && f.masks.softcap <= 0.0;
+    const float factor = unit_math(s, f.o).factor;
 
-    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
+    const auto dv_of = [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
         gemm(unit_matrix(f.p, u).transposed(), dO(u), unit_data(g.dv, u), d_v);
-    });
-    trace.show(g.dv);
-    g.dv = group_sum(g.dv, s, threads);
-    if (G != h) trace.show(g.dv);
-    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
+    };
+    const auto dp_of = [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
         gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M);
-    });
-    trace.show(g.ds);
-    for_units(units, std::uint64_t(units) * N * d_v, threads, [&](std::size_t u) {  // b9: D
+    };
+    const auto d_of = [&](std::size_t u) {  // b9: D = rowsum(dO_h ∘ O_h)
         const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
         for (std::size_t n = 0; n < N; ++n) {
             double sum = 0.0;
             for (std::size_t c = 0; c < d_v; ++c) sum += double(d_o(n, c)) * o(n, c);
             g.d.data()[u * N + n] = float(sum);
         }
-    });
-    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
-    trace.show(g.d);
-    // Untraced and without a soft-cap, b7's · f follows b9 on each row while it is in cache:
-    // the same two roundings as the separate pass.
-    const bool fold_scale = !trace.on() && f.masks.softcap <= 0.0;
-    const float factor = unit_math(s, f.o).factor;
-    for_units(units, grid, threads, [&](std::size_t u) {  // b9: dS = P ∘ (dP − D)
+    };
+    const auto ds_of = [&](std::size_t u) {  // b9: dS = P ∘ (dP − D); fused: then b7's · f
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
         for (std::size_t n = 0; n < N; ++n) {
             const float d = g.d.data()[u * N + n];
             float* row = ds + n * M;
             for (std::size_t j = 0; j < M; ++j) row[j] = p[n * M + j] * (row[j] - d);
-            if (fold_scale) {
+            if (fused) {
                 for (std::size_t j = 0; j < M; ++j) row[j] *= factor;
             }
         }
-    });
-    trace.show(g.ds);
-    trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
-    if (!fold_scale) scale_back(f, g.ds);
-    trace.show(g.ds);                                           // b7
-    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dQ = dscores K
+    };
+    const auto dq_of = [&](std::size_t u) {  // b6: dQ = dscores K
         gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k);
-    });
-    trace.show(g.dq);
-    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
+    };
+    const auto dk_of = [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
         gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
              unit_data(g.dk, u), d_k);
-    });
+    };
+
+    if (fused) {
+        for_units(units, grid * (2 * d_v + 2 * d_k), threads, [&](std::size_t u) {
+            dv_of(u);
+            dp_of(u);
+            d_of(u);
+            ds_of(u);
+            dq_of(u);
+            dk_of(u);
+        });
+        g.dv = group_sum(g.dv, s, threads);
+        g.dk = group_sum(g.dk, s, threads);
+        return g;
+    }
+    for_units(units, grid * d_v, threads, dv_of);
+    trace.show(g.dv);
+    g.dv = group_sum(g.dv, s, threads);
+    if (G != h) trace.show(g.dv);
+    for_units(units, grid * d_v, threads, dp_of);
+    trace.show(g.ds);
+    for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
+    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+    trace.show(g.d);
+    for_units(units, grid, threads, ds_of);
+    trace.show(g.ds);
+    trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
+    scale_back(f, g.ds);
+    trace.show(g.ds);  // b7
+    for_units(units, grid * d_k, threads, dq_of);
+    trace.show(g.dq);
+    for_units(units, grid * d_k, threads, dk_of);
     trace.show(g.dk);
     g.dk = group_sum(g.dk, s, threads);
     if (G != h) trace.show(g.dk);
