@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/bench.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/plan.h"
@@ -47,16 +48,6 @@ struct TrainSize {
 // for --quick.
 constexpr TrainSize recipe_size = {32, 128, 64, 4, 2, 256, 63};
 constexpr TrainSize quick_size = {2, 16, 16, 2, 2, 32, 11};
-
-// The fastest, the median and the slowest of one engine's step times (ms).
-struct Spread {
-    double min = 0, median = 0, max = 0;
-};
-
-Spread spread_of(std::vector<double> times) {
-    std::sort(times.begin(), times.end());
-    return {times.front(), times[times.size() / 2], times.back()};
-}
 
 struct Engine {
     std::string name;           // "mha" or "torch"
