@@ -26,12 +26,18 @@ Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std
     return dw;
 }
 
-Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out) {
-    std::vector<double> sums(out, 0.0);
-    for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t o = 0; o < out; ++o) sums[o] += dy[r * out + o];
-    }
-    return Tensor({out}, std::vector<float>(sums.begin(), sums.end()));
+Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std::size_t threads) {
+    Tensor db({out});
+    parallel_for(out, threads_for(std::uint64_t(rows) * out, threads),
+                 [&](std::size_t begin, std::size_t end) {
+                     std::vector<double> sums(end - begin, 0.0);  // columns [begin, end)
+                     for (std::size_t r = 0; r < rows; ++r) {
+                         const float* row = dy + r * out + begin;
+                         for (std::size_t o = 0; o < end - begin; ++o) sums[o] += row[o];
+                     }
+                     for (std::size_t o = begin; o < end; ++o) db.data()[o] = float(sums[o - begin]);
+                 });
+    return db;
 }
 
 Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads) {
@@ -48,7 +54,7 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const T
     const Tensor weight = w.contiguous();
     LinearGrads g;
     g.dw = linear_weight_grad(dy.data(), x.data(), rows, out, in, threads);
-    if (bias) g.db = linear_bias_grad(dy.data(), rows, out);
+    if (bias) g.db = linear_bias_grad(dy.data(), rows, out, threads);
     Shape shape = dy.shape();
     shape.back() = in;
     g.dx = linear_input_grad(dy.data(), weight, rows, threads).view(shape);

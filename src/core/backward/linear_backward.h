@@ -18,8 +18,9 @@ void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size
 Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std::size_t out,
                           std::size_t in, std::size_t threads);
 
-// db (out) = Σ_rows dY, each column summed over the rows in order (in double).
-Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out);
+// db (out) = Σ_rows dY, each column summed over the rows in order (in double); the columns
+// split over `threads` threads.
+Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std::size_t threads);
 
 // dX (rows, in) = dY W: dy (rows, out) row-major, w (out, in) contiguous.
 Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads);

@@ -57,7 +57,7 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
         x = std::move(r.output);
         if (l != traced) trace.show(x);  // an untraced layer: its block in one step
     }
-    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias, threads);
     trace.show(final_norm);
     f.output = x;
     f.logits = project(final_norm, m.head_weight, m.head_bias, threads);  // (B, N, V)

@@ -26,7 +26,7 @@ struct BlockPass {
 // norm1 or norm2 of x: (B, N, d_model)
 Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
-                          first ? p.w.norm1_bias : p.w.norm2_bias);
+                          first ? p.w.norm1_bias : p.w.norm2_bias, p.threads);
     p.trace.show(y);
     return y;
 }
@@ -44,7 +44,7 @@ Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, con
 Tensor feed_forward(const BlockPass& p, BlockKept& k) {
     k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads);
     p.trace.show(k.hidden);
-    k.activated = gelu(k.hidden);
+    k.activated = gelu(k.hidden, p.threads);
     p.trace.show(k.activated);
     Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");

@@ -68,15 +68,21 @@ void layer_norm_backward_rows(const T* x, const T* gamma, const T* dy, std::size
         }
     });
     parallel_for(E, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-            double sum_gamma = 0.0, sum_beta = 0.0;
-            for (std::size_t r = 0; r < rows; ++r) {
-                const double xhat = (x[r * E + i] - moments[r].mean) * moments[r].inverse_std;
-                sum_gamma += dy[r * E + i] * xhat;
-                sum_beta += dy[r * E + i];
+        // columns [begin, end), each summed down the rows in order, the rows read along
+        std::vector<double> sum_gamma(end - begin), sum_beta(end - begin);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const T* in = x + r * E + begin;
+            const T* d = dy + r * E + begin;
+            const RowMoments m = moments[r];
+            for (std::size_t i = 0; i < end - begin; ++i) {
+                const double xhat = (in[i] - m.mean) * m.inverse_std;
+                sum_gamma[i] += d[i] * xhat;
+                sum_beta[i] += d[i];
             }
-            dgamma[i] = T(sum_gamma);
-            dbeta[i] = T(sum_beta);
+        }
+        for (std::size_t i = 0; i < end - begin; ++i) {
+            dgamma[begin + i] = T(sum_gamma[i]);
+            dbeta[begin + i] = T(sum_beta[i]);
         }
     });
 }
@@ -90,10 +96,14 @@ template void layer_norm_backward_rows(const float*, const float*, const float*,
 template void layer_norm_backward_rows(const double*, const double*, const double*, std::size_t,
                                        std::size_t, std::size_t, double*, double*, double*);
 
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
-    const std::size_t E = x.size(x.dim() - 1);
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t threads) {
+    const std::size_t E = x.size(x.dim() - 1), rows = x.numel() / E;
     Tensor y(x.shape());
-    layer_norm_rows(x.data(), gamma.data(), beta.data(), x.numel() / E, E, y.data());
+    parallel_for(rows, threads_for(std::uint64_t(rows) * E * 4, threads),
+                 [&](std::size_t begin, std::size_t end) {
+                     layer_norm_rows(x.data() + begin * E, gamma.data(), beta.data(),
+                                     end - begin, E, y.data() + begin * E);
+                 });
     return y;
 }
 

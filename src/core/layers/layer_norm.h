@@ -27,8 +27,10 @@ void layer_norm_backward_rows(const T* x, const T* gamma, const T* dy, std::size
                               std::size_t E, std::size_t threads, T* dx, T* dgamma, T* dbeta);
 
 // layer_norm_rows on a contiguous tensor: each row of x (..., E) normalised, then scaled by
-// gamma (E) and shifted by beta (E). The block's and the model's LayerNorm.
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta);
+// gamma (E) and shifted by beta (E), the rows split over `threads` threads. The block's and
+// the model's LayerNorm.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                  std::size_t threads = 1);
 
 struct LayerNormGrads {
     Tensor x;      // (..., E) ∂L/∂x
