@@ -6,7 +6,8 @@
 //
 // The phases call the layers the step calls, one at a time, on layer 0's inputs (every layer
 // has the same sizes, so a layer's phases cost the same in each); "model fwd+bwd" is
-// model_forward_backward and "whole step" adds gradient clipping and AdamW on every parameter.
+// model_forward_backward and "whole step" adds gradient clipping and AdamW on every parameter;
+// ", workspace": with one workspace kept across the steps.
 
 #include <cstdio>
 #include <functional>
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     // layer 0's inputs and what its forward keeps, for the phases that read them
     const mha::Tensor x = mha::embed(model.token_embedding, model.position_embedding, tokens, B);
     mha::BlockKept kept;
-    const mha::ForwardResult block = mha::forward_block(layer.attention, w, mha::BlockKind::Pre,
-                                                        {x, x, x}, causal, options, untraced, &kept);
+    const mha::ForwardResult block = mha::forward_block(
+        layer.attention, w, mha::BlockKind::Pre, {x, x, x}, causal, options, untraced, &kept);
     mha::Tensor dy({B, N, E});
     random.uniform(-1e-3f, 1e-3f, dy.data(), dy.numel());
 
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
         }
     };
     mha::ModelBackward step = mha::model_forward_backward(model, tokens, targets, B, threads);
+    mha::Workspace workspace;  // kept across the steps that are given it, as a trainer keeps it
 
     struct Phase {
         const char* name;
@@ -162,6 +164,14 @@ int main(int argc, char** argv) {
         {"whole step", [&] {
              mha::ModelBackward s =
                  mha::model_forward_backward(model, tokens, targets, B, threads);
+             optimizer(s.grads);
+         }, {}},
+        {"model fwd+bwd, workspace", [&] {
+             mha::model_forward_backward(model, tokens, targets, B, threads, &workspace);
+         }, {}},
+        {"whole step, workspace", [&] {
+             mha::ModelBackward s =
+                 mha::model_forward_backward(model, tokens, targets, B, threads, &workspace);
              optimizer(s.grads);
          }, {}},
     };

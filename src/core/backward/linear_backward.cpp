@@ -35,21 +35,23 @@ Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std:
                          const float* row = dy + r * out + begin;
                          for (std::size_t o = 0; o < end - begin; ++o) sums[o] += row[o];
                      }
-                     for (std::size_t o = begin; o < end; ++o) db.data()[o] = float(sums[o - begin]);
+                     for (std::size_t o = begin; o < end; ++o)
+                         db.data()[o] = float(sums[o - begin]);
                  });
     return db;
 }
 
-Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads) {
+Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads,
+                         Workspace* workspace) {
     const std::size_t out = w.size(0), in = w.size(1);
-    Tensor dx({rows, in});
-    if (out == 0) return dx;
+    if (out == 0) return Tensor({rows, in});
+    Tensor dx = new_uninitialised(workspace, {rows, in});
     parallel_gemm({dy, rows, out, out, 1}, {w.data(), out, in, in, 1}, dx.data(), in, threads);
     return dx;
 }
 
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
-                            std::size_t threads) {
+                            std::size_t threads, Workspace* workspace) {
     const std::size_t out = w.size(0), in = w.size(1), rows = dy.numel() / out;
     const Tensor weight = w.contiguous();
     LinearGrads g;
@@ -57,7 +59,7 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const T
     if (bias) g.db = linear_bias_grad(dy.data(), rows, out, threads);
     Shape shape = dy.shape();
     shape.back() = in;
-    g.dx = linear_input_grad(dy.data(), weight, rows, threads).view(shape);
+    g.dx = linear_input_grad(dy.data(), weight, rows, threads, workspace).view(shape);
     return g;
 }
 

@@ -127,9 +127,9 @@ void gelu_backward_values(const double* u, const double* dy, std::size_t n, doub
     }
 }
 
-Tensor gelu(const Tensor& u, std::size_t threads) {
+Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
     const Tensor in = u.contiguous();
-    Tensor y(in.shape());
+    Tensor y = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),
                  [&](std::size_t begin, std::size_t end) {
@@ -138,9 +138,10 @@ Tensor gelu(const Tensor& u, std::size_t threads) {
     return y;
 }
 
-Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads) {
+Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads,
+                     Workspace* workspace) {
     const Tensor in = u.contiguous(), d = dy.contiguous();
-    Tensor du(in.shape());
+    Tensor du = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),
                  [&](std::size_t begin, std::size_t end) {

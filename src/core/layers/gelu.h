@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "core/tensor/tensor.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -20,10 +21,13 @@ void gelu_values(const double* u, std::size_t n, double* y);
 void gelu_backward_values(const float* u, const float* dy, std::size_t n, float* du);
 void gelu_backward_values(const double* u, const double* dy, std::size_t n, double* du);
 
-// gelu_values on a tensor: the block's activation, split over `threads` threads.
-Tensor gelu(const Tensor& u, std::size_t threads = 1);
+// gelu_values on a tensor: the block's activation, split over `threads` threads; y from the
+// workspace when there is one.
+Tensor gelu(const Tensor& u, std::size_t threads = 1, Workspace* workspace = nullptr);
 
-// gelu_backward_values on tensors of one shape, split over `threads` threads.
-Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads);
+// gelu_backward_values on tensors of one shape, split over `threads` threads; du from the
+// workspace when there is one.
+Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads,
+                     Workspace* workspace = nullptr);
 
 }  // namespace mha

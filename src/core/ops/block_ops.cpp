@@ -8,8 +8,8 @@
 
 namespace mha {
 
-Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor y(a.shape());
+Tensor add(const Tensor& a, const Tensor& b, Workspace* workspace) {
+    Tensor y = new_uninitialised(workspace, a.shape());
     const std::size_t n = a.numel();
     const float* left = a.data();
     const float* right = b.data();
