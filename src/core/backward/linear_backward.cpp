@@ -2,6 +2,8 @@
 
 #include "core/backward/linear_backward.h"
 
+#include <vector>
+
 #include "core/kernels/parallel.h"
 
 namespace mha {
@@ -21,8 +23,19 @@ Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std
                           std::size_t in, std::size_t threads) {
     Tensor dw({out, in});
     if (rows == 0) return dw;
-    const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
-    parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
+    if (out <= in) {
+        const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
+        parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
+        return dw;
+    }
+    // dWᵀ (in, out) = Xᵀ dY: the packed left operand read down columns `in` apart rather than
+    // `out` apart; each element sums the same products in the same order, so the same bits
+    std::vector<float> dw_t(in * out);
+    const MatrixView x_t{x, in, rows, 1, in};  // Xᵀ (in, rows), a view
+    parallel_gemm(x_t, {dy, rows, out, out, 1}, dw_t.data(), out, threads);
+    for (std::size_t o = 0; o < out; ++o) {
+        for (std::size_t i = 0; i < in; ++i) dw.data()[o * in + i] = dw_t[i * out + o];
+    }
     return dw;
 }
 

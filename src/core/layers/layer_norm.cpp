@@ -31,6 +31,10 @@ RowMoments row_moments(const T* in, std::size_t E) {
 // and the chains of the group overlap instead of each waiting on its last addition.
 constexpr std::size_t row_group = 8;
 
+// Operations an element of a row takes, about (its sums and the output, in double): what
+// threads_for weighs a split by.
+constexpr std::uint64_t row_work = 12;
+
 // row_moments of row_group rows of x (row_group, E), the same bits.
 template <typename T>
 void group_moments(const T* x, std::size_t E, RowMoments (&m)[row_group]) {
@@ -90,7 +94,7 @@ template <typename T>
 void layer_norm_backward_rows(const T* x, const T* gamma, const T* dy, std::size_t rows,
                               std::size_t E, std::size_t threads, T* dx, T* dgamma, T* dbeta) {
     std::vector<RowMoments> moments(rows);
-    threads = threads_for(std::uint64_t(rows) * E * 4, threads);
+    threads = threads_for(std::uint64_t(rows) * E * row_work, threads);
     // rows [begin, end): a group of row_group rows at a time, then one by one, each row's sums
     // in index order
     parallel_for(rows, threads, [&](std::size_t begin, std::size_t end) {
@@ -161,7 +165,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std:
                   Workspace* workspace) {
     const std::size_t E = x.size(x.dim() - 1), rows = x.numel() / E;
     Tensor y = new_uninitialised(workspace, x.shape());
-    parallel_for(rows, threads_for(std::uint64_t(rows) * E * 4, threads),
+    parallel_for(rows, threads_for(std::uint64_t(rows) * E * row_work, threads),
                  [&](std::size_t begin, std::size_t end) {
                      layer_norm_rows(x.data() + begin * E, gamma.data(), beta.data(),
                                      end - begin, E, y.data() + begin * E);
