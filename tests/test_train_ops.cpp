@@ -354,7 +354,8 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
         CHECK(same_bits(ce.dlogits, ce1.dlogits));
         CHECK(same_bits(mha::gelu_backward(x, dy, threads), gelu1));
         CHECK(same_bits(mha::gelu(x, threads), mha::gelu(x, 1)));
-        CHECK(same_bits(mha::layer_norm(x, gamma, beta, threads), mha::layer_norm(x, gamma, beta, 1)));
+        CHECK(same_bits(mha::layer_norm(x, gamma, beta, threads),
+                        mha::layer_norm(x, gamma, beta, 1)));
         Tensor param = random_tensor({V, E}, 16);
         mha::AdamWMoments moments = mha::adamw_moments(param.shape());
         mha::adamw_step(param, embed.token, moments, 1, 1e-3, 0.01, {}, threads);
