@@ -7,7 +7,8 @@
 // The phases call the layers the step calls, one at a time, on layer 0's inputs (every layer
 // has the same sizes, so a layer's phases cost the same in each); "model fwd+bwd" is
 // model_forward_backward and "whole step" adds gradient clipping and AdamW on every parameter;
-// ", workspace": with one workspace kept across the steps.
+// ", workspace": with one workspace kept across the steps; "train_step" is the trainer's step
+// (core/train/train_step.h), which updates the same parameters.
 
 #include <cstdio>
 #include <functional>
@@ -24,6 +25,7 @@
 #include "core/ops/block_ops.h"
 #include "core/pass/projection.h"
 #include "core/train/optimizer.h"
+#include "core/train/train_step.h"
 #include "io/init.h"
 #include "io/model_file.h"
 #include "timing.h"
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
     };
     mha::ModelBackward step = mha::model_forward_backward(model, tokens, targets, B, threads);
     mha::Workspace workspace;  // kept across the steps that are given it, as a trainer keeps it
+    mha::TrainState trainer = mha::start_training(model);  // the trainer's own step
 
     struct Phase {
         const char* name;
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
                  mha::model_forward_backward(model, tokens, targets, B, threads, &workspace);
              optimizer(s.grads);
          }, {}},
+        {"train_step", [&] { mha::train_step(trainer, tokens, targets, B, {}, threads); }, {}},
     };
     for (Phase& p : phases) p.run();  // warm-up
     for (std::size_t r = 0; r < repeat; ++r) {
