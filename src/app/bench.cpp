@@ -496,8 +496,7 @@ train's default recipe instead, and --repeat counts steps.
   mha bench --sizes 1x512x512x8 --heads 1,8,16
                                             one size at 1, 8 and 16 heads
   mha bench --backward --quick              forward + backward, a smoke test
-  mha bench --train --compare-torch --repeat 20
-                                            mha train's step against PyTorch's
+  mha bench --train --quick                 a training step, a smoke test
 )",
                                    "", bench_table());
     return command;

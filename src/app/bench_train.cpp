@@ -131,16 +131,16 @@ public:
         }
         close(ends[1]);
         socket_ = ends[0];
-        if (read_line() != "ready") fail();
+        if (read_line() != "ready") {
+            stop();
+            fail();
+        }
     }
 
     TorchEngine(const TorchEngine&) = delete;
     TorchEngine& operator=(const TorchEngine&) = delete;
 
-    ~TorchEngine() {
-        if (socket_ >= 0) close(socket_);  // its stdin ends: it leaves its loop and exits
-        if (pid_ > 0) waitpid(pid_, nullptr, 0);
-    }
+    ~TorchEngine() { stop(); }
 
     double step_ms() {
         if (send(socket_, "1\n", 2, MSG_NOSIGNAL) != 2) fail();
@@ -151,6 +151,14 @@ public:
     }
 
 private:
+    // Its input ends, so it leaves its loop and exits; then it is waited for.
+    void stop() {
+        if (socket_ >= 0) close(socket_);
+        if (pid_ > 0) waitpid(pid_, nullptr, 0);
+        socket_ = -1;
+        pid_ = -1;
+    }
+
     [[noreturn]] void fail() const {
         throw Error("bench: PyTorch's training step failed: " + command_);
     }
