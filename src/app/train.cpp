@@ -140,14 +140,17 @@ volatile std::sig_atomic_t interrupted = 0;
 
 extern "C" void note_interrupt(int) { interrupted = 1; }
 
-// While alive, SIGINT only sets `interrupted`: the loop saves and stops.
+// While alive, SIGINT only sets `interrupted`: the loop saves and stops (an ignored SIGINT,
+// as in a shell's background job, stays ignored).
 class InterruptFlag {
 public:
     InterruptFlag() {
+        sigaction(SIGINT, nullptr, &previous_);
+        if (previous_.sa_handler == SIG_IGN) return;
         struct sigaction action {};
         action.sa_handler = note_interrupt;
         sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
+        sigaction(SIGINT, &action, nullptr);
     }
     InterruptFlag(const InterruptFlag&) = delete;
     InterruptFlag& operator=(const InterruptFlag&) = delete;
@@ -280,14 +283,17 @@ void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t
 
 // ---- a diverged step -----------------------------------------------------------
 
-// Records the first step of a traced pass whose tensor holds NaN or infinity.
+// Records the first step of a traced pass whose tensor holds NaN or infinity (but the masked
+// scores' -inf).
 class NonFiniteFinder final : public Tracer {
 public:
     void on_step(const Step& step) override {
         if (!found.empty() || !step.value) return;
         const Tensor values = step.value->contiguous();
+        const bool masked = step.kind == StepKind::Mask && !step.backward;  // -inf by design
         for (std::size_t i = 0; i < values.numel(); ++i) {
-            if (!std::isfinite(values.data()[i])) {
+            const float v = values.data()[i];
+            if (!std::isfinite(v) && !(masked && v == -INFINITY)) {
                 found = std::string(step.backward ? "the gradient " : "the activation ") +
                         step.tensor + " (step " + (step.backward ? "b" : "") +
                         std::to_string(step.number) + ", " + step.name + ")";
@@ -352,12 +358,17 @@ std::string progress_line(const TrainEvaluation& e, std::size_t steps) {
     return line;
 }
 
-// A number for JSON: null for NaN or infinity.
-std::string json_number(double value) {
-    if (!std::isfinite(value)) return "null";
+// A number in 6 significant digits: NaN, inf and -inf as such.
+std::string number_text(double value) {
+    if (std::isnan(value)) return "NaN";
     char text[32];
     std::snprintf(text, sizeof text, "%.6g", value);
     return text;
+}
+
+// A number for JSON: null for NaN or infinity.
+std::string json_number(double value) {
+    return std::isfinite(value) ? number_text(value) : "null";
 }
 
 std::string json_grid(const std::vector<std::vector<double>>& grid) {
@@ -417,16 +428,26 @@ public:
         while (c_.state.step < recipe.steps) {
             if (interrupted) return stop(130, "interrupted");
             if (o_.time_limit && elapsed() >= *o_.time_limit)
-                return stop(0, "--time-limit " + json_number(*o_.time_limit) + " s reached");
+                return stop(0, "--time-limit " + number_text(*o_.time_limit) + " s reached");
             const Batch batch = training_batch(corpus_, c_.settings.seed, c_.state.step,
                                                c_.settings.batch, c_.settings.sizes.context);
-            const StepResult result =
-                train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch, recipe, threads_);
-            if (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm)) {
-                std::cerr << "mha: training diverged at step " << c_.state.step
-                          << ": the loss is " << result.loss << "; it first appeared in "
-                          << escaped(first_non_finite(c_.state, batch, threads_))
-                          << " (the last checkpoint is kept; try a smaller --lr)\n";
+            keep_parameters();
+            std::string diverged;
+            StepResult result;
+            try {
+                result = train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch,
+                                    recipe, threads_);
+            } catch (const Error& error) {  // an activation beyond float32
+                diverged = error.what();
+            }
+            if (diverged.empty() && !(std::isfinite(result.loss) && std::isfinite(result.grad_norm)))
+                diverged = "the loss is " + number_text(result.loss) + " and the gradients' norm " +
+                           number_text(result.grad_norm) + "; NaN or infinity first appears in " +
+                           first_non_finite(restored_state(), batch, threads_);
+            if (!diverged.empty()) {
+                std::cerr << "mha: training diverged at step " << c_.state.step + 1 << " of "
+                          << recipe.steps << ": " << escaped(diverged) << "; "
+                          << escaped(o_.out) << " keeps the last checkpoint (a smaller --lr?)\n";
                 return 1;
             }
             c_.step_losses.push_back(result.loss);
@@ -442,6 +463,22 @@ public:
     }
 
 private:
+    // The parameters before the step, for restored_state.
+    void keep_parameters() {
+        kept_.clear();
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (const Tensor* part : p.parts) kept_.push_back(part->to_vector());
+    }
+
+    // The state as it was before the step that diverged (its update undone).
+    TrainState& restored_state() {
+        std::size_t next = 0;
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (Tensor* part : p.parts) *part = Tensor(part->shape(), kept_[next++]);
+        c_.state.step -= 1;
+        return c_.state;
+    }
+
     double elapsed() const {
         const std::chrono::duration<double> d = std::chrono::steady_clock::now() - started_;
         return c_.seconds + d.count();
@@ -488,6 +525,7 @@ private:
     std::uint64_t first_step_;
     std::chrono::steady_clock::time_point started_;
     std::ofstream log_;
+    std::vector<std::vector<float>> kept_;  // every parameter part before the step
 };
 
 }  // namespace
