@@ -38,12 +38,14 @@ std::vector<TrainEvaluation> rising_history() {
     return history;
 }
 
-// The probe: a 24-letter segment written twice (N = 48). Layer 0 head 1 puts all its weight
-// on the previous character; layer 1 head 2 on the character after the earlier copy
-// (key i - 23) in the second half; every other head spreads evenly over keys 0..i.
+// The probe: by default a 24-letter segment written twice (N = 48). Layer 0 head 1 puts all
+// its weight on the previous character; layer 1 head 2, from the repeat on, on the character
+// after the earlier copy (key i - repeat + 1); every other head spreads evenly over keys 0..i.
 const std::string segment = "qwhzkbfmtyrcxjdvlnpgsuoa";
 
-TrainSnapshot snapshot(std::vector<TrainEvaluation> history) {
+TrainSnapshot snapshot(std::vector<TrainEvaluation> history,
+                       const std::string& probe = segment + segment,
+                       std::size_t repeat = segment.size()) {
     TrainSnapshot s;
     s.steps = 200;
     s.step = history.empty() ? 0 : history.back().step;
@@ -51,7 +53,7 @@ TrainSnapshot snapshot(std::vector<TrainEvaluation> history) {
     s.eta_seconds = double(s.steps - s.step) / 10.0;
     for (std::size_t i = 0; i < s.step; ++i) s.step_losses.push_back(3.5 - 2.0 * double(i) / 70);
     s.history = std::move(history);
-    s.probe = segment + segment;
+    s.probe = probe;
     for (char c : s.probe) s.probe_characters.emplace_back(1, c);
     const std::size_t n = s.probe.size(), heads = 4;
     for (std::size_t layer = 0; layer < 2; ++layer) {
@@ -61,8 +63,8 @@ TrainSnapshot snapshot(std::vector<TrainEvaluation> history) {
                 float* row = &w[(h * n + i) * n];
                 if (layer == 0 && h == 1) {
                     row[i == 0 ? 0 : i - 1] = 1.0f;
-                } else if (layer == 1 && h == 2 && i >= segment.size()) {
-                    row[i - segment.size() + 1] = 1.0f;
+                } else if (layer == 1 && h == 2 && i >= repeat) {
+                    row[i - repeat + 1] = 1.0f;
                 } else {
                     for (std::size_t j = 0; j <= i; ++j) row[j] = 1.0f / float(i + 1);
                 }
@@ -73,11 +75,28 @@ TrainSnapshot snapshot(std::vector<TrainEvaluation> history) {
     return s;
 }
 
+// The index of the first line that starts with `start`, or lines.size().
+std::size_t line_starting(const std::vector<std::string>& lines, const std::string& start) {
+    std::size_t at = 0;
+    while (at < lines.size() && lines[at].rfind(start, 0) != 0) ++at;
+    return at;
+}
+
 bool has_line_starting(const std::vector<std::string>& lines, const std::string& start) {
     for (const std::string& line : lines) {
         if (line.rfind(start, 0) == 0) return true;
     }
     return false;
+}
+
+// What a line shows from display column `column` on (UTF-8, no escape sequences).
+std::string from_column(const std::string& line, std::size_t column) {
+    std::size_t at = 0;
+    for (std::size_t seen = 0; at < line.size(); ++at) {
+        const bool starts = (static_cast<unsigned char>(line[at]) & 0xC0) != 0x80;
+        if (starts && seen++ == column) break;
+    }
+    return line.substr(at);
 }
 
 }  // namespace
@@ -138,7 +157,7 @@ TEST_CASE("at 80 x 24 the panel draws everything; smaller, it drops the heatmaps
     CHECK(full.size() == 24);
     CHECK(full[0] == "mha train   step 70 of 200 (35%)   0:07 elapsed, about 0:13 to go");
     CHECK(has_line_starting(full, "induction heads formed at step 60: loss 2.30 → 1.70"));
-    CHECK(has_line_starting(full, "L0 H1 previous 0.70, last 10 queries"));
+    CHECK(has_line_starting(full, "L0 H1 previous 0.70, keys 12..47"));
     for (const std::string& line : full) CHECK(visible_width(line) <= 80);
     const std::vector<std::string> narrow = train_panel(s, 79, 24, false);
     const std::vector<std::string> short_one = train_panel(s, 80, 23, false);
@@ -189,10 +208,9 @@ TEST_CASE("every head's two scores as bars, in eighths of a column, layers side 
 
 TEST_CASE("the mini heatmaps show the chosen heads on the probe's last queries") {
     const std::vector<std::string> lines = train_panel(snapshot(rising_history()), 80, 24, false);
-    std::size_t title = 0;
-    while (title < lines.size() && lines[title].rfind("L0 H1 previous", 0) != 0) ++title;
+    const std::size_t title = line_starting(lines, "L0 H1 previous 0.70, keys 12..47");
     REQUIRE(title + 12 == lines.size());  // title, keys, the last 10 queries
-    CHECK(lines[title].find("L1 H2 induction 0.70, last 10 queries") == 38 + 3);
+    CHECK(lines[title].find("L1 H2 induction 0.70, keys 12..47") == 38 + 3);
     // 38 columns each: the label, then the last 36 keys (12..47)
     CHECK(lines[title + 1].substr(0, 38) == "  " + segment.substr(12) + segment);
     // the last query, 'a' (47): key 46 ('o') in layer 0 head 1; key 24 ('q') in layer 1 head 2
@@ -202,6 +220,21 @@ TEST_CASE("the mini heatmaps show the chosen heads on the probe's last queries")
     CHECK(last.substr(41 + 2) == std::string(12, ' ') + "@");  // trailing blanks dropped
     // the query before it, 'o' (46): key 47 is hidden by the causal mask
     CHECK(lines[lines.size() - 2].substr(2, 36) == std::string(33, ' ') + "@ /");
+}
+
+TEST_CASE("a head that looks back further than the map is wide is shown where it looks") {
+    // mha train's probe: the copy starts 41 characters after the original, more than the 36
+    // keys a map has room for at 80 columns
+    const std::string probe =
+        "The password is qxvbtmrkalzwpfjh. Again: the password is qxvbtmrkalzwpfjh.";
+    const std::vector<std::string> lines =
+        train_panel(snapshot(rising_history(), probe, 41), 80, 24, false);
+    const std::size_t title = line_starting(lines, "L0 H1 previous 0.70, keys 38..73");
+    REQUIRE(title + 12 == lines.size());
+    // queries 64..73 look at keys 24..33: the rightmost 36 keys holding all of it start at 24
+    CHECK(from_column(lines[title], 41) == "L1 H2 induction 0.70, keys 24..59");
+    CHECK(from_column(lines[title + 1], 41) == "  alzwpfjh.␣Again:␣the␣password␣is␣qxv");
+    CHECK(from_column(lines.back(), 41) == ". " + std::string(9, ' ') + "@");  // query 73: key 33
 }
 
 TEST_CASE("the plain progress line, and the formed line when this evaluation formed them") {

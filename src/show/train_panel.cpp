@@ -247,26 +247,48 @@ std::string probe_glyph(const std::string& character) {
     return display_width(shown) == 1 ? shown : "?";
 }
 
-// One map in `columns` × `rows`: its title, the keys' characters, then the last queries of
-// the probe against the keys that end at the last query.
+// The first of `keys` neighbouring keys that hold the most of the weight the queries from
+// first_query on put on keys: the rightmost window within 1% of the most, so that a head that
+// looks back a long way is seen, and a window does not wander between redraws over noise.
+std::size_t heaviest_keys(const WeightMap& map, std::size_t first_query, std::size_t keys) {
+    const std::size_t n = map.cols;
+    std::vector<double> sums(n + 1, 0.0);  // sums[k]: the weight on keys 0..k-1
+    for (std::size_t k = 0; k < n; ++k) {
+        double weight = 0.0;
+        for (std::size_t q = first_query; q < map.rows; ++q) {
+            if (!map.is_blocked(q, k) && std::isfinite(map.at(q, k))) weight += map.at(q, k);
+        }
+        sums[k + 1] = sums[k] + weight;
+    }
+    double most = 0.0;
+    for (std::size_t first = 0; first + keys <= n; ++first)
+        most = std::max(most, sums[first + keys] - sums[first]);
+    std::size_t best = n - keys;
+    while (best > 0 && sums[best + keys] - sums[best] < 0.99 * most) --best;
+    return best;
+}
+
+// One map in `columns` × `rows`: its title, the keys' characters, then the probe's last
+// queries against the keys that hold most of their weight.
 std::vector<std::string> mini_map(const TrainSnapshot& s, const BestHead& best, const char* role,
                                   std::size_t columns, std::size_t rows, bool color) {
     const Tensor& weights = s.probe_weights[best.layer];
     const WeightMap map = layer_maps(weights, best.layer, {best.head}, false).front();
     const std::size_t n = map.rows;
     const std::size_t keys = std::min(n, columns > 2 ? columns - 2 : 1);
-    const std::size_t queries = std::min(n, rows - 2);
-    const std::size_t first_key = n - keys, first_query = n - queries;
+    const std::size_t first_query = n - std::min(n, rows - 2);
+    const std::size_t first_key = heaviest_keys(map, first_query, keys);
+    const std::size_t end_key = first_key + keys;
     std::vector<std::string> lines = {head_name(best.layer, best.head) + " " + role + " " +
-                                      fixed(best.score, 2) + ", last " + std::to_string(queries) +
-                                      " queries"};
+                                      fixed(best.score, 2) + ", keys " + std::to_string(first_key) +
+                                      ".." + std::to_string(end_key - 1)};
     std::string key_row = "  ";
-    for (std::size_t k = first_key; k < n; ++k) key_row += probe_glyph(s.probe_characters[k]);
+    for (std::size_t k = first_key; k < end_key; ++k) key_row += probe_glyph(s.probe_characters[k]);
     lines.push_back(key_row);
     const Shading shading = color ? Shading::Colour256 : Shading::Plain;
     for (std::size_t q = first_query; q < n; ++q) {
         std::string line = probe_glyph(s.probe_characters[q]) + " ";
-        for (std::size_t k = first_key; k < n; ++k)
+        for (std::size_t k = first_key; k < end_key; ++k)
             line += heatmap_cell(map.at(q, k), map.is_blocked(q, k), shading, 1);
         lines.push_back(line);
     }
