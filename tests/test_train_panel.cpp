@@ -136,6 +136,18 @@ TEST_CASE("formed at once, or without an evaluation below 0.1, the loss before i
     CHECK(formed->loss_after == 2.0);
 }
 
+TEST_CASE("the evaluation before the first step has no training loss: it is not the one before") {
+    TrainEvaluation start = evaluation(0, NAN, 0.0, 0.0);
+    const std::optional<InductionFormed> formed =
+        induction_formed({start, evaluation(10, 3.0, 0.2, 0.05), evaluation(20, 2.0, 0.2, 0.5)});
+    REQUIRE(formed);
+    CHECK(formed->loss_before == 3.0);
+    CHECK(induction_formed({start, evaluation(10, 2.5, 0.2, 0.4)})->loss_before == 2.5);
+    CHECK(train_progress_line(snapshot({start})) ==
+          "step 0/200  0:00  loss -  held-out -  previous 0.01  induction 0.01");
+    CHECK(train_panel(snapshot({start}), 80, 24, false)[1] == "training loss  -");
+}
+
 TEST_CASE("the panel's lines fit the width and the height it is given") {
     const TrainSnapshot s = snapshot(rising_history());
     const std::size_t width = GENERATE(24, 40, 79, 80, 81, 120, 200);

@@ -69,6 +69,9 @@ std::string head_name(std::size_t layer, std::size_t head) {
 
 std::string score_or_dash(double score) { return std::isnan(score) ? "   -" : fixed(score, 2); }
 
+// A loss with three decimals; "-" before the first step has one.
+std::string loss_text(double loss) { return std::isfinite(loss) ? fixed(loss, 3) : "-"; }
+
 // "1:02", "12:34", "1:02:03"
 std::string clock(double seconds) {
     const long total = std::lround(std::max(0.0, seconds));
@@ -88,7 +91,7 @@ std::string header_line(const TrainSnapshot& s, bool color) {
     line += "   step " + with_commas(s.step) + " of " + with_commas(s.steps);
     if (s.steps > 0) line += " (" + std::to_string(100 * s.step / s.steps) + "%)";
     line += "   " + clock(s.seconds) + " elapsed";
-    if (s.step < s.steps) line += ", about " + clock(s.eta_seconds) + " to go";
+    if (s.step < s.steps && s.eta_seconds > 0) line += ", about " + clock(s.eta_seconds) + " to go";
     return line;
 }
 
@@ -142,8 +145,8 @@ std::string sparkline(const std::vector<double>& values, double low, double high
 
 std::vector<std::string> loss_lines(const TrainSnapshot& s, std::size_t width, bool color) {
     const bool evaluated = !s.history.empty();
-    const std::string train = evaluated ? fixed(s.history.back().loss, 3) : "-";
-    const std::string held = evaluated ? fixed(s.history.back().val_loss, 3) : "-";
+    const std::string train = evaluated ? loss_text(s.history.back().loss) : "-";
+    const std::string held = evaluated ? loss_text(s.history.back().val_loss) : "-";
     const std::size_t label = 21;  // "held-out loss  1.987 "
     const std::size_t columns = width > label ? width - label : 1;
     const std::vector<std::vector<double>> curves = loss_curves(s, columns);
@@ -333,9 +336,13 @@ double best_induction_score(const TrainEvaluation& evaluation) {
 std::optional<InductionFormed> induction_formed(const std::vector<TrainEvaluation>& history) {
     for (std::size_t at = 0; at < history.size(); ++at) {
         if (!(best_induction_score(history[at]) >= induction_formed_at)) continue;
+        // the first evaluation with a training loss (none before the first step) if no
+        // later one is under rise_from
         std::size_t before = 0;
-        for (std::size_t i = at; i-- > 0;) {
-            if (best_induction_score(history[i]) < induction_rise_from) {
+        while (before < at && !std::isfinite(history[before].loss)) ++before;
+        for (std::size_t i = at; i-- > before;) {
+            if (best_induction_score(history[i]) < induction_rise_from &&
+                std::isfinite(history[i].loss)) {
                 before = i;
                 break;
             }
@@ -379,7 +386,7 @@ std::string train_progress_line(const TrainSnapshot& snapshot) {
                        "  " + clock(snapshot.seconds);
     if (snapshot.history.empty()) return line;
     const TrainEvaluation& e = snapshot.history.back();
-    line += "  loss " + fixed(e.loss, 3) + "  held-out " + fixed(e.val_loss, 3);
+    line += "  loss " + loss_text(e.loss) + "  held-out " + loss_text(e.val_loss);
     const BestHead previous = best_previous(e), induction = best_induction(e);
     if (previous.found) line += "  previous " + fixed(previous.score, 2);
     if (induction.found) line += "  induction " + fixed(induction.score, 2);
