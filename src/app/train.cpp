@@ -11,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "app/train_data.h"
 #include "app/train_eval.h"
 #include "app/time_guard.h"
+#include "app/train_screen.h"
 #include "core/backward/model_backward.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -338,26 +340,6 @@ std::string fixed(double value, int digits) {
     return text;
 }
 
-// The largest score of a layer's heads, and which head.
-std::pair<double, std::size_t> best(const std::vector<double>& heads) {
-    std::size_t at = 0;
-    for (std::size_t h = 1; h < heads.size(); ++h)
-        if (heads[h] > heads[at]) at = h;
-    return {heads.empty() ? 0.0 : heads[at], at};
-}
-
-std::string progress_line(const TrainEvaluation& e, std::size_t steps) {
-    std::string line = "step " + std::to_string(e.step) + "/" + std::to_string(steps) + "  " +
-                       fixed(e.seconds, 1) + " s  loss " +
-                       (std::isnan(e.loss) ? std::string("-") : fixed(e.loss, 3)) +
-                       "  held-out " + fixed(e.val_loss, 3);
-    if (!e.prev_token.empty())
-        line += "  previous " + fixed(best(e.prev_token[0]).first, 2) + " (layer 0)";
-    if (e.induction.size() > 1)
-        line += "  induction " + fixed(best(e.induction[1]).first, 2) + " (layer 1)";
-    return line;
-}
-
 // A number in 6 significant digits: NaN, inf and -inf as such.
 std::string number_text(double value) {
     if (std::isnan(value)) return "NaN";
@@ -419,6 +401,8 @@ public:
 
     int run() {
         InterruptFlag flag;
+        screen_.emplace(std::cout, wants_live_panel(isatty(STDOUT_FILENO) == 1,
+                                                    std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
             log_.open(o_.log, first_step_ == 0 ? std::ios::trunc : std::ios::app);
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
@@ -445,6 +429,7 @@ public:
                            number_text(result.grad_norm) + "; NaN or infinity first appears in " +
                            first_non_finite(restored_state(), batch, threads_);
             if (!diverged.empty()) {
+                screen_.reset();
                 std::cerr << "mha: training diverged at step " << c_.state.step + 1 << " of "
                           << recipe.steps << ": " << escaped(diverged) << "; "
                           << escaped(o_.out) << " keeps the last checkpoint (a smaller --lr?)\n";
@@ -454,8 +439,10 @@ public:
             const std::uint64_t step = c_.state.step;
             if (step % o_.eval_every == 0 || step == recipe.steps) evaluate();
             if (step % checkpoint_every == 0 && step != recipe.steps) save();
+            if (screen_->due(c_.history.size())) screen_->show(snapshot());
         }
         save();
+        screen_.reset();
         std::cout << "mha: trained " << recipe.steps << " steps in " << fixed(elapsed(), 1)
                   << " s; the model is in " << escaped(o_.out) << " (mha --model " << escaped(o_.out)
                   << " --text \"...\" --summary)\n";
@@ -494,7 +481,8 @@ private:
         for (std::size_t s = since; s < c_.step_losses.size(); ++s) sum += c_.step_losses[s];
         t.loss = c_.step_losses.size() > since ? sum / double(c_.step_losses.size() - since) : NAN;
         c_.history.push_back(t);
-        std::cout << progress_line(t, c_.settings.recipe.steps) << std::endl;
+        probe_weights_ = std::move(e.probe_weights);
+        screen_->show(snapshot());
         if (log_.is_open()) {
             log_ << json_line(t) << "\n";
             log_.flush();
@@ -509,8 +497,31 @@ private:
         if (!o_.save_batches.empty()) save_batches(o_, corpus_, first_step_, c_.state.step);
     }
 
+    // What the panel draws now. The time to go: this run's seconds per step so far for the
+    // steps left, or the --time-limit if that comes first.
+    TrainSnapshot snapshot() const {
+        TrainSnapshot s;
+        s.step = std::size_t(c_.state.step);
+        s.steps = c_.settings.recipe.steps;
+        s.seconds = elapsed();
+        const std::uint64_t taken = c_.state.step - first_step_;
+        if (taken > 0) {
+            const std::chrono::duration<double> run =
+                std::chrono::steady_clock::now() - run_started_;
+            s.eta_seconds = run.count() / double(taken) * double(s.steps - s.step);
+        }
+        if (o_.time_limit) s.eta_seconds = std::min(s.eta_seconds, *o_.time_limit - s.seconds);
+        s.step_losses = c_.step_losses;
+        s.history = c_.history;
+        for (const std::string& character : texts_.probe.characters) s.probe += character;
+        s.probe_characters = texts_.probe.characters;
+        s.probe_weights = probe_weights_;
+        return s;
+    }
+
     int stop(int status, const std::string& why) {
         save();
+        screen_.reset();
         std::cerr << "mha: " << why << " at step " << c_.state.step << " of "
                   << c_.settings.recipe.steps << "; the checkpoint is in " << escaped(o_.out)
                   << " (mha train --resume " << escaped(o_.out) << " goes on)\n";
@@ -524,8 +535,11 @@ private:
     EvaluationTexts texts_;
     std::uint64_t first_step_;
     std::chrono::steady_clock::time_point started_;
+    const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
     std::ofstream log_;
     std::vector<std::vector<float>> kept_;  // every parameter part before the step
+    std::vector<Tensor> probe_weights_;  // per layer (1, h, N, N): the last evaluation's
+    std::optional<TrainScreen> screen_;  // while run() lives
 };
 
 }  // namespace
