@@ -417,6 +417,17 @@ TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf a
     fs::remove_all(dir);
 }
 
+TEST_CASE("mha train runs from any folder: its corpus is built in", "[train]") {
+    const std::string out = test::temp_path("anywhere.npz");
+    const test::RunResult r =
+        test::run_command("cd / && " + fs::canonical(test::mha_binary()).string() + " train " +
+                          small_sizes + " --steps 1 --out " + out + " 2>&1");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(mha::load_checkpoint(out, std::uint64_t(1) << 30).corpus_characters == 1572796);
+    fs::remove(out);
+}
+
 TEST_CASE("mha train --save-batches writes every step's batch", "[train]") {
     const fs::path dir = test::temp_path("train-batches");
     fs::remove_all(dir);
