@@ -196,8 +196,7 @@ TEST_CASE("the batch of a step is a pure function of (seed, step), as train.py m
         if ((i + 1) % N != 0) CHECK(held.targets[i] == held.tokens[i + 1]);
 }
 
-TEST_CASE("the initial model: PyTorch's defaults, every parameter in its own memory",
-          "[train]") {
+TEST_CASE("the initial model: PyTorch's defaults, every parameter in its own memory", "[train]") {
     mha::ModelSizes sizes;  // kjv-2x4's
     mha::Model m = mha::seeded_model(shipped().vocab, sizes, 0);
     // kjv-2x4's 116,415 with V 63; here V 62: one token's 64 + 64 + 1 fewer
@@ -331,8 +330,8 @@ TEST_CASE("mha train: stopped at --time-limit and resumed, the same bytes as str
     CHECK(second.output.find("mha: trained 600 steps") != std::string::npos);
     // every array of the model and of AdamW's state: the same bytes (not the clock, nor the
     // history, which gains an evaluation where the run stopped)
-    const std::vector<std::string> clock = {"train.seconds", "train.history",
-                                            "train.prev_token", "train.induction"};
+    const std::vector<std::string> clock = {"train.seconds", "train.history", "train.prev_token",
+                                            "train.induction"};
     const auto a = arrays_without(straight, clock), b = arrays_without(parts, clock);
     REQUIRE(a.size() == b.size());
     for (const auto& [name, array] : a) {
@@ -367,8 +366,7 @@ TEST_CASE("mha train: Ctrl-C saves the checkpoint and exits with 130", "[train]"
         _exit(127);
     }
     // wait for the first evaluation's line: the loop is running
-    for (int i = 0; i < 200 && text_so_far(said).find("step 0/") == std::string::npos;
-         ++i)
+    for (int i = 0; i < 200 && text_so_far(said).find("step 0/") == std::string::npos; ++i)
         usleep(50000);
     kill(child, SIGINT);
     int status = 0;
@@ -387,7 +385,8 @@ TEST_CASE("mha train: a checkpoint that cannot be written keeps the old one", "[
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string out = (dir / "m.npz").string();
-    const std::string run = test::mha_binary() + " train " + small_sizes + " --steps 2 --out " + out;
+    const std::string run =
+        test::mha_binary() + " train " + small_sizes + " --steps 2 --out " + out;
     REQUIRE(test::run_command(run + " >/dev/null 2>&1").status == 0);
     const std::string before = test::read_text(out);
     // 20 KiB: the file is about 110 KiB
@@ -433,9 +432,9 @@ TEST_CASE("mha train --save-batches writes every step's batch", "[train]") {
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string batches = (dir / "b.npz").string();
-    REQUIRE(test::run_command(test::mha_binary() + " train " + small_sizes + " --steps 3 --seed 5 " +
-                              "--out " + (dir / "m.npz").string() + " --save-batches " + batches +
-                              " >/dev/null 2>&1")
+    REQUIRE(test::run_command(test::mha_binary() + " train " + small_sizes +
+                              " --steps 3 --seed 5 " + "--out " + (dir / "m.npz").string() +
+                              " --save-batches " + batches + " >/dev/null 2>&1")
                 .status == 0);
     const auto arrays = mha::npy::read_npz(batches);
     const mha::npy::Array& inputs = arrays.at("inputs");
