@@ -72,6 +72,10 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
+# the shipped corpus of mha train is assembled into this object (.incbin, read from the
+# repository root, where make runs): a changed text rebuilds it
+$(BUILD)/src/io/shipped_corpus.o: examples/corpus/kjv.txt
+
 # test objects (Catch2's main is one of them, tests/test_main.cpp, compiled once)
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(@D)

@@ -1,7 +1,8 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// `mha quiz ...`, `mha grade ...` and `mha bench ...` go to their subcommands instead.
+// `mha quiz ...`, `mha grade ...`, `mha bench ...` and `mha train ...` go to their
+// subcommands instead.
 // Every error becomes one line on stderr and exit status 2.
 
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include "app/quiz.h"
 #include "app/terminal.h"
 #include "app/time_guard.h"
+#include "app/train.h"
 #include "app/variants.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -160,6 +162,7 @@ int run(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "grade")
         return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
     if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "train") return mha::run_train({args.begin() + 1, args.end()});
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();

@@ -60,6 +60,53 @@ std::string parse_path(const Arg& arg) {
     return arg.text;
 }
 
+std::uint64_t parse_bytes(const Arg& arg) {
+    std::string digits = arg.text;
+    std::uint64_t unit = 1;
+    const std::string suffixes = "KMGT";
+    for (const std::string tail : {"iB", "B"}) {
+        if (digits.size() > tail.size() &&
+            digits.compare(digits.size() - tail.size(), tail.size(), tail) == 0) {
+            digits.resize(digits.size() - tail.size());
+            break;
+        }
+    }
+    if (!digits.empty()) {
+        const std::size_t power =
+            suffixes.find(char(std::toupper(static_cast<unsigned char>(digits.back()))));
+        if (power != std::string::npos) {
+            unit = std::uint64_t(1) << (10 * (power + 1));
+            digits.pop_back();
+        }
+    }
+    const std::string& option = arg.option;
+    const std::string expected = option + " expects a size like 512M or 2G, got '" + arg.text + "'";
+    std::uint64_t value = 0;
+    try {
+        value = parse_unsigned({option, digits});
+    } catch (const Error&) {
+        throw Error(expected);
+    }
+    if (value == 0) throw Error(option + " must be more than 0, got '" + arg.text + "'");
+    if (value > std::numeric_limits<std::uint64_t>::max() / unit)
+        throw Error(option + " value '" + arg.text + "' is too large");
+    return value * unit;
+}
+
+double parse_positive(const Arg& arg) {
+    std::size_t used = 0;
+    double value = 0.0;
+    try {
+        value = std::stod(arg.text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != arg.text.size() || !std::isfinite(value) || value <= 0.0) {
+        throw Error(arg.option + " expects a number above 0, got '" + arg.text + "'");
+    }
+    return value;
+}
+
 std::vector<std::string> OptionInfo::choices() const {
     std::vector<std::string> words;
     const std::string list = optional_value() ? value.substr(2, value.size() - 3) : value;
@@ -204,40 +251,6 @@ std::string help_text(const CommandInfo& command) {
 
 namespace {
 
-// "512M", "2G", "1048576": bytes, with an optional binary suffix K, M, G or T (KiB ... TiB).
-std::uint64_t parse_bytes(const Arg& arg) {
-    std::string digits = arg.text;
-    std::uint64_t unit = 1;
-    const std::string suffixes = "KMGT";
-    for (const std::string tail : {"iB", "B"}) {
-        if (digits.size() > tail.size() &&
-            digits.compare(digits.size() - tail.size(), tail.size(), tail) == 0) {
-            digits.resize(digits.size() - tail.size());
-            break;
-        }
-    }
-    if (!digits.empty()) {
-        const std::size_t power =
-            suffixes.find(char(std::toupper(static_cast<unsigned char>(digits.back()))));
-        if (power != std::string::npos) {
-            unit = std::uint64_t(1) << (10 * (power + 1));
-            digits.pop_back();
-        }
-    }
-    const std::string& option = arg.option;
-    const std::string expected = option + " expects a size like 512M or 2G, got '" + arg.text + "'";
-    std::uint64_t value = 0;
-    try {
-        value = parse_unsigned({option, digits});
-    } catch (const Error&) {
-        throw Error(expected);
-    }
-    if (value == 0) throw Error(option + " must be more than 0, got '" + arg.text + "'");
-    if (value > std::numeric_limits<std::uint64_t>::max() / unit)
-        throw Error(option + " value '" + arg.text + "' is too large");
-    return value * unit;
-}
-
 template <typename Enum>
 Enum parse_choice(const Arg& arg, const std::map<std::string, Enum>& choices) {
     const auto found = choices.find(arg.text);
@@ -251,21 +264,6 @@ Enum parse_choice(const Arg& arg, const std::map<std::string, Enum>& choices) {
 constexpr std::uint64_t max_size = std::uint64_t(1) << 32;
 
 std::size_t parse_size(const Arg& arg) { return parse_count(arg, max_size); }
-
-// A finite number above 0: "50", "1.5", "5e5".
-double parse_positive(const Arg& arg) {
-    std::size_t used = 0;
-    double value = 0.0;
-    try {
-        value = std::stod(arg.text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != arg.text.size() || !std::isfinite(value) || value <= 0.0) {
-        throw Error(arg.option + " expects a number above 0, got '" + arg.text + "'");
-    }
-    return value;
-}
 
 // A head number: 0, 1, ... (checked against h once h is known).
 std::size_t parse_index(const Arg& arg) {
@@ -652,7 +650,7 @@ const std::vector<Row>& mha_table() {
 }
 
 CommandInfo with_subcommands(CommandInfo command) {
-    command.subcommands = {"bench", "grade", "quiz"};
+    command.subcommands = {"bench", "grade", "quiz", "train"};
     return command;
 }
 
@@ -664,6 +662,7 @@ const CommandInfo& mha_command() {
        mha quiz [options]    questions on shapes and costs, graded
        mha grade ANSWERS < KEY   grade an answers file against trace facts
        mha bench [options]   time the forward pass (see mha bench --help)
+       mha train [options]   train a character model, watch its heads form
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.

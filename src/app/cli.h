@@ -132,5 +132,9 @@ std::size_t parse_count(const Arg& arg, std::uint64_t max);
 std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max);
 // A file name: not empty.
 std::string parse_path(const Arg& arg);
+// "512M", "2G", "1048576": bytes, with an optional binary suffix K, M, G or T (KiB ... TiB).
+std::uint64_t parse_bytes(const Arg& arg);
+// A finite number above 0: "50", "1.5", "5e5".
+double parse_positive(const Arg& arg);
 
 }  // namespace mha

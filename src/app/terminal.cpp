@@ -43,11 +43,14 @@ void erase_prompt() {
     [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, erase, sizeof erase - 1);
 }
 
+const struct sigaction& previous_action(int signal_number) {
+    std::size_t i = 0;
+    while (handled_signals[i] != signal_number) ++i;
+    return previous_actions[i];
+}
+
 void take_previous_action(int signal_number) {
-    for (std::size_t i = 0; i < std::size(handled_signals); ++i) {
-        if (handled_signals[i] == signal_number)
-            sigaction(signal_number, &previous_actions[i], nullptr);
-    }
+    sigaction(signal_number, &previous_action(signal_number), nullptr);
 }
 
 // Restores the terminal, then lets the signal do what it did before (for SIGINT: end the
@@ -76,15 +79,7 @@ extern "C" void suspend_in_saved_mode(int signal_number) {
     const int saved_errno = errno;
     tcsetattr(STDIN_FILENO, TCSANOW, &saved_mode);
     erase_prompt();
-    struct sigaction own {};
-    sigaction(signal_number, nullptr, &own);
-    take_previous_action(signal_number);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, signal_number);
-    sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // blocked while its handler runs
-    raise(signal_number);
-    sigaction(signal_number, &own, nullptr);
+    stop_as_before(signal_number, previous_action(signal_number));
     raw_again(signal_number);
     errno = saved_errno;
 }
@@ -208,6 +203,18 @@ Key TerminalKeys::next_key() {
         }
     }
     return key_of(bytes);
+}
+
+void stop_as_before(int signal_number, const struct sigaction& previous) {
+    struct sigaction own {};
+    sigaction(signal_number, nullptr, &own);
+    sigaction(signal_number, &previous, nullptr);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, signal_number);
+    sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // blocked while its handler runs
+    raise(signal_number);
+    sigaction(signal_number, &own, nullptr);
 }
 
 void check_stdout() {

@@ -5,6 +5,7 @@
 #include "show/heatmap.h"
 #include "show/stepper.h"
 
+#include <csignal>
 #include <cstddef>
 #include <string>
 
@@ -38,6 +39,11 @@ public:
 private:
     bool raw_ = false;  // the terminal was switched (it may refuse)
 };
+
+// Inside a handler of a stop signal (SIGTSTP): the signal's action from before the handler was
+// installed, `previous`, taken (the process stops there), and the handler installed again once
+// the process goes on (fg).
+void stop_as_before(int signal_number, const struct sigaction& previous);
 
 // Standard output, flushed: a failed write (a full disk, a closed descriptor, a closed pipe
 // with SIGPIPE ignored) is an error, not a silent success. Checked after large writes, and

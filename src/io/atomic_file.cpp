@@ -40,7 +40,7 @@ extern "C" void remove_pending_and_die(int signal_number) {
     std::raise(signal_number);
 }
 
-// Once: the handler for the signals that end a run, and SIGXFSZ ignored, so a file size
+// Once: the handler for the signals that end a run (where none is set), and SIGXFSZ ignored, so a file size
 // limit fails the write (EFBIG) and the temporary file is removed like any failed write.
 void install_handlers() {
     static const bool installed = [] {
@@ -50,7 +50,9 @@ void install_handlers() {
             sigemptyset(&action.sa_mask);
             struct sigaction previous {};
             sigaction(signal_number, nullptr, &previous);
-            if (previous.sa_handler != SIG_IGN) sigaction(signal_number, &action, nullptr);
+            // an ignored signal stays ignored, and a handler of the program's own (mha train's
+            // SIGINT, which saves a checkpoint) stays: the writer then ends without a signal
+            if (previous.sa_handler == SIG_DFL) sigaction(signal_number, &action, nullptr);
         }
         std::signal(SIGXFSZ, SIG_IGN);
         return true;

@@ -2,7 +2,9 @@
 // The one writer for every file the tool writes (--save, --export-svg, --format html
 // --output): the target checked first and followed through symbolic links, a temporary file
 // beside the real target, renamed over it once complete, removed on any failure and on
-// SIGINT, SIGTERM or SIGHUP. SIGXFSZ is ignored, so a file size limit is a failed write.
+// SIGINT, SIGTERM or SIGHUP (those the program does not handle itself: mha train's SIGINT
+// only asks the loop to save and stop). SIGXFSZ is ignored, so a file size limit is a failed
+// write.
 
 #include <fstream>
 #include <string>

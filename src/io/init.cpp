@@ -23,15 +23,6 @@ void draw_uniform(Random& random, float bound, float* out, std::size_t count) {
     }
 }
 
-// A tensor of U(-bound, bound) draws in C order.
-Tensor uniform_tensor(Random& random, Shape shape, float bound) {
-    const std::size_t count = element_count(shape);
-    std::vector<float> values = reserved_floats(count);
-    values.resize(count);
-    draw_uniform(random, bound, values.data(), count);
-    return Tensor(std::move(shape), std::move(values));
-}
-
 Tensor normal_tensor(Random& random, Shape shape) {
     Tensor t(std::move(shape));
     float* values = t.data();
@@ -45,11 +36,33 @@ Mt19937 engine(std::uint64_t seed, std::uint32_t stream) {
     return Mt19937(sequence);
 }
 
+Mt19937 engine(std::uint64_t seed, std::uint32_t stream, std::uint64_t index) {
+    std::seed_seq sequence{std::uint32_t(seed), std::uint32_t(seed >> 32), stream,
+                           std::uint32_t(index), std::uint32_t(index >> 32)};
+    return Mt19937(sequence);
+}
+
 }  // namespace
+
+Tensor uniform_tensor(Random& random, Shape shape, float bound) {
+    const std::size_t count = element_count(shape);
+    std::vector<float> values = reserved_floats(count);
+    values.resize(count);
+    draw_uniform(random, bound, values.data(), count);
+    return Tensor(std::move(shape), std::move(values));
+}
 
 Random::Random(std::uint64_t seed, std::uint32_t stream) : bits_(engine(seed, stream)) {}
 
+Random::Random(std::uint64_t seed, std::uint32_t stream, std::uint64_t index)
+    : bits_(engine(seed, stream, index)) {}
+
 float Random::uniform() { return float(bits_() >> 8) * (1.0f / 16777216.0f); }
+
+std::uint64_t Random::below(std::uint64_t n) {
+    const std::uint64_t high = bits_();
+    return ((high << 32) | bits_()) % n;
+}
 
 float Random::uniform(float low, float high) { return low + (high - low) * uniform(); }
 

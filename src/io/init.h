@@ -12,11 +12,21 @@
 
 namespace mha {
 
+// The streams of mha train's draws (io/init.cpp's own are 1 to 5): the model's initial
+// weights, the batch of each step, and the evaluation's fixed texts.
+inline constexpr std::uint32_t model_stream = 6;
+inline constexpr std::uint32_t batch_stream = 7;
+inline constexpr std::uint32_t evaluation_stream = 8;
+
 class Random {
 public:
     // `stream` separates independent sequences drawn from the same seed.
     Random(std::uint64_t seed, std::uint32_t stream);
-    float uniform();  // [0, 1), 24 random bits
+    // The `index`th sequence of a stream (mha train: the batch of step `index`), drawn from
+    // no other: any index is reached without drawing the ones before it.
+    Random(std::uint64_t seed, std::uint32_t stream, std::uint64_t index);
+    float uniform();                       // [0, 1), 24 random bits
+    std::uint64_t below(std::uint64_t n);  // 0 to n - 1 (n ≥ 1) from two draws, 64 bits mod n
     float uniform(float low, float high);
     // out[i] = uniform(low, high) for i < count, in order, a block of draws at a time.
     void uniform(float low, float high, float* out, std::size_t count);
@@ -25,6 +35,9 @@ public:
 private:
     Mt19937 bits_;
 };
+
+// A tensor of U(-bound, bound) draws in C order, a state block of draws at a time.
+Tensor uniform_tensor(Random& random, Shape shape, float bound);
 
 // Xavier-uniform projections as nn.MultiheadAttention initialises them:
 // U(-a, a) with a = sqrt(6 / (fan_in + fan_out)). Biases zero, or when

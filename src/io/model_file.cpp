@@ -108,7 +108,7 @@ void reject_leftovers(const Arrays& arrays, std::size_t layers, const std::strin
         "vocab",       "heads",     "token_embedding.weight", "position_embedding.weight",
         "norm.weight", "norm.bias", "lm_head.weight",         "lm_head.bias"};
     for (const auto& [name, array] : arrays) {
-        if (known.count(name)) continue;
+        if (known.count(name) || name.rfind(trainer_prefix, 0) == 0) continue;
         bool in_layer = false;
         for (std::size_t l = 0; l < layers && !in_layer; ++l)
             in_layer = name.rfind("layers." + std::to_string(l) + ".", 0) == 0;
@@ -117,17 +117,6 @@ void reject_leftovers(const Arrays& arrays, std::size_t layers, const std::strin
                         to_string(array.shape) + " (" + model_layout + ")");
         }
     }
-}
-
-// The code point of the valid UTF-8 character of `length` bytes at text[i] (io/printable.h
-// checks it: no overlong forms, surrogates or lead bytes F5-FF).
-std::uint32_t code_point(const std::string& text, std::size_t i, std::size_t length) {
-    const unsigned char first = static_cast<unsigned char>(text[i]);
-    std::uint32_t code = length == 1 ? first : first & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-        code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    }
-    return code;
 }
 
 // How many tokens encode_text makes of `text`: one per valid character or invalid byte.
@@ -199,6 +188,13 @@ std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& t,
     return arrays;
 }
 
+std::vector<std::pair<std::string, npy::Array>> model_integer_arrays(const Model& model) {
+    npy::Array vocab{{model.vocab.size()}, 'i', 4, {model.vocab.begin(), model.vocab.end()}};
+    npy::Array heads{{model.layers.size()}, 'i', 4, {}};
+    for (const ModelLayer& layer : model.layers) heads.values.push_back(double(layer.heads));
+    return {{"vocab", std::move(vocab)}, {"heads", std::move(heads)}};
+}
+
 Model load_model(const std::string& path, std::uint64_t max_memory) {
     const Ledger ledger(max_memory);
     const std::string bytes = read_file(path, ledger);
@@ -231,7 +227,7 @@ ModelText encode_text(const std::string& text, const Model& model, bool last_is_
         if (length == 0) {
             length = 1;
         } else {
-            const auto found = token_of.find(code_point(text, i, length));
+            const auto found = token_of.find(utf8_code_point(text, i, length));
             if (found != token_of.end()) token = found->second;
         }
         out.unknown += token == unknown_token;

@@ -2,7 +2,8 @@
 // A character model saved as .npz (examples/models/train.py writes them) -> Model, and
 // text -> the model's tokens. Array names: token_embedding.weight, position_embedding.weight,
 // layers.L.<nn.TransformerEncoderLayer's names>, norm.weight/.bias, lm_head.weight/.bias,
-// plus vocab (V) int code points and heads (layers) int.
+// plus vocab (V) int code points and heads (layers) int. Arrays named train.* (mha train's
+// state to resume from, app/train_checkpoint.h) are left to the trainer.
 
 #include <cstdint>
 #include <map>
@@ -15,6 +16,8 @@
 
 namespace mha {
 
+inline constexpr const char* trainer_prefix = "train.";
+
 Model model_from_arrays(const std::map<std::string, npy::Array>& arrays, const std::string& source);
 
 // The model's tensors (e.g. gradients) as the arrays of its file, each prefix + its name, in
@@ -23,6 +26,9 @@ Model model_from_arrays(const std::map<std::string, npy::Array>& arrays, const s
 // (nn.TransformerEncoderLayer's names), norm.weight, norm.bias, lm_head.weight, lm_head.bias.
 std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& tensors,
                                                          const std::string& prefix);
+
+// vocab (V) and heads (layers) as the int32 arrays of the file.
+std::vector<std::pair<std::string, npy::Array>> model_integer_arrays(const Model& model);
 
 // Refuses a file whose arrays need more than max_memory bytes to load.
 Model load_model(const std::string& path, std::uint64_t max_memory);

@@ -422,9 +422,10 @@ std::vector<zip::Entry> npz_entries(const std::string& bytes, const std::string&
 
 // ---- writing ---------------------------------------------------------------
 
-std::string npy_header(const Shape& shape) {
+// descr: "<f4", "<f8", "<i4" or "<i8".
+std::string npy_header(const Shape& shape, const std::string& descr) {
     std::string dict =
-        "{'descr': '<f4', 'fortran_order': False, 'shape': " + to_string(shape) + ", }";
+        "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + to_string(shape) + ", }";
     // magic, version, header length, the dict and its closing '\n'
     const std::size_t unpadded = npy_magic.size() + 2 + 2 + dict.size() + 1;
     dict.append((npy_alignment - unpadded % npy_alignment) % npy_alignment, ' ');
@@ -440,12 +441,12 @@ std::string npy_header(const Shape& shape) {
     return header + dict;
 }
 
-void check_array_names(const std::string& path, const Arrays& arrays) {
+void check_array_names(const std::string& path, const std::vector<std::string>& arrays) {
     if (arrays.size() >= 0xFFFF) {
         throw Error("cannot write " + path + ": more than 65534 arrays need zip64");
     }
     std::set<std::string> names;
-    for (const auto& [name, tensor] : arrays) {
+    for (const std::string& name : arrays) {
         if (name.empty() || name.size() > 0xFFFF - 4) {
             throw Error("cannot write " + path + ": array names must have 1 to 65531 characters");
         }
@@ -455,12 +456,14 @@ void check_array_names(const std::string& path, const Arrays& arrays) {
     }
 }
 
-// The zip entries numpy.savez would write: "<name>.npy" and the array's .npy bytes.
-std::vector<std::pair<std::string, std::string>> npz_files(const Arrays& arrays) {
+// The zip entries numpy.savez would write: "<name>.npy" and the array's .npy bytes, the
+// tensors first.
+std::vector<std::pair<std::string, std::string>> npz_files(
+    const Arrays& arrays, const std::vector<std::pair<std::string, Array>>& others) {
     std::vector<std::pair<std::string, std::string>> files;
-    for (const auto& [name, tensor] : arrays) {
+    for (const auto& [name, tensor] : arrays)
         files.emplace_back(name + ".npy", to_npy_bytes(tensor));
-    }
+    for (const auto& [name, array] : others) files.emplace_back(name + ".npy", to_npy_bytes(array));
     return files;
 }
 
@@ -533,7 +536,7 @@ Tensor to_tensor(const Array& array) {
 
 std::string to_npy_bytes(const Tensor& tensor) {
     if (tensor.empty()) throw Error("cannot write a tensor without storage as .npy");
-    std::string bytes = npy_header(tensor.shape());
+    std::string bytes = npy_header(tensor.shape(), "<f4");
     bytes.reserve(bytes.size() + 4 * tensor.numel());
     for (const float value : tensor.to_vector()) {
         std::uint32_t bits;
@@ -543,10 +546,38 @@ std::string to_npy_bytes(const Tensor& tensor) {
     return bytes;
 }
 
-void write_npz(const std::string& path, const Arrays& arrays) {
-    check_array_names(path, arrays);
+std::string to_npy_bytes(const Array& array) {
+    const bool wide_float = array.kind == 'f' && array.item_size == 8;
+    const bool integer = array.kind == 'i' && (array.item_size == 4 || array.item_size == 8);
+    if ((!wide_float && !integer) || element_count(array.shape) != array.values.size()) {
+        throw Error("cannot write a " + array.dtype_name() + " array of shape " +
+                    to_string(array.shape) + " with " + std::to_string(array.values.size()) +
+                    " values as .npy");
+    }
+    std::string bytes =
+        npy_header(array.shape, std::string("<") + array.kind + std::to_string(array.item_size));
+    for (const double value : array.values) {
+        std::uint64_t bits;
+        if (wide_float) {
+            std::memcpy(&bits, &value, sizeof bits);
+        } else {
+            bits = std::uint64_t(std::int64_t(value));  // two's complement, low bytes first
+        }
+        append_le(bytes, bits, array.item_size);
+    }
+    return bytes;
+}
+
+void write_npz(const std::string& path, const Arrays& arrays) { write_npz(path, arrays, {}); }
+
+void write_npz(const std::string& path, const Arrays& arrays,
+               const std::vector<std::pair<std::string, Array>>& others) {
+    std::vector<std::string> names;
+    for (const auto& each : arrays) names.push_back(each.first);
+    for (const auto& each : others) names.push_back(each.first);
+    check_array_names(path, names);
     AtomicFile file(path);
-    const std::string archive = zip::stored_archive(npz_files(arrays), path);
+    const std::string archive = zip::stored_archive(npz_files(arrays, others), path);
     file.stream().write(archive.data(), std::streamsize(archive.size()));
     file.commit();
 }

@@ -1,8 +1,8 @@
 #pragma once
 // NumPy's .npy and .npz files: read any float, bool or integer array in either byte
 // order and either memory order (Fortran order is transposed to C order on load);
-// write float32 arrays. An .npz is a zip of .npy files, stored
-// (not compressed), as numpy.savez writes it.
+// write float32 arrays, and int32, int64 or float64 ones beside them. An .npz is a zip of
+// .npy files, stored (not compressed), as numpy.savez writes it.
 
 #include "core/tensor/tensor.h"
 #include "io/ledger.h"
@@ -45,5 +45,13 @@ std::string to_npy_bytes(const Tensor& tensor);  // float32, C order
 // Writes through io/atomic_file: a temporary file beside `path`, unique to this run, renamed
 // to `path`; on any failure (or SIGINT/SIGTERM) the temporary file is removed.
 void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays);
+
+// An int32, int64 or float64 array as .npy bytes (values within ±2^53 for the integers);
+// throws mha::Error for another kind or a count that does not fit the shape.
+std::string to_npy_bytes(const Array& array);
+
+// The same with such arrays after the float32 tensors (vocab, heads, a trainer's state).
+void write_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays,
+               const std::vector<std::pair<std::string, Array>>& others);
 
 }  // namespace mha::npy

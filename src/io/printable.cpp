@@ -58,6 +58,26 @@ std::size_t utf8_length(std::string_view text, std::size_t at) {
     return n;
 }
 
+std::uint32_t utf8_code_point(std::string_view text, std::size_t at, std::size_t length) {
+    const unsigned char first = static_cast<unsigned char>(text[at]);
+    std::uint32_t code = length == 1 ? first : first & (0x7F >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+        code = (code << 6) | (static_cast<unsigned char>(text[at + k]) & 0x3F);
+    }
+    return code;
+}
+
+std::string utf8_encode(std::uint32_t code) {
+    if (code < 0x80) return std::string(1, char(code));
+    if (code < 0x800) return {char(0xC0 | (code >> 6)), char(0x80 | (code & 0x3F))};
+    if (code < 0x10000) {
+        return {char(0xE0 | (code >> 12)), char(0x80 | ((code >> 6) & 0x3F)),
+                char(0x80 | (code & 0x3F))};
+    }
+    return {char(0xF0 | (code >> 18)), char(0x80 | ((code >> 12) & 0x3F)),
+            char(0x80 | ((code >> 6) & 0x3F)), char(0x80 | (code & 0x3F))};
+}
+
 std::string escaped(std::string_view text) {
     std::string out;
     out.reserve(text.size());

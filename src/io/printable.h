@@ -4,6 +4,7 @@
 // JSON cannot take.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,12 @@ namespace mha {
 
 // Bytes [at, at + n) of text form one valid UTF-8 character of n bytes; 0 when they do not.
 std::size_t utf8_length(std::string_view text, std::size_t at);
+
+// The code point of the valid UTF-8 character of `length` bytes (utf8_length's) at text[at].
+std::uint32_t utf8_code_point(std::string_view text, std::size_t at, std::size_t length);
+
+// The UTF-8 bytes of a code point (≤ 0x10FFFF).
+std::string utf8_encode(std::uint32_t code);
 
 // For a message on one line: control bytes as \n, \r, \t or \xNN, and bytes that are not
 // valid UTF-8 as \xNN; everything else (valid UTF-8 included) unchanged.

@@ -146,9 +146,8 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
         for (std::size_t p = 0; p < band.size(); ++p) {
             const WeightMap& map = band[p];
             for (std::size_t key = 0; key < shown.cols; ++key) {
-                line += map.is_blocked(query, key) ? masked_cell(style.shading, cell_width)
-                                                   : cell(ranges[p].position(map.at(query, key)),
-                                                          style.shading, cell_width);
+                line += heatmap_cell(ranges[p].position(map.at(query, key)),
+                                     map.is_blocked(query, key), style.shading, cell_width);
             }
             line += std::string(panel_width - shown.cols * cell_width, ' ') + gap;
         }
@@ -157,6 +156,10 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
 }
 
 }  // namespace
+
+std::string heatmap_cell(float weight, bool masked, Shading shading, std::size_t cell_width) {
+    return masked ? masked_cell(shading, cell_width) : cell(weight, shading, cell_width);
+}
 
 void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
                    const std::vector<std::string>& row_labels, const HeatmapStyle& style) {

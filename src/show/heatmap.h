@@ -33,6 +33,10 @@ inline constexpr const char* plain_ramp = " .:-=+*#%@";
 // (grey when coloured), and the legend says so.
 inline constexpr char masked_char = '/';
 
+// One weight's cell, cell_width columns wide: a shade of the colour scale, or the plain
+// ramp's character; a key the mask hides is hatched. For views that lay out maps of their own.
+std::string heatmap_cell(float weight, bool masked, Shading shading, std::size_t cell_width);
+
 // row_labels: one per query ("3 sat"); key columns are numbered 0..M-1.
 void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
                    const std::vector<std::string>& row_labels, const HeatmapStyle& style);

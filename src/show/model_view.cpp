@@ -33,18 +33,7 @@ std::vector<Prediction> top_predictions(const Tensor& logits, std::size_t count)
 
 std::string character_name(std::uint32_t code) {
     if (code == 0) return "<unknown>";
-    std::string utf8;
-    if (code < 0x80) {
-        utf8 = std::string(1, char(code));
-    } else if (code < 0x800) {
-        utf8 = {char(0xC0 | (code >> 6)), char(0x80 | (code & 0x3F))};
-    } else if (code < 0x10000) {
-        utf8 = {char(0xE0 | (code >> 12)), char(0x80 | ((code >> 6) & 0x3F)),
-                char(0x80 | (code & 0x3F))};
-    } else {
-        utf8 = {char(0xF0 | (code >> 18)), char(0x80 | ((code >> 12) & 0x3F)),
-                char(0x80 | ((code >> 6) & 0x3F)), char(0x80 | (code & 0x3F))};
-    }
+    const std::string utf8 = utf8_encode(code);
     // a control or bidi character from the file shows as U+FFFD
     return "'" + sanitized(utf8) + "'";
 }

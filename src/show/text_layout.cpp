@@ -13,6 +13,51 @@ std::size_t display_width(const std::string& text) {
     return width;
 }
 
+namespace {
+
+// The length of the escape sequence starting at text[at] (ESC [ parameters, then a final
+// letter), 0 when none starts there.
+std::size_t escape_length(const std::string& text, std::size_t at) {
+    if (text[at] != '\x1b' || at + 1 >= text.size() || text[at + 1] != '[') return 0;
+    std::size_t end = at + 2;
+    while (end < text.size() && !std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+    return end < text.size() ? end + 1 - at : text.size() - at;
+}
+
+}  // namespace
+
+std::size_t visible_width(const std::string& text) {
+    std::size_t width = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const std::size_t escape = escape_length(text, i);
+        if (escape > 0) {
+            i += escape - 1;
+        } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+            ++width;
+        }
+    }
+    return width;
+}
+
+std::string cut_to_width(const std::string& text, std::size_t width) {
+    std::string kept;
+    std::size_t used = 0;
+    bool coloured = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const std::size_t escape = escape_length(text, i);
+        if (escape > 0) {
+            kept += text.substr(i, escape);
+            coloured = text.compare(i, escape, "\x1b[0m") != 0;
+            i += escape - 1;
+            continue;
+        }
+        const bool starts = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+        if (starts && used++ == width) break;
+        kept += text[i];
+    }
+    return coloured ? kept + "\x1b[0m" : kept;
+}
+
 std::string padded_right(const std::string& text, std::size_t width) {
     const std::size_t used = display_width(text);
     return text + std::string(width > used ? width - used : 0, ' ');

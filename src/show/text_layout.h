@@ -13,6 +13,11 @@ inline constexpr std::size_t text_columns = 80;
 
 // Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
 std::size_t display_width(const std::string& text);
+// display_width of what a terminal shows: ANSI escape sequences (ESC [ ... letter) take none.
+std::size_t visible_width(const std::string& text);
+// The first `width` visible columns of a line; its escape sequences kept, and a colour left on
+// at the cut reset.
+std::string cut_to_width(const std::string& text, std::size_t width);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
 std::vector<std::string> words_of(const std::string& text);

@@ -1,0 +1,609 @@
+// mha train: options, the checks before the first step, and the loop: a batch, a step, an
+// evaluation every --eval-every steps, a checkpoint every few hundred, until --steps, the
+// --time-limit or Ctrl-C.
+
+#include "app/train.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "app/time_guard.h"
+#include "app/train_checkpoint.h"
+#include "app/train_data.h"
+#include "app/train_eval.h"
+#include "app/train_screen.h"
+#include "core/backward/model_backward.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/forms/block.h"
+#include "core/kernels/parallel.h"
+#include "core/pass/costs.h"
+#include "core/train/parameters.h"
+#include "io/atomic_file.h"
+#include "io/npy.h"
+#include "io/printable.h"
+#include "io/read_file.h"
+#include "io/shipped_corpus.h"
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t checkpoint_every = 250;  // steps between the checkpoints on the way
+constexpr const char* shipped_name = "the shipped corpus (examples/corpus/kjv.txt)";
+
+struct TrainOptions {
+    TrainSettings settings;  // the defaults: kjv-2x4's recipe
+    std::optional<double> time_limit;
+    std::size_t threads = 0;  // 0: the hardware's
+    std::string corpus, out = "mha-train.npz", log, resume, save_batches;
+    std::size_t eval_every = 50;
+    std::uint64_t max_memory = std::uint64_t(2) << 30;
+    std::optional<double> max_time;  // unset: no limit
+    bool help = false;
+};
+
+std::uint64_t whole(const Arg& a) { return parse_unsigned(a); }
+
+const std::vector<Option<TrainOptions>>& train_table() {
+    using O = TrainOptions;
+    static const std::vector<Option<O>> table = {
+        section<O>("Recipe:"),
+        {{"--steps", 0, "N",
+          "steps to train (default 3000); the learning rate warms\n"
+          "up over 100 steps, then falls on a cosine to a tenth"},
+         [](O& o, const Arg& a) { o.settings.recipe.steps = parse_count(a, 1000000000); }},
+        {{"--time-limit", 0, "SECONDS",
+          "stop after this many seconds, save and exit (the\n"
+          "schedule still spans --steps: --resume goes on)"},
+         [](O& o, const Arg& a) { o.time_limit = parse_positive(a); }},
+        {{"--seed", 0, "S",
+          "seed of the initial weights, every step's batch and\n"
+          "the evaluation's texts (default 0)"},
+         [](O& o, const Arg& a) { o.settings.seed = whole(a); }},
+        {{"--threads", 't', "T",
+          "worker threads (default: the hardware's); any count\n"
+          "gives the same bits"},
+         [](O& o, const Arg& a) { o.threads = parse_count(a, max_threads); }},
+        {{"--lr", 0, "RATE", "the peak learning rate (default 0.003)"},
+         [](O& o, const Arg& a) { o.settings.recipe.lr = parse_positive(a); }},
+        section<O>("Sizes (default: kjv-2x4's, examples/models/README.md):"),
+        {{"--layers", 0, "L", "transformer blocks (default 2)"},
+         [](O& o, const Arg& a) { o.settings.sizes.layers = parse_count(a, 256); }},
+        {{"--d-model", 'd', "D", "model width (default 64); divisible by --heads"},
+         [](O& o, const Arg& a) { o.settings.sizes.d_model = parse_count(a, 65536); }},
+        {{"--heads", 'H', "H", "heads per layer (default 4)"},
+         [](O& o, const Arg& a) { o.settings.sizes.heads = parse_count(a, 4096); }},
+        {{"--d-ff", 0, "F", "the feed-forward width (default 256)"},
+         [](O& o, const Arg& a) { o.settings.sizes.d_ff = parse_count(a, 1 << 20); }},
+        {{"--context", 0, "C", "characters per row, the model's context (default 128)"},
+         [](O& o, const Arg& a) { o.settings.sizes.context = parse_count(a, 65536); }},
+        {{"--batch", 'b', "B", "rows per step (default 32)"},
+         [](O& o, const Arg& a) { o.settings.batch = parse_count(a, 65536); }},
+        section<O>("Files:"),
+        {{"--corpus", 0, "FILE",
+          "UTF-8 text to learn from (default: 1.5 MiB of the King\n"
+          "James Bible, built in); one token per character: token\n"
+          "0 unknown, then its characters, at most the 255 most\n"
+          "frequent; its last 3% held out"},
+         [](O& o, const Arg& a) { o.corpus = parse_path(a); }},
+        {{"--out", 'o', "FILE.npz",
+          "the model and the state to resume from (default\n"
+          "mha-train.npz), written atomically every 250 steps, at\n"
+          "the end, at --time-limit and on Ctrl-C; mha --model\n"
+          "reads it"},
+         [](O& o, const Arg& a) { o.out = parse_path(a); }},
+        {{"--log", 0, "FILE.jsonl",
+          "one JSON object per evaluation: step, seconds, loss,\n"
+          "val_loss, prev_token and induction ([layer][head])"},
+         [](O& o, const Arg& a) { o.log = parse_path(a); }},
+        {{"--resume", 0, "FILE.npz",
+          "go on from a checkpoint, bit for bit as if never\n"
+          "stopped; sizes, recipe and seed come from it (the\n"
+          "corpus must be the same)"},
+         [](O& o, const Arg& a) { o.resume = parse_path(a); }},
+        {{"--save-batches", 0, "FILE.npz",
+          "also write every step's batch: inputs and targets,\n"
+          "int32 (steps, batch, context), for a cross-check"},
+         [](O& o, const Arg& a) { o.save_batches = parse_path(a); }},
+        section<O>("Evaluation and limits:"),
+        {{"--eval-every", 0, "N",
+          "steps between evaluations (default 50): held-out loss,\n"
+          "each head's previous-token and induction scores"},
+         [](O& o, const Arg& a) { o.eval_every = parse_count(a, 1000000000); }},
+        {{"--max-memory", 0, "SIZE", "refuse runs needing more memory (default 2G)"},
+         [](O& o, const Arg& a) { o.max_memory = parse_bytes(a); }},
+        {{"--max-time", 0, "SECONDS|off",
+          "refuse runs estimated (from their multiply-adds) to\n"
+          "take longer than this (default off)"},
+         [](O& o, const Arg& a) {
+             if (a.text == "off")
+                 o.max_time.reset();
+             else
+                 o.max_time = parse_positive(a);
+         }},
+        {{"--help", 'h', "", "this help"}, [](O& o, const Arg&) { o.help = true; }},
+    };
+    return table;
+}
+
+// ---- Ctrl-C ----------------------------------------------------------------
+
+volatile std::sig_atomic_t interrupted = 0;
+
+extern "C" void note_interrupt(int) { interrupted = 1; }
+
+// While alive, SIGINT only sets `interrupted`: the loop saves and stops (an ignored SIGINT,
+// as in a shell's background job, stays ignored).
+class InterruptFlag {
+public:
+    InterruptFlag() {
+        sigaction(SIGINT, nullptr, &previous_);
+        if (previous_.sa_handler == SIG_IGN) return;
+        struct sigaction action {};
+        action.sa_handler = note_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, nullptr);
+    }
+    InterruptFlag(const InterruptFlag&) = delete;
+    InterruptFlag& operator=(const InterruptFlag&) = delete;
+    ~InterruptFlag() { sigaction(SIGINT, &previous_, nullptr); }
+
+private:
+    struct sigaction previous_ {};
+};
+
+// ---- the checks before training ----------------------------------------------
+
+std::string sizes_text(const TrainSettings& s) {
+    const ModelSizes& m = s.sizes;
+    return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) + " -H " +
+           std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) + " --context " +
+           std::to_string(m.context) + " --batch " + std::to_string(s.batch);
+}
+
+// A resumed run keeps the checkpoint's settings: an option given with another value, or
+// another corpus, is refused.
+void check_resume_matches(const TrainOptions& o, const std::vector<std::string>& given,
+                          const Checkpoint& c, const Corpus& corpus, const std::string& source) {
+    const TrainSettings& want = o.settings;
+    const TrainSettings& have = c.settings;
+    const auto check = [&](const char* option, const std::string& asked, const std::string& had) {
+        if (std::find(given.begin(), given.end(), option) == given.end() || asked == had) return;
+        throw Error("--resume " + o.resume + " was trained with " + option + " " + had + ", not " +
+                    asked + "; leave " + option + " out to go on with the checkpoint's");
+    };
+    const auto text = [](double value) {
+        std::ostringstream out;
+        out << value;
+        return out.str();
+    };
+    using std::to_string;
+    check("--layers", to_string(want.sizes.layers), to_string(have.sizes.layers));
+    check("--d-model", to_string(want.sizes.d_model), to_string(have.sizes.d_model));
+    check("--heads", to_string(want.sizes.heads), to_string(have.sizes.heads));
+    check("--d-ff", to_string(want.sizes.d_ff), to_string(have.sizes.d_ff));
+    check("--context", to_string(want.sizes.context), to_string(have.sizes.context));
+    check("--batch", to_string(want.batch), to_string(have.batch));
+    check("--steps", to_string(want.recipe.steps), to_string(have.recipe.steps));
+    check("--seed", to_string(want.seed), to_string(have.seed));
+    check("--lr", text(want.recipe.lr), text(have.recipe.lr));
+    if (corpus.characters != c.corpus_characters || corpus.fingerprint != c.corpus_fingerprint) {
+        throw Error("--resume " + o.resume + " was trained on another corpus (" +
+                    to_string(c.corpus_characters) + " characters), not " + source + " (" +
+                    to_string(corpus.characters) + "); give the --corpus it was trained on");
+    }
+}
+
+void check_sizes(const TrainSettings& s) {
+    if (s.sizes.d_model % s.sizes.heads != 0) {
+        throw Error("-d " + std::to_string(s.sizes.d_model) + " is not divisible by -H " +
+                    std::to_string(s.sizes.heads) + "; each head takes d_model / h features");
+    }
+}
+
+// The attention sizes of one layer on a batch.
+Sizes layer_sizes(const TrainSettings& s) {
+    const ModelSizes& m = s.sizes;
+    return {s.batch,   m.context, m.context, m.d_model,          m.d_model,
+            m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
+}
+
+// Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
+// again twice: a token per character, the held-out characters' strings), the parameters four times
+// (values, gradients, two moments) and a gathered copy, every layer's forward kept for its backward
+// and as much again for its gradients, the logits with their gradient and softmax, and
+// --save-batches' arrays (a double per value to write, its .npy and the archive).
+std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
+    const std::string what = "the memory for training";
+    const TrainSettings& s = o.settings;
+    const ModelSizes& m = s.sizes;
+    const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
+    const std::uint64_t per_layer =
+        checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
+    const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
+                                                  checked_product({m.layers, per_layer}, what)},
+                                                 what);
+    const Sizes sizes = layer_sizes(s);
+    const std::uint64_t layer = checked_sum(
+        {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
+    const std::uint64_t tokens = checked_product({s.batch, m.context}, what);
+    const std::uint64_t batches =
+        o.save_batches.empty()
+            ? 0
+            : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
+    return checked_sum({checked_product({corpus_bytes, 3}, what),
+                        checked_product({parameters, 5 * sizeof(float)}, what),
+                        checked_product({m.layers, layer, 2}, what),
+                        checked_product({tokens, V, 3 * sizeof(float)}, what), batches},
+                       what);
+}
+
+void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
+    const std::uint64_t need = train_bytes(o, corpus_bytes, vocab);
+    if (need <= o.max_memory) return;
+    throw Error("training " + sizes_text(o.settings) + " needs about " + byte_size(need) +
+                ", more than --max-memory " + byte_size(o.max_memory) +
+                "; raise --max-memory or use smaller sizes");
+}
+
+// Multiply-adds of one step: every layer's attention and feed-forward and the head, forward
+// and backward (the backward about twice the forward).
+std::uint64_t step_macs(const TrainSettings& s, std::size_t vocab) {
+    const std::string what = "the multiply-adds of a training step";
+    const Sizes sizes = layer_sizes(s);
+    const std::uint64_t tokens = checked_product({s.batch, s.sizes.context}, what);
+    const std::uint64_t layer = checked_sum(
+        {forward_macs(sizes), checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
+        what);
+    const std::uint64_t forward =
+        checked_sum({checked_product({s.sizes.layers, layer}, what),
+                     checked_product({tokens, vocab, s.sizes.d_model}, what)},
+                    what);
+    return checked_product({forward, 3}, what);
+}
+
+// --max-time: the steps this run will take (none past --time-limit) against the limit.
+void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t first_step,
+                         std::size_t threads) {
+    if (!o.max_time || (o.time_limit && *o.time_limit <= *o.max_time)) return;
+    const std::uint64_t macs = checked_product(
+        {step_macs(o.settings, vocab), o.settings.recipe.steps - first_step}, "training's cost");
+    check_time(macs, threads, macs_per_thread_second(Form::Packed, AttentionPath::Standard),
+               o.max_time, "fewer --steps, smaller sizes or a --time-limit cost less");
+}
+
+// ---- a diverged step -----------------------------------------------------------
+
+// Records the first step of a traced pass whose tensor holds NaN or infinity (but the masked
+// scores' -inf).
+class NonFiniteFinder final : public Tracer {
+public:
+    void on_step(const Step& step) override {
+        if (!found.empty() || !step.value) return;
+        const Tensor values = step.value->contiguous();
+        const bool masked = step.kind == StepKind::Mask && !step.backward;  // -inf by design
+        for (std::size_t i = 0; i < values.numel(); ++i) {
+            const float v = values.data()[i];
+            if (!std::isfinite(v) && !(masked && v == -INFINITY)) {
+                found = std::string(step.backward ? "the gradient " : "the activation ") +
+                        step.tensor + " (step " + (step.backward ? "b" : "") +
+                        std::to_string(step.number) + ", " + step.name + ")";
+                return;
+            }
+        }
+    }
+    std::string found;
+};
+
+// Where NaN or infinity first appeared: a parameter, else the first tensor of the first row's
+// traced forward and backward (layer 0 step by step) that holds one.
+std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t threads) {
+    for (const Parameter& p : model_parameters(state.model)) {
+        const Tensor values = gather_parameter(p);
+        for (std::size_t i = 0; i < values.numel(); ++i)
+            if (!std::isfinite(values.data()[i])) return "the parameter " + p.name;
+    }
+    const std::size_t n = state.model.context(), rows = batch.tokens.size() / n;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const auto row = [&](const std::vector<std::size_t>& v) {
+            return std::vector<std::size_t>(v.begin() + std::ptrdiff_t(r * n),
+                                            v.begin() + std::ptrdiff_t((r + 1) * n));
+        };
+        NonFiniteFinder finder;
+        try {
+            model_forward_backward(state.model, row(batch.tokens), row(batch.targets), 0, threads,
+                                   finder);
+        } catch (const Error& error) {
+            return error.what();
+        }
+        if (!finder.found.empty()) return finder.found + " in row " + std::to_string(r);
+    }
+    return "no single tensor (the batch's rows are finite one by one)";
+}
+
+// ---- output ------------------------------------------------------------------
+
+std::string fixed(double value, int digits) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+// A number in 6 significant digits: NaN, inf and -inf as such.
+std::string number_text(double value) {
+    if (std::isnan(value)) return "NaN";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return text;
+}
+
+// A number for JSON: null for NaN or infinity.
+std::string json_number(double value) { return std::isfinite(value) ? number_text(value) : "null"; }
+
+std::string json_grid(const std::vector<std::vector<double>>& grid) {
+    std::string out = "[";
+    for (std::size_t l = 0; l < grid.size(); ++l) {
+        out += l ? ",[" : "[";
+        for (std::size_t h = 0; h < grid[l].size(); ++h)
+            out += (h ? "," : "") + json_number(grid[l][h]);
+        out += "]";
+    }
+    return out + "]";
+}
+
+std::string json_line(const TrainEvaluation& e) {
+    return "{\"step\":" + std::to_string(e.step) + ",\"seconds\":" + json_number(e.seconds) +
+           ",\"loss\":" + json_number(e.loss) + ",\"val_loss\":" + json_number(e.val_loss) +
+           ",\"prev_token\":" + json_grid(e.prev_token) +
+           ",\"induction\":" + json_grid(e.induction) + "}";
+}
+
+// --save-batches: the batches of steps [first, last), regenerated from (seed, step).
+void save_batches(const TrainOptions& o, const Corpus& corpus, std::uint64_t first,
+                  std::uint64_t last) {
+    const std::size_t B = o.settings.batch, N = o.settings.sizes.context;
+    npy::Array inputs{{std::size_t(last - first), B, N}, 'i', 4, {}};
+    npy::Array targets = inputs;
+    for (std::uint64_t step = first; step < last; ++step) {
+        const Batch batch = training_batch(corpus, o.settings.seed, step, B, N);
+        inputs.values.insert(inputs.values.end(), batch.tokens.begin(), batch.tokens.end());
+        targets.values.insert(targets.values.end(), batch.targets.begin(), batch.targets.end());
+    }
+    npy::write_npz(o.save_batches, {},
+                   {{"inputs", std::move(inputs)}, {"targets", std::move(targets)}});
+}
+
+// ---- the run -------------------------------------------------------------------
+
+std::string read_corpus_text(const TrainOptions& o) {
+    if (o.corpus.empty()) return std::string(shipped_corpus());
+    return read_file(o.corpus, Ledger(o.max_memory));
+}
+
+class Trainer {
+public:
+    Trainer(const TrainOptions& o, Corpus corpus, Checkpoint checkpoint, std::size_t threads)
+        : o_(o),
+          corpus_(std::move(corpus)),
+          c_(std::move(checkpoint)),
+          threads_(threads),
+          texts_(evaluation_texts(corpus_, c_.settings.seed, c_.settings.sizes.context)),
+          first_step_(c_.state.step),
+          started_(std::chrono::steady_clock::now()) {}
+
+    int run() {
+        InterruptFlag flag;
+        screen_.emplace(std::cout,
+                        wants_live_panel(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
+        if (!o_.log.empty()) {
+            log_.open(o_.log, first_step_ == 0 ? std::ios::trunc : std::ios::app);
+            if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
+        }
+        if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
+        const TrainRecipe& recipe = c_.settings.recipe;
+        while (c_.state.step < recipe.steps) {
+            if (interrupted) return stop(130, "interrupted");
+            if (o_.time_limit && elapsed() >= *o_.time_limit)
+                return stop(0, "--time-limit " + number_text(*o_.time_limit) + " s reached");
+            const Batch batch = training_batch(corpus_, c_.settings.seed, c_.state.step,
+                                               c_.settings.batch, c_.settings.sizes.context);
+            keep_parameters();
+            std::string diverged;
+            StepResult result;
+            try {
+                result = train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch,
+                                    recipe, threads_);
+            } catch (const Error& error) {  // an activation beyond float32
+                diverged = error.what();
+            }
+            if (diverged.empty() &&
+                !(std::isfinite(result.loss) && std::isfinite(result.grad_norm)))
+                diverged = "the loss is " + number_text(result.loss) + " and the gradients' norm " +
+                           number_text(result.grad_norm) + "; NaN or infinity first appears in " +
+                           first_non_finite(restored_state(), batch, threads_);
+            if (!diverged.empty()) {
+                screen_.reset();
+                std::cerr << "mha: training diverged at step " << c_.state.step + 1 << " of "
+                          << recipe.steps << ": " << escaped(diverged) << "; " << escaped(o_.out)
+                          << " keeps the last checkpoint (a smaller --lr?)\n";
+                return 1;
+            }
+            c_.step_losses.push_back(result.loss);
+            const std::uint64_t step = c_.state.step;
+            if (step % o_.eval_every == 0 || step == recipe.steps) evaluate();
+            if (step % checkpoint_every == 0 && step != recipe.steps) save();
+            if (screen_->due(c_.history.size())) screen_->show(snapshot());
+        }
+        save();
+        screen_.reset();
+        std::cout << "mha: trained " << recipe.steps << " steps in " << fixed(elapsed(), 1)
+                  << " s; the model is in " << escaped(o_.out) << " (mha --model "
+                  << escaped(o_.out) << " --text \"...\" --summary)\n";
+        return 0;
+    }
+
+private:
+    // The parameters before the step, for restored_state.
+    void keep_parameters() {
+        kept_.clear();
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (const Tensor* part : p.parts) kept_.push_back(part->to_vector());
+    }
+
+    // The state as it was before the step that diverged (its update undone).
+    TrainState& restored_state() {
+        std::size_t next = 0;
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (Tensor* part : p.parts) *part = Tensor(part->shape(), kept_[next++]);
+        c_.state.step -= 1;
+        return c_.state;
+    }
+
+    double elapsed() const {
+        const std::chrono::duration<double> d = std::chrono::steady_clock::now() - started_;
+        return c_.seconds + d.count();
+    }
+
+    void evaluate() {
+        Evaluated e = mha::evaluate(c_.state.model, texts_, threads_);
+        TrainEvaluation& t = e.evaluation;
+        t.step = std::size_t(c_.state.step);
+        t.seconds = elapsed();
+        const std::size_t since = c_.history.empty() ? 0 : c_.history.back().step;
+        double sum = 0.0;
+        for (std::size_t s = since; s < c_.step_losses.size(); ++s) sum += c_.step_losses[s];
+        t.loss = c_.step_losses.size() > since ? sum / double(c_.step_losses.size() - since) : NAN;
+        c_.history.push_back(t);
+        probe_weights_ = std::move(e.probe_weights);
+        screen_->show(snapshot());
+        if (log_.is_open()) {
+            log_ << json_line(t) << "\n";
+            log_.flush();
+            if (!log_) throw Error("cannot write " + o_.log + ": the write failed");
+        }
+    }
+
+    void save() {
+        c_.seconds = elapsed();
+        started_ = std::chrono::steady_clock::now();
+        save_checkpoint(o_.out, c_);
+        if (!o_.save_batches.empty()) save_batches(o_, corpus_, first_step_, c_.state.step);
+    }
+
+    // What the panel draws now. The time to go: this run's seconds per step so far for the
+    // steps left, or the --time-limit if that comes first.
+    TrainSnapshot snapshot() const {
+        TrainSnapshot s;
+        s.step = std::size_t(c_.state.step);
+        s.steps = c_.settings.recipe.steps;
+        s.seconds = elapsed();
+        const std::uint64_t taken = c_.state.step - first_step_;
+        if (taken > 0) {
+            const std::chrono::duration<double> run =
+                std::chrono::steady_clock::now() - run_started_;
+            s.eta_seconds = run.count() / double(taken) * double(s.steps - s.step);
+        }
+        if (o_.time_limit) s.eta_seconds = std::min(s.eta_seconds, *o_.time_limit - s.seconds);
+        s.step_losses = c_.step_losses;
+        s.history = c_.history;
+        for (const std::string& character : texts_.probe.characters) s.probe += character;
+        s.probe_characters = texts_.probe.characters;
+        s.probe_weights = probe_weights_;
+        return s;
+    }
+
+    int stop(int status, const std::string& why) {
+        save();
+        screen_.reset();
+        std::cerr << "mha: " << why << " at step " << c_.state.step << " of "
+                  << c_.settings.recipe.steps << "; the checkpoint is in " << escaped(o_.out)
+                  << " (mha train --resume " << escaped(o_.out) << " goes on)\n";
+        return status;
+    }
+
+    const TrainOptions& o_;
+    Corpus corpus_;
+    Checkpoint c_;
+    std::size_t threads_;
+    EvaluationTexts texts_;
+    std::uint64_t first_step_;
+    std::chrono::steady_clock::time_point started_;
+    const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
+    std::ofstream log_;
+    std::vector<std::vector<float>> kept_;  // every parameter part before the step
+    std::vector<Tensor> probe_weights_;     // per layer (1, h, N, N): the last evaluation's
+    std::optional<TrainScreen> screen_;     // while run() lives
+};
+
+}  // namespace
+
+const CommandInfo& train_command() {
+    static const CommandInfo command =
+        command_info<TrainOptions>("train", R"(Usage: mha train [options]
+Trains the character model of examples/models/README.md (kjv-2x4's recipe:
+2 pre-LN layers, d_model 64, 4 heads, d_ff 256, context 128, batch 32, AdamW,
+3000 steps) on 1.5 MiB of the King James Bible built into mha, or on
+--corpus, and shows the heads form: every --eval-every steps the held-out
+loss and each head's previous-token and induction scores. Ctrl-C saves the
+checkpoint and stops (exit 130); --resume goes on bit for bit. The same seed
+gives the same bits at any thread count.
+)",
+                                   R"(Examples:
+  mha train                                  the default recipe
+  mha train --steps 200 --time-limit 60      a short look
+  mha train --resume mha-train.npz           go on from the checkpoint
+  mha --model mha-train.npz --text "In the beginning" --summary
+                                             what the heads do now
+)",
+                                   "train ", train_table());
+    return command;
+}
+
+int run_train(const std::vector<std::string>& args) {
+    TrainOptions o;
+    const std::vector<std::string> given = apply_options(train_command(), train_table(), args, o);
+    if (o.help) {
+        std::cout << help_text(train_command());
+        return 0;
+    }
+    if (o.eval_every > o.settings.recipe.steps) o.eval_every = o.settings.recipe.steps;
+    check_writable(o.out);
+    if (!o.log.empty()) check_writable(o.log);
+    if (!o.save_batches.empty()) check_writable(o.save_batches);
+    const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
+    const std::string text = read_corpus_text(o);
+    Corpus corpus = read_corpus(text, source);
+    Checkpoint checkpoint;
+    if (!o.resume.empty()) {
+        checkpoint = load_checkpoint(o.resume, o.max_memory);
+        check_resume_matches(o, given, checkpoint, corpus, source);
+        o.settings = checkpoint.settings;
+    } else {
+        check_sizes(o.settings);
+        checkpoint.settings = o.settings;
+        checkpoint.corpus_characters = corpus.characters;
+        checkpoint.corpus_fingerprint = corpus.fingerprint;
+    }
+    check_corpus_fits(corpus, source, o.settings.sizes.context);
+    check_memory(o, text.size(), corpus.vocab.size());
+    const std::size_t threads = o.threads ? o.threads : hardware_threads();
+    check_training_time(o, corpus.vocab.size(), checkpoint.state.step, threads);
+    if (o.resume.empty())
+        checkpoint.state =
+            start_training(seeded_model(corpus.vocab, o.settings.sizes, o.settings.seed));
+    Trainer trainer(o, std::move(corpus), std::move(checkpoint), threads);
+    return trainer.run();
+}
+
+}  // namespace mha
