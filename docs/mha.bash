@@ -16,7 +16,7 @@ _mha() {
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
-    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --compare-torch --help"
+    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
     local train_options="--steps --time-limit --seed --threads --lr --layers --d-model --heads --d-ff
         --context --batch --corpus --out --log --resume --save-batches --eval-every --max-memory --max-time --help"
 

@@ -72,12 +72,43 @@ TEST_CASE("mha bench --backward times forward + backward in the same records") {
                                                "untraced, forward + backward (standard path)"));
 }
 
+TEST_CASE("mha bench --train times a training step of mha train's model") {
+    const test::RunResult r = test::run_mha("bench --train --quick --repeat 1 --threads 2", false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::StartsWith("mha bench --train: a training step (forward, "
+                                           "backward, clipping, AdamW) of\na tiny model, B 2 x "
+                                           "N 16 characters, d_model 16, h 2,\n2 layers, d_ff 32, "
+                                           "vocabulary 11;"));
+    CHECK_THAT(r.output, Catch::Contains("\n   mha        2 ") &&
+                             Catch::Contains("\n   mha        1 ") &&
+                             Catch::Contains("scaling: mha's 1-thread median"));
+    CHECK_THAT(r.output, !Catch::Contains("torch"));
+    // --quick: B 2, N 16, d_model 16, 2 heads (d_k 8), d_ff 32, V 11, 2 layers. Per layer the
+    // forward's products: in_proj 3·2·16·16·16 = 24,576, QKᵀ and PV 2 x 2·2·16·16·8 = 16,384,
+    // out_proj 2·16·16·16 = 8,192, linear1 and linear2 2 x 2·16·16·32 = 32,768: 81,920; the
+    // backward's twice that, 163,840, and D 2·2·16·8 = 512, dS 2·2·16·16 = 1,024; two layers
+    // 2 x 247,296 = 494,592; the head's logits, dW and dx 3 x 2·16·11·16 = 16,896: 511,488
+    const test::RunResult json = test::run_mha("bench --train --quick --repeat 1 --json", false);
+    REQUIRE(json.status == 0);
+    CHECK_THAT(json.output,
+               Catch::StartsWith("{\"tool\":\"mha bench\",\"train\":true,\"repeat\":1,") &&
+                   Catch::Contains("\"batch\":2,\"context\":16,\"d_model\":16,\"heads\":2,"
+                                   "\"layers\":2,\"d_ff\":32,\"vocab\":11,\"macs\":511488,"));
+    CHECK_THAT(json.output, Catch::Contains("{\"engine\":\"mha\",\"threads\":\"1\",\"ms\":"));
+}
+
 TEST_CASE("mha bench errors") {
     const std::pair<const char*, const char*> cases[] = {
         {"bench --repeat 0", "mha: error: --repeat must be at least 1, got 0\n"},
         {"bench --repeat", "mha: error: --repeat needs a value (see mha bench --help)\n"},
         {"bench --fast", "mha: error: unknown bench option '--fast' (see mha bench --help)\n"},
         {"bench --threads 999", "mha: error: --threads must be at most 256, got 999\n"},
+        {"bench --train --backward",
+         "mha: error: bench --train times mha train's one size; it takes no --sizes, --heads or "
+         "--backward\n"},
+        {"bench --train --sizes 1x8x32x4",
+         "mha: error: bench --train times mha train's one size; it takes no --sizes, --heads or "
+         "--backward\n"},
     };
     for (const auto& c : cases) {
         const test::RunResult r = test::run_mha(c.first);

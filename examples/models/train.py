@@ -215,8 +215,9 @@ FIXTURE_TEXTS = {
 
 
 def load_model(path):
-    """The model as save_model wrote it, and its vocabulary."""
-    arrays = dict(np.load(path))
+    """The model as save_model (or mha train) wrote it, and its vocabulary; the arrays under
+    train.* that mha train adds for --resume (AdamW's moments, the step, ...) are left alone."""
+    arrays = {name: a for name, a in np.load(path).items() if not name.startswith("train.")}
     vocab = [int(c) for c in arrays.pop("vocab")]
     heads = arrays.pop("heads")
     vocab_size, d_model = arrays["token_embedding.weight"].shape
@@ -265,9 +266,67 @@ def learning_rate(step, steps, peak, warmup):
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def make_optimizer(model, lr):
+    """AdamW (β 0.9, 0.95) with weight decay 0.01 on the matrices (2-D, not the embeddings)
+    and none on the rest: biases, norms, embeddings."""
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if p.dim() == 2 and "embedding" not in n]
+    rest = [p for n, p in named if not (p.dim() == 2 and "embedding" not in n)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                              {"params": rest, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+
+
+def train_step(model, optimizer, inputs, targets, step, steps, peak, warmup):
+    """One step of the recipe on (B, N) inputs and targets: the learning rate of `step`, the
+    mean cross-entropy, its gradients clipped to norm 1, AdamW. Returns the loss (before the
+    update), the gradient norm before clipping and the learning rate."""
+    lr = learning_rate(step, steps, peak, warmup)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    logits, _ = model(inputs)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item(), norm.item(), lr
+
+
+def replay(args, parser):
+    """--init and --batches: train the model of the --init file (as `mha train --steps 0
+    --out` writes it) on the batches of the --batches file (as `mha train --save-batches`
+    writes them), with no corpus; print one line per step and save the model to --out."""
+    if args.batches is None or args.init is None or args.out is None:
+        parser.error("--init, --batches and --out go together")
+    model, vocab = load_model(args.init)
+    model.train()
+    batches = np.load(args.batches)
+    if "inputs" not in batches or "targets" not in batches:
+        parser.error("%s: expected arrays inputs and targets" % args.batches)
+    inputs, targets = batches["inputs"], batches["targets"]
+    if inputs.ndim != 3 or inputs.shape != targets.shape:
+        parser.error("%s: inputs %s and targets %s, expected both (steps, batch, context)"
+                     % (args.batches, inputs.shape, targets.shape))
+    steps = len(inputs) if args.steps is None else args.steps
+    context = model.position_embedding.weight.shape[0]
+    if steps > len(inputs) or inputs.shape[2] > context:
+        parser.error("%s holds %d steps of %d tokens; asked for %d steps, the model's context "
+                     "is %d" % (args.batches, len(inputs), inputs.shape[2], steps, context))
+    for ids in (inputs, targets):
+        if ids.min() < 0 or ids.max() >= len(vocab):
+            parser.error("%s: token ids outside 0..%d" % (args.batches, len(vocab) - 1))
+    optimizer = make_optimizer(model, args.lr)
+    print("# step  loss  grad_norm(before clipping)  lr", flush=True)
+    for step in range(steps):
+        rows = [torch.from_numpy(ids[step].astype(np.int64)) for ids in (inputs, targets)]
+        loss, norm, lr = train_step(model, optimizer, *rows, step, steps, args.lr, args.warmup)
+        print("%d %.9g %.9g %.9g" % (step, loss, norm, lr), flush=True)
+    save_model(model, vocab, args.out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, help="default 3000")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--context", type=int, default=128)
     parser.add_argument("--d-model", type=int, default=64)
@@ -285,10 +344,24 @@ def main():
     parser.add_argument("--no-fixtures", action="store_true")
     parser.add_argument("--measure", action="store_true",
                         help="no training: load <name>.npz, print its head roles, write fixtures")
+    parser.add_argument("--init", metavar="FILE.npz",
+                        help="start from this model file (mha train --steps 0 --out FILE.npz)")
+    parser.add_argument("--batches", metavar="FILE.npz",
+                        help="train on these batches (mha train --save-batches FILE.npz: inputs, "
+                             "targets (steps, batch, context)) instead of the corpus; needs "
+                             "--init and --out, prints each step's loss; --steps defaults to "
+                             "the file's")
+    parser.add_argument("--out", metavar="FILE.npz",
+                        help="where to save the model (default examples/models/<name>.npz)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
+    if args.batches is not None or args.init is not None:
+        replay(args, parser)
+        return
+    if args.steps is None:
+        args.steps = 3000
     rng = np.random.default_rng(args.seed)
 
     corpus = read_corpus()
@@ -309,11 +382,7 @@ def main():
     model = CharTransformer(len(vocab), args.d_model, args.heads, args.layers, args.d_ff,
                             args.context)
     check_against_encoder_layer(model)
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embedding" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embedding" not in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr,
-                                  betas=(0.9, 0.95))
+    optimizer = make_optimizer(model, args.lr)
     parameters = sum(p.numel() for p in model.parameters())
 
     log_path = os.path.join(HERE, args.name + ".log")
@@ -349,17 +418,11 @@ def main():
             model.train()
         if step == args.steps:
             break
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, args.steps, args.lr, args.warmup)
         inputs, targets = make_batch(train, rng, args.batch, args.context, args.repeat_fraction,
                                      letter_ids, args.unknown_fraction, args.copies_to_end)
-        logits, _ = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, len(vocab)), targets.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        recent = (recent + [loss.item()])[-50:]
+        loss, _, _ = train_step(model, optimizer, inputs, targets, step, args.steps, args.lr,
+                                args.warmup)
+        recent = (recent + [loss])[-50:]
     elapsed = time.time() - started
     model.eval()
     say("# trained in %.0f s on one thread of: %s" % (elapsed, cpu_name()))
@@ -367,7 +430,7 @@ def main():
         "written twice):" % INDUCTION_LENGTH)
     for line in format_roles(head_roles(model, vocab, held_out_text)):
         say("#   " + line)
-    save_model(model, vocab, os.path.join(HERE, args.name + ".npz"))
+    save_model(model, vocab, args.out or os.path.join(HERE, args.name + ".npz"))
     if not args.no_fixtures:
         write_fixtures(model, vocab)
 

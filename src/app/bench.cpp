@@ -37,7 +37,9 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <utility>
 
+#include "app/bench_train.h"
 #include "app/cli.h"
 #include "app/problem.h"
 #include "core/backward/backward.h"
@@ -75,13 +77,10 @@ struct BenchOptions {
     bool json = false;
     bool compare_torch = false;
     bool backward = false;  // time forward + backward
+    bool train = false;     // time mha train's step instead (app/bench_train.h)
     bool help = false;
 };
 
-// The times of the runs of one measurement (ms): the fastest, the median, the slowest.
-struct Spread {
-    double min = 0, median = 0, max = 0;
-};
 
 struct Row {
     BenchSize size;
@@ -179,6 +178,13 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "dO), every gradient, on the standard path: ms is then\n"
           "the forward + backward median (no naive column)"},
          [](BenchOptions& o, const Arg&) { o.backward = true; }},
+        {{"--train", 0, "",
+          "time a training step of mha train's default recipe\n"
+          "(forward, backward, clipping, AdamW) on all threads and\n"
+          "on 1; with --quick a tiny model; with --compare-torch\n"
+          "PyTorch training the same model at each of the four\n"
+          "settings, every engine taking one step in turn"},
+         [](BenchOptions& o, const Arg&) { o.train = true; }},
         {{"--compare-torch", 0, "",
           "also time nn.MultiheadAttention through /usr/bin/python3\n"
           "and src/app/bench_torch.py (needs PyTorch installed) at\n"
@@ -239,8 +245,7 @@ Spread time_runs(std::size_t repeat, Run run, double& faults) {
                 .count());
     }
     faults = (page_faults() - faults_before) / double(repeat);
-    std::sort(times.begin(), times.end());
-    return {times.front(), times[times.size() / 2], times.back()};
+    return spread_of(std::move(times));
 }
 
 // Peak resident memory (MiB) of this binary run untraced on the size (with `backward`:
@@ -470,6 +475,11 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 
 }  // namespace
 
+Spread spread_of(std::vector<double> times) {
+    std::sort(times.begin(), times.end());
+    return {times.front(), times[times.size() / 2], times.back()};
+}
+
 const CommandInfo& bench_command() {
     static const CommandInfo command =
         command_info<BenchOptions>("bench", R"(Usage: mha bench [options]
@@ -478,13 +488,15 @@ Times the forward pass (self-attention, no mask, untraced) on six sizes from
 the spread (min, max), GFLOP/s, speed-up over the reference loops, 1 thread
 against all, peak memory.
 With --backward every ms is the forward + backward median, and GFLOP/s counts
-both passes' multiply-adds.
+both passes' multiply-adds. With --train it times one training step of mha
+train's default recipe instead, and --repeat counts steps.
 )",
                                    R"(Examples:
   mha bench --quick                         a smoke test
   mha bench --sizes 1x512x512x8 --heads 1,8,16
                                             one size at 1, 8 and 16 heads
   mha bench --backward --quick              forward + backward, a smoke test
+  mha bench --train --quick                 a training step, a smoke test
 )",
                                    "", bench_table());
     return command;
@@ -503,6 +515,13 @@ int run_bench(const std::vector<std::string>& args) {
     if (o.compare_torch && !torch_available())
         throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
+    if (o.train) {
+        if (!o.sizes.empty() || !o.heads.empty() || o.backward)
+            throw Error("bench --train times mha train's one size; it takes no --sizes, "
+                        "--heads or --backward");
+        run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json});
+        return 0;
+    }
     const std::vector<BenchSize> sizes = sizes_to_time(o);
     std::vector<Row> rows;
     double naive_rate = 0;

@@ -17,4 +17,12 @@ int run_bench(const std::vector<std::string>& args);
 // Its options, for --help and the docs tests.
 const CommandInfo& bench_command();
 
+// The times of the runs of one measurement (ms): the fastest, the median, the slowest.
+struct Spread {
+    double min = 0, median = 0, max = 0;
+};
+
+// The spread of `times` (at least one).
+Spread spread_of(std::vector<double> times);
+
 }  // namespace mha

@@ -13,10 +13,19 @@ and every weight, two ways: nn.MultiheadAttention, and the same maths composed
 from F.linear, matmul and softmax as mha computes it. It prints two lines per
 size: "B N d_model h median_ms min_ms max_ms module" and the same ending in
 "composed".
+
+With --train (mha bench --train --compare-torch) it times training steps of
+examples/models/train.py's CharTransformer with train.py's own train_step
+(AdamW, clipping, the learning-rate schedule) on random batches, taking its
+orders on stdin so that mha bench can interleave it with its own steps: it
+prints "ready" after one warm-up step, then for every line "R" it reads, it
+takes R steps and prints their times in ms on one line.
 """
 import argparse
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -70,16 +79,50 @@ def backward_runs(module, x, grad_output, h):
     return {"module": run_module, "composed": run_composed}
 
 
+def serve_training(size):
+    """Training steps of CharTransformer at size "B,N,d_model,h,layers,d_ff,vocab", on order."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "examples", "models"))
+    from train import CharTransformer, make_optimizer, train_step
+
+    b, n, d, h, layers, d_ff, vocab = (int(v) for v in size.split(","))
+    model = CharTransformer(vocab, d, h, layers, d_ff, n)
+    optimizer = make_optimizer(model, 3e-3)
+    inputs, targets = torch.randint(0, vocab, (2, b, n))
+    step = 0
+
+    def run():
+        nonlocal step
+        train_step(model, optimizer, inputs, targets, step, 3000, 3e-3, 100)
+        step += 1
+
+    run()  # warm-up
+    print("ready", flush=True)
+    for line in sys.stdin:
+        times = []
+        for _ in range(int(line)):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1000)
+        print(" ".join(f"{t:.4f}" for t in times), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--backward", action="store_true",
                         help="time forward + backward, nn.MultiheadAttention and composed")
+    parser.add_argument("--train", action="store_true",
+                        help="time training steps on the one size B,N,d_model,h,layers,d_ff,"
+                             "vocab, R at a time for every line R on stdin")
     parser.add_argument("sizes", nargs="+", help="B,N,d_model,h")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.train:
+        serve_training(args.sizes[0])
+        return
     for size in args.sizes:
         b, n, d, h = (int(v) for v in size.split(","))
         module = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
