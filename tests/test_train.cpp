@@ -413,6 +413,15 @@ TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf a
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
     CHECK(r.output.rfind("mha: training diverged at step ", 0) == 0);
     CHECK(r.output.find("first appears in the ") != std::string::npos);
+    // weights that overflow first in the evaluation after the step: the same kind of line
+    const test::RunResult e = test::run_command(
+        test::mha_binary() + " train --context 16 --batch 4 -d 16 -H 2 --d-ff 32 --layers 1 " +
+        "--steps 6 --eval-every 1 --lr 1e9 --out " + (dir / "m.npz").string() +
+        " 2>&1 >/dev/null");
+    INFO(e.output);
+    CHECK(e.status == 1);
+    CHECK(std::count(e.output.begin(), e.output.end(), '\n') == 1);
+    CHECK(e.output.rfind("mha: training diverged at step ", 0) == 0);
     fs::remove_all(dir);
 }
 

@@ -432,16 +432,16 @@ public:
                 diverged = "the loss is " + number_text(result.loss) + " and the gradients' norm " +
                            number_text(result.grad_norm) + "; NaN or infinity first appears in " +
                            first_non_finite(restored_state(), batch, threads_);
-            if (!diverged.empty()) {
-                screen_.reset();
-                std::cerr << "mha: training diverged at step " << c_.state.step + 1 << " of "
-                          << recipe.steps << ": " << escaped(diverged) << "; " << escaped(o_.out)
-                          << " keeps the last checkpoint (a smaller --lr?)\n";
-                return 1;
-            }
+            if (!diverged.empty()) return diverge(c_.state.step + 1, diverged);
             c_.step_losses.push_back(result.loss);
             const std::uint64_t step = c_.state.step;
-            if (step % o_.eval_every == 0 || step == recipe.steps) evaluate();
+            if (step % o_.eval_every == 0 || step == recipe.steps) {
+                try {
+                    evaluate();
+                } catch (const Error& error) {  // the step's weights overflow on a text
+                    return diverge(step, error.what());
+                }
+            }
             if (step % checkpoint_every == 0 && step != recipe.steps) save();
             if (screen_->due(c_.history.size())) screen_->show(snapshot());
         }
@@ -454,6 +454,15 @@ public:
     }
 
 private:
+    // Step `step` (from 1) left the model unusable: one line, exit status 1.
+    int diverge(std::uint64_t step, const std::string& why) {
+        screen_.reset();
+        std::cerr << "mha: training diverged at step " << step << " of "
+                  << c_.settings.recipe.steps << ": " << escaped(why) << "; " << escaped(o_.out)
+                  << " keeps the last checkpoint (a smaller --lr?)\n";
+        return 1;
+    }
+
     // The parameters before the step, for restored_state.
     void keep_parameters() {
         kept_.clear();
