@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-backward-memory
+.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-backward-memory
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -200,6 +200,16 @@ bench-phases: $(BUILD)/bench_phases
 	./$(BUILD)/bench_phases $(PHASES_SIZE)
 
 $(BUILD)/bench_phases: $(BUILD)/tests/bench/phases.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench-train-step: one training step of the default recipe and its phases timed apart
+# (tests/bench/train_step.cpp); TRAIN_STEP_SIZE="B N [repeat] [threads]" picks the rows,
+# the tokens per row, the repeats and the threads
+TRAIN_STEP_SIZE ?= 32 128 21 2
+bench-train-step: $(BUILD)/bench_train_step
+	./$(BUILD)/bench_train_step $(TRAIN_STEP_SIZE)
+
+$(BUILD)/bench_train_step: $(BUILD)/tests/bench/train_step.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench-backward-memory: forward + backward's peak resident memory on the standard and the

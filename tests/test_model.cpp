@@ -469,6 +469,33 @@ TEST_CASE("the model's cross-entropy backward equals CharTransformer's autograd"
                         "the model's targets are 2 ids, expected one per token (12)");
 }
 
+TEST_CASE("the model's backward in a workspace kept across steps gives the bits of fresh memory",
+          "[backward]") {
+    const mha::Model model = mha::model_from_arrays(mha::npy::read_npz("data/model_grad/model.npz"),
+                                                    "data/model_grad/model.npz");
+    const auto expected = mha::npy::read_npz("data/model_grad/expected.npz");
+    const std::vector<std::size_t> tokens = ids(expected.at("tokens"));
+    const std::vector<std::size_t> targets = ids(expected.at("targets"));
+    const mha::ModelBackward fresh = mha::model_forward_backward(model, tokens, targets, 2, 2);
+    mha::Workspace workspace;
+    // a step on other rows first: the blocks then hold its values, not zeros
+    std::vector<std::size_t> other(tokens.rbegin(), tokens.rend());
+    mha::model_forward_backward(model, other, targets, 2, 2, &workspace);
+    const std::uint64_t after_first = workspace.bytes();
+    CHECK(after_first > 0);
+    const mha::ModelBackward reused =
+        mha::model_forward_backward(model, tokens, targets, 2, 2, &workspace);
+    CHECK(workspace.bytes() == after_first);  // the second step takes no new block
+    CHECK(reused.loss == fresh.loss);
+    CHECK(reused.forward.logits.to_vector() == fresh.forward.logits.to_vector());
+    const auto a = mha::model_arrays(fresh.grads, ""), b = mha::model_arrays(reused.grads, "");
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(a[i].first);
+        CHECK(a[i].second.to_vector() == b[i].second.to_vector());
+    }
+}
+
 TEST_CASE("mha --model --backward saves CharTransformer's gradients of one text", "[backward]") {
     // row 0 of data/model_grad/expected.npz: tokens 3 5 0 6 3 2, targets 5 0 6 3 2 0; the
     // vocabulary is [unknown, a ... f], so the text is "ce" + any unknown character + "fcb" +

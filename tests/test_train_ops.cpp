@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backward/block_backward.h"
+#include "core/backward/linear_backward.h"
 #include "core/layers/cross_entropy.h"
 #include "core/layers/embedding.h"
 #include "core/layers/gelu.h"
@@ -328,7 +329,7 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
     // sizes past threads_for's threshold, so more than one thread really runs
     const std::size_t B = 16, N = 128, E = 64, V = 512;
     const Tensor x = random_tensor({B, N, E}, 12), dy = random_tensor({B, N, E}, 13);
-    const Tensor gamma = random_tensor({E}, 14);
+    const Tensor gamma = random_tensor({E}, 14), beta = random_tensor({E}, 17);
     const Tensor logits = random_tensor({B, N, V}, 15, 3.0);
     std::vector<std::size_t> tokens(B * N);
     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = (i * 7919) % V;
@@ -352,10 +353,37 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
         CHECK(ce.loss == ce1.loss);
         CHECK(same_bits(ce.dlogits, ce1.dlogits));
         CHECK(same_bits(mha::gelu_backward(x, dy, threads), gelu1));
+        CHECK(same_bits(mha::gelu(x, threads), mha::gelu(x, 1)));
+        CHECK(same_bits(mha::layer_norm(x, gamma, beta, threads),
+                        mha::layer_norm(x, gamma, beta, 1)));
         Tensor param = random_tensor({V, E}, 16);
         mha::AdamWMoments moments = mha::adamw_moments(param.shape());
         mha::adamw_step(param, embed.token, moments, 1, 1e-3, 0.01, {}, threads);
         CHECK(same_bits(param, param1));
+    }
+}
+
+TEST_CASE("a linear layer's dW has the bits of dYᵀ X whichever of out and in is larger",
+          "[backward]") {
+    // 300 rows: two of gemm's 256-deep slices. out > in takes dWᵀ = Xᵀ dY, then transposes.
+    const std::size_t rows = 300;
+    for (const auto& [out, in] : {std::pair<std::size_t, std::size_t>{40, 24}, {24, 40}}) {
+        CAPTURE(out, in);
+        const Tensor dy = random_tensor({rows, out}, 21), x = random_tensor({rows, in}, 22);
+        const Tensor dw = mha::linear_weight_grad(dy.data(), x.data(), rows, out, in, 2);
+        Tensor direct({out, in});
+        mha::gemm({dy.data(), out, rows, 1, out}, {x.data(), rows, in, in, 1}, direct.data(), in);
+        CHECK(same_bits(dw, direct));
+        double worst = 0.0;  // and it is dYᵀ X: against sums in double
+        for (std::size_t o = 0; o < out; ++o) {
+            for (std::size_t i = 0; i < in; ++i) {
+                double sum = 0.0;
+                for (std::size_t r = 0; r < rows; ++r)
+                    sum += double(dy.data()[r * out + o]) * x.data()[r * in + i];
+                worst = std::max(worst, std::fabs(sum - dw.data()[o * in + i]));
+            }
+        }
+        CHECK(worst < 1e-4);
     }
 }
 

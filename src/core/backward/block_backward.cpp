@@ -13,10 +13,12 @@ namespace mha {
 
 namespace {
 
-// What every backward step needs: the block's weights, the threads and the block's plan.
+// What every backward step needs: the block's weights, the threads, the memory (or null) and
+// the block's plan.
 struct BlockBack {
     const BlockWeights& w;
     std::size_t threads;
+    Workspace* workspace;
     PassTrace& trace;
 };
 
@@ -24,7 +26,7 @@ struct BlockBack {
 // dw and db; returns dx.
 Tensor linear_back(const BlockBack& b, const Tensor& x, const Tensor& w, const Tensor& dy,
                    Tensor& dw, Tensor& db) {
-    LinearGrads grads = linear_backward(x, w, true, dy, b.threads);
+    LinearGrads grads = linear_backward(x, w, true, dy, b.threads, b.workspace);
     dw = std::move(grads.dw);
     db = std::move(grads.db);
     b.trace.show(dw);
@@ -38,7 +40,7 @@ Tensor linear_back(const BlockBack& b, const Tensor& x, const Tensor& w, const T
 Tensor feed_forward_back(const BlockBack& b, const BlockKept& k, const Tensor& d_ffn,
                          BlockWeights& g) {
     const Tensor d_activated = linear_back(b, k.activated, b.w.w_2, d_ffn, g.w_2, g.b_2);
-    const Tensor d_hidden = gelu_backward(k.hidden, d_activated, b.threads);
+    const Tensor d_hidden = gelu_backward(k.hidden, d_activated, b.threads, b.workspace);
     b.trace.show(d_hidden);
     return linear_back(b, k.ffn_in, b.w.w_1, d_hidden, g.w_1, g.b_1);
 }
@@ -46,8 +48,8 @@ Tensor feed_forward_back(const BlockBack& b, const BlockKept& k, const Tensor& d
 // LNᵀ for norm1 (first) or norm2: the gradient at the norm's input; γ's and β's to g.
 Tensor norm_back(const BlockBack& b, bool first, const Tensor& input, const Tensor& d_norm,
                  BlockWeights& g) {
-    LayerNormGrads n =
-        layer_norm_backward(input, first ? b.w.norm1_weight : b.w.norm2_weight, d_norm, b.threads);
+    LayerNormGrads n = layer_norm_backward(input, first ? b.w.norm1_weight : b.w.norm2_weight,
+                                           d_norm, b.threads, b.workspace);
     Tensor& gamma = first ? g.norm1_weight : g.norm2_weight;
     Tensor& beta = first ? g.norm1_bias : g.norm2_bias;
     gamma = std::move(n.gamma);
@@ -60,7 +62,7 @@ Tensor norm_back(const BlockBack& b, bool first, const Tensor& input, const Tens
 
 // Where a tensor's two paths meet: their gradients summed.
 Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch) {
-    Tensor sum = residual_backward(d_out, d_branch);
+    Tensor sum = residual_backward(d_out, d_branch, b.workspace);
     b.trace.show(sum);
     return sum;
 }
@@ -88,7 +90,7 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
                     to_string(k.norm1_in.shape()));
     }
     const Tensor d_out = grad_output.contiguous();
-    const BlockBack b{w, options.threads, trace};
+    const BlockBack b{w, options.threads, options.workspace, trace};
     const Tensor& p = attention_weights;
     BlockGradients g;
     trace.show(d_out);  // b21

@@ -2,6 +2,8 @@
 
 #include "core/backward/linear_backward.h"
 
+#include <vector>
+
 #include "core/kernels/parallel.h"
 
 namespace mha {
@@ -21,37 +23,56 @@ Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std
                           std::size_t in, std::size_t threads) {
     Tensor dw({out, in});
     if (rows == 0) return dw;
-    const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
-    parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
+    if (out <= in) {
+        const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
+        parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
+        return dw;
+    }
+    // dWᵀ (in, out) = Xᵀ dY: the packed left operand read down columns `in` apart rather than
+    // `out` apart; each element sums the same products in the same order, so the same bits
+    std::vector<float> dw_t(in * out);
+    const MatrixView x_t{x, in, rows, 1, in};  // Xᵀ (in, rows), a view
+    parallel_gemm(x_t, {dy, rows, out, out, 1}, dw_t.data(), out, threads);
+    for (std::size_t o = 0; o < out; ++o) {
+        for (std::size_t i = 0; i < in; ++i) dw.data()[o * in + i] = dw_t[i * out + o];
+    }
     return dw;
 }
 
-Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out) {
-    std::vector<double> sums(out, 0.0);
-    for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t o = 0; o < out; ++o) sums[o] += dy[r * out + o];
-    }
-    return Tensor({out}, std::vector<float>(sums.begin(), sums.end()));
+Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std::size_t threads) {
+    Tensor db({out});
+    parallel_for(out, threads_for(std::uint64_t(rows) * out, threads),
+                 [&](std::size_t begin, std::size_t end) {
+                     std::vector<double> sums(end - begin, 0.0);  // columns [begin, end)
+                     for (std::size_t r = 0; r < rows; ++r) {
+                         const float* row = dy + r * out + begin;
+                         for (std::size_t o = 0; o < end - begin; ++o) sums[o] += row[o];
+                     }
+                     for (std::size_t o = begin; o < end; ++o)
+                         db.data()[o] = float(sums[o - begin]);
+                 });
+    return db;
 }
 
-Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads) {
+Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads,
+                         Workspace* workspace) {
     const std::size_t out = w.size(0), in = w.size(1);
-    Tensor dx({rows, in});
-    if (out == 0) return dx;
+    if (out == 0) return Tensor({rows, in});
+    Tensor dx = new_uninitialised(workspace, {rows, in});
     parallel_gemm({dy, rows, out, out, 1}, {w.data(), out, in, in, 1}, dx.data(), in, threads);
     return dx;
 }
 
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
-                            std::size_t threads) {
+                            std::size_t threads, Workspace* workspace) {
     const std::size_t out = w.size(0), in = w.size(1), rows = dy.numel() / out;
     const Tensor weight = w.contiguous();
     LinearGrads g;
     g.dw = linear_weight_grad(dy.data(), x.data(), rows, out, in, threads);
-    if (bias) g.db = linear_bias_grad(dy.data(), rows, out);
+    if (bias) g.db = linear_bias_grad(dy.data(), rows, out, threads);
     Shape shape = dy.shape();
     shape.back() = in;
-    g.dx = linear_input_grad(dy.data(), weight, rows, threads).view(shape);
+    g.dx = linear_input_grad(dy.data(), weight, rows, threads, workspace).view(shape);
     return g;
 }
 

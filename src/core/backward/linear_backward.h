@@ -6,6 +6,7 @@
 
 #include "core/kernels/kernels.h"
 #include "core/tensor/tensor.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -18,20 +19,23 @@ void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size
 Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std::size_t out,
                           std::size_t in, std::size_t threads);
 
-// db (out) = Σ_rows dY, each column summed over the rows in order (in double).
-Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out);
+// db (out) = Σ_rows dY, each column summed over the rows in order (in double); the columns
+// split over `threads` threads.
+Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std::size_t threads);
 
-// dX (rows, in) = dY W: dy (rows, out) row-major, w (out, in) contiguous.
-Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads);
+// dX (rows, in) = dY W: dy (rows, out) row-major, w (out, in) contiguous; from the workspace
+// when there is one.
+Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads,
+                         Workspace* workspace = nullptr);
 
 // The three at once for y = x Wᵀ + b over dy (..., out) and x (..., in), both contiguous with
-// the same leading dimensions.
+// the same leading dimensions; dx from the workspace when there is one.
 struct LinearGrads {
     Tensor dw;  // (out, in)
     Tensor db;  // (out); empty when the layer has no bias
     Tensor dx;  // (..., in)
 };
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
-                            std::size_t threads);
+                            std::size_t threads, Workspace* workspace = nullptr);
 
 }  // namespace mha

@@ -15,17 +15,19 @@ namespace mha {
 
 namespace {
 
-ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads) {
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace* workspace) {
     ForwardOptions options;
     options.heads = layer.heads;
     options.threads = threads;
+    options.workspace = workspace;
     return options;
 }
 
-// Both entries: `traced` is the layer shown step by step when `trace` is on.
+// Both entries: `traced` is the layer shown step by step when `trace` is on; the tensors from
+// `workspace` when there is one.
 ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
                   const std::vector<std::size_t>& targets, std::size_t batch, std::size_t traced,
-                  std::size_t threads, PassTrace& trace) {
+                  std::size_t threads, Workspace* workspace, PassTrace& trace) {
     if (batch == 0 || tokens.empty() || tokens.size() % batch != 0 ||
         tokens.size() / batch > m.context()) {
         throw Error("the model reads " + std::to_string(batch) + " rows of 1 to " +
@@ -52,15 +54,15 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
         const ModelLayer& layer = m.layers[l];
         ForwardResult r =
             forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, causal,
-                          layer_options(layer, threads), trace_of(l), &kept[l]);
+                          layer_options(layer, threads, workspace), trace_of(l), &kept[l]);
         f.weights.push_back(std::move(r.weights));
         x = std::move(r.output);
         if (l != traced) trace.show(x);  // an untraced layer: its block in one step
     }
-    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias, threads, workspace);
     trace.show(final_norm);
     f.output = x;
-    f.logits = project(final_norm, m.head_weight, m.head_bias, threads);  // (B, N, V)
+    f.logits = project(final_norm, m.head_weight, m.head_bias, threads, workspace);  // (B, N, V)
     trace.show(f.logits);
     const CrossEntropy ce = cross_entropy(f.logits, targets, threads);
     result.loss = ce.loss;
@@ -68,13 +70,15 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
     Model& g = result.grads;
     g.vocab = m.vocab;
     trace.show(ce.dlogits);  // b23
-    LinearGrads head = linear_backward(final_norm, m.head_weight, true, ce.dlogits, threads);
+    LinearGrads head =
+        linear_backward(final_norm, m.head_weight, true, ce.dlogits, threads, workspace);
     g.head_weight = std::move(head.dw);
     g.head_bias = std::move(head.db);
     trace.show(g.head_weight);
     trace.show(g.head_bias);
     trace.show(head.dx);
-    LayerNormGrads norm = layer_norm_backward(x, m.norm_weight, head.dx, threads);  // b22
+    LayerNormGrads norm =
+        layer_norm_backward(x, m.norm_weight, head.dx, threads, workspace);  // b22
     g.norm_weight = std::move(norm.gamma);
     g.norm_bias = std::move(norm.beta);
     trace.show(g.norm_weight);
@@ -86,7 +90,8 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
         const ModelLayer& layer = m.layers[l];
         BlockGradients b =
             block_backward(layer.attention, layer.block, BlockKind::Pre, causal,
-                           layer_options(layer, threads), kept[l], f.weights[l], dx, trace_of(l));
+                           layer_options(layer, threads, workspace), kept[l], f.weights[l], dx,
+                           trace_of(l));
         kept[l] = BlockKept();  // what this layer kept is read no more
         g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads};
         dx = std::move(b.input);
@@ -104,10 +109,10 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
 
 ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
                                      const std::vector<std::size_t>& targets, std::size_t batch,
-                                     std::size_t threads) {
+                                     std::size_t threads, Workspace* workspace) {
     NullTracer quiet;
     PassTrace trace(quiet, PassSpec{});
-    return run(m, tokens, targets, batch, m.layers.size(), threads, trace);
+    return run(m, tokens, targets, batch, m.layers.size(), threads, workspace, trace);
 }
 
 ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
@@ -117,7 +122,7 @@ ModelBackward model_forward_backward(const Model& m, const std::vector<std::size
     ModelSpec spec = model_spec(m, tokens.size(), traced_layer);
     spec.backward = true;
     PassTrace trace(tracer, spec);
-    return run(m, tokens, targets, 1, traced_layer, threads, trace);
+    return run(m, tokens, targets, 1, traced_layer, threads, nullptr, trace);
 }
 
 }  // namespace mha

@@ -23,9 +23,12 @@ struct ModelBackward {
 // Every layer's forward keeps what its backward reads. Work runs on `threads` threads and
 // every sum across units runs in a fixed order, so any thread count gives the same bits.
 // Throws mha::Error when the tokens or targets do not fit the model. Untraced: the trainer's.
+// With a workspace, the activations and their gradients come from its blocks: a trainer that
+// keeps one across steps (and lets each step's result go before the next) maps and fills no
+// fresh memory for them. The result's tensors may hold its blocks.
 ModelBackward model_forward_backward(const Model& model, const std::vector<std::size_t>& tokens,
                                      const std::vector<std::size_t>& targets, std::size_t batch,
-                                     std::size_t threads);
+                                     std::size_t threads, Workspace* workspace = nullptr);
 
 // The same on one row of tokens, traced on the model's plan with its backward (model_spec
 // with ModelSpec::backward): the forward as forward_model traces it, then b23 ... b0, layer

@@ -16,24 +16,25 @@ namespace mha {
 
 namespace {
 
-// What every block step needs: the weights, the threads and the block's plan.
+// What every block step needs: the weights, the threads, the memory (or null) and the plan.
 struct BlockPass {
     const BlockWeights& w;
     std::size_t threads;
+    Workspace* workspace;
     PassTrace& trace;
 };
 
 // norm1 or norm2 of x: (B, N, d_model)
 Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
-                          first ? p.w.norm1_bias : p.w.norm2_bias);
+                          first ? p.w.norm1_bias : p.w.norm2_bias, p.threads, p.workspace);
     p.trace.show(y);
     return y;
 }
 
 // a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
 Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
-    Tensor y = add(a, b);
+    Tensor y = add(a, b, p.workspace);
     check_in_float32(y, "the residual stream (" + sum + ")");
     p.trace.show(y);
     return y;
@@ -42,11 +43,11 @@ Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, con
 // FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2 of y = k.ffn_in: (B, N, d_model) -> (B, N, d_ff)
 // -> (B, N, d_model); k keeps the hidden layer before and after GELU.
 Tensor feed_forward(const BlockPass& p, BlockKept& k) {
-    k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads);
+    k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
     p.trace.show(k.hidden);
-    k.activated = gelu(k.hidden);
+    k.activated = gelu(k.hidden, p.threads, p.workspace);
     p.trace.show(k.activated);
-    Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads);
+    Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     p.trace.show(f);
     return f;
@@ -122,12 +123,10 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     const Tensor x = in.x_q.contiguous();
     BlockKept k;
     k.norm1_in = x;
-    const BlockPass p{w, options.threads, trace};
+    const BlockPass p{w, options.threads, options.workspace, trace};
     ForwardOptions o = options;
-    if (keep) {
-        o.keep = &k.attention;
-        o.workspace = nullptr;  // what is kept must outlive the forward
-    }
+    // what is kept holds its blocks of a workspace: no later tensor is given them while it lives
+    if (keep) o.keep = &k.attention;
     ForwardResult result;
     if (kind == BlockKind::Pre) {
         k.attn_in = norm(p, true, x);  // 15, then attention: 0-14

@@ -70,7 +70,7 @@ ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens
         result.weights.push_back(std::move(block.weights));
         if (l != traced_layer) trace.show(x);  // an untraced layer: its block in one step
     }
-    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias);
+    const Tensor final_norm = layer_norm(x, m.norm_weight, m.norm_bias, threads);
     result.output = x;
     trace.show(final_norm);
     result.logits = project(final_norm, m.head_weight, m.head_bias, threads);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/vector_exp.h"
 #include "core/ops/softcap.h"
 #include "core/position/position_bias.h"
 #include "core/tensor/scratch.h"
@@ -268,30 +269,6 @@ MHA_INLINE void pack_linear_t(const float* w, std::size_t out, std::size_t in, f
     for (std::size_t j0 = 0; j0 < out; j0 += NR) {
         pack_w_panel<NR>({&target, j0, std::min(NR, out - j0)}, in, 0, in, panels + j0 * in);
     }
-}
-
-// e^x for x <= 0: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, r's series to
-// degree 7 (relative error < 1e-7). Below -87 (or -inf) the result is 0.
-MHA_INLINE float exp_nonpositive_t(float x) {
-    const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-    const float t = x * 1.44269504f + magic;
-    const float n = t - magic;
-    const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 in two parts
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    std::uint32_t t_bits, magic_bits;
-    std::memcpy(&t_bits, &t, sizeof t);
-    std::memcpy(&magic_bits, &magic, sizeof magic);
-    const std::uint32_t scale_bits = (t_bits - magic_bits + 127u) << 23;  // 2^n
-    float two_n;
-    std::memcpy(&two_n, &scale_bits, sizeof two_n);
-    return x < -87.0f ? 0.0f : p * two_n;
 }
 
 MHA_INLINE float max_of_t(const float* values, std::size_t n) {

@@ -16,17 +16,17 @@ double cross_entropy_rows(const T* logits, const std::size_t* targets, std::size
     std::vector<double> row_loss(rows);
     parallel_for(rows, threads_for(std::uint64_t(rows) * V * 8, threads),
                  [&](std::size_t begin, std::size_t end) {
+                     std::vector<double> e(V);  // e^(z − max) of one row
                      for (std::size_t r = begin; r < end; ++r) {
                          const T* z = logits + r * V;
                          T* dz = dlogits + r * V;
                          double top = z[0];
                          for (std::size_t v = 1; v < V; ++v) top = std::max(top, double(z[v]));
                          double sum = 0.0;
-                         for (std::size_t v = 0; v < V; ++v) sum += std::exp(z[v] - top);
-                         const double log_sum = std::log(sum);
-                         row_loss[r] = top + log_sum - z[targets[r]];
+                         for (std::size_t v = 0; v < V; ++v) sum += e[v] = std::exp(z[v] - top);
+                         row_loss[r] = top + std::log(sum) - z[targets[r]];
                          for (std::size_t v = 0; v < V; ++v) {
-                             const double p = std::exp(z[v] - top - log_sum);
+                             const double p = e[v] / sum;
                              dz[v] = T((p - (v == targets[r] ? 1.0 : 0.0)) / double(rows));
                          }
                      }

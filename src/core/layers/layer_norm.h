@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "core/tensor/tensor.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -27,8 +28,10 @@ void layer_norm_backward_rows(const T* x, const T* gamma, const T* dy, std::size
                               std::size_t E, std::size_t threads, T* dx, T* dgamma, T* dbeta);
 
 // layer_norm_rows on a contiguous tensor: each row of x (..., E) normalised, then scaled by
-// gamma (E) and shifted by beta (E). The block's and the model's LayerNorm.
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta);
+// gamma (E) and shifted by beta (E), the rows split over `threads` threads; y from the
+// workspace when there is one. The block's and the model's LayerNorm.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                  std::size_t threads = 1, Workspace* workspace = nullptr);
 
 struct LayerNormGrads {
     Tensor x;      // (..., E) ∂L/∂x
@@ -36,8 +39,9 @@ struct LayerNormGrads {
     Tensor beta;   // (E) ∂L/∂bias
 };
 
-// layer_norm_backward_rows on contiguous tensors: x and dy (..., E), gamma (E).
+// layer_norm_backward_rows on contiguous tensors: x and dy (..., E), gamma (E); the gradient
+// at x from the workspace when there is one.
 LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& dy,
-                                   std::size_t threads);
+                                   std::size_t threads, Workspace* workspace = nullptr);
 
 }  // namespace mha

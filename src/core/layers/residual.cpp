@@ -6,8 +6,8 @@
 
 namespace mha {
 
-Tensor residual_backward(const Tensor& d_out, const Tensor& d_branch) {
-    return add(d_out.contiguous(), d_branch.contiguous());
+Tensor residual_backward(const Tensor& d_out, const Tensor& d_branch, Workspace* workspace) {
+    return add(d_out.contiguous(), d_branch.contiguous(), workspace);
 }
 
 }  // namespace mha

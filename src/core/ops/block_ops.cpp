@@ -8,16 +8,21 @@
 
 namespace mha {
 
-Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor y(a.shape());
-    for (std::size_t i = 0; i < a.numel(); ++i) y.data()[i] = a.data()[i] + b.data()[i];
+Tensor add(const Tensor& a, const Tensor& b, Workspace* workspace) {
+    Tensor y = new_uninitialised(workspace, a.shape());
+    const std::size_t n = a.numel();
+    const float* left = a.data();
+    const float* right = b.data();
+    float* sum = y.data();
+    for (std::size_t i = 0; i < n; ++i) sum[i] = left[i] + right[i];
     return y;
 }
 
 void check_in_float32(const Tensor& t, const std::string& what) {
     const Tensor packed = t.contiguous();  // no copy: project() and add() return it contiguous
     const float* values = packed.data();
-    for (std::size_t i = 0; i < packed.numel(); ++i) {
+    const std::size_t n = packed.numel();
+    for (std::size_t i = 0; i < n; ++i) {
         if (!std::isfinite(values[i])) {
             throw Error("a value of " + what + " overflows float32 at flat index " +
                         std::to_string(i) + " of " + to_string(packed.shape()) +

@@ -6,11 +6,13 @@
 #include <string>
 
 #include "core/tensor/tensor.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
-// a + b, element-wise; both contiguous and of the same shape.
-Tensor add(const Tensor& a, const Tensor& b);
+// a + b, element-wise; both contiguous and of the same shape. The sum from the workspace when
+// there is one.
+Tensor add(const Tensor& a, const Tensor& b, Workspace* workspace = nullptr);
 
 // Throws mha::Error when t holds a value beyond float32 (an infinity, or NaN from one), as an
 // overflowing projection does in attention: "a value of <what> overflows float32 at flat

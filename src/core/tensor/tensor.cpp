@@ -234,15 +234,25 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-    std::vector<float> values;
-    values.reserve(numel());
-    std::vector<std::size_t> index(dim(), 0);
+    std::vector<float> values(numel());
+    if (values.empty()) return values;
+    // the last dimension is copied row by row; the index walks the dimensions before it
+    const std::size_t last = dim() == 0 ? 1 : shape().back();
+    const std::size_t step = dim() == 0 ? 1 : strides().back();
+    const std::size_t outer = dim() == 0 ? 0 : dim() - 1;
+    std::vector<std::size_t> index(outer, 0);
     const float* base = data();
-    for (std::size_t n = 0; n < numel(); ++n) {
+    for (std::size_t row = 0; row * last < values.size(); ++row) {
         std::size_t position = 0;
-        for (std::size_t d = 0; d < dim(); ++d) position += index[d] * strides()[d];
-        values.push_back(base[position]);
-        for (std::size_t d = dim(); d-- > 0;) {
+        for (std::size_t d = 0; d < outer; ++d) position += index[d] * strides()[d];
+        const float* from = base + position;
+        float* to = values.data() + row * last;
+        if (step == 1) {
+            std::copy(from, from + last, to);
+        } else {
+            for (std::size_t i = 0; i < last; ++i) to[i] = from[i * step];
+        }
+        for (std::size_t d = outer; d-- > 0;) {
             if (++index[d] < shape()[d]) break;
             index[d] = 0;
         }

@@ -47,14 +47,16 @@ double clip_grad_norm(const std::vector<Tensor*>& grads, double max_norm) {
     for (const Tensor* grad : grads) {
         double sum = 0.0;
         const float* values = grad->data();
-        for (std::size_t i = 0; i < grad->numel(); ++i) sum += double(values[i]) * values[i];
+        const std::size_t n = grad->numel();
+        for (std::size_t i = 0; i < n; ++i) sum += double(values[i]) * values[i];
         squares += sum;
     }
     const double norm = std::sqrt(squares);
     const float scale = float(std::min(1.0, max_norm / (norm + 1e-6)));
     for (Tensor* grad : grads) {
         float* values = grad->data();
-        for (std::size_t i = 0; i < grad->numel(); ++i) values[i] *= scale;
+        const std::size_t n = grad->numel();
+        for (std::size_t i = 0; i < n; ++i) values[i] *= scale;
     }
     return norm;
 }

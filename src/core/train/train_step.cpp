@@ -18,7 +18,8 @@ TrainState start_training(Model model) {
 StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
                       const std::vector<std::size_t>& targets, std::size_t batch,
                       const TrainRecipe& recipe, std::size_t threads) {
-    ModelBackward pass = model_forward_backward(state.model, tokens, targets, batch, threads);
+    ModelBackward pass =
+        model_forward_backward(state.model, tokens, targets, batch, threads, &state.workspace);
     const std::vector<Parameter> params = model_parameters(state.model);
     const std::vector<Parameter> grad_parts = model_parameters(pass.grads);
     std::vector<Tensor> grads;  // one per parameter, its shape: the parts stacked

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/forms/model.h"
+#include "core/tensor/workspace.h"
 #include "core/train/optimizer.h"
 
 namespace mha {
@@ -27,6 +28,8 @@ struct TrainState {
     Model model;
     std::vector<AdamWMoments> moments;  // one per parameter, in model_arrays' order
     std::uint64_t step = 0;             // steps taken so far
+    Workspace workspace;  // the step's activations and their gradients, their memory kept for
+                          // the next step (not state: nothing of it is saved or compared)
 };
 
 struct StepResult {
