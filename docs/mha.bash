@@ -17,6 +17,8 @@ _mha() {
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --sizes --heads --quick --json --backward --compare-torch --help"
+    local train_options="--steps --time-limit --seed --threads --lr --layers --d-model --heads --d-ff
+        --context --batch --corpus --out --log --resume --save-batches --eval-every --max-memory --max-time --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
@@ -48,6 +50,18 @@ _mha() {
         return
     fi
 
+    if [[ ${COMP_WORDS[1]} == train && COMP_CWORD -gt 1 ]]; then
+        case $prev in
+            --out|-o|--resume|--save-batches) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
+            --log) COMPREPLY=($(compgen -f -X '!*.jsonl' -- "$cur") $(compgen -d -- "$cur")); return ;;
+            --corpus) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+            --max-time) COMPREPLY=($(compgen -W "off" -- "$cur")); return ;;
+            --steps|--time-limit|--seed|--threads|-t|--lr|--layers|--d-model|-d|--heads|-H|--d-ff|--context|--batch|-b|--eval-every|--max-memory) return ;;
+        esac
+        COMPREPLY=($(compgen -W "$train_options" -- "$cur"))
+        return
+    fi
+
     # --causal=ALIGN: bash splits the word at '=', so the alignment follows a lone "="
     if [[ $prev == = && ${COMP_WORDS[COMP_CWORD-2]} == --causal ]]; then
         COMPREPLY=($(compgen -W "bottom-right top-left" -- "$cur")); return
@@ -74,7 +88,7 @@ _mha() {
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then
-        COMPREPLY=($(compgen -W "quiz grade bench" -- "$cur"))
+        COMPREPLY=($(compgen -W "quiz grade bench train" -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -W "$options" -- "$cur"))

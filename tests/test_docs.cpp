@@ -175,14 +175,16 @@ TEST_CASE("docs/trace.schema.json defines exactly the fields docs/json-schema.md
 TEST_CASE("the man page and the bash completion name every option of --help", "[docs]") {
     const std::set<std::string> options = options_in(test::run_mha("--help").output);
     const std::set<std::string> quiz_options = options_in(test::run_mha("quiz --help").output);
+    const std::set<std::string> train_options = options_in(test::run_mha("train --help").output);
     REQUIRE(options.size() >= 25);
     REQUIRE(quiz_options.size() >= 5);
+    REQUIRE(train_options.size() >= 18);
     const std::string man = test::read_text("../docs/mha.1");
     // groff, where installed, finds no mistakes in the page
     CHECK(test::run_command("! command -v groff >/dev/null || groff -man -ww -z ../docs/mha.1 2>&1")
               .output.empty());
     const std::string completion = test::read_text("../docs/mha.bash");
-    for (const std::set<std::string>* list : {&options, &quiz_options}) {
+    for (const std::set<std::string>* list : {&options, &quiz_options, &train_options}) {
         for (const std::string& option : *list) {
             CAPTURE(option);
             // roff writes a minus in an option as \-
@@ -268,6 +270,8 @@ TEST_CASE("the bash completion completes options, choices and the quiz", "[docs]
     CHECK(complete("mha qu") == "quiz\n");
     CHECK(complete("mha quiz --to") == "--topics\n");
     CHECK(complete("mha quiz --topics kv") == "kv-cache\n");
+    CHECK(complete("mha tr") == "train\n");
+    CHECK(complete("mha train --time") == "--time-limit\n");
 }
 
 // docs/lesson.md's teaching table: | question | `command` | `a line of its output` |; a line

@@ -1,15 +1,27 @@
-// The trainer (core/train/train_step.h): its parameters in the file's order, steps that lower
-// the loss, and the same bits at any thread count.
+// The trainer: core/train/train_step.h (its parameters in the file's order, steps that lower
+// the loss, the same bits at any thread count) and mha train (app/train*.h: the corpus, the
+// batches, the initial weights, the checkpoint, and the command's resume, Ctrl-C, full disk,
+// divergence and --save-batches).
 
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
-
+#include <map>
 #include <string>
 #include <vector>
 
+#include "app/train_checkpoint.h"
+#include "app/train_data.h"
 #include "core/train/parameters.h"
 #include "core/train/train_step.h"
+#include "helpers.h"
 #include "io/model_file.h"
+#include "io/model_init.h"
 #include "io/npy.h"
+#include "io/printable.h"
+#include "io/shipped_corpus.h"
 
 namespace {
 
@@ -65,4 +77,374 @@ TEST_CASE("a few training steps lower the loss, the same bits at 1 and 2 threads
         CHECK(one.moments[i].m.to_vector() == two.moments[i].m.to_vector());
         CHECK(one.moments[i].v.to_vector() == two.moments[i].v.to_vector());
     }
+}
+
+// ---- mha train: data, initial weights, checkpoints, the command ----------------------------
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Small sizes that train in a few milliseconds a step.
+const std::string small_sizes = "--context 16 --batch 4 -d 16 -H 2 --d-ff 32";
+
+mha::Corpus shipped() {
+    static const mha::Corpus corpus =
+        mha::read_corpus(std::string(mha::shipped_corpus()), "the shipped corpus");
+    return corpus;
+}
+
+// Every array of an .npz but those named in `skip`, by name.
+std::map<std::string, mha::npy::Array> arrays_without(const std::string& path,
+                                                      const std::vector<std::string>& skip) {
+    std::map<std::string, mha::npy::Array> arrays = mha::npy::read_npz(path);
+    for (const std::string& name : skip) arrays.erase(name);
+    return arrays;
+}
+
+// What a file holds so far ("" before it exists).
+std::string text_so_far(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("the shipped corpus: its vocabulary, its split and its fingerprint", "[train]") {
+    const mha::Corpus& c = shipped();
+    // examples/corpus/README.md: 1,572,796 characters, 61 distinct ones, plus the unknown token
+    CHECK(c.characters == 1572796);
+    CHECK(c.vocab.size() == 62);
+    CHECK(c.vocab[0] == 0);
+    CHECK(std::is_sorted(c.vocab.begin(), c.vocab.end()));
+    // the last 3%: int(1,572,796 · 0.97) = 1,525,612 characters to train on
+    CHECK(c.train.size() == 1525612);
+    CHECK(c.held_out.size() == c.characters - c.train.size());
+    CHECK(c.held_out_characters.size() == c.held_out.size());
+    CHECK(std::count(c.train.begin(), c.train.end(), 0) == 0);  // every character in the vocabulary
+}
+
+TEST_CASE("a corpus: characters past the 255 most frequent and stray bytes are unknown",
+          "[train]") {
+    // 300 distinct characters U+0100.. with counts 300, 299, ..., 1 (U+0100 most frequent), then
+    // one stray byte: the 255 most frequent stay (U+0100 ... U+01FE), the rest become token 0
+    std::string text;
+    for (std::uint32_t k = 0; k < 300; ++k)
+        for (std::uint32_t n = 0; n < 300 - k; ++n) text += mha::utf8_encode(0x100 + k);
+    text += '\xFF';
+    const mha::Corpus c = mha::read_corpus(text, "test");
+    REQUIRE(c.vocab.size() == 256);
+    CHECK(c.vocab[1] == 0x100);
+    CHECK(c.vocab[255] == 0x1FE);
+    // the held-out part: the tail of the rarest characters and the stray byte
+    CHECK(c.held_out.back() == 0);
+    CHECK(c.held_out_characters.back() == "\xFF");
+    CHECK(std::count(c.train.begin(), c.train.end(), 0) == 0);
+    REQUIRE_THROWS_WITH(mha::read_corpus("", "e.txt"),
+                        "e.txt is empty; mha train needs UTF-8 text to learn from");
+    REQUIRE_THROWS_WITH(mha::read_corpus(std::string("ab\0c", 4), "b.bin"),
+                        "b.bin looks binary (a NUL byte at offset 2); mha train reads UTF-8 text");
+    REQUIRE_THROWS_WITH(mha::read_corpus("abcdefgh\xFE\xFF", "b.bin"),
+                        "b.bin looks binary (2 of its 10 characters are not UTF-8); mha train "
+                        "reads UTF-8 text");
+    CHECK_NOTHROW(mha::read_corpus("abcdefghijklmnopqrs\xFF", "one in 20 is fine"));
+}
+
+TEST_CASE("the batch of a step is a pure function of (seed, step), as train.py makes it",
+          "[train]") {
+    const mha::Corpus& c = shipped();
+    const std::size_t B = 32, N = 128;
+    const mha::Batch a = mha::training_batch(c, 0, 7, B, N);
+    const mha::Batch again = mha::training_batch(c, 0, 7, B, N);
+    CHECK(a.tokens == again.tokens);
+    CHECK(a.targets == again.targets);
+    CHECK(mha::training_batch(c, 0, 8, B, N).tokens != a.tokens);
+    CHECK(mha::training_batch(c, 1, 7, B, N).tokens != a.tokens);
+    REQUIRE(a.tokens.size() == B * N);
+    REQUIRE(a.targets.size() == B * N);
+    const std::vector<std::size_t> letters = mha::letter_tokens(c);
+    std::size_t unknown = 0;
+    for (std::size_t r = 0; r < B; ++r) {
+        const std::size_t* x = &a.tokens[r * N];
+        const std::size_t* y = &a.targets[r * N];
+        // targets are the inputs shifted by one (where no noise replaced the input)
+        for (std::size_t i = 0; i + 1 < N; ++i)
+            if (x[i + 1] != mha::unknown_token) CHECK(y[i] == x[i + 1]);
+        unknown += std::size_t(std::count(x, x + N, mha::unknown_token));
+        // round(0.3 · 32) = 10 rows end in a segment of 8-32 lowercase letters repeated: the
+        // last target repeats with a period of 8 to 32 over at least two periods
+        const bool letters_only = std::all_of(y + N - 16, y + N, [&](std::size_t t) {
+            return std::find(letters.begin(), letters.end(), t) != letters.end();
+        });
+        std::size_t period = 0;
+        for (std::size_t p = 8; p <= 32 && !period; ++p) {
+            bool repeats = true;
+            for (std::size_t i = N - 2 * p; i + p < N && repeats; ++i) repeats = y[i] == y[i + p];
+            if (repeats) period = p;
+        }
+        CAPTURE(r);
+        if (r < 10) CHECK((letters_only && period != 0));
+    }
+    // 0.5% of 4,096 inputs: about 20; the shipped corpus has no unknown character itself
+    CHECK(unknown > 5);
+    CHECK(unknown < 50);
+    const mha::Batch held = mha::held_out_batch(c, 0, 4, N);
+    CHECK(held.tokens == mha::held_out_batch(c, 0, 4, N).tokens);
+    for (std::size_t i = 0; i + 1 < held.tokens.size(); ++i)
+        if ((i + 1) % N != 0) CHECK(held.targets[i] == held.tokens[i + 1]);
+}
+
+TEST_CASE("the initial model: PyTorch's defaults, every parameter in its own memory", "[train]") {
+    mha::ModelSizes sizes;  // kjv-2x4's
+    mha::Model m = mha::seeded_model(shipped().vocab, sizes, 0);
+    // kjv-2x4's 116,415 with V 63; here V 62: one token's 64 + 64 + 1 fewer
+    CHECK(m.parameter_count() == 116286);
+    const auto stats = [](const mha::Tensor& t) {
+        double sum = 0, squares = 0, largest = 0;
+        for (const float v : t.to_vector()) {
+            sum += v;
+            squares += double(v) * v;
+            largest = std::max(largest, double(std::fabs(v)));
+        }
+        const double n = double(t.numel());
+        return std::array<double, 3>{sum / n, std::sqrt(squares / n - (sum / n) * (sum / n)),
+                                     largest};
+    };
+    CHECK(stats(m.token_embedding)[1] == Approx(0.02).epsilon(0.05));
+    CHECK(stats(m.position_embedding)[1] == Approx(0.2).epsilon(0.05));
+    // in_proj: Xavier-uniform over (3·64, 64): bound √(6 / 256) ≈ 0.153, std bound/√3
+    const double xavier = std::sqrt(6.0 / 256.0);
+    CHECK(stats(m.layers[0].attention.w_q)[2] <= xavier);
+    CHECK(stats(m.layers[0].attention.w_v)[1] == Approx(xavier / std::sqrt(3.0)).epsilon(0.05));
+    // nn.Linear: U(±1/√fan_in): linear2 reads 256 features
+    CHECK(stats(m.layers[1].block.w_2)[2] <= 1.0 / 16.0);
+    CHECK(stats(m.layers[1].block.w_2)[2] > 0.9 / 16.0);
+    CHECK(stats(m.layers[0].attention.b_q)[2] == 0.0);
+    CHECK(stats(m.layers[0].attention.b_o)[2] == 0.0);
+    CHECK(m.layers[0].block.norm1_weight.to_vector() == std::vector<float>(64, 1.0f));
+    // the same seed, the same bits; another seed, other values
+    CHECK(mha::seeded_model(shipped().vocab, sizes, 0).head_weight.to_vector() ==
+          m.head_weight.to_vector());
+    CHECK(mha::seeded_model(shipped().vocab, sizes, 1).head_weight.to_vector() !=
+          m.head_weight.to_vector());
+    // an update to one parameter leaves every other as it was (no shared values)
+    std::vector<std::vector<float>> before;
+    for (const auto& array : mha::model_arrays(m, "")) before.push_back(array.second.to_vector());
+    m.layers[0].block.norm1_weight.data()[0] = 5.0f;
+    const auto after = mha::model_arrays(m, "");
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < before.size(); ++i)
+        changed += before[i] != after[i].second.to_vector();
+    CHECK(changed == 1);
+}
+
+TEST_CASE("a default-sized model: two steps give the same bits at 1 and 2 threads", "[train]") {
+    const mha::Corpus& c = shipped();
+    const mha::Batch batch = mha::training_batch(c, 0, 0, 4, 128);
+    mha::TrainRecipe recipe;
+    mha::TrainState one = mha::start_training(mha::seeded_model(c.vocab, {}, 0));
+    mha::TrainState two = mha::start_training(mha::seeded_model(c.vocab, {}, 0));
+    for (int s = 0; s < 2; ++s) {
+        CHECK(mha::train_step(one, batch.tokens, batch.targets, 4, recipe, 1).loss ==
+              mha::train_step(two, batch.tokens, batch.targets, 4, recipe, 2).loss);
+    }
+    const auto a = mha::model_arrays(one.model, ""), b = mha::model_arrays(two.model, "");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(a[i].first);
+        CHECK(a[i].second.to_vector() == b[i].second.to_vector());
+    }
+}
+
+TEST_CASE("a checkpoint saved and loaded goes on bit for bit", "[train]") {
+    const mha::Corpus& c = shipped();
+    mha::TrainSettings settings;
+    settings.sizes = {2, 16, 2, 32, 16};
+    settings.batch = 4;
+    settings.recipe.steps = 8;
+    settings.recipe.warmup = 2;
+    const auto steps = [&](mha::TrainState& state, std::uint64_t until) {
+        while (state.step < until) {
+            const mha::Batch b = mha::training_batch(c, 0, state.step, 4, 16);
+            mha::train_step(state, b.tokens, b.targets, 4, settings.recipe, 2);
+        }
+    };
+    mha::TrainState straight = mha::start_training(mha::seeded_model(c.vocab, settings.sizes, 0));
+    steps(straight, 8);
+    mha::Checkpoint half;
+    half.settings = settings;
+    half.state = mha::start_training(mha::seeded_model(c.vocab, settings.sizes, 0));
+    steps(half.state, 4);
+    half.step_losses = {1.0, 2.0, 3.0, 4.0};
+    mha::TrainEvaluation e;
+    e.step = 4;
+    e.seconds = 1.5;
+    e.loss = 2.5;
+    e.val_loss = 2.25;
+    e.prev_token = {{0.1, 0.2}, {0.3, 0.4}};
+    e.induction = {{0.5, 0.6}, {0.7, 0.8}};
+    half.history = {e};
+    const std::string path = test::temp_path("half.npz");
+    mha::save_checkpoint(path, half);
+    mha::Checkpoint loaded = mha::load_checkpoint(path, std::uint64_t(1) << 30);
+    CHECK(loaded.state.step == 4);
+    CHECK(loaded.step_losses == half.step_losses);
+    REQUIRE(loaded.history.size() == 1);
+    CHECK(loaded.history[0].induction == e.induction);
+    CHECK(loaded.history[0].prev_token == e.prev_token);
+    CHECK(loaded.history[0].val_loss == e.val_loss);
+    CHECK(loaded.settings.recipe.lr == settings.recipe.lr);
+    steps(loaded.state, 8);
+    const auto a = mha::model_arrays(straight.model, "");
+    const auto b = mha::model_arrays(loaded.state.model, "");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(a[i].first);
+        CHECK(a[i].second.to_vector() == b[i].second.to_vector());
+        CHECK(straight.moments[i].v.to_vector() == loaded.state.moments[i].v.to_vector());
+    }
+    // mha --model reads the checkpoint as a model (the train.* arrays left to the trainer)
+    CHECK(mha::load_model(path, std::uint64_t(1) << 30).context() == 16);
+    fs::remove(path);
+}
+
+TEST_CASE("mha train: stopped at --time-limit and resumed, the same bytes as straight through",
+          "[train]") {
+    const fs::path dir = test::temp_path("train-resume");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string run = test::mha_binary() + " train " + small_sizes + " --steps 600 " +
+                            "--eval-every 200 --threads 2 --out ";
+    const std::string straight = (dir / "straight.npz").string();
+    const std::string parts = (dir / "parts.npz").string();
+    const std::string log = (dir / "log.jsonl").string();
+    REQUIRE(test::run_command(run + straight + " 2>&1").status == 0);
+    const test::RunResult first =
+        test::run_command(run + parts + " --time-limit 0.1 --log " + log + " 2>&1");
+    REQUIRE(first.status == 0);
+    INFO(first.output);
+    CHECK(first.output.find("mha: --time-limit 0.1 s reached at step ") != std::string::npos);
+    const test::RunResult second =
+        test::run_command(run + parts + " --resume " + parts + " --log " + log + " 2>&1");
+    REQUIRE(second.status == 0);
+    CHECK(second.output.find("mha: trained 600 steps") != std::string::npos);
+    // every array of the model and of AdamW's state: the same bytes (not the clock, nor the
+    // history, which gains an evaluation where the run stopped)
+    const std::vector<std::string> clock = {"train.seconds", "train.history", "train.prev_token",
+                                            "train.induction"};
+    const auto a = arrays_without(straight, clock), b = arrays_without(parts, clock);
+    REQUIRE(a.size() == b.size());
+    for (const auto& [name, array] : a) {
+        CAPTURE(name);
+        REQUIRE(b.count(name) == 1);
+        CHECK(b.at(name).values == array.values);
+    }
+    // the log: one line per evaluation, each with the fields the panel and the docs name
+    std::istringstream lines(test::read_text(log));
+    std::size_t count = 0;
+    for (std::string line; std::getline(lines, line); ++count) {
+        for (const char* field : {"\"step\":", "\"seconds\":", "\"loss\":", "\"val_loss\":",
+                                  "\"prev_token\":[[", "\"induction\":[["})
+            CHECK(line.find(field) != std::string::npos);
+    }
+    CHECK(count >= 4);  // steps 0, 200, 400, 600 (and where the first run stopped)
+    CHECK(test::run_mha("--model " + parts + " --text 'In the beginning' --summary").status == 0);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("mha train: Ctrl-C saves the checkpoint and exits with 130", "[train]") {
+    const fs::path dir = test::temp_path("train-interrupt");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = (dir / "m.npz").string(), said = (dir / "said.txt").string();
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const std::string command = "exec " + test::mha_binary() + " train " + small_sizes +
+                                    " --steps 100000 --out " + out + " >" + said + " 2>&1";
+        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // wait for the first evaluation's line: the loop is running
+    for (int i = 0; i < 200 && text_so_far(said).find("step 0/") == std::string::npos; ++i)
+        usleep(50000);
+    kill(child, SIGINT);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    const std::string text = test::read_text(said);
+    CHECK(text.find("mha: interrupted at step ") != std::string::npos);
+    CHECK(text.find("the checkpoint is in " + out) != std::string::npos);
+    CHECK(mha::load_checkpoint(out, std::uint64_t(1) << 30).state.step > 0);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("mha train: a checkpoint that cannot be written keeps the old one", "[train]") {
+    const fs::path dir = test::temp_path("train-full");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = (dir / "m.npz").string();
+    const std::string run =
+        test::mha_binary() + " train " + small_sizes + " --steps 2 --out " + out;
+    REQUIRE(test::run_command(run + " >/dev/null 2>&1").status == 0);
+    const std::string before = test::read_text(out);
+    // 20 KiB: the file is about 110 KiB
+    const test::RunResult r =
+        test::run_command("ulimit -f 20; " + run + " --seed 1 2>&1 >/dev/null");
+    CHECK(r.status == 2);
+    CHECK(r.output == "mha: error: cannot write " + out + ": File too large\n");
+    CHECK(test::read_text(out) == before);
+    std::size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) files += entry.is_regular_file();
+    CHECK(files == 1);  // no temporary file left
+    fs::remove_all(dir);
+}
+
+TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf appeared",
+          "[train]") {
+    const fs::path dir = test::temp_path("train-diverge");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const test::RunResult r = test::run_command(
+        test::mha_binary() + " train --context 16 --batch 2 -d 8 -H 2 --d-ff 16 --steps 50 " +
+        "--lr 1e6 --out " + (dir / "m.npz").string() + " 2>&1 >/dev/null");
+    CHECK(r.status == 1);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.rfind("mha: training diverged at step ", 0) == 0);
+    CHECK(r.output.find("first appears in the ") != std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("mha train runs from any folder: its corpus is built in", "[train]") {
+    const std::string out = test::temp_path("anywhere.npz");
+    const test::RunResult r =
+        test::run_command("cd / && " + fs::canonical(test::mha_binary()).string() + " train " +
+                          small_sizes + " --steps 1 --out " + out + " 2>&1");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(mha::load_checkpoint(out, std::uint64_t(1) << 30).corpus_characters == 1572796);
+    fs::remove(out);
+}
+
+TEST_CASE("mha train --save-batches writes every step's batch", "[train]") {
+    const fs::path dir = test::temp_path("train-batches");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string batches = (dir / "b.npz").string();
+    REQUIRE(test::run_command(test::mha_binary() + " train " + small_sizes +
+                              " --steps 3 --seed 5 " + "--out " + (dir / "m.npz").string() +
+                              " --save-batches " + batches + " >/dev/null 2>&1")
+                .status == 0);
+    const auto arrays = mha::npy::read_npz(batches);
+    const mha::npy::Array& inputs = arrays.at("inputs");
+    CHECK(inputs.dtype_name() == "int32");
+    REQUIRE(inputs.shape == mha::Shape{3, 4, 16});
+    for (std::size_t s = 0; s < 3; ++s) {
+        const mha::Batch b = mha::training_batch(shipped(), 5, s, 4, 16);
+        CHECK(std::equal(b.tokens.begin(), b.tokens.end(), inputs.values.begin() + s * 64));
+        CHECK(std::equal(b.targets.begin(), b.targets.end(),
+                         arrays.at("targets").values.begin() + s * 64));
+    }
+    fs::remove_all(dir);
 }

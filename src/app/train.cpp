@@ -17,10 +17,10 @@
 #include <optional>
 #include <sstream>
 
+#include "app/time_guard.h"
 #include "app/train_checkpoint.h"
 #include "app/train_data.h"
 #include "app/train_eval.h"
-#include "app/time_guard.h"
 #include "app/train_screen.h"
 #include "core/backward/model_backward.h"
 #include "core/checked.h"
@@ -59,8 +59,9 @@ const std::vector<Option<TrainOptions>>& train_table() {
     using O = TrainOptions;
     static const std::vector<Option<O>> table = {
         section<O>("Recipe:"),
-        {{"--steps", 0, "N", "steps to train (default 3000); the learning rate warms\n"
-                             "up over 100 steps, then falls on a cosine to a tenth"},
+        {{"--steps", 0, "N",
+          "steps to train (default 3000); the learning rate warms\n"
+          "up over 100 steps, then falls on a cosine to a tenth"},
          [](O& o, const Arg& a) { o.settings.recipe.steps = parse_count(a, 1000000000); }},
         {{"--time-limit", 0, "SECONDS",
           "stop after this many seconds, save and exit (the\n"
@@ -142,14 +143,17 @@ volatile std::sig_atomic_t interrupted = 0;
 
 extern "C" void note_interrupt(int) { interrupted = 1; }
 
-// While alive, SIGINT only sets `interrupted`: the loop saves and stops.
+// While alive, SIGINT only sets `interrupted`: the loop saves and stops (an ignored SIGINT,
+// as in a shell's background job, stays ignored).
 class InterruptFlag {
 public:
     InterruptFlag() {
+        sigaction(SIGINT, nullptr, &previous_);
+        if (previous_.sa_handler == SIG_IGN) return;
         struct sigaction action {};
         action.sa_handler = note_interrupt;
         sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
+        sigaction(SIGINT, &action, nullptr);
     }
     InterruptFlag(const InterruptFlag&) = delete;
     InterruptFlag& operator=(const InterruptFlag&) = delete;
@@ -163,9 +167,9 @@ private:
 
 std::string sizes_text(const TrainSettings& s) {
     const ModelSizes& m = s.sizes;
-    return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) +
-           " -H " + std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) +
-           " --context " + std::to_string(m.context) + " --batch " + std::to_string(s.batch);
+    return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) + " -H " +
+           std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) + " --context " +
+           std::to_string(m.context) + " --batch " + std::to_string(s.batch);
 }
 
 // A resumed run keeps the checkpoint's settings: an option given with another value, or
@@ -176,8 +180,8 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
     const TrainSettings& have = c.settings;
     const auto check = [&](const char* option, const std::string& asked, const std::string& had) {
         if (std::find(given.begin(), given.end(), option) == given.end() || asked == had) return;
-        throw Error("--resume " + o.resume + " was trained with " + option + " " + had +
-                    ", not " + asked + "; leave " + option + " out to go on with the checkpoint's");
+        throw Error("--resume " + o.resume + " was trained with " + option + " " + had + ", not " +
+                    asked + "; leave " + option + " out to go on with the checkpoint's");
     };
     const auto text = [](double value) {
         std::ostringstream out;
@@ -211,25 +215,25 @@ void check_sizes(const TrainSettings& s) {
 // The attention sizes of one layer on a batch.
 Sizes layer_sizes(const TrainSettings& s) {
     const ModelSizes& m = s.sizes;
-    return {s.batch, m.context, m.context, m.d_model, m.d_model, m.d_model,
-            m.heads, m.heads,   m.d_model / m.heads};
+    return {s.batch,   m.context, m.context, m.d_model,          m.d_model,
+            m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
 }
 
 // Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
-// again twice: a token per character, the held-out characters' strings), the parameters four times (values, gradients, two
-// moments) and a gathered copy, every layer's forward kept for its backward and as much again
-// for its gradients, the logits with their gradient and softmax, and --save-batches' arrays
-// (a double per value to write, its .npy and the archive).
+// again twice: a token per character, the held-out characters' strings), the parameters four times
+// (values, gradients, two moments) and a gathered copy, every layer's forward kept for its backward
+// and as much again for its gradients, the logits with their gradient and softmax, and
+// --save-batches' arrays (a double per value to write, its .npy and the archive).
 std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
     const std::string what = "the memory for training";
     const TrainSettings& s = o.settings;
     const ModelSizes& m = s.sizes;
     const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
-    const std::uint64_t per_layer = checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
-    const std::uint64_t parameters =
-        checked_sum({checked_product({V + m.context + 2, E}, what), V,
-                     checked_product({m.layers, per_layer}, what)},
-                    what);
+    const std::uint64_t per_layer =
+        checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
+    const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
+                                                  checked_product({m.layers, per_layer}, what)},
+                                                 what);
     const Sizes sizes = layer_sizes(s);
     const std::uint64_t layer = checked_sum(
         {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
@@ -259,10 +263,9 @@ std::uint64_t step_macs(const TrainSettings& s, std::size_t vocab) {
     const std::string what = "the multiply-adds of a training step";
     const Sizes sizes = layer_sizes(s);
     const std::uint64_t tokens = checked_product({s.batch, s.sizes.context}, what);
-    const std::uint64_t layer =
-        checked_sum({forward_macs(sizes),
-                     checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
-                    what);
+    const std::uint64_t layer = checked_sum(
+        {forward_macs(sizes), checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
+        what);
     const std::uint64_t forward =
         checked_sum({checked_product({s.sizes.layers, layer}, what),
                      checked_product({tokens, vocab, s.sizes.d_model}, what)},
@@ -282,14 +285,17 @@ void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t
 
 // ---- a diverged step -----------------------------------------------------------
 
-// Records the first step of a traced pass whose tensor holds NaN or infinity.
+// Records the first step of a traced pass whose tensor holds NaN or infinity (but the masked
+// scores' -inf).
 class NonFiniteFinder final : public Tracer {
 public:
     void on_step(const Step& step) override {
         if (!found.empty() || !step.value) return;
         const Tensor values = step.value->contiguous();
+        const bool masked = step.kind == StepKind::Mask && !step.backward;  // -inf by design
         for (std::size_t i = 0; i < values.numel(); ++i) {
-            if (!std::isfinite(values.data()[i])) {
+            const float v = values.data()[i];
+            if (!std::isfinite(v) && !(masked && v == -INFINITY)) {
                 found = std::string(step.backward ? "the gradient " : "the activation ") +
                         step.tensor + " (step " + (step.backward ? "b" : "") +
                         std::to_string(step.number) + ", " + step.name + ")";
@@ -334,13 +340,16 @@ std::string fixed(double value, int digits) {
     return text;
 }
 
-// A number for JSON: null for NaN or infinity.
-std::string json_number(double value) {
-    if (!std::isfinite(value)) return "null";
+// A number in 6 significant digits: NaN, inf and -inf as such.
+std::string number_text(double value) {
+    if (std::isnan(value)) return "NaN";
     char text[32];
     std::snprintf(text, sizeof text, "%.6g", value);
     return text;
 }
+
+// A number for JSON: null for NaN or infinity.
+std::string json_number(double value) { return std::isfinite(value) ? number_text(value) : "null"; }
 
 std::string json_grid(const std::vector<std::vector<double>>& grid) {
     std::string out = "[";
@@ -371,7 +380,8 @@ void save_batches(const TrainOptions& o, const Corpus& corpus, std::uint64_t fir
         inputs.values.insert(inputs.values.end(), batch.tokens.begin(), batch.tokens.end());
         targets.values.insert(targets.values.end(), batch.targets.begin(), batch.targets.end());
     }
-    npy::write_npz(o.save_batches, {}, {{"inputs", std::move(inputs)}, {"targets", std::move(targets)}});
+    npy::write_npz(o.save_batches, {},
+                   {{"inputs", std::move(inputs)}, {"targets", std::move(targets)}});
 }
 
 // ---- the run -------------------------------------------------------------------
@@ -384,14 +394,18 @@ std::string read_corpus_text(const TrainOptions& o) {
 class Trainer {
 public:
     Trainer(const TrainOptions& o, Corpus corpus, Checkpoint checkpoint, std::size_t threads)
-        : o_(o), corpus_(std::move(corpus)), c_(std::move(checkpoint)), threads_(threads),
+        : o_(o),
+          corpus_(std::move(corpus)),
+          c_(std::move(checkpoint)),
+          threads_(threads),
           texts_(evaluation_texts(corpus_, c_.settings.seed, c_.settings.sizes.context)),
-          first_step_(c_.state.step), started_(std::chrono::steady_clock::now()) {}
+          first_step_(c_.state.step),
+          started_(std::chrono::steady_clock::now()) {}
 
     int run() {
         InterruptFlag flag;
-        screen_.emplace(std::cout, wants_live_panel(isatty(STDOUT_FILENO) == 1,
-                                                    std::getenv("NO_COLOR")));
+        screen_.emplace(std::cout,
+                        wants_live_panel(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
             log_.open(o_.log, first_step_ == 0 ? std::ios::trunc : std::ios::app);
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
@@ -403,17 +417,28 @@ public:
         while (c_.state.step < recipe.steps) {
             if (interrupted) return stop(130, "interrupted");
             if (o_.time_limit && elapsed() >= *o_.time_limit)
-                return stop(0, "--time-limit " + json_number(*o_.time_limit) + " s reached");
+                return stop(0, "--time-limit " + number_text(*o_.time_limit) + " s reached");
             const Batch batch = training_batch(corpus_, c_.settings.seed, c_.state.step,
                                                c_.settings.batch, c_.settings.sizes.context);
-            const StepResult result =
-                train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch, recipe, threads_);
-            if (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm)) {
+            keep_parameters();
+            std::string diverged;
+            StepResult result;
+            try {
+                result = train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch,
+                                    recipe, threads_);
+            } catch (const Error& error) {  // an activation beyond float32
+                diverged = error.what();
+            }
+            if (diverged.empty() &&
+                !(std::isfinite(result.loss) && std::isfinite(result.grad_norm)))
+                diverged = "the loss is " + number_text(result.loss) + " and the gradients' norm " +
+                           number_text(result.grad_norm) + "; NaN or infinity first appears in " +
+                           first_non_finite(restored_state(), batch, threads_);
+            if (!diverged.empty()) {
                 screen_.reset();
-                std::cerr << "mha: training diverged at step " << c_.state.step
-                          << ": the loss is " << result.loss << "; it first appeared in "
-                          << escaped(first_non_finite(c_.state, batch, threads_))
-                          << " (the last checkpoint is kept; try a smaller --lr)\n";
+                std::cerr << "mha: training diverged at step " << c_.state.step + 1 << " of "
+                          << recipe.steps << ": " << escaped(diverged) << "; " << escaped(o_.out)
+                          << " keeps the last checkpoint (a smaller --lr?)\n";
                 return 1;
             }
             c_.step_losses.push_back(result.loss);
@@ -425,12 +450,28 @@ public:
         save();
         screen_.reset();
         std::cout << "mha: trained " << recipe.steps << " steps in " << fixed(elapsed(), 1)
-                  << " s; the model is in " << escaped(o_.out) << " (mha --model " << escaped(o_.out)
-                  << " --text \"...\" --summary)\n";
+                  << " s; the model is in " << escaped(o_.out) << " (mha --model "
+                  << escaped(o_.out) << " --text \"...\" --summary)\n";
         return 0;
     }
 
 private:
+    // The parameters before the step, for restored_state.
+    void keep_parameters() {
+        kept_.clear();
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (const Tensor* part : p.parts) kept_.push_back(part->to_vector());
+    }
+
+    // The state as it was before the step that diverged (its update undone).
+    TrainState& restored_state() {
+        std::size_t next = 0;
+        for (const Parameter& p : model_parameters(c_.state.model))
+            for (Tensor* part : p.parts) *part = Tensor(part->shape(), kept_[next++]);
+        c_.state.step -= 1;
+        return c_.state;
+    }
+
     double elapsed() const {
         const std::chrono::duration<double> d = std::chrono::steady_clock::now() - started_;
         return c_.seconds + d.count();
@@ -502,14 +543,16 @@ private:
     std::chrono::steady_clock::time_point started_;
     const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
     std::ofstream log_;
-    std::vector<Tensor> probe_weights_;  // per layer (1, h, N, N): the last evaluation's
-    std::optional<TrainScreen> screen_;  // while run() lives
+    std::vector<std::vector<float>> kept_;  // every parameter part before the step
+    std::vector<Tensor> probe_weights_;     // per layer (1, h, N, N): the last evaluation's
+    std::optional<TrainScreen> screen_;     // while run() lives
 };
 
 }  // namespace
 
 const CommandInfo& train_command() {
-    static const CommandInfo command = command_info<TrainOptions>("train", R"(Usage: mha train [options]
+    static const CommandInfo command =
+        command_info<TrainOptions>("train", R"(Usage: mha train [options]
 Trains the character model of examples/models/README.md (kjv-2x4's recipe:
 2 pre-LN layers, d_model 64, 4 heads, d_ff 256, context 128, batch 32, AdamW,
 3000 steps) on 1.5 MiB of the King James Bible built into mha, or on
@@ -521,14 +564,14 @@ evaluation. Ctrl-C saves the
 checkpoint and stops (exit 130); --resume goes on bit for bit. The same seed
 gives the same bits at any thread count.
 )",
-                                                                   R"(Examples:
+                                   R"(Examples:
   mha train                                  the default recipe
   mha train --steps 200 --time-limit 60      a short look
   mha train --resume mha-train.npz           go on from the checkpoint
   mha --model mha-train.npz --text "In the beginning" --summary
                                              what the heads do now
 )",
-                                                                   "train ", train_table());
+                                   "train ", train_table());
     return command;
 }
 
@@ -562,7 +605,8 @@ int run_train(const std::vector<std::string>& args) {
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     check_training_time(o, corpus.vocab.size(), checkpoint.state.step, threads);
     if (o.resume.empty())
-        checkpoint.state = start_training(seeded_model(corpus.vocab, o.settings.sizes, o.settings.seed));
+        checkpoint.state =
+            start_training(seeded_model(corpus.vocab, o.settings.sizes, o.settings.seed));
     Trainer trainer(o, std::move(corpus), std::move(checkpoint), threads);
     return trainer.run();
 }

@@ -62,8 +62,9 @@ public:
         const bool negative = kind == 'i' && std::any_of(a.values.begin(), a.values.end(),
                                                          [](double v) { return v < 0; });
         if (a.kind != kind || (count != 0 && a.values.size() != count) || negative) {
-            throw Error(path_ + ": array '" + prefix + name + "' is " + a.dtype_name() + " of shape " +
-                        to_string(a.shape) + ", not what mha train writes (a damaged file?)");
+            throw Error(path_ + ": array '" + prefix + name + "' is " + a.dtype_name() +
+                        " of shape " + to_string(a.shape) +
+                        ", not what mha train writes (a damaged file?)");
         }
         return a.values;
     }
@@ -94,10 +95,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     std::vector<double> seed = halves(c.settings.seed), corpus = halves(c.corpus_fingerprint);
     corpus.insert(corpus.begin(), double(c.corpus_characters));
     others.emplace_back(prefix + "step", integers({double(c.state.step)}));
-    others.emplace_back(prefix + "sizes",
-                        integers({double(s.layers), double(s.d_model), double(s.heads),
-                                  double(s.d_ff), double(s.context), double(c.settings.batch),
-                                  double(r.steps), double(r.warmup)}));
+    others.emplace_back(
+        prefix + "sizes",
+        integers({double(s.layers), double(s.d_model), double(s.heads), double(s.d_ff),
+                  double(s.context), double(c.settings.batch), double(r.steps), double(r.warmup)}));
     others.emplace_back(prefix + "seed", integers(seed));
     others.emplace_back(prefix + "corpus", integers(corpus));
     others.emplace_back(prefix + "recipe", wide({6}, {r.lr, r.clip, r.adamw.beta1, r.adamw.beta2,
@@ -122,8 +123,8 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     c.state = start_training(model_from_arrays(arrays, path));
     const Model& m = c.state.model;
     ModelSizes& s = c.settings.sizes;
-    s = {std::size_t(sizes[0]), std::size_t(sizes[1]), std::size_t(sizes[2]),
-         std::size_t(sizes[3]), std::size_t(sizes[4])};
+    s = {std::size_t(sizes[0]), std::size_t(sizes[1]), std::size_t(sizes[2]), std::size_t(sizes[3]),
+         std::size_t(sizes[4])};
     const bool same_heads = !m.layers.empty() && [&] {
         for (const ModelLayer& layer : m.layers)
             if (layer.heads != s.heads || layer.block.d_ff() != s.d_ff) return false;
@@ -131,7 +132,8 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     }();
     if (m.layers.size() != s.layers || m.d_model() != s.d_model || m.context() != s.context ||
         !same_heads) {
-        throw Error(path + ": the model's arrays do not have the sizes train.sizes records "
+        throw Error(path +
+                    ": the model's arrays do not have the sizes train.sizes records "
                     "(a damaged file?)");
     }
     c.settings.batch = std::size_t(sizes[5]);

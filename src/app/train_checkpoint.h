@@ -26,9 +26,9 @@ struct Checkpoint {
     TrainState state;
     TrainSettings settings;
     std::uint64_t corpus_characters = 0, corpus_fingerprint = 0;  // Corpus's
-    double seconds = 0.0;                  // training time so far
-    std::vector<double> step_losses;       // (state.step) every step's loss
-    std::vector<TrainEvaluation> history;  // every evaluation, oldest first
+    double seconds = 0.0;                                         // training time so far
+    std::vector<double> step_losses;                              // (state.step) every step's loss
+    std::vector<TrainEvaluation> history;                         // every evaluation, oldest first
 };
 
 // Writes the checkpoint atomically (io/atomic_file.h): on any failure the old file stays.

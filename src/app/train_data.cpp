@@ -112,13 +112,12 @@ Corpus read_corpus(const std::string& text, const std::string& source) {
 
 void check_corpus_fits(const Corpus& c, const std::string& source, std::size_t context) {
     if (c.train.size() > context + 1 && c.held_out.size() > context + 1) return;
-    const std::size_t need = std::size_t(
-        std::ceil(double(context + 2) / held_out_fraction));
+    const std::size_t need = std::size_t(std::ceil(double(context + 2) / held_out_fraction));
     throw Error(source + " has " + std::to_string(c.characters) +
                 " characters, too few for one batch: its last 3% are held out and each part "
-                "needs a window of --context " + std::to_string(context) +
-                " characters and their next one (about " + std::to_string(need) +
-                " characters in all)");
+                "needs a window of --context " +
+                std::to_string(context) + " characters and their next one (about " +
+                std::to_string(need) + " characters in all)");
 }
 
 std::vector<std::size_t> letter_tokens(const Corpus& c) {

@@ -57,8 +57,7 @@ EvaluationTexts evaluation_texts(const Corpus& corpus, std::uint64_t seed, std::
     for (std::size_t i = 0; i < role_samples; ++i) {
         const std::size_t start = random.below(corpus.held_out.size() - length + 1);
         const auto from = corpus.held_out_characters.begin() + std::ptrdiff_t(start);
-        texts.prose.push_back(
-            tokenized({from, from + std::ptrdiff_t(length)}, corpus));
+        texts.prose.push_back(tokenized({from, from + std::ptrdiff_t(length)}, corpus));
     }
     const std::size_t letters = std::min(segment_letters, context / 2);
     for (std::size_t i = 0; i < role_samples; ++i) {
@@ -84,13 +83,13 @@ Evaluated evaluate(const Model& model, const EvaluationTexts& texts, std::size_t
             return std::vector<std::size_t>(v.begin() + std::ptrdiff_t(r * n),
                                             v.begin() + std::ptrdiff_t((r + 1) * n));
         };
-        const ModelResult result = forward_model(model, at(texts.held_out.tokens), 0, threads, quiet);
+        const ModelResult result =
+            forward_model(model, at(texts.held_out.tokens), 0, threads, quiet);
         loss += cross_entropy(result.logits, at(texts.held_out.targets), threads).loss;
     }
     e.val_loss = loss / double(rows);
     const std::size_t layers = model.layers.size();
-    const auto mean_scores = [&](const std::vector<TokenText>& samples,
-                                 double HeadRoles::*score) {
+    const auto mean_scores = [&](const std::vector<TokenText>& samples, double HeadRoles::*score) {
         std::vector<std::vector<double>> sums(layers), counts(layers);
         std::vector<std::vector<std::size_t>> defined(layers);
         for (std::size_t l = 0; l < layers; ++l) {

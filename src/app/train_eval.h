@@ -15,10 +15,10 @@
 
 namespace mha {
 
-inline constexpr std::size_t held_out_rows = 16;     // windows of --context characters
-inline constexpr std::size_t role_samples = 8;       // prose windows, and segments
-inline constexpr std::size_t prose_length = 96;      // characters per prose window
-inline constexpr std::size_t segment_letters = 24;   // written twice
+inline constexpr std::size_t held_out_rows = 16;    // windows of --context characters
+inline constexpr std::size_t role_samples = 8;      // prose windows, and segments
+inline constexpr std::size_t prose_length = 96;     // characters per prose window
+inline constexpr std::size_t segment_letters = 24;  // written twice
 // train.py's fixture text: prose with a random word repeated, for previous-token and
 // induction heads alike
 inline constexpr const char* probe_text =
@@ -33,16 +33,16 @@ struct TokenText {
 // Everything an evaluation reads, fixed for a run: drawn once from (seed) and the corpus,
 // each text at most `context` characters.
 struct EvaluationTexts {
-    Batch held_out;                    // held_out_rows rows of context tokens
-    std::vector<TokenText> prose;      // role_samples held-out windows
-    std::vector<TokenText> segments;   // role_samples random segments written twice
-    TokenText probe;                   // probe_text in the corpus's vocabulary
+    Batch held_out;                   // held_out_rows rows of context tokens
+    std::vector<TokenText> prose;     // role_samples held-out windows
+    std::vector<TokenText> segments;  // role_samples random segments written twice
+    TokenText probe;                  // probe_text in the corpus's vocabulary
 };
 
 EvaluationTexts evaluation_texts(const Corpus& corpus, std::uint64_t seed, std::size_t context);
 
 struct Evaluated {
-    TrainEvaluation evaluation;       // step, seconds and loss left for the caller
+    TrainEvaluation evaluation;         // step, seconds and loss left for the caller
     std::vector<Tensor> probe_weights;  // per layer: (1, h, N, N) on the probe
 };
 

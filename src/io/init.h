@@ -25,7 +25,7 @@ public:
     // The `index`th sequence of a stream (mha train: the batch of step `index`), drawn from
     // no other: any index is reached without drawing the ones before it.
     Random(std::uint64_t seed, std::uint32_t stream, std::uint64_t index);
-    float uniform();  // [0, 1), 24 random bits
+    float uniform();                       // [0, 1), 24 random bits
     std::uint64_t below(std::uint64_t n);  // 0 to n - 1 (n ≥ 1) from two draws, 64 bits mod n
     float uniform(float low, float high);
     // out[i] = uniform(low, high) for i < count, in order, a block of draws at a time.

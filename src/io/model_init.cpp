@@ -53,9 +53,9 @@ Model seeded_model(const std::vector<std::uint32_t>& vocab, const ModelSizes& s,
         ModelLayer layer;
         Weights& a = layer.attention;
         BlockWeights& b = layer.block;
-        for (Tensor* each : {&a.w_q, &a.w_k, &a.w_v, &a.w_o, &a.b_q, &a.b_k, &a.b_v, &a.b_o,
-                             &b.norm1_weight, &b.norm1_bias, &b.norm2_weight, &b.norm2_bias,
-                             &b.w_1, &b.b_1, &b.w_2, &b.b_2})
+        for (Tensor* each :
+             {&a.w_q, &a.w_k, &a.w_v, &a.w_o, &a.b_q, &a.b_k, &a.b_v, &a.b_o, &b.norm1_weight,
+              &b.norm1_bias, &b.norm2_weight, &b.norm2_bias, &b.w_1, &b.b_1, &b.w_2, &b.b_2})
             *each = t[next++];
         // in_proj_weight (3E, E) as one Xavier-uniform draw: W_q, W_k, W_v in order
         const double xavier = std::sqrt(6.0 / double(E + 3 * E));

@@ -461,7 +461,8 @@ void check_array_names(const std::string& path, const std::vector<std::string>& 
 std::vector<std::pair<std::string, std::string>> npz_files(
     const Arrays& arrays, const std::vector<std::pair<std::string, Array>>& others) {
     std::vector<std::pair<std::string, std::string>> files;
-    for (const auto& [name, tensor] : arrays) files.emplace_back(name + ".npy", to_npy_bytes(tensor));
+    for (const auto& [name, tensor] : arrays)
+        files.emplace_back(name + ".npy", to_npy_bytes(tensor));
     for (const auto& [name, array] : others) files.emplace_back(name + ".npy", to_npy_bytes(array));
     return files;
 }
