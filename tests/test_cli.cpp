@@ -14,6 +14,7 @@
 #include "app/presets.h"
 #include "app/quiz.h"
 #include "app/quiz_questions.h"
+#include "app/train.h"
 #include "helpers.h"
 
 TEST_CASE("with no arguments it runs the classic example") {
@@ -245,7 +246,8 @@ TEST_CASE("the man page documents exactly the options of each command's table", 
     const std::string man = test::read_text("../docs/mha.1");
     const std::pair<const mha::CommandInfo*, std::string> parts[] = {
         {&mha::mha_command(), man_part(man, "", ".SH BENCH")},
-        {&mha::bench_command(), man_part(man, ".SH BENCH", ".SH QUIZ")},
+        {&mha::bench_command(), man_part(man, ".SH BENCH", ".SH TRAIN")},
+        {&mha::train_command(), man_part(man, ".SH TRAIN", ".SH QUIZ")},
         {&mha::quiz_command(), man_part(man, ".SH QUIZ", ".SH GRADE")},
         {&mha::grade_command(), man_part(man, ".SH GRADE", ".SH EXIT STATUS")},
     };
