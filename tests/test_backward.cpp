@@ -376,6 +376,25 @@ TEST_CASE("the backward gives the same bits at 1, 2, 3 and 7 threads", "[backwar
     }
 }
 
+TEST_CASE("the backward gives the same bits traced and untraced", "[backward]") {
+    // untraced, the standard path runs each unit's b10-b6 at once and folds b7's scale into b9
+    // (without a soft-cap); traced, it runs step by step and shows each tensor
+    for (const Problem& p : variants()) {
+        CAPTURE(p.name);
+        const Tensor d_out = grad_output_of(p);
+        const mha::BackwardResult untraced = run(p, d_out);
+        test::Recorder rec;
+        const mha::BackwardResult traced = run(p, d_out, rec);
+        const auto expected = differentiated(p, traced.grads);
+        const auto got = differentiated(p, untraced.grads);
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            CAPTURE(std::get<0>(expected[i]));
+            CHECK(test::same_bits(std::get<2>(expected[i]).to_vector(),
+                                  std::get<2>(got[i]).to_vector()));
+        }
+    }
+}
+
 TEST_CASE("GQA's dK and dV are the sums of the repeated heads' gradients", "[backward]") {
     const std::size_t h = 4, G = 2, d_k = 4;
     const Problem gqa = self_problem("GQA", 2, 5, 16, h, G);

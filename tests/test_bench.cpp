@@ -2,13 +2,26 @@
 // table and the JSON carry every column, --backward's too; bad options are one-line errors.
 
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "helpers.h"
+
+namespace {
+
+// The number after the first "key": at or after `from` in a JSON text.
+double json_number(const std::string& json, const std::string& key, std::size_t from = 0) {
+    const std::size_t at = json.find("\"" + key + "\":", from);
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(at + key.size() + 3));
+}
+
+}  // namespace
 
 TEST_CASE("mha bench --quick prints the table") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --threads 2", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("GFLOP/s") && Catch::Contains("naive ms") &&
+                             Catch::Contains("       ms   min ms   max ms  ") &&
                              Catch::Contains("scaling") && Catch::Contains("peak MiB") &&
                              Catch::Contains("faults"));
     CHECK_THAT(r.output, Catch::Contains("\n  1     8       32   4 ") &&
@@ -26,6 +39,18 @@ TEST_CASE("mha bench --json gives one object per size") {
     for (const char* key : {"\"gflops\":", "\"naive_ms\":", "\"speedup\":", "\"ms_1_thread\":",
                             "\"scaling\":", "\"peak_mib\":", "\"faults_per_run\":"}) {
         CHECK_THAT(r.output, Catch::Contains(key));
+    }
+    // the spread of the timed runs: fastest <= median <= slowest, at all threads and at one
+    const test::RunResult spread = test::run_mha("bench --quick --repeat 4 --json", false);
+    REQUIRE(spread.status == 0);
+    const std::size_t second = spread.output.find("{\"B\":2,");
+    for (const std::size_t from : {std::size_t(0), second}) {
+        CHECK(json_number(spread.output, "ms_min", from) <= json_number(spread.output, "ms", from));
+        CHECK(json_number(spread.output, "ms", from) <= json_number(spread.output, "ms_max", from));
+        CHECK(json_number(spread.output, "ms_1_thread_min", from) <=
+              json_number(spread.output, "ms_1_thread", from));
+        CHECK(json_number(spread.output, "ms_1_thread", from) <=
+              json_number(spread.output, "ms_1_thread_max", from));
     }
 }
 

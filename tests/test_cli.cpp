@@ -279,10 +279,12 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     CHECK(listed("bench_options") == names_of(mha::bench_command()));
     CHECK(listed("quiz_options") == names_of(mha::quiz_command()));
     CHECK(listed("grade_options") == names_of(mha::grade_command()));
+    CHECK(listed("train_options") == names_of(mha::train_command()));
 
     std::map<std::string, std::vector<std::string>> fixed;  // option -> the words it completes
-    for (const mha::CommandInfo* command : {&mha::mha_command(), &mha::bench_command(),
-                                            &mha::quiz_command(), &mha::grade_command()}) {
+    for (const mha::CommandInfo* command :
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(), &mha::grade_command(),
+          &mha::train_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (!option.choices().empty() && !option.optional_value())  // --causal=: own case
                 fixed[option.name] = option.choices();
@@ -299,8 +301,9 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
         CHECK(words_of(words[1].str()) == std::set<std::string>(choices.begin(), choices.end()));
     }
     // every option that takes a value has a case, so its value is not completed as an option
-    for (const mha::CommandInfo* command : {&mha::mha_command(), &mha::bench_command(),
-                                            &mha::quiz_command(), &mha::grade_command()}) {
+    for (const mha::CommandInfo* command :
+         {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(), &mha::grade_command(),
+          &mha::train_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (option.value.empty() || option.optional_value())
                 continue;  // a flag: its next word is free

@@ -46,10 +46,12 @@ TEST_CASE("gemm equals the reference matmul on shapes off every tile") {
     const std::size_t n = GENERATE(1, 7, 33, 65, 130);
     const std::size_t k = GENERATE(1, 7, 65, 300);  // 300: two packed slices of 256
     const std::size_t m = GENERATE(1, 33, 65);
-    const bool transposed_b = GENERATE(false, true);
-    CAPTURE(n, k, m, transposed_b);
+    const bool transposed_a = GENERATE(false, true), transposed_b = GENERATE(false, true);
+    CAPTURE(n, k, m, transposed_a, transposed_b);
     const std::vector<float> a = random_values(n * k, 1), b = random_values(k * m, 2);
-    const MatrixView a_view{a.data(), n, k, k, 1};
+    // a as (n, k) row-major, or as the transpose of a (k, n) matrix like Pᵀ, dSᵀ and dYᵀ
+    const MatrixView a_view = transposed_a ? MatrixView{a.data(), k, n, n, 1}.transposed()
+                                           : MatrixView{a.data(), n, k, k, 1};
     // b as (k, m) row-major, or as the transpose of an (m, k) matrix like Kᵀ and Wᵀ
     const MatrixView b_view = transposed_b ? MatrixView{b.data(), m, k, k, 1}.transposed()
                                            : MatrixView{b.data(), k, m, m, 1};
@@ -83,6 +85,22 @@ TEST_CASE("gemm reads strided views and writes rows ldc apart") {
                 CHECK(fast[r * 20 + c] == -3.0f);  // untouched
         }
     }
+}
+
+TEST_CASE("gemm gives a transposed view the bits of the same matrix stored row-major") {
+    EACH_VARIANT();
+    // the backward's Pᵀ dO, dSᵀ Q and dYᵀ X: packing a view read along its rows is a copy
+    const std::size_t n = 130, k = 300, m = 65;
+    const std::vector<float> at = random_values(k * n, 7), b = random_values(k * m, 8);
+    std::vector<float> a(n * k);  // the same matrix as at's transpose, stored row-major
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t p = 0; p < k; ++p) a[i * k + p] = at[p * n + i];
+    }
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    std::vector<float> from_view(n * m), from_rows(n * m);
+    mha::gemm(MatrixView{at.data(), k, n, n, 1}.transposed(), b_view, from_view.data(), m);
+    mha::gemm({a.data(), n, k, k, 1}, b_view, from_rows.data(), m);
+    CHECK(from_view == from_rows);
 }
 
 TEST_CASE("gemm gives the same bits however the rows are split") {

@@ -3,7 +3,8 @@
 // forward_backward instead (core/backward/backward.h: the standard path, which the backward
 // reads P from, and the gradients of every input and weight).
 // Per configuration:
-//   ms        median over --repeat runs with all threads (one warm-up run first), every
+//   ms        median over --repeat runs with all threads (one warm-up run first), and the
+//             fastest and slowest of them (min, max: the spread a shared machine gives), every
 //             run taking its tensors from one workspace (core/tensor/workspace.h) and its
 //             weights packed once for the size (pack_weights, core/pass/projection.h);
 //             --backward: forward + backward, the weights packed once, fresh tensors
@@ -13,11 +14,13 @@
 //             when it has at most naive_max_macs multiply-adds; above that its time
 //             is estimated from the rate it reached on the largest size it ran; none
 //             with --backward (there are no reference loops of the backward)
-//   1 thread  median with one thread; scaling = 1-thread ms / all-threads ms
+//   1 thread  median with one thread (its min and max in --json); scaling = 1-thread ms /
+//             all-threads ms
 //   peak      peak resident memory of `mha -b B -n N -d D -H h` run as a child
 //   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3, the
-//             best of four settings (torch threads x OpenBLAS threads); --backward: of
-//             nn.MultiheadAttention's and the composed form's autograd, eight in all
+//             best of four settings (torch threads x OpenBLAS threads) by median, with its
+//             min and max; --backward: of nn.MultiheadAttention's and the composed form's
+//             autograd, eight in all
 
 #include "app/bench.h"
 
@@ -75,10 +78,16 @@ struct BenchOptions {
     bool help = false;
 };
 
+// The times of the runs of one measurement (ms): the fastest, the median, the slowest.
+struct Spread {
+    double min = 0, median = 0, max = 0;
+};
+
 struct Row {
     BenchSize size;
     double macs = 0;
-    double ms = 0, ms_one = 0, naive_ms = 0, torch_ms = 0;
+    Spread ms, ms_one, torch_ms;
+    double naive_ms = 0;
     double faults = 0;          // page faults per timed run, all threads
     std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
                                 // (--backward: and "module" or "composed")
@@ -216,9 +225,9 @@ double page_faults() {
     return double(usage.ru_minflt + usage.ru_majflt);
 }
 
-// The median time of `repeat` runs after a warm-up; faults = page faults per timed run.
+// The spread of `repeat` runs' times after a warm-up; faults = page faults per timed run.
 template <typename Run>
-double median_ms(std::size_t repeat, Run run, double& faults) {
+Spread time_runs(std::size_t repeat, Run run, double& faults) {
     std::vector<double> times;
     run();  // warm-up: page faults, packing buffers, worker threads
     const double faults_before = page_faults();
@@ -231,7 +240,7 @@ double median_ms(std::size_t repeat, Run run, double& faults) {
     }
     faults = (page_faults() - faults_before) / double(repeat);
     std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return {times.front(), times[times.size() / 2], times.back()};
 }
 
 // Peak resident memory (MiB) of this binary run untraced on the size (with `backward`:
@@ -277,12 +286,13 @@ bool torch_available() {
                (std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
 }
 
-// PyTorch's fastest median ms for every size, keyed by "B N d h", with the setting that
-// reached it: src/app/bench_torch.py in a fresh process for each of torch threads 1, 2 x
-// OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernels;
-// with `backward` its forward + backward, each line naming the form ("module", "composed").
+// PyTorch's fastest median ms for every size (with that setting's min and max), keyed by
+// "B N d h", with the setting that reached it: src/app/bench_torch.py in a fresh process for
+// each of torch threads 1, 2 x OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS
+// picks its own kernels; with `backward` its forward + backward, each line naming the form
+// ("module", "composed").
 struct TorchTime {
-    double ms = 0;
+    Spread ms;
     std::string setting;  // e.g. "1/2": torch threads / OpenBLAS threads
 };
 
@@ -306,12 +316,14 @@ std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes
             while (std::fgets(line, sizeof line, pipe) != nullptr) {
                 std::istringstream words(line);
                 BenchSize s{};
-                double ms;
-                if (!(words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms)) continue;
+                Spread ms;
+                if (!(words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms.median >>
+                      ms.min >> ms.max))
+                    continue;
                 std::string form;
                 words >> form;  // --backward: module or composed
                 TorchTime& t = best[key_of(s)];
-                if (t.setting.empty() || ms < t.ms) {
+                if (t.setting.empty() || ms.median < t.ms.median) {
                     t = {ms, std::to_string(torch_threads) + "/" + std::to_string(blas_threads) +
                                  (form.empty() ? "" : " " + form)};
                 }
@@ -343,10 +355,10 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
             forward(p.weights, p.inputs, p.masks, p.options, none);
         }
     };
-    row.ms = median_ms(o.repeat, run, row.faults);
+    row.ms = time_runs(o.repeat, run, row.faults);
     p.options.threads = 1;
     double faults_one = 0;
-    row.ms_one = median_ms(o.repeat, run, faults_one);
+    row.ms_one = time_runs(o.repeat, run, faults_one);
     if (o.backward) return row;  // no reference loops of the backward: no naive time
     if (row.macs <= naive_max_macs || naive_rate == 0) {
         const auto start = std::chrono::steady_clock::now();
@@ -378,31 +390,34 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
     std::cout << "mha bench" << (o.backward ? " --backward" : "")
               << ": self-attention, no mask, untraced"
               << (o.backward ? ", forward + backward (standard path)" : " (streaming path)")
-              << "; median of " << o.repeat << " run(s)\nkernels " << kernel_variant_name() << " (tile "
-              << kernel_tile_name() << "; MHA_KERNEL=name forces another), " << threads
+              << "; median, min and max of " << o.repeat << " run(s)\nkernels "
+              << kernel_variant_name() << " (tile " << kernel_tile_name()
+              << "; MHA_KERNEL=name forces another), " << threads
               << " thread(s); naive = reference loops, 1 thread (~ estimated"
               << (o.backward ? "; none of the backward" : "") << ")\n\n";
-    std::cout << "  B     N  d_model   h       ms  GFLOP/s    naive ms  speed-up  1-thr ms"
-                 "  scaling  peak MiB  faults";
+    std::cout << "  B     N  d_model   h       ms   min ms   max ms  GFLOP/s    naive ms  speed-up"
+                 "  1-thr ms  scaling  peak MiB  faults";
     if (o.compare_torch)
-        std::cout << "  torch ms  " << (o.backward ? "t/blas    form" : "t/blas") << "  vs torch";
+        std::cout << "  torch ms  t min ms  t max ms  "
+                  << (o.backward ? "t/blas    form" : "t/blas") << "  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
-        std::cout << padded(std::to_string(r.size.batch), 3)
-                  << padded(std::to_string(r.size.seq_len), 6)
-                  << padded(std::to_string(r.size.d_model), 9)
-                  << padded(std::to_string(r.size.heads), 4) << padded(fixed(r.ms, 2), 9)
-                  << padded(fixed(gflops(r.macs, r.ms), 1), 9)
-                  << padded(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1),
-                            12)
-                  << padded(o.backward ? "-" : fixed(r.naive_ms / r.ms, 1) + "x", 10)
-                  << padded(fixed(r.ms_one, 2), 10)
-                  << padded(fixed(r.ms_one / r.ms, 2) + "x", 9) << padded(fixed(r.peak_mib, 1), 10)
-                  << padded(fixed(r.faults, 0), 8);
+        std::cout
+            << padded(std::to_string(r.size.batch), 3) << padded(std::to_string(r.size.seq_len), 6)
+            << padded(std::to_string(r.size.d_model), 9) << padded(std::to_string(r.size.heads), 4)
+            << padded(fixed(r.ms.median, 2), 9) << padded(fixed(r.ms.min, 2), 9)
+            << padded(fixed(r.ms.max, 2), 9) << padded(fixed(gflops(r.macs, r.ms.median), 1), 9)
+            << padded(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
+            << padded(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
+            << padded(fixed(r.ms_one.median, 2), 10)
+            << padded(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
+            << padded(fixed(r.peak_mib, 1), 10) << padded(fixed(r.faults, 0), 8);
         if (o.compare_torch)
-            std::cout << padded(fixed(r.torch_ms, 2), 10)
-                  << padded(r.torch_setting, o.backward ? 15 : 8)
-                      << padded(fixed(r.torch_ms / r.ms, 2) + "x", 10);
+            std::cout << padded(fixed(r.torch_ms.median, 2), 10)
+                      << padded(fixed(r.torch_ms.min, 2), 10)
+                      << padded(fixed(r.torch_ms.max, 2), 10)
+                      << padded(r.torch_setting, o.backward ? 15 : 8)
+                      << padded(fixed(r.torch_ms.median / r.ms.median, 2) + "x", 10);
         std::cout << "\n";
     }
     if (!o.heads.empty())
@@ -411,9 +426,10 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                      "units than threads leaves some idle\n";
     if (o.compare_torch)
         std::cout
-            << "\ntorch ms: PyTorch's best of torch threads 1, 2 x OpenBLAS threads 1, 2 "
-               "(t/blas), each in a fresh process,\nwith OPENBLAS_CORETYPE unset so OpenBLAS "
-               "picks its own kernels; vs torch: torch ms / mha ms (above 1 = mha is faster)\n"
+            << "\ntorch ms: PyTorch's best median of torch threads 1, 2 x OpenBLAS threads 1, 2 "
+               "(t/blas), each in a fresh\nprocess, with OPENBLAS_CORETYPE unset so OpenBLAS "
+               "picks its own kernels; t min ms, t max ms: that setting's\nfastest and slowest "
+               "run; vs torch: torch ms / mha ms, medians (above 1 = mha is faster)\n"
             << (o.backward ? "--backward: forward + backward by autograd, of nn.MultiheadAttention "
                              "(module) and of\nthe same maths from F.linear, matmul and softmax "
                              "(composed), the faster of the two\n"
@@ -429,19 +445,24 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
         const Row& r = rows[i];
         std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
                   << ",\"d_model\":" << r.size.d_model << ",\"h\":" << r.size.heads
-                  << ",\"macs\":" << fixed(r.macs, 0) << ",\"ms\":" << fixed(r.ms, 4)
-                  << ",\"gflops\":" << fixed(gflops(r.macs, r.ms), 2)
+                  << ",\"macs\":" << fixed(r.macs, 0) << ",\"ms\":" << fixed(r.ms.median, 4)
+                  << ",\"ms_min\":" << fixed(r.ms.min, 4) << ",\"ms_max\":" << fixed(r.ms.max, 4)
+                  << ",\"gflops\":" << fixed(gflops(r.macs, r.ms.median), 2)
                   << ",\"naive_ms\":" << (o.backward ? "null" : fixed(r.naive_ms, 2))
                   << ",\"naive_estimated\":" << (r.naive_estimated ? "true" : "false")
-                  << ",\"speedup\":" << (o.backward ? "null" : fixed(r.naive_ms / r.ms, 2))
-                  << ",\"ms_1_thread\":" << fixed(r.ms_one, 4)
-                  << ",\"scaling\":" << fixed(r.ms_one / r.ms, 3)
+                  << ",\"speedup\":" << (o.backward ? "null" : fixed(r.naive_ms / r.ms.median, 2))
+                  << ",\"ms_1_thread\":" << fixed(r.ms_one.median, 4)
+                  << ",\"ms_1_thread_min\":" << fixed(r.ms_one.min, 4)
+                  << ",\"ms_1_thread_max\":" << fixed(r.ms_one.max, 4)
+                  << ",\"scaling\":" << fixed(r.ms_one.median / r.ms.median, 3)
                   << ",\"peak_mib\":" << fixed(r.peak_mib, 1)
                   << ",\"faults_per_run\":" << fixed(r.faults, 1);
         if (o.compare_torch)
-            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms, 4) << ",\"torch_threads_blas\":\""
-                      << r.torch_setting << "\""
-                      << ",\"vs_torch\":" << fixed(r.torch_ms / r.ms, 3);
+            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms.median, 4)
+                      << ",\"torch_ms_min\":" << fixed(r.torch_ms.min, 4)
+                      << ",\"torch_ms_max\":" << fixed(r.torch_ms.max, 4)
+                      << ",\"torch_threads_blas\":\"" << r.torch_setting << "\""
+                      << ",\"vs_torch\":" << fixed(r.torch_ms.median / r.ms.median, 3);
         std::cout << "}";
     }
     std::cout << "\n]}\n";
@@ -453,8 +474,9 @@ const CommandInfo& bench_command() {
     static const CommandInfo command =
         command_info<BenchOptions>("bench", R"(Usage: mha bench [options]
 Times the forward pass (self-attention, no mask, untraced) on six sizes from
-(B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms,
-GFLOP/s, speed-up over the reference loops, 1 thread against all, peak memory.
+(B, N, d_model, h) = (1, 128, 512, 8) to (1, 4096, 512, 8): median ms and
+the spread (min, max), GFLOP/s, speed-up over the reference loops, 1 thread
+against all, peak memory.
 With --backward every ms is the forward + backward median, and GFLOP/s counts
 both passes' multiply-adds.
 )",

@@ -3,14 +3,16 @@
 
 Times nn.MultiheadAttention (batch_first, self-attention, no mask,
 need_weights=False, inference mode) on the sizes given as B,N,d_model,h and
-prints one line per size: "B N d_model h median_ms". Run by mha bench through
-/usr/bin/python3; never needed by the tests or CI.
+prints one line per size: "B N d_model h median_ms min_ms max_ms" (the median,
+fastest and slowest run). Run by mha bench through /usr/bin/python3; never
+needed by the tests or CI.
 
 With --backward (mha bench --backward --compare-torch) it times the forward
 and the backward of L = sum(output * dO) by autograd, gradients for the input
 and every weight, two ways: nn.MultiheadAttention, and the same maths composed
 from F.linear, matmul and softmax as mha computes it. It prints two lines per
-size: "B N d_model h median_ms module" and "B N d_model h median_ms composed".
+size: "B N d_model h median_ms min_ms max_ms module" and the same ending in
+"composed".
 """
 import argparse
 import math
@@ -21,14 +23,15 @@ import torch
 import torch.nn.functional as F
 
 
-def median_ms(run, repeat):
+def spread_ms(run, repeat):
+    """The median, fastest and slowest of `repeat` runs after a warm-up, as "median min max"."""
     run()  # warm-up
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         run()
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+    return f"{statistics.median(times):.4f} {min(times):.4f} {max(times):.4f}"
 
 
 def composed(x, weights, h):
@@ -83,12 +86,12 @@ def main():
         x = torch.randn(b, n, d)
         if not args.backward:
             with torch.inference_mode():
-                ms = median_ms(lambda: module(x, x, x, need_weights=False), args.repeat)
-            print(b, n, d, h, f"{ms:.4f}", flush=True)
+                ms = spread_ms(lambda: module(x, x, x, need_weights=False), args.repeat)
+            print(b, n, d, h, ms, flush=True)
             continue
         grad_output = torch.randn(b, n, d)
         for form, run in backward_runs(module, x, grad_output, h).items():
-            print(b, n, d, h, f"{median_ms(run, args.repeat):.4f}", form, flush=True)
+            print(b, n, d, h, spread_ms(run, args.repeat), form, flush=True)
 
 
 if __name__ == "__main__":

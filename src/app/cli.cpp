@@ -678,7 +678,6 @@ With no options it runs the classic example: B=2, N=8, d_model=256, h=4.
                                       PyTorch's numbers (README: interop)
   mha quiz                            five questions, graded
   mha bench --quick                   time the forward pass
-  mha train                           train kjv-2x4's recipe (mha train --help)
 
 Classroom: mha quiz [options] asks shape and cost questions and grades
 answers (see mha quiz --help); mha grade ANSWERS < KEY grades an answers

@@ -39,6 +39,7 @@
 #include "core/pass/score_guard.h"
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -60,6 +61,14 @@ void for_units(std::size_t count, std::uint64_t macs, std::size_t threads,
     parallel_for(count, threads_for(macs, threads), [&](std::size_t begin, std::size_t end) {
         for (std::size_t u = begin; u < end; ++u) body(u);
     });
+}
+
+// A gradient tensor of b10-b6 that the units write whole: from the forward's workspace
+// unfilled (the memory an earlier pass faulted in) when there are units to write it, else
+// zero-filled.
+Tensor unit_tensor(const Forwarded& f, std::size_t units, Shape shape) {
+    return units > 0 ? new_uninitialised(f.o.workspace, std::move(shape))
+                     : new_tensor(f.o.workspace, std::move(shape));
 }
 
 // The (rows, cols) row-major matrix of unit u in a contiguous (B, h, rows, cols) tensor.
@@ -207,9 +216,9 @@ HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTr
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
     const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
-    HeadGrads g{Tensor({B, h, M, d_v}), Tensor(), Tensor(), Tensor({B, h, N, d_k}),
-                Tensor({B, h, M, d_k})};
     const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
+    HeadGrads g{unit_tensor(f, units, {B, h, M, d_v}), Tensor(), Tensor(),
+                unit_tensor(f, units, {B, h, N, d_k}), unit_tensor(f, units, {B, h, M, d_k})};
     const std::uint64_t macs = std::uint64_t(units) * N * M * (2 * d_k + 3 * d_v);
     for_units(units, macs, threads, [&](std::size_t u) {
         attend_back_unit(f, head_matrix(d_heads, u / h, u % h), u, g);
@@ -232,58 +241,88 @@ HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTr
     return g;
 }
 
-// b10-b6 on the standard path, unit by unit.
+// b10-b6 on the standard path, unit by unit. Traced (or soft-capped, whose b7 reads the
+// recomputed capped scores of every unit) each step runs over all units before it is shown;
+// untraced, each unit runs all its steps at once while its P and dS are in cache, with b7's
+// · f taken on each row of dS right after b9 (the same two roundings): the same bits.
 HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
-    HeadGrads g{Tensor({B, h, M, d_v}), Tensor({B, h, N, M}), Tensor({B, h, N}),
-                Tensor({B, h, N, d_k}), Tensor({B, h, M, d_k})};
     const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
+    HeadGrads g{unit_tensor(f, units, {B, h, M, d_v}), unit_tensor(f, units, {B, h, N, M}),
+                unit_tensor(f, units, {B, h, N}), unit_tensor(f, units, {B, h, N, d_k}),
+                unit_tensor(f, units, {B, h, M, d_k})};
     const std::uint64_t grid = std::uint64_t(units) * N * M;
     const auto kv = [&](std::size_t u) { return kv_head_of(u % h, h, G); };
     const auto dO = [&](std::size_t u) { return head_matrix(d_heads, u / h, u % h); };
+    const bool fused = !trace.on() && f.masks.softcap <= 0.0;
+    const float factor = unit_math(s, f.o).factor;
 
-    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
+    const auto dv_of = [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
         gemm(unit_matrix(f.p, u).transposed(), dO(u), unit_data(g.dv, u), d_v);
-    });
-    trace.show(g.dv);
-    g.dv = group_sum(g.dv, s, threads);
-    if (G != h) trace.show(g.dv);
-    for_units(units, grid * d_v, threads, [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
+    };
+    const auto dp_of = [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
         gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M);
-    });
-    trace.show(g.ds);
-    for_units(units, std::uint64_t(units) * N * d_v, threads, [&](std::size_t u) {  // b9: D
+    };
+    const auto d_of = [&](std::size_t u) {  // b9: D = rowsum(dO_h ∘ O_h)
         const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
         for (std::size_t n = 0; n < N; ++n) {
             double sum = 0.0;
             for (std::size_t c = 0; c < d_v; ++c) sum += double(d_o(n, c)) * o(n, c);
             g.d.data()[u * N + n] = float(sum);
         }
-    });
-    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
-    trace.show(g.d);
-    for_units(units, grid, threads, [&](std::size_t u) {  // b9: dS = P ∘ (dP − D)
+    };
+    const auto ds_of = [&](std::size_t u) {  // b9: dS = P ∘ (dP − D); fused: then b7's · f
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
         for (std::size_t n = 0; n < N; ++n) {
             const float d = g.d.data()[u * N + n];
-            for (std::size_t j = 0; j < M; ++j) ds[n * M + j] = p[n * M + j] * (ds[n * M + j] - d);
+            float* row = ds + n * M;
+            for (std::size_t j = 0; j < M; ++j) row[j] = p[n * M + j] * (row[j] - d);
+            if (fused) {
+                for (std::size_t j = 0; j < M; ++j) row[j] *= factor;
+            }
         }
-    });
+    };
+    const auto dq_of = [&](std::size_t u) {  // b6: dQ = dscores K
+        gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k);
+    };
+    const auto dk_of = [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
+        gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
+             unit_data(g.dk, u), d_k);
+    };
+
+    if (fused) {
+        for_units(units, grid * (2 * d_v + 2 * d_k), threads, [&](std::size_t u) {
+            dv_of(u);
+            dp_of(u);
+            d_of(u);
+            ds_of(u);
+            dq_of(u);
+            dk_of(u);
+        });
+        g.dv = group_sum(g.dv, s, threads);
+        g.dk = group_sum(g.dk, s, threads);
+        return g;
+    }
+    for_units(units, grid * d_v, threads, dv_of);
+    trace.show(g.dv);
+    g.dv = group_sum(g.dv, s, threads);
+    if (G != h) trace.show(g.dv);
+    for_units(units, grid * d_v, threads, dp_of);
+    trace.show(g.ds);
+    for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
+    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+    trace.show(g.d);
+    for_units(units, grid, threads, ds_of);
     trace.show(g.ds);
     trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
     scale_back(f, g.ds);
-    trace.show(g.ds);                                           // b7
-    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dQ = dscores K
-        gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k);
-    });
+    trace.show(g.ds);  // b7
+    for_units(units, grid * d_k, threads, dq_of);
     trace.show(g.dq);
-    for_units(units, grid * d_k, threads, [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
-        gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
-             unit_data(g.dk, u), d_k);
-    });
+    for_units(units, grid * d_k, threads, dk_of);
     trace.show(g.dk);
     g.dk = group_sum(g.dk, s, threads);
     if (G != h) trace.show(g.dk);
@@ -485,8 +524,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     check_grad_output(grad_output, s);
     Kept kept;
     ForwardOptions o = options;
-    o.keep = &kept;
-    o.workspace = nullptr;  // what is kept must outlive the forward
+    o.keep = &kept;  // what is kept holds its workspace blocks, so none is reused under it
     check_form(form, s, in.self_attention(), masks);
     PassSpec spec =
         form == Form::Packed ? forward_spec(w, in, masks, o) : pass_spec(s, w, in, masks, o, form);

@@ -64,7 +64,15 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
         if (width < NR) std::fill(dst, dst + kc * NR, 0.0f);
-        if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
+        if (b.row_stride == 1 && width == NR) {  // a transposed view (Kᵀ, Vᵀ): 8 columns at once
+            for (std::size_t j8 = 0; j8 < NR; j8 += 8) {
+                const float* src = b.data + (j0 + j8) * b.col_stride + p0;
+                for (std::size_t p = 0; p < kc; ++p) {
+                    float* row = dst + p * NR + j8;
+                    for (std::size_t j = 0; j < 8; ++j) row[j] = src[j * b.col_stride + p];
+                }
+            }
+        } else if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
             for (std::size_t j = 0; j < width; ++j) {
                 const float* src = b.data + (j0 + j) * b.col_stride + p0;
                 for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
@@ -91,6 +99,20 @@ MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std:
         float* dst = out + panel * kc * MR;
         const std::size_t r0 = i0 + panel * MR, height = std::min(MR, i0 + mc - r0);
         if (height < MR) std::fill(dst, dst + kc * MR, 0.0f);
+        if (a.row_stride == 1) {  // a is a transposed view (Pᵀ, dSᵀ, dYᵀ): read along the rows
+            for (std::size_t p = 0; p < kc; ++p) {
+                const float* src = a.data + (p0 + p) * a.col_stride + r0;
+                for (std::size_t i = 0; i < height; ++i) dst[p * MR + i] = src[i];
+            }
+            continue;
+        }
+        if (a.col_stride == 1 && height == MR) {  // MR rows read side by side, written in order
+            const float* src = a.data + r0 * a.row_stride + p0;
+            for (std::size_t p = 0; p < kc; ++p) {
+                for (std::size_t i = 0; i < MR; ++i) dst[p * MR + i] = src[i * a.row_stride + p];
+            }
+            continue;
+        }
         for (std::size_t i = 0; i < height; ++i) {
             const float* src = a.data + (r0 + i) * a.row_stride + p0 * a.col_stride;
             for (std::size_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p * a.col_stride];

@@ -4,8 +4,12 @@
 // time a call needs them and then sleep on a condition variable between calls,
 // so a forward pass creates no threads after its first use. Each call publishes
 // one job (a body and a range split), bumps a generation counter and wakes the
-// workers; worker w runs range w and the caller runs range 0, then waits until
-// every worker has reported back. No locks are taken inside the ranges.
+// workers; worker w claims range w and the caller runs range 0. When the caller
+// is done with range 0 it claims and runs every range no worker has started: on a
+// shared machine a woken worker can wait milliseconds for a core (or be placed on
+// the caller's), and the caller would otherwise sit idle that long. Then it waits
+// for the ranges the workers did claim. Which thread runs a range never changes
+// what the range computes. No locks are taken inside the ranges.
 // Between jobs a worker, and the caller waiting for its workers, first polls for
 // a short while (phases of a pass follow each other within microseconds, and
 // waking a sleeping thread costs tens of them), then sleeps.
@@ -62,16 +66,18 @@ public:
         {
             std::lock_guard<std::mutex> lock(mutex_);
             job_ = Job{&body, units, ranges, &errors};
-            pending_ = ranges - 1;
+            claimed_.assign(ranges, false);
+            claimed_[0] = true;
             ++generation_;
         }
         wake_.notify_all();
         inside_job = true;
         run_range(job_, 0);
+        for (std::size_t r = claim_next(); r != 0; r = claim_next()) run_range(job_, r);
         inside_job = false;
-        poll([&] { return pending_.load(std::memory_order_acquire) == 0; });
+        poll([&] { return running_.load(std::memory_order_acquire) == 0; });
         std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return pending_ == 0; });
+        done_.wait(lock, [&] { return running_ == 0; });
         for (const std::exception_ptr& e : errors) {
             if (e) std::rethrow_exception(e);
         }
@@ -84,6 +90,18 @@ private:
         std::size_t ranges = 0;
         std::vector<std::exception_ptr>* errors = nullptr;
     };
+
+    // The caller's claim on the first range no thread has taken yet; 0 when there is none.
+    std::size_t claim_next() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (std::size_t r = 1; r < claimed_.size(); ++r) {
+            if (!claimed_[r]) {
+                claimed_[r] = true;
+                return r;
+            }
+        }
+        return 0;
+    }
 
     static void run_range(const Job& job, std::size_t r) {
         try {
@@ -103,7 +121,8 @@ private:
         }
     }
 
-    // Worker for range `range`: waits for each new job and runs its range if it has one.
+    // Worker for range `range`: waits for each new job and runs its range if it has one
+    // that the caller has not claimed.
     void work(std::size_t range, std::size_t seen) {
         inside_job = true;
         std::unique_lock<std::mutex> lock(mutex_);
@@ -114,12 +133,14 @@ private:
             wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
             if (stopping_) return;
             seen = generation_;
+            if (range >= job_.ranges || claimed_[range]) continue;  // a late wake: taken
+            claimed_[range] = true;
+            ++running_;
             const Job job = job_;
-            if (range >= job.ranges) continue;
             lock.unlock();
             run_range(job, range);
             lock.lock();
-            if (--pending_ == 0) done_.notify_one();
+            if (--running_ == 0) done_.notify_one();
         }
     }
 
@@ -128,8 +149,9 @@ private:
     std::condition_variable wake_, done_;
     std::vector<std::thread> workers_;
     Job job_;
+    std::vector<bool> claimed_;               // per range of job_: a thread has taken it
     std::atomic<std::size_t> generation_{0};  // changed under mutex_, polled without it
-    std::atomic<std::size_t> pending_{0};
+    std::atomic<std::size_t> running_{0};     // ranges workers took and have not finished
     bool stopping_ = false;
 };
 

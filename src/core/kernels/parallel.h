@@ -12,8 +12,10 @@ namespace mha {
 // The split depends only on units and threads, and each unit is computed by
 // the same code whichever thread runs it, so results are bit-identical for
 // every thread count. Exceptions from a worker are rethrown after all finish.
-// The calling thread runs the first range, pool workers the others. A call
-// made from inside a running range runs serially; concurrent callers take turns.
+// The calling thread runs the first range, pool workers the others; a range no
+// worker has started by the time the caller finishes its own, the caller runs
+// too (a worker kept waiting for a core does not hold the call up). A call made
+// from inside a running range runs serially; concurrent callers take turns.
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
 
