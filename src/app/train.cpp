@@ -411,6 +411,8 @@ public:
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
         }
         if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
+        // a resumed run's last evaluation, when the checkpoint was saved right after it
+        if (screen_->due(c_.history.size())) screen_->show(snapshot());
         const TrainRecipe& recipe = c_.settings.recipe;
         while (c_.state.step < recipe.steps) {
             if (interrupted) return stop(130, "interrupted");
@@ -564,7 +566,10 @@ Trains the character model of examples/models/README.md (kjv-2x4's recipe:
 2 pre-LN layers, d_model 64, 4 heads, d_ff 256, context 128, batch 32, AdamW,
 3000 steps) on 1.5 MiB of the King James Bible built into mha, or on
 --corpus, and shows the heads form: every --eval-every steps the held-out
-loss and each head's previous-token and induction scores. Ctrl-C saves the
+loss and each head's previous-token and induction scores. On a terminal
+(NO_COLOR unset) a live panel redraws them in place, with the loss curves,
+score bars and two heads' weights (docs/training.md); otherwise one line per
+evaluation. Ctrl-C saves the
 checkpoint and stops (exit 130); --resume goes on bit for bit. The same seed
 gives the same bits at any thread count.
 )",

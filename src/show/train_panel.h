@@ -48,6 +48,7 @@ struct TrainSnapshot {
 
 // The panel as lines, each at most `width` columns (ANSI colour only when `color`), at most
 // `height` lines; width ≥ 80 and height ≥ 24 draw everything, smaller sizes drop the heatmaps.
+// Without `color` the sparklines, bars and heatmaps are plain ASCII (show/heatmap's ramp).
 std::vector<std::string> train_panel(const TrainSnapshot& snapshot, std::size_t width,
                                      std::size_t height, bool color);
 
