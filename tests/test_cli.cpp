@@ -364,7 +364,6 @@ TEST_CASE("every example of mha --help and mha bench --help runs", "[docs]") {
             if (line.rfind("  mha ", 0) != 0) continue;
             const std::string command = line.substr(6, line.find("  ", 6) - 6);
             if (command.find("w.npz") != std::string::npos) continue;  // needs a user's files
-            if (command == "train") continue;  // minutes of training; test_train runs it small
             CAPTURE(command);
             const test::RunResult r =
                 test::run_command(test::mha_binary() + " " + command + " </dev/null 2>&1");
