@@ -1,6 +1,7 @@
-// Tests for the training panel and the plain progress line: the moment induction heads
-// formed on hand-made histories, the sparkline's levels, the head bars, the mini heatmaps on
-// a hand-made probe, and every line within the width and the height it was given.
+// Tests for the training panel, the plain progress line and the --log line: the moment
+// induction heads formed on hand-made histories, the sparkline's levels, the head bars, the
+// mini heatmaps on a hand-made probe, every line within the width and the height it was
+// given, and the log's JSON.
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "show/text_layout.h"
+#include "show/train_log.h"
 #include "show/train_panel.h"
 
 using namespace mha;
@@ -265,4 +267,18 @@ TEST_CASE("visible_width skips escape sequences, cut_to_width keeps them and res
     CHECK(cut_to_width("\x1b[48;5;17m  \x1b[0mabc", 3) == "\x1b[48;5;17m  \x1b[0ma");
     CHECK(cut_to_width("\x1b[1mabcdef", 2) == "\x1b[1mab\x1b[0m");
     CHECK(cut_to_width("▁▂▃", 2) == "▁▂");
+}
+
+TEST_CASE("mha train --log: one JSON line per evaluation, null where there is no number",
+          "[train]") {
+    mha::TrainEvaluation e;
+    e.step = 50;
+    e.seconds = 3.96056;
+    e.loss = NAN;  // step 0 has no training loss yet
+    e.val_loss = 3.0772849;
+    e.prev_token = {{0.25, 0.5}};
+    e.induction = {{0.125, 1.0 / 3.0}};
+    CHECK(mha::train_log_line(e) ==
+          "{\"step\":50,\"seconds\":3.96056,\"loss\":null,\"val_loss\":3.07728,"
+          "\"prev_token\":[[0.25,0.5]],\"induction\":[[0.125,0.333333]]}");
 }

@@ -50,6 +50,8 @@
 #include "core/pass/projection.h"
 #include "core/pass/reference.h"
 #include "core/tensor/workspace.h"
+#include "show/format.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -381,16 +383,6 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
 
 double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
 
-std::string fixed(double value, int digits) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
-
-std::string padded(const std::string& text, std::size_t width) {
-    return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
-}
-
 void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench" << (o.backward ? " --backward" : "")
               << ": self-attention, no mask, untraced"
@@ -408,21 +400,21 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
     std::cout << "\n";
     for (const Row& r : rows) {
         std::cout
-            << padded(std::to_string(r.size.batch), 3) << padded(std::to_string(r.size.seq_len), 6)
-            << padded(std::to_string(r.size.d_model), 9) << padded(std::to_string(r.size.heads), 4)
-            << padded(fixed(r.ms.median, 2), 9) << padded(fixed(r.ms.min, 2), 9)
-            << padded(fixed(r.ms.max, 2), 9) << padded(fixed(gflops(r.macs, r.ms.median), 1), 9)
-            << padded(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
-            << padded(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
-            << padded(fixed(r.ms_one.median, 2), 10)
-            << padded(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
-            << padded(fixed(r.peak_mib, 1), 10) << padded(fixed(r.faults, 0), 8);
+            << padded_left(std::to_string(r.size.batch), 3) << padded_left(std::to_string(r.size.seq_len), 6)
+            << padded_left(std::to_string(r.size.d_model), 9) << padded_left(std::to_string(r.size.heads), 4)
+            << padded_left(fixed(r.ms.median, 2), 9) << padded_left(fixed(r.ms.min, 2), 9)
+            << padded_left(fixed(r.ms.max, 2), 9) << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
+            << padded_left(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
+            << padded_left(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
+            << padded_left(fixed(r.ms_one.median, 2), 10)
+            << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
+            << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
         if (o.compare_torch)
-            std::cout << padded(fixed(r.torch_ms.median, 2), 10)
-                      << padded(fixed(r.torch_ms.min, 2), 10)
-                      << padded(fixed(r.torch_ms.max, 2), 10)
-                      << padded(r.torch_setting, o.backward ? 15 : 8)
-                      << padded(fixed(r.torch_ms.median / r.ms.median, 2) + "x", 10);
+            std::cout << padded_left(fixed(r.torch_ms.median, 2), 10)
+                      << padded_left(fixed(r.torch_ms.min, 2), 10)
+                      << padded_left(fixed(r.torch_ms.max, 2), 10)
+                      << padded_left(r.torch_setting, o.backward ? 15 : 8)
+                      << padded_left(fixed(r.torch_ms.median / r.ms.median, 2) + "x", 10);
         std::cout << "\n";
     }
     if (!o.heads.empty())

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/pass/shape_checks.h"
 #include "io/init.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -139,10 +140,6 @@ std::string scientific(double value, int digits) {
     return text;
 }
 
-std::string padded(const std::string& text, std::size_t width) {
-    return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
-}
-
 // Multiply-adds of one reference forward (steps 1-3, 6 and 10, 14).
 std::uint64_t forward_macs(const GradcheckProblem& p) {
     const Sizes& s = p.sizes;
@@ -242,7 +239,7 @@ int print_gradcheck(std::ostream& out, const std::vector<GradcheckRow>& rows,
     for (const auto& line : cells) {
         std::string text;
         for (std::size_t c = 0; c < line.size(); ++c)
-            text += c + 1 == line.size() ? line[c] : padded(line[c], widths[c]) + " | ";
+            text += c + 1 == line.size() ? line[c] : padded_right(line[c], widths[c]) + " | ";
         out << text << "\n";
     }
     std::size_t failed = 0;

@@ -34,6 +34,8 @@
 #include "io/printable.h"
 #include "io/read_file.h"
 #include "io/shipped_corpus.h"
+#include "show/format.h"
+#include "show/train_log.h"
 
 namespace mha {
 
@@ -334,39 +336,12 @@ std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t 
 
 // ---- output ------------------------------------------------------------------
 
-std::string fixed(double value, int digits) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
-
 // A number in 6 significant digits: NaN, inf and -inf as such.
 std::string number_text(double value) {
     if (std::isnan(value)) return "NaN";
     char text[32];
     std::snprintf(text, sizeof text, "%.6g", value);
     return text;
-}
-
-// A number for JSON: null for NaN or infinity.
-std::string json_number(double value) { return std::isfinite(value) ? number_text(value) : "null"; }
-
-std::string json_grid(const std::vector<std::vector<double>>& grid) {
-    std::string out = "[";
-    for (std::size_t l = 0; l < grid.size(); ++l) {
-        out += l ? ",[" : "[";
-        for (std::size_t h = 0; h < grid[l].size(); ++h)
-            out += (h ? "," : "") + json_number(grid[l][h]);
-        out += "]";
-    }
-    return out + "]";
-}
-
-std::string json_line(const TrainEvaluation& e) {
-    return "{\"step\":" + std::to_string(e.step) + ",\"seconds\":" + json_number(e.seconds) +
-           ",\"loss\":" + json_number(e.loss) + ",\"val_loss\":" + json_number(e.val_loss) +
-           ",\"prev_token\":" + json_grid(e.prev_token) +
-           ",\"induction\":" + json_grid(e.induction) + "}";
 }
 
 // --save-batches: the batches of steps [first, last), regenerated from (seed, step).
@@ -499,7 +474,7 @@ private:
         probe_weights_ = std::move(e.probe_weights);
         screen_->show(snapshot());
         if (log_.is_open()) {
-            log_ << json_line(t) << "\n";
+            log_ << train_log_line(t) << "\n";
             log_.flush();
             if (!log_) throw Error("cannot write " + o_.log + ": the write failed");
         }
