@@ -107,7 +107,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.out = parse_path(a); }},
         {{"--log", 0, "FILE.jsonl",
           "one JSON object per evaluation: step, seconds, loss,\n"
-          "val_loss, prev_token and induction ([layer][head])"},
+          "val_loss, prev_token and induction ([layer][head]);\n"
+          "a --resume run appends to it"},
          [](O& o, const Arg& a) { o.log = parse_path(a); }},
         {{"--resume", 0, "FILE.npz",
           "go on from a checkpoint, bit for bit as if never\n"
@@ -382,7 +383,7 @@ public:
         screen_.emplace(std::cout,
                         wants_live_panel(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
-            log_.open(o_.log, first_step_ == 0 ? std::ios::trunc : std::ios::app);
+            log_.open(o_.log, o_.resume.empty() ? std::ios::trunc : std::ios::app);
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
         }
         if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
