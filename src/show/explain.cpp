@@ -29,7 +29,8 @@ const NormaliserWords normaliser_words[] = {
 
 // The words for the normaliser of step 9 or b9.
 const NormaliserWords& words_of(const Step& step) {
-    const std::string name = step.facts.normaliser->name;
+    const Normaliser* normaliser = step.facts.normaliser;
+    const std::string name = (normaliser != nullptr ? *normaliser : default_normaliser()).name;
     for (const NormaliserWords& words : normaliser_words) {
         if (words.name == name) return words;
     }

@@ -29,7 +29,7 @@ struct Masks {
     bool alibi = false;              // step 8 adds −m_i·|p − j|, m_i = alibi_slopes(h)[i]
     std::size_t window = 0;          // W > 0: step 8 keeps only keys p − W < j ≤ p (causal)
     std::size_t sinks = 0;           // with a window: the first S keys stay visible too
-    const Normaliser* normaliser = nullptr;  // step 9's; null: softmax (see normaliser_of)
+    const Normaliser* normaliser = nullptr;  // step 9's; null: the default (normaliser_of)
 
     bool has_attn_mask() const { return !attn_mask.empty(); }
     bool has_key_padding() const { return !key_padding.empty(); }

@@ -47,8 +47,10 @@ const Normaliser normalisers[] = {
 
 }  // namespace
 
+const Normaliser& default_normaliser() { return normalisers[0]; }
+
 const Normaliser& normaliser_of(const Masks& masks) {
-    return masks.normaliser != nullptr ? *masks.normaliser : normaliser_named("softmax");
+    return masks.normaliser != nullptr ? *masks.normaliser : default_normaliser();
 }
 
 const Normaliser& normaliser_named(const std::string& name) {

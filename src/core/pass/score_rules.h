@@ -34,7 +34,10 @@ struct Normaliser {
     void (*backward_row)(const float* p, float* ds, std::size_t m, float d);
 };
 
-// The normaliser `masks` names: softmax unless it names another.
+// Softmax: the normaliser of a pass that names none.
+const Normaliser& default_normaliser();
+
+// The normaliser `masks` names: the default unless it names another.
 const Normaliser& normaliser_of(const Masks& masks);
 
 // The normaliser called `name`; throws Error naming the ones there are.
