@@ -275,7 +275,7 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
             g.d.data()[u * N + n] = float(sum);
         }
     };
-    const auto ds_of = [&](std::size_t u) {  // b9: the normaliser's (softmax: dS = P ∘ (dP − D))
+    const auto ds_of = [&](std::size_t u) {  // b9 by the normaliser: softmax's P ∘ (dP − D)
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
         for (std::size_t n = 0; n < N; ++n) {

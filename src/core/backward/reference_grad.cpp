@@ -381,7 +381,7 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
                 const HeadRows values{&t.v[first_key], G * d_k};
                 context_backward(&t.p[row], values, &d_context[at], M, d_k, d_p.data(),
                                  &d_v[first_key], G * d_k);                     // b10
-                t.normaliser->exact_backward(&t.p[row], d_p.data(), d_s.data(), M);  // b9; b8 passes
+                t.normaliser->exact_backward(&t.p[row], d_p.data(), d_s.data(), M);  // b9, b8
                 if (b == 0 && i == 0 && n + 1 == N) {
                     record = {Vec(&t.p[row], &t.p[row] + M), d_p,
                               context_dot(t, d_context, s, b, i, n)};
