@@ -193,7 +193,8 @@ bench-attention: $(BUILD)/bench_attention
 $(BUILD)/bench_attention: $(BUILD)/tests/bench/attention_core.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-# bench-phases: one pass's three phases timed apart (tests/bench/phases.cpp);
+# bench-phases: one pass's three phases timed apart, then forward + backward step by step
+# (tests/bench/phases.cpp);
 # PHASES_SIZE="B N d_model h [repeat] [threads]" picks the size and the threads
 PHASES_SIZE ?= 1 512 768 12 21 1
 bench-phases: $(BUILD)/bench_phases

@@ -1,6 +1,5 @@
-// mha train: options, the checks before the first step, and the loop: a batch, a step, an
-// evaluation every --eval-every steps, a checkpoint every few hundred, until --steps, the
-// --time-limit or Ctrl-C.
+// mha train: the option table and the loop: a batch, a step, an evaluation every --eval-every
+// steps, a checkpoint every few hundred, until --steps, the --time-limit or Ctrl-C.
 
 #include "app/train.h"
 
@@ -15,19 +14,16 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
-#include "app/time_guard.h"
 #include "app/train_checkpoint.h"
+#include "app/train_checks.h"
 #include "app/train_data.h"
+#include "app/train_divergence.h"
 #include "app/train_eval.h"
+#include "app/train_options.h"
 #include "app/train_screen.h"
-#include "core/backward/model_backward.h"
-#include "core/checked.h"
 #include "core/error.h"
-#include "core/forms/block.h"
 #include "core/kernels/parallel.h"
-#include "core/pass/costs.h"
 #include "core/train/parameters.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
@@ -43,17 +39,6 @@ namespace {
 
 constexpr std::size_t checkpoint_every = 250;  // steps between the checkpoints on the way
 constexpr const char* shipped_name = "the shipped corpus (examples/corpus/kjv.txt)";
-
-struct TrainOptions {
-    TrainSettings settings;  // the defaults: kjv-2x4's recipe
-    std::optional<double> time_limit;
-    std::size_t threads = 0;  // 0: the hardware's
-    std::string corpus, out = "mha-train.npz", log, resume, save_batches;
-    std::size_t eval_every = 50;
-    std::uint64_t max_memory = std::uint64_t(2) << 30;
-    std::optional<double> max_time;  // unset: no limit
-    bool help = false;
-};
 
 std::uint64_t whole(const Arg& a) { return parse_unsigned(a); }
 
@@ -107,7 +92,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.out = parse_path(a); }},
         {{"--log", 0, "FILE.jsonl",
           "one JSON object per evaluation: step, seconds, loss,\n"
-          "val_loss, prev_token and induction ([layer][head])"},
+          "val_loss, prev_token and induction ([layer][head]);\n"
+          "a --resume run appends to it"},
          [](O& o, const Arg& a) { o.log = parse_path(a); }},
         {{"--resume", 0, "FILE.npz",
           "go on from a checkpoint, bit for bit as if never\n"
@@ -165,175 +151,6 @@ private:
     struct sigaction previous_ {};
 };
 
-// ---- the checks before training ----------------------------------------------
-
-std::string sizes_text(const TrainSettings& s) {
-    const ModelSizes& m = s.sizes;
-    return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) + " -H " +
-           std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) + " --context " +
-           std::to_string(m.context) + " --batch " + std::to_string(s.batch);
-}
-
-// A resumed run keeps the checkpoint's settings: an option given with another value, or
-// another corpus, is refused.
-void check_resume_matches(const TrainOptions& o, const std::vector<std::string>& given,
-                          const Checkpoint& c, const Corpus& corpus, const std::string& source) {
-    const TrainSettings& want = o.settings;
-    const TrainSettings& have = c.settings;
-    const auto check = [&](const char* option, const std::string& asked, const std::string& had) {
-        if (std::find(given.begin(), given.end(), option) == given.end() || asked == had) return;
-        throw Error("--resume " + o.resume + " was trained with " + option + " " + had + ", not " +
-                    asked + "; leave " + option + " out to go on with the checkpoint's");
-    };
-    const auto text = [](double value) {
-        std::ostringstream out;
-        out << value;
-        return out.str();
-    };
-    using std::to_string;
-    check("--layers", to_string(want.sizes.layers), to_string(have.sizes.layers));
-    check("--d-model", to_string(want.sizes.d_model), to_string(have.sizes.d_model));
-    check("--heads", to_string(want.sizes.heads), to_string(have.sizes.heads));
-    check("--d-ff", to_string(want.sizes.d_ff), to_string(have.sizes.d_ff));
-    check("--context", to_string(want.sizes.context), to_string(have.sizes.context));
-    check("--batch", to_string(want.batch), to_string(have.batch));
-    check("--steps", to_string(want.recipe.steps), to_string(have.recipe.steps));
-    check("--seed", to_string(want.seed), to_string(have.seed));
-    check("--lr", text(want.recipe.lr), text(have.recipe.lr));
-    if (corpus.characters != c.corpus_characters || corpus.fingerprint != c.corpus_fingerprint) {
-        throw Error("--resume " + o.resume + " was trained on another corpus (" +
-                    to_string(c.corpus_characters) + " characters), not " + source + " (" +
-                    to_string(corpus.characters) + "); give the --corpus it was trained on");
-    }
-}
-
-void check_sizes(const TrainSettings& s) {
-    if (s.sizes.d_model % s.sizes.heads != 0) {
-        throw Error("-d " + std::to_string(s.sizes.d_model) + " is not divisible by -H " +
-                    std::to_string(s.sizes.heads) + "; each head takes d_model / h features");
-    }
-}
-
-// The attention sizes of one layer on a batch.
-Sizes layer_sizes(const TrainSettings& s) {
-    const ModelSizes& m = s.sizes;
-    return {s.batch,   m.context, m.context, m.d_model,          m.d_model,
-            m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
-}
-
-// Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
-// again twice: a token per character, the held-out characters' strings), the parameters four times
-// (values, gradients, two moments) and a gathered copy, every layer's forward kept for its backward
-// and as much again for its gradients, the logits with their gradient and softmax, and
-// --save-batches' arrays (a double per value to write, its .npy and the archive).
-std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
-    const std::string what = "the memory for training";
-    const TrainSettings& s = o.settings;
-    const ModelSizes& m = s.sizes;
-    const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
-    const std::uint64_t per_layer =
-        checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
-    const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
-                                                  checked_product({m.layers, per_layer}, what)},
-                                                 what);
-    const Sizes sizes = layer_sizes(s);
-    const std::uint64_t layer = checked_sum(
-        {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
-    const std::uint64_t tokens = checked_product({s.batch, m.context}, what);
-    const std::uint64_t batches =
-        o.save_batches.empty()
-            ? 0
-            : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
-    return checked_sum({checked_product({corpus_bytes, 3}, what),
-                        checked_product({parameters, 5 * sizeof(float)}, what),
-                        checked_product({m.layers, layer, 2}, what),
-                        checked_product({tokens, V, 3 * sizeof(float)}, what), batches},
-                       what);
-}
-
-void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
-    const std::uint64_t need = train_bytes(o, corpus_bytes, vocab);
-    if (need <= o.max_memory) return;
-    throw Error("training " + sizes_text(o.settings) + " needs about " + byte_size(need) +
-                ", more than --max-memory " + byte_size(o.max_memory) +
-                "; raise --max-memory or use smaller sizes");
-}
-
-// Multiply-adds of one step: every layer's attention and feed-forward and the head, forward
-// and backward (the backward about twice the forward).
-std::uint64_t step_macs(const TrainSettings& s, std::size_t vocab) {
-    const std::string what = "the multiply-adds of a training step";
-    const Sizes sizes = layer_sizes(s);
-    const std::uint64_t tokens = checked_product({s.batch, s.sizes.context}, what);
-    const std::uint64_t layer = checked_sum(
-        {forward_macs(sizes), checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
-        what);
-    const std::uint64_t forward =
-        checked_sum({checked_product({s.sizes.layers, layer}, what),
-                     checked_product({tokens, vocab, s.sizes.d_model}, what)},
-                    what);
-    return checked_product({forward, 3}, what);
-}
-
-// --max-time: the steps this run will take (none past --time-limit) against the limit.
-void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t first_step,
-                         std::size_t threads) {
-    if (!o.max_time || (o.time_limit && *o.time_limit <= *o.max_time)) return;
-    const std::uint64_t macs = checked_product(
-        {step_macs(o.settings, vocab), o.settings.recipe.steps - first_step}, "training's cost");
-    check_time(macs, threads, macs_per_thread_second(Form::Packed, AttentionPath::Standard),
-               o.max_time, "fewer --steps, smaller sizes or a --time-limit cost less");
-}
-
-// ---- a diverged step -----------------------------------------------------------
-
-// Records the first step of a traced pass whose tensor holds NaN or infinity (but the masked
-// scores' -inf).
-class NonFiniteFinder final : public Tracer {
-public:
-    void on_step(const Step& step) override {
-        if (!found.empty() || !step.value) return;
-        const Tensor values = step.value->contiguous();
-        const bool masked = step.kind == StepKind::Mask && !step.backward;  // -inf by design
-        for (std::size_t i = 0; i < values.numel(); ++i) {
-            const float v = values.data()[i];
-            if (!std::isfinite(v) && !(masked && v == -INFINITY)) {
-                found = std::string(step.backward ? "the gradient " : "the activation ") +
-                        step.tensor + " (step " + (step.backward ? "b" : "") +
-                        std::to_string(step.number) + ", " + step.name + ")";
-                return;
-            }
-        }
-    }
-    std::string found;
-};
-
-// Where NaN or infinity first appeared: a parameter, else the first tensor of the first row's
-// traced forward and backward (layer 0 step by step) that holds one.
-std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t threads) {
-    for (const Parameter& p : model_parameters(state.model)) {
-        const Tensor values = gather_parameter(p);
-        for (std::size_t i = 0; i < values.numel(); ++i)
-            if (!std::isfinite(values.data()[i])) return "the parameter " + p.name;
-    }
-    const std::size_t n = state.model.context(), rows = batch.tokens.size() / n;
-    for (std::size_t r = 0; r < rows; ++r) {
-        const auto row = [&](const std::vector<std::size_t>& v) {
-            return std::vector<std::size_t>(v.begin() + std::ptrdiff_t(r * n),
-                                            v.begin() + std::ptrdiff_t((r + 1) * n));
-        };
-        NonFiniteFinder finder;
-        try {
-            model_forward_backward(state.model, row(batch.tokens), row(batch.targets), 0, threads,
-                                   finder);
-        } catch (const Error& error) {
-            return error.what();
-        }
-        if (!finder.found.empty()) return finder.found + " in row " + std::to_string(r);
-    }
-    return "no single tensor (the batch's rows are finite one by one)";
-}
-
 // ---- output ------------------------------------------------------------------
 
 // A number in 6 significant digits: NaN, inf and -inf as such.
@@ -382,7 +199,7 @@ public:
         screen_.emplace(std::cout,
                         wants_live_panel(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
-            log_.open(o_.log, first_step_ == 0 ? std::ios::trunc : std::ios::app);
+            log_.open(o_.log, o_.resume.empty() ? std::ios::trunc : std::ios::app);
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
         }
         if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
@@ -434,8 +251,8 @@ private:
     // Step `step` (from 1) left the model unusable: one line, exit status 1.
     int diverge(std::uint64_t step, const std::string& why) {
         screen_.reset();
-        std::cerr << "mha: training diverged at step " << step << " of "
-                  << c_.settings.recipe.steps << ": " << escaped(why) << "; " << escaped(o_.out)
+        std::cerr << "mha: training diverged at step " << step << " of " << c_.settings.recipe.steps
+                  << ": " << escaped(why) << "; " << escaped(o_.out)
                   << " keeps the last checkpoint (a smaller --lr?)\n";
         return 1;
     }

@@ -3,18 +3,26 @@
 // (steps 6-10) and the output projection (step 14), then the whole pass; prints medians and
 // each phase's share of the FMA peak of the threads it ran on. The projections and the pass
 // run twice: packing W in every call, and reading it packed once (pack_weights).
+// Then forward + backward (the standard path, as mha bench --backward runs it), every step
+// of its plan timed by a tracer: a step's time runs from the report before it to its own. The
+// tensors one step yields (b14's dW_o, db_o and dconcat) are one row, and so are steps 1-3,
+// which run as one fused product.
 //
 //   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s per core]
 //
 // Work counted (a multiply and an add per multiply-add): 2·B·N·d_model·3·d_model for
-// steps 1-3, 4·B·h·N²·d_k for steps 6-10, 2·B·N·d_model² for step 14.
+// steps 1-3, 4·B·h·N²·d_k for steps 6-10, 2·B·N·d_model² for step 14; for each traced step
+// the multiply-adds its plan entry counts.
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "core/backward/backward.h"
 #include "core/pass/attention.h"
 #include "core/pass/projection.h"
 #include "io/init.h"
@@ -28,6 +36,54 @@ mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
     for (std::size_t i = 0; i < t.numel(); ++i) t.data()[i] = random.uniform(-scale, scale);
     return t;
 }
+
+// Times every step of a traced pass: the time since the previous report goes to the step
+// reported, summed over its tensors; rows in the plan's order.
+class StepTimer final : public mha::Tracer {
+public:
+    struct Timed {
+        std::string step;     // "b10 grad", "1-3 project"
+        std::string tensors;  // "dV, dP"
+        double macs = 0;      // of one run
+        std::vector<double> ms;  // one per run
+    };
+
+    void start() {
+        last_ = std::chrono::steady_clock::now();
+        ++runs_;
+    }
+
+    void on_step(const mha::Step& step) override {
+        const auto now = std::chrono::steady_clock::now();
+        const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+        last_ = now;
+        const bool fused = !step.backward && step.number >= 1 && step.number <= 3;
+        const std::string name = (step.backward ? "b" : "") +
+                                 (fused ? "1-3" : std::to_string(step.number)) + " " + step.name;
+        Timed* t = nullptr;
+        for (Timed& each : steps_) {
+            if (each.step == name) t = &each;
+        }
+        if (t == nullptr) {
+            steps_.push_back({name, "", 0, {}});
+            t = &steps_.back();
+        }
+        if (t->ms.size() < runs_) {  // the first report of this step in this run
+            t->ms.push_back(0.0);
+            t->macs = 0;
+        }
+        t->macs += double(step.macs);
+        t->ms.back() += ms;
+        if (runs_ == 1) t->tensors += (t->tensors.empty() ? "" : ", ") + step.tensor;
+    }
+
+    const std::vector<Timed>& steps() const { return steps_; }
+
+private:
+    std::chrono::steady_clock::time_point last_;
+    std::size_t runs_ = 0;
+    std::vector<Timed> steps_;
+};
 
 }  // namespace
 
@@ -135,5 +191,38 @@ int main(int argc, char** argv) {
         const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
         std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s  %5.1f%% of %.0f\n", p.name, ms, rate,
                     100 * rate / peak, peak);
+    }
+
+    // forward + backward, traced step by step, against the same pass untraced
+    const mha::Tensor grad_output = filled(random, {B, N, E}, 1.0f);
+    mha::ForwardOptions both;
+    both.heads = h;
+    both.threads = threads;
+    StepTimer timer;
+    mha::NullTracer untraced;
+    const auto run_both = [&](mha::Tracer& tracer) {
+        mha::forward_backward(w, {x, x, x}, unmasked, both, mha::Form::Packed, grad_output,
+                              tracer);
+    };
+    run_both(untraced);  // warm-up
+    std::vector<double> untraced_ms, traced_ms;
+    for (std::size_t r = 0; r < repeat; ++r) {
+        untraced_ms.push_back(time_ms([&] { run_both(untraced); }));
+        traced_ms.push_back(time_ms([&] {
+            timer.start();
+            run_both(timer);
+        }));
+    }
+    std::printf("forward + backward, standard path: %.3f ms untraced, %.3f ms traced; "
+                "the traced run's steps:\n",
+                median_ms(untraced_ms), median_ms(traced_ms));
+    for (const StepTimer::Timed& t : timer.steps()) {
+        const double ms = median_ms(t.ms);
+        std::printf("  %-14s %8.3f ms", t.step.c_str(), ms);
+        if (t.macs > 0) {
+            const double rate = 2 * t.macs / ms / 1e6;
+            std::printf("  %7.1f GFLOP/s  %5.1f%% of %.0f", rate, 100 * rate / peak, peak);
+        }
+        std::printf("  %s\n", t.tensors.c_str());
     }
 }
