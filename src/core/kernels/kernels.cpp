@@ -49,7 +49,7 @@ MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // Per-thread packing buffers, kept between calls (pool threads live on).
 struct Scratch {
-    ScratchBuffer a, b;
+    ScratchBuffer a, b, t;  // t: a narrow product's transposed result
 };
 Scratch& scratch() {
     thread_local Scratch s;
@@ -189,9 +189,12 @@ MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size
 // The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
 // zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
 // and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
+// skip_on_columns: the band of zeros follows b's columns instead (b(p, j) = 0 where skip says
+// a(j, p) is), as in the transposed product of gemm_narrow_t.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-                       bool accumulate, const GemmSkip& skip) {
+MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c,
+                               std::size_t ldc, bool accumulate, const GemmSkip& skip,
+                               bool skip_on_columns) {
     constexpr std::size_t MC = mc_panels * MR;
     const std::size_t n = a.rows, k = a.cols, m = b.cols;
     if (k == 0) {
@@ -208,7 +211,10 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
         for (std::size_t i0 = 0; i0 < n; i0 += MC) {
             const std::size_t mc = std::min(MC, n - i0);
             std::size_t lo = 0, hi = 0;  // the block's live depths: only they are packed
-            live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
+            if (skip_on_columns)
+                live_depths(skip, 0, m, p0, p0 + kc, lo, hi);
+            else
+                live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
             if (hi > lo) pack_a<MR>(a, i0, mc, lo, hi - lo, packed_a);
             for (std::size_t j = 0; j < m; j += NR) {
                 const float* b_panel = packed_b + j / NR * kc * NR;
@@ -217,7 +223,10 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
                     float* tile = c + (i0 + i) * ldc + j;
                     if (unwanted_columns(skip, i0 + i + rows, j)) continue;
                     std::size_t plo = 0, phi = 0;
-                    live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
+                    if (skip_on_columns)
+                        live_depths(skip, j, j + cols, lo, hi, plo, phi);
+                    else
+                        live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
                     if (phi <= plo) {
                         if (!add) zero_tile(tile, ldc, rows, cols);
                         continue;
@@ -228,6 +237,27 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
                 }
             }
         }
+    }
+}
+
+// c = or += a b for outputs narrower than half a register tile (m <= NR / 2: P V, Pᵀ dO, dS K
+// and dSᵀ Q at d_k 16) with at least a tile's width of rows: the product is computed
+// transposed, cᵀ = bᵀ aᵀ, on the same tiles with no lane of padding, into a scratch (m, n)
+// that is then transposed into c. Each element adds the same products (a · b = b · a) in the
+// same order, from c's value when accumulating, so the bits are those of gemm_blocked_t.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                       bool accumulate, const GemmSkip& skip) {
+    const std::size_t n = a.rows, m = b.cols;
+    if (m > NR / 2 || n < NR || a.cols == 0 || skip.kind == GemmSkip::OutputEnds)
+        return gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip, false);
+    float* t = scratch().t.floats(m * n);  // cᵀ (m, n)
+    for (std::size_t i = 0; accumulate && i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) t[j * n + i] = c[i * ldc + j];
+    }
+    gemm_blocked_t<MR, NR>(b.transposed(), a.transposed(), t, n, accumulate, skip, true);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) c[i * ldc + j] = t[j * n + i];
     }
 }
 
