@@ -159,15 +159,43 @@ MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, flo
         store_tile(acc, c, ldc, rows, cols, accumulate);
 }
 
+// The depths [lo, hi) of a's rows [r0, r1) that may hold non-zeros under `skip`, within
+// [p0, p1); lo >= hi when none may.
+MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1, std::size_t p0,
+                            std::size_t p1, std::size_t& lo, std::size_t& hi) {
+    const std::ptrdiff_t s = skip.shift;
+    lo = p0;
+    hi = p1;
+    if (skip.kind == GemmSkip::RowEnds) {  // a(i, p) = 0 for p > i + s
+        const std::ptrdiff_t end = std::ptrdiff_t(r1) + s;  // one past the last row's last p
+        hi = end <= std::ptrdiff_t(p0) ? p0 : std::min(p1, std::size_t(end));
+    } else if (skip.kind == GemmSkip::RowStarts) {  // a(i, p) = 0 for p < i - s
+        const std::ptrdiff_t start = std::ptrdiff_t(r0) - s;
+        lo = start <= std::ptrdiff_t(p0) ? p0 : std::min(p1, std::size_t(start));
+    }
+}
+
+// Whether output columns from j0 on are unwanted for every row of [r0, r1) under `skip`.
+MHA_INLINE bool unwanted_columns(const GemmSkip& skip, std::size_t r1, std::size_t j0) {
+    return skip.kind == GemmSkip::OutputEnds &&
+           std::ptrdiff_t(j0) > std::ptrdiff_t(r1) - 1 + skip.shift;
+}
+
+// c (rows, cols) = 0, when a tile's products are all skipped and nothing came before them.
+MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + cols, 0.0f);
+}
+
+// The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
+// zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
+// and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-                       bool accumulate) {
+                       bool accumulate, const GemmSkip& skip) {
     constexpr std::size_t MC = mc_panels * MR;
     const std::size_t n = a.rows, k = a.cols, m = b.cols;
     if (k == 0) {
-        if (!accumulate) {
-            for (std::size_t i = 0; i < n; ++i) std::fill(c + i * ldc, c + i * ldc + m, 0.0f);
-        }
+        if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
     Scratch& s = scratch();
@@ -179,13 +207,24 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
         pack_b<NR>(b, p0, kc, packed_b);
         for (std::size_t i0 = 0; i0 < n; i0 += MC) {
             const std::size_t mc = std::min(MC, n - i0);
-            pack_a<MR>(a, i0, mc, p0, kc, packed_a);
+            std::size_t lo = 0, hi = 0;  // the block's live depths: only they are packed
+            live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
+            if (hi > lo) pack_a<MR>(a, i0, mc, lo, hi - lo, packed_a);
             for (std::size_t j = 0; j < m; j += NR) {
                 const float* b_panel = packed_b + j / NR * kc * NR;
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel<MR, NR>(kc, packed_a + i / MR * kc * MR, b_panel,
-                                         c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
-                                         std::min(NR, m - j), add);
+                    const std::size_t rows = std::min(MR, mc - i), cols = std::min(NR, m - j);
+                    float* tile = c + (i0 + i) * ldc + j;
+                    if (unwanted_columns(skip, i0 + i + rows, j)) continue;
+                    std::size_t plo = 0, phi = 0;
+                    live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
+                    if (phi <= plo) {
+                        if (!add) zero_tile(tile, ldc, rows, cols);
+                        continue;
+                    }
+                    micro_kernel<MR, NR>(phi - plo,
+                                         packed_a + i / MR * (hi - lo) * MR + (plo - lo) * MR,
+                                         b_panel + (plo - p0) * NR, tile, ldc, rows, cols, add);
                 }
             }
         }
@@ -394,7 +433,8 @@ struct Variant {
     const char* name;
     const char* tile;
     std::size_t mr, nr;
-    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
+    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool,
+                 const GemmSkip&);
     void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
                           std::size_t, std::size_t, std::size_t);
     void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
@@ -410,8 +450,8 @@ struct Variant {
 // The entry points of one variant, built for the CPU features `target` names.
 #define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                              \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
-                              bool accumulate) {                                                   \
-        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                                  \
+                              bool accumulate, const GemmSkip& skip) {                             \
+        gemm_t<MR, NR>(a, b, c, ldc, accumulate, skip);                                            \
     }                                                                                              \
     target void linear_panels_##suffix(const float* x, std::size_t in,                             \
                                        const std::vector<LinearTarget>& targets, std::size_t r0,   \
@@ -576,8 +616,14 @@ std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
     return std::min(k, KC) * (round_up(m, widest_nr) + mc_panels * tallest_mr);
 }
 
-void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate) {
-    current().gemm(a, b, c, ldc, accumulate);
+void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate,
+          const GemmSkip& skip) {
+    current().gemm(a, b, c, ldc, accumulate, skip);
+}
+
+GemmSkip causal_skip(const HeadMask& mask, GemmSkip::Kind kind) {
+    if (mask.n == 0 || mask.key_end(mask.n - 1) == mask.m || mask.key_end(0) == 0) return {};
+    return {kind, std::ptrdiff_t(mask.key_end(0)) - 1};
 }
 
 std::size_t linear_panel_count(const std::vector<LinearTarget>& targets) {
@@ -662,19 +708,24 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows) {
     if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
-    scale_mask_tile(scores, mask.m, 0, mask.n, 0, mask.m, factor, mask);
     std::size_t masked = 0;
     for (std::size_t r = 0; r < mask.n; ++r) {
+        // Keys from key_end on are blocked: their weights are 0. The row is worked up to a
+        // whole number of the reductions' lanes past it, so every sum adds what it added over
+        // the whole row (the blocked keys' -inf and 0 change no maximum and no sum).
         float* row = scores + r * mask.m;
-        const float max = max_of(row, mask.m);
+        const std::size_t live = std::min(mask.m, round_up(mask.key_end(r), lanes));
+        scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
+        const float max = max_of(row, live);
         if (all_blocked(max)) {
             const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
             std::fill(row, row + mask.m, fill);
             ++masked;
             continue;
         }
-        const float inverse = 1.0f / exp_shifted(row, mask.m, max);
-        for (std::size_t j = 0; j < mask.m; ++j) row[j] *= inverse;
+        const float inverse = 1.0f / exp_shifted(row, live, max);
+        for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
+        std::fill(row + live, row + mask.m, 0.0f);
     }
     return masked;
 }
