@@ -440,9 +440,11 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
         g.value = v.dx;
         return;
     }
-    g.input = Tensor(q.dx.shape());  // b0: the three paths into x, summed in this order
-    for (std::size_t e = 0; e < g.input.numel(); ++e)
-        g.input.data()[e] = q.dx.data()[e] + k.dx.data()[e] + v.dx.data()[e];
+    g.input = new_uninitialised(f.o.workspace, q.dx.shape());  // b0: x's three paths, summed
+    const float *from_q = q.dx.data(), *from_k = k.dx.data(), *from_v = v.dx.data();
+    float* sum = g.input.data();
+    for (std::size_t e = 0, n = g.input.numel(); e < n; ++e)  // in this order
+        sum[e] = from_q[e] + from_k[e] + from_v[e];
     trace.show(g.input);
 }
 
