@@ -103,6 +103,27 @@ TEST_CASE("gemm gives a transposed view the bits of the same matrix stored row-m
     CHECK(from_view == from_rows);
 }
 
+TEST_CASE("gemm of a narrow product computed transposed gives the bits of the direct one") {
+    EACH_VARIANT();
+    // m <= half a tile's width with n a tile's width or more runs as cᵀ = bᵀ aᵀ; one row at a
+    // time (n = 1) runs directly: the same products in the same order, bit for bit
+    const std::size_t n = 130, k = GENERATE(16, 300), m = GENERATE(1, 4, 16);
+    const bool transposed_a = GENERATE(false, true), accumulate = GENERATE(false, true);
+    CAPTURE(k, m, transposed_a, accumulate);
+    const std::vector<float> a = random_values(n * k, 14), b = random_values(k * m, 15);
+    const MatrixView a_view = transposed_a ? MatrixView{a.data(), k, n, n, 1}.transposed()
+                                           : MatrixView{a.data(), n, k, k, 1};
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    std::vector<float> whole = random_values(n * m, 16), by_rows = whole;
+    mha::gemm(a_view, b_view, whole.data(), m, accumulate);
+    for (std::size_t i = 0; i < n; ++i) {
+        const MatrixView row{a_view.data + i * a_view.row_stride, 1, k, a_view.row_stride,
+                             a_view.col_stride};
+        mha::gemm(row, b_view, by_rows.data() + i * m, m, accumulate);
+    }
+    CHECK(whole == by_rows);
+}
+
 TEST_CASE("gemm's causal skips give the bits of the whole product") {
     EACH_VARIANT();
     // P V and dS K (zeros past a row's last key), Pᵀ dO and dSᵀ Q (zeros before a key's first
