@@ -103,6 +103,81 @@ TEST_CASE("gemm gives a transposed view the bits of the same matrix stored row-m
     CHECK(from_view == from_rows);
 }
 
+TEST_CASE("gemm of a narrow product computed transposed gives the bits of the direct one") {
+    EACH_VARIANT();
+    // m <= half a tile's width with n a tile's width or more runs as cᵀ = bᵀ aᵀ; one row at a
+    // time (n = 1) runs directly: the same products in the same order, bit for bit
+    const std::size_t n = 130, k = GENERATE(16, 300), m = GENERATE(1, 4, 16);
+    const bool transposed_a = GENERATE(false, true), accumulate = GENERATE(false, true);
+    CAPTURE(k, m, transposed_a, accumulate);
+    const std::vector<float> a = random_values(n * k, 14), b = random_values(k * m, 15);
+    const MatrixView a_view = transposed_a ? MatrixView{a.data(), k, n, n, 1}.transposed()
+                                           : MatrixView{a.data(), n, k, k, 1};
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    std::vector<float> whole = random_values(n * m, 16), by_rows = whole;
+    mha::gemm(a_view, b_view, whole.data(), m, accumulate);
+    for (std::size_t i = 0; i < n; ++i) {
+        const MatrixView row{a_view.data + i * a_view.row_stride, 1, k, a_view.row_stride,
+                             a_view.col_stride};
+        mha::gemm(row, b_view, by_rows.data() + i * m, m, accumulate);
+    }
+    CHECK(whole == by_rows);
+}
+
+TEST_CASE("gemm's causal skips give the bits of the whole product") {
+    EACH_VARIANT();
+    // P V and dS K (zeros past a row's last key), Pᵀ dO and dSᵀ Q (zeros before a key's first
+    // query), Q Kᵀ and dO Vᵀ (blocked keys' outputs not wanted): each against the same product
+    // computed whole, bit for bit; 300 deep makes two packed slices, 130 rows two blocks
+    const std::size_t n = GENERATE(7, 33, 130), k = GENERATE(65, 300), m = GENERATE(16, 65);
+    const std::ptrdiff_t shift = GENERATE(-5, 0, 3, 170);
+    CAPTURE(n, k, m, shift);
+    const auto zero = [&](std::size_t i, std::size_t p) {  // past row i's last key
+        return std::ptrdiff_t(p) > std::ptrdiff_t(i) + shift;
+    };
+    std::vector<float> a = random_values(n * k, 9);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t p = 0; p < k; ++p) {
+            if (zero(i, p)) a[i * k + p] = 0.0f;
+        }
+    }
+    const std::vector<float> b = random_values(k * m, 10);
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    std::vector<float> whole(n * m), skipped(n * m, std::numeric_limits<float>::quiet_NaN());
+
+    SECTION("RowEnds: a zero past i + shift") {
+        mha::gemm({a.data(), n, k, k, 1}, b_view, whole.data(), m);
+        mha::gemm({a.data(), n, k, k, 1}, b_view, skipped.data(), m, false,
+                  {mha::GemmSkip::RowEnds, shift});
+        CHECK(skipped == whole);
+    }
+    SECTION("RowStarts: aᵀ's row i zero before depth i - shift") {
+        const MatrixView a_t = MatrixView{a.data(), n, k, k, 1}.transposed();  // (k, n)
+        const std::vector<float> c = random_values(n * m, 11);
+        const MatrixView c_view{c.data(), n, m, m, 1};
+        std::vector<float> full(k * m), part(k * m, std::numeric_limits<float>::quiet_NaN());
+        mha::gemm(a_t, c_view, full.data(), m);
+        // a_t(i, p) = a(p, i) = 0 when i > p + shift, that is p < i - shift
+        mha::gemm(a_t, c_view, part.data(), m, false, {mha::GemmSkip::RowStarts, shift});
+        CHECK(part == full);
+    }
+    SECTION("OutputEnds: every wanted output as in the whole product") {
+        // scores (k, n) = q (k, 16) keysᵀ (16, n), wanted for key j <= query i + shift
+        const std::vector<float> q = random_values(k * 16, 12), kk = random_values(n * 16, 13);
+        const MatrixView keys_t = MatrixView{kk.data(), n, 16, 16, 1}.transposed();  // (16, n)
+        std::vector<float> full(k * n), part(k * n, std::numeric_limits<float>::quiet_NaN());
+        mha::gemm({q.data(), k, 16, 16, 1}, keys_t, full.data(), n);
+        mha::gemm({q.data(), k, 16, 16, 1}, keys_t, part.data(), n, false,
+                  {mha::GemmSkip::OutputEnds, shift});
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < k; ++i) {
+            for (std::size_t j = 0; j < n && std::ptrdiff_t(j) <= std::ptrdiff_t(i) + shift; ++j)
+                differ += part[i * n + j] != full[i * n + j];
+        }
+        CHECK(differ == 0);
+    }
+}
+
 TEST_CASE("gemm gives the same bits however the rows are split") {
     EACH_VARIANT();
     // what lets parallel_for split rows over threads without changing a bit

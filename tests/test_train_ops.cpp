@@ -14,6 +14,7 @@
 
 #include "core/backward/block_backward.h"
 #include "core/backward/linear_backward.h"
+#include "core/kernels/parallel.h"
 #include "core/layers/cross_entropy.h"
 #include "core/layers/embedding.h"
 #include "core/layers/gelu.h"
@@ -384,6 +385,26 @@ TEST_CASE("a linear layer's dW has the bits of dYᵀ X whichever of out and in i
             }
         }
         CHECK(worst < 1e-4);
+    }
+}
+
+TEST_CASE("parallel_gemm has gemm's bits split by rows (m <= n) or by columns (m > n)",
+          "[backward]") {
+    // 600-deep sums (three of gemm's slices), 40 x 600 x 200 multiply-adds: enough for 4
+    // threads; 200 columns are 6 blocks of 32 and a part block of 8
+    const std::size_t k = 600;
+    for (const auto& [n, m] : {std::pair<std::size_t, std::size_t>{40, 200}, {200, 40}}) {
+        const Tensor a = random_tensor({n, k}, 31), b = random_tensor({k, m}, 32);
+        Tensor one({n, m});
+        mha::gemm({a.data(), n, k, k, 1}, {b.data(), k, m, m, 1}, one.data(), m);
+        for (const std::size_t threads : {2, 3, 4}) {
+            CAPTURE(n, m, threads);
+            REQUIRE(mha::threads_for(std::uint64_t(n) * k * m, threads) == threads);
+            Tensor split({n, m});
+            mha::parallel_gemm({a.data(), n, k, k, 1}, {b.data(), k, m, m, 1}, split.data(), m,
+                               threads);
+            CHECK(same_bits(split, one));
+        }
     }
 }
 

@@ -259,11 +259,19 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
     const bool fused = !trace.on() && f.masks.softcap <= 0.0;
     const float factor = unit_math(s, f.o).factor;
 
+    // The causal rule's zero weights are left out of the products that read P or dS; fused,
+    // dP is not computed for blocked keys either, where dS is written 0 (P = 0 made it ±0,
+    // which adds nothing to dQ and dK): the same bits.
+    const auto skip = [&](std::size_t u, GemmSkip::Kind kind) {
+        return causal_skip(unit_mask(f.masks, u / h, u % h, s), kind);
+    };
     const auto dv_of = [&](std::size_t u) {  // b10: dV = Pᵀ dO_h
-        gemm(unit_matrix(f.p, u).transposed(), dO(u), unit_data(g.dv, u), d_v);
+        gemm(unit_matrix(f.p, u).transposed(), dO(u), unit_data(g.dv, u), d_v, false,
+             skip(u, GemmSkip::RowStarts));
     };
     const auto dp_of = [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
-        gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M);
+        gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M,
+             false, fused ? skip(u, GemmSkip::OutputEnds) : GemmSkip{});
     };
     const auto d_of = [&](std::size_t u) {  // b9: D = rowsum(dO_h ∘ O_h)
         const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
@@ -276,21 +284,27 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
     const auto ds_of = [&](std::size_t u) {  // b9: dS = P ∘ (dP − D); fused: then b7's · f
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
+        const HeadMask mask = unit_mask(f.masks, u / h, u % h, s);
+        const bool skipped =
+            fused && causal_skip(mask, GemmSkip::OutputEnds).kind != GemmSkip::None;
         for (std::size_t n = 0; n < N; ++n) {
             const float d = g.d.data()[u * N + n];
             float* row = ds + n * M;
-            for (std::size_t j = 0; j < M; ++j) row[j] = p[n * M + j] * (row[j] - d);
+            const std::size_t end = skipped ? mask.key_end(n) : M;
+            for (std::size_t j = 0; j < end; ++j) row[j] = p[n * M + j] * (row[j] - d);
+            std::fill(row + end, row + M, 0.0f);
             if (fused) {
-                for (std::size_t j = 0; j < M; ++j) row[j] *= factor;
+                for (std::size_t j = 0; j < end; ++j) row[j] *= factor;
             }
         }
     };
     const auto dq_of = [&](std::size_t u) {  // b6: dQ = dscores K
-        gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k);
+        gemm(unit_matrix(g.ds, u), head_matrix(f.kept.k, u / h, kv(u)), unit_data(g.dq, u), d_k,
+             false, skip(u, GemmSkip::RowEnds));
     };
     const auto dk_of = [&](std::size_t u) {  // b6: dK = dscoresᵀ Q
         gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
-             unit_data(g.dk, u), d_k);
+             unit_data(g.dk, u), d_k, false, skip(u, GemmSkip::RowStarts));
     };
 
     if (fused) {
@@ -426,9 +440,11 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
         g.value = v.dx;
         return;
     }
-    g.input = Tensor(q.dx.shape());  // b0: the three paths into x, summed in this order
-    for (std::size_t e = 0; e < g.input.numel(); ++e)
-        g.input.data()[e] = q.dx.data()[e] + k.dx.data()[e] + v.dx.data()[e];
+    g.input = new_uninitialised(f.o.workspace, q.dx.shape());  // b0: x's three paths, summed
+    const float *from_q = q.dx.data(), *from_k = k.dx.data(), *from_v = v.dx.data();
+    float* sum = g.input.data();
+    for (std::size_t e = 0, n = g.input.numel(); e < n; ++e)  // in this order
+        sum[e] = from_q[e] + from_k[e] + from_v[e];
     trace.show(g.input);
 }
 

@@ -1,7 +1,8 @@
-// dW = dYᵀ X, db = Σ dY, dX = dY W on the kernels' gemm, split over output rows.
+// dW = dYᵀ X, db = Σ dY, dX = dY W on the kernels' gemm, split over output rows or columns.
 
 #include "core/backward/linear_backward.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/kernels/parallel.h"
@@ -10,12 +11,24 @@ namespace mha {
 
 void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                    std::size_t threads) {
-    const std::size_t n = a.rows;
-    threads = threads_for(std::uint64_t(n) * a.cols * b.cols, threads);
-    parallel_for(n, threads, [&](std::size_t begin, std::size_t end) {
-        const MatrixView rows{a.data + begin * a.row_stride, end - begin, a.cols, a.row_stride,
-                              a.col_stride};
-        gemm(rows, b, c + begin * ldc, ldc);
+    const std::size_t n = a.rows, m = b.cols;
+    threads = threads_for(std::uint64_t(n) * a.cols * m, threads);
+    if (m <= n) {  // each thread packs its rows of a and all of b
+        parallel_for(n, threads, [&](std::size_t begin, std::size_t end) {
+            const MatrixView rows{a.data + begin * a.row_stride, end - begin, a.cols,
+                                  a.row_stride, a.col_stride};
+            gemm(rows, b, c + begin * ldc, ldc);
+        });
+        return;
+    }
+    // each thread packs all of a and its columns of b, in blocks of 32 (a multiple of every
+    // kernel variant's tile width, so no block adds a partial tile)
+    constexpr std::size_t block = 32;
+    parallel_for((m + block - 1) / block, threads, [&](std::size_t begin, std::size_t end) {
+        const std::size_t j0 = begin * block, j1 = std::min(m, end * block);
+        const MatrixView columns{b.data + j0 * b.col_stride, b.rows, j1 - j0, b.row_stride,
+                                 b.col_stride};
+        gemm(a, columns, c + j0, ldc);
     });
 }
 

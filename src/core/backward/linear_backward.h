@@ -1,6 +1,7 @@
 #pragma once
 // The backward of a linear layer y = x Wᵀ + b: dW = dYᵀ X, db = Σ dY, dX = dY W, each split
-// over threads by its output's rows, never by the sum, so every thread count gives the same bits.
+// over threads by its output's rows or columns, never by the sum, so every thread count gives
+// the same bits.
 
 #include <cstddef>
 
@@ -11,7 +12,10 @@
 namespace mha {
 
 // c (n, m) = a (n, k) b (k, m), any strides for a and b, c row-major with rows ldc apart; c's
-// rows split over threads. Each element is summed in gemm's order, so the split changes no bit.
+// rows split over threads when m <= n, else its columns: gemm packs its operands per call, and
+// each thread then packs only its share of the larger one (a dW of 64 rows and 256 columns
+// packed all 4096 x 256 of b on both threads). Each element is summed in gemm's order, so the
+// split changes no bit.
 void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                    std::size_t threads);
 

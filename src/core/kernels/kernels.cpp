@@ -49,25 +49,48 @@ MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // Per-thread packing buffers, kept between calls (pool threads live on).
 struct Scratch {
-    ScratchBuffer a, b;
+    ScratchBuffer a, b, t;  // t: a narrow product's transposed result
 };
 Scratch& scratch() {
     thread_local Scratch s;
     return s;
 }
 
-// b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major.
+// The depths [lo, hi) of a's rows [r0, r1) that may hold non-zeros under `skip`, within
+// [p0, p1); lo >= hi when none may.
+MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1, std::size_t p0,
+                            std::size_t p1, std::size_t& lo, std::size_t& hi) {
+    const std::ptrdiff_t s = skip.shift;
+    lo = p0;
+    hi = p1;
+    if (skip.kind == GemmSkip::RowEnds) {  // a(i, p) = 0 for p > i + s
+        const std::ptrdiff_t end = std::ptrdiff_t(r1) + s;  // one past the last row's last p
+        hi = end <= std::ptrdiff_t(p0) ? p0 : std::min(p1, std::size_t(end));
+    } else if (skip.kind == GemmSkip::RowStarts) {  // a(i, p) = 0 for p < i - s
+        const std::ptrdiff_t start = std::ptrdiff_t(r0) - s;
+        lo = start <= std::ptrdiff_t(p0) ? p0 : std::min(p1, std::size_t(start));
+    }
+}
+
+// b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major. Under a
+// skip that follows b's columns (a narrow product's, see gemm_t), only the rows of a panel that
+// may hold non-zeros are packed: the micro-kernel reads no other.
 template <std::size_t NR>
-MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
+MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out,
+                       const GemmSkip& column_skip = {}) {
     const std::size_t panels = round_up(b.cols, NR) / NR;
     for (std::size_t panel = 0; panel < panels; ++panel) {
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
-        if (width < NR) std::fill(dst, dst + kc * NR, 0.0f);
+        std::size_t lo = 0, hi = 0;
+        live_depths(column_skip, j0, j0 + width, p0, p0 + kc, lo, hi);
+        if (hi <= lo) continue;
+        const std::size_t first = lo - p0, last = hi - p0;
+        if (width < NR) std::fill(dst + first * NR, dst + last * NR, 0.0f);
         if (b.row_stride == 1 && width == NR) {  // a transposed view (Kᵀ, Vᵀ): 8 columns at once
             for (std::size_t j8 = 0; j8 < NR; j8 += 8) {
                 const float* src = b.data + (j0 + j8) * b.col_stride + p0;
-                for (std::size_t p = 0; p < kc; ++p) {
+                for (std::size_t p = first; p < last; ++p) {
                     float* row = dst + p * NR + j8;
                     for (std::size_t j = 0; j < 8; ++j) row[j] = src[j * b.col_stride + p];
                 }
@@ -75,15 +98,15 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
         } else if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
             for (std::size_t j = 0; j < width; ++j) {
                 const float* src = b.data + (j0 + j) * b.col_stride + p0;
-                for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
+                for (std::size_t p = first; p < last; ++p) dst[p * NR + j] = src[p];
             }
         } else if (b.col_stride == 1) {
-            for (std::size_t p = 0; p < kc; ++p) {
+            for (std::size_t p = first; p < last; ++p) {
                 const float* src = b.data + (p0 + p) * b.row_stride + j0;
                 for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j];
             }
         } else {
-            for (std::size_t p = 0; p < kc; ++p) {
+            for (std::size_t p = first; p < last; ++p) {
                 const float* src = b.data + (p0 + p) * b.row_stride + j0 * b.col_stride;
                 for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j * b.col_stride];
             }
@@ -159,15 +182,30 @@ MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, flo
         store_tile(acc, c, ldc, rows, cols, accumulate);
 }
 
+// Whether output columns from j0 on are unwanted for every row of [r0, r1) under `skip`.
+MHA_INLINE bool unwanted_columns(const GemmSkip& skip, std::size_t r1, std::size_t j0) {
+    return skip.kind == GemmSkip::OutputEnds &&
+           std::ptrdiff_t(j0) > std::ptrdiff_t(r1) - 1 + skip.shift;
+}
+
+// c (rows, cols) = 0, when a tile's products are all skipped and nothing came before them.
+MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + cols, 0.0f);
+}
+
+// The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
+// zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
+// and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
+// skip_on_columns: the band of zeros follows b's columns instead (b(p, j) = 0 where skip says
+// a(j, p) is), as in gemm_t's transposed product of a narrow one.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-                       bool accumulate) {
+MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c,
+                               std::size_t ldc, bool accumulate, const GemmSkip& skip,
+                               bool skip_on_columns) {
     constexpr std::size_t MC = mc_panels * MR;
     const std::size_t n = a.rows, k = a.cols, m = b.cols;
     if (k == 0) {
-        if (!accumulate) {
-            for (std::size_t i = 0; i < n; ++i) std::fill(c + i * ldc, c + i * ldc + m, 0.0f);
-        }
+        if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
     Scratch& s = scratch();
@@ -176,19 +214,57 @@ MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::
     for (std::size_t p0 = 0; p0 < k; p0 += KC) {
         const std::size_t kc = std::min(KC, k - p0);
         const bool add = accumulate || p0 > 0;
-        pack_b<NR>(b, p0, kc, packed_b);
+        pack_b<NR>(b, p0, kc, packed_b, skip_on_columns ? skip : GemmSkip{});
         for (std::size_t i0 = 0; i0 < n; i0 += MC) {
             const std::size_t mc = std::min(MC, n - i0);
-            pack_a<MR>(a, i0, mc, p0, kc, packed_a);
+            std::size_t lo = 0, hi = 0;  // the block's live depths: only they are packed
+            if (skip_on_columns)
+                live_depths(skip, 0, m, p0, p0 + kc, lo, hi);
+            else
+                live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
+            if (hi > lo) pack_a<MR>(a, i0, mc, lo, hi - lo, packed_a);
             for (std::size_t j = 0; j < m; j += NR) {
                 const float* b_panel = packed_b + j / NR * kc * NR;
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel<MR, NR>(kc, packed_a + i / MR * kc * MR, b_panel,
-                                         c + (i0 + i) * ldc + j, ldc, std::min(MR, mc - i),
-                                         std::min(NR, m - j), add);
+                    const std::size_t rows = std::min(MR, mc - i), cols = std::min(NR, m - j);
+                    float* tile = c + (i0 + i) * ldc + j;
+                    if (unwanted_columns(skip, i0 + i + rows, j)) continue;
+                    std::size_t plo = 0, phi = 0;
+                    if (skip_on_columns)
+                        live_depths(skip, j, j + cols, lo, hi, plo, phi);
+                    else
+                        live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
+                    if (phi <= plo) {
+                        if (!add) zero_tile(tile, ldc, rows, cols);
+                        continue;
+                    }
+                    micro_kernel<MR, NR>(phi - plo,
+                                         packed_a + i / MR * (hi - lo) * MR + (plo - lo) * MR,
+                                         b_panel + (plo - p0) * NR, tile, ldc, rows, cols, add);
                 }
             }
         }
+    }
+}
+
+// c = or += a b for outputs narrower than half a register tile (m <= NR / 2: P V, Pᵀ dO, dS K
+// and dSᵀ Q at d_k 16) with at least a tile's width of rows: the product is computed
+// transposed, cᵀ = bᵀ aᵀ, on the same tiles with no lane of padding, into a scratch (m, n)
+// that is then transposed into c. Each element adds the same products (a · b = b · a) in the
+// same order, from c's value when accumulating, so the bits are those of gemm_blocked_t.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                       bool accumulate, const GemmSkip& skip) {
+    const std::size_t n = a.rows, m = b.cols;
+    if (m > NR / 2 || n < NR || a.cols == 0 || skip.kind == GemmSkip::OutputEnds)
+        return gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip, false);
+    float* t = scratch().t.floats(m * n);  // cᵀ (m, n)
+    for (std::size_t i = 0; accumulate && i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) t[j * n + i] = c[i * ldc + j];
+    }
+    gemm_blocked_t<MR, NR>(b.transposed(), a.transposed(), t, n, accumulate, skip, true);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) c[i * ldc + j] = t[j * n + i];
     }
 }
 
@@ -394,7 +470,8 @@ struct Variant {
     const char* name;
     const char* tile;
     std::size_t mr, nr;
-    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool);
+    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool,
+                 const GemmSkip&);
     void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
                           std::size_t, std::size_t, std::size_t);
     void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
@@ -410,8 +487,8 @@ struct Variant {
 // The entry points of one variant, built for the CPU features `target` names.
 #define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                              \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
-                              bool accumulate) {                                                   \
-        gemm_t<MR, NR>(a, b, c, ldc, accumulate);                                                  \
+                              bool accumulate, const GemmSkip& skip) {                             \
+        gemm_t<MR, NR>(a, b, c, ldc, accumulate, skip);                                            \
     }                                                                                              \
     target void linear_panels_##suffix(const float* x, std::size_t in,                             \
                                        const std::vector<LinearTarget>& targets, std::size_t r0,   \
@@ -576,8 +653,14 @@ std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
     return std::min(k, KC) * (round_up(m, widest_nr) + mc_panels * tallest_mr);
 }
 
-void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate) {
-    current().gemm(a, b, c, ldc, accumulate);
+void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate,
+          const GemmSkip& skip) {
+    current().gemm(a, b, c, ldc, accumulate, skip);
+}
+
+GemmSkip causal_skip(const HeadMask& mask, GemmSkip::Kind kind) {
+    if (mask.n == 0 || mask.key_end(mask.n - 1) == mask.m || mask.key_end(0) == 0) return {};
+    return {kind, std::ptrdiff_t(mask.key_end(0)) - 1};
 }
 
 std::size_t linear_panel_count(const std::vector<LinearTarget>& targets) {
@@ -662,19 +745,24 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows) {
     if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
-    scale_mask_tile(scores, mask.m, 0, mask.n, 0, mask.m, factor, mask);
     std::size_t masked = 0;
     for (std::size_t r = 0; r < mask.n; ++r) {
+        // Keys from key_end on are blocked: their weights are 0. The row is worked up to a
+        // whole number of the reductions' lanes past it, so every sum adds what it added over
+        // the whole row (the blocked keys' -inf and 0 change no maximum and no sum).
         float* row = scores + r * mask.m;
-        const float max = max_of(row, mask.m);
+        const std::size_t live = std::min(mask.m, round_up(mask.key_end(r), lanes));
+        scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
+        const float max = max_of(row, live);
         if (all_blocked(max)) {
             const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
             std::fill(row, row + mask.m, fill);
             ++masked;
             continue;
         }
-        const float inverse = 1.0f / exp_shifted(row, mask.m, max);
-        for (std::size_t j = 0; j < mask.m; ++j) row[j] *= inverse;
+        const float inverse = 1.0f / exp_shifted(row, live, max);
+        for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
+        std::fill(row + live, row + mask.m, 0.0f);
     }
     return masked;
 }

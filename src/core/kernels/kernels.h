@@ -13,11 +13,27 @@
 
 namespace mha {
 
+// What a product may leave out under a causal mask, given as a diagonal shift s:
+//   RowEnds     a(i, p) = 0 for p > i + s   (P, dS: no weight past a query's last key)
+//   RowStarts   a(i, p) = 0 for p < i - s   (Pᵀ, dSᵀ: no weight before a key's first query)
+//   OutputEnds  c(i, j) is not wanted for j > i + s (blocked keys' scores): some such
+//               elements are left unwritten
+// b must be finite: a left-out product of a zero adds nothing, so the bits are the same.
+struct GemmSkip {
+    enum Kind { None, RowEnds, RowStarts, OutputEnds } kind = None;
+    std::ptrdiff_t shift = 0;
+};
+
 // c = a b, or c += a b when accumulate: (n, k) x (k, m) -> (n, m), any strides for
 // a and b, c row-major with rows ldc apart. Every element of c is summed in the same
 // order whatever its position, so splitting rows over threads changes no bit.
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-          bool accumulate = false);
+          bool accumulate = false, const GemmSkip& skip = {});
+
+// The skip of `kind` for a product over one unit's (N, M) weights under its causal rule or
+// window: query i sees no key past key_end(i) = i + s + 1. None without either, or when a
+// query sees no key at all (its row of weights is NaN, not zero).
+GemmSkip causal_skip(const HeadMask& mask, GemmSkip::Kind kind);
 
 // The builds of the kernels, fastest first. Every variant gives the same bits.
 enum class KernelVariant { Avx512, Avx2, Sse2, Plain };

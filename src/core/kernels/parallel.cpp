@@ -1,18 +1,20 @@
-// parallel_for on a persistent std::thread pool with static partitioning.
+// parallel_for on a persistent std::thread pool: static ranges, each claimed by whichever
+// thread comes for it first.
 //
-// The pool is the one process-wide object in core/: workers start the first
-// time a call needs them and then sleep on a condition variable between calls,
-// so a forward pass creates no threads after its first use. Each call publishes
-// one job (a body and a range split), bumps a generation counter and wakes the
-// workers; worker w claims range w and the caller runs range 0. When the caller
-// is done with range 0 it claims and runs every range no worker has started: on a
-// shared machine a woken worker can wait milliseconds for a core (or be placed on
-// the caller's), and the caller would otherwise sit idle that long. Then it waits
-// for the ranges the workers did claim. Which thread runs a range never changes
-// what the range computes. No locks are taken inside the ranges.
-// Between jobs a worker, and the caller waiting for its workers, first polls for
-// a short while (phases of a pass follow each other within microseconds, and
-// waking a sleeping thread costs tens of them), then sleeps.
+// The pool is the one process-wide object in core/: workers start the first time a call
+// needs them and are reused by every later call, so a forward pass creates no threads after
+// its first use. Each call publishes one job: the body, the static split of [0, units) and a
+// claim word (the job's number, its range count and the next unclaimed range) that a thread
+// advances with one compare-and-swap to take a range, so handing out ranges takes no lock.
+// The caller takes range 0, then, like every worker, takes the next unclaimed range until
+// none is left, and waits only for the ranges workers took. On a shared machine a woken
+// worker can wait milliseconds for a core (or be placed on the caller's): the caller then
+// runs the ranges that worker would have, instead of sitting idle. Which thread runs a range
+// never changes what the range computes. No locks are taken inside the ranges.
+// Between jobs a worker spins for about a millisecond (the phases of a pass follow each
+// other within microseconds to a few hundred, and waking a sleeping thread costs tens of
+// them), then sleeps on a condition variable; a caller waiting for its workers does the same.
+// A call wakes one sleeping worker per range beyond its own, not the whole pool.
 
 #include "core/kernels/parallel.h"
 
@@ -29,16 +31,19 @@ namespace mha {
 
 namespace {
 
-// True on a pool worker, and on a caller while it runs its own range.
+using Body = std::function<void(std::size_t, std::size_t)>;
+
+// True on a pool worker, and on a caller while it runs its ranges.
 thread_local bool inside_job = false;
 
-// How long a thread polls before it sleeps on a condition variable.
-constexpr std::chrono::microseconds poll_time{50};
+// How long a thread spins before it sleeps on a condition variable.
+constexpr std::chrono::microseconds spin_time{1000};
 
-// Polls done() until it holds or poll_time has passed; true if it holds.
+// Spins, offering its core to any other runnable thread, until done() holds or spin_time has
+// passed; true if it holds.
 template <typename Done>
-bool poll(Done done) {
-    const auto until = std::chrono::steady_clock::now() + poll_time;
+bool spin(Done done) {
+    const auto until = std::chrono::steady_clock::now() + spin_time;
     for (int spins = 0;; ++spins) {
         if (done()) return true;
         if (spins % 64 == 63 && std::chrono::steady_clock::now() > until) return false;
@@ -46,8 +51,18 @@ bool poll(Done done) {
     }
 }
 
+// The claim word: the job's number (bits 32-63), its range count (16-31), the next range to
+// claim (0-15).
+constexpr std::uint64_t field = 0xffff;
+std::uint64_t job_of(std::uint64_t word) { return word >> 32; }
+std::size_t ranges_of(std::uint64_t word) { return std::size_t(word >> 16 & field); }
+std::size_t next_of(std::uint64_t word) { return std::size_t(word & field); }
+
 class WorkerPool {
 public:
+    // Ranges one call can have: they must fit the claim word's fields.
+    static constexpr std::size_t max_ranges = field;
+
     ~WorkerPool() {
         {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -58,101 +73,105 @@ public:
     }
 
     // Runs body on `ranges` static ranges of [0, units); range 0 on the caller.
-    void run(std::size_t units, std::size_t ranges,
-             const std::function<void(std::size_t, std::size_t)>& body) {
+    void run(std::size_t units, std::size_t ranges, const Body& body) {
         std::lock_guard<std::mutex> turn(caller_);
         grow(ranges - 1);
         std::vector<std::exception_ptr> errors(ranges);
-        {
+        body_ = &body;
+        units_ = units;
+        ranges_ = ranges;
+        errors_ = &errors;
+        finished_.store(0, std::memory_order_relaxed);
+        const std::uint64_t job = job_of(claim_.load(std::memory_order_relaxed)) + 1;
+        claim_.store(job << 32 | std::uint64_t(ranges) << 16 | 1);  // range 0 is the caller's
+        if (sleepers_.load() > 0) {  // wakes as many as the job has ranges for, not the pool
             std::lock_guard<std::mutex> lock(mutex_);
-            job_ = Job{&body, units, ranges, &errors};
-            claimed_.assign(ranges, false);
-            claimed_[0] = true;
-            ++generation_;
+            for (std::size_t w = 1; w < ranges; ++w) wake_.notify_one();
         }
-        wake_.notify_all();
         inside_job = true;
-        run_range(job_, 0);
-        for (std::size_t r = claim_next(); r != 0; r = claim_next()) run_range(job_, r);
+        run_range(0);
+        std::size_t mine = 1;  // ranges the caller ran
+        for (std::size_t r = claim(job); r < ranges; r = claim(job)) {
+            run_range(r);
+            ++mine;
+        }
         inside_job = false;
-        poll([&] { return running_.load(std::memory_order_acquire) == 0; });
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return running_ == 0; });
+        const auto all_done = [&] { return finished_.load() + mine == ranges; };
+        if (!spin(all_done)) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            caller_asleep_ = true;
+            done_.wait(lock, all_done);
+            caller_asleep_ = false;
+        }
         for (const std::exception_ptr& e : errors) {
             if (e) std::rethrow_exception(e);
         }
     }
 
 private:
-    struct Job {
-        const std::function<void(std::size_t, std::size_t)>* body = nullptr;
-        std::size_t units = 0;
-        std::size_t ranges = 0;
-        std::vector<std::exception_ptr>* errors = nullptr;
-    };
-
-    // The caller's claim on the first range no thread has taken yet; 0 when there is none.
-    std::size_t claim_next() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (std::size_t r = 1; r < claimed_.size(); ++r) {
-            if (!claimed_[r]) {
-                claimed_[r] = true;
-                return r;
+    // The next unclaimed range of job `job`, now claimed; a value past its ranges when it has
+    // none left (or another job has replaced it).
+    std::size_t claim(std::uint64_t job) {
+        std::uint64_t word = claim_.load(std::memory_order_acquire);
+        while (job_of(word) == job && next_of(word) < ranges_of(word)) {
+            if (claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+                return next_of(word);
             }
         }
-        return 0;
+        return max_ranges;
     }
 
-    static void run_range(const Job& job, std::size_t r) {
+    void run_range(std::size_t r) {
         try {
-            (*job.body)(job.units * r / job.ranges, job.units * (r + 1) / job.ranges);
+            (*body_)(units_ * r / ranges_, units_ * (r + 1) / ranges_);
         } catch (...) {
-            (*job.errors)[r] = std::current_exception();
+            (*errors_)[r] = std::current_exception();
         }
     }
 
     void grow(std::size_t wanted) {
-        while (workers_.size() < wanted) {
-            const std::size_t range = workers_.size() + 1;
-            std::unique_lock<std::mutex> lock(mutex_);
-            const std::size_t seen = generation_;
-            lock.unlock();
-            workers_.emplace_back([this, range, seen] { work(range, seen); });
-        }
+        while (workers_.size() < wanted) workers_.emplace_back([this] { work(); });
     }
 
-    // Worker for range `range`: waits for each new job and runs its range if it has one
-    // that the caller has not claimed.
-    void work(std::size_t range, std::size_t seen) {
+    // A worker: waits for each new job and runs the ranges of it nobody has claimed yet.
+    void work() {
         inside_job = true;
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::uint64_t seen = 0;  // the last job this worker looked at
+        const auto woken = [&] { return stopping_ || job_of(claim_.load()) != seen; };
         for (;;) {
-            lock.unlock();
-            poll([&] { return generation_.load(std::memory_order_acquire) != seen; });
-            lock.lock();
-            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            if (!spin(woken)) {
+                std::unique_lock<std::mutex> lock(mutex_);
+                ++sleepers_;
+                wake_.wait(lock, woken);
+                --sleepers_;
+            }
             if (stopping_) return;
-            seen = generation_;
-            if (range >= job_.ranges || claimed_[range]) continue;  // a late wake: taken
-            claimed_[range] = true;
-            ++running_;
-            const Job job = job_;
-            lock.unlock();
-            run_range(job, range);
-            lock.lock();
-            if (--running_ == 0) done_.notify_one();
+            seen = job_of(claim_.load(std::memory_order_acquire));
+            for (std::size_t r = claim(seen); r < max_ranges; r = claim(seen)) {
+                run_range(r);
+                ++finished_;
+                if (caller_asleep_) {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    done_.notify_one();
+                }
+            }
         }
     }
 
     std::mutex caller_;  // one job at a time
-    std::mutex mutex_;   // guards everything below
+    std::mutex mutex_;   // for sleeping and waking only
     std::condition_variable wake_, done_;
     std::vector<std::thread> workers_;
-    Job job_;
-    std::vector<bool> claimed_;               // per range of job_: a thread has taken it
-    std::atomic<std::size_t> generation_{0};  // changed under mutex_, polled without it
-    std::atomic<std::size_t> running_{0};     // ranges workers took and have not finished
-    bool stopping_ = false;
+    // the job: set by the caller before it publishes the claim word, read by a thread only
+    // after it has claimed one of the job's ranges (the job outlives its ranges)
+    const Body* body_ = nullptr;
+    std::size_t units_ = 0, ranges_ = 0;
+    std::vector<std::exception_ptr>* errors_ = nullptr;
+    std::atomic<std::uint64_t> claim_{0};
+    std::atomic<std::size_t> finished_{0};  // ranges of the job workers have run
+    std::atomic<std::size_t> sleepers_{0};  // workers asleep on wake_
+    std::atomic<bool> caller_asleep_{false}, stopping_{false};
 };
 
 WorkerPool& pool() {
@@ -168,9 +187,9 @@ std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
 
 std::size_t hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-void parallel_for(std::size_t units, std::size_t threads,
-                  const std::function<void(std::size_t, std::size_t)>& body) {
-    const std::size_t ranges = std::max<std::size_t>(1, std::min(threads, units));
+void parallel_for(std::size_t units, std::size_t threads, const Body& body) {
+    const std::size_t ranges =
+        std::max<std::size_t>(1, std::min({threads, units, WorkerPool::max_ranges}));
     if (ranges == 1 || inside_job) {
         body(0, units);
         return;

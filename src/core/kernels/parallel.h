@@ -1,6 +1,7 @@
 #pragma once
 // parallel_for: split work units into static contiguous ranges over a persistent
-// pool of std::threads (started on first use, reused by every later call).
+// pool of std::threads (started on first use, reused by every later call); each range
+// runs on whichever thread claims it first.
 
 #include <cstddef>
 #include <cstdint>
@@ -8,14 +9,14 @@
 
 namespace mha {
 
-// Calls body(begin, end) on `threads` disjoint ranges covering [0, units).
-// The split depends only on units and threads, and each unit is computed by
-// the same code whichever thread runs it, so results are bit-identical for
-// every thread count. Exceptions from a worker are rethrown after all finish.
-// The calling thread runs the first range, pool workers the others; a range no
-// worker has started by the time the caller finishes its own, the caller runs
-// too (a worker kept waiting for a core does not hold the call up). A call made
-// from inside a running range runs serially; concurrent callers take turns.
+// Calls body(begin, end) on min(threads, units) disjoint ranges covering [0, units)
+// (at most 65,535). The split depends only on units and threads, and each unit is
+// computed by the same code whichever thread runs it, so results are bit-identical
+// for every thread count. Exceptions from a worker are rethrown after all finish.
+// The calling thread runs the first range; then it and the pool's workers each take
+// the next range nobody has taken until none is left (a worker kept waiting for a
+// core does not hold the call up: the caller runs its ranges). A call made from
+// inside a running range runs serially; concurrent callers take turns.
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
 

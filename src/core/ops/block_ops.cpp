@@ -3,6 +3,8 @@
 #include "core/ops/block_ops.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -22,7 +24,16 @@ void check_in_float32(const Tensor& t, const std::string& what) {
     const Tensor packed = t.contiguous();  // no copy: project() and add() return it contiguous
     const float* values = packed.data();
     const std::size_t n = packed.numel();
+    // first one pass with no early exit that compilers vectorise: a float is inf or NaN when
+    // its exponent bits are all ones
+    constexpr std::uint32_t exponent = 0x7f800000u;
+    std::uint32_t overflowed = 0;
     for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t bits;
+        std::memcpy(&bits, values + i, sizeof bits);
+        overflowed |= std::uint32_t((bits & exponent) == exponent);
+    }
+    for (std::size_t i = 0; i < n && overflowed != 0; ++i) {
         if (!std::isfinite(values[i])) {
             throw Error("a value of " + what + " overflows float32 at flat index " +
                         std::to_string(i) + " of " + to_string(packed.shape()) +

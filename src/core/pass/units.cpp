@@ -17,8 +17,10 @@ namespace mha {
 
 namespace {
 
-// 6: (N, d_k) x (d_k, M) -> (N, M)
-void unit_scores(const AttentionUnit& u) { gemm(u.q, u.k.transposed(), u.scores, u.k.rows); }
+// 6: (N, d_k) x (d_k, M) -> (N, M); `skip` may leave blocked keys' scores unwritten
+void unit_scores(const AttentionUnit& u, const GemmSkip& skip = {}) {
+    gemm(u.q, u.k.transposed(), u.scores, u.k.rows, false, skip);
+}
 
 // 7: keep the scores' variance near 1 whatever d_k is; then the soft-cap, if any
 void unit_scale(const AttentionUnit& u, float factor) {
@@ -47,10 +49,10 @@ std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
     return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
 }
 
-// 10: (N, M) x (M, d_k) -> (N, d_k)
+// 10: (N, M) x (M, d_k) -> (N, d_k); the causal rule's zero weights left out of the sums
 void unit_context(const AttentionUnit& u) {
     const MatrixView weights{u.scores, u.mask.n, u.mask.m, u.mask.m, 1};
-    gemm(weights, u.v, u.context, u.ldc);
+    gemm(weights, u.v, u.context, u.ldc, false, causal_skip(u.mask, GemmSkip::RowEnds));
 }
 
 // The steps that read q or the factor: 6, 7 and the steps that include them.
@@ -86,8 +88,8 @@ std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math
         case UnitStep::Context:
             unit_context(u);
             return 0;
-        case UnitStep::Attend: {
-            unit_scores(u);
+        case UnitStep::Attend: {  // the blocked keys' scores are never read: step 9 sets them
+            unit_scores(u, causal_skip(u.mask, GemmSkip::OutputEnds));
             const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
             unit_context(u);
             return blocked;
