@@ -77,13 +77,15 @@ TEST_CASE("parallel_for runs every range once, each on one thread, split the sam
 }
 
 TEST_CASE("parallel_for: the caller runs a range whose worker has not started") {
-    // After 1 ms without work the worker sleeps on its condition variable (5 ms here), and
-    // waking it takes tens of microseconds; the caller's range 0 here takes none, so the caller
-    // finds range 1 unclaimed and runs it itself (it would otherwise wait for the worker). Fifty
-    // tries: at least one must go that way.
+    // After 1 ms without work the workers sleep on their condition variable (3 ms here), and
+    // waking one takes tens of microseconds; the caller's range 0 here takes none, so the
+    // caller often finds range 1 unclaimed and runs it itself (it would otherwise wait for a
+    // worker). Two hundred tries: at least one must go that way. (When a call woke every
+    // sleeping worker, not one per range, one of the earlier tests' workers won range 1 in
+    // every try of some ThreadSanitizer runs.)
     int taken_by_caller = 0;
-    for (int call = 0; call < 50; ++call) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int call = 0; call < 200; ++call) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
         std::thread::id owner;
         mha::parallel_for(2, 2, [&](std::size_t begin, std::size_t) {
             if (begin == 1) owner = std::this_thread::get_id();

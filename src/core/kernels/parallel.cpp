@@ -14,6 +14,7 @@
 // Between jobs a worker spins for about a millisecond (the phases of a pass follow each
 // other within microseconds to a few hundred, and waking a sleeping thread costs tens of
 // them), then sleeps on a condition variable; a caller waiting for its workers does the same.
+// A call wakes one sleeping worker per range beyond its own, not the whole pool.
 
 #include "core/kernels/parallel.h"
 
@@ -83,9 +84,9 @@ public:
         finished_.store(0, std::memory_order_relaxed);
         const std::uint64_t job = job_of(claim_.load(std::memory_order_relaxed)) + 1;
         claim_.store(job << 32 | std::uint64_t(ranges) << 16 | 1);  // range 0 is the caller's
-        if (sleepers_.load() > 0) {
+        if (sleepers_.load() > 0) {  // wakes as many as the job has ranges for, not the pool
             std::lock_guard<std::mutex> lock(mutex_);
-            wake_.notify_all();
+            for (std::size_t w = 1; w < ranges; ++w) wake_.notify_one();
         }
         inside_job = true;
         run_range(0);
