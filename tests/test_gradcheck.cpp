@@ -15,6 +15,7 @@
 #include "core/backward/backward.h"
 #include "core/backward/reference_grad.h"
 #include "core/pass/attention.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "helpers.h"
 #include "io/npy.h"

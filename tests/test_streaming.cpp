@@ -332,18 +332,18 @@ TEST_CASE("auto streams every untraced form but decoding") {
     // decoding attends one query per unit, which fills one query lane of the fused tile
     const mha::Sizes s{1, 512, 512, 512, 512, 512, 8, 8, 64};
     mha::Config c;
-    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
     c.form = mha::Form::PerHead;
-    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
     c.trace = true;  // a trace shows steps 6-9 when they fit
-    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Standard);
+    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Standard);
     c.trace = false;
     c.form = mha::Form::Packed;
     c.block = mha::BlockKind::Pre;
-    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Streaming);
+    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
     c.block.reset();
     c.form = mha::Form::Decode;
-    CHECK(mha::plan_run(c, s, 2048, 0).path == mha::AttentionPath::Standard);
+    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Standard);
 }
 
 TEST_CASE("--attention errors") {

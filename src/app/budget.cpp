@@ -10,6 +10,7 @@
 #include "core/forms/mla_pass.h"
 #include "core/kernels/parallel.h"
 #include "core/pass/costs.h"
+#include "core/pass/score_rules.h"
 #include "core/tensor/storage.h"
 
 #include <algorithm>
@@ -118,15 +119,16 @@ const char* path_name(AttentionPath path) {
     return path == AttentionPath::Standard ? "standard" : "streaming";
 }
 
-// --attention, or auto. Every form can stream. Auto takes the standard path when decoding
+// --attention, or auto. Every form can stream (every normaliser that `streams`). Auto takes the
+// standard path for a normaliser the streaming path lacks, when decoding
 // (one query per unit would fill one of the fused tile's query lanes; measured slower),
 // or when a view needs the weights, or when --save would write them or something shows them
 // (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
 // fits (small sizes, where the streaming tiles are the larger allocation).
-AttentionPath choose_path(const Config& c, std::uint64_t standard_bytes,
+AttentionPath choose_path(const Config& c, bool streams, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (c.form == Form::Decode) return AttentionPath::Standard;
+    if (!streams || c.form == Form::Decode) return AttentionPath::Standard;
     const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
     const bool standard_fits = standard_bytes <= c.max_memory;
@@ -150,8 +152,10 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 
 }  // namespace
 
-RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_t mask_bytes,
+RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const Masks& masks,
                  const std::optional<MlaSizes>& mla) {
+    const std::uint64_t mask_bytes =
+        sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel());
     // what the run holds on each path (it differs by the weights --save writes), before the
     // threads, whose default reads the multiply-adds: a memory beyond 64 bits is named first
     const std::uint64_t held[] = {held_bytes(c, s, mask_bytes, AttentionPath::Standard, mla),
@@ -165,7 +169,8 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, std::uint64_
                             view_bytes(c, s, d_ff, path, plan.threads, mla)},
                            "the memory for this configuration");
     };
-    plan.path = choose_path(c, total(AttentionPath::Standard), total(AttentionPath::Streaming));
+    plan.path = choose_path(c, normaliser_of(masks).streams, total(AttentionPath::Standard),
+                            total(AttentionPath::Streaming));
     check_budget(s, total(plan.path), plan.path, c.max_memory);
     return plan;
 }

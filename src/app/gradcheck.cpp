@@ -13,6 +13,7 @@
 #include "app/problem.h"
 #include "app/time_guard.h"
 #include "core/error.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "io/init.h"
 #include "show/text_layout.h"

@@ -17,6 +17,7 @@
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/costs.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "io/block_weights.h"
 #include "io/demo_heads.h"
@@ -448,7 +449,8 @@ void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<St
     info.backward = true;
     info.macs = split_macs(steps);
     info.kept = planned_kept(spec);
-    if (info.shapes_only && spec.path == AttentionPath::Standard) {
+    if (info.shapes_only && spec.path == AttentionPath::Standard &&
+        normaliser_of(spec.masks).streams) {
         PassSpec streaming = spec;
         streaming.path = AttentionPath::Streaming;
         info.kept_streaming = planned_kept(streaming);
@@ -537,8 +539,7 @@ Problem build_mla_problem(const Config& c) {
         c.grad_output_path.empty()
             ? Tensor()
             : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
-    const RunPlan plan = plan_run(
-        c, naive, 0, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()), m);
+    const RunPlan plan = plan_run(c, naive, 0, masks, m);
     const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(Form::Mla, plan.path);
@@ -629,8 +630,7 @@ Problem build_problem(const Config& c) {
                           ? files.inputs->self_attention()
                           : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     check_form(c.form, s, self, masks);
-    const RunPlan plan =
-        plan_run(c, s, d_ff, sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel()));
+    const RunPlan plan = plan_run(c, s, d_ff, masks);
     const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, d_ff)));
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(c.form, plan.path);

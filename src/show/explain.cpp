@@ -2,9 +2,40 @@
 
 #include "show/explain.h"
 
+#include <string>
+
+#include "core/error.h"
+#include "core/pass/score_rules.h"
+
 namespace mha {
 
 namespace {
+
+// What step 9 and its backward b9 say, for each normaliser of core/pass/score_rules.h.
+struct NormaliserWords {
+    const char* name;      // the normaliser's
+    const char* forward;   // step 9
+    const char* backward;  // b9
+};
+
+const NormaliserWords normaliser_words[] = {
+    {"softmax",
+     "The softmax turns each row of scores into weights: subtract the row's maximum (for safety; "
+     "it changes nothing), exponentiate, divide by the row's sum. Each query's weights are now "
+     "between 0 and 1 and add up to 1. These are the attention weights.",
+     "dS = P * (dP - D) is the softmax's backward: a weight near 0 passes almost no gradient "
+     "back to its score."},
+};
+
+// The words for the normaliser of step 9 or b9.
+const NormaliserWords& words_of(const Step& step) {
+    const Normaliser* normaliser = step.facts.normaliser;
+    const std::string name = (normaliser != nullptr ? *normaliser : default_normaliser()).name;
+    for (const NormaliserWords& words : normaliser_words) {
+        if (words.name == name) return words;
+    }
+    throw Error("internal error: no words for the normaliser " + name);
+}
 
 // Steps 1-3 and 14 (and the model's head): what each linear layer makes.
 std::string projection(const Step& step) {
@@ -95,8 +126,7 @@ std::string backward(const Step& step) {
                    "O_h): d_v products per row instead of M. FlashAttention-2 uses this so that "
                    "its backward needs no stored P.";
         case StepKind::SoftmaxGrad:
-            return "dS = P * (dP - D) is the softmax's backward: a weight near 0 passes almost "
-                   "no gradient back to its score.";
+            return words_of(step).backward;
         case StepKind::MaskGrad:
             return "The mask added constants (0, a bias, or -inf), so the gradient passes "
                    "unchanged. A blocked key has P = 0, so its dS is already 0. A row with "
@@ -206,10 +236,7 @@ std::string explanation(const Step& step) {
                    "softmax those keys get weight exactly 0. Position biases such as ALiBi are "
                    "added here too. Without a mask this step changes nothing.";
         case StepKind::Softmax:
-            return "The softmax turns each row of scores into weights: subtract the row's maximum "
-                   "(for safety; it changes nothing), exponentiate, divide by the row's sum. Each "
-                   "query's weights are now between 0 and 1 and add up to 1. These are the "
-                   "attention weights.";
+            return words_of(step).forward;
         case StepKind::Context:
             return "Each query's result is the weighted average of the value vectors: context = "
                    "weights V, (N, M) times (M, d_k) per head. A key with weight 0.9 contributes "

@@ -37,6 +37,7 @@
 #include "core/ops/rms_norm.h"
 #include "core/pass/flash_row.h"
 #include "core/pass/score_guard.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
 #include "core/tensor/workspace.h"
@@ -258,6 +259,7 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
     const auto dO = [&](std::size_t u) { return head_matrix(d_heads, u / h, u % h); };
     const bool fused = !trace.on() && f.masks.softcap <= 0.0;
     const float factor = unit_math(s, f.o).factor;
+    const Normaliser& normaliser = normaliser_of(f.masks);
 
     // The causal rule's zero weights are left out of the products that read P or dS; fused,
     // dP is not computed for blocked keys either, where dS is written 0 (P = 0 made it ±0,
@@ -281,19 +283,19 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
             g.d.data()[u * N + n] = float(sum);
         }
     };
-    const auto ds_of = [&](std::size_t u) {  // b9: dS = P ∘ (dP − D); fused: then b7's · f
+    const auto ds_of = [&](std::size_t u) {  // b9 by the normaliser: softmax's P ∘ (dP − D)
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
         const HeadMask mask = unit_mask(f.masks, u / h, u % h, s);
         const bool skipped =
             fused && causal_skip(mask, GemmSkip::OutputEnds).kind != GemmSkip::None;
         for (std::size_t n = 0; n < N; ++n) {
-            const float d = g.d.data()[u * N + n];
+            const float d = normaliser.row_dot ? g.d.data()[u * N + n] : 0.0f;
             float* row = ds + n * M;
             const std::size_t end = skipped ? mask.key_end(n) : M;
-            for (std::size_t j = 0; j < end; ++j) row[j] = p[n * M + j] * (row[j] - d);
+            normaliser.backward_row(p + n * M, row, end, d);
             std::fill(row + end, row + M, 0.0f);
-            if (fused) {
+            if (fused) {  // then b7's · f
                 for (std::size_t j = 0; j < end; ++j) row[j] *= factor;
             }
         }
@@ -311,7 +313,7 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
         for_units(units, grid * (2 * d_v + 2 * d_k), threads, [&](std::size_t u) {
             dv_of(u);
             dp_of(u);
-            d_of(u);
+            if (normaliser.row_dot) d_of(u);
             ds_of(u);
             dq_of(u);
             dk_of(u);
@@ -326,9 +328,11 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
     if (G != h) trace.show(g.dv);
     for_units(units, grid * d_v, threads, dp_of);
     trace.show(g.ds);
-    for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
-    if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
-    trace.show(g.d);
+    if (normaliser.row_dot) {
+        for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
+        if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+        trace.show(g.d);
+    }
     for_units(units, grid, threads, ds_of);
     trace.show(g.ds);
     trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0

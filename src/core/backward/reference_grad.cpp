@@ -13,6 +13,7 @@
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
 #include "core/pass/plan.h"
+#include "core/pass/score_rules.h"
 #include "core/position/position_bias.h"
 #include "core/position/rope.h"
 
@@ -133,35 +134,9 @@ double softcap_forward(double& s, double cap) {
 // ds = ds' · (1 − t²)
 double softcap_backward(double ds, double t) { return ds * (1.0 - t * t); }
 
-// ---- softmax over a row of m: p = exp(s − max) / Σ exp(s − max) -----------------------
-
-// Returns whether every entry was −inf: then p is NaN, as PyTorch gives, or zeros.
-bool softmax_forward(const double* s, double* p, std::size_t m, bool zero_masked_rows) {
-    if (m == 0) return false;
-    double max = -inf;
-    for (std::size_t j = 0; j < m; ++j) max = std::max(max, s[j]);
-    if (max == -inf) {
-        const double fill = zero_masked_rows ? 0.0 : std::numeric_limits<double>::quiet_NaN();
-        for (std::size_t j = 0; j < m; ++j) p[j] = fill;
-        return true;
-    }
-    double sum = 0.0;
-    for (std::size_t j = 0; j < m; ++j) sum += p[j] = std::exp(s[j] - max);
-    for (std::size_t j = 0; j < m; ++j) p[j] /= sum;
-    return false;
-}
-
 }  // namespace
 
-// Its adjoint, the row-sum form: ds = p ∘ (dp − D), D = Σ_j dp_j p_j (a blocked key has p = 0,
-// so its score gets no gradient; a zeroed row none at all).
-void softmax_backward_rowsum(const double* p, const double* dp, double* ds, std::size_t m) {
-    double rowsum = 0.0;
-    for (std::size_t j = 0; j < m; ++j) rowsum += dp[j] * p[j];
-    for (std::size_t j = 0; j < m; ++j) ds[j] = p[j] * (dp[j] - rowsum);
-}
-
-// The same adjoint with the Jacobian ∂p_j/∂s_i = p_i (δ_ij − p_j) formed.
+// The softmax's adjoint with the Jacobian ∂p_j/∂s_i = p_i (δ_ij − p_j) formed.
 void softmax_backward_jacobian(const double* p, const double* dp, double* ds, std::size_t m) {
     std::vector<double> jacobian(m * m);
     for (std::size_t i = 0; i < m; ++i) {
@@ -270,6 +245,7 @@ struct Tape {
     std::size_t m = 0;         // M
     double factor = 1.0;       // step 7
     bool softcapped = false;   // step 7 ended with the soft-cap
+    const Normaliser* normaliser = nullptr;  // step 9's
     std::size_t fully_masked_rows = 0;
 };
 
@@ -330,6 +306,7 @@ Tape run_forward(const DoubleWeights& w, const DoubleInputs& in, const Masks& ma
     t.factor = o.scale ? 1.0 / std::sqrt(scale_base_of(s, o.scale_base)) : 1.0;
     const MaskTerms mask{masks, s, M, masks.alibi ? alibi_slopes(h) : std::vector<double>{}};
     t.softcapped = masks.softcap > 0.0;
+    t.normaliser = &normaliser_of(masks);
     t.tanh.assign(B * h * N * M, 0.0);
     t.p.assign(B * h * N * M, 0.0);
     t.context.assign(B * N * h * d_k, 0.0);
@@ -349,7 +326,7 @@ Tape run_forward(const DoubleWeights& w, const DoubleInputs& in, const Masks& ma
                     scores[j] += mask(b, i, n, j);  // 8
                 }
                 t.fully_masked_rows +=  // 9
-                    softmax_forward(scores.data(), &t.p[row], M, o.zero_masked_rows) ? 1 : 0;
+                    t.normaliser->exact(scores.data(), &t.p[row], M, o.zero_masked_rows) ? 1 : 0;
                 // ablation: the head's context stays zero, and so does its gradient
                 if (o.ablate_head && *o.ablate_head == i) continue;
                 context_forward(&t.p[row], values, M, d_k, &t.context[at]);  // 10
@@ -404,7 +381,7 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
                 const HeadRows values{&t.v[first_key], G * d_k};
                 context_backward(&t.p[row], values, &d_context[at], M, d_k, d_p.data(),
                                  &d_v[first_key], G * d_k);                     // b10
-                softmax_backward_rowsum(&t.p[row], d_p.data(), d_s.data(), M);  // b9; b8 passes
+                t.normaliser->exact_backward(&t.p[row], d_p.data(), d_s.data(), M);  // b9, b8
                 if (b == 0 && i == 0 && n + 1 == N) {
                     record = {Vec(&t.p[row], &t.p[row] + M), d_p,
                               context_dot(t, d_context, s, b, i, n)};

@@ -82,10 +82,9 @@ ReferenceGradResult reference_forward_backward(const DoubleWeights& weights,
                                                const ForwardOptions& options, const Sizes& sizes,
                                                const DoubleTensor& grad_output);
 
-// The softmax backward on one row of m: p the weights, dp = ∂L/∂p, ds = ∂L/∂s written.
-// The row-sum form: ds = p ∘ (dp − Σ_j dp_j p_j).
-void softmax_backward_rowsum(const double* p, const double* dp, double* ds, std::size_t m);
-// The full Jacobian form: ds_i = Σ_j (diag(p) − p pᵀ)_ij dp_j, the (m, m) matrix formed.
+// The softmax backward on one row of m (p the weights, dp = ∂L/∂p, ds = ∂L/∂s written) in
+// the full Jacobian form, the check of core/pass/score_rules.h's row-sum form:
+// ds_i = Σ_j (diag(p) − p pᵀ)_ij dp_j, the (m, m) matrix formed.
 void softmax_backward_jacobian(const double* p, const double* dp, double* ds, std::size_t m);
 
 }  // namespace mha

@@ -83,7 +83,7 @@ std::size_t attend_head(Head& head, const Masks& masks, const Sizes& s, std::siz
     if (!trace.on()) return run(UnitStep::Attend);  // 6-10 per unit, 7-9 fused
     run(UnitStep::Scores);                          // 6: Q_i @ K_i.T
     trace.show(head.weights);
-    const std::size_t blocked = run(UnitStep::ScaleMaskSoftmax);  // 7-9, traced as one step
+    const std::size_t blocked = run(UnitStep::ScaleMaskNormalise);  // 7-9, traced as one step
     trace.show(head.weights);
     run(UnitStep::Context);  // 10: weights_i @ V_i
     trace.show(head.context);

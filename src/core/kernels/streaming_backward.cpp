@@ -15,6 +15,7 @@
 
 #include "core/checked.h"
 #include "core/kernels/streaming.h"
+#include "core/ops/softcap.h"
 #include "core/tensor/scratch.h"
 
 namespace mha {
@@ -79,13 +80,6 @@ void softmax_backward_tile(float* s, float* dp, std::size_t ld, std::size_t q0, 
         }
         for (std::size_t j = 0; cap > 0.0 && j < cols; ++j) ds[j] *= cap_slope[j];
         for (std::size_t j = 0; j < cols; ++j) ds[j] *= factor;
-    }
-}
-
-void softcap_slopes(const float* raw, std::size_t count, float factor, double cap, float* slopes) {
-    for (std::size_t j = 0; j < count; ++j) {
-        const double t = std::tanh(double(raw[j] * factor) / cap);
-        slopes[j] = float(1.0 - t * t);
     }
 }
 

@@ -54,10 +54,6 @@ void softmax_backward_tile(float* s, float* dp, std::size_t ld, std::size_t q0, 
                            std::size_t k0, std::size_t cols, float factor, const HeadMask& mask,
                            const float* lse, const float* d);
 
-// slopes[j] = 1 − tanh²(raw[j] · factor / cap), the soft-cap's derivative at each of `count`
-// scores given as raw products q·k (scaled as scale_mask_tile scales them), cap > 0.
-void softcap_slopes(const float* raw, std::size_t count, float factor, double cap, float* slopes);
-
 // Floats one thread holds while running attend_backward_streaming on N queries (d_k wide,
 // values d_v): D, the tile's P and dP, and gemm's packing for the tile's products. It does
 // not grow with M. An Error if that exceeds 64 bits.

@@ -1,6 +1,7 @@
 #pragma once
-// The one mask model: Masks carries what step 8 applies from the command line to the plan
-// and the kernels; HeadMask is one (batch, head) unit's view of it, made by unit_mask.
+// The score rules of steps 7-9: Masks carries the soft-cap, what step 8 applies and step 9's
+// normaliser from the command line to the plan and the kernels; HeadMask is one (batch, head)
+// unit's view of it, made by unit_mask.
 
 #include <cstddef>
 #include <string>
@@ -12,7 +13,9 @@
 
 namespace mha {
 
-// Everything steps 7-8 apply besides the scale. The tensors are already additive (0 = may
+struct Normaliser;  // a row of core/pass/score_rules.h's table
+
+// Everything steps 7-9 apply besides the scale. The tensors are already additive (0 = may
 // attend, -inf = blocked, anything else is added to the score as PyTorch does) and optional:
 // the plan reads only which kinds there are, so --shapes-only describes a pass without them.
 // Query i is at position p = i + M − N, key j at j.
@@ -26,6 +29,7 @@ struct Masks {
     bool alibi = false;              // step 8 adds −m_i·|p − j|, m_i = alibi_slopes(h)[i]
     std::size_t window = 0;          // W > 0: step 8 keeps only keys p − W < j ≤ p (causal)
     std::size_t sinks = 0;           // with a window: the first S keys stay visible too
+    const Normaliser* normaliser = nullptr;  // step 9's; null: the default (normaliser_of)
 
     bool has_attn_mask() const { return !attn_mask.empty(); }
     bool has_key_padding() const { return !key_padding.empty(); }

@@ -37,6 +37,7 @@
 #include "core/ops/rms_norm.h"
 #include "core/pass/flash_row.h"
 #include "core/pass/projection.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
 
@@ -236,7 +237,7 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
         trace.show(scores);
         run(UnitStep::Mask);  // 8: + mask, blocked -> -inf
         trace.show_masked(scores);
-        result.fully_masked_rows = run(UnitStep::Softmax);  // 9: softmax over M
+        result.fully_masked_rows = run(UnitStep::Normalise);  // 9: the normaliser over M
         trace.show(scores);
         run(UnitStep::Context);  // 10: weights @ V  (B, h, N, d_v)
         trace.show(context);
@@ -312,6 +313,7 @@ std::size_t Weights::parameter_count() const {
 
 PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
                    Form form) {
+    if (options.path == AttentionPath::Streaming) require_streamed(masks);
     PassSpec spec;
     spec.sizes = sizes;
     spec.form = form;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/ops/softcap.h"
+
 namespace mha {
 
 namespace {

@@ -14,6 +14,7 @@
 #include "core/kv_heads.h"
 #include "core/ops/ops.h"
 #include "core/pass/planner.h"
+#include "core/pass/score_rules.h"
 #include "core/position/position_bias.h"
 
 namespace mha {
@@ -79,6 +80,11 @@ std::uint64_t ffn_macs(const Planner& p) {
 }
 
 namespace {
+
+// Step 9's normaliser written around `scores`: softmax(scores)
+std::string applied(const PassSpec& spec, const std::string& scores) {
+    return normaliser_of(spec.masks).applied(scores);
+}
 
 constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
 
@@ -333,8 +339,10 @@ Layout plan_attend_standard(Planner& p) {
     mask_facts(p.spec, s8.facts);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
         s8.allowed = planned_grid(p.spec.masks, N, M);
-    p.add(StepKind::Softmax, 9, "softmax", "weights", "weights = torch.softmax(scores, dim=-1)",
-          dims, scores);
+    const Normaliser& normaliser = normaliser_of(p.spec.masks);
+    p.add(StepKind::Softmax, 9, normaliser.name, "weights",
+          std::string("weights = ") + normaliser.torch, dims, scores)
+        .facts.normaliser = &normaliser;
     const Layout context = Layout::contiguous_of({B, h, N, s.d_v()});
     p.add(StepKind::Context, 10, "context", "context", "context = weights @ V",
           {"B", "h", "N", v_dim_name(s)}, context, macs_of({B, h, N, M, s.d_v()}));
@@ -348,7 +356,8 @@ Layout plan_attend_streamed(Planner& p) {
     const Layout context = Layout::contiguous_of({B, N, h, s.d_v()}).transpose(1, 2);
     StepFacts& facts =
         p.add(StepKind::Attend, 10, "attend", "context",
-              "context = softmax(Q @ K.T" + scale_suffix(p.spec) + " + mask) @ V, streamed",
+              "context = " + applied(p.spec, "Q @ K.T" + scale_suffix(p.spec) + " + mask") +
+                  " @ V, streamed",
               {"B", "h", "N", v_dim_name(s)}, context, macs_of({B, h, N, M, s.d_k() + s.d_v()}))
             .facts;
     if (p.spec.masks.softcap > 0) facts.softcap = p.spec.masks.softcap;
@@ -423,8 +432,10 @@ void plan_one_head(Planner& p, std::size_t i) {
     const std::string scaled = scale_suffix(p.spec);
     if (p.spec.path == AttentionPath::Streaming) {
         mask_facts(p.spec, p.add(StepKind::Attend, 10, "attend", "head_" + id,
-                                 "head_" + id + " = softmax(Q_" + id + " @ K_" + id + ".T" +
-                                     scaled + " + mask) @ V_" + id + ", streamed",
+                                 "head_" + id + " = " +
+                                     applied(p.spec, "Q_" + id + " @ K_" + id + ".T" + scaled +
+                                                         " + mask") +
+                                     " @ V_" + id + ", streamed",
                                  {"B", "N", "d_k"}, q, macs_of({2, B, N, M, d_k}))
                                .facts);
         return;
@@ -433,10 +444,14 @@ void plan_one_head(Planner& p, std::size_t i) {
     p.add(StepKind::Scores, 6, "scores", "scores_" + id,
           "scores_" + id + " = Q_" + id + " @ K_" + id + ".T", {"B", "N", "M"}, scores,
           macs_of({B, N, M, d_k}));
-    mask_facts(p.spec, p.add(StepKind::Softmax, 9, "softmax", "weights_" + id,
-                             "weights_" + id + " = softmax(scores_" + id + scaled + " + mask)",
+    const Normaliser& normaliser = normaliser_of(p.spec.masks);
+    StepFacts& facts = p.add(StepKind::Softmax, 9, normaliser.name, "weights_" + id,
+                             "weights_" + id + " = " +
+                                 normaliser.applied("scores_" + id + scaled + " + mask"),
                              {"B", "N", "M"}, scores)
-                           .facts);
+                           .facts;
+    mask_facts(p.spec, facts);
+    facts.normaliser = &normaliser;
     p.add(StepKind::Context, 10, "context", "head_" + id,
           "head_" + id + " = weights_" + id + " @ V_" + id, {"B", "N", "d_k"}, q,
           macs_of({B, N, M, d_k}));
@@ -477,13 +492,16 @@ void plan_token(Planner& p, std::size_t t) {
     Step& attend =
         streamed
             ? p.add(StepKind::Attend, 10, "attend", "context",
-                    "context = softmax(q_t @ K_cache.mT" + scaled + ") @ V_cache, streamed",
+                    "context = " + applied(p.spec, "q_t @ K_cache.mT" + scaled) +
+                        " @ V_cache, streamed",
                     {"B", "h", "N", "d_k"}, Layout::contiguous_of({B, 1, h, d_k}).transpose(1, 2),
                     macs_of({2, B, h, length, d_k}))
-            : p.add(StepKind::Softmax, 9, "softmax", "weights",
-                    "weights = softmax(q_t @ K_cache.mT" + scaled + ")", {"B", "h", "N", "t"},
+            : p.add(StepKind::Softmax, 9, normaliser_of(p.spec.masks).name, "weights",
+                    "weights = " + applied(p.spec, "q_t @ K_cache.mT" + scaled),
+                    {"B", "h", "N", "t"},
                     Layout::contiguous_of({B, h, 1, length}), macs_of({B, h, length, d_k}));
     token_attend_facts(p.spec, t, attend.facts);
+    if (!streamed) attend.facts.normaliser = &normaliser_of(p.spec.masks);
     p.add(StepKind::OutputProject, 14, "project", "out_t",
           (streamed
                ? "out_t = context.transpose(1, 2).reshape(B, N, " + q_width_name(s) + ") @ W_o.T"
@@ -562,9 +580,9 @@ void plan_mla_absorbed(Planner& p) {
                                       macs_of({E, h, d_v, d_c})});  // W_UV folded into W_o
     const bool standard = p.spec.path == AttentionPath::Standard;
     if (standard) {
-        p.add(StepKind::AbsorbedWeights, 9, "softmax", "weights_absorbed",
-              "weights = softmax(((q_nope @ W_UK) @ c_kv.mT + q_pe @ k_pe.mT)" +
-                  scale_suffix(p.spec) + " + mask)",
+        p.add(StepKind::AbsorbedWeights, 9, normaliser_of(p.spec.masks).name, "weights_absorbed",
+              "weights = " + applied(p.spec, "((q_nope @ W_UK) @ c_kv.mT + q_pe @ k_pe.mT)" +
+                                                 scale_suffix(p.spec) + " + mask"),
               {"B", "h", "N", "N"}, Layout::contiguous_of({B, h, N, N}), sum({queries, scores}))
             .facts.mla = facts;
     }

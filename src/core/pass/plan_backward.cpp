@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "core/pass/planner.h"
+#include "core/pass/score_rules.h"
 
 namespace mha {
 
@@ -96,11 +97,15 @@ void plan_attend_back(Planner& p) {
     plan_group_sum(p, Operand::V, 10, "dV", "M", dv, M, d_v);
     p.add(StepKind::WeightsGrad, 10, "grad", "dP", "dP = dO_h @ V.transpose(-2, -1)", grid, scores,
           macs_of({B, h, N, M, d_v}));
-    p.add(StepKind::RowDot, 9, "grad", "D", "D = (dO_h * O_h).sum(-1)", {"B", "h", "N"},
-          Layout::contiguous_of({B, h, N}), macs_of({B, h, N, d_v}));
-    p.add(StepKind::SoftmaxGrad, 9, "grad", "dS", "dS = P * (dP - D.unsqueeze(-1))", grid, scores,
-          macs_of({B, h, N, M}));
     const Masks& masks = p.spec.masks;
+    const Normaliser& normaliser = normaliser_of(masks);
+    if (normaliser.row_dot) {
+        p.add(StepKind::RowDot, 9, "grad", "D", "D = (dO_h * O_h).sum(-1)", {"B", "h", "N"},
+              Layout::contiguous_of({B, h, N}), macs_of({B, h, N, d_v}));
+    }
+    p.add(StepKind::SoftmaxGrad, 9, "grad", "dS", normaliser.backward, grid, scores,
+          macs_of({B, h, N, M}))
+        .facts.normaliser = &normaliser;
     const bool blocks =
         masks.has_attn_mask() || masks.has_key_padding() || masks.causal || masks.window > 0;
     p.add(StepKind::MaskGrad, 8, "grad", "dS",

@@ -1,6 +1,6 @@
-// Reference forward pass: linear_rows, matmul, scale, the masks and softmax_rows
-// from core/ops, with RMSNorm, RoPE, the soft-cap, ALiBi and the window from their own
-// files, called in the order of the 14 steps.
+// Reference forward pass: linear_rows, matmul, scale and the masks from core/ops, the
+// normaliser's reference row, with RMSNorm, RoPE, the soft-cap, ALiBi and the window from
+// their own files, called in the order of the 14 steps.
 
 #include "core/pass/reference.h"
 
@@ -9,6 +9,7 @@
 #include "core/ops/ops.h"
 #include "core/ops/rms_norm.h"
 #include "core/ops/softcap.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "core/position/position_bias.h"
 
@@ -69,7 +70,8 @@ ForwardResult reference_forward(const Weights& w, const Inputs& in, const Masks&
             if (masks.alibi) add_alibi(grid, alibi_slopes(h)[i]);
             if (masks.causal) apply_causal(scores, N, M, masks.causal_align);
             if (masks.window > 0) apply_window(grid, {masks.window, masks.sinks});
-            result.fully_masked_rows += softmax_rows(scores, N, M, zero_masked_rows);
+            result.fully_masked_rows +=
+                normaliser_of(masks).reference(scores, N, M, zero_masked_rows);
             matmul(head_matrix(result.weights, b, i), head_matrix(v, b, i),
                    context.data() + (b * h + i) * N * d_k, d_k);
         }

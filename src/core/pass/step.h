@@ -117,6 +117,7 @@ struct StepFacts {
     std::optional<double> scale_base;                 // 7: S when the scores are divided by sqrt(S)
     std::optional<float> scale_factor;  // 7: 1/sqrt(d_k); empty when the scores are not scaled
     std::optional<double> softcap;      // 7 (streaming 10): the soft-cap C
+    const Normaliser* normaliser = nullptr;  // 9 and b9: step 9's; null: the default
     std::optional<RopeFacts> rope;      // 5 rope on Q: how the rotation turns
     std::optional<Masks> masks;         // 8 (per-head 9, streaming 10): what the mask step applies
     std::size_t mask_queries = 0, mask_keys = 0;  // with masks: the N queries and M keys it masks

@@ -11,6 +11,7 @@
 #include "core/ops/ops.h"
 #include "core/ops/softcap.h"
 #include "core/pass/score_guard.h"
+#include "core/pass/score_rules.h"
 #include "core/position/position_bias.h"
 
 namespace mha {
@@ -41,12 +42,12 @@ void unit_mask_scores(const AttentionUnit& u) {
     if (rules.window > 0) apply_window(grid, {rules.window, rules.sinks});
 }
 
-// 9: each query's scores become weights over the M keys, summing to 1 (step 8 is done: the
-// unit's view of no mask at all)
-std::size_t unit_softmax(const AttentionUnit& u, const UnitMath& math) {
+// 9: each query's scores become weights over the M keys (step 8 is done: the unit's view of
+// no mask at all)
+std::size_t unit_normalise(const AttentionUnit& u, const UnitMath& math) {
     static const Masks unmasked;
     const HeadMask none{&unmasked, nullptr, nullptr, u.mask.n, u.mask.m};
-    return scale_mask_softmax(u.scores, 1.0f, none, math.zero_masked_rows);
+    return normaliser_of(*u.mask.masks).fast(u.scores, 1.0f, none, math.zero_masked_rows);
 }
 
 // 10: (N, M) x (M, d_k) -> (N, d_k); the causal rule's zero weights left out of the sums
@@ -57,7 +58,7 @@ void unit_context(const AttentionUnit& u) {
 
 // The steps that read q or the factor: 6, 7 and the steps that include them.
 bool forms_scores(UnitStep step) {
-    return step != UnitStep::Mask && step != UnitStep::Softmax && step != UnitStep::Context;
+    return step != UnitStep::Mask && step != UnitStep::Normalise && step != UnitStep::Context;
 }
 
 // Everything one unit does for `step`; returns its rows with every key blocked.
@@ -81,16 +82,17 @@ std::size_t run_unit(UnitStep step, const AttentionUnit& u, const UnitMath& math
         case UnitStep::Mask:
             unit_mask_scores(u);
             return 0;
-        case UnitStep::Softmax:
-            return unit_softmax(u, math);
-        case UnitStep::ScaleMaskSoftmax:
-            return scale_mask_softmax(u.scores, math.factor, u.mask, math.zero_masked_rows);
+        case UnitStep::Normalise:
+            return unit_normalise(u, math);
+        case UnitStep::ScaleMaskNormalise:
+            return normaliser_of(*u.mask.masks)
+                .fast(u.scores, math.factor, u.mask, math.zero_masked_rows);
         case UnitStep::Context:
             unit_context(u);
             return 0;
         case UnitStep::Attend: {  // the blocked keys' scores are never read: step 9 sets them
             unit_scores(u, causal_skip(u.mask, GemmSkip::OutputEnds));
-            const std::size_t blocked = run_unit(UnitStep::ScaleMaskSoftmax, u, math);
+            const std::size_t blocked = run_unit(UnitStep::ScaleMaskNormalise, u, math);
             unit_context(u);
             return blocked;
         }

@@ -36,18 +36,18 @@ struct UnitMath {
 
 // Which part of steps 6-10 run_units does to each unit.
 enum class UnitStep {
-    Scores,            // 6   scores = q kᵀ
-    Scale,             // 7   scores · factor
-    Mask,              // 8   + attn_mask, + key padding, causal -inf
-    Softmax,           // 9   weights = softmax(scores) over the keys
-    ScaleMaskSoftmax,  // 7-9 fused, one pass over each row
-    Context,           // 10  context = weights v
-    Attend,            // 6-10, 7-9 fused: the untraced standard path
-    Streamed,          // 6-10 on tiles with an online softmax; no scores stored
+    Scores,              // 6   scores = q kᵀ
+    Scale,               // 7   scores · factor
+    Mask,                // 8   + attn_mask, + key padding, causal -inf
+    Normalise,           // 9   weights = softmax(scores) over the keys, or the masks' normaliser
+    ScaleMaskNormalise,  // 7-9 fused, one pass over each row
+    Context,             // 10  context = weights v
+    Attend,              // 6-10, 7-9 fused: the untraced standard path
+    Streamed,            // 6-10 on tiles with an online softmax; no scores stored
 };
 
 // Runs one part of steps 6-10 on every unit; returns the rows with every key blocked
-// (counted by Softmax, ScaleMaskSoftmax, Attend and Streamed). Each unit writes only its
+// (counted by Normalise, ScaleMaskNormalise, Attend and Streamed). Each unit writes only its
 // own memory, so every thread count gives the same bits. Scores beyond float32 are never
 // taken for masking: a unit whose q·k would pass FLT_MAX while q·k·factor does not forms
 // its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them scaled and step 7
