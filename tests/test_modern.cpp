@@ -803,7 +803,7 @@ TEST_CASE("the MLA header gives its heads' true width and its own matrices", "[m
 }
 
 TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes",
-          "[modern][preset][mla]") {
+          "[modern][preset][mla][big]") {
     // config.json: hidden 2048, 16 heads, kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128:
     // cache per token MHA 2·16·128 = 4096 numbers, GQA G=8 2048, MQA 256, MLA 512 + 64 = 576
     const test::RunResult shapes = test::run_mha("--preset deepseek-v2-lite --shapes-only");
