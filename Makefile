@@ -150,13 +150,14 @@ test-asan:
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
 # built with ThreadSanitizer. It skips the tests that only re-run the binary on documented
-# commands: [docs] and [catalogue] (refusals that mostly stop before any thread starts); the
+# commands: [docs] and [catalogue] (refusals that mostly stop before any thread starts), and
+# [serial], kernel checks that start no thread (over half of this suite's time otherwise); the
 # plain and ASan suites run every test file and tag.
 THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity backward \
     mla_backward train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
-	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue]"
+	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue] ~[serial]"
 
 # test-clang: the suite built with clang++ and the usual flags
 test-clang:

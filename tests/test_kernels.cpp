@@ -194,7 +194,8 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
 
 TEST_CASE(
     "linear_panels equals linear_rows on each target of a fused product; any split of "
-    "rows and panels gives the same bits, and so does gemm plus the bias") {
+    "rows and panels gives the same bits, and so does gemm plus the bias",
+    "[serial]") {
     EACH_VARIANT();
     // 37 rows make one block on every variant (each panel of W packed just before its use),
     // 300 several (the slice of all panels packed first); a split below mixes the two
