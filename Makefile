@@ -171,7 +171,7 @@ same-output: $(BUILD)/mha
 
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
 FUZZ_SECONDS ?= 60
-CHECK_FUZZ_SECONDS := 15
+CHECK_FUZZ_SECONDS := 10
 FUZZ_TARGETS := npy npz weights model cli run
 
 fuzz: fuzz-build
