@@ -42,9 +42,9 @@ mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
 class StepTimer final : public mha::Tracer {
 public:
     struct Timed {
-        std::string step;     // "b10 grad", "1-3 project"
-        std::string tensors;  // "dV, dP"
-        double macs = 0;      // of one run
+        std::string step;        // "b10 grad", "1-3 project"
+        std::string tensors;     // "dV, dP"
+        double macs = 0;         // of one run
         std::vector<double> ms;  // one per run
     };
 
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
     };
     const std::function<void()> qkv = qkv_of(nullptr), qkv_packed = qkv_of(&packed);
     const mha::Masks unmasked;
-    const mha::HeadMask mask = mha::unit_mask(unmasked, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
+    const mha::HeadMask mask =
+        mha::unit_mask(unmasked, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});
     const mha::Units units{B * h, [&](std::size_t u) {
                                const std::size_t b = u / h, i = u % h;
                                const std::size_t at = b * N * E + i * d_k;
@@ -201,8 +202,7 @@ int main(int argc, char** argv) {
     StepTimer timer;
     mha::NullTracer untraced;
     const auto run_both = [&](mha::Tracer& tracer) {
-        mha::forward_backward(w, {x, x, x}, unmasked, both, mha::Form::Packed, grad_output,
-                              tracer);
+        mha::forward_backward(w, {x, x, x}, unmasked, both, mha::Form::Packed, grad_output, tracer);
     };
     run_both(untraced);  // warm-up
     std::vector<double> untraced_ms, traced_ms;
@@ -213,9 +213,10 @@ int main(int argc, char** argv) {
             run_both(timer);
         }));
     }
-    std::printf("forward + backward, standard path: %.3f ms untraced, %.3f ms traced; "
-                "the traced run's steps:\n",
-                median_ms(untraced_ms), median_ms(traced_ms));
+    std::printf(
+        "forward + backward, standard path: %.3f ms untraced, %.3f ms traced; "
+        "the traced run's steps:\n",
+        median_ms(untraced_ms), median_ms(traced_ms));
     for (const StepTimer::Timed& t : timer.steps()) {
         const double ms = median_ms(t.ms);
         std::printf("  %-14s %8.3f ms", t.step.c_str(), ms);
