@@ -200,13 +200,13 @@ TEST_CASE(
     // 37 rows make one block on every variant (each panel of W packed just before its use),
     // 300 several (the slice of all panels packed first); a split below mixes the two
     const std::size_t rows = GENERATE(37, 300), in = GENERATE(7, 65, 300), out = GENERATE(1, 33);
-    const std::size_t wide = 40;
+    const std::size_t wide = 70;
     const bool with_bias = GENERATE(false, true);
     CAPTURE(rows, in, out, with_bias);
     const mha::Tensor x({rows, in}, random_values(rows * in, 7));
     const mha::Tensor w({out, in}, random_values(out * in, 8));  // a target of `out` outputs
     const mha::Tensor bias = with_bias ? mha::Tensor({out}, random_values(out, 9)) : mha::Tensor();
-    const mha::Tensor w2({wide, in}, random_values(wide * in, 12));  // and one of 40, with bias
+    const mha::Tensor w2({wide, in}, random_values(wide * in, 12));  // and one of 70, with bias
     const mha::Tensor bias2({wide}, random_values(wide, 13));
     auto targets = [&](mha::Tensor& y, mha::Tensor& y2) {
         return std::vector<mha::LinearTarget>{

@@ -40,7 +40,7 @@ namespace {
 
 constexpr std::size_t KC = 256;   // depth of one packed slice: the summation order
 constexpr std::size_t lanes = 8;  // independent partial results in reductions
-constexpr std::size_t widest_nr = 32, tallest_mr = 8;  // for the scratch bound
+constexpr std::size_t widest_nr = 64, tallest_mr = 4;  // for the scratch bound
 constexpr std::size_t mc_panels = 16;                  // MR-high panels in a block of a
 
 MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
@@ -528,7 +528,7 @@ MHA_VARIANT(plain, , 4, 8, 4, 8)
 #define MHA_X86 1
 MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 4, 8)
 MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32, 8, 32)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 8, 32)
 #endif
 
 #define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                  \
@@ -540,7 +540,7 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 8, 32,
 
 const Variant variants[] = {
 #ifdef MHA_X86
-    MHA_ENTRY(KernelVariant::Avx512, "avx512", "8x32 floats", avx512, 8, 32, 8, 32),
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", "4x64 floats", avx512, 4, 64, 8, 32),
     MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32, 4, 16),
     MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8, 4, 8),
 #endif
