@@ -391,10 +391,7 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--window is causal with the queries as the last N of the M positions; it cannot be "
          "combined with --causal=top-left"},
-        {"zero-attn-positions",
-         [](const Config& c) {
-             return c.add_zero_attn && (c.rope || c.scores.alibi || c.scores.window > 0);
-         },
+        {"zero-attn-positions", [](const Config& c) { return c.add_zero_attn && places_keys(c); },
          "--rope, --alibi and --window place keys by position; the zero key --add-zero-attn "
          "appends has none"},
         {"seq-first-without-input",

@@ -143,6 +143,10 @@ inline constexpr std::size_t default_d_model = 256;
 inline constexpr std::size_t max_threads = 256;
 inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
 
+// Whether the options place keys by position (RoPE, ALiBi, the window): a key appended without
+// one (--add-zero-attn, a state dict's bias_k) cannot take them.
+inline bool places_keys(const Config& c) { return c.rope || c.scores.alibi || c.scores.window > 0; }
+
 // What the run prints after the report: heatmaps, the summary (also with --no-scale).
 inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.no_scale; }
 

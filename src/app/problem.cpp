@@ -305,7 +305,7 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
 // add_bias_kv's extra position goes into the packed pass (check_pass refuses a causal rule).
 void check_bias_kv(const Config& c, const Weights& w) {
     if (w.bias_k.empty()) return;
-    if (c.rope || c.scores.alibi || c.scores.window > 0) {
+    if (places_keys(c)) {
         throw Error(c.weights_path +
                     " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
                     "and --window place keys by position; the key/value position they append has "
