@@ -284,7 +284,8 @@ const std::map<std::string, FormChoice> form_names = {
 
 // mha's options in --help order. To add an option: one row here (long name, short
 // letter or 0, value placeholder or "" for a flag, help lines of at most 55 columns,
-// what it sets in Config), one line in docs/mha.1 and docs/mha.bash (test_cli checks
+// what it sets in Config; an option of steps 7-9 sets a field of ScoreOptions, which
+// config.h tells how to add), one line in docs/mha.1 and docs/mha.bash (test_cli checks
 // both against this table), a row in docs/errors.md, and, if it conflicts with other
 // options, one rule in the rule table of config.cpp.
 using Row = Option<Config>;
