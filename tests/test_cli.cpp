@@ -202,6 +202,31 @@ TEST_CASE("--form names the forms the four variant options choose") {
     CHECK(body(by_name.output) == body(by_option.output));
 }
 
+TEST_CASE("the score options are one group: given() names them by flag and apply() fills Masks") {
+    const mha::Config c = mha::parse_args(
+        {"--alibi", "--window", "3", "--sink-tokens", "1", "--softcap", "30", "--scale-base", "2"});
+    const std::vector<std::string> given = c.scores.given();
+    CHECK(given == std::vector<std::string>{"--alibi", "--window", "--sink-tokens", "--softcap",
+                                            "--scale-base"});
+    // each is a row of mha's table, in the order --help lists them
+    std::vector<std::size_t> rows;
+    const std::vector<mha::OptionInfo>& options = mha::mha_command().options;
+    for (const std::string& flag : given) {
+        const auto row = std::find_if(options.begin(), options.end(),
+                                      [&flag](const mha::OptionInfo& o) { return o.name == flag; });
+        REQUIRE(row != options.end());
+        rows.push_back(std::size_t(row - options.begin()));
+    }
+    CHECK(std::is_sorted(rows.begin(), rows.end()));
+    mha::Masks masks;
+    c.scores.apply(masks);
+    CHECK(masks.alibi);
+    CHECK(masks.window == 3);
+    CHECK(masks.sinks == 1);
+    CHECK(masks.softcap == 30.0);
+    CHECK(mha::parse_args({}).scores.given().empty());
+}
+
 namespace {
 
 std::set<std::string> words_of(const std::string& text) {

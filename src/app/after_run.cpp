@@ -132,8 +132,8 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
                       style);
     }
     if (wants_summary(config)) {
-        stats.print(out, result, info.head_dim, !config.no_scale, config.scale_base.value_or(0.0),
-                    config.softcap.value_or(0.0));
+        stats.print(out, result, info.head_dim, !config.no_scale,
+                    config.scores.scale_base.value_or(0.0), config.scores.softcap.value_or(0.0));
         print_head_summary(out, head_patterns(result.weights), info.head_names);
     }
     if (config.ablate_head) report_ablation(out, config, problem, result, *config.ablate_head);

@@ -284,7 +284,8 @@ const std::map<std::string, FormChoice> form_names = {
 
 // mha's options in --help order. To add an option: one row here (long name, short
 // letter or 0, value placeholder or "" for a flag, help lines of at most 55 columns,
-// what it sets in Config), one line in docs/mha.1 and docs/mha.bash (test_cli checks
+// what it sets in Config; an option of steps 7-9 sets a field of ScoreOptions, which
+// config.h tells how to add), one line in docs/mha.1 and docs/mha.bash (test_cli checks
 // both against this table), a row in docs/errors.md, and, if it conflicts with other
 // options, one rule in the rule table of config.cpp.
 using Row = Option<Config>;
@@ -605,17 +606,17 @@ const std::vector<Row>& mha_table() {
         {{"--rope-theta", 0, "T", "RoPE's base: inv_freq[i] = T^(-2i/d_k) (default 10000)"},
          [](Config& c, const Arg& a) { c.rope_theta = parse_positive(a); }},
         {{"--alibi", 0, "", "step 8 adds -m_i*|p - j| with Press et al.'s slopes"},
-         [](Config& c, const Arg&) { c.alibi = true; }},
+         [](Config& c, const Arg&) { c.scores.alibi = true; }},
         {{"--window", 0, "W", "sliding window (causal): query p sees keys p-W < j <= p"},
-         [](Config& c, const Arg& a) { c.window = parse_size(a); }},
+         [](Config& c, const Arg& a) { c.scores.window = parse_size(a); }},
         {{"--sink-tokens", 0, "S", "with --window: the first S keys stay visible (sinks)"},
-         [](Config& c, const Arg& a) { c.sinks = parse_index(a); }},
+         [](Config& c, const Arg& a) { c.scores.sinks = parse_index(a); }},
         {{"--softcap", 0, "C", "step 7 ends with C*tanh(scores/C) (Gemma 2); C > 0"},
-         [](Config& c, const Arg& a) { c.softcap = parse_positive(a); }},
+         [](Config& c, const Arg& a) { c.scores.softcap = parse_positive(a); }},
         {{"--scale-base", 0, "S",
           "step 7 divides by sqrt(S), not sqrt(d_k) (Gemma 2's\n"
           "query_pre_attn_scalar); S > 0"},
-         [](Config& c, const Arg& a) { c.scale_base = parse_positive(a); }},
+         [](Config& c, const Arg& a) { c.scores.scale_base = parse_positive(a); }},
         {{"--qk-norm", 0, "",
           "RMSNorm of each head's Q and K before the scores, with\n"
           "q_norm.weight, k_norm.weight (d_k) or ones when seeded"},

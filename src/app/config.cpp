@@ -133,8 +133,29 @@ bool overrides_model(const Config& c) {
            !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
 }
 
+// The options given that change what a trained layer computes, by their flags: RoPE, QK-norm,
+// wider heads and every option of steps 7-9 (ScoreOptions::given). --model refuses them.
+std::vector<std::string> untrained_options(const Config& c) {
+    std::vector<std::string> flags;
+    if (c.rope) flags.push_back("--rope");
+    if (c.rope_theta) flags.push_back("--rope-theta");
+    if (c.qk_norm) flags.push_back("--qk-norm");
+    if (c.head_dim) flags.push_back("--head-dim");
+    const std::vector<std::string> scores = c.scores.given();
+    flags.insert(flags.end(), scores.begin(), scores.end());
+    return flags;
+}
+
+// "--a", "--a or --b", "--a, --b or --c"
+std::string either(const std::vector<std::string>& flags) {
+    std::string text;
+    for (std::size_t i = 0; i < flags.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == flags.size() ? " or " : ", ") + flags[i];
+    return text;
+}
+
 // A message's {T} is the --decode count, {N} the --seq-len, {REFUSED_VIEW} the view the
-// form refuses.
+// form refuses, {UNTRAINED} the options given that --model refuses.
 std::string fill(const std::string& message, const Config& c) {
     std::string text = message;
     const auto put = [&text](const std::string& key, const std::string& value) {
@@ -144,6 +165,7 @@ std::string fill(const std::string& message, const Config& c) {
     if (c.decode) put("{T}", std::to_string(*c.decode));
     if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
     put("{REFUSED_VIEW}", refused_view(c));
+    put("{UNTRAINED}", either(untrained_options(c)));
     return text;
 }
 
@@ -164,7 +186,7 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) {
              return asks(c, FormChoice::Mla) &&
                     (c.kv_len || !c.key_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
-                     c.add_zero_attn || c.rope || c.alibi || c.qk_norm || c.head_dim ||
+                     c.add_zero_attn || c.rope || c.scores.alibi || c.qk_norm || c.head_dim ||
                      c.demo_heads || c.random_bias);
          },
          "--form mla is DeepSeek-V2's latent attention: self-attention whose keys and values "
@@ -245,7 +267,7 @@ const std::vector<Rule<Config>>& rules() {
         {"random-bias-with-weights",
          [](const Config& c) { return !c.weights_path.empty() && c.random_bias; },
          "--random-bias applies to seeded weights; with --weights the state dict decides the bias"},
-        {"scale-base-no-scale", [](const Config& c) { return c.scale_base && c.no_scale; },
+        {"scale-base-no-scale", [](const Config& c) { return c.scores.scale_base && c.no_scale; },
          "--scale-base sets what step 7 divides by and --no-scale skips step 7; choose one"},
         {"no-bias-random-bias", [](const Config& c) { return !c.bias && c.random_bias; },
          "--no-bias and --random-bias contradict each other; choose one"},
@@ -323,13 +345,10 @@ const std::vector<Rule<Config>>& rules() {
          "--model reads characters; give them with --text \"...\""},
         {"model-modern",
          [](const Config& c) {
-             return !c.model_path.empty() && c.preset.empty() &&
-                    (c.rope || c.rope_theta || c.alibi || c.window > 0 || c.sinks || c.softcap ||
-                     c.qk_norm || c.head_dim || c.scale_base);
+             return !c.model_path.empty() && c.preset.empty() && !untrained_options(c).empty();
          },
          "--model computes its layers as they were trained (learned positions, heads of "
-         "d_model / h, scores / sqrt(d_k)); it cannot be combined with --rope, --rope-theta, "
-         "--alibi, --window, --sink-tokens, --softcap, --qk-norm, --head-dim or --scale-base"},
+         "d_model / h, softmax of scores / sqrt(d_k)); it cannot be combined with {UNTRAINED}"},
         {"model-alone", [](const Config& c) { return !c.model_path.empty() && overrides_model(c); },
          "--model decides the sizes, weights, bias, mask and form; besides --text and --layer "
          "it takes only the options for output and views (see mha --help)"},
@@ -359,7 +378,8 @@ const std::vector<Rule<Config>>& rules() {
          "--flash-row traces a computed row of step 10; it cannot be combined with "
          "--shapes-only"},
         // Modern attention.
-        {"sinks-without-window", [](const Config& c) { return c.sinks && c.window == 0; },
+        {"sinks-without-window",
+         [](const Config& c) { return c.scores.sinks && c.scores.window == 0; },
          "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "
          "too"},
         {"rope-theta-without-rope",
@@ -367,12 +387,11 @@ const std::vector<Rule<Config>>& rules() {
          "--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too"},
         {"window-top-left",
          [](const Config& c) {
-             return c.window > 0 && c.causal && c.causal_align == CausalAlign::TopLeft;
+             return c.scores.window > 0 && c.causal && c.causal_align == CausalAlign::TopLeft;
          },
          "--window is causal with the queries as the last N of the M positions; it cannot be "
          "combined with --causal=top-left"},
-        {"zero-attn-positions",
-         [](const Config& c) { return c.add_zero_attn && (c.rope || c.alibi || c.window > 0); },
+        {"zero-attn-positions", [](const Config& c) { return c.add_zero_attn && places_keys(c); },
          "--rope, --alibi and --window place keys by position; the zero key --add-zero-attn "
          "appends has none"},
         {"seq-first-without-input",

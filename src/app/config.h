@@ -2,6 +2,7 @@
 // Config: everything the command line asked for, parsed and validated.
 
 #include "core/forms/block.h"
+#include "core/ops/masks.h"
 #include "core/pass/attention.h"
 #include "core/pass/plan.h"
 #include "core/position/rope.h"
@@ -20,6 +21,42 @@ enum class ColorChoice { Auto, Always, Never, Force256, ForceTrueColour };
 // What --form and the four form options ask for: a Form of steps 6-10, or the block
 // (which wraps the packed form).
 enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block, Mla };
+
+// The options of steps 7-9: which keys step 8 biases or hides, how step 7 scales and caps the
+// scores, what step 9 normalises with. To add one: its row in cli.cpp's table, a field here, a
+// line in given() and, if the pass reads it from Masks, a line in apply(). The rules that take
+// or refuse the score options as a group (--model) then know it. --no-scale, which skips
+// step 7 to show what the scale does, is a view (Config::no_scale).
+struct ScoreOptions {
+    bool alibi = false;                // --alibi: step 8 adds −m_i·|p − j|
+    std::size_t window = 0;            // --window W; 0: none
+    std::optional<std::size_t> sinks;  // --sink-tokens S (needs --window)
+    std::optional<double> softcap;     // --softcap C: step 7 ends with C·tanh(scores / C)
+    std::optional<double> scale_base;  // --scale-base S: step 7 divides by sqrt(S)
+
+    // The options set, on the command line or by --preset, by their flags in --help order:
+    // {"--window", "--softcap"}.
+    std::vector<std::string> given() const {
+        std::vector<std::string> flags;
+        const auto add = [&flags](bool is_given, const char* flag) {
+            if (is_given) flags.push_back(flag);
+        };
+        add(alibi, "--alibi");
+        add(window > 0, "--window");
+        add(sinks.has_value(), "--sink-tokens");
+        add(softcap.has_value(), "--softcap");
+        add(scale_base.has_value(), "--scale-base");
+        return flags;
+    }
+
+    // Sets what steps 7-9 read from masks (the pass's options take scale_base).
+    void apply(Masks& masks) const {
+        masks.softcap = softcap.value_or(0.0);
+        masks.alibi = alibi;
+        masks.window = window;
+        masks.sinks = sinks.value_or(0);
+    }
+};
 
 struct Config {
     // Sizes left unset come from the files (when given) or the defaults below.
@@ -89,11 +126,7 @@ struct Config {
     // Modern attention (docs/variants.md): positions, locality and bounds of the scores.
     std::optional<RopeLayout> rope;    // --rope half|interleaved
     std::optional<double> rope_theta;  // --rope-theta T, default 10000
-    bool alibi = false;
-    std::size_t window = 0;            // --window W; 0: none
-    std::optional<std::size_t> sinks;  // --sink-tokens S (needs --window)
-    std::optional<double> softcap;     // --softcap C
-    std::optional<double> scale_base;  // --scale-base S: step 7 divides by sqrt(S)
+    ScoreOptions scores;               // steps 7-9: --alibi ... --scale-base
     bool qk_norm = false;
     std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
     std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)
@@ -109,6 +142,10 @@ inline constexpr std::size_t default_seq_len = 8;
 inline constexpr std::size_t default_d_model = 256;
 inline constexpr std::size_t max_threads = 256;
 inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
+
+// Whether the options place keys by position (RoPE, ALiBi, the window): a key appended without
+// one (--add-zero-attn, a state dict's bias_k) cannot take them.
+inline bool places_keys(const Config& c) { return c.rope || c.scores.alibi || c.scores.window > 0; }
 
 // What the run prints after the report: heatmaps, the summary (also with --no-scale).
 inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.no_scale; }

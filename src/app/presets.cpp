@@ -87,7 +87,7 @@ void apply_layer(const Preset& p, Config& c) {
                     ": the layers are 0.." + std::to_string(p.layers - 1));
     }
     const bool local = *c.layer % 2 == 0;
-    if (local && c.window == 0) c.window = p.local_window;
+    if (local && c.scores.window == 0) c.scores.window = p.local_window;
     c.layer_kind = (local ? "local layer " : "global layer ") + std::to_string(*c.layer) +
                    (local ? " (sliding window " + std::to_string(p.local_window) + ")" : "");
 }
@@ -107,10 +107,11 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
         if (!c.rope) c.rope = RopeLayout::Half;
         if (!c.rope_theta) c.rope_theta = p.rope_theta;
     }
-    if (p.window > 0 && c.window == 0) c.window = p.window;
+    if (p.window > 0 && c.scores.window == 0) c.scores.window = p.window;
     if (p.head_dim > 0 && !c.head_dim && !was_given("--heads")) c.head_dim = p.head_dim;
-    if (p.scale_base > 0.0 && !c.scale_base && !c.no_scale) c.scale_base = p.scale_base;
-    if (p.softcap > 0.0 && !c.softcap) c.softcap = p.softcap;
+    if (p.scale_base > 0.0 && !c.scores.scale_base && !c.no_scale)
+        c.scores.scale_base = p.scale_base;
+    if (p.softcap > 0.0 && !c.scores.softcap) c.scores.softcap = p.softcap;
     apply_layer(p, c);
     if (p.mla_latent > 0 &&
         (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {

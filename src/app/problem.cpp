@@ -252,10 +252,7 @@ Masks masks_of(const Config& c) {
     Masks masks;
     masks.causal = c.causal;
     masks.causal_align = c.causal_align;
-    masks.softcap = c.softcap.value_or(0.0);
-    masks.alibi = c.alibi;
-    masks.window = c.window;
-    masks.sinks = c.sinks.value_or(0);
+    c.scores.apply(masks);
     return masks;
 }
 
@@ -308,7 +305,7 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
 // add_bias_kv's extra position goes into the packed pass (check_pass refuses a causal rule).
 void check_bias_kv(const Config& c, const Weights& w) {
     if (w.bias_k.empty()) return;
-    if (c.rope || c.alibi || c.window > 0) {
+    if (places_keys(c)) {
         throw Error(c.weights_path +
                     " has bias_k and bias_v (add_bias_kv=True): --rope, --alibi "
                     "and --window place keys by position; the key/value position they append has "
@@ -416,7 +413,7 @@ ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path
     options.threads = threads;
     options.zero_masked_rows = c.zero_masked_rows;
     options.scale = !c.no_scale;
-    options.scale_base = c.scale_base.value_or(0.0);
+    options.scale_base = c.scores.scale_base.value_or(0.0);
     options.add_zero_attn = c.add_zero_attn;
     options.flash_row = c.flash_row;
     options.path = path;

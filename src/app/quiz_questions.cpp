@@ -192,19 +192,19 @@ Question rope_question(Random& random, Config c) {
 // The sliding window: how many keys one query sees, counted in the mask grid of step 8.
 Question window_question(Random& random, Config c) {
     c.kv_len = c.seq_len;
-    c.window = draw(random, 1, 4);
+    c.scores.window = draw(random, 1, 4);
     const Trace t = traced(c);
     const Recorded& mask = t.find(StepKind::Mask);
     const std::size_t row = draw(random, 0, mask.step.allowed.size() - 1);
     const std::vector<bool>& keys = mask.step.allowed[row];
     const std::uint64_t seen = std::uint64_t(std::count(keys.begin(), keys.end(), true));
     Question q{Topic::Window,
-               "With --window " + std::to_string(c.window) + ", how many keys does query " +
+               "With --window " + std::to_string(c.scores.window) + ", how many keys does query " +
                    std::to_string(row) + " attend to?",
                AnswerKind::Number,
                {seen},
                "query p sees keys p - W < j <= p: min(p + 1, W) = min(" + std::to_string(row + 1) +
-                   ", " + std::to_string(c.window) + ") = " + std::to_string(seen) + "\n" +
+                   ", " + std::to_string(c.scores.window) + ") = " + std::to_string(seen) + "\n" +
                    mask.text};
     q.text = described(t.info) + ".\n" + q.text;
     return q;
