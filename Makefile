@@ -169,7 +169,7 @@ same-output: $(BUILD)/mha
 	+$(ASAN_MAKE) build-asan/mha
 	tests/same-output $(BUILD)/mha build-asan/mha
 
-# fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS
+# fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS, two at a time
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := 10
 FUZZ_TARGETS := npy npz weights model cli run
