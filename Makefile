@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-backward-memory
+.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -216,6 +216,19 @@ bench-train-step: $(BUILD)/bench_train_step
 $(BUILD)/bench_train_step: $(BUILD)/tests/bench/train_step.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench-cores: whether the processors are whole cores right now (a virtual machine's may share
+# one): the same arithmetic on 1 thread, then on T at once, CORES_SAMPLES times
+# (tests/bench/cores.cpp); CORES_SAMPLES="samples [threads]"
+CORES_SAMPLES ?= 20 2
+bench-cores: $(BUILD)/bench_cores
+	./$(BUILD)/bench_cores $(CORES_SAMPLES)
+
+$(BUILD)/bench_cores: $(BUILD)/tests/bench/cores.o
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# its work is its own loop, so it keeps CXXFLAGS' optimisation
+$(BUILD)/tests/bench/cores.o: TEST_OPT :=
+
 # bench-backward-memory: forward + backward's peak resident memory on the standard and the
 # streaming path, each in a child process (tests/bench/backward_memory.cpp);
 # MEMORY_SIZE="B N d_model h [threads]"
@@ -245,4 +258,4 @@ install: $(BUILD)/mha
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang build-native build-strict
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/tests/bench/attention_core.d $(BUILD)/tests/bench/phases.d $(BUILD)/tests/bench/backward_memory.d $(wildcard $(BUILD)/tests/fuzz/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(wildcard $(BUILD)/tests/bench/*.d) $(wildcard $(BUILD)/tests/fuzz/*.d)
