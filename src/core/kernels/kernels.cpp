@@ -528,7 +528,7 @@ MHA_VARIANT(plain, , 4, 8, 4, 8)
 #define MHA_X86 1
 MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 4, 8)
 MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 8, 32)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 4, 64)
 #endif
 
 #define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                  \
@@ -540,7 +540,7 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64,
 
 const Variant variants[] = {
 #ifdef MHA_X86
-    MHA_ENTRY(KernelVariant::Avx512, "avx512", "4x64 floats", avx512, 4, 64, 8, 32),
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", "4x64 floats", avx512, 4, 64, 4, 64),
     MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32, 4, 16),
     MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8, 4, 8),
 #endif
