@@ -231,29 +231,38 @@ TEST_CASE(
         mha::linear_panels(x.data(), in, split, row_split, rows, panel_split, panels);
     };
 
+    // The splits are loops, not generators: a generator would run the products above (and
+    // the reference) again for each split.
     SECTION("any split of rows and panels") {
-        const std::size_t row_split = GENERATE(1, 20), panel_split = GENERATE(0, 1, 2);
-        CAPTURE(row_split, panel_split);
-        mha::Tensor parts({rows, out}), parts2({rows, wide});
-        const std::vector<mha::LinearTarget> split = targets(parts, parts2);
-        in_four_parts(split, row_split, panel_split);
-        CHECK(parts.to_vector() == fast.to_vector());
-        CHECK(parts2.to_vector() == fast2.to_vector());
+        for (const std::size_t row_split : {1, 20}) {
+            for (const std::size_t panel_split : {0, 1, 2}) {
+                CAPTURE(row_split, panel_split);
+                mha::Tensor parts({rows, out}), parts2({rows, wide});
+                const std::vector<mha::LinearTarget> split = targets(parts, parts2);
+                in_four_parts(split, row_split, panel_split);
+                CHECK(parts.to_vector() == fast.to_vector());
+                CHECK(parts2.to_vector() == fast2.to_vector());
+            }
+        }
     }
     SECTION("W packed once (pack_linear): the same bits, for any split") {
         const mha::PackedLinear packed = mha::pack_linear(w.data(), out, in);
         const mha::PackedLinear packed2 = mha::pack_linear(w2.data(), wide, in);
         REQUIRE(packed.for_kernels() != nullptr);
-        const std::size_t row_split = GENERATE(0, 20), panel_split = GENERATE(0, 1, 2);
-        const bool both = GENERATE(false, true);  // or only the second target packed
-        CAPTURE(row_split, panel_split, both);
-        mha::Tensor parts({rows, out}), parts2({rows, wide});
-        std::vector<mha::LinearTarget> split = targets(parts, parts2);
-        if (both) split[0].packed = packed.for_kernels();
-        split[1].packed = packed2.for_kernels();
-        in_four_parts(split, row_split, panel_split);
-        CHECK(parts.to_vector() == fast.to_vector());
-        CHECK(parts2.to_vector() == fast2.to_vector());
+        for (const std::size_t row_split : {0, 20}) {
+            for (const std::size_t panel_split : {0, 1, 2}) {
+                for (const bool both : {false, true}) {  // or only the second target packed
+                    CAPTURE(row_split, panel_split, both);
+                    mha::Tensor parts({rows, out}), parts2({rows, wide});
+                    std::vector<mha::LinearTarget> split = targets(parts, parts2);
+                    if (both) split[0].packed = packed.for_kernels();
+                    split[1].packed = packed2.for_kernels();
+                    in_four_parts(split, row_split, panel_split);
+                    CHECK(parts.to_vector() == fast.to_vector());
+                    CHECK(parts2.to_vector() == fast2.to_vector());
+                }
+            }
+        }
     }
     SECTION("gemm on the transposed view, then the bias") {
         std::vector<float> product(rows * out);
