@@ -151,7 +151,7 @@ test-asan:
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
 # built with ThreadSanitizer. It skips the tests that only re-run the binary on documented
 # commands: [docs] and [catalogue] (refusals that mostly stop before any thread starts), and
-# [serial], kernel checks that start no thread (over half of this suite's time otherwise); the
+# [serial], kernel checks that start no thread (nothing for TSan to watch); the
 # plain and ASan suites run every test file and tag.
 THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_heads parity backward \
     mla_backward train_ops workspace cli show bench time_guard
