@@ -63,7 +63,7 @@ MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1
     const std::ptrdiff_t s = skip.shift;
     lo = p0;
     hi = p1;
-    if (skip.kind == GemmSkip::RowEnds) {  // a(i, p) = 0 for p > i + s
+    if (skip.kind == GemmSkip::RowEnds) {                   // a(i, p) = 0 for p > i + s
         const std::ptrdiff_t end = std::ptrdiff_t(r1) + s;  // one past the last row's last p
         hi = end <= std::ptrdiff_t(p0) ? p0 : std::min(p1, std::size_t(end));
     } else if (skip.kind == GemmSkip::RowStarts) {  // a(i, p) = 0 for p < i - s
@@ -199,9 +199,8 @@ MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size
 // skip_on_columns: the band of zeros follows b's columns instead (b(p, j) = 0 where skip says
 // a(j, p) is), as in gemm_t's transposed product of a narrow one.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c,
-                               std::size_t ldc, bool accumulate, const GemmSkip& skip,
-                               bool skip_on_columns) {
+MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                               bool accumulate, const GemmSkip& skip, bool skip_on_columns) {
     constexpr std::size_t MC = mc_panels * MR;
     const std::size_t n = a.rows, k = a.cols, m = b.cols;
     if (k == 0) {
@@ -470,8 +469,7 @@ struct Variant {
     const char* name;
     const char* tile;
     std::size_t mr, nr;
-    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool,
-                 const GemmSkip&);
+    void (*gemm)(const MatrixView&, const MatrixView&, float*, std::size_t, bool, const GemmSkip&);
     void (*linear_panels)(const float*, std::size_t, const std::vector<LinearTarget>&, std::size_t,
                           std::size_t, std::size_t, std::size_t);
     void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
@@ -517,7 +515,10 @@ struct Variant {
                                           std::size_t d_k, const float* shrink, float* o,          \
                                           std::size_t ldo) {                                       \
         flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                          \
-    }
+    }                                                                                              \
+    constexpr std::size_t mr_##suffix = MR, nr_##suffix = NR;                                      \
+    constexpr FlashRegisterTile flash_tile_##suffix{FMR, FNR};                                     \
+    constexpr const char* tile_##suffix = #MR "x" #NR " floats";
 
 // Register tiles: the sums of MR x NR floats fill about half of the vector
 // registers, leaving room for the products, b's row and a's broadcast. The fused
@@ -531,20 +532,21 @@ MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
 MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 4, 64)
 #endif
 
-#define MHA_ENTRY(id, name, tile, suffix, MR, NR, FMR, FNR)                                  \
-    {                                                                                        \
-        id, name, tile, MR, NR, gemm_##suffix, linear_panels_##suffix, pack_linear_##suffix, \
-            max_of_##suffix, exp_shifted_##suffix, {FMR, FNR}, flash_scores_##suffix,        \
-            flash_softmax_##suffix, flash_accumulate_##suffix                                \
+// A variant's row of the table, from what MHA_VARIANT built: its tiles are written once, there.
+#define MHA_ENTRY(id, name, suffix)                                                               \
+    {                                                                                             \
+        id, name, tile_##suffix, mr_##suffix, nr_##suffix, gemm_##suffix, linear_panels_##suffix, \
+            pack_linear_##suffix, max_of_##suffix, exp_shifted_##suffix, flash_tile_##suffix,     \
+            flash_scores_##suffix, flash_softmax_##suffix, flash_accumulate_##suffix              \
     }
 
 const Variant variants[] = {
 #ifdef MHA_X86
-    MHA_ENTRY(KernelVariant::Avx512, "avx512", "4x64 floats", avx512, 4, 64, 4, 64),
-    MHA_ENTRY(KernelVariant::Avx2, "avx2", "3x32 floats", avx2, 3, 32, 4, 16),
-    MHA_ENTRY(KernelVariant::Sse2, "sse2", "4x8 floats", sse2, 4, 8, 4, 8),
+    MHA_ENTRY(KernelVariant::Avx512, "avx512", avx512),
+    MHA_ENTRY(KernelVariant::Avx2, "avx2", avx2),
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", sse2),
 #endif
-    MHA_ENTRY(KernelVariant::Plain, "plain", "4x8 floats", plain, 4, 8, 4, 8),
+    MHA_ENTRY(KernelVariant::Plain, "plain", plain),
 };
 
 // Whether the CPU has the feature and the operating system saves its registers. glibc

@@ -53,15 +53,6 @@ const Normaliser& normaliser_of(const Masks& masks) {
     return masks.normaliser != nullptr ? *masks.normaliser : default_normaliser();
 }
 
-const Normaliser& normaliser_named(const std::string& name) {
-    std::string known;
-    for (const Normaliser& row : normalisers) {
-        if (row.name == name) return row;
-        known += (known.empty() ? "" : ", ") + std::string(row.name);
-    }
-    throw Error("no normaliser '" + name + "'; there are " + known);
-}
-
 void require_streamed(const Masks& masks) {
     const Normaliser& row = normaliser_of(masks);
     if (!row.streams) {

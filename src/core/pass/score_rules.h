@@ -40,9 +40,6 @@ const Normaliser& default_normaliser();
 // The normaliser `masks` names: the default unless it names another.
 const Normaliser& normaliser_of(const Masks& masks);
 
-// The normaliser called `name`; throws Error naming the ones there are.
-const Normaliser& normaliser_named(const std::string& name);
-
 // Throws Error when the streaming path has no online form of the normaliser of `masks`.
 void require_streamed(const Masks& masks);
 
