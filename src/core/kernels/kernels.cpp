@@ -249,8 +249,9 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
 // c = or += a b for outputs narrower than half a register tile (m <= NR / 2: P V, Pᵀ dO, dS K
 // and dSᵀ Q at d_k 32 or less with AVX-512) with at least a tile's width of rows: the product
 // is computed transposed, cᵀ = bᵀ aᵀ, on the same tiles with no lane of padding, into a
-// scratch (m, n) that is then transposed into c. Each element adds the same products (a · b = b · a) in the
-// same order, from c's value when accumulating, so the bits are those of gemm_blocked_t.
+// scratch (m, n) that is then transposed into c. Each element adds the same products
+// (a · b = b · a) in the same order, from c's value when accumulating, so the bits are those
+// of gemm_blocked_t.
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
