@@ -2,7 +2,9 @@
 // default recipe's sizes (examples/models/kjv-2x4.npz: 2 pre-LN layers, d_model 64, 4 heads,
 // d_ff 256, vocabulary 63; B rows of N tokens), and prints each phase's median.
 //
-//   build/bench_train_step [B] [N] [repeat] [threads] [model.npz]
+//   build/bench_train_step [B] [N] [repeat] [threads] [model.npz] [only]
+//
+// `only`: run just the phases whose name contains it (for a profiler).
 //
 // The phases call the layers the step calls, one at a time, on layer 0's inputs (every layer
 // has the same sizes, so a layer's phases cost the same in each); "model fwd+bwd" is
@@ -10,6 +12,7 @@
 // ", workspace": with one workspace kept across the steps; "train_step" is the trainer's step
 // (core/train/train_step.h), which updates the same parameters.
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -179,6 +182,14 @@ int main(int argc, char** argv) {
          }, {}},
         {"train_step", [&] { mha::train_step(trainer, tokens, targets, B, {}, threads); }, {}},
     };
+    if (argc > 6) {
+        const std::string only = argv[6];
+        phases.erase(std::remove_if(phases.begin(), phases.end(),
+                                    [&](const Phase& p) {
+                                        return std::string(p.name).find(only) == std::string::npos;
+                                    }),
+                     phases.end());
+    }
     for (Phase& p : phases) p.run();  // warm-up
     for (std::size_t r = 0; r < repeat; ++r) {
         for (Phase& p : phases) p.ms.push_back(bench::time_ms(p.run));

@@ -157,29 +157,54 @@ MHA_INLINE void store_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc
     }
 }
 
-// acc (MR, NR) += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), p ascending.
+// A tile's operands: a(i, p) at a[i · a_i + p · a_p] (a packed panel has a_i = 1 and
+// a_p = MR; a read in place, its view's strides) and b's packed panel (kc, NR).
+struct TileOperands {
+    const float* a;
+    std::size_t a_i, a_p;
+    const float* b;
+};
+
+// acc (MR, NR) += a (MR, kc) x b_panel (kc, NR), p ascending.
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
+MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
+                             const float* b, float (&acc)[MR][NR]) {
     for (std::size_t p = 0; p < kc; ++p) {
-        const float* ap = a + p * MR;
+        const float* ap = a + p * a_p;
         const float* bp = b + p * NR;
         for (std::size_t i = 0; i < MR; ++i) {
-            for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
+            for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i * a_i] * bp[j];
         }
     }
 }
 
-// c (rows, cols) = or += a_panel (kc, MR)ᵀ-packed x b_panel (kc, NR), for the valid
-// corner of the tile; the sums stay in registers until the end.
+// The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
 template <std::size_t MR, std::size_t NR>
-MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
-                             std::size_t ldc, std::size_t rows, std::size_t cols, bool accumulate) {
+MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
+    add_products(kc, a, 1, MR, b, acc);
+}
+
+// c (rows, cols) = or += the tile's product, for the valid corner of the tile; the sums stay
+// in registers until the end. A packed a takes a loop with constant strides.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, std::size_t ldc,
+                             std::size_t rows, std::size_t cols, bool accumulate) {
     float acc[MR][NR] = {};
-    add_products(kc, a, b, acc);
+    if (t.a_i == 1 && t.a_p == MR)
+        add_products(kc, t.a, t.b, acc);
+    else
+        add_products(kc, t.a, t.a_i, t.a_p, t.b, acc);
     if (rows == MR && cols == NR)
         store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
     else
         store_tile(acc, c, ldc, rows, cols, accumulate);
+}
+
+// The same on packed panels.
+template <std::size_t MR, std::size_t NR>
+MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
+                             std::size_t ldc, std::size_t rows, std::size_t cols, bool accumulate) {
+    micro_kernel<MR, NR>(kc, TileOperands{a, 1, MR, b}, c, ldc, rows, cols, accumulate);
 }
 
 // Whether output columns from j0 on are unwanted for every row of [r0, r1) under `skip`.
@@ -207,6 +232,11 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
         if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
+    // a is read where it is when its rows or its columns lie contiguous (MR rows at a time
+    // stream through the cache as well as a packed panel does); only its partial last panel,
+    // which needs zero padding, is packed then. b is always packed: read in place, its rows
+    // lie a row stride apart and the tile's loads fight over the same cache sets.
+    const bool a_in_place = a.col_stride == 1 || a.row_stride == 1;
     Scratch& s = scratch();
     float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
     float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
@@ -221,7 +251,9 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                 live_depths(skip, 0, m, p0, p0 + kc, lo, hi);
             else
                 live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
-            if (hi > lo) pack_a<MR>(a, i0, mc, lo, hi - lo, packed_a);
+            const std::size_t whole = a_in_place ? mc / MR * MR : 0;  // rows read in place
+            if (hi > lo && whole < mc)
+                pack_a<MR>(a, i0 + whole, mc - whole, lo, hi - lo, packed_a + whole * (hi - lo));
             for (std::size_t j = 0; j < m; j += NR) {
                 const float* b_panel = packed_b + j / NR * kc * NR;
                 for (std::size_t i = 0; i < mc; i += MR) {
@@ -237,9 +269,14 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                         if (!add) zero_tile(tile, ldc, rows, cols);
                         continue;
                     }
-                    micro_kernel<MR, NR>(phi - plo,
-                                         packed_a + i / MR * (hi - lo) * MR + (plo - lo) * MR,
-                                         b_panel + (plo - p0) * NR, tile, ldc, rows, cols, add);
+                    TileOperands t{packed_a + i * (hi - lo) + (plo - lo) * MR, 1, MR,
+                                   b_panel + (plo - p0) * NR};
+                    if (i < whole) {
+                        t.a = a.data + (i0 + i) * a.row_stride + plo * a.col_stride;
+                        t.a_i = a.row_stride;
+                        t.a_p = a.col_stride;
+                    }
+                    micro_kernel<MR, NR>(phi - plo, t, tile, ldc, rows, cols, add);
                 }
             }
         }
