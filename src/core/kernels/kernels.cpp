@@ -40,8 +40,12 @@ namespace {
 
 constexpr std::size_t KC = 256;   // depth of one packed slice: the summation order
 constexpr std::size_t lanes = 8;  // independent partial results in reductions
-constexpr std::size_t widest_nr = 64, tallest_mr = 4;  // for the scratch bound
-constexpr std::size_t mc_panels = 16;                  // MR-high panels in a block of a
+constexpr std::size_t widest_nr = 64;  // for the scratch bound
+constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
+constexpr std::size_t mc_rows = 64;    // rows in a block of a, rounded down to whole panels
+// Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: a tile's
+// MR rows read in place from them would evict each other.
+constexpr std::size_t set_stride_floats = 1024;
 
 MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
     return (n + multiple - 1) / multiple * multiple;
@@ -49,7 +53,7 @@ MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
 
 // Per-thread packing buffers, kept between calls (pool threads live on).
 struct Scratch {
-    ScratchBuffer a, b, t;  // t: a narrow product's transposed result
+    ScratchBuffer a, b;
 };
 Scratch& scratch() {
     thread_local Scratch s;
@@ -72,25 +76,18 @@ MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1
     }
 }
 
-// b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major. Under a
-// skip that follows b's columns (a narrow product's, see gemm_t), only the rows of a panel that
-// may hold non-zeros are packed: the micro-kernel reads no other.
+// b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major.
 template <std::size_t NR>
-MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out,
-                       const GemmSkip& column_skip = {}) {
+MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
     const std::size_t panels = round_up(b.cols, NR) / NR;
     for (std::size_t panel = 0; panel < panels; ++panel) {
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
-        std::size_t lo = 0, hi = 0;
-        live_depths(column_skip, j0, j0 + width, p0, p0 + kc, lo, hi);
-        if (hi <= lo) continue;
-        const std::size_t first = lo - p0, last = hi - p0;
-        if (width < NR) std::fill(dst + first * NR, dst + last * NR, 0.0f);
-        if (b.row_stride == 1 && width == NR) {  // a transposed view (Kᵀ, Vᵀ): 8 columns at once
+        if (width < NR) std::fill(dst, dst + kc * NR, 0.0f);
+        if (b.row_stride == 1 && width == NR && NR % 8 == 0) {  // Kᵀ, Vᵀ: 8 columns at once
             for (std::size_t j8 = 0; j8 < NR; j8 += 8) {
                 const float* src = b.data + (j0 + j8) * b.col_stride + p0;
-                for (std::size_t p = first; p < last; ++p) {
+                for (std::size_t p = 0; p < kc; ++p) {
                     float* row = dst + p * NR + j8;
                     for (std::size_t j = 0; j < 8; ++j) row[j] = src[j * b.col_stride + p];
                 }
@@ -98,15 +95,15 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
         } else if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
             for (std::size_t j = 0; j < width; ++j) {
                 const float* src = b.data + (j0 + j) * b.col_stride + p0;
-                for (std::size_t p = first; p < last; ++p) dst[p * NR + j] = src[p];
+                for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
             }
         } else if (b.col_stride == 1) {
-            for (std::size_t p = first; p < last; ++p) {
+            for (std::size_t p = 0; p < kc; ++p) {
                 const float* src = b.data + (p0 + p) * b.row_stride + j0;
                 for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j];
             }
         } else {
-            for (std::size_t p = first; p < last; ++p) {
+            for (std::size_t p = 0; p < kc; ++p) {
                 const float* src = b.data + (p0 + p) * b.row_stride + j0 * b.col_stride;
                 for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j * b.col_stride];
             }
@@ -169,6 +166,19 @@ struct TileOperands {
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
                              const float* b, float (&acc)[MR][NR]) {
+    if constexpr (NR * sizeof(float) <= max_vector_bytes) {  // a narrow tile: a row a register
+        typedef float Row __attribute__((vector_size(NR * sizeof(float))));
+        Row sums[MR];
+        std::memcpy(sums, acc, sizeof sums);
+        for (std::size_t p = 0; p < kc; ++p) {
+            const float* ap = a + p * a_p;
+            Row bp;
+            std::memcpy(&bp, b + p * NR, sizeof bp);
+            for (std::size_t i = 0; i < MR; ++i) sums[i] += bp * ap[i * a_i];
+        }
+        std::memcpy(acc, sums, sizeof sums);
+        return;
+    }
     for (std::size_t p = 0; p < kc; ++p) {
         const float* ap = a + p * a_p;
         const float* bp = b + p * NR;
@@ -221,36 +231,33 @@ MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size
 // The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
 // zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
 // and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
-// skip_on_columns: the band of zeros follows b's columns instead (b(p, j) = 0 where skip says
-// a(j, p) is), as in gemm_t's transposed product of a narrow one.
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-                               bool accumulate, const GemmSkip& skip, bool skip_on_columns) {
-    constexpr std::size_t MC = mc_panels * MR;
+                               bool accumulate, const GemmSkip& skip) {
+    constexpr std::size_t MC = mc_rows / MR * MR;
     const std::size_t n = a.rows, k = a.cols, m = b.cols;
     if (k == 0) {
         if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
-    // a is read where it is when its rows or its columns lie contiguous (MR rows at a time
-    // stream through the cache as well as a packed panel does); only its partial last panel,
-    // which needs zero padding, is packed then. b is always packed: read in place, its rows
-    // lie a row stride apart and the tile's loads fight over the same cache sets.
-    const bool a_in_place = a.col_stride == 1 || a.row_stride == 1;
+    // a is read where it is when its columns lie contiguous (a transposed view) or its rows do
+    // at a stride that spreads them over the cache's sets: MR rows at a time stream through
+    // the cache as well as a packed panel does. Only its partial last panel, which needs zero
+    // padding, is packed then. b is always packed: read in place, its rows lie a row stride
+    // apart and the tile's loads fight over the same cache sets (measured slower).
+    const bool a_in_place =
+        a.row_stride == 1 || (a.col_stride == 1 && a.row_stride % set_stride_floats != 0);
     Scratch& s = scratch();
     float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
     float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
     for (std::size_t p0 = 0; p0 < k; p0 += KC) {
         const std::size_t kc = std::min(KC, k - p0);
         const bool add = accumulate || p0 > 0;
-        pack_b<NR>(b, p0, kc, packed_b, skip_on_columns ? skip : GemmSkip{});
+        pack_b<NR>(b, p0, kc, packed_b);
         for (std::size_t i0 = 0; i0 < n; i0 += MC) {
             const std::size_t mc = std::min(MC, n - i0);
             std::size_t lo = 0, hi = 0;  // the block's live depths: only they are packed
-            if (skip_on_columns)
-                live_depths(skip, 0, m, p0, p0 + kc, lo, hi);
-            else
-                live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
+            live_depths(skip, i0, i0 + mc, p0, p0 + kc, lo, hi);
             const std::size_t whole = a_in_place ? mc / MR * MR : 0;  // rows read in place
             if (hi > lo && whole < mc)
                 pack_a<MR>(a, i0 + whole, mc - whole, lo, hi - lo, packed_a + whole * (hi - lo));
@@ -261,10 +268,7 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                     float* tile = c + (i0 + i) * ldc + j;
                     if (unwanted_columns(skip, i0 + i + rows, j)) continue;
                     std::size_t plo = 0, phi = 0;
-                    if (skip_on_columns)
-                        live_depths(skip, j, j + cols, lo, hi, plo, phi);
-                    else
-                        live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
+                    live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
                     if (phi <= plo) {
                         if (!add) zero_tile(tile, ldc, rows, cols);
                         continue;
@@ -283,26 +287,18 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
     }
 }
 
-// c = or += a b for outputs narrower than half a register tile (m <= NR / 2: P V, Pᵀ dO, dS K
-// and dSᵀ Q at d_k 32 or less with AVX-512) with at least a tile's width of rows: the product
-// is computed transposed, cᵀ = bᵀ aᵀ, on the same tiles with no lane of padding, into a
-// scratch (m, n) that is then transposed into c. Each element adds the same products
-// (a · b = b · a) in the same order, from c's value when accumulating, so the bits are those
-// of gemm_blocked_t.
-template <std::size_t MR, std::size_t NR>
+// c = or += a b on the wide register tile (MR, NR), or on the narrow one (NMR, NNR: one
+// vector register a row) for outputs no wider than the wide tile (P V, dS K, Pᵀ dO, dSᵀ Q,
+// the linear layers' dX and dW at d_model 64): the wide tile would pad them with lanes of
+// zeros or read a packed a once per NR columns only. Both sum every element in the same order,
+// so the bits are the same.
+template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
-    const std::size_t n = a.rows, m = b.cols;
-    if (m > NR / 2 || n < NR || a.cols == 0 || skip.kind == GemmSkip::OutputEnds)
-        return gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip, false);
-    float* t = scratch().t.floats(m * n);  // cᵀ (m, n)
-    for (std::size_t i = 0; accumulate && i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) t[j * n + i] = c[i * ldc + j];
-    }
-    gemm_blocked_t<MR, NR>(b.transposed(), a.transposed(), t, n, accumulate, skip, true);
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) c[i * ldc + j] = t[j * n + i];
-    }
+    if (b.cols <= NR)
+        gemm_blocked_t<NMR, NNR>(a, b, c, ldc, accumulate, skip);
+    else
+        gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip);
 }
 
 // One NR-wide panel of a projection's outputs: target t's outputs [j0, j0 + width).
@@ -347,7 +343,7 @@ template <std::size_t MR, std::size_t NR>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
                                 std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
-    constexpr std::size_t MC = mc_panels * MR;
+    constexpr std::size_t MC = mc_rows / MR * MR;
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
@@ -406,34 +402,52 @@ MHA_INLINE void pack_linear_t(const float* w, std::size_t out, std::size_t in, f
     }
 }
 
+// The reductions below keep `lanes` partial results, lane l taking elements l, l + lanes, ...
+// in order, as one vector of lanes; their main loops take two lanes' rows per turn, so the
+// element-wise work runs across 2 · lanes floats (one AVX-512 register).
+typedef float Lanes __attribute__((vector_size(lanes * sizeof(float))));
+
+MHA_INLINE void add_lanes(Lanes& lane, const float* values) {
+    Lanes v;
+    std::memcpy(&v, values, sizeof v);
+    lane += v;
+}
+
 MHA_INLINE float max_of_t(const float* values, std::size_t n) {
-    float lane[lanes];
-    for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+    Lanes lane;
+    for (std::size_t l = 0; l < lanes; ++l) lane[l] = -std::numeric_limits<float>::infinity();
     std::size_t i = 0;
     for (; i + lanes <= n; i += lanes) {
-        for (std::size_t l = 0; l < lanes; ++l) lane[l] = std::max(lane[l], values[i + l]);
+        Lanes v;
+        std::memcpy(&v, values + i, sizeof v);
+        lane = lane < v ? v : lane;  // std::max(lane, v) in every lane
     }
-    for (; i < n; ++i) lane[0] = std::max(lane[0], values[i]);
     float max = lane[0];
+    for (; i < n; ++i) max = std::max(max, values[i]);
     for (std::size_t l = 1; l < lanes; ++l) max = std::max(max, lane[l]);
     return max;
 }
 
 MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
-    float lane[lanes] = {};
+    Lanes lane = {};
     std::size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        for (std::size_t l = 0; l < lanes; ++l) {
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {
+        for (std::size_t l = 0; l < 2 * lanes; ++l)
             values[i + l] = exp_nonpositive_t(values[i + l] - shift);
-            lane[l] += values[i + l];
-        }
+        add_lanes(lane, values + i);
+        add_lanes(lane, values + i + lanes);
     }
+    for (; i + lanes <= n; i += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l)
+            values[i + l] = exp_nonpositive_t(values[i + l] - shift);
+        add_lanes(lane, values + i);
+    }
+    float sum = lane[0];
     for (; i < n; ++i) {
         values[i] = exp_nonpositive_t(values[i] - shift);
-        lane[0] += values[i];
+        sum += values[i];
     }
-    float sum = 0.0f;
-    for (float part : lane) sum += part;
+    for (std::size_t l = 1; l < lanes; ++l) sum += lane[l];
     return sum;
 }
 
@@ -521,10 +535,10 @@ struct Variant {
 };
 
 // The entry points of one variant, built for the CPU features `target` names.
-#define MHA_VARIANT(suffix, target, MR, NR, FMR, FNR)                                              \
+#define MHA_VARIANT(suffix, target, MR, NR, NMR, NNR, FMR, FNR)                                    \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
                               bool accumulate, const GemmSkip& skip) {                             \
-        gemm_t<MR, NR>(a, b, c, ldc, accumulate, skip);                                            \
+        gemm_t<MR, NR, NMR, NNR>(a, b, c, ldc, accumulate, skip);                                  \
     }                                                                                              \
     target void linear_panels_##suffix(const float* x, std::size_t in,                             \
                                        const std::vector<LinearTarget>& targets, std::size_t r0,   \
@@ -556,18 +570,19 @@ struct Variant {
     }                                                                                              \
     constexpr std::size_t mr_##suffix = MR, nr_##suffix = NR;                                      \
     constexpr FlashRegisterTile flash_tile_##suffix{FMR, FNR};                                     \
-    constexpr const char* tile_##suffix = #MR "x" #NR " floats";
+    constexpr const char* tile_##suffix = #MR "x" #NR " floats, narrow " #NMR "x" #NNR;
 
 // Register tiles: the sums of MR x NR floats fill about half of the vector
-// registers, leaving room for the products, b's row and a's broadcast. The fused
-// attention tile (FMR keys x FNR queries) needs FMR to divide its key tile and FNR its
-// query tile (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
-MHA_VARIANT(plain, , 4, 8, 4, 8)
+// registers, leaving room for the products, b's row and a's broadcast. The narrow tile
+// (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
+// queries) needs FMR to divide its key tile and FNR its query tile
+// (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
+MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
-MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 4, 8)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 4, 16)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 4, 64)
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 16, 16, 4, 64)
 #endif
 
 // A variant's row of the table, from what MHA_VARIANT built: its tiles are written once, there.
@@ -690,7 +705,7 @@ void check_kernel_choice() { current(); }
 float exp_nonpositive(float x) { return exp_nonpositive_t(x); }
 
 std::size_t gemm_scratch_floats(std::size_t k, std::size_t m) {
-    return std::min(k, KC) * (round_up(m, widest_nr) + mc_panels * tallest_mr);
+    return std::min(k, KC) * (round_up(m, widest_nr) + mc_rows);
 }
 
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, bool accumulate,
@@ -733,7 +748,7 @@ const float* PackedLinear::for_kernels() const {
 }
 
 std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets) {
-    return std::min(in, KC) * (out + targets * widest_nr + mc_panels * tallest_mr);
+    return std::min(in, KC) * (out + targets * widest_nr + mc_rows);
 }
 
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
