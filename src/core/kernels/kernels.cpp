@@ -336,7 +336,8 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 }
 
 // Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
-// slice of W is packed once and read by every block of rows; then the bias is added. When
+// slice of W is packed once and read by every block of rows (x read in place, as gemm reads
+// a); then the bias is added. When
 // the rows make one block, each panel is packed just before its use into one panel's room
 // (the same products in the same order, in a buffer that stays small).
 template <std::size_t MR, std::size_t NR>
@@ -347,6 +348,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
+    const bool x_in_place = in % set_stride_floats != 0;  // as gemm reads a (see there)
     const bool one_block = r1 - r0 <= MC;
     Scratch& s = scratch();
     float* packed_w = s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : panels.size()));
@@ -366,7 +368,8 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
         }
         for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
             const std::size_t mc = std::min(MC, r1 - i0);
-            pack_a<MR>(a, i0, mc, p0, kc, packed_x);
+            const std::size_t whole = x_in_place ? mc / MR * MR : 0;  // rows read in place
+            if (whole < mc) pack_a<MR>(a, i0 + whole, mc - whole, p0, kc, packed_x + whole * kc);
             for (std::size_t q = 0; q < panels.size(); ++q) {
                 const LinearTarget& t = *panels[q].target;
                 float* y = t.y + i0 * t.out + panels[q].j0;
@@ -376,8 +379,11 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                     if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
                 }
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    micro_kernel<MR, NR>(kc, packed_x + i / MR * kc * MR, w_panel, y + i * t.out,
-                                         t.out, std::min(MR, mc - i), panels[q].width, p0 > 0);
+                    const TileOperands rows =
+                        i < whole ? TileOperands{x + (i0 + i) * in + p0, in, 1, w_panel}
+                                  : TileOperands{packed_x + i * kc, 1, MR, w_panel};
+                    micro_kernel<MR, NR>(kc, rows, y + i * t.out, t.out, std::min(MR, mc - i),
+                                         panels[q].width, p0 > 0);
                 }
             }
         }
