@@ -126,10 +126,15 @@ MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std:
             }
             continue;
         }
-        if (a.col_stride == 1 && height == MR) {  // MR rows read side by side, written in order
-            const float* src = a.data + r0 * a.row_stride + p0;
-            for (std::size_t p = 0; p < kc; ++p) {
-                for (std::size_t i = 0; i < MR; ++i) dst[p * MR + i] = src[i * a.row_stride + p];
+        if (a.col_stride == 1 && height == MR && MR % 4 == 0) {
+            // four rows read side by side, each written in order: rows that share cache sets
+            // (the only row-major a packed whole) would evict each other if more were read
+            for (std::size_t i4 = 0; i4 < MR; i4 += 4) {
+                const float* src = a.data + (r0 + i4) * a.row_stride + p0;
+                for (std::size_t p = 0; p < kc; ++p) {
+                    for (std::size_t i = 0; i < 4; ++i)
+                        dst[p * MR + i4 + i] = src[i * a.row_stride + p];
+                }
             }
             continue;
         }
@@ -240,13 +245,13 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
         if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
-    // a is read where it is when its columns lie contiguous (a transposed view) or its rows do
+    // a is read where it is when its rows (or, a transposed view, its columns) lie contiguous
     // at a stride that spreads them over the cache's sets: MR rows at a time stream through
     // the cache as well as a packed panel does. Only its partial last panel, which needs zero
     // padding, is packed then. b is always packed: read in place, its rows lie a row stride
     // apart and the tile's loads fight over the same cache sets (measured slower).
-    const bool a_in_place =
-        a.row_stride == 1 || (a.col_stride == 1 && a.row_stride % set_stride_floats != 0);
+    const bool a_in_place = (a.col_stride == 1 && a.row_stride % set_stride_floats != 0) ||
+                            (a.row_stride == 1 && a.col_stride % set_stride_floats != 0);
     Scratch& s = scratch();
     float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
     float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
