@@ -462,6 +462,22 @@ MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
     return sum;
 }
 
+// Steps 7-9 of one row when the scale and the causal rule are all its mask: live entries
+// scaled, those from `end` on blocked, then softmax over the live ones, the rest of the row's
+// m entries zero. The order of scale_mask_tile, max_of and exp_shifted, so the same bits.
+// Returns the row's maximum: -inf when every key is blocked (the row is left to the caller).
+MHA_INLINE float softmax_row_t(float* row, std::size_t live, std::size_t end, std::size_t m,
+                               float factor) {
+    for (std::size_t j = 0; j < live; ++j) row[j] *= factor;
+    for (std::size_t j = end; j < live; ++j) row[j] = -std::numeric_limits<float>::infinity();
+    const float max = max_of_t(row, live);
+    if (max == -std::numeric_limits<float>::infinity()) return max;
+    const float inverse = 1.0f / exp_shifted_t(row, live, max);
+    for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
+    std::fill(row + live, row + m, 0.0f);
+    return max;
+}
+
 // ---- The fused attention tile (see kernels.h): Sᵀ = K Qᵀ, the online softmax down the
 // keys with the queries in the lanes, Oᵀ = Oᵀ · shrink + Vᵀ P ----
 
@@ -538,6 +554,7 @@ struct Variant {
     void (*pack_linear)(const float*, std::size_t, std::size_t, float*);
     float (*max_of)(const float*, std::size_t);
     float (*exp_shifted)(float*, std::size_t, float);
+    float (*softmax_row)(float*, std::size_t, std::size_t, std::size_t, float);
     FlashRegisterTile flash;
     void (*flash_scores)(const float*, const float*, std::size_t, std::size_t, float, float*);
     void (*flash_softmax)(float*, std::size_t, float*, float*, float*);
@@ -565,6 +582,10 @@ struct Variant {
     }                                                                                              \
     target float exp_shifted_##suffix(float* values, std::size_t n, float shift) {                 \
         return exp_shifted_t(values, n, shift);                                                    \
+    }                                                                                              \
+    target float softmax_row_##suffix(float* row, std::size_t live, std::size_t end,               \
+                                      std::size_t m, float factor) {                               \
+        return softmax_row_t(row, live, end, m, factor);                                           \
     }                                                                                              \
     target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k,    \
                                       std::size_t kt, float factor, float* scores) {               \
@@ -600,7 +621,8 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64,
 #define MHA_ENTRY(id, name, suffix)                                                               \
     {                                                                                             \
         id, name, tile_##suffix, mr_##suffix, nr_##suffix, gemm_##suffix, linear_panels_##suffix, \
-            pack_linear_##suffix, max_of_##suffix, exp_shifted_##suffix, flash_tile_##suffix,     \
+            pack_linear_##suffix, max_of_##suffix, exp_shifted_##suffix, softmax_row_##suffix,    \
+            flash_tile_##suffix,                                                                  \
             flash_scores_##suffix, flash_softmax_##suffix, flash_accumulate_##suffix              \
     }
 
@@ -811,24 +833,35 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows) {
     if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
+    // with no mask tensor, ALiBi, window or soft-cap, one kernel call does each row
+    const bool plain = mask.attn == nullptr && mask.padding == nullptr &&
+                       mask.alibi_slope == 0.0 && mask.masks->window == 0 &&
+                       !(mask.masks->softcap > 0.0);
+    const Variant& kernels = current();
     std::size_t masked = 0;
     for (std::size_t r = 0; r < mask.n; ++r) {
         // Keys from key_end on are blocked: their weights are 0. The row is worked up to a
         // whole number of the reductions' lanes past it, so every sum adds what it added over
         // the whole row (the blocked keys' -inf and 0 change no maximum and no sum).
         float* row = scores + r * mask.m;
-        const std::size_t live = std::min(mask.m, round_up(mask.key_end(r), lanes));
-        scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
-        const float max = max_of(row, live);
+        const std::size_t end = mask.key_end(r), live = std::min(mask.m, round_up(end, lanes));
+        float max;
+        if (plain) {
+            max = kernels.softmax_row(row, live, end, mask.m, factor);
+        } else {
+            scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
+            max = kernels.max_of(row, live);
+            if (!all_blocked(max)) {
+                const float inverse = 1.0f / kernels.exp_shifted(row, live, max);
+                for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
+                std::fill(row + live, row + mask.m, 0.0f);
+            }
+        }
         if (all_blocked(max)) {
             const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
             std::fill(row, row + mask.m, fill);
             ++masked;
-            continue;
         }
-        const float inverse = 1.0f / exp_shifted(row, live, max);
-        for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
-        std::fill(row + live, row + mask.m, 0.0f);
     }
     return masked;
 }

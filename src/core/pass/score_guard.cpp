@@ -50,6 +50,10 @@ float row_magnitude(const float* row, std::size_t n, std::size_t stride) {
 // overflowed float32: an Error naming its row.
 double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
                          std::size_t first_row) {
+    if (m.col_stride == 1 && m.row_stride == m.cols) {  // contiguous: one scan of every row
+        const float all = row_magnitude(m.data, m.rows * m.cols, 1);
+        if (all <= std::numeric_limits<float>::max()) return all;  // else: find the row below
+    }
     float largest = 0.0f;
     for (std::size_t r = 0; r < m.rows; ++r) {
         const float magnitude = row_magnitude(m.data + r * m.row_stride, m.cols, m.col_stride);
