@@ -208,7 +208,8 @@ $(BUILD)/bench_phases: $(BUILD)/tests/bench/phases.o $(LIB_OBJ)
 
 # bench-train-step: one training step of the default recipe and its phases timed apart
 # (tests/bench/train_step.cpp); TRAIN_STEP_SIZE="B N [repeat] [threads]" picks the rows,
-# the tokens per row, the repeats and the threads
+# the tokens per row, the repeats and the threads; `build/bench_train_step B N repeat threads
+# model.npz PHASE` runs only the phases whose name contains PHASE (for a profiler)
 TRAIN_STEP_SIZE ?= 32 128 21 2
 bench-train-step: $(BUILD)/bench_train_step
 	./$(BUILD)/bench_train_step $(TRAIN_STEP_SIZE)

@@ -233,6 +233,14 @@ MHA_INLINE void zero_tile(float* c, std::size_t ldc, std::size_t rows, std::size
     for (std::size_t i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + cols, 0.0f);
 }
 
+// Whether gemm reads a where it is: when its rows (or, a transposed view, its columns) lie
+// contiguous at a stride that spreads them over the cache's sets, MR rows at a time stream
+// through the cache as well as a packed panel does.
+MHA_INLINE bool reads_in_place(const MatrixView& a) {
+    return (a.col_stride == 1 && a.row_stride % set_stride_floats != 0) ||
+           (a.row_stride == 1 && a.col_stride % set_stride_floats != 0);
+}
+
 // The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
 // zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
 // and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
@@ -245,13 +253,10 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
         if (!accumulate) zero_tile(c, ldc, n, m);
         return;
     }
-    // a is read where it is when its rows (or, a transposed view, its columns) lie contiguous
-    // at a stride that spreads them over the cache's sets: MR rows at a time stream through
-    // the cache as well as a packed panel does. Only its partial last panel, which needs zero
+    // a is read where it is (reads_in_place); only its partial last panel, which needs zero
     // padding, is packed then. b is always packed: read in place, its rows lie a row stride
     // apart and the tile's loads fight over the same cache sets (measured slower).
-    const bool a_in_place = (a.col_stride == 1 && a.row_stride % set_stride_floats != 0) ||
-                            (a.row_stride == 1 && a.col_stride % set_stride_floats != 0);
+    const bool a_in_place = reads_in_place(a);
     Scratch& s = scratch();
     float* packed_b = s.b.floats(std::min(k, KC) * round_up(m, NR));
     float* packed_a = s.a.floats(std::min(k, KC) * std::min(MC, round_up(n, MR)));
@@ -294,13 +299,15 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
 
 // c = or += a b on the wide register tile (MR, NR), or on the narrow one (NMR, NNR: one
 // vector register a row) for outputs no wider than the wide tile (P V, dS K, Pᵀ dO, dSᵀ Q,
-// the linear layers' dX and dW at d_model 64): the wide tile would pad them with lanes of
-// zeros or read a packed a once per NR columns only. Both sum every element in the same order,
-// so the bits are the same.
+// the linear layers' dX and dW at d_model 64), where the wide tile would pad them with lanes
+// of zeros. The narrow tile reads a once per NNR columns: when a must be packed (rows of P
+// at N 2048, 8 KiB apart) and the output spans several narrow panels, the wide tile, which
+// reads it once, was measured faster. Both sum every element in the same order, so the bits
+// are the same.
 template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
-    if (b.cols <= NR)
+    if (b.cols <= NNR || (b.cols <= NR && reads_in_place(a)))
         gemm_blocked_t<NMR, NNR>(a, b, c, ldc, accumulate, skip);
     else
         gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip);
