@@ -349,9 +349,9 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 
 // Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
 // slice of W is packed once and read by every block of rows (x read in place, as gemm reads
-// a); then the bias is added. When
-// the rows make one block, each panel is packed just before its use into one panel's room
-// (the same products in the same order, in a buffer that stays small).
+// a); then the bias is added. When the rows make one block, each panel is packed just before
+// its use into one panel's room (the same products in the same order, in a buffer that stays
+// small).
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
@@ -421,8 +421,8 @@ MHA_INLINE void pack_linear_t(const float* w, std::size_t out, std::size_t in, f
 }
 
 // The reductions below keep `lanes` partial results, lane l taking elements l, l + lanes, ...
-// in order, as one vector of lanes; their main loops take two lanes' rows per turn, so the
-// element-wise work runs across 2 · lanes floats (one AVX-512 register).
+// in order, as one vector of lanes; exp_shifted's main loop takes two lanes' rows per turn, so
+// its exponentials run across 2 · lanes floats (one AVX-512 register).
 typedef float Lanes __attribute__((vector_size(lanes * sizeof(float))));
 
 MHA_INLINE void add_lanes(Lanes& lane, const float* values) {

@@ -1,8 +1,10 @@
 #pragma once
-// Fast kernels: a cache-blocked, register-tiled matrix product on packed panels,
-// an exp that compilers vectorise, and scale-mask-softmax fused over one head.
-// Portable C++ (no intrinsics) built for several CPUs and chosen at start-up;
-// core/ops/ops.h keeps the plain reference loops that the tests hold these to.
+// Fast kernels: a cache-blocked, register-tiled matrix product (the right operand on packed
+// panels, the left read in place where it streams well), an exp that compilers vectorise,
+// and scale-mask-softmax fused over one head. Portable C++ (no intrinsics; the narrow tile
+// and the reductions use the GNU vector extension, which g++ and clang++ both take) built
+// for several CPUs and chosen at start-up; core/ops/ops.h keeps the plain reference loops
+// that the tests hold these to.
 
 #include <cstddef>
 #include <vector>
