@@ -283,13 +283,13 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                         if (!add) zero_tile(tile, ldc, rows, cols);
                         continue;
                     }
-                    TileOperands t{packed_a + i * (hi - lo) + (plo - lo) * MR, 1, MR,
-                                   b_panel + (plo - p0) * NR};
-                    if (i < whole) {
-                        t.a = a.data + (i0 + i) * a.row_stride + plo * a.col_stride;
-                        t.a_i = a.row_stride;
-                        t.a_p = a.col_stride;
-                    }
+                    const float* b_rows = b_panel + (plo - p0) * NR;
+                    const TileOperands t =
+                        i < whole
+                            ? TileOperands{a.data + (i0 + i) * a.row_stride + plo * a.col_stride,
+                                           a.row_stride, a.col_stride, b_rows}
+                            : TileOperands{packed_a + i * (hi - lo) + (plo - lo) * MR, 1, MR,
+                                           b_rows};
                     micro_kernel<MR, NR>(phi - plo, t, tile, ldc, rows, cols, add);
                 }
             }
@@ -360,7 +360,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
-    const bool x_in_place = in % set_stride_floats != 0;  // as gemm reads a (see there)
+    const bool x_in_place = reads_in_place(a);
     const bool one_block = r1 - r0 <= MC;
     Scratch& s = scratch();
     float* packed_w = s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : panels.size()));
@@ -469,9 +469,9 @@ MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
     return sum;
 }
 
-// Steps 7-9 of one row when the scale and the causal rule are all its mask: live entries
-// scaled, those from `end` on blocked, then softmax over the live ones, the rest of the row's
-// m entries zero. The order of scale_mask_tile, max_of and exp_shifted, so the same bits.
+// Steps 7-9 of one row: live entries scaled, those from `end` on blocked (scale_mask_tile's
+// order for a row with no other mask), then softmax over the live ones by max_of and
+// exp_shifted, the rest of the row's m entries zero.
 // Returns the row's maximum: -inf when every key is blocked (the row is left to the caller).
 MHA_INLINE float softmax_row_t(float* row, std::size_t live, std::size_t end, std::size_t m,
                                float factor) {
@@ -840,7 +840,9 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows) {
     if (mask.m == 0) return 0;  // no key at all: empty rows, none of them blocked
-    // with no mask tensor, ALiBi, window or soft-cap, one kernel call does each row
+    // a row with no mask tensor, ALiBi, window or soft-cap is scaled and blocked by
+    // softmax_row itself; any other has its masks applied first, then takes the same call
+    // with nothing left to scale or block (x · 1 is x)
     const bool plain = mask.attn == nullptr && mask.padding == nullptr &&
                        mask.alibi_slope == 0.0 && mask.masks->window == 0 &&
                        !(mask.masks->softcap > 0.0);
@@ -852,18 +854,9 @@ std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask
         // the whole row (the blocked keys' -inf and 0 change no maximum and no sum).
         float* row = scores + r * mask.m;
         const std::size_t end = mask.key_end(r), live = std::min(mask.m, round_up(end, lanes));
-        float max;
-        if (plain) {
-            max = kernels.softmax_row(row, live, end, mask.m, factor);
-        } else {
-            scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
-            max = kernels.max_of(row, live);
-            if (!all_blocked(max)) {
-                const float inverse = 1.0f / kernels.exp_shifted(row, live, max);
-                for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
-                std::fill(row + live, row + mask.m, 0.0f);
-            }
-        }
+        if (!plain) scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
+        const float max = plain ? kernels.softmax_row(row, live, end, mask.m, factor)
+                                : kernels.softmax_row(row, live, live, mask.m, 1.0f);
         if (all_blocked(max)) {
             const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
             std::fill(row, row + mask.m, fill);
