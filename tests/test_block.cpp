@@ -41,7 +41,7 @@ TEST_CASE("LayerNorm and GELU by hand") {
     // and GELU(-1) = -0.1586553; GELU(0) = 0.
     const Tensor g = mha::gelu(Tensor({3}, {1, -1, 0}));
     test::require_close(g, Tensor({3}, {0.8413447f, -0.1586553f, 0.0f}), hand_tolerance);
-    CHECK(mha::add(Tensor({2}, {1, 2}), Tensor({2}, {3, 5})).to_vector() ==
+    CHECK(mha::add(Tensor({2}, {1, 2}), Tensor({2}, {3, 5}), 1).to_vector() ==
           std::vector<float>{4, 7});
 }
 

@@ -206,7 +206,7 @@ TEST_CASE("the residual's adjoint adds the skip path to the branch's gradient", 
     const Tensor d_out_f(mha::Shape{rows, E}, std::vector<float>(d_out.begin(), d_out.end()));
     const Tensor gamma_f(mha::Shape{E}, std::vector<float>(gamma.begin(), gamma.end()));
     const Tensor dx =
-        mha::residual_backward(d_out_f, mha::layer_norm_backward(xf, gamma_f, d_out_f, 1).x);
+        mha::residual_backward(d_out_f, mha::layer_norm_backward(xf, gamma_f, d_out_f, 1).x, 1);
     std::vector<double> y(rows * E);
     const std::vector<double> numeric = numeric_gradient(x, [&](const std::vector<double>& v) {
         mha::layer_norm_rows(v.data(), gamma.data(), beta.data(), rows, E, y.data());

@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
              mha::project(mha::gelu(u), w.w_2, w.b_2, threads);
          }, {}},
         {"layer: residuals fwd", [&] {
-             mha::add(x, block.output);
-             mha::add(kept.norm2_in, block.output);
+             mha::add(x, block.output, threads);
+             mha::add(kept.norm2_in, block.output, threads);
          }, {}},
         {"layer fwd (block)", [&] {
              mha::BlockKept k;

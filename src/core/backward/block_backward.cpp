@@ -62,7 +62,7 @@ Tensor norm_back(const BlockBack& b, bool first, const Tensor& input, const Tens
 
 // Where a tensor's two paths meet: their gradients summed.
 Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch) {
-    Tensor sum = residual_backward(d_out, d_branch, b.workspace);
+    Tensor sum = residual_backward(d_out, d_branch, b.threads, b.workspace);
     b.trace.show(sum);
     return sum;
 }

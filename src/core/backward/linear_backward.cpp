@@ -52,17 +52,40 @@ Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std
     return dw;
 }
 
+namespace {
+
+// Columns summed side by side in linear_bias_grad: their sums stay in registers.
+constexpr std::size_t bias_columns = 16;
+
+// What threads_for weighs an element of dY by in linear_bias_grad: its conversion and add in
+// double (SSE2, two at a time) cost about as much as 8 of gemm's multiply-adds (4096 rows of
+// 192 took 0.18 ms on one thread).
+constexpr std::uint64_t bias_work = 8;
+
+// db[j0, j0 + W) = the columns of dy (rows, out) from j0 summed down the rows in order, in
+// double.
+template <std::size_t W>
+void sum_columns(const float* dy, std::size_t rows, std::size_t out, std::size_t j0, float* db) {
+    double sums[W] = {};
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = dy + r * out + j0;
+        for (std::size_t o = 0; o < W; ++o) sums[o] += row[o];
+    }
+    for (std::size_t o = 0; o < W; ++o) db[j0 + o] = float(sums[o]);
+}
+
+}  // namespace
+
 Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std::size_t threads) {
     Tensor db({out});
-    parallel_for(out, threads_for(std::uint64_t(rows) * out, threads),
+    const std::size_t blocks = (out + bias_columns - 1) / bias_columns;
+    parallel_for(blocks, threads_for(std::uint64_t(rows) * out * bias_work, threads),
                  [&](std::size_t begin, std::size_t end) {
-                     std::vector<double> sums(end - begin, 0.0);  // columns [begin, end)
-                     for (std::size_t r = 0; r < rows; ++r) {
-                         const float* row = dy + r * out + begin;
-                         for (std::size_t o = 0; o < end - begin; ++o) sums[o] += row[o];
-                     }
-                     for (std::size_t o = begin; o < end; ++o)
-                         db.data()[o] = float(sums[o - begin]);
+                     const std::size_t j1 = std::min(out, end * bias_columns);
+                     std::size_t j = begin * bias_columns;
+                     for (; j + bias_columns <= j1; j += bias_columns)
+                         sum_columns<bias_columns>(dy, rows, out, j, db.data());
+                     for (; j < j1; ++j) sum_columns<1>(dy, rows, out, j, db.data());
                  });
     return db;
 }

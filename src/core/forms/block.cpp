@@ -34,7 +34,7 @@ Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
 
 // a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
 Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
-    Tensor y = add(a, b, p.workspace);
+    Tensor y = add(a, b, p.threads, p.workspace);
     check_in_float32(y, "the residual stream (" + sum + ")");
     p.trace.show(y);
     return y;

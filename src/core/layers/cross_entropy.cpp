@@ -10,11 +10,19 @@
 
 namespace mha {
 
+namespace {
+
+// What threads_for weighs an element by: its exp and division in double cost about as much
+// as 32 multiply-adds (4096 rows of 63 took 2.8 ms on one thread, an AVX-512 core).
+constexpr std::uint64_t element_work = 32;
+
+}  // namespace
+
 template <typename T>
 double cross_entropy_rows(const T* logits, const std::size_t* targets, std::size_t rows,
                           std::size_t V, std::size_t threads, T* dlogits) {
     std::vector<double> row_loss(rows);
-    parallel_for(rows, threads_for(std::uint64_t(rows) * V * 8, threads),
+    parallel_for(rows, threads_for(std::uint64_t(rows) * V * element_work, threads),
                  [&](std::size_t begin, std::size_t end) {
                      std::vector<double> e(V);  // e^(z − max) of one row
                      for (std::size_t r = begin; r < end; ++r) {

@@ -6,8 +6,9 @@
 
 namespace mha {
 
-Tensor residual_backward(const Tensor& d_out, const Tensor& d_branch, Workspace* workspace) {
-    return add(d_out.contiguous(), d_branch.contiguous(), workspace);
+Tensor residual_backward(const Tensor& d_out, const Tensor& d_branch, std::size_t threads,
+                         Workspace* workspace) {
+    return add(d_out.contiguous(), d_branch.contiguous(), threads, workspace);
 }
 
 }  // namespace mha

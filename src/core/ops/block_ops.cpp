@@ -7,16 +7,28 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/kernels/parallel.h"
 
 namespace mha {
 
-Tensor add(const Tensor& a, const Tensor& b, Workspace* workspace) {
+namespace {
+
+// What threads_for weighs an element of a sum by: reading two floats and writing one cost
+// about as much as 16 of gemm's multiply-adds (0.11 ms for 32 x 128 x 64 on one thread).
+constexpr std::uint64_t sum_work = 16;
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, std::size_t threads, Workspace* workspace) {
     Tensor y = new_uninitialised(workspace, a.shape());
     const std::size_t n = a.numel();
     const float* left = a.data();
     const float* right = b.data();
     float* sum = y.data();
-    for (std::size_t i = 0; i < n; ++i) sum[i] = left[i] + right[i];
+    parallel_for(n, threads_for(std::uint64_t(n) * sum_work, threads),
+                 [&](std::size_t begin, std::size_t end) {
+                     for (std::size_t i = begin; i < end; ++i) sum[i] = left[i] + right[i];
+                 });
     return y;
 }
 

@@ -3,6 +3,7 @@
 // tensors, and the float32 range check of the block's and the model's tensors. (LayerNorm and
 // GELU sit beside their adjoints: core/layers/layer_norm.h, gelu.h.)
 
+#include <cstddef>
 #include <string>
 
 #include "core/tensor/tensor.h"
@@ -10,9 +11,9 @@
 
 namespace mha {
 
-// a + b, element-wise; both contiguous and of the same shape. The sum from the workspace when
-// there is one.
-Tensor add(const Tensor& a, const Tensor& b, Workspace* workspace = nullptr);
+// a + b, element-wise; both contiguous and of the same shape; split over `threads` threads.
+// The sum from the workspace when there is one.
+Tensor add(const Tensor& a, const Tensor& b, std::size_t threads, Workspace* workspace = nullptr);
 
 // Throws mha::Error when t holds a value beyond float32 (an infinity, or NaN from one), as an
 // overflowing projection does in attention: "a value of <what> overflows float32 at flat
