@@ -260,12 +260,13 @@ TEST_CASE("cross-entropy's backward equals finite differences in double", "[back
     const std::vector<double> z = random_values(rows * V, 11, 3.0);
     const std::vector<std::size_t> targets{0, 4, 2, 2};
     std::vector<double> dz(z.size()), scratch(z.size());
-    mha::cross_entropy_rows(z.data(), targets.data(), rows, V, 1, dz.data());
+    mha::cross_entropy_rows(z.data(), targets.data(), rows, V, 1, dz.data(), rows);
     require_relative(dz,
                      numeric_gradient(z,
                                       [&](const std::vector<double>& v) {
                                           return mha::cross_entropy_rows(
-                                              v.data(), targets.data(), rows, V, 1, scratch.data());
+                                              v.data(), targets.data(), rows, V, 1, scratch.data(),
+                                              rows);
                                       }),
                      finite_difference_tolerance);
 }

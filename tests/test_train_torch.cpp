@@ -70,9 +70,12 @@ struct Training {
     mha::TrainState state;
 };
 
-// The fixture's steps through start_training and train_step on `threads` threads.
-Training train(const Arrays& init, const Arrays& expected, std::size_t threads) {
+// The fixture's steps through start_training and train_step on `threads` threads, in
+// micro-batches of `micro_batch` positions.
+Training train(const Arrays& init, const Arrays& expected, std::size_t threads,
+               std::size_t micro_batch) {
     mha::TrainRecipe recipe;
+    recipe.micro_batch = micro_batch;
     recipe.steps = std::size_t(expected.at("steps").values[0]);
     recipe.warmup = std::size_t(expected.at("warmup").values[0]);
     recipe.lr = expected.at("lr").values[0];
@@ -96,7 +99,11 @@ TEST_CASE("training steps match PyTorch training train.py's CharTransformer", "[
     // (steps 0, 1, 4 and 6 are clipped, the others not)
     const Arrays init = mha::npy::read_npz("data/train/init.npz");
     const Arrays expected = mha::npy::read_npz("data/train/expected.npz");
-    const Training two = train(init, expected, 2);
+    // the whole batch of 64 positions at once, as micro-batches of 3 rows and 1, and of one
+    // row each
+    const std::size_t micro_batch = GENERATE(64, 48, 16);
+    CAPTURE(micro_batch);
+    const Training two = train(init, expected, 2, micro_batch);
     REQUIRE(two.steps.size() == 8);
     for (std::size_t step = 0; step < two.steps.size(); ++step) {
         CAPTURE(step);
@@ -129,7 +136,7 @@ TEST_CASE("training steps match PyTorch training train.py's CharTransformer", "[
     }
     CHECK(compared == 30);  // every array of the file: 2 embeddings, 12 per layer, norm, head
     // the same bits on one thread
-    const Training one = train(init, expected, 1);
+    const Training one = train(init, expected, 1, micro_batch);
     for (std::size_t step = 0; step < one.steps.size(); ++step)
         CHECK(one.steps[step].loss == two.steps[step].loss);
     const auto a = mha::model_arrays(one.state.model, ""), b = mha::model_arrays(two.state.model, "");

@@ -9,8 +9,9 @@
 // The phases call the layers the step calls, one at a time, on layer 0's inputs (every layer
 // has the same sizes, so a layer's phases cost the same in each); "model fwd+bwd" is
 // model_forward_backward and "whole step" adds gradient clipping and AdamW on every parameter;
-// ", workspace": with one workspace kept across the steps; "train_step" is the trainer's step
-// (core/train/train_step.h), which updates the same parameters.
+// ", workspace": with one workspace kept across the steps (these three take the batch in one
+// pass); "train_step" is the trainer's step (core/train/train_step.h), which takes it in
+// micro-batches side by side on the threads and updates the same parameters.
 
 #include <algorithm>
 #include <cstdio>

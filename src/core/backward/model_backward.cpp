@@ -24,10 +24,11 @@ ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Works
 }
 
 // Both entries: `traced` is the layer shown step by step when `trace` is on; the tensors from
-// `workspace` when there is one.
+// `workspace` when there is one; the loss's mean over mean_over positions (0: these).
 ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
                   const std::vector<std::size_t>& targets, std::size_t batch, std::size_t traced,
-                  std::size_t threads, Workspace* workspace, PassTrace& trace) {
+                  std::size_t threads, Workspace* workspace, std::size_t mean_over,
+                  PassTrace& trace) {
     if (batch == 0 || tokens.empty() || tokens.size() % batch != 0 ||
         tokens.size() / batch > m.context()) {
         throw Error("the model reads " + std::to_string(batch) + " rows of 1 to " +
@@ -64,7 +65,7 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
     f.output = x;
     f.logits = project(final_norm, m.head_weight, m.head_bias, threads, workspace);  // (B, N, V)
     trace.show(f.logits);
-    const CrossEntropy ce = cross_entropy(f.logits, targets, threads);
+    const CrossEntropy ce = cross_entropy(f.logits, targets, threads, mean_over);
     result.loss = ce.loss;
 
     Model& g = result.grads;
@@ -109,10 +110,11 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
 
 ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
                                      const std::vector<std::size_t>& targets, std::size_t batch,
-                                     std::size_t threads, Workspace* workspace) {
+                                     std::size_t threads, Workspace* workspace,
+                                     std::size_t mean_over) {
     NullTracer quiet;
     PassTrace trace(quiet, PassSpec{});
-    return run(m, tokens, targets, batch, m.layers.size(), threads, workspace, trace);
+    return run(m, tokens, targets, batch, m.layers.size(), threads, workspace, mean_over, trace);
 }
 
 ModelBackward model_forward_backward(const Model& m, const std::vector<std::size_t>& tokens,
@@ -122,7 +124,7 @@ ModelBackward model_forward_backward(const Model& m, const std::vector<std::size
     ModelSpec spec = model_spec(m, tokens.size(), traced_layer);
     spec.backward = true;
     PassTrace trace(tracer, spec);
-    return run(m, tokens, targets, 1, traced_layer, threads, nullptr, trace);
+    return run(m, tokens, targets, 1, traced_layer, threads, nullptr, 0, trace);
 }
 
 }  // namespace mha

@@ -25,10 +25,14 @@ struct ModelBackward {
 // Throws mha::Error when the tokens or targets do not fit the model. Untraced: the trainer's.
 // With a workspace, the activations and their gradients come from its blocks: a trainer that
 // keeps one across steps (and lets each step's result go before the next) maps and fills no
-// fresh memory for them. The result's tensors may hold its blocks.
+// fresh memory for them. The result's tensors may hold its blocks. With mean_over (not 0) the
+// loss is the sum over these positions divided by mean_over, and so are its gradients: these
+// rows are one micro-batch of a batch of mean_over positions, whose loss and gradients are
+// the sums of its micro-batches'.
 ModelBackward model_forward_backward(const Model& model, const std::vector<std::size_t>& tokens,
                                      const std::vector<std::size_t>& targets, std::size_t batch,
-                                     std::size_t threads, Workspace* workspace = nullptr);
+                                     std::size_t threads, Workspace* workspace = nullptr,
+                                     std::size_t mean_over = 0);
 
 // The same on one row of tokens, traced on the model's plan with its backward (model_spec
 // with ModelSpec::backward): the forward as forward_model traces it, then b23 ... b0, layer

@@ -20,7 +20,7 @@ constexpr std::uint64_t element_work = 32;
 
 template <typename T>
 double cross_entropy_rows(const T* logits, const std::size_t* targets, std::size_t rows,
-                          std::size_t V, std::size_t threads, T* dlogits) {
+                          std::size_t V, std::size_t threads, T* dlogits, std::size_t mean_over) {
     std::vector<double> row_loss(rows);
     parallel_for(rows, threads_for(std::uint64_t(rows) * V * element_work, threads),
                  [&](std::size_t begin, std::size_t end) {
@@ -35,22 +35,22 @@ double cross_entropy_rows(const T* logits, const std::size_t* targets, std::size
                          row_loss[r] = top + std::log(sum) - z[targets[r]];
                          for (std::size_t v = 0; v < V; ++v) {
                              const double p = e[v] / sum;
-                             dz[v] = T((p - (v == targets[r] ? 1.0 : 0.0)) / double(rows));
+                             dz[v] = T((p - (v == targets[r] ? 1.0 : 0.0)) / double(mean_over));
                          }
                      }
                  });
     double total = 0.0;
     for (const double loss : row_loss) total += loss;
-    return total / double(rows);
+    return total / double(mean_over);
 }
 
 template double cross_entropy_rows(const float*, const std::size_t*, std::size_t, std::size_t,
-                                   std::size_t, float*);
+                                   std::size_t, float*, std::size_t);
 template double cross_entropy_rows(const double*, const std::size_t*, std::size_t, std::size_t,
-                                   std::size_t, double*);
+                                   std::size_t, double*, std::size_t);
 
 CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>& targets,
-                           std::size_t threads) {
+                           std::size_t threads, std::size_t mean_over) {
     const Tensor z = logits.contiguous();
     const std::size_t V = z.size(z.dim() - 1), rows = z.numel() / V;
     if (targets.size() != rows) {
@@ -65,8 +65,8 @@ CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>&
         }
     }
     CrossEntropy result{0.0, Tensor(z.shape())};
-    result.loss =
-        cross_entropy_rows(z.data(), targets.data(), rows, V, threads, result.dlogits.data());
+    result.loss = cross_entropy_rows(z.data(), targets.data(), rows, V, threads,
+                                     result.dlogits.data(), mean_over == 0 ? rows : mean_over);
     return result;
 }
 

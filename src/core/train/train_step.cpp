@@ -2,7 +2,10 @@
 
 #include "core/train/train_step.h"
 
+#include <algorithm>
+
 #include "core/backward/model_backward.h"
+#include "core/kernels/parallel.h"
 #include "core/train/parameters.h"
 
 namespace mha {
@@ -15,21 +18,68 @@ TrainState start_training(Model model) {
     return state;
 }
 
+namespace {
+
+// The loss and the gradients of one step: the micro-batches' sums, in order.
+struct Sums {
+    double loss = 0.0;
+    std::vector<Tensor> grads;  // one per parameter, its shape: the parts stacked
+};
+
+Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
+                      const std::vector<std::size_t>& targets, std::size_t batch,
+                      std::size_t micro_batch, std::size_t threads) {
+    if (batch == 0 || tokens.empty() || tokens.size() % batch != 0 ||
+        targets.size() != tokens.size()) {  // model_forward_backward says what is wrong
+        model_forward_backward(state.model, tokens, targets, batch, threads);
+    }
+    const std::size_t n = tokens.size() / batch;
+    const std::size_t rows = std::max<std::size_t>(1, micro_batch / n);  // a micro-batch's
+    const std::size_t parts = (batch + rows - 1) / rows;
+    if (state.workspaces.size() < parts) state.workspaces.resize(parts);
+    std::vector<double> losses(parts);
+    std::vector<Model> grads(parts);
+    parallel_for(parts, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t part = begin; part < end; ++part) {
+            const std::size_t from = part * rows * n, to = std::min(batch, (part + 1) * rows) * n;
+            ModelBackward pass = model_forward_backward(
+                state.model, {tokens.begin() + from, tokens.begin() + to},
+                {targets.begin() + from, targets.begin() + to}, (to - from) / n, threads,
+                &state.workspaces[part], tokens.size());
+            losses[part] = pass.loss;
+            grads[part] = std::move(pass.grads);
+        }
+    });
+    Sums sums;
+    for (std::size_t part = 0; part < parts; ++part) {
+        sums.loss += losses[part];
+        const std::vector<Parameter> these = model_parameters(grads[part]);
+        for (std::size_t i = 0; i < these.size(); ++i) {
+            Tensor g = gather_parameter(these[i]);  // contiguous
+            if (part == 0) {
+                sums.grads.push_back(std::move(g));  // added to in place: part 0's is read no more
+                continue;
+            }
+            float* total = sums.grads[i].data();
+            for (std::size_t e = 0, count = g.numel(); e < count; ++e) total[e] += g.data()[e];
+        }
+    }
+    return sums;
+}
+
+}  // namespace
+
 StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
                       const std::vector<std::size_t>& targets, std::size_t batch,
                       const TrainRecipe& recipe, std::size_t threads) {
-    ModelBackward pass =
-        model_forward_backward(state.model, tokens, targets, batch, threads, &state.workspace);
+    Sums sums = forward_backward(state, tokens, targets, batch, recipe.micro_batch, threads);
     const std::vector<Parameter> params = model_parameters(state.model);
-    const std::vector<Parameter> grad_parts = model_parameters(pass.grads);
-    std::vector<Tensor> grads;  // one per parameter, its shape: the parts stacked
-    grads.reserve(grad_parts.size());
-    for (const Parameter& g : grad_parts) grads.push_back(gather_parameter(g));
+    std::vector<Tensor>& grads = sums.grads;
     std::vector<Tensor*> grad_pointers;
     for (Tensor& g : grads) grad_pointers.push_back(&g);
 
     StepResult result;
-    result.loss = pass.loss;
+    result.loss = sums.loss;
     result.grad_norm = clip_grad_norm(grad_pointers, recipe.clip);
     result.lr = learning_rate(std::size_t(state.step), recipe.steps, recipe.lr, recipe.warmup);
     ++state.step;

@@ -20,6 +20,11 @@ struct TrainRecipe {
     double lr = 3e-3;           // the peak learning rate
     double clip = 1.0;          // the global gradient norm clipped to
     AdamWSettings adamw;
+    // Positions in a micro-batch: train_step runs its batch as micro-batches of this many
+    // positions (whole rows, at least one), side by side on the threads, and sums their
+    // losses and gradients in order. The sums differ from one pass over the whole batch by
+    // float rounding only, and not with the thread count.
+    std::size_t micro_batch = 512;
 };
 
 // Everything that changes from step to step: with the same batches, a state saved and loaded
@@ -28,8 +33,9 @@ struct TrainState {
     Model model;
     std::vector<AdamWMoments> moments;  // one per parameter, in model_arrays' order
     std::uint64_t step = 0;             // steps taken so far
-    Workspace workspace;  // the step's activations and their gradients, their memory kept for
-                          // the next step (not state: nothing of it is saved or compared)
+    // each micro-batch's activations and their gradients, their memory kept for the next step
+    // (not state: nothing of it is saved or compared)
+    std::vector<Workspace> workspaces;
 };
 
 struct StepResult {
@@ -41,8 +47,10 @@ struct StepResult {
 // A fresh state for `model`: zero moments, step 0.
 TrainState start_training(Model model);
 
-// One step on `batch` rows: tokens and targets (batch · N ids, row by row, N ≤ context).
-// Fixed-order sums throughout: any thread count gives the same bits.
+// One step on `batch` rows: tokens and targets (batch · N ids, row by row, N ≤ context), in
+// micro-batches (TrainRecipe::micro_batch). Fixed-order sums throughout: any thread count
+// gives the same bits. A micro-batch runs on one thread when there are several; with one,
+// its operations are split over the threads.
 StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
                       const std::vector<std::size_t>& targets, std::size_t batch,
                       const TrainRecipe& recipe, std::size_t threads);
