@@ -167,14 +167,17 @@ struct TileOperands {
     const float* b;
 };
 
-// acc (MR, NR) += a (MR, kc) x b_panel (kc, NR), p ascending.
+// acc (MR, NR) = a (MR, kc) x b_panel (kc, NR), each sum from +0 with p ascending; acc is
+// written whole and never read before, so a tile's sums need no zero-filled array in memory.
+// A narrow tile keeps a row in one vector register. A wide one adds its first products to +0
+// as it adds every later one to the sums (the same operations), and the compiler keeps the
+// sums in registers across the loop.
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
                              const float* b, float (&acc)[MR][NR]) {
-    if constexpr (NR * sizeof(float) <= max_vector_bytes) {  // a narrow tile: a row a register
+    if constexpr (NR * sizeof(float) <= max_vector_bytes) {
         typedef float Row __attribute__((vector_size(NR * sizeof(float))));
-        Row sums[MR];
-        std::memcpy(sums, acc, sizeof sums);
+        Row sums[MR] = {};
         for (std::size_t p = 0; p < kc; ++p) {
             const float* ap = a + p * a_p;
             Row bp;
@@ -184,7 +187,10 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, st
         std::memcpy(acc, sums, sizeof sums);
         return;
     }
-    for (std::size_t p = 0; p < kc; ++p) {
+    for (std::size_t i = 0; i < MR; ++i) {
+        for (std::size_t j = 0; j < NR; ++j) acc[i][j] = kc == 0 ? 0.0f : 0.0f + a[i * a_i] * b[j];
+    }
+    for (std::size_t p = 1; p < kc; ++p) {
         const float* ap = a + p * a_p;
         const float* bp = b + p * NR;
         for (std::size_t i = 0; i < MR; ++i) {
@@ -204,7 +210,7 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, flo
 template <std::size_t MR, std::size_t NR>
 MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, std::size_t ldc,
                              std::size_t rows, std::size_t cols, bool accumulate) {
-    float acc[MR][NR] = {};
+    float acc[MR][NR];  // add_products writes it whole
     if (t.a_i == 1 && t.a_p == MR)
         add_products(kc, t.a, t.b, acc);
     else
@@ -495,7 +501,7 @@ MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::siz
         const float* panel = keys + i * d_k;
         float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
         if (d_k <= KC) {  // one slice: the sums go from the registers to memory scaled
-            float acc[MR][NR] = {};
+            float acc[MR][NR];  // add_products writes it whole
             add_products(d_k, panel, queries, acc);
             for (std::size_t r = 0; r < MR; ++r) {
                 for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
