@@ -185,7 +185,8 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "(forward, backward, clipping, AdamW) on all threads and\n"
           "on 1; with --quick a tiny model; with --compare-torch\n"
           "PyTorch training the same model at each of the four\n"
-          "settings, every engine taking one step in turn"},
+          "settings, every engine taking two steps in turn (the\n"
+          "second timed)"},
          [](BenchOptions& o, const Arg&) { o.train = true; }},
         {{"--compare-torch", 0, "",
           "also time nn.MultiheadAttention through /usr/bin/python3\n"

@@ -1,9 +1,12 @@
-// mha bench --train. The engines take one step each in turn, round after round: mha on all
-// its threads, mha on one, and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS
-// threads 1, 2, each a src/app/bench_torch.py --train process that stays alive and takes a
-// step whenever it is told to (over a socket pair: its stdin and stdout), with a pause after
-// every step (settle). So a load that comes and goes on a shared machine falls on every engine
-// alike, and the ratio of medians taken in one run means something. Every engine trains its
+// mha bench --train. The engines take turns, round after round: mha on all its threads, mha
+// on one, and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2, each
+// a src/app/bench_torch.py --train process that stays alive and takes a step whenever it is
+// told to (over a socket pair: its stdin and stdout), with a pause after every turn (settle).
+// So a load that comes and goes on a shared machine falls on every engine alike, and the
+// ratio of medians taken in one run means something. A turn is two steps back to back, the
+// second timed, as a training run's steps follow each other: the first step after the pause
+// wakes the engine's threads and brings its tensors back into the caches the other engines
+// used (mha's 2-thread step took 53-60 ms so, 40-47 ms run alone). Every engine trains its
 // own copy of the model on one fixed random batch; a step's time is what its own loop
 // measures around one step.
 
@@ -185,12 +188,21 @@ private:
     std::string pending_;  // what it printed past the last line read
 };
 
-// With --compare-torch, a pause after every step, so that the threads an engine leaves polling
+// With --compare-torch, a pause after every turn, so that the threads an engine leaves polling
 // have gone to sleep before the next engine starts: OpenBLAS's idle threads poll for about
 // 0.1 s after a call (torch 1.13 here, OPENBLAS_NUM_THREADS=2: 60-70 ms of CPU time in the
 // 0.2 s after one 4096 x 64 x 256 product; with 1 BLAS thread none).
 void settle(const TrainBenchOptions& o) {
     if (o.compare_torch) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+}
+
+// One engine's turn: a step that wakes it, the step that is timed, and the pause.
+template <typename Stepper>
+double turn(Stepper& engine, const TrainBenchOptions& o) {
+    engine.step_ms();
+    const double ms = engine.step_ms();
+    settle(o);
+    return ms;
 }
 
 double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
@@ -213,7 +225,8 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
               << s.heads << ",\n"
               << s.layers << " layers, d_ff " << s.d_ff << ", vocabulary " << s.vocab
               << "; median, min and max of " << o.repeat << " steps per engine,\n"
-              << "the engines taking turns step by step; kernels " << kernel_variant_name()
+              << "the engines taking turns of two steps, the second timed; kernels "
+              << kernel_variant_name()
               << "\n\n";
     std::cout << "engine  threads       ms   min ms   max ms  GFLOP/s\n";
     for (const Engine& e : engines) {
@@ -235,7 +248,7 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
               << "x\n          (above 1: mha is faster)\n"
                  "torch: examples/models/train.py's CharTransformer and train_step through\n"
                  "src/app/bench_torch.py --train; threads: torch threads / OpenBLAS threads,\n"
-                 "OPENBLAS_CORETYPE unset; a 0.15 s pause after every step lets idle threads\n"
+                 "OPENBLAS_CORETYPE unset; a 0.15 s pause after every turn lets idle threads\n"
                  "sleep before the next engine runs\n";
 }
 
@@ -285,14 +298,10 @@ void run_train_bench(const TrainBenchOptions& o) {
     mha_all.step_ms();  // warm-up: the pool's threads, the first touch of every buffer
     mha_one.step_ms();
     for (std::size_t round = 0; round < o.repeat; ++round) {
-        engines[0].times.push_back(mha_all.step_ms());
-        settle(o);
-        engines[1].times.push_back(mha_one.step_ms());
-        settle(o);
-        for (std::size_t i = 0; i < torch.size(); ++i) {
-            engines[2 + i].times.push_back(torch[i]->step_ms());
-            settle(o);
-        }
+        engines[0].times.push_back(turn(mha_all, o));
+        engines[1].times.push_back(turn(mha_one, o));
+        for (std::size_t i = 0; i < torch.size(); ++i)
+            engines[2 + i].times.push_back(turn(*torch[i], o));
     }
     const double macs = step_macs(model, s);
     if (o.json)

@@ -1,7 +1,8 @@
 #pragma once
 // `mha bench --train`: the training step of mha train's default recipe timed (forward,
 // backward, clipping, AdamW), and with --compare-torch PyTorch training the same model at each
-// of its thread settings, every engine taking one step in turn so that all see the same load.
+// of its thread settings, the engines taking turns (two steps each, the second timed) so that
+// all see the same load.
 
 #include <cstddef>
 
