@@ -1,4 +1,4 @@
-// The persistent worker pool behind parallel_for: the same workers serve every
+// The persistent worker pool behind parallel_for and parallel_each: the same workers serve every
 // call, the ranges are static (each run by whichever thread claims it first, the
 // caller's first being range 0), a call from inside a range runs serially, and
 // callers on different threads take turns.
@@ -126,4 +126,34 @@ TEST_CASE("parallel_for callers on different threads take turns") {
     }
     for (std::thread& t : callers) t.join();
     for (const std::vector<int>& s : seen) CHECK(s == std::vector<int>(100, 10));
+}
+
+TEST_CASE("parallel_each runs every unit once, on at most its threads") {
+    for (const std::size_t threads : {1, 2, 3}) {
+        CAPTURE(threads);
+        for (int call = 0; call < 20; ++call) {
+            std::vector<int> runs(8, 0);
+            std::set<std::thread::id> ids;
+            std::mutex lock;
+            mha::parallel_each(8, threads, [&](std::size_t unit) {
+                std::lock_guard<std::mutex> guard(lock);
+                ++runs[unit];
+                ids.insert(std::this_thread::get_id());
+            });
+            CHECK(runs == std::vector<int>(8, 1));
+            CHECK(ids.size() <= threads);
+        }
+    }
+    int calls = 0;
+    mha::parallel_each(0, 2, [&](std::size_t) { ++calls; });
+    CHECK(calls == 0);
+    // inside a running range, serially on that thread
+    std::vector<int> elsewhere(4, 0);
+    mha::parallel_each(4, 2, [&](std::size_t outer) {
+        const std::thread::id me = std::this_thread::get_id();
+        mha::parallel_each(3, 2, [&](std::size_t) {
+            if (std::this_thread::get_id() != me) ++elsewhere[outer];
+        });
+    });
+    CHECK(elsewhere == std::vector<int>(4, 0));
 }

@@ -19,11 +19,15 @@
 #include "core/layers/embedding.h"
 #include "core/layers/gelu.h"
 #include "core/layers/layer_norm.h"
+#include "core/ops/block_ops.h"
 #include "core/train/optimizer.h"
+#include "core/train/train_step.h"
 #include "core/layers/residual.h"
 #include "core/error.h"
 #include "io/block_weights.h"
 #include "io/init.h"
+#include "io/model_file.h"
+#include "io/model_init.h"
 #include "io/npy.h"
 #include "recorder.h"
 
@@ -362,7 +366,47 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
         mha::AdamWMoments moments = mha::adamw_moments(param.shape());
         mha::adamw_step(param, embed.token, moments, 1, 1e-3, 0.01, {}, threads);
         CHECK(same_bits(param, param1));
+        CHECK(same_bits(mha::add(x, dy, threads), mha::add(x, dy, 1)));
+        CHECK(same_bits(mha::linear_bias_grad(logits.data(), B * N, V, threads),
+                        mha::linear_bias_grad(logits.data(), B * N, V, 1)));
     }
+}
+
+TEST_CASE("train_step's micro-batches run side by side: the same bits at any thread count",
+          "[backward]") {
+    // 6 rows of 16 positions in micro-batches of 2 rows and a step's sums against one pass
+    std::vector<std::uint32_t> vocab(12);
+    for (std::size_t i = 1; i < vocab.size(); ++i) vocab[i] = std::uint32_t('a' + i);
+    // each state its own seeded model: a copy of a Model shares its storage
+    const auto fresh = [&] {
+        return mha::start_training(mha::seeded_model(vocab, {2, 16, 2, 32, 16}, 3));
+    };
+    std::vector<std::size_t> tokens(6 * 16), targets(6 * 16);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = (i * 7 + 3) % vocab.size();
+        targets[i] = (i * 5 + 1) % vocab.size();
+    }
+    mha::TrainRecipe recipe;
+    recipe.micro_batch = 32;
+    mha::TrainState one = fresh();
+    const mha::StepResult first = mha::train_step(one, tokens, targets, 6, recipe, 1);
+    for (const std::size_t threads : {2, 3}) {
+        CAPTURE(threads);
+        mha::TrainState state = fresh();
+        const mha::StepResult r = mha::train_step(state, tokens, targets, 6, recipe, threads);
+        CHECK(r.loss == first.loss);
+        CHECK(r.grad_norm == first.grad_norm);
+        const auto a = mha::model_arrays(one.model, ""), b = mha::model_arrays(state.model, "");
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            CAPTURE(a[i].first);
+            CHECK(same_bits(a[i].second, b[i].second));
+        }
+    }
+    // the loss is the whole batch's mean: the same as one pass over it, to rounding
+    mha::TrainState whole = fresh();
+    recipe.micro_batch = 6 * 16;
+    CHECK(mha::train_step(whole, tokens, targets, 6, recipe, 2).loss ==
+          Approx(first.loss).epsilon(1e-6));
 }
 
 TEST_CASE("a linear layer's dW has the bits of dYᵀ X whichever of out and in is larger",

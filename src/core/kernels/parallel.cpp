@@ -1,5 +1,5 @@
-// parallel_for on a persistent std::thread pool: static ranges, each claimed by whichever
-// thread comes for it first.
+// parallel_for and parallel_each on a persistent std::thread pool: static ranges, each
+// claimed by whichever thread comes for it first.
 //
 // The pool is the one process-wide object in core/: workers start the first time a call
 // needs them and are reused by every later call, so a forward pass creates no threads after
@@ -14,7 +14,9 @@
 // Between jobs a worker spins for about a millisecond (the phases of a pass follow each
 // other within microseconds to a few hundred, and waking a sleeping thread costs tens of
 // them), then sleeps on a condition variable; a caller waiting for its workers does the same.
-// A call wakes one sleeping worker per range beyond its own, not the whole pool.
+// A call wakes, and takes help from, at most as many workers as it has threads beyond the
+// caller (a join word like the claim word counts them), not the whole pool: parallel_each
+// has more ranges than threads.
 
 #include "core/kernels/parallel.h"
 
@@ -72,10 +74,11 @@ public:
         for (std::thread& t : workers_) t.join();
     }
 
-    // Runs body on `ranges` static ranges of [0, units); range 0 on the caller.
-    void run(std::size_t units, std::size_t ranges, const Body& body) {
+    // Runs body on `ranges` static ranges of [0, units); range 0 on the caller, the others on
+    // it and `helpers` workers.
+    void run(std::size_t units, std::size_t ranges, std::size_t helpers, const Body& body) {
         std::lock_guard<std::mutex> turn(caller_);
-        grow(ranges - 1);
+        grow(helpers);
         std::vector<std::exception_ptr> errors(ranges);
         body_ = &body;
         units_ = units;
@@ -83,10 +86,12 @@ public:
         errors_ = &errors;
         finished_.store(0, std::memory_order_relaxed);
         const std::uint64_t job = job_of(claim_.load(std::memory_order_relaxed)) + 1;
+        // none joined yet; published with the claim word
+        joined_.store(job << 32 | std::uint64_t(helpers) << 16, std::memory_order_relaxed);
         claim_.store(job << 32 | std::uint64_t(ranges) << 16 | 1);  // range 0 is the caller's
-        if (sleepers_.load() > 0) {  // wakes as many as the job has ranges for, not the pool
+        if (sleepers_.load() > 0) {  // wakes as many as the job has helpers, not the pool
             std::lock_guard<std::mutex> lock(mutex_);
-            for (std::size_t w = 1; w < ranges; ++w) wake_.notify_one();
+            for (std::size_t w = 0; w < helpers; ++w) wake_.notify_one();
         }
         inside_job = true;
         run_range(0);
@@ -122,6 +127,19 @@ private:
         return max_ranges;
     }
 
+    // Whether this worker may help with job `job`: true for the first helpers that ask, so a
+    // pool grown by an earlier call with more threads does not exceed this call's.
+    bool join(std::uint64_t job) {
+        std::uint64_t word = joined_.load(std::memory_order_acquire);
+        while (job_of(word) == job && next_of(word) < ranges_of(word)) {
+            if (joined_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     void run_range(std::size_t r) {
         try {
             (*body_)(units_ * r / ranges_, units_ * (r + 1) / ranges_);
@@ -148,6 +166,7 @@ private:
             }
             if (stopping_) return;
             seen = job_of(claim_.load(std::memory_order_acquire));
+            if (!join(seen)) continue;  // the job has all the helpers it asked for
             for (std::size_t r = claim(seen); r < max_ranges; r = claim(seen)) {
                 run_range(r);
                 ++finished_;
@@ -169,6 +188,8 @@ private:
     std::size_t units_ = 0, ranges_ = 0;
     std::vector<std::exception_ptr>* errors_ = nullptr;
     std::atomic<std::uint64_t> claim_{0};
+    // laid out as the claim word: the job's number, the helpers it may have, those joined
+    std::atomic<std::uint64_t> joined_{0};
     std::atomic<std::size_t> finished_{0};  // ranges of the job workers have run
     std::atomic<std::size_t> sleepers_{0};  // workers asleep on wake_
     std::atomic<bool> caller_asleep_{false}, stopping_{false};
@@ -194,7 +215,20 @@ void parallel_for(std::size_t units, std::size_t threads, const Body& body) {
         body(0, units);
         return;
     }
-    pool().run(units, ranges, body);
+    pool().run(units, ranges, ranges - 1, body);
+}
+
+void parallel_each(std::size_t units, std::size_t threads,
+                   const std::function<void(std::size_t)>& body) {
+    const std::size_t helpers = std::min(threads, units) > 1 ? std::min(threads, units) - 1 : 0;
+    const Body each = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t unit = begin; unit < end; ++unit) body(unit);
+    };
+    if (helpers == 0 || inside_job || units > WorkerPool::max_ranges) {
+        each(0, units);
+        return;
+    }
+    pool().run(units, units, helpers, each);
 }
 
 }  // namespace mha

@@ -20,6 +20,13 @@ namespace mha {
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
 
+// Calls body(i) for every i < units (at most 65,535) on at most `threads` threads, each unit a
+// range of its own that the next free thread claims: for a few large pieces of work (a
+// training step's micro-batches), which the threads then share as they finish, so a thread
+// kept waiting for a core holds up one piece, not a fixed half. Otherwise as parallel_for.
+void parallel_each(std::size_t units, std::size_t threads,
+                   const std::function<void(std::size_t unit)>& body);
+
 // Multiply-adds a thread must get for its wake-up to pay: below about 2^20 (tens of
 // microseconds of work) waking a worker costs more than it saves.
 inline constexpr std::uint64_t min_shared_macs = std::uint64_t(1) << 20;

@@ -39,16 +39,14 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
     if (state.workspaces.size() < parts) state.workspaces.resize(parts);
     std::vector<double> losses(parts);
     std::vector<Model> grads(parts);
-    parallel_for(parts, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t part = begin; part < end; ++part) {
-            const std::size_t from = part * rows * n, to = std::min(batch, (part + 1) * rows) * n;
-            ModelBackward pass = model_forward_backward(
-                state.model, {tokens.begin() + from, tokens.begin() + to},
-                {targets.begin() + from, targets.begin() + to}, (to - from) / n, threads,
-                &state.workspaces[part], tokens.size());
-            losses[part] = pass.loss;
-            grads[part] = std::move(pass.grads);
-        }
+    parallel_each(parts, threads, [&](std::size_t part) {
+        const std::size_t from = part * rows * n, to = std::min(batch, (part + 1) * rows) * n;
+        ModelBackward pass = model_forward_backward(
+            state.model, {tokens.begin() + from, tokens.begin() + to},
+            {targets.begin() + from, targets.begin() + to}, (to - from) / n, threads,
+            &state.workspaces[part], tokens.size());
+        losses[part] = pass.loss;
+        grads[part] = std::move(pass.grads);
     });
     Sums sums;
     for (std::size_t part = 0; part < parts; ++part) {
