@@ -49,19 +49,20 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
         grads[part] = std::move(pass.grads);
     });
     Sums sums;
-    for (std::size_t part = 0; part < parts; ++part) {
-        sums.loss += losses[part];
-        const std::vector<Parameter> these = model_parameters(grads[part]);
-        for (std::size_t i = 0; i < these.size(); ++i) {
-            Tensor g = gather_parameter(these[i]);  // contiguous
-            if (part == 0) {
-                sums.grads.push_back(std::move(g));  // added to in place: part 0's is read no more
-                continue;
-            }
-            float* total = sums.grads[i].data();
-            for (std::size_t e = 0, count = g.numel(); e < count; ++e) total[e] += g.data()[e];
+    for (const double loss : losses) sums.loss += loss;
+    std::vector<std::vector<Parameter>> each(parts);  // each part's gradients, by parameter
+    for (std::size_t part = 0; part < parts; ++part) each[part] = model_parameters(grads[part]);
+    sums.grads.resize(each[0].size());
+    parallel_each(sums.grads.size(), threads, [&](std::size_t i) {  // the parts in order
+        Tensor total = gather_parameter(each[0][i]);  // contiguous; added to in place, as
+                                                      // part 0's gradient is read no more
+        for (std::size_t part = 1; part < parts; ++part) {
+            const Tensor g = gather_parameter(each[part][i]);
+            for (std::size_t e = 0, count = g.numel(); e < count; ++e)
+                total.data()[e] += g.data()[e];
         }
-    }
+        sums.grads[i] = std::move(total);
+    });
     return sums;
 }
 
@@ -81,7 +82,7 @@ StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
     result.grad_norm = clip_grad_norm(grad_pointers, recipe.clip);
     result.lr = learning_rate(std::size_t(state.step), recipe.steps, recipe.lr, recipe.warmup);
     ++state.step;
-    for (std::size_t i = 0; i < params.size(); ++i) {
+    parallel_each(params.size(), threads, [&](std::size_t i) {  // each parameter on one thread
         const Parameter& p = params[i];
         Tensor values = gather_parameter(p);
         const double decay =
@@ -89,7 +90,7 @@ StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
         adamw_step(values, grads[i], state.moments[i], state.step, result.lr, decay,
                    recipe.adamw, threads);
         scatter_parameter(p, values);
-    }
+    });
     return result;
 }
 
