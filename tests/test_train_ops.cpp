@@ -372,6 +372,21 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
     }
 }
 
+TEST_CASE("a step's micro-batches: 512 positions of whole rows, at most 8 of them",
+          "[backward]") {
+    const auto split = [](std::size_t batch, std::size_t n) {
+        const mha::MicroBatches m = mha::micro_batches(batch, n, 512);
+        return std::pair<std::size_t, std::size_t>{m.rows, m.count};
+    };
+    using Split = std::pair<std::size_t, std::size_t>;
+    CHECK(split(32, 128) == Split{4, 8});     // the default recipe
+    CHECK(split(30, 128) == Split{4, 8});     // the last has 2 rows
+    CHECK(split(2, 128) == Split{4, 1});      // all in one
+    CHECK(split(3, 1000) == Split{1, 3});     // a row longer than 512: one row each
+    CHECK(split(1024, 128) == Split{128, 8}); // more would be past 8: larger ones
+    CHECK(split(0, 128).second == 0);
+}
+
 TEST_CASE("train_step's micro-batches run side by side: the same bits at any thread count",
           "[backward]") {
     // 6 rows of 16 positions in micro-batches of 2 rows and a step's sums against one pass

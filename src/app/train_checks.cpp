@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/forms/block.h"
 #include "core/pass/costs.h"
+#include "core/train/train_step.h"
 
 namespace mha {
 
@@ -31,7 +32,8 @@ Sizes layer_sizes(const TrainSettings& s) {
 
 // Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
 // again twice: a token per character, the held-out characters' strings), the parameters four times
-// (values, gradients, two moments) and a gathered copy, every layer's forward kept for its backward
+// (values, gradients, two moments) and a gathered copy, and once more for each micro-batch's
+// gradients (core/train/train_step.h), every layer's forward kept for its backward
 // and as much again for its gradients, the logits with their gradient and softmax, and
 // --save-batches' arrays (a double per value to write, its .npy and the archive).
 std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
@@ -52,8 +54,10 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
         o.save_batches.empty()
             ? 0
             : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
+    const std::uint64_t parts =
+        micro_batches(s.batch, m.context, s.recipe.micro_batch).count;
     return checked_sum({checked_product({corpus_bytes, 3}, what),
-                        checked_product({parameters, 5 * sizeof(float)}, what),
+                        checked_product({parameters, 5 + parts, sizeof(float)}, what),
                         checked_product({m.layers, layer, 2}, what),
                         checked_product({tokens, V, 3 * sizeof(float)}, what), batches},
                        what);

@@ -18,6 +18,13 @@ TrainState start_training(Model model) {
     return state;
 }
 
+MicroBatches micro_batches(std::size_t batch, std::size_t row_length, std::size_t micro_batch) {
+    const std::size_t rows =
+        std::max({std::size_t(1), micro_batch / std::max<std::size_t>(1, row_length),
+                  (batch + max_micro_batches - 1) / max_micro_batches});
+    return {rows, (batch + rows - 1) / rows};
+}
+
 namespace {
 
 // The loss and the gradients of one step: the micro-batches' sums, in order.
@@ -34,8 +41,8 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
         model_forward_backward(state.model, tokens, targets, batch, threads);
     }
     const std::size_t n = tokens.size() / batch;
-    const std::size_t rows = std::max<std::size_t>(1, micro_batch / n);  // a micro-batch's
-    const std::size_t parts = (batch + rows - 1) / rows;
+    const MicroBatches split = micro_batches(batch, n, micro_batch);
+    const std::size_t rows = split.rows, parts = split.count;
     if (state.workspaces.size() < parts) state.workspaces.resize(parts);
     std::vector<double> losses(parts);
     std::vector<Model> grads(parts);

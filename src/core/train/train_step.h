@@ -21,11 +21,23 @@ struct TrainRecipe {
     double clip = 1.0;          // the global gradient norm clipped to
     AdamWSettings adamw;
     // Positions in a micro-batch: train_step runs its batch as micro-batches of this many
-    // positions (whole rows, at least one), side by side on the threads, and sums their
-    // losses and gradients in order. The sums differ from one pass over the whole batch by
-    // float rounding only, and not with the thread count.
+    // positions (whole rows, at least one; larger when more than max_micro_batches would be
+    // needed), side by side on the threads, and sums their losses and gradients in order.
+    // The sums differ from one pass over the whole batch by float rounding only, and not
+    // with the thread count.
     std::size_t micro_batch = 512;
 };
+
+// The most micro-batches a step takes: each holds a gradient of every parameter until the
+// step adds them up.
+inline constexpr std::size_t max_micro_batches = 8;
+
+// How train_step divides `batch` rows of `row_length` positions: `count` micro-batches of
+// `rows` rows (the last may have fewer); none for no rows.
+struct MicroBatches {
+    std::size_t rows, count;
+};
+MicroBatches micro_batches(std::size_t batch, std::size_t row_length, std::size_t micro_batch);
 
 // Everything that changes from step to step: with the same batches, a state saved and loaded
 // again goes on bit for bit.
