@@ -4,6 +4,7 @@
 // callers on different threads take turns.
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -128,32 +129,48 @@ TEST_CASE("parallel_for callers on different threads take turns") {
     for (const std::vector<int>& s : seen) CHECK(s == std::vector<int>(100, 10));
 }
 
-TEST_CASE("parallel_each runs every unit once, on at most its threads") {
+TEST_CASE("parallel_each runs every unit once, on at most its threads, one slot a thread") {
     for (const std::size_t threads : {1, 2, 3}) {
         CAPTURE(threads);
         for (int call = 0; call < 20; ++call) {
             std::vector<int> runs(8, 0);
             std::set<std::thread::id> ids;
+            std::vector<std::set<std::thread::id>> slot_ids(8);
+            std::vector<std::atomic<bool>> busy(8);
+            std::atomic<int> shared{0};  // units that found their slot in use
             std::mutex lock;
-            mha::parallel_each(8, threads, [&](std::size_t unit) {
-                std::lock_guard<std::mutex> guard(lock);
-                ++runs[unit];
-                ids.insert(std::this_thread::get_id());
+            mha::parallel_each(8, threads, [&](std::size_t unit, std::size_t slot) {
+                if (slot >= std::min<std::size_t>(threads, 8) || busy[slot].exchange(true)) {
+                    ++shared;
+                    return;
+                }
+                {
+                    std::lock_guard<std::mutex> guard(lock);
+                    ++runs[unit];
+                    ids.insert(std::this_thread::get_id());
+                    slot_ids[slot].insert(std::this_thread::get_id());
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                busy[slot] = false;
             });
+            CHECK(shared == 0);
             CHECK(runs == std::vector<int>(8, 1));
             CHECK(ids.size() <= threads);
+            for (const auto& owners : slot_ids) CHECK(owners.size() <= 1);  // a slot, a thread
         }
     }
     int calls = 0;
-    mha::parallel_each(0, 2, [&](std::size_t) { ++calls; });
+    mha::parallel_each(0, 2, [&](std::size_t, std::size_t) { ++calls; });
     CHECK(calls == 0);
-    // inside a running range, serially on that thread
-    std::vector<int> elsewhere(4, 0);
-    mha::parallel_each(4, 2, [&](std::size_t outer) {
+    // inside a running range, serially on that thread, in slot 0
+    std::vector<int> elsewhere(4, 0), other_slot(4, 0);
+    mha::parallel_each(4, 2, [&](std::size_t outer, std::size_t) {
         const std::thread::id me = std::this_thread::get_id();
-        mha::parallel_each(3, 2, [&](std::size_t) {
+        mha::parallel_each(3, 2, [&](std::size_t, std::size_t slot) {
             if (std::this_thread::get_id() != me) ++elsewhere[outer];
+            if (slot != 0) ++other_slot[outer];
         });
     });
     CHECK(elsewhere == std::vector<int>(4, 0));
+    CHECK(other_slot == std::vector<int>(4, 0));
 }

@@ -9,6 +9,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/block.h"
+#include "core/kernels/parallel.h"
 #include "core/pass/costs.h"
 #include "core/train/train_step.h"
 
@@ -33,9 +34,10 @@ Sizes layer_sizes(const TrainSettings& s) {
 // Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
 // again twice: a token per character, the held-out characters' strings), the parameters four times
 // (values, gradients, two moments) and a gathered copy, and once more for each micro-batch's
-// gradients (core/train/train_step.h), every layer's forward kept for its backward
-// and as much again for its gradients, the logits with their gradient and softmax, and
-// --save-batches' arrays (a double per value to write, its .npy and the archive).
+// gradients (core/train/train_step.h); for each thread's micro-batch (as many run at once),
+// every layer's forward kept for its backward and as much again for its gradients, and the
+// logits with their gradient and softmax; and --save-batches' arrays (a double per value to
+// write, its .npy and the archive).
 std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
     const std::string what = "the memory for training";
     const TrainSettings& s = o.settings;
@@ -46,20 +48,24 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
     const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
                                                   checked_product({m.layers, per_layer}, what)},
                                                  what);
-    const Sizes sizes = layer_sizes(s);
+    const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
+    const std::uint64_t at_once =
+        std::min<std::uint64_t>(micro.count, o.threads ? o.threads : hardware_threads());
+    Sizes sizes = layer_sizes(s);
+    sizes.batch = micro.rows;
     const std::uint64_t layer = checked_sum(
         {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
     const std::uint64_t tokens = checked_product({s.batch, m.context}, what);
+    const std::uint64_t micro_tokens = checked_product({micro.rows, m.context}, what);
     const std::uint64_t batches =
         o.save_batches.empty()
             ? 0
             : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
-    const std::uint64_t parts =
-        micro_batches(s.batch, m.context, s.recipe.micro_batch).count;
     return checked_sum({checked_product({corpus_bytes, 3}, what),
-                        checked_product({parameters, 5 + parts, sizeof(float)}, what),
-                        checked_product({m.layers, layer, 2}, what),
-                        checked_product({tokens, V, 3 * sizeof(float)}, what), batches},
+                        checked_product({parameters, 5 + micro.count, sizeof(float)}, what),
+                        checked_product({m.layers, layer, 2, at_once}, what),
+                        checked_product({micro_tokens, V, 3 * sizeof(float), at_once}, what),
+                        batches},
                        what);
 }
 

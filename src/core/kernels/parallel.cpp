@@ -38,6 +38,10 @@ using Body = std::function<void(std::size_t, std::size_t)>;
 // True on a pool worker, and on a caller while it runs its ranges.
 thread_local bool inside_job = false;
 
+// Which of its call's threads this one is while it runs a job's ranges: 0 on the caller, then
+// 1, 2, ... on the workers in the order they joined the job.
+thread_local std::size_t job_slot = 0;
+
 // How long a thread spins before it sleeps on a condition variable.
 constexpr std::chrono::microseconds spin_time{1000};
 
@@ -94,6 +98,7 @@ public:
             for (std::size_t w = 0; w < helpers; ++w) wake_.notify_one();
         }
         inside_job = true;
+        job_slot = 0;
         run_range(0);
         std::size_t mine = 1;  // ranges the caller ran
         for (std::size_t r = claim(job); r < ranges; r = claim(job)) {
@@ -128,12 +133,14 @@ private:
     }
 
     // Whether this worker may help with job `job`: true for the first helpers that ask, so a
-    // pool grown by an earlier call with more threads does not exceed this call's.
+    // pool grown by an earlier call with more threads does not exceed this call's; then it
+    // takes the next job_slot.
     bool join(std::uint64_t job) {
         std::uint64_t word = joined_.load(std::memory_order_acquire);
         while (job_of(word) == job && next_of(word) < ranges_of(word)) {
             if (joined_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
                                               std::memory_order_acquire)) {
+                job_slot = next_of(word) + 1;
                 return true;
             }
         }
@@ -219,16 +226,15 @@ void parallel_for(std::size_t units, std::size_t threads, const Body& body) {
 }
 
 void parallel_each(std::size_t units, std::size_t threads,
-                   const std::function<void(std::size_t)>& body) {
+                   const std::function<void(std::size_t, std::size_t)>& body) {
     const std::size_t helpers = std::min(threads, units) > 1 ? std::min(threads, units) - 1 : 0;
-    const Body each = [&](std::size_t begin, std::size_t end) {
-        for (std::size_t unit = begin; unit < end; ++unit) body(unit);
-    };
-    if (helpers == 0 || inside_job || units > WorkerPool::max_ranges) {
-        each(0, units);
+    if (helpers == 0 || inside_job || units > WorkerPool::max_ranges) {  // serially, slot 0
+        for (std::size_t unit = 0; unit < units; ++unit) body(unit, 0);
         return;
     }
-    pool().run(units, units, helpers, each);
+    pool().run(units, units, helpers, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t unit = begin; unit < end; ++unit) body(unit, job_slot);
+    });
 }
 
 }  // namespace mha

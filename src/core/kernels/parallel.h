@@ -20,12 +20,15 @@ namespace mha {
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
 
-// Calls body(i) for every i < units (at most 65,535) on at most `threads` threads, each unit a
-// range of its own that the next free thread claims: for a few large pieces of work (a
+// Calls body(i, slot) for every i < units (at most 65,535) on at most `threads` threads, each
+// unit a range of its own that the next free thread claims: for a few large pieces of work (a
 // training step's micro-batches), which the threads then share as they finish, so a thread
-// kept waiting for a core holds up one piece, not a fixed half. Otherwise as parallel_for.
+// kept waiting for a core holds up one piece, not a fixed half. `slot` < min(threads, units)
+// names the thread that runs the unit within the call (0: the caller), so units running at
+// the same time never share one: a place for per-thread memory. Which units a slot gets
+// varies from call to call. Otherwise as parallel_for.
 void parallel_each(std::size_t units, std::size_t threads,
-                   const std::function<void(std::size_t unit)>& body);
+                   const std::function<void(std::size_t unit, std::size_t slot)>& body);
 
 // Multiply-adds a thread must get for its wake-up to pay: below about 2^20 (tens of
 // microseconds of work) waking a worker costs more than it saves.

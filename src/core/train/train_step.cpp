@@ -43,15 +43,16 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
     const std::size_t n = tokens.size() / batch;
     const MicroBatches split = micro_batches(batch, n, micro_batch);
     const std::size_t rows = split.rows, parts = split.count;
-    if (state.workspaces.size() < parts) state.workspaces.resize(parts);
+    const std::size_t slots = std::max<std::size_t>(1, std::min(threads, parts));
+    if (state.workspaces.size() < slots) state.workspaces.resize(slots);
     std::vector<double> losses(parts);
     std::vector<Model> grads(parts);
-    parallel_each(parts, threads, [&](std::size_t part) {
+    parallel_each(parts, threads, [&](std::size_t part, std::size_t slot) {
         const std::size_t from = part * rows * n, to = std::min(batch, (part + 1) * rows) * n;
         ModelBackward pass = model_forward_backward(
             state.model, {tokens.begin() + from, tokens.begin() + to},
             {targets.begin() + from, targets.begin() + to}, (to - from) / n, threads,
-            &state.workspaces[part], tokens.size());
+            &state.workspaces[slot], tokens.size());
         losses[part] = pass.loss;
         grads[part] = std::move(pass.grads);
     });
@@ -60,7 +61,7 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
     std::vector<std::vector<Parameter>> each(parts);  // each part's gradients, by parameter
     for (std::size_t part = 0; part < parts; ++part) each[part] = model_parameters(grads[part]);
     sums.grads.resize(each[0].size());
-    parallel_each(sums.grads.size(), threads, [&](std::size_t i) {  // the parts in order
+    parallel_each(sums.grads.size(), threads, [&](std::size_t i, std::size_t) {  // parts in order
         Tensor total = gather_parameter(each[0][i]);  // contiguous; added to in place, as
                                                       // part 0's gradient is read no more
         for (std::size_t part = 1; part < parts; ++part) {
@@ -89,7 +90,7 @@ StepResult train_step(TrainState& state, const std::vector<std::size_t>& tokens,
     result.grad_norm = clip_grad_norm(grad_pointers, recipe.clip);
     result.lr = learning_rate(std::size_t(state.step), recipe.steps, recipe.lr, recipe.warmup);
     ++state.step;
-    parallel_each(params.size(), threads, [&](std::size_t i) {  // each parameter on one thread
+    parallel_each(params.size(), threads, [&](std::size_t i, std::size_t) {  // one a thread
         const Parameter& p = params[i];
         Tensor values = gather_parameter(p);
         const double decay =

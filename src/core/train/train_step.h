@@ -45,8 +45,9 @@ struct TrainState {
     Model model;
     std::vector<AdamWMoments> moments;  // one per parameter, in model_arrays' order
     std::uint64_t step = 0;             // steps taken so far
-    // each micro-batch's activations and their gradients, their memory kept for the next step
-    // (not state: nothing of it is saved or compared)
+    // the activations and their gradients of the micro-batches each thread runs, one
+    // workspace a thread, their memory kept for the next step (not state: nothing of it is
+    // saved or compared)
     std::vector<Workspace> workspaces;
 };
 
