@@ -11,7 +11,8 @@ namespace mha {
 
 struct ModelBackward {
     ModelResult forward;  // the last block's output, the logits (B, N, V), every layer's P
-    double loss = 0.0;    // the mean cross-entropy over the B·N positions, in nats
+    double loss = 0.0;    // the mean cross-entropy over the B·N positions (over mean_over's,
+                          // for a micro-batch), in nats
     Model grads;          // ∂loss/∂ every array, each in its own shape (vocab and heads copied)
 };
 
