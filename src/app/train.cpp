@@ -402,8 +402,8 @@ int run_train(const std::vector<std::string>& args) {
         checkpoint.corpus_fingerprint = corpus.fingerprint;
     }
     check_corpus_fits(corpus, source, o.settings.sizes.context);
-    check_memory(o, text.size(), corpus.vocab.size());
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
+    check_memory(o, text.size(), corpus.vocab.size(), threads);
     check_training_time(o, corpus.vocab.size(), checkpoint.state.step, threads);
     if (o.resume.empty())
         checkpoint.state =

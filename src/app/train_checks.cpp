@@ -9,7 +9,6 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/block.h"
-#include "core/kernels/parallel.h"
 #include "core/pass/costs.h"
 #include "core/train/train_step.h"
 
@@ -37,8 +36,9 @@ Sizes layer_sizes(const TrainSettings& s) {
 // gradients (core/train/train_step.h); for each thread's micro-batch (as many run at once),
 // every layer's forward kept for its backward and as much again for its gradients, and the
 // logits with their gradient and softmax; and --save-batches' arrays (a double per value to
-// write, its .npy and the archive).
-std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
+// write, its .npy and the archive). `threads`: the run's, resolved.
+std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                          std::size_t threads) {
     const std::string what = "the memory for training";
     const TrainSettings& s = o.settings;
     const ModelSizes& m = s.sizes;
@@ -49,8 +49,7 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
                                                   checked_product({m.layers, per_layer}, what)},
                                                  what);
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
-    const std::uint64_t at_once =
-        std::min<std::uint64_t>(micro.count, o.threads ? o.threads : hardware_threads());
+    const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
     Sizes sizes = layer_sizes(s);
     sizes.batch = micro.rows;
     const std::uint64_t layer = checked_sum(
@@ -125,8 +124,9 @@ void check_sizes(const TrainSettings& s) {
     }
 }
 
-void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab) {
-    const std::uint64_t need = train_bytes(o, corpus_bytes, vocab);
+void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                  std::size_t threads) {
+    const std::uint64_t need = train_bytes(o, corpus_bytes, vocab, threads);
     if (need <= o.max_memory) return;
     throw Error("training " + sizes_text(o.settings) + " needs about " + byte_size(need) +
                 ", more than --max-memory " + byte_size(o.max_memory) +

@@ -21,8 +21,9 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
 // d_model must split into the heads.
 void check_sizes(const TrainSettings& s);
 
-// Refuses a run whose estimated peak memory is above --max-memory.
-void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab);
+// Refuses a run whose estimated peak memory on `threads` threads is above --max-memory.
+void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                  std::size_t threads);
 
 // --max-time: refuses a run whose steps from first_step on (none past --time-limit) would take
 // longer at this machine's expected rate.
