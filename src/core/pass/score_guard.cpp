@@ -19,39 +19,55 @@ namespace {
 
 constexpr double float_max = std::numeric_limits<float>::max();
 
-// The largest |value| of a row of n floats, `stride` apart: +inf or NaN when one of them
-// is. Read as integers, |v|'s bits (the sign cleared) order as |v| does, infinity and NaN
-// above every finite value; eight lanes of integer maxima, which compilers vectorise.
+// |v|'s bits with the sign cleared: as integers they order as |v| does, infinity and NaN
+// above every finite value.
+std::int32_t magnitude_bits(const float* v) {
+    std::int32_t bits;
+    std::memcpy(&bits, v, sizeof bits);
+    return bits & 0x7fffffff;
+}
+
+float from_bits(std::int32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+// The largest |value| of a row of n floats, `stride` apart: +inf or NaN when one of them is.
 float row_magnitude(const float* row, std::size_t n, std::size_t stride) {
+    std::int32_t top = 0;
+    for (std::size_t c = 0; c < n; ++c) top = std::max(top, magnitude_bits(row + c * stride));
+    return from_bits(top);
+}
+
+// The largest |value| of m (rows, cols) with col_stride 1, its rows `row_stride` apart (one
+// long row when they follow each other): eight lanes of integer maxima that every row feeds,
+// which compilers vectorise.
+float rows_magnitude(MatrixView m) {
+    if (m.row_stride == m.cols) m = {m.data, 1, m.rows * m.cols, m.rows * m.cols, 1};
     constexpr std::size_t lanes = 8;
-    const auto magnitude_bits = [](const float* v) {
-        std::int32_t bits;
-        std::memcpy(&bits, v, sizeof bits);
-        return bits & 0x7fffffff;
-    };
     std::int32_t top[lanes] = {};
-    std::size_t c = 0;
-    if (stride == 1) {
-        for (; c + lanes <= n; c += lanes) {
+    const std::size_t whole = m.cols / lanes * lanes;
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        const float* row = m.data + r * m.row_stride;
+        for (std::size_t c = 0; c < whole; c += lanes) {
             for (std::size_t l = 0; l < lanes; ++l) {
                 const std::int32_t bits = magnitude_bits(row + c + l);
                 top[l] = top[l] < bits ? bits : top[l];
             }
         }
+        for (std::size_t c = whole; c < m.cols; ++c)
+            top[0] = std::max(top[0], magnitude_bits(row + c));
     }
-    for (; c < n; ++c) top[0] = std::max(top[0], magnitude_bits(row + c * stride));
-    const std::int32_t largest = *std::max_element(top, top + lanes);
-    float magnitude;
-    std::memcpy(&magnitude, &largest, sizeof magnitude);
-    return magnitude;
+    return from_bits(*std::max_element(top, top + lanes));
 }
 
 // The largest |value| of m (rows, d_k). A value that is not finite is a projection that
 // overflowed float32: an Error naming its row.
 double largest_magnitude(const MatrixView& m, const char* name, const AttentionUnit& u,
                          std::size_t first_row) {
-    if (m.col_stride == 1 && m.row_stride == m.cols) {  // contiguous: one scan of every row
-        const float all = row_magnitude(m.data, m.rows * m.cols, 1);
+    if (m.col_stride == 1) {  // one scan of every row
+        const float all = rows_magnitude(m);
         if (all <= std::numeric_limits<float>::max()) return all;  // else: find the row below
     }
     float largest = 0.0f;
