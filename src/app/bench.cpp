@@ -20,7 +20,9 @@
 //   torch     (--compare-torch) src/app/bench_torch.py through /usr/bin/python3, the
 //             best of four settings (torch threads x OpenBLAS threads) by median, with its
 //             min and max; --backward: of nn.MultiheadAttention's and the composed form's
-//             autograd, eight in all
+//             autograd, eight in all. The engines then take turns, round after round (mha on
+//             all threads, on one, each of PyTorch's), so that ms, 1 thread and torch are
+//             medians of runs taken side by side (measure_with_torch)
 
 #include "app/bench.h"
 
@@ -35,13 +37,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <sstream>
+#include <memory>
+#include <thread>
 #include <utility>
 
 #include "app/bench_train.h"
 #include "app/cli.h"
 #include "app/problem.h"
+#include "app/torch_process.h"
 #include "core/backward/backward.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -58,8 +61,6 @@ namespace mha {
 namespace {
 
 constexpr double naive_max_macs = 2e9;
-const char* const torch_python = "/usr/bin/python3";
-const char* const torch_script = "src/app/bench_torch.py";
 
 struct BenchSize {
     std::size_t batch, seq_len, d_model, heads;
@@ -83,7 +84,6 @@ struct BenchOptions {
     bool help = false;
 };
 
-
 struct Row {
     BenchSize size;
     double macs = 0;
@@ -95,11 +95,6 @@ struct Row {
     bool naive_estimated = false;
     double peak_mib = 0;
 };
-
-std::string key_of(const BenchSize& s) {
-    return std::to_string(s.batch) + " " + std::to_string(s.seq_len) + " " +
-           std::to_string(s.d_model) + " " + std::to_string(s.heads);
-}
 
 // "1x128x512x8,4x512x768x12": B x N x d_model x h, each from 1 to 2^20, h dividing d_model.
 std::vector<BenchSize> parse_sizes(const Arg& arg) {
@@ -192,9 +187,11 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "also time nn.MultiheadAttention through /usr/bin/python3\n"
           "and src/app/bench_torch.py (needs PyTorch installed) at\n"
           "its best: torch threads 1, 2 x OpenBLAS threads 1, 2,\n"
-          "each in a fresh process, OPENBLAS_CORETYPE unset; with\n"
+          "each a process kept alive, OPENBLAS_CORETYPE unset; with\n"
           "--backward its autograd and that of the same maths from\n"
-          "F.linear, matmul and softmax, the best of the eight"},
+          "F.linear, matmul and softmax, the best of the eight. The\n"
+          "engines take turns, round after round (a turn: one run,\n"
+          "or two with the second timed when one takes under 0.25 s)"},
          [](BenchOptions& o, const Arg&) { o.compare_torch = true; }},
         {{"--help", 'h', "", "this help"}, [](BenchOptions& o, const Arg&) { o.help = true; }},
     };
@@ -209,13 +206,13 @@ Config config_of(const BenchSize& s, bool backward) {
     c.heads = s.heads;
     c.backward = backward;
     if (backward) c.attention = AttentionPath::Standard;  // the backward that reads P
-    c.max_time.reset();  // bench chooses its sizes itself
+    c.max_time.reset();                                   // bench chooses its sizes itself
     return c;
 }
 
 Sizes sizes_of(const BenchSize& s) {
-    return {s.batch, s.seq_len, s.seq_len, s.d_model, s.d_model, s.d_model,
-            s.heads, s.heads, s.d_model / s.heads};
+    return {s.batch,   s.seq_len, s.seq_len, s.d_model,          s.d_model,
+            s.d_model, s.heads,   s.heads,   s.d_model / s.heads};
 }
 
 // The forward's multiply-adds, or with `backward` the planned forward's and backward's.
@@ -255,18 +252,18 @@ Spread time_runs(std::size_t repeat, Run run, double& faults) {
 // --backward --attention standard, what bench --backward times), as a child.
 double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
     std::vector<std::string> args = {"mha",
-                                           "-b",
-                                           std::to_string(s.batch),
-                                           "-n",
-                                           std::to_string(s.seq_len),
-                                           "-d",
-                                           std::to_string(s.d_model),
-                                           "-H",
-                                           std::to_string(s.heads),
-                                           "-t",
-                                           std::to_string(threads),
-                                           "--max-time",
-                                           "off"};
+                                     "-b",
+                                     std::to_string(s.batch),
+                                     "-n",
+                                     std::to_string(s.seq_len),
+                                     "-d",
+                                     std::to_string(s.d_model),
+                                     "-H",
+                                     std::to_string(s.heads),
+                                     "-t",
+                                     std::to_string(threads),
+                                     "--max-time",
+                                     "off"};
     if (backward) args.insert(args.end(), {"--backward", "--attention", "standard"});
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -289,57 +286,62 @@ double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
     return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-bool torch_available() {
-    return std::system(
-               (std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-}
+// One size's pass (forward, or forward + backward) on seeded values, ready to run again and
+// again: every run takes its tensors from one workspace (the memory of the run before) and
+// its weights packed once.
+class MhaPass {
+public:
+    MhaPass(const BenchSize& size, bool backward)
+        : problem_(build_problem(config_of(size, backward))),
+          packed_(pack_weights(problem_.weights)),
+          backward_(backward) {
+        problem_.options.workspace = &workspace_;
+        problem_.options.packed = &packed_;
+    }
+    MhaPass(const MhaPass&) = delete;
+    MhaPass& operator=(const MhaPass&) = delete;
 
-// PyTorch's fastest median ms for every size (with that setting's min and max), keyed by
-// "B N d h", with the setting that reached it: src/app/bench_torch.py in a fresh process for
-// each of torch threads 1, 2 x OpenBLAS threads 1, 2, with OPENBLAS_CORETYPE unset so OpenBLAS
-// picks its own kernels; with `backward` its forward + backward, each line naming the form
-// ("module", "composed").
-struct TorchTime {
-    Spread ms;
-    std::string setting;  // e.g. "1/2": torch threads / OpenBLAS threads
+    double run_ms(std::size_t threads) {
+        Problem& p = problem_;
+        p.options.threads = threads;
+        const auto start = std::chrono::steady_clock::now();
+        if (backward_) {
+            forward_backward(p.weights, p.inputs, p.masks, p.options, Form::Packed, p.grad_output,
+                             none_);
+        } else {
+            forward(p.weights, p.inputs, p.masks, p.options, none_);
+        }
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    }
+
+    // The reference loops' forward (plain loops, 1 thread), ms.
+    double reference_ms() const {
+        const Problem& p = problem_;
+        const auto start = std::chrono::steady_clock::now();
+        reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    }
+
+private:
+    Problem problem_;
+    Workspace workspace_;
+    PackedWeights packed_;
+    NullTracer none_;
+    bool backward_;
 };
 
-std::map<std::string, TorchTime> torch_times(const std::vector<BenchSize>& sizes,
-                                             std::size_t repeat, bool backward) {
-    std::map<std::string, TorchTime> best;
-    for (const std::size_t torch_threads : {1, 2}) {
-        for (const std::size_t blas_threads : {1, 2}) {
-            std::string command =
-                "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) +
-                " " + torch_python + " " + torch_script + " --threads " +
-                std::to_string(torch_threads) + " --repeat " + std::to_string(repeat) +
-                (backward ? " --backward" : "");
-            for (const BenchSize& s : sizes) {
-                command += " " + std::to_string(s.batch) + "," + std::to_string(s.seq_len) + "," +
-                           std::to_string(s.d_model) + "," + std::to_string(s.heads);
-            }
-            FILE* pipe = popen(command.c_str(), "r");
-            if (pipe == nullptr) throw Error("bench: cannot run " + command);
-            char line[256];
-            while (std::fgets(line, sizeof line, pipe) != nullptr) {
-                std::istringstream words(line);
-                BenchSize s{};
-                Spread ms;
-                if (!(words >> s.batch >> s.seq_len >> s.d_model >> s.heads >> ms.median >>
-                      ms.min >> ms.max))
-                    continue;
-                std::string form;
-                words >> form;  // --backward: module or composed
-                TorchTime& t = best[key_of(s)];
-                if (t.setting.empty() || ms.median < t.ms.median) {
-                    t = {ms, std::to_string(torch_threads) + "/" + std::to_string(blas_threads) +
-                                 (form.empty() ? "" : " " + form)};
-                }
-            }
-            if (pclose(pipe) != 0) throw Error("bench: " + command + " failed");
-        }
+// row's naive time: the reference loops run once when the size has at most naive_max_macs
+// multiply-adds (or none has run yet), else estimated from the rate of the last that ran.
+void time_naive(Row& row, const MhaPass& pass, double& naive_rate) {
+    if (row.macs <= naive_max_macs || naive_rate == 0) {
+        row.naive_ms = pass.reference_ms();
+        naive_rate = row.macs / row.naive_ms;
+    } else {
+        row.naive_ms = row.macs / naive_rate;
+        row.naive_estimated = true;
     }
-    return best;
 }
 
 Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double peak_mib,
@@ -348,37 +350,80 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     row.size = size;
     row.macs = multiply_adds(size, o.backward);
     row.peak_mib = peak_mib;
-    Problem p = build_problem(config_of(size, o.backward));
-    NullTracer none;
-    Workspace workspace;  // every run reuses the memory of the one before
-    p.options.workspace = &workspace;
-    const PackedWeights packed = pack_weights(p.weights);  // and the weights packed once
-    p.options.packed = &packed;
-    p.options.threads = threads;
-    const auto run = [&] {
-        if (o.backward) {
-            forward_backward(p.weights, p.inputs, p.masks, p.options, Form::Packed, p.grad_output,
-                             none);
-        } else {
-            forward(p.weights, p.inputs, p.masks, p.options, none);
-        }
-    };
-    row.ms = time_runs(o.repeat, run, row.faults);
-    p.options.threads = 1;
+    MhaPass pass(size, o.backward);
+    row.ms = time_runs(
+        o.repeat, [&] { pass.run_ms(threads); }, row.faults);
     double faults_one = 0;
-    row.ms_one = time_runs(o.repeat, run, faults_one);
-    if (o.backward) return row;  // no reference loops of the backward: no naive time
-    if (row.macs <= naive_max_macs || naive_rate == 0) {
-        const auto start = std::chrono::steady_clock::now();
-        reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
-        row.naive_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        naive_rate = row.macs / row.naive_ms;
-    } else {
-        row.naive_ms = row.macs / naive_rate;
-        row.naive_estimated = true;
+    row.ms_one = time_runs(
+        o.repeat, [&] { pass.run_ms(1); }, faults_one);
+    if (!o.backward) time_naive(row, pass, naive_rate);  // no reference loops of the backward
+    return row;
+}
+
+// PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2: one process each, kept for every size.
+std::vector<std::unique_ptr<TorchProcess>> start_torch(bool backward) {
+    std::vector<std::unique_ptr<TorchProcess>> torch;
+    for (const std::size_t torch_threads : {1, 2}) {
+        for (const std::size_t blas_threads : {1, 2}) {
+            torch.push_back(std::make_unique<TorchProcess>(
+                backward ? TorchProcess::Mode::Backward : TorchProcess::Mode::Forward,
+                torch_threads, blas_threads));
+        }
     }
+    return torch;
+}
+
+// measure with --compare-torch: the engines take turns (turn_ms), round after round, so that a
+// load that comes and goes falls on all alike: mha on all threads, mha on one, then each
+// PyTorch process's forms (--backward: module and composed). The row takes PyTorch's form and
+// setting with the smallest median.
+Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t threads,
+                       double peak_mib, double& naive_rate,
+                       std::vector<std::unique_ptr<TorchProcess>>& torch) {
+    Row row;
+    row.size = size;
+    row.macs = multiply_adds(size, o.backward);
+    row.peak_mib = peak_mib;
+    struct TorchForm {
+        TorchProcess* process;
+        std::string form;
+        std::vector<double> times;
+    };
+    std::vector<TorchForm> forms;
+    const std::string text = std::to_string(size.batch) + "," + std::to_string(size.seq_len) + "," +
+                             std::to_string(size.d_model) + "," + std::to_string(size.heads);
+    for (const auto& process : torch) {
+        for (const std::string& form : process->load(text))
+            forms.push_back({process.get(), form, {}});
+    }
+    MhaPass pass(size, o.backward);
+    pass.run_ms(threads);  // warm-up: the pool's threads, the first touch of the workspace
+    std::vector<double> all, one;
+    double faults = 0, runs = 0;
+    const auto counted_run = [&] {  // a run on all threads, its page faults counted
+        const double before = page_faults();
+        const double ms = pass.run_ms(threads);
+        faults += page_faults() - before;
+        ++runs;
+        return ms;
+    };
+    for (std::size_t round = 0; round < o.repeat; ++round) {
+        all.push_back(turn_ms(counted_run, true));
+        one.push_back(turn_ms([&] { return pass.run_ms(1); }, true));
+        for (TorchForm& f : forms)
+            f.times.push_back(turn_ms([&] { return f.process->run_ms(f.form); }, true));
+    }
+    row.ms = spread_of(all);
+    row.ms_one = spread_of(one);
+    row.faults = faults / runs;
+    for (const TorchForm& f : forms) {
+        const Spread t = spread_of(f.times);
+        if (row.torch_setting.empty() || t.median < row.torch_ms.median) {
+            row.torch_ms = t;
+            row.torch_setting = f.process->setting() + (o.backward ? " " + f.form : "");
+        }
+    }
+    if (!o.backward) time_naive(row, pass, naive_rate);
     return row;
 }
 
@@ -400,16 +445,20 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << (o.backward ? "t/blas    form" : "t/blas") << "  vs torch";
     std::cout << "\n";
     for (const Row& r : rows) {
-        std::cout
-            << padded_left(std::to_string(r.size.batch), 3) << padded_left(std::to_string(r.size.seq_len), 6)
-            << padded_left(std::to_string(r.size.d_model), 9) << padded_left(std::to_string(r.size.heads), 4)
-            << padded_left(fixed(r.ms.median, 2), 9) << padded_left(fixed(r.ms.min, 2), 9)
-            << padded_left(fixed(r.ms.max, 2), 9) << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
-            << padded_left(o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
-            << padded_left(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
-            << padded_left(fixed(r.ms_one.median, 2), 10)
-            << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
-            << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
+        std::cout << padded_left(std::to_string(r.size.batch), 3)
+                  << padded_left(std::to_string(r.size.seq_len), 6)
+                  << padded_left(std::to_string(r.size.d_model), 9)
+                  << padded_left(std::to_string(r.size.heads), 4)
+                  << padded_left(fixed(r.ms.median, 2), 9) << padded_left(fixed(r.ms.min, 2), 9)
+                  << padded_left(fixed(r.ms.max, 2), 9)
+                  << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
+                  << padded_left(
+                         o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1),
+                         12)
+                  << padded_left(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
+                  << padded_left(fixed(r.ms_one.median, 2), 10)
+                  << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
+                  << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
         if (o.compare_torch)
             std::cout << padded_left(fixed(r.torch_ms.median, 2), 10)
                       << padded_left(fixed(r.torch_ms.min, 2), 10)
@@ -425,9 +474,12 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
     if (o.compare_torch)
         std::cout
             << "\ntorch ms: PyTorch's best median of torch threads 1, 2 x OpenBLAS threads 1, 2 "
-               "(t/blas), each in a fresh\nprocess, with OPENBLAS_CORETYPE unset so OpenBLAS "
+               "(t/blas), each a process\nkept alive, with OPENBLAS_CORETYPE unset so OpenBLAS "
                "picks its own kernels; t min ms, t max ms: that setting's\nfastest and slowest "
-               "run; vs torch: torch ms / mha ms, medians (above 1 = mha is faster)\n"
+               "run; vs torch: torch ms / mha ms, medians (above 1 = mha is faster). The engines\n"
+               "took turns, round after round (mha on all threads, on one, each PyTorch setting), "
+               "a 0.15 s pause after\nevery turn; a turn is one run, or two with the second "
+               "timed when one takes under 0.25 s\n"
             << (o.backward ? "--backward: forward + backward by autograd, of nn.MultiheadAttention "
                              "(module) and of\nthe same maths from F.linear, matmul and softmax "
                              "(composed), the faster of the two\n"
@@ -468,6 +520,13 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 
 }  // namespace
 
+double turn_ms(const std::function<double()>& run_ms, bool pause) {
+    double ms = run_ms();
+    if (ms < turn_rerun_ms) ms = run_ms();
+    if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    return ms;
+}
+
 Spread spread_of(std::vector<double> times) {
     std::sort(times.begin(), times.end());
     return {times.front(), times[times.size() / 2], times.back()};
@@ -502,16 +561,13 @@ int run_bench(const std::vector<std::string>& args) {
         std::cout << help_text(bench_command());
         return 0;
     }
-    if (o.compare_torch && !std::ifstream(torch_script).good())
-        throw Error(std::string("--compare-torch runs ") + torch_script +
-                    ": run mha bench from the repository root");
-    if (o.compare_torch && !torch_available())
-        throw Error("--compare-torch needs PyTorch: /usr/bin/python3 -c 'import torch' failed");
+    if (o.compare_torch) check_torch_side();
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     if (o.train) {
         if (!o.sizes.empty() || !o.heads.empty() || o.backward)
-            throw Error("bench --train times mha train's one size; it takes no --sizes, "
-                        "--heads or --backward");
+            throw Error(
+                "bench --train times mha train's one size; it takes no --sizes, "
+                "--heads or --backward");
         run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json});
         return 0;
     }
@@ -522,18 +578,13 @@ int run_bench(const std::vector<std::string>& args) {
     // it inherits from its parent at the fork (and the heap keeps some of what earlier sizes
     // freed)
     std::vector<double> peaks;
-    for (const BenchSize& size : sizes)
-        peaks.push_back(child_peak_mib(size, threads, o.backward));
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-        rows.push_back(measure(sizes[i], o, threads, peaks[i], naive_rate));
-    if (o.compare_torch) {
-        const std::map<std::string, TorchTime> torch = torch_times(sizes, o.repeat, o.backward);
-        for (Row& r : rows) {
-            const auto found = torch.find(key_of(r.size));
-            if (found == torch.end()) throw Error("bench: no PyTorch time for " + key_of(r.size));
-            r.torch_ms = found->second.ms;
-            r.torch_setting = found->second.setting;
-        }
+    for (const BenchSize& size : sizes) peaks.push_back(child_peak_mib(size, threads, o.backward));
+    std::vector<std::unique_ptr<TorchProcess>> torch;
+    if (o.compare_torch) torch = start_torch(o.backward);
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        rows.push_back(o.compare_torch
+                           ? measure_with_torch(sizes[i], o, threads, peaks[i], naive_rate, torch)
+                           : measure(sizes[i], o, threads, peaks[i], naive_rate));
     }
     if (o.json)
         print_json(rows, o, threads);

@@ -3,6 +3,7 @@
 // (or JSON): median ms, GFLOP/s, speed-up over the reference loops, 1 thread
 // against all, peak memory, and optionally PyTorch's time for the same sizes.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ const CommandInfo& bench_command();
 struct Spread {
     double min = 0, median = 0, max = 0;
 };
+
+// One engine's turn, when engines take turns (--compare-torch, --train): `run_ms` once, and
+// again when that took under turn_rerun_ms, the second timed (the first wakes the engine's
+// threads and brings its tensors back into the caches the other engines used; a longer run
+// streams through far more memory than the caches hold); then, with `pause`, 0.15 s, so that
+// the threads an engine leaves polling have gone to sleep before the next engine starts:
+// OpenBLAS's idle threads poll for about 0.1 s after a call (torch 1.13 here,
+// OPENBLAS_NUM_THREADS=2: 60-70 ms of CPU time in the 0.2 s after one 4096 x 64 x 256
+// product; with 1 BLAS thread none). Returns the timed run's ms.
+constexpr double turn_rerun_ms = 250;
+double turn_ms(const std::function<double()>& run_ms, bool pause);
 
 // The spread of `times` (at least one).
 Spread spread_of(std::vector<double> times);

@@ -1,46 +1,38 @@
 #!/usr/bin/python3
 """PyTorch's side of `mha bench --compare-torch`.
 
-Times nn.MultiheadAttention (batch_first, self-attention, no mask,
-need_weights=False, inference mode) on the sizes given as B,N,d_model,h and
-prints one line per size: "B N d_model h median_ms min_ms max_ms" (the median,
-fastest and slowest run). Run by mha bench through /usr/bin/python3; never
-needed by the tests or CI.
+mha bench starts one of these per thread setting through /usr/bin/python3 and
+keeps it alive, so that PyTorch's runs take turns with mha's own. It answers
+every order on stdin with one line on stdout:
 
-With --backward (mha bench --backward --compare-torch) it times the forward
-and the backward of L = sum(output * dO) by autograd, gradients for the input
-and every weight, two ways: nn.MultiheadAttention, and the same maths composed
-from F.linear, matmul and softmax as mha computes it. It prints two lines per
-size: "B N d_model h median_ms min_ms max_ms module" and the same ending in
-"composed".
+  (on start)          "ready"
+  size SIZE           builds the model for SIZE, runs each of its forms once
+                      (a warm-up) and answers "ready FORM...": the forms
+  run FORM            runs FORM once and answers its time in ms
 
-With --train (mha bench --train --compare-torch) it times training steps of
-examples/models/train.py's CharTransformer with train.py's own train_step
-(AdamW, clipping, the learning-rate schedule) on random batches, taking its
-orders on stdin so that mha bench can interleave it with its own steps: it
-prints "ready" after one warm-up step, then for every line "R" it reads, it
-takes R steps and prints their times in ms on one line.
+SIZE is B,N,d_model,h, and the one form is "forward": nn.MultiheadAttention
+(batch_first, self-attention, no mask, need_weights=False, inference mode).
+
+With --backward (mha bench --backward) the forms are the forward and the
+backward of L = sum(output * dO) by autograd, gradients for the input and
+every weight, two ways: "module", nn.MultiheadAttention, and "composed", the
+same maths from F.linear, matmul and softmax as mha computes it.
+
+With --train (mha bench --train) SIZE is B,N,d_model,h,layers,d_ff,vocab and
+the one form, "step", is a training step of examples/models/train.py's
+CharTransformer with train.py's own train_step (AdamW, clipping, the
+learning-rate schedule) on one random batch.
+
+Never needed by the tests or CI.
 """
 import argparse
 import math
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
-
-
-def spread_ms(run, repeat):
-    """The median, fastest and slowest of `repeat` runs after a warm-up, as "median min max"."""
-    run()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1000)
-    return f"{statistics.median(times):.4f} {min(times):.4f} {max(times):.4f}"
 
 
 def composed(x, weights, h):
@@ -56,16 +48,25 @@ def composed(x, weights, h):
     return F.linear(context, w_o, b_o)
 
 
-def backward_runs(module, x, grad_output, h):
-    """One forward + backward of each form, the gradients dropped before each run."""
-    d = x.shape[-1]
+def attention_forms(size, backward):
+    """The forms to time at size "B,N,d_model,h", by name."""
+    b, n, d, h = (int(v) for v in size.split(","))
+    module = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
+    x = torch.randn(b, n, d)
+    if not backward:
+        def run_forward():
+            with torch.inference_mode():
+                module(x, x, x, need_weights=False)
+        return {"forward": run_forward}
+
+    grad_output = torch.randn(b, n, d)
     w_q, w_k, w_v = module.in_proj_weight.detach().split(d)
     b_q, b_k, b_v = module.in_proj_bias.detach().split(d)
     weights = [t.clone().requires_grad_() for t in (w_q, b_q, w_k, b_k, w_v, b_v,
                module.out_proj.weight.detach(), module.out_proj.bias.detach())]
     x = x.clone().requires_grad_()
 
-    def run_module():
+    def run_module():  # the gradients dropped before each run
         module.zero_grad(set_to_none=True)
         x.grad = None
         module(x, x, x, need_weights=False)[0].backward(grad_output)
@@ -79,8 +80,8 @@ def backward_runs(module, x, grad_output, h):
     return {"module": run_module, "composed": run_composed}
 
 
-def serve_training(size):
-    """Training steps of CharTransformer at size "B,N,d_model,h,layers,d_ff,vocab", on order."""
+def training_forms(size):
+    """A training step of CharTransformer at size "B,N,d_model,h,layers,d_ff,vocab"."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                     "examples", "models"))
     from train import CharTransformer, make_optimizer, train_step
@@ -91,50 +92,40 @@ def serve_training(size):
     inputs, targets = torch.randint(0, vocab, (2, b, n))
     step = 0
 
-    def run():
+    def run_step():
         nonlocal step
         train_step(model, optimizer, inputs, targets, step, 3000, 3e-3, 100)
         step += 1
 
-    run()  # warm-up
-    print("ready", flush=True)
-    for line in sys.stdin:
-        times = []
-        for _ in range(int(line)):
-            start = time.perf_counter()
-            run()
-            times.append((time.perf_counter() - start) * 1000)
-        print(" ".join(f"{t:.4f}" for t in times), flush=True)
+    return {"step": run_step}
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, required=True)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, required=True, help="torch threads")
     parser.add_argument("--backward", action="store_true",
-                        help="time forward + backward, nn.MultiheadAttention and composed")
-    parser.add_argument("--train", action="store_true",
-                        help="time training steps on the one size B,N,d_model,h,layers,d_ff,"
-                             "vocab, R at a time for every line R on stdin")
-    parser.add_argument("sizes", nargs="+", help="B,N,d_model,h")
+                        help="forward + backward, nn.MultiheadAttention and composed")
+    parser.add_argument("--train", action="store_true", help="training steps")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    if args.train:
-        serve_training(args.sizes[0])
-        return
-    for size in args.sizes:
-        b, n, d, h = (int(v) for v in size.split(","))
-        module = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
-        x = torch.randn(b, n, d)
-        if not args.backward:
-            with torch.inference_mode():
-                ms = spread_ms(lambda: module(x, x, x, need_weights=False), args.repeat)
-            print(b, n, d, h, ms, flush=True)
-            continue
-        grad_output = torch.randn(b, n, d)
-        for form, run in backward_runs(module, x, grad_output, h).items():
-            print(b, n, d, h, spread_ms(run, args.repeat), form, flush=True)
+    forms = {}
+    print("ready", flush=True)
+    for line in sys.stdin:
+        order, _, what = line.strip().partition(" ")
+        if order == "size":
+            forms = {}  # the last size's tensors go before the next size's are made
+            forms = training_forms(what) if args.train else attention_forms(what, args.backward)
+            for run in forms.values():
+                run()
+            print("ready", *forms, flush=True)
+        elif order == "run" and what in forms:
+            start = time.perf_counter()
+            forms[what]()
+            print(f"{(time.perf_counter() - start) * 1000:.4f}", flush=True)
+        else:
+            sys.exit(f"bench_torch.py: unknown order: {line.strip()}")
 
 
 if __name__ == "__main__":

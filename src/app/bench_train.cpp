@@ -1,31 +1,26 @@
 // mha bench --train. The engines take turns, round after round: mha on all its threads, mha
 // on one, and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2, each
 // a src/app/bench_torch.py --train process that stays alive and takes a step whenever it is
-// told to (over a socket pair: its stdin and stdout), with a pause after every turn (settle).
-// So a load that comes and goes on a shared machine falls on every engine alike, and the
-// ratio of medians taken in one run means something. A turn is two steps back to back, the
-// second timed, as a training run's steps follow each other: the first step after the pause
-// wakes the engine's threads and brings its tensors back into the caches the other engines
-// used (mha's 2-thread step took 53-60 ms so, 40-47 ms run alone). Every engine trains its
-// own copy of the model on one fixed random batch; a step's time is what its own loop
-// measures around one step.
+// told to (app/torch_process.h), with a pause after every turn. So a load that comes and goes
+// on a shared machine falls on every engine alike, and the ratio of medians taken in one run
+// means something. A turn (turn_ms, app/bench.h) is two steps back to back, the second timed,
+// as a training run's steps follow each other: the first step after the pause wakes the
+// engine's threads and brings its tensors back into the caches the other engines used (mha's
+// 2-thread step took 53-60 ms so, 40-47 ms run alone). Every engine trains its own copy of the
+// model on one fixed random batch; a step's time is what its own loop measures around one
+// step.
 
 #include "app/bench_train.h"
-
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "app/bench.h"
+#include "app/torch_process.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/plan.h"
@@ -38,8 +33,6 @@
 namespace mha {
 
 namespace {
-
-const char* const torch_command = "/usr/bin/python3 src/app/bench_torch.py --train";
 
 // The model and batch of one training step.
 struct TrainSize {
@@ -57,6 +50,14 @@ struct Engine {
     std::string setting;        // mha: its threads; torch: torch threads / OpenBLAS threads
     std::vector<double> times;  // ms of every timed step
 };
+
+// The size as bench_torch.py --train reads it: "B,N,d_model,h,layers,d_ff,vocab".
+std::string size_text(const TrainSize& s) {
+    std::string text;
+    for (const std::size_t v : {s.batch, s.context, s.d_model, s.heads, s.layers, s.d_ff, s.vocab})
+        text += (text.empty() ? "" : ",") + std::to_string(v);
+    return text;
+}
 
 // A random batch: tokens and targets (B·N ids < V each), drawn from seed 0.
 std::vector<std::size_t> random_ids(const TrainSize& s, std::uint32_t stream) {
@@ -84,8 +85,11 @@ double step_macs(const Model& model, const TrainSize& s) {
 class MhaEngine {
 public:
     MhaEngine(const Model& model, const TrainSize& s, std::size_t threads)
-        : state_(start_training(model)), size_(s), threads_(threads),
-          tokens_(random_ids(s, 0)), targets_(random_ids(s, 1)) {}
+        : state_(start_training(model)),
+          size_(s),
+          threads_(threads),
+          tokens_(random_ids(s, 0)),
+          targets_(random_ids(s, 1)) {}
 
     double step_ms() {
         const auto start = std::chrono::steady_clock::now();
@@ -101,109 +105,6 @@ private:
     TrainRecipe recipe_;
     std::vector<std::size_t> tokens_, targets_;  // (B·N) each
 };
-
-// src/app/bench_torch.py --train in a child process at one thread setting, talked to over a
-// socket pair (no SIGPIPE when it dies: send with MSG_NOSIGNAL). Our end is closed on exec, so
-// the other children do not hold it open: closing it is the end of this child's input.
-class TorchEngine {
-public:
-    TorchEngine(const TrainSize& s, std::size_t torch_threads, std::size_t blas_threads) {
-        command_ = "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" +
-                   std::to_string(blas_threads) + " " + torch_command + " --threads " +
-                   std::to_string(torch_threads) + " " + std::to_string(s.batch) + "," +
-                   std::to_string(s.context) + "," + std::to_string(s.d_model) + "," +
-                   std::to_string(s.heads) + "," + std::to_string(s.layers) + "," +
-                   std::to_string(s.d_ff) + "," + std::to_string(s.vocab);
-        int ends[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
-            throw Error("bench: cannot open a socket pair to PyTorch");
-        std::cout.flush();
-        pid_ = fork();
-        if (pid_ < 0) {
-            close(ends[0]);
-            close(ends[1]);
-            throw Error("bench: cannot start " + command_);
-        }
-        if (pid_ == 0) {
-            dup2(ends[1], 0);
-            dup2(ends[1], 1);
-            close(ends[0]);
-            close(ends[1]);
-            execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
-            _exit(127);
-        }
-        close(ends[1]);
-        socket_ = ends[0];
-        if (read_line() != "ready") {
-            stop();
-            fail();
-        }
-    }
-
-    TorchEngine(const TorchEngine&) = delete;
-    TorchEngine& operator=(const TorchEngine&) = delete;
-
-    ~TorchEngine() { stop(); }
-
-    double step_ms() {
-        if (send(socket_, "1\n", 2, MSG_NOSIGNAL) != 2) fail();
-        std::istringstream line(read_line());
-        double ms = 0;
-        if (!(line >> ms)) fail();
-        return ms;
-    }
-
-private:
-    // Its input ends, so it leaves its loop and exits; then it is waited for.
-    void stop() {
-        if (socket_ >= 0) close(socket_);
-        if (pid_ > 0) waitpid(pid_, nullptr, 0);
-        socket_ = -1;
-        pid_ = -1;
-    }
-
-    [[noreturn]] void fail() const {
-        throw Error("bench: PyTorch's training step failed: " + command_);
-    }
-
-    // The next line it prints, without the newline ("" when it has gone).
-    std::string read_line() {
-        for (;;) {
-            const std::size_t end = pending_.find('\n');
-            if (end != std::string::npos) {
-                const std::string line = pending_.substr(0, end);
-                pending_.erase(0, end + 1);
-                return line;
-            }
-            char buffer[256];
-            const ssize_t got = recv(socket_, buffer, sizeof buffer, 0);
-            if (got <= 0) return "";
-            pending_.append(buffer, std::size_t(got));
-        }
-    }
-
-    std::string command_;
-    pid_t pid_ = -1;
-    int socket_ = -1;
-    std::string pending_;  // what it printed past the last line read
-};
-
-// With --compare-torch, a pause after every turn, so that the threads an engine leaves polling
-// have gone to sleep before the next engine starts: OpenBLAS's idle threads poll for about
-// 0.1 s after a call (torch 1.13 here, OPENBLAS_NUM_THREADS=2: 60-70 ms of CPU time in the
-// 0.2 s after one 4096 x 64 x 256 product; with 1 BLAS thread none).
-void settle(const TrainBenchOptions& o) {
-    if (o.compare_torch) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-}
-
-// One engine's turn: a step that wakes it, the step that is timed, and the pause.
-template <typename Stepper>
-double turn(Stepper& engine, const TrainBenchOptions& o) {
-    engine.step_ms();
-    const double ms = engine.step_ms();
-    settle(o);
-    return ms;
-}
 
 double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
 
@@ -221,13 +122,12 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
                  const TrainBenchOptions& o) {
     std::cout << "mha bench --train: a training step (forward, backward, clipping, AdamW) of\n"
               << (o.quick ? "a tiny model" : "mha train's default recipe") << ", B " << s.batch
-              << " x N " << s.context << " characters, d_model " << s.d_model << ", h "
-              << s.heads << ",\n"
+              << " x N " << s.context << " characters, d_model " << s.d_model << ", h " << s.heads
+              << ",\n"
               << s.layers << " layers, d_ff " << s.d_ff << ", vocabulary " << s.vocab
               << "; median, min and max of " << o.repeat << " steps per engine,\n"
               << "the engines taking turns of two steps, the second timed; kernels "
-              << kernel_variant_name()
-              << "\n\n";
+              << kernel_variant_name() << "\n\n";
     std::cout << "engine  threads       ms   min ms   max ms  GFLOP/s\n";
     for (const Engine& e : engines) {
         const Spread t = spread_of(e.times);
@@ -238,13 +138,12 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
     }
     const double mha = spread_of(engines[0].times).median;
     std::cout << "\nscaling: mha's 1-thread median / its " << engines[0].setting
-              << "-thread median = " << fixed(spread_of(engines[1].times).median / mha, 2)
-              << "x\n";
+              << "-thread median = " << fixed(spread_of(engines[1].times).median / mha, 2) << "x\n";
     const Engine* torch = best_torch(engines);
     if (torch == nullptr) return;
     std::cout << "vs torch: PyTorch's best median (" << torch->setting << ") / mha's "
-              << engines[0].setting << "-thread median = "
-              << fixed(spread_of(torch->times).median / mha, 2)
+              << engines[0].setting
+              << "-thread median = " << fixed(spread_of(torch->times).median / mha, 2)
               << "x\n          (above 1: mha is faster)\n"
                  "torch: examples/models/train.py's CharTransformer and train_step through\n"
                  "src/app/bench_torch.py --train; threads: torch threads / OpenBLAS threads,\n"
@@ -262,9 +161,8 @@ void print_json(const std::vector<Engine>& engines, const TrainSize& s, double m
     for (std::size_t i = 0; i < engines.size(); ++i) {
         const Spread t = spread_of(engines[i].times);
         std::cout << (i ? ",\n" : "\n") << "{\"engine\":\"" << engines[i].name
-                  << "\",\"threads\":\"" << engines[i].setting << "\",\"ms\":"
-                  << fixed(t.median, 4) << ",\"ms_min\":" << fixed(t.min, 4)
-                  << ",\"ms_max\":" << fixed(t.max, 4)
+                  << "\",\"threads\":\"" << engines[i].setting << "\",\"ms\":" << fixed(t.median, 4)
+                  << ",\"ms_min\":" << fixed(t.min, 4) << ",\"ms_max\":" << fixed(t.max, 4)
                   << ",\"gflops\":" << fixed(gflops(macs, t.median), 2) << "}";
     }
     std::cout << "\n]";
@@ -283,25 +181,30 @@ void run_train_bench(const TrainBenchOptions& o) {
     for (std::size_t i = 1; i < s.vocab; ++i) vocab[i] = std::uint32_t(' ' + i);
     const Model model = seeded_model(vocab, {s.layers, s.d_model, s.heads, s.d_ff, s.context}, 0);
     MhaEngine mha_all(model, s, o.threads), mha_one(model, s, 1);
-    std::vector<std::unique_ptr<TorchEngine>> torch;
+    std::vector<std::unique_ptr<TorchProcess>> torch;
     std::vector<Engine> engines = {{"mha", std::to_string(o.threads), {}}, {"mha", "1", {}}};
     if (o.compare_torch) {
         for (const std::size_t torch_threads : {1, 2}) {
             for (const std::size_t blas_threads : {1, 2}) {
-                torch.push_back(
-                    std::make_unique<TorchEngine>(s, torch_threads, blas_threads));
-                engines.push_back({"torch", std::to_string(torch_threads) + "/" +
-                                                std::to_string(blas_threads), {}});
+                torch.push_back(std::make_unique<TorchProcess>(TorchProcess::Mode::Train,
+                                                               torch_threads, blas_threads));
+                torch.back()->load(size_text(s));
+                engines.push_back(
+                    {"torch",
+                     std::to_string(torch_threads) + "/" + std::to_string(blas_threads),
+                     {}});
             }
         }
     }
     mha_all.step_ms();  // warm-up: the pool's threads, the first touch of every buffer
     mha_one.step_ms();
     for (std::size_t round = 0; round < o.repeat; ++round) {
-        engines[0].times.push_back(turn(mha_all, o));
-        engines[1].times.push_back(turn(mha_one, o));
-        for (std::size_t i = 0; i < torch.size(); ++i)
-            engines[2 + i].times.push_back(turn(*torch[i], o));
+        engines[0].times.push_back(turn_ms([&] { return mha_all.step_ms(); }, o.compare_torch));
+        engines[1].times.push_back(turn_ms([&] { return mha_one.step_ms(); }, o.compare_torch));
+        for (std::size_t i = 0; i < torch.size(); ++i) {
+            engines[2 + i].times.push_back(
+                turn_ms([&] { return torch[i]->run_ms("step"); }, o.compare_torch));
+        }
     }
     const double macs = step_macs(model, s);
     if (o.json)
