@@ -589,7 +589,6 @@ Tensor array_of(const Weights& w, const StateDictEntry& entry) {
 }  // namespace
 
 StateDictNames own_names(const Weights& w) {
-    using Part = WeightPart;
     const std::size_t E = w.d_model();
     const Shape square{E, E};
     StateDictNames names;
