@@ -4,6 +4,7 @@
 #include "core/layers/layer_norm.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/kernels/kernels.h"
@@ -58,6 +59,133 @@ MHA_LN_INLINE void group_moments(const T* x, std::size_t E, RowMoments (&m)[row_
     }
 }
 
+// The sums of the backward of row_group rows: mean_g[k] = Σ g, mean_g_xhat[k] = Σ g x̂ (not yet
+// divided by E), g = dy ∘ γ, in index order.
+template <typename T>
+MHA_LN_INLINE void group_gradient_sums(const T* x, const T* dy, const T* gamma, std::size_t E,
+                                       const RowMoments (&m)[row_group],
+                                       double (&mean_g)[row_group],
+                                       double (&mean_g_xhat)[row_group]) {
+    for (std::size_t i = 0; i < E; ++i) {
+        for (std::size_t k = 0; k < row_group; ++k) {
+            const double g = double(dy[k * E + i]) * gamma[i];
+            mean_g[k] += g;
+            mean_g_xhat[k] += g * (x[k * E + i] - m[k].mean) * m[k].inverse_std;
+        }
+    }
+}
+
+// In float32 the group's rows run in the lanes of one vector of doubles: each lane keeps its
+// row's chain of additions in index order, so the same bits as above. 8 x 8 blocks of the rows
+// are turned into columns in registers (three rounds of shuffles), the last E % 8 columns read
+// one element at a time.
+static_assert(row_group == 8, "the float32 group sums take 8 rows in 8 lanes");
+typedef float Floats8 __attribute__((vector_size(8 * sizeof(float))));
+typedef double Doubles8 __attribute__((vector_size(8 * sizeof(double))));
+
+// cols[j][r] = x[r * stride + j] for the 8 x 8 block at x.
+MHA_LN_INLINE void block_columns(const float* x, std::size_t stride, Floats8 (&cols)[8]) {
+    Floats8 rows[8], pairs[8], quads[8];
+    for (std::size_t r = 0; r < 8; ++r) std::memcpy(&rows[r], x + r * stride, sizeof rows[r]);
+    for (std::size_t r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved
+        pairs[r] = __builtin_shufflevector(rows[r], rows[r + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        pairs[r + 1] = __builtin_shufflevector(rows[r], rows[r + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (std::size_t r = 0; r < 8; r += 4) {  // four rows' columns c and c + 4 in each
+        for (std::size_t h = 0; h < 2; ++h) {
+            quads[r + 2 * h] =
+                __builtin_shufflevector(pairs[r + h], pairs[r + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            quads[r + 2 * h + 1] =
+                __builtin_shufflevector(pairs[r + h], pairs[r + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    }
+    for (std::size_t c = 0; c < 4; ++c) {
+        cols[c] = __builtin_shufflevector(quads[c], quads[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        cols[c + 4] = __builtin_shufflevector(quads[c], quads[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+// (Vectors go out through references: a 64-byte vector returned by value from a function
+// built without AVX-512 has another calling convention, and g++ warns.)
+MHA_LN_INLINE void widen(const Floats8& v, Doubles8& out) {
+    out = __builtin_convertvector(v, Doubles8);
+}
+
+// out = x[r * stride] for r < 8, in double.
+MHA_LN_INLINE void column(const float* x, std::size_t stride, Doubles8& out) {
+    out = Doubles8{x[0],          x[stride],     x[2 * stride], x[3 * stride],
+                   x[4 * stride], x[5 * stride], x[6 * stride], x[7 * stride]};
+}
+
+// Calls step(c) for every column of the 8 rows of x (E long), c its 8 values in double, in
+// index order.
+template <typename Step>
+MHA_LN_INLINE void for_columns(const float* x, std::size_t E, Step step) {
+    std::size_t i = 0;
+    for (; i + 8 <= E; i += 8) {
+        Floats8 cols[8];
+        block_columns(x + i, E, cols);
+        for (std::size_t j = 0; j < 8; ++j) {
+            Doubles8 c;
+            widen(cols[j], c);
+            step(c);
+        }
+    }
+    for (; i < E; ++i) {
+        Doubles8 c;
+        column(x + i, E, c);
+        step(c);
+    }
+}
+
+MHA_LN_INLINE void group_moments(const float* x, std::size_t E, RowMoments (&m)[row_group]) {
+    Doubles8 mean = {}, variance = {};
+    for_columns(x, E, [&](const Doubles8& c) { mean += c; });
+    mean /= double(E);
+    for_columns(x, E, [&](const Doubles8& c) { variance += (c - mean) * (c - mean); });
+    for (std::size_t r = 0; r < row_group; ++r) {
+        m[r] = {mean[r], 1.0 / std::sqrt(variance[r] / double(E) + double(layer_norm_eps))};
+    }
+}
+
+MHA_LN_INLINE void group_gradient_sums(const float* x, const float* dy, const float* gamma,
+                                       std::size_t E, const RowMoments (&m)[row_group],
+                                       double (&mean_g)[row_group],
+                                       double (&mean_g_xhat)[row_group]) {
+    Doubles8 mean, inverse_std, sum_g = {}, sum_g_xhat = {};
+    for (std::size_t k = 0; k < row_group; ++k) {
+        mean[k] = m[k].mean;
+        inverse_std[k] = m[k].inverse_std;
+    }
+    std::size_t i = 0;
+    const auto add = [&](std::size_t at, const Doubles8& d, const Doubles8& in) {
+        const Doubles8 g = d * double(gamma[at]);
+        sum_g += g;
+        sum_g_xhat += g * (in - mean) * inverse_std;
+    };
+    for (; i + 8 <= E; i += 8) {
+        Floats8 d[8], in[8];
+        block_columns(dy + i, E, d);
+        block_columns(x + i, E, in);
+        for (std::size_t j = 0; j < 8; ++j) {
+            Doubles8 dj, inj;
+            widen(d[j], dj);
+            widen(in[j], inj);
+            add(i + j, dj, inj);
+        }
+    }
+    for (; i < E; ++i) {
+        Doubles8 d, in;
+        column(dy + i, E, d);
+        column(x + i, E, in);
+        add(i, d, in);
+    }
+    for (std::size_t k = 0; k < row_group; ++k) {
+        mean_g[k] = sum_g[k];
+        mean_g_xhat[k] = sum_g_xhat[k];
+    }
+}
+
 // One row of the forward given its moments.
 template <typename T>
 MHA_LN_INLINE void normalise_row(const T* in, const RowMoments& m, const T* gamma, const T* beta,
@@ -104,14 +232,7 @@ MHA_LN_INLINE void input_grad_t(const T* x, const T* gamma, const T* dy, std::si
         RowMoments m[row_group];
         group_moments(x + r * E, E, m);
         double mean_g[row_group] = {}, mean_g_xhat[row_group] = {};
-        for (std::size_t i = 0; i < E; ++i) {
-            for (std::size_t k = 0; k < row_group; ++k) {
-                const std::size_t at = (r + k) * E + i;
-                const double g = double(dy[at]) * gamma[i];
-                mean_g[k] += g;
-                mean_g_xhat[k] += g * (x[at] - m[k].mean) * m[k].inverse_std;
-            }
-        }
+        group_gradient_sums(x + r * E, dy + r * E, gamma, E, m, mean_g, mean_g_xhat);
         for (std::size_t k = 0; k < row_group; ++k) {
             moments[r + k] = m[k];
             row_input_grad(x + (r + k) * E, dy + (r + k) * E, gamma, m[k], mean_g[k] / double(E),
