@@ -39,10 +39,9 @@ void check_torch_side() {
     if (!std::ifstream(torch_script).good())
         throw Error(std::string("--compare-torch runs ") + torch_script +
                     ": run mha bench from the repository root");
-    if (std::system((std::string(torch_python) + " -c 'import torch' >/dev/null 2>&1").c_str()) !=
-        0)
-        throw Error(std::string("--compare-torch needs PyTorch: ") + torch_python +
-                    " -c 'import torch' failed");
+    const std::string probe = std::string(torch_python) + " -c 'import torch'";
+    if (std::system((probe + " >/dev/null 2>&1").c_str()) != 0)
+        throw Error("--compare-torch needs PyTorch: " + probe + " failed");
 }
 
 // Our end of the socket pair is closed on exec, so the other children do not hold it open:
