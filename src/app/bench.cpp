@@ -238,13 +238,7 @@ Spread time_runs(std::size_t repeat, Run run, double& faults) {
     std::vector<double> times;
     run();  // warm-up: page faults, packing buffers, worker threads
     const double faults_before = page_faults();
-    for (std::size_t r = 0; r < repeat; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        run();
-        times.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count());
-    }
+    for (std::size_t r = 0; r < repeat; ++r) times.push_back(time_ms(run));
     faults = (page_faults() - faults_before) / double(repeat);
     return spread_of(std::move(times));
 }
@@ -305,24 +299,21 @@ public:
     double run_ms(std::size_t threads) {
         Problem& p = problem_;
         p.options.threads = threads;
-        const auto start = std::chrono::steady_clock::now();
-        if (backward_) {
-            forward_backward(p.weights, p.inputs, p.masks, p.options, Form::Packed, p.grad_output,
-                             none_);
-        } else {
-            forward(p.weights, p.inputs, p.masks, p.options, none_);
-        }
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        return time_ms([&] {
+            if (backward_) {
+                forward_backward(p.weights, p.inputs, p.masks, p.options, Form::Packed,
+                                 p.grad_output, none_);
+            } else {
+                forward(p.weights, p.inputs, p.masks, p.options, none_);
+            }
+        });
     }
 
     // The reference loops' forward (plain loops, 1 thread), ms.
     double reference_ms() const {
         const Problem& p = problem_;
-        const auto start = std::chrono::steady_clock::now();
-        reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false);
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        return time_ms(
+            [&] { reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false); });
     }
 
 private:
@@ -345,12 +336,18 @@ void time_naive(Row& row, const MhaPass& pass, double& naive_rate) {
     }
 }
 
-Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double peak_mib,
-            double& naive_rate) {
+// A row of `size`, before its times.
+Row row_of(const BenchSize& size, const BenchOptions& o, double peak_mib) {
     Row row;
     row.size = size;
     row.macs = multiply_adds(size, o.backward);
     row.peak_mib = peak_mib;
+    return row;
+}
+
+Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, double peak_mib,
+            double& naive_rate) {
+    Row row = row_of(size, o, peak_mib);
     MhaPass pass(size, o.backward);
     row.ms = time_runs(
         o.repeat, [&] { pass.run_ms(threads); }, row.faults);
@@ -381,10 +378,7 @@ std::vector<std::unique_ptr<TorchProcess>> start_torch(bool backward) {
 Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t threads,
                        double peak_mib, double& naive_rate,
                        std::vector<std::unique_ptr<TorchProcess>>& torch) {
-    Row row;
-    row.size = size;
-    row.macs = multiply_adds(size, o.backward);
-    row.peak_mib = peak_mib;
+    Row row = row_of(size, o, peak_mib);
     struct TorchForm {
         TorchProcess* process;
         std::string form;
@@ -521,15 +515,17 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 
 }  // namespace
 
-double turn_ms(const std::function<double()>& run_ms, bool pause) {
+double time_ms(const std::function<void()>& run) {
     const auto start = std::chrono::steady_clock::now();
-    const auto elapsed_ms = [&] {
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
-    };
+    run();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
+double turn_ms(const std::function<double()>& run_ms, bool pause) {
     double ms = run_ms();
     if (ms < turn_alone_ms) {
-        while (elapsed_ms() < turn_warm_ms) run_ms();
+        for (double spent = ms; spent < turn_warm_ms;) spent += run_ms();
         ms = run_ms();
     }
     if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(150));

@@ -23,9 +23,12 @@ struct Spread {
     double min = 0, median = 0, max = 0;
 };
 
+// The ms one call of `run` takes, by the steady clock.
+double time_ms(const std::function<void()>& run);
+
 // One engine's turn, when engines take turns (--compare-torch, --train): `run_ms` once, and
-// when that took under turn_alone_ms, again until turn_warm_ms have passed since the turn
-// began, then once more, timed. The first run after a pause wakes the engine's threads and
+// when that took under turn_alone_ms, again until its runs have taken turn_warm_ms, then once
+// more, timed. The first run after a pause wakes the engine's threads and
 // brings its tensors back into the caches the other engines used; here a 2 ms forward pass
 // ran 1.7x slower first after a 0.15 s pause, 1.14x second, and at its usual speed from
 // about 6 ms in. A run of 0.25 s or more streams through far more memory than the caches hold

@@ -13,7 +13,6 @@
 #include "app/bench_train.h"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -92,10 +91,8 @@ public:
           targets_(random_ids(s, 1)) {}
 
     double step_ms() {
-        const auto start = std::chrono::steady_clock::now();
-        train_step(state_, tokens_, targets_, size_.batch, recipe_, threads_);
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        return time_ms(
+            [&] { train_step(state_, tokens_, targets_, size_.batch, recipe_, threads_); });
     }
 
 private:

@@ -117,32 +117,34 @@ MHA_LN_INLINE void column(const float* x, std::size_t stride, Doubles8& out) {
                    x[4 * stride], x[5 * stride], x[6 * stride], x[7 * stride]};
 }
 
-// Calls step(c) for every column of the 8 rows of x (E long), c its 8 values in double, in
-// index order.
-template <typename Step>
-MHA_LN_INLINE void for_columns(const float* x, std::size_t E, Step step) {
+// Calls step(i, c) for every column i, in index order, of the 8 rows (E long) of each of the
+// S matrices xs: c[s] is xs[s]'s column i in double.
+template <std::size_t S, typename Step>
+MHA_LN_INLINE void for_columns(const float* const (&xs)[S], std::size_t E, Step step) {
+    Doubles8 c[S];
     std::size_t i = 0;
     for (; i + 8 <= E; i += 8) {
-        Floats8 cols[8];
-        block_columns(x + i, E, cols);
+        Floats8 blocks[S][8];
+        for (std::size_t s = 0; s < S; ++s) block_columns(xs[s] + i, E, blocks[s]);
         for (std::size_t j = 0; j < 8; ++j) {
-            Doubles8 c;
-            widen(cols[j], c);
-            step(c);
+            for (std::size_t s = 0; s < S; ++s) widen(blocks[s][j], c[s]);
+            step(i + j, c);
         }
     }
     for (; i < E; ++i) {
-        Doubles8 c;
-        column(x + i, E, c);
-        step(c);
+        for (std::size_t s = 0; s < S; ++s) column(xs[s] + i, E, c[s]);
+        step(i, c);
     }
 }
 
 MHA_LN_INLINE void group_moments(const float* x, std::size_t E, RowMoments (&m)[row_group]) {
+    const float* const rows[1] = {x};
     Doubles8 mean = {}, variance = {};
-    for_columns(x, E, [&](const Doubles8& c) { mean += c; });
+    for_columns(rows, E, [&](std::size_t, const Doubles8(&c)[1]) { mean += c[0]; });
     mean /= double(E);
-    for_columns(x, E, [&](const Doubles8& c) { variance += (c - mean) * (c - mean); });
+    for_columns(rows, E, [&](std::size_t, const Doubles8(&c)[1]) {
+        variance += (c[0] - mean) * (c[0] - mean);
+    });
     for (std::size_t r = 0; r < row_group; ++r) {
         m[r] = {mean[r], 1.0 / std::sqrt(variance[r] / double(E) + double(layer_norm_eps))};
     }
@@ -157,29 +159,12 @@ MHA_LN_INLINE void group_gradient_sums(const float* x, const float* dy, const fl
         mean[k] = m[k].mean;
         inverse_std[k] = m[k].inverse_std;
     }
-    std::size_t i = 0;
-    const auto add = [&](std::size_t at, const Doubles8& d, const Doubles8& in) {
-        const Doubles8 g = d * double(gamma[at]);
+    const float* const rows[2] = {dy, x};
+    for_columns(rows, E, [&](std::size_t i, const Doubles8(&c)[2]) {  // c: dy's column, x's
+        const Doubles8 g = c[0] * double(gamma[i]);
         sum_g += g;
-        sum_g_xhat += g * (in - mean) * inverse_std;
-    };
-    for (; i + 8 <= E; i += 8) {
-        Floats8 d[8], in[8];
-        block_columns(dy + i, E, d);
-        block_columns(x + i, E, in);
-        for (std::size_t j = 0; j < 8; ++j) {
-            Doubles8 dj, inj;
-            widen(d[j], dj);
-            widen(in[j], inj);
-            add(i + j, dj, inj);
-        }
-    }
-    for (; i < E; ++i) {
-        Doubles8 d, in;
-        column(dy + i, E, d);
-        column(x + i, E, in);
-        add(i, d, in);
-    }
+        sum_g_xhat += g * (c[1] - mean) * inverse_std;
+    });
     for (std::size_t k = 0; k < row_group; ++k) {
         mean_g[k] = sum_g[k];
         mean_g_xhat[k] = sum_g_xhat[k];
