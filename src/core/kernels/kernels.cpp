@@ -38,11 +38,14 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t KC = 256;   // depth of one packed slice: the summation order
-constexpr std::size_t lanes = 8;  // independent partial results in reductions
-constexpr std::size_t widest_nr = 64;  // for the scratch bound
+constexpr std::size_t KC = 256;               // depth of one packed slice: the summation order
+constexpr std::size_t lanes = 8;              // independent partial results in reductions
+constexpr std::size_t widest_nr = 64;         // for the scratch bound
 constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
-constexpr std::size_t mc_rows = 64;    // rows in a block of a, rounded down to whole panels
+constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded down to whole panels
+// Floats of W's packed slices a projection's row tile meets before the next (768 KiB): they
+// stay in a 1 MiB L2 while the tiles of x pass.
+constexpr std::size_t w_group_floats = 192 * 1024;
 // Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: a tile's
 // MR rows read in place from them would evict each other.
 constexpr std::size_t set_stride_floats = 1024;
@@ -167,14 +170,47 @@ struct TileOperands {
     const float* b;
 };
 
+// How a tile's products take a(i, p), which each of a row's vectors multiplies.
+//   Shared      loaded once, broadcast into a register, and read by every product of the row.
+//   PerProduct  loaded by each product itself: AVX-512's multiply takes one float from memory
+//               and broadcasts it on the way ({1to16}), where a broadcast of its own takes a
+//               slot of the floating-point pipes on AMD's Zen 4. A 4x64 tile in L1 ran at 79%
+//               of the multiply-add peak with one broadcast a row, 98% with none.
+// Compilers fold a load into the multiply only when it feeds that one multiply, and merge
+// loads of one address; so each product reads a(i, p) through a pointer passed through an
+// empty asm statement, which emits nothing and hides that the addresses repeat. The products
+// and sums are the same either way, so are the bits.
+enum class Broadcast { Shared, PerProduct };
+
 // acc (MR, NR) = a (MR, kc) x b_panel (kc, NR), each sum from +0 with p ascending; acc is
 // written whole and never read before, so a tile's sums need no zero-filled array in memory.
-// A narrow tile keeps a row in one vector register. A wide one adds its first products to +0
-// as it adds every later one to the sums (the same operations), and the compiler keeps the
-// sums in registers across the loop.
-template <std::size_t MR, std::size_t NR>
+// A narrow tile keeps a row in one vector register; PerProduct keeps a row in NR / 16 of
+// AVX-512's. A Shared wide one adds its first products to +0 as it adds every later one to
+// the sums (the same operations), and the compiler keeps the sums in registers across the
+// loop.
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
                              const float* b, float (&acc)[MR][NR]) {
+    if constexpr (B == Broadcast::PerProduct) {
+        typedef float Vector __attribute__((vector_size(max_vector_bytes)));
+        constexpr std::size_t per_row = NR * sizeof(float) / sizeof(Vector);
+        static_assert(per_row * sizeof(Vector) == NR * sizeof(float), "whole vectors a row");
+        Vector sums[MR][per_row] = {};
+        for (std::size_t p = 0; p < kc; ++p) {
+            Vector bp[per_row];  // one copy a vector: g++ sends a whole-array copy through memory
+            for (std::size_t v = 0; v < per_row; ++v)
+                std::memcpy(&bp[v], b + p * NR + v * (NR / per_row), sizeof bp[v]);
+            for (std::size_t i = 0; i < MR; ++i) {
+                for (std::size_t v = 0; v < per_row; ++v) {
+                    const float* ai = a + i * a_i + p * a_p;
+                    __asm__ volatile("" : "+r"(ai));  // a load of its own (see Broadcast)
+                    sums[i][v] += bp[v] * *ai;
+                }
+            }
+        }
+        std::memcpy(acc, sums, sizeof sums);
+        return;
+    }
     if constexpr (NR * sizeof(float) <= max_vector_bytes) {
         typedef float Row __attribute__((vector_size(NR * sizeof(float))));
         Row sums[MR] = {};
@@ -200,21 +236,21 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, st
 }
 
 // The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
-    add_products(kc, a, 1, MR, b, acc);
+    add_products<MR, NR, B>(kc, a, 1, MR, b, acc);
 }
 
 // c (rows, cols) = or += the tile's product, for the valid corner of the tile; the sums stay
 // in registers until the end. A packed a takes a loop with constant strides.
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, std::size_t ldc,
                              std::size_t rows, std::size_t cols, bool accumulate) {
     float acc[MR][NR];  // add_products writes it whole
     if (t.a_i == 1 && t.a_p == MR)
-        add_products(kc, t.a, t.b, acc);
+        add_products<MR, NR, B>(kc, t.a, t.b, acc);
     else
-        add_products(kc, t.a, t.a_i, t.a_p, t.b, acc);
+        add_products<MR, NR, B>(kc, t.a, t.a_i, t.a_p, t.b, acc);
     if (rows == MR && cols == NR)
         store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
     else
@@ -222,10 +258,10 @@ MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, st
 }
 
 // The same on packed panels.
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
                              std::size_t ldc, std::size_t rows, std::size_t cols, bool accumulate) {
-    micro_kernel<MR, NR>(kc, TileOperands{a, 1, MR, b}, c, ldc, rows, cols, accumulate);
+    micro_kernel<MR, NR, B>(kc, TileOperands{a, 1, MR, b}, c, ldc, rows, cols, accumulate);
 }
 
 // Whether output columns from j0 on are unwanted for every row of [r0, r1) under `skip`.
@@ -250,7 +286,7 @@ MHA_INLINE bool reads_in_place(const MatrixView& a) {
 // The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
 // zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
 // and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                                bool accumulate, const GemmSkip& skip) {
     constexpr std::size_t MC = mc_rows / MR * MR;
@@ -296,7 +332,7 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                                            a.row_stride, a.col_stride, b_rows}
                             : TileOperands{packed_a + i * (hi - lo) + (plo - lo) * MR, 1, MR,
                                            b_rows};
-                    micro_kernel<MR, NR>(phi - plo, t, tile, ldc, rows, cols, add);
+                    micro_kernel<MR, NR, B>(phi - plo, t, tile, ldc, rows, cols, add);
                 }
             }
         }
@@ -310,13 +346,13 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
 // at N 2048, 8 KiB apart) and the output spans several narrow panels, the wide tile, which
 // reads it once, was measured faster. Both sum every element in the same order, so the bits
 // are the same.
-template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR>
+template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR, Broadcast B>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
     if (b.cols <= NNR || (b.cols <= NR && reads_in_place(a)))
-        gemm_blocked_t<NMR, NNR>(a, b, c, ldc, accumulate, skip);
+        gemm_blocked_t<NMR, NNR, B>(a, b, c, ldc, accumulate, skip);
     else
-        gemm_blocked_t<MR, NR>(a, b, c, ldc, accumulate, skip);
+        gemm_blocked_t<MR, NR, B>(a, b, c, ldc, accumulate, skip);
 }
 
 // One NR-wide panel of a projection's outputs: target t's outputs [j0, j0 + width).
@@ -353,12 +389,17 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
     pack_b<NR>(w_t.transposed(), p0, kc, out);
 }
 
-// Rows [r0, r1) of the panels' outputs: for each KC slice of the inputs, every panel's
-// slice of W is packed once and read by every block of rows (x read in place, as gemm reads
-// a); then the bias is added. When the rows make one block, each panel is packed just before
-// its use into one panel's room (the same products in the same order, in a buffer that stays
-// small).
-template <std::size_t MR, std::size_t NR>
+// Rows [r0, r1) of the panels' outputs, then the bias added. For each KC slice of the inputs:
+//   - rows that make one block (MC): panel by panel, each packed just before its use into one
+//     panel's room (a buffer that stays small), then read by every row tile;
+//   - more rows: every panel's slice of W is packed once (unless pack_linear did), then for
+//     each group of panels whose slices fit in L2 (w_group_floats), each row tile of x meets
+//     every panel of the group: the tile's rows stay in L1 while W's panels stream past them
+//     from L2 (before, each panel met every row tile, and streamed its 64 KiB from L2 again
+//     for each: 73% of the peak against 94%, on Zen 4 at (512, 768) x (768, 2304)).
+// x is read in place when it streams well (as gemm reads a); a partial tile is packed. Each
+// element is summed by the same micro-kernel either way: the same bits.
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
                                 std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
@@ -378,31 +419,51 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
             std::fill(y, y + panel.width, 0.0f);
         }
     }
+    // Rows [i, i + MR) of x's slice [p0, p0 + kc): in place, or packed at `room`.
+    const auto row_tile = [&](std::size_t i, std::size_t p0, std::size_t kc, float* room) {
+        const std::size_t rows = std::min(MR, r1 - i);
+        if (x_in_place && rows == MR) return TileOperands{x + i * in + p0, in, 1, nullptr};
+        pack_a<MR>(a, i, rows, p0, kc, room);
+        return TileOperands{room, 1, MR, nullptr};
+    };
+    // Panel q's product on a row tile: its rows of y (+)= the tile times W's slice w_panel.
+    const auto multiply = [&](TileOperands tile, std::size_t i, std::size_t q, std::size_t kc,
+                              const float* w_panel, bool add) {
+        const LinearTarget& t = *panels[q].target;
+        tile.b = w_panel;
+        micro_kernel<MR, NR, B>(kc, tile, t.y + i * t.out + panels[q].j0, t.out,
+                                std::min(MR, r1 - i), panels[q].width, add);
+    };
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
         const std::size_t kc = std::min(KC, in - p0);
-        for (std::size_t q = 0; !one_block && q < panels.size(); ++q) {
-            if (panels[q].packed<NR>(in, p0) == nullptr)
-                pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
-        }
-        for (std::size_t i0 = r0; i0 < r1; i0 += MC) {
-            const std::size_t mc = std::min(MC, r1 - i0);
-            const std::size_t whole = x_in_place ? mc / MR * MR : 0;  // rows read in place
-            if (whole < mc) pack_a<MR>(a, i0 + whole, mc - whole, p0, kc, packed_x + whole * kc);
+        if (one_block) {
+            std::vector<TileOperands> tiles;
+            for (std::size_t i = r0; i < r1; i += MR)
+                tiles.push_back(row_tile(i, p0, kc, packed_x + (i - r0) * kc));
             for (std::size_t q = 0; q < panels.size(); ++q) {
-                const LinearTarget& t = *panels[q].target;
-                float* y = t.y + i0 * t.out + panels[q].j0;
                 const float* w_panel = panels[q].packed<NR>(in, p0);
-                if (w_panel == nullptr) {  // packed above, or (one block) here, in one panel's room
-                    w_panel = packed_w + (one_block ? 0 : q * kc * NR);
-                    if (one_block) pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                if (w_panel == nullptr) {
+                    pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
+                    w_panel = packed_w;
                 }
-                for (std::size_t i = 0; i < mc; i += MR) {
-                    const TileOperands rows =
-                        i < whole ? TileOperands{x + (i0 + i) * in + p0, in, 1, w_panel}
-                                  : TileOperands{packed_x + i * kc, 1, MR, w_panel};
-                    micro_kernel<MR, NR>(kc, rows, y + i * t.out, t.out, std::min(MR, mc - i),
-                                         panels[q].width, p0 > 0);
-                }
+                for (std::size_t i = r0; i < r1; i += MR)
+                    multiply(tiles[(i - r0) / MR], i, q, kc, w_panel, p0 > 0);
+            }
+            continue;
+        }
+        std::vector<const float*> w_panels(panels.size());
+        for (std::size_t q = 0; q < panels.size(); ++q) {
+            w_panels[q] = panels[q].packed<NR>(in, p0);
+            if (w_panels[q] != nullptr) continue;
+            w_panels[q] = packed_w + q * kc * NR;
+            pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
+        }
+        const std::size_t group = std::max<std::size_t>(1, w_group_floats / (kc * NR));
+        for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
+            const std::size_t q1 = std::min(panels.size(), q0 + group);
+            for (std::size_t i = r0; i < r1; i += MR) {
+                const TileOperands tile = row_tile(i, p0, kc, packed_x);
+                for (std::size_t q = q0; q < q1; ++q) multiply(tile, i, q, kc, w_panels[q], p0 > 0);
             }
         }
     }
@@ -494,23 +555,23 @@ MHA_INLINE float softmax_row_t(float* row, std::size_t live, std::size_t end, st
 // ---- The fused attention tile (see kernels.h): Sᵀ = K Qᵀ, the online softmax down the
 // keys with the queries in the lanes, Oᵀ = Oᵀ · shrink + Vᵀ P ----
 
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::size_t d_k,
                                std::size_t kt, float factor, float* scores) {
     for (std::size_t i = 0; i < kt; i += MR) {
         const float* panel = keys + i * d_k;
         float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
-        if (d_k <= KC) {  // one slice: the sums go from the registers to memory scaled
+        if (d_k <= KC) {        // one slice: the sums go from the registers to memory scaled
             float acc[MR][NR];  // add_products writes it whole
-            add_products(d_k, panel, queries, acc);
+            add_products<MR, NR, B>(d_k, panel, queries, acc);
             for (std::size_t r = 0; r < MR; ++r) {
                 for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
             }
             continue;
         }
         for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
-            micro_kernel<MR, NR>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR, tile,
-                                 NR, MR, NR, p0 > 0);
+            micro_kernel<MR, NR, B>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
+                                    tile, NR, MR, NR, p0 > 0);
         }
         for (std::size_t e = 0; e < MR * NR; ++e) tile[e] *= factor;
     }
@@ -542,7 +603,7 @@ MHA_INLINE void flash_softmax_t(float* scores, std::size_t kt, float* row_max, f
     for (std::size_t r = 0; r < NR; ++r) row_sum[r] = row_sum[r] * shrink[r] + sum[r];
 }
 
-template <std::size_t MR, std::size_t NR>
+template <std::size_t MR, std::size_t NR, Broadcast B>
 MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::size_t kt,
                                    std::size_t d_k, const float* shrink, float* o,
                                    std::size_t ldo) {
@@ -550,8 +611,8 @@ MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::siz
         for (std::size_t r = 0; r < NR; ++r) o[d * ldo + r] *= shrink[r];
     }
     for (std::size_t d0 = 0; d0 < d_k; d0 += MR) {  // (MR, kt) x (kt, NR) -> rows d0.. of o
-        micro_kernel<MR, NR>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0), NR,
-                             true);
+        micro_kernel<MR, NR, B>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
+                                NR, true);
     }
 }
 
@@ -576,15 +637,15 @@ struct Variant {
 };
 
 // The entry points of one variant, built for the CPU features `target` names.
-#define MHA_VARIANT(suffix, target, MR, NR, NMR, NNR, FMR, FNR)                                    \
+#define MHA_VARIANT(suffix, target, MR, NR, NMR, NNR, FMR, FNR, B)                                 \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
                               bool accumulate, const GemmSkip& skip) {                             \
-        gemm_t<MR, NR, NMR, NNR>(a, b, c, ldc, accumulate, skip);                                  \
+        gemm_t<MR, NR, NMR, NNR, B>(a, b, c, ldc, accumulate, skip);                               \
     }                                                                                              \
     target void linear_panels_##suffix(const float* x, std::size_t in,                             \
                                        const std::vector<LinearTarget>& targets, std::size_t r0,   \
                                        std::size_t r1, std::size_t p0, std::size_t p1) {           \
-        linear_panels_t<MR, NR>(x, in, targets, r0, r1, p0, p1);                                   \
+        linear_panels_t<MR, NR, B>(x, in, targets, r0, r1, p0, p1);                                \
     }                                                                                              \
     target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,              \
                                      float* panels) {                                              \
@@ -602,7 +663,7 @@ struct Variant {
     }                                                                                              \
     target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k,    \
                                       std::size_t kt, float factor, float* scores) {               \
-        flash_scores_t<FMR, FNR>(keys, queries, d_k, kt, factor, scores);                          \
+        flash_scores_t<FMR, FNR, B>(keys, queries, d_k, kt, factor, scores);                       \
     }                                                                                              \
     target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,              \
                                        float* row_sum, float* shrink) {                            \
@@ -611,7 +672,7 @@ struct Variant {
     target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,     \
                                           std::size_t d_k, const float* shrink, float* o,          \
                                           std::size_t ldo) {                                       \
-        flash_accumulate_t<FMR, FNR>(values, p, kt, d_k, shrink, o, ldo);                          \
+        flash_accumulate_t<FMR, FNR, B>(values, p, kt, d_k, shrink, o, ldo);                       \
     }                                                                                              \
     constexpr std::size_t mr_##suffix = MR, nr_##suffix = NR;                                      \
     constexpr FlashRegisterTile flash_tile_##suffix{FMR, FNR};                                     \
@@ -622,12 +683,13 @@ struct Variant {
 // (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
 // queries) needs FMR to divide its key tile and FNR its query tile
 // (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
-MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8)
+MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Broadcast::Shared)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
-MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 16, 16, 4, 64)
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Broadcast::Shared)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16, Broadcast::Shared)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64, 16, 16, 4, 64,
+            Broadcast::PerProduct)
 #endif
 
 // A variant's row of the table, from what MHA_VARIANT built: its tiles are written once, there.
@@ -635,8 +697,8 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 4, 64,
     {                                                                                             \
         id, name, tile_##suffix, mr_##suffix, nr_##suffix, gemm_##suffix, linear_panels_##suffix, \
             pack_linear_##suffix, max_of_##suffix, exp_shifted_##suffix, softmax_row_##suffix,    \
-            flash_tile_##suffix,                                                                  \
-            flash_scores_##suffix, flash_softmax_##suffix, flash_accumulate_##suffix              \
+            flash_tile_##suffix, flash_scores_##suffix, flash_softmax_##suffix,                   \
+            flash_accumulate_##suffix                                                             \
     }
 
 const Variant variants[] = {
@@ -849,9 +911,8 @@ std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask
     // a row with no mask tensor, ALiBi, window or soft-cap is scaled and blocked by
     // softmax_row itself; any other has its masks applied first, then takes the same call
     // with nothing left to scale or block (x · 1 is x)
-    const bool plain = mask.attn == nullptr && mask.padding == nullptr &&
-                       mask.alibi_slope == 0.0 && mask.masks->window == 0 &&
-                       !(mask.masks->softcap > 0.0);
+    const bool plain = mask.attn == nullptr && mask.padding == nullptr && mask.alibi_slope == 0.0 &&
+                       mask.masks->window == 0 && !(mask.masks->softcap > 0.0);
     const Variant& kernels = current();
     std::size_t masked = 0;
     for (std::size_t r = 0; r < mask.n; ++r) {
