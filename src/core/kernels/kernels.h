@@ -57,7 +57,7 @@ void use_kernel_variant(KernelVariant v);
 // Throws the Error for a bad MHA_KERNEL now rather than at the first kernel call.
 void check_kernel_choice();
 
-// The register tiles of the variant in use, e.g. "4x64 floats, narrow 16x16".
+// The register tiles of the variant in use, e.g. "6x64 floats, narrow 16x16".
 const char* kernel_tile_name();
 
 // Floats of packing space one thread's gemm keeps for a (k) x (m) right-hand side.
