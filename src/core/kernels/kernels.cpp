@@ -43,9 +43,9 @@ constexpr std::size_t lanes = 8;              // independent partial results in 
 constexpr std::size_t widest_nr = 64;         // for the scratch bound
 constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
 constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded down to whole panels
-// Floats of W's packed slices a projection's row tile meets before the next (768 KiB): they
-// stay in a 1 MiB L2 while the tiles of x pass.
-constexpr std::size_t w_group_floats = 192 * 1024;
+// Floats of packed right-hand panels (W's slices in a projection) a row tile meets before the
+// next (768 KiB): they stay in a 1 MiB L2 while the row tiles pass.
+constexpr std::size_t panel_group_floats = 192 * 1024;
 // Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: a tile's
 // MR rows read in place from them would evict each other.
 constexpr std::size_t set_stride_floats = 1024;
@@ -313,26 +313,30 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
             const std::size_t whole = a_in_place ? mc / MR * MR : 0;  // rows read in place
             if (hi > lo && whole < mc)
                 pack_a<MR>(a, i0 + whole, mc - whole, lo, hi - lo, packed_a + whole * (hi - lo));
-            for (std::size_t j = 0; j < m; j += NR) {
-                const float* b_panel = packed_b + j / NR * kc * NR;
+            // each row tile meets a group of b's panels that stays in L2 (as linear_panels_t)
+            const std::size_t group = std::max(NR, panel_group_floats / (kc * NR) * NR);
+            for (std::size_t j0 = 0; j0 < m; j0 += group) {
                 for (std::size_t i = 0; i < mc; i += MR) {
-                    const std::size_t rows = std::min(MR, mc - i), cols = std::min(NR, m - j);
-                    float* tile = c + (i0 + i) * ldc + j;
-                    if (unwanted_columns(skip, i0 + i + rows, j)) continue;
-                    std::size_t plo = 0, phi = 0;
-                    live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
-                    if (phi <= plo) {
-                        if (!add) zero_tile(tile, ldc, rows, cols);
-                        continue;
+                    for (std::size_t j = j0; j < std::min(m, j0 + group); j += NR) {
+                        const float* b_panel = packed_b + j / NR * kc * NR;
+                        const std::size_t rows = std::min(MR, mc - i), cols = std::min(NR, m - j);
+                        float* tile = c + (i0 + i) * ldc + j;
+                        if (unwanted_columns(skip, i0 + i + rows, j)) continue;
+                        std::size_t plo = 0, phi = 0;
+                        live_depths(skip, i0 + i, i0 + i + rows, lo, hi, plo, phi);
+                        if (phi <= plo) {
+                            if (!add) zero_tile(tile, ldc, rows, cols);
+                            continue;
+                        }
+                        const float* b_rows = b_panel + (plo - p0) * NR;
+                        const TileOperands t =
+                            i < whole ? TileOperands{a.data + (i0 + i) * a.row_stride +
+                                                         plo * a.col_stride,
+                                                     a.row_stride, a.col_stride, b_rows}
+                                      : TileOperands{packed_a + i * (hi - lo) + (plo - lo) * MR, 1,
+                                                     MR, b_rows};
+                        micro_kernel<MR, NR, B>(phi - plo, t, tile, ldc, rows, cols, add);
                     }
-                    const float* b_rows = b_panel + (plo - p0) * NR;
-                    const TileOperands t =
-                        i < whole
-                            ? TileOperands{a.data + (i0 + i) * a.row_stride + plo * a.col_stride,
-                                           a.row_stride, a.col_stride, b_rows}
-                            : TileOperands{packed_a + i * (hi - lo) + (plo - lo) * MR, 1, MR,
-                                           b_rows};
-                    micro_kernel<MR, NR, B>(phi - plo, t, tile, ldc, rows, cols, add);
                 }
             }
         }
@@ -393,7 +397,7 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 //   - rows that make one block (MC): panel by panel, each packed just before its use into one
 //     panel's room (a buffer that stays small), then read by every row tile;
 //   - more rows: every panel's slice of W is packed once (unless pack_linear did), then for
-//     each group of panels whose slices fit in L2 (w_group_floats), each row tile of x meets
+//     each group of panels whose slices fit in L2 (panel_group_floats), each row tile of x meets
 //     every panel of the group: the tile's rows stay in L1 while W's panels stream past them
 //     from L2 (before, each panel met every row tile, and streamed its 64 KiB from L2 again
 //     for each: 73% of the peak against 94%, on Zen 4 at (512, 768) x (768, 2304)).
@@ -458,7 +462,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
             w_panels[q] = packed_w + q * kc * NR;
             pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
         }
-        const std::size_t group = std::max<std::size_t>(1, w_group_floats / (kc * NR));
+        const std::size_t group = std::max<std::size_t>(1, panel_group_floats / (kc * NR));
         for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
             const std::size_t q1 = std::min(panels.size(), q0 + group);
             for (std::size_t i = r0; i < r1; i += MR) {
