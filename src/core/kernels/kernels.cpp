@@ -396,11 +396,12 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 // Rows [r0, r1) of the panels' outputs, then the bias added. For each KC slice of the inputs:
 //   - rows that make one block (MC): panel by panel, each packed just before its use into one
 //     panel's room (a buffer that stays small), then read by every row tile;
-//   - more rows: every panel's slice of W is packed once (unless pack_linear did), then for
-//     each group of panels whose slices fit in L2 (panel_group_floats), each row tile of x meets
-//     every panel of the group: the tile's rows stay in L1 while W's panels stream past them
-//     from L2 (before, each panel met every row tile, and streamed its 64 KiB from L2 again
-//     for each: 73% of the peak against 94%, on Zen 4 at (512, 768) x (768, 2304)).
+//   - more rows: panels in groups whose slices fit in L2 (panel_group_floats): the group's
+//     slices of W are packed (unless pack_linear did), then each row tile of x meets every
+//     panel of the group: the tile's rows stay in L1 while W's panels stream past them from
+//     L2 (before, each panel met every row tile, and streamed its 64 KiB from L2 again for
+//     each: 73% of the peak against 94%, on Zen 4 at (512, 768) x (768, 2304); and a slice
+//     packed whole, 1.5 MiB at (128, 512) x (512, 1536), was read back from beyond L2).
 // x is read in place when it streams well (as gemm reads a); a partial tile is packed. Each
 // element is summed by the same micro-kernel either way: the same bits.
 template <std::size_t MR, std::size_t NR, Broadcast B>
@@ -413,8 +414,11 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const MatrixView a{x, r1, in, in, 1};
     const bool x_in_place = reads_in_place(a);
     const bool one_block = r1 - r0 <= MC;
+    const std::size_t group =
+        std::max<std::size_t>(1, panel_group_floats / (std::min(in, KC) * NR));
     Scratch& s = scratch();
-    float* packed_w = s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : panels.size()));
+    float* packed_w =
+        s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : std::min(group, panels.size())));
     float* packed_x = s.a.floats(std::min(in, KC) * std::min(MC, round_up(r1 - r0, MR)));
     for (const OutputPanel& panel : panels) {  // no input: the sums are zero
         if (in > 0) break;
@@ -455,16 +459,15 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
             }
             continue;
         }
-        std::vector<const float*> w_panels(panels.size());
-        for (std::size_t q = 0; q < panels.size(); ++q) {
-            w_panels[q] = panels[q].packed<NR>(in, p0);
-            if (w_panels[q] != nullptr) continue;
-            w_panels[q] = packed_w + q * kc * NR;
-            pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + q * kc * NR);
-        }
-        const std::size_t group = std::max<std::size_t>(1, panel_group_floats / (kc * NR));
         for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
             const std::size_t q1 = std::min(panels.size(), q0 + group);
+            std::vector<const float*> w_panels(panels.size());
+            for (std::size_t q = q0; q < q1; ++q) {
+                w_panels[q] = panels[q].packed<NR>(in, p0);
+                if (w_panels[q] != nullptr) continue;
+                w_panels[q] = packed_w + (q - q0) * kc * NR;
+                pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + (q - q0) * kc * NR);
+            }
             for (std::size_t i = r0; i < r1; i += MR) {
                 const TileOperands tile = row_tile(i, p0, kc, packed_x);
                 for (std::size_t q = q0; q < q1; ++q) multiply(tile, i, q, kc, w_panels[q], p0 > 0);
