@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/block_transpose.h"
 #include "core/kernels/vector_exp.h"
 #include "core/ops/softcap.h"
 #include "core/position/position_bias.h"
@@ -87,12 +88,19 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
         if (width < NR) std::fill(dst, dst + kc * NR, 0.0f);
-        if (b.row_stride == 1 && width == NR && NR % 8 == 0) {  // Kᵀ, Vᵀ: 8 columns at once
-            for (std::size_t j8 = 0; j8 < NR; j8 += 8) {
+        if (b.row_stride == 1 && width == NR && NR % 8 == 0) {  // Kᵀ, Vᵀ, Wᵀ: 8 x 8 blocks
+            for (std::size_t j8 = 0; j8 < NR; j8 += 8) {        // turned in registers
                 const float* src = b.data + (j0 + j8) * b.col_stride + p0;
-                for (std::size_t p = 0; p < kc; ++p) {
-                    float* row = dst + p * NR + j8;
-                    for (std::size_t j = 0; j < 8; ++j) row[j] = src[j * b.col_stride + p];
+                std::size_t p = 0;
+                for (; p + 8 <= kc; p += 8) {
+                    Floats8 cols[8];
+                    block_columns(src + p, b.col_stride, cols);
+                    for (std::size_t c = 0; c < 8; ++c)
+                        std::memcpy(dst + (p + c) * NR + j8, &cols[c], sizeof cols[c]);
+                }
+                for (; p < kc; ++p) {
+                    for (std::size_t j = 0; j < 8; ++j)
+                        dst[p * NR + j8 + j] = src[j * b.col_stride + p];
                 }
             }
         } else if (b.row_stride == 1) {  // b is a transposed view (e.g. Wᵀ, Kᵀ): read along p
@@ -414,8 +422,8 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const MatrixView a{x, r1, in, in, 1};
     const bool x_in_place = reads_in_place(a);
     const bool one_block = r1 - r0 <= MC;
-    const std::size_t group =
-        std::max<std::size_t>(1, panel_group_floats / (std::min(in, KC) * NR));
+    const std::size_t kc_most = std::max<std::size_t>(1, std::min(in, KC));  // 1: no input
+    const std::size_t group = std::max<std::size_t>(1, panel_group_floats / (kc_most * NR));
     Scratch& s = scratch();
     float* packed_w =
         s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : std::min(group, panels.size())));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/kernels/block_transpose.h"
 #include "core/kernels/kernels.h"
 #include "core/kernels/parallel.h"
 
@@ -77,33 +78,10 @@ MHA_LN_INLINE void group_gradient_sums(const T* x, const T* dy, const T* gamma, 
 
 // In float32 the group's rows run in the lanes of one vector of doubles: each lane keeps its
 // row's chain of additions in index order, so the same bits as above. 8 x 8 blocks of the rows
-// are turned into columns in registers (three rounds of shuffles), the last E % 8 columns read
+// are turned into columns in registers (block_columns), the last E % 8 columns read
 // one element at a time.
 static_assert(row_group == 8, "the float32 group sums take 8 rows in 8 lanes");
-typedef float Floats8 __attribute__((vector_size(8 * sizeof(float))));
 typedef double Doubles8 __attribute__((vector_size(8 * sizeof(double))));
-
-// cols[j][r] = x[r * stride + j] for the 8 x 8 block at x.
-MHA_LN_INLINE void block_columns(const float* x, std::size_t stride, Floats8 (&cols)[8]) {
-    Floats8 rows[8], pairs[8], quads[8];
-    for (std::size_t r = 0; r < 8; ++r) std::memcpy(&rows[r], x + r * stride, sizeof rows[r]);
-    for (std::size_t r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved
-        pairs[r] = __builtin_shufflevector(rows[r], rows[r + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        pairs[r + 1] = __builtin_shufflevector(rows[r], rows[r + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (std::size_t r = 0; r < 8; r += 4) {  // four rows' columns c and c + 4 in each
-        for (std::size_t h = 0; h < 2; ++h) {
-            quads[r + 2 * h] =
-                __builtin_shufflevector(pairs[r + h], pairs[r + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            quads[r + 2 * h + 1] =
-                __builtin_shufflevector(pairs[r + h], pairs[r + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-    }
-    for (std::size_t c = 0; c < 4; ++c) {
-        cols[c] = __builtin_shufflevector(quads[c], quads[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        cols[c + 4] = __builtin_shufflevector(quads[c], quads[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
 
 // (Vectors go out through references: a 64-byte vector returned by value from a function
 // built without AVX-512 has another calling convention, and g++ warns.)
