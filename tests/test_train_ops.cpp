@@ -14,16 +14,16 @@
 
 #include "core/backward/block_backward.h"
 #include "core/backward/linear_backward.h"
+#include "core/error.h"
 #include "core/kernels/parallel.h"
 #include "core/layers/cross_entropy.h"
 #include "core/layers/embedding.h"
 #include "core/layers/gelu.h"
 #include "core/layers/layer_norm.h"
+#include "core/layers/residual.h"
 #include "core/ops/block_ops.h"
 #include "core/train/optimizer.h"
 #include "core/train/train_step.h"
-#include "core/layers/residual.h"
-#include "core/error.h"
 #include "io/block_weights.h"
 #include "io/init.h"
 #include "io/model_file.h"
@@ -268,9 +268,9 @@ TEST_CASE("cross-entropy's backward equals finite differences in double", "[back
     require_relative(dz,
                      numeric_gradient(z,
                                       [&](const std::vector<double>& v) {
-                                          return mha::cross_entropy_rows(
-                                              v.data(), targets.data(), rows, V, 1, scratch.data(),
-                                              rows);
+                                          return mha::cross_entropy_rows(v.data(), targets.data(),
+                                                                         rows, V, 1, scratch.data(),
+                                                                         rows);
                                       }),
                      finite_difference_tolerance);
 }
@@ -372,18 +372,17 @@ TEST_CASE("the trainer's operations give the same bits at any thread count", "[b
     }
 }
 
-TEST_CASE("a step's micro-batches: 512 positions of whole rows, at most 8 of them",
-          "[backward]") {
+TEST_CASE("a step's micro-batches: 512 positions of whole rows, at most 8 of them", "[backward]") {
     const auto split = [](std::size_t batch, std::size_t n) {
         const mha::MicroBatches m = mha::micro_batches(batch, n, 512);
         return std::pair<std::size_t, std::size_t>{m.rows, m.count};
     };
     using Split = std::pair<std::size_t, std::size_t>;
-    CHECK(split(32, 128) == Split{4, 8});     // the default recipe
-    CHECK(split(30, 128) == Split{4, 8});     // the last has 2 rows
-    CHECK(split(2, 128) == Split{4, 1});      // all in one
-    CHECK(split(3, 1000) == Split{1, 3});     // a row longer than 512: one row each
-    CHECK(split(1024, 128) == Split{128, 8}); // more would be past 8: larger ones
+    CHECK(split(32, 128) == Split{4, 8});      // the default recipe
+    CHECK(split(30, 128) == Split{4, 8});      // the last has 2 rows
+    CHECK(split(2, 128) == Split{4, 1});       // all in one
+    CHECK(split(3, 1000) == Split{1, 3});      // a row longer than 512: one row each
+    CHECK(split(1024, 128) == Split{128, 8});  // more would be past 8: larger ones
     CHECK(split(0, 128).second == 0);
 }
 
@@ -431,7 +430,8 @@ TEST_CASE("a linear layer's dW has the bits of dYᵀ X whichever of out and in i
     for (const auto& [out, in] : {std::pair<std::size_t, std::size_t>{40, 24}, {24, 40}}) {
         CAPTURE(out, in);
         const Tensor dy = random_tensor({rows, out}, 21), x = random_tensor({rows, in}, 22);
-        const Tensor dw = mha::linear_weight_grad(dy.data(), x.data(), rows, out, in, 2);
+        const Tensor w = random_tensor({out, in}, 23);
+        const Tensor dw = mha::linear_backward(x, w, false, dy, 2).dw;
         Tensor direct({out, in});
         mha::gemm({dy.data(), out, rows, 1, out}, {x.data(), rows, in, in, 1}, direct.data(), in);
         CHECK(same_bits(dw, direct));
@@ -448,22 +448,31 @@ TEST_CASE("a linear layer's dW has the bits of dYᵀ X whichever of out and in i
     }
 }
 
-TEST_CASE("parallel_gemm has gemm's bits split by rows (m <= n) or by columns (m > n)",
-          "[backward]") {
-    // 600-deep sums (three of gemm's slices), 40 x 600 x 200 multiply-adds: enough for 4
-    // threads; 200 columns are 6 blocks of 32 and a part block of 8
-    const std::size_t k = 600;
-    for (const auto& [n, m] : {std::pair<std::size_t, std::size_t>{40, 200}, {200, 40}}) {
-        const Tensor a = random_tensor({n, k}, 31), b = random_tensor({k, m}, 32);
-        Tensor one({n, m});
-        mha::gemm({a.data(), n, k, k, 1}, {b.data(), k, m, m, 1}, one.data(), m);
+TEST_CASE(
+    "a linear layer's gradients have the same bits at any thread count, its products split "
+    "by rows (m <= n) or by columns (m > n)",
+    "[backward]") {
+    // dW and dX run at once, each in parts. (rows, out, in): dW split by columns and dX by
+    // rows; dWᵀ by columns and dX by rows; dW and dX both by columns. 600-deep sums are three of
+    // gemm's slices; 200 columns are 6 blocks of 32 and a part block of 8; 2 x 4.8 million
+    // multiply-adds are enough for 4 threads.
+    for (const auto& [rows, out, in] :
+         {std::tuple<std::size_t, std::size_t, std::size_t>{600, 40, 200},
+          {600, 200, 40},
+          {40, 600, 200}}) {
+        const Tensor x = random_tensor({rows, in}, 31), w = random_tensor({out, in}, 32);
+        const Tensor dy = random_tensor({rows, out}, 33);
+        const mha::LinearGrads one = mha::linear_backward(x, w, true, dy, 1);
+        Tensor dx({rows, in});  // one thread: dX is gemm's own product
+        mha::gemm({dy.data(), rows, out, out, 1}, {w.data(), out, in, in, 1}, dx.data(), in);
+        CHECK(same_bits(one.dx, dx));
         for (const std::size_t threads : {2, 3, 4}) {
-            CAPTURE(n, m, threads);
-            REQUIRE(mha::threads_for(std::uint64_t(n) * k * m, threads) == threads);
-            Tensor split({n, m});
-            mha::parallel_gemm({a.data(), n, k, k, 1}, {b.data(), k, m, m, 1}, split.data(), m,
-                               threads);
-            CHECK(same_bits(split, one));
+            CAPTURE(rows, out, in, threads);
+            REQUIRE(mha::threads_for(2 * std::uint64_t(rows) * out * in, threads) == threads);
+            const mha::LinearGrads split = mha::linear_backward(x, w, true, dy, threads);
+            CHECK(same_bits(split.dw, one.dw));
+            CHECK(same_bits(split.dx, one.dx));
+            CHECK(same_bits(split.db, one.db));
         }
     }
 }
@@ -563,10 +572,9 @@ TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "
         }
         return std::string();
     };
-    CHECK(expression("dOut") ==
-          (kind == mha::BlockKind::Pre
-               ? "dOut = dh  (attention's output feeds h = x + attention)"
-               : "dOut = dsum  (attention's output feeds x + attention)"));
+    CHECK(expression("dOut") == (kind == mha::BlockKind::Pre
+                                     ? "dOut = dh  (attention's output feeds h = x + attention)"
+                                     : "dOut = dsum  (attention's output feeds x + attention)"));
     CHECK(expression("dW_q") == (kind == mha::BlockKind::Pre
                                      ? "dW_q = dQ.T @ x_norm  (summed over B and the positions)"
                                      : "dW_q = dQ.T @ x  (summed over B and the positions)"));

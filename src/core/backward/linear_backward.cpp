@@ -9,48 +9,53 @@
 
 namespace mha {
 
-void parallel_gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
-                   std::size_t threads) {
-    const std::size_t n = a.rows, m = b.cols;
-    threads = threads_for(std::uint64_t(n) * a.cols * m, threads);
-    if (m <= n) {  // each thread packs its rows of a and all of b
-        parallel_for(n, threads, [&](std::size_t begin, std::size_t end) {
-            const MatrixView rows{a.data + begin * a.row_stride, end - begin, a.cols,
-                                  a.row_stride, a.col_stride};
-            gemm(rows, b, c + begin * ldc, ldc);
-        });
+namespace {
+
+// One product c (n, m) = a (n, k) b (k, m), c row-major with rows ldc apart.
+struct Product {
+    MatrixView a, b;
+    float* c;
+    std::size_t ldc;
+};
+
+// Part `part` of `parts` of a product: c's rows when m <= n (each part packs its rows of a
+// and all of b), else its columns in blocks of 32, a multiple of every kernel variant's tile
+// width so no block adds a partial tile (each part packs all of a and its columns of b).
+void product_part(const Product& p, std::size_t part, std::size_t parts) {
+    const std::size_t n = p.a.rows, m = p.b.cols;
+    if (m <= n) {
+        const std::size_t begin = n * part / parts, end = n * (part + 1) / parts;
+        const MatrixView rows{p.a.data + begin * p.a.row_stride, end - begin, p.a.cols,
+                              p.a.row_stride, p.a.col_stride};
+        gemm(rows, p.b, p.c + begin * p.ldc, p.ldc);
         return;
     }
-    // each thread packs all of a and its columns of b, in blocks of 32 (a multiple of every
-    // kernel variant's tile width, so no block adds a partial tile)
     constexpr std::size_t block = 32;
-    parallel_for((m + block - 1) / block, threads, [&](std::size_t begin, std::size_t end) {
-        const std::size_t j0 = begin * block, j1 = std::min(m, end * block);
-        const MatrixView columns{b.data + j0 * b.col_stride, b.rows, j1 - j0, b.row_stride,
-                                 b.col_stride};
-        gemm(a, columns, c + j0, ldc);
-    });
+    const std::size_t blocks = (m + block - 1) / block;
+    const std::size_t j0 = std::min(m, blocks * part / parts * block);
+    const std::size_t j1 = std::min(m, blocks * (part + 1) / parts * block);
+    const MatrixView columns{p.b.data + j0 * p.b.col_stride, p.b.rows, j1 - j0, p.b.row_stride,
+                             p.b.col_stride};
+    gemm(p.a, columns, p.c + j0, p.ldc);
 }
 
-Tensor linear_weight_grad(const float* dy, const float* x, std::size_t rows, std::size_t out,
-                          std::size_t in, std::size_t threads) {
-    Tensor dw({out, in});
-    if (rows == 0) return dw;
-    if (out <= in) {
-        const MatrixView dy_t{dy, out, rows, 1, out};  // dYᵀ (out, rows), a view
-        parallel_gemm(dy_t, {x, rows, in, in, 1}, dw.data(), in, threads);
-        return dw;
-    }
-    // dWᵀ (in, out) = Xᵀ dY: the packed left operand read down columns `in` apart rather than
-    // `out` apart; each element sums the same products in the same order, so the same bits
-    std::vector<float> dw_t(in * out);
-    const MatrixView x_t{x, in, rows, 1, in};  // Xᵀ (in, rows), a view
-    parallel_gemm(x_t, {dy, rows, out, out, 1}, dw_t.data(), out, threads);
-    for (std::size_t o = 0; o < out; ++o) {
+// dW (out, in) = dYᵀ X into dw, or, when out > in, dWᵀ (in, out) = Xᵀ dY into dw_t (the left
+// operand then read down columns `in` apart rather than `out` apart; each element sums the
+// same products in the same order, so the same bits).
+Product weight_grad_product(const float* dy, const float* x, std::size_t rows, std::size_t out,
+                            std::size_t in, float* dw, float* dw_t) {
+    if (out <= in) return {{dy, out, rows, 1, out}, {x, rows, in, in, 1}, dw, in};
+    return {{x, in, rows, 1, in}, {dy, rows, out, out, 1}, dw_t, out};
+}
+
+// dW from dWᵀ when weight_grad_product took that way.
+void untranspose(const std::vector<float>& dw_t, std::size_t out, std::size_t in, Tensor& dw) {
+    for (std::size_t o = 0; o < out && !dw_t.empty(); ++o) {
         for (std::size_t i = 0; i < in; ++i) dw.data()[o * in + i] = dw_t[i * out + o];
     }
-    return dw;
 }
+
+}  // namespace
 
 namespace {
 
@@ -90,25 +95,30 @@ Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std:
     return db;
 }
 
-Tensor linear_input_grad(const float* dy, const Tensor& w, std::size_t rows, std::size_t threads,
-                         Workspace* workspace) {
-    const std::size_t out = w.size(0), in = w.size(1);
-    if (out == 0) return Tensor({rows, in});
-    Tensor dx = new_uninitialised(workspace, {rows, in});
-    parallel_gemm({dy, rows, out, out, 1}, {w.data(), out, in, in, 1}, dx.data(), in, threads);
-    return dx;
-}
-
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
                             std::size_t threads, Workspace* workspace) {
-    const std::size_t out = w.size(0), in = w.size(1), rows = dy.numel() / out;
+    const std::size_t out = w.size(0), in = w.size(1), rows = out == 0 ? 0 : dy.numel() / out;
     const Tensor weight = w.contiguous();
     LinearGrads g;
-    g.dw = linear_weight_grad(dy.data(), x.data(), rows, out, in, threads);
+    g.dw = Tensor({out, in});
+    std::vector<float> dw_t(out > in ? in * out : 0);
+    Tensor dx = new_uninitialised(workspace, {rows, in});
+    // dW and dX cost the same (rows · out · in multiply-adds each), so they run at once, half
+    // the threads on each: each thread then takes a whole product or a larger share of one
+    // (at (128, 512) x (512, 512), each product split over two threads ran at 1.5x one)
+    const Product parts[2] = {
+        weight_grad_product(dy.data(), x.data(), rows, out, in, g.dw.data(), dw_t.data()),
+        {{dy.data(), rows, out, out, 1}, {weight.data(), out, in, in, 1}, dx.data(), in}};
+    threads = threads_for(2 * std::uint64_t(rows) * out * in, threads);
+    const std::size_t each = (threads + 1) / 2;  // parts of each product
+    parallel_for(2 * each, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t u = begin; u < end; ++u) product_part(parts[u / each], u % each, each);
+    });
+    untranspose(dw_t, out, in, g.dw);
     if (bias) g.db = linear_bias_grad(dy.data(), rows, out, threads);
     Shape shape = dy.shape();
     shape.back() = in;
-    g.dx = linear_input_grad(dy.data(), weight, rows, threads, workspace).view(shape);
+    g.dx = dx.view(shape);
     return g;
 }
 
