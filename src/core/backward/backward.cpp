@@ -272,8 +272,8 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
              skip(u, GemmSkip::RowStarts));
     };
     const auto dp_of = [&](std::size_t u) {  // b10: dP = dO_h Vᵀ
-        gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M,
-             false, fused ? skip(u, GemmSkip::OutputEnds) : GemmSkip{});
+        gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M, false,
+             fused ? skip(u, GemmSkip::OutputEnds) : GemmSkip{});
     };
     const auto d_of = [&](std::size_t u) {  // b9: D = rowsum(dO_h ∘ O_h)
         const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
@@ -396,12 +396,17 @@ Tensor append_back(const Tensor& d, std::size_t M_in, bool bias_kv, Tensor& d_bi
 }
 
 // One projection's gradients, shown as planned: dW, db, dX.
-LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& dy,
-                         std::size_t threads, PassTrace& trace) {
-    LinearGrads g = linear_backward(x.contiguous(), w, !bias.empty(), dy, threads);
+void show_linear_grads(const LinearGrads& g, PassTrace& trace) {
     trace.show(g.dw);
     if (!g.db.empty()) trace.show(g.db);
     trace.show(g.dx);
+}
+
+// The same for a projection of its own.
+LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& dy,
+                         std::size_t threads, PassTrace& trace) {
+    LinearGrads g = linear_backward(x.contiguous(), w, !bias.empty(), dy, threads);
+    show_linear_grads(g, trace);
     return g;
 }
 
@@ -426,12 +431,17 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
         dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
     }
     const std::size_t d_k = f.s.d_k();
-    const LinearGrads q = project_back(in.x_q, f.w.w_q, f.w.b_q, dq, threads, trace);
-    if (per_head) show_head_rows(q.dw, d_k, trace);
-    const LinearGrads k = project_back(in.x_k, f.w.w_k, f.w.b_k, dk, threads, trace);
-    if (per_head) show_head_rows(k.dw, d_k, trace);
-    const LinearGrads v = project_back(in.x_v, f.w.w_v, f.w.b_v, dv, threads, trace);
-    if (per_head) show_head_rows(v.dw, d_k, trace);
+    // the three projections' products in one call over the threads, then shown in order
+    const Tensor x_q = in.x_q.contiguous(), x_k = in.x_k.contiguous(), x_v = in.x_v.contiguous();
+    const std::vector<LinearGrads> qkv = linear_backward({{x_q, f.w.w_q, !f.w.b_q.empty(), dq},
+                                                          {x_k, f.w.w_k, !f.w.b_k.empty(), dk},
+                                                          {x_v, f.w.w_v, !f.w.b_v.empty(), dv}},
+                                                         threads);
+    const LinearGrads &q = qkv[0], &k = qkv[1], &v = qkv[2];
+    for (const LinearGrads& each : qkv) {
+        show_linear_grads(each, trace);
+        if (per_head) show_head_rows(each.dw, d_k, trace);
+    }
     g.params.w_q = q.dw;
     g.params.b_q = q.db;
     g.params.w_k = k.dw;

@@ -95,31 +95,60 @@ Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std:
     return db;
 }
 
+std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
+                                         std::size_t threads, Workspace* workspace) {
+    std::vector<LinearGrads> grads(layers.size());
+    std::vector<Tensor> weights;  // contiguous
+    std::vector<std::vector<float>> transposed(layers.size());
+    std::vector<Product> products;  // each layer's dW, then its dX
+    weights.reserve(layers.size());
+    std::uint64_t macs = 0;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        const LinearLayer& layer = layers[l];
+        const std::size_t out = layer.w.size(0), in = layer.w.size(1);
+        const std::size_t rows = out == 0 ? 0 : layer.dy.numel() / out;
+        weights.push_back(layer.w.contiguous());
+        LinearGrads& g = grads[l];
+        g.dw = Tensor({out, in});
+        transposed[l].resize(out > in ? in * out : 0);
+        g.dx = new_uninitialised(workspace, {rows, in});
+        products.push_back(weight_grad_product(layer.dy.data(), layer.x.data(), rows, out, in,
+                                               g.dw.data(), transposed[l].data()));
+        products.push_back({{layer.dy.data(), rows, out, out, 1},
+                            {weights.back().data(), out, in, in, 1},
+                            g.dx.data(),
+                            in});
+        macs += 2 * std::uint64_t(rows) * out * in;
+    }
+    // Every product is a unit the next free thread takes (whole, or in parts when the threads
+    // outnumber the products): dW and dX cost the same (rows · out · in multiply-adds each), so
+    // one layer's two products keep two threads busy, and three layers' six keep them busy
+    // with one dispatch. At (128, 512) x (512, 512) one product split over two threads ran at
+    // 1.5x one thread.
+    threads = threads_for(macs, threads);
+    const std::size_t parts =
+        (threads + products.size() - 1) / std::max<std::size_t>(1, products.size());
+    parallel_each(products.size() * parts, threads, [&](std::size_t unit, std::size_t) {
+        product_part(products[unit / parts], unit % parts, parts);
+    });
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        const LinearLayer& layer = layers[l];
+        const std::size_t out = layer.w.size(0), in = layer.w.size(1);
+        untranspose(transposed[l], out, in, grads[l].dw);
+        if (layer.bias) {
+            const std::size_t rows = out == 0 ? 0 : layer.dy.numel() / out;
+            grads[l].db = linear_bias_grad(layer.dy.data(), rows, out, threads);
+        }
+        Shape shape = layer.dy.shape();
+        shape.back() = in;
+        grads[l].dx = grads[l].dx.view(shape);
+    }
+    return grads;
+}
+
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
                             std::size_t threads, Workspace* workspace) {
-    const std::size_t out = w.size(0), in = w.size(1), rows = out == 0 ? 0 : dy.numel() / out;
-    const Tensor weight = w.contiguous();
-    LinearGrads g;
-    g.dw = Tensor({out, in});
-    std::vector<float> dw_t(out > in ? in * out : 0);
-    Tensor dx = new_uninitialised(workspace, {rows, in});
-    // dW and dX cost the same (rows · out · in multiply-adds each), so they run at once, half
-    // the threads on each: each thread then takes a whole product or a larger share of one
-    // (at (128, 512) x (512, 512), each product split over two threads ran at 1.5x one)
-    const Product parts[2] = {
-        weight_grad_product(dy.data(), x.data(), rows, out, in, g.dw.data(), dw_t.data()),
-        {{dy.data(), rows, out, out, 1}, {weight.data(), out, in, in, 1}, dx.data(), in}};
-    threads = threads_for(2 * std::uint64_t(rows) * out * in, threads);
-    const std::size_t each = (threads + 1) / 2;  // parts of each product
-    parallel_for(2 * each, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) product_part(parts[u / each], u % each, each);
-    });
-    untranspose(dw_t, out, in, g.dw);
-    if (bias) g.db = linear_bias_grad(dy.data(), rows, out, threads);
-    Shape shape = dy.shape();
-    shape.back() = in;
-    g.dx = dx.view(shape);
-    return g;
+    return linear_backward({{x, w, bias, dy}}, threads, workspace).front();
 }
 
 }  // namespace mha

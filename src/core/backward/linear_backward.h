@@ -4,6 +4,7 @@
 // the same bits.
 
 #include <cstddef>
+#include <vector>
 
 #include "core/kernels/kernels.h"
 #include "core/tensor/tensor.h"
@@ -17,8 +18,8 @@ Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std:
 
 // The three at once for y = x Wᵀ + b over dy (..., out) and x (..., in), both contiguous with
 // the same leading dimensions; dx from the workspace when there is one. dW = dYᵀ X (or, when
-// out > in, dWᵀ = Xᵀ dY transposed: the same bits) and dX = dY W run at once, half the threads
-// on each.
+// out > in, dWᵀ = Xᵀ dY transposed: the same bits) and dX = dY W run at once, each product a
+// unit of the threads.
 struct LinearGrads {
     Tensor dw;  // (out, in)
     Tensor db;  // (out); empty when the layer has no bias
@@ -26,5 +27,18 @@ struct LinearGrads {
 };
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
                             std::size_t threads, Workspace* workspace = nullptr);
+
+// One layer's operands for the several-layer linear_backward.
+struct LinearLayer {
+    const Tensor& x;
+    const Tensor& w;
+    bool bias;
+    const Tensor& dy;
+};
+
+// Several layers' gradients (the Q, K and V projections) in one call over the threads: all
+// their products are its units. Each gradient has the bits of its layer's own call.
+std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
+                                         std::size_t threads, Workspace* workspace = nullptr);
 
 }  // namespace mha
