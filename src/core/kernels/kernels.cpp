@@ -4,7 +4,9 @@
 //   for each KC-deep slice of k:
 //     pack b's slice into NR-wide column panels (zero-padded)
 //     for each MC-high block of rows: pack a's block into MR-high row panels
-//       for each (MR, NR) tile: the micro-kernel keeps MR x NR sums in registers
+//       for each group of panels that fits in L2:
+//         for each MR-high row tile, for each panel of the group:
+//           the micro-kernel keeps MR x NR sums in registers
 // The micro-kernel always runs on whole padded panels, so every element of c is
 // computed by the same operations wherever it sits (bit-identical for any split).
 //
