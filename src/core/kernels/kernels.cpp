@@ -180,55 +180,51 @@ struct TileOperands {
     const float* b;
 };
 
-// How a tile's products take a(i, p), which each of a row's vectors multiplies.
-//   Shared      loaded once, broadcast into a register, and read by every product of the row.
-//   PerProduct  loaded by each product itself: AVX-512's multiply takes one float from memory
-//               and broadcasts it on the way ({1to16}), where a broadcast of its own takes a
-//               slot of the floating-point pipes on AMD's Zen 4. A 4x64 tile in L1 ran at 79%
-//               of the multiply-add peak with one broadcast a row, 98% with none.
-// Compilers fold a load into the multiply only when it feeds that one multiply, and merge
-// loads of one address; so each product reads a(i, p) through a pointer passed through an
-// empty asm statement, which emits nothing and hides that the addresses repeat. The products
-// and sums are the same either way, so are the bits.
-enum class Broadcast { Shared, PerProduct };
+// A variant's vector registers, in bytes: a tile's rows are held in vectors this wide (or as
+// wide as the row, if narrower). With AVX-512's, each product reads a(i, p) from memory
+// itself: its multiply takes one float from memory and broadcasts it on the way ({1to16}),
+// where a broadcast instruction of its own takes a slot of the floating-point pipes on AMD's
+// Zen 4 (a 4x64 tile in L1 ran at 79% of the multiply-add peak with one broadcast a row, 98%
+// with none). Compilers fold a load into the multiply only when it feeds that one multiply,
+// and merge loads of one address; so each product reads a(i, p) through a pointer passed
+// through an empty asm statement, which emits nothing and hides that the addresses repeat.
+// Narrower registers have no such multiply: a row's products share one broadcast. The
+// products and sums are the same either way, so are the bits.
+enum class Registers : std::size_t { Sse2 = 16, Avx2 = 32, Avx512 = 64 };
 
 // acc (MR, NR) = a (MR, kc) x b_panel (kc, NR), each sum from +0 with p ascending; acc is
 // written whole and never read before, so a tile's sums need no zero-filled array in memory.
-// A narrow tile keeps a row in one vector register; PerProduct keeps a row in NR / 16 of
-// AVX-512's. A Shared wide one adds its first products to +0 as it adds every later one to
-// the sums (the same operations), and the compiler keeps the sums in registers across the
-// loop.
-template <std::size_t MR, std::size_t NR, Broadcast B>
+// Every AVX-512 tile, and the narrow and fused-attention tiles of the others, keep a row in
+// vectors of the registers' width (vectors wider than the registers went through memory: the
+// AVX2 build's 4x16 attention tile ran at a seventeenth of AVX-512's). The others' wide tile
+// adds its first products to +0 as it adds every later one to the sums (the same
+// operations), and the compiler keeps the sums in registers across the loop.
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
                              const float* b, float (&acc)[MR][NR]) {
-    if constexpr (B == Broadcast::PerProduct) {
-        typedef float Vector __attribute__((vector_size(max_vector_bytes)));
-        constexpr std::size_t per_row = NR * sizeof(float) / sizeof(Vector);
-        static_assert(per_row * sizeof(Vector) == NR * sizeof(float), "whole vectors a row");
+    constexpr std::size_t row_bytes = NR * sizeof(float);
+    if constexpr (R == Registers::Avx512 || row_bytes <= max_vector_bytes) {
+        constexpr std::size_t width = std::min(row_bytes, std::size_t(R));
+        typedef float Vector __attribute__((vector_size(width)));
+        constexpr std::size_t per_row = row_bytes / width;
+        static_assert(per_row * width == row_bytes, "whole vectors a row");
         Vector sums[MR][per_row] = {};
         for (std::size_t p = 0; p < kc; ++p) {
             Vector bp[per_row];  // one copy a vector: g++ sends a whole-array copy through memory
             for (std::size_t v = 0; v < per_row; ++v)
                 std::memcpy(&bp[v], b + p * NR + v * (NR / per_row), sizeof bp[v]);
             for (std::size_t i = 0; i < MR; ++i) {
-                for (std::size_t v = 0; v < per_row; ++v) {
-                    const float* ai = a + i * a_i + p * a_p;
-                    __asm__ volatile("" : "+r"(ai));  // a load of its own (see Broadcast)
-                    sums[i][v] += bp[v] * *ai;
+                if constexpr (R == Registers::Avx512) {
+                    for (std::size_t v = 0; v < per_row; ++v) {
+                        const float* ai = a + i * a_i + p * a_p;
+                        __asm__ volatile("" : "+r"(ai));  // a load of its own (see Registers)
+                        sums[i][v] += bp[v] * *ai;
+                    }
+                } else {
+                    const float ai = a[i * a_i + p * a_p];
+                    for (std::size_t v = 0; v < per_row; ++v) sums[i][v] += bp[v] * ai;
                 }
             }
-        }
-        std::memcpy(acc, sums, sizeof sums);
-        return;
-    }
-    if constexpr (NR * sizeof(float) <= max_vector_bytes) {
-        typedef float Row __attribute__((vector_size(NR * sizeof(float))));
-        Row sums[MR] = {};
-        for (std::size_t p = 0; p < kc; ++p) {
-            const float* ap = a + p * a_p;
-            Row bp;
-            std::memcpy(&bp, b + p * NR, sizeof bp);
-            for (std::size_t i = 0; i < MR; ++i) sums[i] += bp * ap[i * a_i];
         }
         std::memcpy(acc, sums, sizeof sums);
         return;
@@ -246,21 +242,21 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, st
 }
 
 // The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
-    add_products<MR, NR, B>(kc, a, 1, MR, b, acc);
+    add_products<MR, NR, R>(kc, a, 1, MR, b, acc);
 }
 
 // c (rows, cols) = or += the tile's product, for the valid corner of the tile; the sums stay
 // in registers until the end. A packed a takes a loop with constant strides.
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, std::size_t ldc,
                              std::size_t rows, std::size_t cols, bool accumulate) {
     float acc[MR][NR];  // add_products writes it whole
     if (t.a_i == 1 && t.a_p == MR)
-        add_products<MR, NR, B>(kc, t.a, t.b, acc);
+        add_products<MR, NR, R>(kc, t.a, t.b, acc);
     else
-        add_products<MR, NR, B>(kc, t.a, t.a_i, t.a_p, t.b, acc);
+        add_products<MR, NR, R>(kc, t.a, t.a_i, t.a_p, t.b, acc);
     if (rows == MR && cols == NR)
         store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
     else
@@ -268,10 +264,10 @@ MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, st
 }
 
 // The same on packed panels.
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void micro_kernel(std::size_t kc, const float* a, const float* b, float* c,
                              std::size_t ldc, std::size_t rows, std::size_t cols, bool accumulate) {
-    micro_kernel<MR, NR, B>(kc, TileOperands{a, 1, MR, b}, c, ldc, rows, cols, accumulate);
+    micro_kernel<MR, NR, R>(kc, TileOperands{a, 1, MR, b}, c, ldc, rows, cols, accumulate);
 }
 
 // Whether output columns from j0 on are unwanted for every row of [r0, r1) under `skip`.
@@ -296,7 +292,7 @@ MHA_INLINE bool reads_in_place(const MatrixView& a) {
 // The blocked product on blocks of MC rows. Under `skip`, the depths of a row panel where a is
 // zero are left out of its sums (a sum that starts at +0 and adds only zero products stays +0
 // and a non-zero sum plus ±0 is itself: the same bits) and unwanted output tiles are skipped.
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                                bool accumulate, const GemmSkip& skip) {
     constexpr std::size_t MC = mc_rows / MR * MR;
@@ -345,7 +341,7 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
                                                      a.row_stride, a.col_stride, b_rows}
                                       : TileOperands{packed_a + i * (hi - lo) + (plo - lo) * MR, 1,
                                                      MR, b_rows};
-                        micro_kernel<MR, NR, B>(phi - plo, t, tile, ldc, rows, cols, add);
+                        micro_kernel<MR, NR, R>(phi - plo, t, tile, ldc, rows, cols, add);
                     }
                 }
             }
@@ -360,13 +356,13 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
 // at N 2048, 8 KiB apart) and the output spans several narrow panels, the wide tile, which
 // reads it once, was measured faster. Both sum every element in the same order, so the bits
 // are the same.
-template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR, Broadcast B>
+template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR, Registers R>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
     if (b.cols <= NNR || (b.cols <= NR && reads_in_place(a)))
-        gemm_blocked_t<NMR, NNR, B>(a, b, c, ldc, accumulate, skip);
+        gemm_blocked_t<NMR, NNR, R>(a, b, c, ldc, accumulate, skip);
     else
-        gemm_blocked_t<MR, NR, B>(a, b, c, ldc, accumulate, skip);
+        gemm_blocked_t<MR, NR, R>(a, b, c, ldc, accumulate, skip);
 }
 
 // One NR-wide panel of a projection's outputs: target t's outputs [j0, j0 + width).
@@ -414,7 +410,7 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 //     packed whole, 1.5 MiB at (128, 512) x (512, 1536), was read back from beyond L2).
 // x is read in place when it streams well (as gemm reads a); a partial tile is packed. Each
 // element is summed by the same micro-kernel either way: the same bits.
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
                                 std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
@@ -449,7 +445,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                               const float* w_panel, bool add) {
         const LinearTarget& t = *panels[q].target;
         tile.b = w_panel;
-        micro_kernel<MR, NR, B>(kc, tile, t.y + i * t.out + panels[q].j0, t.out,
+        micro_kernel<MR, NR, R>(kc, tile, t.y + i * t.out + panels[q].j0, t.out,
                                 std::min(MR, r1 - i), panels[q].width, add);
     };
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
@@ -572,7 +568,7 @@ MHA_INLINE float softmax_row_t(float* row, std::size_t live, std::size_t end, st
 // ---- The fused attention tile (see kernels.h): Sᵀ = K Qᵀ, the online softmax down the
 // keys with the queries in the lanes, Oᵀ = Oᵀ · shrink + Vᵀ P ----
 
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::size_t d_k,
                                std::size_t kt, float factor, float* scores) {
     for (std::size_t i = 0; i < kt; i += MR) {
@@ -580,14 +576,14 @@ MHA_INLINE void flash_scores_t(const float* keys, const float* queries, std::siz
         float* tile = scores + i * NR;  // keys [i, i + MR): (MR, NR)
         if (d_k <= KC) {        // one slice: the sums go from the registers to memory scaled
             float acc[MR][NR];  // add_products writes it whole
-            add_products<MR, NR, B>(d_k, panel, queries, acc);
+            add_products<MR, NR, R>(d_k, panel, queries, acc);
             for (std::size_t r = 0; r < MR; ++r) {
                 for (std::size_t j = 0; j < NR; ++j) tile[r * NR + j] = acc[r][j] * factor;
             }
             continue;
         }
         for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {
-            micro_kernel<MR, NR, B>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
+            micro_kernel<MR, NR, R>(std::min(KC, d_k - p0), panel + p0 * MR, queries + p0 * NR,
                                     tile, NR, MR, NR, p0 > 0);
         }
         for (std::size_t e = 0; e < MR * NR; ++e) tile[e] *= factor;
@@ -620,7 +616,7 @@ MHA_INLINE void flash_softmax_t(float* scores, std::size_t kt, float* row_max, f
     for (std::size_t r = 0; r < NR; ++r) row_sum[r] = row_sum[r] * shrink[r] + sum[r];
 }
 
-template <std::size_t MR, std::size_t NR, Broadcast B>
+template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::size_t kt,
                                    std::size_t d_k, const float* shrink, float* o,
                                    std::size_t ldo) {
@@ -628,7 +624,7 @@ MHA_INLINE void flash_accumulate_t(const float* values, const float* p, std::siz
         for (std::size_t r = 0; r < NR; ++r) o[d * ldo + r] *= shrink[r];
     }
     for (std::size_t d0 = 0; d0 < d_k; d0 += MR) {  // (MR, kt) x (kt, NR) -> rows d0.. of o
-        micro_kernel<MR, NR, B>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
+        micro_kernel<MR, NR, R>(kt, values + d0 * kt, p, o + d0 * ldo, ldo, std::min(MR, d_k - d0),
                                 NR, true);
     }
 }
@@ -654,15 +650,15 @@ struct Variant {
 };
 
 // The entry points of one variant, built for the CPU features `target` names.
-#define MHA_VARIANT(suffix, target, MR, NR, NMR, NNR, FMR, FNR, B)                                 \
+#define MHA_VARIANT(suffix, target, MR, NR, NMR, NNR, FMR, FNR, R)                                 \
     target void gemm_##suffix(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, \
                               bool accumulate, const GemmSkip& skip) {                             \
-        gemm_t<MR, NR, NMR, NNR, B>(a, b, c, ldc, accumulate, skip);                               \
+        gemm_t<MR, NR, NMR, NNR, R>(a, b, c, ldc, accumulate, skip);                               \
     }                                                                                              \
     target void linear_panels_##suffix(const float* x, std::size_t in,                             \
                                        const std::vector<LinearTarget>& targets, std::size_t r0,   \
                                        std::size_t r1, std::size_t p0, std::size_t p1) {           \
-        linear_panels_t<MR, NR, B>(x, in, targets, r0, r1, p0, p1);                                \
+        linear_panels_t<MR, NR, R>(x, in, targets, r0, r1, p0, p1);                                \
     }                                                                                              \
     target void pack_linear_##suffix(const float* w, std::size_t out, std::size_t in,              \
                                      float* panels) {                                              \
@@ -680,7 +676,7 @@ struct Variant {
     }                                                                                              \
     target void flash_scores_##suffix(const float* keys, const float* queries, std::size_t d_k,    \
                                       std::size_t kt, float factor, float* scores) {               \
-        flash_scores_t<FMR, FNR, B>(keys, queries, d_k, kt, factor, scores);                       \
+        flash_scores_t<FMR, FNR, R>(keys, queries, d_k, kt, factor, scores);                       \
     }                                                                                              \
     target void flash_softmax_##suffix(float* scores, std::size_t kt, float* row_max,              \
                                        float* row_sum, float* shrink) {                            \
@@ -689,7 +685,7 @@ struct Variant {
     target void flash_accumulate_##suffix(const float* values, const float* p, std::size_t kt,     \
                                           std::size_t d_k, const float* shrink, float* o,          \
                                           std::size_t ldo) {                                       \
-        flash_accumulate_t<FMR, FNR, B>(values, p, kt, d_k, shrink, o, ldo);                       \
+        flash_accumulate_t<FMR, FNR, R>(values, p, kt, d_k, shrink, o, ldo);                       \
     }                                                                                              \
     constexpr std::size_t mr_##suffix = MR, nr_##suffix = NR;                                      \
     constexpr FlashRegisterTile flash_tile_##suffix{FMR, FNR};                                     \
@@ -702,13 +698,13 @@ struct Variant {
 // (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
 // queries) needs FMR to divide its key tile and FNR its query tile
 // (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
-MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Broadcast::Shared)
+MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Registers::Sse2)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
-MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Broadcast::Shared)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16, Broadcast::Shared)
+MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Registers::Sse2)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16, Registers::Avx2)
 MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 6, 64, 16, 16, 4, 64,
-            Broadcast::PerProduct)
+            Registers::Avx512)
 #endif
 
 // A variant's row of the table, from what MHA_VARIANT built: its tiles are written once, there.
