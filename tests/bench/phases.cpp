@@ -6,7 +6,7 @@
 // Then forward + backward (the standard path, as mha bench --backward runs it), every step
 // of its plan timed by a tracer: a step's time runs from the report before it to its own. The
 // tensors one step yields (b14's dW_o, db_o and dconcat) are one row, and so are steps 1-3,
-// which run as one fused product.
+// which run as one fused product, and b1-b3, whose six products run as one call.
 //
 //   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s per core]
 //
@@ -57,7 +57,7 @@ public:
         const auto now = std::chrono::steady_clock::now();
         const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
         last_ = now;
-        const bool fused = !step.backward && step.number >= 1 && step.number <= 3;
+        const bool fused = step.number >= 1 && step.number <= 3;
         const std::string name = (step.backward ? "b" : "") +
                                  (fused ? "1-3" : std::to_string(step.number)) + " " + step.name;
         Timed* t = nullptr;

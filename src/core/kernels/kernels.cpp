@@ -448,6 +448,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
         micro_kernel<MR, NR, R>(kc, tile, t.y + i * t.out + panels[q].j0, t.out,
                                 std::min(MR, r1 - i), panels[q].width, add);
     };
+    std::vector<const float*> w_panels(panels.size());  // a group's slices of W
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
         const std::size_t kc = std::min(KC, in - p0);
         if (one_block) {
@@ -467,7 +468,6 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
         }
         for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
             const std::size_t q1 = std::min(panels.size(), q0 + group);
-            std::vector<const float*> w_panels(panels.size());
             for (std::size_t q = q0; q < q1; ++q) {
                 w_panels[q] = panels[q].packed<NR>(in, p0);
                 if (w_panels[q] != nullptr) continue;
