@@ -99,7 +99,7 @@ MHA_LN_INLINE void column(const float* x, std::size_t stride, Doubles8& out) {
 // S matrices xs: c[s] is xs[s]'s column i in double.
 template <std::size_t S, typename Step>
 MHA_LN_INLINE void for_columns(const float* const (&xs)[S], std::size_t E, Step step) {
-    Doubles8 c[S];
+    Doubles8 c[S] = {};  // every lane written before step reads it (g++ -O1 cannot tell)
     std::size_t i = 0;
     for (; i + 8 <= E; i += 8) {
         Floats8 blocks[S][8];
