@@ -477,6 +477,16 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("a linear layer with no outputs passes back zero", "[backward]") {
+    // dX = dY W sums no products: zero, in dy's leading shape; dW and db are empty
+    const Tensor x = random_tensor({2, 4, 3}, 41), w({0, 3}), dy({2, 4, 0});
+    const mha::LinearGrads g = mha::linear_backward(x, w, true, dy, 2);
+    CHECK(g.dx.shape() == mha::Shape{2, 4, 3});
+    for (std::size_t e = 0; e < g.dx.numel(); ++e) CHECK(g.dx.data()[e] == 0.0f);
+    CHECK(g.dw.shape() == mha::Shape{0, 3});
+    CHECK(g.db.shape() == mha::Shape{0});
+}
+
 TEST_CASE("the block's backward equals nn.TransformerEncoderLayer's autograd", "[backward]") {
     // d_model 8, 2 heads, d_ff 16, GELU, dropout 0; pre-LN under a causal mask, post-LN without
     const auto [name, kind, causal] =

@@ -55,9 +55,12 @@ void untranspose(const std::vector<float>& dw_t, std::size_t out, std::size_t in
     }
 }
 
-}  // namespace
-
-namespace {
+// The rows of dy (..., out): its leading dimensions' product.
+std::size_t leading_rows(const Tensor& dy) {
+    std::size_t rows = 1;
+    for (std::size_t d = 0; d + 1 < dy.dim(); ++d) rows *= dy.size(d);
+    return rows;
+}
 
 // Columns summed side by side in linear_bias_grad: their sums stay in registers.
 constexpr std::size_t bias_columns = 16;
@@ -105,8 +108,8 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
     std::uint64_t macs = 0;
     for (std::size_t l = 0; l < layers.size(); ++l) {
         const LinearLayer& layer = layers[l];
-        const std::size_t out = layer.w.size(0), in = layer.w.size(1);
-        const std::size_t rows = out == 0 ? 0 : layer.dy.numel() / out;
+        const std::size_t out = layer.w.size(0), in = layer.w.size(1),
+                          rows = leading_rows(layer.dy);
         weights.push_back(layer.w.contiguous());
         LinearGrads& g = grads[l];
         g.dw = Tensor({out, in});
@@ -135,10 +138,8 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
         const LinearLayer& layer = layers[l];
         const std::size_t out = layer.w.size(0), in = layer.w.size(1);
         untranspose(transposed[l], out, in, grads[l].dw);
-        if (layer.bias) {
-            const std::size_t rows = out == 0 ? 0 : layer.dy.numel() / out;
-            grads[l].db = linear_bias_grad(layer.dy.data(), rows, out, threads);
-        }
+        if (layer.bias)
+            grads[l].db = linear_bias_grad(layer.dy.data(), leading_rows(layer.dy), out, threads);
         Shape shape = layer.dy.shape();
         shape.back() = in;
         grads[l].dx = grads[l].dx.view(shape);
