@@ -399,17 +399,16 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
     pack_b<NR>(w_t.transposed(), p0, kc, out);
 }
 
-// Rows [r0, r1) of the panels' outputs, then the bias added. For each KC slice of the inputs:
-//   - rows that make one block (MC): panel by panel, each packed just before its use into one
-//     panel's room (a buffer that stays small), then read by every row tile;
-//   - more rows: panels in groups whose slices fit in L2 (panel_group_floats): the group's
-//     slices of W are packed (unless pack_linear did), then each row tile of x meets every
-//     panel of the group: the tile's rows stay in L1 while W's panels stream past them from
-//     L2 (before, each panel met every row tile, and streamed its 64 KiB from L2 again for
-//     each: 73% of the peak against 94%, on Zen 4 at (512, 768) x (768, 2304); and a slice
-//     packed whole, 1.5 MiB at (128, 512) x (512, 1536), was read back from beyond L2).
-// x is read in place when it streams well (as gemm reads a); a partial tile is packed. Each
-// element is summed by the same micro-kernel either way: the same bits.
+// Rows [r0, r1) of the panels' outputs, then the bias added. For each KC slice of the inputs,
+// the panels go in groups whose slices fit in L2 (panel_group_floats): the group's slices of W
+// are packed (unless pack_linear did), then each row tile of x meets every panel of the group:
+// the tile's rows stay in L1 while W's panels stream past them from L2 (before, each panel met
+// every row tile, and streamed its 64 KiB from L2 again for each: 73% of the peak against
+// 94%, on Zen 4 at (512, 768) x (768, 2304); and a slice packed whole, 1.5 MiB at (128, 512) x
+// (512, 1536), was read back from beyond L2). Rows that make one block (MC) take groups of one
+// panel: each panel packed just before its use, in a buffer that stays small. x is read in
+// place when it streams well (as gemm reads a); a partial tile is packed. Each element is
+// summed by the same micro-kernel either way: the same bits.
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
@@ -419,13 +418,12 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
     const bool x_in_place = reads_in_place(a);
-    const bool one_block = r1 - r0 <= MC;
     const std::size_t kc_most = std::max<std::size_t>(1, std::min(in, KC));  // 1: no input
-    const std::size_t group = std::max<std::size_t>(1, panel_group_floats / (kc_most * NR));
+    const std::size_t group =
+        r1 - r0 <= MC ? 1 : std::max<std::size_t>(1, panel_group_floats / (kc_most * NR));
     Scratch& s = scratch();
-    float* packed_w =
-        s.b.floats(std::min(in, KC) * NR * (one_block ? 1 : std::min(group, panels.size())));
-    float* packed_x = s.a.floats(std::min(in, KC) * std::min(MC, round_up(r1 - r0, MR)));
+    float* packed_w = s.b.floats(std::min(in, KC) * NR * std::min(group, panels.size()));
+    float* packed_x = s.a.floats(std::min(in, KC) * MR);
     for (const OutputPanel& panel : panels) {  // no input: the sums are zero
         if (in > 0) break;
         for (std::size_t r = r0; r < r1; ++r) {
@@ -433,39 +431,9 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
             std::fill(y, y + panel.width, 0.0f);
         }
     }
-    // Rows [i, i + MR) of x's slice [p0, p0 + kc): in place, or packed at `room`.
-    const auto row_tile = [&](std::size_t i, std::size_t p0, std::size_t kc, float* room) {
-        const std::size_t rows = std::min(MR, r1 - i);
-        if (x_in_place && rows == MR) return TileOperands{x + i * in + p0, in, 1, nullptr};
-        pack_a<MR>(a, i, rows, p0, kc, room);
-        return TileOperands{room, 1, MR, nullptr};
-    };
-    // Panel q's product on a row tile: its rows of y (+)= the tile times W's slice w_panel.
-    const auto multiply = [&](TileOperands tile, std::size_t i, std::size_t q, std::size_t kc,
-                              const float* w_panel, bool add) {
-        const LinearTarget& t = *panels[q].target;
-        tile.b = w_panel;
-        micro_kernel<MR, NR, R>(kc, tile, t.y + i * t.out + panels[q].j0, t.out,
-                                std::min(MR, r1 - i), panels[q].width, add);
-    };
     std::vector<const float*> w_panels(panels.size());  // a group's slices of W
     for (std::size_t p0 = 0; p0 < in; p0 += KC) {
         const std::size_t kc = std::min(KC, in - p0);
-        if (one_block) {
-            std::vector<TileOperands> tiles;
-            for (std::size_t i = r0; i < r1; i += MR)
-                tiles.push_back(row_tile(i, p0, kc, packed_x + (i - r0) * kc));
-            for (std::size_t q = 0; q < panels.size(); ++q) {
-                const float* w_panel = panels[q].packed<NR>(in, p0);
-                if (w_panel == nullptr) {
-                    pack_w_panel<NR>(panels[q], in, p0, kc, packed_w);
-                    w_panel = packed_w;
-                }
-                for (std::size_t i = r0; i < r1; i += MR)
-                    multiply(tiles[(i - r0) / MR], i, q, kc, w_panel, p0 > 0);
-            }
-            continue;
-        }
         for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
             const std::size_t q1 = std::min(panels.size(), q0 + group);
             for (std::size_t q = q0; q < q1; ++q) {
@@ -474,9 +442,19 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                 w_panels[q] = packed_w + (q - q0) * kc * NR;
                 pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + (q - q0) * kc * NR);
             }
-            for (std::size_t i = r0; i < r1; i += MR) {
-                const TileOperands tile = row_tile(i, p0, kc, packed_x);
-                for (std::size_t q = q0; q < q1; ++q) multiply(tile, i, q, kc, w_panels[q], p0 > 0);
+            for (std::size_t i = r0; i < r1; i += MR) {  // rows [i, i + MR) of x's slice
+                const std::size_t rows = std::min(MR, r1 - i);
+                TileOperands tile{x + i * in + p0, in, 1, nullptr};
+                if (!x_in_place || rows < MR) {
+                    pack_a<MR>(a, i, rows, p0, kc, packed_x);
+                    tile = {packed_x, 1, MR, nullptr};
+                }
+                for (std::size_t q = q0; q < q1; ++q) {
+                    const LinearTarget& t = *panels[q].target;
+                    tile.b = w_panels[q];
+                    micro_kernel<MR, NR, R>(kc, tile, t.y + i * t.out + panels[q].j0, t.out, rows,
+                                            panels[q].width, p0 > 0);
+                }
             }
         }
     }
