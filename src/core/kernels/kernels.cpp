@@ -880,6 +880,15 @@ float max_of(const float* values, std::size_t n) { return current().max_of(value
 
 FlashRegisterTile flash_tile() { return current().flash; }
 
+FlashRegisterTile widest_flash_tile() {
+    FlashRegisterTile widest{0, 0};
+    for (const Variant& v : variants) {
+        widest.mr = std::max(widest.mr, v.flash.mr);
+        widest.nr = std::max(widest.nr, v.flash.nr);
+    }
+    return widest;
+}
+
 void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
                   float factor, float* scores) {
     current().flash_scores(keys, queries, d_k, kt, factor, scores);

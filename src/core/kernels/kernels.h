@@ -145,6 +145,9 @@ struct FlashRegisterTile {
     std::size_t mr, nr;
 };
 FlashRegisterTile flash_tile();
+// The largest mr and the largest nr of any variant built in: what memory bounds count, so
+// that a budget is the same on every CPU.
+FlashRegisterTile widest_flash_tile();
 
 // scores (kt, nr) = keys (kt, d_k) queriesᵀ · factor. keys: kt / mr panels of mr keys, each
 // (d_k, mr) row-major; queries: one panel of nr queries, (d_k, nr) row-major; kt a multiple

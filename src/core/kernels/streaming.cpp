@@ -121,7 +121,7 @@ void mask_scores(float* scores, std::size_t kt, std::size_t nr, std::size_t firs
 
 std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::size_t m) {
     const std::string what = "the memory for this configuration";
-    const FlashRegisterTile tile = flash_tile();
+    const FlashRegisterTile tile = widest_flash_tile();
     const std::uint64_t keys = m / tile.mr + (m % tile.mr != 0);  // in panels of mr
     return checked_sum(
         {checked_product({keys, tile.mr, d_k + round_up(d_v, tile.mr)}, what),  // packed K, V

@@ -30,8 +30,8 @@ std::size_t attend_streaming(const MatrixView& q, const MatrixView& k, const Mat
                              float* context, std::size_t ldc, float* lse = nullptr);
 
 // Floats one thread holds while running attend_streaming on M keys (d_k wide, values d_v)
-// with the kernel variant in use: packed K and V, packed queries, the context tile, row
-// statistics and one panel of scores.
+// with the widest variant's tile (widest_flash_tile: the bound is the same on every CPU):
+// packed K and V, packed queries, the context tile, row statistics and one panel of scores.
 // An Error if that exceeds 64 bits.
 std::uint64_t streaming_scratch_floats(std::size_t d_k, std::size_t d_v, std::size_t m);
 
