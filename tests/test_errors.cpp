@@ -150,7 +150,7 @@ TEST_CASE("the memory budget counts a loaded mask") {
     const test::RunResult r = test::run_mha(sizes + " --mask " + mask);
     CHECK(r.status == 2);
     CHECK(r.output ==
-          "mha: error: this configuration needs 8.8 MiB on the streaming path (B=2 N=200 "
+          "mha: error: this configuration needs 8.5 MiB on the streaming path (B=2 N=200 "
           "M=200 d_model=256 h=4), more than --max-memory 8 MiB; raise --max-memory, "
           "shrink the sizes, or trace with --shapes-only\n");
     fs::remove(mask);

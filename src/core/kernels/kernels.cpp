@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/kernels/block_transpose.h"
 #include "core/kernels/vector_exp.h"
@@ -46,9 +48,19 @@ constexpr std::size_t lanes = 8;              // independent partial results in 
 constexpr std::size_t widest_nr = 64;         // for the scratch bound
 constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
 constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded down to whole panels
-// Floats of packed right-hand panels (W's slices in a projection) a row tile meets before the
-// next (768 KiB): they stay in a 1 MiB L2 while the row tiles pass.
-constexpr std::size_t panel_group_floats = 192 * 1024;
+// Floats of packed right-hand panels (W's in a projection) a row tile meets before the next:
+// three quarters of this CPU's L2, so they stay there while the row tiles pass (512 KiB on
+// AMD's Zen 3: 384 KiB; 1 MiB on Zen 4: 768 KiB), at most max_group_floats (what memory
+// bounds count, the same on every CPU). Unknown L2 sizes count as 512 KiB.
+constexpr std::size_t max_group_floats = 192 * 1024;
+std::size_t group_floats() {
+    static const std::size_t floats = [] {
+        const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        const std::size_t bytes = l2 > 0 ? std::size_t(l2) : std::size_t(512) * 1024;
+        return std::min(max_group_floats, bytes / 4 * 3 / sizeof(float));
+    }();
+    return floats;
+}
 // Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: a tile's
 // MR rows read in place from them would evict each other.
 constexpr std::size_t set_stride_floats = 1024;
@@ -320,7 +332,7 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
             if (hi > lo && whole < mc)
                 pack_a<MR>(a, i0 + whole, mc - whole, lo, hi - lo, packed_a + whole * (hi - lo));
             // each row tile meets a group of b's panels that stays in L2 (as linear_panels_t)
-            const std::size_t group = std::max(NR, panel_group_floats / (kc * NR) * NR);
+            const std::size_t group = std::max(NR, group_floats() / (kc * NR) * NR);
             for (std::size_t j0 = 0; j0 < m; j0 += group) {
                 for (std::size_t i = 0; i < mc; i += MR) {
                     for (std::size_t j = j0; j < std::min(m, j0 + group); j += NR) {
@@ -399,16 +411,16 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
     pack_b<NR>(w_t.transposed(), p0, kc, out);
 }
 
-// Rows [r0, r1) of the panels' outputs, then the bias added. For each KC slice of the inputs,
-// the panels go in groups whose slices fit in L2 (panel_group_floats): the group's slices of W
-// are packed (unless pack_linear did), then each row tile of x meets every panel of the group:
-// the tile's rows stay in L1 while W's panels stream past them from L2 (before, each panel met
-// every row tile, and streamed its 64 KiB from L2 again for each: 73% of the peak against
-// 94%, on Zen 4 at (512, 768) x (768, 2304); and a slice packed whole, 1.5 MiB at (128, 512) x
-// (512, 1536), was read back from beyond L2). Rows that make one block (MC) take groups of one
-// panel: each panel packed just before its use, in a buffer that stays small. x is read in
-// place when it streams well (as gemm reads a); a partial tile is packed. Each element is
-// summed by the same micro-kernel either way: the same bits.
+// Rows [r0, r1) of the panels' outputs, bias added. The panels go in groups that fit in L2
+// (group_floats), each panel whole (all `in` deep, as pack_linear leaves it, or packed here
+// just before the group). Each row tile of x meets every panel of the group in turn, its rows
+// staying in L1 while W's panels stream past from L2; and a tile runs through all its KC
+// slices before the next, so the tile of y it adds each slice's sums to is still in L1
+// (slices outermost, y's rows had left the cache by the next slice: 4.7 MB at (512, 768) x
+// (768, 2304)), and its bias is added there too. Rows that make one block (MC) take groups of
+// one panel. x is read in place when it streams well (as gemm reads a); a partial tile is
+// packed. Each element is summed by the same micro-kernel, slice after slice, in any order of
+// the loops: the same bits.
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
@@ -418,52 +430,44 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
     const bool x_in_place = reads_in_place(a);
-    const std::size_t kc_most = std::max<std::size_t>(1, std::min(in, KC));  // 1: no input
+    const std::size_t panel_floats = std::max<std::size_t>(1, in) * NR;
     const std::size_t group =
-        r1 - r0 <= MC ? 1 : std::max<std::size_t>(1, panel_group_floats / (kc_most * NR));
+        r1 - r0 <= MC ? 1 : std::max<std::size_t>(1, group_floats() / panel_floats);
     Scratch& s = scratch();
-    float* packed_w = s.b.floats(std::min(in, KC) * NR * std::min(group, panels.size()));
-    float* packed_x = s.a.floats(std::min(in, KC) * MR);
-    for (const OutputPanel& panel : panels) {  // no input: the sums are zero
-        if (in > 0) break;
-        for (std::size_t r = r0; r < r1; ++r) {
-            float* y = panel.target->y + r * panel.target->out + panel.j0;
-            std::fill(y, y + panel.width, 0.0f);
+    float* packed_w = s.b.floats(in * NR * std::min(group, panels.size()));
+    float* packed_x = s.a.floats(in * MR);
+    std::vector<const float*> w_panels(panels.size());
+    for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
+        const std::size_t q1 = std::min(panels.size(), q0 + group);
+        for (std::size_t q = q0; q < q1; ++q) {
+            w_panels[q] = panels[q].packed<NR>(in, 0);
+            if (w_panels[q] != nullptr) continue;
+            float* w_panel = packed_w + (q - q0) * in * NR;
+            pack_w_panel<NR>(panels[q], in, 0, in, w_panel);
+            w_panels[q] = w_panel;
         }
-    }
-    std::vector<const float*> w_panels(panels.size());  // a group's slices of W
-    for (std::size_t p0 = 0; p0 < in; p0 += KC) {
-        const std::size_t kc = std::min(KC, in - p0);
-        for (std::size_t q0 = 0; q0 < panels.size(); q0 += group) {
-            const std::size_t q1 = std::min(panels.size(), q0 + group);
+        for (std::size_t i = r0; i < r1; i += MR) {  // rows [i, i + MR) of x
+            const std::size_t rows = std::min(MR, r1 - i);
+            const bool packed = !x_in_place || rows < MR;
+            if (packed) pack_a<MR>(a, i, rows, 0, in, packed_x);
             for (std::size_t q = q0; q < q1; ++q) {
-                w_panels[q] = panels[q].packed<NR>(in, p0);
-                if (w_panels[q] != nullptr) continue;
-                w_panels[q] = packed_w + (q - q0) * kc * NR;
-                pack_w_panel<NR>(panels[q], in, p0, kc, packed_w + (q - q0) * kc * NR);
-            }
-            for (std::size_t i = r0; i < r1; i += MR) {  // rows [i, i + MR) of x's slice
-                const std::size_t rows = std::min(MR, r1 - i);
-                TileOperands tile{x + i * in + p0, in, 1, nullptr};
-                if (!x_in_place || rows < MR) {
-                    pack_a<MR>(a, i, rows, p0, kc, packed_x);
-                    tile = {packed_x, 1, MR, nullptr};
+                const LinearTarget& t = *panels[q].target;
+                const std::size_t j0 = panels[q].j0, width = panels[q].width;
+                float* y = t.y + i * t.out + j0;
+                if (in == 0) zero_tile(y, t.out, rows, width);  // no input: the sums are zero
+                for (std::size_t p0 = 0; p0 < in; p0 += KC) {
+                    const float* w_slice = w_panels[q] + p0 * NR;
+                    const TileOperands tile = packed
+                                                  ? TileOperands{packed_x + p0 * MR, 1, MR, w_slice}
+                                                  : TileOperands{x + i * in + p0, in, 1, w_slice};
+                    micro_kernel<MR, NR, R>(std::min(KC, in - p0), tile, y, t.out, rows, width,
+                                            p0 > 0);
                 }
-                for (std::size_t q = q0; q < q1; ++q) {
-                    const LinearTarget& t = *panels[q].target;
-                    tile.b = w_panels[q];
-                    micro_kernel<MR, NR, R>(kc, tile, t.y + i * t.out + panels[q].j0, t.out, rows,
-                                            panels[q].width, p0 > 0);
+                for (std::size_t r = 0; t.bias != nullptr && r < rows; ++r) {
+                    float* row = y + r * t.out;
+                    for (std::size_t o = 0; o < width; ++o) row[o] += t.bias[j0 + o];
                 }
             }
-        }
-    }
-    for (const OutputPanel& panel : panels) {
-        const float* bias = panel.target->bias;
-        if (bias == nullptr) continue;
-        for (std::size_t r = r0; r < r1; ++r) {
-            float* y = panel.target->y + r * panel.target->out;
-            for (std::size_t o = panel.j0; o < panel.j0 + panel.width; ++o) y[o] += bias[o];
         }
     }
 }
@@ -672,15 +676,18 @@ struct Variant {
 // Register tiles: the sums of MR x NR floats fill half to three quarters of the vector
 // registers, leaving room for the products, b's row and a's broadcast (AVX-512's 6x64: 24
 // of 32, no broadcast register; 4x64 ran 2-6% slower there once the broadcasts were folded
-// into the multiplies, as its W panels stream from L2 for every 4 rows). The narrow tile
-// (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
+// into the multiplies, as its W panels stream from L2 for every 4 rows). AVX2's 6x16 holds
+// 12 sums, b's two vectors, a broadcast and a product in its 16 registers: on AMD's Zen 3
+// it ran at 91% of the peak in L1 and streams a third as much of b from L2 per multiply as
+// the 3x32 it replaced (Q, K, V at (1, 512, 768, 12): 25 -> 22 ms on one thread). The narrow
+// tile (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
 // queries) needs FMR to divide its key tile and FNR its query tile
-// (core/kernels/streaming.h), so AVX2 takes 4x16 there rather than 3x32.
+// (core/kernels/streaming.h), so AVX2 takes 4x16 there.
 MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Registers::Sse2)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
 MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Registers::Sse2)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 3, 32, 12, 8, 4, 16, Registers::Avx2)
+MHA_VARIANT(avx2, __attribute__((target("avx2"))), 6, 16, 12, 8, 4, 16, Registers::Avx2)
 MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 6, 64, 16, 16, 4, 64,
             Registers::Avx512)
 #endif
@@ -849,7 +856,9 @@ const float* PackedLinear::for_kernels() const {
 }
 
 std::size_t linear_scratch_floats(std::size_t in, std::size_t out, std::size_t targets) {
-    return std::min(in, KC) * (out + targets * widest_nr + mc_rows);
+    const std::size_t panels = std::min(in * (out + targets * widest_nr),  // W, a group at most
+                                        max_group_floats + in * widest_nr);
+    return panels + in * mc_rows;  // and one tile of x, all `in` deep
 }
 
 void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t rows,
