@@ -72,13 +72,6 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
-# the front end (src/app, src/io, src/show: options, files, printing; no hot loop) compiles at
-# -O2 where CXXFLAGS asks for -O3, in about 60% of the time; src/core keeps -O3. The float
-# results are the same: neither level reorders float arithmetic.
-FRONT_OBJ := $(filter $(BUILD)/src/app/% $(BUILD)/src/io/% $(BUILD)/src/show/%,$(LIB_OBJ))
-FRONT_OPT := $(if $(findstring -O3,$(CXXFLAGS)),-O2)
-$(FRONT_OBJ): CXXFLAGS += $(FRONT_OPT)
-
 # the shipped corpus of mha train is assembled into this object (.incbin, read from the
 # repository root, where make runs): a changed text rebuilds it
 $(BUILD)/src/io/shipped_corpus.o: examples/corpus/kjv.txt
