@@ -46,6 +46,7 @@ namespace {
 constexpr std::size_t KC = 256;               // depth of one packed slice: the summation order
 constexpr std::size_t lanes = 8;              // independent partial results in reductions
 constexpr std::size_t widest_nr = 64;         // for the scratch bound
+constexpr std::size_t widest_flash_mr = 4;    // the same for the fused attention tile
 constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
 constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded down to whole panels
 // Floats of packed right-hand panels (W's in a projection) a row tile meets before the next:
@@ -55,7 +56,11 @@ constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded d
 constexpr std::size_t max_group_floats = 192 * 1024;
 std::size_t group_floats() {
     static const std::size_t floats = [] {
+#ifdef _SC_LEVEL2_CACHE_SIZE  // glibc's
         const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#else
+        const long l2 = 0;
+#endif
         const std::size_t bytes = l2 > 0 ? std::size_t(l2) : std::size_t(512) * 1024;
         return std::min(max_group_floats, bytes / 4 * 3 / sizeof(float));
     }();
@@ -674,6 +679,7 @@ struct Variant {
                                           std::size_t ldo) {                                       \
         flash_accumulate_t<FMR, FNR, R>(values, p, kt, d_k, shrink, o, ldo);                       \
     }                                                                                              \
+    static_assert(FMR <= widest_flash_mr && FNR <= widest_nr, "within widest_flash_tile");         \
     constexpr std::size_t mr_##suffix = MR, nr_##suffix = NR;                                      \
     constexpr FlashRegisterTile flash_tile_##suffix{FMR, FNR};                                     \
     constexpr const char* tile_##suffix = #MR "x" #NR " floats, narrow " #NMR "x" #NNR;
@@ -894,14 +900,7 @@ float max_of(const float* values, std::size_t n) { return current().max_of(value
 
 FlashRegisterTile flash_tile() { return current().flash; }
 
-FlashRegisterTile widest_flash_tile() {
-    FlashRegisterTile widest{0, 0};
-    for (const Variant& v : variants) {
-        widest.mr = std::max(widest.mr, v.flash.mr);
-        widest.nr = std::max(widest.nr, v.flash.nr);
-    }
-    return widest;
-}
+FlashRegisterTile widest_flash_tile() { return {widest_flash_mr, widest_nr}; }
 
 void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
                   float factor, float* scores) {

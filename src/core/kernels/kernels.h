@@ -145,8 +145,8 @@ struct FlashRegisterTile {
     std::size_t mr, nr;
 };
 FlashRegisterTile flash_tile();
-// The largest mr and the largest nr of any variant built in: what memory bounds count, so
-// that a budget is the same on every CPU.
+// At least the mr and the nr of every variant's tile (a constant, checked when each variant is
+// built): what memory bounds count, so that a budget is the same on every CPU.
 FlashRegisterTile widest_flash_tile();
 
 // scores (kt, nr) = keys (kt, d_k) queriesᵀ · factor. keys: kt / mr panels of mr keys, each
