@@ -46,7 +46,7 @@ namespace {
 constexpr std::size_t KC = 256;               // depth of one packed slice: the summation order
 constexpr std::size_t lanes = 8;              // independent partial results in reductions
 constexpr std::size_t widest_nr = 64;         // for the scratch bound
-constexpr std::size_t widest_flash_mr = 4;    // the same for the fused attention tile
+constexpr std::size_t widest_flash_mr = 4;    // the fused attention tile's (nr: widest_nr)
 constexpr std::size_t max_vector_bytes = 64;  // AVX-512's registers
 constexpr std::size_t mc_rows = 64;           // rows in a block of a, rounded down to whole panels
 // Floats of packed right-hand panels (W's in a projection) a row tile meets before the next:
@@ -690,7 +690,7 @@ struct Variant {
 // into the multiplies, as its W panels stream from L2 for every 4 rows). AVX2's 6x16 holds
 // 12 sums, b's two vectors, a broadcast and a product in its 16 registers: on AMD's Zen 3
 // it ran at 91% of the peak in L1 and streams a third as much of b from L2 per multiply as
-// the 3x32 it replaced (Q, K, V at (1, 512, 768, 12): 25 -> 22 ms on one thread). The narrow
+// the 3x32 it replaced (Q, K, V at (1, 512, 768, 12), one thread: 33 -> 25 ms). The narrow
 // tile (NMR x NNR) has rows of one register each. The fused attention tile (FMR keys x FNR
 // queries) needs FMR to divide its key tile and FNR its query tile
 // (core/kernels/streaming.h), so AVX2 takes 4x16 there.
