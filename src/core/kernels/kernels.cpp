@@ -259,6 +259,32 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, st
 }
 
 // The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
+// c's whole (MR, NR) tile = or += acc, a vector of the registers' width at a time, as
+// add_products wrote acc: g++ copied a row of 16 as 8 + 4 + 2 + 1 + 1 floats, loads that
+// cannot take their data from the vector stores just made, and at depth 16 (Q Kᵀ at d_k 16)
+// the 6x16 tile's stores took as long as its products. The same sums: the same bits.
+template <std::size_t MR, std::size_t NR, Registers R>
+MHA_INLINE void store_whole_tile(const float (&acc)[MR][NR], float* c, std::size_t ldc,
+                                 bool accumulate) {
+    constexpr std::size_t width = std::min(NR * sizeof(float), std::size_t(R));
+    constexpr std::size_t step = width / sizeof(float);
+    static_assert(NR % step == 0, "whole vectors a row");
+    typedef float Vector __attribute__((vector_size(width)));
+    for (std::size_t i = 0; i < MR; ++i) {
+        float* row = c + i * ldc;
+        for (std::size_t j = 0; j < NR; j += step) {
+            Vector sum;
+            std::memcpy(&sum, &acc[i][j], width);
+            if (accumulate) {
+                Vector before;
+                std::memcpy(&before, row + j, width);
+                sum = before + sum;
+            }
+            std::memcpy(row + j, &sum, width);
+        }
+    }
+}
+
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
     add_products<MR, NR, R>(kc, a, 1, MR, b, acc);
@@ -275,7 +301,7 @@ MHA_INLINE void micro_kernel(std::size_t kc, const TileOperands& t, float* c, st
     else
         add_products<MR, NR, R>(kc, t.a, t.a_i, t.a_p, t.b, acc);
     if (rows == MR && cols == NR)
-        store_tile(acc, c, ldc, MR, NR, accumulate);  // constant bounds: unrolled stores
+        store_whole_tile<MR, NR, R>(acc, c, ldc, accumulate);
     else
         store_tile(acc, c, ldc, rows, cols, accumulate);
 }
