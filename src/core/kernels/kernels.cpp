@@ -152,7 +152,12 @@ MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std:
         if (a.row_stride == 1) {  // a is a transposed view (Pᵀ, dSᵀ, dYᵀ): read along the rows
             for (std::size_t p = 0; p < kc; ++p) {
                 const float* src = a.data + (p0 + p) * a.col_stride + r0;
-                for (std::size_t i = 0; i < height; ++i) dst[p * MR + i] = src[i];
+                // a whole panel's row as one copy of constant size, a few vector moves (a
+                // loop of 6 went float by float: Pᵀ dO at 128 x 128 x 16, 44 -> 50 GFLOP/s)
+                if (height == MR)
+                    std::memcpy(dst + p * MR, src, MR * sizeof(float));
+                else
+                    std::copy(src, src + height, dst + p * MR);
             }
             continue;
         }
