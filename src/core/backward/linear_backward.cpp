@@ -112,7 +112,7 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
                           rows = leading_rows(layer.dy);
         weights.push_back(layer.w.contiguous());
         LinearGrads& g = grads[l];
-        g.dw = Tensor({out, in});
+        g.dw = new_uninitialised(workspace, {out, in});  // the product writes all of it
         transposed[l].resize(out > in ? in * out : 0);
         g.dx = new_uninitialised(workspace, {rows, in});
         products.push_back(weight_grad_product(layer.dy.data(), layer.x.data(), rows, out, in,
