@@ -266,7 +266,6 @@ MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, st
     }
 }
 
-// The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
 // c's whole (MR, NR) tile = or += acc, a vector of the registers' width at a time, as
 // add_products wrote acc: g++ copied a row of 16 as 8 + 4 + 2 + 1 + 1 floats, loads that
 // cannot take their data from the vector stores just made, and at depth 16 (Q Kᵀ at d_k 16)
@@ -293,6 +292,7 @@ MHA_INLINE void store_whole_tile(const float (&acc)[MR][NR], float* c, std::size
     }
 }
 
+// The same on packed panels: a_panel (kc, MR)ᵀ-packed, b_panel (kc, NR).
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void add_products(std::size_t kc, const float* a, const float* b, float (&acc)[MR][NR]) {
     add_products<MR, NR, R>(kc, a, 1, MR, b, acc);
@@ -417,8 +417,8 @@ MHA_INLINE void gemm_blocked_t(const MatrixView& a, const MatrixView& b, float* 
 template <std::size_t MR, std::size_t NR, std::size_t NMR, std::size_t NNR, Registers R>
 MHA_INLINE void gemm_t(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                        bool accumulate, const GemmSkip& skip) {
-    const bool narrower = b.cols < NR || (R == Registers::Avx512 && b.cols == NR);
-    if (b.cols <= NNR || (narrower && reads_in_place(a)))
+    const bool narrow_in_place = b.cols < NR || (R == Registers::Avx512 && b.cols == NR);
+    if (b.cols <= NNR || (narrow_in_place && reads_in_place(a)))
         gemm_blocked_t<NMR, NNR, R>(a, b, c, ldc, accumulate, skip);
     else
         gemm_blocked_t<MR, NR, R>(a, b, c, ldc, accumulate, skip);
