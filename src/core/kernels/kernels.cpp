@@ -145,10 +145,11 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
 template <std::size_t MR>
 MHA_INLINE void pack_a(const MatrixView& a, std::size_t i0, std::size_t mc, std::size_t p0,
                        std::size_t kc, float* out) {
-    if (a.row_stride == 1) {  // a is a transposed view (Pᵀ, dSᵀ, dYᵀ): a depth's rows lie
-        // side by side, so each depth is read once for all the panels, a panel's row as one
-        // copy of constant size (panel by panel, with a loop of 6 that went float by float,
-        // Pᵀ dO at 128 x 128 x 16 ran at 44 GFLOP/s; now 57)
+    // A transposed view (Pᵀ, dSᵀ, dYᵀ) holds a depth's rows side by side: each depth is read
+    // once for all the panels, a panel's row as one copy of constant size (panel by panel,
+    // with a loop of 6 that went float by float, Pᵀ dO at 128 x 128 x 16 ran at 44 GFLOP/s;
+    // now 57).
+    if (a.row_stride == 1) {
         const std::size_t whole = mc / MR, rest = mc % MR;
         float* last = out + whole * kc * MR;
         if (rest > 0) std::fill(last, last + kc * MR, 0.0f);
