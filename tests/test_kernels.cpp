@@ -11,6 +11,7 @@
 
 #include "core/kernels/kernels.h"
 #include "core/ops/ops.h"
+#include "core/pass/projection.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "kernel_variants.h"
@@ -273,6 +274,45 @@ TEST_CASE(
             for (std::size_t o = 0; o < out; ++o) product[r * out + o] += bias.data()[o];
         }
         CHECK(product == fast.to_vector());
+    }
+}
+
+TEST_CASE("project_into gives one call's bits on any number of threads, in parts or a grid") {
+    EACH_VARIANT();
+    // in = 2000: a group of panels (as much of W as stays in L2) is a few panels wide, so the
+    // parts the threads claim are whole groups; in = 40: many panels a group, so the parts are
+    // narrower than one; a lone panel of 8 outputs is split by rows instead (the grid). Each
+    // case has the multiply-adds for 4 threads or more (threads_for).
+    struct Case {
+        std::size_t rows, in;
+        bool lone;
+    };
+    const Case c = GENERATE(Case{1500, 40, false}, Case{300, 2000, false}, Case{300, 2000, true});
+    const std::size_t rows = c.rows, in = c.in;
+    const bool lone = c.lone;
+    CAPTURE(rows, in, lone);
+    const std::vector<float> x = random_values(rows * in, 21), w = random_values(70 * in, 22),
+                             w2 = random_values(33 * in, 23), bias = random_values(70, 24);
+    const std::size_t out = lone ? 8 : 70;
+    auto project = [&](std::size_t threads) {
+        std::vector<float> y(rows * out), y2(rows * 33);
+        std::vector<mha::LinearTarget> targets = {{w.data(), bias.data(), y.data(), out}};
+        if (!lone) targets.push_back({w2.data(), nullptr, y2.data(), 33});
+        mha::project_into(x.data(), rows, in, targets, threads);
+        y.insert(y.end(), y2.begin(), y2.end());
+        return y;
+    };
+    const std::vector<float> one = project(1);
+    std::vector<float> reference(rows * out);
+    mha::gemm({x.data(), rows, in, in, 1}, MatrixView{w.data(), out, in, in, 1}.transposed(),
+              reference.data(), out);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t o = 0; o < out; ++o) reference[r * out + o] += bias[o];
+    }
+    CHECK(std::vector<float>(one.begin(), one.begin() + rows * out) == reference);
+    for (const std::size_t threads : {2, 3, 8}) {
+        CAPTURE(threads);
+        CHECK(project(threads) == one);
     }
 }
 

@@ -1,7 +1,7 @@
-// The persistent worker pool behind parallel_for and parallel_each: the same workers serve every
-// call, the ranges are static (each run by whichever thread claims it first, the
-// caller's first being range 0), a call from inside a range runs serially, and
-// callers on different threads take turns.
+// The persistent worker pool behind parallel_for, parallel_ranges and parallel_each: the same
+// workers serve every call, the ranges are static (each run by whichever thread claims it first,
+// the caller's first being range 0), a call from inside a range runs serially, and callers on
+// different threads take turns.
 
 #include <algorithm>
 #include <atomic>
@@ -75,6 +75,43 @@ TEST_CASE("parallel_for runs every range once, each on one thread, split the sam
         CHECK(owner[3] == owner[5]);
         CHECK(owner[6] == owner[9]);
     }
+}
+
+TEST_CASE("parallel_ranges: more ranges than threads, each run once, split by units and ranges") {
+    for (const std::size_t threads : {1, 2, 3}) {
+        CAPTURE(threads);
+        for (int call = 0; call < 20; ++call) {
+            std::vector<int> runs(10, 0);
+            std::set<std::thread::id> ids;
+            std::vector<std::pair<std::size_t, std::size_t>> ranges;
+            std::mutex lock;
+            mha::parallel_ranges(10, 4, threads, [&](std::size_t begin, std::size_t end) {
+                std::lock_guard<std::mutex> guard(lock);
+                for (std::size_t u = begin; u < end; ++u) ++runs[u];
+                ids.insert(std::this_thread::get_id());
+                ranges.emplace_back(begin, end);
+            });
+            CHECK(runs == std::vector<int>(10, 1));
+            CHECK(ids.size() <= threads);
+            std::sort(ranges.begin(), ranges.end());
+            // 10 units in 4 ranges, whatever the threads: [0, 2), [2, 5), [5, 7), [7, 10); on
+            // one thread a single call over all of them
+            const std::vector<std::pair<std::size_t, std::size_t>> four = {
+                {0, 2}, {2, 5}, {5, 7}, {7, 10}};
+            const std::vector<std::pair<std::size_t, std::size_t>> whole = {{0, 10}};
+            CHECK(ranges == (threads == 1 ? whole : four));
+        }
+    }
+    // no more ranges than units: 3 units asked for in 8 ranges run as 3
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    std::mutex lock;
+    mha::parallel_ranges(3, 8, 2, [&](std::size_t begin, std::size_t end) {
+        std::lock_guard<std::mutex> guard(lock);
+        ranges.emplace_back(begin, end);
+    });
+    std::sort(ranges.begin(), ranges.end());
+    const std::vector<std::pair<std::size_t, std::size_t>> each = {{0, 1}, {1, 2}, {2, 3}};
+    CHECK(ranges == each);
 }
 
 TEST_CASE("parallel_for: the caller runs a range whose worker has not started") {

@@ -56,12 +56,14 @@ struct Forwarded {
     const Tensor& p;  // (B, h, N, M) the attention weights P; empty when streamed
 };
 
-// body(u) for every unit u < count, over the threads; each unit writes only its own memory.
+// body(u) for every unit u < count, each claimed by the next free thread; each unit writes
+// only its own memory.
 void for_units(std::size_t count, std::uint64_t macs, std::size_t threads,
                const std::function<void(std::size_t)>& body) {
-    parallel_for(count, threads_for(macs, threads), [&](std::size_t begin, std::size_t end) {
-        for (std::size_t u = begin; u < end; ++u) body(u);
-    });
+    parallel_ranges(count, count, threads_for(macs, threads),
+                    [&](std::size_t begin, std::size_t end) {
+                        for (std::size_t u = begin; u < end; ++u) body(u);
+                    });
 }
 
 // A gradient tensor of b10-b6 that the units write whole: from the forward's workspace

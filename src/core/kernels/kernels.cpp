@@ -74,6 +74,14 @@ MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
     return (n + multiple - 1) / multiple * multiple;
 }
 
+// The panels (nr outputs each, all `in` deep) linear_panels runs together for `rows` rows on
+// an (mr, nr) tile: a group that fits in L2, or one panel at a time when the rows make a
+// single block of mc_rows.
+std::size_t group_panels(std::size_t in, std::size_t rows, std::size_t mr, std::size_t nr) {
+    if (rows <= mc_rows / mr * mr) return 1;
+    return std::max<std::size_t>(1, group_floats() / (std::max<std::size_t>(1, in) * nr));
+}
+
 // Per-thread packing buffers, kept between calls (pool threads live on).
 struct Scratch {
     ScratchBuffer a, b;
@@ -465,22 +473,19 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 // staying in L1 while W's panels stream past from L2; and a tile runs through all its KC
 // slices before the next, so the tile of y it adds each slice's sums to is still in L1
 // (slices outermost, y's rows had left the cache by the next slice: 4.7 MB at (512, 768) x
-// (768, 2304)), and its bias is added there too. Rows that make one block (MC) take groups of
-// one panel. x is read in place when it streams well (as gemm reads a); a partial tile is
-// packed. Each element is summed by the same micro-kernel, slice after slice, in any order of
-// the loops: the same bits.
+// (768, 2304)), and its bias is added there too. Rows that make one block (mc_rows) take
+// groups of one panel (group_panels). x is read in place when it streams well (as gemm reads a); a
+// partial tile is packed. Each element is summed by the same micro-kernel, slice after slice, in
+// any order of the loops: the same bits.
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
                                 std::size_t r1, std::size_t panel_begin, std::size_t panel_end) {
-    constexpr std::size_t MC = mc_rows / MR * MR;
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
     const bool x_in_place = reads_in_place(a);
-    const std::size_t panel_floats = std::max<std::size_t>(1, in) * NR;
-    const std::size_t group =
-        r1 - r0 <= MC ? 1 : std::max<std::size_t>(1, group_floats() / panel_floats);
+    const std::size_t group = group_panels(in, r1 - r0, MR, NR);
     Scratch& s = scratch();
     float* packed_w = s.b.floats(in * NR * std::min(group, panels.size()));
     float* packed_x = s.a.floats(in * MR);
@@ -879,6 +884,10 @@ std::size_t linear_panel_count(const std::vector<LinearTarget>& targets) {
     std::size_t panels = 0;
     for (const LinearTarget& t : targets) panels += round_up(t.out, current().nr) / current().nr;
     return panels;
+}
+
+std::size_t linear_group_panels(std::size_t in, std::size_t rows) {
+    return group_panels(in, rows, current().mr, current().nr);
 }
 
 void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,

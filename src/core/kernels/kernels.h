@@ -97,6 +97,11 @@ std::size_t packed_linear_floats(std::size_t out, std::size_t in);
 // outputs each; a target's last panel may be narrower): the units linear_panels splits.
 std::size_t linear_panel_count(const std::vector<LinearTarget>& targets);
 
+// The panels linear_panels runs together, one group after another, for `rows` rows of `in`
+// inputs (the group's W stays in L2 while every row tile of x meets it): a call on whole
+// groups reads x and W as one call on all the panels does.
+std::size_t linear_group_panels(std::size_t in, std::size_t rows);
+
 // Rows [row_begin, row_end) of panels [panel_begin, panel_end) of every target's
 // y = x Wᵀ + b, x (rows, in) row-major. W's panels are read from `packed` when a target has
 // them, else packed once per call and shared by every row of the call. Each element is

@@ -1,5 +1,5 @@
-// parallel_for and parallel_each on a persistent std::thread pool: static ranges, each
-// claimed by whichever thread comes for it first.
+// parallel_for, parallel_ranges and parallel_each on a persistent std::thread pool: static
+// ranges, each claimed by whichever thread comes for it first.
 //
 // The pool is the one process-wide object in core/: workers start the first time a call
 // needs them and are reused by every later call, so a forward pass creates no threads after
@@ -216,13 +216,17 @@ std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
 std::size_t hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 void parallel_for(std::size_t units, std::size_t threads, const Body& body) {
-    const std::size_t ranges =
-        std::max<std::size_t>(1, std::min({threads, units, WorkerPool::max_ranges}));
-    if (ranges == 1 || inside_job) {
+    parallel_ranges(units, threads, threads, body);
+}
+
+void parallel_ranges(std::size_t units, std::size_t ranges, std::size_t threads, const Body& body) {
+    ranges = std::max<std::size_t>(1, std::min({ranges, units, WorkerPool::max_ranges}));
+    const std::size_t helpers = std::min(threads, ranges) > 1 ? std::min(threads, ranges) - 1 : 0;
+    if (helpers == 0 || inside_job) {
         body(0, units);
         return;
     }
-    pool().run(units, ranges, ranges - 1, body);
+    pool().run(units, ranges, helpers, body);
 }
 
 void parallel_each(std::size_t units, std::size_t threads,

@@ -1,7 +1,7 @@
 #pragma once
-// parallel_for: split work units into static contiguous ranges over a persistent
-// pool of std::threads (started on first use, reused by every later call); each range
-// runs on whichever thread claims it first.
+// parallel_for, parallel_ranges, parallel_each: split work units into static contiguous ranges
+// over a persistent pool of std::threads (started on first use, reused by every later call);
+// each range runs on whichever thread claims it first.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +19,14 @@ namespace mha {
 // inside a running range runs serially; concurrent callers take turns.
 void parallel_for(std::size_t units, std::size_t threads,
                   const std::function<void(std::size_t begin, std::size_t end)>& body);
+
+// As parallel_for, but [0, units) is cut into min(ranges, units, 65,535) static ranges, which at
+// most `threads` threads claim one at a time: for work whose ranges cost far more than a claim
+// (attention units, groups of a projection's panels), cut finer than the threads so that a
+// thread kept waiting for a core holds up one short range while the others take the rest. The
+// split depends only on units and ranges: the same bits for every thread count.
+void parallel_ranges(std::size_t units, std::size_t ranges, std::size_t threads,
+                     const std::function<void(std::size_t begin, std::size_t end)>& body);
 
 // Calls body(i, slot) for every i < units (at most 65,535) on at most `threads` threads, each
 // unit a range of its own that the next free thread claims: for a few large pieces of work (a

@@ -13,12 +13,33 @@
 
 namespace mha {
 
+namespace {
+
+// The fewest parts a thread's share of a projection is cut into.
+constexpr std::size_t parts_per_thread = 4;
+
+}  // namespace
+
 void project_into(const float* x, std::size_t rows, std::size_t in,
                   const std::vector<LinearTarget>& targets, std::size_t threads) {
     std::uint64_t out = 0;
     for (const LinearTarget& t : targets) out += t.out;
     threads = threads_for(std::uint64_t(rows) * in * out, threads);
     const std::size_t panels = linear_panel_count(targets);
+    if (threads > 1 && panels >= threads) {
+        // Parts of at most one group of panels each (each part reads x and its panels of W as
+        // a call on all the panels would), at least parts_per_thread a thread, claimed by the
+        // next free thread: a thread the host keeps from its core holds up one part.
+        const std::size_t group = linear_group_panels(in, rows);
+        const std::size_t parts =
+            std::max((panels + group - 1) / group, std::min(panels, parts_per_thread * threads));
+        parallel_ranges(parts, parts, threads, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t part = begin; part < end; ++part)
+                linear_panels(x, in, targets, 0, rows, panels * part / parts,
+                              panels * (part + 1) / parts);
+        });
+        return;
+    }
     const std::size_t columns = std::max<std::size_t>(1, std::min(threads, panels));
     const std::size_t row_parts = std::max<std::size_t>(1, std::min(threads / columns, rows));
     const std::size_t parts = columns * row_parts;

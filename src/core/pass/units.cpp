@@ -113,7 +113,8 @@ std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math,
         threads = threads_for(
             std::uint64_t(units.count) * first.mask.n * first.mask.m * 2 * first.q.cols, threads);
     }
-    parallel_for(units.count, threads, [&](std::size_t begin, std::size_t end) {
+    // every unit a range of its own, claimed by the next free thread
+    parallel_ranges(units.count, units.count, threads, [&](std::size_t begin, std::size_t end) {
         for (std::size_t u = begin; u < end; ++u)
             blocked[u] = run_unit_in_range(step, units.unit(u), math);
     });

@@ -46,12 +46,13 @@ enum class UnitStep {
     Streamed,            // 6-10 on tiles with an online softmax; no scores stored
 };
 
-// Runs one part of steps 6-10 on every unit; returns the rows with every key blocked
-// (counted by Normalise, ScaleMaskNormalise, Attend and Streamed). Each unit writes only its
-// own memory, so every thread count gives the same bits. Scores beyond float32 are never
-// taken for masking: a unit whose q·k would pass FLT_MAX while q·k·factor does not forms
-// its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them scaled and step 7
-// leaves them); a score that passes FLT_MAX even scaled is an Error naming its position.
+// Runs one part of steps 6-10 on every unit, each unit claimed by the next free thread;
+// returns the rows with every key blocked (counted by Normalise, ScaleMaskNormalise, Attend
+// and Streamed). Each unit writes only its own memory, so every thread count gives the same bits.
+// Scores beyond float32 are never taken for masking: a unit whose q·k would pass FLT_MAX while
+// q·k·factor does not forms its scores as (q·factor) kᵀ, as PyTorch does (step 6 then holds them
+// scaled and step 7 leaves them); a score that passes FLT_MAX even scaled is an Error naming its
+// position.
 std::size_t run_units(UnitStep step, const Units& units, const UnitMath& math, std::size_t threads);
 
 }  // namespace mha
