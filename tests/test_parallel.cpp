@@ -211,3 +211,16 @@ TEST_CASE("parallel_each runs every unit once, on at most its threads, one slot 
     CHECK(elsewhere == std::vector<int>(4, 0));
     CHECK(other_slot == std::vector<int>(4, 0));
 }
+
+TEST_CASE("threads_for: at most one per min_shared_macs, and one inside a running range") {
+    CHECK(mha::threads_for(0, 4) == 1);
+    CHECK(mha::threads_for(3 * mha::min_shared_macs, 4) == 3);
+    CHECK(mha::threads_for(100 * mha::min_shared_macs, 4) == 4);
+    std::vector<std::size_t> nested(2, 0);
+    mha::parallel_for(2, 2, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t u = begin; u < end; ++u)
+            nested[u] = mha::threads_for(100 * mha::min_shared_macs, 4);
+    });
+    CHECK(nested == std::vector<std::size_t>(2, 1));
+    CHECK(mha::threads_for(100 * mha::min_shared_macs, 4) == 4);  // outside again
+}

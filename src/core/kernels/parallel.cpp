@@ -210,6 +210,7 @@ WorkerPool& pool() {
 }  // namespace
 
 std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
+    if (inside_job) return 1;  // a call made here runs serially: one part, not a split of them
     return std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, macs / min_shared_macs));
 }
 

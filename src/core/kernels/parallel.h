@@ -43,7 +43,8 @@ void parallel_each(std::size_t units, std::size_t threads,
 inline constexpr std::uint64_t min_shared_macs = std::uint64_t(1) << 20;
 
 // The threads worth using on `macs` multiply-adds: at most `threads`, at most one per
-// min_shared_macs, at least one.
+// min_shared_macs, at least one; one inside a running range (a training step's micro-batch),
+// where a call runs serially and would gain nothing from being cut for threads.
 std::size_t threads_for(std::uint64_t macs, std::size_t threads);
 
 // The hardware's thread count (at least 1).
