@@ -279,21 +279,22 @@ TEST_CASE(
 
 TEST_CASE("project_into gives one call's bits on any number of threads, in parts or a grid") {
     EACH_VARIANT();
-    // in = 2000: a group of panels (as much of W as stays in L2) is a few panels wide, so the
-    // parts the threads claim are whole groups; in = 40: many panels a group, so the parts are
-    // narrower than one; a lone panel of 8 outputs is split by rows instead (the grid). Each
-    // case has the multiply-adds for 4 threads or more (threads_for).
+    // Parts narrower than a group (in = 40: a group holds every panel), parts of whole groups
+    // (in = 2000: a group is a few panels, as much of W as three quarters of L2 holds, so 600
+    // outputs make more groups than four parts a thread at 2 and 3 threads), and a lone panel
+    // of 8 outputs, split by rows instead (the grid). Each case has the multiply-adds for 4
+    // threads or more (threads_for).
     struct Case {
-        std::size_t rows, in;
+        std::size_t rows, in, out;
         bool lone;
     };
-    const Case c = GENERATE(Case{1500, 40, false}, Case{300, 2000, false}, Case{300, 2000, true});
-    const std::size_t rows = c.rows, in = c.in;
+    const Case c =
+        GENERATE(Case{1500, 40, 70, false}, Case{120, 2000, 600, false}, Case{300, 2000, 8, true});
+    const std::size_t rows = c.rows, in = c.in, out = c.out;
     const bool lone = c.lone;
-    CAPTURE(rows, in, lone);
-    const std::vector<float> x = random_values(rows * in, 21), w = random_values(70 * in, 22),
-                             w2 = random_values(33 * in, 23), bias = random_values(70, 24);
-    const std::size_t out = lone ? 8 : 70;
+    CAPTURE(rows, in, out);
+    const std::vector<float> x = random_values(rows * in, 21), w = random_values(out * in, 22),
+                             w2 = random_values(33 * in, 23), bias = random_values(out, 24);
     auto project = [&](std::size_t threads) {
         std::vector<float> y(rows * out), y2(rows * 33);
         std::vector<mha::LinearTarget> targets = {{w.data(), bias.data(), y.data(), out}};
