@@ -473,10 +473,10 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 // staying in L1 while W's panels stream past from L2; and a tile runs through all its KC
 // slices before the next, so the tile of y it adds each slice's sums to is still in L1
 // (slices outermost, y's rows had left the cache by the next slice: 4.7 MB at (512, 768) x
-// (768, 2304)), and its bias is added there too. Rows that make one block (mc_rows) take
-// groups of one panel (group_panels). x is read in place when it streams well (as gemm reads a); a
-// partial tile is packed. Each element is summed by the same micro-kernel, slice after slice, in
-// any order of the loops: the same bits.
+// (768, 2304)), and its bias is added there too. The groups are group_panels' (one panel
+// each when the rows make one block of mc_rows). x is read in place when it streams well (as
+// gemm reads a); a partial tile is packed. Each element is summed by the same micro-kernel,
+// slice after slice, in any order of the loops: the same bits.
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,

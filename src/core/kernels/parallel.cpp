@@ -207,6 +207,11 @@ WorkerPool& pool() {
     return instance;
 }
 
+// The workers a call of `ranges` ranges on `threads` threads takes beside its caller.
+std::size_t helpers_for(std::size_t threads, std::size_t ranges) {
+    return std::min(threads, ranges) > 1 ? std::min(threads, ranges) - 1 : 0;
+}
+
 }  // namespace
 
 std::size_t threads_for(std::uint64_t macs, std::size_t threads) {
@@ -222,7 +227,7 @@ void parallel_for(std::size_t units, std::size_t threads, const Body& body) {
 
 void parallel_ranges(std::size_t units, std::size_t ranges, std::size_t threads, const Body& body) {
     ranges = std::max<std::size_t>(1, std::min({ranges, units, WorkerPool::max_ranges}));
-    const std::size_t helpers = std::min(threads, ranges) > 1 ? std::min(threads, ranges) - 1 : 0;
+    const std::size_t helpers = helpers_for(threads, ranges);
     if (helpers == 0 || inside_job) {
         body(0, units);
         return;
@@ -232,7 +237,7 @@ void parallel_ranges(std::size_t units, std::size_t ranges, std::size_t threads,
 
 void parallel_each(std::size_t units, std::size_t threads,
                    const std::function<void(std::size_t, std::size_t)>& body) {
-    const std::size_t helpers = std::min(threads, units) > 1 ? std::min(threads, units) - 1 : 0;
+    const std::size_t helpers = helpers_for(threads, units);
     if (helpers == 0 || inside_job || units > WorkerPool::max_ranges) {  // serially, slot 0
         for (std::size_t unit = 0; unit < units; ++unit) body(unit, 0);
         return;

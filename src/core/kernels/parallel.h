@@ -24,7 +24,8 @@ void parallel_for(std::size_t units, std::size_t threads,
 // most `threads` threads claim one at a time: for work whose ranges cost far more than a claim
 // (attention units, groups of a projection's panels), cut finer than the threads so that a
 // thread kept waiting for a core holds up one short range while the others take the rest. The
-// split depends only on units and ranges: the same bits for every thread count.
+// split depends only on units and ranges; on one thread (or inside a running range) body(0,
+// units) runs once. Either way the same bits for every thread count.
 void parallel_ranges(std::size_t units, std::size_t ranges, std::size_t threads,
                      const std::function<void(std::size_t begin, std::size_t end)>& body);
 
