@@ -111,6 +111,24 @@ MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1
 template <std::size_t NR>
 MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
     const std::size_t panels = round_up(b.cols, NR) / NR;
+    if (b.col_stride == 1 && b.row_stride != 1) {
+        // Rows side by side (X in dW = dYᵀ X, V, dO): each row is read once, in order, and
+        // dealt out to the panels. Panel by panel, each panel read one line of every row of
+        // the slice, rows a stride apart: at dYᵀ X (64, 4096, 256) that packing took 28% of
+        // the product's samples.
+        const std::size_t whole = b.cols / NR, rest = b.cols % NR;
+        for (std::size_t p = 0; p < kc; ++p) {
+            const float* src = b.data + (p0 + p) * b.row_stride;
+            float* dst = out + p * NR;
+            for (std::size_t panel = 0; panel < whole; ++panel)
+                std::memcpy(dst + panel * kc * NR, src + panel * NR, NR * sizeof(float));
+            if (rest == 0) continue;
+            float* last = dst + whole * kc * NR;
+            std::copy(src + whole * NR, src + b.cols, last);
+            std::fill(last + rest, last + NR, 0.0f);
+        }
+        return;
+    }
     for (std::size_t panel = 0; panel < panels; ++panel) {
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
@@ -134,11 +152,6 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
             for (std::size_t j = 0; j < width; ++j) {
                 const float* src = b.data + (j0 + j) * b.col_stride + p0;
                 for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = src[p];
-            }
-        } else if (b.col_stride == 1) {
-            for (std::size_t p = 0; p < kc; ++p) {
-                const float* src = b.data + (p0 + p) * b.row_stride + j0;
-                for (std::size_t j = 0; j < width; ++j) dst[p * NR + j] = src[j];
             }
         } else {
             for (std::size_t p = 0; p < kc; ++p) {
