@@ -88,7 +88,8 @@ const float* unit_data(const Tensor& t, std::size_t u) {
 Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, PassTrace& trace) {
     const Sizes& s = f.s;
     trace.show(d_out);
-    LinearGrads o = linear_backward(f.kept.concat, f.w.w_o, !f.w.b_o.empty(), d_out, f.o.threads);
+    LinearGrads o = linear_backward(f.kept.concat, f.w.w_o, !f.w.b_o.empty(), d_out, f.o.threads,
+                                    f.o.workspace);
     trace.show(o.dw);
     if (!o.db.empty()) trace.show(o.db);
     trace.show(o.dx);
@@ -438,7 +439,7 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
     const std::vector<LinearGrads> qkv = linear_backward({{x_q, f.w.w_q, !f.w.b_q.empty(), dq},
                                                           {x_k, f.w.w_k, !f.w.b_k.empty(), dk},
                                                           {x_v, f.w.w_v, !f.w.b_v.empty(), dv}},
-                                                         threads);
+                                                         threads, f.o.workspace);
     const LinearGrads &q = qkv[0], &k = qkv[1], &v = qkv[2];
     for (const LinearGrads& each : qkv) {
         show_linear_grads(each, trace);
