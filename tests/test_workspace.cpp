@@ -1,15 +1,17 @@
 // The workspace: a block is handed out again only once no tensor holds it, a tensor starts
 // at zero unless taken uninitialised, the idle blocks are released when none fits, and a
-// pass run in a workspace gives the same bits as one in fresh memory while a second pass
-// adds nothing, even when every block it takes held NaN before.
+// pass run in a workspace (and its backward) gives the same bits as one in fresh memory while a
+// second pass adds nothing, even when every block it takes held NaN before.
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
+#include "core/backward/backward.h"
 #include "core/forms/block.h"
 #include "core/forms/fused_qkv.h"
 #include "core/pass/attention.h"
@@ -146,4 +148,58 @@ TEST_CASE(
     CHECK(first_difference(dirty.weights, fresh.weights) == -1);
     CHECK(dirty.fully_masked_rows == fresh.fully_masked_rows);
     if (form == 3) CHECK(fresh.fully_masked_rows > 0);
+}
+
+TEST_CASE(
+    "a pass and its backward in a workspace whose blocks hold NaN give the bits of fresh "
+    "memory, so every gradient taken uninitialised is written in full") {
+    const std::size_t B = 2, h = 4, E = 16, N = 70;
+    // 0 self-attention (dX sums the three paths), 1 cross-attention, 2 causal, 3 fused QKV,
+    // 4 per head
+    const int form = GENERATE(0, 1, 2, 3, 4);
+    const mha::AttentionPath path =
+        GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    EACH_VARIANT();
+    CAPTURE(form, path);
+    const std::size_t M = form == 1 ? 130 : N;
+    const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h, E / h}, form != 1, 11);
+    const mha::Weights w = mha::seeded_weights(E, true, true, 11);
+    const mha::Inputs out_grad = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 12);
+    mha::Masks masks;
+    masks.causal = form == 2;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.threads = 2;
+    options.path = path;
+    const mha::Form kind = form == 3   ? mha::Form::FusedQkv
+                           : form == 4 ? mha::Form::PerHead
+                                       : mha::Form::Packed;
+    mha::NullTracer none;
+    const auto pass = [&] {
+        return mha::forward_backward(w, in, masks, options, kind, out_grad.x_q, none);
+    };
+    const mha::BackwardResult fresh = pass();
+    mha::Workspace workspace;
+    const std::size_t count = 40, floats = B * h * N * M;  // the scores
+    fill_with_nan(workspace, count, floats);
+    options.workspace = &workspace;
+    const mha::BackwardResult dirty = pass();
+    CHECK(workspace.bytes() == count * floats * sizeof(float));  // every tensor from a NaN block
+    CHECK(first_difference(dirty.forward.output, fresh.forward.output) == -1);
+    const mha::Gradients &a = dirty.grads, &b = fresh.grads;
+    for (const auto& [name, x, y] :
+         {std::tuple<const char*, const mha::Tensor&, const mha::Tensor&>{"input", a.input,
+                                                                          b.input},
+          {"key", a.key, b.key},
+          {"value", a.value, b.value},
+          {"w_q", a.params.w_q, b.params.w_q},
+          {"w_k", a.params.w_k, b.params.w_k},
+          {"w_v", a.params.w_v, b.params.w_v},
+          {"w_o", a.params.w_o, b.params.w_o},
+          {"b_q", a.params.b_q, b.params.b_q},
+          {"b_o", a.params.b_o, b.params.b_o}}) {
+        CAPTURE(name);
+        CHECK(x.shape() == y.shape());
+        CHECK(first_difference(x, y) == -1);
+    }
 }
