@@ -218,7 +218,8 @@ $(BUILD)/bench_train_step: $(BUILD)/tests/bench/train_step.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench-cores: whether the processors are whole cores right now (a virtual machine's may share
-# one): the same arithmetic on 1 thread, then on T at once, CORES_SAMPLES times
+# one): the same arithmetic on 1 thread, then on T at once, CORES_SAMPLES times; then (x86 with
+# FMA) whether the host slows separate multiplies and adds more than fused ones
 # (tests/bench/cores.cpp); CORES_SAMPLES="samples [threads]"
 CORES_SAMPLES ?= 20 2
 bench-cores: $(BUILD)/bench_cores

@@ -5,8 +5,15 @@
 // when the host places them there, scaling drops towards 1, and every timing taken then
 // (mha bench, PyTorch's) is slower by that much. Run it before and after a benchmark.
 //
+// Then, on x86 with FMA, whether the host is slowing separate multiplies and adds (what the
+// kernels do: no FMA, so that every variant gives the same bits) more than fused ones: two
+// register-only loops, 12 vmulps + vaddps pairs and 12 vfmadd231ps, alternated in short runs on
+// one thread, each run compared with its own loop's best. On a Zen 3 host the first fell below
+// 90% of its best in 17-60 of 100 runs while the second did in 0-1 (docs/performance.md).
+//
 //   build/bench_cores [samples] [threads]
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -31,6 +38,70 @@ float spin(std::size_t steps, float seed) {
     for (float v : sums) total += v;
     return total;
 }
+
+#if defined(__x86_64__)
+// GFLOP/s of `steps` steps of 12 independent multiply-adds on 8 floats, in ymm registers:
+// fused (vfmadd231ps) or as a multiply and an add (vmulps, vaddps).
+double multiply_adds(std::size_t steps, bool fused) {
+    const double ms = bench::time_ms([&] {
+        for (std::size_t i = 0; i < steps; ++i) {
+            if (fused) {
+                __asm__ volatile(
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm0\n vfmadd231ps %%ymm14, %%ymm15, %%ymm1\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm2\n vfmadd231ps %%ymm14, %%ymm15, %%ymm3\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm4\n vfmadd231ps %%ymm14, %%ymm15, %%ymm5\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm6\n vfmadd231ps %%ymm14, %%ymm15, %%ymm7\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm8\n vfmadd231ps %%ymm14, %%ymm15, %%ymm9\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm10\n"
+                    "vfmadd231ps %%ymm14, %%ymm15, %%ymm11\n" ::
+                        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                          "xmm9", "xmm10", "xmm11");
+            } else {
+                __asm__ volatile(
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm0, %%ymm0\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n vaddps %%ymm13, %%ymm1, %%ymm1\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm2, %%ymm2\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n vaddps %%ymm13, %%ymm3, %%ymm3\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm4, %%ymm4\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n vaddps %%ymm13, %%ymm5, %%ymm5\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm6, %%ymm6\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n vaddps %%ymm13, %%ymm7, %%ymm7\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm8, %%ymm8\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n vaddps %%ymm13, %%ymm9, %%ymm9\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm12\n vaddps %%ymm12, %%ymm10, %%ymm10\n"
+                    "vmulps %%ymm14, %%ymm15, %%ymm13\n"
+                    "vaddps %%ymm13, %%ymm11, %%ymm11\n" ::
+                        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                          "xmm9", "xmm10", "xmm11", "xmm12", "xmm13");
+            }
+        }
+    });
+    return 2.0 * 8 * 12 * double(steps) / ms / 1e6;
+}
+
+// The two loops in turn, `rounds` runs each of about 40 ms on a core of 2026 (the order swapped
+// every round); how many of each fell below 90% of that loop's best.
+void multiply_then_add_against_fma(std::size_t rounds) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+    constexpr std::size_t steps = 20'000'000;
+    std::vector<double> separate, fused;
+    for (std::size_t r = 0; r < rounds; ++r) {
+        if (r % 2 == 0) fused.push_back(multiply_adds(steps, true));
+        separate.push_back(multiply_adds(steps, false));
+        if (r % 2 == 1) fused.push_back(multiply_adds(steps, true));
+    }
+    const auto slow_runs = [](const std::vector<double>& rates) {
+        const double best = *std::max_element(rates.begin(), rates.end());
+        return std::count_if(rates.begin(), rates.end(),
+                             [best](double rate) { return rate < 0.9 * best; });
+    };
+    std::printf(
+        "one thread, %zu runs each in turn: multiply then add median %.1f GFLOP/s, below 90%% of "
+        "its best in %td; fused median %.1f, below 90%% of its best in %td\n",
+        rounds, bench::median_ms(separate), slow_runs(separate), bench::median_ms(fused),
+        slow_runs(fused));
+}
+#endif
 
 }  // namespace
 
@@ -70,5 +141,8 @@ int main(int argc, char** argv) {
                 shared == 0 ? "whole cores throughout"
                             : "the threads shared cores then; timings taken then run slow",
                 double(check));
+#if defined(__x86_64__)
+    multiply_then_add_against_fma(5 * samples);
+#endif
     return 0;
 }
