@@ -164,6 +164,7 @@ TEST_CASE(
     const std::size_t M = form == 1 ? 130 : N;
     const mha::Inputs in = mha::seeded_inputs({B, N, M, E, E, E, h, h, E / h}, form != 1, 11);
     const mha::Weights w = mha::seeded_weights(E, true, true, 11);
+    // dOut (B, N, d_model): the query input of another seed
     const mha::Inputs out_grad = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 12);
     mha::Masks masks;
     masks.causal = form == 2;
@@ -180,7 +181,8 @@ TEST_CASE(
     };
     const mha::BackwardResult fresh = pass();
     mha::Workspace workspace;
-    const std::size_t count = 40, floats = B * h * N * M;  // the scores
+    // more blocks than the pass and its backward hold at once, each as large as the scores
+    const std::size_t count = 40, floats = B * h * N * M;
     fill_with_nan(workspace, count, floats);
     options.workspace = &workspace;
     const mha::BackwardResult dirty = pass();
