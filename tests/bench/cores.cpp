@@ -8,8 +8,11 @@
 // Then, on x86 with FMA, whether the host is slowing separate multiplies and adds (what the
 // kernels do: no FMA, so that every variant gives the same bits) more than fused ones: two
 // register-only loops, 12 vmulps + vaddps pairs and 12 vfmadd231ps, alternated in short runs on
-// one thread, each run compared with its own loop's best. On a Zen 3 host the first fell below
-// 90% of its best in 17-60 of 100 runs while the second did in 0-1 (docs/performance.md).
+// one thread: their medians and bests, and how many runs fell below 90% of their loop's best.
+// On AMD's cores (adds on pipes of their own) both reach the same rate on a quiet host; on a
+// Zen 3 host the first fell below 90% of its best in 17-60 of 100 runs while the second did in
+// 0-1, and in a longer slow period its median sat at 74 GFLOP/s against the FMA's 101
+// (docs/performance.md).
 //
 //   build/bench_cores [samples] [threads]
 
@@ -90,16 +93,19 @@ void multiply_then_add_against_fma(std::size_t rounds) {
         separate.push_back(multiply_adds(steps, false));
         if (r % 2 == 1) fused.push_back(multiply_adds(steps, true));
     }
-    const auto slow_runs = [](const std::vector<double>& rates) {
-        const double best = *std::max_element(rates.begin(), rates.end());
+    const auto best = [](const std::vector<double>& rates) {
+        return *std::max_element(rates.begin(), rates.end());
+    };
+    const auto slow_runs = [&best](const std::vector<double>& rates) {
         return std::count_if(rates.begin(), rates.end(),
-                             [best](double rate) { return rate < 0.9 * best; });
+                             [top = best(rates)](double rate) { return rate < 0.9 * top; });
     };
     std::printf(
-        "one thread, %zu runs each in turn: multiply then add median %.1f GFLOP/s, below 90%% of "
-        "its best in %td; fused median %.1f, below 90%% of its best in %td\n",
-        rounds, bench::median_ms(separate), slow_runs(separate), bench::median_ms(fused),
-        slow_runs(fused));
+        "one thread, %zu runs each in turn, GFLOP/s: multiply then add median %.1f, best %.1f, "
+        "below 90%% of its best in %td; fused median %.1f, best %.1f, below 90%% of its best in "
+        "%td\n",
+        rounds, bench::median_ms(separate), best(separate), slow_runs(separate),
+        bench::median_ms(fused), best(fused), slow_runs(fused));
 }
 #endif
 
