@@ -110,12 +110,10 @@ MHA_INLINE void live_depths(const GemmSkip& skip, std::size_t r0, std::size_t r1
 // b rows [p0, p0 + kc), all columns -> panels of NR columns, each kc x NR row-major.
 template <std::size_t NR>
 MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, float* out) {
-    const std::size_t panels = round_up(b.cols, NR) / NR;
     if (b.col_stride == 1 && b.row_stride != 1) {
         // Rows side by side (X in dW = dYᵀ X, V, dO): each row is read once, in order, and
-        // dealt out to the panels. Panel by panel, each panel read one line of every row of
-        // the slice, rows a stride apart: at dYᵀ X (64, 4096, 256) that packing took 28% of
-        // the product's samples.
+        // dealt out to the panels. Read panel by panel, each panel took one line of every row
+        // of the slice, rows a stride apart: 28% of the samples of dYᵀ X at (64, 4096, 256).
         const std::size_t whole = b.cols / NR, rest = b.cols % NR;
         for (std::size_t p = 0; p < kc; ++p) {
             const float* src = b.data + (p0 + p) * b.row_stride;
@@ -129,6 +127,7 @@ MHA_INLINE void pack_b(const MatrixView& b, std::size_t p0, std::size_t kc, floa
         }
         return;
     }
+    const std::size_t panels = round_up(b.cols, NR) / NR;
     for (std::size_t panel = 0; panel < panels; ++panel) {
         float* dst = out + panel * kc * NR;
         const std::size_t j0 = panel * NR, width = std::min(NR, b.cols - j0);
