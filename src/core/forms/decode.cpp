@@ -139,7 +139,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);             // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
-        position_heads(w, q_heads, k_heads, t, t, options, silent);  // token t is at position t
+        position_heads(w, q_heads, k_heads, t, t, options, silent, "");  // token t is at position t
         append(k_t, t, cache.k);
         append(project(x_t, w.w_v, w.b_v, options.threads, nullptr, &packed.v), t, cache.v);
         trace.show_layout();  // 2: the cache so far, a view the pass never materialises

@@ -171,7 +171,8 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
     for (std::size_t i = 0; i < s.heads; ++i) {
         Head head = project_head(w, in, s, i, options.threads, trace);  // 1-3
         if (keep && !w.q_norm.empty()) keep_head(head.q, head.k, i, s, keep->q_raw, keep->k_raw);
-        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
+        position_heads(w, head.q, head.k, s.kv_len - s.seq_len, 0, options, trace,
+                       "_" + std::to_string(i));  // 5
         result.fully_masked_rows += attend_head(head, masks, s, i, options, trace);  // 6-10
         if (options.ablate_head == i) head.context = Tensor(head.context.shape());   // zeros
         place_head(head, i, s, result.weights, concat);

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/checked.h"
@@ -35,6 +36,7 @@
 #include "core/kv_heads.h"
 #include "core/ops/ops.h"
 #include "core/ops/rms_norm.h"
+#include "core/pass/describe.h"
 #include "core/pass/flash_row.h"
 #include "core/pass/projection.h"
 #include "core/pass/score_rules.h"
@@ -45,17 +47,14 @@ namespace mha {
 
 namespace {
 
+// The name of K's and V's width: d_model, or G·d_k when key/value heads are shared.
+std::string kv_width_name(const Weights& w) {
+    return w.kv_width() == w.q_width() ? "d_model" : "G·d_k";
+}
+
 // ---- 0-5: inputs, projections, heads ----------------------------------------------------
 
 using Qkv = HeadTensors;  // three tensors that travel together through steps 1-5
-
-// 0: the inputs, named x when one tensor plays query, key and value.
-void show_inputs(const Inputs& in, PassTrace& trace) {
-    trace.show_input(in.x_q);
-    if (in.self_attention()) return;
-    trace.show_input(in.x_k);
-    trace.show_input(in.x_v);
-}
 
 // The very same tensor (storage, offset, shape, strides) plays query, key and value.
 bool one_input(const Inputs& in) {
@@ -90,9 +89,26 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
              project(in.x_v.contiguous(), w.w_v, w.b_v, o.threads, o.workspace,
                      packed ? &packed->v : nullptr)};
     }
-    trace.show(x.q);
-    trace.show(x.k);
-    trace.show(x.v);
+    const bool self = in.self_attention();
+    const std::string xq = query_name(self), xk = self ? "x" : "x_k", xv = self ? "x" : "x_v";
+    const std::size_t B = in.x_q.size(0), N = in.x_q.size(1), M = in.x_k.size(1);
+    const std::string kv_width = kv_width_name(w);
+    trace.show(x.q, [&] {
+        return described(Operand::Q, StepKind::Project, 1, "project", "Q",
+                         "Q = " + xq + " @ W_q.T" + bias_suffix(!w.b_q.empty(), "b_q"),
+                         {"B", "N", w.q_width() == w.d_model() ? "d_model" : "h·d_k"},
+                         macs_of({B, N, w.q_width(), w.d_model()}));
+    });
+    trace.show(x.k, [&] {
+        return described(Operand::K, StepKind::Project, 2, "project", "K",
+                         "K = " + xk + " @ W_k.T" + bias_suffix(!w.b_k.empty(), "b_k"),
+                         {"B", "M", kv_width}, macs_of({B, M, w.kv_width(), w.kdim()}));
+    });
+    trace.show(x.v, [&] {
+        return described(Operand::V, StepKind::Project, 3, "project", "V",
+                         "V = " + xv + " @ W_v.T" + bias_suffix(!w.b_v.empty(), "b_v"),
+                         {"B", "M", kv_width}, macs_of({B, M, w.kv_width(), w.vdim()}));
+    });
     return x;
 }
 
@@ -124,10 +140,30 @@ Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, PassTrace& trace) {
         k_rows.push_back(nullptr);
         v_rows.push_back(nullptr);
     }
+    const std::size_t from = x.k.size(1);
     x.k = append_rows(x.k, k_rows);
     x.v = append_rows(x.v, v_rows);
-    trace.show(x.k);
-    trace.show(x.v);
+    const bool bias_kv = !w.bias_k.empty();
+    const std::string kv_width = kv_width_name(w);
+    const auto show = [&](const Tensor& t, const std::string& name, Operand operand) {
+        trace.show(t, [&] {
+            std::string expression = name;
+            if (bias_kv) {
+                expression = "cat([" + expression + ", bias_" + (name == "K" ? "k" : "v") +
+                             ".repeat(B, 1, 1)], dim=1)";
+            }
+            if (zero_attn)
+                expression = "cat([" + expression + ", zeros(B, 1, " + kv_width + ")], dim=1)";
+            Step step = described(operand, StepKind::Append, 3, "append", name,
+                                  name + " = " + expression,
+                                  {"B", "M+" + std::to_string(k_rows.size()), kv_width});
+            step.copied_bytes = macs_of({t.size(0), t.size(1), t.size(2), sizeof(float)});
+            step.facts.appended = AppendedFacts{from, t.size(1), bias_kv, zero_attn};
+            return step;
+        });
+    };
+    show(x.k, "K", Operand::K);
+    show(x.v, "V", Operand::V);
     return x;
 }
 
@@ -152,32 +188,112 @@ Qkv split_heads(const Qkv& x, const Sizes& s, PassTrace& trace) {
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, d_k = s.d_k();
     const Qkv viewed{x.q.view({B, N, s.heads, d_k}), x.k.view({B, M, s.kv_heads, d_k}),
                      x.v.view({B, M, s.kv_heads, d_k})};
-    trace.show(viewed.q);
-    trace.show(viewed.k);
-    trace.show(viewed.v);
+    const bool shared = s.kv_heads != s.heads;
+    const std::string g = shared ? "G" : "h", e = shared ? "g" : "h";  // e: einops' K/V heads
+    trace.show(viewed.q, [&] {
+        Step step = described(Operand::Q, StepKind::SplitHeads, 4, "view", "Q",
+                              "Q.view(B, N, h, d_k)", {"B", "N", "h", "d_k"});
+        step.einops = "b n (h d) -> b n h d";
+        return step;
+    });
+    for (const auto& [t, name, operand] : {std::tuple(&viewed.k, "K", Operand::K),
+                                           std::tuple(&viewed.v, "V", Operand::V)}) {
+        trace.show(*t, [&, name = std::string(name), operand = operand] {
+            Step step = described(operand, StepKind::SplitHeads, 4, "view", name,
+                                  name + ".view(B, M, " + g + ", d_k)", {"B", "M", g, "d_k"});
+            step.einops = "b m (" + e + " d) -> b m " + e + " d";
+            return step;
+        });
+    }
     const Qkv heads{viewed.q.transpose(1, 2), viewed.k.transpose(1, 2), viewed.v.transpose(1, 2)};
-    trace.show(heads.q);
-    trace.show(heads.k);
-    trace.show(heads.v);
+    trace.show(heads.q, [&] {
+        Step step = described(Operand::Q, StepKind::MoveHeads, 5, "transpose", "Q",
+                              "Q.transpose(1, 2)", {"B", "h", "N", "d_k"});
+        step.einops = "b n h d -> b h n d";
+        return step;
+    });
+    trace.show(heads.k, [&] {
+        Step step = described(Operand::K, StepKind::MoveHeads, 5, "transpose", "K",
+                              "K.transpose(1, 2)", {"B", g, "M", "d_k"});
+        step.einops = "b m " + e + " d -> b " + e + " m d";
+        if (shared) {
+            for (std::size_t i = 0; i < s.heads; ++i)
+                step.facts.kv_head_of_query.push_back(kv_head_of(i, s.heads, s.kv_heads));
+        }
+        return step;
+    });
+    trace.show(heads.v, [&] {
+        Step step = described(Operand::V, StepKind::MoveHeads, 5, "transpose", "V",
+                              "V.transpose(1, 2)", {"B", g, "M", "d_k"});
+        step.einops = "b m " + e + " d -> b " + e + " m d";
+        if (shared) step.facts.kv_costs = s;
+        return step;
+    });
     return heads;
 }
 
 }  // namespace
 
 void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_query,
-                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace) {
+                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace,
+                    const std::string& id) {
+    const std::string Q = "Q" + id, K = "K" + id;
+    const bool heads = q.dim() == 4;  // (B, h, N, d_k); a head of its own: (B, N, d_k)
+    const Dims q_dims = heads ? Dims{"B", "h", "N", "d_k"} : Dims{"B", "N", "d_k"};
+    const Dims k_dims = !heads                   ? Dims{"B", "M", "d_k"}
+                        : k.size(1) == q.size(1) ? Dims{"B", "h", "M", "d_k"}
+                                                 : Dims{"B", "G", "M", "d_k"};
     if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
         rms_norm_rows(q, w.q_norm);
-        trace.show(q);
+        trace.show(q, [&] {
+            return described(Operand::Q, StepKind::QkNorm, 5, "qk-norm", Q,
+                             Q + " = q_norm(" + Q + ")", q_dims);
+        });
         rms_norm_rows(k, w.k_norm);
-        trace.show(k);
+        trace.show(k, [&] {
+            return described(Operand::K, StepKind::QkNorm, 5, "qk-norm", K,
+                             K + " = k_norm(" + K + ")", k_dims);
+        });
     }
-    if (options.rope) {
-        apply_rope(q, *options.rope, first_query);
-        trace.show(q);
-        apply_rope(k, *options.rope, first_key);
-        trace.show(k);
-    }
+    if (!options.rope) return;
+    const Rope& rope = *options.rope;
+    const auto rotated = [&](const std::string& x) {
+        return rope.layout == RopeLayout::Half
+                   ? x + " = " + x + " * cos + rotate_half(" + x + ") * sin"
+                   : x + " = apply_rotary_emb(" + x + ", freqs_cis)";
+    };
+    apply_rope(q, rope, first_query);
+    trace.show(q, [&] {
+        Step step = described(Operand::Q, StepKind::Rope, 5, "rope", Q, rotated(Q), q_dims);
+        Sizes s;  // the angles' positions: N queries up to the M keys
+        s.seq_len = q.size(q.dim() - 2);
+        s.kv_len = k.size(k.dim() - 2);
+        s.head_dim = q.size(q.dim() - 1);
+        step.facts.rope = rope_facts(rope, s);
+        return step;
+    });
+    apply_rope(k, rope, first_key);
+    trace.show(k, [&] { return described(Operand::K, StepKind::Rope, 5, "rope", K, rotated(K), k_dims); });
+}
+
+void show_inputs(const Inputs& in, PassTrace& trace) {
+    const bool self = in.self_attention();
+    const std::string x = query_name(self);
+    trace.show(in.x_q, [&] {
+        return described(StepKind::Input, 0, "input", x, x, {"B", "N", "d_model"});
+    });
+    if (self) return;
+    const auto width = [&](const Tensor& t, const char* own) {
+        return t.size(2) == in.x_q.size(2) ? "d_model" : own;
+    };
+    trace.show(in.x_k, [&] {
+        return described(StepKind::Input, 0, "input", "x_k", "x_k",
+                         {"B", "M", width(in.x_k, "kdim")});
+    });
+    trace.show(in.x_v, [&] {
+        return described(StepKind::Input, 0, "input", "x_v", "x_v",
+                         {"B", "M", width(in.x_v, "vdim")});
+    });
 }
 
 UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
@@ -230,18 +346,57 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
     auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
     if (!trace.on()) {  // nobody watches: each unit runs 6-10 at once, 7-9 fused row by row
         result.fully_masked_rows = run(UnitStep::Attend);
-    } else {
-        run(UnitStep::Scores);  // 6: Q @ K.T  (B, h, N, M)
-        trace.show(scores);
-        run(UnitStep::Scale);  // 7: / sqrt(d_k)
-        trace.show(scores);
-        run(UnitStep::Mask);  // 8: + mask, blocked -> -inf
-        trace.show_masked(scores);
-        result.fully_masked_rows = run(UnitStep::Normalise);  // 9: the normaliser over M
-        trace.show(scores);
-        run(UnitStep::Context);  // 10: weights @ V  (B, h, N, d_v)
-        trace.show(context);
+        result.weights = scores;
+        return context;
     }
+    const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, d_k = s.d_k();
+    const Dims dims = {"B", "h", "N", "M"};
+    run(UnitStep::Scores);  // 6: Q @ K.T  (B, h, N, M)
+    trace.show(scores, [&] {
+        Step step = described(StepKind::Scores, 6, "scores", "scores",
+                              "scores = Q @ K.transpose(-2, -1)", dims, macs_of({B, h, N, M, d_k}));
+        if (s.kv_heads != h) step.facts.kv_group = h / s.kv_heads;
+        step.facts.stored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+        return step;
+    });
+    run(UnitStep::Scale);  // 7: / sqrt(d_k)
+    trace.show(scores, [&] {
+        const bool base = o.scale_base > 0;
+        Step step = described(StepKind::Scale, 7, "scale", "scores",
+                              !o.scale ? "scores  (not scaled)"
+                              : base   ? "scores / math.sqrt(query_pre_attn_scalar)"
+                                       : "scores / math.sqrt(d_k)",
+                              dims);
+        step.facts.scale_d_k = d_k;
+        if (base) step.facts.scale_base = o.scale_base;
+        if (o.scale) step.facts.scale_factor = unit_math(s, o).factor;
+        if (masks.softcap > 0) {
+            step.expression += ", then softcap * torch.tanh(scores / softcap)";
+            step.facts.softcap = masks.softcap;
+        }
+        return step;
+    });
+    run(UnitStep::Mask);  // 8: + mask, blocked -> -inf
+    trace.show_masked(scores, masks, [&] {
+        Step step = described(StepKind::Mask, 8, "mask", "scores",
+                              masks.any() ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)",
+                              dims);
+        mask_facts(masks, s, N, M, step.facts);
+        return step;
+    });
+    result.fully_masked_rows = run(UnitStep::Normalise);  // 9: the normaliser over M
+    trace.show(scores, [&] {
+        const Normaliser& normaliser = normaliser_of(masks);
+        Step step = described(StepKind::Softmax, 9, normaliser.name, "weights",
+                              std::string("weights = ") + normaliser.torch, dims);
+        step.facts.normaliser = &normaliser;
+        return step;
+    });
+    run(UnitStep::Context);  // 10: weights @ V  (B, h, N, d_v)
+    trace.show(context, [&] {
+        return described(StepKind::Context, 10, "context", "context", "context = weights @ V",
+                         {"B", "h", "N", v_dim_name(s)}, macs_of({B, h, N, M, s.d_v()}));
+    });
     result.weights = scores;
     return context;
 }
@@ -262,12 +417,28 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
                           return unit;
                       }};
     result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
-    if (o.flash_row && trace.on() && units.count > 0) {  // batch 0, head 0, one row retraced
-        const AttentionUnit u = units.unit(0);
-        trace.upcoming().flash =
-            flash_facts(u.q, u.k, u.v, u.mask, unit_math(s, o).factor, *o.flash_row, 0);
-    }
-    trace.show(context);
+    trace.show(context, [&] {
+        const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
+        Step step = described(
+            StepKind::Attend, 10, "attend", "context",
+            "context = " +
+                normaliser_of(masks).applied("Q @ K.T" + scale_suffix(o.scale, o.scale_base) +
+                                             " + mask") +
+                " @ V, streamed",
+            {"B", "h", "N", v_dim_name(s)}, macs_of({B, h, N, M, s.d_k() + s.d_v()}));
+        StepFacts& facts = step.facts;
+        if (masks.softcap > 0) facts.softcap = masks.softcap;
+        mask_facts(masks, s, N, M, facts);
+        facts.unstored_score_bytes = macs_of({B, h, N, M, sizeof(float)});
+        facts.query_tile = stream_query_tile;
+        facts.key_tile = stream_key_tile;
+        if (o.flash_row && units.count > 0 && !context.dry()) {  // batch 0, head 0, one row
+            const AttentionUnit u = units.unit(0);
+            facts.flash =
+                flash_facts(u.q, u.k, u.v, u.mask, unit_math(s, o).factor, *o.flash_row, 0);
+        }
+        return step;
+    });
     return context;
 }
 
@@ -292,12 +463,30 @@ namespace {
 
 // 11: (B, h, N, d_v) -> (B, N, h, d_v), no copy; 12: the one copy; 13: -> (B, N, h·d_v).
 Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
+    const Dims dims = {"B", "N", "h", v_dim_name(s)};
+    const std::string d = s.d_v() == s.d_k() ? "d" : "dv";  // einops' name of the head width
     const Tensor back = context.transpose(1, 2);
-    trace.show(back);
+    trace.show(back, [&] {
+        Step step = described(StepKind::MergeHeads, 11, "transpose", "context",
+                              "context.transpose(1, 2)", dims);
+        step.einops = "b h n " + d + " -> b n h " + d;
+        return step;
+    });
     const Tensor packed = back.contiguous();
-    trace.show(packed);
+    trace.show(packed, [&] {
+        Step step =
+            described(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", dims);
+        step.copied_bytes = copy_bytes(back);
+        return step;
+    });
     const Tensor concat = packed.view({s.batch, s.seq_len, s.value_inner()});
-    trace.show(concat);
+    trace.show(concat, [&] {
+        const std::string width = concat_width_name(s);
+        Step step = described(StepKind::JoinHeads, 13, "view", "concat",
+                              "concat = context.view(B, N, " + width + ")", {"B", "N", width});
+        step.einops = "b n h " + d + " -> b n (h " + d + ")";
+        return step;
+    });
     return concat;
 }
 
@@ -382,7 +571,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
         keep->q_raw = Tensor(heads.q.shape(), heads.q.to_vector());
         keep->k_raw = Tensor(heads.k.shape(), heads.k.to_vector());
     }
-    position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace);  // 5
+    position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace, "");  // 5
     ForwardResult result;
     Tensor context = options.path == AttentionPath::Streaming
                          ? attend_streamed(heads, masks, s, options, trace, result)
@@ -401,7 +590,14 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
                             options.packed ? &options.packed->o : nullptr);
-    trace.show(result.output);
+    trace.show(result.output, [&] {
+        Step step = described(StepKind::OutputProject, 14, "project", "output",
+                              "output = concat @ W_o.T" + bias_suffix(!w.b_o.empty(), "b_o"),
+                              {"B", "N", "d_model"},
+                              macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}));
+        step.facts.value_heads = s.d_v() != s.d_k();
+        return step;
+    });
     return result;
 }
 

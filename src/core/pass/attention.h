@@ -12,6 +12,7 @@
 #include "core/ops/masks.h"
 #include "core/pass/plan.h"
 #include "core/pass/step.h"
+#include "core/pass/trace.h"
 #include "core/pass/units.h"
 #include "core/position/rope.h"
 #include "core/sizes.h"
@@ -141,11 +142,16 @@ ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, cons
 
 UnitMath unit_math(const Sizes& sizes, const ForwardOptions& options);
 
+// Step 0: the inputs, named x when one tensor plays query, key and value.
+void show_inputs(const Inputs& inputs, PassTrace& trace);
+
 // QK-norm, then RoPE, on the heads as step 5 leaves them, in place and traced as step 5:
 // Q (..., N, d_k) from position first_query (M − N), K (..., M, d_k) from first_key (0, or t
-// for a cache's new row). Nothing happens without either.
+// for a cache's new row), named Q<id> and K<id> ("_3" for head 3 of the per-head form).
+// Nothing happens without either.
 void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
-                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace);
+                    std::size_t first_key, const ForwardOptions& options, PassTrace& trace,
+                    const std::string& id);
 
 // Head ablation: context (B, h, N, d_v), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);

@@ -19,10 +19,6 @@
 
 namespace mha {
 
-std::uint64_t macs_of(std::initializer_list<std::uint64_t> factors) {
-    return checked_product(factors, "the multiply-adds");
-}
-
 Step& Planner::add(StepKind kind, int number, std::string name, std::string tensor,
                    std::string expression, Dims dims, const Layout& layout, std::uint64_t macs) {
     Step& step = steps.emplace_back();
@@ -48,24 +44,9 @@ Step& Planner::add(Operand operand, StepKind kind, int number, std::string name,
     return step;
 }
 
-std::string bias_suffix(bool bias, const std::string& name) {
-    return bias ? " + " + name : std::string();
-}
+std::string scale_suffix(const PassSpec& spec) { return scale_suffix(spec.scale, spec.scale_base); }
 
-std::string scale_suffix(const PassSpec& spec) {
-    return !spec.scale ? "" : spec.scale_base > 0 ? " / sqrt(S)" : " / sqrt(d_k)";
-}
-
-std::string q_width_name(const Sizes& s) { return s.inner() == s.d_model ? "d_model" : "h·d_k"; }
-
-std::string v_dim_name(const Sizes& s) { return s.d_v() == s.d_k() ? "d_k" : "d_v"; }
-
-std::string concat_width_name(const Sizes& s) {
-    if (s.d_v() == s.d_k()) return q_width_name(s);
-    return s.value_inner() == s.d_model ? "d_model" : "h·d_v";
-}
-
-std::string query_name(const PassSpec& spec) { return spec.self_attention ? "x" : "x_q"; }
+std::string query_name(const PassSpec& spec) { return query_name(spec.self_attention); }
 
 Layout model_layout(const Sizes& s) {
     return Layout::contiguous_of({s.batch, s.seq_len, s.d_model});
@@ -86,55 +67,9 @@ std::string applied(const PassSpec& spec, const std::string& scores) {
     return normaliser_of(spec.masks).applied(scores);
 }
 
-constexpr std::size_t max_grid = 16;  // the mask grid is drawn only up to 16 x 16
-
-// The keys each query may see under the causal mask and the window (a window is causal).
-std::vector<std::vector<bool>> planned_grid(const Masks& masks, std::size_t n, std::size_t m) {
-    std::vector<std::vector<bool>> grid(n, std::vector<bool>(m));
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < m; ++j) {
-            grid[i][j] = masks.window > 0 ? window_allows({masks.window, masks.sinks}, i + m - n, j)
-                                          : j < causal_key_end(i, n, m, masks.causal_align);
-        }
-    }
-    return grid;
-}
-
-// The window W with its sinks over `length` positions, and the K (d_k) and V (d_v) a cache
-// keeps for it.
-WindowFacts window_facts(const Masks& masks, const Sizes& s, std::size_t length) {
-    const std::size_t kept = window_cache_positions({masks.window, masks.sinks}, length);
-    return {masks.window,
-            masks.sinks,
-            length,
-            kept,
-            macs_of({s.batch, s.kv_heads, kept, s.d_k() + s.d_v(), sizeof(float)}),
-            macs_of({s.batch, s.kv_heads, length, s.d_k() + s.d_v(), sizeof(float)})};
-}
-
-// What step 8 applies to n queries and m keys, and what follows from it: every head's ALiBi
-// slope, the keys the window keeps.
-void mask_facts(const Masks& masks, const Sizes& s, std::size_t n, std::size_t m,
-                StepFacts& facts) {
-    facts.masks = masks;
-    facts.mask_queries = n;
-    facts.mask_keys = m;
-    if (masks.alibi) facts.alibi_slopes = alibi_slopes(s.heads);
-    if (masks.window > 0) facts.window = window_facts(masks, s, m);
-}
-
 // What step 8 of the pass applies.
 void mask_facts(const PassSpec& spec, StepFacts& facts) {
     mask_facts(spec.masks, spec.sizes, spec.sizes.seq_len, spec.sizes.kv_len, facts);
-}
-
-// Token t (0-based) of the decode form, and the K and V cached once it is in.
-TokenFacts token_facts(const Sizes& s, std::size_t t) {
-    TokenFacts facts;
-    facts.position = t + 1;
-    facts.count = s.seq_len;
-    facts.cache_bytes = macs_of({2, s.batch, s.kv_heads, t + 1, s.d_k(), sizeof(float)});
-    return facts;
 }
 
 // What bounds token t's one query against the t + 1 cached positions: no causal rule (the
@@ -151,22 +86,6 @@ void token_attend_facts(const PassSpec& spec, std::size_t t, StepFacts& facts) {
         alibi.alibi = true;
         mask_facts(alibi, s, 1, t + 1, facts);
     }
-}
-
-// RoPE's pairs and base, and the angles of the first pairs at positions 0, 1 and M-1.
-RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
-    const std::size_t d_k = s.d_k(), M = s.kv_len;
-    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
-    RopeFacts facts{
-        rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M, inv_freq.size(), {}};
-    const std::size_t shown = std::min<std::size_t>(inv_freq.size(), 4);
-    for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
-        if (position >= M || (position == M - 1 && M <= 2)) continue;
-        std::vector<double> angles;
-        for (std::size_t i = 0; i < shown; ++i) angles.push_back(double(position) * inv_freq[i]);
-        facts.angles.emplace_back(position, std::move(angles));
-    }
-    return facts;
 }
 
 // Step 5 after the split: QK-norm, then RoPE, on Q and K (named q_name, k_name), in place:
@@ -338,7 +257,7 @@ Layout plan_attend_standard(Planner& p) {
               masked ? "scores + mask  (blocked: -inf)" : "scores  (unchanged)", dims, scores);
     mask_facts(p.spec, s8.facts);
     if ((p.spec.masks.causal || p.spec.masks.window > 0) && N <= max_grid && M <= max_grid)
-        s8.allowed = planned_grid(p.spec.masks, N, M);
+        s8.allowed = allowed_grid(p.spec.masks, N, M);
     const Normaliser& normaliser = normaliser_of(p.spec.masks);
     p.add(StepKind::Softmax, 9, normaliser.name, "weights",
           std::string("weights = ") + normaliser.torch, dims, scores)
@@ -732,74 +651,6 @@ std::uint64_t parameter_count(const Sizes& s, bool bias) {
                      checked_product({kv, checked_sum({s.kdim, s.vdim}, what)}, what)},
                     what);
     return checked_sum({weights, bias ? s.inner() + E + 2 * kv : 0}, what);
-}
-
-namespace {
-
-// Whether step 8's grid of allowed keys is drawn: a mask, and small enough.
-bool draws_grid(const PassSpec& spec) {
-    return spec.masks.any() && spec.sizes.seq_len <= max_grid && spec.sizes.kv_len <= max_grid;
-}
-
-}  // namespace
-
-PassTrace::PassTrace(Tracer& tracer, const PassSpec& spec)
-    : tracer_(tracer), draw_grid_(draws_grid(spec)) {
-    if (tracer.enabled()) steps_ = plan_pass(spec);
-}
-
-PassTrace::PassTrace(Tracer& tracer, const ModelSpec& spec)
-    : tracer_(tracer), draw_grid_(draws_grid(spec.layer)) {
-    if (tracer.enabled()) steps_ = plan_model(spec);
-}
-
-Step& PassTrace::next() {
-    if (next_ >= steps_.size()) {
-        throw Error("internal error: the pass reported step " + std::to_string(next_ + 1) +
-                    " of a plan of " + std::to_string(steps_.size()));
-    }
-    return steps_[next_++];
-}
-
-void PassTrace::show(const Tensor& value) {
-    if (!on()) return;
-    Step& step = next();
-    if (value.shape() != step.shape || value.strides() != step.strides) {
-        throw Error("internal error: step " + std::to_string(step.number) + " " + step.name + " " +
-                    step.tensor + " was planned as shape " + to_string(step.shape) + " strides " +
-                    to_string(step.strides) + " but computed as shape " + to_string(value.shape()) +
-                    " strides " + to_string(value.strides()));
-    }
-    step.value = &value;
-    tracer_.on_step(step);
-    step.value = nullptr;
-}
-
-void PassTrace::show_input(const Tensor& value) {
-    if (!on()) return;
-    Step& step = steps_.at(next_);
-    step.strides = value.strides();
-    step.contiguous = value.is_contiguous();
-    show(value);
-}
-
-void PassTrace::show_masked(const Tensor& scores) {
-    if (!on()) return;
-    if (draw_grid_) {
-        const MatrixView unit = head_matrix(scores, 0, 0);
-        std::vector<std::vector<bool>> grid(unit.rows, std::vector<bool>(unit.cols));
-        for (std::size_t i = 0; i < unit.rows; ++i) {
-            for (std::size_t j = 0; j < unit.cols; ++j)
-                grid[i][j] = !(std::isinf(unit(i, j)) && unit(i, j) < 0);
-        }
-        steps_.at(next_).allowed = std::move(grid);
-    }
-    show(scores);
-}
-
-void PassTrace::show_layout() {
-    if (!on()) return;
-    tracer_.on_step(next());
 }
 
 }  // namespace mha

@@ -106,34 +106,4 @@ float score_factor(double base, bool scaled);
 // What step 7 divides by the square root of: S when given (> 0), else d_k.
 double scale_base_of(const Sizes& sizes, double scale_base);
 
-// The plan handed to a tracer one step at a time, each step with the tensor the pass
-// computed for it. Plans nothing when the tracer does not listen, so an untraced run
-// pays nothing. Every value's shape and strides must be the planned ones: an internal
-// mha::Error naming the step when they are not (always checked, a few comparisons a step).
-class PassTrace {
-public:
-    PassTrace(Tracer& tracer, const PassSpec& spec);
-    PassTrace(Tracer& tracer, const ModelSpec& spec);
-
-    bool on() const { return tracer_.enabled(); }
-    // The next step, with value attached.
-    void show(const Tensor& value);
-    // Step 0: an input, with the layout it came with.
-    void show_input(const Tensor& value);
-    // Step 8: the masked scores; the grid of allowed keys is read from their values.
-    void show_masked(const Tensor& scores);
-    // The next step without a value (a view the pass never materialises).
-    void show_layout();
-    // The facts of the next step, to add what only the computation knows; only when on().
-    StepFacts& upcoming() { return steps_.at(next_).facts; }
-
-private:
-    Step& next();
-
-    Tracer& tracer_;
-    bool draw_grid_;
-    std::vector<Step> steps_;
-    std::size_t next_ = 0;
-};
-
 }  // namespace mha

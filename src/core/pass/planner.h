@@ -7,14 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/pass/describe.h"
 #include "core/pass/plan.h"
 
 namespace mha {
-
-using Dims = std::vector<std::string>;
-
-// The product of the factors, an mha::Error past 64 bits.
-std::uint64_t macs_of(std::initializer_list<std::uint64_t> factors);
 
 // The steps planned so far.
 class Planner {
@@ -34,27 +30,11 @@ public:
     std::vector<Step> steps;
 };
 
-// " + b_q": the bias term of a projection's expression, empty without a bias.
-std::string bias_suffix(bool bias, const std::string& name);
-
 // " / sqrt(d_k)" (or " / sqrt(S)") when step 7 scales, empty otherwise.
 std::string scale_suffix(const PassSpec& spec);
 
-// The name of Q's and the concat's width: d_model, or h·d_k when the heads are wider.
-std::string q_width_name(const Sizes& s);
-
-// The name of each head's value width: d_k, unless the values are narrower or wider (MLA).
-std::string v_dim_name(const Sizes& s);
-
-// The name of the context's and the concat's width h·d_v: as Q's when d_v = d_k.
-std::string concat_width_name(const Sizes& s);
-
 // The name of the query input: x when one tensor plays query, key and value.
 std::string query_name(const PassSpec& spec);
-
-// The block's and the model's tensors: (B, N, d_model), one row of features per token.
-const Dims model_dims = {"B", "N", "d_model"};
-const Dims hidden_dims = {"B", "N", "d_ff"};  // the block's feed-forward hidden layer
 
 // (B, N, d_model), contiguous.
 Layout model_layout(const Sizes& s);

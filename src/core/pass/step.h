@@ -14,6 +14,8 @@
 
 namespace mha {
 
+using Dims = std::vector<std::string>;  // a name for every dimension of a tensor
+
 // A sliding window W with S sinks, and the cache it needs over `length` positions.
 struct WindowFacts {
     std::size_t window = 0, sinks = 0;  // W, S

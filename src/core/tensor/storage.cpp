@@ -2,6 +2,7 @@
 
 #include "core/tensor/storage.h"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <new>
@@ -17,6 +18,8 @@
 namespace mha {
 
 namespace {
+
+std::atomic<std::uint64_t> handed_out{0};  // tensor_bytes_handed_out
 
 constexpr std::uint64_t page = 4096;
 constexpr std::uint64_t huge_page = std::uint64_t(2) << 20;
@@ -46,6 +49,7 @@ std::shared_ptr<float> mapped_block(std::size_t floats, std::size_t bytes) {
     void* raw =
         mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
+    count_tensor_bytes(bytes);
     const auto start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t aligned = round_up(start, huge_page), end = start + bytes + slack;
     if (aligned > start) munmap(raw, aligned - start);
@@ -76,8 +80,15 @@ void keep_freed_memory() {
 
 }  // namespace
 
+std::uint64_t tensor_bytes_handed_out() { return handed_out.load(std::memory_order_relaxed); }
+
+void count_tensor_bytes(std::uint64_t bytes) {
+    handed_out.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 std::vector<float> reserved_floats(std::size_t n) {
     keep_freed_memory();
+    count_tensor_bytes(std::uint64_t(n) * sizeof(float));
     std::vector<float> values;
     values.reserve(n);
     if (n * sizeof(float) >= 16 * page) populate(values.data(), n * sizeof(float));

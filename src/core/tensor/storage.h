@@ -30,4 +30,11 @@ std::uint64_t block_bytes(std::uint64_t floats);
 // is zeroed_floats. Throws std::bad_alloc when there is no memory.
 std::shared_ptr<float> float_block(std::size_t floats);
 
+// Bytes of float storage handed out to tensors since the program started, every thread's:
+// what a test reads to prove that a dry run allocates none.
+std::uint64_t tensor_bytes_handed_out();
+
+// Adds to tensor_bytes_handed_out: every maker of tensor storage calls it.
+void count_tensor_bytes(std::uint64_t bytes);
+
 }  // namespace mha

@@ -54,6 +54,7 @@ Tensor::Tensor(Shape shape, std::vector<float> values)
         throw Error("tensor: " + std::to_string(values.size()) + " values cannot fill shape " +
                     to_string(layout_.shape));
     }
+    count_tensor_bytes(values.capacity() * sizeof(float));
     storage_ = first_of(std::make_shared<std::vector<float>>(std::move(values)));
 }
 
@@ -61,6 +62,7 @@ Tensor Tensor::in_storage(Shape shape, std::shared_ptr<std::vector<float>> stora
                           bool zero_fill) {
     Tensor t;
     const std::size_t n = element_count(shape);
+    if (storage->capacity() < n) count_tensor_bytes((n - storage->capacity()) * sizeof(float));
     if (storage->size() < n) storage->resize(n);  // zeros past what it held
     if (zero_fill) std::fill(storage->begin(), storage->begin() + n, 0.0f);
     t.storage_ = first_of(std::move(storage));
@@ -81,6 +83,14 @@ std::vector<Tensor> Tensor::in_one_block(const std::vector<Shape>& shapes) {
         offset += element_count(shapes[i]);
     }
     return tensors;
+}
+
+Tensor Tensor::shape_only(Shape shape) {
+    Tensor t;
+    t.storage_ = std::shared_ptr<float>(nullptr, [](float*) {});  // an identity, no floats
+    t.layout_ = Layout::contiguous_of(std::move(shape));
+    t.dry_ = true;
+    return t;
 }
 
 bool is_contiguous(const Shape& shape, const Strides& strides) {
@@ -213,11 +223,12 @@ Tensor Tensor::select(std::size_t d, std::size_t i) const {
 
 Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
+    if (dry_) return shape_only(shape());
     return Tensor(shape(), to_vector());
 }
 
 float Tensor::at(const std::vector<std::size_t>& index) const {
-    if (empty()) throw Error("at: the tensor is empty");
+    if (empty() || dry_) throw Error("at: the tensor has no values");
     if (index.size() != dim()) {
         throw Error("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
                     to_string(shape()));
@@ -235,6 +246,7 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
+    if (dry_) throw Error("internal error: a dry run read the values of a tensor");
     std::vector<float> values(numel());
     if (values.empty()) return values;
     // the last dimension is copied row by row; the index walks the dimensions before it

@@ -53,6 +53,10 @@ public:
     // float_block (core/tensor/storage.h), so they share its storage: a weight set mapped in at
     // once.
     static std::vector<Tensor> in_one_block(const std::vector<Shape>& shapes);
+    // A tensor with a shape and strides but no storage (a dry run's, ggml's no_alloc): view,
+    // transpose, permute, select and contiguous work on its layout; it has no values. Each
+    // is a tensor of its own (shares_storage_with is false between two of them).
+    static Tensor shape_only(Shape shape);
 
     const Shape& shape() const { return layout_.shape; }
     const Strides& strides() const { return layout_.strides; }
@@ -61,7 +65,8 @@ public:
     std::size_t dim() const { return layout_.shape.size(); }
     std::size_t size(std::size_t d) const { return layout_.shape.at(d); }
     std::size_t numel() const { return empty() ? 0 : element_count(layout_.shape); }
-    bool empty() const { return storage_.use_count() == 0; }  // owns no storage
+    bool empty() const { return storage_.use_count() == 0; }  // absent: no shape, no storage
+    bool dry() const { return dry_; }                          // shape_only: a shape, no values
 
     bool is_contiguous() const;
     // True when both hold the same storage (or both none), whatever their offsets.
@@ -80,7 +85,8 @@ public:
     // *this when already contiguous, otherwise a C-ordered copy.
     Tensor contiguous() const;
 
-    // Pointer to element (0, ..., 0), or nullptr for an empty tensor; index with the strides.
+    // Pointer to element (0, ..., 0), or nullptr for an empty or dry tensor; index with the
+    // strides.
     float* data() { return storage_ ? storage_.get() + offset_ : nullptr; }
     const float* data() const { return storage_ ? storage_.get() + offset_ : nullptr; }
     float at(const std::vector<std::size_t>& index) const;
@@ -90,6 +96,13 @@ private:
     std::shared_ptr<float> storage_;  // its first float; shares ownership of what holds them
     Layout layout_;
     std::size_t offset_ = 0;
+    bool dry_ = false;
 };
+
+// True when any of the tensors is dry: the step that reads them computes nothing.
+template <class... Tensors>
+bool any_dry(const Tensors&... tensors) {
+    return (tensors.dry() || ...);
+}
 
 }  // namespace mha

@@ -2,6 +2,8 @@
 
 #include "core/tensor/workspace.h"
 
+#include "core/tensor/storage.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -31,6 +33,7 @@ Tensor Workspace::in_block(Shape shape, bool zero_fill) {
     blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(), idle), blocks_.end());
     auto block = std::make_shared<std::vector<float>>();
     block->reserve(floats);
+    count_tensor_bytes(std::uint64_t(floats) * sizeof(float));
     blocks_.push_back(block);
     return Tensor::in_storage(std::move(shape), std::move(block), zero_fill);
 }

@@ -1,0 +1,66 @@
+#pragma once
+// The trace a pass reports its steps to. Each step is described where it is computed, in the
+// one trace.show(value, describe) beside the line that computes it: `describe` returns the
+// step's words and costs (core/pass/describe.h) and runs only when a tracer listens; the
+// tensor gives the step its shape, strides and values (none in a dry run).
+
+#include <cstddef>
+#include <vector>
+
+#include "core/ops/masks.h"
+#include "core/pass/plan.h"
+#include "core/pass/step.h"
+#include "core/tensor/tensor.h"
+
+namespace mha {
+
+class PassTrace {
+public:
+    explicit PassTrace(Tracer& tracer);
+    // Transition: the steps described at the call are checked against the plan's, field by
+    // field, and a step shown without a description takes the plan's.
+    PassTrace(Tracer& tracer, const PassSpec& spec);
+    PassTrace(Tracer& tracer, const ModelSpec& spec);
+
+    bool on() const { return tracer_.enabled(); }
+
+    // The step `describe()` returns, with value's layout (and values unless it is dry).
+    template <class Describe>
+    void show(const Tensor& value, Describe describe) {
+        if (on()) emit(value, describe());
+    }
+
+    // Step 8: the masked scores (B, h, N, M), with the grid of keys batch 0's head 0 may see
+    // when it is small enough to draw: read from the values, or in a dry run from the masks.
+    template <class Describe>
+    void show_masked(const Tensor& scores, const Masks& masks, Describe describe) {
+        if (!on()) return;
+        Step step = describe();
+        step.allowed = grid_of(scores, masks);
+        emit(scores, std::move(step));
+    }
+
+    // From here on the steps are the backward's.
+    void begin_backward() { backward_ = true; }
+
+    // Transition only: the next planned step, with value attached.
+    void show(const Tensor& value);
+    void show_input(const Tensor& value);
+    void show_masked(const Tensor& scores);
+    void show_layout();
+    StepFacts& upcoming() { return steps_.at(next_).facts; }
+
+private:
+    void emit(const Tensor& value, Step step);
+    std::vector<std::vector<bool>> grid_of(const Tensor& scores, const Masks& masks) const;
+    Step& next();
+
+    Tracer& tracer_;
+    bool backward_ = false;
+    bool planned_ = false;
+    bool draw_grid_ = false;
+    std::vector<Step> steps_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace mha
