@@ -2,10 +2,9 @@
 
 #include "core/forms/fused_qkv.h"
 
-#include "core/pass/describe.h"
-
 #include <vector>
 
+#include "core/pass/describe.h"
 #include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
 
@@ -14,13 +13,14 @@ namespace mha {
 namespace {
 
 Tensor stacked(const Tensor& q, const Tensor& k, const Tensor& v) {
+    Shape shape = q.shape();
+    shape[0] *= 3;
+    if (any_dry(q, k, v)) return Tensor::shape_only(shape);
     std::vector<float> values;
     for (const Tensor* part : {&q, &k, &v}) {
         const std::vector<float> rows = part->to_vector();
         values.insert(values.end(), rows.begin(), rows.end());
     }
-    Shape shape = q.shape();
-    shape[0] *= 3;
     return Tensor(shape, values);
 }
 

@@ -22,6 +22,7 @@ std::size_t row_offset(const Tensor& x, std::size_t r) {
 }  // namespace
 
 void rms_norm_rows(Tensor& x, const Tensor& weight, double eps) {
+    if (any_dry(x, weight)) return;  // a dry run: nothing to normalise
     const std::size_t last = x.dim() - 1, d = x.size(last), step = x.strides()[last];
     const Tensor w = weight.contiguous();
     const std::size_t rows = x.numel() / d;

@@ -47,6 +47,16 @@ namespace mha {
 
 namespace {
 
+// A contiguous copy of t's values (or, dry, of its shape).
+Tensor copy_of(const Tensor& t, Workspace* workspace) {
+    Tensor copy = new_uninitialised(workspace, t.shape());
+    if (!copy.dry()) {
+        const std::vector<float> values = t.to_vector();
+        std::copy(values.begin(), values.end(), copy.data());
+    }
+    return copy;
+}
+
 // The name of K's and V's width: d_model, or G·d_k when key/value heads are shared.
 std::string kv_width_name(const Weights& w) {
     return w.kv_width() == w.q_width() ? "d_model" : "G·d_k";
@@ -76,7 +86,8 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
         x = {new_uninitialised(o.workspace, {B, L, w.w_q.size(0)}),
              new_uninitialised(o.workspace, {B, L, w.w_k.size(0)}),
              new_uninitialised(o.workspace, {B, L, w.w_v.size(0)})};
-        project_into(x_in.data(), B * L, w.d_model(),
+        if (!any_dry(x_in, w.w_q, x.q))
+            project_into(x_in.data(), B * L, w.d_model(),
                      {linear_target(w.w_q, w.b_q, x.q, packed ? &packed->q : nullptr),
                       linear_target(w.w_k, w.b_k, x.k, packed ? &packed->k : nullptr),
                       linear_target(w.w_v, w.b_v, x.v, packed ? &packed->v : nullptr)},
@@ -114,9 +125,10 @@ Qkv project_qkv(const Weights& w, const Inputs& in, const ForwardOptions& o, Pas
 
 // x (B, M, W) with rows (W) appended to every batch -> (B, M + rows.size(), W), a copy; a
 // null row stays zero (add_zero_attn).
-Tensor append_rows(const Tensor& x, const std::vector<const float*>& rows) {
+Tensor append_rows(const Tensor& x, const std::vector<const float*>& rows, Workspace* workspace) {
     const std::size_t B = x.size(0), M = x.size(1), W = x.size(2), grown = M + rows.size();
-    Tensor out({B, grown, W});
+    Tensor out = new_tensor(workspace, {B, grown, W});
+    if (out.dry()) return out;
     const Tensor source = x.contiguous();
     for (std::size_t b = 0; b < B; ++b) {
         float* dst = out.data() + b * grown * W;
@@ -130,9 +142,9 @@ Tensor append_rows(const Tensor& x, const std::vector<const float*>& rows) {
 
 // 3, once more: K, V (B, M, ·) -> (B, M + extra, ·): add_bias_kv's bias_k and bias_v, then
 // add_zero_attn's zeros, one more key/value position each.
-Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, PassTrace& trace) {
+Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, Workspace* workspace, PassTrace& trace) {
     std::vector<const float*> k_rows, v_rows;
-    if (!w.bias_k.empty()) {
+    if (!w.bias_k.empty()) {  // (null in a dry run, where no row is copied)
         k_rows.push_back(w.bias_k.data());
         v_rows.push_back(w.bias_v.data());
     }
@@ -141,8 +153,8 @@ Qkv append_kv(Qkv x, const Weights& w, bool zero_attn, PassTrace& trace) {
         v_rows.push_back(nullptr);
     }
     const std::size_t from = x.k.size(1);
-    x.k = append_rows(x.k, k_rows);
-    x.v = append_rows(x.v, v_rows);
+    x.k = append_rows(x.k, k_rows, workspace);
+    x.v = append_rows(x.v, v_rows, workspace);
     const bool bias_kv = !w.bias_k.empty();
     const std::string kv_width = kv_width_name(w);
     const auto show = [&](const Tensor& t, const std::string& name, Operand operand) {
@@ -174,6 +186,7 @@ Tensor pad_last_dim(const Tensor& x, std::size_t extra) {
     const std::size_t M = shape.back();
     const std::size_t rows = element_count(Shape(shape.begin(), shape.end() - 1));
     shape.back() += extra;
+    if (x.dry()) return Tensor::shape_only(shape);
     Tensor out(shape);
     const Tensor source = x.contiguous();
     for (std::size_t r = 0; r < rows; ++r) {
@@ -343,7 +356,9 @@ Tensor attend_standard(const Qkv& heads, const Masks& masks, const Sizes& s,
     Tensor context = new_context(s, {s.batch, s.heads, s.seq_len, s.d_v()}, o.workspace);
     const Units units = packed_units(heads, masks, s, scores, context);
     const UnitMath math = unit_math(s, o);
-    auto run = [&](UnitStep step) { return run_units(step, units, math, o.threads); };
+    auto run = [&](UnitStep step) {  // a dry run computes nothing
+        return scores.dry() ? std::size_t(0) : run_units(step, units, math, o.threads);
+    };
     if (!trace.on()) {  // nobody watches: each unit runs 6-10 at once, 7-9 fused row by row
         result.fully_masked_rows = run(UnitStep::Attend);
         result.weights = scores;
@@ -409,14 +424,15 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
     Tensor context =
         new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
     const Units packed = packed_units(heads, masks, s, none, context);
-    if (o.keep) o.keep->lse = Tensor({s.batch, s.heads, s.seq_len});  // what a backward reads
+    if (o.keep) o.keep->lse = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len});  // for a backward
     float* const lse = o.keep ? o.keep->lse.data() : nullptr;
     const Units units{packed.count, [&](std::size_t u) {
                           AttentionUnit unit = packed.unit(u);
                           if (lse) unit.lse = lse + u * s.seq_len;
                           return unit;
                       }};
-    result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
+    if (!context.dry())
+        result.fully_masked_rows = run_units(UnitStep::Streamed, units, unit_math(s, o), o.threads);
     trace.show(context, [&] {
         const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
         Step step = described(
@@ -447,6 +463,7 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
 // Ablation, between 10 and 11: context[:, head] = 0 through the strides, so it is right
 // for the standard context (B, h, N, d_v) and the streaming one, a view of (B, N, h, d_v).
 void zero_head(Tensor& context, std::size_t head) {
+    if (context.dry()) return;
     const Strides& st = context.strides();
     float* base = context.data() + head * st[1];
     for (std::size_t b = 0; b < context.size(0); ++b) {
@@ -559,7 +576,8 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
         return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
                                   trace);  // 4-5, then 6-14
     }
-    projected = append_kv(std::move(projected), w, options.add_zero_attn, trace);  // 3: M + extra
+    projected =
+        append_kv(std::move(projected), w, options.add_zero_attn, options.workspace, trace);  // 3: M + extra
     return forward_from_heads(w, split_heads(projected, s, trace), with_appended_keys(masks, extra),
                               s, options, trace);
 }
@@ -568,8 +586,8 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
                                  const Sizes& s, const ForwardOptions& options, PassTrace& trace) {
     Kept* keep = options.keep;
     if (keep && !w.q_norm.empty()) {  // QK-norm's backward reads what it normalised
-        keep->q_raw = Tensor(heads.q.shape(), heads.q.to_vector());
-        keep->k_raw = Tensor(heads.k.shape(), heads.k.to_vector());
+        keep->q_raw = copy_of(heads.q, options.workspace);
+        keep->k_raw = copy_of(heads.k, options.workspace);
     }
     position_heads(w, heads.q, heads.k, s.kv_len - s.seq_len, 0, options, trace, "");  // 5
     ForwardResult result;

@@ -77,7 +77,9 @@ std::uint64_t packed_weights_bytes(const Sizes& s) {
 // 1-3 and 14: x (B, L, in) -> x Wᵀ + b (B, L, out).
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t threads,
                Workspace* workspace, const PackedLinear* packed) {
-    Tensor y = new_uninitialised(workspace, {x.size(0), x.size(1), w.size(0)});
+    const Shape shape = {x.size(0), x.size(1), w.size(0)};
+    if (any_dry(x, w)) return new_dry(workspace, shape);  // a dry run: the shape alone
+    Tensor y = new_uninitialised(workspace, shape);
     project_into(x.data(), x.size(0) * x.size(1), w.size(1), {linear_target(w, bias, y, packed)},
                  threads);
     return y;

@@ -9,8 +9,8 @@
 
 namespace mha {
 
-std::vector<double> rope_inv_freq(std::size_t d_k, double theta) {
-    std::vector<double> inv_freq(d_k / 2);
+std::vector<double> rope_inv_freq(std::size_t d_k, double theta, std::size_t first_pairs) {
+    std::vector<double> inv_freq(std::min(d_k / 2, first_pairs));
     for (std::size_t i = 0; i < inv_freq.size(); ++i) {
         inv_freq[i] = std::pow(theta, -2.0 * double(i) / double(d_k));
     }
@@ -25,6 +25,7 @@ std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k
 void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position, bool inverse) {
     const std::size_t last = x.dim() - 1, d_k = x.size(last);
     if (d_k % 2 != 0) throw Error("RoPE needs an even d_k, got " + std::to_string(d_k));
+    if (x.dry()) return;  // a dry run: no angles, no table
     const std::size_t pairs = d_k / 2, length = x.size(last - 1);
     const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
     std::vector<double> cos_table(length * pairs), sin_table(length * pairs);  // (L, d_k/2)

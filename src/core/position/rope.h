@@ -20,9 +20,10 @@ struct Rope {
     double theta = 10000.0;  // the base T of inv_freq
 };
 
-// inv_freq[i] = T^(-2i/d_k) for i in [0, d_k/2): the angle of pair i at position p is
-// p·inv_freq[i].
-std::vector<double> rope_inv_freq(std::size_t d_k, double theta);
+// inv_freq[i] = T^(-2i/d_k) for i in [0, d_k/2), or only the first `first_pairs` of them: the
+// angle of pair i at position p is p·inv_freq[i].
+std::vector<double> rope_inv_freq(std::size_t d_k, double theta,
+                                  std::size_t first_pairs = std::size_t(-1));
 
 // The features (a, b) of pair i: a' = a cos θ − b sin θ, b' = a sin θ + b cos θ.
 std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k, std::size_t i);

@@ -85,9 +85,11 @@ std::vector<Tensor> Tensor::in_one_block(const std::vector<Shape>& shapes) {
     return tensors;
 }
 
-Tensor Tensor::shape_only(Shape shape) {
+Tensor Tensor::shape_only(Shape shape, std::function<void()> release) {
     Tensor t;
-    t.storage_ = std::shared_ptr<float>(nullptr, [](float*) {});  // an identity, no floats
+    t.storage_ = std::shared_ptr<float>(nullptr, [release = std::move(release)](float*) {
+        if (release) release();
+    });  // an identity, no floats
     t.layout_ = Layout::contiguous_of(std::move(shape));
     t.dry_ = true;
     return t;

@@ -4,6 +4,7 @@
 // strides it cannot express, contiguous copies only when it must.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,7 +57,8 @@ public:
     // A tensor with a shape and strides but no storage (a dry run's, ggml's no_alloc): view,
     // transpose, permute, select and contiguous work on its layout; it has no values. Each
     // is a tensor of its own (shares_storage_with is false between two of them).
-    static Tensor shape_only(Shape shape);
+    // `release` runs when the last tensor sharing its identity goes (a dry workspace's count).
+    static Tensor shape_only(Shape shape, std::function<void()> release = {});
 
     const Shape& shape() const { return layout_.shape; }
     const Strides& strides() const { return layout_.strides; }

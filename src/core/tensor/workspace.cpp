@@ -16,9 +16,27 @@ bool idle(const std::shared_ptr<std::vector<float>>& block) { return block.use_c
 
 }  // namespace
 
-Tensor Workspace::tensor(Shape shape) { return in_block(std::move(shape), true); }
+Workspace Workspace::dry() {
+    Workspace w;
+    w.dry_ = std::make_shared<DryCount>();
+    return w;
+}
 
-Tensor Workspace::uninitialised(Shape shape) { return in_block(std::move(shape), false); }
+Tensor Workspace::tensor(Shape shape) {
+    return dry_ ? counted(std::move(shape)) : in_block(std::move(shape), true);
+}
+
+Tensor Workspace::uninitialised(Shape shape) {
+    return dry_ ? counted(std::move(shape)) : in_block(std::move(shape), false);
+}
+
+Tensor Workspace::counted(Shape shape) {
+    const std::uint64_t bytes = std::uint64_t(element_count(shape)) * sizeof(float);
+    dry_->live += bytes;
+    dry_->peak = std::max(dry_->peak, dry_->live);
+    return Tensor::shape_only(std::move(shape),
+                              [count = dry_, bytes] { count->live -= bytes; });
+}
 
 Tensor Workspace::in_block(Shape shape, bool zero_fill) {
     const std::size_t floats = element_count(shape);
@@ -51,6 +69,11 @@ Tensor new_tensor(Workspace* workspace, Shape shape) {
 Tensor new_uninitialised(Workspace* workspace, Shape shape) {
     return workspace != nullptr ? workspace->uninitialised(std::move(shape))
                                 : Tensor(std::move(shape));
+}
+
+Tensor new_dry(Workspace* workspace, Shape shape) {
+    return workspace != nullptr && workspace->is_dry() ? workspace->tensor(std::move(shape))
+                                                       : Tensor::shape_only(std::move(shape));
 }
 
 }  // namespace mha

@@ -14,6 +14,14 @@ namespace mha {
 
 class Workspace {
 public:
+    Workspace() = default;
+    // A dry run's workspace: every tensor it hands out has a shape and strides but no storage
+    // (Tensor::shape_only), and it counts the bytes they would hold, at their peak.
+    static Workspace dry();
+    bool is_dry() const { return dry_ != nullptr; }
+    // A dry workspace's: the most bytes its tensors would have held at once.
+    std::uint64_t peak_bytes() const { return dry_ ? dry_->peak : 0; }
+
     // A zero-filled contiguous tensor of this shape, in the smallest block no live tensor
     // holds that fits it. When none fits, the idle blocks are released (as freeing them
     // would have) and a new block is made, so the workspace never holds more than the
@@ -30,8 +38,13 @@ public:
 
 private:
     Tensor in_block(Shape shape, bool zero_fill);  // tensor() and uninitialised()
+    Tensor counted(Shape shape);                   // a dry workspace's tensor
+    struct DryCount {
+        std::uint64_t live = 0, peak = 0;  // bytes
+    };
 
     std::vector<std::shared_ptr<std::vector<float>>> blocks_;
+    std::shared_ptr<DryCount> dry_;  // set in a dry workspace
 };
 
 // A zero-filled contiguous tensor: from the workspace when there is one, else new.
@@ -39,5 +52,8 @@ Tensor new_tensor(Workspace* workspace, Shape shape);
 // A contiguous tensor for a caller that writes every element: from the workspace unfilled
 // (Workspace::uninitialised) when there is one, else new and zero-filled.
 Tensor new_uninitialised(Workspace* workspace, Shape shape);
+// The result of an op on dry operands: a shape-only tensor, counted by the workspace when it is
+// a dry one.
+Tensor new_dry(Workspace* workspace, Shape shape);
 
 }  // namespace mha

@@ -1,0 +1,127 @@
+// Dry runs: the pass run on tensors with shapes and no storage describes the very steps the
+// computed pass does (every word, layout, cost and note), and hands out no tensor storage.
+
+#include <catch2/catch.hpp>
+
+#include "core/forms/fused_qkv.h"
+#include "core/pass/attention.h"
+#include "core/tensor/storage.h"
+#include "core/tensor/workspace.h"
+#include "io/dry.h"
+#include "io/init.h"
+#include "recorder.h"
+#include "show/notes.h"
+
+namespace {
+
+using test::Recorder;
+
+// The dry run's steps are the computed run's, field by field; only the values differ.
+void require_same_steps(const Recorder& dry, const Recorder& computed) {
+    REQUIRE(dry.steps.size() == computed.steps.size());
+    for (std::size_t i = 0; i < dry.steps.size(); ++i) {
+        const mha::Step& a = dry.steps[i];
+        const mha::Step& b = computed.steps[i];
+        CAPTURE(i, b.number, b.name, b.tensor, b.expression);
+        CHECK(a.kind == b.kind);
+        CHECK(a.operand == b.operand);
+        CHECK(a.backward == b.backward);
+        CHECK(a.number == b.number);
+        CHECK(a.name == b.name);
+        CHECK(a.tensor == b.tensor);
+        CHECK(a.expression == b.expression);
+        CHECK(a.einops == b.einops);
+        CHECK(a.dims == b.dims);
+        CHECK(a.shape == b.shape);
+        CHECK(a.strides == b.strides);
+        CHECK(a.contiguous == b.contiguous);
+        CHECK(a.copied_bytes == b.copied_bytes);
+        CHECK(a.macs == b.macs);
+        CHECK(mha::step_notes(a) == mha::step_notes(b));
+        CHECK(a.allowed == b.allowed);
+        CHECK_FALSE(dry.seen[i].has_value());  // a dry step has no values to show
+    }
+}
+
+// A configuration of the pass: sizes, masks and options.
+struct Case {
+    mha::Sizes sizes;
+    bool bias = true, qk_norm = false;
+    mha::Masks masks;
+    mha::ForwardOptions options;
+};
+
+// A run of `pass` on seeded tensors and on dry ones (in a dry workspace), both recorded; the
+// dry run hands out no tensor storage.
+template <class Pass>
+void require_dry_like_computed(const Case& c, Pass pass) {
+    const mha::Sizes& s = c.sizes;
+    const bool self = s.seq_len == s.kv_len && s.kdim == s.d_model && s.vdim == s.d_model;
+    mha::Weights w = mha::seeded_weights(s.d_model, s.inner(), s.kv_heads * s.d_k(), c.bias,
+                                         true, 1);
+    if (c.qk_norm) {
+        w.q_norm = mha::Tensor({s.d_k()}, std::vector<float>(s.d_k(), 1.5f));
+        w.k_norm = mha::Tensor({s.d_k()}, std::vector<float>(s.d_k(), 0.5f));
+    }
+    Recorder computed, dry;
+    pass(w, mha::seeded_inputs(s, self, 1), c.options, computed);
+
+    const mha::Weights dry_w = mha::dry_weights(s, c.bias, c.qk_norm);
+    const mha::Inputs dry_in = mha::dry_inputs(s, self);
+    mha::Workspace workspace = mha::Workspace::dry();
+    mha::ForwardOptions options = c.options;
+    options.workspace = &workspace;
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    pass(dry_w, dry_in, options, dry);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    require_same_steps(dry, computed);
+}
+
+mha::Sizes sizes(std::size_t B, std::size_t N, std::size_t M, std::size_t E, std::size_t h,
+                 std::size_t G) {
+    return {B, N, M, E, E, E, h, G, E / h};
+}
+
+}  // namespace
+
+TEST_CASE("a dry run of the packed pass describes the computed pass's steps", "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 5, 5, 16, 4, 4);
+    SECTION("plain") {}
+    SECTION("cross-attention, GQA, causal") {
+        c.sizes = sizes(1, 3, 6, 16, 4, 2);
+        c.masks.causal = true;
+    }
+    SECTION("no bias, QK-norm, RoPE, a window, soft-cap, ALiBi") {
+        c.bias = false;
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{};
+        c.masks.window = 2;
+        c.masks.softcap = 30.0;
+        c.masks.alibi = true;
+    }
+    SECTION("streaming, causal") {
+        c.options.path = mha::AttentionPath::Streaming;
+        c.masks.causal = true;
+    }
+    SECTION("add_zero_attn, the scores unscaled") {
+        c.options.add_zero_attn = true;
+        c.options.scale = false;
+    }
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::forward(w, in, c.masks, o, tracer);
+    });
+}
+
+TEST_CASE("a dry run of the fused QKV pass describes the computed pass's steps", "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, 3);
+    c.masks.causal = GENERATE(false, true);
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::forward_fused_qkv(w, in, c.masks, o, tracer);
+    });
+}
