@@ -5,8 +5,8 @@
 #include <limits>
 #include <mutex>
 
-#include "core/kernels/parallel.h"
 #include "core/ops/ops.h"
+#include "core/threads/parallel.h"
 
 using mha::MatrixView;
 using mha::Tensor;

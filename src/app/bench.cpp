@@ -48,11 +48,11 @@
 #include "core/backward/backward.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
-#include "core/kernels/parallel.h"
 #include "core/pass/costs.h"
 #include "core/pass/projection.h"
 #include "core/pass/reference.h"
 #include "core/tensor/workspace.h"
+#include "core/threads/parallel.h"
 #include "show/format.h"
 #include "show/text_layout.h"
 

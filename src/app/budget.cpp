@@ -8,10 +8,10 @@
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
-#include "core/kernels/parallel.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
 #include "core/tensor/storage.h"
+#include "core/threads/parallel.h"
 
 #include <algorithm>
 

@@ -23,7 +23,7 @@
 #include "app/train_options.h"
 #include "app/train_screen.h"
 #include "core/error.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 #include "core/train/parameters.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"

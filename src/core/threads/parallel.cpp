@@ -18,7 +18,7 @@
 // caller (a join word like the claim word counts them), not the whole pool: parallel_each
 // has more ranges than threads.
 
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 #include <algorithm>
 #include <atomic>
