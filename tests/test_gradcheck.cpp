@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "app/gradcheck.h"
+#include "app/run/gradcheck.h"
 #include "core/backward/backward.h"
 #include "core/backward/reference_grad.h"
 #include "core/pass/attention.h"

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "app/budget.h"
+#include "app/run/budget.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/per_head.h"
