@@ -32,16 +32,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include "app/bench/bench_train.h"
+#include "app/bench/timing.h"
 #include "app/bench/torch_process.h"
 #include "app/cli/cli.h"
 #include "app/run/problem.h"
@@ -514,28 +513,6 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
 }
 
 }  // namespace
-
-double time_ms(const std::function<void()>& run) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
-double turn_ms(const std::function<double()>& run_ms, bool pause) {
-    double ms = run_ms();
-    if (ms < turn_alone_ms) {
-        for (double spent = ms; spent < turn_warm_ms;) spent += run_ms();
-        ms = run_ms();
-    }
-    if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    return ms;
-}
-
-Spread spread_of(std::vector<double> times) {
-    std::sort(times.begin(), times.end());
-    return {times.front(), times[times.size() / 2], times.back()};
-}
 
 const CommandInfo& bench_command() {
     static const CommandInfo command =

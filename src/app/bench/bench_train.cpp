@@ -1,14 +1,13 @@
-// mha bench --train. The engines take turns, round after round: mha on all its threads, mha
-// on one, and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2, each
-// a src/app/bench/bench_torch.py --train process that stays alive and takes a step whenever it is
+// mha bench --train. The engines take turns, round after round: mha on all its threads, mha on one,
+// and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2, each a
+// src/app/bench/bench_torch.py --train process that stays alive and takes a step whenever it is
 // told to (app/bench/torch_process.h), with a pause after every turn. So a load that comes and goes
-// on a shared machine falls on every engine alike, and the ratio of medians taken in one run
-// means something. A turn (turn_ms, app/bench/bench.h) is two steps back to back, the second timed,
-// as a training run's steps follow each other: the first step after the pause wakes the
-// engine's threads and brings its tensors back into the caches the other engines used (mha's
-// 2-thread step took 53-60 ms so, 40-47 ms run alone). Every engine trains its own copy of the
-// model on one fixed random batch; a step's time is what its own loop measures around one
-// step.
+// on a shared machine falls on every engine alike, and the ratio of medians taken in one run means
+// something. A turn (turn_ms, app/bench/timing.h) is two steps back to back, the second timed, as a
+// training run's steps follow each other: the first step after the pause wakes the engine's threads
+// and brings its tensors back into the caches the other engines used (mha's 2-thread step took
+// 53-60 ms so, 40-47 ms run alone). Every engine trains its own copy of the model on one fixed
+// random batch; a step's time is what its own loop measures around one step.
 
 #include "app/bench/bench_train.h"
 
@@ -18,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "app/bench/bench.h"
+#include "app/bench/timing.h"
 #include "app/bench/torch_process.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
