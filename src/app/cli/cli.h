@@ -4,6 +4,8 @@
 // table checked once after parsing, and the --help text generated from the table.
 
 #include "app/cli/config.h"
+#include "app/cli/did_you_mean.h"
+#include "app/cli/rules.h"
 #include "core/error.h"
 
 #include <cstdint>
@@ -56,14 +58,6 @@ Option<Target> section(const char* heading) {
     return {{"", 0, "", heading}, nullptr};
 }
 
-// A rule between options: when broken(target) holds, parsing fails with message.
-template <typename Target>
-struct Rule {
-    const char* name;  // "per-head-mask": a handle to find (and drop) the rule by
-    bool (*broken)(const Target&);
-    const char* message;
-};
-
 // One option given on the command line: the row of the table and its value.
 struct Given {
     std::size_t row;
@@ -99,20 +93,6 @@ std::vector<std::string> apply_options(const CommandInfo& command,
     }
     return given;
 }
-
-// Throws mha::Error with the message of the first broken rule, filled in by fill
-// (when given) with what the target holds.
-template <typename Target>
-void check_rules(const std::vector<Rule<Target>>& rules, const Target& target,
-                 std::string (*fill)(const std::string&, const Target&) = nullptr) {
-    for (const Rule<Target>& rule : rules) {
-        if (rule.broken(target)) throw Error(fill ? fill(rule.message, target) : rule.message);
-    }
-}
-
-// "; did you mean 'NAME'?" for the name nearest to word (by edit distance, ignoring
-// case) when it is near enough to be a typo, else "".
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& names);
 
 // mha's own options (not bench's or quiz's).
 const CommandInfo& mha_command();

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "app/cli/cli.h"
+#include "app/cli/rules.h"
 
 namespace mha {
 

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "app/cli/cli.h"
+#include "app/cli/did_you_mean.h"
 #include "core/error.h"
 
 namespace mha {
