@@ -8,7 +8,7 @@
 #include "app/run/budget.h"
 #include "app/run/layout.h"
 #include "app/run/time_guard.h"
-#include "app/run/variants.h"
+#include "app/run/variant_name.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"

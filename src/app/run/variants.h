@@ -30,7 +30,4 @@ ComputedRun run_backward(const Config& config, const Problem& problem, Tracer& t
 // block's own seven steps around it.
 std::size_t planned_steps(const Config& config, const Problem& problem);
 
-// "pre-LN block, d_ff=64", "fused QKV", ...; empty for the packed pass.
-std::string variant_description(const Config& config, std::size_t d_ff);
-
 }  // namespace mha
