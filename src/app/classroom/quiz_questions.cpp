@@ -33,7 +33,7 @@ Config draw_config(Random& random) {
     c.seq_len = draw(random, 2, 12);
     c.kv_len = draw(random, 0, 2) == 0 ? draw(random, 2, 12) : *c.seq_len;
     c.heads = heads[draw(random, 0, 3)];
-    c.d_model = c.heads * head_widths[draw(random, 0, 4)];
+    c.d_model = *c.heads * head_widths[draw(random, 0, 4)];
     c.bias = draw(random, 0, 1) == 0;
     c.threads = 1;
     c.trace = true;
@@ -260,8 +260,8 @@ std::string per_entry(StepKind kind) {
 // multiply-adds, or with GQA how many query heads' gradients a shared K/V head's dK or dV adds.
 Question gradients_question(Random& random, Config c) {
     c.backward = true;
-    if (c.heads > 1 && draw(random, 0, 1) == 0) {  // GQA: G = h/2, or MQA
-        c.kv_heads = draw(random, 0, 1) == 0 ? 1 : c.heads / 2;
+    if (*c.heads > 1 && draw(random, 0, 1) == 0) {  // GQA: G = h/2, or MQA
+        c.kv_heads = draw(random, 0, 1) == 0 ? 1 : *c.heads / 2;
     }
     const Trace t = traced(c);
     const StepKind kinds[] = {StepKind::ValueGrad,   StepKind::WeightsGrad, StepKind::RowDot,

@@ -260,10 +260,7 @@ const std::vector<Row>& mha_table() {
         {{"--heads", 'H', "H",
           "number of heads (default 4); d_k = d_model / h; needed\n"
           "with --weights unless the .npz saves num_heads"},
-         [](Config& c, const Arg& a) {
-             c.heads = parse_size(a);
-             c.heads_given = true;
-         }},
+         [](Config& c, const Arg& a) { c.heads = parse_size(a); }},
         {{"--kv-heads", 'G', "G",
           "key/value heads shared by the h query heads (default\n"
           "h); G must divide h; 1 = multi-query attention"},

@@ -125,7 +125,7 @@ std::string refused_view(const Config& c) {
 
 // --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
 bool overrides_model(const Config& c) {
-    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads != 4 || c.kv_heads ||
+    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads || c.kv_heads ||
            c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows || c.attention ||
@@ -185,7 +185,8 @@ const std::vector<Rule<Config>>& rules() {
         {"mla-alone",
          [](const Config& c) {
              return asks(c, FormChoice::Mla) &&
-                    (c.kv_len || !c.key_path.empty() || (c.kv_heads && *c.kv_heads != c.heads) ||
+                    (c.kv_len || !c.key_path.empty() ||
+                     (c.kv_heads && *c.kv_heads != c.heads.value_or(default_heads)) ||
                      c.add_zero_attn || c.rope || c.scores.alibi || c.qk_norm || c.head_dim ||
                      c.demo_heads || c.random_bias);
          },
@@ -279,7 +280,9 @@ const std::vector<Rule<Config>>& rules() {
          "--demo-heads needs --text: its heads read the token embeddings and positional "
          "encodings that --text builds"},
         {"demo-heads-kv-heads",
-         [](const Config& c) { return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads; },
+         [](const Config& c) {
+             return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads.value_or(default_heads);
+         },
          "--demo-heads constructs four full heads; it cannot be combined with --kv-heads"},
         {"demo-heads-head-dim", [](const Config& c) { return c.demo_heads && c.head_dim; },
          "--demo-heads constructs heads of d_k = d_model / h; it cannot be combined with "
@@ -441,7 +444,7 @@ void settle(Config& c) {
             break;
     }
     if (c.demo_heads) c.causal = true;
-    if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads;
+    if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads.value_or(default_heads);
 }
 
 }  // namespace mha

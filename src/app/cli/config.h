@@ -64,8 +64,7 @@ struct Config {
     std::optional<std::size_t> seq_len;   // N        default 8
     std::optional<std::size_t> kv_len;    // M        default N (self-attention)
     std::optional<std::size_t> d_model;   //          default 256
-    std::size_t heads = 4;                // h
-    bool heads_given = false;             // --heads or --preset said h (a state dict cannot)
+    std::optional<std::size_t> heads;     // h        default 4 (a state dict cannot say h)
     bool seq_first = false;               // --seq-first: input files are (L, B, features)
     std::optional<std::size_t> kv_heads;  // G   default h (from the weights when loaded)
     std::optional<std::size_t> head_dim;  // d_k default d_model / h (from W_q when loaded)
@@ -140,6 +139,7 @@ struct Config {
 inline constexpr std::size_t default_batch = 2;
 inline constexpr std::size_t default_seq_len = 8;
 inline constexpr std::size_t default_d_model = 256;
+inline constexpr std::size_t default_heads = 4;
 inline constexpr std::size_t max_threads = 256;
 inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
 

@@ -99,8 +99,7 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
     if (!c.batch) c.batch = 1;
     if (!c.seq_len) c.seq_len = p.context;
     if (!c.d_model) c.d_model = p.d_model;
-    if (!was_given("--heads")) c.heads = p.heads;
-    c.heads_given = true;
+    if (!c.heads) c.heads = p.heads;
     if (!c.kv_heads && !was_given("--heads")) c.kv_heads = p.kv_heads;
     if (!was_given("--no-bias") && !was_given("--random-bias")) c.bias = p.bias;
     if (p.rope_theta > 0.0) {

@@ -189,10 +189,9 @@ Sources load_files(const Config& c, Ledger& ledger) {
 std::size_t heads_with_weights(const Config& c, const Sources& files) {
     const std::size_t E = files.weights->d_model(), rows = files.weights->kv_width();
     if (files.num_heads) {
-        return reconcile(c.heads_given ? std::optional<std::size_t>(c.heads) : std::nullopt,
-                         "--heads", *files.num_heads, c.weights_path, "num_heads");
+        return reconcile(c.heads, "--heads", *files.num_heads, c.weights_path, "num_heads");
     }
-    if (c.heads_given) return c.heads;
+    if (c.heads) return *c.heads;
     throw Error(c.weights_path + ": give --heads (the module's num_heads): a state dict saves " +
                 "the projection matrices (d_model " + std::to_string(E) +
                 ") but not how their rows split into heads, so any h dividing " +
@@ -231,7 +230,7 @@ Sizes resolve_sizes(const Config& c, const Sources& files) {
         s.seq_len = c.seq_len.value_or(default_seq_len);
         s.kv_len = c.kv_len.value_or(s.seq_len);
     }
-    s.heads = files.weights ? heads_with_weights(c, files) : c.heads;
+    s.heads = files.weights ? heads_with_weights(c, files) : c.heads.value_or(default_heads);
     s.kv_heads = c.kv_heads.value_or(s.heads);
     s.head_dim = c.head_dim.value_or(s.heads > 0 ? s.d_model / s.heads : 0);
     if (files.weights && files.weights->q_width() % s.heads == 0) {
@@ -486,10 +485,9 @@ MlaSizes seeded_mla(const Config& c, const Sizes& s) {
 // h of an MLA state dict: --heads, or its num_heads entry.
 std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
     if (loaded.num_heads) {
-        return reconcile(c.heads_given ? std::optional<std::size_t>(c.heads) : std::nullopt,
-                         "--heads", *loaded.num_heads, c.weights_path, "num_heads");
+        return reconcile(c.heads, "--heads", *loaded.num_heads, c.weights_path, "num_heads");
     }
-    if (c.heads_given) return c.heads;
+    if (c.heads) return *c.heads;
     throw Error(c.weights_path +
                 ": give --heads (the model's num_attention_heads): a state dict "
                 "does not record how q_proj's rows split into heads; or save num_heads=H in the "
