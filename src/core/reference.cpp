@@ -456,11 +456,6 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
     return g;
 }
 
-// values rounded to float, in a tensor of `shape`
-Tensor to_float(const Shape& shape, const Vec& values) {
-    return Tensor(shape, std::vector<float>(values.begin(), values.end()));
-}
-
 }  // namespace
 
 DoubleTensor to_double(const Tensor& t) {
@@ -506,8 +501,9 @@ ForwardResult reference_forward(const Weights& weights, const Inputs& inputs, co
     const Sizes s = check_pass(weights, inputs, masks, options);
     const Tape tape = run_forward(to_double(weights), to_double(inputs), masks, options, s);
     ForwardResult result;
-    result.output = to_float({s.batch, s.seq_len, s.d_model}, tape.output);
-    result.weights = to_float({s.batch, s.heads, s.seq_len, tape.m}, tape.p);
+    result.output =
+        Tensor({s.batch, s.seq_len, s.d_model}, {tape.output.begin(), tape.output.end()});
+    result.weights = Tensor({s.batch, s.heads, s.seq_len, tape.m}, {tape.p.begin(), tape.p.end()});
     result.fully_masked_rows = tape.fully_masked_rows;
     return result;
 }
