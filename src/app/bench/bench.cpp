@@ -10,7 +10,7 @@
 //             --backward: forward + backward, the weights packed once, fresh tensors
 //   faults    page faults per timed run with all threads (getrusage's ru_minflt)
 //   GFLOP/s   2 x multiply-adds / time
-//   naive     reference_forward (core/reference, plain loops, 1 thread), run once
+//   naive     reference_forward (core/reference.cpp, plain loops, 1 thread), run once
 //             when it has at most naive_max_macs multiply-adds; above that its time
 //             is estimated from the rate it reached on the largest size it ran; none
 //             with --backward (there are no reference loops of the backward)
@@ -49,7 +49,7 @@
 #include "core/kernels/kernels.h"
 #include "core/pass/costs.h"
 #include "core/pass/projection.h"
-#include "core/pass/reference.h"
+#include "core/reference.h"
 #include "core/tensor/workspace.h"
 #include "core/threads/parallel.h"
 #include "show/format.h"
@@ -311,8 +311,7 @@ public:
     // The reference loops' forward (plain loops, 1 thread), ms.
     double reference_ms() const {
         const Problem& p = problem_;
-        return time_ms(
-            [&] { reference_forward(p.weights, p.inputs, p.masks, p.options.heads, false); });
+        return time_ms([&] { reference_forward(p.weights, p.inputs, p.masks, p.options); });
     }
 
 private:

@@ -13,7 +13,6 @@
 #include "app/run/problem.h"
 #include "app/run/time_guard.h"
 #include "core/error.h"
-#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "io/init.h"
 #include "show/text_layout.h"
@@ -266,8 +265,8 @@ int print_gradcheck(std::ostream& out, const std::vector<GradcheckRow>& rows,
 void explain_softmax_backward(std::ostream& out, const SoftmaxRow& row) {
     const std::size_t m = row.p.size();
     std::vector<double> rowsum(m), jacobian(m);
-    softmax_backward_rowsum(row.p.data(), row.dp.data(), rowsum.data(), m);
-    softmax_backward_jacobian(row.p.data(), row.dp.data(), jacobian.data(), m);
+    softmax_row_backward(row.p.data(), row.dp.data(), rowsum.data(), m);
+    softmax_row_backward_jacobian(row.p.data(), row.dp.data(), jacobian.data(), m);
     double diff = 0.0, d = 0.0;
     for (std::size_t j = 0; j < m; ++j) {
         diff = std::max(diff, std::fabs(rowsum[j] - jacobian[j]));

@@ -1,7 +1,7 @@
 #pragma once
-// --gradcheck: the double-precision reference's analytic gradients
-// (core/backward/reference_grad.h) against central finite differences of
-// L = Σ output ∘ dO, one table row per tensor, under the names the gradients are saved under.
+// --gradcheck: the double-precision reference's analytic gradients (core/reference.h)
+// against central finite differences of L = Σ output ∘ dO, one table row per tensor, under
+// the names the gradients are saved under.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "app/cli/config.h"
-#include "core/backward/reference_grad.h"
+#include "core/reference.h"
 #include "io/weights.h"
 
 namespace mha {

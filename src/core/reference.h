@@ -1,7 +1,6 @@
 #pragma once
-// The double-precision reference forward and backward of the packed pass: plain loops, one
-// thread, every operation written beside its adjoint; the yardstick for the float backward
-// and for --gradcheck's finite differences.
+// The maths of attention in plain loops, forward and backward, in double: the first file to
+// read, and the independent check of the fast kernels and of --gradcheck.
 
 #include <cstddef>
 #include <vector>
@@ -82,9 +81,17 @@ ReferenceGradResult reference_forward_backward(const DoubleWeights& weights,
                                                const ForwardOptions& options, const Sizes& sizes,
                                                const DoubleTensor& grad_output);
 
-// The softmax backward on one row of m (p the weights, dp = ∂L/∂p, ds = ∂L/∂s written) in
-// the full Jacobian form, the check of core/pass/score_rules.h's row-sum form:
-// ds_i = Σ_j (diag(p) − p pᵀ)_ij dp_j, the (m, m) matrix formed.
-void softmax_backward_jacobian(const double* p, const double* dp, double* ds, std::size_t m);
+// The same forward on float weights and inputs (checked as check_pass checks them), rounded
+// to float: output (B, N, d_model) and weights (B, h, N, M + appended), as forward() gives.
+ForwardResult reference_forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                                const ForwardOptions& options);
+
+// Step 9's adjoint on one row of m (p the weights, dp = ∂L/∂p, ds = ∂L/∂s written), the form
+// the backward uses: ds = p ∘ (dp − Σ_j dp_j p_j).
+void softmax_row_backward(const double* p, const double* dp, double* ds, std::size_t m);
+
+// The same in the full Jacobian form, its check: ds_i = Σ_j (diag(p) − p pᵀ)_ij dp_j, the
+// (m, m) matrix formed.
+void softmax_row_backward_jacobian(const double* p, const double* dp, double* ds, std::size_t m);
 
 }  // namespace mha
