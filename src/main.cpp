@@ -16,21 +16,21 @@
 #include <memory>
 #include <new>
 
-#include "app/after_run.h"
-#include "app/bench.h"
-#include "app/cli.h"
-#include "app/compare.h"
-#include "app/gradcheck.h"
-#include "app/grade.h"
-#include "app/lesson_page.h"
-#include "app/model_run.h"
-#include "app/presets.h"
-#include "app/problem.h"
-#include "app/quiz.h"
-#include "app/terminal.h"
-#include "app/time_guard.h"
-#include "app/train.h"
-#include "app/variants.h"
+#include "app/bench/bench.h"
+#include "app/classroom/grade.h"
+#include "app/classroom/quiz.h"
+#include "app/cli/cli.h"
+#include "app/cli/presets.h"
+#include "app/cli/terminal.h"
+#include "app/run/after_run.h"
+#include "app/run/compare.h"
+#include "app/run/gradcheck.h"
+#include "app/run/lesson_page.h"
+#include "app/run/model_run.h"
+#include "app/run/problem.h"
+#include "app/run/time_guard.h"
+#include "app/run/variants.h"
+#include "app/train/train.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/attention.h"
@@ -62,7 +62,7 @@ void occupy_closed_descriptors() {
 }
 
 // steps: how many steps the run reports (--step says "step 4 (5 of n)"), 0 when not known.
-// blocked: the lesson page's masked cells (app/after_run.h).
+// blocked: the lesson page's masked cells (app/run/after_run.h).
 std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t steps,
                                          std::vector<std::vector<bool>> blocked = {}) {
     if (config.format == mha::Format::Json) return std::make_unique<mha::JsonReport>(std::cout);

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/kernels/parallel.h"
 #include "core/pass/attention.h"
 #include "core/pass/shape_checks.h"
+#include "core/threads/parallel.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "recorder.h"

@@ -116,8 +116,8 @@ TEST_CASE("mha bench errors") {
         CHECK(r.output == c.second);
     }
     CHECK_THAT(test::run_mha("bench --help").output, Catch::StartsWith("Usage: mha bench"));
-    // the tests run in tests/, where src/app/bench_torch.py is not
+    // the tests run in tests/, where src/app/bench/bench_torch.py is not
     CHECK(test::run_mha("bench --quick --compare-torch").output ==
-          "mha: error: --compare-torch runs src/app/bench_torch.py: run mha bench from the "
+          "mha: error: --compare-torch runs src/app/bench/bench_torch.py: run mha bench from the "
           "repository root\n");
 }

@@ -8,13 +8,13 @@
 #include <regex>
 #include <set>
 
-#include "app/bench.h"
-#include "app/cli.h"
-#include "app/grade.h"
-#include "app/presets.h"
-#include "app/quiz.h"
-#include "app/quiz_questions.h"
-#include "app/train.h"
+#include "app/bench/bench.h"
+#include "app/classroom/grade.h"
+#include "app/classroom/quiz.h"
+#include "app/classroom/quiz_questions.h"
+#include "app/cli/cli.h"
+#include "app/cli/presets.h"
+#include "app/train/train.h"
 #include "helpers.h"
 
 TEST_CASE("with no arguments it runs the classic example") {

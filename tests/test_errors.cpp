@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "app/cli/cli.h"
 #include "helpers.h"
 #include "io/npy.h"
 

@@ -14,7 +14,7 @@
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
 #include "core/pass/attention.h"
-#include "core/pass/reference.h"
+#include "core/reference.h"
 #include "helpers.h"
 #include "io/init.h"
 
@@ -176,7 +176,7 @@ TEST_CASE("every form agrees with the packed pass, the reference loops and itsel
 
     // the reference loops, where they apply: G = h, scaled, nothing ablated
     if (G == h && scale && !ablate) {
-        const mha::ForwardResult reference = mha::reference_forward(w, in, masks, h, zero_rows);
+        const mha::ForwardResult reference = mha::reference_forward(w, in, masks, options);
         if (form != Form::BlockPost) {
             test::require_close(one.output, reference.output, reference_tolerance);
         }
@@ -228,8 +228,7 @@ TEST_CASE(
             break;
     }
     CHECK(checker.valued > 0);
-    const mha::ForwardResult reference =
-        mha::reference_forward(w, in, masks, h, false, options.rope);
+    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, options);
     test::require_close(result.output, reference.output, reference_tolerance);
     if (!result.weights.empty())
         test::require_close(result.weights, reference.weights, reference_tolerance);

@@ -11,9 +11,9 @@
 #include <string>
 #include <tuple>
 
-#include "app/gradcheck.h"
+#include "app/run/gradcheck.h"
 #include "core/backward/backward.h"
-#include "core/backward/reference_grad.h"
+#include "core/reference.h"
 #include "core/pass/attention.h"
 #include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
@@ -259,8 +259,8 @@ TEST_CASE("the softmax backward's row-sum form equals the full Jacobian form", "
         const std::vector<double> p = softmax_of(random_row(engine, m), blocked);
         const std::vector<double> dp = random_row(engine, m);
         std::vector<double> rowsum(m), jacobian(m);
-        mha::softmax_backward_rowsum(p.data(), dp.data(), rowsum.data(), m);
-        mha::softmax_backward_jacobian(p.data(), dp.data(), jacobian.data(), m);
+        mha::softmax_row_backward(p.data(), dp.data(), rowsum.data(), m);
+        mha::softmax_row_backward_jacobian(p.data(), dp.data(), jacobian.data(), m);
         for (std::size_t j = 0; j < m; ++j) {
             CAPTURE(trial, j);
             REQUIRE(std::fabs(rowsum[j] - jacobian[j]) <= forms_tolerance);
@@ -270,8 +270,8 @@ TEST_CASE("the softmax backward's row-sum form equals the full Jacobian form", "
     SECTION("a zeroed row (--masked-rows zero) gets no gradient either way") {
         const std::vector<double> p(5, 0.0), dp = {1, -2, 3, 0.5, 7};
         std::vector<double> rowsum(5), jacobian(5);
-        mha::softmax_backward_rowsum(p.data(), dp.data(), rowsum.data(), 5);
-        mha::softmax_backward_jacobian(p.data(), dp.data(), jacobian.data(), 5);
+        mha::softmax_row_backward(p.data(), dp.data(), rowsum.data(), 5);
+        mha::softmax_row_backward_jacobian(p.data(), dp.data(), jacobian.data(), 5);
         CHECK(rowsum == std::vector<double>(5, 0.0));
         CHECK(jacobian == std::vector<double>(5, 0.0));
     }

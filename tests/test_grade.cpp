@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/answer_form.h"
-#include "app/grade.h"
+#include "app/classroom/answer_form.h"
+#include "app/classroom/grade.h"
 #include "core/error.h"
 #include "helpers.h"
 

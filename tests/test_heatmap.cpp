@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/terminal.h"
+#include "app/cli/terminal.h"
 #include "helpers.h"
 #include "io/npy.h"
 #include "show/head_summary.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -40,7 +41,132 @@ void require_close(const std::vector<float>& actual, const std::vector<float>& e
     REQUIRE(d.worst <= tolerance);
 }
 
+// One table of the tuned kernels and their plain twins (llm.c's dev/cuda manner): each case
+// runs the kernel on the variant in use, then its twin on the same inputs, and keeps every
+// float both wrote. Sizes are off every tile: 37 rows, 300 deep (past a packed slice of 256),
+// 70 and 13 wide (off the wide tiles, on the narrow ones), 33 values (past whole lanes).
+struct TwinCase {
+    const char* name;
+    std::vector<float> (*run)(bool naive);
+};
+
+std::vector<float> gemm_case(bool naive) {
+    const std::size_t n = 37, k = 300;
+    std::vector<float> out;
+    for (const std::size_t m : {70, 13}) {
+        const std::vector<float> a = random_values(k * n, 30), b = random_values(k * m, 31);
+        const MatrixView a_t = MatrixView{a.data(), k, n, n, 1}.transposed();  // read strided
+        std::vector<float> c(n * m, 1.0f), c_added = c;
+        if (naive) {
+            mha::gemm_naive(a_t, {b.data(), k, m, m, 1}, c.data(), m, false);
+            mha::gemm_naive(a_t, {b.data(), k, m, m, 1}, c_added.data(), m, true);
+        } else {
+            mha::gemm(a_t, {b.data(), k, m, m, 1}, c.data(), m, false);
+            mha::gemm(a_t, {b.data(), k, m, m, 1}, c_added.data(), m, true);
+        }
+        out.insert(out.end(), c.begin(), c.end());
+        out.insert(out.end(), c_added.begin(), c_added.end());
+    }
+    return out;
+}
+
+std::vector<float> linear_case(bool naive) {
+    const std::size_t rows = 37, in = 300, out = 70;
+    const std::vector<float> x = random_values(rows * in, 32), w = random_values(out * in, 33),
+                             bias = random_values(out, 34);
+    std::vector<float> y(rows * out);
+    const mha::LinearTarget target{w.data(), bias.data(), y.data(), out};
+    if (naive)
+        mha::linear_naive(x.data(), rows, in, target);
+    else
+        mha::linear_panels(x.data(), in, {target}, 0, rows, 0, mha::linear_panel_count({target}));
+    return y;
+}
+
+std::vector<float> softmax_case(bool naive) {
+    const std::size_t n = 9, m = 33;
+    mha::Masks masks;  // every rule scale_mask_tile applies, and rows fully blocked
+    masks.attn_mask = mha::Tensor({n, m}, random_values(n * m, 35));
+    masks.key_padding = mha::Tensor({1, m}, random_values(m, 36));
+    masks.softcap = 2.5;
+    masks.alibi = true;
+    masks.window = 5;
+    masks.sinks = 1;
+    std::vector<float> scores = random_values(n * m, 37), unmasked = scores;
+    const mha::HeadMask mask = mha::unit_mask(masks, 0, 1, {1, n, m, 4, 4, 4, 2, 2, 2});
+    mha::Masks causal;
+    causal.causal = true;
+    const mha::HeadMask causal_mask = mha::unit_mask(causal, 0, 0, {1, n, m, 1, 1, 1, 1, 1, 1});
+    const auto softmax = naive ? mha::scale_mask_softmax_naive : mha::scale_mask_softmax;
+    const float masked = float(softmax(scores.data(), 0.125f, mask, false));
+    scores.push_back(masked + float(softmax(unmasked.data(), 0.125f, causal_mask, true)));
+    scores.insert(scores.end(), unmasked.begin(), unmasked.end());
+    return scores;
+}
+
+std::vector<float> reductions_case(bool naive) {
+    std::vector<float> values = random_values(33, 38);
+    const float max = naive ? mha::max_of_naive(values.data(), 33) : mha::max_of(values.data(), 33);
+    const float sum = naive ? mha::exp_shifted_naive(values.data(), 33, max)
+                            : mha::exp_shifted(values.data(), 33, max);
+    values.push_back(max);
+    values.push_back(sum);
+    return values;
+}
+
+// flash_scores and flash_accumulate on one fused tile: 3 panels of keys, d_k 300 for the
+// scores (two slices) and 65 for the context (off the panels of mr features)
+std::vector<float> flash_case(bool naive) {
+    const mha::FlashRegisterTile t = mha::flash_tile();
+    const std::size_t kt = 3 * t.mr, d_k = 300, d_v = 65, ldo = t.nr + 3;
+    const std::vector<float> keys = random_values(kt * d_k, 39), q = random_values(d_k * t.nr, 40);
+    std::vector<float> values = random_values(kt * (d_v + t.mr), 41),
+                       p = random_values(kt * t.nr, 42), shrink = random_values(t.nr, 43),
+                       o = random_values(d_v * ldo, 44), scores(kt * t.nr);
+    if (naive) {
+        mha::flash_scores_naive(keys.data(), q.data(), d_k, kt, 0.125f, scores.data());
+        mha::flash_accumulate_naive(values.data(), p.data(), kt, d_v, shrink.data(), o.data(), ldo);
+    } else {
+        mha::flash_scores(keys.data(), q.data(), d_k, kt, 0.125f, scores.data());
+        mha::flash_accumulate(values.data(), p.data(), kt, d_v, shrink.data(), o.data(), ldo);
+    }
+    o.insert(o.end(), scores.begin(), scores.end());
+    return o;
+}
+
+const TwinCase twin_cases[] = {
+    {"gemm / gemm_naive", gemm_case},
+    {"linear_panels / linear_naive", linear_case},
+    {"scale_mask_softmax / scale_mask_softmax_naive", softmax_case},
+    {"max_of, exp_shifted / max_of_naive, exp_shifted_naive", reductions_case},
+    {"flash_scores, flash_accumulate / their _naive twins", flash_case},
+};
+
 }  // namespace
+
+TEST_CASE("every tuned kernel gives the bits of its plain twin") {
+    EACH_VARIANT();
+    for (const TwinCase& twin : twin_cases) {
+        CAPTURE(twin.name);
+        const std::vector<float> tuned = twin.run(false), naive = twin.run(true);
+        const test::Difference d = test::max_difference(tuned, naive);
+        INFO("worst difference " << d.worst << " at flat index " << d.index);
+        CHECK(std::memcmp(tuned.data(), naive.data(), tuned.size() * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("linear_naive computes x W.T + b") {
+    // x = [1, 2]; W = [[1, 0], [0, 1], [1, 1]]; b = [0.5, 0, -1]
+    // y = [1*1 + 2*0 + 0.5, 1*0 + 2*1 + 0, 1*1 + 2*1 - 1] = [1.5, 2, 2]
+    const mha::Tensor x({1, 2}, {1, 2});
+    const mha::Tensor w({3, 2}, {1, 0, 0, 1, 1, 1});
+    const mha::Tensor b({3}, {0.5f, 0, -1});
+    mha::Tensor y({1, 3});
+    mha::linear_naive(x.data(), 1, 2, {w.data(), b.data(), y.data(), 3});
+    CHECK(y.to_vector() == std::vector<float>{1.5f, 2, 2});
+    mha::linear_naive(x.data(), 1, 2, {w.data(), nullptr, y.data(), 3});  // no bias
+    CHECK(y.to_vector() == std::vector<float>{1, 2, 3});
+}
 
 TEST_CASE("gemm equals the reference matmul on shapes off every tile") {
     EACH_VARIANT();
@@ -195,7 +321,7 @@ TEST_CASE("gemm gives the same bits however the rows are split") {
 }
 
 TEST_CASE(
-    "linear_panels equals linear_rows on each target of a fused product; any split of "
+    "linear_panels equals linear_naive on each target of a fused product; any split of "
     "rows and panels gives the same bits, and so does gemm plus the bias",
     "[serial]") {
     EACH_VARIANT();
@@ -220,8 +346,9 @@ TEST_CASE(
     REQUIRE(panels >= 3);  // at least one panel for the first target, two for the second
     mha::linear_panels(x.data(), in, targets(fast, fast2), 0, rows, 0, panels);
     mha::Tensor reference({rows, out}), reference2({rows, wide});
-    mha::linear_rows(x, w, bias, reference, 0, rows);
-    mha::linear_rows(x, w2, bias2, reference2, 0, rows);
+    mha::linear_naive(x.data(), rows, in,
+                      {w.data(), bias.empty() ? nullptr : bias.data(), reference.data(), out});
+    mha::linear_naive(x.data(), rows, in, {w2.data(), bias2.data(), reference2.data(), wide});
     test::require_close(fast, reference, product_tolerance);
     test::require_close(fast2, reference2, product_tolerance);
     // rows and panels split in two each: four calls

@@ -324,6 +324,12 @@ TEST_CASE("mha --model refuses the zero key of --add-zero-attn", "[model][cli]")
                          "--model decides the sizes, weights, bias, mask and form");
 }
 
+TEST_CASE("mha --model refuses --heads as it refuses the other sizes, even the default 4",
+          "[model][cli]") {
+    test::check_rejected("--model " + model_path + " --text Amen --heads 4",
+                         "--model decides the sizes, weights, bias, mask and form");
+}
+
 namespace {
 
 const std::string tiny = "data/bad/tiny_model.npz";  // tests/data/bad/make_model_fixtures.py

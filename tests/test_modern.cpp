@@ -6,7 +6,7 @@
 #include <limits>
 #include <regex>
 
-#include "app/quiz_questions.h"
+#include "app/classroom/quiz_questions.h"
 #include "core/error.h"
 #include "core/forms/mla_pass.h"
 #include "core/kernels/kernels.h"

@@ -5,8 +5,8 @@
 #include <limits>
 #include <mutex>
 
-#include "core/kernels/parallel.h"
 #include "core/ops/ops.h"
+#include "core/threads/parallel.h"
 
 using mha::MatrixView;
 using mha::Tensor;
@@ -17,19 +17,6 @@ constexpr double exact = 1e-6;  // float rounding of small hand-computed values
 const float inf = std::numeric_limits<float>::infinity();
 
 }  // namespace
-
-TEST_CASE("linear_rows computes x W.T + b") {
-    // x = [1, 2]; W = [[1, 0], [0, 1], [1, 1]]; b = [0.5, 0, -1]
-    // y = [1*1 + 2*0 + 0.5, 1*0 + 2*1 + 0, 1*1 + 2*1 - 1] = [1.5, 2, 2]
-    const Tensor x({1, 2}, {1, 2});
-    const Tensor w({3, 2}, {1, 0, 0, 1, 1, 1});
-    const Tensor b({3}, {0.5f, 0, -1});
-    Tensor y({1, 3});
-    mha::linear_rows(x, w, b, y, 0, 1);
-    CHECK(y.to_vector() == std::vector<float>{1.5f, 2, 2});
-    mha::linear_rows(x, w, Tensor(), y, 0, 1);  // no bias
-    CHECK(y.to_vector() == std::vector<float>{1, 2, 3});
-}
 
 TEST_CASE("matmul reads strided views, so K.T is only a view") {
     // [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[1*5 + 2*7, 1*6 + 2*8], [3*5 + 4*7, 3*6 + 4*8]]

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/answer_form.h"
-#include "app/quiz.h"
-#include "app/quiz_questions.h"
+#include "app/classroom/answer_form.h"
+#include "app/classroom/quiz.h"
+#include "app/classroom/quiz_questions.h"
 #include "core/error.h"
 #include "helpers.h"
 

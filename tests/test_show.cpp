@@ -305,6 +305,7 @@ TEST_CASE("TextReport prints the run, each step and the output in 80 columns", "
 
     SECTION("begin") {
         CHECK(text.rfind("mha: multi-head attention, step by step\n"
+                         "  maths: src/core/reference.cpp (plain loops, forward and backward)\n"
                          "  B=2  N=8  M=8  d_model=256  h=4  d_k=64\n"
                          "  (self-attention, bias, 2 threads, sse2 kernels)\n"
                          "  weights: seeded (seed 0)   inputs: seeded (seed 0)\n"

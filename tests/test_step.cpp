@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "app/cli.h"
-#include "app/problem.h"
-#include "app/variants.h"
+#include "app/cli/cli.h"
+#include "app/run/problem.h"
+#include "app/run/variants.h"
 #include "core/pass/attention.h"
 #include "helpers.h"
 #include "show/markdown_report.h"

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "app/budget.h"
+#include "app/run/budget.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/per_head.h"
@@ -17,7 +17,7 @@
 #include "core/pass/attention.h"
 #include "core/pass/costs.h"
 #include "core/pass/projection.h"
-#include "core/pass/reference.h"
+#include "core/reference.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/npy.h"
@@ -381,7 +381,9 @@ TEST_CASE("both fast paths equal the reference forward pass on the plain loops")
     mha::Masks masks;
     masks.causal = GENERATE(false, true);
     masks.attn_mask = Tensor({2, 33, 65}, random_values(2 * 33 * 65, 12));
-    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, 3, false);
+    mha::ForwardOptions three_heads;
+    three_heads.heads = 3;
+    const mha::ForwardResult reference = mha::reference_forward(w, in, masks, three_heads);
     mha::NullTracer none;
     test::Recorder traced;
     const mha::ForwardResult fused = run(w, in, masks, 3, 2, mha::AttentionPath::Standard, none);

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "app/time_guard.h"
+#include "app/run/time_guard.h"
 #include "core/error.h"
 #include "helpers.h"
 

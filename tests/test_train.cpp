@@ -1,5 +1,5 @@
 // The trainer: core/train/train_step.h (its parameters in the file's order, steps that lower
-// the loss, the same bits at any thread count) and mha train (app/train*.h: the corpus, the
+// the loss, the same bits at any thread count) and mha train (app/train/train*.h: the corpus, the
 // batches, the initial weights, the checkpoint, and the command's resume, Ctrl-C, full disk,
 // divergence and --save-batches).
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "app/train_checkpoint.h"
-#include "app/train_data.h"
+#include "app/train/train_checkpoint.h"
+#include "app/train/train_data.h"
 #include "core/train/parameters.h"
 #include "core/train/train_step.h"
 #include "helpers.h"

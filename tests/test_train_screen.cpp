@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "app/train_screen.h"
+#include "app/train/train_screen.h"
 
 using namespace mha;
 

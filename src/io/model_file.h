@@ -3,7 +3,7 @@
 // text -> the model's tokens. Array names: token_embedding.weight, position_embedding.weight,
 // layers.L.<nn.TransformerEncoderLayer's names>, norm.weight/.bias, lm_head.weight/.bias,
 // plus vocab (V) int code points and heads (layers) int. Arrays named train.* (mha train's
-// state to resume from, app/train_checkpoint.h) are left to the trainer.
+// state to resume from, app/train/train_checkpoint.h) are left to the trainer.
 
 #include <cstdint>
 #include <map>

@@ -27,7 +27,7 @@ enum class Key { Next, Back, Quit, Other, End };  // End: no more keys will come
 // back; "q", "Q", Ctrl-D, Ctrl-C, a lone Escape quit; anything else Other.
 Key key_of(const std::string& bytes);
 
-// Where --step's keys come from: a terminal in raw mode (app/terminal.h), or a script.
+// Where --step's keys come from: a terminal in raw mode (app/cli/terminal.h), or a script.
 class KeySource {
 public:
     virtual ~KeySource() = default;

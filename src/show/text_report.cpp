@@ -126,6 +126,7 @@ void TextReport::begin(const RunInfo& info) {
     info_ = info;
     previous_why_.clear();
     out_ << "mha: multi-head attention, step by step\n";
+    out_ << "  maths: src/core/reference.cpp (plain loops, forward and backward)\n";
     // the traits in parentheses are one piece, or lines of their own when wider than a line
     // (a model's layer, MLA's sizes), so that no terminal wraps them mid-word
     std::vector<std::string> sizes = size_pieces(info);

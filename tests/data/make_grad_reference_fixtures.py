@@ -1,5 +1,5 @@
 # Makes the fixtures for the double-precision reference backward
-# (src/core/backward/reference_grad.cpp): float64 torch.autograd gradients of
+# (src/core/reference.cpp): float64 torch.autograd gradients of
 # L = sum(output * dO) for a handful of attention layers that together cover every variant the
 # reference differentiates.
 #

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
-#include "app/problem.h"
+#include "app/cli/cli.h"
+#include "app/run/problem.h"
 #include "core/error.h"
 
 namespace {

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "app/after_run.h"
-#include "app/cli.h"
-#include "app/problem.h"
-#include "app/variants.h"
+#include "app/cli/cli.h"
+#include "app/run/after_run.h"
+#include "app/run/problem.h"
+#include "app/run/variants.h"
 #include "core/error.h"
 
 namespace mha::fuzz {

@@ -31,7 +31,6 @@
 #include "core/error.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
-#include "core/kernels/parallel.h"
 #include "core/kernels/streaming_backward.h"
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
@@ -41,6 +40,7 @@
 #include "core/pass/shape_checks.h"
 #include "core/pass/units.h"
 #include "core/tensor/workspace.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

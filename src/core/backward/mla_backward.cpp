@@ -23,20 +23,6 @@ namespace mha {
 
 namespace {
 
-// out[b, n, first + i·step : ... + width] = heads[b, i, n, at : at + width] for out (B, N, ·)
-// and heads (B, h, N, ·): the adjoint of mla_pass.cpp's fill_heads for one part.
-void take_heads(Tensor& out, std::size_t first, std::size_t step, const Tensor& heads,
-                std::size_t at, std::size_t width) {
-    const std::size_t B = heads.size(0), h = heads.size(1), N = heads.size(2);
-    const std::size_t W = heads.size(3), F = out.size(2);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t i = 0; i < h; ++i)
-            for (std::size_t n = 0; n < N; ++n) {
-                const float* src = heads.data() + ((b * h + i) * N + n) * W + at;
-                std::copy(src, src + width, out.data() + (b * N + n) * F + first + i * step);
-            }
-}
-
 // Σ_i heads[b, i, n, at : at + width] (B, N, width), heads in order: the adjoint of k_pe's
 // expand to every head.
 Tensor sum_heads(const Tensor& heads, std::size_t at, std::size_t width) {
@@ -91,12 +77,12 @@ PartGrads parts_back(const HeadGradients& hg, const MlaSizes& m, const ForwardOp
     }
     trace.show(g.rope_key);
     g.queries = Tensor({B, N, h * width});
-    take_heads(g.queries, 0, width, hg.dq, 0, d_h);
-    take_heads(g.queries, d_h, width, q_pe, 0, d_R);
+    copy_heads(HeadsCopy::IntoRows, hg.dq, g.queries, 0, 0, width, d_h);
+    copy_heads(HeadsCopy::IntoRows, q_pe, g.queries, 0, d_h, width, d_R);
     trace.show(g.queries);
     g.kv = Tensor({B, N, h * kv_step});
-    take_heads(g.kv, 0, kv_step, hg.dk, 0, d_h);
-    take_heads(g.kv, d_h, kv_step, hg.dv, 0, m.d_v);
+    copy_heads(HeadsCopy::IntoRows, hg.dk, g.kv, 0, 0, kv_step, d_h);
+    copy_heads(HeadsCopy::IntoRows, hg.dv, g.kv, 0, d_h, kv_step, m.d_v);
     trace.show(g.kv);
     return g;
 }

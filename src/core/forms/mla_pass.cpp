@@ -65,20 +65,6 @@ Tensor features(const Tensor& x, std::size_t first, std::size_t width) {
     return out;
 }
 
-// heads[b, i, n, at : at + width] = from[b, n, first + i·step : ... + width] for heads
-// (B, h, N, ·) and from (B, N, ·); step 0 gives every head the same features.
-void fill_heads(Tensor& heads, std::size_t at, const Tensor& from, std::size_t first,
-                std::size_t step, std::size_t width) {
-    const std::size_t B = heads.size(0), h = heads.size(1), N = heads.size(2);
-    const std::size_t W = heads.size(3), F = from.size(2);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t i = 0; i < h; ++i)
-            for (std::size_t n = 0; n < N; ++n) {
-                const float* src = from.data() + (b * N + n) * F + first + i * step;
-                std::copy(src, src + width, heads.data() + ((b * h + i) * N + n) * W + at);
-            }
-}
-
 // heads[..., at : at + d] = part for heads (B, h, N, ·) and part (B, h, N, d).
 void put_part(Tensor& heads, std::size_t at, const Tensor& part) {
     const std::size_t rows = part.numel() / part.size(3), d = part.size(3), W = heads.size(3);
@@ -103,7 +89,7 @@ MlaParts project_parts(const MlaWeights& w, const Tensor& x, const MlaSizes& m,
     rms_norm_rows(parts.latent, w.kv_norm);
     parts.rope_key = features(parts.kv_a, m.d_latent, m.d_rope);
     parts.q_pe = Tensor({B, m.heads, N, m.d_rope});
-    fill_heads(parts.q_pe, 0, parts.queries, m.d_nope, width, m.d_rope);
+    copy_heads(HeadsCopy::IntoHeads, parts.queries, parts.q_pe, 0, m.d_nope, width, m.d_rope);
     if (o.rope) {
         Tensor k_pe = parts.rope_key.view({B, 1, N, m.d_rope});  // shares rope_key's storage
         apply_rope(k_pe, *o.rope, 0);
@@ -131,11 +117,11 @@ ForwardResult run_naive(const MlaWeights& w, const MlaParts& parts, const MlaSiz
     trace.show(kv);
     trace.show(parts.rope_key);  // 5: k_pe and q_pe rotated
     HeadTensors heads{Tensor({B, h, N, width}), Tensor({B, h, N, width}), Tensor({B, h, N, m.d_v})};
-    fill_heads(heads.q, 0, parts.queries, 0, width, d_h);
+    copy_heads(HeadsCopy::IntoHeads, parts.queries, heads.q, 0, 0, width, d_h);
     put_part(heads.q, d_h, parts.q_pe);
-    fill_heads(heads.k, 0, kv, 0, kv_step, d_h);
-    fill_heads(heads.k, d_h, parts.rope_key, 0, 0, d_R);
-    fill_heads(heads.v, 0, kv, d_h, kv_step, m.d_v);
+    copy_heads(HeadsCopy::IntoHeads, kv, heads.k, 0, 0, kv_step, d_h);
+    copy_heads(HeadsCopy::IntoHeads, parts.rope_key, heads.k, d_h, 0, 0, d_R);
+    copy_heads(HeadsCopy::IntoHeads, kv, heads.v, 0, d_h, kv_step, m.d_v);
     trace.show(heads.q);
     trace.show(heads.k);
     trace.show(heads.v);
@@ -176,8 +162,8 @@ ForwardResult run_absorbed(const MlaWeights& w, const MlaParts& parts, const Mla
         }
     }
     put_part(heads.q, d_c, parts.q_pe);
-    fill_heads(heads.k, 0, parts.latent, 0, 0, d_c);
-    fill_heads(heads.k, d_c, parts.rope_key, 0, 0, m.d_rope);
+    copy_heads(HeadsCopy::IntoHeads, parts.latent, heads.k, 0, 0, 0, d_c);
+    copy_heads(HeadsCopy::IntoHeads, parts.rope_key, heads.k, d_c, 0, 0, m.d_rope);
     Weights out;
     out.w_o = folded_output(w, m);
     ForwardOptions absorbed = shared_options(o);

@@ -887,6 +887,22 @@ void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc, b
     current().gemm(a, b, c, ldc, accumulate, skip);
 }
 
+void gemm_naive(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                bool accumulate) {
+    for (std::size_t i = 0; i < a.rows; ++i) {
+        for (std::size_t j = 0; j < b.cols; ++j) {
+            float total = accumulate ? c[i * ldc + j] : 0.0f;
+            for (std::size_t p0 = 0; p0 < a.cols; p0 += KC) {  // a slice's sum from +0, then added
+                float sum = 0.0f;
+                for (std::size_t p = p0; p < std::min(a.cols, p0 + KC); ++p)
+                    sum += a(i, p) * b(p, j);
+                total = p0 == 0 && !accumulate ? sum : total + sum;
+            }
+            c[i * ldc + j] = total;
+        }
+    }
+}
+
 GemmSkip causal_skip(const HeadMask& mask, GemmSkip::Kind kind) {
     if (mask.n == 0 || mask.key_end(mask.n - 1) == mask.m || mask.key_end(0) == 0) return {};
     return {kind, std::ptrdiff_t(mask.key_end(0)) - 1};
@@ -906,6 +922,14 @@ void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarge
                    std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
                    std::size_t panel_end) {
     current().linear_panels(x, in, targets, row_begin, row_end, panel_begin, panel_end);
+}
+
+void linear_naive(const float* x, std::size_t rows, std::size_t in, const LinearTarget& t) {
+    const MatrixView w_rows{t.w, t.out, in, in, 1};
+    gemm_naive({x, rows, in, in, 1}, w_rows.transposed(), t.y, t.out, false);
+    for (std::size_t r = 0; t.bias != nullptr && r < rows; ++r) {
+        for (std::size_t o = 0; o < t.out; ++o) t.y[r * t.out + o] += t.bias[o];
+    }
 }
 
 PackedLinear pack_linear(const float* w, std::size_t out, std::size_t in) {
@@ -957,6 +981,12 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
 
 float max_of(const float* values, std::size_t n) { return current().max_of(values, n); }
 
+float max_of_naive(const float* values, std::size_t n) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (std::size_t i = 0; i < n; ++i) max = std::max(max, values[i]);
+    return max;
+}
+
 FlashRegisterTile flash_tile() { return current().flash; }
 
 FlashRegisterTile widest_flash_tile() { return {widest_flash_mr, widest_nr}; }
@@ -964,6 +994,24 @@ FlashRegisterTile widest_flash_tile() { return {widest_flash_mr, widest_nr}; }
 void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
                   float factor, float* scores) {
     current().flash_scores(keys, queries, d_k, kt, factor, scores);
+}
+
+void flash_scores_naive(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
+                        float factor, float* scores) {
+    const std::size_t mr = flash_tile().mr, nr = flash_tile().nr;
+    for (std::size_t j = 0; j < kt; ++j) {
+        const float* key = keys + j / mr * d_k * mr + j % mr;  // feature d at key[d · mr]
+        for (std::size_t r = 0; r < nr; ++r) {
+            float total = 0.0f;
+            for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {  // a slice's sum from +0, then added
+                float sum = 0.0f;
+                for (std::size_t d = p0; d < std::min(d_k, p0 + KC); ++d)
+                    sum += key[d * mr] * queries[d * nr + r];
+                total = p0 == 0 ? sum : total + sum;
+            }
+            scores[j * nr + r] = total * factor;
+        }
+    }
 }
 
 void flash_softmax(float* scores, std::size_t kt, float* row_max, float* row_sum, float* shrink) {
@@ -975,8 +1023,32 @@ void flash_accumulate(const float* values, const float* p, std::size_t kt, std::
     current().flash_accumulate(values, p, kt, d_k, shrink, o, ldo);
 }
 
+void flash_accumulate_naive(const float* values, const float* p, std::size_t kt, std::size_t d_k,
+                            const float* shrink, float* o, std::size_t ldo) {
+    const std::size_t mr = flash_tile().mr, nr = flash_tile().nr;
+    for (std::size_t d = 0; d < d_k; ++d) {
+        const float* feature = values + d / mr * kt * mr + d % mr;  // key j's at feature[j · mr]
+        for (std::size_t r = 0; r < nr; ++r) {
+            float sum = 0.0f;
+            for (std::size_t j = 0; j < kt; ++j) sum += feature[j * mr] * p[j * nr + r];
+            o[d * ldo + r] = o[d * ldo + r] * shrink[r] + sum;
+        }
+    }
+}
+
 float exp_shifted(float* values, std::size_t n, float shift) {
     return current().exp_shifted(values, n, shift);
+}
+
+float exp_shifted_naive(float* values, std::size_t n, float shift) {
+    float lane[lanes] = {};  // lane l sums elements l, l + lanes, ... of the whole lanes
+    const std::size_t whole = n / lanes * lanes;
+    for (std::size_t i = 0; i < n; ++i) values[i] = exp_nonpositive(values[i] - shift);
+    for (std::size_t i = 0; i < whole; ++i) lane[i % lanes] += values[i];
+    float sum = lane[0];
+    for (std::size_t i = whole; i < n; ++i) sum += values[i];
+    for (std::size_t l = 1; l < lanes; ++l) sum += lane[l];
+    return sum;
 }
 
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
@@ -1003,6 +1075,28 @@ std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask
             std::fill(row, row + mask.m, fill);
             ++masked;
         }
+    }
+    return masked;
+}
+
+std::size_t scale_mask_softmax_naive(float* scores, float factor, const HeadMask& mask,
+                                     bool zero_masked_rows) {
+    if (mask.m == 0) return 0;
+    std::size_t masked = 0;
+    for (std::size_t r = 0; r < mask.n; ++r) {
+        float* row = scores + r * mask.m;
+        const std::size_t live = std::min(mask.m, round_up(mask.key_end(r), lanes));  // as tuned
+        scale_mask_tile(row, mask.m, r, 1, 0, live, factor, mask);
+        const float max = max_of_naive(row, live);
+        if (all_blocked(max)) {
+            const float fill = zero_masked_rows ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+            std::fill(row, row + mask.m, fill);
+            ++masked;
+            continue;
+        }
+        const float inverse = 1.0f / exp_shifted_naive(row, live, max);
+        for (std::size_t j = 0; j < live; ++j) row[j] *= inverse;
+        std::fill(row + live, row + mask.m, 0.0f);
     }
     return masked;
 }

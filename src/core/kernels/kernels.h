@@ -3,8 +3,8 @@
 // panels, the left read in place where it streams well), an exp that compilers vectorise,
 // and scale-mask-softmax fused over one head. Portable C++ (no intrinsics; the narrow tile
 // and the reductions use the GNU vector extension, which g++ and clang++ both take) built
-// for several CPUs and chosen at start-up; core/ops/ops.h keeps the plain reference loops
-// that the tests hold these to.
+// for several CPUs and chosen at start-up. Each keeps a plain twin beside it (`_naive`, as
+// llm.c keeps matmul_forward_naive): short loops summing in the same order, the same bits.
 
 #include <cstddef>
 #include <vector>
@@ -31,6 +31,9 @@ struct GemmSkip {
 // order whatever its position, so splitting rows over threads changes no bit.
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
           bool accumulate = false, const GemmSkip& skip = {});
+// Its plain twin: each element summed as gemm sums it (slices of 256, each from +0, in order).
+void gemm_naive(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
+                bool accumulate);
 
 // The skip of `kind` for a product over one unit's (N, M) weights under its causal rule or
 // window: query i sees no key past key_end(i) = i + s + 1. None without either, or when a
@@ -110,6 +113,8 @@ std::size_t linear_group_panels(std::size_t in, std::size_t rows);
 void linear_panels(const float* x, std::size_t in, const std::vector<LinearTarget>& targets,
                    std::size_t row_begin, std::size_t row_end, std::size_t panel_begin,
                    std::size_t panel_end);
+// Its plain twin on one target: y (rows, t.out) = x (rows, in) Wᵀ by gemm_naive, then + b.
+void linear_naive(const float* x, std::size_t rows, std::size_t in, const LinearTarget& t);
 
 // Floats of packing space one thread's linear_panels keeps for `in` inputs and `out`
 // outputs in all (the sum of the outputs of `targets` targets).
@@ -127,16 +132,22 @@ void scale_mask_tile(float* tile, std::size_t ld, std::size_t row0, std::size_t 
 // Returns the rows with every key blocked (NaN, or zeros when zero_masked_rows).
 std::size_t scale_mask_softmax(float* scores, float factor, const HeadMask& mask,
                                bool zero_masked_rows);
+// Its plain twin: scale_mask_tile, then max_of_naive and exp_shifted_naive on each row.
+std::size_t scale_mask_softmax_naive(float* scores, float factor, const HeadMask& mask,
+                                     bool zero_masked_rows);
 
 // e^x for x <= 0, within 1e-7 relative; 0 below -87 and for -inf.
 float exp_nonpositive(float x);
 
 // The largest of n values (-inf for none).
 float max_of(const float* values, std::size_t n);
+float max_of_naive(const float* values, std::size_t n);  // its plain twin (NaN and ±0 aside)
 
 // values[i] = e^(values[i] - shift) for each of n values; returns their sum.
 // shift must be finite; e^(-inf) is 0.
 float exp_shifted(float* values, std::size_t n, float shift);
+// Its plain twin, summing in exp_shifted's order: 8 lanes, lane 0, the rest, lanes 1-7.
+float exp_shifted_naive(float* values, std::size_t n, float shift);
 
 // ---- The fused attention tile of the streaming path (core/kernels/streaming.cpp) ----
 // A tile of scores is computed transposed, Sᵀ = K Qᵀ: its rows are keys and its columns
@@ -160,6 +171,9 @@ FlashRegisterTile widest_flash_tile();
 // multiplied by factor: the bits gemm and scale_mask_tile give it.
 void flash_scores(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
                   float factor, float* scores);
+// Its plain twin: each score summed in slices of 256, then scaled.
+void flash_scores_naive(const float* keys, const float* queries, std::size_t d_k, std::size_t kt,
+                        float factor, float* scores);
 
 // The online softmax on one tile of masked scores (kt, nr), in place. For each query r:
 //   new = max(row_max[r], max of column r);  shrink[r] = e^(row_max[r] - new)
@@ -173,5 +187,8 @@ void flash_softmax(float* scores, std::size_t kt, float* row_max, float* row_sum
 // (zero-padded past d_k). Each output adds the tile's kt products, in order, as one sum.
 void flash_accumulate(const float* values, const float* p, std::size_t kt, std::size_t d_k,
                       const float* shrink, float* o, std::size_t ldo);
+// Its plain twin: each output shrunk, then its kt products added as one sum.
+void flash_accumulate_naive(const float* values, const float* p, std::size_t kt, std::size_t d_k,
+                            const float* shrink, float* o, std::size_t ldo);
 
 }  // namespace mha

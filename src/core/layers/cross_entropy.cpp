@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

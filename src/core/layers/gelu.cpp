@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "core/kernels/kernels.h"
-#include "core/kernels/parallel.h"
 #include "core/kernels/vector_exp.h"
+#include "core/threads/parallel.h"
 
 #define MHA_GELU_INLINE inline __attribute__((always_inline))
 

@@ -9,7 +9,7 @@
 
 #include "core/kernels/block_transpose.h"
 #include "core/kernels/kernels.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 // Templates marked this way are compiled inside each build's target function.
 #define MHA_LN_INLINE inline __attribute__((always_inline))

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

@@ -12,23 +12,6 @@ MatrixView head_matrix(const Tensor& t, std::size_t b, std::size_t h) {
     return {t.data() + b * s[0] + h * s[1], t.size(2), t.size(3), s[2], s[3]};
 }
 
-void linear_rows(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                 std::size_t row_begin, std::size_t row_end) {
-    const std::size_t in = w.size(1);
-    const std::size_t out = w.size(0);
-    const float* weight = w.data();
-    for (std::size_t r = row_begin; r < row_end; ++r) {
-        const float* x_row = x.data() + r * in;
-        float* y_row = y.data() + r * out;
-        for (std::size_t o = 0; o < out; ++o) {
-            const float* w_row = weight + o * in;
-            double sum = bias.empty() ? 0.0 : bias.data()[o];
-            for (std::size_t i = 0; i < in; ++i) sum += double(x_row[i]) * w_row[i];
-            y_row[o] = float(sum);
-        }
-    }
-}
-
 void matmul(const MatrixView& a, const MatrixView& b, float* c, std::size_t c_row_stride) {
     for (std::size_t r = 0; r < a.rows; ++r) {
         for (std::size_t col = 0; col < b.cols; ++col) {

@@ -24,11 +24,6 @@ struct MatrixView {
 // The (rows, cols) matrix at [b, h] of a 4-D tensor such as (B, h, N, d_k).
 MatrixView head_matrix(const Tensor& t, std::size_t b, std::size_t h);
 
-// y[r] = x[r] Wᵀ + b for rows [row_begin, row_end) of x (rows, in) -> y (rows, out).
-// x and y contiguous; w (out, in); bias (out) or empty.
-void linear_rows(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                 std::size_t row_begin, std::size_t row_end);
-
 // c = a b: (n, k) x (k, m) -> (n, m), c written row-major with rows c_row_stride apart.
 void matmul(const MatrixView& a, const MatrixView& b, float* c, std::size_t c_row_stride);
 

@@ -1,8 +1,9 @@
 // MLA's sizes: what its weights imply, the sizes of its shared passes, its parameters and
-// its cache ledger.
+// its cache ledger; the copy between rows and heads its forward and backward share.
 
 #include "core/pass/mla.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/checked.h"
@@ -84,6 +85,23 @@ std::uint64_t mla_parameter_count(const MlaSizes& s) {
                         checked_product({h, s.d_nope + s.d_v, s.d_latent}, what),
                         checked_product({s.d_model, h, s.d_v}, what)},
                        what);
+}
+
+void copy_heads(HeadsCopy way, const Tensor& from, Tensor& to, std::size_t at, std::size_t first,
+                std::size_t step, std::size_t width) {
+    const bool into_heads = way == HeadsCopy::IntoHeads;
+    const Tensor& heads = into_heads ? to : from;
+    const Tensor& rows = into_heads ? from : to;
+    const std::size_t B = heads.size(0), h = heads.size(1), N = heads.size(2);
+    const std::size_t W = heads.size(3), F = rows.size(2);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t i = 0; i < h; ++i)
+            for (std::size_t n = 0; n < N; ++n) {
+                const std::size_t head_at = ((b * h + i) * N + n) * W + at;
+                const std::size_t row_at = (b * N + n) * F + first + i * step;
+                const float* src = from.data() + (into_heads ? row_at : head_at);
+                std::copy(src, src + width, to.data() + (into_heads ? head_at : row_at));
+            }
 }
 
 }  // namespace mha

@@ -1,7 +1,8 @@
 #pragma once
 // Multi-head latent attention (DeepSeek-V2): keys and values come from one small latent per
-// token, so the KV cache holds d_c + d_R numbers per token. Its sizes, weights and cache
-// ledger; core/forms/mla_pass.h computes it through the shared pass.
+// token, so the KV cache holds d_c + d_R numbers per token. Its sizes, weights, cache ledger
+// and the copy between its projections' rows and its heads; core/forms/mla_pass.h computes it
+// through the shared pass.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,5 +56,15 @@ MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_
 
 // Parameters of the five MLA matrices and the latent's norm.
 std::uint64_t mla_parameter_count(const MlaSizes& sizes);
+
+// Which way copy_heads copies: from the rows into the heads, as the forward splits what a
+// projection wrote into heads, or back, as the backward puts the heads' gradients side by side.
+enum class HeadsCopy { IntoHeads, IntoRows };
+
+// For heads (B, h, N, ·) and rows (B, N, ·): heads[b, i, n, at : at + width] and
+// rows[b, n, first + i·step : ... + width], copied from `from` into `to` (the heads are `to`
+// IntoHeads, `from` IntoRows). Step 0 (IntoHeads) gives every head the same features.
+void copy_heads(HeadsCopy way, const Tensor& from, Tensor& to, std::size_t at, std::size_t first,
+                std::size_t step, std::size_t width);
 
 }  // namespace mha

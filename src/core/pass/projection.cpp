@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/checked.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

@@ -34,7 +34,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias, std::size_t
 // dispatch: the outputs' panels are cut into parts of at most one group (linear_group_panels),
 // which the threads claim one at a time, or, when there are fewer panels than threads, the rows
 // are split too; no worker is woken for less than min_shared_macs multiply-adds
-// (core/kernels/parallel.h).
+// (core/threads/parallel.h).
 void project_into(const float* x, std::size_t rows, std::size_t in,
                   const std::vector<LinearTarget>& targets, std::size_t threads);
 

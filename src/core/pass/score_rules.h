@@ -1,6 +1,7 @@
 #pragma once
-// Step 9's normalisers as a table, one row each: how a row of masked scores becomes weights
-// (fast and reference, forward and backward) and how the plan writes it. Masks names the row.
+// Step 9's normalisers as a table, one row each: how the fast kernels turn a row of masked
+// scores into weights and back, and how the plan writes it (core/reference.cpp states softmax
+// in plain loops). Masks names the row.
 
 #include <cstddef>
 #include <string>
@@ -21,14 +22,6 @@ struct Normaliser {
     // Steps 7-9 fused on one head's (N, M) scores, row-major, by the fast kernels: weights in
     // place. Returns the rows with every key blocked.
     std::size_t (*fast)(float* scores, float factor, const HeadMask& mask, bool zero_masked_rows);
-    // Step 9 of the reference loops on `rows` rows of `cols` scores (float storage).
-    std::size_t (*reference)(float* scores, std::size_t rows, std::size_t cols,
-                             bool zero_masked_rows);
-    // One row of m in double (the gradient reference): p (m) from s (m); returns whether every
-    // key was blocked.
-    bool (*exact)(const double* s, double* p, std::size_t m, bool zero_masked_rows);
-    // Its adjoint in double: ds (m) from p (m) and dp = ∂L/∂p (m).
-    void (*exact_backward)(const double* p, const double* dp, double* ds, std::size_t m);
     // b9 on one float row of m: ds (m) holds dP and becomes dS; p (m) the weights; d the
     // row's D (read only with row_dot).
     void (*backward_row)(const float* p, float* ds, std::size_t m, float d);
@@ -42,9 +35,5 @@ const Normaliser& normaliser_of(const Masks& masks);
 
 // Throws Error when the streaming path has no online form of the normaliser of `masks`.
 void require_streamed(const Masks& masks);
-
-// The softmax backward on one row of m: p the weights, dp = ∂L/∂p, ds = ∂L/∂s written.
-// The row-sum form: ds = p ∘ (dp − Σ_j dp_j p_j).
-void softmax_backward_rowsum(const double* p, const double* dp, double* ds, std::size_t m);
 
 }  // namespace mha

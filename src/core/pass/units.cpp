@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kernels/parallel.h"
 #include "core/kernels/streaming.h"
 #include "core/ops/masks.h"
 #include "core/ops/ops.h"
@@ -13,6 +12,7 @@
 #include "core/pass/score_guard.h"
 #include "core/pass/score_rules.h"
 #include "core/position/position_bias.h"
+#include "core/threads/parallel.h"
 
 namespace mha {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/backward/model_backward.h"
-#include "core/kernels/parallel.h"
+#include "core/threads/parallel.h"
 #include "core/train/parameters.h"
 
 namespace mha {

@@ -1,0 +1,131 @@
+// bench_torch.py in a child process, talked to over a socket pair: one order a line on its
+// stdin, one answer a line on its stdout.
+
+#include "app/bench/torch_process.h"
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace mha {
+
+namespace {
+
+const char* const torch_python = "/usr/bin/python3";
+const char* const torch_script = "src/app/bench/bench_torch.py";
+
+const char* mode_flag(TorchProcess::Mode mode) {
+    switch (mode) {
+        case TorchProcess::Mode::Backward:
+            return " --backward";
+        case TorchProcess::Mode::Train:
+            return " --train";
+        case TorchProcess::Mode::Forward:
+            break;
+    }
+    return "";
+}
+
+}  // namespace
+
+void check_torch_side() {
+    if (!std::ifstream(torch_script).good())
+        throw Error(std::string("--compare-torch runs ") + torch_script +
+                    ": run mha bench from the repository root");
+    const std::string probe = std::string(torch_python) + " -c 'import torch'";
+    if (std::system((probe + " >/dev/null 2>&1").c_str()) != 0)
+        throw Error("--compare-torch needs PyTorch: " + probe + " failed");
+}
+
+// Our end of the socket pair is closed on exec, so the other children do not hold it open:
+// closing it is the end of this child's input. A send to a child that has died returns an
+// error (MSG_NOSIGNAL: no SIGPIPE).
+TorchProcess::TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads)
+    : setting_(std::to_string(torch_threads) + "/" + std::to_string(blas_threads)) {
+    command_ = "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) +
+               " " + torch_python + " " + torch_script + mode_flag(mode) + " --threads " +
+               std::to_string(torch_threads);
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+        throw Error("bench: cannot open a socket pair to PyTorch");
+    std::cout.flush();
+    pid_ = fork();
+    if (pid_ < 0) {
+        close(ends[0]);
+        close(ends[1]);
+        throw Error("bench: cannot start " + command_);
+    }
+    if (pid_ == 0) {
+        dup2(ends[1], 0);
+        dup2(ends[1], 1);
+        close(ends[0]);
+        close(ends[1]);
+        execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    close(ends[1]);
+    socket_ = ends[0];
+    if (ask("") != std::vector<std::string>{"ready"}) {
+        stop();
+        fail("start");
+    }
+}
+
+TorchProcess::~TorchProcess() { stop(); }
+
+std::vector<std::string> TorchProcess::load(const std::string& size) {
+    std::vector<std::string> words = ask("size " + size);
+    if (words.size() < 2 || words[0] != "ready") fail("size " + size);
+    words.erase(words.begin());
+    return words;
+}
+
+double TorchProcess::run_ms(const std::string& form) {
+    const std::vector<std::string> words = ask("run " + form);
+    double ms = 0;
+    if (words.size() != 1 || !(std::istringstream(words[0]) >> ms)) fail("run " + form);
+    return ms;
+}
+
+// Sends `order` (none when empty) and reads the next line it prints, split into words (none
+// when it has gone).
+std::vector<std::string> TorchProcess::ask(const std::string& order) {
+    if (!order.empty()) {
+        const std::string line = order + "\n";
+        if (send(socket_, line.data(), line.size(), MSG_NOSIGNAL) != ssize_t(line.size()))
+            fail(order);
+    }
+    std::size_t end;
+    while ((end = pending_.find('\n')) == std::string::npos) {
+        char buffer[256];
+        const ssize_t got = recv(socket_, buffer, sizeof buffer, 0);
+        if (got <= 0) return {};
+        pending_.append(buffer, std::size_t(got));
+    }
+    std::istringstream line(pending_.substr(0, end));
+    pending_.erase(0, end + 1);
+    std::vector<std::string> words;
+    for (std::string word; line >> word;) words.push_back(word);
+    return words;
+}
+
+void TorchProcess::fail(const std::string& order) const {
+    throw Error("bench: PyTorch did not answer '" + order + "': " + command_);
+}
+
+// Its input ends, so it leaves its loop and exits; then it is waited for.
+void TorchProcess::stop() {
+    if (socket_ >= 0) close(socket_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    socket_ = -1;
+    pid_ = -1;
+}
+
+}  // namespace mha

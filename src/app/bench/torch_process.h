@@ -1,0 +1,49 @@
+#pragma once
+// PyTorch's side of mha bench --compare-torch: src/app/bench/bench_torch.py in a child process at
+// one thread setting, kept alive and given orders, so that its runs take turns with mha's.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+// Throws mha::Error unless src/app/bench/bench_torch.py is here (mha bench runs from the
+// repository's top folder) and /usr/bin/python3 imports torch.
+void check_torch_side();
+
+class TorchProcess {
+public:
+    // What bench_torch.py times: the forward, forward + backward, or a training step.
+    enum class Mode { Forward, Backward, Train };
+
+    // Starts bench_torch.py at torch threads x OpenBLAS threads (OPENBLAS_CORETYPE unset, so
+    // OpenBLAS picks its own kernels) and waits for it; throws mha::Error if it fails.
+    TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads);
+    TorchProcess(const TorchProcess&) = delete;
+    TorchProcess& operator=(const TorchProcess&) = delete;
+    ~TorchProcess();
+
+    // Builds the model for `size` ("B,N,d_model,h"; Train: "B,N,d_model,h,layers,d_ff,vocab"),
+    // runs each form once, and returns the forms' names ("forward"; "module", "composed";
+    // "step").
+    std::vector<std::string> load(const std::string& size);
+    // One run of `form`, its time in ms as PyTorch's own clock took it.
+    double run_ms(const std::string& form);
+    // "torch threads/OpenBLAS threads", e.g. "2/1".
+    const std::string& setting() const { return setting_; }
+
+private:
+    std::vector<std::string> ask(const std::string& order);  // its answer's words
+    [[noreturn]] void fail(const std::string& order) const;
+    void stop();
+
+    std::string command_, setting_;
+    pid_t pid_ = -1;
+    int socket_ = -1;
+    std::string pending_;  // what it printed past the last line read
+};
+
+}  // namespace mha

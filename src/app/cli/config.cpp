@@ -1,0 +1,450 @@
+// The rules between mha's options, in one table, and what follows from the options.
+
+#include "app/cli/config.h"
+
+#include <algorithm>
+
+#include "app/cli/rules.h"
+
+namespace mha {
+
+namespace {
+
+bool asks(const Config& c, FormChoice form) {
+    return std::find(c.forms.begin(), c.forms.end(), form) != c.forms.end();
+}
+
+bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
+
+// The views some form cannot give; every other view reads only the plan or the output,
+// which every form has.
+enum class View {
+    HeadContributions,
+    Html,
+    FlashRow,
+    Heatmap,
+    Summary,
+    NoScale,
+    Svg,
+};
+constexpr std::size_t view_count = 7;
+
+const char* option_of(View view) {
+    switch (view) {
+        case View::HeadContributions:
+            return "--head-contributions";
+        case View::Html:
+            return "--format html";
+        case View::FlashRow:
+            return "--flash-row";
+        case View::Heatmap:
+            return "--heatmap";
+        case View::Summary:
+            return "--summary";
+        case View::NoScale:
+            return "--no-scale";
+        case View::Svg:
+            return "--export-svg";
+    }
+    return "";
+}
+
+bool wants(const Config& c, View view) {
+    switch (view) {
+        case View::HeadContributions:
+            return c.head_contributions;
+        case View::Html:
+            return c.format == Format::Html;
+        case View::FlashRow:
+            return c.flash_row.has_value();
+        case View::Heatmap:
+            return c.heatmap;
+        case View::Summary:
+            return c.summary;
+        case View::NoScale:
+            return c.no_scale;
+        case View::Svg:
+            return !c.svg_path.empty();
+    }
+    return false;
+}
+
+// What each form can show: a row per form that refuses a view (the packed and fused forms
+// refuse none), and in each cell why the form refuses that view (nullptr: it gives it), in
+// the order of View. The rule "form-view" refuses the run before any output.
+struct FormViews {
+    const char* form;  // as the command line asks for it
+    bool (*asked)(const Config&);
+    const char* refused[view_count];  // indexed by View
+};
+
+const std::vector<FormViews>& form_views() {
+    constexpr const char* none = nullptr;
+    constexpr const char* unstored =
+        "it never stores the attention weights this option needs; use "
+        "--attention standard or auto";
+    static const std::vector<FormViews> table = {
+        {"--decode",
+         [](const Config& c) { return asks(c, FormChoice::Decode); },
+         {"its output is made token by token, with no concat of the whole sequence to split", none,
+          "it attends one query at a time; the flash row is the packed pass's", none, none, none,
+          none}},
+        {"--per-head",
+         [](const Config& c) { return asks(c, FormChoice::PerHead); },
+         {none, none, "each head runs its own step 10; the flash row is the packed pass's", none,
+          none, none, none}},
+        {"--block",
+         [](const Config& c) { return asks(c, FormChoice::Block); },
+         {"the block adds its feed-forward to the attention's output", none, none, none, none, none,
+          none}},
+        {"--model",
+         [](const Config& c) { return !c.model_path.empty(); },
+         {"the model's output is its last layer's logits, not one attention layer's output", none,
+          none, none, none, none, none}},
+        {"--attention streaming",
+         [](const Config& c) { return c.attention == AttentionPath::Streaming; },
+         {none, none, none, unstored, unstored, unstored, unstored}},
+    };
+    return table;
+}
+
+// "--decode does not give --head-contributions: ...", for the first view the run's form
+// refuses; empty when it refuses none.
+std::string refused_view(const Config& c) {
+    for (const FormViews& row : form_views()) {
+        if (!row.asked(c)) continue;
+        for (std::size_t v = 0; v < view_count; ++v) {
+            if (row.refused[v] != nullptr && wants(c, View(v))) {
+                return std::string(row.form) + " does not give " + option_of(View(v)) + ": " +
+                       row.refused[v];
+            }
+        }
+    }
+    return "";
+}
+
+// --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
+bool overrides_model(const Config& c) {
+    return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads || c.kv_heads ||
+           c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
+           !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
+           !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows || c.attention ||
+           c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn || !c.preset.empty() ||
+           !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
+}
+
+// The options given that change what a trained layer computes, by their flags: RoPE, QK-norm,
+// wider heads and every option of steps 7-9 (ScoreOptions::given). --model refuses them.
+std::vector<std::string> untrained_options(const Config& c) {
+    std::vector<std::string> flags;
+    if (c.rope) flags.push_back("--rope");
+    if (c.rope_theta) flags.push_back("--rope-theta");
+    if (c.qk_norm) flags.push_back("--qk-norm");
+    if (c.head_dim) flags.push_back("--head-dim");
+    const std::vector<std::string> scores = c.scores.given();
+    flags.insert(flags.end(), scores.begin(), scores.end());
+    return flags;
+}
+
+// "--a", "--a or --b", "--a, --b or --c"
+std::string either(const std::vector<std::string>& flags) {
+    std::string text;
+    for (std::size_t i = 0; i < flags.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == flags.size() ? " or " : ", ") + flags[i];
+    return text;
+}
+
+// A message's {T} is the --decode count, {N} the --seq-len, {REFUSED_VIEW} the view the
+// form refuses, {UNTRAINED} the options given that --model refuses.
+std::string fill(const std::string& message, const Config& c) {
+    std::string text = message;
+    const auto put = [&text](const std::string& key, const std::string& value) {
+        const std::size_t at = text.find(key);
+        if (at != std::string::npos) text.replace(at, key.size(), value);
+    };
+    if (c.decode) put("{T}", std::to_string(*c.decode));
+    if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
+    put("{REFUSED_VIEW}", refused_view(c));
+    put("{UNTRAINED}", either(untrained_options(c)));
+    return text;
+}
+
+// Checked in order after parsing (and after --preset filled in its sizes); the first
+// broken rule is the error. To add a rule: one row, named so it is easy to find.
+const std::vector<Rule<Config>>& rules() {
+    static const std::vector<Rule<Config>> table = {
+        // The forms of the pass.
+        {"one-form", [](const Config& c) { return c.forms.size() > 1; },
+         "--decode, --fused-qkv, --per-head, --block and --form mla are different forms of the "
+         "pass; choose one"},
+        {"form-view", [](const Config& c) { return !refused_view(c).empty(); }, "{REFUSED_VIEW}"},
+        {"mla-sizes-without-mla",
+         [](const Config& c) { return (c.latent_dim || c.rope_dim) && !asks(c, FormChoice::Mla); },
+         "--latent-dim and --rope-dim size the latent and the RoPE key of --form mla; give "
+         "--form mla too"},
+        {"mla-alone",
+         [](const Config& c) {
+             return asks(c, FormChoice::Mla) &&
+                    (c.kv_len || !c.key_path.empty() ||
+                     (c.kv_heads && *c.kv_heads != c.heads.value_or(default_heads)) ||
+                     c.add_zero_attn || c.rope || c.scores.alibi || c.qk_norm || c.head_dim ||
+                     c.demo_heads || c.random_bias);
+         },
+         "--form mla is DeepSeek-V2's latent attention: self-attention whose keys and values "
+         "are made from one cached latent (so no --kv-len, --key/--value, --kv-heads or "
+         "--add-zero-attn), positioned by its own RoPE on the d_R part (so no --rope or "
+         "--alibi; --rope-theta sets its base), with its own widths and no biases or "
+         "norms of Q and K (so no --head-dim, --qk-norm, --random-bias or --demo-heads)"},
+        {"d-ff-without-block",
+         [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
+         "--d-ff sets the feed-forward width of --block; give --block pre or post"},
+        {"block-self-attention",
+         [](const Config& c) {
+             return asks(c, FormChoice::Block) && (c.kv_len || !c.key_path.empty());
+         },
+         "--block is self-attention: no --kv-len or --key/--value"},
+        {"backward-forms",
+         [](const Config& c) {
+             return c.backward && !c.compare_heads.empty();
+         },
+         "--backward differentiates one attention layer in the packed, --fused-qkv, "
+         "--per-head or --form mla form, a --block or a --model; it cannot be combined with "
+         "--compare"},
+        {"model-grad-output",
+         [](const Config& c) { return !c.grad_output_path.empty() && !c.model_path.empty(); },
+         "--backward on --model differentiates the cross-entropy of predicting each next "
+         "character of --text; it takes no --grad-output"},
+        {"backward-decode",
+         [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
+         "--backward does not run on --decode: decoding with a KV cache computes the same "
+         "function as the causal packed pass, so its gradients are that pass's; run --causal "
+         "without --decode"},
+        {"grad-output-shapes-only",
+         [](const Config& c) { return !c.grad_output_path.empty() && c.shapes_only; },
+         "--shapes-only plans the backward from sizes alone (give --backward); it cannot be "
+         "combined with --grad-output, whose numbers it would not read"},
+        {"decode-seq-len",
+         [](const Config& c) { return c.decode && c.seq_len && *c.seq_len != *c.decode; },
+         "--decode {T} and --seq-len {N} disagree; --decode T decodes N = T tokens"},
+
+        // --gradcheck: the packed pass in double, its own table.
+        {"gradcheck-form",
+         [](const Config& c) {
+             return c.gradcheck && ((!c.forms.empty() && c.forms.front() != FormChoice::Packed) ||
+                                    !c.model_path.empty() || !c.compare_heads.empty());
+         },
+         "--gradcheck differentiates the packed pass; it cannot be combined with --form "
+         "fused-qkv|per-head|decode|block|mla (or --fused-qkv, --per-head, --decode, --block), "
+         "--model or --compare"},
+        {"gradcheck-streaming",
+         [](const Config& c) {
+             return c.gradcheck && (c.attention == AttentionPath::Streaming || c.flash_row);
+         },
+         "--gradcheck checks the double-precision reference, which stores the weights; it "
+         "cannot be combined with --attention streaming or --flash-row"},
+        {"gradcheck-views",
+         [](const Config& c) {
+             return c.gradcheck &&
+                    (c.backward || c.trace || c.format != Format::Text || !c.save_path.empty() ||
+                     c.heatmap || c.summary || !c.svg_path.empty() || c.head_contributions);
+         },
+         "--gradcheck prints its own table; it cannot be combined with --backward, "
+         "--grad-output, --trace, --values, "
+         "--step, --shapes-only, --format, --save, --heatmap, --summary, --export-svg or "
+         "--head-contributions"},
+
+        // Inputs and weights.
+        {"key-without-value",
+         [](const Config& c) { return c.key_path.empty() != c.value_path.empty(); },
+         "--key and --value go together: give both for cross-attention, or neither"},
+        {"key-without-input",
+         [](const Config& c) { return !c.key_path.empty() && c.input_path.empty(); },
+         "--key and --value need --input for the queries"},
+        {"prefix-without-weights",
+         [](const Config& c) { return !c.weights_prefix.empty() && c.weights_path.empty(); },
+         "--weights-prefix picks arrays of --weights; give --weights too"},
+        {"no-bias-with-weights", [](const Config& c) { return !c.weights_path.empty() && !c.bias; },
+         "--no-bias applies to seeded weights; with --weights the state dict decides the bias"},
+        {"random-bias-with-weights",
+         [](const Config& c) { return !c.weights_path.empty() && c.random_bias; },
+         "--random-bias applies to seeded weights; with --weights the state dict decides the bias"},
+        {"scale-base-no-scale", [](const Config& c) { return c.scores.scale_base && c.no_scale; },
+         "--scale-base sets what step 7 divides by and --no-scale skips step 7; choose one"},
+        {"no-bias-random-bias", [](const Config& c) { return !c.bias && c.random_bias; },
+         "--no-bias and --random-bias contradict each other; choose one"},
+
+        // --text, --demo-heads and the views that read the finished weights.
+        {"text-with-input", [](const Config& c) { return c.text && !c.input_path.empty(); },
+         "--text makes the input from a sentence; it cannot be combined with --input"},
+        {"demo-heads-without-text", [](const Config& c) { return c.demo_heads && !c.text; },
+         "--demo-heads needs --text: its heads read the token embeddings and positional "
+         "encodings that --text builds"},
+        {"demo-heads-kv-heads",
+         [](const Config& c) {
+             return c.demo_heads && c.kv_heads && *c.kv_heads != c.heads.value_or(default_heads);
+         },
+         "--demo-heads constructs four full heads; it cannot be combined with --kv-heads"},
+        {"demo-heads-head-dim", [](const Config& c) { return c.demo_heads && c.head_dim; },
+         "--demo-heads constructs heads of d_k = d_model / h; it cannot be combined with "
+         "--head-dim"},
+        {"demo-heads-weights",
+         [](const Config& c) { return c.demo_heads && !c.weights_path.empty(); },
+         "--demo-heads constructs the weights; it cannot be combined with --weights"},
+        {"head-without-view",
+         [](const Config& c) {
+             return draws(c) && !c.heatmap && c.svg_path.empty() && c.format != Format::Html;
+         },
+         "--head picks what --heatmap, --export-svg and --format html draw; give one of them too"},
+        {"views-need-text-format",
+         [](const Config& c) {
+             return c.format != Format::Text && (wants_summary(c) || c.ablate_head);
+         },
+         "--heatmap, --summary, --no-scale and --ablate-head print text; use them with "
+         "--format text"},
+        {"contributions-text-format",
+         [](const Config& c) { return c.head_contributions && c.format != Format::Text; },
+         "--head-contributions prints text; use it with --format text"},
+        {"compare-alone",
+         [](const Config& c) {
+             return !c.compare_heads.empty() &&
+                    (c.trace || c.format != Format::Text || !c.save_path.empty() ||
+                     wants_summary(c) || c.ablate_head || c.head_contributions ||
+                     !c.svg_path.empty() || !c.weights_path.empty() || c.kv_heads ||
+                     !c.model_path.empty() || c.demo_heads || !c.forms.empty());
+         },
+         "--compare runs seeded layers side by side and prints one table; it takes the sizes, "
+         "--text, --input, masks and modern options, but no trace, view, --save, --weights, "
+         "--kv-heads or form"},
+        {"step-needs-text-format",
+         [](const Config& c) { return c.step && c.format != Format::Text; },
+         "--step pauses the text trace; it does not combine with --format json, markdown or html"},
+        {"html-needs-output",
+         [](const Config& c) { return c.format == Format::Html && c.output_path.empty(); },
+         "--format html writes a page to a file; name it with --output FILE"},
+        {"output-without-html",
+         [](const Config& c) { return !c.output_path.empty() && c.format != Format::Html; },
+         "--output names the page --format html writes; give --format html too"},
+        {"explain-without-steps",
+         [](const Config& c) {
+             return c.explain && !c.gradcheck &&
+                    !((c.trace && c.format == Format::Text) || c.format == Format::Markdown ||
+                      c.format == Format::Html);
+         },
+         "--explain adds a paragraph to every step of --trace, --step, --format markdown or "
+         "--format html, or a derivation to --gradcheck; give one of them too"},
+        {"scale-without-view",
+         [](const Config& c) {
+             return c.auto_scale && !c.heatmap && c.svg_path.empty() && c.format != Format::Html;
+         },
+         "--scale sets the colour scale of --heatmap, --export-svg and --format html; give one "
+         "of them too"},
+
+        // A trained model (--model) on --text.
+        {"layer-without-model",
+         [](const Config& c) { return c.layer && c.model_path.empty() && c.preset.empty(); },
+         "--layer picks a layer of --model, or a local or global layer of --preset gemma2-*; give "
+         "one of them too"},
+        {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },
+         "--model reads characters; give them with --text \"...\""},
+        {"model-modern",
+         [](const Config& c) {
+             return !c.model_path.empty() && c.preset.empty() && !untrained_options(c).empty();
+         },
+         "--model computes its layers as they were trained (learned positions, heads of "
+         "d_model / h, softmax of scores / sqrt(d_k)); it cannot be combined with {UNTRAINED}"},
+        {"model-alone", [](const Config& c) { return !c.model_path.empty() && overrides_model(c); },
+         "--model decides the sizes, weights, bias, mask and form; besides --text and --layer "
+         "it takes only the options for output and views (see mha --help)"},
+
+        // --shapes-only computes nothing; --attention streaming keeps no weights.
+        {"shapes-only-numbers",
+         [](const Config& c) {
+             return c.shapes_only &&
+                    !(c.weights_path.empty() && c.input_path.empty() && c.mask_path.empty() &&
+                      c.key_padding_mask_path.empty() && c.save_path.empty() && !c.values);
+         },
+         "--shapes-only traces sizes without any numbers; it cannot be combined with "
+         "--weights, --input, --mask, --key-padding-mask, --save or --values"},
+        {"shapes-only-views",
+         [](const Config& c) {
+             return c.shapes_only && ((c.text && c.model_path.empty()) || wants_summary(c) ||
+                                      c.ablate_head || !c.svg_path.empty());
+         },
+         "--shapes-only computes no weights to look at; it cannot be combined with --text "
+         "(except to give --model its characters), --heatmap, --summary, --export-svg, "
+         "--ablate-head or --no-scale"},
+        {"flash-row-streaming",
+         [](const Config& c) { return c.flash_row && c.attention != AttentionPath::Streaming; },
+         "--flash-row traces the online softmax of the streaming path; give --attention "
+         "streaming too"},
+        {"flash-row-shapes-only", [](const Config& c) { return c.flash_row && c.shapes_only; },
+         "--flash-row traces a computed row of step 10; it cannot be combined with "
+         "--shapes-only"},
+        // Modern attention.
+        {"sinks-without-window",
+         [](const Config& c) { return c.scores.sinks && c.scores.window == 0; },
+         "--sink-tokens keeps the first S keys visible inside a sliding window; give --window W "
+         "too"},
+        {"rope-theta-without-rope",
+         [](const Config& c) { return c.rope_theta && !c.rope && !asks(c, FormChoice::Mla); },
+         "--rope-theta sets the base of RoPE's angles; give --rope half|interleaved too"},
+        {"window-top-left",
+         [](const Config& c) {
+             return c.scores.window > 0 && c.causal && c.causal_align == CausalAlign::TopLeft;
+         },
+         "--window is causal with the queries as the last N of the M positions; it cannot be "
+         "combined with --causal=top-left"},
+        {"zero-attn-positions", [](const Config& c) { return c.add_zero_attn && places_keys(c); },
+         "--rope, --alibi and --window place keys by position; the zero key --add-zero-attn "
+         "appends has none"},
+        {"seq-first-without-input",
+         [](const Config& c) { return c.seq_first && c.input_path.empty(); },
+         "--seq-first says the --input, --key and --value files are (length, B, features); it "
+         "needs --input"},
+        {"zero-attn-shapes-only", [](const Config& c) { return c.add_zero_attn && c.shapes_only; },
+         "--shapes-only traces the plain pass; it cannot be combined with --add-zero-attn"},
+        {"zero-attn-forms",
+         [](const Config& c) {
+             return c.add_zero_attn &&
+                    (asks(c, FormChoice::Decode) || asks(c, FormChoice::FusedQkv) ||
+                     asks(c, FormChoice::PerHead) || asks(c, FormChoice::Block));
+         },
+         "--add-zero-attn appends to the packed pass's K and V; it cannot be combined with "
+         "--decode, --fused-qkv, --per-head or --block"},
+        {"mask-means-without-mask",
+         [](const Config& c) { return c.mask_means && c.mask_path.empty(); },
+         "--mask-means says how to read --mask, but no --mask was given"},
+    };
+    return table;
+}
+
+}  // namespace
+
+void settle(Config& c) {
+    check_rules(rules(), c, fill);
+    switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
+        case FormChoice::Packed:
+            break;
+        case FormChoice::FusedQkv:
+            c.form = Form::FusedQkv;
+            break;
+        case FormChoice::PerHead:
+            c.form = Form::PerHead;
+            break;
+        case FormChoice::Decode:
+            c.form = Form::Decode;
+            if (c.decode) c.seq_len = c.decode;
+            c.causal = true;
+            break;
+        case FormChoice::Block:
+            c.block = c.block.value_or(BlockKind::Pre);
+            break;
+        case FormChoice::Mla:
+            c.form = Form::Mla;
+            break;
+    }
+    if (c.demo_heads) c.causal = true;
+    if (c.weights_path.empty() && !c.kv_heads) c.kv_heads = c.heads.value_or(default_heads);
+}
+
+}  // namespace mha

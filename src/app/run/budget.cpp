@@ -1,0 +1,178 @@
+// The run's plan: its threads, the path of steps 6-10 (--attention auto picks one),
+// what it would hold in memory, and the refusal before anything large is allocated.
+
+#include "app/run/budget.h"
+
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/forms/block.h"
+#include "core/forms/decode.h"
+#include "core/forms/mla_pass.h"
+#include "core/pass/costs.h"
+#include "core/pass/score_rules.h"
+#include "core/tensor/storage.h"
+#include "core/threads/parallel.h"
+
+#include <algorithm>
+
+namespace mha {
+
+namespace {
+
+// Waking a worker costs more than a small problem's whole forward pass on a busy
+// machine, so by default each thread gets at least this many multiply-adds.
+constexpr std::uint64_t macs_per_thread = std::uint64_t(1) << 23;
+
+std::size_t default_threads(const Sizes& s) {
+    return std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(hardware_threads(), forward_macs(s) / macs_per_thread));
+}
+
+// --save holds what it writes three more times: as a C-order copy, as .npy bytes and inside
+// the archive: output (B, N, d_model), the weights (B, h, N, M) unless streaming, and with
+// --backward the gradients (`gradients` bytes).
+std::uint64_t save_bytes(const Sizes& s, AttentionPath path, std::uint64_t gradients,
+                         const std::string& what) {
+    const std::uint64_t weights =
+        path == AttentionPath::Standard
+            ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what)
+            : 0;
+    return checked_product(
+        {3, checked_sum({checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what),
+                         checked_product({sizeof(float), weights}, what), gradients},
+                        what)},
+        what);
+}
+
+// What the run holds besides the pass itself: the inputs, the weights (MLA's own when
+// `mla`), the masks already loaded (mask_bytes), with --backward dO and the gradients (one
+// per input and weight), and with --save what writing the file takes.
+std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_bytes,
+                         AttentionPath path, const std::optional<MlaSizes>& mla) {
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t inputs = checked_product(
+        {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
+                                     checked_product({s.batch, s.kv_len, s.kdim + s.vdim}, what)},
+                                    what)},
+        what);
+    // seeded weights share one block, which may be rounded up to 2 MiB huge pages
+    // (MLA's five matrices and its norm are tensors of their own)
+    const std::uint64_t weights =
+        mla ? checked_product({sizeof(float), mla_parameter_count(*mla)}, what)
+            : block_bytes(checked_product(
+                  {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
+                  what));
+    const std::uint64_t gradients = c.backward ? checked_sum({inputs, weights}, what) : 0;
+    const std::uint64_t grad_output =
+        c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what) : 0;
+    const std::uint64_t saving = c.save_path.empty() ? 0 : save_bytes(s, path, gradients, what);
+    return checked_sum({inputs, weights, mask_bytes, gradients, grad_output, saving}, what);
+}
+
+// What the chosen form of the pass allocates on the attention path with the threads.
+std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
+                         std::size_t threads, const std::optional<MlaSizes>& mla) {
+    if (c.form == Form::Decode) return decode_bytes(s);
+    // --backward: the forward's tensors stay for the backward, which makes a gradient of each
+    // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again
+    const std::uint64_t attention = checked_product(
+        {c.backward ? 2u : 1u, mla ? mla_bytes(*mla, s.batch, s.seq_len, path, threads)
+                                   : forward_bytes(s, path, threads)},
+        "the memory for this configuration");
+    if (mla) return attention;
+    if (!c.block) return attention;
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
+    // --backward: the block keeps its norms' and feed-forward's tensors and makes a gradient of
+    // each and of linear1's and linear2's weights
+    const std::uint64_t block = checked_product(
+        {c.backward ? 2u : 1u, checked_sum({block_bytes(s, d_ff), ffn_weights}, what)}, what);
+    return checked_sum({attention, block}, what);
+}
+
+// What the views add after the pass, beside its result, each freed before the next: the
+// heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums
+// in double into a growing list); --ablate-head runs the pass again and compares the two outputs as
+// lists.
+std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
+                         std::size_t threads, const std::optional<MlaSizes>& mla) {
+    const std::string what = "the memory for this configuration";
+    std::uint64_t maps = 0, ablation = 0;
+    if (c.heatmap || !c.svg_path.empty() || c.format == Format::Html) {
+        const std::uint64_t heads =
+            c.view_heads.empty() ? (c.mean_view ? 0 : s.heads) : c.view_heads.size();
+        const std::uint64_t cells = checked_product({s.seq_len, s.kv_len}, what);
+        maps = checked_sum({checked_product({heads, cells, sizeof(float)}, what),
+                            c.mean_view ? checked_product({cells, 16}, what) : 0},
+                           what);
+    }
+    if (c.ablate_head) {
+        ablation =
+            checked_sum({pass_bytes(c, s, d_ff, path, threads, mla),
+                         checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
+                        what);
+    }
+    return std::max(maps, ablation);
+}
+
+const char* path_name(AttentionPath path) {
+    return path == AttentionPath::Standard ? "standard" : "streaming";
+}
+
+// --attention, or auto. Every form can stream (every normaliser that `streams`). Auto takes the
+// standard path for a normaliser the streaming path lacks, when decoding
+// (one query per unit would fill one of the fused tile's query lanes; measured slower),
+// or when a view needs the weights, or when --save would write them or something shows them
+// (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
+// fits (small sizes, where the streaming tiles are the larger allocation).
+AttentionPath choose_path(const Config& c, bool streams, std::uint64_t standard_bytes,
+                          std::uint64_t streaming_bytes) {
+    if (c.attention) return *c.attention;
+    if (!streams || c.form == Form::Decode) return AttentionPath::Standard;
+    const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
+    const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
+    const bool standard_fits = standard_bytes <= c.max_memory;
+    if (needed || (shown && standard_fits)) return AttentionPath::Standard;
+    return standard_fits && streaming_bytes > c.max_memory ? AttentionPath::Standard
+                                                           : AttentionPath::Streaming;
+}
+
+// Refuses before allocating anything large.
+void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
+                  std::uint64_t max_memory) {
+    if (total > max_memory) {
+        throw Error("this configuration needs " + byte_size(total) + " on the " + path_name(path) +
+                    " path" + " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
+                    " M=" + std::to_string(s.kv_len) + " d_model=" + std::to_string(s.d_model) +
+                    " h=" + std::to_string(s.heads) + "), more than --max-memory " +
+                    byte_size(max_memory) +
+                    "; raise --max-memory, shrink the sizes, or trace with --shapes-only");
+    }
+}
+
+}  // namespace
+
+RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const Masks& masks,
+                 const std::optional<MlaSizes>& mla) {
+    const std::uint64_t mask_bytes =
+        sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel());
+    // what the run holds on each path (it differs by the weights --save writes), before the
+    // threads, whose default reads the multiply-adds: a memory beyond 64 bits is named first
+    const std::uint64_t held[] = {held_bytes(c, s, mask_bytes, AttentionPath::Standard, mla),
+                                  held_bytes(c, s, mask_bytes, AttentionPath::Streaming, mla)};
+    RunPlan plan;
+    plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
+        1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
+    auto total = [&](AttentionPath path) {
+        return checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
+                            pass_bytes(c, s, d_ff, path, plan.threads, mla),
+                            view_bytes(c, s, d_ff, path, plan.threads, mla)},
+                           "the memory for this configuration");
+    };
+    plan.path = choose_path(c, normaliser_of(masks).streams, total(AttentionPath::Standard),
+                            total(AttentionPath::Streaming));
+    check_budget(s, total(plan.path), plan.path, c.max_memory);
+    return plan;
+}
+
+}  // namespace mha

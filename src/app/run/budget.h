@@ -1,0 +1,32 @@
+#pragma once
+// The run's plan: threads, the path of steps 6-10 (standard or streaming), and the
+// memory budget they must fit.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "app/cli/config.h"
+#include "core/pass/attention.h"
+#include "core/pass/mla.h"
+
+namespace mha {
+
+struct RunPlan {
+    AttentionPath path = AttentionPath::Standard;
+    std::size_t threads = 1;
+};
+
+// Picks the threads (--threads, or one per 2^23 multiply-adds up to the hardware's)
+// and the path (--attention, or auto), and throws mha::Error, naming the path and the
+// bytes needed, when the run would hold more than --max-memory: the inputs, the
+// weights, the masks already loaded, what the chosen form of the pass
+// allocates with these threads, what the views add after it (heatmap and SVG maps, a
+// second pass for --ablate-head), and what --save takes. Auto streams only a normaliser the
+// streaming path has.
+// For --form mla, `mla` gives its sizes (and `sizes` are its naive form's, mla_naive_sizes):
+// the weights are its own and the pass is core/forms/mla_pass.h's mla_bytes.
+RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
+                 const Masks& masks, const std::optional<MlaSizes>& mla = std::nullopt);
+
+}  // namespace mha

@@ -1,0 +1,413 @@
+// The model run: load, encode, forward (one layer traced), report, views, save.
+
+#include "app/run/model_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "app/cli/terminal.h"
+#include "app/run/after_run.h"
+#include "app/run/lesson_page.h"
+#include "app/run/time_guard.h"
+#include "core/backward/model_backward.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/forms/model.h"
+#include "core/forms/score_bound.h"
+#include "core/kernels/kernels.h"
+#include "core/ops/block_ops.h"
+#include "core/pass/costs.h"
+#include "core/pass/plan.h"
+#include "io/atomic_file.h"
+#include "io/model_file.h"
+#include "io/npy.h"
+#include "io/printable.h"
+#include "show/format.h"
+#include "show/head_roles.h"
+#include "show/head_summary.h"
+#include "show/heatmap.h"
+#include "show/model_view.h"
+#include "show/score_stats.h"
+#include "show/svg.h"
+#include "show/tee_tracer.h"
+#include "show/text_layout.h"
+
+namespace mha {
+
+namespace {
+
+constexpr std::size_t predictions_shown = 5;
+
+std::string plural(std::size_t count, const std::string& noun) {
+    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+void check_choices(const Config& c, const Model& model, std::size_t layer) {
+    if (layer >= model.layers.size()) {
+        throw Error("--layer " + std::to_string(layer) + " is out of range: " + c.model_path +
+                    " has " + plural(model.layers.size(), "layer") + ", 0.." +
+                    std::to_string(model.layers.size() - 1));
+    }
+    const std::size_t heads = model.layers[layer].heads;
+    for (std::size_t head : c.view_heads) {
+        if (head >= heads) {
+            throw Error("--head " + std::to_string(head) + " is not a head: layer " +
+                        std::to_string(layer) + "'s heads are 0.." + std::to_string(heads - 1));
+        }
+    }
+}
+
+// The run's multiply-adds as planned: each layer's causal attention pass with its block, then
+// the head (N·V·d_model).
+std::uint64_t model_macs(const Model& model, std::size_t n) {
+    const std::string what = "the model's multiply-adds";
+    std::uint64_t macs = checked_product({n, model.vocab_size(), model.d_model()}, what);
+    for (std::size_t l = 0; l < model.layers.size(); ++l)
+        macs = checked_sum({macs, planned_macs(plan_pass(model_spec(model, n, l).layer))}, what);
+    return macs;
+}
+
+// --threads, or one thread.
+std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
+
+// Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
+// block (its scratch for `threads`), the final norm and the logits.
+std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads) {
+    const std::string what = "the memory for the model";
+    std::uint64_t layer = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const PassSpec spec = model_spec(model, n, l).layer;
+        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, threads),
+                                             block_bytes(spec.sizes, spec.block->d_ff)},
+                                            what));
+    }
+    const std::uint64_t rows = checked_product({n, sizeof(float)}, what);
+    return checked_sum(
+        {layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()}, what)}, what);
+}
+
+// The maps the views copy, (N, N) floats each: the chosen heads (and the mean, which also
+// sums in double) of the traced layer with --layer, else of every layer; the lesson page
+// copies every layer's again.
+std::uint64_t view_bytes(const Config& c, const Model& model, std::size_t n, std::size_t layer) {
+    const std::string what = "the memory for the model";
+    std::uint64_t shown = 0, every = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const std::size_t maps = drawn_maps(c, model.layers[l].heads);
+        every += maps;
+        if (!c.layer || l == layer) shown += maps;
+    }
+    const std::uint64_t cells = checked_product({n, n}, what);
+    const std::uint64_t page = c.format == Format::Html ? every : 0;
+    return checked_sum({checked_product({shown + page, cells, sizeof(float)}, what),
+                        c.mean_view ? checked_product({cells, 16}, what) : 0},
+                       what);
+}
+
+// Bytes a model run holds at its peak: the model's arrays, the vocabulary's lookup, the
+// pass (model_bytes) beside every layer's weights (1, h, N, N), which the views read after it,
+// the views' maps and --save's three copies (C order, .npy, the archive) of the logits and
+// the traced layer's weights.
+std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n,
+                              std::size_t layer) {
+    const std::string what = "the memory for the model";
+    const std::uint64_t lookup = checked_product({model.vocab_size(), 64}, what);
+    std::uint64_t kept = 0;
+    for (const ModelLayer& each : model.layers)
+        kept = checked_sum({kept, checked_product({each.heads, n, n, sizeof(float)}, what)}, what);
+    const std::uint64_t saved =
+        c.save_path.empty()
+            ? 0
+            : checked_product(
+                  {3 * sizeof(float),
+                   checked_sum({checked_product({n, model.vocab_size()}, what),
+                                checked_product({model.layers[layer].heads, n, n}, what)},
+                               what)},
+                  what);
+    // --backward: every layer's forward stays until its backward runs (at most model_bytes
+    // each), and every parameter gets a gradient (three more copies when --save writes them)
+    const std::uint64_t backward =
+        c.backward
+            ? checked_sum({checked_product(
+                               {model.layers.size(), model_bytes(model, n, run_threads(c))}, what),
+                           checked_product({model.parameter_count(), sizeof(float),
+                                            c.save_path.empty() ? 1u : 4u},
+                                           what)},
+                          what)
+            : 0;
+    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+                        model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer),
+                        saved, backward},
+                       what);
+}
+
+// Refuses, before the model runs, a run that would hold more than --max-memory.
+void check_model_budget(const Config& c, const Model& model, std::size_t n, std::size_t layer) {
+    const std::uint64_t need = model_run_bytes(c, model, n, layer);
+    if (need <= c.max_memory) return;
+    throw Error("the model run needs " + byte_size(need) + " (" + sanitized(c.model_path) + ": " +
+                plural(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
+                " V=" + std::to_string(model.vocab_size()) +
+                " d_model=" + std::to_string(model.d_model()) + "), more than --max-memory " +
+                byte_size(c.max_memory) + "; raise --max-memory or use a shorter --text");
+}
+
+RunInfo model_info(const Config& c, const Model& model, const ModelText& text, std::size_t layer,
+                   std::size_t threads) {
+    RunInfo info;
+    info.batch = 1;
+    info.seq_len = info.kv_len = text.tokens.size();
+    info.d_model = info.kdim = info.vdim = model.d_model();
+    info.heads = info.kv_heads = model.layers[layer].heads;
+    info.head_dim = info.d_model / info.heads;
+    info.causal = true;
+    info.threads = threads;
+    info.kernels = kernel_variant_name();
+    info.parameters = model.parameter_count();
+    info.weights_source = sanitized(c.model_path);
+    info.inputs_source = "--text, " + plural(text.tokens.size(), "character");
+    info.values = c.values;
+    info.explain = c.explain;
+    info.tokens = text.characters;
+    info.variant = "layer " + std::to_string(layer) + " of " + std::to_string(model.layers.size()) +
+                   ", pre-LN block, d_ff=" + std::to_string(model.layers[layer].block.d_ff());
+    if (c.backward) {  // no dO: the backward starts from the loss
+        info.grad_output_source =
+            "none; L = the mean cross-entropy of predicting each next character of --text";
+    }
+    return info;
+}
+
+// The maps' row and column labels: each position and its character.
+std::vector<std::string> model_labels(const ModelText& text) {
+    std::vector<std::string> visible = text.characters;
+    for (std::string& character : visible) {
+        // a visible space in the labels; a control or bidi character as U+FFFD
+        character = character == " " ? "␣" : sanitized(character);
+    }
+    return position_labels(text.tokens.size(), visible);
+}
+
+// "every layer's heads", or the heads --head chose in each layer.
+std::string every_layer_title(const Config& c) {
+    if (c.mean_view) return "every layer's mean over heads";
+    if (c.view_heads.empty()) return "every layer's heads";
+    std::string heads;
+    for (std::size_t head : c.view_heads) {
+        heads += (heads.empty() ? "" : ", ") + std::to_string(head);
+    }
+    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") + heads + " of every layer";
+}
+
+// A picture's caption: its title, the text and the model.
+std::vector<std::string> model_caption(const Config& c, const std::string& title) {
+    return {title, "text: " + sanitized(*c.text), "model: " + sanitized(c.model_path)};
+}
+
+std::vector<std::string> model_svg_caption(const Config& c, std::size_t layer) {
+    return model_caption(c, c.layer ? "attention weights of layer " + std::to_string(layer)
+                                    : every_layer_title(c) + " (rows: queries, columns: keys)");
+}
+
+// --export-svg draws one layer's chosen heads with --layer, else the chosen heads (all by
+// default) of every layer.
+void check_model_svg_size(const Config& c, const Model& model, const ModelText& text,
+                          std::size_t layer) {
+    std::size_t maps = 0;
+    if (c.layer) {
+        maps = drawn_maps(c, model.layers[layer].heads);
+    } else {
+        for (const ModelLayer& each : model.layers) maps += drawn_maps(c, each.heads);
+    }
+    const std::vector<std::string> labels = model_labels(text);
+    check_svg_size(c.svg_path, maps, labels, labels, model_svg_caption(c, layer));
+}
+
+// The lesson page's view of a model run: every layer's chosen heads, the prediction and
+// the head roles, worded as the terminal words them.
+ModelView model_view(const Config& c, const Model& model, const ModelText& text,
+                     const ModelResult& r) {
+    ModelView view;
+    view.maps = model_maps(r.weights, c.view_heads, c.mean_view);
+    view.labels = model_labels(text);
+    view.caption = model_caption(c, every_layer_title(c) + " (rows: queries, columns: keys)");
+    std::ostringstream prediction, roles;
+    print_prediction(prediction, top_predictions(r.logits, predictions_shown), model.vocab);
+    std::vector<std::vector<HeadRoles>> layers;
+    for (const Tensor& w : r.weights) layers.push_back(head_roles(w, text.characters));
+    print_head_roles(roles, layers);
+    view.prediction = prediction.str();
+    view.roles = roles.str();
+    return view;
+}
+
+void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
+                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+    const std::vector<std::string> rows = model_labels(text);
+    const std::vector<WeightMap> maps =
+        c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
+                : model_maps(r.weights, c.view_heads, c.mean_view);
+    if (c.heatmap) {
+        HeatmapStyle style = terminal_style(c.color);
+        style.auto_scale = c.auto_scale;
+        if (!c.layer) {
+            style.cell_width = 1;
+            out << "\n";
+            const bool chosen = c.mean_view || !c.view_heads.empty();
+            write_filled(out,
+                         words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
+                                  (chosen ? ")" : "; --layer L: one layer, larger)")),
+                         " ", "", "");
+        } else {
+            style.narrow_to_fit = true;  // a long text's map in one column per key, not cut
+            out << "\nattention weights of layer " << layer << " (rows: queries, columns: keys)\n";
+        }
+        draw_heatmaps(out, maps, rows, style);
+    }
+    if (wants_summary(c)) {
+        ForwardResult shown;
+        shown.weights = r.weights[layer];
+        // the model scales by 1/sqrt(d_k) and has no soft-cap
+        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
+        print_head_summary(out, head_patterns(r.weights[layer]), {});
+        std::vector<std::vector<HeadRoles>> roles;
+        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.characters));
+        print_head_roles(out, roles);
+    }
+    if (!c.svg_path.empty()) {
+        check_stdout();  // a run whose output failed writes no file
+        AtomicFile file(c.svg_path);
+        SvgStyle style;
+        style.caption = model_svg_caption(c, layer);
+        style.auto_scale = c.auto_scale;
+        write_svg(file.stream(), maps, rows, rows, style);
+        file.commit();
+    }
+}
+
+// The model, the text and the traced layer, checked; warns on err about unknown characters.
+struct ModelRun {
+    Model model;
+    ModelText text;  // --backward: without its last character, which only a target is
+    std::size_t layer;
+    std::vector<std::size_t> targets;  // --backward: each next character's token
+};
+
+// --backward: the model reads every character but the last and predicts the next of each.
+void split_targets(ModelRun& run) {
+    ModelText& text = run.text;
+    if (text.tokens.size() < 2) {
+        throw Error(
+            "--backward on --model predicts each next character of --text, so it needs "
+            "at least 2 characters, got " +
+            std::to_string(text.tokens.size()));
+    }
+    run.targets.assign(text.tokens.begin() + 1, text.tokens.end());
+    text.tokens.pop_back();
+    text.characters.pop_back();
+}
+
+ModelRun load_run(const Config& c, std::ostream& err) {
+    ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0), {}};
+    run.text = encode_text(*c.text, run.model, c.backward);
+    if (c.backward) split_targets(run);
+    check_choices(c, run.model, run.layer);
+    if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
+    if (!c.save_path.empty()) check_writable(c.save_path);
+    if (!c.svg_path.empty()) {
+        check_writable(c.svg_path);
+        check_model_svg_size(c, run.model, run.text, run.layer);
+    }
+    if (c.format == Format::Html) {
+        const ModelSpec spec = model_spec(run.model, run.text.tokens.size(), run.layer);
+        check_lesson_page(c, model_info(c, run.model, run.text, run.layer, 1),
+                          plan_model(spec).size(), run.model.layers.size());
+    }
+    if (run.text.unknown > 0) {
+        err << "mha: warning: " << plural(run.text.unknown, "character")
+            << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
+    }
+    return run;
+}
+
+}  // namespace
+
+ShapesProblem model_shapes(const Config& c, std::ostream& err) {
+    const ModelRun run = load_run(c, err);
+    const std::size_t n = run.text.tokens.size();
+    ModelSpec spec = model_spec(run.model, n, run.layer);
+    spec.backward = c.backward;
+    ShapesProblem p;
+    p.spec = spec.layer;
+    p.steps = plan_model(spec);
+    p.info = model_info(c, run.model, run.text, run.layer, 1);
+    p.info.kernels.clear();
+    p.info.weights_source += " (its sizes)";
+    p.info.shapes_only = true;
+    p.info.activation_bytes = model_bytes(run.model, n, 1);
+    p.info.activation_tensors =
+        "the embedding, one layer's attention and block at a time, the "
+        "final norm and the logits";
+    p.info.total_macs = model_macs(run.model, n);
+    return p;
+}
+
+void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, std::ostream& err) {
+    const ModelRun run = load_run(c, err);
+    const Model& model = run.model;
+    const ModelText& text = run.text;
+    const std::size_t layer = run.layer;
+    const std::size_t threads = run_threads(c);
+    check_time(model_macs(model, text.tokens.size()), threads,
+               macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
+               "a shorter --text costs less");
+    if (may_overflow(model)) {  // it may stop on overflow: find out before printing anything
+        NullTracer quiet;
+        check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
+                         "the logits (lm_head)");
+    }
+    ModelSpec spec = model_spec(model, text.tokens.size(), layer);
+    spec.backward = c.backward;
+    const std::size_t steps = c.step ? plan_model(spec).size() : 0;
+    const std::unique_ptr<Report> report = report_for(steps);
+    report->begin(model_info(c, model, text, layer, threads));
+    ScoreStats stats(wants_summary(c));
+    TeeTracer tracer(*report, stats);
+    const auto start = std::chrono::steady_clock::now();
+    ModelBackward computed;
+    if (c.backward) {
+        computed = model_forward_backward(model, text.tokens, run.targets, layer, threads, tracer);
+    } else {
+        computed.forward = forward_model(model, text.tokens, layer, threads, tracer);
+    }
+    const ModelResult& r = computed.forward;
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    ForwardResult shown;
+    shown.output = r.output;
+    shown.weights = r.weights[layer];
+    if (c.format == Format::Html) report->model_view(model_view(c, model, text, r));
+    report->finish(shown, elapsed.count());
+    if (c.format == Format::Text) {
+        print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
+        if (c.backward) {
+            out << "loss: " << fixed(computed.loss, 4)
+                << " nats, the mean cross-entropy of predicting each next character of --text ("
+                << plural(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
+        }
+    }
+    show_views(out, c, model, text, r, layer, stats);
+    if (!c.save_path.empty()) {
+        check_stdout();
+        std::vector<std::pair<std::string, Tensor>> arrays = {{"logits", r.logits},
+                                                              {"attn_weights", r.weights[layer]}};
+        if (c.backward) {
+            for (auto& array : model_arrays(computed.grads, "grad."))
+                arrays.push_back(std::move(array));
+        }
+        npy::write_npz(c.save_path, arrays);
+    }
+}
+
+}  // namespace mha

@@ -1,0 +1,145 @@
+// The checks mha train makes before its first step.
+
+#include "app/train/train_checks.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "app/run/time_guard.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/forms/block.h"
+#include "core/pass/costs.h"
+#include "core/train/train_step.h"
+
+namespace mha {
+
+namespace {
+
+std::string sizes_text(const TrainSettings& s) {
+    const ModelSizes& m = s.sizes;
+    return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) + " -H " +
+           std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) + " --context " +
+           std::to_string(m.context) + " --batch " + std::to_string(s.batch);
+}
+
+// The attention sizes of one layer on a batch.
+Sizes layer_sizes(const TrainSettings& s) {
+    const ModelSizes& m = s.sizes;
+    return {s.batch,   m.context, m.context, m.d_model,          m.d_model,
+            m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
+}
+
+// Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
+// again twice: a token per character, the held-out characters' strings), the parameters four times
+// (values, gradients, two moments) and a gathered copy, and once more for each micro-batch's
+// gradients (core/train/train_step.h); for each thread's micro-batch (as many run at once),
+// every layer's forward kept for its backward and as much again for its gradients, and the
+// logits with their gradient and softmax; and --save-batches' arrays (a double per value to
+// write, its .npy and the archive). `threads`: the run's, resolved.
+std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                          std::size_t threads) {
+    const std::string what = "the memory for training";
+    const TrainSettings& s = o.settings;
+    const ModelSizes& m = s.sizes;
+    const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
+    const std::uint64_t per_layer =
+        checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
+    const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
+                                                  checked_product({m.layers, per_layer}, what)},
+                                                 what);
+    const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
+    const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
+    Sizes sizes = layer_sizes(s);
+    sizes.batch = micro.rows;
+    const std::uint64_t layer = checked_sum(
+        {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
+    const std::uint64_t tokens = checked_product({s.batch, m.context}, what);
+    const std::uint64_t micro_tokens = checked_product({micro.rows, m.context}, what);
+    const std::uint64_t batches =
+        o.save_batches.empty()
+            ? 0
+            : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
+    return checked_sum({checked_product({corpus_bytes, 3}, what),
+                        checked_product({parameters, 5 + micro.count, sizeof(float)}, what),
+                        checked_product({m.layers, layer, 2, at_once}, what),
+                        checked_product({micro_tokens, V, 3 * sizeof(float), at_once}, what),
+                        batches},
+                       what);
+}
+
+// Multiply-adds of one step: every layer's attention and feed-forward and the head, forward
+// and backward (the backward about twice the forward).
+std::uint64_t step_macs(const TrainSettings& s, std::size_t vocab) {
+    const std::string what = "the multiply-adds of a training step";
+    const Sizes sizes = layer_sizes(s);
+    const std::uint64_t tokens = checked_product({s.batch, s.sizes.context}, what);
+    const std::uint64_t layer = checked_sum(
+        {forward_macs(sizes), checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
+        what);
+    const std::uint64_t forward =
+        checked_sum({checked_product({s.sizes.layers, layer}, what),
+                     checked_product({tokens, vocab, s.sizes.d_model}, what)},
+                    what);
+    return checked_product({forward, 3}, what);
+}
+
+}  // namespace
+
+void check_resume_matches(const TrainOptions& o, const std::vector<std::string>& given,
+                          const Checkpoint& c, const Corpus& corpus, const std::string& source) {
+    const TrainSettings& want = o.settings;
+    const TrainSettings& have = c.settings;
+    const auto check = [&](const char* option, const std::string& asked, const std::string& had) {
+        if (std::find(given.begin(), given.end(), option) == given.end() || asked == had) return;
+        throw Error("--resume " + o.resume + " was trained with " + option + " " + had + ", not " +
+                    asked + "; leave " + option + " out to go on with the checkpoint's");
+    };
+    const auto text = [](double value) {
+        std::ostringstream out;
+        out << value;
+        return out.str();
+    };
+    using std::to_string;
+    check("--layers", to_string(want.sizes.layers), to_string(have.sizes.layers));
+    check("--d-model", to_string(want.sizes.d_model), to_string(have.sizes.d_model));
+    check("--heads", to_string(want.sizes.heads), to_string(have.sizes.heads));
+    check("--d-ff", to_string(want.sizes.d_ff), to_string(have.sizes.d_ff));
+    check("--context", to_string(want.sizes.context), to_string(have.sizes.context));
+    check("--batch", to_string(want.batch), to_string(have.batch));
+    check("--steps", to_string(want.recipe.steps), to_string(have.recipe.steps));
+    check("--seed", to_string(want.seed), to_string(have.seed));
+    check("--lr", text(want.recipe.lr), text(have.recipe.lr));
+    if (corpus.characters != c.corpus_characters || corpus.fingerprint != c.corpus_fingerprint) {
+        throw Error("--resume " + o.resume + " was trained on another corpus (" +
+                    to_string(c.corpus_characters) + " characters), not " + source + " (" +
+                    to_string(corpus.characters) + "); give the --corpus it was trained on");
+    }
+}
+
+void check_sizes(const TrainSettings& s) {
+    if (s.sizes.d_model % s.sizes.heads != 0) {
+        throw Error("-d " + std::to_string(s.sizes.d_model) + " is not divisible by -H " +
+                    std::to_string(s.sizes.heads) + "; each head takes d_model / h features");
+    }
+}
+
+void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                  std::size_t threads) {
+    const std::uint64_t need = train_bytes(o, corpus_bytes, vocab, threads);
+    if (need <= o.max_memory) return;
+    throw Error("training " + sizes_text(o.settings) + " needs about " + byte_size(need) +
+                ", more than --max-memory " + byte_size(o.max_memory) +
+                "; raise --max-memory or use smaller sizes");
+}
+
+void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t first_step,
+                         std::size_t threads) {
+    if (!o.max_time || (o.time_limit && *o.time_limit <= *o.max_time)) return;
+    const std::uint64_t macs = checked_product(
+        {step_macs(o.settings, vocab), o.settings.recipe.steps - first_step}, "training's cost");
+    check_time(macs, threads, macs_per_thread_second(Form::Packed, AttentionPath::Standard),
+               o.max_time, "fewer --steps, smaller sizes or a --time-limit cost less");
+}
+
+}  // namespace mha

@@ -1,0 +1,33 @@
+#pragma once
+// The checks mha train makes before its first step: a resumed run's settings, the sizes, the
+// memory (--max-memory) and the time (--max-time) the run would take.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/train/train_checkpoint.h"
+#include "app/train/train_data.h"
+#include "app/train/train_options.h"
+
+namespace mha {
+
+// A resumed run keeps the checkpoint's settings: an option given (`given`: the options on the
+// command line) with another value, or another corpus (named `source`), is refused.
+void check_resume_matches(const TrainOptions& o, const std::vector<std::string>& given,
+                          const Checkpoint& c, const Corpus& corpus, const std::string& source);
+
+// d_model must split into the heads.
+void check_sizes(const TrainSettings& s);
+
+// Refuses a run whose estimated peak memory on `threads` threads is above --max-memory.
+void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
+                  std::size_t threads);
+
+// --max-time: refuses a run whose steps from first_step on (none past --time-limit) would take
+// longer at this machine's expected rate.
+void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t first_step,
+                         std::size_t threads);
+
+}  // namespace mha
