@@ -65,7 +65,6 @@ void PassTrace::emit(const Tensor& value, Step step) {
     step.backward = backward_;
     if (planned_) {
         const Step& plan = next();
-        step.backward = plan.backward;
         const std::string field = difference(plan, step);
         const bool input = step.kind == StepKind::Input;  // an input keeps the layout it came with
         if (!field.empty() || value.shape() != plan.shape ||
