@@ -183,16 +183,17 @@ TEST_CASE("a dry forward and backward of the packed form describes the computed 
     bool bias_kv = false;
     SECTION("plain") {}
     SECTION("cross-attention, GQA, causal") {
-        c.sizes = sizes(1, 3, 6, 16, 4, 2);
         c.masks.causal = true;
+        c.sizes = sizes(2, 3, 6, 16, 4, 2);
     }
-    SECTION("no bias, QK-norm, RoPE, a window, soft-cap, ALiBi") {
+    SECTION("no bias, ALiBi, soft-cap, a window with a sink, QK-norm, RoPE") {
         c.bias = false;
+        c.masks.alibi = true;
+        c.masks.softcap = 30.0;
+        c.masks.window = 2;
+        c.masks.sinks = 1;
         c.qk_norm = true;
         c.options.rope = mha::Rope{};
-        c.masks.window = 2;
-        c.masks.softcap = 30.0;
-        c.masks.alibi = true;
     }
     SECTION("QK-norm, RoPE, soft-cap, causal, GQA") {
         c.sizes = sizes(1, 4, 4, 16, 4, 2);
