@@ -69,11 +69,11 @@ Tensor sum_back(const BlockBack& b, const Tensor& d_out, const Tensor& d_branch)
 
 // Attnᵀ: the gradient at attention's input (all three paths) from the one at its output, on
 // what attention's forward kept; attention's weight gradients to g.
-Tensor attention_back(const Weights& attention, const BlockKept& k, const Tensor& p,
+Tensor attention_back(const Weights& attention, BlockKind kind, const BlockKept& k, const Tensor& p,
                       const Masks& masks, const ForwardOptions& options, const Tensor& d_attention,
                       PassTrace& trace, BlockGradients& g) {
     Gradients a = backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options,
-                           Form::Packed, k.attention, p, d_attention, trace);
+                           Form::Packed, k.attention, p, d_attention, trace, kind);
     g.attention = std::move(a.params);
     return a.input;
 }
@@ -99,7 +99,8 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
         // norm1(x); b15 norm1; then x's two paths
         const Tensor d_ffn_in = feed_forward_back(b, k, d_out, g.block);
         const Tensor dh = sum_back(b, d_out, norm_back(b, false, k.norm2_in, d_ffn_in, g.block));
-        const Tensor d_attn_in = attention_back(attention, k, p, masks, options, dh, trace, g);
+        const Tensor d_attn_in =
+            attention_back(attention, kind, k, p, masks, options, dh, trace, g);
         g.input = sum_back(b, norm_back(b, true, k.norm1_in, d_attn_in, g.block), dh);
         return g;
     }
@@ -108,7 +109,8 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
     const Tensor ds = norm_back(b, false, k.norm2_in, d_out, g.block);
     const Tensor dh = sum_back(b, ds, feed_forward_back(b, k, ds, g.block));
     const Tensor d_sum = norm_back(b, true, k.norm1_in, dh, g.block);
-    g.input = sum_back(b, attention_back(attention, k, p, masks, options, d_sum, trace, g), d_sum);
+    g.input =
+        sum_back(b, attention_back(attention, kind, k, p, masks, options, d_sum, trace, g), d_sum);
     return g;
 }
 
