@@ -32,4 +32,12 @@ Inputs dry_inputs(const Sizes& s, bool self_attention) {
     return {x, memory, Tensor::shape_only({s.batch, s.kv_len, s.vdim})};
 }
 
+MlaWeights dry_mla_weights(const MlaSizes& s) {
+    const std::size_t h = s.heads, E = s.d_model;
+    return {Tensor::shape_only({h * (s.d_nope + s.d_rope), E}),
+            Tensor::shape_only({s.d_latent + s.d_rope, E}), Tensor::shape_only({s.d_latent}),
+            Tensor::shape_only({h * (s.d_nope + s.d_v), s.d_latent}),
+            Tensor::shape_only({E, h * s.d_v})};
+}
+
 }  // namespace mha
