@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "core/backward/backward.h"
+#include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
+#include "core/forms/mla_pass.h"
+#include "core/forms/per_head.h"
 #include "core/pass/attention.h"
 #include "core/tensor/storage.h"
 #include "core/tensor/workspace.h"
@@ -246,4 +249,74 @@ TEST_CASE("a dry forward and backward of the fused QKV form describes the comput
     c.options.heads = c.sizes.heads;
     require_dry_like_computed(c, forward_backward_of(c, mha::Form::FusedQkv));
     require_untraced_dry(c, forward_backward_of(c, mha::Form::FusedQkv));
+}
+
+TEST_CASE("a dry run of the per-head pass describes the computed pass's steps", "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, 3);
+    SECTION("standard") {}
+    SECTION("streaming, QK-norm, RoPE") {
+        c.options.path = mha::AttentionPath::Streaming;
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{};
+    }
+    SECTION("cross-attention, GQA, causal") {
+        c.sizes = sizes(1, 3, 5, 16, 4, 2);
+        c.masks.causal = true;
+    }
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::forward_per_head(w, in, c.masks, o, tracer);
+    });
+}
+
+TEST_CASE("a dry run of decoding describes the computed decoding's steps", "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 4, 4, 16, 4, 2);
+    SECTION("RoPE, QK-norm") {
+        c.options.rope = mha::Rope{};
+        c.qk_norm = true;
+    }
+    SECTION("a window with a sink, ALiBi, soft-cap") {
+        c.masks.window = 2;
+        c.masks.sinks = 1;
+        c.masks.alibi = true;
+        c.masks.softcap = 20.0;
+    }
+    SECTION("streaming") { c.options.path = mha::AttentionPath::Streaming; }
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::decode(w, in, c.masks, o, tracer);
+    });
+}
+
+TEST_CASE("a dry run of the MLA pass describes the computed pass's steps", "[dry][mla]") {
+    const mha::MlaSizes m = mha::seeded_mla_sizes(16, 2, 8, 4);
+    const std::size_t B = 2, N = 3;
+    mha::Masks masks;
+    masks.causal = true;
+    mha::ForwardOptions options;
+    options.heads = m.heads;
+    options.rope = mha::Rope{};
+    options.path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    Recorder computed, dry;
+    const mha::Tensor x =
+        mha::seeded_inputs(sizes(B, N, N, m.d_model, m.heads, m.heads), true, 1).x_q;
+    mha::forward_mla(mha::seeded_mla_weights(m, 1), x, masks, options, computed);
+    for (mha::Step& step : computed.steps) {  // compared values: none in a dry run
+        if (step.facts.mla && step.facts.mla->absorbed) {
+            CHECK(step.facts.mla->max_difference.has_value());
+            step.facts.mla->max_difference.reset();
+        }
+    }
+
+    const mha::MlaWeights dry_w = mha::dry_mla_weights(m);
+    mha::Workspace workspace = mha::Workspace::dry();
+    options.workspace = &workspace;
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    mha::forward_mla(dry_w, mha::Tensor::shape_only({B, N, m.d_model}), masks, options, dry);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    require_same_steps(dry, computed);
 }

@@ -42,12 +42,14 @@ TEST_CASE("--explain has a paragraph for every kind of step of every form", "[ex
         GENERATE(as<std::string>{}, "", " --per-head", " --decode 3", " --fused-qkv",
                  " --rope half --qk-norm", " --window 2", " --attention streaming");
     CAPTURE(options);
-    const ShapesProblem shapes =
-        build_shapes(parse_args(words_of_options("--shapes-only -d 16 -H 2" + options)));
-    for (const Step& step : plan_pass(shapes.spec)) {
-        INFO("step " << step.number << " " << step.name << " " << step.tensor);
-        CHECK(explanation(step).size() > 100);
-    }
+    const Config config = parse_args(words_of_options("--shapes-only -d 16 -H 2" + options));
+    struct Explained : Tracer {  // every step of the dry run has its paragraph
+        void on_step(const Step& step) override {
+            INFO("step " << step.number << " " << step.name << " " << step.tensor);
+            CHECK(explanation(step).size() > 100);
+        }
+    } explained;
+    run_pass(config, build_shapes(config), explained);
 }
 
 TEST_CASE("--explain has a paragraph for every kind of step, the block's and model's too",

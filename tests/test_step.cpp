@@ -388,7 +388,7 @@ TEST_CASE("--step counts the steps it will show, in every form", "[step]") {
         void on_step(const Step&) override { ++steps; }
     } counter;
     run_pass(config, problem, counter);
-    CHECK(planned_steps(config, problem) == counter.steps);
+    CHECK(dry_tally(config, problem).steps == counter.steps);
 }
 
 TEST_CASE("--step walks the backward's steps, and b goes back across into the forward's",
@@ -397,7 +397,7 @@ TEST_CASE("--step walks the backward's steps, and b goes back across into the fo
     const Config config =
         parse_args(words_of_options("--step --backward -b 1 -n 3 -d 8 -H 2 -t 1"));
     const Problem problem = build_problem(config);
-    const std::size_t total = planned_steps(config, problem);
+    const std::size_t total = dry_tally(config, problem).steps;
     struct Counter : Tracer {
         std::size_t forward = 0, backward = 0;
         void on_step(const Step& step) override { ++(step.backward ? backward : forward); }

@@ -1,6 +1,6 @@
-// What training one layer costs (core/backward/training_costs.h): the planned kept tensors
-// against what a computed forward really keeps, by hand for a preset's size, and the plan's
-// multiply-adds split into the forward's and the backward's.
+// What training one layer costs (core/backward/training_costs.h): the kept tensors a dry
+// forward lists against what a computed forward really keeps, by hand for a preset's size, and
+// a dry run's multiply-adds split into the forward's and the backward's.
 
 #include <catch2/catch.hpp>
 
@@ -9,13 +9,17 @@
 
 #include "core/backward/training_costs.h"
 #include "core/pass/attention.h"
+#include "core/backward/backward.h"
+#include "core/tensor/storage.h"
+#include "core/tensor/workspace.h"
+#include "io/dry.h"
 #include "io/init.h"
 
 namespace {
 
 using mha::Tensor;
 
-// The bytes of every tensor the forward kept, by the names planned_kept gives them.
+// The bytes of every tensor the forward kept, by the names kept_tensors gives them.
 std::map<std::string, std::uint64_t> kept_by_name(const mha::Kept& kept,
                                                   const mha::ForwardResult& result,
                                                   const mha::Inputs& in) {
@@ -42,7 +46,7 @@ std::map<std::string, std::uint64_t> kept_by_name(const mha::Kept& kept,
     return bytes;
 }
 
-std::map<std::string, std::uint64_t> planned_by_name(const std::vector<mha::KeptTensor>& list) {
+std::map<std::string, std::uint64_t> listed_by_name(const std::vector<mha::KeptTensor>& list) {
     std::map<std::string, std::uint64_t> bytes;
     for (const mha::KeptTensor& t : list) {
         std::uint64_t elements = 1;
@@ -56,7 +60,21 @@ std::map<std::string, std::uint64_t> planned_by_name(const std::vector<mha::Kept
 
 }  // namespace
 
-TEST_CASE("planned_kept names exactly what the forward keeps, in bytes, on either path",
+// A dry forward of these weights and inputs with keep set: the kept tensors it lists.
+std::vector<mha::KeptTensor> dry_kept(const mha::Weights& w, const mha::Inputs& in,
+                                      mha::ForwardOptions options) {
+    mha::Workspace workspace = mha::Workspace::dry();
+    mha::Kept kept;
+    options.keep = &kept;
+    options.workspace = &workspace;
+    const mha::Inputs dry_in = mha::without_values(in);
+    mha::NullTracer quiet;
+    const mha::ForwardResult result =
+        mha::forward(mha::without_values(w), dry_in, {}, options, quiet);
+    return mha::kept_tensors(dry_in, kept, result.weights);
+}
+
+TEST_CASE("kept_tensors names exactly what the forward keeps, in bytes, on either path",
           "[backward]") {
     const mha::AttentionPath path =
         GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
@@ -73,44 +91,49 @@ TEST_CASE("planned_kept names exactly what the forward keeps, in bytes, on eithe
     options.heads = 4;
     options.add_zero_attn = zero_attn;
     options.path = path;
+    const std::vector<mha::KeptTensor> listed = dry_kept(w, in, options);
     mha::Kept kept;
     options.keep = &kept;
     mha::NullTracer quiet;
     const mha::ForwardResult result = mha::forward(w, in, {}, options, quiet);
-    const mha::PassSpec spec = mha::forward_spec(w, in, {}, options);
-    const std::vector<mha::KeptTensor> planned = mha::planned_kept(spec);
-    CHECK(planned_by_name(planned) == kept_by_name(kept, result, in));
+    CHECK(listed_by_name(listed) == kept_by_name(kept, result, in));
     std::uint64_t total = 0;
     for (const auto& [name, bytes] : kept_by_name(kept, result, in)) total += bytes;
-    CHECK(mha::kept_bytes(planned) == total);
+    CHECK(mha::kept_bytes(listed) == total);
 }
 
-TEST_CASE("planned_kept at llama3-8b's size, by hand", "[backward]") {
+TEST_CASE("the kept tensors at llama3-8b's size, by hand, without allocating them",
+          "[backward]") {
     // B=1, N=M=8192, d_model=4096, h=32, G=8, d_k=128 (mha --preset llama3-8b)
-    mha::PassSpec spec;
-    spec.sizes = {1, 8192, 8192, 4096, 4096, 4096, 32, 8, 128};
-    const std::uint64_t MiB = 1 << 20;
+    const mha::Sizes s{1, 8192, 8192, 4096, 4096, 4096, 32, 8, 128};
+    const mha::Weights w = mha::dry_weights(s, false, false);
+    const mha::Inputs in = mha::dry_inputs(s, true);
+    mha::ForwardOptions options;
+    options.heads = 32;
+    const std::uint64_t MiB = 1 << 20, before = mha::tensor_bytes_handed_out();
     // x, Q, O, concat: 8192·4096·4 B = 128 MiB each; K, V: 8·8192·128·4 B = 32 MiB each;
     // P: 32·8192·8192·4 B = 8 GiB
-    CHECK(mha::kept_bytes(mha::planned_kept(spec)) == 4 * 128 * MiB + 2 * 32 * MiB + 8192 * MiB);
-    spec.path = mha::AttentionPath::Streaming;
-    const std::vector<mha::KeptTensor> streaming = mha::planned_kept(spec);
+    CHECK(mha::kept_bytes(dry_kept(w, in, options)) == 4 * 128 * MiB + 2 * 32 * MiB + 8192 * MiB);
+    options.path = mha::AttentionPath::Streaming;
+    const std::vector<mha::KeptTensor> streaming = dry_kept(w, in, options);
     // lse: 32·8192·4 B = 1 MiB instead of P
     CHECK(streaming.at(4).name == "lse");
     CHECK(streaming.at(4).bytes == MiB);
     CHECK(mha::kept_bytes(streaming) == 4 * 128 * MiB + 2 * 32 * MiB + MiB);
+    CHECK(mha::tensor_bytes_handed_out() == before);
 }
 
-TEST_CASE("split_macs adds the forward's and the backward's steps apart", "[backward]") {
-    mha::PassSpec spec;
-    spec.sizes = {1, 3, 3, 8, 8, 8, 2, 2, 4};
-    spec.backward = true;
-    const std::vector<mha::Step> steps = mha::plan_pass(spec);
-    const mha::MacSplit split = mha::split_macs(steps);
+TEST_CASE("a dry run's tally adds the forward's and the backward's multiply-adds apart",
+          "[backward]") {
+    const mha::Sizes s{1, 3, 3, 8, 8, 8, 2, 2, 4};
+    mha::ForwardOptions options;
+    options.heads = 2;
+    mha::Tally tally;
+    mha::forward_backward(mha::dry_weights(s, true, false), mha::dry_inputs(s, true), {}, options,
+                          mha::Form::Packed, mha::Tensor::shape_only({1, 3, 8}), tally);
     // forward: 4 projections 3·8·8 = 192 each, Q Kᵀ and P V 2·3·3·4 = 72 each
-    CHECK(split.forward == 4 * 192 + 2 * 72);
-    CHECK(split.forward + split.backward == mha::planned_macs(steps));
+    CHECK(tally.macs.forward == 4 * 192 + 2 * 72);
     // backward: dW and dx of 4 projections (8 × 192), dV, dP, dQ, dK (4 × 72),
     // D = 2·3·4 = 24, dS = 2·3·3 = 18
-    CHECK(split.backward == 8 * 192 + 4 * 72 + 24 + 18);
+    CHECK(tally.macs.backward == 8 * 192 + 4 * 72 + 24 + 18);
 }

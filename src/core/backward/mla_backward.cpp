@@ -16,6 +16,7 @@
 
 #include "core/backward/linear_backward.h"
 #include "core/forms/mla_pass.h"
+#include "core/pass/describe.h"
 #include "core/ops/rms_norm.h"
 #include "core/position/rope.h"
 
@@ -23,11 +24,15 @@ namespace mha {
 
 namespace {
 
+// The bytes of t's elements: what a step that copies them all moves.
+std::uint64_t bytes_of(const Tensor& t) { return macs_of({element_count(t.shape()), sizeof(float)}); }
+
 // Σ_i heads[b, i, n, at : at + width] (B, N, width), heads in order: the adjoint of k_pe's
 // expand to every head.
-Tensor sum_heads(const Tensor& heads, std::size_t at, std::size_t width) {
+Tensor sum_heads(const Tensor& heads, std::size_t at, std::size_t width, Workspace* workspace) {
     const std::size_t B = heads.size(0), h = heads.size(1), N = heads.size(2), W = heads.size(3);
-    Tensor out({B, N, width});
+    Tensor out = new_tensor(workspace, {B, N, width});
+    if (any_dry(heads, out)) return out;
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t n = 0; n < N; ++n) {
             float* sum = out.data() + (b * N + n) * width;
@@ -39,12 +44,29 @@ Tensor sum_heads(const Tensor& heads, std::size_t at, std::size_t width) {
     return out;
 }
 
-// One projection y = x Wᵀ (no bias) differentiated, shown as planned: dW, then dX.
-LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& dy, std::size_t threads,
-                         PassTrace& trace) {
+// The words of one projection's backward: y = x Wᵀ (no bias) is MLA's every projection.
+struct LinearBack {
+    Operand operand;
+    int number;
+    std::string w, dy, x, dx;  // "kv_b_proj", "dkv", "c_kv", "dc_kv"
+    Dims dx_dims, w_dims;
+};
+
+// One projection y = x Wᵀ differentiated, shown: dW = dYᵀ X, then dX = dY W.
+LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& dy, const LinearBack& b,
+                         std::size_t threads, PassTrace& trace) {
     LinearGrads g = linear_backward(x.contiguous(), w, false, dy, threads);
-    trace.show(g.dw);
-    trace.show(g.dx);
+    const std::uint64_t macs = macs_of({element_count(dy.shape()), w.size(1)});  // rows·out·in
+    trace.show(g.dw, [&] {
+        return described(b.operand, StepKind::WeightGrad, b.number, "grad", "d" + b.w,
+                         "d" + b.w + " = " + b.dy + ".T @ " + b.x +
+                             "  (summed over B and the positions)",
+                         b.w_dims, macs);
+    });
+    trace.show(g.dx, [&] {
+        return described(b.operand, StepKind::InputGrad, b.number, "grad", b.dx,
+                         b.dx + " = " + b.dy + " @ " + b.w, b.dx_dims, macs);
+    });
     return g;
 }
 
@@ -61,41 +83,86 @@ PartGrads parts_back(const HeadGradients& hg, const MlaSizes& m, const ForwardOp
                      PassTrace& trace) {
     const std::size_t B = hg.dq.size(0), N = hg.dq.size(2), h = m.heads;
     const std::size_t d_h = m.d_nope, d_R = m.d_rope, width = d_h + d_R, kv_step = d_h + m.d_v;
-    Tensor q_pe({B, h, N, d_R});
-    for (std::size_t r = 0; r < B * h * N; ++r) {
-        const float* src = hg.dq.data() + r * width + d_h;
-        std::copy(src, src + d_R, q_pe.data() + r * d_R);
+    Workspace* const workspace = o.workspace;
+    const auto back = [&](const std::string& x) {  // RoPE's inverse rotation, written out
+        if (!o.rope) return x;
+        return o.rope->layout == RopeLayout::Half
+                   ? x + " * cos - rotate_half(" + x + ") * sin"
+                   : "apply_rotary_emb(" + x + ", freqs_cis.conj())";
+    };
+    Tensor q_pe = new_uninitialised(workspace, {B, h, N, d_R});
+    if (!any_dry(hg.dq, q_pe)) {
+        for (std::size_t r = 0; r < B * h * N; ++r) {
+            const float* src = hg.dq.data() + r * width + d_h;
+            std::copy(src, src + d_R, q_pe.data() + r * d_R);
+        }
     }
     if (o.rope) apply_rope(q_pe, *o.rope, 0, true);
-    trace.show(q_pe);
+    trace.show(q_pe, [&] {
+        Step step = described(Operand::Q, StepKind::Rope, 5, "rope", "dq_pe",
+                              "dq_pe = " + back("dQ[..., d_h:]"), {"B", "h", "N", "d_R"});
+        step.copied_bytes = bytes_of(q_pe);
+        return step;
+    });
     PartGrads g;
-    g.rope_key = sum_heads(hg.dk, d_h, d_R);
-    trace.show(g.rope_key);
+    g.rope_key = sum_heads(hg.dk, d_h, d_R, workspace);
+    trace.show(g.rope_key, [&] {
+        return described(Operand::K, StepKind::AssembleHeads, 5, "sum", "dk_pe",
+                         "dk_pe = dK[..., d_h:].sum(1)  (k_pe was expanded to every head)",
+                         {"B", "N", "d_R"});
+    });
     if (o.rope) {
         Tensor k_pe = g.rope_key.view({B, 1, N, d_R});  // shares rope_key's storage
         apply_rope(k_pe, *o.rope, 0, true);
     }
-    trace.show(g.rope_key);
-    g.queries = Tensor({B, N, h * width});
+    trace.show(g.rope_key, [&] {
+        return described(Operand::K, StepKind::Rope, 5, "rope", "dk_pe", "dk_pe = " + back("dk_pe"),
+                         {"B", "N", "d_R"});
+    });
+    g.queries = new_uninitialised(workspace, {B, N, h * width});
     copy_heads(HeadsCopy::IntoRows, hg.dq, g.queries, 0, 0, width, d_h);
     copy_heads(HeadsCopy::IntoRows, q_pe, g.queries, 0, d_h, width, d_R);
-    trace.show(g.queries);
-    g.kv = Tensor({B, N, h * kv_step});
+    trace.show(g.queries, [&] {
+        Step step = described(
+            Operand::Q, StepKind::AssembleHeads, 5, "cat", "dQ",
+            "dQ = cat([dQ[..., :d_h], dq_pe], -1).transpose(1, 2).reshape(B, N, h·(d_h+d_R))",
+            {"B", "N", "h·(d_h+d_R)"});
+        step.copied_bytes = bytes_of(g.queries);
+        return step;
+    });
+    g.kv = new_uninitialised(workspace, {B, N, h * kv_step});
     copy_heads(HeadsCopy::IntoRows, hg.dk, g.kv, 0, 0, kv_step, d_h);
     copy_heads(HeadsCopy::IntoRows, hg.dv, g.kv, 0, d_h, kv_step, m.d_v);
-    trace.show(g.kv);
+    trace.show(g.kv, [&] {
+        Step step = described(
+            StepKind::AssembleHeads, 5, "cat", "dkv",
+            "dkv = cat([dK[..., :d_h], dV], -1).transpose(1, 2).reshape(B, N, h·(d_h+d_v))",
+            {"B", "N", "h·(d_h+d_v)"});
+        step.copied_bytes = bytes_of(g.kv);
+        return step;
+    });
     return g;
 }
 
 // [a, b] along the last dimension: a (B, N, p) and b (B, N, q) -> (B, N, p + q).
-Tensor cat_last(const Tensor& a, const Tensor& b) {
+Tensor cat_last(const Tensor& a, const Tensor& b, Workspace* workspace) {
     const std::size_t rows = a.size(0) * a.size(1), p = a.size(2), q = b.size(2);
-    Tensor out({a.size(0), a.size(1), p + q});
+    Tensor out = new_uninitialised(workspace, {a.size(0), a.size(1), p + q});
+    if (any_dry(a, b, out)) return out;
     for (std::size_t r = 0; r < rows; ++r) {
         std::copy(a.data() + r * p, a.data() + (r + 1) * p, out.data() + r * (p + q));
         std::copy(b.data() + r * q, b.data() + (r + 1) * q, out.data() + r * (p + q) + p);
     }
     return out;
+}
+
+// b0: x's two paths, summed in this order: dx = dx_q + dx_kv.
+Tensor input_sum(const Tensor& dx_q, const Tensor& dx_kv, Workspace* workspace) {
+    Tensor sum = new_uninitialised(workspace, dx_q.shape());
+    if (any_dry(dx_q, dx_kv, sum)) return sum;
+    for (std::size_t e = 0; e < sum.numel(); ++e)
+        sum.data()[e] = dx_q.data()[e] + dx_kv.data()[e];
+    return sum;
 }
 
 }  // namespace
@@ -111,11 +178,11 @@ BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const 
     Kept kept;
     MlaKept mla_kept;
     ForwardOptions o = options;
-    o.keep = &kept;
-    o.workspace = nullptr;  // what is kept must outlive the forward
+    o.keep = &kept;  // what is kept holds its workspace blocks, so none is reused under it
     PassTrace trace(tracer, spec);
     BackwardResult r;
     r.forward = forward_mla(w, x, masks, o, trace, &mla_kept);
+    trace.begin_backward();
     Weights out;
     out.w_o = w.w_o;
     const HeadGradients hg = heads_backward(out, kept, r.forward.weights, masks, s, o, grad_output,
@@ -124,22 +191,44 @@ BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const 
     g.w_o = std::move(r.grads.params.w_o);
     r.grads.params = Weights();
     PartGrads parts = parts_back(hg, m, o, trace);  // b5
-    const LinearGrads kv_b = project_back(mla_kept.latent, w.w_kv_b, parts.kv, o.threads, trace);
+    const LinearGrads kv_b = project_back(
+        mla_kept.latent, w.w_kv_b, parts.kv,
+        {Operand::None, 3, "kv_b_proj", "dkv", "c_kv", "dc_kv", {"B", "N", "d_c"}, {"h·(d_h+d_v)", "d_c"}},
+        o.threads, trace);
     g.w_kv_b = kv_b.dw;  // b3
     Tensor d_latent = kv_b.dx;
     rms_norm_rows_backward(mla_kept.latent_raw, w.kv_norm, d_latent, g.kv_norm);  // b2
-    trace.show(d_latent);
-    trace.show(g.kv_norm);
-    const Tensor d_kv_a = cat_last(d_latent, parts.rope_key);
-    trace.show(d_kv_a);
-    const LinearGrads kv_a = project_back(x, w.w_kv_a, d_kv_a, o.threads, trace);
+    trace.show(d_latent, [&] {
+        return described(StepKind::LatentNorm, 2, "rms_norm", "dc_kv",
+                         "dc_kv = (w * dc_kv - c_n * (w * dc_kv * c_n).mean(-1, keepdim=True)) / "
+                         "rms(c_kv)  (w = kv_a_layernorm.weight)",
+                         {"B", "N", "d_c"});
+    });
+    trace.show(g.kv_norm, [&] {
+        return described(StepKind::WeightGrad, 2, "grad", "dkv_a_layernorm",
+                         "dkv_a_layernorm = (dc_kv_n * c_n).sum((0, 1))", {"d_c"});
+    });
+    const Tensor d_kv_a = cat_last(d_latent, parts.rope_key, o.workspace);
+    trace.show(d_kv_a, [&] {
+        Step step = described(StepKind::LatentProject, 2, "cat", "dkv_a",
+                              "dkv_a = cat([dc_kv, dk_pe], -1)", {"B", "N", "d_c+d_R"});
+        step.copied_bytes = bytes_of(d_kv_a);
+        return step;
+    });
+    const LinearGrads kv_a = project_back(x, w.w_kv_a, d_kv_a,
+                                          {Operand::None, 2, "kv_a_proj_with_mqa", "dkv_a", "x",
+                                           "dx_kv", model_dims, {"d_c+d_R", "d_model"}},
+                                          o.threads, trace);
     g.w_kv_a = kv_a.dw;
-    const LinearGrads q = project_back(x, w.w_q, parts.queries, o.threads, trace);  // b1
+    const LinearGrads q = project_back(
+        x, w.w_q, parts.queries,
+        {Operand::Q, 1, "q_proj", "dQ", "x", "dx_q", model_dims, {"h·(d_h+d_R)", "d_model"}},
+        o.threads, trace);  // b1
     g.w_q = q.dw;
-    r.grads.input = Tensor(x.shape());  // b0: the two paths into x, summed in this order
-    for (std::size_t e = 0; e < r.grads.input.numel(); ++e)
-        r.grads.input.data()[e] = q.dx.data()[e] + kv_a.dx.data()[e];
-    trace.show(r.grads.input);
+    r.grads.input = input_sum(q.dx, kv_a.dx, o.workspace);  // b0
+    trace.show(r.grads.input, [&] {
+        return described(StepKind::InputSum, 0, "sum", "dx", "dx = dx_q + dx_kv", model_dims);
+    });
     return r;
 }
 

@@ -15,7 +15,9 @@
 
 #include "core/checked.h"
 #include "core/kv_heads.h"
+#include "core/pass/describe.h"
 #include "core/pass/projection.h"
+#include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 
 namespace mha {
@@ -28,9 +30,10 @@ struct Cache {
 };
 
 // Row t of x (B, T, E) as a (B, 1, E) tensor.
-Tensor token_row(const Tensor& x, std::size_t t) {
+Tensor token_row(const Tensor& x, std::size_t t, Workspace* workspace) {
     const std::size_t B = x.size(0), T = x.size(1), E = x.size(2);
-    Tensor row({B, 1, E});
+    if (x.dry()) return new_dry(workspace, {B, 1, E});
+    Tensor row = new_uninitialised(workspace, {B, 1, E});
     for (std::size_t b = 0; b < B; ++b) {
         const float* from = x.data() + (b * T + t) * E;
         std::copy(from, from + E, row.data() + b * E);
@@ -40,6 +43,7 @@ Tensor token_row(const Tensor& x, std::size_t t) {
 
 // Writes the (B, 1, G·d_k) projection of token t into position t of the (B, G, T, d_k) cache.
 void append(const Tensor& projected, std::size_t t, Tensor& cache) {
+    if (any_dry(projected, cache)) return;
     const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t g = 0; g < G; ++g) {
@@ -57,10 +61,25 @@ MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t
 
 // Token t's weights (B, h, 1, t+1) into row t of all the weights (B, h, T, T).
 void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
+    if (any_dry(weights, all)) return;
     const std::size_t rows = all.size(0) * all.size(1), T = all.size(2), length = t + 1;
     for (std::size_t r = 0; r < rows; ++r) {
         const float* from = weights.data() + r * length;
         std::copy(from, from + length, all.data() + (r * T + t) * T);
+    }
+}
+
+// What bounds token t's one query against the t + 1 cached positions: no causal rule (the
+// future is not cached yet), but the window with its sinks, ALiBi and the soft-cap as in the
+// full pass, the query at position t.
+void token_attend_facts(const Masks& masks, const Sizes& s, std::size_t t, StepFacts& facts) {
+    facts.token = token_facts(s, t);
+    if (masks.window > 0) facts.token->window = window_facts(masks, s, t + 1);
+    if (masks.softcap > 0) facts.softcap = masks.softcap;
+    if (masks.alibi) {  // ALiBi alone: the window is the token's fact, and no causal rule applies
+        Masks alibi;
+        alibi.alibi = true;
+        mask_facts(alibi, s, 1, t + 1, facts);
     }
 }
 
@@ -76,8 +95,8 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
     token_sizes.seq_len = 1;
     token_sizes.kv_len = length;
     const bool streamed = o.path == AttentionPath::Streaming;
-    Tensor weights = streamed ? Tensor() : Tensor({B, h, 1, length});
-    Tensor concat({B, 1, W});
+    Tensor weights = streamed ? Tensor() : new_uninitialised(o.workspace, {B, h, 1, length});
+    Tensor concat = new_uninitialised(o.workspace, {B, 1, W});
     Tensor context = concat.view({B, 1, h, d_k}).transpose(1, 2);  // (B, h, 1, d_k)
     const Units units{B * h, [&](std::size_t u) {
                           const std::size_t b = u / h, i = u % h;
@@ -93,11 +112,44 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
                                                i,
                                                t};
                       }};
-    run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o), o.threads);
-    trace.show(streamed ? context : weights);  // 9 the weights, or 10 the context when streamed
+    if (!any_dry(q, cache.k, concat))
+        run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o),
+                  o.threads);
+    const Normaliser& normaliser = normaliser_of(masks);
+    const std::string scores = "q_t @ K_cache.mT" + scale_suffix(o.scale, o.scale_base);
+    trace.show(streamed ? context : weights, [&] {  // 9 the weights, or 10 the context streamed
+        Step step = streamed ? described(StepKind::Attend, 10, "attend", "context",
+                                         "context = " + normaliser.applied(scores) +
+                                             " @ V_cache, streamed",
+                                         {"B", "h", "N", "d_k"}, macs_of({2, B, h, length, d_k}))
+                             : described(StepKind::Softmax, 9, normaliser.name, "weights",
+                                         "weights = " + normaliser.applied(scores),
+                                         {"B", "h", "N", "t"}, macs_of({B, h, length, d_k}));
+        token_attend_facts(masks, s, t, step.facts);
+        if (!streamed) step.facts.normaliser = &normaliser;
+        return step;
+    });
     if (!streamed) keep_row(weights, t, result.weights);
     if (o.ablate_head) zero_head(context, *o.ablate_head);
     return concat;
+}
+
+// 2: token t's key and value in the cache: K_cache[:, :, :t+1], a view of (B, G, T, d_k).
+void show_cache(const Cache& cache, const Weights& w, const ForwardOptions& o, const Masks& masks,
+                const Sizes& s, std::size_t t, PassTrace& trace) {
+    trace.show(cache.k.narrow(2, 0, t + 1), [&] {
+        const std::size_t h = s.heads, G = s.kv_heads, d_k = s.d_k();
+        Step step = described(StepKind::Cache, 2, "cache", "K_cache",
+                              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+                                  bias_suffix(!w.b_k.empty(), "b_k"),
+                              {"B", G == h ? "h" : "G", "t", "d_k"},
+                              macs_of({s.batch, h * d_k + 2 * G * d_k, s.d_model}));
+        TokenFacts& token = step.facts.token.emplace(token_facts(s, t));
+        token.qk_norm = !w.q_norm.empty();
+        token.rope = o.rope.has_value();
+        if (masks.window > 0) token.window = window_facts(masks, s, t + 1);
+        return step;
+    });
 }
 
 }  // namespace
@@ -120,38 +172,57 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
+    Workspace* const workspace = options.workspace;
     PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
-    trace.show_input(in.x_q);  // 0
+    trace.show(in.x_q, [&] {
+        return described(StepKind::Input, 0, "input", "x", "x", {"B", "T", "d_model"});  // 0
+    });
 
-    Cache cache{Tensor({B, s.kv_heads, T, d_k}), Tensor({B, s.kv_heads, T, d_k})};
+    Cache cache{new_tensor(workspace, {B, s.kv_heads, T, d_k}),
+                new_tensor(workspace, {B, s.kv_heads, T, d_k})};
     NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
-    PassTrace silent(untraced, pass_spec(s, w, in, masks, options, Form::Decode));
+    PassTrace silent(untraced);
     ForwardResult result;
-    result.output = Tensor({B, T, E});
-    if (options.path == AttentionPath::Standard) result.weights = Tensor({B, h, T, T});
+    result.output = new_tensor(workspace, {B, T, E});
+    if (options.path == AttentionPath::Standard) result.weights = new_tensor(workspace, {B, h, T, T});
     // every token projects its row with the same weights: packed once, not once a token
     const PackedWeights own = options.packed ? PackedWeights{} : pack_weights(w);
     const PackedWeights& packed = options.packed ? *options.packed : own;
     for (std::size_t t = 0; t < T; ++t) {
-        const Tensor x_t = token_row(in.x_q, t);
+        const Tensor x_t = token_row(in.x_q, t, workspace);
         // (B, 1, h·d_k) and (B, 1, G·d_k)
-        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, nullptr, &packed.q);
-        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, nullptr, &packed.k);
+        Tensor q = project(x_t, w.w_q, w.b_q, options.threads, workspace, &packed.q);
+        Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, workspace, &packed.k);
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);             // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent, "");  // token t is at position t
         append(k_t, t, cache.k);
-        append(project(x_t, w.w_v, w.b_v, options.threads, nullptr, &packed.v), t, cache.v);
-        trace.show_layout();  // 2: the cache so far, a view the pass never materialises
+        append(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
+        show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
 
         const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
         const Tensor out =
-            project(concat, w.w_o, w.b_o, options.threads, nullptr, &packed.o);  // (B, 1, d_model)
-        for (std::size_t b = 0; b < B; ++b) {
-            std::copy(out.data() + b * E, out.data() + (b + 1) * E,
-                      result.output.data() + (b * T + t) * E);
+            project(concat, w.w_o, w.b_o, options.threads, workspace, &packed.o);  // (B, 1, d_model)
+        if (!any_dry(out, result.output)) {
+            for (std::size_t b = 0; b < B; ++b) {
+                std::copy(out.data() + b * E, out.data() + (b + 1) * E,
+                          result.output.data() + (b * T + t) * E);
+            }
         }
-        trace.show(out);  // 14
+        trace.show(out, [&] {  // 14
+            const bool streamed = options.path == AttentionPath::Streaming;
+            const std::string width = q_width_name(s);
+            Step step = described(
+                StepKind::OutputProject, 14, "project", "out_t",
+                (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + width + ") @ W_o.T"
+                          : "out_t = (weights @ V_cache).view(B, N, " + width + ") @ W_o.T") +
+                    bias_suffix(!w.b_o.empty(), "b_o"),
+                {"B", "N", "d_model"},
+                checked_sum({streamed ? 0 : macs_of({B, h, t + 1, d_k}), macs_of({B, E, h * d_k})},
+                            "the multiply-adds"));
+            step.facts.token = token_facts(s, t);
+            return step;
+        });
     }
     return result;
 }

@@ -113,3 +113,16 @@ RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
 }
 
 }  // namespace mha
+
+namespace mha {
+
+Step output_described(const Sizes& s, bool bias) {
+    Step step = described(StepKind::OutputProject, 14, "project", "output",
+                          "output = concat @ W_o.T" + bias_suffix(bias, "b_o"),
+                          {"B", "N", "d_model"},
+                          macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}));
+    step.facts.value_heads = s.d_v() != s.d_k();
+    return step;
+}
+
+}  // namespace mha

@@ -73,3 +73,10 @@ TokenFacts token_facts(const Sizes& s, std::size_t t);
 RopeFacts rope_facts(const Rope& rope, const Sizes& s);
 
 }  // namespace mha
+
+namespace mha {
+
+// Step 14, output = concat @ W_o.T (+ b_o): (B, N, h·d_v) -> (B, N, d_model).
+Step output_described(const Sizes& s, bool bias);
+
+}  // namespace mha

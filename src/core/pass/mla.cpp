@@ -89,6 +89,7 @@ std::uint64_t mla_parameter_count(const MlaSizes& s) {
 
 void copy_heads(HeadsCopy way, const Tensor& from, Tensor& to, std::size_t at, std::size_t first,
                 std::size_t step, std::size_t width) {
+    if (any_dry(from, to)) return;  // a dry run copies nothing
     const bool into_heads = way == HeadsCopy::IntoHeads;
     const Tensor& heads = into_heads ? to : from;
     const Tensor& rows = into_heads ? from : to;

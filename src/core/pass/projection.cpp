@@ -59,6 +59,7 @@ LinearTarget linear_target(const Tensor& w, const Tensor& bias, Tensor& y,
 }
 
 PackedWeights pack_weights(const Weights& w) {
+    if (w.w_q.dry()) return {};  // a dry run packs nothing
     const auto pack = [](const Tensor& t) { return pack_linear(t.data(), t.size(0), t.size(1)); };
     return {pack(w.w_q), pack(w.w_k), pack(w.w_v), pack(w.w_o)};
 }

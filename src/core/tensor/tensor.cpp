@@ -229,6 +229,18 @@ Tensor Tensor::select(std::size_t d, std::size_t i) const {
     return result;
 }
 
+Tensor Tensor::narrow(std::size_t d, std::size_t start, std::size_t length) const {
+    if (d >= dim() || start + length > size(d)) {
+        throw Error("narrow: [" + std::to_string(start) + ", " + std::to_string(start + length) +
+                    ") of dimension " + std::to_string(d) + " is out of range for a tensor of shape " +
+                    to_string(shape()));
+    }
+    Tensor result = *this;
+    result.offset_ += start * strides()[d];
+    result.layout_.shape[d] = length;
+    return result;
+}
+
 Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
     if (dry_) return shape_only(shape());

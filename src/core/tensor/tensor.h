@@ -55,7 +55,7 @@ public:
     // once.
     static std::vector<Tensor> in_one_block(const std::vector<Shape>& shapes);
     // A tensor with a shape and strides but no storage (a dry run's, ggml's no_alloc): view,
-    // transpose, permute, select and contiguous work on its layout; it has no values. Each
+    // transpose, permute, select, narrow and contiguous work on its layout; it has no values. Each
     // is a tensor of its own (shares_storage_with is false between two of them).
     // `release` runs when the last tensor sharing its identity goes (a dry workspace's count).
     static Tensor shape_only(Shape shape, std::function<void()> release = {});
@@ -86,6 +86,8 @@ public:
     Tensor permute(const std::vector<std::size_t>& order) const;
     // Same storage, dimension d fixed at index i and dropped: t[i] for d = 0.
     Tensor select(std::size_t d, std::size_t i) const;
+    // Same storage, dimension d cut to [start, start + length): t[:, :, start:start+length] for d = 2.
+    Tensor narrow(std::size_t d, std::size_t start, std::size_t length) const;
     // *this when already contiguous, otherwise a C-ordered copy.
     Tensor contiguous() const;
 
