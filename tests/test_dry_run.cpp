@@ -3,12 +3,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/forms/block.h"
 #include "core/forms/fused_qkv.h"
+#include "core/forms/model.h"
 #include "core/pass/attention.h"
 #include "core/tensor/storage.h"
 #include "core/tensor/workspace.h"
 #include "io/dry.h"
 #include "io/init.h"
+#include "io/model_init.h"
 #include "recorder.h"
 #include "show/notes.h"
 
@@ -124,4 +127,39 @@ TEST_CASE("a dry run of the fused QKV pass describes the computed pass's steps",
                                      const mha::ForwardOptions& o, mha::Tracer& tracer) {
         mha::forward_fused_qkv(w, in, c.masks, o, tracer);
     });
+}
+
+TEST_CASE("a dry run of the block describes the computed block's steps", "[dry]") {
+    const mha::BlockKind kind = GENERATE(mha::BlockKind::Pre, mha::BlockKind::Post);
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, GENERATE(3, 1));
+    c.masks.causal = true;
+    c.options.heads = c.sizes.heads;
+    const std::size_t d_ff = 20;
+    const mha::BlockWeights seeded = mha::seeded_block(c.sizes.d_model, d_ff, 1);
+    const mha::BlockWeights dry = mha::dry_block(c.sizes.d_model, d_ff);
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::forward_block(w, w.w_q.dry() ? dry : seeded, kind, in, c.masks, o, tracer);
+    });
+}
+
+TEST_CASE("a dry run of the model describes the computed model's steps", "[dry]") {
+    const std::vector<std::uint32_t> vocab = {0, 'a', 'b', 'c', ' '};
+    mha::ModelSizes s;
+    s.layers = 3;
+    s.d_model = 16;
+    s.heads = 4;
+    s.d_ff = 24;
+    s.context = 8;
+    const std::vector<std::size_t> tokens = {1, 4, 2, 2, 3};
+    const std::size_t traced = GENERATE(0, 2);
+    CAPTURE(traced);
+    Recorder computed, dry;
+    mha::forward_model(mha::seeded_model(vocab, s, 1), tokens, traced, 1, computed);
+    const mha::Model dry_model = mha::dry_model(vocab, s);
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    mha::forward_model(dry_model, tokens, traced, 1, dry);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    require_same_steps(dry, computed);
 }

@@ -32,4 +32,30 @@ Inputs dry_inputs(const Sizes& s, bool self_attention) {
     return {x, memory, Tensor::shape_only({s.batch, s.kv_len, s.vdim})};
 }
 
+BlockWeights dry_block(std::size_t E, std::size_t F) {
+    BlockWeights w;
+    for (Tensor* vector : {&w.norm1_weight, &w.norm1_bias, &w.norm2_weight, &w.norm2_bias, &w.b_2})
+        *vector = Tensor::shape_only({E});
+    w.w_1 = Tensor::shape_only({F, E});
+    w.b_1 = Tensor::shape_only({F});
+    w.w_2 = Tensor::shape_only({E, F});
+    return w;
+}
+
+Model dry_model(const std::vector<std::uint32_t>& vocab, const ModelSizes& s) {
+    const std::size_t V = vocab.size(), E = s.d_model;
+    Model m;
+    m.vocab = vocab;
+    m.token_embedding = Tensor::shape_only({V, E});
+    m.position_embedding = Tensor::shape_only({s.context, E});
+    const Sizes layer{1, s.context, s.context, E, E, E, s.heads, s.heads, E / s.heads};
+    for (std::size_t l = 0; l < s.layers; ++l)
+        m.layers.push_back({dry_weights(layer, true, false), dry_block(E, s.d_ff), s.heads});
+    m.norm_weight = Tensor::shape_only({E});
+    m.norm_bias = Tensor::shape_only({E});
+    m.head_weight = Tensor::shape_only({V, E});
+    m.head_bias = Tensor::shape_only({V});
+    return m;
+}
+
 }  // namespace mha

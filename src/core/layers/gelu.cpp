@@ -129,6 +129,7 @@ void gelu_backward_values(const double* u, const double* dy, std::size_t n, doub
 
 Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
     const Tensor in = u.contiguous();
+    if (in.dry()) return new_dry(workspace, in.shape());
     Tensor y = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),
@@ -141,6 +142,7 @@ Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
 Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads,
                      Workspace* workspace) {
     const Tensor in = u.contiguous(), d = dy.contiguous();
+    if (any_dry(in, d)) return new_dry(workspace, in.shape());
     Tensor du = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),
