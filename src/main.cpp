@@ -35,6 +35,7 @@
 #include "core/kernels/kernels.h"
 #include "core/pass/attention.h"
 #include "core/pass/plan.h"
+#include "core/tensor/workspace.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
@@ -136,19 +137,37 @@ void save(const mha::Config& config, const mha::Problem& problem,
     mha::npy::write_npz(config.save_path, arrays);
 }
 
-// --shapes-only: the steps from sizes alone; nothing computed, nothing allocated (--model
-// reads its file for the sizes).
+// --shapes-only: the run done dry, on tensors with shapes and no values: every step traced,
+// nothing computed, no tensor storage handed out (--model reads its file for the sizes and
+// prints its plan).
 int run_shapes_only(const mha::Config& config) {
-    const mha::ShapesProblem problem = config.model_path.empty()
-                                           ? mha::build_shapes(config)
-                                           : mha::model_shapes(config, std::cerr);
-    const std::vector<mha::Step>& steps = problem.steps;
-    if (config.format == mha::Format::Html)
-        mha::check_lesson_page(config, problem.info, steps.size());
-    const std::unique_ptr<mha::Report> report = make_report(config, steps.size());
+    if (!config.model_path.empty()) {
+        const mha::ShapesProblem problem = mha::model_shapes(config, std::cerr);
+        if (config.format == mha::Format::Html)
+            mha::check_lesson_page(config, problem.info, problem.steps.size());
+        const std::unique_ptr<mha::Report> report = make_report(config, problem.steps.size());
+        report->begin(problem.info);
+        const auto start = std::chrono::steady_clock::now();
+        for (const mha::Step& step : problem.steps) report->on_step(step);
+        const std::chrono::duration<double, std::milli> elapsed =
+            std::chrono::steady_clock::now() - start;
+        report->finish(mha::ForwardResult{}, elapsed.count());
+        return 0;
+    }
+    mha::Problem problem = mha::build_shapes(config);
+    const bool counted = config.step || config.format == mha::Format::Html;
+    const std::size_t steps = counted ? mha::dry_tally(config, problem).steps : 0;
+    if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
+    const std::unique_ptr<mha::Report> report = make_report(config, steps);
     report->begin(problem.info);
+    mha::Workspace workspace = mha::Workspace::dry();
+    problem.options.workspace = &workspace;
     const auto start = std::chrono::steady_clock::now();
-    for (const mha::Step& step : steps) report->on_step(step);
+    if (config.backward) {
+        mha::run_backward(config, problem, *report);
+    } else {
+        mha::run_pass(config, problem, *report);
+    }
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(mha::ForwardResult{}, elapsed.count());
@@ -193,7 +212,7 @@ int run(const std::vector<std::string>& args) {
     if (!config.svg_path.empty()) mha::check_writable(config.svg_path);
     mha::check_svg_size(config, problem.info);
     const bool counted = config.step || config.format == mha::Format::Html;
-    const std::size_t steps = counted ? mha::planned_steps(config, problem) : 0;
+    const std::size_t steps = counted ? mha::dry_tally(config, problem).steps : 0;
     if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
     if (problem.compute_first) {  // it may stop on overflow: find out before printing anything
         mha::Progress progress(problem.estimated_seconds, std::cerr, isatty(STDERR_FILENO));

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/backward/backward.h"
 #include "core/forms/block.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/model.h"
@@ -127,6 +128,127 @@ TEST_CASE("a dry run of the fused QKV pass describes the computed pass's steps",
                                      const mha::ForwardOptions& o, mha::Tracer& tracer) {
         mha::forward_fused_qkv(w, in, c.masks, o, tracer);
     });
+}
+
+namespace {
+
+// Passes every step on without what only a computed run measures (the D trick's difference),
+// which a dry run leaves empty.
+class WithoutMeasured : public mha::Tracer {
+public:
+    explicit WithoutMeasured(mha::Tracer& next) : next_(next) {}
+    bool enabled() const override { return next_.enabled(); }
+    void on_step(const mha::Step& step) override {
+        mha::Step copy = step;
+        copy.facts.row_dot_difference.reset();
+        next_.on_step(copy);
+    }
+
+private:
+    mha::Tracer& next_;
+};
+
+// The forward and backward of `form` as a pass for require_dry_like_computed: dOut is x_q's
+// values (its shape alone in a dry run); `bias_kv` appends b_k and b_v as bias_k and bias_v.
+auto forward_backward_of(const Case& c, mha::Form form, bool bias_kv = false) {
+    return [&c, form, bias_kv](const mha::Weights& w, const mha::Inputs& in,
+                               const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::Weights with = w;
+        if (bias_kv) {
+            with.bias_k = w.b_k;
+            with.bias_v = w.b_v;
+        }
+        WithoutMeasured without(tracer);
+        mha::forward_backward(with, in, c.masks, o, form, in.x_q, without);
+    };
+}
+
+// The pass untraced on dry tensors (the backward's fused units): no tensor storage handed out.
+template <class Pass>
+void require_untraced_dry(const Case& c, Pass pass) {
+    const mha::Sizes& s = c.sizes;
+    const bool self = s.seq_len == s.kv_len && s.kdim == s.d_model && s.vdim == s.d_model;
+    mha::Workspace workspace = mha::Workspace::dry();
+    mha::ForwardOptions options = c.options;
+    options.workspace = &workspace;
+    mha::NullTracer none;
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    pass(mha::dry_weights(s, c.bias, c.qk_norm), mha::dry_inputs(s, self), options, none);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    CHECK(workspace.peak_bytes() > 0);
+}
+
+}  // namespace
+
+TEST_CASE("a dry forward and backward of the packed form describes the computed steps", "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 5, 5, 16, 4, 4);
+    bool bias_kv = false;
+    SECTION("plain") {}
+    SECTION("cross-attention, GQA, causal") {
+        c.masks.causal = true;
+        c.sizes = sizes(2, 3, 6, 16, 4, 2);
+    }
+    SECTION("no bias, ALiBi, soft-cap, a window with a sink, QK-norm, RoPE") {
+        c.bias = false;
+        c.masks.alibi = true;
+        c.masks.softcap = 30.0;
+        c.masks.window = 2;
+        c.masks.sinks = 1;
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{};
+    }
+    SECTION("QK-norm, RoPE, soft-cap, causal, GQA") {
+        c.sizes = sizes(1, 4, 4, 16, 4, 2);
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{mha::RopeLayout::Interleaved, 10000.0};
+        c.masks.softcap = 2.0;
+        c.masks.causal = true;
+    }
+    SECTION("streaming, causal, GQA") {
+        c.sizes = sizes(2, 5, 5, 16, 4, 2);
+        c.options.path = mha::AttentionPath::Streaming;
+        c.masks.causal = true;
+    }
+    SECTION("streaming, cross-attention, QK-norm, RoPE, soft-cap") {
+        c.sizes = sizes(1, 3, 6, 16, 4, 4);
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{};
+        c.masks.softcap = 5.0;
+        c.options.path = mha::AttentionPath::Streaming;
+    }
+    SECTION("bias_k, bias_v and add_zero_attn, the scores unscaled") {
+        bias_kv = true;
+        c.options.add_zero_attn = true;
+        c.options.scale = false;
+    }
+    SECTION("streaming, add_zero_attn, cross-attention") {
+        c.sizes = sizes(1, 3, 6, 16, 4, 4);
+        c.options.add_zero_attn = true;
+        c.options.path = mha::AttentionPath::Streaming;
+    }
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, forward_backward_of(c, mha::Form::Packed, bias_kv));
+    require_untraced_dry(c, forward_backward_of(c, mha::Form::Packed, bias_kv));
+}
+
+TEST_CASE("a dry forward and backward of the fused QKV form describes the computed steps",
+          "[dry]") {
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, 3);
+    c.masks.causal = GENERATE(false, true);
+    c.options.path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    SECTION("plain") {}
+    SECTION("no bias, QK-norm, RoPE, soft-cap") {
+        c.sizes = sizes(1, 4, 4, 16, 2, 2);
+        c.bias = false;
+        c.qk_norm = true;
+        c.options.rope = mha::Rope{};
+        c.masks.softcap = 3.0;
+    }
+    c.options.heads = c.sizes.heads;
+    require_dry_like_computed(c, forward_backward_of(c, mha::Form::FusedQkv));
+    require_untraced_dry(c, forward_backward_of(c, mha::Form::FusedQkv));
 }
 
 TEST_CASE("a dry run of the block describes the computed block's steps", "[dry]") {

@@ -4,6 +4,32 @@
 
 namespace mha {
 
+Weights without_values(const Weights& w) {
+    Weights d = w;
+    for (Tensor* t : {&d.w_q, &d.w_k, &d.w_v, &d.w_o, &d.b_q, &d.b_k, &d.b_v, &d.b_o, &d.q_norm,
+                      &d.k_norm, &d.bias_k, &d.bias_v})
+        *t = t->without_values();
+    return d;
+}
+
+BlockWeights without_values(const BlockWeights& w) {
+    BlockWeights d = w;
+    for (Tensor* t : {&d.norm1_weight, &d.norm1_bias, &d.norm2_weight, &d.norm2_bias, &d.w_1,
+                      &d.b_1, &d.w_2, &d.b_2})
+        *t = t->without_values();
+    return d;
+}
+
+MlaWeights without_values(const MlaWeights& w) {
+    MlaWeights d = w;
+    for (Tensor* t : {&d.w_q, &d.w_kv_a, &d.kv_norm, &d.w_kv_b, &d.w_o}) *t = t->without_values();
+    return d;
+}
+
+Inputs without_values(const Inputs& in) {
+    return {in.x_q.without_values(), in.x_k.without_values(), in.x_v.without_values()};
+}
+
 Weights dry_weights(const Sizes& s, bool bias, bool qk_norm) {
     const std::size_t q = s.inner(), kv = s.kv_heads * s.d_k(), E = s.d_model;
     Weights w;
@@ -24,22 +50,34 @@ Weights dry_weights(const Sizes& s, bool bias, bool qk_norm) {
     return w;
 }
 
+BlockWeights dry_block(std::size_t d_model, std::size_t d_ff) {
+    BlockWeights w;
+    w.norm1_weight = w.norm2_weight = Tensor::shape_only({d_model});
+    w.norm1_bias = w.norm2_bias = Tensor::shape_only({d_model});
+    w.w_1 = Tensor::shape_only({d_ff, d_model});
+    w.b_1 = Tensor::shape_only({d_ff});
+    w.w_2 = Tensor::shape_only({d_model, d_ff});
+    w.b_2 = Tensor::shape_only({d_model});
+    return w;
+}
+
+MlaWeights dry_mla_weights(const MlaSizes& s) {
+    const std::size_t h = s.heads;
+    MlaWeights w;
+    w.w_q = Tensor::shape_only({h * (s.d_nope + s.d_rope), s.d_model});
+    w.w_kv_a = Tensor::shape_only({s.d_latent + s.d_rope, s.d_model});
+    w.kv_norm = Tensor::shape_only({s.d_latent});
+    w.w_kv_b = Tensor::shape_only({h * (s.d_nope + s.d_v), s.d_latent});
+    w.w_o = Tensor::shape_only({s.d_model, h * s.d_v});
+    return w;
+}
+
 Inputs dry_inputs(const Sizes& s, bool self_attention) {
     const Tensor x = Tensor::shape_only({s.batch, s.seq_len, s.d_model});
     if (self_attention) return {x, x, x};
     const Tensor memory = Tensor::shape_only({s.batch, s.kv_len, s.kdim});
     if (s.vdim == s.kdim) return {x, memory, memory};
     return {x, memory, Tensor::shape_only({s.batch, s.kv_len, s.vdim})};
-}
-
-BlockWeights dry_block(std::size_t E, std::size_t F) {
-    BlockWeights w;
-    for (Tensor* vector : {&w.norm1_weight, &w.norm1_bias, &w.norm2_weight, &w.norm2_bias, &w.b_2})
-        *vector = Tensor::shape_only({E});
-    w.w_1 = Tensor::shape_only({F, E});
-    w.b_1 = Tensor::shape_only({F});
-    w.w_2 = Tensor::shape_only({E, F});
-    return w;
 }
 
 Model dry_model(const std::vector<std::uint32_t>& vocab, const ModelSizes& s) {

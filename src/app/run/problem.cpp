@@ -16,11 +16,13 @@
 #include "core/forms/mla_pass.h"
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
+#include "core/tensor/workspace.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "io/block_weights.h"
 #include "io/demo_heads.h"
+#include "io/dry.h"
 #include "io/finite.h"
 #include "io/init.h"
 #include "io/masks.h"
@@ -420,36 +422,48 @@ ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path
     return options;
 }
 
-// The plan's input from the options, the sizes and --block's d_ff (--form mla: and its sizes
-// m), before any weight exists: what --shapes-only prints and the computed run's cost is
-// planned from. The seeded weights have a bias on every projection or none, QK-norm as
-// --qk-norm says.
-PassSpec spec_of(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
-                 const std::optional<MlaSizes>& m = std::nullopt) {
-    PassSpec spec = pass_spec(s, masks_of(c), options_of(c, s.heads, path, 1), c.form);
-    spec.self_attention = s.kv_len == s.seq_len;
-    spec.bias = {c.bias, c.bias, c.bias, c.bias};
-    spec.qk_norm = c.qk_norm;
-    spec.backward = c.backward;
-    if (c.block) spec.block = BlockSpec{*c.block, d_ff};
-    return m ? mla_spec(*m, spec) : spec;
+// The pass of a run with these options, sizes, --block's d_ff and path (--form mla: and its
+// sizes m), dry: its tensors have shapes and no values. What --shapes-only traces and the
+// computed run's cost is counted from, before any weight exists. The seeded weights have a
+// bias on every projection or none, QK-norm as --qk-norm says.
+PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
+                        const std::optional<MlaSizes>& m = std::nullopt) {
+    PassProblem p;
+    p.weights = dry_weights(s, c.bias, c.qk_norm);
+    if (c.block) p.block = dry_block(s.d_model, d_ff);
+    if (m) p.mla = dry_mla_weights(*m);
+    p.inputs = dry_inputs(s, s.kv_len == s.seq_len);
+    p.masks = masks_of(c);
+    if (c.backward) p.grad_output = Tensor::shape_only({s.batch, s.seq_len, s.d_model});
+    p.options = options_of(c, m ? m->heads : s.heads, path, 1);
+    return p;
 }
 
-// --backward of one attention layer (not MLA's, nor the block's): how the planned multiply-adds of `steps` split between the forward
-// and the backward, what the forward of `spec` keeps for the backward and, on the standard
-// path under --shapes-only, what the streaming path would keep.
-void describe_backward(RunInfo& info, const PassSpec& spec, const std::vector<Step>& steps) {
-    // planned_kept knows the attention layer's Kept, not MLA's; MLA's forward plan also holds
-    // the absorbed form's check, which no backward step mirrors
-    if (spec.mla) return;
+// What the forward of `p` keeps for a backward, read off a dry run of it.
+std::vector<KeptTensor> dry_kept(const Config& c, PassProblem p) {
+    Workspace workspace = Workspace::dry();
+    Kept kept;
+    p.options.workspace = &workspace;  // without_values keeps the options
+    p.options.keep = &kept;
+    p = without_values(p);
+    NullTracer quiet;
+    const ForwardResult result = run_pass(c, p, quiet);
+    return kept_tensors(p.inputs, kept, result.weights);
+}
+
+// --backward of one attention layer (not MLA's, nor the block's): how the multiply-adds split
+// between the forward and the backward, what the forward keeps for the backward and, on the
+// standard path under --shapes-only, what the streaming path would keep.
+void describe_backward(RunInfo& info, const Config& c, const PassProblem& p) {
+    if (c.form == Form::Mla || c.block) return;
     info.backward = true;
-    info.macs = split_macs(steps);
-    info.kept = planned_kept(spec);
-    if (info.shapes_only && spec.path == AttentionPath::Standard &&
-        normaliser_of(spec.masks).streams) {
-        PassSpec streaming = spec;
-        streaming.path = AttentionPath::Streaming;
-        info.kept_streaming = planned_kept(streaming);
+    info.macs = dry_tally(c, p).macs;
+    info.kept = dry_kept(c, p);
+    if (info.shapes_only && p.options.path == AttentionPath::Standard &&
+        normaliser_of(p.masks).streams) {
+        PassProblem streaming = p;
+        streaming.options.path = AttentionPath::Streaming;
+        info.kept_streaming = dry_kept(c, streaming);
     }
 }
 
@@ -535,7 +549,8 @@ Problem build_mla_problem(const Config& c) {
             ? Tensor()
             : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
     const RunPlan plan = plan_run(c, naive, 0, masks, m);
-    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, 0, m)));
+    const std::uint64_t pass_macs =
+        dry_tally(c, dry_problem(c, s, plan.path, 0, m)).total_macs();
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(Form::Mla, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);
@@ -567,27 +582,28 @@ Problem build_mla_problem(const Config& c) {
 
 }  // namespace
 
-ShapesProblem build_shapes(const Config& c) {
+Problem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
     check_form(c.form, s, s.kv_len == s.seq_len, masks_of(c));
-    ShapesProblem p;
     const std::size_t d_ff = block_width(c, s, Sources{});
     const std::optional<MlaSizes> mla =
         c.form == Form::Mla ? std::optional<MlaSizes>(seeded_mla(c, s)) : std::nullopt;
-    p.spec = spec_of(c, s, c.attention.value_or(AttentionPath::Standard), d_ff, mla);
+    const AttentionPath path = c.attention.value_or(AttentionPath::Standard);
+    Problem p;
+    static_cast<PassProblem&>(p) = dry_problem(c, s, path, d_ff, mla);
     p.info = describe_sizes(c, s);
-    p.info.self_attention = p.spec.self_attention;
+    p.info.self_attention = p.inputs.self_attention();
     p.info.bias = c.bias;
     p.info.threads = 1;
-    p.info.parameters = parameter_count(s, c.bias);
+    p.info.parameters = p.weights.parameter_count();
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
     p.info.activation_bytes =
-        c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, p.spec.path, 1);
+        c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, path, 1);
     if (c.block) {
-        p.info.parameters += block_parameter_count(s.d_model, d_ff);
+        p.info.parameters += p.block->parameter_count();
         p.info.activation_bytes += block_bytes(s, d_ff);
         p.info.activation_tensors =
             "attention's Q, K, V, scores, context, concat and output, "
@@ -600,12 +616,11 @@ ShapesProblem build_shapes(const Config& c) {
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, p.spec.path, 1);
+        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, path, 1);
         p.info.variant = mla_variant(m);
     }
-    p.steps = plan_pass(p.spec);
-    p.info.total_macs = planned_macs(p.steps);
-    if (c.backward && !c.block) describe_backward(p.info, p.spec, p.steps);
+    p.info.total_macs = dry_tally(c, p).total_macs();
+    if (c.backward) describe_backward(p.info, c, p);
     return p;
 }
 
@@ -626,7 +641,8 @@ Problem build_problem(const Config& c) {
                           : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
     check_form(c.form, s, self, masks);
     const RunPlan plan = plan_run(c, s, d_ff, masks);
-    const std::uint64_t pass_macs = planned_macs(plan_pass(spec_of(c, s, plan.path, d_ff)));
+    const std::uint64_t pass_macs =
+        dry_tally(c, dry_problem(c, s, plan.path, d_ff)).total_macs();
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(c.form, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);
@@ -664,12 +680,7 @@ Problem build_problem(const Config& c) {
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
     p.info.total_macs = pass_macs;
-    if (c.backward && !c.block) {  // the plan of the pass that runs: its biases, QK-norm, ...
-        PassSpec spec = pass_spec(check_pass(p.weights, p.inputs, p.masks, p.options), p.weights,
-                                  p.inputs, p.masks, p.options, c.form);
-        spec.backward = true;
-        describe_backward(p.info, spec, plan_pass(spec));
-    }
+    if (c.backward) describe_backward(p.info, c, p);  // the pass that runs: its biases, ...
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
     p.compute_first = may_stop_on_overflow(c, p);
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes

@@ -6,6 +6,7 @@
 #include <optional>
 #include "app/cli/config.h"
 #include "app/run/layout.h"
+#include "app/run/variants.h"
 
 #include "core/forms/block.h"
 #include "core/pass/attention.h"
@@ -17,19 +18,14 @@
 
 namespace mha {
 
-struct Problem {
-    Weights weights;
-    std::optional<BlockWeights> block;  // --block only
-    std::optional<MlaWeights> mla;      // --form mla only (weights stays empty)
-    Inputs inputs;
-    Masks masks;
+// The pass's own (PassProblem: weights, inputs, masks, options, dO) and what the rest of the
+// run needs.
+struct Problem : PassProblem {
     InputLayout layout = InputLayout::BatchFirst;  // of the input files; --save writes it back
-    Tensor grad_output;           // (B, N, d_model) dO, batch-first; --backward, --gradcheck
     StateDictNames weight_names;  // how --save and --gradcheck name the weights' gradients
     MlaNames mla_names = MlaNames::HuggingFace;  // --form mla --backward: the same for MLA's
     BlockNaming block_naming = BlockNaming::Torch;  // --backward --block: how --save names the
                                                     //  block's own (io/block_weights.h)
-    ForwardOptions options;
     RunInfo info;                  // what the printers say about this run
     bool mask_looks_keep = false;  // a bool/int --mask read as block hides the diagonal or a row
     double estimated_seconds = 0;  // from the run's multiply-adds (app/run/time_guard.h)
@@ -42,12 +38,15 @@ Problem build_problem(const Config& config);
 
 // --shapes-only: the sizes and what the printers say, with no file read and no
 // tensor allocated (so no memory budget to check).
+// --shapes-only: a dry problem (core/tensor/tensor.h, Tensor::shape_only) of the sizes and
+// options, with what the printers say: no file read, no tensor storage handed out.
+Problem build_shapes(const Config& config);
+
+// --model --shapes-only: the planned steps of the model's traced layer.
 struct ShapesProblem {
-    PassSpec spec;            // what the plan of the steps depends on (--model: its traced layer)
+    PassSpec spec;            // what the plan of the steps depends on: its traced layer
     std::vector<Step> steps;  // the plan
     RunInfo info;
 };
-
-ShapesProblem build_shapes(const Config& config);
 
 }  // namespace mha

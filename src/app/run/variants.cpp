@@ -9,12 +9,13 @@
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
-#include "core/pass/plan.h"
+#include "core/tensor/workspace.h"
+#include "io/dry.h"
 #include "core/pass/shape_checks.h"
 
 namespace mha {
 
-ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
+ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
     if (c.block) {
         return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
     }
@@ -33,7 +34,7 @@ ForwardResult run_pass(const Config& c, const Problem& p, Tracer& tracer) {
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
-ComputedRun run_backward(const Config& c, const Problem& p, Tracer& tracer) {
+ComputedRun run_backward(const Config& c, const PassProblem& p, Tracer& tracer) {
     if (c.block) {
         BlockBackwardResult r = block_forward_backward(p.weights, *p.block, *c.block, p.inputs,
                                                        p.masks, p.options, p.grad_output, tracer);
@@ -50,21 +51,30 @@ ComputedRun run_backward(const Config& c, const Problem& p, Tracer& tracer) {
     return {std::move(r.forward), std::move(r.grads), {}};
 }
 
-std::size_t planned_steps(const Config& c, const Problem& p) {
-    if (c.form == Form::Mla) {  // its plan is made from the MLA sizes, as forward_mla makes it
-        PassSpec spec = mla_pass_spec(*p.mla, p.inputs.x_q, p.masks, p.options);
-        spec.backward = c.backward;
-        return plan_pass(spec).size();
+PassProblem without_values(const PassProblem& p) {
+    PassProblem d = p;
+    d.weights = without_values(p.weights);
+    if (p.block) d.block = without_values(*p.block);
+    if (p.mla) d.mla = without_values(*p.mla);
+    d.inputs = without_values(p.inputs);
+    d.masks.attn_mask = p.masks.attn_mask.without_values();
+    d.masks.key_padding = p.masks.key_padding.without_values();
+    d.grad_output = p.grad_output.without_values();
+    return d;
+}
+
+Tally dry_tally(const Config& c, const PassProblem& p) {
+    PassProblem d = without_values(p);
+    Workspace workspace = Workspace::dry();
+    d.options.workspace = &workspace;
+    d.options.threads = 1;
+    Tally tally;
+    if (c.backward) {
+        run_backward(c, d, tally);
+    } else {
+        run_pass(c, d, tally);
     }
-    if (c.block) {
-        PassSpec spec = block_spec(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options);
-        spec.backward = c.backward;
-        return plan_pass(spec).size();
-    }
-    const Sizes s = check_pass(p.weights, p.inputs, p.masks, p.options);
-    PassSpec spec = pass_spec(s, p.weights, p.inputs, p.masks, p.options, c.form);
-    spec.backward = c.backward;
-    return plan_pass(spec).size();
+    return tally;
 }
 
 }  // namespace mha

@@ -2,17 +2,34 @@
 // Which form of the forward pass a run uses: the packed forward() (default),
 // --fused-qkv, --per-head, --decode T or --block (decided once by settle(), app/cli/config.cpp).
 
-#include <string>
+#include <optional>
 
 #include "app/cli/config.h"
-#include "app/run/problem.h"
 #include "core/backward/backward.h"
+#include "core/forms/block.h"
 #include "core/pass/attention.h"
+#include "core/pass/mla.h"
+#include "core/pass/trace.h"
 
 namespace mha {
 
+// What a pass runs on: its weights, inputs, masks and options (and, for a backward, dO).
+// Their values may be absent (Tensor::without_values): the run is then a dry run.
+struct PassProblem {
+    Weights weights;
+    std::optional<BlockWeights> block;  // --block only
+    std::optional<MlaWeights> mla;      // --form mla only (weights stays empty)
+    Inputs inputs;
+    Masks masks;
+    Tensor grad_output;  // (B, N, d_model) dO, batch-first; --backward, --gradcheck
+    ForwardOptions options;
+};
+
+// The same problem without its values (Tensor::without_values): what a dry run takes.
+PassProblem without_values(const PassProblem& problem);
+
 // Runs the form of the pass the configuration asks for.
-ForwardResult run_pass(const Config& config, const Problem& problem, Tracer& tracer);
+ForwardResult run_pass(const Config& config, const PassProblem& problem, Tracer& tracer);
 
 // What a run computed: the forward and, with --backward, the gradients.
 struct ComputedRun {
@@ -24,10 +41,10 @@ struct ComputedRun {
 // --backward: the form's forward pass (or the block's), then its backward of
 // L = Σ output ∘ problem.grad_output, traced in that order (core/backward/backward.h,
 // block_backward.h).
-ComputedRun run_backward(const Config& config, const Problem& problem, Tracer& tracer);
+ComputedRun run_backward(const Config& config, const PassProblem& problem, Tracer& tracer);
 
-// How many Step records run_pass will report: the plan of the form (core/pass/plan.h), and the
-// block's own seven steps around it.
-std::size_t planned_steps(const Config& config, const Problem& problem);
+// The run's steps and multiply-adds (with --backward, the backward's too), counted by running
+// it dry: the problem's tensors without their values, in a dry workspace.
+Tally dry_tally(const Config& config, const PassProblem& problem);
 
 }  // namespace mha

@@ -1,5 +1,5 @@
-// The backward pass of attention, each gradient beside the forward line it differentiates, in
-// the order core/pass/plan_backward.cpp plans (and the trace shows) them:
+// The backward pass of attention, each gradient beside the forward line it differentiates and
+// described where it is computed (trace.show), b14 first, b0 last:
 //
 //   14   output = concat W_oᵀ + b_o    dW_o = dOutᵀ concat, db_o = Σ dOut, dconcat = dOut W_o
 //   13-11 the heads' view              dO_h = dconcat.view(B, N, h, d_v).transpose(1, 2)
@@ -17,7 +17,8 @@
 // GQA: query head i read K/V head i / (h/G), so a K/V head's dK and dV are the sums of its
 // query heads' (in head order). Steps 10-6 run on (batch, head) units over the threads, each
 // writing only its own slices; the sums across units happen after, in a fixed order, so every
-// thread count gives the same bits.
+// thread count gives the same bits. On dry tensors (a dry run) nothing is computed: every
+// gradient is a shape, and the steps are described all the same.
 
 #include "core/backward/backward.h"
 
@@ -25,6 +26,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/backward/linear_backward.h"
@@ -34,6 +37,7 @@
 #include "core/kernels/streaming_backward.h"
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
+#include "core/pass/describe.h"
 #include "core/pass/flash_row.h"
 #include "core/pass/score_guard.h"
 #include "core/pass/score_rules.h"
@@ -53,7 +57,8 @@ struct Forwarded {
     const Sizes& s;      // M counts the appended positions
     const ForwardOptions& o;
     const Kept& kept;
-    const Tensor& p;  // (B, h, N, M) the attention weights P; empty when streamed
+    const Tensor& p;                 // (B, h, N, M) the attention weights P; empty when streamed
+    std::optional<BlockKind> block;  // the block attention sits in, if any
 };
 
 // body(u) for every unit u < count, each claimed by the next free thread; each unit writes
@@ -66,12 +71,12 @@ void for_units(std::size_t count, std::uint64_t macs, std::size_t threads,
                     });
 }
 
-// A gradient tensor of b10-b6 that the units write whole: from the forward's workspace
-// unfilled (the memory an earlier pass faulted in) when there are units to write it, else
-// zero-filled.
-Tensor unit_tensor(const Forwarded& f, std::size_t units, Shape shape) {
-    return units > 0 ? new_uninitialised(f.o.workspace, std::move(shape))
-                     : new_tensor(f.o.workspace, std::move(shape));
+// A gradient tensor the backward writes whole: from the forward's workspace unfilled (the
+// memory an earlier pass faulted in) when something writes it, else zero-filled; dry, a shape.
+Tensor written_tensor(const Forwarded& f, bool dry, bool written, Shape shape) {
+    if (dry) return new_dry(f.o.workspace, std::move(shape));
+    return written ? new_uninitialised(f.o.workspace, std::move(shape))
+                   : new_tensor(f.o.workspace, std::move(shape));
 }
 
 // The (rows, cols) row-major matrix of unit u in a contiguous (B, h, rows, cols) tensor.
@@ -84,34 +89,93 @@ const float* unit_data(const Tensor& t, std::size_t u) {
     return t.data() + u * t.size(2) * t.size(3);
 }
 
+// How a projection y = x Wᵀ + b's gradients are named: dW = dYᵀ X, db = Σ dY, dX = dY W.
+struct LinearNames {
+    Operand operand;
+    int number;
+    std::string w, b, dy, x, dx;
+    Dims dx_dims, w_dims;
+};
+
+// A projection's gradients as steps: dW, db (when it has a bias), dX.
+void show_linear_grads(const LinearGrads& g, const LinearNames& n, PassTrace& trace) {
+    const Shape& dx = g.dx.shape();
+    const std::uint64_t macs =
+        macs_of({element_count(Shape(dx.begin(), dx.end() - 1)), g.dw.size(0), g.dw.size(1)});
+    trace.show(g.dw, [&] {
+        return described(
+            n.operand, StepKind::WeightGrad, n.number, "grad", "d" + n.w,
+            "d" + n.w + " = " + n.dy + ".T @ " + n.x + "  (summed over B and the positions)",
+            n.w_dims, macs);
+    });
+    if (!g.db.empty()) {
+        trace.show(g.db, [&] {
+            return described(n.operand, StepKind::BiasGrad, n.number, "grad", "d" + n.b,
+                             "d" + n.b + " = " + n.dy + ".sum((0, 1))", {n.w_dims.front()});
+        });
+    }
+    trace.show(g.dx, [&] {
+        return described(n.operand, StepKind::InputGrad, n.number, "grad", n.dx,
+                         n.dx + " = " + n.dy + " @ " + n.w, n.dx_dims, macs);
+    });
+}
+
+// b14's start: the gradient at attention's output, the block's when attention sits in one.
+std::string grad_output_expression(const std::optional<BlockKind>& block) {
+    if (!block) return "dOut = output.grad  (L = (output * dOut).sum())";
+    return *block == BlockKind::Pre ? "dOut = dh  (attention's output feeds h = x + attention)"
+                                    : "dOut = dsum  (attention's output feeds x + attention)";
+}
+
 // b14-b11: W_o's gradients, then dconcat seen as each head's dO_h (B, h, N, d_v), a view.
 Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, PassTrace& trace) {
     const Sizes& s = f.s;
-    trace.show(d_out);
-    LinearGrads o = linear_backward(f.kept.concat, f.w.w_o, !f.w.b_o.empty(), d_out, f.o.threads,
-                                    f.o.workspace);
-    trace.show(o.dw);
-    if (!o.db.empty()) trace.show(o.db);
-    trace.show(o.dx);
+    trace.show(d_out, [&] {
+        return described(StepKind::GradOutput, 14, "grad", "dOut", grad_output_expression(f.block),
+                         model_dims);
+    });
+    const LinearGrads o = linear_backward(f.kept.concat, f.w.w_o, !f.w.b_o.empty(), d_out,
+                                          f.o.threads, f.o.workspace);
+    const std::string width = concat_width_name(s), dv = v_dim_name(s);
+    show_linear_grads(o,
+                      {Operand::None,
+                       14,
+                       "W_o",
+                       "b_o",
+                       "dOut",
+                       "concat",
+                       "dconcat",
+                       {"B", "N", width},
+                       {"d_model", width}},
+                      trace);
     g.params.w_o = o.dw;
     g.params.b_o = o.db;
     const Tensor split = o.dx.view({s.batch, s.seq_len, s.heads, s.d_v()});
-    trace.show(split);
+    trace.show(split, [&] {
+        return described(StepKind::SplitHeads, 13, "view", "dconcat",
+                         "dconcat.view(B, N, h, " + dv + ")", {"B", "N", "h", dv});
+    });
     Tensor d_heads = split.transpose(1, 2);
     if (f.o.ablate_head) zero_head(d_heads, *f.o.ablate_head);  // its context was zeroed
-    trace.show(d_heads);
+    trace.show(d_heads, [&] {
+        return described(StepKind::MergeHeads, 11, "transpose", "dO_h",
+                         "dO_h = dconcat.transpose(1, 2)", {"B", "h", "N", dv});
+    });
     return d_heads;
 }
 
-// (B, h, L, w) per query head -> (B, G, L, w): each K/V head's the sum of its query heads',
-// in head order (the adjoint of K.repeat_interleave(h / G, dim=1)); itself when G = h.
-Tensor group_sum(const Tensor& per_head, const Sizes& s, std::size_t threads) {
+// (B, h, M, w) per query head -> (B, G, M, w): each K/V head's the sum of its query heads',
+// in head order (the adjoint of K.repeat_interleave(h / G, dim=1)), shown as step `number`;
+// itself when G = h.
+Tensor group_sum(const Forwarded& f, const Tensor& per_head, Operand operand, int number,
+                 const std::string& name, const std::string& width, PassTrace& trace) {
+    const Sizes& s = f.s;
     const std::size_t h = s.heads, G = s.kv_heads, r = h / G;
     if (G == h) return per_head;
     const std::size_t B = per_head.size(0), L = per_head.size(2), w = per_head.size(3);
-    Tensor out({B, G, L, w});
+    Tensor out = written_tensor(f, per_head.dry(), true, {B, G, L, w});
     const std::size_t size = L * w;
-    for_units(B * G, std::uint64_t(B) * h * size, threads, [&](std::size_t u) {
+    for_units(out.dry() ? 0 : B * G, std::uint64_t(B) * h * size, f.o.threads, [&](std::size_t u) {
         const std::size_t b = u / G, g = u % G;
         float* sum = out.data() + u * size;
         const float* first = per_head.data() + (b * h + g * r) * size;
@@ -120,6 +184,13 @@ Tensor group_sum(const Tensor& per_head, const Sizes& s, std::size_t threads) {
             const float* head = first + j * size;
             for (std::size_t e = 0; e < size; ++e) sum[e] += head[e];
         }
+    });
+    trace.show(out, [&] {
+        Step step = described(operand, StepKind::GroupSum, number, "sum", name,
+                              name + " = " + name + ".view(B, G, h/G, M, " + width + ").sum(2)",
+                              {"B", "G", "M", width});
+        step.facts.summed_heads = r;
+        return step;
     });
     return out;
 }
@@ -136,7 +207,7 @@ struct HeadGrads {
 // Step 7's soft-capped scores, C·tanh(scores · f / C), recomputed by the forward's own units.
 Tensor capped_scores(const Forwarded& f, const UnitMath& math) {
     const Sizes& s = f.s;
-    Tensor scores({s.batch, s.heads, s.seq_len, s.kv_len});
+    Tensor scores = new_uninitialised(f.o.workspace, {s.batch, s.heads, s.seq_len, s.kv_len});
     const Units units{s.batch * s.heads, [&](std::size_t u) {
                           const std::size_t b = u / s.heads, i = u % s.heads;
                           const std::size_t g = kv_head_of(i, s.heads, s.kv_heads);
@@ -160,6 +231,7 @@ void scale_back(const Forwarded& f, Tensor& ds) {
     const UnitMath math = unit_math(f.s, f.o);
     const double cap = f.masks.softcap;
     const std::size_t count = ds.numel();
+    if (ds.dry()) return;
     if (cap <= 0.0) {
         if (math.factor == 1.0f) return;
         for (std::size_t e = 0; e < count; ++e) ds.data()[e] *= math.factor;
@@ -219,44 +291,63 @@ void attend_back_unit(const Forwarded& f, const MatrixView& d_o, std::size_t u, 
 HeadGrads attend_back_streamed(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads;
-    const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
-    const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
-    HeadGrads g{unit_tensor(f, units, {B, h, M, d_v}), Tensor(), Tensor(),
-                unit_tensor(f, units, {B, h, N, d_k}), unit_tensor(f, units, {B, h, M, d_k})};
+    const std::size_t d_k = s.d_k(), d_v = s.d_v();
+    const bool dry = any_dry(d_heads, f.kept.q, f.kept.lse);
+    const std::size_t units = N == 0 || M == 0 || dry ? 0 : B * h;
+    HeadGrads g{written_tensor(f, dry, units > 0, {B, h, M, d_v}), Tensor(), Tensor(),
+                written_tensor(f, dry, units > 0, {B, h, N, d_k}),
+                written_tensor(f, dry, units > 0, {B, h, M, d_k})};
     const std::uint64_t macs = std::uint64_t(units) * N * M * (2 * d_k + 3 * d_v);
-    for_units(units, macs, threads, [&](std::size_t u) {
+    for_units(units, macs, f.o.threads, [&](std::size_t u) {
         attend_back_unit(f, head_matrix(d_heads, u / h, u % h), u, g);
     });
-    if (f.o.flash_row && trace.on() && units > 0) {  // batch 0, head 0, one row retraced
-        const UnitMath math = unit_math(s, f.o);
-        trace.upcoming().flash_back =
-            flash_back_facts(head_matrix(f.kept.q, 0, 0), head_matrix(f.kept.k, 0, 0),
-                             head_matrix(f.kept.v, 0, 0), unit_mask(f.masks, 0, 0, s), math.factor,
-                             {head_matrix(f.kept.context, 0, 0), f.kept.lse.data()},
-                             head_matrix(d_heads, 0, 0), *f.o.flash_row, 0);
-    }
-    trace.show(g.dq);
-    trace.show(g.dk);
-    trace.show(g.dv);
-    g.dk = group_sum(g.dk, s, threads);
-    if (s.kv_heads != h) trace.show(g.dk);
-    g.dv = group_sum(g.dv, s, threads);
-    if (s.kv_heads != h) trace.show(g.dv);
+    const std::string dv = v_dim_name(s);
+    trace.show(g.dq, [&] {
+        Step step =
+            described(Operand::Q, StepKind::AttendGrad, 10, "attend-grad", "dQ",
+                      "dQ, dK, dV = flash_attention_backward(Q, K, V, O_h, lse, dO_h)  (per tile: "
+                      "P = exp(scores - lse), dS = P * (dP - D); S and dP recomputed)",
+                      {"B", "h", "N", "d_k"},
+                      macs_of({B, h, N, M, 2 * d_k + d_v}));  // S = Q Kᵀ, dP = dO_h Vᵀ, dQ = dS K
+        if (f.o.flash_row && units > 0) {                     // batch 0, head 0, one row retraced
+            step.facts.flash_back = flash_back_facts(
+                head_matrix(f.kept.q, 0, 0), head_matrix(f.kept.k, 0, 0),
+                head_matrix(f.kept.v, 0, 0), unit_mask(f.masks, 0, 0, s), unit_math(s, f.o).factor,
+                {head_matrix(f.kept.context, 0, 0), f.kept.lse.data()}, head_matrix(d_heads, 0, 0),
+                *f.o.flash_row, 0);
+        }
+        return step;
+    });
+    trace.show(g.dk, [&] {
+        return described(Operand::K, StepKind::AttendGrad, 10, "attend-grad", "dK",
+                         "dK  (the same pass: dK += dS.T @ Q per tile)", {"B", "h", "M", "d_k"},
+                         macs_of({B, h, N, M, d_k}));
+    });
+    trace.show(g.dv, [&] {
+        return described(Operand::V, StepKind::AttendGrad, 10, "attend-grad", "dV",
+                         "dV  (the same pass: dV += P.T @ dO_h per tile)", {"B", "h", "M", dv},
+                         macs_of({B, h, N, M, d_v}));
+    });
+    g.dk = group_sum(f, g.dk, Operand::K, 6, "dK", "d_k", trace);
+    g.dv = group_sum(f, g.dv, Operand::V, 10, "dV", dv, trace);
     return g;
 }
 
-// b10-b6 on the standard path, unit by unit. Traced (or soft-capped, whose b7 reads the
-// recomputed capped scores of every unit) each step runs over all units before it is shown;
-// untraced, each unit runs all its steps at once while its P and dS are in cache, with b7's
-// · f taken on each row of dS right after b9 (the same two roundings): the same bits.
+// b10-b6 on the standard path, on (batch, head) units over the threads, each writing only its
+// own slices of dV, dS, D, dQ and dK; the GQA group sums after, in order. Untraced (and not
+// soft-capped), each unit runs b10-b6 at once, b7's scale folded into dS.
 HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trace) {
     const Sizes& s = f.s;
     const std::size_t B = s.batch, N = s.seq_len, M = s.kv_len, h = s.heads, G = s.kv_heads;
     const std::size_t d_k = s.d_k(), d_v = s.d_v(), threads = f.o.threads;
-    const std::size_t units = N == 0 || M == 0 ? 0 : B * h;
-    HeadGrads g{unit_tensor(f, units, {B, h, M, d_v}), unit_tensor(f, units, {B, h, N, M}),
-                unit_tensor(f, units, {B, h, N}), unit_tensor(f, units, {B, h, N, d_k}),
-                unit_tensor(f, units, {B, h, M, d_k})};
+    const bool dry = any_dry(d_heads, f.p, f.kept.q);
+    const std::size_t units = N == 0 || M == 0 || dry ? 0 : B * h;
+    const bool written = units > 0;
+    HeadGrads g{written_tensor(f, dry, written, {B, h, M, d_v}),
+                written_tensor(f, dry, written, {B, h, N, M}),
+                written_tensor(f, dry, written, {B, h, N}),
+                written_tensor(f, dry, written, {B, h, N, d_k}),
+                written_tensor(f, dry, written, {B, h, M, d_k})};
     const std::uint64_t grid = std::uint64_t(units) * N * M;
     const auto kv = [&](std::size_t u) { return kv_head_of(u % h, h, G); };
     const auto dO = [&](std::size_t u) { return head_matrix(d_heads, u / h, u % h); };
@@ -311,7 +402,7 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
         gemm(unit_matrix(g.ds, u).transposed(), head_matrix(f.kept.q, u / h, u % h),
              unit_data(g.dk, u), d_k, false, skip(u, GemmSkip::RowStarts));
     };
-
+    const std::string dv = v_dim_name(s);
     if (fused) {
         for_units(units, grid * (2 * d_v + 2 * d_k), threads, [&](std::size_t u) {
             dv_of(u);
@@ -321,184 +412,335 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
             dq_of(u);
             dk_of(u);
         });
-        g.dv = group_sum(g.dv, s, threads);
-        g.dk = group_sum(g.dk, s, threads);
+        g.dv = group_sum(f, g.dv, Operand::V, 10, "dV", dv, trace);
+        g.dk = group_sum(f, g.dk, Operand::K, 6, "dK", "d_k", trace);
         return g;
     }
+    const Dims dims = {"B", "h", "N", "M"};
     for_units(units, grid * d_v, threads, dv_of);
-    trace.show(g.dv);
-    g.dv = group_sum(g.dv, s, threads);
-    if (G != h) trace.show(g.dv);
+    trace.show(g.dv, [&] {
+        return described(Operand::V, StepKind::ValueGrad, 10, "grad", "dV",
+                         "dV = P.transpose(-2, -1) @ dO_h", {"B", "h", "M", dv},
+                         macs_of({B, h, N, M, d_v}));
+    });
+    g.dv = group_sum(f, g.dv, Operand::V, 10, "dV", dv, trace);
     for_units(units, grid * d_v, threads, dp_of);
-    trace.show(g.ds);
+    trace.show(g.ds, [&] {
+        return described(StepKind::WeightsGrad, 10, "grad", "dP", "dP = dO_h @ V.transpose(-2, -1)",
+                         dims, macs_of({B, h, N, M, d_v}));
+    });
     if (normaliser.row_dot) {
         for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
-        if (trace.on()) trace.upcoming().row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
-        trace.show(g.d);
+        trace.show(g.d, [&] {
+            Step step = described(StepKind::RowDot, 9, "grad", "D", "D = (dO_h * O_h).sum(-1)",
+                                  {"B", "h", "N"}, macs_of({B, h, N, d_v}));
+            if (!dry) step.facts.row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+            return step;
+        });
     }
     for_units(units, grid, threads, ds_of);
-    trace.show(g.ds);
-    trace.show(g.ds);  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
+    trace.show(g.ds, [&] {
+        Step step = described(StepKind::SoftmaxGrad, 9, "grad", "dS", normaliser.backward, dims,
+                              macs_of({B, h, N, M}));
+        step.facts.normaliser = &normaliser;
+        return step;
+    });
+    trace.show(g.ds, [&] {  // b8: the mask added constants; where it blocked, P = 0 made dS = 0
+        const Masks& m = f.masks;
+        const bool blocks = m.has_attn_mask() || m.has_key_padding() || m.causal || m.window > 0;
+        Step step =
+            described(StepKind::MaskGrad, 8, "grad", "dS",
+                      blocks ? "dS  (the mask is a constant; blocked keys: P = 0, so dS = 0)"
+                             : "dS  (the mask is a constant: unchanged)",
+                      dims);
+        step.facts.blocked_zero_gradient = blocks;
+        return step;
+    });
     scale_back(f, g.ds);
-    trace.show(g.ds);  // b7
+    trace.show(g.ds, [&] {  // b7
+        const double cap = f.masks.softcap;
+        std::string expression = "dscores = dS";
+        if (cap > 0) expression += " * (1 - torch.tanh(scores / softcap)**2)";
+        if (f.o.scale) {
+            expression +=
+                f.o.scale_base > 0 ? " / math.sqrt(query_pre_attn_scalar)" : " / math.sqrt(d_k)";
+        }
+        Step step = described(StepKind::ScaleGrad, 7, "grad", "dscores", expression, dims,
+                              cap > 0 ? macs_of({B, h, N, M}) : 0);
+        if (f.o.scale) step.facts.scale_factor = factor;
+        if (cap > 0) step.facts.softcap = cap;
+        return step;
+    });
     for_units(units, grid * d_k, threads, dq_of);
-    trace.show(g.dq);
+    trace.show(g.dq, [&] {
+        return described(Operand::Q, StepKind::QueryGrad, 6, "grad", "dQ", "dQ = dscores @ K",
+                         {"B", "h", "N", "d_k"}, macs_of({B, h, N, M, d_k}));
+    });
     for_units(units, grid * d_k, threads, dk_of);
-    trace.show(g.dk);
-    g.dk = group_sum(g.dk, s, threads);
-    if (G != h) trace.show(g.dk);
+    trace.show(g.dk, [&] {
+        return described(Operand::K, StepKind::KeyGrad, 6, "grad", "dK",
+                         "dK = dscores.transpose(-2, -1) @ Q", {"B", "h", "M", "d_k"},
+                         macs_of({B, h, N, M, d_k}));
+    });
+    g.dk = group_sum(f, g.dk, Operand::K, 6, "dK", "d_k", trace);
     return g;
 }
 
 // b5: RoPE rotated back by the opposite angle, then QK-norm's backward; in place.
 void position_back(const Forwarded& f, Tensor& dq, Tensor& dk, Gradients& g, PassTrace& trace) {
+    const Dims q_dims = {"B", "h", "N", "d_k"},
+               k_dims = {"B", f.s.kv_heads == f.s.heads ? "h" : "G", "M", "d_k"};
     if (f.o.rope) {
+        const bool half = f.o.rope->layout == RopeLayout::Half;
+        const auto back = [&](const Tensor& d, Operand operand, const std::string& x,
+                              const Dims& dims) {
+            trace.show(d, [&] {
+                return described(operand, StepKind::Rope, 5, "rope", x,
+                                 half ? x + " = " + x + " * cos - rotate_half(" + x + ") * sin"
+                                      : x + " = apply_rotary_emb(" + x + ", freqs_cis.conj())",
+                                 dims);
+            });
+        };
         apply_rope(dq, *f.o.rope, f.s.kv_len - f.s.seq_len, true);
-        trace.show(dq);
+        back(dq, Operand::Q, "dQ", q_dims);
         apply_rope(dk, *f.o.rope, 0, true);
-        trace.show(dk);
+        back(dk, Operand::K, "dK", k_dims);
     }
     if (f.w.q_norm.empty()) return;
-    rms_norm_rows_backward(f.kept.q_raw, f.w.q_norm, dq, g.params.q_norm);
-    trace.show(dq);
-    trace.show(g.params.q_norm);
-    rms_norm_rows_backward(f.kept.k_raw, f.w.k_norm, dk, g.params.k_norm);
-    trace.show(dk);
-    trace.show(g.params.k_norm);
+    for (const auto& [x, raw, norm, d, d_norm, operand, dims] :
+         {std::tuple("Q", &f.kept.q_raw, &f.w.q_norm, &dq, &g.params.q_norm, Operand::Q, &q_dims),
+          std::tuple("K", &f.kept.k_raw, &f.w.k_norm, &dk, &g.params.k_norm, Operand::K,
+                     &k_dims)}) {
+        rms_norm_rows_backward(*raw, *norm, *d, *d_norm);
+        const std::string X = x, name = X == "Q" ? "q_norm" : "k_norm";
+        trace.show(*d, [&, operand = operand, dims = dims] {
+            return described(operand, StepKind::QkNorm, 5, "qk-norm", "d" + X,
+                             "d" + X + " = (" + name + " * d" + X + " - " + X + "_n * (" + name +
+                                 " * d" + X + " * " + X + "_n).mean(-1, keepdim=True)) / rms(" + X +
+                                 ")",
+                             *dims);
+        });
+        trace.show(*d_norm, [&, operand = operand] {
+            return described(operand, StepKind::WeightGrad, 5, "grad", "d" + name,
+                             "d" + name + " = (d" + X + "_n * " + X + "_n).sum((0, 1, 2))",
+                             {"d_k"});
+        });
+    }
 }
 
-// b5-b4: (B, H, L, w) -> transpose (B, L, H, w) -> reshape (B, L, H·w), a copy.
-Tensor heads_back(const Tensor& d, PassTrace& trace) {
+// b5-b4: d (B, H, L, w) -> transpose (B, L, H, w) -> reshape (B, L, H·w), a copy; named
+// `name`, its dims length, heads, width, and flat (H·w).
+Tensor heads_back(const Tensor& d, Operand operand, const std::string& name,
+                  const std::string& length, const std::string& heads, const std::string& flat,
+                  PassTrace& trace) {
     const Tensor moved = d.transpose(1, 2);
-    trace.show(moved);
+    trace.show(moved, [&] {
+        return described(operand, StepKind::MoveHeads, 5, "transpose", name,
+                         name + ".transpose(1, 2)", {"B", length, heads, "d_k"});
+    });
     const Tensor joined = moved.contiguous().view({d.size(0), d.size(2), d.size(1) * d.size(3)});
-    trace.show(joined);
+    trace.show(joined, [&] {
+        Step step = described(
+            operand, StepKind::SplitHeads, 4, "reshape", name,
+            name + " = " + name + ".transpose(1, 2).reshape(B, " + length + ", " + flat + ")",
+            {"B", length, flat});
+        step.copied_bytes = copy_bytes(moved);
+        return step;
+    });
     return joined;
 }
 
 // b3: d (B, M, W) -> its first M_in rows (B, M_in, W), a copy; d bias (W) = Σ_b d[b, M_in]
-// when bias_kv appended a row there (the zero row of add_zero_attn is dropped).
-Tensor append_back(const Tensor& d, std::size_t M_in, bool bias_kv, Tensor& d_bias,
+// when bias_kv appended a row there (the zero row of add_zero_attn is dropped). x: K or V.
+Tensor append_back(const Forwarded& f, const Tensor& d, const std::string& x, Tensor& d_bias,
                    PassTrace& trace) {
     const std::size_t B = d.size(0), M = d.size(1), W = d.size(2);
-    if (bias_kv) {
-        std::vector<double> sum(W, 0.0);
-        for (std::size_t b = 0; b < B; ++b) {
-            for (std::size_t c = 0; c < W; ++c) sum[c] += d.data()[(b * M + M_in) * W + c];
+    const AppendedKv appended = appended_kv(f.w, f.o);
+    const std::size_t M_in = M - appended.count();
+    const Operand operand = x == "K" ? Operand::K : Operand::V;
+    const std::string width = f.s.kv_heads == f.s.heads ? "d_model" : "G·d_k";
+    if (appended.bias_kv) {
+        const std::string bias = x == "K" ? "bias_k" : "bias_v";
+        d_bias = written_tensor(f, d.dry(), true, {W});
+        if (!d.dry()) {
+            std::vector<double> sum(W, 0.0);
+            for (std::size_t b = 0; b < B; ++b) {
+                for (std::size_t c = 0; c < W; ++c) sum[c] += d.data()[(b * M + M_in) * W + c];
+            }
+            std::copy(sum.begin(), sum.end(), d_bias.data());
         }
-        d_bias = Tensor({W}, std::vector<float>(sum.begin(), sum.end()));
-        trace.show(d_bias);
+        trace.show(d_bias, [&] {
+            return described(operand, StepKind::AppendGrad, 3, "grad", "d" + bias,
+                             "d" + bias + " = d" + x + "[:, " + std::to_string(M_in) + "].sum(0)",
+                             {width});
+        });
     }
-    Tensor own({B, M_in, W});
-    for (std::size_t b = 0; b < B; ++b) {
+    Tensor own = written_tensor(f, d.dry(), true, {B, M_in, W});
+    for (std::size_t b = 0; b < B && !d.dry(); ++b) {
         const float* from = d.data() + b * M * W;
         std::copy(from, from + M_in * W, own.data() + b * M_in * W);
     }
-    trace.show(own);
+    trace.show(own, [&] {
+        Step step = described(operand, StepKind::AppendGrad, 3, "slice", "d" + x,
+                              "d" + x + " = d" + x + "[:, :" + std::to_string(M_in) + "]",
+                              {"B", "M", width});
+        step.copied_bytes = macs_of({B, M_in, W, sizeof(float)});
+        step.facts.appended = AppendedFacts{M_in, M, appended.bias_kv, appended.zero_attn};
+        return step;
+    });
     return own;
 }
 
-// One projection's gradients, shown as planned: dW, db, dX.
-void show_linear_grads(const LinearGrads& g, PassTrace& trace) {
-    trace.show(g.dw);
-    if (!g.db.empty()) trace.show(g.db);
-    trace.show(g.dx);
-}
-
-// The same for a projection of its own.
-LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& dy,
-                         std::size_t threads, PassTrace& trace) {
-    LinearGrads g = linear_backward(x.contiguous(), w, !bias.empty(), dy, threads);
-    show_linear_grads(g, trace);
-    return g;
-}
-
 // Per-head: the rows dW[i] (d_k, in) of each head's slice of dW (heads·d_k, in), views.
-void show_head_rows(const Tensor& dw, std::size_t d_k, PassTrace& trace) {
+void show_head_rows(const Tensor& dw, std::size_t d_k, const LinearNames& n, PassTrace& trace) {
     const std::size_t heads = dw.size(0) / d_k;
     const Tensor rows = dw.view({heads, d_k, dw.size(1)});
-    for (std::size_t i = 0; i < heads; ++i) trace.show(rows.select(0, i));
+    for (std::size_t i = 0; i < heads; ++i) {
+        trace.show(rows.select(0, i), [&] {
+            const std::string id = std::to_string(i), range = "[" + std::to_string(i * d_k) + ":" +
+                                                              std::to_string((i + 1) * d_k) + "]";
+            return described(n.operand, StepKind::WeightGrad, n.number, "grad", "d" + n.w + range,
+                             "d" + n.w + range + " = " + n.dy + "_" + id + ".T @ " + n.x +
+                                 "  (head " + id + "'s rows)",
+                             {"d_k", n.w_dims.back()});
+        });
+    }
 }
 
 // b5-b0 of the packed form (and of the per-head form, which adds each head's rows of dW).
 void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads& hg, Gradients& g,
                  PassTrace& trace) {
-    const std::size_t threads = f.o.threads;
-    const Tensor dq = heads_back(hg.dq, trace);
-    Tensor dk = heads_back(hg.dk, trace);
-    Tensor dv = heads_back(hg.dv, trace);
-    const AppendedKv appended = appended_kv(f.w, f.o);
-    if (appended.count() > 0) {
-        const std::size_t M_in = f.s.kv_len - appended.count();
-        dk = append_back(dk, M_in, appended.bias_kv, g.params.bias_k, trace);
-        dv = append_back(dv, M_in, appended.bias_kv, g.params.bias_v, trace);
+    const Sizes& s = f.s;
+    const bool self = in.self_attention();
+    const std::string g_heads = s.kv_heads == s.heads ? "h" : "G",
+                      kv_width = s.kv_heads == s.heads ? "d_model" : "G·d_k",
+                      q_width = q_width_name(s);
+    const Tensor dq = heads_back(hg.dq, Operand::Q, "dQ", "N", "h", q_width, trace);
+    Tensor dk = heads_back(hg.dk, Operand::K, "dK", "M", g_heads, kv_width, trace);
+    Tensor dv = heads_back(hg.dv, Operand::V, "dV", "M", g_heads, kv_width, trace);
+    if (appended_kv(f.w, f.o).count() > 0) {
+        dk = append_back(f, dk, "K", g.params.bias_k, trace);
+        dv = append_back(f, dv, "V", g.params.bias_v, trace);
     }
-    const std::size_t d_k = f.s.d_k();
     // the three projections' products in one call over the threads, then shown in order
     const Tensor x_q = in.x_q.contiguous(), x_k = in.x_k.contiguous(), x_v = in.x_v.contiguous();
     const std::vector<LinearGrads> qkv = linear_backward({{x_q, f.w.w_q, !f.w.b_q.empty(), dq},
                                                           {x_k, f.w.w_k, !f.w.b_k.empty(), dk},
                                                           {x_v, f.w.w_v, !f.w.b_v.empty(), dv}},
-                                                         threads, f.o.workspace);
-    const LinearGrads &q = qkv[0], &k = qkv[1], &v = qkv[2];
-    for (const LinearGrads& each : qkv) {
-        show_linear_grads(each, trace);
-        if (per_head) show_head_rows(each.dw, d_k, trace);
+                                                         f.o.threads, f.o.workspace);
+    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(self);
+    const auto width = [&](std::size_t w, const char* own) {
+        return w == s.d_model ? "d_model" : own;
+    };
+    const std::string kdim = width(s.kdim, "kdim"), vdim = width(s.vdim, "vdim");
+    const LinearNames names[] = {
+        {Operand::Q, 1, "W_q", "b_q", "dQ", x, "dx_q", model_dims, {q_width, "d_model"}},
+        {Operand::K,
+         2,
+         "W_k",
+         "b_k",
+         "dK",
+         self ? x : "x_k",
+         "dx_k",
+         {"B", "M", kdim},
+         {kv_width, kdim}},
+        {Operand::V,
+         3,
+         "W_v",
+         "b_v",
+         "dV",
+         self ? x : "x_v",
+         "dx_v",
+         {"B", "M", vdim},
+         {kv_width, vdim}}};
+    for (std::size_t i = 0; i < 3; ++i) {
+        show_linear_grads(qkv[i], names[i], trace);
+        if (per_head) show_head_rows(qkv[i].dw, s.d_k(), names[i], trace);
     }
+    const LinearGrads &q = qkv[0], &k = qkv[1], &v = qkv[2];
     g.params.w_q = q.dw;
     g.params.b_q = q.db;
     g.params.w_k = k.dw;
     g.params.b_k = k.db;
     g.params.w_v = v.dw;
     g.params.b_v = v.db;
-    if (!in.self_attention()) {
+    if (!self) {
         g.input = q.dx;
         g.key = k.dx;
         g.value = v.dx;
         return;
     }
-    g.input = new_uninitialised(f.o.workspace, q.dx.shape());  // b0: x's three paths, summed
-    const float *from_q = q.dx.data(), *from_k = k.dx.data(), *from_v = v.dx.data();
-    float* sum = g.input.data();
-    for (std::size_t e = 0, n = g.input.numel(); e < n; ++e)  // in this order
-        sum[e] = from_q[e] + from_k[e] + from_v[e];
-    trace.show(g.input);
+    const bool dry = any_dry(q.dx, k.dx, v.dx);
+    g.input = written_tensor(f, dry, true, q.dx.shape());  // b0: x's three paths, summed
+    for (std::size_t e = 0, n = dry ? 0 : g.input.numel(); e < n; ++e)  // in this order
+        g.input.data()[e] = q.dx.data()[e] + k.dx.data()[e] + v.dx.data()[e];
+    trace.show(g.input, [&] {
+        return described(StepKind::InputSum, 0, "sum", "d" + x, "d" + x + " = dx_q + dx_k + dx_v",
+                         model_dims);
+    });
 }
 
-// Rows [first, first + count) of a gradient; empty where the weight has none.
-Tensor rows_if(const Tensor& weight, const Tensor& grad, std::size_t first, std::size_t count) {
-    return weight.empty() ? Tensor() : row_slice(grad, first, count);
+// Part i (0, 1, 2: Q, K, V) of a gradient stacked as Q's, K's and V's rows, a view; empty
+// where the weight has none.
+Tensor third(const Tensor& weight, const Tensor& grad, std::size_t i) {
+    if (weight.empty()) return Tensor();
+    Shape shape = grad.shape();
+    shape[0] /= 3;
+    shape.insert(shape.begin(), 3);
+    return grad.view(shape).select(0, i);
 }
 
 // b5-b1 of the fused form: dQ, dK, dV stacked as dqkv (3, B, h, N, d_k), permuted back, W_qkv.
 void fused_back(const Forwarded& f, const Inputs& in, HeadGrads& hg, Gradients& g,
                 PassTrace& trace) {
     const Sizes& s = f.s;
-    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k(), W = h * d_k;
-    Tensor stacked({3, B, h, N, d_k});
+    const std::size_t B = s.batch, N = s.seq_len, h = s.heads, d_k = s.d_k();
+    const bool dry = any_dry(hg.dq, hg.dk, hg.dv);
+    Tensor stacked = written_tensor(f, dry, true, {3, B, h, N, d_k});
     const std::size_t part = B * h * N * d_k;
-    std::copy(hg.dq.data(), hg.dq.data() + part, stacked.data());
-    std::copy(hg.dk.data(), hg.dk.data() + part, stacked.data() + part);
-    std::copy(hg.dv.data(), hg.dv.data() + part, stacked.data() + 2 * part);
-    trace.show(stacked);
+    for (std::size_t i = 0; i < 3 && !dry; ++i) {
+        const Tensor& d = i == 0 ? hg.dq : i == 1 ? hg.dk : hg.dv;
+        std::copy(d.data(), d.data() + part, stacked.data() + i * part);
+    }
+    trace.show(stacked, [&] {
+        Step step = described(Operand::Qkv, StepKind::Unbind, 5, "stack", "dqkv",
+                              "dqkv = torch.stack([dQ, dK, dV])", {"qkv", "B", "h", "N", "d_k"});
+        step.copied_bytes = macs_of({3, B, h, N, d_k, sizeof(float)});
+        return step;
+    });
     const Tensor moved = stacked.permute({1, 3, 0, 2, 4});
-    trace.show(moved);
-    const Tensor dqkv = moved.contiguous().view({B, N, 3 * W});
-    trace.show(dqkv);
-    const LinearGrads qkv = project_back(in.x_q, stacked_qkv_weight(f.w), stacked_qkv_bias(f.w),
-                                         dqkv, f.o.threads, trace);
-    g.params.w_q = row_slice(qkv.dw, 0, W);
-    g.params.w_k = row_slice(qkv.dw, W, W);
-    g.params.w_v = row_slice(qkv.dw, 2 * W, W);
-    g.params.b_q = rows_if(f.w.b_q, qkv.db, 0, W);
-    g.params.b_k = rows_if(f.w.b_k, qkv.db, W, W);
-    g.params.b_v = rows_if(f.w.b_v, qkv.db, 2 * W, W);
+    trace.show(moved, [&] {
+        return described(Operand::Qkv, StepKind::MoveHeads, 5, "permute", "dqkv",
+                         "dqkv.permute(1, 3, 0, 2, 4)", {"B", "N", "qkv", "h", "d_k"});
+    });
+    const Tensor dqkv = moved.contiguous().view({B, N, 3 * h * d_k});
+    const std::string width = "3·" + q_width_name(s);
+    trace.show(dqkv, [&] {
+        Step step = described(Operand::Qkv, StepKind::SplitHeads, 4, "reshape", "dqkv",
+                              "dqkv = dqkv.permute(1, 3, 0, 2, 4).reshape(B, N, " + width + ")",
+                              {"B", "N", width});
+        step.copied_bytes = copy_bytes(moved);
+        return step;
+    });
+    const Tensor bias = stacked_qkv_bias(f.w);
+    const LinearGrads qkv = linear_backward(in.x_q.contiguous(), stacked_qkv_weight(f.w),
+                                            !bias.empty(), dqkv, f.o.threads, f.o.workspace);
+    show_linear_grads(
+        qkv, {Operand::Qkv, 1, "W_qkv", "b_qkv", "dqkv", "x", "dx", model_dims, {width, "d_model"}},
+        trace);
+    g.params.w_q = third(f.w.w_q, qkv.dw, 0);
+    g.params.w_k = third(f.w.w_k, qkv.dw, 1);
+    g.params.w_v = third(f.w.w_v, qkv.dw, 2);
+    g.params.b_q = third(f.w.b_q, qkv.db, 0);
+    g.params.b_k = third(f.w.b_k, qkv.db, 1);
+    g.params.b_v = third(f.w.b_v, qkv.db, 2);
     g.input = qkv.dx;
 }
 
 // b14-b6, the shared steps' backward: W_o's gradients, then each head's dQ, dK and dV.
 HeadGrads shared_back(const Forwarded& f, const Tensor& grad_output, Gradients& g,
                       PassTrace& trace) {
+    trace.begin_backward();
     const Tensor d_out = grad_output.contiguous();
     const Tensor d_heads = output_back(f, d_out, g, trace);  // b14-b11
     return f.o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
@@ -530,14 +772,14 @@ void check_grad_output(const Tensor& grad_output, const Sizes& s) {
 
 Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const ForwardOptions& o,
                    Form form, const Kept& kept, const Tensor& attention_weights,
-                   const Tensor& grad_output, PassTrace& trace) {
+                   const Tensor& grad_output, PassTrace& trace, std::optional<BlockKind> block) {
     check_backward(form, w, o);
     Sizes s = check_pass(w, in, masks, o);
     check_grad_output(grad_output, s);
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, padded, s, o, kept, attention_weights};
+    const Forwarded f{w, padded, s, o, kept, attention_weights, block};
     Gradients g;
     HeadGrads hg = shared_back(f, grad_output, g, trace);  // b14-b6
     position_back(f, hg.dq, hg.dk, g, trace);              // b5
@@ -574,7 +816,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
 HeadGradients heads_backward(const Weights& w, const Kept& kept, const Tensor& weights,
                              const Masks& masks, const Sizes& sizes, const ForwardOptions& options,
                              const Tensor& grad_output, Gradients& grads, PassTrace& trace) {
-    const Forwarded f{w, masks, sizes, options, kept, weights};
+    const Forwarded f{w, masks, sizes, options, kept, weights, std::nullopt};
     HeadGrads hg = shared_back(f, grad_output, grads, trace);
     return {std::move(hg.dq), std::move(hg.dk), std::move(hg.dv)};
 }

@@ -84,11 +84,11 @@ Tensor sum_back(const BlockBack& b, int number, const std::string& out,
 
 // Attnᵀ: the gradient at attention's input (all three paths) from the one at its output, on
 // what attention's forward kept; attention's weight gradients to g.
-Tensor attention_back(const Weights& attention, const BlockKept& k, const Tensor& p,
+Tensor attention_back(const Weights& attention, BlockKind kind, const BlockKept& k, const Tensor& p,
                       const Masks& masks, const ForwardOptions& options, const Tensor& d_attention,
                       PassTrace& trace, BlockGradients& g) {
     Gradients a = backward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, options,
-                           Form::Packed, k.attention, p, d_attention, trace);
+                           Form::Packed, k.attention, p, d_attention, trace, kind);
     g.attention = std::move(a.params);
     return a.input;
 }
@@ -162,7 +162,7 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
         const Tensor dh_ffn = norm_back(b, false, 17, "dh_norm", "dh_ffn", k.norm2_in, d_ffn_in, g.block);
         const Tensor dh = sum_back(b, 16, "dh", "dh = dout + dh_ffn  (h feeds norm2 and out = h + ffn)",
                                    d_out, dh_ffn);
-        const Tensor d_attn_in = attention_back(attention, k, p, masks, options, dh, trace, g);
+        const Tensor d_attn_in = attention_back(attention, kind, k, p, masks, options, dh, trace, g);
         const Tensor dx = norm_back(b, true, 15, "dx_norm", "dx", k.norm1_in, d_attn_in, g.block);
         g.input = sum_back(b, 15, "dx", "dx = dx + dh  (x feeds norm1 and h = x + attention)", dx, dh);
         return g;
@@ -174,7 +174,7 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
     const Tensor dh =
         sum_back(b, 20, "dh", "dh = ds + dh_ffn  (h feeds the FFN and out = h + ffn)", ds, dh_ffn);
     const Tensor d_sum = norm_back(b, true, 16, "dh", "dsum", k.norm1_in, dh, g.block);
-    const Tensor dx = attention_back(attention, k, p, masks, options, d_sum, trace, g);
+    const Tensor dx = attention_back(attention, kind, k, p, masks, options, d_sum, trace, g);
     g.input = sum_back(b, 15, "dx", "dx = dx + dsum  (x feeds attention and h = x + attention)",
                        dx, d_sum);
     return g;

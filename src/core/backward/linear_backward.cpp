@@ -110,8 +110,13 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
         const LinearLayer& layer = layers[l];
         const std::size_t out = layer.w.size(0), in = layer.w.size(1),
                           rows = leading_rows(layer.dy);
-        weights.push_back(layer.w.contiguous());
         LinearGrads& g = grads[l];
+        if (any_dry(layer.x, layer.w, layer.dy)) {  // a dry run: the shapes alone
+            g = {new_dry(workspace, {out, in}), layer.bias ? new_dry(workspace, {out}) : Tensor(),
+                 new_dry(workspace, {rows, in})};
+            continue;
+        }
+        weights.push_back(layer.w.contiguous());
         g.dw = new_uninitialised(workspace, {out, in});  // the product writes all of it
         transposed[l].resize(out > in ? in * out : 0);
         g.dx = new_uninitialised(workspace, {rows, in});
@@ -138,7 +143,7 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
         const LinearLayer& layer = layers[l];
         const std::size_t out = layer.w.size(0), in = layer.w.size(1);
         untranspose(transposed[l], out, in, grads[l].dw);
-        if (layer.bias)
+        if (layer.bias && !grads[l].dw.dry())
             grads[l].db = linear_bias_grad(layer.dy.data(), leading_rows(layer.dy), out, threads);
         Shape shape = layer.dy.shape();
         shape.back() = in;

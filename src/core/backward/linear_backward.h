@@ -37,7 +37,8 @@ struct LinearLayer {
 };
 
 // Several layers' gradients (the Q, K and V projections) in one call over the threads: all
-// their products are its units. Each gradient has the bits of its layer's own call.
+// their products are its units. Each gradient has the bits of its layer's own call. A layer
+// with a dry operand computes nothing: its gradients are shapes (new_dry).
 std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
                                          std::size_t threads, Workspace* workspace = nullptr);
 

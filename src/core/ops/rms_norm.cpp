@@ -39,6 +39,10 @@ void rms_norm_rows(Tensor& x, const Tensor& weight, double eps) {
 void rms_norm_rows_backward(const Tensor& x, const Tensor& weight, Tensor& dy, Tensor& dweight,
                             double eps) {
     const std::size_t last = x.dim() - 1, d = x.size(last), step = x.strides()[last];
+    if (any_dry(x, weight, dy)) {  // a dry run: dweight's shape alone
+        dweight = Tensor::shape_only({d});
+        return;
+    }
     const Tensor w = weight.contiguous();
     const std::size_t rows = x.numel() / d;
     std::vector<double> dw(d, 0.0), n(d), g(d);

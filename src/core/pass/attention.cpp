@@ -49,11 +49,10 @@ namespace {
 
 // A contiguous copy of t's values (or, dry, of its shape).
 Tensor copy_of(const Tensor& t, Workspace* workspace) {
+    if (t.dry()) return new_dry(workspace, t.shape());
     Tensor copy = new_uninitialised(workspace, t.shape());
-    if (!copy.dry()) {
-        const std::vector<float> values = t.to_vector();
-        std::copy(values.begin(), values.end(), copy.data());
-    }
+    const std::vector<float> values = t.to_vector();
+    std::copy(values.begin(), values.end(), copy.data());
     return copy;
 }
 
@@ -424,7 +423,10 @@ Tensor attend_streamed(const Qkv& heads, const Masks& masks, const Sizes& s,
     Tensor context =
         new_context(s, {s.batch, s.seq_len, s.heads, s.d_v()}, o.workspace).transpose(1, 2);
     const Units packed = packed_units(heads, masks, s, none, context);
-    if (o.keep) o.keep->lse = new_tensor(o.workspace, {s.batch, s.heads, s.seq_len});  // for a backward
+    if (o.keep) {  // what a backward reads instead of P
+        const Shape shape = {s.batch, s.heads, s.seq_len};
+        o.keep->lse = context.dry() ? new_dry(o.workspace, shape) : new_tensor(o.workspace, shape);
+    }
     float* const lse = o.keep ? o.keep->lse.data() : nullptr;
     const Units units{packed.count, [&](std::size_t u) {
                           AttentionUnit unit = packed.unit(u);

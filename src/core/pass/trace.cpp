@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/pass/describe.h"
@@ -36,6 +37,16 @@ std::string difference(const Step& a, const Step& b) {
 }
 
 }  // namespace
+
+void Tally::on_step(const Step& step) {
+    ++steps;
+    std::uint64_t& part = step.backward ? macs.backward : macs.forward;
+    part = checked_sum({part, step.macs}, "the multiply-adds");
+}
+
+std::uint64_t Tally::total_macs() const {
+    return checked_sum({macs.forward, macs.backward}, "the multiply-adds");
+}
 
 PassTrace::PassTrace(Tracer& tracer) : tracer_(tracer) {}
 

@@ -5,6 +5,7 @@
 // tensor gives the step its shape, strides and values (none in a dry run).
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/ops/masks.h"
@@ -13,6 +14,21 @@
 #include "core/tensor/tensor.h"
 
 namespace mha {
+
+// How a run's multiply-adds split between its forward and its backward (Step::backward).
+struct MacSplit {
+    std::uint64_t forward = 0, backward = 0;
+};
+
+// A tracer that keeps counts only: the steps shown and their multiply-adds. A dry run under it
+// gives what --step counts and what the time budget is estimated from.
+class Tally final : public Tracer {
+public:
+    void on_step(const Step& step) override;
+    std::size_t steps = 0;
+    MacSplit macs;
+    std::uint64_t total_macs() const;  // throws mha::Error past 64 bits
+};
 
 class PassTrace {
 public:

@@ -95,6 +95,12 @@ Tensor Tensor::shape_only(Shape shape, std::function<void()> release) {
     return t;
 }
 
+Tensor Tensor::without_values() const {
+    Tensor t = *this;
+    t.dry_ = !empty();
+    return t;
+}
+
 bool is_contiguous(const Shape& shape, const Strides& strides) {
     if (element_count(shape) == 0) return true;  // no element to lay out, as in PyTorch
     const Strides expected = contiguous_strides(shape);

@@ -69,6 +69,8 @@ public:
     std::size_t numel() const { return empty() ? 0 : element_count(layout_.shape); }
     bool empty() const { return storage_.use_count() == 0; }  // absent: no shape, no storage
     bool dry() const { return dry_; }                          // shape_only: a shape, no values
+    // The same tensor (layout, identity) as a dry run sees it: without its values.
+    Tensor without_values() const;
 
     bool is_contiguous() const;
     // True when both hold the same storage (or both none), whatever their offsets.
@@ -89,8 +91,8 @@ public:
 
     // Pointer to element (0, ..., 0), or nullptr for an empty or dry tensor; index with the
     // strides.
-    float* data() { return storage_ ? storage_.get() + offset_ : nullptr; }
-    const float* data() const { return storage_ ? storage_.get() + offset_ : nullptr; }
+    float* data() { return storage_ && !dry_ ? storage_.get() + offset_ : nullptr; }
+    const float* data() const { return storage_ && !dry_ ? storage_.get() + offset_ : nullptr; }
     float at(const std::vector<std::size_t>& index) const;
     std::vector<float> to_vector() const;  // the elements in C order
 
