@@ -26,6 +26,16 @@ MlaWeights without_values(const MlaWeights& w) {
     return d;
 }
 
+Model without_values(const Model& m) {
+    Model d = m;
+    for (Tensor* t : {&d.token_embedding, &d.position_embedding, &d.norm_weight, &d.norm_bias,
+                      &d.head_weight, &d.head_bias})
+        *t = t->without_values();
+    for (ModelLayer& layer : d.layers)
+        layer = {without_values(layer.attention), without_values(layer.block), layer.heads};
+    return d;
+}
+
 Inputs without_values(const Inputs& in) {
     return {in.x_q.without_values(), in.x_k.without_values(), in.x_v.without_values()};
 }

@@ -20,6 +20,7 @@ Weights without_values(const Weights& weights);
 BlockWeights without_values(const BlockWeights& weights);
 MlaWeights without_values(const MlaWeights& weights);
 Inputs without_values(const Inputs& inputs);
+Model without_values(const Model& model);
 
 // W_q (q_width, d_model), W_k and W_v (kv_width, d_model), W_o (d_model, q_width), and the four
 // biases when `bias`; QK-norm's (d_k) weights when `qk_norm`.

@@ -154,7 +154,9 @@ ModelBackward model_forward_backward(const Model& m, const std::vector<std::size
     ModelSpec spec = model_spec(m, tokens.size(), traced_layer);
     spec.backward = true;
     PassTrace trace(tracer, spec);
-    return run(m, tokens, targets, 1, traced_layer, threads, nullptr, 0, trace);
+    Workspace dry = Workspace::dry();  // a dry model's tensors: their shapes, counted
+    return run(m, tokens, targets, 1, traced_layer, threads,
+               m.token_embedding.dry() ? &dry : nullptr, 0, trace);
 }
 
 }  // namespace mha
