@@ -9,11 +9,11 @@
 
 #include "core/backward/block_backward.h"
 
+#include "core/backward/linear_backward.h"
+#include "core/error.h"
 #include "core/layers/gelu.h"
 #include "core/layers/layer_norm.h"
-#include "core/backward/linear_backward.h"
 #include "core/layers/residual.h"
-#include "core/error.h"
 #include "core/pass/describe.h"
 
 namespace mha {
@@ -46,17 +46,18 @@ Tensor linear_back(const BlockBack& b, int number, const LinearNames& names, con
 Tensor feed_forward_back(const BlockBack& b, int first, const std::string& dy,
                          const std::string& in, const std::string& out, const BlockKept& k,
                          const Tensor& d_ffn, BlockWeights& g) {
-    const Tensor d_activated =
-        linear_back(b, first, {"W_2", "F.gelu(ffn_hidden)", dy, "dW_2", "db_2", "dgelu", "d_model", "d_ff"},
-                    k.activated, b.w.w_2, d_ffn, g.w_2, g.b_2);
+    const Tensor d_activated = linear_back(
+        b, first, {"W_2", "F.gelu(ffn_hidden)", dy, "dW_2", "db_2", "dgelu", "d_model", "d_ff"},
+        k.activated, b.w.w_2, d_ffn, g.w_2, g.b_2);
     const Tensor d_hidden = gelu_backward(k.hidden, d_activated, b.threads, b.workspace);
     b.trace.show(d_hidden, [&] {
         return described(StepKind::Gelu, first - 1, "gelu", "dffn_hidden",
                          "dffn_hidden = dgelu * (Phi(ffn_hidden) + ffn_hidden * phi(ffn_hidden))",
                          hidden_dims);
     });
-    return linear_back(b, first - 2, {"W_1", in, "dffn_hidden", "dW_1", "db_1", out, "d_ff", "d_model"},
-                       k.ffn_in, b.w.w_1, d_hidden, g.w_1, g.b_1);
+    return linear_back(b, first - 2,
+                       {"W_1", in, "dffn_hidden", "dW_1", "db_1", out, "d_ff", "d_model"}, k.ffn_in,
+                       b.w.w_1, d_hidden, g.w_1, g.b_1);
 }
 
 // LNᵀ for norm1 (first) or norm2, step `number`: the gradient `out` at the norm's input from
@@ -64,9 +65,9 @@ Tensor feed_forward_back(const BlockBack& b, int first, const std::string& dy,
 Tensor norm_back(const BlockBack& b, bool first, int number, const std::string& dy,
                  const std::string& out, const Tensor& input, const Tensor& d_norm,
                  BlockWeights& g) {
-    LayerNormGrads n = traced_norm_backward(
-        number, first ? "norm1" : "norm2", dy, out, input,
-        first ? b.w.norm1_weight : b.w.norm2_weight, d_norm, b.threads, b.workspace, b.trace);
+    LayerNormGrads n = traced_norm_backward(number, first ? "norm1" : "norm2", dy, out, input,
+                                            first ? b.w.norm1_weight : b.w.norm2_weight, d_norm,
+                                            b.threads, b.workspace, b.trace);
     (first ? g.norm1_weight : g.norm2_weight) = std::move(n.gamma);
     (first ? g.norm1_bias : g.norm2_bias) = std::move(n.beta);
     return n.x;
@@ -109,16 +110,16 @@ LinearGrads traced_linear_backward(int number, const LinearNames& n, const Tenso
                          n.db + " = " + n.dy + ".sum((0, 1))", {n.out_dim});
     });
     trace.show(g.dx, [&] {
-        return described(StepKind::InputGrad, number, "grad", n.dx, n.dx + " = " + n.dy + " @ " + n.w,
-                         {"B", "N", n.in_dim}, macs);
+        return described(StepKind::InputGrad, number, "grad", n.dx,
+                         n.dx + " = " + n.dy + " @ " + n.w, {"B", "N", n.in_dim}, macs);
     });
     return g;
 }
 
 LayerNormGrads traced_norm_backward(int number, const std::string& norm, const std::string& dy,
                                     const std::string& out, const Tensor& x, const Tensor& gamma,
-                                    const Tensor& d_norm, std::size_t threads,
-                                    Workspace* workspace, PassTrace& trace) {
+                                    const Tensor& d_norm, std::size_t threads, Workspace* workspace,
+                                    PassTrace& trace) {
     LayerNormGrads g = layer_norm_backward(x, gamma, d_norm, threads, workspace);
     trace.show(g.gamma, [&] {
         return described(StepKind::WeightGrad, number, "grad", "d" + norm + ".weight",
@@ -158,13 +159,17 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
     if (kind == BlockKind::Pre) {
         // b20-b18 the FFN; b17 norm2; b16 h's two paths; b14-b0 attention, which read
         // norm1(x); b15 norm1; then x's two paths
-        const Tensor d_ffn_in = feed_forward_back(b, 20, "dout", "h_norm", "dh_norm", k, d_out, g.block);
-        const Tensor dh_ffn = norm_back(b, false, 17, "dh_norm", "dh_ffn", k.norm2_in, d_ffn_in, g.block);
-        const Tensor dh = sum_back(b, 16, "dh", "dh = dout + dh_ffn  (h feeds norm2 and out = h + ffn)",
-                                   d_out, dh_ffn);
-        const Tensor d_attn_in = attention_back(attention, kind, k, p, masks, options, dh, trace, g);
+        const Tensor d_ffn_in =
+            feed_forward_back(b, 20, "dout", "h_norm", "dh_norm", k, d_out, g.block);
+        const Tensor dh_ffn =
+            norm_back(b, false, 17, "dh_norm", "dh_ffn", k.norm2_in, d_ffn_in, g.block);
+        const Tensor dh = sum_back(
+            b, 16, "dh", "dh = dout + dh_ffn  (h feeds norm2 and out = h + ffn)", d_out, dh_ffn);
+        const Tensor d_attn_in =
+            attention_back(attention, kind, k, p, masks, options, dh, trace, g);
         const Tensor dx = norm_back(b, true, 15, "dx_norm", "dx", k.norm1_in, d_attn_in, g.block);
-        g.input = sum_back(b, 15, "dx", "dx = dx + dh  (x feeds norm1 and h = x + attention)", dx, dh);
+        g.input =
+            sum_back(b, 15, "dx", "dx = dx + dh  (x feeds norm1 and h = x + attention)", dx, dh);
         return g;
     }
     // b21 norm2; b19-b17 the FFN; b20 h's two paths; b16 norm1; b14-b0 attention; then x's
@@ -175,8 +180,8 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& w, B
         sum_back(b, 20, "dh", "dh = ds + dh_ffn  (h feeds the FFN and out = h + ffn)", ds, dh_ffn);
     const Tensor d_sum = norm_back(b, true, 16, "dh", "dsum", k.norm1_in, dh, g.block);
     const Tensor dx = attention_back(attention, kind, k, p, masks, options, d_sum, trace, g);
-    g.input = sum_back(b, 15, "dx", "dx = dx + dsum  (x feeds attention and h = x + attention)",
-                       dx, d_sum);
+    g.input = sum_back(b, 15, "dx", "dx = dx + dsum  (x feeds attention and h = x + attention)", dx,
+                       d_sum);
     return g;
 }
 

@@ -28,8 +28,8 @@ LinearGrads traced_linear_backward(int number, const LinearNames& names, const T
 // shown as step `number`'s d<norm>.weight, d<norm>.bias and the gradient `out` at x.
 LayerNormGrads traced_norm_backward(int number, const std::string& norm, const std::string& dy,
                                     const std::string& out, const Tensor& x, const Tensor& gamma,
-                                    const Tensor& d_norm, std::size_t threads,
-                                    Workspace* workspace, PassTrace& trace);
+                                    const Tensor& d_norm, std::size_t threads, Workspace* workspace,
+                                    PassTrace& trace);
 
 // The gradients of L = Σ output ∘ grad_output for the block.
 struct BlockGradients {

@@ -19,7 +19,8 @@ namespace {
 // An untraced layer's forward or backward, l = layers[l], shown as one step.
 void show_layer(PassTrace& trace, const Tensor& x, const std::string& tensor,
                 const std::string& expression) {
-    trace.show(x, [&] { return described(StepKind::Layer, 0, "block", tensor, expression, model_dims); });
+    trace.show(
+        x, [&] { return described(StepKind::Layer, 0, "block", tensor, expression, model_dims); });
 }
 
 ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace* workspace) {
@@ -106,10 +107,9 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
     g.layers.resize(m.layers.size());
     for (std::size_t l = m.layers.size(); l-- > 0;) {
         const ModelLayer& layer = m.layers[l];
-        BlockGradients b =
-            block_backward(layer.attention, layer.block, BlockKind::Pre, causal,
-                           layer_options(layer, threads, workspace), kept[l], f.weights[l], dx,
-                           trace_of(l));
+        BlockGradients b = block_backward(layer.attention, layer.block, BlockKind::Pre, causal,
+                                          layer_options(layer, threads, workspace), kept[l],
+                                          f.weights[l], dx, trace_of(l));
         kept[l] = BlockKept();  // what this layer kept is read no more
         g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads};
         dx = std::move(b.input);

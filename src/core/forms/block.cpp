@@ -9,10 +9,10 @@
 
 #include <utility>
 
-#include "core/layers/gelu.h"
-#include "core/layers/layer_norm.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"
@@ -34,7 +34,8 @@ Tensor norm(const BlockPass& p, bool first, int number, const std::string& out,
             const std::string& in, const Tensor& x) {
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
                           first ? p.w.norm1_bias : p.w.norm2_bias, p.threads, p.workspace);
-    p.trace.show(y, [&] { return norm_step(number, out, first ? "norm1" : "norm2", in, x.size(2)); });
+    p.trace.show(y,
+                 [&] { return norm_step(number, out, first ? "norm1" : "norm2", in, x.size(2)); });
     return y;
 }
 
@@ -44,9 +45,8 @@ Tensor residual(const BlockPass& p, int number, const std::string& out, const st
     Tensor y = add(a, b, p.threads, p.workspace);
     const std::string sum = out + " = " + a_name + " + " + b_name;
     check_in_float32(y, "the residual stream (" + sum + ")");
-    p.trace.show(y, [&] {
-        return described(StepKind::Residual, number, "residual", out, sum, model_dims);
-    });
+    p.trace.show(
+        y, [&] { return described(StepKind::Residual, number, "residual", out, sum, model_dims); });
     return y;
 }
 
@@ -54,8 +54,8 @@ Tensor residual(const BlockPass& p, int number, const std::string& out, const st
 // (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model); k keeps the hidden layer before and
 // after GELU.
 Tensor feed_forward(const BlockPass& p, int first, const std::string& in, BlockKept& k) {
-    const std::uint64_t macs = macs_of({k.ffn_in.size(0), k.ffn_in.size(1), p.w.d_ff(),
-                                        k.ffn_in.size(2)});  // each linear layer's
+    const std::uint64_t macs = macs_of(
+        {k.ffn_in.size(0), k.ffn_in.size(1), p.w.d_ff(), k.ffn_in.size(2)});  // each linear layer's
     k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
     p.trace.show(k.hidden, [&] {
         Step step = described(StepKind::FfnIn, first, "linear1", "ffn_hidden",

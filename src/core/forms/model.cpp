@@ -2,9 +2,9 @@
 
 #include "core/forms/model.h"
 
+#include "core/error.h"
 #include "core/layers/embedding.h"
 #include "core/layers/layer_norm.h"
-#include "core/error.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"

@@ -61,7 +61,8 @@ EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& 
     }
     const std::size_t n = d.size(1), e = d.size(2), rows = tokens.size();
     if (d.dry()) return {new_dry(workspace, {vocab, e}), new_dry(workspace, {context, e})};
-    EmbeddingGrads grads{new_uninitialised(workspace, {vocab, e}), new_tensor(workspace, {context, e})};
+    EmbeddingGrads grads{new_uninitialised(workspace, {vocab, e}),
+                         new_tensor(workspace, {context, e})};
     // blocks of embed_columns columns, each block's sums kept per token and per position while
     // the rows are read along, in order
     const std::size_t blocks = (e + embed_columns - 1) / embed_columns;

@@ -65,7 +65,7 @@ MHA_GELU_INLINE void gelu_backward_t(const float* u, const float* dy, std::size_
     }
 }
 
-#define MHA_GELU_VARIANT(suffix, attribute)                                                 \
+#define MHA_GELU_VARIANT(suffix, attribute)                                                    \
     attribute void gelu_##suffix(const float* u, std::size_t n, float* y) { gelu_t(u, n, y); } \
     attribute void gelu_backward_##suffix(const float* u, const float* dy, std::size_t n,      \
                                           float* du) {                                         \
@@ -104,9 +104,7 @@ constexpr std::uint64_t gelu_macs = 16;
 
 }  // namespace
 
-void gelu_values(const float* u, std::size_t n, float* y) {
-    loops().forward(u, n, y);
-}
+void gelu_values(const float* u, std::size_t n, float* y) { loops().forward(u, n, y); }
 
 void gelu_values(const double* u, std::size_t n, double* y) {
     const double inverse_sqrt2 = 1.0 / std::sqrt(2.0);
@@ -139,8 +137,7 @@ Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
     return y;
 }
 
-Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads,
-                     Workspace* workspace) {
+Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads, Workspace* workspace) {
     const Tensor in = u.contiguous(), d = dy.contiguous();
     if (any_dry(in, d)) return new_dry(workspace, in.shape());
     Tensor du = new_uninitialised(workspace, in.shape());

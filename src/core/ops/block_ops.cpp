@@ -34,7 +34,7 @@ Tensor add(const Tensor& a, const Tensor& b, std::size_t threads, Workspace* wor
 }
 
 void check_in_float32(const Tensor& t, const std::string& what) {
-    if (t.dry()) return;  // no values to check
+    if (t.dry()) return;                   // no values to check
     const Tensor packed = t.contiguous();  // no copy: project() and add() return it contiguous
     const float* values = packed.data();
     const std::size_t n = packed.numel();
