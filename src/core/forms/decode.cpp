@@ -134,10 +134,11 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
     return concat;
 }
 
-// 2: token t's key and value in the cache: K_cache[:, :, :t+1], a view of (B, G, T, d_k).
+// 2: token t's key and value in the cache: K_cache[:, :, :t+1], a view of (B, G, T, d_k),
+// shown by its layout alone: a view the pass reads, never a tensor of its own.
 void show_cache(const Cache& cache, const Weights& w, const ForwardOptions& o, const Masks& masks,
                 const Sizes& s, std::size_t t, PassTrace& trace) {
-    trace.show(cache.k.narrow(2, 0, t + 1), [&] {
+    trace.show(cache.k.narrow(2, 0, t + 1).without_values(), [&] {
         const std::size_t h = s.heads, G = s.kv_heads, d_k = s.d_k();
         Step step = described(StepKind::Cache, 2, "cache", "K_cache",
                               "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
