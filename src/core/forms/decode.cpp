@@ -8,6 +8,7 @@
 //     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
 //                                                               future is not in the cache yet
 //     out_t = softmax(scores) @ V[:, :, :t]      (B, h, 1, d_k) -> (B, 1, d_model) W_o.T + b_o
+//     (--gate: the (B, 1, h·d_k) context times sigmoid(x_t W_g.T + b_g) first, step 13)
 
 #include "core/forms/decode.h"
 
@@ -173,7 +174,8 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     Workspace* const workspace = options.workspace;
-    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
+    PassTrace trace = w.gated() ? PassTrace(tracer)  // transition: the plan knows no gate
+                                : PassTrace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
     trace.show(in.x_q, [&] {
         return described(StepKind::Input, 0, "input", "x", "x", {"B", "T", "d_model"});  // 0
     });
@@ -200,7 +202,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         append(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
         show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
 
-        const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
+        const Tensor concat = gate_concat(w, x_t, "x_t",
+                                          attend_token(q, cache, masks, t, s, options, trace, result),
+                                          h, options, trace);  // 6-10, 13 gated
         const Tensor out =
             project(concat, w.w_o, w.b_o, options.threads, workspace, &packed.o);  // (B, 1, d_model)
         if (!any_dry(out, result.output)) {
@@ -214,8 +218,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
             const std::string width = q_width_name(s);
             Step step = described(
                 StepKind::OutputProject, 14, "project", "out_t",
-                (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + width + ") @ W_o.T"
-                          : "out_t = (weights @ V_cache).view(B, N, " + width + ") @ W_o.T") +
+                (w.gated()  ? "out_t = concat @ W_o.T"  // the gated concat, 13
+                 : streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + width + ") @ W_o.T"
+                            : "out_t = (weights @ V_cache).view(B, N, " + width + ") @ W_o.T") +
                     bias_suffix(!w.b_o.empty(), "b_o"),
                 {"B", "N", "d_model"},
                 checked_sum({streamed ? 0 : macs_of({B, h, t + 1, d_k}), macs_of({B, E, h * d_k})},

@@ -38,7 +38,8 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
                                 const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::FusedQkv, s, in.self_attention(), masks);
-    PassTrace trace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
+    PassTrace trace = w.gated() ? PassTrace(tracer)  // transition: the plan knows no gate
+                                : PassTrace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
     return forward_fused_qkv(w, in, masks, options, trace);
 }
 
@@ -85,7 +86,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
             return step;
         });
     }
-    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace);  // 6-14
+    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace, in.x_q);  // 6-14
 }
 
 }  // namespace mha
