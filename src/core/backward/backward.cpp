@@ -62,6 +62,7 @@ struct Forwarded {
     const Kept& kept;
     const Tensor& p;                 // (B, h, N, M) the attention weights P; empty when streamed
     std::optional<BlockKind> block;  // the block attention sits in, if any
+    bool self;                       // one input plays query, key and value (x, not x_q)
 };
 
 // body(u) for every unit u < count, each claimed by the next free thread; each unit writes
@@ -170,7 +171,7 @@ Tensor gate_back(const Forwarded& f, const Tensor& dconcat, Gradients& g, Tensor
                                   : "dg = dconcat * " + o + " * gate * (1 - gate)",
                          {"B", "N", width}, macs_of({B, N, W}));
     });
-    const std::string x = f.block == BlockKind::Pre ? "x_norm" : "x_q";
+    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(f.self);
     const LinearGrads lg =
         linear_backward(f.kept.x_q.contiguous(), f.w.w_g, !f.w.b_g.empty(), dg, f.o.threads,
                         f.o.workspace);
@@ -746,12 +747,11 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
 }
 
 // b0, gated: the gate's path from x_q added to x_q's gradient (x's, for self-attention).
-void add_gate_input(const Forwarded& f, bool self, const Tensor& dx_gate, Gradients& g,
-                    PassTrace& trace) {
+void add_gate_input(const Forwarded& f, const Tensor& dx_gate, Gradients& g, PassTrace& trace) {
     const bool dry = any_dry(g.input, dx_gate);
     for (std::size_t e = 0, n = dry ? 0 : g.input.numel(); e < n; ++e)
         g.input.data()[e] += dx_gate.data()[e];
-    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(self);
+    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(f.self);
     trace.show(g.input, [&] {
         return described(StepKind::InputSum, 0, "sum", "d" + x, "d" + x + " = d" + x + " + dx_g",
                          model_dims);
@@ -858,7 +858,7 @@ Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, padded, s, o, kept, attention_weights, block};
+    const Forwarded f{w, padded, s, o, kept, attention_weights, block, in.self_attention()};
     Gradients g;
     Tensor dx_gate;
     HeadGrads hg = shared_back(f, grad_output, g, dx_gate, trace);  // b14-b6
@@ -868,7 +868,7 @@ Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const
     } else {
         packed_back(f, in, form == Form::PerHead, hg, g, trace);  // b5-b0
     }
-    if (w.gated()) add_gate_input(f, in.self_attention(), dx_gate, g, trace);  // b0
+    if (w.gated()) add_gate_input(f, dx_gate, g, trace);  // b0
     return g;
 }
 
@@ -898,7 +898,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
 HeadGradients heads_backward(const Weights& w, const Kept& kept, const Tensor& weights,
                              const Masks& masks, const Sizes& sizes, const ForwardOptions& options,
                              const Tensor& grad_output, Gradients& grads, PassTrace& trace) {
-    const Forwarded f{w, masks, sizes, options, kept, weights, std::nullopt};
+    const Forwarded f{w, masks, sizes, options, kept, weights, std::nullopt, true};
     Tensor dx_gate;  // (no gate: MLA refuses one)
     HeadGrads hg = shared_back(f, grad_output, grads, dx_gate, trace);
     return {std::move(hg.dq), std::move(hg.dk), std::move(hg.dv)};
