@@ -4,15 +4,20 @@
 #include <catch2/catch.hpp>
 
 #include "core/backward/backward.h"
+#include "core/backward/block_backward.h"
+#include "core/backward/model_backward.h"
+#include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
+#include "core/forms/model.h"
 #include "core/forms/per_head.h"
 #include "core/pass/attention.h"
 #include "core/tensor/storage.h"
 #include "core/tensor/workspace.h"
 #include "io/dry.h"
 #include "io/init.h"
+#include "io/model_init.h"
 #include "recorder.h"
 #include "show/notes.h"
 
@@ -317,6 +322,97 @@ TEST_CASE("a dry run of the MLA pass describes the computed pass's steps", "[dry
     options.workspace = &workspace;
     const std::uint64_t before = mha::tensor_bytes_handed_out();
     mha::forward_mla(dry_w, mha::Tensor::shape_only({B, N, m.d_model}), masks, options, dry);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    require_same_steps(dry, computed);
+}
+
+TEST_CASE("a dry run of the block describes the computed block's steps", "[dry]") {
+    const mha::BlockKind kind = GENERATE(mha::BlockKind::Pre, mha::BlockKind::Post);
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, GENERATE(3, 1));
+    c.masks.causal = true;
+    c.options.heads = c.sizes.heads;
+    const std::size_t d_ff = 20;
+    const mha::BlockWeights seeded = mha::seeded_block(c.sizes.d_model, d_ff, 1);
+    const mha::BlockWeights dry = mha::dry_block(c.sizes.d_model, d_ff);
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::forward_block(w, w.w_q.dry() ? dry : seeded, kind, in, c.masks, o, tracer);
+    });
+}
+
+namespace {
+
+const std::vector<std::uint32_t> small_vocab = {0, 'a', 'b', 'c', ' '};  // V = 5
+const std::vector<std::size_t> small_tokens = {1, 4, 2, 2, 3};            // N = 5
+
+// A small character model's sizes: d_model 16, 4 heads, d_ff 24, a context of 8.
+mha::ModelSizes small_model(std::size_t layers) {
+    mha::ModelSizes s;
+    s.layers = layers;
+    s.d_model = 16;
+    s.heads = 4;
+    s.d_ff = 24;
+    s.context = 8;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("a dry run of the model describes the computed model's steps", "[dry]") {
+    const std::vector<std::uint32_t>& vocab = small_vocab;
+    const mha::ModelSizes s = small_model(3);
+    const std::vector<std::size_t>& tokens = small_tokens;
+    const std::size_t traced = GENERATE(0, 2);
+    CAPTURE(traced);
+    const mha::Model seeded = mha::seeded_model(vocab, s, 1);
+    Recorder computed, dry, without_values;
+    mha::forward_model(seeded, tokens, traced, 1, computed);
+    const mha::Model dry_model = mha::dry_model(vocab, s);
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    mha::forward_model(dry_model, tokens, traced, 1, dry);
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    require_same_steps(dry, computed);
+    mha::forward_model(mha::without_values(seeded), tokens, traced, 1, without_values);
+    require_same_steps(without_values, computed);
+}
+
+TEST_CASE("a dry run of the block's forward and backward describes the computed one's steps",
+          "[dry]") {
+    const mha::BlockKind kind = GENERATE(mha::BlockKind::Pre, mha::BlockKind::Post);
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, GENERATE(3, 1));
+    c.masks.causal = true;
+    c.options.heads = c.sizes.heads;
+    c.options.path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    const std::size_t d_ff = 20;
+    const mha::BlockWeights seeded = mha::seeded_block(c.sizes.d_model, d_ff, 1);
+    const mha::BlockWeights dry = mha::dry_block(c.sizes.d_model, d_ff);
+    const auto pass = [&](const mha::Weights& w, const mha::Inputs& in,
+                          const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        WithoutMeasured without(tracer);  // dOut: x's values (its shape alone in a dry run)
+        mha::block_forward_backward(w, w.w_q.dry() ? dry : seeded, kind, in, c.masks, o, in.x_q,
+                                    without);
+    };
+    require_dry_like_computed(c, pass);
+    require_untraced_dry(c, pass);
+}
+
+TEST_CASE("a dry run of the model's forward and backward describes the computed one's steps",
+          "[dry]") {
+    const std::vector<std::uint32_t>& vocab = small_vocab;
+    const mha::ModelSizes s = small_model(2);
+    const std::vector<std::size_t>& tokens = small_tokens;
+    const std::vector<std::size_t> targets = {4, 2, 2, 3, 0};
+    const std::size_t traced = GENERATE(0, 1);
+    CAPTURE(traced);
+    Recorder computed, dry;
+    WithoutMeasured computed_without(computed), dry_without(dry);
+    mha::model_forward_backward(mha::seeded_model(vocab, s, 1), tokens, targets, traced, 1,
+                                computed_without);
+    const mha::Model dry_model = mha::dry_model(vocab, s);
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    mha::model_forward_backward(dry_model, tokens, targets, traced, 1, dry_without);
     CHECK(mha::tensor_bytes_handed_out() == before);
     require_same_steps(dry, computed);
 }

@@ -26,6 +26,16 @@ MlaWeights without_values(const MlaWeights& w) {
     return d;
 }
 
+Model without_values(const Model& m) {
+    Model d = m;
+    for (Tensor* t : {&d.token_embedding, &d.position_embedding, &d.norm_weight, &d.norm_bias,
+                      &d.head_weight, &d.head_bias})
+        *t = t->without_values();
+    for (ModelLayer& layer : d.layers)
+        layer = {without_values(layer.attention), without_values(layer.block), layer.heads};
+    return d;
+}
+
 Inputs without_values(const Inputs& in) {
     return {in.x_q.without_values(), in.x_k.without_values(), in.x_v.without_values()};
 }
@@ -78,6 +88,22 @@ Inputs dry_inputs(const Sizes& s, bool self_attention) {
     const Tensor memory = Tensor::shape_only({s.batch, s.kv_len, s.kdim});
     if (s.vdim == s.kdim) return {x, memory, memory};
     return {x, memory, Tensor::shape_only({s.batch, s.kv_len, s.vdim})};
+}
+
+Model dry_model(const std::vector<std::uint32_t>& vocab, const ModelSizes& s) {
+    const std::size_t V = vocab.size(), E = s.d_model;
+    Model m;
+    m.vocab = vocab;
+    m.token_embedding = Tensor::shape_only({V, E});
+    m.position_embedding = Tensor::shape_only({s.context, E});
+    const Sizes layer{1, s.context, s.context, E, E, E, s.heads, s.heads, E / s.heads};
+    for (std::size_t l = 0; l < s.layers; ++l)
+        m.layers.push_back({dry_weights(layer, true, false), dry_block(E, s.d_ff), s.heads});
+    m.norm_weight = Tensor::shape_only({E});
+    m.norm_bias = Tensor::shape_only({E});
+    m.head_weight = Tensor::shape_only({V, E});
+    m.head_bias = Tensor::shape_only({V});
+    return m;
 }
 
 }  // namespace mha

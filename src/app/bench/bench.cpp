@@ -52,6 +52,7 @@
 #include "core/reference.h"
 #include "core/tensor/workspace.h"
 #include "core/threads/parallel.h"
+#include "io/dry.h"
 #include "show/format.h"
 #include "show/text_layout.h"
 
@@ -215,13 +216,17 @@ Sizes sizes_of(const BenchSize& s) {
             s.d_model, s.heads,   s.heads,   s.d_model / s.heads};
 }
 
-// The forward's multiply-adds, or with `backward` the planned forward's and backward's.
+// The forward's multiply-adds, or with `backward` the forward's and backward's as a dry run
+// of them counts them.
 double multiply_adds(const BenchSize& s, bool backward) {
-    if (!backward) return double(forward_macs(sizes_of(s)));
-    PassSpec spec;
-    spec.sizes = sizes_of(s);
-    spec.backward = true;
-    return double(planned_macs(plan_pass(spec)));
+    const Sizes sizes = sizes_of(s);
+    if (!backward) return double(forward_macs(sizes));
+    ForwardOptions options;
+    options.heads = s.heads;
+    Tally tally;
+    forward_backward(dry_weights(sizes, true, false), dry_inputs(sizes, true), {}, options,
+                     Form::Packed, Tensor::shape_only({s.batch, s.seq_len, s.d_model}), tally);
+    return double(tally.total_macs());
 }
 
 // The page faults (minor and major) this process has taken so far.

@@ -3,10 +3,33 @@
 // adjoints (core/backward: LayerNorm, GELU, the residual; linear_backward) in reverse, around
 // attention's backward.
 
+#include <string>
+
 #include "core/backward/backward.h"
+#include "core/backward/linear_backward.h"
 #include "core/forms/block.h"
+#include "core/layers/layer_norm.h"
 
 namespace mha {
+
+// What a linear layer's backward calls things in the trace: the weight W (out_dim, in_dim),
+// the layer's input x and the gradient dy at its output; dw, db and dx, the gradients'.
+struct LinearNames {
+    std::string w, x, dy, dw, db, dx, out_dim, in_dim;
+};
+
+// linear_backward of y = x Wᵀ + b (with a bias) over dy (B, N, out), shown as step `number`'s
+// "dw = dy.T @ x", "db = dy.sum((0, 1))" and "dx = dy @ W".
+LinearGrads traced_linear_backward(int number, const LinearNames& names, const Tensor& x,
+                                   const Tensor& w, const Tensor& dy, std::size_t threads,
+                                   Workspace* workspace, PassTrace& trace);
+
+// layer_norm_backward of `norm` (gamma (d_model)) at x (B, N, d_model) over d_norm (named dy),
+// shown as step `number`'s d<norm>.weight, d<norm>.bias and the gradient `out` at x.
+LayerNormGrads traced_norm_backward(int number, const std::string& norm, const std::string& dy,
+                                    const std::string& out, const Tensor& x, const Tensor& gamma,
+                                    const Tensor& d_norm, std::size_t threads, Workspace* workspace,
+                                    PassTrace& trace);
 
 // The gradients of L = Σ output ∘ grad_output for the block.
 struct BlockGradients {

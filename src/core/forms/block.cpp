@@ -1,22 +1,27 @@
 // The transformer block around attention: the norms, residual sums and feed-forward, each
-// tensor handed to its planned step (core/pass/plan.cpp), between attention's steps 0-14.
+// described where it is computed, between attention's steps 0-14 (core/pass/attention.cpp).
+//   pre:  15 x_norm = norm1(x), 0-14, 16 h = x + attention, 17 h_norm = norm2(h),
+//         18-20 the feed-forward, 21 out = h + ffn
+//   post: 0-14, 15 h = x + attention, 16 h = norm1(h), 17-19 the feed-forward,
+//         20 out = h + ffn, 21 out = norm2(out)
 
 #include "core/forms/block.h"
 
 #include <utility>
 
-#include "core/layers/gelu.h"
-#include "core/layers/layer_norm.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/layers/gelu.h"
+#include "core/layers/layer_norm.h"
 #include "core/ops/block_ops.h"
+#include "core/pass/describe.h"
 #include "core/pass/projection.h"
 
 namespace mha {
 
 namespace {
 
-// What every block step needs: the weights, the threads, the memory (or null) and the plan.
+// What every block step needs: the weights, the threads, the memory (or null) and the trace.
 struct BlockPass {
     const BlockWeights& w;
     std::size_t threads;
@@ -24,32 +29,53 @@ struct BlockPass {
     PassTrace& trace;
 };
 
-// norm1 or norm2 of x: (B, N, d_model)
-Tensor norm(const BlockPass& p, bool first, const Tensor& x) {
+// Step `number`, "out = norm1(in)" (first) or norm2: x (B, N, d_model) normalised.
+Tensor norm(const BlockPass& p, bool first, int number, const std::string& out,
+            const std::string& in, const Tensor& x) {
     Tensor y = layer_norm(x, first ? p.w.norm1_weight : p.w.norm2_weight,
                           first ? p.w.norm1_bias : p.w.norm2_bias, p.threads, p.workspace);
-    p.trace.show(y);
+    p.trace.show(y,
+                 [&] { return norm_step(number, out, first ? "norm1" : "norm2", in, x.size(2)); });
     return y;
 }
 
-// a + b: (B, N, d_model); sum names it for the overflow check, e.g. "h = x + attention"
-Tensor residual(const BlockPass& p, const std::string& sum, const Tensor& a, const Tensor& b) {
+// Step `number`, "out = a_name + b_name": the residual sum a + b (B, N, d_model).
+Tensor residual(const BlockPass& p, int number, const std::string& out, const std::string& a_name,
+                const std::string& b_name, const Tensor& a, const Tensor& b) {
     Tensor y = add(a, b, p.threads, p.workspace);
+    const std::string sum = out + " = " + a_name + " + " + b_name;
     check_in_float32(y, "the residual stream (" + sum + ")");
-    p.trace.show(y);
+    p.trace.show(
+        y, [&] { return described(StepKind::Residual, number, "residual", out, sum, model_dims); });
     return y;
 }
 
-// FFN(y) = GELU(y W_1ᵀ + b_1) W_2ᵀ + b_2 of y = k.ffn_in: (B, N, d_model) -> (B, N, d_ff)
-// -> (B, N, d_model); k keeps the hidden layer before and after GELU.
-Tensor feed_forward(const BlockPass& p, BlockKept& k) {
+// Steps first..first+2, FFN(in) = GELU(in W_1ᵀ + b_1) W_2ᵀ + b_2 of in = k.ffn_in:
+// (B, N, d_model) -> (B, N, d_ff) -> (B, N, d_model); k keeps the hidden layer before and
+// after GELU.
+Tensor feed_forward(const BlockPass& p, int first, const std::string& in, BlockKept& k) {
+    const std::uint64_t macs = macs_of(
+        {k.ffn_in.size(0), k.ffn_in.size(1), p.w.d_ff(), k.ffn_in.size(2)});  // each linear layer's
     k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
-    p.trace.show(k.hidden);
+    p.trace.show(k.hidden, [&] {
+        Step step = described(StepKind::FfnIn, first, "linear1", "ffn_hidden",
+                              "ffn_hidden = " + in + " @ W_1.T + b_1", hidden_dims, macs);
+        step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
+        return step;
+    });
     k.activated = gelu(k.hidden, p.threads, p.workspace);
-    p.trace.show(k.activated);
+    p.trace.show(k.activated, [&] {
+        return described(StepKind::Gelu, first + 1, "gelu", "ffn_hidden", "F.gelu(ffn_hidden)",
+                         hidden_dims);
+    });
     Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
-    p.trace.show(f);
+    p.trace.show(f, [&] {
+        Step step = described(StepKind::FfnOut, first + 2, "linear2", "ffn",
+                              "ffn = F.gelu(ffn_hidden) @ W_2.T + b_2", model_dims, macs);
+        step.facts.parameters = p.w.w_2.numel() + p.w.b_2.numel();
+        return step;
+    });
     return f;
 }
 
@@ -60,6 +86,14 @@ void check_block_pass(const Weights& attention, const BlockWeights& w, const Inp
 }
 
 }  // namespace
+
+Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
+               std::size_t d_model) {
+    Step step = described(StepKind::Norm, number, "layer_norm", out,
+                          out + " = " + norm + "(" + in + ")", model_dims);
+    step.facts.parameters = 2 * std::uint64_t(d_model);
+    return step;
+}
 
 std::size_t BlockWeights::parameter_count() const {
     return norm1_weight.numel() + norm1_bias.numel() + norm2_weight.numel() + norm2_bias.numel() +
@@ -129,18 +163,20 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     if (keep) o.keep = &k.attention;
     ForwardResult result;
     if (kind == BlockKind::Pre) {
-        k.attn_in = norm(p, true, x);  // 15, then attention: 0-14
+        k.attn_in = norm(p, true, 15, "x_norm", "x", x);  // then attention: 0-14
         result = forward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, o, trace);
-        k.norm2_in = residual(p, "h = x + attention", x, result.output);               // 16
-        k.ffn_in = norm(p, false, k.norm2_in);                                         // 17
-        result.output = residual(p, "out = h + ffn", k.norm2_in, feed_forward(p, k));  // 18-21
+        k.norm2_in = residual(p, 16, "h", "x", "attention", x, result.output);
+        k.ffn_in = norm(p, false, 17, "h_norm", "h", k.norm2_in);
+        const Tensor ffn = feed_forward(p, 18, "h_norm", k);  // 18-20
+        result.output = residual(p, 21, "out", "h", "ffn", k.norm2_in, ffn);
     } else {
         k.attn_in = x;
-        result = forward(attention, {x, x, x}, masks, o, trace);                  // 0-14
-        k.norm1_in = residual(p, "h = x + attention", x, result.output);          // 15
-        k.ffn_in = norm(p, true, k.norm1_in);                                     // 16
-        k.norm2_in = residual(p, "out = h + ffn", k.ffn_in, feed_forward(p, k));  // 17-20
-        result.output = norm(p, false, k.norm2_in);                               // 21
+        result = forward(attention, {x, x, x}, masks, o, trace);  // 0-14
+        k.norm1_in = residual(p, 15, "h", "x", "attention", x, result.output);
+        k.ffn_in = norm(p, true, 16, "h", "h", k.norm1_in);
+        const Tensor ffn = feed_forward(p, 17, "h", k);  // 17-19
+        k.norm2_in = residual(p, 20, "out", "h", "ffn", k.ffn_in, ffn);
+        result.output = norm(p, false, 21, "out", "out", k.norm2_in);
     }
     if (keep) *keep = std::move(k);
     return result;

@@ -6,6 +6,7 @@
 //   post (norm_first=False):  h = LN_1(x + Attn(x));    out = LN_2(h + FFN(h))
 
 #include <cstdint>
+#include <string>
 
 #include "core/pass/attention.h"
 
@@ -44,6 +45,11 @@ std::uint64_t block_parameter_count(std::size_t d_model, std::size_t d_ff);
 // sums, the FFN's (B, N, d_ff) hidden layer twice and its output (throws on overflow).
 std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
 
+// Step `number`, "out = norm(in)": a LayerNorm of (B, N, d_model) rows and its 2·d_model
+// parameters (the block's norms and the model's final one).
+Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
+               std::size_t d_model);
+
 // Throws mha::Error naming the tensor when a shape does not fit d_model.
 void check_block(const BlockWeights& block, std::size_t d_model);
 
@@ -53,15 +59,15 @@ PassSpec block_spec(const Weights& attention, const BlockWeights& block, BlockKi
                     const Inputs& inputs, const Masks& masks, const ForwardOptions& options);
 
 // Self-attention only. Reports attention's steps 0-14 and the block's own steps 15-21
-// (in execution order: pre-LN's first norm, 15, runs before attention), as plan_pass plans
-// them. The result's output is the block's output; its weights are attention's.
+// (in execution order: pre-LN's first norm, 15, runs before attention). The result's output
+// is the block's output; its weights are attention's. On dry weights and inputs (a dry run)
+// it computes nothing and describes the same steps.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
                             const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
                             Tracer& tracer);
 
-// forward_block with its steps shown on a trace the caller started (the model's): the
-// trace's next steps are those of block_spec's plan. A non-null `keep` receives what the
-// backward reads.
+// forward_block with its steps shown on a trace the caller started (the model's). A non-null
+// `keep` receives what the backward reads.
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
                             const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
                             PassTrace& trace, BlockKept* keep = nullptr);

@@ -49,8 +49,9 @@ struct ModelResult {
 ModelSpec model_spec(const Model& model, std::size_t n, std::size_t traced_layer);
 
 // Runs tokens (N ≤ context, each < V) through the model with a causal mask. The tracer
-// sees the embedding, layer `traced_layer`'s block (attention and all) and the head, as
-// plan_model plans them (model_spec).
+// sees the embedding (step 0), every layer (layer `traced_layer`'s block step by step,
+// attention and all, each other one as one step), the final norm (22) and the head (23). A
+// model with dry arrays (a dry run) computes nothing and describes the same steps.
 ModelResult forward_model(const Model& model, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer);
 

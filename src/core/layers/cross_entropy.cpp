@@ -50,7 +50,7 @@ template double cross_entropy_rows(const double*, const std::size_t*, std::size_
                                    std::size_t, double*, std::size_t);
 
 CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>& targets,
-                           std::size_t threads, std::size_t mean_over) {
+                           std::size_t threads, std::size_t mean_over, Workspace* workspace) {
     const Tensor z = logits.contiguous();
     const std::size_t V = z.size(z.dim() - 1), rows = z.numel() / V;
     if (targets.size() != rows) {
@@ -64,7 +64,8 @@ CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>&
                         std::to_string(V));
         }
     }
-    CrossEntropy result{0.0, Tensor(z.shape())};
+    if (z.dry()) return {0.0, new_dry(workspace, z.shape())};
+    CrossEntropy result{0.0, new_uninitialised(workspace, z.shape())};
     result.loss = cross_entropy_rows(z.data(), targets.data(), rows, V, threads,
                                      result.dlogits.data(), mean_over == 0 ? rows : mean_over);
     return result;

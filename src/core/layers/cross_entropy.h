@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor/tensor.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -27,8 +28,10 @@ struct CrossEntropy {
 
 // cross_entropy_rows on logits (B, N, V) and targets (B·N, row by row), its mean over the
 // B·N positions, or over mean_over when that is not 0; throws mha::Error when the counts
-// differ or a target is not below V.
+// differ or a target is not below V. dlogits from the workspace when there is one; on dry
+// logits, shape-only and the loss 0.
 CrossEntropy cross_entropy(const Tensor& logits, const std::vector<std::size_t>& targets,
-                           std::size_t threads, std::size_t mean_over = 0);
+                           std::size_t threads, std::size_t mean_over = 0,
+                           Workspace* workspace = nullptr);
 
 }  // namespace mha

@@ -37,10 +37,11 @@ constexpr std::uint64_t embed_work = 16;
 }  // namespace
 
 Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
-             const std::vector<std::size_t>& tokens, std::size_t batch) {
+             const std::vector<std::size_t>& tokens, std::size_t batch, Workspace* workspace) {
     check_tokens(tokens, batch, token_embedding.size(0), position_embedding.size(0));
     const std::size_t n = tokens.size() / batch, e = token_embedding.size(1);
-    Tensor x({batch, n, e});
+    if (any_dry(token_embedding, position_embedding)) return new_dry(workspace, {batch, n, e});
+    Tensor x = new_uninitialised(workspace, {batch, n, e});
     for (std::size_t row = 0; row < batch * n; ++row) {
         const float* token = token_embedding.data() + tokens[row] * e;
         const float* position = position_embedding.data() + (row % n) * e;
@@ -50,7 +51,8 @@ Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
 }
 
 EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& tokens,
-                              std::size_t vocab, std::size_t context, std::size_t threads) {
+                              std::size_t vocab, std::size_t context, std::size_t threads,
+                              Workspace* workspace) {
     const Tensor d = dx.contiguous();
     check_tokens(tokens, d.size(0), vocab, context);
     if (tokens.size() != d.numel() / d.size(2)) {
@@ -58,7 +60,9 @@ EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& 
                     std::to_string(tokens.size()) + " tokens");
     }
     const std::size_t n = d.size(1), e = d.size(2), rows = tokens.size();
-    EmbeddingGrads grads{Tensor({vocab, e}), Tensor({context, e})};
+    if (d.dry()) return {new_dry(workspace, {vocab, e}), new_dry(workspace, {context, e})};
+    EmbeddingGrads grads{new_uninitialised(workspace, {vocab, e}),
+                         new_tensor(workspace, {context, e})};
     // blocks of embed_columns columns, each block's sums kept per token and per position while
     // the rows are read along, in order
     const std::size_t blocks = (e + embed_columns - 1) / embed_columns;

@@ -65,7 +65,7 @@ MHA_GELU_INLINE void gelu_backward_t(const float* u, const float* dy, std::size_
     }
 }
 
-#define MHA_GELU_VARIANT(suffix, attribute)                                                 \
+#define MHA_GELU_VARIANT(suffix, attribute)                                                    \
     attribute void gelu_##suffix(const float* u, std::size_t n, float* y) { gelu_t(u, n, y); } \
     attribute void gelu_backward_##suffix(const float* u, const float* dy, std::size_t n,      \
                                           float* du) {                                         \
@@ -104,9 +104,7 @@ constexpr std::uint64_t gelu_macs = 16;
 
 }  // namespace
 
-void gelu_values(const float* u, std::size_t n, float* y) {
-    loops().forward(u, n, y);
-}
+void gelu_values(const float* u, std::size_t n, float* y) { loops().forward(u, n, y); }
 
 void gelu_values(const double* u, std::size_t n, double* y) {
     const double inverse_sqrt2 = 1.0 / std::sqrt(2.0);
@@ -129,6 +127,7 @@ void gelu_backward_values(const double* u, const double* dy, std::size_t n, doub
 
 Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
     const Tensor in = u.contiguous();
+    if (in.dry()) return new_dry(workspace, in.shape());
     Tensor y = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),
@@ -138,9 +137,9 @@ Tensor gelu(const Tensor& u, std::size_t threads, Workspace* workspace) {
     return y;
 }
 
-Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads,
-                     Workspace* workspace) {
+Tensor gelu_backward(const Tensor& u, const Tensor& dy, std::size_t threads, Workspace* workspace) {
     const Tensor in = u.contiguous(), d = dy.contiguous();
+    if (any_dry(in, d)) return new_dry(workspace, in.shape());
     Tensor du = new_uninitialised(workspace, in.shape());
     const std::size_t n = in.numel();
     parallel_for(n, threads_for(std::uint64_t(n) * gelu_macs, threads),

@@ -1,7 +1,8 @@
 #pragma once
 // GELU in its exact erf form (nn.GELU(), F.gelu without approximate="tanh", the form the block
 // uses) and its adjoint, element-wise: float32 on vector lanes as PyTorch's CPU kernel computes
-// it, and double through the C library's erf and exp for finite-difference checks.
+// it, and double through the C library's erf and exp for finite-difference checks. The tensor
+// forms return shape-only results on dry operands (a dry run).
 
 #include <cstddef>
 

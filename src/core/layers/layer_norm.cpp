@@ -331,6 +331,7 @@ template void layer_norm_backward_rows(const double*, const double*, const doubl
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::size_t threads,
                   Workspace* workspace) {
+    if (any_dry(x, gamma, beta)) return new_dry(workspace, x.shape());
     const std::size_t E = x.size(x.dim() - 1), rows = x.numel() / E;
     Tensor y = new_uninitialised(workspace, x.shape());
     parallel_for(rows, threads_for(std::uint64_t(rows) * E * row_work, threads),
@@ -345,6 +346,8 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& gamma, const T
                                    std::size_t threads, Workspace* workspace) {
     const Tensor in = x.contiguous(), d = dy.contiguous();
     const std::size_t E = in.size(in.dim() - 1);
+    if (any_dry(in, gamma, d))
+        return {new_dry(workspace, in.shape()), new_dry(workspace, {E}), new_dry(workspace, {E})};
     LayerNormGrads grads{new_uninitialised(workspace, in.shape()), Tensor({E}), Tensor({E})};
     layer_norm_backward_rows(in.data(), gamma.contiguous().data(), d.data(), in.numel() / E, E,
                              threads, grads.x.data(), grads.gamma.data(), grads.beta.data());

@@ -1,6 +1,7 @@
 #pragma once
 // LayerNorm (nn.LayerNorm, eps 1e-5) and its adjoint, side by side, on rows of E values;
-// templated so the same code runs in float32 (the tool) and double (finite differences).
+// templated so the same code runs in float32 (the tool) and double (finite differences). The
+// tensor forms return shape-only results on dry operands (a dry run).
 
 #include <cstddef>
 

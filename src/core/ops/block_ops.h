@@ -1,7 +1,8 @@
 #pragma once
 // The residual sum a transformer block adds around attention, on contiguous (..., d_model)
 // tensors, and the float32 range check of the block's and the model's tensors. (LayerNorm and
-// GELU sit beside their adjoints: core/layers/layer_norm.h, gelu.h.)
+// GELU sit beside their adjoints: core/layers/layer_norm.h, gelu.h.) On a dry operand (a dry
+// run) the sum is shape-only and the check has nothing to check.
 
 #include <cstddef>
 #include <string>
