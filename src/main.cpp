@@ -34,7 +34,6 @@
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/attention.h"
-#include "core/pass/plan.h"
 #include "core/tensor/workspace.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
@@ -142,16 +141,9 @@ void save(const mha::Config& config, const mha::Problem& problem,
 // prints its plan).
 int run_shapes_only(const mha::Config& config) {
     if (!config.model_path.empty()) {
-        const mha::ShapesProblem problem = mha::model_shapes(config, std::cerr);
-        if (config.format == mha::Format::Html)
-            mha::check_lesson_page(config, problem.info, problem.steps.size());
-        const std::unique_ptr<mha::Report> report = make_report(config, problem.steps.size());
-        report->begin(problem.info);
-        const auto start = std::chrono::steady_clock::now();
-        for (const mha::Step& step : problem.steps) report->on_step(step);
-        const std::chrono::duration<double, std::milli> elapsed =
-            std::chrono::steady_clock::now() - start;
-        report->finish(mha::ForwardResult{}, elapsed.count());
+        mha::run_model_shapes(
+            config, [&config](std::size_t steps) { return make_report(config, steps); },
+            std::cerr);
         return 0;
     }
     mha::Problem problem = mha::build_shapes(config);

@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "core/kv_heads.h"
 #include "core/pass/shape_checks.h"
+#include "core/tensor/workspace.h"
 #include "helpers.h"
+#include "io/dry.h"
 #include "kernel_variants.h"
 #include "recorder.h"
 #include "show/notes.h"
@@ -453,29 +455,32 @@ TEST_CASE("the fused QKV and per-head forms give the packed form's gradients", "
     }
 }
 
-TEST_CASE("every backward step's tensor has its planned shape and strides", "[backward]") {
+TEST_CASE("every backward step's tensor has the shape and strides its dry run shows",
+          "[backward]") {
     const mha::AttentionPath path =
         GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
     for (Problem p : variants()) {
         p.options.path = path;
         CAPTURE(p.name, path == mha::AttentionPath::Streaming);
-        test::Recorder rec;
-        run(p, grad_output_of(p), rec);  // PassTrace throws on a step computed off its plan
-        mha::PassSpec spec = p.form != mha::Form::Packed
-                                 ? mha::pass_spec(mha::check_pass(p.w, p.in, p.masks, p.options),
-                                                  p.w, p.in, p.masks, p.options, p.form)
-                                 : mha::forward_spec(p.w, p.in, p.masks, p.options);
-        spec.backward = true;
-        const std::vector<mha::Step> plan = mha::plan_pass(spec);
-        REQUIRE(rec.steps.size() == plan.size());  // every planned step was shown
+        test::Recorder rec, dry;
+        run(p, grad_output_of(p), rec);
+        Problem d = p;  // the same problem without values, in a dry workspace
+        d.w = mha::without_values(p.w);
+        d.in = mha::without_values(p.in);
+        d.masks.attn_mask = p.masks.attn_mask.without_values();
+        d.masks.key_padding = p.masks.key_padding.without_values();
+        mha::Workspace workspace = mha::Workspace::dry();
+        d.options.workspace = &workspace;
+        run(d, grad_output_of(p).without_values(), dry);
+        REQUIRE(rec.steps.size() == dry.steps.size());  // every step of the dry run was shown
         std::size_t backward = 0;
-        for (std::size_t i = 0; i < plan.size(); ++i) {
-            CAPTURE(i, plan[i].tensor);
-            CHECK(rec.steps[i].backward == plan[i].backward);
+        for (std::size_t i = 0; i < dry.steps.size(); ++i) {
+            CAPTURE(i, dry.steps[i].tensor);
+            CHECK(rec.steps[i].backward == dry.steps[i].backward);
             REQUIRE(rec.seen[i]);
-            CHECK(rec.seen[i]->shape == plan[i].shape);
-            CHECK(rec.seen[i]->strides == plan[i].strides);
-            backward += plan[i].backward ? 1 : 0;
+            CHECK(rec.seen[i]->shape == dry.steps[i].shape);
+            CHECK(rec.seen[i]->strides == dry.steps[i].strides);
+            backward += dry.steps[i].backward ? 1 : 0;
         }
         CHECK(backward > 10);
         CHECK(rec.steps.back().backward);

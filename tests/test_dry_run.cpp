@@ -3,6 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "app/run/problem.h"
+
 #include "core/backward/backward.h"
 #include "core/backward/block_backward.h"
 #include "core/backward/model_backward.h"
@@ -415,6 +422,35 @@ TEST_CASE("a dry run of the model's forward and backward describes the computed 
     mha::model_forward_backward(dry_model, tokens, targets, traced, 1, dry_without);
     CHECK(mha::tensor_bytes_handed_out() == before);
     require_same_steps(dry, computed);
+}
+
+TEST_CASE("a dry run at GPT-3's and DeepSeek-V2-Lite's sizes hands out no tensor storage",
+          "[dry]") {
+    // What --shapes-only runs: build_shapes' dry problem through the form's forward (and
+    // backward), counted by the tensor allocator itself, not timed.
+    const std::string options = GENERATE(
+        as<std::string>{}, "--preset gpt3", "--preset gpt3 --backward",
+        "--preset gpt3 --block pre --backward", "--preset gpt3 --attention streaming --backward",
+        "--preset deepseek-v2-lite --form mla", "--preset deepseek-v2-lite --form mla --backward",
+        "--preset llama3-8b --per-head --rope half --qk-norm", "--preset llama3-8b -n 64 --decode 64");
+    CAPTURE(options);
+    std::vector<std::string> words;
+    std::istringstream in(options + " --shapes-only");
+    for (std::string word; in >> word;) words.push_back(word);
+    const mha::Config config = mha::parse_args(words);
+    const std::uint64_t before = mha::tensor_bytes_handed_out();
+    mha::Problem problem = mha::build_shapes(config);
+    mha::Workspace workspace = mha::Workspace::dry();
+    problem.options.workspace = &workspace;
+    mha::Tally tally;
+    if (config.backward) {
+        mha::run_backward(config, problem, tally);
+    } else {
+        mha::run_pass(config, problem, tally);
+    }
+    CHECK(mha::tensor_bytes_handed_out() == before);
+    CHECK(tally.steps > 10);
+    CHECK(workspace.peak_bytes() > 0);  // what a computed run would hold of its workspace
 }
 
 namespace {

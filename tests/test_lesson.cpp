@@ -13,7 +13,6 @@
 #include "app/cli/cli.h"
 #include "app/run/problem.h"
 #include "core/tensor/workspace.h"
-#include "core/pass/plan.h"
 #include "helpers.h"
 #include "show/explain.h"
 #include "xml_checker.h"

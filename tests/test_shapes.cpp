@@ -14,8 +14,9 @@
 #include "core/forms/model.h"
 #include "core/forms/per_head.h"
 #include "core/pass/attention.h"
-#include "core/pass/plan.h"
+#include "core/tensor/workspace.h"
 #include "helpers.h"
+#include "io/dry.h"
 #include "io/init.h"
 #include "io/model_file.h"
 #include "recorder.h"
@@ -79,41 +80,6 @@ std::vector<mha::StepKind> outer_kinds(const std::vector<mha::Step>& steps,
 }
 
 }  // namespace
-
-TEST_CASE("the plan gives every computed tensor's layout, the mask grid and the multiply-adds") {
-    const auto [B, N, M, E, h, G, causal] = GENERATE(
-        table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, bool>(
-            {{2, 8, 8, 256, 4, 4, false},
-             {1, 1, 1, 8, 1, 1, false},
-             {3, 5, 7, 12, 3, 1, true},
-             {2, 4, 9, 16, 8, 2, true},
-             {1, 6, 6, 32, 4, 2, true}}));
-    CAPTURE(B, N, M, E, h, G, causal);
-    const mha::Sizes s{B, N, M, E, E, E, h, G, E / h};
-    const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
-    const mha::Inputs in = mha::seeded_inputs(s, N == M, 1);
-    mha::Masks masks;
-    masks.causal = causal;
-    mha::ForwardOptions options;
-    options.heads = h;
-    Recorder computed, traced;
-    mha::forward(w, in, masks, options, computed);
-    mha::PassSpec spec;
-    spec.sizes = s;
-    spec.self_attention = N == M;
-    spec.masks.causal = causal;
-    traced.steps = mha::plan_pass(spec);
-    const std::uint64_t macs = mha::planned_macs(traced.steps);
-
-    require_planned(traced.steps, computed);
-    // By hand: Q and W_o B·N·E·E each, K and V B·M·(G·d_k)·E each, scores and context
-    // B·h·N·M·d_k each.
-    const std::size_t d_k = E / h;
-    CHECK(macs == 2 * B * N * E * E + 2 * B * M * G * d_k * E + 2 * B * h * N * M * d_k);
-    CHECK(mha::parameter_count(s, true) == w.parameter_count());
-    CHECK(mha::parameter_count(s, false) ==
-          mha::seeded_weights(E, G * (E / h), false, false, 1).parameter_count());
-}
 
 TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without allocating") {
     const test::RunResult r = test::run_mha("--preset gpt3 --shapes-only --trace");
@@ -182,191 +148,6 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
         {"--shapes-only -b 4294967296 -n 4294967296 -d 4294967296 -H 1", "does not fit in 64 bits"},
     }));
     test::check_rejected(args, message);
-}
-
-TEST_CASE("--form mla: the plan gives every computed tensor's layout", "[mla]") {
-    const auto [B, N, E, h, d_c, d_R, causal] = GENERATE(
-        table<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, bool>(
-            {{2, 5, 16, 2, 6, 2, true}, {1, 7, 24, 4, 12, 4, false}}));
-    const bool streamed = GENERATE(false, true);
-    CAPTURE(B, N, E, h, d_c, d_R, causal, streamed);
-    const mha::MlaSizes m = mha::seeded_mla_sizes(E, h, d_c, d_R);
-    const mha::MlaWeights w = mha::seeded_mla_weights(m, 3);
-    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, h, E / h}, true, 3);
-    mha::Masks masks;
-    masks.causal = causal;
-    masks.window = causal ? 0 : 3;
-    masks.softcap = causal ? 0.0 : 5.0;
-    mha::ForwardOptions options;
-    options.heads = h;
-    options.rope = mha::Rope{mha::RopeLayout::Half, 10000.0};
-    options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
-    Recorder computed, traced;
-    mha::forward_mla(w, in.x_q, masks, options, computed);
-    traced.steps = mha::plan_pass(
-        mha::mla_spec(m, mha::pass_spec(mha::mla_naive_sizes(m, B, N), mha::Weights(), in, masks,
-                                        options, mha::Form::Mla)));
-    require_planned(traced.steps, computed);
-    std::size_t compared = 0;  // the absorbed form's weights and output against the naive's
-    for (const mha::Step& ran : computed.steps) {
-        if (!ran.facts.mla || !ran.facts.mla->max_difference) continue;
-        CHECK(*ran.facts.mla->max_difference <= 1e-5);
-        ++compared;
-    }
-    CHECK(compared == (streamed ? 1u : 2u));  // streamed: no weights to compare
-    CHECK(mha::mla_parameter_count(m) ==
-          w.w_q.numel() + w.w_kv_a.numel() + w.kv_norm.numel() + w.w_kv_b.numel() + w.w_o.numel());
-}
-
-TEST_CASE(
-    "--head-dim and --scale-base: the plan gives every computed tensor's layout in every form",
-    "[head-dim]") {
-    const auto [E, h, G, D, form] =
-        GENERATE(table<std::size_t, std::size_t, std::size_t, std::size_t, mha::Form>(
-            {{16, 2, 2, 12, mha::Form::Packed},
-             {16, 4, 2, 3, mha::Form::Packed},
-             {12, 4, 4, 5, mha::Form::PerHead},
-             {16, 4, 2, 6, mha::Form::Decode},
-             {10, 2, 2, 8, mha::Form::FusedQkv}}));
-    const bool streamed = GENERATE(false, true);
-    CAPTURE(E, h, G, D, int(form), streamed);
-    const std::size_t B = 2, N = 5;
-    const mha::Sizes s{B, N, N, E, E, E, h, G, D};
-    const mha::Weights w = mha::seeded_weights(E, h * D, G * D, true, true, 4);
-    const mha::Inputs in = mha::seeded_inputs(s, true, 4);
-    mha::Masks masks;
-    masks.causal = form == mha::Form::Decode;
-    masks.softcap = 3.0;
-    mha::ForwardOptions options;
-    options.heads = h;
-    options.scale_base = 7.0;
-    options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
-    Recorder computed;
-    switch (form) {
-        case mha::Form::PerHead:
-            mha::forward_per_head(w, in, masks, options, computed);
-            break;
-        case mha::Form::Decode:
-            mha::decode(w, in, masks, options, computed);
-            break;
-        case mha::Form::FusedQkv:
-            mha::forward_fused_qkv(w, in, masks, options, computed);
-            break;
-        default:
-            mha::forward(w, in, masks, options, computed);
-            break;
-    }
-    mha::PassSpec spec;
-    spec.sizes = s;
-    spec.form = form;
-    spec.path = options.path;
-    spec.masks.causal = masks.causal;
-    spec.masks.softcap = masks.softcap;
-    spec.scale_base = 7.0;
-    const std::vector<mha::Step> planned = mha::plan_pass(spec);
-    require_planned(planned, computed);
-    CHECK(mha::parameter_count(s, true) == w.parameter_count());
-}
-
-TEST_CASE("the pass refuses a tensor laid out otherwise than planned, at any optimisation") {
-    mha::PassSpec spec;
-    spec.sizes = {1, 2, 2, 4, 4, 4, 2, 2, 2};  // B 1, N = M 2, d_model 4, h 2, d_k 2
-    Recorder rec;
-    mha::PassTrace trace(rec, spec);
-    trace.show_input(mha::Tensor({1, 2, 4}));
-    SECTION("a wrong shape") {
-        REQUIRE_THROWS_WITH(trace.show(mha::Tensor({1, 2, 3})),
-                            "internal error: step 1 project Q was planned as shape (1, 2, 4) "
-                            "strides (8, 4, 1) but computed as shape (1, 2, 3) strides (6, 3, 1)");
-    }
-    SECTION("the planned shape with other strides") {
-        const mha::Tensor transposed = mha::Tensor({1, 4, 2}).transpose(1, 2);  // (1, 2, 4)
-        REQUIRE_THROWS_WITH(trace.show(transposed),
-                            "internal error: step 1 project Q was planned as shape (1, 2, 4) "
-                            "strides (8, 4, 1) but computed as shape (1, 2, 4) strides (8, 1, 2)");
-    }
-    SECTION("a step past the plan's end") {
-        const std::size_t planned = mha::plan_pass(spec).size();
-        for (std::size_t i = 1; i < planned; ++i) trace.show_layout();
-        REQUIRE_THROWS_WITH(trace.show_layout(), "internal error: the pass reported step " +
-                                                     std::to_string(planned + 1) +
-                                                     " of a plan of " + std::to_string(planned));
-    }
-}
-
-TEST_CASE("the block's planned steps are the tensors the block computes") {
-    using K = mha::StepKind;
-    const auto [kind, B, N, E, h, G, d_ff, causal] = GENERATE(
-        table<mha::BlockKind, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
-              std::size_t, bool>({{mha::BlockKind::Pre, 2, 5, 16, 4, 4, 24, false},
-                                  {mha::BlockKind::Post, 1, 3, 8, 2, 1, 32, true},
-                                  {mha::BlockKind::Pre, 3, 4, 12, 3, 1, 7, true},
-                                  {mha::BlockKind::Post, 2, 6, 32, 4, 2, 64, false}}));
-    CAPTURE(kind == mha::BlockKind::Pre, B, N, E, h, G, d_ff, causal);
-    const mha::Sizes s{B, N, N, E, E, E, h, G, E / h};
-    const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, false, 1);
-    const mha::BlockWeights block = mha::seeded_block(E, d_ff, 1);
-    mha::Masks masks;
-    masks.causal = causal;
-    mha::ForwardOptions options;
-    options.heads = h;
-    Recorder computed;
-    mha::forward_block(w, block, kind, mha::seeded_inputs(s, true, 1), masks, options, computed);
-    mha::PassSpec spec;  // from the sizes alone
-    spec.sizes = s;
-    spec.masks.causal = causal;
-    spec.block = mha::BlockSpec{kind, d_ff};
-    const std::vector<mha::Step> planned = mha::plan_pass(spec);
-
-    require_planned(planned, computed);
-    // 0-14 are the pass's own steps, planned as without the block
-    spec.block.reset();
-    const std::vector<mha::Step> attention = mha::plan_pass(spec);
-    const std::size_t first = kind == mha::BlockKind::Pre ? 1 : 0;
-    for (std::size_t i = 0; i < attention.size(); ++i)
-        require_same_step(planned[first + i], attention[i]);
-    CHECK(planned.size() == attention.size() + 7);
-    const std::initializer_list<K> block_kinds = {K::Norm, K::Residual, K::FfnIn, K::Gelu,
-                                                  K::FfnOut};
-    CHECK(outer_kinds(planned, block_kinds) ==
-          (kind == mha::BlockKind::Pre ? std::vector<K>{K::Norm, K::Residual, K::Norm, K::FfnIn,
-                                                        K::Gelu, K::FfnOut, K::Residual}
-                                       : std::vector<K>{K::Residual, K::Norm, K::FfnIn, K::Gelu,
-                                                        K::FfnOut, K::Residual, K::Norm}));
-    CHECK(planned.back().number == 21);
-    // the multiply-adds of both linear layers, B·N·d_ff·d_model each; the parameters
-    CHECK(mha::planned_macs(planned) == mha::planned_macs(attention) + 2 * B * N * d_ff * E);
-    std::uint64_t parameters = 0;
-    for (const mha::Step& step : planned) parameters += step.facts.parameters.value_or(0);
-    CHECK(parameters == block.parameter_count());
-    CHECK(mha::block_parameter_count(E, d_ff) == block.parameter_count());
-}
-
-TEST_CASE("the model's planned steps are the tensors the model computes") {
-    using K = mha::StepKind;
-    const mha::Model model = mha::load_model("../examples/models/kjv-2x4.npz", 1u << 30);
-    const std::string text = "In the";
-    const mha::ModelText tokens = mha::encode_text(text, model);
-    const std::size_t layer = GENERATE(0, 1);
-    CAPTURE(layer);
-    Recorder computed;
-    mha::forward_model(model, tokens.tokens, layer, 1, computed);
-    const std::vector<mha::Step> planned =
-        mha::plan_model(mha::model_spec(model, tokens.tokens.size(), layer));
-
-    require_planned(planned, computed);
-    // the embedding, the layers in order (the untraced one as one step, the traced one as its
-    // block: 19 attention steps and 7 of the block's), the final norm, the head
-    const std::vector<K> kinds = kinds_of(planned);
-    CHECK(planned.size() == 1 + 1 + (19 + 7) + 2);
-    CHECK(outer_kinds(planned, {K::Embed, K::Layer, K::Logits}) ==
-          std::vector<K>{K::Embed, K::Layer, K::Logits});
-    CHECK(kinds.front() == K::Embed);
-    CHECK(kinds[layer == 0 ? kinds.size() - 3 : 1] == K::Layer);
-    CHECK(planned[layer == 0 ? 1 : 2].kind == K::Norm);  // the traced block's norm1, step 15
-    CHECK(kinds[kinds.size() - 2] == K::Norm);
-    CHECK(kinds.back() == K::Logits);
-    CHECK(planned.back().shape == mha::Shape{1, text.size(), model.vocab_size()});
 }
 
 TEST_CASE("--shapes-only --trace is --trace without values for the block and the model") {
@@ -544,23 +325,42 @@ TEST_CASE("every rearranging step's einops pattern names the step's own dimensio
     CAPTURE(h, G, D, int(form), streamed, block);
     const std::size_t E = 24, B = 7, N = 3;
     const bool cross = form == mha::Form::Packed && !block;  // M = 5 keys
-    mha::PassSpec spec;
-    spec.sizes = {B, N, cross ? 5u : N, E, E, E, h, G, D};
-    spec.form = form;
-    spec.self_attention = !cross;
-    spec.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
-    spec.masks.causal = form == mha::Form::Decode;
-    if (block && form == mha::Form::Packed) spec.block = mha::BlockSpec{mha::BlockKind::Pre, 40};
-    require_einops(mha::plan_pass(spec), spec.sizes);
+    const mha::Sizes s{B, N, cross ? 5u : N, E, E, E, h, G, D};
+    const mha::Weights w = mha::dry_weights(s, true, false);
+    const mha::Inputs in = mha::dry_inputs(s, !cross);
+    mha::Masks masks;
+    masks.causal = form == mha::Form::Decode;
+    mha::ForwardOptions options;
+    options.heads = h;
+    options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
+    mha::Workspace workspace = mha::Workspace::dry();  // a dry run: the steps, no values
+    options.workspace = &workspace;
+    Recorder dry;
+    if (block && form == mha::Form::Packed) {
+        mha::forward_block(w, mha::dry_block(E, 40), mha::BlockKind::Pre, in, masks, options, dry);
+    } else if (form == mha::Form::PerHead) {
+        mha::forward_per_head(w, in, masks, options, dry);
+    } else if (form == mha::Form::Decode) {
+        mha::decode(w, in, masks, options, dry);
+    } else if (form == mha::Form::FusedQkv) {
+        mha::forward_fused_qkv(w, in, masks, options, dry);
+    } else {
+        mha::forward(w, in, masks, options, dry);
+    }
+    require_einops(dry.steps, s);
 }
 
 TEST_CASE("MLA's head assembly and its narrower values carry einops patterns", "[einops][mla]") {
     const bool streamed = GENERATE(false, true);
     const mha::MlaSizes m{24, 4, 5, 2, 9, 3};  // d_v = 3, d_k = d_h + d_R = 7
-    mha::PassSpec spec = mha::pass_spec(mha::mla_naive_sizes(m, 2, 6), mha::Masks(),
-                                        mha::ForwardOptions(), mha::Form::Mla);
-    spec.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
-    spec = mha::mla_spec(m, spec);
+    mha::ForwardOptions options;
+    options.heads = m.heads;
+    options.path = streamed ? mha::AttentionPath::Streaming : mha::AttentionPath::Standard;
+    mha::Workspace workspace = mha::Workspace::dry();
+    options.workspace = &workspace;
     CAPTURE(streamed);
-    require_einops(mha::plan_pass(spec), spec.sizes);
+    Recorder dry;
+    mha::forward_mla(mha::dry_mla_weights(m), mha::Tensor::shape_only({2, 6, 24}), mha::Masks(),
+                     options, dry);
+    require_einops(dry.steps, mha::mla_naive_sizes(m, 2, 6));
 }

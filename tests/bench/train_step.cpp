@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     options.heads = layer.heads;
     options.threads = threads;
     mha::NullTracer quiet;
-    mha::PassTrace untraced(quiet, mha::PassSpec{});
+    mha::PassTrace untraced(quiet);
 
     // layer 0's inputs and what its forward keeps, for the phases that read them
     const mha::Tensor x = mha::embed(model.token_embedding, model.position_embedding, tokens, B);

@@ -19,10 +19,13 @@
 
 #include "app/bench/timing.h"
 #include "app/bench/torch_process.h"
+#include "core/backward/block_backward.h"
+#include "core/backward/model_backward.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
-#include "core/pass/plan.h"
+#include "core/tensor/workspace.h"
 #include "core/train/train_step.h"
+#include "io/dry.h"
 #include "io/init.h"
 #include "io/model_init.h"
 #include "show/format.h"
@@ -66,17 +69,26 @@ std::vector<std::size_t> random_ids(const TrainSize& s, std::uint32_t stream) {
     return ids;
 }
 
-// One training step's multiply-adds, forward and backward, as the plans count them: the
-// model's plan (the embedding, layer 0 step by step, the head and the loss) counts each other
-// layer as one step without them, so those come from the layer's own plan.
+// One training step's multiply-adds, forward and backward, as dry runs count them: the model's
+// run on one row (the embedding, layer 0 step by step, the head and the loss) counts each other
+// layer as one step without them, so those come from a dry run of the layer's block; every
+// count grows with the batch's rows.
 double step_macs(const Model& model, const TrainSize& s) {
-    ModelSpec spec = model_spec(model, s.context, 0);
-    spec.layer.sizes.batch = s.batch;
-    spec.backward = true;
-    PassSpec layer = spec.layer;
-    layer.backward = true;
-    return double(planned_macs(plan_model(spec))) +
-           double(s.layers - 1) * double(planned_macs(plan_pass(layer)));
+    const Model dry = without_values(model);
+    const std::vector<std::size_t> tokens(s.context, 0);
+    Tally whole, layer;
+    model_forward_backward(dry, tokens, tokens, 0, 1, whole);
+    Workspace workspace = Workspace::dry();
+    ForwardOptions options;
+    options.heads = dry.layers.at(0).heads;
+    options.workspace = &workspace;
+    Masks causal;
+    causal.causal = true;
+    const Tensor x = Tensor::shape_only({1, s.context, dry.d_model()});
+    block_forward_backward(dry.layers.at(0).attention, dry.layers.at(0).block, BlockKind::Pre,
+                           {x, x, x}, causal, options, x, layer);
+    return double(s.batch) * (double(whole.total_macs()) +
+                              double(s.layers - 1) * double(layer.total_macs()));
 }
 
 // mha training its own copy of `model` on `threads` threads.

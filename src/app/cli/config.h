@@ -4,7 +4,7 @@
 #include "core/forms/block.h"
 #include "core/ops/masks.h"
 #include "core/pass/attention.h"
-#include "core/pass/plan.h"
+#include "core/pass/form.h"
 #include "core/position/rope.h"
 #include "io/masks.h"
 

@@ -18,7 +18,9 @@
 #include "core/kernels/kernels.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/costs.h"
-#include "core/pass/plan.h"
+#include "core/forms/block.h"
+#include "core/tensor/workspace.h"
+#include "io/dry.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "io/npy.h"
@@ -58,13 +60,24 @@ void check_choices(const Config& c, const Model& model, std::size_t layer) {
     }
 }
 
-// The run's multiply-adds as planned: each layer's causal attention pass with its block, then
-// the head (N·V·d_model).
+// The run's multiply-adds: each layer's causal attention pass with its block, as a dry run of
+// the layer counts them, then the head (N·V·d_model).
 std::uint64_t model_macs(const Model& model, std::size_t n) {
     const std::string what = "the model's multiply-adds";
     std::uint64_t macs = checked_product({n, model.vocab_size(), model.d_model()}, what);
-    for (std::size_t l = 0; l < model.layers.size(); ++l)
-        macs = checked_sum({macs, planned_macs(plan_pass(model_spec(model, n, l).layer))}, what);
+    Masks causal;
+    causal.causal = true;
+    Workspace workspace = Workspace::dry();
+    for (const ModelLayer& layer : model.layers) {
+        ForwardOptions options;
+        options.heads = layer.heads;
+        options.workspace = &workspace;
+        const Tensor x = Tensor::shape_only({1, n, model.d_model()});
+        Tally tally;
+        forward_block(without_values(layer.attention), without_values(layer.block),
+                      BlockKind::Pre, {x, x, x}, causal, options, tally);
+        macs = checked_sum({macs, tally.total_macs()}, what);
+    }
     return macs;
 }
 
@@ -76,10 +89,11 @@ std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads
 std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads) {
     const std::string what = "the memory for the model";
     std::uint64_t layer = 0;
-    for (std::size_t l = 0; l < model.layers.size(); ++l) {
-        const PassSpec spec = model_spec(model, n, l).layer;
-        layer = std::max(layer, checked_sum({forward_bytes(spec.sizes, spec.path, threads),
-                                             block_bytes(spec.sizes, spec.block->d_ff)},
+    const std::size_t e = model.d_model();
+    for (const ModelLayer& l : model.layers) {
+        const Sizes s{1, n, n, e, e, e, l.heads, l.heads, e / l.heads};
+        layer = std::max(layer, checked_sum({forward_bytes(s, AttentionPath::Standard, threads),
+                                             block_bytes(s, l.block.d_ff())},
                                             what));
     }
     const std::uint64_t rows = checked_product({n, sizeof(float)}, what);
@@ -308,6 +322,23 @@ void split_targets(ModelRun& run) {
     text.characters.pop_back();
 }
 
+// The run traced dry (the model's arrays without values): every step, nothing computed.
+void trace_dry(const ModelRun& run, bool backward, Tracer& tracer) {
+    const Model dry = without_values(run.model);
+    if (backward) {
+        model_forward_backward(dry, run.text.tokens, run.targets, run.layer, 1, tracer);
+    } else {
+        forward_model(dry, run.text.tokens, run.layer, 1, tracer);
+    }
+}
+
+// The steps the run shows (--step counts them), as a dry run of the model does.
+std::size_t model_steps(const ModelRun& run, bool backward) {
+    Tally tally;
+    trace_dry(run, backward, tally);
+    return tally.steps;
+}
+
 ModelRun load_run(const Config& c, std::ostream& err) {
     ModelRun run{load_model(c.model_path, c.max_memory), {}, c.layer.value_or(0), {}};
     run.text = encode_text(*c.text, run.model, c.backward);
@@ -320,9 +351,8 @@ ModelRun load_run(const Config& c, std::ostream& err) {
         check_model_svg_size(c, run.model, run.text, run.layer);
     }
     if (c.format == Format::Html) {
-        const ModelSpec spec = model_spec(run.model, run.text.tokens.size(), run.layer);
         check_lesson_page(c, model_info(c, run.model, run.text, run.layer, 1),
-                          plan_model(spec).size(), run.model.layers.size());
+                          model_steps(run, c.backward), run.model.layers.size());
     }
     if (run.text.unknown > 0) {
         err << "mha: warning: " << plural(run.text.unknown, "character")
@@ -333,24 +363,26 @@ ModelRun load_run(const Config& c, std::ostream& err) {
 
 }  // namespace
 
-ShapesProblem model_shapes(const Config& c, std::ostream& err) {
+void run_model_shapes(const Config& c, const ReportFor& report_for, std::ostream& err) {
     const ModelRun run = load_run(c, err);
     const std::size_t n = run.text.tokens.size();
-    ModelSpec spec = model_spec(run.model, n, run.layer);
-    spec.backward = c.backward;
-    ShapesProblem p;
-    p.spec = spec.layer;
-    p.steps = plan_model(spec);
-    p.info = model_info(c, run.model, run.text, run.layer, 1);
-    p.info.kernels.clear();
-    p.info.weights_source += " (its sizes)";
-    p.info.shapes_only = true;
-    p.info.activation_bytes = model_bytes(run.model, n, 1);
-    p.info.activation_tensors =
+    RunInfo info = model_info(c, run.model, run.text, run.layer, 1);
+    info.kernels.clear();
+    info.weights_source += " (its sizes)";
+    info.shapes_only = true;
+    info.activation_bytes = model_bytes(run.model, n, 1);
+    info.activation_tensors =
         "the embedding, one layer's attention and block at a time, the "
         "final norm and the logits";
-    p.info.total_macs = model_macs(run.model, n);
-    return p;
+    info.total_macs = model_macs(run.model, n);
+    const std::unique_ptr<Report> report =
+        report_for(c.step ? model_steps(run, c.backward) : 0);
+    report->begin(info);
+    const auto start = std::chrono::steady_clock::now();
+    trace_dry(run, c.backward, *report);
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    report->finish(ForwardResult{}, elapsed.count());
 }
 
 void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, std::ostream& err) {
@@ -367,9 +399,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
         check_in_float32(forward_model(model, text.tokens, layer, threads, quiet).logits,
                          "the logits (lm_head)");
     }
-    ModelSpec spec = model_spec(model, text.tokens.size(), layer);
-    spec.backward = c.backward;
-    const std::size_t steps = c.step ? plan_model(spec).size() : 0;
+    const std::size_t steps = c.step ? model_steps(run, c.backward) : 0;
     const std::unique_ptr<Report> report = report_for(steps);
     report->begin(model_info(c, model, text, layer, threads));
     ScoreStats stats(wants_summary(c));

@@ -21,8 +21,8 @@ using ReportFor = std::function<std::unique_ptr<Report>(std::size_t steps)>;
 void run_model(const Config& config, const ReportFor& report_for, std::ostream& out,
                std::ostream& err);
 
-// --model --shapes-only: the model's plan for --text (read from the file's sizes; nothing
-// computed), and what the printers say; warnings to err.
-ShapesProblem model_shapes(const Config& config, std::ostream& err);
+// --model --shapes-only: the model's run on --text done dry (its arrays without values: every
+// step traced, nothing computed) on the report; warnings to err.
+void run_model_shapes(const Config& config, const ReportFor& report_for, std::ostream& err);
 
 }  // namespace mha

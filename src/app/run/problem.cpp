@@ -448,6 +448,11 @@ PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std
                         const std::optional<MlaSizes>& m = std::nullopt) {
     PassProblem p;
     p.weights = dry_weights(s, c.bias, c.qk_norm);
+    if (c.gate) {  // (h, d_model) head-wise, (h·d_k, d_model) element-wise
+        const std::size_t rows = *c.gate ? s.heads : s.inner();
+        p.weights.w_g = Tensor::shape_only({rows, s.d_model});
+        if (c.bias) p.weights.b_g = Tensor::shape_only({rows});
+    }
     if (c.block) p.block = dry_block(s.d_model, d_ff);
     if (m) p.mla = dry_mla_weights(*m);
     p.inputs = dry_inputs(s, s.kv_len == s.seq_len);

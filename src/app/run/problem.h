@@ -11,7 +11,6 @@
 #include "core/forms/block.h"
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
-#include "core/pass/plan.h"
 #include "io/block_weights.h"
 #include "io/weights.h"
 #include "show/run_info.h"
@@ -41,12 +40,5 @@ Problem build_problem(const Config& config);
 // --shapes-only: a dry problem (core/tensor/tensor.h, Tensor::shape_only) of the sizes and
 // options, with what the printers say: no file read, no tensor storage handed out.
 Problem build_shapes(const Config& config);
-
-// --model --shapes-only: the planned steps of the model's traced layer.
-struct ShapesProblem {
-    PassSpec spec;            // what the plan of the steps depends on: its traced layer
-    std::vector<Step> steps;  // the plan
-    RunInfo info;
-};
 
 }  // namespace mha

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "core/pass/plan.h"
+#include "core/pass/form.h"
 
 namespace mha {
 

@@ -882,11 +882,7 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
     ForwardOptions o = options;
     o.keep = &kept;  // what is kept holds its workspace blocks, so none is reused under it
     check_form(form, s, in.self_attention(), masks);
-    PassSpec spec =
-        form == Form::Packed ? forward_spec(w, in, masks, o) : pass_spec(s, w, in, masks, o, form);
-    spec.backward = true;
-    PassTrace trace = w.gated() ? PassTrace(tracer) : PassTrace(tracer, spec);  // transition:
-                                                                             // no gate planned
+    PassTrace trace(tracer);
     BackwardResult r;
     r.forward = form == Form::FusedQkv  ? forward_fused_qkv(w, in, masks, o, trace)
                 : form == Form::PerHead ? forward_per_head(w, in, masks, o, trace)

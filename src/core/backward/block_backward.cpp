@@ -195,9 +195,7 @@ BlockBackwardResult block_forward_backward(const Weights& attention, const Block
             ", expected the block's output shape (B, N, d_model) = " + to_string(in.x_q.shape()));
     }
     BlockKept k;
-    PassSpec spec = block_spec(attention, w, kind, in, masks, options);
-    spec.backward = true;
-    PassTrace trace(tracer, spec);
+    PassTrace trace(tracer);
     BlockBackwardResult r;
     r.forward = forward_block(attention, w, kind, in, masks, options, trace, &k);
     r.grads = block_backward(attention, w, kind, masks, options, k, r.forward.weights, grad_output,

@@ -43,9 +43,9 @@ struct BlockBackwardResult {
     BlockGradients grads;
 };
 
-// The block's backward alone, after forward_block ran on `trace` (a plan with
-// PassSpec::backward) keeping `kept`: the gradients of L = Σ output ∘ grad_output
-// (grad_output (B, N, d_model)), traced as the plan's next steps. attention_weights is the
+// The block's backward alone, after forward_block ran on `trace` keeping `kept`: the
+// gradients of L = Σ output ∘ grad_output (grad_output (B, N, d_model)), traced as the trace's
+// next steps. attention_weights is the
 // forward's P (ForwardResult::weights); masks and options are the forward's.
 BlockGradients block_backward(const Weights& attention, const BlockWeights& block, BlockKind kind,
                               const Masks& masks, const ForwardOptions& options,
@@ -54,7 +54,7 @@ BlockGradients block_backward(const Weights& attention, const BlockWeights& bloc
 
 // The block's forward (traced as forward_block traces it), keeping BlockKept, then the
 // backward of L = Σ output ∘ grad_output (grad_output (B, N, d_model)), traced on the same
-// plan (PassSpec::backward; core/pass/plan_block_backward.cpp), b21 down to b15 with
+// trace, b21 down to b15 with
 // attention's b14-b0 between:
 //   pre:  out = h + FFN(LN_2(h)), h = x + Attn(LN_1(x))
 //         dh = dOut + LN_2ᵀ FFNᵀ dOut;  dx = dh + LN_1ᵀ Attnᵀ dh

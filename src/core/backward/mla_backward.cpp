@@ -170,16 +170,14 @@ Tensor input_sum(const Tensor& dx_q, const Tensor& dx_kv, Workspace* workspace) 
 BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
                                     const ForwardOptions& options, const Tensor& grad_output,
                                     Tracer& tracer) {
-    PassSpec spec = mla_pass_spec(w, x, masks, options);
-    const MlaSizes m = *spec.mla;
-    const Sizes s = spec.sizes;
+    const MlaSizes m = check_mla(w, x, masks, options);
+    const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
     check_grad_output(grad_output, s);
-    spec.backward = true;
     Kept kept;
     MlaKept mla_kept;
     ForwardOptions o = options;
     o.keep = &kept;  // what is kept holds its workspace blocks, so none is reused under it
-    PassTrace trace(tracer, spec);
+    PassTrace trace(tracer);
     BackwardResult r;
     r.forward = forward_mla(w, x, masks, o, trace, &mla_kept);
     trace.begin_backward();

@@ -151,9 +151,7 @@ ModelBackward model_forward_backward(const Model& m, const std::vector<std::size
                                      const std::vector<std::size_t>& targets,
                                      std::size_t traced_layer, std::size_t threads,
                                      Tracer& tracer) {
-    ModelSpec spec = model_spec(m, tokens.size(), traced_layer);
-    spec.backward = true;
-    PassTrace trace(tracer, spec);
+    PassTrace trace(tracer);
     Workspace dry = Workspace::dry();  // a dry model's tensors: their shapes, counted
     return run(m, tokens, targets, 1, traced_layer, threads,
                m.token_embedding.dry() ? &dry : nullptr, 0, trace);

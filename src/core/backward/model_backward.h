@@ -35,8 +35,7 @@ ModelBackward model_forward_backward(const Model& model, const std::vector<std::
                                      std::size_t threads, Workspace* workspace = nullptr,
                                      std::size_t mean_over = 0);
 
-// The same on one row of tokens, traced on the model's plan with its backward (model_spec
-// with ModelSpec::backward): the forward as forward_model traces it, then b23 ... b0, layer
+// The same on one row of tokens, traced: the forward as forward_model traces it, then b23 ... b0, layer
 // `traced_layer`'s backward step by step and each other layer's as one step. A model with dry
 // arrays (a dry run) computes nothing, hands out no tensor storage and describes the same steps.
 ModelBackward model_forward_backward(const Model& model, const std::vector<std::size_t>& tokens,

@@ -135,18 +135,10 @@ void check_block(const BlockWeights& w, std::size_t E) {
     }
 }
 
-PassSpec block_spec(const Weights& attention, const BlockWeights& w, BlockKind kind,
-                    const Inputs& in, const Masks& masks, const ForwardOptions& options) {
-    PassSpec spec = forward_spec(attention, in, masks, options);
-    spec.block = BlockSpec{kind, w.d_ff()};
-    return spec;
-}
-
 ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
                             const Inputs& in, const Masks& masks, const ForwardOptions& options,
                             Tracer& tracer) {
-    check_block_pass(attention, w, in);
-    PassTrace trace(tracer, block_spec(attention, w, kind, in, masks, options));
+    PassTrace trace(tracer);
     return forward_block(attention, w, kind, in, masks, options, trace);
 }
 

@@ -53,11 +53,6 @@ Step norm_step(int number, const std::string& out, const std::string& norm, cons
 // Throws mha::Error naming the tensor when a shape does not fit d_model.
 void check_block(const BlockWeights& block, std::size_t d_model);
 
-// The plan of the block around forward's pass (forward_spec with the block); throws as
-// check_pass does.
-PassSpec block_spec(const Weights& attention, const BlockWeights& block, BlockKind kind,
-                    const Inputs& inputs, const Masks& masks, const ForwardOptions& options);
-
 // Self-attention only. Reports attention's steps 0-14 and the block's own steps 15-21
 // (in execution order: pre-LN's first norm, 15, runs before attention). The result's output
 // is the block's output; its weights are attention's. On dry weights and inputs (a dry run)

@@ -174,8 +174,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
     Workspace* const workspace = options.workspace;
-    PassTrace trace = w.gated() ? PassTrace(tracer)  // transition: the plan knows no gate
-                                : PassTrace(tracer, pass_spec(s, w, in, masks, options, Form::Decode));
+    PassTrace trace(tracer);
     trace.show(in.x_q, [&] {
         return described(StepKind::Input, 0, "input", "x", "x", {"B", "T", "d_model"});  // 0
     });

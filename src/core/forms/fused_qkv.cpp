@@ -38,8 +38,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
                                 const ForwardOptions& options, Tracer& tracer) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::FusedQkv, s, in.self_attention(), masks);
-    PassTrace trace = w.gated() ? PassTrace(tracer)  // transition: the plan knows no gate
-                                : PassTrace(tracer, pass_spec(s, w, in, masks, options, Form::FusedQkv));
+    PassTrace trace(tracer);
     return forward_fused_qkv(w, in, masks, options, trace);
 }
 

@@ -20,7 +20,7 @@ Tensor stacked_qkv_bias(const Weights& weights);
 ForwardResult forward_fused_qkv(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                 const ForwardOptions& options, Tracer& tracer);
 
-// The same on a trace the caller started with the fused form's plan (the backward's).
+// The same on a trace the caller started (the backward's steps may follow).
 ForwardResult forward_fused_qkv(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                 const ForwardOptions& options, PassTrace& trace);
 

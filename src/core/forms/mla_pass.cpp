@@ -305,14 +305,17 @@ void show_absorbed(const ForwardResult& absorbed, const ForwardResult& naive, co
 
 // The MLA sizes of options.heads heads, checked against x (B, N, d_model), the masks and
 // the head to ablate.
-MlaSizes checked_sizes(const MlaWeights& w, const Tensor& x, const Masks& masks,
-                       const ForwardOptions& options) {
+}  // namespace
+
+MlaSizes check_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
+                   const ForwardOptions& options) {
     const MlaSizes m = mla_sizes(w, options.heads);
     if (x.dim() != 3 || x.size(2) != m.d_model) {
         throw Error("MLA: input " + to_string(x.shape()) +
                     " is not (B, N, d_model = " + std::to_string(m.d_model) + ")");
     }
     check_masks(masks, mla_naive_sizes(m, x.size(0), x.size(1)));
+    if (options.path == AttentionPath::Streaming) require_streamed(masks);
     if (options.ablate_head && *options.ablate_head >= m.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +
                     ": the heads are 0.." + std::to_string(m.heads - 1));
@@ -320,22 +323,9 @@ MlaSizes checked_sizes(const MlaWeights& w, const Tensor& x, const Masks& masks,
     return m;
 }
 
-}  // namespace
-
-PassSpec mla_spec(const MlaSizes& m, PassSpec spec) {
-    spec.sizes = mla_naive_sizes(m, spec.sizes.batch, spec.sizes.seq_len);
-    spec.form = Form::Mla;
-    spec.self_attention = true;
-    spec.bias = {false, false, false, false};
-    spec.qk_norm = false;
-    spec.appended = {};
-    spec.mla = m;
-    return spec;
-}
-
 MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
                       const ForwardOptions& options, MlaForm form) {
-    const MlaSizes m = checked_sizes(w, x, masks, options);
+    const MlaSizes m = check_mla(w, x, masks, options);
     const MlaParts parts = project_parts(w, x, m, options, nullptr);
     NullTracer none;
     PassTrace untraced(none);
@@ -345,16 +335,10 @@ MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
     return {r.output, r.weights, parts.latent, parts.rope_key, r.fully_masked_rows};
 }
 
-PassSpec mla_pass_spec(const MlaWeights& w, const Tensor& x, const Masks& masks,
-                       const ForwardOptions& options) {
-    const MlaSizes m = checked_sizes(w, x, masks, options);
-    const Sizes s = mla_naive_sizes(m, x.size(0), x.size(1));
-    return mla_spec(m, pass_spec(s, Weights(), Inputs{x, x, x}, masks, options, Form::Mla));
-}
-
 ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
                           const ForwardOptions& options, Tracer& tracer) {
-    PassTrace trace(tracer, mla_pass_spec(w, x, masks, options));
+    check_mla(w, x, masks, options);
+    PassTrace trace(tracer);
     return forward_mla(w, x, masks, options, trace, nullptr);
 }
 

@@ -9,14 +9,8 @@
 
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
-#include "core/pass/plan.h"
 
 namespace mha {
-
-// `spec` (its B and N, path, masks and scaling) made the plan of the MLA form of these sizes:
-// M = N, each head's q and k d_h + d_R wide and its values d_v wide, no biases; spec.rope
-// turns q_pe and k_pe (half layout in DeepSeek-V2).
-PassSpec mla_spec(const MlaSizes& sizes, PassSpec spec);
 
 enum class MlaForm { Naive, Absorbed };
 
@@ -40,10 +34,10 @@ MlaResult mla_forward(const MlaWeights& weights, const Tensor& x, const Masks& m
 ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
                           const ForwardOptions& options, Tracer& tracer);
 
-// The plan's input of the MLA form over x (B, N, d_model): mla_spec of the sizes the weights
-// imply, checked against x, the masks and the head to ablate (throws mha::Error).
-PassSpec mla_pass_spec(const MlaWeights& weights, const Tensor& x, const Masks& masks,
-                       const ForwardOptions& options);
+// The sizes the weights imply for options.heads heads, checked against x (B, N, d_model), the
+// masks, the path and the head to ablate (throws mha::Error).
+MlaSizes check_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
+                   const ForwardOptions& options);
 
 // What MLA's own steps 1-3 keep for their backward; the shared steps keep theirs in
 // options.keep.
@@ -52,9 +46,8 @@ struct MlaKept {
     Tensor latent;      // (B, N, d_c)  c_kv after it: what kv_b_proj read
 };
 
-// forward_mla on a trace the caller started with mla_pass_spec's plan (the backward's steps
-// may follow); `keep`, when given, receives what MLA's own steps keep. Sizes checked by
-// mla_pass_spec.
+// forward_mla on a trace the caller started (the backward's steps may follow); `keep`, when
+// given, receives what MLA's own steps keep. Sizes checked by check_mla.
 ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
                           const ForwardOptions& options, PassTrace& trace, MlaKept* keep);
 

@@ -20,33 +20,13 @@ std::size_t Model::parameter_count() const {
     return count;
 }
 
-ModelSpec model_spec(const Model& m, std::size_t n, std::size_t traced_layer) {
-    const ModelLayer& layer = m.layers.at(traced_layer);
-    const Weights& w = layer.attention;
-    const std::size_t e = m.d_model();
-    Masks causal;
-    causal.causal = true;
-    ForwardOptions options;
-    options.heads = layer.heads;
-    ModelSpec spec;
-    spec.layer = pass_spec(Sizes{1, n, n, e, e, e, layer.heads, layer.heads, e / layer.heads},
-                           causal, options, Form::Packed);
-    spec.layer.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.layer.block = BlockSpec{BlockKind::Pre, layer.block.d_ff()};
-    spec.layers = m.layers.size();
-    spec.traced = traced_layer;
-    spec.vocab = m.vocab_size();
-    spec.context = m.context();
-    return spec;
-}
-
 ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer) {
     if (tokens.empty() || tokens.size() > m.context()) {
         throw Error("the model reads 1 to " + std::to_string(m.context()) + " tokens, got " +
                     std::to_string(tokens.size()));
     }
-    PassTrace trace(tracer, model_spec(m, tokens.size(), traced_layer));
+    PassTrace trace(tracer);
     // each layer's attention reuses the memory of the one before; a dry model's counts its peak
     Workspace workspace = m.token_embedding.dry() ? Workspace::dry() : Workspace();
     Tensor x = embed(m.token_embedding, m.position_embedding, tokens, 1, &workspace);

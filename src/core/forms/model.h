@@ -44,10 +44,6 @@ struct ModelResult {
     std::vector<Tensor> weights;  // per layer: (1, h, N, N) attention weights
 };
 
-// The model's plan over n tokens with layer traced_layer (< L) traced step by step: the
-// traced layer's sizes, its biases, the causal mask and its pre-LN block.
-ModelSpec model_spec(const Model& model, std::size_t n, std::size_t traced_layer);
-
 // Runs tokens (N ≤ context, each < V) through the model with a causal mask. The tracer
 // sees the embedding (step 0), every layer (layer `traced_layer`'s block step by step,
 // attention and all, each other one as one step), the final norm (22) and the head (23). A

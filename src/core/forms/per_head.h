@@ -19,7 +19,7 @@ Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count);
 ForwardResult forward_per_head(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                const ForwardOptions& options, Tracer& tracer);
 
-// The same on a trace the caller started with the per-head form's plan (the backward's). With
+// The same on a trace the caller started (the backward's steps may follow). With
 // options.keep, what the backward reads is kept in the packed form's layout (Kept).
 ForwardResult forward_per_head(const Weights& weights, const Inputs& inputs, const Masks& masks,
                                const ForwardOptions& options, PassTrace& trace);

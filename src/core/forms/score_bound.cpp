@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/pass/score_rules.h"
+
 namespace mha {
 
 namespace {

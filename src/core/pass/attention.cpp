@@ -22,7 +22,7 @@
 // paths run them: standard stores the scores and weights (and fuses 7-9 when nobody
 // watches); streaming (core/kernels/streaming.h) never stores them and writes the context
 // straight into (B, N, h, d_k) order, so step 12 has nothing left to copy. Each
-// trace.show(...) hands the step the plan (core/pass/plan.h) describes to the tracer.
+// trace.show(...) describes each step beside the line that computes it (core/pass/trace.h).
 
 #include "core/pass/attention.h"
 
@@ -311,7 +311,8 @@ void show_inputs(const Inputs& in, PassTrace& trace) {
 }
 
 UnitMath unit_math(const Sizes& s, const ForwardOptions& options) {
-    return {score_factor(scale_base_of(s, options.scale_base), options.scale),
+    const double base = options.scale_base > 0 ? options.scale_base : double(s.d_k());
+    return {score_factor(base, options.scale),
             options.zero_masked_rows};
 }
 
@@ -568,30 +569,6 @@ std::size_t Weights::parameter_count() const {
            b_g.numel();  // an absent bias is an empty tensor: 0 elements
 }
 
-PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
-                   Form form) {
-    if (options.path == AttentionPath::Streaming) require_streamed(masks);
-    PassSpec spec;
-    spec.sizes = sizes;
-    spec.form = form;
-    spec.path = options.path;
-    spec.masks = masks;
-    spec.scale = options.scale;
-    spec.scale_base = options.scale_base;
-    spec.rope = options.rope;
-    return spec;
-}
-
-PassSpec pass_spec(const Sizes& sizes, const Weights& w, const Inputs& in, const Masks& masks,
-                   const ForwardOptions& options, Form form) {
-    PassSpec spec = pass_spec(sizes, masks, options, form);
-    spec.self_attention = in.self_attention();
-    spec.bias = {!w.b_q.empty(), !w.b_k.empty(), !w.b_v.empty(), !w.b_o.empty()};
-    spec.appended = appended_kv(w, options);
-    spec.qk_norm = !w.q_norm.empty();
-    return spec;
-}
-
 AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
     return {!w.bias_k.empty(), options.add_zero_attn};
 }
@@ -603,17 +580,9 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra) {
     return padded;
 }
 
-PassSpec forward_spec(const Weights& w, const Inputs& in, const Masks& masks,
-                      const ForwardOptions& options) {
-    Sizes s = check_pass(w, in, masks, options);
-    s.kv_len += appended_kv(w, options).count();  // from step 3 on, K and V have them too
-    return pass_spec(s, w, in, masks, options, Form::Packed);
-}
-
 ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer) {
-    // transition: the plan knows no gate
-    PassTrace trace = w.gated() ? PassTrace(tracer) : PassTrace(tracer, forward_spec(w, in, masks, options));
+    PassTrace trace(tracer);
     return forward(w, in, masks, options, trace);
 }
 

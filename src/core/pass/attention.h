@@ -10,7 +10,7 @@
 
 #include "core/kernels/kernels.h"
 #include "core/ops/masks.h"
-#include "core/pass/plan.h"
+#include "core/pass/form.h"
 #include "core/pass/step.h"
 #include "core/pass/trace.h"
 #include "core/pass/units.h"
@@ -111,13 +111,7 @@ Masks with_appended_keys(const Masks& masks, std::size_t extra);
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, Tracer& tracer);
 
-// What forward's plan depends on (check_pass's sizes, M with the appended positions); throws
-// as check_pass does.
-PassSpec forward_spec(const Weights& weights, const Inputs& inputs, const Masks& masks,
-                      const ForwardOptions& options);
-
-// forward, its steps 0-14 shown on a trace the caller started (the block's, the model's):
-// the trace's next steps are those of forward_spec's plan.
+// forward, its steps 0-14 shown on a trace the caller started (the block's, the model's).
 ForwardResult forward(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, PassTrace& trace);
 
@@ -128,20 +122,8 @@ struct HeadTensors {
     Tensor v;  // (B, G, M, d_v)  d_v = d_k except in MLA
 };
 
-// The plan's input: what the plan of a pass with these sizes, masks and options depends on
-// (the one mapping from a pass's description to its plan). What the weights and inputs
-// decide is left as PassSpec's defaults (every projection has a bias, no QK-norm,
-// self-attention, nothing appended) for the caller to set, as the overload below does.
-PassSpec pass_spec(const Sizes& sizes, const Masks& masks, const ForwardOptions& options,
-                   Form form);
-
-// pass_spec of a pass over these weights and inputs: their biases, QK-norm, the positions
-// appended to K and V (sizes.kv_len counts them), whether one tensor plays query, key and value.
-PassSpec pass_spec(const Sizes& sizes, const Weights& weights, const Inputs& inputs,
-                   const Masks& masks, const ForwardOptions& options, Form form);
-
 // Steps 6-14 from heads made another way (e.g. a fused QKV projection), traced with the
-// plan the caller started. Takes the heads by value so that Q, K and V can be freed once
+// trace the caller started. Takes the heads by value so that Q, K and V can be freed once
 // step 10 is done. x_q (B, N, d_model), named x_name, is the query input the gate (13) reads:
 // needed with a gate (weights.w_g), else unread.
 ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, const Masks& masks,

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/pass/plan.h"
+#include "core/pass/form.h"
 #include "core/sizes.h"
 
 namespace mha {

@@ -2,6 +2,8 @@
 
 #include "core/pass/score_rules.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 
@@ -37,6 +39,10 @@ void require_streamed(const Masks& masks) {
         throw Error(std::string("the streaming path has no online ") + row.name +
                     ": it computes weights tile by tile with a running maximum and sum");
     }
+}
+
+float score_factor(double base, bool scaled) {
+    return scaled ? float(1.0 / std::sqrt(base)) : 1.0f;
 }
 
 }  // namespace mha

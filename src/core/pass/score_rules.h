@@ -36,4 +36,7 @@ const Normaliser& normaliser_of(const Masks& masks);
 // Throws Error when the streaming path has no online form of the normaliser of `masks`.
 void require_streamed(const Masks& masks);
 
+// Step 7's factor: 1/sqrt(base), base = d_k or --scale-base S; 1 when the scores are not scaled.
+float score_factor(double base, bool scaled);
+
 }  // namespace mha

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/pass/score_rules.h"
 
 namespace mha {
 
@@ -103,6 +104,7 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
 Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
                  const ForwardOptions& options) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
+    if (options.path == AttentionPath::Streaming) require_streamed(masks);
     const bool positional = masks.alibi || masks.window > 0 || options.rope;
     if (positional && s.seq_len > s.kv_len) {
         throw Error(

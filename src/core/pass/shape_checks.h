@@ -6,7 +6,7 @@
 
 #include "core/ops/masks.h"
 #include "core/pass/attention.h"
-#include "core/pass/plan.h"
+#include "core/pass/form.h"
 #include "core/sizes.h"
 
 namespace mha {

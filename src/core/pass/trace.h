@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/ops/masks.h"
-#include "core/pass/plan.h"
 #include "core/pass/step.h"
 #include "core/tensor/tensor.h"
 
@@ -33,10 +32,6 @@ public:
 class PassTrace {
 public:
     explicit PassTrace(Tracer& tracer);
-    // Transition: the steps described at the call are checked against the plan's, field by
-    // field, and a step shown without a description takes the plan's.
-    PassTrace(Tracer& tracer, const PassSpec& spec);
-    PassTrace(Tracer& tracer, const ModelSpec& spec);
 
     bool on() const { return tracer_.enabled(); }
 
@@ -59,24 +54,12 @@ public:
     // From here on the steps are the backward's.
     void begin_backward() { backward_ = true; }
 
-    // Transition only: the next planned step, with value attached.
-    void show(const Tensor& value);
-    void show_input(const Tensor& value);
-    void show_masked(const Tensor& scores);
-    void show_layout();
-    StepFacts& upcoming() { return steps_.at(next_).facts; }
-
 private:
     void emit(const Tensor& value, Step step);
     std::vector<std::vector<bool>> grid_of(const Tensor& scores, const Masks& masks) const;
-    Step& next();
 
     Tracer& tracer_;
     bool backward_ = false;
-    bool planned_ = false;
-    bool draw_grid_ = false;
-    std::vector<Step> steps_;
-    std::size_t next_ = 0;
 };
 
 }  // namespace mha

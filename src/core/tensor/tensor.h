@@ -23,8 +23,7 @@ Strides contiguous_strides(const Shape& shape);
 bool is_contiguous(const Shape& shape, const Strides& strides);
 
 // A tensor's shape and strides without its values: what view, transpose, permute,
-// select and contiguous do to them. Tensor keeps one; the step plan (core/pass/plan.h)
-// works out every step's layout with the same arithmetic, without allocating.
+// select and contiguous do to them. Tensor keeps one.
 struct Layout {
     Shape shape;
     Strides strides;
