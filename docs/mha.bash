@@ -13,7 +13,7 @@ _mha() {
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
-        --sink-tokens --softcap --scale-base --head-dim --qk-norm --latent-dim --rope-dim --model --layer --gradcheck --help --version"
+        --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
@@ -75,6 +75,7 @@ _mha() {
         --form) COMPREPLY=($(compgen -W "packed fused-qkv per-head decode block mla" -- "$cur")); return ;;
         --block) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;
         --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
+        --gate) COMPREPLY=($(compgen -W "elementwise headwise" -- "$cur")); return ;;
         --preset) COMPREPLY=($(compgen -W "transformer-base bert-base gpt2 gpt2-medium gpt2-large gpt2-xl gpt3 llama2-7b llama2-70b llama3-8b mistral-7b deepseek-v2-lite gemma2-2b gemma2-9b gemma2-27b" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never 256 truecolor" -- "$cur")); return ;;
         --head) COMPREPLY=($(compgen -W "mean" -- "$cur")); return ;;

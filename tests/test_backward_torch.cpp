@@ -271,3 +271,60 @@ TEST_CASE("--shapes-only --backward plans the block's backward around attention'
         CHECK_THAT(out, Catch::Contains("b15 residual dx = dx + d"));
     }
 }
+
+TEST_CASE("--gate matches PyTorch's gated attention forward and backward, in every form it takes",
+          "[backward][gate]") {
+    // data/grad_gate_cases.txt, made by data/make_gate_fixtures.py: element-wise and head-wise,
+    // with and without the gate's bias, causal, cross-attention, and Qwen's gated q_proj (whose
+    // gradient comes back interleaved as grad.q_proj.weight)
+    constexpr double forward_tolerance = 1e-5;  // the output, max abs difference
+    const std::vector<test::FixtureCase> cases = test::read_cases("data/grad_gate_cases.txt");
+    REQUIRE(cases.size() == 5);
+    const std::string form = GENERATE(as<std::string>{}, "", " --fused-qkv", " --per-head",
+                                      " --attention streaming");
+    for (const test::FixtureCase& c : cases) {
+        const std::string dir = "data/grad_gate/" + c.name + "/";
+        if (form == " --fused-qkv" && test::exists(dir + "key.npy")) continue;
+        SECTION(c.name + form) {
+            check_saved(dir, c.name, c.options + form);
+            const std::string saved = test::temp_path("gate-" + c.name + ".npz");
+            const test::RunResult run = test::run_mha(test::fixture_options(dir) + " " +
+                                                      c.options + form + " --save " + saved +
+                                                      " > /dev/null");
+            REQUIRE(run.status == 0);
+            const Arrays actual = mha::npy::read_npz(saved);
+            std::remove(saved.c_str());
+            test::require_close(
+                mha::npy::to_tensor(actual.at("output")),
+                mha::npy::to_tensor(mha::npy::read_npz(dir + "expected.npz").at("output")),
+                forward_tolerance);
+        }
+    }
+}
+
+TEST_CASE("--gate decodes token by token as the causal pass computes", "[gate]") {
+    const std::string dir = "data/grad_gate/elementwise_no_bias_causal/";
+    const std::string saved = test::temp_path("gate-decode.npz");
+    const test::RunResult run = test::run_mha(test::fixture_options(dir) +
+                                              " --heads 2 --gate elementwise --decode 5 --save " +
+                                              saved + " > /dev/null");
+    REQUIRE(run.status == 0);
+    const Arrays actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    test::require_close(mha::npy::to_tensor(actual.at("output")),
+                        mha::npy::to_tensor(mha::npy::read_npz(dir + "expected.npz").at("output")),
+                        1e-5);
+}
+
+TEST_CASE("--gate: a state dict and --gate must agree; --form mla refuses a gate", "[gate]") {
+    const std::string dir = "data/grad_gate/headwise/";
+    CHECK_THAT(test::run_mha(test::fixture_options(dir) + " --heads 2 2>&1").output,
+               Catch::Contains("has a gate of 2 rows"));
+    CHECK_THAT(test::run_mha(test::fixture_options(dir) + " --heads 2 --gate elementwise 2>&1")
+                   .output,
+               Catch::Contains("--gate elementwise needs (h·d_k, d_model) = (8, 8)"));
+    CHECK_THAT(test::run_mha("-d 8 -H 2 --form mla --gate headwise 2>&1").output,
+               Catch::Contains("so no --gate"));
+    CHECK_THAT(test::run_mha(test::fixture_options("data/grad_gate/qwen_q_proj/") + " 2>&1").output,
+               Catch::Contains("give --heads"));
+}

@@ -452,3 +452,57 @@ TEST_CASE("a dry run at GPT-3's and DeepSeek-V2-Lite's sizes hands out no tensor
     CHECK(tally.steps > 10);
     CHECK(workspace.peak_bytes() > 0);  // what a computed run would hold of its workspace
 }
+
+namespace {
+
+// `pass` on weights with an output gate (--gate): W_q's rows as the element-wise gate, or h
+// rows of a head-wise one (its values a ramp; dry when the weights are).
+template <class Pass>
+auto gated(const Case& c, bool headwise, Pass pass) {
+    return [&c, headwise, pass](const mha::Weights& w, const mha::Inputs& in,
+                                const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::Weights with = w;
+        with.w_g = w.w_q;
+        with.b_g = w.b_q;
+        if (headwise) {
+            const mha::Shape shape{c.sizes.heads, w.d_model()};
+            with.b_g = mha::Tensor();
+            with.w_g = mha::Tensor::shape_only(shape);
+            if (!w.w_q.dry()) {
+                with.w_g = mha::Tensor(shape);
+                for (std::size_t e = 0; e < with.w_g.numel(); ++e)
+                    with.w_g.data()[e] = 0.1f * float(e % 7) - 0.3f;
+            }
+        }
+        pass(with, in, o, tracer);
+    };
+}
+
+}  // namespace
+
+TEST_CASE("a dry run of gated attention describes the computed steps, in every form it takes",
+          "[dry][gate]") {
+    Case c;
+    c.sizes = sizes(2, 4, 4, 12, 3, 3);
+    const bool headwise = GENERATE(false, true);
+    c.options.path = GENERATE(mha::AttentionPath::Standard, mha::AttentionPath::Streaming);
+    c.options.heads = c.sizes.heads;
+    SECTION("packed, forward and backward") {
+        require_dry_like_computed(c, gated(c, headwise, forward_backward_of(c, mha::Form::Packed)));
+        require_untraced_dry(c, gated(c, headwise, forward_backward_of(c, mha::Form::Packed)));
+    }
+    SECTION("fused QKV, forward and backward") {
+        require_dry_like_computed(c, gated(c, headwise, forward_backward_of(c, mha::Form::FusedQkv)));
+    }
+    SECTION("per-head, forward and backward") {
+        require_dry_like_computed(c, gated(c, headwise, forward_backward_of(c, mha::Form::PerHead)));
+    }
+    SECTION("decode") {
+        require_dry_like_computed(c, gated(c, headwise, [&](const mha::Weights& w,
+                                                           const mha::Inputs& in,
+                                                           const mha::ForwardOptions& o,
+                                                           mha::Tracer& tracer) {
+                                      mha::decode(w, in, c.masks, o, tracer);
+                                  }));
+    }
+}

@@ -63,7 +63,8 @@ TEST_CASE("--explain has a paragraph for every kind of step, the block's and mod
                    K::QkNorm,        K::Rope,       K::Scores,        K::Scale,      K::Mask,
                    K::Softmax,       K::Context,    K::Attend,        K::MergeHeads, K::Contiguous,
                    K::JoinHeads,     K::Concat,     K::OutputProject, K::Norm,       K::Residual,
-                   K::FfnIn,         K::Gelu,       K::FfnOut,        K::Layer,      K::Logits}) {
+                   K::FfnIn,         K::Gelu,       K::FfnOut,        K::Layer,      K::Logits,
+                   K::Gate}) {
         Step step;
         step.kind = kind;
         INFO(int(kind));

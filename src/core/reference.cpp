@@ -1,6 +1,6 @@
 // The maths of multi-head attention in plain loops, one thread, in double: each operation's
 // forward and, right below it, its backward, every adjoint line quoting the forward line it
-// inverts; then the whole pass forward (steps 1-14, numbered as the trace numbers them) and
+// inverts; then the whole pass forward (steps 1-14 and the gate of --gate, numbered as the trace numbers them) and
 // backward (b14 to b1). The clean, minimal reference: the fast kernels, every form (per-head,
 // fused QKV, decode, streaming) and --gradcheck's finite differences are checked against it.
 //
@@ -289,6 +289,45 @@ Vec drop_appended(const Vec& dx, std::size_t B, std::size_t m_in, std::size_t m,
     return out;
 }
 
+// ---- step 13 gated (--gate): concat = O ∘ σ(x_q W_gᵀ + b_g) ------------------------------
+
+// x (rows, d_model) -> gate (rows, width) = σ(x W_gᵀ + b_g), width h·d_k or h
+Vec gate_of(const Vec& x, std::size_t rows, const DoubleTensor& w, const DoubleTensor& b) {
+    Vec gate = linear_forward(x, rows, w, b);
+    for (double& g : gate) g = 1.0 / (1.0 + std::exp(-g));
+    return gate;
+}
+
+// o (rows, W), gate (rows, width) -> concat (rows, W): column e of a row scaled by gate e
+// (element-wise, width = W) or by its head's gate e / d_k (head-wise, width = h)
+Vec gate_forward(const Vec& o, const Vec& gate, std::size_t rows, std::size_t width) {
+    const std::size_t W = o.size() / rows, per = W / width;
+    Vec concat(o.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t e = 0; e < W; ++e)
+            concat[r * W + e] = o[r * W + e] * gate[r * width + e / per];
+    }
+    return concat;
+}
+
+// its adjoint: d_o (rows, W) and d_pre (rows, width), the gradient before the sigmoid
+void gate_backward(const Vec& o, const Vec& gate, const Vec& d_concat, std::size_t rows,
+                   std::size_t width, Vec& d_o, Vec& d_pre) {
+    const std::size_t W = o.size() / rows, per = W / width;
+    d_pre.assign(rows * width, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t e = 0; e < W; ++e) {
+            const double g = gate[r * width + e / per];
+            d_o[r * W + e] = d_concat[r * W + e] * g;  // of: concat = o · g
+            d_pre[r * width + e / per] += d_concat[r * W + e] * o[r * W + e];  // of the same
+        }
+        for (std::size_t j = 0; j < width; ++j) {  // of: g = σ(pre), σ' = g (1 − g)
+            const double g = gate[r * width + j];
+            d_pre[r * width + j] *= g * (1.0 - g);
+        }
+    }
+}
+
 // ---- the pass forward, keeping what the backward reads ------------------------------------
 
 struct Tape {
@@ -299,6 +338,8 @@ struct Tape {
     Vec tanh;                  // (B, h, N, M): the soft-cap's t
     Vec p;                     // (B, h, N, M): the attention weights
     Vec context;               // (B, N, h, d_k): the concat, ablated head zeroed
+    Vec gate;                  // (B, N, h·d_k) or (B, N, h): σ(x_q W_gᵀ + b_g); empty without
+    Vec concat;                // (B, N, h·d_k): what W_o reads, the context gated (or not)
     Vec output;                // (B, N, d_model)
     std::size_t m = 0;         // M
     double factor = 1.0;       // step 7
@@ -360,8 +401,13 @@ Tape run_forward(const DoubleWeights& w, const DoubleInputs& in, const Masks& ma
             }
         }
     }
-    // 11-13 are the (B, N, h, d_k) order itself; 14
-    t.output = linear_forward(t.context, B * N, w.w_o, w.b_o);
+    // 11-13 are the (B, N, h, d_k) order itself; 13, gated; 14
+    t.concat = t.context;
+    if (!w.w_g.absent()) {
+        t.gate = gate_of(t.x_q, B * N, w.w_g, w.b_g);
+        t.concat = gate_forward(t.context, t.gate, B * N, w.w_g.shape[0]);
+    }
+    t.output = linear_forward(t.concat, B * N, w.w_o, w.b_o);
     return t;
 }
 
@@ -375,7 +421,8 @@ DoubleTensor zeros_like(const DoubleTensor& t) {
 DoubleWeights zero_gradients(const DoubleWeights& w) {
     return {zeros_like(w.w_q),    zeros_like(w.w_k),    zeros_like(w.w_v),    zeros_like(w.w_o),
             zeros_like(w.b_q),    zeros_like(w.b_k),    zeros_like(w.b_v),    zeros_like(w.b_o),
-            zeros_like(w.q_norm), zeros_like(w.k_norm), zeros_like(w.bias_k), zeros_like(w.bias_v)};
+            zeros_like(w.q_norm), zeros_like(w.k_norm), zeros_like(w.bias_k), zeros_like(w.bias_v),
+            zeros_like(w.w_g),    zeros_like(w.b_g)};
 }
 
 // Σ_d dO_h ∘ O_h over the context of head i's query n in batch b
@@ -396,8 +443,11 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
     DoubleGradients g;
     g.params = zero_gradients(w);
     // b14, of: output = concat W_oᵀ + b_o
-    Vec d_context(t.context.size(), 0.0);
-    linear_backward(t.context, B * N, w.w_o, d_out, d_context, g.params.w_o, g.params.b_o);
+    Vec d_context(t.context.size(), 0.0), d_gate;
+    linear_backward(t.concat, B * N, w.w_o, d_out, d_context, g.params.w_o, g.params.b_o);
+    // b13, gated, of: concat = context ∘ σ(x_q W_gᵀ + b_g)
+    if (!w.w_g.absent())
+        gate_backward(t.context, t.gate, Vec(d_context), B * N, w.w_g.shape[0], d_context, d_gate);
     // b10-b6 per (b, i)
     Vec d_q(t.q.size(), 0.0), d_k_heads(t.k.size(), 0.0), d_v(t.v.size(), 0.0);
     Vec d_p(M), d_s(M);
@@ -443,6 +493,8 @@ DoubleGradients run_backward(const Tape& t, const DoubleWeights& w, const Double
     // b1-b3: the projections; self-attention adds the three paths into one dx
     Vec dx_q(t.x_q.size(), 0.0), dx_k(t.x_k.size(), 0.0), dx_v(t.x_v.size(), 0.0);
     linear_backward(t.x_q, B * N, w.w_q, d_q, dx_q, g.params.w_q, g.params.b_q);
+    if (!w.w_g.absent())  // b13's gate, of: gate = σ(x_q W_gᵀ + b_g)
+        linear_backward(t.x_q, B * N, w.w_g, d_gate, dx_q, g.params.w_g, g.params.b_g);
     if (self_attention(in)) {
         linear_backward(t.x_k, B * M_in, w.w_k, d_k_proj, dx_q, g.params.w_k, g.params.b_k);
         linear_backward(t.x_v, B * M_in, w.w_v, d_v_proj, dx_q, g.params.w_v, g.params.b_v);
@@ -467,7 +519,8 @@ DoubleTensor to_double(const Tensor& t) {
 DoubleWeights to_double(const Weights& w) {
     return {to_double(w.w_q),    to_double(w.w_k),    to_double(w.w_v),    to_double(w.w_o),
             to_double(w.b_q),    to_double(w.b_k),    to_double(w.b_v),    to_double(w.b_o),
-            to_double(w.q_norm), to_double(w.k_norm), to_double(w.bias_k), to_double(w.bias_v)};
+            to_double(w.q_norm), to_double(w.k_norm), to_double(w.bias_k), to_double(w.bias_v),
+            to_double(w.w_g),    to_double(w.b_g)};
 }
 
 DoubleInputs to_double(const Inputs& in) {

@@ -31,6 +31,7 @@ struct DoubleWeights {
     DoubleTensor b_q, b_k, b_v, b_o;  // (h·d_k), (G·d_k), (G·d_k), (d_model); absent without
     DoubleTensor q_norm, k_norm;      // (d_k) each; absent without QK-norm
     DoubleTensor bias_k, bias_v;      // (G·d_k) each; absent without add_bias_kv
+    DoubleTensor w_g, b_g;            // (h·d_k or h, d_model), (h·d_k or h); absent without --gate
 };
 DoubleWeights to_double(const Weights& w);
 

@@ -4,6 +4,7 @@
 
 #include "io/weights.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
@@ -249,6 +250,72 @@ void take_qk_norm(StateDict& dict, const Arrays& arrays, Weights& w) {
     w.k_norm = dict.take("k_norm.weight", size_of("k_norm.weight", "q_norm.weight"), {Part::KNorm});
 }
 
+// The output gate, attn_gate.weight (h·d_k or h, d_model) and attn_gate.bias, in any naming;
+// its rows are checked against h·d_k and h with the other shapes.
+void take_gate(StateDict& dict, const Arrays& arrays, Weights& w) {
+    if (!dict.has("attn_gate.weight")) return;
+    const Shape shape = arrays.at("attn_gate.weight").shape;
+    w.w_g = dict.take("attn_gate.weight", {dict.rows_of("attn_gate.weight"), w.d_model()},
+                      {Part::Gate});
+    w.b_g = dict.take_optional("attn_gate.bias", {shape[0]}, {Part::BiasGate});
+}
+
+// Rows of a (h·2·d, ...) array whose head i holds [part 0 (d rows); part 1 (d rows)]: part `part`
+// (h·d, ...) of them, a copy.
+Tensor interleaved_part(const npy::Array& array, std::size_t heads, std::size_t part) {
+    const Tensor all = npy::to_tensor(array);
+    Shape shape = all.shape();
+    shape[0] /= 2;
+    const std::size_t row = all.numel() / all.size(0), d = shape[0] / heads;
+    std::vector<float> values;
+    for (std::size_t i = 0; i < heads; ++i) {
+        const float* begin = all.data() + (2 * i + part) * d * row;
+        values.insert(values.end(), begin, begin + d * row);
+    }
+    return Tensor(shape, std::move(values));
+}
+
+// Qwen3-Next's gated q_proj (2·h·d_k, E), each head's 2·d_k rows [query; gate], as q_proj and
+// attn_gate (h·d_k, E) each (and the biases); the names say how to put them back.
+Arrays split_qwen_gate(Arrays arrays, std::size_t heads, const std::string& source) {
+    const std::size_t rows = arrays.at("q_proj.weight").shape[0];
+    if (heads == 0 || rows % (2 * heads) != 0) {
+        throw Error(source + ": q_proj.weight has " + std::to_string(rows) +
+                    " rows, twice o_proj's input: a gated query (Qwen3-Next) whose rows split "
+                    "into h heads of [query; gate], so give --heads (h must divide " +
+                    std::to_string(rows / 2) + ")");
+    }
+    for (const std::string kind : {"weight", "bias"}) {
+        const auto found = arrays.find("q_proj." + kind);
+        if (found == arrays.end()) continue;
+        const npy::Array both = found->second;
+        const auto as_array = [&](const Tensor& t) {
+            npy::Array a = both;
+            a.shape = t.shape();
+            a.values.assign(t.data(), t.data() + t.numel());
+            return a;
+        };
+        found->second = as_array(interleaved_part(both, heads, 0));
+        arrays["attn_gate." + kind] = as_array(interleaved_part(both, heads, 1));
+    }
+    return arrays;
+}
+
+// The names of a split Qwen q_proj put back: q_proj.* holds the query and the gate, interleaved.
+StateDictNames qwen_names(StateDictNames names, std::size_t heads) {
+    StateDictNames merged;
+    for (StateDictEntry& entry : names) {
+        if (entry.name.rfind("attn_gate.", 0) == 0) continue;
+        if (entry.name == "q_proj.weight" || entry.name == "q_proj.bias") {
+            entry.parts.push_back(entry.name == "q_proj.weight" ? Part::Gate : Part::BiasGate);
+            entry.shape[0] *= 2;
+            entry.heads = heads;
+        }
+        merged.push_back(std::move(entry));
+    }
+    return merged;
+}
+
 // The first array of each naming mha reads; under a prefix they give its attention modules.
 const std::vector<std::string> attention_markers = {
     "in_proj_weight", "q_proj_weight", "W_q.weight",    "w_q.weight",
@@ -335,12 +402,23 @@ Weights finished(const StateDict& dict, Weights w, StateDictNames* names) {
 }  // namespace
 
 Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
-                                const std::string& applied_prefix, StateDictNames* names) {
+                                const std::string& applied_prefix, StateDictNames* names,
+                                std::optional<std::size_t> heads) {
+    const auto o_proj = arrays.count("out_proj.weight") ? "out_proj.weight" : "o_proj.weight";
+    if (arrays.count("q_proj.weight") && arrays.count(o_proj) && !arrays.count("attn_gate.weight") &&
+        arrays.at("q_proj.weight").shape.size() == 2 && arrays.at(o_proj).shape.size() == 2 &&
+        arrays.at("q_proj.weight").shape[0] == 2 * arrays.at(o_proj).shape[1]) {
+        Weights w = weights_from_state_dict(split_qwen_gate(arrays, heads.value_or(0), source),
+                                            source, applied_prefix, names);
+        if (names != nullptr) *names = qwen_names(std::move(*names), *heads);
+        return w;
+    }
     Weights w;
     if (arrays.count("in_proj_weight") || arrays.count("q_proj_weight")) {
         StateDict dict(arrays, source, torch_layout);
         w = dict.has("in_proj_weight") ? torch_packed(dict, source) : torch_separate(dict, source);
         take_qk_norm(dict, arrays, w);
+        take_gate(dict, arrays, w);
         return finished(dict, std::move(w), names);
     }
     for (const std::string prefix : {"W_", "w_"}) {
@@ -352,6 +430,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
             w = scratch(dict, {prefix + "q.", prefix + "k.", prefix + "v.", prefix + "o.",
                                prefix + "qkv."});
             take_qk_norm(dict, arrays, w);
+            take_gate(dict, arrays, w);
             return finished(dict, std::move(w), names);
         }
     }
@@ -363,6 +442,7 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
                            out.substr(0, out.size() - 1) + ", each .weight with optional .bias");
         w = scratch(dict, {"q_proj.", "k_proj.", "v_proj.", out, ""});
         take_qk_norm(dict, arrays, w);
+        take_gate(dict, arrays, w);
         return finished(dict, std::move(w), names);
     }
     if (arrays.count("c_attn.weight")) {
@@ -525,12 +605,13 @@ LoadedMla load_mla_arrays(const std::string& path, const Ledger& ledger) {
 }
 
 LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
-                           const std::string& prefix) {
+                           const std::string& prefix, std::optional<std::size_t> heads) {
     Arrays arrays = npy::read_npz(path, ledger);
     LoadedWeights loaded;
     loaded.num_heads = take_num_heads(arrays, path);
     if (!prefix.empty()) arrays = under_prefix(std::move(arrays), prefix, path, attention_markers);
-    loaded.weights = weights_from_state_dict(arrays, path, prefix, &loaded.names);
+    loaded.weights = weights_from_state_dict(arrays, path, prefix, &loaded.names,
+                                             heads ? heads : loaded.num_heads);
     loaded.conv1d = arrays.count("c_attn.weight") != 0;
     return loaded;
 }
@@ -563,6 +644,10 @@ const Tensor& tensor_of(const Weights& w, WeightPart part) {
             return w.q_norm;
         case WeightPart::KNorm:
             return w.k_norm;
+        case WeightPart::Gate:
+            return w.w_g;
+        case WeightPart::BiasGate:
+            return w.b_g;
     }
     return w.w_q;
 }
@@ -572,10 +657,14 @@ const Tensor& tensor_of(const Weights& w, WeightPart part) {
 Tensor array_of(const Weights& w, const StateDictEntry& entry) {
     std::vector<float> values;
     std::size_t rows = 0;
-    for (const WeightPart part : entry.parts) {
-        const Tensor t = tensor_of(w, part).contiguous();
-        values.insert(values.end(), t.data(), t.data() + t.numel());
-        rows += t.dim() == 0 ? 0 : t.size(0);
+    const std::size_t heads = std::max<std::size_t>(entry.heads, 1);  // interleaved: h blocks
+    for (std::size_t i = 0; i < heads; ++i) {
+        for (const WeightPart part : entry.parts) {
+            const Tensor t = tensor_of(w, part).contiguous();
+            const std::size_t n = t.numel() / heads;
+            values.insert(values.end(), t.data() + i * n, t.data() + (i + 1) * n);
+            rows += t.dim() == 0 || i > 0 ? 0 : t.size(0);
+        }
     }
     if (values.size() != element_count(entry.shape)) {
         throw Error("'" + entry.name + "' of shape " + to_string(entry.shape) + " cannot hold " +
@@ -617,6 +706,8 @@ StateDictNames own_names(const Weights& w) {
     }
     add("q_norm.weight", {Part::QNorm}, w.q_norm, w.q_norm.shape());
     add("k_norm.weight", {Part::KNorm}, w.k_norm, w.k_norm.shape());
+    add("attn_gate.weight", {Part::Gate}, w.w_g, w.w_g.shape());
+    add("attn_gate.bias", {Part::BiasGate}, w.b_g, w.b_g.shape());
     return names;
 }
 

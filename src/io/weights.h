@@ -17,7 +17,9 @@
 namespace mha {
 
 // A tensor of Weights: the parts a state-dict array holds.
-enum class WeightPart { Q, K, V, O, BiasQ, BiasK, BiasV, BiasO, KvBiasK, KvBiasV, QNorm, KNorm };
+enum class WeightPart {
+    Q, K, V, O, BiasQ, BiasK, BiasV, BiasO, KvBiasK, KvBiasV, QNorm, KNorm, Gate, BiasGate
+};
 
 // One array of a state dict as the loader read it: its name in the file, the Weights tensors
 // it held stacked along dim 0 (in_proj_weight: W_q; W_k; W_v), whether it was stored
@@ -27,15 +29,20 @@ struct StateDictEntry {
     std::vector<WeightPart> parts;
     bool transposed = false;
     Shape shape;
+    std::size_t heads = 0;  // > 0: the parts interleaved head by head, not stacked (Qwen's gated
+                            //  q_proj: each head's rows are its query rows, then its gate rows)
 };
 using StateDictNames = std::vector<StateDictEntry>;  // in the order the loader read them
 
 // `source` names the file in error messages; `applied_prefix`, the --weights-prefix already
 // stripped from the names, goes back in front of any prefix the messages advise. `names`,
-// when given, receives how each array was read (without the prefix).
+// when given, receives how each array was read (without the prefix). The output gate is
+// attn_gate.weight (and .bias) in every naming; a Hugging Face q_proj with twice o_proj's
+// input rows is Qwen3-Next's gated query, each head's rows [query; gate], split with `heads`.
 Weights weights_from_state_dict(const std::map<std::string, npy::Array>& arrays,
                                 const std::string& source, const std::string& applied_prefix = "",
-                                StateDictNames* names = nullptr);
+                                StateDictNames* names = nullptr,
+                                std::optional<std::size_t> heads = std::nullopt);
 
 // The names mha gives weights it made itself (seeded): nn.MultiheadAttention's
 // (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias, bias_k, bias_v) when W_q, W_k
@@ -64,8 +71,10 @@ struct LoadedWeights {
 
 // Refuses a file whose arrays need more than the ledger has left to load. A non-empty
 // prefix (--weights-prefix) keeps only the arrays under it, with the prefix removed.
+// `heads` (--heads, else the file's num_heads) splits a gated Qwen q_proj.
 LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
-                           const std::string& prefix = "");
+                           const std::string& prefix = "",
+                           std::optional<std::size_t> heads = std::nullopt);
 
 // The prefixes under which a name ends with one of `markers` after a '.': "attn." for
 // "attn.in_proj_weight" and the marker "in_proj_weight"; one per matching array, in order.

@@ -171,6 +171,11 @@ std::string backward(const Step& step) {
             return "The latent and the RoPE key came out of one projection, side by side, so "
                    "their gradients are put side by side again: one backward of "
                    "kv_a_proj_with_mqa then gives its weight's gradient and x's.";
+        case StepKind::Gate:
+            return "The gate's backward: concat = O * gate passes dconcat * gate back to the "
+                   "heads, and gives the gate dconcat * O, summed over a head's columns when one "
+                   "gate serves the whole head. The sigmoid's slope gate * (1 - gate) turns that "
+                   "into dg, whose backward through W_g adds a fourth path to x_q's gradient.";
         case StepKind::LatentNorm:
         case StepKind::QkNorm:
             return "RMSNorm's backward: with n = x / rms(x) and g = dy * weight, dx = (g - n "
@@ -253,6 +258,12 @@ std::string explanation(const Step& step) {
             return "The heads' results are placed side by side along the features: [head_0, ..., "
                    "head_h-1] gives (B, N, h*d_k) = (B, N, d_model). Writing them into one tensor "
                    "is a copy.";
+        case StepKind::Gate:
+            return "Gated attention (Qwen3-Next, Qwen3.5): a sigmoid gate computed from the query "
+                   "input scales each head's output before W_o mixes the heads. A gate near 0 "
+                   "switches that part of a head off for this token, so a head need not dump its "
+                   "attention on a sink token to say nothing. Element-wise, every column of the "
+                   "concat has its own gate; head-wise, one gate per head scales its d_k columns.";
         case StepKind::Cache:
             return "In decoding, the new token's key and value are appended to the KV cache, so "
                    "the keys and values of earlier tokens are never computed again. The new query "

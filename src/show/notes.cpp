@@ -379,6 +379,13 @@ void by_kind(const Step& step, Notes& notes) {
                 ", and every output feature sums over all heads "
                 "(--head-contributions shows each head's share)");
             break;
+        case StepKind::Gate:
+            if (step.tensor == "gate" && !step.backward) {
+                notes.push_back(
+                    "sigmoid keeps every gate in (0, 1): it can only scale a head's output "
+                    "down, and it depends on the token, unlike W_o");
+            }
+            break;
         case StepKind::Concat:
             notes.push_back(
                 "the packed form gets this by transpose, contiguous and view; here "

@@ -575,6 +575,13 @@ const std::vector<Row>& mha_table() {
           "RMSNorm of each head's Q and K before the scores, with\n"
           "q_norm.weight, k_norm.weight (d_k) or ones when seeded"},
          [](Config& c, const Arg&) { c.qk_norm = true; }},
+        {{"--gate", 0, "elementwise|headwise",
+          "gated attention (Qwen3-Next): concat * sigmoid(x_q @ W_g.T\n"
+          "+ b_g) before W_o, one gate per column or per head;\n"
+          "attn_gate.weight, or a gated Qwen q_proj with --heads"},
+         [](Config& c, const Arg& a) {
+             c.gate = parse_choice<bool>(a, {{"elementwise", false}, {"headwise", true}});
+         }},
 
         {{"--latent-dim", 0, "C",
           "--form mla: the KV latent's width d_c (default\n"

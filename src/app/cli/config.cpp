@@ -140,6 +140,7 @@ std::vector<std::string> untrained_options(const Config& c) {
     if (c.rope) flags.push_back("--rope");
     if (c.rope_theta) flags.push_back("--rope-theta");
     if (c.qk_norm) flags.push_back("--qk-norm");
+    if (c.gate) flags.push_back("--gate");
     if (c.head_dim) flags.push_back("--head-dim");
     const std::vector<std::string> scores = c.scores.given();
     flags.insert(flags.end(), scores.begin(), scores.end());
@@ -188,13 +189,14 @@ const std::vector<Rule<Config>>& rules() {
                     (c.kv_len || !c.key_path.empty() ||
                      (c.kv_heads && *c.kv_heads != c.heads.value_or(default_heads)) ||
                      c.add_zero_attn || c.rope || c.scores.alibi || c.qk_norm || c.head_dim ||
-                     c.demo_heads || c.random_bias);
+                     c.demo_heads || c.random_bias || c.gate);
          },
          "--form mla is DeepSeek-V2's latent attention: self-attention whose keys and values "
          "are made from one cached latent (so no --kv-len, --key/--value, --kv-heads or "
          "--add-zero-attn), positioned by its own RoPE on the d_R part (so no --rope or "
          "--alibi; --rope-theta sets its base), with its own widths and no biases or "
-         "norms of Q and K (so no --head-dim, --qk-norm, --random-bias or --demo-heads)"},
+         "norms of Q and K (so no --head-dim, --qk-norm, --random-bias or --demo-heads); its "
+         "heads reach W_o through the absorbed latent, not a concat, so no --gate"},
         {"d-ff-without-block",
          [](const Config& c) { return c.d_ff && !asks(c, FormChoice::Block); },
          "--d-ff sets the feed-forward width of --block; give --block pre or post"},

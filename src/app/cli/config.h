@@ -127,6 +127,7 @@ struct Config {
     std::optional<double> rope_theta;  // --rope-theta T, default 10000
     ScoreOptions scores;               // steps 7-9: --alibi ... --scale-base
     bool qk_norm = false;
+    std::optional<bool> gate;  // --gate elementwise|headwise: true head-wise; unset: no gate
     std::optional<std::size_t> latent_dim;  // --latent-dim: MLA's d_c, default 4·d_k
     std::optional<std::size_t> rope_dim;    // --rope-dim: MLA's d_R, default d_k/2 (even)
 

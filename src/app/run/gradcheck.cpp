@@ -67,6 +67,10 @@ DoubleTensor DoubleWeights::*field_of(WeightPart part) {
             return &DoubleWeights::q_norm;
         case WeightPart::KNorm:
             return &DoubleWeights::k_norm;
+        case WeightPart::Gate:
+            return &DoubleWeights::w_g;
+        case WeightPart::BiasGate:
+            return &DoubleWeights::b_g;
     }
     return &DoubleWeights::w_q;
 }

@@ -149,7 +149,7 @@ Sources load_files(const Config& c, Ledger& ledger) {
         ledger.hold(sizeof(float) *
                     (sources.weights->parameter_count() + sources.block->parameter_count()));
     } else if (!c.weights_path.empty() && c.form != Form::Mla) {  // MLA reads its own names
-        LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix);
+        LoadedWeights loaded = load_weights(c.weights_path, ledger, c.weights_prefix, c.heads);
         sources.weights = std::move(loaded.weights);
         sources.num_heads = loaded.num_heads;
         sources.conv1d = loaded.conv1d;
@@ -303,6 +303,24 @@ void set_qk_norm(const Config& c, const Sizes& s, bool from_file, Weights& w) {
     }
 }
 
+// The output gate (--gate): the state dict's attn_gate, or seeded as W_q is, (h·d_k or h,
+// d_model); refused when the state dict and --gate disagree.
+void set_gate(const Config& c, const Sizes& s, bool from_file, Weights& w) {
+    const std::size_t rows = c.gate.value_or(false) ? s.heads : s.inner();
+    if (from_file && (c.gate.has_value() != w.gated() || (c.gate && w.w_g.size(0) != rows))) {
+        throw Error(c.weights_path + (w.gated() ? " has a gate of " + std::to_string(w.w_g.size(0)) +
+                                                      " rows (attn_gate.weight): "
+                                                : " has no gate (attn_gate.weight): ") +
+                    "--gate elementwise needs (h·d_k, d_model) = (" + std::to_string(s.inner()) +
+                    ", " + std::to_string(s.d_model) + "), --gate headwise (h, d_model) = (" +
+                    std::to_string(s.heads) + ", " + std::to_string(s.d_model) + ")");
+    }
+    if (from_file || !c.gate) return;
+    const Weights seeded = seeded_weights(s.d_model, rows, rows, c.bias, c.random_bias, c.seed + 1);
+    w.w_g = seeded.w_q;
+    w.b_g = seeded.b_q;
+}
+
 // add_bias_kv's extra position goes into the packed pass (check_pass refuses a causal rule).
 void check_bias_kv(const Config& c, const Weights& w) {
     if (w.bias_k.empty()) return;
@@ -430,6 +448,11 @@ PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std
                         const std::optional<MlaSizes>& m = std::nullopt) {
     PassProblem p;
     p.weights = dry_weights(s, c.bias, c.qk_norm);
+    if (c.gate) {  // (h, d_model) head-wise, (h·d_k, d_model) element-wise
+        const std::size_t rows = *c.gate ? s.heads : s.inner();
+        p.weights.w_g = Tensor::shape_only({rows, s.d_model});
+        if (c.bias) p.weights.b_g = Tensor::shape_only({rows});
+    }
     if (c.block) p.block = dry_block(s.d_model, d_ff);
     if (m) p.mla = dry_mla_weights(*m);
     p.inputs = dry_inputs(s, s.kv_len == s.seq_len);
@@ -656,6 +679,7 @@ Problem build_problem(const Config& c) {
     p.inputs = files.inputs ? *files.inputs : seeded_inputs(s, self, c.seed);
     p.masks = std::move(masks);
     set_qk_norm(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
+    set_gate(c, s, files.weights.has_value() && !c.demo_heads, p.weights);
     if (c.backward || c.gradcheck) {
         p.grad_output = grad_output_of(c, grad_output, s);
         p.weight_names = files.weights ? files.names

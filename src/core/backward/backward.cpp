@@ -2,6 +2,9 @@
 // described where it is computed (trace.show), b14 first, b0 last:
 //
 //   14   output = concat W_oᵀ + b_o    dW_o = dOutᵀ concat, db_o = Σ dOut, dconcat = dOut W_o
+//   13   gate = σ(x_q W_gᵀ + b_g),     dg = Σ_head (dconcat ∘ O) ∘ gate ∘ (1 − gate), dW_g = dgᵀ x_q,
+//        concat = O ∘ gate (--gate)    db_g = Σ dg, dx_g = dg W_g (added to dx at b0),
+//                                      dO = dconcat ∘ gate
 //   13-11 the heads' view              dO_h = dconcat.view(B, N, h, d_v).transpose(1, 2)
 //   10   O_h = P V                     dV = Pᵀ dO_h,  dP = dO_h Vᵀ
 //   9    P = softmax(S)                dS = P ∘ (dP − D),  D = rowsum(dO_h ∘ O_h) = rowsum(dP ∘ P)
@@ -59,6 +62,7 @@ struct Forwarded {
     const Kept& kept;
     const Tensor& p;                 // (B, h, N, M) the attention weights P; empty when streamed
     std::optional<BlockKind> block;  // the block attention sits in, if any
+    bool self;                       // one input plays query, key and value (x, not x_q)
 };
 
 // body(u) for every unit u < count, each claimed by the next free thread; each unit writes
@@ -127,8 +131,69 @@ std::string grad_output_expression(const std::optional<BlockKind>& block) {
                                     : "dOut = dsum  (attention's output feeds x + attention)";
 }
 
-// b14-b11: W_o's gradients, then dconcat seen as each head's dO_h (B, h, N, d_v), a view.
-Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, PassTrace& trace) {
+// b13, gated: concat = O ∘ gate, gate = σ(x_q W_gᵀ + b_g) (B, N, h·d_v) or (B, N, h), O the
+// heads' context side by side. dconcat (B, N, h·d_v) -> dO = dconcat ∘ gate; dg = Σ over each
+// gate's columns of dconcat ∘ O, times σ' = gate ∘ (1 − gate); W_g's gradients and dx_g = dg W_g
+// (into dx_gate, added to x_q's gradient at b0).
+Tensor gate_back(const Forwarded& f, const Tensor& dconcat, Gradients& g, Tensor& dx_gate,
+                 PassTrace& trace) {
+    const Tensor& gate = f.kept.gate;
+    const Tensor& context = f.kept.context;  // (B, h, N, d_v), any strides
+    const std::size_t B = f.s.batch, N = f.s.seq_len, h = f.s.heads, d_v = f.s.d_v();
+    const std::size_t W = h * d_v, rows = gate.size(2);
+    const bool dry = any_dry(dconcat, gate, context);
+    Tensor dg = written_tensor(f, dry, true, gate.shape());
+    Tensor d_in = written_tensor(f, dry, true, dconcat.shape());
+    for (std::size_t b = 0; b < B && !dry; ++b) {
+        const Strides& st = context.strides();
+        for (std::size_t n = 0; n < N; ++n) {
+            const std::size_t r = b * N + n;
+            const float* dc = dconcat.data() + r * W;
+            const float* gt = gate.data() + r * rows;
+            float* dgr = dg.data() + r * rows;
+            std::fill(dgr, dgr + rows, 0.0f);
+            for (std::size_t e = 0; e < W; ++e) {  // e = i·d_v + d
+                const std::size_t i = e / d_v, j = rows == W ? e : i;
+                const float o = context.data()[b * st[0] + i * st[1] + n * st[2] + (e % d_v) * st[3]];
+                dgr[j] += dc[e] * o;
+                d_in.data()[r * W + e] = dc[e] * gt[j];
+            }
+            for (std::size_t j = 0; j < rows; ++j) dgr[j] *= gt[j] * (1.0f - gt[j]);
+        }
+    }
+    const bool headwise = rows != W;
+    const std::string c = concat_width_name(f.s), width = headwise ? "h" : c;
+    const std::string o = "context.transpose(1, 2).reshape(B, N, " + c + ")";
+    trace.show(dg, [&] {
+        return described(StepKind::Gate, 13, "grad", "dg",
+                         headwise ? "dg = (dconcat * " + o +
+                                        ").view(B, N, h, d_k).sum(-1) * gate * (1 - gate)"
+                                  : "dg = dconcat * " + o + " * gate * (1 - gate)",
+                         {"B", "N", width}, macs_of({B, N, W}));
+    });
+    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(f.self);
+    const LinearGrads lg =
+        linear_backward(f.kept.x_q.contiguous(), f.w.w_g, !f.w.b_g.empty(), dg, f.o.threads,
+                        f.o.workspace);
+    show_linear_grads(lg, {Operand::None, 13, "W_g", "b_g", "dg", x, "dx_g", model_dims,
+                           {width, "d_model"}}, trace);
+    g.params.w_g = lg.dw;
+    g.params.b_g = lg.db;
+    dx_gate = lg.dx;
+    trace.show(d_in, [&] {
+        return described(StepKind::Gate, 13, "grad", "dconcat",
+                         headwise ? "dconcat = (dconcat.view(B, N, h, d_k) * gate.unsqueeze(-1))"
+                                    ".view(B, N, " + c + ")"
+                                  : "dconcat = dconcat * gate",
+                         {"B", "N", c}, macs_of({B, N, W}));
+    });
+    return d_in;
+}
+
+// b14-b11: W_o's gradients (and the gate's, b13), then dconcat seen as each head's dO_h
+// (B, h, N, d_v), a view.
+Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, Tensor& dx_gate,
+                   PassTrace& trace) {
     const Sizes& s = f.s;
     trace.show(d_out, [&] {
         return described(StepKind::GradOutput, 14, "grad", "dOut", grad_output_expression(f.block),
@@ -150,7 +215,8 @@ Tensor output_back(const Forwarded& f, const Tensor& d_out, Gradients& g, PassTr
                       trace);
     g.params.w_o = o.dw;
     g.params.b_o = o.db;
-    const Tensor split = o.dx.view({s.batch, s.seq_len, s.heads, s.d_v()});
+    const Tensor dconcat = f.w.gated() ? gate_back(f, o.dx, g, dx_gate, trace) : o.dx;  // b13
+    const Tensor split = dconcat.view({s.batch, s.seq_len, s.heads, s.d_v()});
     trace.show(split, [&] {
         return described(StepKind::SplitHeads, 13, "view", "dconcat",
                          "dconcat.view(B, N, h, " + dv + ")", {"B", "N", "h", dv});
@@ -680,6 +746,18 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
     });
 }
 
+// b0, gated: the gate's path from x_q added to x_q's gradient (x's, for self-attention).
+void add_gate_input(const Forwarded& f, const Tensor& dx_gate, Gradients& g, PassTrace& trace) {
+    const bool dry = any_dry(g.input, dx_gate);
+    for (std::size_t e = 0, n = dry ? 0 : g.input.numel(); e < n; ++e)
+        g.input.data()[e] += dx_gate.data()[e];
+    const std::string x = f.block == BlockKind::Pre ? "x_norm" : query_name(f.self);
+    trace.show(g.input, [&] {
+        return described(StepKind::InputSum, 0, "sum", "d" + x, "d" + x + " = d" + x + " + dx_g",
+                         model_dims);
+    });
+}
+
 // Part i (0, 1, 2: Q, K, V) of a gradient stacked as Q's, K's and V's rows, a view; empty
 // where the weight has none.
 Tensor third(const Tensor& weight, const Tensor& grad, std::size_t i) {
@@ -737,12 +815,13 @@ void fused_back(const Forwarded& f, const Inputs& in, HeadGrads& hg, Gradients& 
     g.input = qkv.dx;
 }
 
-// b14-b6, the shared steps' backward: W_o's gradients, then each head's dQ, dK and dV.
+// b14-b6, the shared steps' backward: W_o's gradients, then each head's dQ, dK and dV; the
+// gate's part of x_q's gradient (B, N, d_model) into dx_gate.
 HeadGrads shared_back(const Forwarded& f, const Tensor& grad_output, Gradients& g,
-                      PassTrace& trace) {
+                      Tensor& dx_gate, PassTrace& trace) {
     trace.begin_backward();
     const Tensor d_out = grad_output.contiguous();
-    const Tensor d_heads = output_back(f, d_out, g, trace);  // b14-b11
+    const Tensor d_heads = output_back(f, d_out, g, dx_gate, trace);  // b14-b11
     return f.o.path == AttentionPath::Streaming ? attend_back_streamed(f, d_heads, trace)
                                                 : attend_back(f, d_heads, trace);  // b10-b6
 }
@@ -779,15 +858,17 @@ Gradients backward(const Weights& w, const Inputs& in, const Masks& masks, const
     const std::size_t extra = appended_kv(w, o).count();
     s.kv_len += extra;
     const Masks padded = extra > 0 ? with_appended_keys(masks, extra) : masks;
-    const Forwarded f{w, padded, s, o, kept, attention_weights, block};
+    const Forwarded f{w, padded, s, o, kept, attention_weights, block, in.self_attention()};
     Gradients g;
-    HeadGrads hg = shared_back(f, grad_output, g, trace);  // b14-b6
+    Tensor dx_gate;
+    HeadGrads hg = shared_back(f, grad_output, g, dx_gate, trace);  // b14-b6
     position_back(f, hg.dq, hg.dk, g, trace);              // b5
     if (form == Form::FusedQkv) {
         fused_back(f, in, hg, g, trace);  // b5-b1
     } else {
         packed_back(f, in, form == Form::PerHead, hg, g, trace);  // b5-b0
     }
+    if (w.gated()) add_gate_input(f, dx_gate, g, trace);  // b0
     return g;
 }
 
@@ -813,8 +894,9 @@ BackwardResult forward_backward(const Weights& w, const Inputs& in, const Masks&
 HeadGradients heads_backward(const Weights& w, const Kept& kept, const Tensor& weights,
                              const Masks& masks, const Sizes& sizes, const ForwardOptions& options,
                              const Tensor& grad_output, Gradients& grads, PassTrace& trace) {
-    const Forwarded f{w, masks, sizes, options, kept, weights, std::nullopt};
-    HeadGrads hg = shared_back(f, grad_output, grads, trace);
+    const Forwarded f{w, masks, sizes, options, kept, weights, std::nullopt, true};
+    Tensor dx_gate;  // (no gate: MLA refuses one)
+    HeadGrads hg = shared_back(f, grad_output, grads, dx_gate, trace);
     return {std::move(hg.dq), std::move(hg.dk), std::move(hg.dv)};
 }
 

@@ -8,6 +8,7 @@
 //     scores = q_t @ K[:, :, :t].T / sqrt(d_k)   (B, h, 1, t)   no causal mask needed: the
 //                                                               future is not in the cache yet
 //     out_t = softmax(scores) @ V[:, :, :t]      (B, h, 1, d_k) -> (B, 1, d_model) W_o.T + b_o
+//     (--gate: the (B, 1, h·d_k) context times sigmoid(x_t W_g.T + b_g) first, step 13)
 
 #include "core/forms/decode.h"
 
@@ -201,7 +202,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         append(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
         show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
 
-        const Tensor concat = attend_token(q, cache, masks, t, s, options, trace, result);  // 6-10
+        const Tensor concat = gate_concat(w, x_t, "x_t",
+                                          attend_token(q, cache, masks, t, s, options, trace, result),
+                                          h, options, trace);  // 6-10, 13 gated
         const Tensor out =
             project(concat, w.w_o, w.b_o, options.threads, workspace, &packed.o);  // (B, 1, d_model)
         if (!any_dry(out, result.output)) {
@@ -215,8 +218,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
             const std::string width = q_width_name(s);
             Step step = described(
                 StepKind::OutputProject, 14, "project", "out_t",
-                (streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + width + ") @ W_o.T"
-                          : "out_t = (weights @ V_cache).view(B, N, " + width + ") @ W_o.T") +
+                (w.gated()  ? "out_t = concat @ W_o.T"  // the gated concat, 13
+                 : streamed ? "out_t = context.transpose(1, 2).reshape(B, N, " + width + ") @ W_o.T"
+                            : "out_t = (weights @ V_cache).view(B, N, " + width + ") @ W_o.T") +
                     bias_suffix(!w.b_o.empty(), "b_o"),
                 {"B", "N", "d_model"},
                 checked_sum({streamed ? 0 : macs_of({B, h, t + 1, d_k}), macs_of({B, E, h * d_k})},

@@ -85,7 +85,7 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
             return step;
         });
     }
-    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace);  // 6-14
+    return forward_from_heads(w, std::move(qkv_heads), masks, s, options, trace, in.x_q);  // 6-14
 }
 
 }  // namespace mha

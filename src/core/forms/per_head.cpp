@@ -8,6 +8,7 @@
 //     9    weights_i = softmax(scores_i / sqrt(d_k) + mask)
 //     10   head_i = weights_i @ V_i          (B, N, d_k)
 //   13   concat = cat(head_0 .. head_{h-1}, dim=-1)   (B, N, h·d_k)     a copy
+//   13   gate (--gate): concat * sigmoid(x_q W_g.T + b_g)
 //   14   output = concat W_o.T + b_o                  (B, N, d_model)
 
 #include "core/forms/per_head.h"
@@ -265,7 +266,12 @@ ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& 
         step.einops = "h b n d -> b n (h d)";  // rearrange of the list of heads, stacked first
         return step;
     });
-    if (keep) keep->concat = concat;
+    concat = gate_concat(w, in.x_q, x, concat, s.heads, options, trace,
+                         keep ? &keep->gate : nullptr);  // 13, gated
+    if (keep) {
+        keep->concat = concat;
+        if (w.gated()) keep->x_q = in.x_q;
+    }
 
     // 14: (B, N, h·d_k) @ (d_model, h·d_k)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, workspace);

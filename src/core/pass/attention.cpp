@@ -15,6 +15,7 @@
 //   11   transpose(1, 2)                   (B, N, h, d_v)     no copy
 //   12   contiguous()                      (B, N, h, d_v)     the one copy
 //   13   view                              (B, N, h·d_v)      the concat
+//   13   gate (--gate): concat * sigmoid(x_q W_g.T + b_g), (B, N, h·d_v) or (B, N, h) broadcast
 //   14   output = concat W_o.T + b_o       (B, N, d_model)
 //
 // Steps 6-10 run on (batch, head) units (run_units), which every form shares. Two
@@ -25,6 +26,7 @@
 
 #include "core/pass/attention.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -512,12 +514,59 @@ Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
 
 }  // namespace
 
+Tensor gate_concat(const Weights& w, const Tensor& x, const std::string& x_name,
+                   const Tensor& concat, std::size_t heads, const ForwardOptions& o,
+                   PassTrace& trace, Tensor* kept_gate) {
+    if (!w.gated()) return concat;
+    const std::size_t B = concat.size(0), N = concat.size(1), W = concat.size(2);
+    const std::size_t rows = w.w_g.size(0);
+    if ((rows != W && rows != heads) || w.w_g.size(1) != x.size(2) ||
+        (!w.b_g.empty() && w.b_g.shape() != Shape{rows})) {
+        throw Error("the gate's attn_gate.weight is " + to_string(w.w_g.shape()) +
+                    ", expected (h·d_k, d_model) = (" + std::to_string(W) + ", " +
+                    std::to_string(x.size(2)) + ") element-wise or (h, d_model) = (" +
+                    std::to_string(heads) + ", " + std::to_string(x.size(2)) +
+                    ") head-wise, and attn_gate.bias (rows)");
+    }
+    const bool headwise = rows != W;  // (at d_v = 1 the two are one)
+    Tensor gate = project(x.contiguous(), w.w_g, w.b_g, o.threads, o.workspace);  // (B, N, rows)
+    Tensor gated = new_uninitialised(o.workspace, {B, N, W});
+    if (!any_dry(gate, gated)) {
+        for (float* g = gate.data(), *end = g + gate.numel(); g != end; ++g)
+            *g = 1.0f / (1.0f + std::exp(-*g));  // torch.sigmoid
+        const Tensor in = concat.contiguous();
+        const std::size_t d_v = W / heads;
+        for (std::size_t r = 0; r < B * N; ++r) {  // (b, n) rows
+            const float* c = in.data() + r * W;
+            const float* g = gate.data() + r * rows;
+            float* out = gated.data() + r * W;
+            for (std::size_t e = 0; e < W; ++e) out[e] = c[e] * g[headwise ? e / d_v : e];
+        }
+    }
+    const std::string c = W == x.size(2) ? "d_model" : "h·d_k", width = headwise ? "h" : c;
+    trace.show(gate, [&] {
+        return described(StepKind::Gate, 13, "gate", "gate",
+                         "gate = torch.sigmoid(" + x_name + " @ W_g.T" +
+                             bias_suffix(!w.b_g.empty(), "b_g") + ")",
+                         {"B", "N", width}, macs_of({B, N, rows, x.size(2)}));
+    });
+    trace.show(gated, [&] {
+        return described(StepKind::Gate, 13, "gate", "concat",
+                         headwise ? "concat = (concat.view(B, N, h, d_k) * gate.unsqueeze(-1))"
+                                    ".view(B, N, " + c + ")"
+                                  : "concat = concat * gate",
+                         {"B", "N", c}, macs_of({B, N, W}));
+    });
+    if (kept_gate) *kept_gate = gate;
+    return gated;
+}
+
 // ---- The pass -----------------------------------------------------------------------------
 
 std::size_t Weights::parameter_count() const {
     return w_q.numel() + w_k.numel() + w_v.numel() + w_o.numel() + b_q.numel() + b_k.numel() +
-           b_v.numel() + b_o.numel() + bias_k.numel() +
-           bias_v.numel();  // an absent bias is an empty tensor: 0 elements
+           b_v.numel() + b_o.numel() + bias_k.numel() + bias_v.numel() + w_g.numel() +
+           b_g.numel();  // an absent bias is an empty tensor: 0 elements
 }
 
 AppendedKv appended_kv(const Weights& w, const ForwardOptions& options) {
@@ -544,18 +593,20 @@ ForwardResult forward(const Weights& w, const Inputs& in, const Masks& masks,
     s.kv_len += extra;       // from step 3 on, K and V have the appended positions too
     show_inputs(in, trace);  // 0
     Qkv projected = project_qkv(w, in, options, trace);  // 1-3
+    const std::string x = query_name(in.self_attention());  // the gate's input (13)
     if (extra == 0) {
-        return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options,
-                                  trace);  // 4-5, then 6-14
+        return forward_from_heads(w, split_heads(projected, s, trace), masks, s, options, trace,
+                                  in.x_q, x);  // 4-5, then 6-14
     }
     projected =
         append_kv(std::move(projected), w, options.add_zero_attn, options.workspace, trace);  // 3: M + extra
     return forward_from_heads(w, split_heads(projected, s, trace), with_appended_keys(masks, extra),
-                              s, options, trace);
+                              s, options, trace, in.x_q, x);
 }
 
 ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Masks& masks,
-                                 const Sizes& s, const ForwardOptions& options, PassTrace& trace) {
+                                 const Sizes& s, const ForwardOptions& options, PassTrace& trace,
+                                 const Tensor& x_q, const std::string& x_name) {
     Kept* keep = options.keep;
     if (keep && !w.q_norm.empty()) {  // QK-norm's backward reads what it normalised
         keep->q_raw = copy_of(heads.q, options.workspace);
@@ -574,8 +625,13 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     }
     heads = HeadTensors{};  // Q, K and V are freed before steps 11-14 (unless kept)
     if (options.ablate_head) zero_head(context, *options.ablate_head);
-    const Tensor concat = combine_heads(context, s, trace);  // 11-13
-    if (keep) keep->concat = concat;
+    const Tensor concat = gate_concat(w, x_q, x_name, combine_heads(context, s, trace),
+                                      s.heads, options, trace,
+                                      keep ? &keep->gate : nullptr);  // 11-13, 13 gated
+    if (keep) {
+        keep->concat = concat;
+        keep->x_q = x_q;
+    }
 
     // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,

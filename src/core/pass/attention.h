@@ -31,6 +31,9 @@ struct Weights {
     Tensor q_norm, k_norm;      // (d_k) each: QK-norm's RMSNorm weights; empty without QK-norm
     Tensor bias_k, bias_v;      // (G·d_k) each: add_bias_kv's extra key/value position, empty
                                 // without it
+    Tensor w_g;  // (h·d_v, d_model) element-wise or (h, d_model) head-wise: the output gate
+                 //  (--gate), sigmoid(x_q W_gᵀ + b_g) times the concat; empty without it
+    Tensor b_g;  // (h·d_v) or (h); empty without a gate or without its bias
 
     std::size_t d_model() const { return w_q.size(1); }
     std::size_t q_width() const { return w_q.size(0); }  // h·d_k
@@ -38,6 +41,7 @@ struct Weights {
     std::size_t vdim() const { return w_v.size(1); }
     std::size_t kv_width() const { return w_k.size(0); }  // G·d_k
     bool any_bias() const { return !(b_q.empty() && b_k.empty() && b_v.empty() && b_o.empty()); }
+    bool gated() const { return !w_g.empty(); }
     std::size_t parameter_count() const;
 };
 
@@ -62,7 +66,10 @@ struct Kept {
     Tensor q, k, v;       // (B, h, N, d_k), (B, G, M, d_k), (B, G, M, d_v): what 6 and 10 read
     Tensor context;       // (B, h, N, d_v) O: what 10 wrote
     Tensor lse;           // (B, h, N) the streaming path's row log-sum-exp, kept instead of P
-    Tensor concat;        // (B, N, h·d_v): what 14 read
+    Tensor concat;        // (B, N, h·d_v): what 14 read (gated, with a gate)
+    Tensor gate;          // (B, N, h·d_v) or (B, N, h): sigmoid(x_q W_gᵀ + b_g), what 13 multiplied
+                          //  the concat by; empty without a gate
+    Tensor x_q;           // (B, N, d_model): what the gate read; empty without a gate
 };
 
 struct ForwardOptions {
@@ -117,10 +124,12 @@ struct HeadTensors {
 
 // Steps 6-14 from heads made another way (e.g. a fused QKV projection), traced with the
 // trace the caller started. Takes the heads by value so that Q, K and V can be freed once
-// step 10 is done.
+// step 10 is done. x_q (B, N, d_model), named x_name, is the query input the gate (13) reads:
+// needed with a gate (weights.w_g), else unread.
 ForwardResult forward_from_heads(const Weights& weights, HeadTensors heads, const Masks& masks,
                                  const Sizes& sizes, const ForwardOptions& options,
-                                 PassTrace& trace);
+                                 PassTrace& trace, const Tensor& x_q = Tensor(),
+                                 const std::string& x_name = "x");
 
 UnitMath unit_math(const Sizes& sizes, const ForwardOptions& options);
 
@@ -134,6 +143,15 @@ void show_inputs(const Inputs& inputs, PassTrace& trace);
 void position_heads(const Weights& weights, Tensor& q, Tensor& k, std::size_t first_query,
                     std::size_t first_key, const ForwardOptions& options, PassTrace& trace,
                     const std::string& id);
+
+// 13, gated (w.w_g; Qiu et al. 2025, Qwen3-Next's attn_output_gate): concat (B, N, h·d_v) *
+// sigmoid(x W_gᵀ + b_g), the gate (B, N, h·d_v) element-wise or (B, N, h) one per head, broadcast
+// over the head's d_v columns; x (B, N, d_model) is the query input, named `x` in the trace.
+// Returns the gated concat, a new tensor, and the gate in *kept_gate when asked; concat itself
+// without a gate. Throws mha::Error when W_g fits neither layout.
+Tensor gate_concat(const Weights& weights, const Tensor& x, const std::string& x_name,
+                   const Tensor& concat, std::size_t heads, const ForwardOptions& options,
+                   PassTrace& trace, Tensor* kept_gate = nullptr);
 
 // Head ablation: context (B, h, N, d_v), any strides, with head `head`'s slices set to 0.
 void zero_head(Tensor& context, std::size_t head);

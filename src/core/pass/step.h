@@ -167,6 +167,7 @@ enum class StepKind {
     Contiguous,       // 12  the one copy
     JoinHeads,        // 13  view: the heads read side by side, nothing copied
     Concat,           // 13  per-head: the heads copied side by side
+    Gate,             // 13  --gate: sigmoid(x W_gᵀ + b_g), then the concat times it
     OutputProject,    // 14  W_o
     AbsorbedWeights,  // MLA 9: the absorbed form's weights, compared with the pass's
     AbsorbedOutput,   // MLA 14: the absorbed form's output, compared with the pass's
