@@ -1,6 +1,6 @@
-// --shapes-only and --preset: the plan gives the layout of every tensor the computed pass
-// makes (also with --head-dim and --scale-base), and the pass refuses a tensor that is not
-// laid out as planned; presets fill in the sizes.
+// --shapes-only and --preset: a dry run's header, costs and refusals at real models' sizes,
+// and the einops patterns its steps carry; presets fill in the sizes. (That a dry run shows
+// the computed run's very steps: test_dry_run.cpp.)
 
 #include <catch2/catch.hpp>
 
@@ -22,64 +22,7 @@
 #include "recorder.h"
 #include "show/notes.h"
 
-namespace {
-
 using test::Recorder;
-
-// The computed pass hands the tracer the planned Step with its tensor attached, so the Step's
-// own fields prove nothing; what it computed does: the tensor's layout, read from the tensor,
-// and the grid of allowed keys, read from the masked scores' values.
-void require_planned(const std::vector<mha::Step>& planned, const Recorder& computed) {
-    REQUIRE(planned.size() == computed.steps.size());
-    std::size_t tensors = 0;
-    for (std::size_t i = 0; i < planned.size(); ++i) {
-        const mha::Step& p = planned[i];
-        CAPTURE(i, p.number, p.name, p.tensor);
-        CHECK(computed.steps[i].allowed == p.allowed);
-        if (!computed.seen[i]) continue;
-        ++tensors;
-        CHECK(computed.seen[i]->shape == p.shape);
-        CHECK(computed.seen[i]->strides == p.strides);
-        CHECK(computed.seen[i]->contiguous == p.contiguous);
-    }
-    CHECK(tensors > 0);
-}
-
-// Two plans agree step by step (the block's attention steps and the plain pass's).
-void require_same_step(const mha::Step& a, const mha::Step& b) {
-    CAPTURE(a.number, a.tensor);
-    CHECK(a.kind == b.kind);
-    CHECK(a.name == b.name);
-    CHECK(a.tensor == b.tensor);
-    CHECK(a.expression == b.expression);
-    CHECK(a.dims == b.dims);
-    CHECK(a.shape == b.shape);
-    CHECK(a.strides == b.strides);
-    CHECK(a.contiguous == b.contiguous);
-    CHECK(a.copied_bytes == b.copied_bytes);
-    CHECK(a.macs == b.macs);
-    CHECK(mha::step_notes(a) == mha::step_notes(b));
-    CHECK(a.allowed == b.allowed);
-}
-
-// The kinds of the steps, in order.
-std::vector<mha::StepKind> kinds_of(const std::vector<mha::Step>& steps) {
-    std::vector<mha::StepKind> kinds;
-    for (const mha::Step& step : steps) kinds.push_back(step.kind);
-    return kinds;
-}
-
-// The steps with the kinds, the ones a block or a model adds around attention's.
-std::vector<mha::StepKind> outer_kinds(const std::vector<mha::Step>& steps,
-                                       std::initializer_list<mha::StepKind> outer) {
-    std::vector<mha::StepKind> kinds;
-    for (mha::StepKind kind : kinds_of(steps)) {
-        if (std::find(outer.begin(), outer.end(), kind) != outer.end()) kinds.push_back(kind);
-    }
-    return kinds;
-}
-
-}  // namespace
 
 TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without allocating") {
     const test::RunResult r = test::run_mha("--preset gpt3 --shapes-only --trace");

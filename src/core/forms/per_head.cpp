@@ -220,7 +220,6 @@ Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count) {
 
 ForwardResult forward_per_head(const Weights& w, const Inputs& in, const Masks& masks,
                                const ForwardOptions& options, Tracer& tracer) {
-    const Sizes s = check_pass(w, in, masks, options);
     PassTrace trace(tracer);
     return forward_per_head(w, in, masks, options, trace);
 }
