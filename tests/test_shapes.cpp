@@ -51,6 +51,16 @@ TEST_CASE("--shapes-only allocates no tensor: GPT-3's layer traces in well under
     CHECK_THAT(computed.output, Catch::Contains("more than --max-memory"));
 }
 
+TEST_CASE("--shapes-only builds no RoPE table: a huge head dimension stays within a few MiB",
+          "[budget]") {
+    // A dry run computes no angle: --head-dim 100000000 once built 385 MiB of cos/sin tables.
+    const long peak = test::peak_rss_kib(
+        test::mha_binary() +
+        " --shapes-only --rope half --head-dim 100000000 --max-memory 16M >/dev/null");
+    CHECK(peak > 0);
+    CHECK(peak < 64 * 1024);
+}
+
 TEST_CASE("presets set the sizes; options given too win") {
     const test::RunResult llama = test::run_mha("--preset llama2-70b --shapes-only");
     REQUIRE(llama.status == 0);
