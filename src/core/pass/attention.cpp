@@ -636,14 +636,7 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     // 14: mix the heads. (B, N, h·d_v) @ (d_model, h·d_v)ᵀ -> (B, N, d_model)
     result.output = project(concat, w.w_o, w.b_o, options.threads, options.workspace,
                             options.packed ? &options.packed->o : nullptr);
-    trace.show(result.output, [&] {
-        Step step = described(StepKind::OutputProject, 14, "project", "output",
-                              "output = concat @ W_o.T" + bias_suffix(!w.b_o.empty(), "b_o"),
-                              {"B", "N", "d_model"},
-                              macs_of({s.batch, s.seq_len, s.d_model, s.value_inner()}));
-        step.facts.value_heads = s.d_v() != s.d_k();
-        return step;
-    });
+    trace.show(result.output, [&] { return output_described(s, !w.b_o.empty()); });
     return result;
 }
 
