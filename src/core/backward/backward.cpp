@@ -93,37 +93,6 @@ const float* unit_data(const Tensor& t, std::size_t u) {
     return t.data() + u * t.size(2) * t.size(3);
 }
 
-// How a projection y = x Wᵀ + b's gradients are named: dW = dYᵀ X, db = Σ dY, dX = dY W.
-struct LinearNames {
-    Operand operand;
-    int number;
-    std::string w, b, dy, x, dx;
-    Dims dx_dims, w_dims;
-};
-
-// A projection's gradients as steps: dW, db (when it has a bias), dX.
-void show_linear_grads(const LinearGrads& g, const LinearNames& n, PassTrace& trace) {
-    const Shape& dx = g.dx.shape();
-    const std::uint64_t macs =
-        macs_of({element_count(Shape(dx.begin(), dx.end() - 1)), g.dw.size(0), g.dw.size(1)});
-    trace.show(g.dw, [&] {
-        return described(
-            n.operand, StepKind::WeightGrad, n.number, "grad", "d" + n.w,
-            "d" + n.w + " = " + n.dy + ".T @ " + n.x + "  (summed over B and the positions)",
-            n.w_dims, macs);
-    });
-    if (!g.db.empty()) {
-        trace.show(g.db, [&] {
-            return described(n.operand, StepKind::BiasGrad, n.number, "grad", "d" + n.b,
-                             "d" + n.b + " = " + n.dy + ".sum((0, 1))", {n.w_dims.front()});
-        });
-    }
-    trace.show(g.dx, [&] {
-        return described(n.operand, StepKind::InputGrad, n.number, "grad", n.dx,
-                         n.dx + " = " + n.dy + " @ " + n.w, n.dx_dims, macs);
-    });
-}
-
 // b14's start: the gradient at attention's output, the block's when attention sits in one.
 std::string grad_output_expression(const std::optional<BlockKind>& block) {
     if (!block) return "dOut = output.grad  (L = (output * dOut).sum())";
@@ -658,7 +627,7 @@ Tensor append_back(const Forwarded& f, const Tensor& d, const std::string& x, Te
 }
 
 // Per-head: the rows dW[i] (d_k, in) of each head's slice of dW (heads·d_k, in), views.
-void show_head_rows(const Tensor& dw, std::size_t d_k, const LinearNames& n, PassTrace& trace) {
+void show_head_rows(const Tensor& dw, std::size_t d_k, const ProjectionNames& n, PassTrace& trace) {
     const std::size_t heads = dw.size(0) / d_k;
     const Tensor rows = dw.view({heads, d_k, dw.size(1)});
     for (std::size_t i = 0; i < heads; ++i) {
@@ -699,7 +668,7 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
         return w == s.d_model ? "d_model" : own;
     };
     const std::string kdim = width(s.kdim, "kdim"), vdim = width(s.vdim, "vdim");
-    const LinearNames names[] = {
+    const ProjectionNames names[] = {
         {Operand::Q, 1, "W_q", "b_q", "dQ", x, "dx_q", model_dims, {q_width, "d_model"}},
         {Operand::K,
          2,

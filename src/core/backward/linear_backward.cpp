@@ -2,6 +2,8 @@
 
 #include "core/backward/linear_backward.h"
 
+#include "core/pass/describe.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -155,6 +157,28 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, bool bias, const Tensor& dy,
                             std::size_t threads, Workspace* workspace) {
     return linear_backward({{x, w, bias, dy}}, threads, workspace).front();
+}
+
+void show_linear_grads(const LinearGrads& g, const ProjectionNames& n, PassTrace& trace) {
+    const Shape& dx = g.dx.shape();
+    const std::uint64_t macs =
+        macs_of({element_count(Shape(dx.begin(), dx.end() - 1)), g.dw.size(0), g.dw.size(1)});
+    trace.show(g.dw, [&] {
+        return described(
+            n.operand, StepKind::WeightGrad, n.number, "grad", "d" + n.w,
+            "d" + n.w + " = " + n.dy + ".T @ " + n.x + "  (summed over B and the positions)",
+            n.w_dims, macs);
+    });
+    if (!g.db.empty()) {
+        trace.show(g.db, [&] {
+            return described(n.operand, StepKind::BiasGrad, n.number, "grad", "d" + n.b,
+                             "d" + n.b + " = " + n.dy + ".sum((0, 1))", {n.w_dims.front()});
+        });
+    }
+    trace.show(g.dx, [&] {
+        return described(n.operand, StepKind::InputGrad, n.number, "grad", n.dx,
+                         n.dx + " = " + n.dy + " @ " + n.w, n.dx_dims, macs);
+    });
 }
 
 }  // namespace mha

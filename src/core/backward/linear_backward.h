@@ -4,9 +4,12 @@
 // the same bits.
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/kernels/kernels.h"
+#include "core/pass/step.h"
+#include "core/pass/trace.h"
 #include "core/tensor/tensor.h"
 #include "core/tensor/workspace.h"
 
@@ -41,5 +44,17 @@ struct LinearLayer {
 // with a dry operand computes nothing: its gradients are shapes (new_dry).
 std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
                                          std::size_t threads, Workspace* workspace = nullptr);
+
+// How a projection y = x Wᵀ + b's gradients are named in a trace: dW = dYᵀ X, db = Σ dY,
+// dX = dY W ("W_q", "b_q", "dQ", "x", "dx_q"; b is unused without a bias).
+struct ProjectionNames {
+    Operand operand;
+    int number;
+    std::string w, b, dy, x, dx;
+    Dims dx_dims, w_dims;
+};
+
+// A projection's gradients as steps: dW, db (when it has a bias), dX.
+void show_linear_grads(const LinearGrads& grads, const ProjectionNames& names, PassTrace& trace);
 
 }  // namespace mha

@@ -44,29 +44,11 @@ Tensor sum_heads(const Tensor& heads, std::size_t at, std::size_t width, Workspa
     return out;
 }
 
-// The words of one projection's backward: y = x Wᵀ (no bias) is MLA's every projection.
-struct LinearBack {
-    Operand operand;
-    int number;
-    std::string w, dy, x, dx;  // "kv_b_proj", "dkv", "c_kv", "dc_kv"
-    Dims dx_dims, w_dims;
-};
-
-// One projection y = x Wᵀ differentiated, shown: dW = dYᵀ X, then dX = dY W.
-LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& dy, const LinearBack& b,
-                         std::size_t threads, PassTrace& trace) {
+// One projection y = x Wᵀ (MLA's have no bias) differentiated, shown: dW = dYᵀ X, dX = dY W.
+LinearGrads project_back(const Tensor& x, const Tensor& w, const Tensor& dy,
+                         const ProjectionNames& names, std::size_t threads, PassTrace& trace) {
     LinearGrads g = linear_backward(x.contiguous(), w, false, dy, threads);
-    const std::uint64_t macs = macs_of({element_count(dy.shape()), w.size(1)});  // rows·out·in
-    trace.show(g.dw, [&] {
-        return described(b.operand, StepKind::WeightGrad, b.number, "grad", "d" + b.w,
-                         "d" + b.w + " = " + b.dy + ".T @ " + b.x +
-                             "  (summed over B and the positions)",
-                         b.w_dims, macs);
-    });
-    trace.show(g.dx, [&] {
-        return described(b.operand, StepKind::InputGrad, b.number, "grad", b.dx,
-                         b.dx + " = " + b.dy + " @ " + b.w, b.dx_dims, macs);
-    });
+    show_linear_grads(g, names, trace);
     return g;
 }
 
@@ -191,7 +173,8 @@ BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const 
     PartGrads parts = parts_back(hg, m, o, trace);  // b5
     const LinearGrads kv_b = project_back(
         mla_kept.latent, w.w_kv_b, parts.kv,
-        {Operand::None, 3, "kv_b_proj", "dkv", "c_kv", "dc_kv", {"B", "N", "d_c"}, {"h·(d_h+d_v)", "d_c"}},
+        {Operand::None, 3, "kv_b_proj", "", "dkv", "c_kv", "dc_kv", {"B", "N", "d_c"},
+         {"h·(d_h+d_v)", "d_c"}},
         o.threads, trace);
     g.w_kv_b = kv_b.dw;  // b3
     Tensor d_latent = kv_b.dx;
@@ -214,13 +197,13 @@ BackwardResult forward_backward_mla(const MlaWeights& w, const Tensor& x, const 
         return step;
     });
     const LinearGrads kv_a = project_back(x, w.w_kv_a, d_kv_a,
-                                          {Operand::None, 2, "kv_a_proj_with_mqa", "dkv_a", "x",
-                                           "dx_kv", model_dims, {"d_c+d_R", "d_model"}},
+                                          {Operand::None, 2, "kv_a_proj_with_mqa", "", "dkv_a",
+                                           "x", "dx_kv", model_dims, {"d_c+d_R", "d_model"}},
                                           o.threads, trace);
     g.w_kv_a = kv_a.dw;
     const LinearGrads q = project_back(
         x, w.w_q, parts.queries,
-        {Operand::Q, 1, "q_proj", "dQ", "x", "dx_q", model_dims, {"h·(d_h+d_R)", "d_model"}},
+        {Operand::Q, 1, "q_proj", "", "dQ", "x", "dx_q", model_dims, {"h·(d_h+d_R)", "d_model"}},
         o.threads, trace);  // b1
     g.w_q = q.dw;
     r.grads.input = input_sum(q.dx, kv_a.dx, o.workspace);  // b0
