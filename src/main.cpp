@@ -138,7 +138,7 @@ void save(const mha::Config& config, const mha::Problem& problem,
 
 // --shapes-only: the run done dry, on tensors with shapes and no values: every step traced,
 // nothing computed, no tensor storage handed out (--model reads its file for the sizes and
-// prints its plan).
+// runs the model dry).
 int run_shapes_only(const mha::Config& config) {
     if (!config.model_path.empty()) {
         mha::run_model_shapes(

@@ -49,7 +49,7 @@ struct RunInfo {
     std::vector<KeptTensor> kept;  // --backward: what the forward keeps for the backward
     std::vector<KeptTensor> kept_streaming;  // --shapes-only --backward on the standard path:
                                              // what the streaming path would keep instead
-    MacSplit macs;  // --backward: the forward's and the backward's planned multiply-adds
+    MacSplit macs;  // --backward: the forward's and the backward's multiply-adds (a dry run's)
 };
 
 }  // namespace mha

@@ -16,7 +16,7 @@ bool asks(const Config& c, FormChoice form) {
 
 bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
-// The views some form cannot give; every other view reads only the plan or the output,
+// The views some form cannot give; every other view reads only the steps or the output,
 // which every form has.
 enum class View {
     HeadContributions,

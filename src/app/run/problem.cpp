@@ -499,8 +499,8 @@ std::string conv1d_note(bool causal) {
            (causal ? "" : "; GPT-2's attention is causal: add --causal to mask as it does");
 }
 
-// The run's multiply-adds: the planned pass (pass_macs, with the block's), the second pass
-// of --ablate-head and of --head-contributions.
+// The run's multiply-adds: the pass as a dry run counts them (pass_macs, with the block's),
+// the second pass of --ablate-head and of --head-contributions.
 std::uint64_t run_macs(const Config& c, std::uint64_t pass_macs) {
     return pass_macs * (1 + (c.ablate_head ? 1 : 0) + (c.head_contributions ? 1 : 0));
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The score rules of steps 7-9: Masks carries the soft-cap, what step 8 applies and step 9's
-// normaliser from the command line to the plan and the kernels; HeadMask is one (batch, head)
+// normaliser from the command line to the pass and the kernels; HeadMask is one (batch, head)
 // unit's view of it, made by unit_mask.
 
 #include <cstddef>
@@ -17,7 +17,7 @@ struct Normaliser;  // a row of core/pass/score_rules.h's table
 
 // Everything steps 7-9 apply besides the scale. The tensors are already additive (0 = may
 // attend, -inf = blocked, anything else is added to the score as PyTorch does) and optional:
-// the plan reads only which kinds there are, so --shapes-only describes a pass without them.
+// a dry run reads only which kinds there are, so --shapes-only describes a pass without them.
 // Query i is at position p = i + M − N, key j at j.
 struct Masks {
     Tensor attn_mask;     // (N, M), (B, N, M) or (B·h, N, M); empty for none
