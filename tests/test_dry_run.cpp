@@ -506,3 +506,14 @@ TEST_CASE("a dry run of gated attention describes the computed steps, in every f
                                   }));
     }
 }
+
+TEST_CASE("a dry run without a dry workspace is refused, never run on real memory", "[dry]") {
+    const mha::Sizes s = sizes(1, 4, 4, 8, 2, 2);
+    mha::ForwardOptions options;
+    options.heads = 2;
+    mha::NullTracer quiet;
+    REQUIRE_THROWS_WITH(
+        mha::forward(mha::dry_weights(s, true, false), mha::dry_inputs(s, true), {}, options,
+                     quiet),
+        Catch::Contains("a dry run's tensors come from a dry workspace"));
+}

@@ -126,8 +126,10 @@ TEST_CASE("the kept tensors at llama3-8b's size, by hand, without allocating the
 TEST_CASE("a dry run's tally adds the forward's and the backward's multiply-adds apart",
           "[backward]") {
     const mha::Sizes s{1, 3, 3, 8, 8, 8, 2, 2, 4};
+    mha::Workspace workspace = mha::Workspace::dry();
     mha::ForwardOptions options;
     options.heads = 2;
+    options.workspace = &workspace;
     mha::Tally tally;
     mha::forward_backward(mha::dry_weights(s, true, false), mha::dry_inputs(s, true), {}, options,
                           mha::Form::Packed, mha::Tensor::shape_only({1, 3, 8}), tally);

@@ -221,8 +221,10 @@ Sizes sizes_of(const BenchSize& s) {
 double multiply_adds(const BenchSize& s, bool backward) {
     const Sizes sizes = sizes_of(s);
     if (!backward) return double(forward_macs(sizes));
+    Workspace workspace = Workspace::dry();
     ForwardOptions options;
     options.heads = s.heads;
+    options.workspace = &workspace;
     Tally tally;
     forward_backward(dry_weights(sizes, true, false), dry_inputs(sizes, true), {}, options,
                      Form::Packed, Tensor::shape_only({s.batch, s.seq_len, s.d_model}), tally);

@@ -315,6 +315,7 @@ MlaSizes check_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
                     " is not (B, N, d_model = " + std::to_string(m.d_model) + ")");
     }
     check_masks(masks, mla_naive_sizes(m, x.size(0), x.size(1)));
+    check_dry_workspace(x, options);
     if (options.path == AttentionPath::Streaming) require_streamed(masks);
     if (options.ablate_head && *options.ablate_head >= m.heads) {
         throw Error("cannot ablate head " + std::to_string(*options.ablate_head) +

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/pass/score_rules.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -101,9 +102,16 @@ Sizes check_shapes(const Weights& w, const Inputs& in, const Masks& masks, std::
     return {B, N, M, E, w.kdim(), w.vdim(), heads, G, d_k};
 }
 
+void check_dry_workspace(const Tensor& x, const ForwardOptions& options) {
+    if (x.dry() && !(options.workspace && options.workspace->is_dry()))
+        throw Error("internal error: a dry run's tensors come from a dry workspace "
+                    "(ForwardOptions::workspace = Workspace::dry())");
+}
+
 Sizes check_pass(const Weights& w, const Inputs& in, const Masks& masks,
                  const ForwardOptions& options) {
     const Sizes s = check_shapes(w, in, masks, options.heads);
+    check_dry_workspace(in.x_q, options);
     if (options.path == AttentionPath::Streaming) require_streamed(masks);
     const bool positional = masks.alibi || masks.window > 0 || options.rope;
     if (positional && s.seq_len > s.kv_len) {

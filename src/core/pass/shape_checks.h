@@ -31,6 +31,11 @@ void check_masks(const Masks& masks, const Sizes& sizes);
 Sizes check_shapes(const Weights& weights, const Inputs& inputs, const Masks& masks,
                    std::size_t heads);
 
+// A dry run (x dry) takes its tensors from a dry workspace: an internal mha::Error when the
+// options hold none, rather than real memory allocated and kernels run on tensors without
+// values.
+void check_dry_workspace(const Tensor& x, const ForwardOptions& options);
+
 // check_shapes, and the rest of what a pass needs: the positional rules' N <= M, an even d_k
 // for RoPE, both QK-norm weights, the head to ablate, no causal rule with appended key/value
 // positions; throws mha::Error otherwise.
