@@ -151,9 +151,7 @@ Tensor gate_back(const Forwarded& f, const Tensor& dconcat, Gradients& g, Tensor
     dx_gate = lg.dx;
     trace.show(d_in, [&] {
         return described(StepKind::Gate, 13, "grad", "dconcat",
-                         headwise ? "dconcat = (dconcat.view(B, N, h, d_k) * gate.unsqueeze(-1))"
-                                    ".view(B, N, " + c + ")"
-                                  : "dconcat = dconcat * gate",
+                         gated_expression("dconcat", headwise, c),
                          {"B", "N", c}, macs_of({B, N, W}));
     });
     return d_in;

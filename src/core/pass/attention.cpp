@@ -552,9 +552,7 @@ Tensor gate_concat(const Weights& w, const Tensor& x, const std::string& x_name,
     });
     trace.show(gated, [&] {
         return described(StepKind::Gate, 13, "gate", "concat",
-                         headwise ? "concat = (concat.view(B, N, h, d_k) * gate.unsqueeze(-1))"
-                                    ".view(B, N, " + c + ")"
-                                  : "concat = concat * gate",
+                         gated_expression("concat", headwise, c),
                          {"B", "N", c}, macs_of({B, N, W}));
     });
     if (kept_gate) *kept_gate = gate;

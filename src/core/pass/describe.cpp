@@ -125,4 +125,9 @@ Step output_described(const Sizes& s, bool bias) {
     return step;
 }
 
+std::string gated_expression(const std::string& t, bool headwise, const std::string& width) {
+    if (!headwise) return t + " = " + t + " * gate";
+    return t + " = (" + t + ".view(B, N, h, d_k) * gate.unsqueeze(-1)).view(B, N, " + width + ")";
+}
+
 }  // namespace mha

@@ -79,4 +79,8 @@ namespace mha {
 // Step 14, output = concat @ W_o.T (+ b_o): (B, N, h·d_v) -> (B, N, d_model).
 Step output_described(const Sizes& s, bool bias);
 
+// "t = t * gate" (element-wise), or head-wise "t = (t.view(B, N, h, d_k) * gate.unsqueeze(-1))
+// .view(B, N, width)": the gate's product with the concat (t "concat") or its gradient ("dconcat").
+std::string gated_expression(const std::string& t, bool headwise, const std::string& width);
+
 }  // namespace mha
