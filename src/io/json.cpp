@@ -1,0 +1,397 @@
+// JSON parsing by recursive descent, with each value's byte offset kept for errors.
+
+#include "io/json.h"
+
+#include "core/error.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+#include <unordered_set>
+
+namespace mha::json {
+
+namespace {
+
+constexpr int max_depth = 512;
+
+class Parser {
+public:
+    Parser(const std::string& text, const std::string& what) : s_(text), what_(what) {}
+
+    Value document() {
+        Value root = value(0);
+        skip_space();
+        if (at_ < s_.size()) fail("unexpected text after the JSON value");
+        return root;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& message) const {
+        throw Error(what_ + ": byte " + std::to_string(at_) + ": " + message);
+    }
+
+    void skip_space() {
+        while (at_ < s_.size() &&
+               (s_[at_] == ' ' || s_[at_] == '\t' || s_[at_] == '\n' || s_[at_] == '\r'))
+            ++at_;
+    }
+
+    void expect(char c) {
+        skip_space();
+        if (at_ >= s_.size() || s_[at_] != c)
+            fail(std::string("expected '") + c + "'" + found());
+        ++at_;
+    }
+
+    std::string found() const {
+        if (at_ >= s_.size()) return ", found the end of the text";
+        unsigned char c = static_cast<unsigned char>(s_[at_]);
+        if (c >= 0x20 && c < 0x7f) return std::string(", found '") + s_[at_] + "'";
+        return ", found byte " + std::to_string(c);
+    }
+
+    Value value(int depth) {
+        if (depth > max_depth) fail("nested deeper than " + std::to_string(max_depth));
+        skip_space();
+        Value v;
+        v.offset = at_;
+        if (at_ >= s_.size()) fail("expected a value" + found());
+        char c = s_[at_];
+        if (c == '{') {
+            object(v, depth);
+        } else if (c == '[') {
+            array(v, depth);
+        } else if (c == '"') {
+            v.kind = Kind::string;
+            v.text = string();
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            v.kind = Kind::number;
+            v.text = number();
+        } else if (word("true")) {
+            v.kind = Kind::boolean;
+            v.boolean = true;
+        } else if (word("false")) {
+            v.kind = Kind::boolean;
+        } else if (!word("null")) {
+            fail("expected a value" + found());
+        }
+        return v;
+    }
+
+    bool word(std::string_view w) {
+        if (s_.compare(at_, w.size(), w) != 0) return false;
+        at_ += w.size();
+        return true;
+    }
+
+    void object(Value& v, int depth) {
+        v.kind = Kind::object;
+        ++at_;
+        skip_space();
+        if (at_ < s_.size() && s_[at_] == '}') {
+            ++at_;
+            return;
+        }
+        std::unordered_set<std::string> keys;
+        for (;;) {
+            skip_space();
+            if (at_ >= s_.size() || s_[at_] != '"') fail("expected a key in quotes" + found());
+            std::size_t key_at = at_;
+            std::string key = string();
+            if (!keys.insert(key).second) {
+                at_ = key_at;
+                fail("the key \"" + key + "\" appears twice");
+            }
+            expect(':');
+            v.members.emplace_back(std::move(key), value(depth + 1));
+            skip_space();
+            if (at_ < s_.size() && s_[at_] == ',') {
+                ++at_;
+                continue;
+            }
+            expect('}');
+            return;
+        }
+    }
+
+    void array(Value& v, int depth) {
+        v.kind = Kind::array;
+        ++at_;
+        skip_space();
+        if (at_ < s_.size() && s_[at_] == ']') {
+            ++at_;
+            return;
+        }
+        for (;;) {
+            v.items.push_back(value(depth + 1));
+            skip_space();
+            if (at_ < s_.size() && s_[at_] == ',') {
+                ++at_;
+                continue;
+            }
+            expect(']');
+            return;
+        }
+    }
+
+    std::string number() {
+        std::size_t start = at_;
+        auto digits = [&] {
+            std::size_t first = at_;
+            while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9') ++at_;
+            if (at_ == first) fail("expected a digit" + found());
+        };
+        if (s_[at_] == '-') ++at_;
+        if (at_ < s_.size() && s_[at_] == '0')
+            ++at_;
+        else
+            digits();
+        if (at_ < s_.size() && s_[at_] == '.') {
+            ++at_;
+            digits();
+        }
+        if (at_ < s_.size() && (s_[at_] == 'e' || s_[at_] == 'E')) {
+            ++at_;
+            if (at_ < s_.size() && (s_[at_] == '+' || s_[at_] == '-')) ++at_;
+            digits();
+        }
+        return s_.substr(start, at_ - start);
+    }
+
+    unsigned hex4() {
+        if (s_.size() - at_ < 4) fail("expected four hex digits after \\u");
+        unsigned code = 0;
+        for (int i = 0; i < 4; ++i) {
+            char c = s_[at_++];
+            unsigned digit = c >= '0' && c <= '9'   ? unsigned(c - '0')
+                             : c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10)
+                             : c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10)
+                                                    : 16;
+            if (digit == 16) {
+                --at_;
+                fail("expected four hex digits after \\u" + found());
+            }
+            code = code * 16 + digit;
+        }
+        return code;
+    }
+
+    static void append_utf8(std::string& out, unsigned code) {
+        if (code < 0x80) {
+            out += char(code);
+        } else if (code < 0x800) {
+            out += char(0xC0 | (code >> 6));
+            out += char(0x80 | (code & 0x3F));
+        } else if (code < 0x10000) {
+            out += char(0xE0 | (code >> 12));
+            out += char(0x80 | ((code >> 6) & 0x3F));
+            out += char(0x80 | (code & 0x3F));
+        } else {
+            out += char(0xF0 | (code >> 18));
+            out += char(0x80 | ((code >> 12) & 0x3F));
+            out += char(0x80 | ((code >> 6) & 0x3F));
+            out += char(0x80 | (code & 0x3F));
+        }
+    }
+
+    unsigned escaped_code() {
+        unsigned code = hex4();
+        if (code >= 0xDC00 && code <= 0xDFFF) fail("a lone low surrogate in \\u escapes");
+        if (code < 0xD800 || code > 0xDBFF) return code;
+        if (!word("\\u")) fail("a high surrogate without its low half in \\u escapes");
+        unsigned low = hex4();
+        if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate without its low half");
+        return 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+    }
+
+    // The length of the valid UTF-8 sequence starting at at_, or 0.
+    std::size_t utf8_length() const {
+        auto byte = [&](std::size_t i) {
+            return at_ + i < s_.size() ? static_cast<unsigned char>(s_[at_ + i]) : 0u;
+        };
+        auto tail = [&](std::size_t i) { return (byte(i) & 0xC0) == 0x80; };
+        unsigned b0 = byte(0), b1 = byte(1);
+        if (b0 >= 0xC2 && b0 <= 0xDF) return tail(1) ? 2 : 0;
+        if (b0 >= 0xE0 && b0 <= 0xEF) {
+            bool ok = tail(1) && tail(2) && !(b0 == 0xE0 && b1 < 0xA0) &&
+                      !(b0 == 0xED && b1 >= 0xA0);
+            return ok ? 3 : 0;
+        }
+        if (b0 >= 0xF0 && b0 <= 0xF4) {
+            bool ok = tail(1) && tail(2) && tail(3) && !(b0 == 0xF0 && b1 < 0x90) &&
+                      !(b0 == 0xF4 && b1 >= 0x90);
+            return ok ? 4 : 0;
+        }
+        return 0;
+    }
+
+    std::string string() {
+        ++at_;  // the opening quote
+        std::string out;
+        for (;;) {
+            if (at_ >= s_.size()) fail("a string without its closing quote");
+            unsigned char c = static_cast<unsigned char>(s_[at_]);
+            if (c == '"') {
+                ++at_;
+                return out;
+            }
+            if (c < 0x20) fail("a control character inside a string (write it as \\u00XX)");
+            if (c == '\\') {
+                ++at_;
+                if (at_ >= s_.size()) fail("a string without its closing quote");
+                char e = s_[at_++];
+                switch (e) {
+                    case '"': out += '"'; break;
+                    case '\\': out += '\\'; break;
+                    case '/': out += '/'; break;
+                    case 'b': out += '\b'; break;
+                    case 'f': out += '\f'; break;
+                    case 'n': out += '\n'; break;
+                    case 'r': out += '\r'; break;
+                    case 't': out += '\t'; break;
+                    case 'u': append_utf8(out, escaped_code()); break;
+                    default: --at_; fail(std::string("an unknown escape \\") + e);
+                }
+            } else if (c < 0x80) {
+                out += char(c);
+                ++at_;
+            } else {
+                std::size_t n = utf8_length();
+                if (n == 0) fail("invalid UTF-8 inside a string");
+                out.append(s_, at_, n);
+                at_ += n;
+            }
+        }
+    }
+
+    const std::string& s_;
+    const std::string& what_;
+    std::size_t at_ = 0;
+};
+
+std::string offset_words(const Value& value) { return "byte " + std::to_string(value.offset); }
+
+}  // namespace
+
+const Value* Value::find(const std::string& key) const {
+    for (const auto& member : members)
+        if (member.first == key) return &member.second;
+    return nullptr;
+}
+
+const char* kind_name(Kind kind) {
+    switch (kind) {
+        case Kind::null: return "null";
+        case Kind::boolean: return "a boolean";
+        case Kind::number: return "a number";
+        case Kind::string: return "a string";
+        case Kind::array: return "an array";
+        case Kind::object: return "an object";
+    }
+    return "a value";
+}
+
+Value parse(const std::string& text, const std::string& what) {
+    return Parser(text, what).document();
+}
+
+std::uint64_t parse_bytes(const std::string& text) {
+    // Every value but the first follows a '[', ',' or ':' outside strings; each costs one
+    // Value, plus a member's key (whose bytes are in the text), plus the hash set of keys.
+    std::uint64_t values = 1;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == ',' || c == ':') {
+            ++values;
+        }
+    }
+    constexpr std::uint64_t per_value = sizeof(Value) + sizeof(std::pair<std::string, Value>) + 64;
+    return values * per_value + 2 * std::uint64_t(text.size());
+}
+
+Where Where::at(const std::string& member) const {
+    return {what, key.empty() ? member : key + "." + member};
+}
+
+Where Where::at(std::size_t index) const {
+    return {what, key + "[" + std::to_string(index) + "]"};
+}
+
+void refuse(const Where& where, const Value& value, const std::string& message) {
+    std::string place = where.key.empty() ? offset_words(value)
+                                          : "\"" + where.key + "\" at " + offset_words(value);
+    throw Error(where.what + ": " + place + ": " + message);
+}
+
+namespace {
+
+void require(const Value& value, Kind kind, const Where& where) {
+    if (value.kind != kind)
+        refuse(where, value,
+               std::string("expected ") + kind_name(kind) + ", found " + kind_name(value.kind));
+}
+
+}  // namespace
+
+const std::string& as_string(const Value& value, const Where& where) {
+    require(value, Kind::string, where);
+    return value.text;
+}
+
+bool as_bool(const Value& value, const Where& where) {
+    require(value, Kind::boolean, where);
+    return value.boolean;
+}
+
+double as_double(const Value& value, const Where& where) {
+    require(value, Kind::number, where);
+    errno = 0;
+    double d = std::strtod(value.text.c_str(), nullptr);
+    if (errno == ERANGE && std::isinf(d))
+        refuse(where, value, value.text + " is beyond the range of a double");
+    return d;
+}
+
+std::int64_t as_int(const Value& value, const Where& where) {
+    require(value, Kind::number, where);
+    bool plain = value.text.find_first_of(".eE") == std::string::npos;
+    if (plain) {
+        errno = 0;
+        long long n = std::strtoll(value.text.c_str(), nullptr, 10);
+        if (errno == ERANGE) refuse(where, value, value.text + " is beyond a 64-bit integer");
+        return n;
+    }
+    double d = as_double(value, where);
+    constexpr double exact = 9007199254740992.0;  // 2^53
+    if (d != std::floor(d) || std::fabs(d) > exact)
+        refuse(where, value, "expected an integer, found " + value.text);
+    return static_cast<std::int64_t>(d);
+}
+
+std::uint64_t as_size(const Value& value, const Where& where) {
+    std::int64_t n = as_int(value, where);
+    if (n < 0) refuse(where, value, "expected a non-negative integer, found " + value.text);
+    return static_cast<std::uint64_t>(n);
+}
+
+const std::vector<Value>& as_array(const Value& value, const Where& where) {
+    require(value, Kind::array, where);
+    return value.items;
+}
+
+const Value& as_object(const Value& value, const Where& where) {
+    require(value, Kind::object, where);
+    return value;
+}
+
+}  // namespace mha::json
