@@ -393,3 +393,20 @@ TEST_CASE("the SVG: a light palette, hatched masked cells, a caption, any --text
                              Catch::Contains("head 0 ["));
     CHECK(count_of(auto_svg, "masked") == 0);  // no mask, nothing hatched
 }
+
+TEST_CASE("TERM unset or dumb gets no colour on a terminal, as NO_COLOR", "[palette]") {
+    CHECK(dumb_terminal(nullptr));
+    CHECK(dumb_terminal(""));
+    CHECK(dumb_terminal("dumb"));
+    CHECK_FALSE(dumb_terminal("xterm-256color"));
+    // script(1) gives the run a real terminal on stdout, so --color auto is what is tried
+    const std::string on_terminal = "script -qec \"" + test::mha_binary() + " " + demo_args +
+                                    "\" /dev/null";
+    const test::RunResult xterm = test::run_command("TERM=xterm NO_COLOR= " + on_terminal);
+    CHECK_THAT(xterm.output, Catch::Contains("\x1b[48;5;"));
+    for (const char* term : {"TERM=dumb", "TERM=", "env -u TERM"}) {
+        const test::RunResult plain = test::run_command(std::string(term) + " " + on_terminal);
+        CHECK(plain.status == 0);
+        CHECK_THAT(plain.output, !Catch::Contains("\x1b["));
+    }
+}

@@ -496,3 +496,18 @@ TEST_CASE("mha train --save-batches writes every step's batch", "[train]") {
     }
     fs::remove_all(dir);
 }
+
+TEST_CASE("TERM unset or dumb: plain lines on a terminal too, as with NO_COLOR") {
+    const std::string train = test::mha_binary() +
+                              " train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
+                              " --layers 1 --d-ff 16 --out " +
+                              test::temp_path("dumb-term.npz");
+    for (const char* term : {"TERM=xterm", "TERM=dumb", "env -u TERM"}) {
+        // script(1) gives the run a real terminal on stdout
+        const test::RunResult run =
+            test::run_command(std::string(term) + " NO_COLOR= script -qec '" + train + "' /dev/null");
+        CHECK(run.status == 0);
+        const bool panel = run.output.find("\x1b[?1049h") != std::string::npos;
+        CHECK(panel == (std::string(term) == "TERM=xterm"));
+    }
+}

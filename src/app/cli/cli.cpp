@@ -473,9 +473,9 @@ const std::vector<Row>& mha_table() {
                  c.view_heads.push_back(parse_index(a));
          }},
         {{"--color", 0, "auto|always|never|256|truecolor",
-          "colour the heatmap (auto: a terminal without NO_COLOR;\n"
-          "true colour when COLORTERM is truecolor or 24bit);\n"
-          "256 or truecolor: always, at that depth"},
+          "colour the heatmap (auto: a terminal, TERM not dumb,\n"
+          "NO_COLOR unset; true colour when COLORTERM is truecolor\n"
+          "or 24bit); 256 or truecolor: always, at that depth"},
          [](Config& c, const Arg& a) {
              c.color = parse_choice<ColorChoice>(a, {{"auto", ColorChoice::Auto},
                                                      {"always", ColorChoice::Always},

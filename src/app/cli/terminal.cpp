@@ -147,12 +147,18 @@ std::size_t terminal_width(const char* columns_variable, bool stdout_is_terminal
     return fallback_width;
 }
 
+bool dumb_terminal(const char* term) { return !set(term) || std::strcmp(term, "dumb") == 0; }
+
+bool stdout_takes_escapes() {
+    return isatty(STDOUT_FILENO) == 1 && !dumb_terminal(std::getenv("TERM"));
+}
+
 HeatmapStyle terminal_style(ColorChoice choice) {
     const bool terminal = isatty(STDOUT_FILENO) == 1;
     HeatmapStyle style;
     style.width = terminal_width(std::getenv("COLUMNS"), terminal);
-    style.shading =
-        choose_shading(choice, terminal, std::getenv("NO_COLOR"), std::getenv("COLORTERM"));
+    style.shading = choose_shading(choice, stdout_takes_escapes(), std::getenv("NO_COLOR"),
+                                   std::getenv("COLORTERM"));
     return style;
 }
 

@@ -16,6 +16,13 @@ namespace mha {
 Shading choose_shading(ColorChoice choice, bool stdout_is_terminal, const char* no_color,
                        const char* colorterm);
 
+// TERM unset, empty or "dumb": a terminal that takes no escape sequences, so no colour and
+// no live panel, as with NO_COLOR.
+bool dumb_terminal(const char* term);
+
+// stdout is a terminal that takes escape sequences (TERM not dumb).
+bool stdout_takes_escapes();
+
 // COLUMNS when it is a number, else the terminal's width, else 80.
 std::size_t terminal_width(const char* columns_variable, bool stdout_is_terminal);
 

@@ -3,8 +3,6 @@
 
 #include "app/train/train.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/cli/terminal.h"
 #include "app/train/train_checkpoint.h"
 #include "app/train/train_checks.h"
 #include "app/train/train_data.h"
@@ -197,7 +196,7 @@ public:
     int run() {
         InterruptFlag flag;
         screen_.emplace(std::cout,
-                        wants_live_panel(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
+                        wants_live_panel(stdout_takes_escapes(), std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
             log_.open(o_.log, o_.resume.empty() ? std::ios::trunc : std::ios::app);
             if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
@@ -359,7 +358,7 @@ Trains the character model of examples/models/README.md (kjv-2x4's recipe:
 3000 steps) on 1.5 MiB of the King James Bible built into mha, or on
 --corpus, and shows the heads form: every --eval-every steps the held-out
 loss and each head's previous-token and induction scores. On a terminal
-(NO_COLOR unset) a live panel redraws them in place, with the loss curves,
+(NO_COLOR unset, TERM not dumb) a live panel redraws them in place, with the loss curves,
 score bars and two heads' weights (docs/training.md); otherwise one line per
 evaluation. Ctrl-C saves the
 checkpoint and stops (exit 130); --resume goes on bit for bit. The same seed
