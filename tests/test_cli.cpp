@@ -353,6 +353,9 @@ TEST_CASE("did you mean: options, subcommands and presets") {
         {"--heads=4 --kv-haeds 2", "unknown option '--kv-haeds'; did you mean '--kv-heads'?"},
         {"qiuz", "unknown command 'qiuz'; did you mean 'quiz'? (see mha --help)"},
         {"bnech --quick", "unknown command 'bnech'; did you mean 'bench'?"},
+        {"--trace train",
+         "'train' is a command: it comes first, as in 'mha train --help'; options before it are "
+         "not its options"},
         {"bench --reapet 3",
          "unknown bench option '--reapet'; did you mean '--repeat'? (see mha bench --help)"},
         {"quiz --cuont=3",

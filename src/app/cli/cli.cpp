@@ -151,6 +151,10 @@ std::vector<Given> read_options(const CommandInfo& command, const std::vector<st
         const bool is_long = word.rfind("--", 0) == 0 && word.size() > 2;
         const bool is_short = word.size() >= 2 && word[0] == '-' && word[1] != '-';
         if (options_end || (!is_long && !is_short)) {
+            const auto& commands = command.subcommands;
+            if (std::find(commands.begin(), commands.end(), word) != commands.end())
+                throw Error("'" + word + "' is a command: it comes first, as in 'mha " + word +
+                            " --help'; options before it are not its options");
             const std::string command_hint = did_you_mean(word, command.subcommands);
             if (!command_hint.empty())
                 throw Error("unknown command '" + word + "'" + command_hint + see);
