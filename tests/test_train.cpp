@@ -511,3 +511,38 @@ TEST_CASE("TERM unset or dumb: plain lines on a terminal too, as with NO_COLOR")
         CHECK(panel == (std::string(term) == "TERM=xterm"));
     }
 }
+
+TEST_CASE("no file is named by two of mha train's options, but --resume F --out F") {
+    const fs::path dir = test::temp_path("train-same-file");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string corpus = (dir / "corpus.txt").string();
+    const std::string out = (dir / "m.npz").string();
+    const std::string tiny = " --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2 --layers 1"
+                             " --d-ff 16";
+    {
+        std::ofstream(corpus) << std::string(4000, 'a') + "the quick brown fox jumps over it\n";
+    }
+    REQUIRE(test::run_mha("train --corpus " + corpus + " --out " + out + tiny).status == 0);
+    const std::string corpus_text = test::read_text(corpus);
+    fs::create_symlink(corpus, dir / "link.txt");
+    const std::string link = (dir / "link.txt").string();
+    const std::string fresh = (dir / "new.log").string();
+    const auto [args, first, second] = GENERATE_COPY(table<std::string, std::string, std::string>({
+        {"--corpus " + corpus + " --out " + corpus, "--corpus", "--out"},
+        {"--corpus " + corpus + " --log " + link, "--corpus", "--log"},  // through a link
+        {"--resume " + out + " --log " + out, "--resume", "--log"},
+        {"--resume " + out + " --save-batches " + out, "--resume", "--save-batches"},
+        {"--out " + fresh + " --save-batches " + dir.string() + "/./new.log", "--out",
+         "--save-batches"},  // a file not yet made, named two ways
+        {"--out " + out + " --log " + out + " --corpus " + corpus, "--out", "--log"},
+    }));
+    test::check_rejected("train " + args + tiny,
+                         first + " and " + second + " name the same file; the run would "
+                         "overwrite it: give " + second + " another name");
+    CHECK(test::read_text(corpus) == corpus_text);
+    CHECK_FALSE(fs::exists(fresh));
+    // the one exception: go on in place
+    CHECK(test::run_mha("train --resume " + out + " --out " + out + " --corpus " + corpus).status ==
+          0);
+}

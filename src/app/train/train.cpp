@@ -386,6 +386,7 @@ int run_train(const std::vector<std::string>& args) {
     check_writable(o.out);
     if (!o.log.empty()) check_writable(o.log);
     if (!o.save_batches.empty()) check_writable(o.save_batches);
+    check_distinct_files(o);
     const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
     const std::string text = read_corpus_text(o);
     Corpus corpus = read_corpus(text, source);

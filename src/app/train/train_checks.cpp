@@ -2,7 +2,10 @@
 
 #include "app/train/train_checks.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "app/run/time_guard.h"
@@ -11,6 +14,7 @@
 #include "core/forms/block.h"
 #include "core/pass/costs.h"
 #include "core/train/train_step.h"
+#include "io/atomic_file.h"
 
 namespace mha {
 
@@ -21,6 +25,16 @@ std::string sizes_text(const TrainSettings& s) {
     return "--layers " + std::to_string(m.layers) + " -d " + std::to_string(m.d_model) + " -H " +
            std::to_string(m.heads) + " --d-ff " + std::to_string(m.d_ff) + " --context " +
            std::to_string(m.context) + " --batch " + std::to_string(s.batch);
+}
+
+// What makes two names one file: its device and inode when it exists, else the absolute
+// path it would be made at, links followed.
+std::string file_identity(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0)
+        return std::to_string(status.st_dev) + ":" + std::to_string(status.st_ino);
+    namespace fs = std::filesystem;
+    return fs::weakly_canonical(fs::absolute(write_target(path))).string();
 }
 
 // The attention sizes of one layer on a batch.
@@ -114,6 +128,25 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
         throw Error("--resume " + o.resume + " was trained on another corpus (" +
                     to_string(c.corpus_characters) + " characters), not " + source + " (" +
                     to_string(corpus.characters) + "); give the --corpus it was trained on");
+    }
+}
+
+void check_distinct_files(const TrainOptions& o) {
+    const std::pair<const char*, const std::string*> files[] = {
+        {"--corpus", &o.corpus}, {"--resume", &o.resume}, {"--out", &o.out},
+        {"--log", &o.log},       {"--save-batches", &o.save_batches}};
+    std::vector<std::pair<const char*, std::string>> named;
+    for (const auto& [option, path] : files)
+        if (!path->empty()) named.emplace_back(option, file_identity(*path));
+    for (std::size_t i = 0; i < named.size(); ++i) {
+        for (std::size_t j = i + 1; j < named.size(); ++j) {
+            const bool in_place = std::string(named[i].first) == "--resume" &&
+                                  std::string(named[j].first) == "--out";
+            if (named[i].second != named[j].second || in_place) continue;
+            throw Error(std::string(named[i].first) + " and " + named[j].first +
+                        " name the same file; the run would overwrite it: give " +
+                        named[j].first + " another name");
+        }
     }
 }
 

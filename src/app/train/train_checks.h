@@ -18,6 +18,11 @@ namespace mha {
 void check_resume_matches(const TrainOptions& o, const std::vector<std::string>& given,
                           const Checkpoint& c, const Corpus& corpus, const std::string& source);
 
+// No file is named by two of --corpus, --out, --log, --resume and --save-batches (after
+// following links: the same device and inode, or the same path for a file not yet made), but
+// for --resume F --out F, which goes on in place.
+void check_distinct_files(const TrainOptions& o);
+
 // d_model must split into the heads.
 void check_sizes(const TrainSettings& s);
 
