@@ -546,3 +546,65 @@ TEST_CASE("no file is named by two of mha train's options, but --resume F --out 
     CHECK(test::run_mha("train --resume " + out + " --out " + out + " --corpus " + corpus).status ==
           0);
 }
+
+namespace {
+
+// `path` written again with one value of array `name` replaced.
+void damage(const std::string& path, const std::string& name, std::size_t index, double value) {
+    std::map<std::string, mha::npy::Array> arrays = mha::npy::read_npz(path);
+    REQUIRE(arrays.count(name) == 1);
+    arrays.at(name).values.at(index) = value;
+    std::vector<std::pair<std::string, mha::Tensor>> floats;
+    std::vector<std::pair<std::string, mha::npy::Array>> others;
+    for (const auto& [key, array] : arrays) {
+        if (array.kind == 'f' && array.item_size == 4)
+            floats.emplace_back(key, mha::npy::to_tensor(array));
+        else
+            others.emplace_back(key, array);
+    }
+    mha::npy::write_npz(path, floats, others);
+}
+
+}  // namespace
+
+TEST_CASE("--resume refuses a checkpoint holding values mha train cannot have written") {
+    const fs::path dir = test::temp_path("train-damaged");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string corpus = (dir / "corpus.txt").string(), good = (dir / "good.npz").string();
+    {
+        std::ofstream(corpus) << std::string(3000, 'a') + "the quick brown fox jumps over it\n";
+    }
+    REQUIRE(test::run_mha("train --corpus " + corpus + " --out " + good +
+                          " --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
+                          " --layers 1 --d-ff 16")
+                .status == 0);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const auto [name, index, value, message] =
+        GENERATE_COPY(table<std::string, std::size_t, double, std::string>({
+            {"train.recipe", 0, -0.003,
+             "train.recipe[0] (--lr) holds -0.003; mha train writes a positive rate"},
+            {"train.recipe", 1, nan, "train.recipe[1] (clip) holds nan; mha train writes a positive"},
+            {"train.sizes", 6, 4611686018427387904.0,
+             "train.sizes[6] (--steps) holds 4.61169e+18; mha train writes the bounds its options"},
+            {"train.seconds", 0, nan, "train.seconds holds nan; mha train writes the seconds"},
+            {"train.seconds", 0, 1e300, "train.seconds holds 1e+300; mha train writes the seconds"},
+            {"train.history", 4, nan, "train.history holds nan; mha train writes the steps evaluated"},
+            {"vocab", 5, 0x3b1, "its vocab array holds other characters than the corpus it was"},
+        }));
+    const std::string bad = (dir / "bad.npz").string();
+    fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
+    damage(bad, name, index, value);
+    test::check_rejected("train --resume " + bad + " --out " + (dir / "next.npz").string() +
+                             " --corpus " + corpus,
+                         message);
+    CHECK_FALSE(fs::exists(dir / "next.npz"));
+}
+
+TEST_CASE("the closing line counts one step as one step") {
+    const test::RunResult run = test::run_mha(
+        "train --steps 1 --eval-every 1 --context 8 --batch 2 -d 16 -H 2 --layers 1 --d-ff 16"
+        " --out " + test::temp_path("one-step.npz"));
+    CHECK(run.status == 0);
+    CHECK_THAT(run.output, Catch::Contains("mha: trained 1 step in "));
+}

@@ -240,7 +240,8 @@ public:
         }
         save();
         screen_.reset();
-        std::cout << "mha: trained " << recipe.steps << " steps in " << fixed(elapsed(), 1)
+        std::cout << "mha: trained " << with_commas(recipe.steps)
+                  << (recipe.steps == 1 ? " step in " : " steps in ") << fixed(elapsed(), 1)
                   << " s; the model is in " << escaped(o_.out) << " (mha --model "
                   << escaped(o_.out) << " --text \"...\" --summary)\n";
         return 0;

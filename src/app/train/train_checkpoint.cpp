@@ -3,7 +3,10 @@
 #include "app/train/train_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/train/parameters.h"
@@ -45,6 +48,21 @@ npy::Array scores(const std::vector<TrainEvaluation>& history, const ModelSizes&
             out.values.insert(out.values.end(), layer.begin(), layer.end());
     return out;
 }
+
+// A value mha train could not have written (out of its option's bounds, or not finite):
+// "PATH: train.NAME holds V; mha train writes RANGE (a damaged file?)".
+double checked(const std::string& path, const std::string& name, double value, double low,
+               double high, const char* range) {
+    if (!(value >= low && value <= high)) {  // NaN fails both
+        std::ostringstream shown;
+        shown << value;
+        throw Error(path + ": " + prefix + name + " holds " + shown.str() + "; mha train writes " +
+                    range + " (a damaged file?)");
+    }
+    return value;
+}
+
+constexpr double max_seconds = 1e9;  // about 32 years
 
 class Reader {
 public:
@@ -120,6 +138,14 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     Checkpoint c;
     Reader read(arrays, path);
     const std::vector<double> sizes = read.values("sizes", 'i', 8);
+    const char* size_names[] = {"sizes[0] (--layers)", "sizes[1] (--d-model)",
+                                "sizes[2] (--heads)",  "sizes[3] (--d-ff)",
+                                "sizes[4] (--context)", "sizes[5] (--batch)",
+                                "sizes[6] (--steps)",  "sizes[7] (warm-up steps)"};
+    const double size_limits[] = {256, 65536, 4096, 1 << 20, 65536, 65536, 1e9, 1e9};
+    for (std::size_t i = 0; i < 8; ++i)
+        checked(path, size_names[i], sizes[i], i == 7 ? 0 : 1, size_limits[i],
+                "the bounds its options take");
     c.state = start_training(model_from_arrays(arrays, path));
     const Model& m = c.state.model;
     ModelSizes& s = c.settings.sizes;
@@ -141,16 +167,24 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     r.steps = std::size_t(sizes[6]);
     r.warmup = std::size_t(sizes[7]);
     const std::vector<double> recipe = read.values("recipe", 'f', 6);
-    r.lr = recipe[0];
-    r.clip = recipe[1];
-    r.adamw = {recipe[2], recipe[3], recipe[4], recipe[5]};
+    const double huge = std::numeric_limits<double>::max();
+    r.lr = checked(path, "recipe[0] (--lr)", recipe[0], 1e-300, huge, "a positive rate");
+    r.clip = checked(path, "recipe[1] (clip)", recipe[1], 1e-300, huge, "a positive norm");
+    r.adamw = {checked(path, "recipe[2] (beta1)", recipe[2], 0, 0.999999999, "0 <= beta < 1"),
+               checked(path, "recipe[3] (beta2)", recipe[3], 0, 0.999999999, "0 <= beta < 1"),
+               checked(path, "recipe[4] (eps)", recipe[4], 1e-300, huge, "a positive eps"),
+               checked(path, "recipe[5] (weight decay)", recipe[5], 0, huge,
+                       "a finite decay of 0 or more")};
     c.settings.seed = joined(read.values("seed", 'i', 2), 0);
     const std::vector<double> corpus = read.values("corpus", 'i', 3);
     c.corpus_characters = std::uint64_t(corpus[0]);
     c.corpus_fingerprint = joined(corpus, 1);
     c.state.step = std::uint64_t(read.values("step", 'i', 1)[0]);
-    c.seconds = read.values("seconds", 'f', 1)[0];
+    c.seconds = checked(path, "seconds", read.values("seconds", 'f', 1)[0], 0, max_seconds,
+                        "the seconds trained, 0 to 1e9");
     c.step_losses = read.values("step_losses", 'f', 0);
+    for (double loss : c.step_losses)
+        checked(path, "step_losses", loss, 0, huge, "finite losses of 0 or more");
     if (c.step_losses.size() != c.state.step || c.state.step > r.steps) {
         throw Error(path + ": train.step_losses holds " + std::to_string(c.step_losses.size()) +
                     " losses for step " + std::to_string(c.state.step) + " of " +
@@ -166,12 +200,19 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     const std::size_t evaluations = history.size() / 4, cells = s.layers * s.heads;
     const std::vector<double>& prev = read.values("prev_token", 'f', evaluations * cells);
     const std::vector<double>& induction = read.values("induction", 'f', evaluations * cells);
+    for (double score : prev) checked(path, "prev_token", score, 0, 1, "scores from 0 to 1");
+    for (double score : induction) checked(path, "induction", score, 0, 1, "scores from 0 to 1");
     for (std::size_t e = 0; e < evaluations; ++e) {
         TrainEvaluation t;
-        t.step = std::size_t(history[4 * e]);
-        t.seconds = history[4 * e + 1];
-        t.loss = history[4 * e + 2];
-        t.val_loss = history[4 * e + 3];
+        const double previous = e == 0 ? 0 : double(c.history.back().step) + 1;
+        t.step = std::size_t(checked(path, "history", history[4 * e], previous,
+                                     double(c.state.step), "the steps evaluated, in order"));
+        t.seconds = checked(path, "history", history[4 * e + 1], 0, max_seconds,
+                            "the seconds trained, 0 to 1e9");
+        t.loss = history[4 * e + 2];  // NaN at step 0: no step has a loss yet
+        if (t.step != 0 || !std::isnan(t.loss))
+            checked(path, "history", t.loss, 0, huge, "finite losses");
+        t.val_loss = checked(path, "history", history[4 * e + 3], 0, huge, "finite losses");
         for (std::size_t l = 0; l < s.layers; ++l) {
             const std::size_t at = e * cells + l * s.heads;
             t.prev_token.emplace_back(prev.begin() + std::ptrdiff_t(at),

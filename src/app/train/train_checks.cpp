@@ -129,6 +129,11 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
                     to_string(c.corpus_characters) + " characters), not " + source + " (" +
                     to_string(corpus.characters) + "); give the --corpus it was trained on");
     }
+    if (c.state.model.vocab != corpus.vocab) {
+        throw Error("--resume " + o.resume +
+                    ": its vocab array holds other characters than the corpus it was trained on "
+                    "(a damaged file?)");
+    }
 }
 
 void check_distinct_files(const TrainOptions& o) {
