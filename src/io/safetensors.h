@@ -18,17 +18,17 @@ namespace mha::safetensors {
 // The dtypes read; any other ("I8", "BOOL", "F8_E4M3", ...) is refused by name at open.
 enum class DType { F64, F32, F16, BF16 };
 
-const char* dtype_name(DType dtype);          // "F64", "F32", "F16", "BF16", as files write them
-std::size_t item_size(DType dtype);           // bytes per element in the file: 8, 4, 2, 2
+const char* dtype_name(DType dtype);  // "F64", "F32", "F16", "BF16", as files write them
+std::size_t item_size(DType dtype);   // bytes per element in the file: 8, 4, 2, 2
 
 // One tensor as a header describes it.
 struct Entry {
     std::string name;
     DType dtype = DType::F32;
-    Shape shape;               // the tensor's shape; () for a scalar
-    std::string file;          // the .safetensors file holding it (symlinks are followed on reading)
-    std::uint64_t begin = 0;   // byte range [begin, end) of its data in that file: absolute,
-    std::uint64_t end = 0;     //   the 8 length bytes and the header included
+    Shape shape;              // the tensor's shape; () for a scalar
+    std::string file;         // the .safetensors file holding it (symlinks are followed on reading)
+    std::uint64_t begin = 0;  // byte range [begin, end) of its data in that file: absolute,
+    std::uint64_t end = 0;    //   the 8 length bytes and the header included
 };
 
 // The file's tensors from its first bytes: reads the 8-byte length and the header only.
@@ -83,7 +83,7 @@ public:
 
 private:
     std::string dir_;
-    std::string source_;                   // "model.safetensors" or "model.safetensors.index.json"
+    std::string source_;  // "model.safetensors" or "model.safetensors.index.json"
     std::map<std::string, Entry> entries_;
 };
 
