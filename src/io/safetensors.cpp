@@ -99,7 +99,8 @@ Entry entry_of(const std::string& name, const json::Value& value, const json::Wh
     const std::vector<json::Value>& pair = json::as_array(offsets, at);
     if (pair.size() != 2)
         json::refuse(at, offsets,
-                     "expected [begin, end], found " + text_of(pair.size()) + " values");
+                     "expected [begin, end], found " + text_of(pair.size()) +
+                         (pair.size() == 1 ? " value" : " values"));
     entry.begin = json::as_size(pair[0], at.at(0));
     entry.end = json::as_size(pair[1], at.at(1));
     const std::string range = "[" + text_of(entry.begin) + ", " + text_of(entry.end) + ")";

@@ -43,8 +43,9 @@ std::vector<Entry> read_header(const std::string& file, const Ledger& ledger);
 std::vector<Entry> parse_header(const std::string& bytes, std::uint64_t size,
                                 const std::string& file, const Ledger& ledger);
 
-// Little-endian element bytes widened to float32 (exact for F32, F16, BF16, with subnormals,
-// infinities and NaN payloads kept; F64 rounded to nearest). `count` elements from `bytes`
+// Little-endian element bytes widened to float32 as torch's .float() widens them: exact for
+// F32, F16, BF16, subnormals and infinities included, NaN payloads kept (an F16 signalling
+// NaN made quiet, as torch does); F64 rounded to nearest even. `count` elements from `bytes`
 // into `out`. An F64 value that is finite but beyond float32's range is refused, naming
 // `what` and the element's index (first_index + its position).
 float f16_to_f32(std::uint16_t bits);

@@ -71,12 +71,15 @@ std::size_t item_size(DType dtype) {
 
 // IEEE half: 1 sign bit, 5 exponent bits (bias 15), 10 fraction bits. Every half is a float
 // exactly: a normal one rebiased (127 - 15), a subnormal one fraction · 2^-24 (a normal
-// float), the fraction of a NaN kept in the float's top fraction bits.
+// float), the fraction of a NaN kept in the float's top fraction bits and the NaN made quiet,
+// as torch's .float() and the F16C instruction give it.
 float f16_to_f32(std::uint16_t bits) {
     const std::uint32_t sign = std::uint32_t(bits >> 15) << 31;
     const std::uint32_t exponent = (bits >> 10) & 0x1F;
     const std::uint32_t fraction = bits & 0x3FF;
-    if (exponent == 0x1F) return from_bits(sign | 0x7F800000u | (fraction << 13));
+    constexpr std::uint32_t quiet = 0x00400000;
+    if (exponent == 0x1F && fraction == 0) return from_bits(sign | 0x7F800000u);
+    if (exponent == 0x1F) return from_bits(sign | 0x7F800000u | quiet | (fraction << 13));
     if (exponent != 0) return from_bits(sign | ((exponent + 127 - 15) << 23) | (fraction << 13));
     const float magnitude = std::ldexp(static_cast<float>(fraction), -24);  // 0 or subnormal
     return sign != 0 ? -magnitude : magnitude;
