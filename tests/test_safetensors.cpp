@@ -91,11 +91,21 @@ void write(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// The folders the tests made, removed when the test process ends.
+struct MadeFolders {
+    std::vector<std::string> paths;
+    ~MadeFolders() {
+        for (const std::string& path : paths) fs::remove_all(path);
+    }
+};
+
 // An empty folder of its own for one test.
 std::string folder(const std::string& name) {
+    static MadeFolders made;
     const std::string dir = test::temp_path("st-" + name);
     fs::remove_all(dir);
     fs::create_directories(dir);
+    made.paths.push_back(dir);
     return dir;
 }
 
@@ -532,4 +542,83 @@ TEST_CASE("safetensors: a folder without safetensors files is refused", "[safete
                         dir +
                             "/model.safetensors: truncated: byte 0 gives the header's length as "
                             "8 bytes, but only 2 follow");
+}
+
+// ---- the budget bounds the working set, not the file -------------------------------------
+
+namespace {
+
+// A safetensors file of BF16 zeros in these shapes, sparse: its header, then a hole to the
+// end of the data (nothing is written, so a 2.3 GiB file takes no disk).
+void write_sparse_bf16(const std::string& path,
+                       const std::vector<std::pair<std::string, Shape>>& tensors) {
+    std::string header = "{";
+    std::uint64_t data = 0;
+    for (const auto& [name, shape] : tensors) {
+        const std::uint64_t bytes = 2 * element_count(shape);
+        header += std::string(header.size() > 1 ? "," : "") + "\"" + name +
+                  "\":{\"dtype\":\"BF16\",\"shape\":" + shape_json(shape) + ",\"data_offsets\":[" +
+                  std::to_string(data) + "," + std::to_string(data + bytes) + "]}";
+        data += bytes;
+    }
+    const std::string start = with_header(header + "}");
+    write(path, start);
+    fs::resize_file(path, start.size() + data);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "safetensors: a Llama-3.2-1B-shaped folder (2.3 GiB of BF16) is read within 2 GiB, "
+    "a piece at a time",
+    "[safetensors][big]") {
+    const std::size_t hidden = 2048, mlp = 8192, kv = 512, vocab = 128256, layers = 16;
+    std::vector<std::pair<std::string, Shape>> tensors = {
+        {"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
+    for (std::size_t l = 0; l < layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{
+                 {"self_attn.q_proj.weight", {hidden, hidden}},
+                 {"self_attn.k_proj.weight", {kv, hidden}},
+                 {"self_attn.v_proj.weight", {kv, hidden}},
+                 {"self_attn.o_proj.weight", {hidden, hidden}},
+                 {"mlp.gate_proj.weight", {mlp, hidden}},
+                 {"mlp.up_proj.weight", {mlp, hidden}},
+                 {"mlp.down_proj.weight", {hidden, mlp}},
+                 {"input_layernorm.weight", {hidden}},
+                 {"post_attention_layernorm.weight", {hidden}}})
+            tensors.push_back({p + name, shape});
+    }
+    const std::string dir = folder("llama-1b");
+    write_sparse_bf16(dir + "/model.safetensors", tensors);
+    const std::uint64_t gib = std::uint64_t(1) << 30;
+    CHECK(fs::file_size(dir + "/model.safetensors") > 2 * gib);  // more than the budget
+
+    Ledger ledger(2 * gib);
+    const Folder model = Folder::open(dir, ledger);
+    std::uint64_t all = 0;
+    for (const std::string& name : model.names()) all += model.float32_bytes(name);
+    CHECK(all > 4 * gib);  // the whole model in float32: twice the budget
+
+    const std::vector<std::size_t> prompt = {128000, 791, 6864, 315, 9822, 374,
+                                             12366,  13,  1,    2,   3,    4};
+    ledger.hold(model.read_rows("model.embed_tokens.weight", prompt, ledger).numel() * 4);
+    std::uint64_t layer = 0;
+    for (const std::string& name : model.names()) {
+        if (name.rfind("model.layers.0.", 0) != 0) continue;
+        const Tensor weight = model.read(name, ledger);
+        CHECK(weight.to_vector()[weight.numel() - 1] == 0.0f);
+        layer += weight.numel() * 4;
+        ledger.hold(weight.numel() * 4);
+    }
+    CHECK(layer == 243286016);  // 232 MiB
+    const Tensor chunk =
+        model.read_row_range("model.embed_tokens.weight", vocab - 8192, 8192, ledger);
+    CHECK(chunk.shape() == Shape{8192, hidden});
+    // with 1 GiB more held, the whole table in float32 (1002 MiB) is refused by the ledger,
+    // before anything is allocated
+    ledger.hold(gib);
+    REQUIRE_THROWS_WITH(model.read("model.embed_tokens.weight", ledger),
+                        Catch::Contains("tensor model.embed_tokens.weight: its values (128256, "
+                                        "2048) in float32 need 1002 MiB"));
 }

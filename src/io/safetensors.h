@@ -54,7 +54,8 @@ void widen(DType dtype, const char* bytes, std::size_t count, float* out, const 
            std::uint64_t first_index);
 
 // A Hugging Face model folder's tensors: model.safetensors, or model.safetensors.index.json
-// and the shards its weight_map names. Every header is read and checked at open; no tensor
+// and the shards its weight_map names (the single file when both are there, as transformers
+// chooses). Every header is read and checked at open; no tensor
 // data is read until asked for.
 class Folder {
 public:
