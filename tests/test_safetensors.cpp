@@ -396,7 +396,12 @@ TEST_CASE("safetensors: reads are refused before allocating beyond the ledger", 
                             "/model.safetensors: tensor x: its values (3, 4) in float32 need 48 B "
                             "(and 48 B to read them), more than --max-memory 50 B; raise "
                             "--max-memory or use a smaller checkpoint");
-    CHECK(model.read_rows("x", {1}, Ledger(32)).numel() == 4);  // 16 B and a 16-byte buffer
+    CHECK(model.read_rows("x", {0, 2}, Ledger(48)).numel() == 8);  // 32 B and a row's 16 B
+    REQUIRE_THROWS_WITH(model.read_rows("x", {0, 2}, Ledger(47)),
+                        dir +
+                            "/model.safetensors: tensor x: rows (2, 4) in float32 need 32 B (and "
+                            "16 B to read them), more than --max-memory 47 B; raise --max-memory "
+                            "or use a smaller checkpoint");
     REQUIRE_THROWS_WITH(model.read_row_range("x", 0, 2, Ledger(63)),
                         Catch::StartsWith(dir + "/model.safetensors: tensor x: rows (2, 4) in "
                                                 "float32 need 32 B (and 32 B to read them)"));

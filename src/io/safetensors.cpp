@@ -45,9 +45,7 @@ DType dtype_of(const json::Value& value, const json::Where& where) {
     const std::string& name = json::as_string(value, where);
     for (DType dtype : read_dtypes)
         if (name == dtype_name(dtype)) return dtype;
-    json::refuse(
-        where, value,
-        "dtype " + bytes::printable(name) + " is not read; mha reads F32, F16, BF16 and F64");
+    json::refuse(where, value, "dtype " + name + " is not read; mha reads F32, F16, BF16 and F64");
 }
 
 Shape shape_of(const json::Value& value, const json::Where& where) {
@@ -169,7 +167,7 @@ std::vector<Entry> entries_from(const std::string& text, std::uint64_t size,
                 json::as_string(member.second, at.at(member.first));
             continue;
         }
-        entries.push_back(entry_of(bytes::printable(name), value, where.at(name), data_size));
+        entries.push_back(entry_of(name, value, where.at(name), data_size));
     }
     check_tiling(entries, data_size, file);
     for (Entry& entry : entries) {

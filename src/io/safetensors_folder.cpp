@@ -4,7 +4,6 @@
 #include "io/safetensors.h"
 
 #include "core/checked.h"
-#include "io/bytes.h"
 #include "io/file_range.h"
 #include "io/json.h"
 #include "io/read_file.h"
@@ -39,13 +38,11 @@ std::string range_of(const Entry& entry) {
 }
 
 // A weight_map value: a file name in the folder, not a path out of it.
-const std::string& shard_name(const json::Value& value, const json::Where& where) {
+void check_shard_name(const json::Value& value, const json::Where& where) {
     const std::string& name = json::as_string(value, where);
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-        json::refuse(
-            where, value,
-            "expected a shard's file name in the folder, found \"" + bytes::printable(name) + "\"");
-    return name;
+        json::refuse(where, value,
+                     "expected a shard's file name in the folder, found \"" + name + "\"");
 }
 
 // The index's weight_map: tensor name → (shard file name, its value for errors).
@@ -57,8 +54,8 @@ std::map<std::string, const json::Value*> weight_map(const json::Value& root,
     std::map<std::string, const json::Value*> result;
     const json::Where at = where.at("weight_map");
     for (const auto& [name, value] : json::as_object(*map, at).members) {
-        shard_name(value, at.at(name));
-        result[bytes::printable(name)] = &value;
+        check_shard_name(value, at.at(name));
+        result[name] = &value;
     }
     return result;
 }
@@ -90,16 +87,16 @@ void read_span(const FileRange& file, const Entry& entry, std::uint64_t first, s
     }
 }
 
-// Refuses, before anything is allocated, `elements` float32 values and the read buffer
-// beyond what the ledger has left.
-void check_budget(const Ledger& ledger, const Entry& entry, const Shape& shape,
+// Refuses, before anything is allocated, a result of this shape in float32 and the buffer
+// that reads spans of `span` elements beyond what the ledger has left.
+void check_budget(const Ledger& ledger, const Entry& entry, const Shape& shape, std::size_t span,
                   const std::string& which) {
     std::uint64_t elements = 1;
     for (std::size_t dim : shape)
         elements = checked_product({elements, dim}, entry.name + "'s size");
     const std::uint64_t floats = checked_product({elements, 4}, entry.name + "'s size");
     const std::uint64_t buffer =
-        std::min<std::uint64_t>(elements, chunk_elements(entry)) * item_size(entry.dtype);
+        std::min<std::uint64_t>(span, chunk_elements(entry)) * item_size(entry.dtype);
     ledger.check(floats + buffer, entry.file + ": tensor " + entry.name,
                  which + " " + to_string(shape) + " in float32 need " + byte_size(floats) +
                      " (and " + byte_size(buffer) + " to read them)",
@@ -116,6 +113,8 @@ std::map<std::string, Entry> sharded_entries(const std::string& dir, const Ledge
     ledger.check(parsing, path,
                  "parsing its " + text_of(text.size()) + " bytes needs " + byte_size(parsing));
     const json::Value root = json::parse(text, path);
+    Ledger left = ledger;  // the shards' headers are read while the index's tree is held
+    left.hold(parsing);
     const json::Where where{path, ""};
     const std::map<std::string, const json::Value*> map = weight_map(root, where);
     std::map<std::string, std::vector<std::string>> names_in;  // shard → its tensors' names
@@ -124,9 +123,9 @@ std::map<std::string, Entry> sharded_entries(const std::string& dir, const Ledge
         const std::string shard_path = joined(dir, shard);
         if (!is_file(shard_path)) {
             json::refuse(where.at("weight_map").at(names.front()), *map.at(names.front()),
-                         "shard " + bytes::printable(shard) + " is absent from " + dir);
+                         "shard " + shard + " is absent from " + dir);
         }
-        for (Entry& entry : read_header(shard_path, ledger)) {
+        for (Entry& entry : read_header(shard_path, left)) {
             const auto listed = map.find(entry.name);
             if (listed == map.end()) {
                 throw Error(shard_path + ": tensor " + entry.name + " (" + range_of(entry) +
@@ -135,14 +134,14 @@ std::map<std::string, Entry> sharded_entries(const std::string& dir, const Ledge
             if (listed->second->text != shard) {
                 throw Error(shard_path + ": tensor " + entry.name + " (" + range_of(entry) +
                             ") is in " + index_name + "'s weight_map under " +
-                            bytes::printable(listed->second->text));
+                            listed->second->text);
             }
             entries[entry.name] = std::move(entry);
         }
         for (const std::string& name : names) {
             if (!entries.count(name))
                 json::refuse(where.at("weight_map").at(name), *map.at(name),
-                             bytes::printable(shard) + " has no tensor " + name);
+                             shard + " has no tensor " + name);
         }
     }
     return entries;
@@ -175,8 +174,7 @@ bool Folder::has(const std::string& name) const { return entries_.count(name) !=
 
 const Entry& Folder::entry(const std::string& name) const {
     const auto found = entries_.find(name);
-    if (found == entries_.end())
-        throw Error(dir_ + ": no tensor " + bytes::printable(name) + " (" + source_ + ")");
+    if (found == entries_.end()) throw Error(dir_ + ": no tensor " + name + " (" + source_ + ")");
     return found->second;
 }
 
@@ -195,7 +193,7 @@ std::uint64_t Folder::float32_bytes(const std::string& name) const {
 
 Tensor Folder::read(const std::string& name, const Ledger& ledger) const {
     const Entry& e = entry(name);
-    check_budget(ledger, e, e.shape, "its values");
+    check_budget(ledger, e, e.shape, element_count(e.shape), "its values");
     Tensor tensor(e.shape);
     read_span(FileRange(e.file), e, 0, tensor.numel(), tensor.data());
     return tensor;
@@ -211,7 +209,7 @@ Tensor Folder::read_rows(const std::string& name, const std::vector<std::size_t>
             throw Error(e.file + ": tensor " + name + " has " + text_of(e.shape[0]) +
                         " rows; row " + text_of(row) + " was asked for");
     }
-    check_budget(ledger, e, {rows.size(), cols}, "rows");
+    check_budget(ledger, e, {rows.size(), cols}, cols, "rows");
     Tensor tensor({rows.size(), cols});
     const FileRange file(e.file);
     for (std::size_t i = 0; i < rows.size(); ++i)
@@ -227,7 +225,7 @@ Tensor Folder::read_row_range(const std::string& name, std::size_t first, std::s
         throw Error(e.file + ": tensor " + name + " has " + text_of(e.shape[0]) + " rows; rows [" +
                     text_of(first) + ", " + text_of(first + count) + ") were asked for");
     const std::size_t cols = e.shape[1];
-    check_budget(ledger, e, {count, cols}, "rows");
+    check_budget(ledger, e, {count, cols}, count * cols, "rows");
     Tensor tensor({count, cols});
     read_span(FileRange(e.file), e, std::uint64_t(first) * cols, count * cols, tensor.data());
     return tensor;
