@@ -86,14 +86,15 @@ TEST_CASE("mha bench --train times a training step of mha train's model") {
     // --quick: B 2, N 16, d_model 16, 2 heads (d_k 8), d_ff 32, V 11, 2 layers. Per layer the
     // forward's products: in_proj 3·2·16·16·16 = 24,576, QKᵀ and PV 2 x 2·2·16·16·8 = 16,384,
     // out_proj 2·16·16·16 = 8,192, linear1 and linear2 2 x 2·16·16·32 = 32,768: 81,920; the
-    // backward's twice that, 163,840, and D 2·2·16·8 = 512, dS 2·2·16·16 = 1,024; two layers
-    // 2 x 247,296 = 494,592; the head's logits, dW and dx 3 x 2·16·11·16 = 16,896: 511,488
+    // backward's twice that, 163,840, and D = rowsum(dP ∘ P) 2·2·16·16 = 1,024, dS 2·2·16·16 =
+    // 1,024; two layers 2 x 247,808 = 495,616; the head's logits, dW and dx 3 x 2·16·11·16 =
+    // 16,896: 512,512
     const test::RunResult json = test::run_mha("bench --train --quick --repeat 1 --json", false);
     REQUIRE(json.status == 0);
     CHECK_THAT(json.output,
                Catch::StartsWith("{\"tool\":\"mha bench\",\"train\":true,\"repeat\":1,") &&
                    Catch::Contains("\"batch\":2,\"context\":16,\"d_model\":16,\"heads\":2,"
-                                   "\"layers\":2,\"d_ff\":32,\"vocab\":11,\"macs\":511488,"));
+                                   "\"layers\":2,\"d_ff\":32,\"vocab\":11,\"macs\":512512,"));
     CHECK_THAT(json.output, Catch::Contains("{\"engine\":\"mha\",\"threads\":\"1\",\"ms\":"));
 }
 

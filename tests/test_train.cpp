@@ -280,7 +280,7 @@ TEST_CASE("a seed's training is pinned to the bit: the same digest with g++ and 
     const mha::Corpus& c = shipped();
     // the batch of 4 rows of 32 in one micro-batch, and in two of 2 rows
     const auto [micro_batch, digest] = GENERATE(table<std::size_t, std::uint64_t>(
-        {{512, 0x93412f8e86d4fb6dull}, {64, 0x66068e0c4f9fc5acull}}));
+        {{512, 0x4ca2ce9453e3c2aaull}, {64, 0xb7966c33583e95aaull}}));
     CAPTURE(micro_batch);
     mha::TrainState state =
         mha::start_training(mha::seeded_model(c.vocab, {2, 16, 2, 32, 32}, 7));
@@ -447,7 +447,7 @@ TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf a
     fs::create_directories(dir);
     const test::RunResult r = test::run_command(
         test::mha_binary() + " train --context 16 --batch 2 -d 8 -H 2 --d-ff 16 --steps 50 " +
-        "--lr 1e6 --out " + (dir / "m.npz").string() + " 2>&1 >/dev/null");
+        "--lr 1e8 --out " + (dir / "m.npz").string() + " 2>&1 >/dev/null");
     CHECK(r.status == 1);
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
     CHECK(r.output.rfind("mha: training diverged at step ", 0) == 0);

@@ -136,6 +136,6 @@ TEST_CASE("a dry run's tally adds the forward's and the backward's multiply-adds
     // forward: 4 projections 3·8·8 = 192 each, Q Kᵀ and P V 2·3·3·4 = 72 each
     CHECK(tally.macs.forward == 4 * 192 + 2 * 72);
     // backward: dW and dx of 4 projections (8 × 192), dV, dP, dQ, dK (4 × 72),
-    // D = 2·3·4 = 24, dS = 2·3·3 = 18
-    CHECK(tally.macs.backward == 8 * 192 + 4 * 72 + 24 + 18);
+    // D = rowsum(dP ∘ P) = 2·3·3 = 18, dS = 2·3·3 = 18
+    CHECK(tally.macs.backward == 8 * 192 + 4 * 72 + 18 + 18);
 }

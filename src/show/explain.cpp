@@ -121,10 +121,11 @@ std::string backward(const Step& step) {
             return "dP = dO_h V^T: how L changes with each attention weight, the query's output "
                    "gradient dotted with that key's value.";
         case StepKind::RowDot:
-            return "The softmax's Jacobian per row is diag(P) - P P^T, so dS = P * (dP - "
-                   "rowsum(dP * P)). Because O_h = P V, rowsum(dP * P) equals rowsum(dO_h * "
-                   "O_h): d_v products per row instead of M. FlashAttention-2 uses this so that "
-                   "its backward needs no stored P.";
+            return "The softmax's Jacobian per row is diag(P) - P P^T, so dS = P * (dP - D) "
+                   "with D = rowsum(dP * P), formed from the stored P as PyTorch forms it. "
+                   "Because O_h = P V, D also equals rowsum(dO_h * O_h): d_v products per row "
+                   "instead of M. FlashAttention-2 and --attention streaming use that form, so "
+                   "their backward needs no stored P.";
         case StepKind::SoftmaxGrad:
             return words_of(step).backward;
         case StepKind::MaskGrad:

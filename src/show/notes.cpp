@@ -429,8 +429,8 @@ std::vector<std::string> backward_notes(const Step& step) {
     Notes notes;
     if (f.row_dot_difference) {
         notes.push_back(
-            "D = rowsum(dO_h * O_h) equals rowsum(dP * P), since O_h = P V; measured here: max "
-            "|rowsum(dP * P) - D| = " +
+            "D = rowsum(dP * P), as PyTorch forms it, equals rowsum(dO_h * O_h), since "
+            "O_h = P V; measured here: max |rowsum(dO_h * O_h) - D| = " +
             number(*f.row_dot_difference));
     }
     if (f.summed_heads > 0) {

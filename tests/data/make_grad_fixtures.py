@@ -249,6 +249,10 @@ def module_cases():
     cases[-1].mask_for_torch = top_left
     # a batch whose keys are all padded: NaN output and NaN gradients, as PyTorch gives them
     add("fully_masked", f"--heads {h}", 14, padding=torch.tensor([[False] * N, [True] * N]))
+    # PyTorch's own test case "value range: randn inputs x100": rows of P nearly one-hot,
+    # where D = rowsum(dO_h * O_h) cancels and rowsum(dP * P) does not
+    add("saturated", f"--heads {h}", 19)
+    cases[-1].x_q = cases[-1].x_q * 100
 
     # layouts: seq-first files (N, B, E) and unbatched (N, E)
     torch.manual_seed(15)

@@ -7,7 +7,7 @@
 //                                      dO = dconcat ∘ gate
 //   13-11 the heads' view              dO_h = dconcat.view(B, N, h, d_v).transpose(1, 2)
 //   10   O_h = P V                     dV = Pᵀ dO_h,  dP = dO_h Vᵀ
-//   9    P = softmax(S)                dS = P ∘ (dP − D),  D = rowsum(dO_h ∘ O_h) = rowsum(dP ∘ P)
+//   9    P = softmax(S)                dS = P ∘ (dP − D),  D = rowsum(dP ∘ P) = rowsum(dO_h ∘ O_h)
 //   8    S = scores + mask             dS passes (the mask is a constant; blocked: P = 0, dS = 0)
 //   7    scores · f, C·tanh(· / C)     dscores = dS · (1 − tanh²) · f
 //   6    Q Kᵀ                          dQ = dscores K,  dK = dscoresᵀ Q
@@ -277,19 +277,6 @@ void scale_back(const Forwarded& f, Tensor& ds) {
     }
 }
 
-// max |rowsum(dP ∘ P) − D| over the rows with numbers (a fully blocked row is NaN).
-double row_dot_difference(const Tensor& dp, const Tensor& p, const Tensor& d) {
-    const std::size_t M = p.size(3), rows = d.numel();
-    double worst = 0.0;
-    for (std::size_t r = 0; r < rows; ++r) {
-        double sum = 0.0;
-        for (std::size_t j = 0; j < M; ++j)
-            sum += double(dp.data()[r * M + j]) * p.data()[r * M + j];
-        const double difference = std::abs(sum - double(d.data()[r]));
-        if (!std::isnan(difference)) worst = std::max(worst, difference);
-    }
-    return worst;
-}
 
 // Unit u of b10-b6 streamed: attend_backward_streaming from Q, K, V, O, lse and dO_h. A unit
 // the forward scored as (q·factor) kᵀ (scores beyond float32) is recomputed the same way; its
@@ -402,24 +389,49 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
         gemm(dO(u), head_matrix(f.kept.v, u / h, kv(u)).transposed(), unit_data(g.ds, u), M, false,
              fused ? skip(u, GemmSkip::OutputEnds) : GemmSkip{});
     };
-    const auto d_of = [&](std::size_t u) {  // b9: D = rowsum(dO_h ∘ O_h)
-        const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
+    // Unit u's row ends of dP: fused, dP is not computed past a causal row's last key, where
+    // P = 0 adds nothing to D and dS is 0: the same bits as the whole rows.
+    const auto dp_ends = [&](std::size_t u) {
+        const HeadMask mask = unit_mask(f.masks, u / h, u % h, s);
+        const bool skipped =
+            fused && causal_skip(mask, GemmSkip::OutputEnds).kind != GemmSkip::None;
+        return [mask, skipped, M](std::size_t n) { return skipped ? mask.key_end(n) : M; };
+    };
+    // b9: D = rowsum(dP ∘ P), from P itself: exact where P is nearly one-hot, where
+    // rowsum(dO_h ∘ O_h) cancels (the streaming path, which has no P, reads that form).
+    const auto d_of = [&](std::size_t u) {
+        const float *p = unit_data(f.p, u), *dp = unit_data(g.ds, u);
+        const auto end_of = dp_ends(u);
         for (std::size_t n = 0; n < N; ++n) {
+            const std::size_t end = end_of(n);
             double sum = 0.0;
-            for (std::size_t c = 0; c < d_v; ++c) sum += double(d_o(n, c)) * o(n, c);
+            for (std::size_t j = 0; j < end; ++j) sum += double(dp[n * M + j]) * p[n * M + j];
             g.d.data()[u * N + n] = float(sum);
         }
+    };
+    // The note's check of the identity D = rowsum(dO_h ∘ O_h), since O_h = P V: the largest
+    // difference over the rows with numbers (a fully blocked row is NaN).
+    const auto identity_difference = [&] {
+        double worst = 0.0;
+        for (std::size_t u = 0; u < units; ++u) {
+            const MatrixView o = head_matrix(f.kept.context, u / h, u % h), d_o = dO(u);
+            for (std::size_t n = 0; n < N; ++n) {
+                double sum = 0.0;
+                for (std::size_t c = 0; c < d_v; ++c) sum += double(d_o(n, c)) * o(n, c);
+                const double difference = std::abs(sum - double(g.d.data()[u * N + n]));
+                if (!std::isnan(difference)) worst = std::max(worst, difference);
+            }
+        }
+        return worst;
     };
     const auto ds_of = [&](std::size_t u) {  // b9 by the normaliser: softmax's P ∘ (dP − D)
         const float* p = unit_data(f.p, u);
         float* ds = unit_data(g.ds, u);
-        const HeadMask mask = unit_mask(f.masks, u / h, u % h, s);
-        const bool skipped =
-            fused && causal_skip(mask, GemmSkip::OutputEnds).kind != GemmSkip::None;
+        const auto end_of = dp_ends(u);
         for (std::size_t n = 0; n < N; ++n) {
             const float d = normaliser.row_dot ? g.d.data()[u * N + n] : 0.0f;
             float* row = ds + n * M;
-            const std::size_t end = skipped ? mask.key_end(n) : M;
+            const std::size_t end = end_of(n);
             normaliser.backward_row(p + n * M, row, end, d);
             std::fill(row + end, row + M, 0.0f);
             if (fused) {  // then b7's · f
@@ -463,11 +475,11 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
                          dims, macs_of({B, h, N, M, d_v}));
     });
     if (normaliser.row_dot) {
-        for_units(units, std::uint64_t(units) * N * d_v, threads, d_of);
+        for_units(units, grid, threads, d_of);
         trace.show(g.d, [&] {
-            Step step = described(StepKind::RowDot, 9, "grad", "D", "D = (dO_h * O_h).sum(-1)",
-                                  {"B", "h", "N"}, macs_of({B, h, N, d_v}));
-            if (!dry) step.facts.row_dot_difference = row_dot_difference(g.ds, f.p, g.d);
+            Step step = described(StepKind::RowDot, 9, "grad", "D", "D = (dP * P).sum(-1)",
+                                  {"B", "h", "N"}, macs_of({B, h, N, M}));
+            if (!dry) step.facts.row_dot_difference = identity_difference();
             return step;
         });
     }

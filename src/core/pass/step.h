@@ -134,7 +134,7 @@ struct StepFacts {
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
     // The backward's (Step::backward):
-    std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dP ∘ P) − D| measured
+    std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dO_h ∘ O_h) − D| measured
     std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head
     bool blocked_zero_gradient = false;        // b8: a mask blocks keys, where P = 0 makes dS = 0
     std::optional<FlashBackFacts> flash_back;  // streamed b10-b6 with --flash-row: one row's tiles
