@@ -209,7 +209,10 @@ int run(const std::vector<std::string>& args) {
     if (problem.compute_first) {  // it may stop on overflow: find out before printing anything
         mha::Progress progress(problem.estimated_seconds, std::cerr, isatty(STDERR_FILENO));
         mha::NullTracer quiet;
-        mha::run_pass(config, problem, quiet);
+        if (config.backward)
+            mha::run_backward(config, problem, quiet);
+        else
+            mha::run_pass(config, problem, quiet);
     }
     if (config.text && mha::needs_replacing(*config.text)) {
         std::cerr << "mha: warning: --text holds control or bidirectional formatting characters "

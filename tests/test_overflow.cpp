@@ -387,3 +387,25 @@ TEST_CASE("MLA: a run that stops on overflow prints nothing on stdout", "[overfl
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     std::remove(input.c_str());
 }
+
+TEST_CASE("gradients beyond float32 from finite inputs are refused with their step, not saved",
+          "[overflow][backward]") {
+    // dO of 3e38 everywhere: dW_o = dOᵀ concat sums N·B products of ~1e38 and overflows first
+    const std::string d_o = test::temp_path("huge-do.npy"), saved = test::temp_path("huge.npz");
+    std::ofstream(d_o, std::ios::binary)
+        << mha::npy::to_npy_bytes(mha::Tensor({2, 8, 256}, std::vector<float>(4096, 3e38f)));
+    std::remove(saved.c_str());
+    test::check_rejected(
+        "--backward --grad-output " + d_o + " --save " + saved,
+        "the gradients overflow float32 though the inputs and the output are finite: infinity "
+        "first appears in the gradient dW_o (step b14, grad) at (0, 0); dO or the inputs are too "
+        "large for float32 (scale them down)");
+    std::ifstream written(saved);
+    CHECK_FALSE(written.good());
+    // a fully blocked row's NaN is PyTorch's answer too: saved, with the usual note
+    const std::string dir = "data/grad/fully_masked/";
+    const test::RunResult masked =
+        test::run_mha(test::fixture_options(dir) + " --heads 2 --grad-output " + dir +
+                      "grad_output.npy > /dev/null");
+    CHECK(masked.status == 0);
+}

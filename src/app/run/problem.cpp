@@ -409,6 +409,17 @@ void check_heads(const Config& c, const Sizes& s) {
     check_kv_heads(s.heads, s.kv_heads);
 }
 
+// Whether --backward's gradients may pass float32 (run_backward refuses them): a generous
+// bound, |dO|·max(1, |x|)²·(dO's elements)·M past 1e30. Ordinary runs stay far below it; past
+// it the run is computed once quietly first, so that the refusal comes before any output.
+bool gradients_may_overflow(const PassProblem& p) {
+    if (p.grad_output.empty()) return false;
+    const double x = std::max({1.0, largest_value(p.inputs.x_q), largest_value(p.inputs.x_k),
+                               largest_value(p.inputs.x_v)});
+    const double keys = double(p.inputs.x_k.empty() ? p.inputs.x_q.size(1) : p.inputs.x_k.size(1));
+    return largest_value(p.grad_output) * x * x * double(p.grad_output.numel()) * keys > 1e30;
+}
+
 // Whether the pass may stop on overflow (core/forms/score_bound.h). The pre-LN block attends over
 // norm1's output, bounded whatever its input; a block's feed-forward and residual stream
 // are bounded too.
@@ -586,14 +597,13 @@ Problem build_mla_problem(const Config& c) {
     p.options = options_of(c, m.heads, plan.path, plan.threads);
     check_masks(p.masks, naive);
     check_head_numbers(c, s);
-    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q));
+    if (c.backward) p.grad_output = grad_output_of(c, grad_output, naive);
+    p.compute_first = may_overflow(*p.mla, m.heads, largest_value(p.inputs.x_q)) ||
+                      gradients_may_overflow(p);
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
-    if (c.backward) {
-        p.grad_output = grad_output_of(c, grad_output, naive);
-        p.info.grad_output_source = grad_output_source(c);
-    }
+    if (c.backward) p.info.grad_output_source = grad_output_source(c);
     p.info.head_dim = mla_head_width(m);
     p.info.mla = m;
     p.info.bias = false;
@@ -706,7 +716,7 @@ Problem build_problem(const Config& c) {
     p.info.total_macs = pass_macs;
     if (c.backward) describe_backward(p.info, c, p);  // the pass that runs: its biases, ...
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
-    p.compute_first = may_stop_on_overflow(c, p);
+    p.compute_first = may_stop_on_overflow(c, p) || gradients_may_overflow(p);
     if (p.compute_first) check_time(2 * macs, plan.threads, rate, c.max_time);  // two passes
     return p;
 }

@@ -2,6 +2,11 @@
 
 #include "app/run/variants.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "app/run/non_finite.h"
+#include "core/error.h"
 #include "core/backward/block_backward.h"
 #include "core/backward/mla_backward.h"
 #include "core/forms/block.h"
@@ -34,7 +39,9 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
     return forward(p.weights, p.inputs, p.masks, p.options, tracer);
 }
 
-ComputedRun run_backward(const Config& c, const PassProblem& p, Tracer& tracer) {
+namespace {
+
+ComputedRun computed_backward(const Config& c, const PassProblem& p, Tracer& tracer) {
     if (c.block) {
         BlockBackwardResult r = block_forward_backward(p.weights, *p.block, *c.block, p.inputs,
                                                        p.masks, p.options, p.grad_output, tracer);
@@ -49,6 +56,45 @@ ComputedRun run_backward(const Config& c, const PassProblem& p, Tracer& tracer) 
             : forward_backward(p.weights, p.inputs, p.masks, p.options, c.form, p.grad_output,
                                tracer);
     return {std::move(r.forward), std::move(r.grads), {}};
+}
+
+bool finite(const Tensor& t) {
+    if (t.dry()) return true;
+    const Tensor values = t.contiguous();
+    return std::all_of(values.data(), values.data() + values.numel(),
+                       [](float v) { return std::isfinite(v); });
+}
+
+// Every gradient the run computed (the empty ones of absent weights included).
+std::vector<const Tensor*> gradients_of(const ComputedRun& r) {
+    const Gradients& g = r.grads;
+    const Weights& w = g.params;
+    const MlaWeights& m = g.mla;
+    const BlockWeights& b = r.block_grads;
+    return {&g.input,  &g.key,    &g.value,         &w.w_q,          &w.w_k,   &w.w_v,
+            &w.w_o,    &w.b_q,    &w.b_k,           &w.b_v,          &w.b_o,   &w.q_norm,
+            &w.k_norm, &w.bias_k, &w.bias_v,        &w.w_g,          &w.b_g,   &m.w_q,
+            &m.w_kv_a, &m.kv_norm, &m.w_kv_b,       &m.w_o,          &b.norm1_weight,
+            &b.norm1_bias, &b.norm2_weight, &b.norm2_bias, &b.w_1,    &b.b_1,   &b.w_2,
+            &b.b_2};
+}
+
+}  // namespace
+
+ComputedRun run_backward(const Config& c, const PassProblem& p, Tracer& tracer) {
+    ComputedRun r = computed_backward(c, p, tracer);
+    // The inputs were checked finite as they were read; a finite output (no fully blocked
+    // row, whose NaN PyTorch gives too) with a gradient beyond float32 is refused, not saved.
+    const std::vector<const Tensor*> grads = gradients_of(r);
+    if (!finite(r.forward.output) ||
+        std::all_of(grads.begin(), grads.end(), [](const Tensor* t) { return finite(*t); }))
+        return r;
+    NonFiniteFinder finder;
+    computed_backward(c, p, finder);
+    throw Error("the gradients overflow float32 though the inputs and the output are finite: " +
+                (finder.where.empty() ? std::string("a saved gradient holds infinity or NaN")
+                                      : finder.value + " first appears in " + finder.where) +
+                "; dO or the inputs are too large for float32 (scale them down)");
 }
 
 PassProblem without_values(const PassProblem& p) {

@@ -6,37 +6,13 @@
 #include <cmath>
 #include <vector>
 
+#include "app/run/non_finite.h"
 #include "core/backward/model_backward.h"
 #include "core/error.h"
 #include "core/pass/step.h"
 #include "core/train/parameters.h"
 
 namespace mha {
-
-namespace {
-
-// Records the first step of a traced pass whose tensor holds NaN or infinity (but the masked
-// scores' -inf).
-class NonFiniteFinder final : public Tracer {
-public:
-    void on_step(const Step& step) override {
-        if (!found.empty() || !step.value) return;
-        const Tensor values = step.value->contiguous();
-        const bool masked = step.kind == StepKind::Mask && !step.backward;  // -inf by design
-        for (std::size_t i = 0; i < values.numel(); ++i) {
-            const float v = values.data()[i];
-            if (!std::isfinite(v) && !(masked && v == -INFINITY)) {
-                found = std::string(step.backward ? "the gradient " : "the activation ") +
-                        step.tensor + " (step " + (step.backward ? "b" : "") +
-                        std::to_string(step.number) + ", " + step.name + ")";
-                return;
-            }
-        }
-    }
-    std::string found;
-};
-
-}  // namespace
 
 std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t threads) {
     for (const Parameter& p : model_parameters(state.model)) {
@@ -57,7 +33,7 @@ std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t 
         } catch (const Error& error) {
             return error.what();
         }
-        if (!finder.found.empty()) return finder.found + " in row " + std::to_string(r);
+        if (!finder.where.empty()) return finder.where + " of row " + std::to_string(r);
     }
     return "no single tensor (the batch's rows are finite one by one)";
 }

@@ -11,7 +11,7 @@ namespace mha {
 
 // Where NaN or infinity first appeared: a parameter, else the first tensor of the first row's
 // traced forward and backward (layer 0 step by step) that holds one; in words, e.g. "the
-// gradient dS (step b9, grad) in row 3".
+// gradient dS (step b9, grad) at (0, 1, 2, 5) of row 3".
 std::string first_non_finite(TrainState& state, const Batch& batch, std::size_t threads);
 
 }  // namespace mha

@@ -130,3 +130,5 @@ write("zero_e_scratch.npz", npz_bytes({f"W_{p}.weight": empty for p in "qkvo"}))
 
 # finite float32 inputs whose scores q·k/sqrt(d_k) pass float32's range with the seeded weights
 write("huge_values.npy", npy_bytes(np.full((1, 3, 16), 1e30, dtype=np.float32)))
+# a finite dO for x.npy's output whose gradients pass float32's range
+write("huge_grad_output.npy", npy_bytes(np.full((2, 5, 16), 3e38, dtype=np.float32)))
