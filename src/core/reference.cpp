@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/kv_heads.h"
 #include "core/ops/rms_norm.h"
 #include "core/pass/shape_checks.h"
@@ -533,6 +534,21 @@ DoubleTensor reference_output(const DoubleWeights& weights, const DoubleInputs& 
                               const Sizes& sizes) {
     Tape tape = run_forward(weights, inputs, masks, options, sizes);
     return {{sizes.batch, sizes.seq_len, sizes.d_model}, std::move(tape.output)};
+}
+
+std::uint64_t reference_bytes(const Sizes& s) {
+    const std::string what = "--gradcheck's double-precision reference";
+    const std::uint64_t B = s.batch, N = s.seq_len, M = s.kv_len, inner = s.inner(),
+                        kv = std::uint64_t(s.kv_heads) * s.d_k();
+    const std::uint64_t weights =
+        checked_sum({checked_product({inner, s.d_model + s.d_model + 1}, what),
+                     checked_product({kv, s.kdim + s.vdim + 2}, what), s.d_model}, what);
+    const std::uint64_t doubles = checked_sum(
+        {checked_product({3, B, s.heads, N, M}, what), checked_product({4, weights}, what),
+         checked_product({4, B, N * s.d_model + M * (s.kdim + s.vdim)}, what),
+         checked_product({2, B, 6 * N * inner + 5 * M * kv}, what)},
+        what);
+    return checked_product({doubles, sizeof(double)}, what);
 }
 
 ReferenceGradResult reference_forward_backward(const DoubleWeights& weights,

@@ -82,6 +82,12 @@ ReferenceGradResult reference_forward_backward(const DoubleWeights& weights,
                                                const ForwardOptions& options, const Sizes& sizes,
                                                const DoubleTensor& grad_output);
 
+// Bytes --gradcheck's reference holds at its peak for these sizes (throws mha::Error past 64
+// bits): three (B, h, N, M) arrays of doubles (a forward's soft-cap t and P, the checked
+// pass's P), the weights four times (the copy, the nudged copy, two gradients), the inputs
+// four times, and the per-token activations with their gradients.
+std::uint64_t reference_bytes(const Sizes& sizes);
+
 // The same forward on float weights and inputs (checked as check_pass checks them), rounded
 // to float: output (B, N, d_model) and weights (B, h, N, M + appended), as forward() gives.
 ForwardResult reference_forward(const Weights& weights, const Inputs& inputs, const Masks& masks,

@@ -10,6 +10,7 @@
 #include "core/forms/mla_pass.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
+#include "core/reference.h"
 #include "core/tensor/storage.h"
 #include "core/threads/parallel.h"
 
@@ -73,6 +74,7 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     if (c.form == Form::Decode) return decode_bytes(s);
+    if (c.gradcheck) return reference_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each
     // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again
     const std::uint64_t attention = checked_product(
@@ -169,6 +171,16 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const Masks&
                             view_bytes(c, s, d_ff, path, plan.threads, mla)},
                            "the memory for this configuration");
     };
+    if (c.gradcheck) {  // no float32 pass runs: the double-precision reference instead
+        const std::uint64_t need = total(AttentionPath::Standard);
+        if (need > c.max_memory) {
+            throw Error("--gradcheck's double-precision reference needs " + byte_size(need) +
+                        " (B=" + std::to_string(s.batch) + " N=" + std::to_string(s.seq_len) +
+                        " M=" + std::to_string(s.kv_len) + "), more than --max-memory " +
+                        byte_size(c.max_memory) + "; raise --max-memory or check smaller sizes");
+        }
+        return plan;
+    }
     plan.path = choose_path(c, normaliser_of(masks).streams, total(AttentionPath::Standard),
                             total(AttentionPath::Streaming));
     check_budget(s, total(plan.path), plan.path, c.max_memory);
