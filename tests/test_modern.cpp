@@ -825,6 +825,13 @@ TEST_CASE("the DeepSeek-V2-Lite preset computes MLA with the model's sizes",
         test::run_mha("--preset deepseek-v2-lite --form packed -n 4 --shapes-only");
     REQUIRE(packed.status == 0);
     CHECK_THAT(packed.output, !Catch::Contains("latent"));
+    // a form MLA has no version of is refused, not computed as plain MHA
+    for (const char* form : {" --decode 4096", " --per-head", " --fused-qkv", " --block pre"}) {
+        test::check_rejected(std::string("--preset deepseek-v2-lite --shapes-only") + form,
+                             "--preset deepseek-v2-lite attends with MLA (--form mla), which "
+                             "--decode, --fused-qkv, --per-head and --block do not compute; "
+                             "--form packed runs its sizes as plain multi-head attention");
+    }
 }
 
 TEST_CASE("an MLA state dict names what it lacks or holds too much of, in either naming",

@@ -112,6 +112,14 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
         c.scores.scale_base = p.scale_base;
     if (p.softcap > 0.0 && !c.scores.softcap) c.scores.softcap = p.softcap;
     apply_layer(p, c);
+    const bool other_form = std::any_of(c.forms.begin(), c.forms.end(), [](FormChoice f) {
+        return f != FormChoice::Mla && f != FormChoice::Packed;
+    });
+    if (p.mla_latent > 0 && other_form) {
+        throw Error("--preset " + p.name + " attends with MLA (--form mla), which "
+                    "--decode, --fused-qkv, --per-head and --block do not compute; --form packed "
+                    "runs its sizes as plain multi-head attention");
+    }
     if (p.mla_latent > 0 &&
         (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
         c.forms = {FormChoice::Mla};
