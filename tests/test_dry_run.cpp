@@ -15,6 +15,7 @@
 #include "core/backward/model_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
+#include "core/forms/prefill.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/model.h"
@@ -283,7 +284,7 @@ TEST_CASE("a dry run of the per-head pass describes the computed pass's steps", 
     });
 }
 
-TEST_CASE("a dry run of decoding describes the computed decoding's steps", "[dry]") {
+TEST_CASE("a dry run of decoding and of chunked prefill describes the computed steps", "[dry]") {
     Case c;
     c.sizes = sizes(2, 4, 4, 16, 4, 2);
     SECTION("RoPE, QK-norm") {
@@ -301,6 +302,10 @@ TEST_CASE("a dry run of decoding describes the computed decoding's steps", "[dry
     require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
                                      const mha::ForwardOptions& o, mha::Tracer& tracer) {
         mha::decode(w, in, c.masks, o, tracer);
+    });
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::prefill(w, in, c.masks, o, {3, 1}, tracer);  // chunked prefill, the same way
     });
 }
 

@@ -10,6 +10,7 @@
 #include "core/forms/decode.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/per_head.h"
+#include "core/forms/prefill.h"
 #include "core/pass/attention.h"
 #include "helpers.h"
 #include "io/init.h"
@@ -135,6 +136,43 @@ TEST_CASE("decoding with a KV cache equals the causal pass, row by row") {
     // most 24 outputs, rounded up to the widest tile's 64, by 24 inputs
     CHECK(mha::decode_bytes({B, T, T, E, E, E, h, G, E / h}) ==
           4 * (2 * B * G * T * (E / h) + B * h * T * T + B * T * E + 4 * 64 * 24));
+}
+
+TEST_CASE("chunked prefill gives the one-shot causal pass's bits, row for row", "[prefill]") {
+    // chunk ends that fall inside and at the edge of the softmax's 8 lanes, a single-token
+    // chunk, GQA, RoPE, a window with a sink, ALiBi and the soft-cap; both paths, 1 and 2 threads
+    const auto [N, chunks, G] = GENERATE(table<std::size_t, std::vector<std::size_t>, std::size_t>(
+        {{12, {5, 4, 3}, 4}, {40, {37, 3}, 2}, {100, {37, 1, 62}, 4}, {9, {1, 1, 7}, 1}}));
+    const auto [variant, threads] = GENERATE(table<int, std::size_t>(
+        {{0, 1}, {0, 2}, {1, 2}, {2, 1}, {3, 2}}));
+    CAPTURE(N, G, variant, threads);
+    const std::size_t B = 2, E = 32, h = 4;
+    const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, 5);
+    const mha::Inputs in = mha::seeded_inputs({B, N, N, E, E, E, h, G, E / h}, true, 5);
+    mha::Masks masks;
+    masks.causal = true;
+    mha::ForwardOptions options = options_for(h);
+    options.threads = threads;
+    if (variant == 1) options.rope = mha::Rope{};
+    if (variant == 2) {
+        masks.window = 5;
+        masks.sinks = 1;
+        masks.alibi = true;
+    }
+    if (variant == 3) {
+        masks.softcap = 4.0;
+        options.path = mha::AttentionPath::Streaming;
+    }
+    mha::NullTracer none;
+    const mha::ForwardResult full = mha::forward(w, in, masks, options, none);
+    const mha::ForwardResult chunked = mha::prefill(w, in, masks, options, chunks, none);
+    CHECK(chunked.output.to_vector() == full.output.to_vector());
+    CHECK(chunked.weights.to_vector() == full.weights.to_vector());
+
+    REQUIRE_THROWS_WITH(mha::prefill(w, in, masks, options, {N - 1}, none),
+                        "--prefill-chunks add up to " + std::to_string(N - 1) +
+                            " tokens, not N = " + std::to_string(N) +
+                            "; the chunks split the sequence");
 }
 
 TEST_CASE("the variants on the command line") {

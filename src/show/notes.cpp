@@ -359,6 +359,26 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
     }
 }
 
+void chunk(const ChunkFacts& c, Notes& notes) {
+    const std::size_t last = c.first + c.size - 1;
+    notes.push_back("chunk " + std::to_string(c.index) + " of " + std::to_string(c.count) +
+                    ": projects only its rows (positions " + std::to_string(c.first) + " to " +
+                    std::to_string(last) + ") into q, k and v; K and V of the " +
+                    std::to_string(c.first) +
+                    " positions before come from the cache, which now holds " +
+                    std::to_string(c.cache_bytes) + " bytes of K and V");
+    notes.push_back("its queries see the whole cached prefix and, causally, their own chunk: "
+                    "the causal mask aligned bottom-right, query i at position " +
+                    std::to_string(c.first) + " + i seeing keys j <= " + std::to_string(c.first) +
+                    " + i (step 8 draws the prefix block and the chunk's triangle)");
+    if (c.qk_norm) notes.push_back("q and k are RMS-normalised (QK-norm) before caching");
+    if (c.rope) {
+        notes.push_back("q and k are rotated (RoPE) to positions " + std::to_string(c.first) +
+                        " to " + std::to_string(last) +
+                        " before k is cached: cached keys never need rotating again");
+    }
+}
+
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
@@ -503,6 +523,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.flash) flash(*f.flash, notes);
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
+    if (f.chunk) chunk(*f.chunk, notes);
     by_kind(step, notes);
     return notes;
 }

@@ -535,6 +535,15 @@ const std::vector<Row>& mha_table() {
              c.decode = parse_size(a);
              ask_form(c, FormChoice::Decode);
          }},
+        {{"--prefill-chunks", 0, "C1,C2,...",
+          "chunked prefill: the N tokens in chunks of these\n"
+          "sizes (summing to N) against a growing KV cache, each\n"
+          "chunk's queries seeing the prefix and, causally, their\n"
+          "own chunk; equals the causal pass to the bit"},
+         [](Config& c, const Arg& a) {
+             c.prefill_chunks = parse_count_list(a, max_size);
+             ask_form(c, FormChoice::Decode);
+         }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
          [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",

@@ -216,6 +216,10 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return !c.grad_output_path.empty() && !c.model_path.empty(); },
          "--backward on --model differentiates the cross-entropy of predicting each next "
          "character of --text; it takes no --grad-output"},
+        {"decode-prefill",
+         [](const Config& c) { return c.decode && !c.prefill_chunks.empty(); },
+         "--decode T feeds the tokens one at a time and --prefill-chunks a chunk at a time; "
+         "choose one (--prefill-chunks 1,1,1 is --decode 3)"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "
@@ -436,6 +440,11 @@ void settle(Config& c) {
         case FormChoice::Decode:
             c.form = Form::Decode;
             if (c.decode) c.seq_len = c.decode;
+            if (!c.prefill_chunks.empty() && !c.seq_len) {
+                std::size_t sum = 0;  // each chunk is below 2^32 tokens (max_size)
+                for (std::size_t chunk : c.prefill_chunks) sum += chunk;
+                c.seq_len = sum;
+            }
             c.causal = true;
             break;
         case FormChoice::Block:

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
+#include "core/forms/prefill.h"
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
 #include "core/tensor/workspace.h"
@@ -634,7 +635,9 @@ Problem build_shapes(const Config& c) {
     if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
     p.info.activation_bytes =
-        c.form == Form::Decode ? decode_bytes(s) : forward_bytes(s, path, 1);
+        c.form != Form::Decode        ? forward_bytes(s, path, 1)
+        : c.prefill_chunks.empty() ? decode_bytes(s)
+                                   : prefill_bytes(s, c.prefill_chunks, path, 1);
     if (c.block) {
         p.info.parameters += p.block->parameter_count();
         p.info.activation_bytes += block_bytes(s, d_ff);

@@ -6,6 +6,13 @@ namespace mha {
 
 namespace {
 
+// "5, 4, 3"
+std::string chunk_list(const std::vector<std::size_t>& chunks) {
+    std::string text;
+    for (std::size_t c : chunks) text += (text.empty() ? "" : ", ") + std::to_string(c);
+    return text;
+}
+
 // The form of the pass, "" for the packed one.
 std::string form_description(const Config& c, std::size_t d_ff) {
     if (c.block) {
@@ -14,7 +21,8 @@ std::string form_description(const Config& c, std::size_t d_ff) {
     }
     switch (c.form) {
         case Form::Decode:
-            return "decoding with a KV cache";
+            if (c.prefill_chunks.empty()) return "decoding with a KV cache";
+            return "chunked prefill (" + chunk_list(c.prefill_chunks) + ") with a KV cache";
         case Form::FusedQkv:
             return "fused QKV";
         case Form::PerHead:

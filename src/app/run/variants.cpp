@@ -14,6 +14,7 @@
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
+#include "core/forms/prefill.h"
 #include "core/tensor/workspace.h"
 #include "io/dry.h"
 #include "core/pass/shape_checks.h"
@@ -26,6 +27,8 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
     }
     switch (c.form) {
         case Form::Decode:
+            if (!c.prefill_chunks.empty())
+                return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer);
             return decode(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);

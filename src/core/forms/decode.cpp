@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "core/checked.h"
+#include "core/forms/kv_cache.h"
 #include "core/kv_heads.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"
@@ -29,30 +30,6 @@ namespace {
 struct Cache {
     Tensor k, v;  // (B, G, T, d_k): position t-1 written at token t
 };
-
-// Row t of x (B, T, E) as a (B, 1, E) tensor.
-Tensor token_row(const Tensor& x, std::size_t t, Workspace* workspace) {
-    const std::size_t B = x.size(0), T = x.size(1), E = x.size(2);
-    if (x.dry()) return new_dry(workspace, {B, 1, E});
-    Tensor row = new_uninitialised(workspace, {B, 1, E});
-    for (std::size_t b = 0; b < B; ++b) {
-        const float* from = x.data() + (b * T + t) * E;
-        std::copy(from, from + E, row.data() + b * E);
-    }
-    return row;
-}
-
-// Writes the (B, 1, G·d_k) projection of token t into position t of the (B, G, T, d_k) cache.
-void append(const Tensor& projected, std::size_t t, Tensor& cache) {
-    if (any_dry(projected, cache)) return;
-    const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t g = 0; g < G; ++g) {
-            const float* from = projected.data() + (b * G + g) * d_k;
-            std::copy(from, from + d_k, cache.data() + ((b * G + g) * T + t) * d_k);
-        }
-    }
-}
 
 // The first `length` positions of cache[b, g]: a (length, d_k) matrix.
 MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t length) {
@@ -191,15 +168,15 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     const PackedWeights own = options.packed ? PackedWeights{} : pack_weights(w);
     const PackedWeights& packed = options.packed ? *options.packed : own;
     for (std::size_t t = 0; t < T; ++t) {
-        const Tensor x_t = token_row(in.x_q, t, workspace);
+        const Tensor x_t = sequence_rows(in.x_q, t, 1, workspace);
         // (B, 1, h·d_k) and (B, 1, G·d_k)
         Tensor q = project(x_t, w.w_q, w.b_q, options.threads, workspace, &packed.q);
         Tensor k_t = project(x_t, w.w_k, w.b_k, options.threads, workspace, &packed.k);
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);             // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent, "");  // token t is at position t
-        append(k_t, t, cache.k);
-        append(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
+        cache_rows(k_t, t, cache.k);
+        cache_rows(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
         show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
 
         const Tensor concat = gate_concat(w, x_t, "x_t",

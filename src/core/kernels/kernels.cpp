@@ -587,11 +587,14 @@ MHA_INLINE float exp_shifted_t(float* values, std::size_t n, float shift) {
             values[i + l] = exp_nonpositive_t(values[i + l] - shift);
         add_lanes(lane, values + i);
     }
-    float sum = lane[0];
-    for (; i < n; ++i) {
+    // the last partial vector into the first lanes, as a whole vector padded with blocked
+    // keys' zeros would add it: a row's sum does not depend on how far past its keys it is
+    // stored (a chunk's last query row and the same row of the whole sequence agree)
+    for (std::size_t l = 0; i < n; ++i, ++l) {
         values[i] = exp_nonpositive_t(values[i] - shift);
-        sum += values[i];
+        lane[l] += values[i];
     }
+    float sum = lane[0];
     for (std::size_t l = 1; l < lanes; ++l) sum += lane[l];
     return sum;
 }
@@ -1041,12 +1044,10 @@ float exp_shifted(float* values, std::size_t n, float shift) {
 }
 
 float exp_shifted_naive(float* values, std::size_t n, float shift) {
-    float lane[lanes] = {};  // lane l sums elements l, l + lanes, ... of the whole lanes
-    const std::size_t whole = n / lanes * lanes;
+    float lane[lanes] = {};  // lane l sums elements l, l + lanes, l + 2·lanes, ...
     for (std::size_t i = 0; i < n; ++i) values[i] = exp_nonpositive(values[i] - shift);
-    for (std::size_t i = 0; i < whole; ++i) lane[i % lanes] += values[i];
+    for (std::size_t i = 0; i < n; ++i) lane[i % lanes] += values[i];
     float sum = lane[0];
-    for (std::size_t i = whole; i < n; ++i) sum += values[i];
     for (std::size_t l = 1; l < lanes; ++l) sum += lane[l];
     return sum;
 }

@@ -143,10 +143,11 @@ float exp_nonpositive(float x);
 float max_of(const float* values, std::size_t n);
 float max_of_naive(const float* values, std::size_t n);  // its plain twin (NaN and ±0 aside)
 
-// values[i] = e^(values[i] - shift) for each of n values; returns their sum.
-// shift must be finite; e^(-inf) is 0.
+// values[i] = e^(values[i] - shift) for each of n values; returns their sum, added in 8
+// lanes (lane l takes elements l, l + 8, ...), then lanes 0 to 7: the same sum for a row
+// stored with or without blocked keys' zeros after it. shift must be finite; e^(-inf) is 0.
 float exp_shifted(float* values, std::size_t n, float shift);
-// Its plain twin, summing in exp_shifted's order: 8 lanes, lane 0, the rest, lanes 1-7.
+// Its plain twin, summing in exp_shifted's order.
 float exp_shifted_naive(float* values, std::size_t n, float shift);
 
 // ---- The fused attention tile of the streaming path (core/kernels/streaming.cpp) ----

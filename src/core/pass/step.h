@@ -53,6 +53,16 @@ struct TokenFacts {
     std::optional<WindowFacts> window;  // step 2: the positions the window still reads
 };
 
+// Chunked prefill's step 2: chunk `index` of `count` brings rows [first, first + size) into
+// the cache, which then holds K and V for first + size positions.
+struct ChunkFacts {
+    std::size_t index = 0, count = 0;  // 1-based: chunk `index` of `count`
+    std::size_t first = 0, size = 0;   // its rows' positions: [first, first + size)
+    std::uint64_t cache_bytes = 0;     // K and V held in the cache once the chunk is in
+    bool qk_norm = false;              // q and k are RMS-normalised before caching
+    bool rope = false;                 // q and k are rotated to their positions before caching
+};
+
 // One query row of the streaming path after one tile of keys (core/pass/flash_row.h).
 struct FlashTile {
     std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
@@ -131,6 +141,7 @@ struct StepFacts {
     std::optional<FlashFacts> flash;          // streaming 10 with --flash-row: one row's tiles
     std::optional<MlaFacts> mla;              // the MLA form's cache, attention and output steps
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
+    std::optional<ChunkFacts> chunk;          // chunked prefill 2
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
     // The backward's (Step::backward):

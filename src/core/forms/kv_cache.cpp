@@ -1,0 +1,34 @@
+// Copying rows in and out of a sequence and its key/value cache.
+
+#include "core/forms/kv_cache.h"
+
+#include <algorithm>
+
+namespace mha {
+
+Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Workspace* workspace) {
+    const std::size_t B = x.size(0), T = x.size(1), E = x.size(2);
+    if (x.dry()) return new_dry(workspace, {B, count, E});
+    Tensor rows = new_uninitialised(workspace, {B, count, E});
+    for (std::size_t b = 0; b < B; ++b) {
+        const float* from = x.data() + (b * T + first) * E;
+        std::copy(from, from + count * E, rows.data() + b * count * E);
+    }
+    return rows;
+}
+
+void cache_rows(const Tensor& projected, std::size_t first, Tensor& cache) {
+    if (any_dry(projected, cache)) return;
+    const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
+    const std::size_t L = projected.size(1);
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t l = 0; l < L; ++l) {
+            for (std::size_t g = 0; g < G; ++g) {
+                const float* from = projected.data() + ((b * L + l) * G + g) * d_k;
+                std::copy(from, from + d_k, cache.data() + ((b * G + g) * T + first + l) * d_k);
+            }
+        }
+    }
+}
+
+}  // namespace mha

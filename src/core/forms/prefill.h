@@ -1,0 +1,30 @@
+#pragma once
+// Chunked prefill against a warm cache: the prompt's N tokens in chunks (5, 4, 3 of N = 12),
+// as a serving engine feeds a long prompt. Chunk c projects only its own rows, appends its
+// keys and values to the cache (which then holds the chunks before it too) and attends over
+// everything cached: its queries see the whole prefix and, causally, their own chunk
+// (bottom-right alignment: query i of the chunk at position p + i sees keys j <= p + i).
+// Each chunk runs steps 6-14 of the packed pass, so every row equals the one-shot causal
+// pass's to the bit.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/pass/attention.h"
+
+namespace mha {
+
+// x: inputs.x_q (B, N, d_model), self-attention only, chunks summing to N (none 0); masks:
+// the causal rule (bottom-right) and what the packed pass adds to it (window, ALiBi,
+// soft-cap), no attn_mask or key padding mask. Returns the N output rows (B, N, d_model) and
+// the weights (B, h, N, N), zero above the diagonal. Throws mha::Error otherwise.
+ForwardResult prefill(const Weights& weights, const Inputs& inputs, const Masks& masks,
+                      const ForwardOptions& options, const std::vector<std::size_t>& chunks,
+                      Tracer& tracer);
+
+// Bytes prefill() allocates besides the inputs and weights: the cache, the weights and the
+// output of all N rows, and the largest chunk's pass (throws mha::Error past 64 bits).
+std::uint64_t prefill_bytes(const Sizes& sizes, const std::vector<std::size_t>& chunks,
+                            AttentionPath path, std::size_t threads);
+
+}  // namespace mha
