@@ -20,8 +20,10 @@ bool exists(const std::string& path) {
 
 Tokenizer load_tokenizer(const std::string& dir, Ledger& ledger) {
     std::error_code failed;
-    if (!std::filesystem::is_directory(dir, failed))
-        throw Error("cannot read the tokenizer folder '" + dir + "': not a directory");
+    if (!std::filesystem::is_directory(dir, failed)) {
+        throw Error("cannot read the tokenizer folder '" + dir +
+                    "': " + (exists(dir) ? "not a directory" : "No such file or directory"));
+    }
     const bool vocab = exists(dir + "/vocab.json"), merges = exists(dir + "/merges.txt");
     if (vocab && merges) return Tokenizer(gpt2_stages(dir, ledger));
     if (vocab || merges) {

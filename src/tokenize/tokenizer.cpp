@@ -13,13 +13,6 @@ namespace {
 
 constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
 
-// The input as the first stage sees it: each byte from itself.
-NormalizedText unnormalized(std::string_view text) {
-    NormalizedText n{std::string(text), std::vector<std::size_t>(text.size() + 1)};
-    for (std::size_t i = 0; i <= text.size(); ++i) n.source[i] = i;
-    return n;
-}
-
 }  // namespace
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space)
@@ -36,19 +29,20 @@ std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) c
     const std::string& whole = prefix ? spaced : text.text;
     // the prefix space comes from the input's byte 0, as the text after it does
     const auto source = [&](std::size_t at) {
-        return prefix ? text.source[at == 0 ? 0 : at - 1] : text.source[at];
+        return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
     };
+    const bool each_byte_itself = !prefix && text.source.empty();
     const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
     std::vector<PreToken> pieces;
     pieces.reserve(matches.size());
     for (const PatternPiece& match : matches) {
-        PreToken piece{{}, {}, match.branch};
-        piece.char_source.reserve(match.end - match.begin + 1);
-        for (std::size_t at = match.begin; at < match.end; ++at) {
+        PreToken piece{{}, {}, match.branch, match.begin};
+        for (std::size_t at = match.begin; at < match.end; ++at)
             piece.text += byte_symbol(static_cast<std::uint8_t>(whole[at]));
-            piece.char_source.push_back(source(at));
+        if (!each_byte_itself) {
+            for (std::size_t at = match.begin; at <= match.end; ++at)
+                piece.char_source.push_back(source(at));
         }
-        piece.char_source.push_back(source(match.end));
         pieces.push_back(std::move(piece));
     }
     return pieces;
@@ -96,19 +90,19 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
     }
     const Vocabulary& vocabulary = stages_.model->vocabulary();
     for (const ModelToken& t : *tokens) {
-        out.push_back(
-            {t.id, vocabulary.token(t.id), piece.char_source[t.first], piece.char_source[t.end]});
+        out.push_back({t.id, vocabulary.token(t.id), piece.source(t.first), piece.source(t.end)});
     }
 }
 
 std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
                                           TokenizeTrace* trace, const std::string& what) const {
     check_utf8(text, what);
-    NormalizedText normalized = unnormalized(text);
+    NormalizedText normalized{std::string(text), {}};
     if (stages_.normalizer)
         normalized = stages_.normalizer->normalize(std::move(normalized), trace);
     std::vector<PreToken> pieces = stages_.pre_tokenizer->split(normalized);
     std::vector<TokenPiece> tokens;
+    tokens.reserve(pieces.size() + pieces.size() / 4);
     for (std::size_t i = 0; i < pieces.size(); ++i) encode_piece(pieces[i], i, tokens, trace);
     if (trace) {
         trace->pre_tokenizer = stages_.pre_tokenizer->describe();
