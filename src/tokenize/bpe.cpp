@@ -1,0 +1,180 @@
+// The vocabulary's index, the merge rules and the merging of one piece's symbols.
+
+#include "tokenize/bpe.h"
+
+#include "core/error.h"
+#include "io/printable.h"
+
+#include <cstdio>
+#include <queue>
+
+namespace mha::tokenizers {
+
+namespace {
+
+std::string quoted(std::string_view text) { return "'" + escaped(text) + "'"; }
+
+std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
+    return (std::uint64_t(left) << 32) | right;
+}
+
+std::string byte_token(unsigned char b) {
+    char text[8];
+    std::snprintf(text, sizeof text, "<0x%02X>", b);
+    return text;
+}
+
+}  // namespace
+
+Vocabulary::Vocabulary(std::vector<std::pair<std::string, std::uint32_t>> entries,
+                       std::string source)
+    : source_(std::move(source)) {
+    std::uint32_t max = 0;
+    for (const auto& entry : entries) max = std::max(max, entry.second);
+    tokens_.resize(entries.empty() ? 0 : std::size_t(max) + 1);
+    present_.resize(tokens_.size());
+    for (auto& [token, id] : entries) {
+        if (present_[id]) {
+            throw Error(source_ + ": id " + std::to_string(id) + " is given to both " +
+                        quoted(tokens_[id]) + " and " + quoted(token));
+        }
+        tokens_[id] = std::move(token);
+        present_[id] = true;
+        ++count_;
+    }
+    ids_.reserve(count_);
+    for (std::uint32_t id = 0; id < tokens_.size(); ++id) {
+        if (present_[id]) ids_.emplace(tokens_[id], id);
+    }
+}
+
+std::int64_t Vocabulary::find(std::string_view token) const {
+    const auto found = ids_.find(token);
+    return found == ids_.end() ? std::int64_t(-1) : std::int64_t(found->second);
+}
+
+bool Vocabulary::has_id(std::uint32_t id) const { return id < present_.size() && present_[id]; }
+
+const std::string& Vocabulary::token(std::uint32_t id) const {
+    if (!has_id(id)) {
+        throw Error("token id " + std::to_string(id) + " is not in " + source_ + " (" +
+                    std::to_string(count_) + " tokens, ids up to " +
+                    std::to_string(tokens_.empty() ? 0 : tokens_.size() - 1) + ")");
+    }
+    return tokens_[id];
+}
+
+BpeModel::BpeModel(Vocabulary vocabulary, BpeOptions options)
+    : vocabulary_(std::move(vocabulary)), options_(options) {}
+
+void BpeModel::add_merge(std::string_view left, std::string_view right,
+                         const std::function<std::string()>& where) {
+    const auto id_of = [&](std::string_view token, const char* role) {
+        const std::int64_t id = vocabulary_.find(token);
+        if (id < 0) {
+            throw Error(where() + ": the merge " +
+                        quoted(std::string(left) + " " + std::string(right)) + " has " + role +
+                        " " + quoted(token) + ", which " + vocabulary_.source() + " does not have");
+        }
+        return static_cast<std::uint32_t>(id);
+    };
+    const std::uint32_t l = id_of(left, "the symbol"), r = id_of(right, "the symbol");
+    const std::uint32_t result = id_of(std::string(left) + std::string(right), "the result");
+    const auto rank = static_cast<std::uint32_t>(merge_count_++);
+    rules_.emplace(pair_key(l, r), Rule{rank, result});  // a repeated pair keeps its first rank
+}
+
+const BpeModel::Rule* BpeModel::rule(std::uint32_t left, std::uint32_t right) const {
+    const auto found = rules_.find(pair_key(left, right));
+    return found == rules_.end() ? nullptr : &found->second;
+}
+
+void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& symbols,
+                               std::vector<ByteFallback>* fallbacks) const {
+    std::size_t character = 0;
+    for (std::size_t at = 0; at < piece.size(); ++character) {
+        std::size_t length = utf8_length(piece, at);
+        if (length == 0) length = 1;  // the pieces are valid UTF-8; never stall
+        const std::string_view text = piece.substr(at, length);
+        const std::int64_t id = vocabulary_.find(text);
+        if (id >= 0) {
+            symbols.push_back({static_cast<std::uint32_t>(id), character, character + 1});
+        } else if (options_.byte_fallback) {
+            ByteFallback fallback{character, {}};
+            for (const char b : text) {
+                const std::string name = byte_token(static_cast<unsigned char>(b));
+                const std::int64_t byte_id = vocabulary_.find(name);
+                if (byte_id < 0) {
+                    throw Error("the character " + quoted(text) + " is not in " +
+                                vocabulary_.source() + ", nor is its byte token " + name);
+                }
+                symbols.push_back({static_cast<std::uint32_t>(byte_id), character, character + 1});
+                fallback.ids.push_back(static_cast<std::uint32_t>(byte_id));
+            }
+            if (fallbacks) fallbacks->push_back(std::move(fallback));
+        } else {
+            throw Error("the symbol " + quoted(text) + " is not in " + vocabulary_.source() +
+                        ", and the tokenizer has no byte fallback");
+        }
+        at += length;
+    }
+}
+
+// Lowest rank first, leftmost first among equal ranks: a heap of candidate pairs, each checked
+// against the symbols when popped (a merge next to it may have changed them since).
+void BpeModel::merge_symbols(std::vector<Symbol>& symbols,
+                             std::vector<AppliedMerge>* merges) const {
+    const std::size_t n = symbols.size();
+    if (n < 2) return;
+    std::vector<std::size_t> next(n), prev(n);
+    std::vector<bool> alive(n, true);
+    for (std::size_t i = 0; i < n; ++i) next[i] = i + 1, prev[i] = i - 1;  // prev[0] unused
+    struct Candidate {
+        std::uint32_t rank;
+        std::size_t left;  // the left symbol's index
+        std::uint32_t left_id, right_id;
+        bool operator>(const Candidate& o) const {
+            return rank != o.rank ? rank > o.rank : left > o.left;
+        }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+    const auto consider = [&](std::size_t left) {
+        if (next[left] >= n) return;
+        const std::uint32_t a = symbols[left].id, b = symbols[next[left]].id;
+        if (const Rule* r = rule(a, b)) heap.push({r->rank, left, a, b});
+    };
+    for (std::size_t i = 0; i + 1 < n; ++i) consider(i);
+    while (!heap.empty()) {
+        const Candidate c = heap.top();
+        heap.pop();
+        const std::size_t right = next[c.left];
+        if (!alive[c.left] || right >= n || symbols[c.left].id != c.left_id ||
+            symbols[right].id != c.right_id)
+            continue;
+        const Rule& r = *rule(c.left_id, c.right_id);
+        if (merges) merges->push_back({c.left_id, c.right_id, r.result, r.rank});
+        symbols[c.left].id = r.result;
+        symbols[c.left].end = symbols[right].end;
+        alive[right] = false;
+        next[c.left] = next[right];
+        if (next[right] < n) prev[next[right]] = c.left;
+        if (c.left > 0 && alive[prev[c.left]]) consider(prev[c.left]);
+        consider(c.left);
+    }
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (alive[i]) symbols[kept++] = symbols[i];
+    }
+    symbols.resize(kept);
+}
+
+void BpeModel::tokenize(std::string_view piece, std::vector<ModelToken>& out,
+                        std::vector<AppliedMerge>* merges,
+                        std::vector<ByteFallback>* fallbacks) const {
+    std::vector<Symbol> symbols;
+    initial_symbols(piece, symbols, fallbacks);
+    merge_symbols(symbols, merges);
+    for (const Symbol& s : symbols) out.push_back({s.id, s.first, s.end});
+}
+
+}  // namespace mha::tokenizers

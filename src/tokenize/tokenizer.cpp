@@ -1,0 +1,132 @@
+// The stages run in order, the byte-level pre-tokenizer and decoder, and the token cache.
+
+#include "tokenize/tokenizer.h"
+
+#include "core/error.h"
+#include "io/printable.h"
+#include "tokenize/byte_level.h"
+#include "tokenize/utf8.h"
+
+namespace mha::tokenizers {
+
+namespace {
+
+constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
+
+// The input as the first stage sees it: each byte from itself.
+NormalizedText unnormalized(std::string_view text) {
+    NormalizedText n{std::string(text), std::vector<std::size_t>(text.size() + 1)};
+    for (std::size_t i = 0; i <= text.size(); ++i) n.source[i] = i;
+    return n;
+}
+
+}  // namespace
+
+ByteLevelPreTokenizer::ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space)
+    : pattern_(pattern), add_prefix_space_(add_prefix_space) {}
+
+std::string ByteLevelPreTokenizer::describe() const {
+    return std::string("ByteLevel (add_prefix_space ") + (add_prefix_space_ ? "true" : "false") +
+           "), split by the pattern " + pattern_text(pattern_) + ", then bytes to symbols";
+}
+
+std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) const {
+    const bool prefix = add_prefix_space_ && !text.text.empty() && text.text[0] != ' ';
+    const std::string spaced = prefix ? " " + text.text : std::string();
+    const std::string& whole = prefix ? spaced : text.text;
+    // the prefix space comes from the input's byte 0, as the text after it does
+    const auto source = [&](std::size_t at) {
+        return prefix ? text.source[at == 0 ? 0 : at - 1] : text.source[at];
+    };
+    const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
+    std::vector<PreToken> pieces;
+    pieces.reserve(matches.size());
+    for (const PatternPiece& match : matches) {
+        PreToken piece{{}, {}, match.branch};
+        piece.char_source.reserve(match.end - match.begin + 1);
+        for (std::size_t at = match.begin; at < match.end; ++at) {
+            piece.text += byte_symbol(static_cast<std::uint8_t>(whole[at]));
+            piece.char_source.push_back(source(at));
+        }
+        piece.char_source.push_back(source(match.end));
+        pieces.push_back(std::move(piece));
+    }
+    return pieces;
+}
+
+std::string ByteLevelDecoder::decode(const std::vector<std::string>& tokens) const {
+    std::string bytes;
+    for (const std::string& token : tokens) {
+        std::string mapped;
+        bool all_symbols = true;
+        for (std::size_t at = 0; at < token.size() && all_symbols;) {
+            const std::size_t length = utf8_length(token, at);
+            const int b = length == 0 ? -1 : symbol_byte(utf8_code_point(token, at, length));
+            if (b < 0) all_symbols = false;
+            mapped += static_cast<char>(b);
+            at += length;
+        }
+        bytes += all_symbols ? mapped : token;
+    }
+    return bytes;
+}
+
+Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)) {}
+
+void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
+                             TokenizeTrace* trace) const {
+    std::vector<ModelToken> fresh;
+    const std::vector<ModelToken>* tokens = nullptr;
+    if (trace) {
+        std::vector<AppliedMerge> merges;
+        std::vector<ByteFallback> fallbacks;
+        stages_.model->tokenize(piece.text, fresh, &merges, &fallbacks);
+        for (const AppliedMerge& m : merges) trace->merges.push_back({index, m});
+        for (ByteFallback& f : fallbacks) trace->fallbacks.push_back({index, std::move(f)});
+        tokens = &fresh;
+    } else if (const auto found = cache_.find(piece.text); found != cache_.end()) {
+        tokens = &found->second;
+    } else {
+        stages_.model->tokenize(piece.text, fresh);
+        if (cache_.size() < cache_limit) {
+            tokens = &cache_.emplace(piece.text, std::move(fresh)).first->second;
+        } else {
+            tokens = &fresh;
+        }
+    }
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    for (const ModelToken& t : *tokens) {
+        out.push_back(
+            {t.id, vocabulary.token(t.id), piece.char_source[t.first], piece.char_source[t.end]});
+    }
+}
+
+std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
+                                          TokenizeTrace* trace, const std::string& what) const {
+    check_utf8(text, what);
+    NormalizedText normalized = unnormalized(text);
+    if (stages_.normalizer)
+        normalized = stages_.normalizer->normalize(std::move(normalized), trace);
+    std::vector<PreToken> pieces = stages_.pre_tokenizer->split(normalized);
+    std::vector<TokenPiece> tokens;
+    for (std::size_t i = 0; i < pieces.size(); ++i) encode_piece(pieces[i], i, tokens, trace);
+    if (trace) {
+        trace->pre_tokenizer = stages_.pre_tokenizer->describe();
+        trace->pieces = std::move(pieces);
+    }
+    if (stages_.post_processor) stages_.post_processor->process(tokens, with_special, trace);
+    return tokens;
+}
+
+std::string Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (const std::uint32_t id : ids) tokens.push_back(vocabulary.token(id));
+    if (stages_.decoder) return stages_.decoder->decode(tokens);
+    std::string joined;
+    for (const std::string& token : tokens) joined += token;
+    return joined;
+}
+
+}  // namespace mha::tokenizers
