@@ -5,6 +5,7 @@
 // normalizer, the byte-level pre-tokenizer with GPT-2's pattern, BPE, no post-processor, the
 // byte-level decoder). A trace, when asked for, records what every stage did.
 
+#include "tokenize/added_tokens.h"
 #include "tokenize/bpe.h"
 #include "tokenize/patterns.h"
 
@@ -124,6 +125,8 @@ struct TokenizerStages {
     std::unique_ptr<BpeModel> model;
     std::unique_ptr<PostProcessor> post_processor;
     std::unique_ptr<Decoder> decoder;
+    AddedTokens added;           // split out of the text before the normalizer (tokenizer.json)
+    bool ignore_merges = false;  // a piece the vocabulary has whole is one token (Llama 3)
 };
 
 class Tokenizer {
@@ -143,6 +146,9 @@ public:
     const TokenizerStages& stages() const { return stages_; }
 
 private:
+    void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                        std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
+                        TokenizeTrace* trace) const;
     void encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                       TokenizeTrace* trace) const;
 
