@@ -269,3 +269,113 @@ TEST_CASE("tokenizer.json: ignore_merges, the unknown token and fuse_unk, NFC", 
     CHECK(tokens[0].begin == 0);
     CHECK(tokens[0].end == 3);
 }
+
+namespace {
+
+// A refusal: the file, the key path the message names, the text that starts the value it
+// points at (its last occurrence), and the message after "PATH: \"KEY\" at byte N: ".
+struct Refusal {
+    const char* what;
+    std::string json;
+    const char* key;
+    const char* value;
+    const char* message;
+};
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    return text.replace(text.find(from), from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer.json: every type, pattern and option not implemented is refused by name",
+          "[tokenize]") {
+    const std::string plain = toy_json("null", "null", "null");
+    const auto split = [](const std::string& body) {
+        return toy_json("null", R"({"type": "Split", )" + body + "}", "null");
+    };
+    const std::vector<Refusal> refusals = {
+        {"WordPiece", R"({"model": {"type": "WordPiece", "vocab": {}}})", "model.type", "\"WordPiece\"",
+         "model type WordPiece is not supported; mha reads BPE models only"},
+        {"Unigram", R"({"model": {"type": "Unigram", "vocab": []}})", "model.type", "\"Unigram\"",
+         "model type Unigram is not supported; mha reads BPE models only"},
+        {"NFKC", toy_json(R"({"type": "NFKC"})", "null", "null"), "normalizer.type", "\"NFKC\"",
+         "normalizer NFKC is not supported; mha reads Prepend, Replace, NFC and Sequence of these"},
+        {"Lowercase in a Sequence",
+         toy_json(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]})", "null", "null"),
+         "normalizer.normalizers[1].type", "\"Lowercase\"",
+         "normalizer Lowercase is not supported; mha reads Prepend, Replace, NFC and Sequence of these"},
+        {"Replace with a regex",
+         toy_json(R"({"type": "Replace", "pattern": {"Regex": " "}, "content": "_"})", "null", "null"),
+         "normalizer.pattern", "{\"Regex\"",
+         "the normalizer Replace with a Regex pattern is not supported; mha reads String patterns here"},
+        {"Whitespace", toy_json("null", R"({"type": "Whitespace"})", "null"), "pre_tokenizer.type",
+         "\"Whitespace\"",
+         "pre-tokenizer Whitespace is not supported; mha reads ByteLevel, Split, Metaspace and Sequence of these"},
+        {"unknown pattern", split(R"("pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false)"),
+         "pre_tokenizer.pattern.Regex", "\"\\\\s+\"",
+         "the Split pattern \\s+ is not implemented; mha matches GPT-2's, Llama 3's and Qwen 2's patterns, and strings"},
+        {"Contiguous", split(R"("pattern": {"String": " "}, "behavior": "Contiguous", "invert": false)"),
+         "pre_tokenizer.behavior", "\"Contiguous\"",
+         "Split behavior Contiguous is not supported; mha reads Isolated, Removed, MergedWithPrevious and MergedWithNext"},
+        {"invert", split(R"("pattern": {"String": " "}, "behavior": "Isolated", "invert": true)"),
+         "pre_tokenizer.invert", "true", "Split with invert true is not supported"},
+        {"prepend_scheme", toy_json("null", metaspace("sometimes"), "null"), "pre_tokenizer.prepend_scheme",
+         "\"sometimes\"", "prepend_scheme sometimes is unknown; expected first, always or never"},
+        {"BertProcessing", toy_json("null", "null", "null", "", R"({"type": "BertProcessing"})"),
+         "post_processor.type", "\"BertProcessing\"",
+         "post-processor BertProcessing is not supported; mha reads TemplateProcessing, ByteLevel and Sequence of these"},
+        {"a template token without ids",
+         toy_json("null", "null", "null", "", replaced(bos_template, R"("special_tokens": {"<s>")", R"("special_tokens": {"<t>")")),
+         "post_processor.single[0].SpecialToken.id", "\"<s>\", \"type_id\"", "\"<s>\" is not in special_tokens"},
+        {"WordPiece decoder", toy_json("null", "null", R"({"type": "WordPiece"})"), "decoder.type", "\"WordPiece\"",
+         "decoder WordPiece is not supported; mha reads ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence of these"},
+        {"dropout", toy_json("null", "null", "null", R"("dropout": 0.1, )"), "model.dropout", "0.1",
+         "BPE's dropout is not supported (it drops merges at random)"},
+        {"unk_token", toy_json("null", "null", "null", R"("unk_token": "<nope>", )"), "model.unk_token", "\"<nope>\"",
+         "the unknown token \"<nope>\" is not in model.vocab"},
+        {"lstrip", replaced(plain, R"("special": true)", R"("special": true, "lstrip": true)"), "added_tokens[0].lstrip",
+         "true", "added token \"<s>\" with lstrip true is not supported"},
+        {"a merge of three", replaced(plain, R"("a b")", R"("a b c")"), "model.merges[1]", "\"a b c\"",
+         "expected two tokens separated by one space, found \"a b c\""},
+        {"a pair of three", replaced(plain, R"(["\u2581", "a"])", R"(["\u2581", "a", "b"])"), "model.merges[0]",
+         "[\"\\u2581\", \"a\", \"b\"]", "expected a merge of two tokens"},
+    };
+    for (const Refusal& r : refusals) {
+        INFO(r.what);
+        const std::string dir = json_folder("refused_tokenizer_json", r.json);
+        const std::size_t byte = r.json.rfind(r.value);
+        REQUIRE(byte != std::string::npos);
+        Ledger ledger;
+        REQUIRE_THROWS_WITH(load_tokenizer(dir, ledger), dir + "/tokenizer.json: \"" + r.key + "\" at byte " +
+                                                             std::to_string(byte) + ": " + r.message);
+    }
+}
+
+TEST_CASE("tokenizer.json: a file or parse over the memory budget, a missing model, a merge the "
+          "vocabulary lacks, a character with no token", "[tokenize]") {
+    const std::string json = toy_json("null", "null", "null");
+    const std::string dir = json_folder("budget_tokenizer_json", json);
+    const std::string path = dir + "/tokenizer.json";
+    Ledger small(100);
+    REQUIRE_THROWS_WITH(load_tokenizer(dir, small),
+                        path + ": the file needs " + byte_size(json.size()) +
+                            ", more than --max-memory 100 B; raise --max-memory or use a smaller file");
+    Ledger file_only(json.size() + 100);
+    REQUIRE_THROWS_WITH(load_tokenizer(dir, file_only),
+                        Catch::StartsWith(path + ": parsing it needs ") &&
+                            Catch::EndsWith("; raise --max-memory or use a smaller file"));
+    Ledger ledger;
+    const std::string empty = json_folder("no_model_tokenizer_json", "{}");
+    REQUIRE_THROWS_WITH(load_tokenizer(empty, ledger),
+                        empty + "/tokenizer.json: byte 0: expected the key \"model\"");
+    const std::string unknown = json_folder("unknown_merge_tokenizer_json",
+                                            replaced(json, R"("a b")", R"("a q")"));
+    REQUIRE_THROWS_WITH(load_tokenizer(unknown, ledger),
+                        unknown + "/tokenizer.json model.merges[1]: the merge 'a q' has the symbol 'q', which " +
+                            unknown + "/tokenizer.json model.vocab does not have");
+    const Tokenizer tokenizer = toy(json);
+    REQUIRE_THROWS_WITH(tokenizer.encode("az", true),
+                        Catch::StartsWith("the symbol 'z' is not in ") &&
+                            Catch::EndsWith("model.vocab, and the tokenizer has no byte fallback"));
+}

@@ -281,9 +281,10 @@ void read_template(const Value& object, const Where& where, Template& out) {
         const Value* special = item.find("SpecialToken");
         if (!special) json::refuse(at, item, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}");
         const Where special_at = at.at("SpecialToken");
-        const std::string& name = json::as_string(required(*special, "id", special_at), special_at.at("id"));
+        const Value& id_value = required(*special, "id", special_at);
+        const std::string& name = json::as_string(id_value, special_at.at("id"));
         const Value* entry = specials.find(name);
-        if (!entry) json::refuse(special_at.at("id"), *special, "\"" + name + "\" is not in special_tokens");
+        if (!entry) json::refuse(special_at.at("id"), id_value, "\"" + name + "\" is not in special_tokens");
         const Where entry_at = specials_at.at(name);
         const Where ids_at = entry_at.at("ids"), tokens_at = entry_at.at("tokens");
         const std::vector<Value>& ids = json::as_array(required(*entry, "ids", entry_at), ids_at);
