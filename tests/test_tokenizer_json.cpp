@@ -379,3 +379,26 @@ TEST_CASE("tokenizer.json: a file or parse over the memory budget, a missing mod
                         Catch::StartsWith("the symbol 'z' is not in ") &&
                             Catch::EndsWith("model.vocab, and the tokenizer has no byte fallback"));
 }
+
+TEST_CASE("tokenizer.json: tokenizer_config.json's add_bos_token decides the BOS", "[tokenize]") {
+    const auto with_config = [](const std::string& json, const std::string& config) {
+        const std::string dir = json_folder("config_tokenizer_json", json);
+        std::ofstream(dir + "/tokenizer_config.json", std::ios::binary) << config;
+        Ledger ledger;
+        return pieces_of(load_tokenizer(dir, ledger), "ab");
+    };
+    const std::string templated = toy_json("null", "null", "null", "", bos_template);
+    const std::string bare = toy_json("null", "null", "null");
+    CHECK(with_config(templated, R"({"add_bos_token": false})") == "ab");
+    CHECK(with_config(templated, R"({"add_bos_token": true, "bos_token": "<s>"})") == "<s>|ab");
+    CHECK(with_config(templated, R"({"model_max_length": 4096})") == "<s>|ab");
+    CHECK(with_config(bare, R"({"add_bos_token": true, "bos_token": {"content": "<s>"}})") == "<s>|ab");
+    CHECK(with_config(bare, R"({"add_bos_token": true, "add_eos_token": true, "bos_token": "<s>"})") ==
+          "<s>|ab");  // never an EOS
+    const std::string dir = json_folder("config_tokenizer_json", bare);
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"add_bos_token": true, "bos_token": "<b>"})";
+    Ledger ledger;
+    REQUIRE_THROWS_WITH(load_tokenizer(dir, ledger),
+                        dir + "/tokenizer_config.json: \"bos_token\" at byte 37: the bos_token \"<b>\" is "
+                              "not a token of the tokenizer");
+}

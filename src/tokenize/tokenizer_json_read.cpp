@@ -12,6 +12,7 @@
 #include "tokenize/post_processors.h"
 #include "tokenize/pre_tokenizers.h"
 
+#include <filesystem>
 #include <utility>
 
 namespace mha::tokenizers {
@@ -232,7 +233,7 @@ void read_model(const Value& root, const Where& root_where, const std::string& p
 
 // ---- added tokens ----
 
-AddedTokens read_added_tokens(const Value& root, const Where& root_where) {
+std::vector<AddedToken> read_added_tokens(const Value& root, const Where& root_where) {
     const Value* list = present(root, "added_tokens");
     if (!list) return {};
     std::vector<AddedToken> tokens;
@@ -255,7 +256,7 @@ AddedTokens read_added_tokens(const Value& root, const Where& root_where) {
         if (added.content.empty()) json::refuse(at.at("content"), *token.find("content"), "an empty added token");
         tokens.push_back(std::move(added));
     }
-    return AddedTokens(std::move(tokens));
+    return tokens;
 }
 
 // ---- post-processor ----
@@ -340,6 +341,44 @@ void read_decoder(const Value& object, const Where& where, std::vector<DecoderSt
     out.push_back(std::move(step));
 }
 
+// ---- tokenizer_config.json ----
+
+// The id of a token named by its text: an added token's, else the vocabulary's; -1 if none.
+std::int64_t id_of(const std::string& token, const std::vector<AddedToken>& added, const Vocabulary& vocabulary) {
+    for (const AddedToken& a : added) {
+        if (a.content == token) return a.id;
+    }
+    return vocabulary.find(token);
+}
+
+// add_bos_token, as transformers' Llama and Gemma tokenizers apply it: true puts bos_token
+// before the text (when the template has none), false takes the template's tokens before it
+// away. add_eos_token is not applied: mha never adds an EOS.
+void apply_config(const std::string& path, Ledger& ledger, const std::vector<AddedToken>& added,
+                  const Vocabulary& vocabulary, Template& specials) {
+    const std::string text = read_file(path, ledger);
+    const std::uint64_t parse = json::parse_bytes(text);
+    ledger.check(parse, path, "parsing it needs " + byte_size(parse));
+    const Value root = json::parse(text, path);
+    const Where where{path, ""};
+    json::as_object(root, where);
+    const Value* add_bos = present(root, "add_bos_token");
+    if (!add_bos) return;
+    if (!json::as_bool(*add_bos, where.at("add_bos_token"))) {
+        specials.before.clear();
+        return;
+    }
+    if (!specials.before.empty()) return;
+    const Value* bos = present(root, "bos_token");
+    if (!bos) json::refuse(where.at("add_bos_token"), *add_bos, "add_bos_token is true but there is no bos_token");
+    const Where bos_at = where.at("bos_token");
+    const Value& content = bos->kind == json::Kind::object ? required(*bos, "content", bos_at) : *bos;
+    const std::string& token = json::as_string(content, bos->kind == json::Kind::object ? bos_at.at("content") : bos_at);
+    const std::int64_t id = id_of(token, added, vocabulary);
+    if (id < 0) json::refuse(bos_at, content, "the bos_token \"" + token + "\" is not a token of the tokenizer");
+    specials.before.push_back({static_cast<std::uint32_t>(id), token});
+}
+
 }  // namespace
 
 TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
@@ -355,7 +394,7 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
     TokenizerStages out;
     out.source = path;
     read_model(root, where, path, out);
-    out.added = read_added_tokens(root, where);
+    std::vector<AddedToken> added_tokens = read_added_tokens(root, where);
     std::vector<NormalizerStep> normalizers;
     if (const Value* n = present(root, "normalizer"))
         read_steps(*n, where.at("normalizer"), "normalizers",
@@ -370,6 +409,10 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
     if (const Value* p = present(root, "post_processor"))
         read_steps(*p, where.at("post_processor"), "processors",
                    [&](const Value& v, const Where& w) { read_post_processor(v, w, specials); });
+    const std::string config = std::filesystem::path(path).parent_path().string() + "/tokenizer_config.json";
+    std::error_code failed;
+    if (std::filesystem::exists(config, failed))
+        apply_config(config, ledger, added_tokens, out.model->vocabulary(), specials);
     if (!specials.before.empty() || !specials.after.empty())
         out.post_processor = std::make_unique<TemplatePostProcessor>(std::move(specials.before), std::move(specials.after));
     std::vector<DecoderStep> decoders;
@@ -377,6 +420,7 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
         read_steps(*d, where.at("decoder"), "decoders",
                    [&](const Value& v, const Where& w) { read_decoder(v, w, decoders); });
     if (!decoders.empty()) out.decoder = std::make_unique<JsonDecoder>(std::move(decoders));
+    out.added = AddedTokens(std::move(added_tokens));
     return out;
 }
 

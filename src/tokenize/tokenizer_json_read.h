@@ -10,8 +10,9 @@
 
 namespace mha::tokenizers {
 
-// PATH's tokenizer stages, read within the ledger (the file and its parse are held). Throws
-// mha::Error with one line for anything it cannot read exactly.
+// PATH's tokenizer stages, read within the ledger (the file and its parse are held), with
+// add_bos_token from a tokenizer_config.json beside it. Throws mha::Error with one line for
+// anything it cannot read exactly.
 TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger);
 
 }  // namespace mha::tokenizers
