@@ -402,3 +402,16 @@ TEST_CASE("tokenizer.json: tokenizer_config.json's add_bos_token decides the BOS
                         dir + "/tokenizer_config.json: \"bos_token\" at byte 37: the bos_token \"<b>\" is "
                               "not a token of the tokenizer");
 }
+
+TEST_CASE("tokenizer.json: Gemma's stages by hand: Replace, a Split on \" \" that finds none",
+          "[tokenize]") {
+    const Tokenizer tokenizer = toy(toy_json(
+        R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})",
+        R"({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false})",
+        R"({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"},
+            "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]})",
+        R"("byte_fallback": true, "unk_token": "<unk>", "fuse_unk": true, )", bos_template));
+    // "a▁ab▁c": no prefix; the spaces are gone before the Split looks for them
+    CHECK(pieces_of(tokenizer, "a ab c") == "<s>|a|\u2581a|b|\u2581|<0x63>");
+    CHECK(tokenizer.decode({0, 3, 1, 2, 7}) == "a ab c");
+}
