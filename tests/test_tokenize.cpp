@@ -202,7 +202,7 @@ TEST_CASE("tokenize: refusals name the file, the line and the byte", "[tokenize]
         const std::string empty = folder_with("tok_empty", {});
         REQUIRE_THROWS_WITH(
             load_tokenizer(empty, ledger),
-            empty + " holds no tokenizer files (expected vocab.json and merges.txt)");
+            empty + " holds no tokenizer files (expected tokenizer.json, or vocab.json and merges.txt)");
         const std::string half = folder_with("tok_half", {{"vocab.json", "{}"}});
         REQUIRE_THROWS_WITH(
             load_tokenizer(half, ledger),

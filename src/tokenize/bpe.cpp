@@ -75,6 +75,13 @@ void BpeModel::add_merge(std::string_view left, std::string_view right,
     rules_.insert(l, r, rank, result);  // a repeated pair keeps its first rank
 }
 
+bool BpeModel::has_byte_tokens(std::string_view character) const {
+    for (const char b : character) {
+        if (vocabulary_.find(byte_token(static_cast<unsigned char>(b))) < 0) return false;
+    }
+    return true;
+}
+
 void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& symbols,
                                std::vector<ByteFallback>* fallbacks) const {
     std::size_t character = 0;
@@ -85,19 +92,25 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& symb
         const std::int64_t id = vocabulary_.find(text);
         if (id >= 0) {
             symbols.push_back({static_cast<std::uint32_t>(id), character, character + 1});
-        } else if (options_.byte_fallback) {
+        } else if (options_.byte_fallback && has_byte_tokens(text)) {
             ByteFallback fallback{character, {}};
             for (const char b : text) {
-                const std::string name = byte_token(static_cast<unsigned char>(b));
-                const std::int64_t byte_id = vocabulary_.find(name);
-                if (byte_id < 0) {
-                    throw Error("the character " + quoted(text) + " is not in " +
-                                vocabulary_.source() + ", nor is its byte token " + name);
-                }
-                symbols.push_back({static_cast<std::uint32_t>(byte_id), character, character + 1});
-                fallback.ids.push_back(static_cast<std::uint32_t>(byte_id));
+                const auto byte_id = static_cast<std::uint32_t>(
+                    vocabulary_.find(byte_token(static_cast<unsigned char>(b))));
+                symbols.push_back({byte_id, character, character + 1});
+                fallback.ids.push_back(byte_id);
             }
             if (fallbacks) fallbacks->push_back(std::move(fallback));
+        } else if (options_.unk_id >= 0) {  // Hugging Face's unk_token (fuse_unk: one per run)
+            const auto unk = static_cast<std::uint32_t>(options_.unk_id);
+            if (options_.fuse_unk && !symbols.empty() && symbols.back().id == unk &&
+                symbols.back().end == character)
+                symbols.back().end = character + 1;
+            else
+                symbols.push_back({unk, character, character + 1});
+        } else if (options_.byte_fallback) {
+            throw Error("the character " + quoted(text) + " is not in " + vocabulary_.source() +
+                        ", nor are all its byte tokens (<0xNN>), and the tokenizer has no unknown token");
         } else {
             throw Error("the symbol " + quoted(text) + " is not in " + vocabulary_.source() +
                         ", and the tokenizer has no byte fallback");

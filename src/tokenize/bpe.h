@@ -54,6 +54,8 @@ struct ModelToken {
 // What BPE does with a character the vocabulary lacks.
 struct BpeOptions {
     bool byte_fallback = false;  // its UTF-8 bytes as <0xNN> tokens (SentencePiece style)
+    std::int64_t unk_id = -1;    // else (or with a byte token missing) this token; -1: refuse
+    bool fuse_unk = false;       // consecutive unknown characters as one unknown token
 };
 
 // A character byte fallback replaced, for a trace: the piece's character index and the ids.
@@ -87,6 +89,7 @@ private:
         std::uint32_t id;
         std::size_t first, end;  // characters of the piece
     };
+    bool has_byte_tokens(std::string_view character) const;  // all its bytes' <0xNN>
     void initial_symbols(std::string_view piece, std::vector<Symbol>& symbols,
                          std::vector<ByteFallback>* fallbacks) const;
     void merge_symbols(std::vector<Symbol>& symbols, std::vector<AppliedMerge>* merges) const;

@@ -14,7 +14,7 @@
 
 namespace mha::tokenizers {
 
-enum class Pattern { gpt2 };
+enum class Pattern { gpt2, llama3, qwen2 };  // Qwen 2's is Llama 3's with digits one by one
 
 // One match: bytes [begin, end) of the text, and the branch that matched (a literal of the
 // pattern, e.g. "'ll" or " ?\\p{L}+", static storage).

@@ -7,13 +7,32 @@
 #include "tokenize/byte_level.h"
 #include "tokenize/utf8.h"
 
+#include <algorithm>
+
 namespace mha::tokenizers {
 
 namespace {
 
 constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
 
+// Input bytes [begin, end) as the first stage sees them: each byte from itself (from the
+// start of the text, the identity needs no table).
+NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_t end) {
+    NormalizedText n{std::string(text.substr(begin, end - begin)), {}};
+    if (begin == 0) return n;
+    n.source.resize(end - begin + 1);
+    for (std::size_t i = 0; i <= end - begin; ++i) n.source[i] = begin + i;
+    return n;
+}
+
 }  // namespace
+
+std::size_t PreToken::end_source() const {
+    if (!char_source.empty()) return char_source.back();
+    const auto characters =
+        std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    return begin + static_cast<std::size_t>(characters);
+}
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space)
     : pattern_(pattern), add_prefix_space_(add_prefix_space) {}
@@ -69,6 +88,15 @@ Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)) {}
 
 void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                              TokenizeTrace* trace) const {
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    if (stages_.ignore_merges) {
+        const std::int64_t whole = vocabulary.find(piece.text);
+        if (whole >= 0) {
+            out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
+                           piece.end_source()});
+            return;
+        }
+    }
     std::vector<ModelToken> fresh;
     const std::vector<ModelToken>* tokens = nullptr;
     if (trace) {
@@ -88,22 +116,44 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
             tokens = &fresh;
         }
     }
-    const Vocabulary& vocabulary = stages_.model->vocabulary();
     for (const ModelToken& t : *tokens) {
         out.push_back({t.id, vocabulary.token(t.id), piece.source(t.first), piece.source(t.end)});
+    }
+}
+
+void Tokenizer::encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                               std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
+                               TokenizeTrace* trace) const {
+    if (begin == end) return;
+    NormalizedText normalized = unnormalized(text, begin, end);
+    if (stages_.normalizer)
+        normalized = stages_.normalizer->normalize(std::move(normalized), trace);
+    for (PreToken& piece : stages_.pre_tokenizer->split(normalized)) {
+        encode_piece(piece, pieces.size(), out, trace);
+        if (trace) pieces.push_back(std::move(piece));
     }
 }
 
 std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
                                           TokenizeTrace* trace, const std::string& what) const {
     check_utf8(text, what);
-    NormalizedText normalized{std::string(text), {}};
-    if (stages_.normalizer)
-        normalized = stages_.normalizer->normalize(std::move(normalized), trace);
-    std::vector<PreToken> pieces = stages_.pre_tokenizer->split(normalized);
     std::vector<TokenPiece> tokens;
-    tokens.reserve(pieces.size() + pieces.size() / 4);
-    for (std::size_t i = 0; i < pieces.size(); ++i) encode_piece(pieces[i], i, tokens, trace);
+    tokens.reserve(text.size() / 4);  // about four bytes a token in English
+    std::vector<PreToken> pieces;
+    // added tokens first: the stretches between them go through the stages, each alone
+    std::size_t stretch = 0;
+    for (std::size_t at = 0; at < text.size() && !stages_.added.empty();) {
+        const AddedToken* added = stages_.added.at(text, at);
+        if (!added) {
+            ++at;
+            continue;
+        }
+        encode_stretch(text, stretch, at, tokens, pieces, trace);
+        tokens.push_back({added->id, added->content, at, at + added->content.size()});
+        at += added->content.size();
+        stretch = at;
+    }
+    encode_stretch(text, stretch, text.size(), tokens, pieces, trace);
     if (trace) {
         trace->pre_tokenizer = stages_.pre_tokenizer->describe();
         trace->pieces = std::move(pieces);
@@ -116,7 +166,10 @@ std::string Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {
     const Vocabulary& vocabulary = stages_.model->vocabulary();
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
-    for (const std::uint32_t id : ids) tokens.push_back(vocabulary.token(id));
+    for (const std::uint32_t id : ids) {
+        const std::string* added = vocabulary.has_id(id) ? nullptr : stages_.added.content(id);
+        tokens.push_back(added ? *added : vocabulary.token(id));
+    }
     if (stages_.decoder) return stages_.decoder->decode(tokens);
     std::string joined;
     for (const std::string& token : tokens) joined += token;

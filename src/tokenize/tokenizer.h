@@ -5,6 +5,7 @@
 // normalizer, the byte-level pre-tokenizer with GPT-2's pattern, BPE, no post-processor, the
 // byte-level decoder). A trace, when asked for, records what every stage did.
 
+#include "tokenize/added_tokens.h"
 #include "tokenize/bpe.h"
 #include "tokenize/patterns.h"
 
@@ -45,6 +46,7 @@ struct PreToken {
     std::size_t source(std::size_t character) const {
         return char_source.empty() ? begin + character : char_source[character];
     }
+    std::size_t end_source() const;  // the input byte after its last character
 };
 
 // What each stage did, in order, for `mha tokenize --trace`.
@@ -131,6 +133,8 @@ struct TokenizerStages {
     std::unique_ptr<BpeModel> model;
     std::unique_ptr<PostProcessor> post_processor;
     std::unique_ptr<Decoder> decoder;
+    AddedTokens added;           // split out of the text before the normalizer (tokenizer.json)
+    bool ignore_merges = false;  // a piece the vocabulary has whole is one token (Llama 3)
 };
 
 class Tokenizer {
@@ -150,6 +154,9 @@ public:
     const TokenizerStages& stages() const { return stages_; }
 
 private:
+    void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                        std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
+                        TokenizeTrace* trace) const;
     void encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                       TokenizeTrace* trace) const;
 
