@@ -52,12 +52,14 @@ std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) c
     };
     const bool each_byte_itself = !prefix && text.source.empty();
     const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
+    const std::array<std::string, 256>& symbols = byte_symbols();
     std::vector<PreToken> pieces;
     pieces.reserve(matches.size());
     for (const PatternPiece& match : matches) {
         PreToken piece{{}, {}, match.branch, match.begin};
+        piece.text.reserve(2 * (match.end - match.begin));  // a symbol is one or two bytes
         for (std::size_t at = match.begin; at < match.end; ++at)
-            piece.text += byte_symbol(static_cast<std::uint8_t>(whole[at]));
+            piece.text += symbols[static_cast<std::uint8_t>(whole[at])];
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
