@@ -80,7 +80,8 @@ private:
 
     void expect(char c) {
         skip_space();
-        if (at_ >= s_.size() || s_[at_] != c) fail(std::string("expected '") + c + "'" + found());
+        if (at_ >= s_.size() || s_[at_] != c)
+            fail(std::string("expected '") + c + "'" + found());
         ++at_;
     }
 
@@ -255,8 +256,8 @@ private:
         unsigned b0 = byte(0), b1 = byte(1);
         if (b0 >= 0xC2 && b0 <= 0xDF) return tail(1) ? 2 : 0;
         if (b0 >= 0xE0 && b0 <= 0xEF) {
-            bool ok =
-                tail(1) && tail(2) && !(b0 == 0xE0 && b1 < 0xA0) && !(b0 == 0xED && b1 >= 0xA0);
+            bool ok = tail(1) && tail(2) && !(b0 == 0xE0 && b1 < 0xA0) &&
+                      !(b0 == 0xED && b1 >= 0xA0);
             return ok ? 3 : 0;
         }
         if (b0 >= 0xF0 && b0 <= 0xF4) {
@@ -283,36 +284,16 @@ private:
                 if (at_ >= s_.size()) fail("a string without its closing quote");
                 char e = s_[at_++];
                 switch (e) {
-                    case '"':
-                        out += '"';
-                        break;
-                    case '\\':
-                        out += '\\';
-                        break;
-                    case '/':
-                        out += '/';
-                        break;
-                    case 'b':
-                        out += '\b';
-                        break;
-                    case 'f':
-                        out += '\f';
-                        break;
-                    case 'n':
-                        out += '\n';
-                        break;
-                    case 'r':
-                        out += '\r';
-                        break;
-                    case 't':
-                        out += '\t';
-                        break;
-                    case 'u':
-                        append_utf8(out, escaped_code());
-                        break;
-                    default:
-                        --at_;
-                        fail(std::string("an unknown escape \\") + e);
+                    case '"': out += '"'; break;
+                    case '\\': out += '\\'; break;
+                    case '/': out += '/'; break;
+                    case 'b': out += '\b'; break;
+                    case 'f': out += '\f'; break;
+                    case 'n': out += '\n'; break;
+                    case 'r': out += '\r'; break;
+                    case 't': out += '\t'; break;
+                    case 'u': append_utf8(out, escaped_code()); break;
+                    default: --at_; fail(std::string("an unknown escape \\") + e);
                 }
             } else if (c < 0x80) {
                 out += char(c);
@@ -343,18 +324,12 @@ const Value* Value::find(const std::string& key) const {
 
 const char* kind_name(Kind kind) {
     switch (kind) {
-        case Kind::null:
-            return "null";
-        case Kind::boolean:
-            return "a boolean";
-        case Kind::number:
-            return "a number";
-        case Kind::string:
-            return "a string";
-        case Kind::array:
-            return "an array";
-        case Kind::object:
-            return "an object";
+        case Kind::null: return "null";
+        case Kind::boolean: return "a boolean";
+        case Kind::number: return "a number";
+        case Kind::string: return "a string";
+        case Kind::array: return "an array";
+        case Kind::object: return "an object";
     }
     return "a value";
 }
@@ -389,11 +364,13 @@ Where Where::at(const std::string& member) const {
     return {what, key.empty() ? member : key + "." + member};
 }
 
-Where Where::at(std::size_t index) const { return {what, key + "[" + std::to_string(index) + "]"}; }
+Where Where::at(std::size_t index) const {
+    return {what, key + "[" + std::to_string(index) + "]"};
+}
 
 void refuse(const Where& where, const Value& value, const std::string& message) {
-    std::string place =
-        where.key.empty() ? offset_words(value) : "\"" + where.key + "\" at " + offset_words(value);
+    std::string place = where.key.empty() ? offset_words(value)
+                                          : "\"" + where.key + "\" at " + offset_words(value);
     throw Error(where.what + ": " + place + ": " + message);
 }
 
