@@ -209,7 +209,10 @@ TEST_CASE("tokenize: refusals name the file, the line and the byte", "[tokenize]
             half + " has vocab.json but no merges.txt; GPT-2's tokenizer needs both");
         REQUIRE_THROWS_WITH(
             load_tokenizer(empty + "/nothing", ledger),
-            "cannot read the tokenizer folder '" + empty + "/nothing': not a directory");
+            "cannot read the tokenizer folder '" + empty + "/nothing': No such file or directory");
+        REQUIRE_THROWS_WITH(
+            load_tokenizer(half + "/vocab.json", ledger),
+            "cannot read the tokenizer folder '" + half + "/vocab.json': not a directory");
     }
 }
 
@@ -267,4 +270,52 @@ TEST_CASE("tokenize: GPT-2's ids equal gpt-3-encoder's on the corpus, and decode
         }
         CHECK(at == text.size());
     }
+}
+
+TEST_CASE("tokenize: mha tokenize prints tokens, ids and the trace", "[tokenize]") {
+    const std::string dir =
+        folder_with("tok_cli", {{"vocab.json", toy_vocab}, {"merges.txt", toy_merges}});
+    const test::RunResult table =
+        test::run_mha("tokenize --checkpoint " + dir + " --text 'abc ab'");
+    CHECK(table.status == 0);
+    CHECK_THAT(table.output, Catch::Contains("      5  0..3        abc    \"abc\"\n"
+                                             "      3  3..4        Ġ      \" \"\n"
+                                             "      4  4..6        ab     \"ab\"\n"
+                                             "3 tokens from 6 bytes\n"));
+    const test::RunResult ids =
+        test::run_mha("tokenize --checkpoint " + dir + " --text 'abc ab' --ids --no-special");
+    CHECK(ids.output == "5 3 4\n");
+    const test::RunResult trace =
+        test::run_mha("tokenize --checkpoint " + dir + " --text 'abc ab' --trace");
+    CHECK(trace.status == 0);
+    for (const char* line :
+         {"1. normalizer: none\n",
+          "   piece 1   3..6      \" ab\"              branch / ?\\p{L}+/\n",
+          "   piece 1   20 61 62  ->  Ġab\n", "   piece 0   rank 1      ab + c  ->  abc\n",
+          "5. byte fallback: none\n", "6. special tokens added: none\n"}) {
+        CHECK_THAT(trace.output, Catch::Contains(line));
+    }
+    const std::string text_file = dir + "/text.txt";
+    std::ofstream(text_file) << "ab c";
+    CHECK(test::run_mha("tokenize --checkpoint " + dir + " --text-file " + text_file + " --ids")
+              .output == "4 3 2\n");
+}
+
+TEST_CASE("tokenize: mha tokenize refuses bad input in one line", "[tokenize]") {
+    const std::string dir =
+        folder_with("tok_cli_bad", {{"vocab.json", toy_vocab}, {"merges.txt", toy_merges}});
+    const std::string checkpoint = "tokenize --checkpoint " + dir;
+    test::check_rejected(checkpoint + " --text \"$(printf 'ab\\377')\"",
+                         "--text: byte 2 is not valid UTF-8 (0xFF)");
+    test::check_rejected(checkpoint + " --text abd", "the symbol 'd' is not in");
+    test::check_rejected(checkpoint + " --text ab --max-memory 100", "vocab.json: its JSON needs");
+    test::check_rejected("tokenize --checkpoint " + folder_with("tok_cli_empty", {}) + " --text a",
+                         "holds no tokenizer files");
+    test::check_rejected(checkpoint + " --text a --idz",
+                         "unknown tokenize option '--idz'; did you mean '--ids'?");
+    test::check_rejected(checkpoint, "tokenize needs --text T or --text-file FILE");
+    test::check_rejected("tokenize --text a", "tokenize needs --checkpoint DIR");
+    test::check_rejected(checkpoint + " --text a --text-file x", "not both");
+    test::check_rejected(checkpoint + " --text a --ids --trace", "choose one");
+    test::check_rejected(checkpoint + " --text-file " + dir + "/missing.txt", "missing.txt");
 }

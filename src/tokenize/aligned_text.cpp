@@ -56,7 +56,8 @@ AlignedText aligned_from(const NormalizedText& text) {
     for (std::size_t at = 0; at < text.text.size();) {
         const CodePoint c = code_point_at(text.text, at);
         out.codes.push_back(c.code);
-        out.spans.push_back({text.source[at], std::max(text.source[at], text.source[at + c.length])});
+        const std::size_t begin = text.source_of(at);
+        out.spans.push_back({begin, std::max(begin, text.source_of(at + c.length))});
         at += c.length;
     }
     return out;

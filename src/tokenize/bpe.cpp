@@ -14,10 +14,6 @@ namespace {
 
 std::string quoted(std::string_view text) { return "'" + escaped(text) + "'"; }
 
-std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
-    return (std::uint64_t(left) << 32) | right;
-}
-
 std::string byte_token(unsigned char b) {
     char text[8];
     std::snprintf(text, sizeof text, "<0x%02X>", b);
@@ -42,16 +38,10 @@ Vocabulary::Vocabulary(std::vector<std::pair<std::string, std::uint32_t>> entrie
         present_[id] = true;
         ++count_;
     }
-    ids_.reserve(count_);
-    for (std::uint32_t id = 0; id < tokens_.size(); ++id) {
-        if (present_[id]) ids_.emplace(tokens_[id], id);
-    }
+    index_ = TokenIndex(tokens_, present_);
 }
 
-std::int64_t Vocabulary::find(std::string_view token) const {
-    const auto found = ids_.find(token);
-    return found == ids_.end() ? std::int64_t(-1) : std::int64_t(found->second);
-}
+std::int64_t Vocabulary::find(std::string_view token) const { return index_.find(token, tokens_); }
 
 bool Vocabulary::has_id(std::uint32_t id) const { return id < present_.size() && present_[id]; }
 
@@ -79,14 +69,10 @@ void BpeModel::add_merge(std::string_view left, std::string_view right,
         return static_cast<std::uint32_t>(id);
     };
     const std::uint32_t l = id_of(left, "the symbol"), r = id_of(right, "the symbol");
-    const std::uint32_t result = id_of(std::string(left) + std::string(right), "the result");
+    joined_.assign(left).append(right);
+    const std::uint32_t result = id_of(joined_, "the result");
     const auto rank = static_cast<std::uint32_t>(merge_count_++);
-    rules_.emplace(pair_key(l, r), Rule{rank, result});  // a repeated pair keeps its first rank
-}
-
-const BpeModel::Rule* BpeModel::rule(std::uint32_t left, std::uint32_t right) const {
-    const auto found = rules_.find(pair_key(left, right));
-    return found == rules_.end() ? nullptr : &found->second;
+    rules_.insert(l, r, rank, result);  // a repeated pair keeps its first rank
 }
 
 bool BpeModel::has_byte_tokens(std::string_view character) const {
@@ -154,7 +140,7 @@ void BpeModel::merge_symbols(std::vector<Symbol>& symbols,
     const auto consider = [&](std::size_t left) {
         if (next[left] >= n) return;
         const std::uint32_t a = symbols[left].id, b = symbols[next[left]].id;
-        if (const Rule* r = rule(a, b)) heap.push({r->rank, left, a, b});
+        if (const PairTable::Entry* r = rules_.find(a, b)) heap.push({r->rank, left, a, b});
     };
     for (std::size_t i = 0; i + 1 < n; ++i) consider(i);
     while (!heap.empty()) {
@@ -164,7 +150,7 @@ void BpeModel::merge_symbols(std::vector<Symbol>& symbols,
         if (!alive[c.left] || right >= n || symbols[c.left].id != c.left_id ||
             symbols[right].id != c.right_id)
             continue;
-        const Rule& r = *rule(c.left_id, c.right_id);
+        const PairTable::Entry& r = *rules_.find(c.left_id, c.right_id);
         if (merges) merges->push_back({c.left_id, c.right_id, r.result, r.rank});
         symbols[c.left].id = r.result;
         symbols[c.left].end = symbols[right].end;

@@ -9,9 +9,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+#include "tokenize/flat_tables.h"
 
 namespace mha::tokenizers {
 
@@ -21,8 +21,6 @@ public:
     // entries: (token, id) in any order. source names the file for errors ("DIR/vocab.json").
     // Throws mha::Error when two tokens share an id.
     Vocabulary(std::vector<std::pair<std::string, std::uint32_t>> entries, std::string source);
-    Vocabulary(const Vocabulary&) = delete;  // its index points into its own strings
-    Vocabulary(Vocabulary&&) = default;
 
     // The id of `token`, or -1.
     std::int64_t find(std::string_view token) const;
@@ -36,7 +34,7 @@ public:
 private:
     std::vector<std::string> tokens_;  // by id; "" (with present_ false) where an id is missing
     std::vector<bool> present_;
-    std::unordered_map<std::string_view, std::uint32_t> ids_;
+    TokenIndex index_;
     std::size_t count_ = 0;
     std::string source_;
 };
@@ -87,14 +85,10 @@ public:
     const Vocabulary& vocabulary() const { return vocabulary_; }
 
 private:
-    struct Rule {
-        std::uint32_t rank, result;
-    };
     struct Symbol {
         std::uint32_t id;
         std::size_t first, end;  // characters of the piece
     };
-    const Rule* rule(std::uint32_t left, std::uint32_t right) const;
     bool has_byte_tokens(std::string_view character) const;  // all its bytes' <0xNN>
     void initial_symbols(std::string_view piece, std::vector<Symbol>& symbols,
                          std::vector<ByteFallback>* fallbacks) const;
@@ -102,7 +96,8 @@ private:
 
     Vocabulary vocabulary_;
     BpeOptions options_;
-    std::unordered_map<std::uint64_t, Rule> rules_;  // (left id << 32 | right id) -> rule
+    PairTable rules_;
+    std::string joined_;  // add_merge's buffer for the result's text
     std::size_t merge_count_ = 0;
 };
 

@@ -21,8 +21,10 @@ bool exists(const std::string& path) {
 
 Tokenizer load_tokenizer(const std::string& dir, Ledger& ledger) {
     std::error_code failed;
-    if (!std::filesystem::is_directory(dir, failed))
-        throw Error("cannot read the tokenizer folder '" + dir + "': not a directory");
+    if (!std::filesystem::is_directory(dir, failed)) {
+        throw Error("cannot read the tokenizer folder '" + dir +
+                    "': " + (exists(dir) ? "not a directory" : "No such file or directory"));
+    }
     if (exists(dir + "/tokenizer.json")) return Tokenizer(read_tokenizer_json(dir + "/tokenizer.json", ledger));
     const bool vocab = exists(dir + "/vocab.json"), merges = exists(dir + "/merges.txt");
     if (vocab && merges) return Tokenizer(gpt2_stages(dir, ledger));

@@ -13,10 +13,19 @@ namespace {
 
 constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
 
-// Input bytes [begin, end) as the first stage sees them: each byte from itself.
+// The characters of valid UTF-8: its bytes that are not continuation bytes.
+std::size_t code_point_count(std::string_view text) {
+    std::size_t count = 0;
+    for (const char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return count;
+}
+
+// Input bytes [begin, end) as the first stage sees them: each byte from itself (no table for
+// a stretch from byte 0, the whole text when no added token splits it).
 NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_t end) {
-    NormalizedText n{std::string(text.substr(begin, end - begin)),
-                     std::vector<std::size_t>(end - begin + 1)};
+    NormalizedText n{std::string(text.substr(begin, end - begin)), {}};
+    if (begin == 0) return n;
+    n.source.resize(end - begin + 1);
     for (std::size_t i = 0; i <= end - begin; ++i) n.source[i] = begin + i;
     return n;
 }
@@ -37,19 +46,20 @@ std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) c
     const std::string& whole = prefix ? spaced : text.text;
     // the prefix space comes from the input's byte 0, as the text after it does
     const auto source = [&](std::size_t at) {
-        return prefix ? text.source[at == 0 ? 0 : at - 1] : text.source[at];
+        return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
     };
+    const bool each_byte_itself = !prefix && text.source.empty();
     const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
     std::vector<PreToken> pieces;
     pieces.reserve(matches.size());
     for (const PatternPiece& match : matches) {
-        PreToken piece{{}, {}, match.branch};
-        piece.char_source.reserve(match.end - match.begin + 1);
-        for (std::size_t at = match.begin; at < match.end; ++at) {
+        PreToken piece{{}, {}, match.branch, match.begin};
+        for (std::size_t at = match.begin; at < match.end; ++at)
             piece.text += byte_symbol(static_cast<std::uint8_t>(whole[at]));
-            piece.char_source.push_back(source(at));
+        if (!each_byte_itself) {
+            for (std::size_t at = match.begin; at <= match.end; ++at)
+                piece.char_source.push_back(source(at));
         }
-        piece.char_source.push_back(source(match.end));
         pieces.push_back(std::move(piece));
     }
     return pieces;
@@ -80,8 +90,8 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
     if (stages_.ignore_merges) {
         const std::int64_t whole = vocabulary.find(piece.text);
         if (whole >= 0) {
-            out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.char_source.front(),
-                           piece.char_source.back()});
+            out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
+                           piece.source(code_point_count(piece.text))});
             return;
         }
     }
@@ -105,8 +115,7 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
         }
     }
     for (const ModelToken& t : *tokens) {
-        out.push_back(
-            {t.id, vocabulary.token(t.id), piece.char_source[t.first], piece.char_source[t.end]});
+        out.push_back({t.id, vocabulary.token(t.id), piece.source(t.first), piece.source(t.end)});
     }
 }
 
@@ -127,6 +136,7 @@ std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_speci
                                           TokenizeTrace* trace, const std::string& what) const {
     check_utf8(text, what);
     std::vector<TokenPiece> tokens;
+    tokens.reserve(text.size() / 3);
     std::vector<PreToken> pieces;
     // added tokens first: the stretches between them go through the stages, each alone
     std::size_t stretch = 0;

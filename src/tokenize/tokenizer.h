@@ -30,15 +30,22 @@ struct TokenPiece {
 // Text between stages: its bytes, and for each byte (and the end) the input byte it came from.
 struct NormalizedText {
     std::string text;
-    std::vector<std::size_t> source;  // text.size() + 1 entries
+    std::vector<std::size_t> source;  // text.size() + 1 entries, or none: each byte is itself
+
+    std::size_t source_of(std::size_t byte) const { return source.empty() ? byte : source[byte]; }
 };
 
 // A piece the pre-tokenizer hands the model: text in the model's alphabet (GPT-2: byte
 // symbols), and for each of its characters (and the end) the input byte it came from.
 struct PreToken {
     std::string text;
-    std::vector<std::size_t> char_source;  // characters + 1 entries
+    std::vector<std::size_t> char_source;  // characters + 1 entries, or none: see begin
     const char* branch;                    // the pattern branch that matched it, or ""
+    std::size_t begin = 0;  // without char_source, character k came from input byte begin + k
+
+    std::size_t source(std::size_t character) const {
+        return char_source.empty() ? begin + character : char_source[character];
+    }
 };
 
 // What each stage did, in order, for `mha tokenize --trace`.

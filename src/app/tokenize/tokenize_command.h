@@ -1,0 +1,20 @@
+#pragma once
+// `mha tokenize --checkpoint DIR --text T`: the folder's tokenizer on a text, token by token
+// (id, byte span, piece), the ids alone (--ids), or every stage's work (--trace).
+
+#include "app/cli/cli.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace mha {
+
+// args are the words after "tokenize". Returns 0; throws mha::Error on bad options, files or
+// text.
+int run_tokenize(const std::vector<std::string>& args, std::ostream& out);
+
+// Its options and --help, for the docs tests.
+const CommandInfo& tokenize_command();
+
+}  // namespace mha
