@@ -415,3 +415,28 @@ TEST_CASE("tokenizer.json: Gemma's stages by hand: Replace, a Split on \" \" tha
     CHECK(pieces_of(tokenizer, "a ab c") == "<s>|a|\u2581a|b|\u2581|<0x63>");
     CHECK(tokenizer.decode({0, 3, 1, 2, 7}) == "a ab c");
 }
+
+TEST_CASE("docs/tokenizers.md: Llama 3's walk-through shows what mha tokenize prints", "[tokenize]") {
+    if (!test::exists(std::string(built_dir) + "/llama3/tokenizer.json")) {
+        WARN("skipped: no tests/npm/tokenizers/llama3/tokenizer.json (tests/ensure-npm-tokenizers builds it)");
+        return;
+    }
+    // the ```text block that starts with the command: its lines, the command first
+    std::istringstream page(test::read_text("../docs/tokenizers.md"));
+    std::vector<std::string> block;
+    for (std::string line; std::getline(page, line);) {
+        if (block.empty() && line.rfind("$ mha tokenize --checkpoint tests/npm/tokenizers/llama3", 0) == 0)
+            block.push_back(line);
+        else if (!block.empty() && line.rfind("```", 0) == 0)
+            break;
+        else if (!block.empty())
+            block.push_back(line);
+    }
+    REQUIRE(block.size() > 10);
+    const std::string command = block.front().substr(6);  // after "$ mha "
+    const test::RunResult r = test::run_command("cd .. && " + test::mha_dir() + "/mha " + command + " 2>&1");
+    CHECK(r.status == 0);
+    std::string shown;
+    for (std::size_t i = 1; i < block.size(); ++i) shown += block[i] + "\n";
+    CHECK(r.output == shown);
+}
