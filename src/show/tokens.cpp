@@ -59,7 +59,7 @@ void print_pieces(std::ostream& out, std::string_view text, const TokenizeTrace&
     if (trace.pieces.empty()) out << "   no pieces\n";
     for (std::size_t i = 0; i < trace.pieces.size(); ++i) {
         const tokenizers::PreToken& p = trace.pieces[i];
-        const std::size_t begin = p.source(0), end = p.source(characters(p.text));
+        const std::size_t begin = p.source(0), end = p.end_source();
         out << "   " << padded(piece_label(i), 10) << padded(span(begin, end), 10)
             << padded(quoted_bytes(text, begin, end), 18) << " branch /" << p.branch << "/\n";
     }
@@ -69,9 +69,8 @@ void print_symbols(std::ostream& out, std::string_view text, const TokenizeTrace
     out << "3. bytes to symbols (each byte one symbol of the vocabulary's alphabet):\n";
     for (std::size_t i = 0; i < trace.pieces.size(); ++i) {
         const tokenizers::PreToken& p = trace.pieces[i];
-        out << "   " << padded(piece_label(i), 10)
-            << hex_bytes(text, p.source(0), p.source(characters(p.text))) << "  ->  "
-            << sanitized(p.text) << "\n";
+        out << "   " << padded(piece_label(i), 10) << hex_bytes(text, p.source(0), p.end_source())
+            << "  ->  " << sanitized(p.text) << "\n";
     }
 }
 

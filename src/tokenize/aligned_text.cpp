@@ -56,8 +56,8 @@ AlignedText aligned_from(const NormalizedText& text) {
     for (std::size_t at = 0; at < text.text.size();) {
         const CodePoint c = code_point_at(text.text, at);
         out.codes.push_back(c.code);
-        const std::size_t begin = text.source_of(at);
-        out.spans.push_back({begin, std::max(begin, text.source_of(at + c.length))});
+        const std::size_t from = text.source_of(at);
+        out.spans.push_back({from, std::max(from, text.source_of(at + c.length))});
         at += c.length;
     }
     return out;

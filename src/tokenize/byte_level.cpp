@@ -38,6 +38,8 @@ std::uint32_t byte_symbol_code(std::uint8_t b) { return byte_map().codes[b]; }
 
 const std::string& byte_symbol(std::uint8_t b) { return byte_map().symbols[b]; }
 
+const std::array<std::string, 256>& byte_symbols() { return byte_map().symbols; }
+
 int symbol_byte(std::uint32_t code) {
     if (code < 256) return stands_for_itself(code) ? static_cast<int>(code) : -1;
     if (code >= 256 + 68) return -1;

@@ -5,6 +5,7 @@
 // (controls, space, U+00AD) take U+0100 onwards in byte order, so a space is 'Ġ' (U+0120)
 // and a newline 'Ċ' (U+010A).
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +16,9 @@ std::uint32_t byte_symbol_code(std::uint8_t b);
 
 // Its UTF-8.
 const std::string& byte_symbol(std::uint8_t b);
+
+// All 256, by byte: for loops over many bytes.
+const std::array<std::string, 256>& byte_symbols();
 
 // The byte a symbol stands for, or -1 when the code point is none of the 256 symbols.
 int symbol_byte(std::uint32_t code);

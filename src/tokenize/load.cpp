@@ -25,7 +25,8 @@ Tokenizer load_tokenizer(const std::string& dir, Ledger& ledger) {
         throw Error("cannot read the tokenizer folder '" + dir +
                     "': " + (exists(dir) ? "not a directory" : "No such file or directory"));
     }
-    if (exists(dir + "/tokenizer.json")) return Tokenizer(read_tokenizer_json(dir + "/tokenizer.json", ledger));
+    if (exists(dir + "/tokenizer.json"))
+        return Tokenizer(read_tokenizer_json(dir + "/tokenizer.json", ledger));
     const bool vocab = exists(dir + "/vocab.json"), merges = exists(dir + "/merges.txt");
     if (vocab && merges) return Tokenizer(gpt2_stages(dir, ledger));
     if (vocab || merges) {
@@ -33,7 +34,8 @@ Tokenizer load_tokenizer(const std::string& dir, Ledger& ledger) {
                     (vocab ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json") +
                     "; GPT-2's tokenizer needs both");
     }
-    throw Error(dir + " holds no tokenizer files (expected tokenizer.json, or vocab.json and merges.txt)");
+    throw Error(
+        dir + " holds no tokenizer files (expected tokenizer.json, or vocab.json and merges.txt)");
 }
 
 }  // namespace mha::tokenizers

@@ -87,7 +87,9 @@ bool is_letter_prefix(std::uint32_t c) {  // [^\r\n\p{L}\p{N}]
 const char* folded_contraction(std::string_view text, std::size_t at, std::size_t& end) {
     static const char* const branches[] = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"};
     if (text[at] != '\'') return nullptr;
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    const auto lower = [](char c) {
+        return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    };
     for (const char* branch : branches) {
         const std::string_view literal(branch);
         std::size_t i = 1;
@@ -108,7 +110,8 @@ const char* llama3_match(std::string_view text, std::size_t at, std::size_t& end
     if (const char* branch = folded_contraction(text, at, end)) return branch;
     const CodePoint c = code_point_at(text, at);
     const std::size_t next = at + c.length;
-    const bool letter_next = next < text.size() && unicode::is_letter(code_point_at(text, next).code);
+    const bool letter_next =
+        next < text.size() && unicode::is_letter(code_point_at(text, next).code);
     // "[^\r\n\p{L}\p{N}]?\p{L}+": one other character (a space, a tab, a mark) may lead the letters
     if (unicode::is_letter(c.code) || (is_letter_prefix(c.code) && letter_next)) {
         end = run_end(text, next, unicode::is_letter);
@@ -125,7 +128,8 @@ const char* llama3_match(std::string_view text, std::size_t at, std::size_t& end
     }
     // " ?[^\s\p{L}\p{N}]+[\r\n]*": with the space when an other character follows it
     const std::size_t from =
-        text[at] == ' ' && next < text.size() && is_other(code_point_at(text, next).code) ? next : at;
+        text[at] == ' ' && next < text.size() && is_other(code_point_at(text, next).code) ? next
+                                                                                          : at;
     if (is_other(code_point_at(text, from).code)) {
         end = run_end(text, run_end(text, from, is_other), is_line_break);
         return " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*";
@@ -171,6 +175,7 @@ std::optional<Pattern> pattern_of(std::string_view text) {
 
 std::vector<PatternPiece> match_pattern(Pattern pattern, std::string_view text) {
     std::vector<PatternPiece> pieces;
+    pieces.reserve(text.size() / 4 + 1);  // English runs about four bytes a piece
     for (std::size_t at = 0; at < text.size();) {
         std::size_t end = at;
         const char* branch = nullptr;

@@ -7,21 +7,16 @@
 #include "tokenize/byte_level.h"
 #include "tokenize/utf8.h"
 
+#include <algorithm>
+
 namespace mha::tokenizers {
 
 namespace {
 
 constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
 
-// The characters of valid UTF-8: its bytes that are not continuation bytes.
-std::size_t code_point_count(std::string_view text) {
-    std::size_t count = 0;
-    for (const char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    return count;
-}
-
-// Input bytes [begin, end) as the first stage sees them: each byte from itself (no table for
-// a stretch from byte 0, the whole text when no added token splits it).
+// Input bytes [begin, end) as the first stage sees them: each byte from itself (from the
+// start of the text, the identity needs no table).
 NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_t end) {
     NormalizedText n{std::string(text.substr(begin, end - begin)), {}};
     if (begin == 0) return n;
@@ -31,6 +26,13 @@ NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_
 }
 
 }  // namespace
+
+std::size_t PreToken::end_source() const {
+    if (!char_source.empty()) return char_source.back();
+    const auto characters =
+        std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    return begin + static_cast<std::size_t>(characters);
+}
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space)
     : pattern_(pattern), add_prefix_space_(add_prefix_space) {}
@@ -50,12 +52,14 @@ std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) c
     };
     const bool each_byte_itself = !prefix && text.source.empty();
     const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
+    const std::array<std::string, 256>& symbols = byte_symbols();
     std::vector<PreToken> pieces;
     pieces.reserve(matches.size());
     for (const PatternPiece& match : matches) {
         PreToken piece{{}, {}, match.branch, match.begin};
+        piece.text.reserve(2 * (match.end - match.begin));  // a symbol is one or two bytes
         for (std::size_t at = match.begin; at < match.end; ++at)
-            piece.text += byte_symbol(static_cast<std::uint8_t>(whole[at]));
+            piece.text += symbols[static_cast<std::uint8_t>(whole[at])];
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
@@ -92,7 +96,7 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
         if (whole >= 0) {
             if (trace) trace->whole.push_back(index);
             out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
-                           piece.source(code_point_count(piece.text))});
+                           piece.end_source()});
             return;
         }
     }
@@ -137,7 +141,7 @@ std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_speci
                                           TokenizeTrace* trace, const std::string& what) const {
     check_utf8(text, what);
     std::vector<TokenPiece> tokens;
-    tokens.reserve(text.size() / 3);
+    tokens.reserve(text.size() / 4);  // about four bytes a token in English
     std::vector<PreToken> pieces;
     // added tokens first: the stretches between them go through the stages, each alone
     std::size_t stretch = 0;

@@ -46,6 +46,7 @@ struct PreToken {
     std::size_t source(std::size_t character) const {
         return char_source.empty() ? begin + character : char_source[character];
     }
+    std::size_t end_source() const;  // the input byte after its last character
 };
 
 // What each stage did, in order, for `mha tokenize --trace`.

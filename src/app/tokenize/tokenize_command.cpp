@@ -37,8 +37,9 @@ const std::vector<Option<O>>& tokenize_table() {
     static const std::vector<Option<O>> table = {
         section<O>("Input:"),
         {{"--checkpoint", 0, "DIR",
-          "the folder with the tokenizer files: vocab.json and\n"
-          "merges.txt (GPT-2); no config or weights needed"},
+          "the folder with the tokenizer files: tokenizer.json,\n"
+          "or vocab.json and merges.txt (GPT-2); no config or\n"
+          "weights needed"},
          [](O& o, const Arg& a) { o.checkpoint = parse_path(a); }},
         {{"--text", 0, "T", "the text to tokenize (valid UTF-8)"},
          [](O& o, const Arg& a) { o.text = a.text; }},
