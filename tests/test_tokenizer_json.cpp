@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using namespace mha;
@@ -439,4 +440,37 @@ TEST_CASE("docs/tokenizers.md: Llama 3's walk-through shows what mha tokenize pr
     std::string shown;
     for (std::size_t i = 1; i < block.size(); ++i) shown += block[i] + "\n";
     CHECK(r.output == shown);
+}
+
+TEST_CASE("tokenizer.json: random text round-trips through Llama 2's and Llama 3's tokenizers",
+          "[tokenize]") {
+    // code points from ASCII, Latin-1, combining marks, Greek, CJK, emoji and private use,
+    // spaces, tabs and newlines among them; 300 strings of up to 40
+    const std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges = {
+        {0x20, 0x7E}, {0x09, 0x0A}, {0xA0, 0xFF}, {0x300, 0x36F}, {0x391, 0x3C9},
+        {0x4E00, 0x4FFF}, {0x1F300, 0x1F64F}, {0xE000, 0xE0FF}, {0x20, 0x20}};
+    std::mt19937 rng(45);
+    std::vector<std::string> texts;
+    for (int n = 0; n < 300; ++n) {
+        std::vector<std::uint32_t> codes(1 + rng() % 40);
+        for (std::uint32_t& c : codes) {
+            const auto& [first, last] = ranges[rng() % ranges.size()];
+            c = first + rng() % (last - first + 1);
+        }
+        texts.push_back(utf8_of(codes));
+    }
+    for (const char* name : {"llama2", "llama3"}) {
+        const std::string dir = std::string(built_dir) + "/" + name;
+        if (!test::exists(dir + "/tokenizer.json")) {
+            WARN("skipped: no tests/" << dir << "/tokenizer.json (tests/ensure-npm-tokenizers builds it)");
+            continue;
+        }
+        Ledger ledger;
+        const Tokenizer tokenizer = load_tokenizer(dir, ledger);
+        for (const std::string& text : texts) {
+            INFO(name << ": " << text);
+            std::vector<std::uint32_t> ids = ids_of(tokenizer.encode(text, false));
+            CHECK(tokenizer.decode(ids) == text);
+        }
+    }
 }
