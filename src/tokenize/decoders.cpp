@@ -36,7 +36,8 @@ int fallback_byte(const std::string& token) {
     char* end = nullptr;
     const std::string hex = token.substr(3, 2);
     const long value = std::strtol(hex.c_str(), &end, 16);
-    return *end == 0 && std::isxdigit(static_cast<unsigned char>(hex[0])) ? static_cast<int>(value) : -1;
+    return *end == 0 && std::isxdigit(static_cast<unsigned char>(hex[0])) ? static_cast<int>(value)
+                                                                          : -1;
 }
 
 // Each run of <0xNN> tokens becomes one token, its bytes' UTF-8 text, or one U+FFFD per byte
@@ -68,7 +69,8 @@ std::vector<std::string> byte_fallback(const std::vector<std::string>& tokens) {
     return out;
 }
 
-std::string replace_all(const std::string& text, const std::string& pattern, const std::string& content) {
+std::string replace_all(const std::string& text, const std::string& pattern,
+                        const std::string& content) {
     if (pattern.empty()) return text;
     std::string out;
     for (std::size_t at = 0;;) {
@@ -82,7 +84,8 @@ std::string replace_all(const std::string& text, const std::string& pattern, con
 std::string strip(const std::string& token, const std::string& character, std::size_t start,
                   std::size_t stop) {
     std::size_t first = 0, end = token.size();
-    for (std::size_t n = 0; n < start && token.compare(first, character.size(), character) == 0; ++n)
+    for (std::size_t n = 0; n < start && token.compare(first, character.size(), character) == 0;
+         ++n)
         first += character.size();
     for (std::size_t n = 0; n < stop && end >= first + character.size() &&
                             token.compare(end - character.size(), character.size(), character) == 0;
@@ -109,24 +112,25 @@ std::vector<std::string> metaspace(const DecoderStep& step, std::vector<std::str
 
 std::vector<std::string> decode_step(const DecoderStep& step, std::vector<std::string> tokens) {
     switch (step.kind) {
-    case DecoderStep::Kind::byte_level:
-        return byte_level(tokens);
-    case DecoderStep::Kind::replace:
-        for (std::string& token : tokens) token = replace_all(token, step.pattern, step.content);
-        return tokens;
-    case DecoderStep::Kind::byte_fallback:
-        return byte_fallback(tokens);
-    case DecoderStep::Kind::fuse: {
-        std::string all;
-        for (const std::string& token : tokens) all += token;
-        return {all};
-    }
-    case DecoderStep::Kind::strip:
-        for (std::string& token : tokens)
-            token = strip(token, utf8_encode(step.strip_code), step.start, step.stop);
-        return tokens;
-    case DecoderStep::Kind::metaspace:
-        return metaspace(step, std::move(tokens));
+        case DecoderStep::Kind::byte_level:
+            return byte_level(tokens);
+        case DecoderStep::Kind::replace:
+            for (std::string& token : tokens)
+                token = replace_all(token, step.pattern, step.content);
+            return tokens;
+        case DecoderStep::Kind::byte_fallback:
+            return byte_fallback(tokens);
+        case DecoderStep::Kind::fuse: {
+            std::string all;
+            for (const std::string& token : tokens) all += token;
+            return {all};
+        }
+        case DecoderStep::Kind::strip:
+            for (std::string& token : tokens)
+                token = strip(token, utf8_encode(step.strip_code), step.start, step.stop);
+            return tokens;
+        case DecoderStep::Kind::metaspace:
+            return metaspace(step, std::move(tokens));
     }
     return tokens;
 }

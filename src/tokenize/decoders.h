@@ -16,9 +16,9 @@ namespace mha::tokenizers {
 struct DecoderStep {
     enum class Kind { byte_level, replace, byte_fallback, fuse, strip, metaspace };
     Kind kind = Kind::byte_level;
-    std::string pattern, content;  // replace: every pattern becomes content
-    std::uint32_t strip_code = ' ';  // strip: the character, at most start from the front and
-    std::size_t start = 0, stop = 0;  // stop from the back of each token
+    std::string pattern, content;        // replace: every pattern becomes content
+    std::uint32_t strip_code = ' ';      // strip: the character, at most start from the front and
+    std::size_t start = 0, stop = 0;     // stop from the back of each token
     std::uint32_t replacement = 0x2581;  // metaspace
     PrependScheme prepend_scheme = PrependScheme::always;
 };

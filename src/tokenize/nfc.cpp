@@ -18,8 +18,9 @@ bool is_hangul(std::uint32_t code) {
 
 const Decomposition* find_decomposition(std::uint32_t code) {
     const Decomposition* end = decompositions + decomposition_count;
-    const Decomposition* found = std::lower_bound(
-        decompositions, end, code, [](const Decomposition& d, std::uint32_t c) { return d.code < c; });
+    const Decomposition* found =
+        std::lower_bound(decompositions, end, code,
+                         [](const Decomposition& d, std::uint32_t c) { return d.code < c; });
     return found != end && found->code == code ? found : nullptr;
 }
 
@@ -72,7 +73,8 @@ void order_marks(Composed& text) {
 std::uint32_t compose_pair(std::uint32_t first, std::uint32_t second) {
     if (first >= lead_first && first < lead_first + 19 && second >= vowel_first &&
         second < vowel_first + vowel_count)
-        return hangul_first + ((first - lead_first) * vowel_count + second - vowel_first) * trail_count;
+        return hangul_first +
+               ((first - lead_first) * vowel_count + second - vowel_first) * trail_count;
     if (is_hangul(first) && (first - hangul_first) % trail_count == 0 && second > trail_first &&
         second < trail_first + trail_count)
         return first + second - trail_first;
@@ -119,9 +121,9 @@ Composed compose(const Composed& text) {
 
 std::uint8_t combining_class(std::uint32_t code) {
     const CombiningRange* end = combining_ranges + combining_range_count;
-    const CombiningRange* found = std::upper_bound(
-        combining_ranges, end, code,
-        [](std::uint32_t c, const CombiningRange& r) { return c < r.first; });
+    const CombiningRange* found =
+        std::upper_bound(combining_ranges, end, code,
+                         [](std::uint32_t c, const CombiningRange& r) { return c < r.first; });
     if (found == combining_ranges) return 0;
     --found;
     return code <= found->last ? found->combining_class : 0;

@@ -50,7 +50,8 @@ void compose(AlignedText& text) {
     out.spans.reserve(composed.codes.size());
     for (std::size_t i = 0; i < composed.codes.size(); ++i) {
         const std::size_t source = composed.sources[i];
-        const std::size_t next = i + 1 < composed.sources.size() ? composed.sources[i + 1] : text.codes.size();
+        const std::size_t next =
+            i + 1 < composed.sources.size() ? composed.sources[i + 1] : text.codes.size();
         // a composite covers the code points from its starter to the next output's source
         out.spans.push_back(span_of(text, source, std::max(next, source + 1)));
     }
@@ -63,26 +64,26 @@ std::string quoted(const std::vector<std::uint32_t>& codes) { return "\"" + utf8
 
 void normalize(const NormalizerStep& step, AlignedText& text) {
     switch (step.kind) {
-    case NormalizerStep::Kind::prepend:
-        prepend(step.content, text);
-        return;
-    case NormalizerStep::Kind::replace:
-        replace(step.pattern, step.content, text);
-        return;
-    case NormalizerStep::Kind::nfc:
-        compose(text);
-        return;
+        case NormalizerStep::Kind::prepend:
+            prepend(step.content, text);
+            return;
+        case NormalizerStep::Kind::replace:
+            replace(step.pattern, step.content, text);
+            return;
+        case NormalizerStep::Kind::nfc:
+            compose(text);
+            return;
     }
 }
 
 std::string describe(const NormalizerStep& step) {
     switch (step.kind) {
-    case NormalizerStep::Kind::prepend:
-        return "Prepend(" + quoted(step.content) + ")";
-    case NormalizerStep::Kind::replace:
-        return "Replace(" + quoted(step.pattern) + " -> " + quoted(step.content) + ")";
-    case NormalizerStep::Kind::nfc:
-        return "NFC";
+        case NormalizerStep::Kind::prepend:
+            return "Prepend(" + quoted(step.content) + ")";
+        case NormalizerStep::Kind::replace:
+            return "Replace(" + quoted(step.pattern) + " -> " + quoted(step.content) + ")";
+        case NormalizerStep::Kind::nfc:
+            return "NFC";
     }
     return "";
 }

@@ -82,17 +82,17 @@ std::vector<Stretch> merge_matches(std::vector<Stretch> stretches, bool with_pre
 
 std::vector<Stretch> apply_behavior(std::vector<Stretch> stretches, SplitBehavior behavior) {
     switch (behavior) {
-    case SplitBehavior::isolated:
-        return stretches;
-    case SplitBehavior::removed:
-        stretches.erase(std::remove_if(stretches.begin(), stretches.end(),
-                                       [](const Stretch& s) { return s.match; }),
-                        stretches.end());
-        return stretches;
-    case SplitBehavior::merged_with_previous:
-        return merge_matches(std::move(stretches), true);
-    case SplitBehavior::merged_with_next:
-        return merge_matches(std::move(stretches), false);
+        case SplitBehavior::isolated:
+            return stretches;
+        case SplitBehavior::removed:
+            stretches.erase(std::remove_if(stretches.begin(), stretches.end(),
+                                           [](const Stretch& s) { return s.match; }),
+                            stretches.end());
+            return stretches;
+        case SplitBehavior::merged_with_previous:
+            return merge_matches(std::move(stretches), true);
+        case SplitBehavior::merged_with_next:
+            return merge_matches(std::move(stretches), false);
     }
     return stretches;
 }
@@ -140,9 +140,10 @@ void metaspace(const PreTokenizerStep& step, const Piece& piece, std::vector<Pie
     std::replace(replaced.text.codes.begin(), replaced.text.codes.end(), std::uint32_t{' '},
                  step.replacement);
     const bool starts_with = replaced.text.codes.front() == step.replacement;
-    const bool prepend = !starts_with && (step.prepend_scheme == PrependScheme::always ||
-                                          (step.prepend_scheme == PrependScheme::first &&
-                                           replaced.text.spans.front().begin == 0));
+    const bool prepend =
+        !starts_with &&
+        (step.prepend_scheme == PrependScheme::always ||
+         (step.prepend_scheme == PrependScheme::first && replaced.text.spans.front().begin == 0));
     if (prepend) {
         replaced.text.codes.insert(replaced.text.codes.begin(), step.replacement);
         replaced.text.spans.insert(replaced.text.spans.begin(), replaced.text.spans.front());
@@ -158,14 +159,14 @@ void metaspace(const PreTokenizerStep& step, const Piece& piece, std::vector<Pie
 
 const char* behavior_name(SplitBehavior behavior) {
     switch (behavior) {
-    case SplitBehavior::isolated:
-        return "Isolated";
-    case SplitBehavior::removed:
-        return "Removed";
-    case SplitBehavior::merged_with_previous:
-        return "MergedWithPrevious";
-    case SplitBehavior::merged_with_next:
-        return "MergedWithNext";
+        case SplitBehavior::isolated:
+            return "Isolated";
+        case SplitBehavior::removed:
+            return "Removed";
+        case SplitBehavior::merged_with_previous:
+            return "MergedWithPrevious";
+        case SplitBehavior::merged_with_next:
+            return "MergedWithNext";
     }
     return "";
 }
@@ -178,19 +179,19 @@ void pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces) {
     for (const Piece& piece : pieces) {
         if (piece.text.codes.empty()) continue;
         switch (step.kind) {
-        case PreTokenizerStep::Kind::byte_level:
-            byte_level(step, piece, out);
-            break;
-        case PreTokenizerStep::Kind::metaspace:
-            metaspace(step, piece, out);
-            break;
-        case PreTokenizerStep::Kind::split:
-            cut(piece,
-                apply_behavior(step.pattern ? pattern_stretches(*step.pattern, piece.text)
-                                            : literal_stretches(step.literal, piece.text),
-                               step.behavior),
-                false, out);
-            break;
+            case PreTokenizerStep::Kind::byte_level:
+                byte_level(step, piece, out);
+                break;
+            case PreTokenizerStep::Kind::metaspace:
+                metaspace(step, piece, out);
+                break;
+            case PreTokenizerStep::Kind::split:
+                cut(piece,
+                    apply_behavior(step.pattern ? pattern_stretches(*step.pattern, piece.text)
+                                                : literal_stretches(step.literal, piece.text),
+                                   step.behavior),
+                    false, out);
+                break;
         }
     }
     pieces = std::move(out);
@@ -198,29 +199,33 @@ void pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces) {
 
 std::string describe(const PreTokenizerStep& step) {
     switch (step.kind) {
-    case PreTokenizerStep::Kind::byte_level:
-        return std::string("ByteLevel(add_prefix_space ") + (step.add_prefix_space ? "true" : "false") +
-               ", use_regex " + (step.use_regex ? "true" : "false") + ")";
-    case PreTokenizerStep::Kind::metaspace:
-        return "Metaspace(\"" + utf8_of({step.replacement}) + "\", prepend_scheme " +
-               (step.prepend_scheme == PrependScheme::always  ? "always"
-                : step.prepend_scheme == PrependScheme::first ? "first"
-                                                               : "never") +
-               (step.split ? ", split" : "") + ")";
-    case PreTokenizerStep::Kind::split:
-        return std::string("Split(") +
-               (step.pattern ? pattern_text(*step.pattern) : "\"" + utf8_of(step.literal) + "\"") +
-               ", " + behavior_name(step.behavior) + ")";
+        case PreTokenizerStep::Kind::byte_level:
+            return std::string("ByteLevel(add_prefix_space ") +
+                   (step.add_prefix_space ? "true" : "false") + ", use_regex " +
+                   (step.use_regex ? "true" : "false") + ")";
+        case PreTokenizerStep::Kind::metaspace:
+            return "Metaspace(\"" + utf8_of({step.replacement}) + "\", prepend_scheme " +
+                   (step.prepend_scheme == PrependScheme::always  ? "always"
+                    : step.prepend_scheme == PrependScheme::first ? "first"
+                                                                  : "never") +
+                   (step.split ? ", split" : "") + ")";
+        case PreTokenizerStep::Kind::split:
+            return std::string("Split(") +
+                   (step.pattern ? pattern_text(*step.pattern)
+                                 : "\"" + utf8_of(step.literal) + "\"") +
+                   ", " + behavior_name(step.behavior) + ")";
     }
     return "";
 }
 
-JsonPreTokenizer::JsonPreTokenizer(std::vector<PreTokenizerStep> steps) : steps_(std::move(steps)) {}
+JsonPreTokenizer::JsonPreTokenizer(std::vector<PreTokenizerStep> steps)
+    : steps_(std::move(steps)) {}
 
 std::string JsonPreTokenizer::describe() const {
     if (steps_.empty()) return "none (the text is one piece)";
     std::string out;
-    for (std::size_t i = 0; i < steps_.size(); ++i) out += (i ? ", then " : "") + tokenizers::describe(steps_[i]);
+    for (std::size_t i = 0; i < steps_.size(); ++i)
+        out += (i ? ", then " : "") + tokenizers::describe(steps_[i]);
     return out;
 }
 

@@ -100,6 +100,7 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
     if (stages_.ignore_merges) {
         const std::int64_t whole = vocabulary.find(piece.text);
         if (whole >= 0) {
+            if (trace) trace->whole.push_back(index);
             out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
                            piece.end_source()});
             return;

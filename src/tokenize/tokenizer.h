@@ -75,6 +75,7 @@ struct TokenizeTrace {
     std::vector<Merge> merges;
     std::vector<Fallback> fallbacks;
     std::vector<Special> specials;
+    std::vector<std::size_t> whole;  // pieces ignore_merges took whole from the vocabulary
 };
 
 class Normalizer {
