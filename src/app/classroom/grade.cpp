@@ -464,9 +464,9 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
   keys QUERY : OPTS            the keys QUERY sees after the mask (step 8)
   matches MEAN STD MIN MAX : OPTS  right when the run's output has these
                                statistics; OPTS hold the answer as {N}
-  tokens : TOKENIZE-OPTS        the tokens mha tokenize TOKENIZE-OPTS gives
-  pieces : TOKENIZE-OPTS        the pre-tokenizer's pieces (its --trace)
-  merges : TOKENIZE-OPTS        the merges applied (its --trace)
+  tokens : TOKENIZE-OPTS       the tokens mha tokenize TOKENIZE-OPTS gives
+  pieces : TOKENIZE-OPTS       the pre-tokenizer's pieces (its --trace)
+  merges : TOKENIZE-OPTS       the merges applied (its --trace)
   number VALUE                 a fixed number
   word WORD                    a fixed word (case does not matter)
 STEP is a number, or bN for the backward's step N (OPTS hold --backward).
