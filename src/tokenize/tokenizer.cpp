@@ -59,8 +59,11 @@ void ByteLevelPreTokenizer::split_each(const NormalizedText& text,
         piece.char_source.clear();
         piece.branch = match.branch;
         piece.begin = match.begin;
-        for (std::size_t at = match.begin; at < match.end; ++at)
-            piece.text += symbols[static_cast<std::uint8_t>(whole[at])];
+        for (std::size_t at = match.begin; at < match.end; ++at) {
+            // a symbol is one or two bytes: pushed one by one, no copy call per byte
+            for (const char c : symbols[static_cast<std::uint8_t>(whole[at])])
+                piece.text.push_back(c);
+        }
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
