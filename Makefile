@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory
+.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-tokenize
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -85,13 +85,13 @@ $(BUILD)/tests/%.o: tests/%.cpp
 # the mha binary of the same build folder. Its output is kept in $(BUILD)/test.log, then
 # printed (check's verdict reads the count of assertions there). MAKEFLAGS is emptied for
 # the suite: the makes its tests start (make install) then see no job server they cannot use.
-test: catch2 $(BUILD)/mha_tests $(BUILD)/mha
+test: catch2 npm-tokenizers $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MAKEFLAGS= MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests $(TEST_ARGS) \
 	    >../$(BUILD)/test.log 2>&1; status=$$?; cat ../$(BUILD)/test.log; exit $$status
 
 # test-fast: the suite without the [docs] tests (which run every console example of docs/
 # and examples/, the exercises and make install): for the edit-build-test loop
-test-fast: catch2 $(BUILD)/mha_tests $(BUILD)/mha
+test-fast: catch2 npm-tokenizers $(BUILD)/mha_tests $(BUILD)/mha
 	cd tests && MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests "~[docs]"
 
 # golden: rewrite the golden traces in tests/data/golden/trace/ from this build's output
@@ -241,9 +241,19 @@ bench-backward-memory: $(BUILD)/bench_backward_memory
 $(BUILD)/bench_backward_memory: $(BUILD)/tests/bench/backward_memory.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench-tokenize: mha tokenize --ids on 1 MiB of English (the shipped KJV text) with GPT-2's
+# files from npm, loading included: the median of five runs in MB/s (tests/bench/tokenize_speed)
+bench-tokenize: $(BUILD)/mha
+	tests/bench/tokenize_speed $(BUILD)/mha
+
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:
 	@tests/ensure-catch2 $(CATCH2_HEADER)
+
+# npm-tokenizers: the npm packages that ship real tokenizer files (GPT-2, Llama 2, Llama 3),
+# pinned, into tests/npm (tests/ensure-npm-tokenizers); offline, the tests that need them skip
+npm-tokenizers:
+	@tests/ensure-npm-tokenizers
 
 # strict: everything built with warnings as errors, in build-strict/ (the other build
 # folders stay)

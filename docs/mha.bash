@@ -19,11 +19,12 @@ _mha() {
     local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
     local train_options="--steps --time-limit --seed --threads --lr --layers --d-model --heads --d-ff
         --context --batch --corpus --out --log --resume --save-batches --eval-every --max-memory --max-time --help"
+    local tokenize_options="--checkpoint --text --text-file --ids --no-special --trace --max-memory --help"
 
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
             --answers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies rope window gradients" -- "$cur")); return ;;
+            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies rope window gradients tokens" -- "$cur")); return ;;
             --count|--seed|--pass) return ;;
         esac
         COMPREPLY=($(compgen -W "$quiz_options" -- "$cur"))
@@ -62,6 +63,16 @@ _mha() {
         return
     fi
 
+    if [[ ${COMP_WORDS[1]} == tokenize && COMP_CWORD -gt 1 ]]; then
+        case $prev in
+            --checkpoint) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+            --text-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+            --text|--max-memory) return ;;
+        esac
+        COMPREPLY=($(compgen -W "$tokenize_options" -- "$cur"))
+        return
+    fi
+
     # --causal=ALIGN: bash splits the word at '=', so the alignment follows a lone "="
     if [[ $prev == = && ${COMP_WORDS[COMP_CWORD-2]} == --causal ]]; then
         COMPREPLY=($(compgen -W "bottom-right top-left" -- "$cur")); return
@@ -89,7 +100,7 @@ _mha() {
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then
-        COMPREPLY=($(compgen -W "quiz grade bench train" -- "$cur"))
+        COMPREPLY=($(compgen -W "quiz grade bench train tokenize" -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -W "$options" -- "$cur"))

@@ -1,8 +1,8 @@
 // mha: multi-head attention, step by step. The pipeline in order:
 //   argv -> Config -> Problem (weights, inputs, masks) -> forward (traced) -> report
 //   -> views of the result (heatmaps, summary, SVG, ablation) -> save
-// `mha quiz ...`, `mha grade ...`, `mha bench ...` and `mha train ...` go to their
-// subcommands instead.
+// `mha quiz ...`, `mha grade ...`, `mha bench ...`, `mha train ...` and `mha tokenize ...` go
+// to their subcommands instead.
 // Every error becomes one line on stderr and exit status 2.
 
 #include <fcntl.h>
@@ -30,6 +30,7 @@
 #include "app/run/problem.h"
 #include "app/run/time_guard.h"
 #include "app/run/variants.h"
+#include "app/tokenize/tokenize_command.h"
 #include "app/train/train.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -174,6 +175,8 @@ int run(const std::vector<std::string>& args) {
         return mha::run_grade({args.begin() + 1, args.end()}, std::cin, std::cout);
     if (!args.empty() && args[0] == "bench") return mha::run_bench({args.begin() + 1, args.end()});
     if (!args.empty() && args[0] == "train") return mha::run_train({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "tokenize")
+        return mha::run_tokenize({args.begin() + 1, args.end()}, std::cout);
     const mha::Config config = mha::parse_args(args);
     if (config.help) {
         std::cout << mha::help_text();

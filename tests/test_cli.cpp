@@ -14,6 +14,7 @@
 #include "app/classroom/quiz_questions.h"
 #include "app/cli/cli.h"
 #include "app/cli/presets.h"
+#include "app/tokenize/tokenize_command.h"
 #include "app/train/train.h"
 #include "helpers.h"
 
@@ -274,7 +275,8 @@ TEST_CASE("the man page documents exactly the options of each command's table", 
         {&mha::bench_command(), man_part(man, ".SH BENCH", ".SH TRAIN")},
         {&mha::train_command(), man_part(man, ".SH TRAIN", ".SH QUIZ")},
         {&mha::quiz_command(), man_part(man, ".SH QUIZ", ".SH GRADE")},
-        {&mha::grade_command(), man_part(man, ".SH GRADE", ".SH EXIT STATUS")},
+        {&mha::grade_command(), man_part(man, ".SH GRADE", ".SH TOKENIZE")},
+        {&mha::tokenize_command(), man_part(man, ".SH TOKENIZE", ".SH EXIT STATUS")},
     };
     for (const auto& [command, part] : parts) {
         CAPTURE(command->name);
@@ -305,11 +307,12 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     CHECK(listed("quiz_options") == names_of(mha::quiz_command()));
     CHECK(listed("grade_options") == names_of(mha::grade_command()));
     CHECK(listed("train_options") == names_of(mha::train_command()));
+    CHECK(listed("tokenize_options") == names_of(mha::tokenize_command()));
 
     std::map<std::string, std::vector<std::string>> fixed;  // option -> the words it completes
     for (const mha::CommandInfo* command :
          {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(), &mha::grade_command(),
-          &mha::train_command()}) {
+          &mha::train_command(), &mha::tokenize_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (!option.choices().empty() && !option.optional_value())  // --causal=: own case
                 fixed[option.name] = option.choices();
@@ -328,7 +331,7 @@ TEST_CASE("the bash completion offers exactly each command's options and choices
     // every option that takes a value has a case, so its value is not completed as an option
     for (const mha::CommandInfo* command :
          {&mha::mha_command(), &mha::bench_command(), &mha::quiz_command(), &mha::grade_command(),
-          &mha::train_command()}) {
+          &mha::train_command(), &mha::tokenize_command()}) {
         for (const mha::OptionInfo& option : command->options) {
             if (option.value.empty() || option.optional_value())
                 continue;  // a flag: its next word is free

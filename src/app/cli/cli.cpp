@@ -625,7 +625,7 @@ const std::vector<Row>& mha_table() {
 }
 
 CommandInfo with_subcommands(CommandInfo command) {
-    command.subcommands = {"bench", "grade", "quiz", "train"};
+    command.subcommands = {"bench", "grade", "quiz", "tokenize", "train"};
     return command;
 }
 
@@ -638,6 +638,7 @@ const CommandInfo& mha_command() {
        mha grade ANSWERS < KEY   grade an answers file against trace facts
        mha bench [options]   time the forward pass (see mha bench --help)
        mha train [options]   train a character model, watch its heads form
+       mha tokenize --checkpoint DIR --text T   a real tokenizer, token by token
 Multi-head attention, step by step: computes the forward pass of
 nn.MultiheadAttention and shows every tensor on the way (--trace).
 With no options it runs the classic example: B=2, N=8, d_model=256, h=4.

@@ -1,0 +1,37 @@
+#pragma once
+// A tokenizer.json's added tokens (<|begin_of_text|>, <s>, ...): found in the text before the
+// normalizer sees it, leftmost and then longest first, as Hugging Face's tokenizers split them.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mha::tokenizers {
+
+struct AddedToken {
+    std::string content;
+    std::uint32_t id;
+    bool special;
+};
+
+class AddedTokens {
+public:
+    AddedTokens() = default;
+    explicit AddedTokens(std::vector<AddedToken> tokens);
+
+    // The longest added token that starts at text[at], or nullptr.
+    const AddedToken* at(std::string_view text, std::size_t at) const;
+
+    // The content of the added token with this id, or nullptr.
+    const std::string* content(std::uint32_t id) const;
+
+    bool empty() const { return tokens_.empty(); }
+
+private:
+    std::vector<AddedToken> tokens_;
+    std::vector<std::vector<std::size_t>> by_first_byte_;  // (256) indices into tokens_
+};
+
+}  // namespace mha::tokenizers

@@ -1,0 +1,187 @@
+// The stages run in order, the byte-level pre-tokenizer and decoder, and the token cache.
+
+#include "tokenize/tokenizer.h"
+
+#include "core/error.h"
+#include "io/printable.h"
+#include "tokenize/byte_level.h"
+#include "tokenize/utf8.h"
+
+#include <algorithm>
+
+namespace mha::tokenizers {
+
+namespace {
+
+constexpr std::size_t cache_limit = 1 << 16;  // pieces kept; a text of all-new pieces stops adding
+
+// Input bytes [begin, end) as the first stage sees them: each byte from itself (from the
+// start of the text, the identity needs no table).
+NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_t end) {
+    NormalizedText n{std::string(text.substr(begin, end - begin)), {}};
+    if (begin == 0) return n;
+    n.source.resize(end - begin + 1);
+    for (std::size_t i = 0; i <= end - begin; ++i) n.source[i] = begin + i;
+    return n;
+}
+
+}  // namespace
+
+std::size_t PreToken::end_source() const {
+    if (!char_source.empty()) return char_source.back();
+    const auto characters =
+        std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    return begin + static_cast<std::size_t>(characters);
+}
+
+ByteLevelPreTokenizer::ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space)
+    : pattern_(pattern), add_prefix_space_(add_prefix_space) {}
+
+std::string ByteLevelPreTokenizer::describe() const {
+    return std::string("ByteLevel (add_prefix_space ") + (add_prefix_space_ ? "true" : "false") +
+           "), split by the pattern " + pattern_text(pattern_) + ", then bytes to symbols";
+}
+
+void ByteLevelPreTokenizer::split_each(const NormalizedText& text,
+                                       const std::function<void(PreToken&)>& take) const {
+    const bool prefix = add_prefix_space_ && !text.text.empty() && text.text[0] != ' ';
+    const std::string spaced = prefix ? " " + text.text : std::string();
+    const std::string& whole = prefix ? spaced : text.text;
+    // the prefix space comes from the input's byte 0, as the text after it does
+    const auto source = [&](std::size_t at) {
+        return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
+    };
+    const bool each_byte_itself = !prefix && text.source.empty();
+    const std::array<std::string, 256>& symbols = byte_symbols();
+    PreToken piece{{}, {}, "", 0};  // one piece at a time, its buffers reused
+    for_each_match(pattern_, whole, [&](const PatternPiece& match) {
+        piece.text.clear();
+        piece.char_source.clear();
+        piece.branch = match.branch;
+        piece.begin = match.begin;
+        for (std::size_t at = match.begin; at < match.end; ++at) {
+            // a symbol is one or two bytes: pushed one by one, no copy call per byte
+            for (const char c : symbols[static_cast<std::uint8_t>(whole[at])])
+                piece.text.push_back(c);
+        }
+        if (!each_byte_itself) {
+            for (std::size_t at = match.begin; at <= match.end; ++at)
+                piece.char_source.push_back(source(at));
+        }
+        take(piece);
+    });
+}
+
+std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) const {
+    std::vector<PreToken> pieces;
+    split_each(text, [&pieces](PreToken& piece) { pieces.push_back(piece); });
+    return pieces;
+}
+
+std::string ByteLevelDecoder::decode(const std::vector<std::string>& tokens) const {
+    std::string bytes;
+    for (const std::string& token : tokens) {
+        std::string mapped;
+        bool all_symbols = true;
+        for (std::size_t at = 0; at < token.size() && all_symbols;) {
+            const std::size_t length = utf8_length(token, at);
+            const int b = length == 0 ? -1 : symbol_byte(utf8_code_point(token, at, length));
+            if (b < 0) all_symbols = false;
+            mapped += static_cast<char>(b);
+            at += length;
+        }
+        bytes += all_symbols ? mapped : token;
+    }
+    return bytes;
+}
+
+Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)), cache_(cache_limit) {}
+
+void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
+                             TokenizeTrace* trace) const {
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    if (stages_.ignore_merges) {
+        const std::int64_t whole = vocabulary.find(piece.text);
+        if (whole >= 0) {
+            if (trace) trace->whole.push_back(index);
+            out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
+                           piece.end_source()});
+            return;
+        }
+    }
+    std::vector<ModelToken> fresh;
+    const ModelToken* tokens = nullptr;
+    std::size_t count = 0;
+    if (trace) {
+        std::vector<AppliedMerge> merges;
+        std::vector<ByteFallback> fallbacks;
+        stages_.model->tokenize(piece.text, fresh, &merges, &fallbacks);
+        for (const AppliedMerge& m : merges) trace->merges.push_back({index, m});
+        for (ByteFallback& f : fallbacks) trace->fallbacks.push_back({index, std::move(f)});
+    } else if ((tokens = cache_.find(piece.text, count)) == nullptr) {
+        stages_.model->tokenize(piece.text, fresh);
+        cache_.insert(piece.text, fresh);
+    }
+    if (tokens == nullptr) tokens = fresh.data(), count = fresh.size();
+    for (const ModelToken* t = tokens; t != tokens + count; ++t) {
+        out.push_back(
+            {t->id, vocabulary.token(t->id), piece.source(t->first), piece.source(t->end)});
+    }
+}
+
+void Tokenizer::encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                               std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
+                               TokenizeTrace* trace) const {
+    if (begin == end) return;
+    NormalizedText normalized = unnormalized(text, begin, end);
+    if (stages_.normalizer)
+        normalized = stages_.normalizer->normalize(std::move(normalized), trace);
+    stages_.pre_tokenizer->split_each(normalized, [&](PreToken& piece) {
+        encode_piece(piece, pieces.size(), out, trace);
+        if (trace) pieces.push_back(piece);
+    });
+}
+
+std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
+                                          TokenizeTrace* trace, const std::string& what) const {
+    check_utf8(text, what);
+    std::vector<TokenPiece> tokens;
+    tokens.reserve(text.size() / 4);  // about four bytes a token in English
+    std::vector<PreToken> pieces;
+    // added tokens first: the stretches between them go through the stages, each alone
+    std::size_t stretch = 0;
+    for (std::size_t at = 0; at < text.size() && !stages_.added.empty();) {
+        const AddedToken* added = stages_.added.at(text, at);
+        if (!added) {
+            ++at;
+            continue;
+        }
+        encode_stretch(text, stretch, at, tokens, pieces, trace);
+        tokens.push_back({added->id, added->content, at, at + added->content.size()});
+        at += added->content.size();
+        stretch = at;
+    }
+    encode_stretch(text, stretch, text.size(), tokens, pieces, trace);
+    if (trace) {
+        trace->pre_tokenizer = stages_.pre_tokenizer->describe();
+        trace->pieces = std::move(pieces);
+    }
+    if (stages_.post_processor) stages_.post_processor->process(tokens, with_special, trace);
+    return tokens;
+}
+
+std::string Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (const std::uint32_t id : ids) {
+        const std::string* added = vocabulary.has_id(id) ? nullptr : stages_.added.content(id);
+        tokens.push_back(added ? *added : vocabulary.token(id));
+    }
+    if (stages_.decoder) return stages_.decoder->decode(tokens);
+    std::string joined;
+    for (const std::string& token : tokens) joined += token;
+    return joined;
+}
+
+}  // namespace mha::tokenizers

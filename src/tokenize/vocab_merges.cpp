@@ -1,0 +1,95 @@
+// Reading vocab.json and merges.txt into GPT-2's tokenizer stages.
+
+#include "tokenize/vocab_merges.h"
+
+#include "core/checked.h"
+#include "core/error.h"
+#include "io/json.h"
+#include "io/printable.h"
+#include "io/read_file.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace mha::tokenizers {
+
+namespace {
+
+// A number written as at most nine digits (every id a vocabulary gives), read without the
+// general path; false for anything else, which as_size then reads or refuses.
+bool plain_id(const json::Value& value, std::uint32_t& id) {
+    if (value.kind != json::Kind::number || value.text.empty() || value.text.size() > 9)
+        return false;
+    std::uint32_t n = 0;
+    for (const char c : value.text) {
+        if (c < '0' || c > '9') return false;
+        n = n * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    id = n;
+    return true;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::uint32_t>> read_vocab_json(const std::string& path,
+                                                                   Ledger& ledger) {
+    const std::string text = read_file(path, ledger);
+    const std::uint64_t tree = json::parse_bytes(text);
+    ledger.check(tree, path, "its JSON needs " + byte_size(tree) + " to parse");
+    ledger.hold(tree);
+    json::Value root = json::parse(text, path);
+    const json::Where where{path, ""};
+    json::as_object(root, where);
+    std::vector<std::pair<std::string, std::uint32_t>> entries;
+    entries.reserve(root.members.size());
+    for (auto& [token, value] : root.members) {
+        std::uint32_t id = 0;
+        if (!plain_id(value, id)) {  // the error names the key: a path built only here
+            const json::Where at = where.at(token);
+            const std::uint64_t size = json::as_size(value, at);
+            if (size > std::numeric_limits<std::uint32_t>::max())
+                json::refuse(at, value, "expected a token id below 2^32, found " + value.text);
+            id = static_cast<std::uint32_t>(size);
+        }
+        entries.emplace_back(std::move(token), id);
+    }
+    return entries;
+}
+
+void read_merges_txt(const std::string& path, BpeModel& model, Ledger& ledger) {
+    const std::string text = read_file(path, ledger);
+    model.reserve_merges(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+    std::size_t line_number = 0;
+    for (std::size_t at = 0; at < text.size();) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        std::string_view line(text.data() + at, end - at);
+        at = end + 1;
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line_number == 1 && line.rfind("#version", 0) == 0) continue;
+        const auto where = [&] { return path + " line " + std::to_string(line_number); };
+        const std::size_t space = line.find(' ');
+        if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
+            line.find(' ', space + 1) != std::string_view::npos) {
+            throw Error(where() +
+                        ": expected two symbols separated by one space (\"a b\"), found '" +
+                        escaped(line) + "'");
+        }
+        model.add_merge(line.substr(0, space), line.substr(space + 1), where);
+    }
+}
+
+TokenizerStages gpt2_stages(const std::string& dir, Ledger& ledger) {
+    const std::string vocab_path = dir + "/vocab.json";
+    TokenizerStages stages;
+    stages.source = dir + " (vocab.json + merges.txt: GPT-2's byte-level BPE)";
+    stages.pre_tokenizer = std::make_unique<ByteLevelPreTokenizer>(Pattern::gpt2, false);
+    stages.model =
+        std::make_unique<BpeModel>(Vocabulary(read_vocab_json(vocab_path, ledger), vocab_path));
+    read_merges_txt(dir + "/merges.txt", *stages.model, ledger);
+    stages.decoder = std::make_unique<ByteLevelDecoder>();
+    return stages;
+}
+
+}  // namespace mha::tokenizers
