@@ -395,6 +395,23 @@ TEST_CASE("tokenizer.json: every type, pattern and option not implemented is ref
     }
 }
 
+TEST_CASE("tokenizer.json: an added token marked normalized is found in the normalized text",
+          "[tokenize]") {
+    // Llama 2's normalizer writes "<s>" as "▁<s>": it is found at the start or after a space
+    const Tokenizer llama2 = toy(replaced(
+        toy_json(R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})",
+                 "null", "null"),
+        R"("special": true)", R"("special": true, "normalized": true)"));
+    CHECK(pieces_of(llama2, "<s>ab") == "<s>|ab");
+    CHECK(pieces_of(llama2, "a <s>b") == "\u2581a|<s>|b");
+    const std::string json =
+        replaced(toy_json(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})",
+                          "null", "null"),
+                 R"("special": true)", R"("special": false, "normalized": true)");
+    CHECK(pieces_of(toy(json), "a<s>b") == "a|<s>|b");
+}
+
 TEST_CASE(
     "tokenizer.json: a file or parse over the memory budget, a missing model, a merge the "
     "vocabulary lacks, a character with no token",

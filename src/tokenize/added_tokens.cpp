@@ -9,7 +9,7 @@ namespace mha::tokenizers {
 AddedTokens::AddedTokens(std::vector<AddedToken> tokens)
     : tokens_(std::move(tokens)), by_first_byte_(256) {
     for (std::size_t i = 0; i < tokens_.size(); ++i) {
-        if (!tokens_[i].content.empty())
+        if (!tokens_[i].content.empty() && !tokens_[i].normalized)
             by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
     }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // A tokenizer.json's added tokens (<|begin_of_text|>, <s>, ...): found in the text before the
-// normalizer sees it, leftmost and then longest first, as Hugging Face's tokenizers split them.
+// normalizer sees it, leftmost and then longest first, as Hugging Face's tokenizers split them
+// (those marked normalized are found after the normalizer, by the pre-tokenizer stage).
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@ struct AddedToken {
     std::string content;
     std::uint32_t id;
     bool special;
+    bool normalized = false;  // found in the normalized text, not in the text as given
 };
 
 class AddedTokens {
@@ -21,7 +23,7 @@ public:
     AddedTokens() = default;
     explicit AddedTokens(std::vector<AddedToken> tokens);
 
-    // The longest added token that starts at text[at], or nullptr.
+    // The longest added token not marked normalized that starts at text[at], or nullptr.
     const AddedToken* at(std::string_view text, std::size_t at) const;
 
     // The content of the added token with this id, or nullptr.

@@ -109,8 +109,9 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& symb
             else
                 symbols.push_back({unk, character, character + 1});
         } else if (options_.byte_fallback) {
-            throw Error("the character " + quoted(text) + " is not in " + vocabulary_.source() +
-                        ", nor are all its byte tokens (<0xNN>), and the tokenizer has no unknown token");
+            throw Error(
+                "the character " + quoted(text) + " is not in " + vocabulary_.source() +
+                ", nor are all its byte tokens (<0xNN>), and the tokenizer has no unknown token");
         } else {
             throw Error("the symbol " + quoted(text) + " is not in " + vocabulary_.source() +
                         ", and the tokenizer has no byte fallback");

@@ -49,15 +49,29 @@ void pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces);
 // "Split(PATTERN, Isolated)", "ByteLevel(add_prefix_space false, use_regex false)", ...
 std::string describe(const PreTokenizerStep& step);
 
-// The pre-tokenizer stage: the steps in order over the whole text (none: the text is one piece).
+// An added token marked normalized: its content as the normalizer makes it, and its id.
+struct NormalizedAddedToken {
+    std::vector<std::uint32_t> codes;
+    std::string content;
+    std::uint32_t id;
+};
+
+// The pre-tokenizer stage: the added tokens marked normalized split out of the normalized text
+// first (leftmost, then longest), then the steps in order over the rest (none: one piece).
 class JsonPreTokenizer : public PreTokenizer {
 public:
-    explicit JsonPreTokenizer(std::vector<PreTokenizerStep> steps);
+    JsonPreTokenizer(std::vector<PreTokenizerStep> steps, std::vector<NormalizedAddedToken> added);
     std::string describe() const override;
     std::vector<PreToken> split(const NormalizedText& text) const override;
 
 private:
+    // The normalized added token at codes[at], longest first, or nullptr.
+    const NormalizedAddedToken* added_at(const std::vector<std::uint32_t>& codes,
+                                         std::size_t at) const;
+    void split_stretch(AlignedText stretch, std::vector<PreToken>& out) const;
+
     std::vector<PreTokenizerStep> steps_;
+    std::vector<NormalizedAddedToken> added_;
 };
 
 }  // namespace mha::tokenizers

@@ -90,6 +90,11 @@ Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)) {}
 
 void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                              TokenizeTrace* trace) const {
+    if (piece.added_id >= 0) {
+        out.push_back({static_cast<std::uint32_t>(piece.added_id), piece.text, piece.source(0),
+                       piece.end_source()});
+        return;
+    }
     const Vocabulary& vocabulary = stages_.model->vocabulary();
     if (stages_.ignore_merges) {
         const std::int64_t whole = vocabulary.find(piece.text);

@@ -42,6 +42,7 @@ struct PreToken {
     std::vector<std::size_t> char_source;  // characters + 1 entries, or none: see begin
     const char* branch;                    // the pattern branch that matched it, or ""
     std::size_t begin = 0;  // without char_source, character k came from input byte begin + k
+    std::int64_t added_id = -1;  // an added token found in the normalized text: its id, no BPE
 
     std::size_t source(std::size_t character) const {
         return char_source.empty() ? begin + character : char_source[character];

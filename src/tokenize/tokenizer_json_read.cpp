@@ -281,9 +281,27 @@ std::vector<AddedToken> read_added_tokens(const Value& root, const Where& root_w
         }
         if (added.content.empty())
             json::refuse(at.at("content"), *token.find("content"), "an empty added token");
+        added.normalized = flag(token, "normalized", false, at);
         tokens.push_back(std::move(added));
     }
     return tokens;
+}
+
+// The added tokens marked normalized, as the normalizer writes them (Hugging Face finds them
+// in the normalized text: "<s>" after Llama 2's Prepend is "▁<s>"). Without a normalizer the
+// text as given is the normalized text, and they are found there like the others.
+std::vector<NormalizedAddedToken> normalized_contents(std::vector<AddedToken>& added,
+                                                      const std::vector<NormalizerStep>& steps) {
+    std::vector<NormalizedAddedToken> out;
+    for (AddedToken& token : added) {
+        if (steps.empty()) token.normalized = false;
+        if (!token.normalized) continue;
+        AlignedText text{code_points(token.content), {}};
+        text.spans.resize(text.codes.size());
+        for (const NormalizerStep& step : steps) normalize(step, text);
+        out.push_back({std::move(text.codes), token.content, token.id});
+    }
+    return out;
 }
 
 // ---- post-processor ----
@@ -439,11 +457,13 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
     TokenizerStages out;
     out.source = path;
     read_model(root, where, path, out);
-    std::vector<AddedToken> added_tokens = read_added_tokens(root, where);
     std::vector<NormalizerStep> normalizers;
     if (const Value* n = present(root, "normalizer"))
         read_steps(*n, where.at("normalizer"), "normalizers",
                    [&](const Value& v, const Where& w) { read_normalizer(v, w, normalizers); });
+    std::vector<AddedToken> added_tokens = read_added_tokens(root, where);
+    std::vector<NormalizedAddedToken> normalized_added =
+        normalized_contents(added_tokens, normalizers);
     if (!normalizers.empty())
         out.normalizer = std::make_unique<JsonNormalizer>(std::move(normalizers));
     std::vector<PreTokenizerStep> pre_tokenizers;
@@ -451,7 +471,8 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
         read_steps(
             *p, where.at("pre_tokenizer"), "pretokenizers",
             [&](const Value& v, const Where& w) { read_pre_tokenizer(v, w, pre_tokenizers); });
-    out.pre_tokenizer = std::make_unique<JsonPreTokenizer>(std::move(pre_tokenizers));
+    out.pre_tokenizer =
+        std::make_unique<JsonPreTokenizer>(std::move(pre_tokenizers), std::move(normalized_added));
     Template specials;
     if (const Value* p = present(root, "post_processor"))
         read_steps(*p, where.at("post_processor"), "processors",
