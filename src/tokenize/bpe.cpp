@@ -20,6 +20,18 @@ std::string byte_token(unsigned char b) {
     return text;
 }
 
+constexpr std::int32_t small_character_limit = 0x400;
+
+// The code point of a token that is one character below small_character_limit, or -1.
+std::int32_t small_character(std::string_view token) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(token[i]); };
+    if (token.size() == 1 && byte(0) < 0x80) return byte(0);
+    if (token.size() != 2 || byte(0) < 0xC2 || byte(0) > 0xDF || (byte(1) & 0xC0) != 0x80)
+        return -1;
+    const std::int32_t code = ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+    return code < small_character_limit ? code : -1;
+}
+
 }  // namespace
 
 Vocabulary::Vocabulary(std::vector<std::pair<std::string, std::uint32_t>> entries,
@@ -39,9 +51,18 @@ Vocabulary::Vocabulary(std::vector<std::pair<std::string, std::uint32_t>> entrie
         ++count_;
     }
     index_ = TokenIndex(tokens_, present_);
+    small_characters_.assign(small_character_limit, -1);
+    for (std::uint32_t id = 0; id < tokens_.size(); ++id) {
+        const std::int32_t code = present_[id] ? small_character(tokens_[id]) : -1;
+        if (code >= 0) small_characters_[code] = static_cast<std::int32_t>(id);
+    }
 }
 
-std::int64_t Vocabulary::find(std::string_view token) const { return index_.find(token, tokens_); }
+std::int64_t Vocabulary::find(std::string_view token) const {
+    const std::int32_t code = small_character(token);
+    if (code >= 0) return small_characters_[code];
+    return index_.find(token, tokens_);
+}
 
 bool Vocabulary::has_id(std::uint32_t id) const { return id < present_.size() && present_[id]; }
 

@@ -35,6 +35,9 @@ private:
     std::vector<std::string> tokens_;  // by id; "" (with present_ false) where an id is missing
     std::vector<bool> present_;
     TokenIndex index_;
+    // the id of each one-character token below U+0400 (GPT-2's byte symbols among them), or -1:
+    // found without hashing
+    std::vector<std::int32_t> small_characters_;
     std::size_t count_ = 0;
     std::string source_;
 };

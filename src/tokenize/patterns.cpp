@@ -173,9 +173,8 @@ std::optional<Pattern> pattern_of(std::string_view text) {
     return std::nullopt;
 }
 
-std::vector<PatternPiece> match_pattern(Pattern pattern, std::string_view text) {
-    std::vector<PatternPiece> pieces;
-    pieces.reserve(text.size() / 4 + 1);  // English runs about four bytes a piece
+void for_each_match(Pattern pattern, std::string_view text,
+                    const std::function<void(const PatternPiece&)>& take) {
     for (std::size_t at = 0; at < text.size();) {
         std::size_t end = at;
         const char* branch = nullptr;
@@ -194,9 +193,15 @@ std::vector<PatternPiece> match_pattern(Pattern pattern, std::string_view text) 
             at += code_point_at(text, at).length;
             continue;
         }
-        pieces.push_back({at, end, branch});
+        take({at, end, branch});
         at = end;
     }
+}
+
+std::vector<PatternPiece> match_pattern(Pattern pattern, std::string_view text) {
+    std::vector<PatternPiece> pieces;
+    pieces.reserve(text.size() / 4 + 1);  // English runs about four bytes a piece
+    for_each_match(pattern, text, [&pieces](const PatternPiece& p) { pieces.push_back(p); });
     return pieces;
 }
 

@@ -7,6 +7,7 @@
 #include "tokenize/utf8.h"
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,5 +33,9 @@ std::optional<Pattern> pattern_of(std::string_view text);
 // The matches in valid UTF-8 text (check_utf8's), in order (the gaps between them, when a
 // pattern leaves any, are not pieces).
 std::vector<PatternPiece> match_pattern(Pattern pattern, std::string_view text);
+
+// The same matches handed to `take` one at a time, in order, without a vector of them.
+void for_each_match(Pattern pattern, std::string_view text,
+                    const std::function<void(const PatternPiece&)>& take);
 
 }  // namespace mha::tokenizers

@@ -42,7 +42,8 @@ std::string ByteLevelPreTokenizer::describe() const {
            "), split by the pattern " + pattern_text(pattern_) + ", then bytes to symbols";
 }
 
-std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) const {
+void ByteLevelPreTokenizer::split_each(const NormalizedText& text,
+                                       const std::function<void(PreToken&)>& take) const {
     const bool prefix = add_prefix_space_ && !text.text.empty() && text.text[0] != ' ';
     const std::string spaced = prefix ? " " + text.text : std::string();
     const std::string& whole = prefix ? spaced : text.text;
@@ -51,21 +52,26 @@ std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) c
         return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
     };
     const bool each_byte_itself = !prefix && text.source.empty();
-    const std::vector<PatternPiece> matches = match_pattern(pattern_, whole);
     const std::array<std::string, 256>& symbols = byte_symbols();
-    std::vector<PreToken> pieces;
-    pieces.reserve(matches.size());
-    for (const PatternPiece& match : matches) {
-        PreToken piece{{}, {}, match.branch, match.begin};
-        piece.text.reserve(2 * (match.end - match.begin));  // a symbol is one or two bytes
+    PreToken piece{{}, {}, "", 0};  // one piece at a time, its buffers reused
+    for_each_match(pattern_, whole, [&](const PatternPiece& match) {
+        piece.text.clear();
+        piece.char_source.clear();
+        piece.branch = match.branch;
+        piece.begin = match.begin;
         for (std::size_t at = match.begin; at < match.end; ++at)
             piece.text += symbols[static_cast<std::uint8_t>(whole[at])];
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
         }
-        pieces.push_back(std::move(piece));
-    }
+        take(piece);
+    });
+}
+
+std::vector<PreToken> ByteLevelPreTokenizer::split(const NormalizedText& text) const {
+    std::vector<PreToken> pieces;
+    split_each(text, [&pieces](PreToken& piece) { pieces.push_back(piece); });
     return pieces;
 }
 
@@ -86,7 +92,7 @@ std::string ByteLevelDecoder::decode(const std::vector<std::string>& tokens) con
     return bytes;
 }
 
-Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)) {}
+Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)), cache_(cache_limit) {}
 
 void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                              TokenizeTrace* trace) const {
@@ -106,26 +112,22 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
         }
     }
     std::vector<ModelToken> fresh;
-    const std::vector<ModelToken>* tokens = nullptr;
+    const ModelToken* tokens = nullptr;
+    std::size_t count = 0;
     if (trace) {
         std::vector<AppliedMerge> merges;
         std::vector<ByteFallback> fallbacks;
         stages_.model->tokenize(piece.text, fresh, &merges, &fallbacks);
         for (const AppliedMerge& m : merges) trace->merges.push_back({index, m});
         for (ByteFallback& f : fallbacks) trace->fallbacks.push_back({index, std::move(f)});
-        tokens = &fresh;
-    } else if (const auto found = cache_.find(piece.text); found != cache_.end()) {
-        tokens = &found->second;
-    } else {
+    } else if ((tokens = cache_.find(piece.text, count)) == nullptr) {
         stages_.model->tokenize(piece.text, fresh);
-        if (cache_.size() < cache_limit) {
-            tokens = &cache_.emplace(piece.text, std::move(fresh)).first->second;
-        } else {
-            tokens = &fresh;
-        }
+        cache_.insert(piece.text, fresh);
     }
-    for (const ModelToken& t : *tokens) {
-        out.push_back({t.id, vocabulary.token(t.id), piece.source(t.first), piece.source(t.end)});
+    if (tokens == nullptr) tokens = fresh.data(), count = fresh.size();
+    for (const ModelToken* t = tokens; t != tokens + count; ++t) {
+        out.push_back(
+            {t->id, vocabulary.token(t->id), piece.source(t->first), piece.source(t->end)});
     }
 }
 
@@ -136,10 +138,10 @@ void Tokenizer::encode_stretch(std::string_view text, std::size_t begin, std::si
     NormalizedText normalized = unnormalized(text, begin, end);
     if (stages_.normalizer)
         normalized = stages_.normalizer->normalize(std::move(normalized), trace);
-    for (PreToken& piece : stages_.pre_tokenizer->split(normalized)) {
+    stages_.pre_tokenizer->split_each(normalized, [&](PreToken& piece) {
         encode_piece(piece, pieces.size(), out, trace);
-        if (trace) pieces.push_back(std::move(piece));
-    }
+        if (trace) pieces.push_back(piece);
+    });
 }
 
 std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,

@@ -8,13 +8,14 @@
 #include "tokenize/added_tokens.h"
 #include "tokenize/bpe.h"
 #include "tokenize/patterns.h"
+#include "tokenize/piece_cache.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace mha::tokenizers {
@@ -90,6 +91,12 @@ public:
     virtual ~PreTokenizer() = default;
     virtual std::string describe() const = 0;
     virtual std::vector<PreToken> split(const NormalizedText& text) const = 0;
+    // The same pieces handed to `take` one at a time (a pre-tokenizer that can stream them
+    // overrides this, so that a long text never holds all its pieces at once).
+    virtual void split_each(const NormalizedText& text,
+                            const std::function<void(PreToken&)>& take) const {
+        for (PreToken& piece : split(text)) take(piece);
+    }
 };
 
 class PostProcessor {
@@ -114,6 +121,8 @@ public:
     ByteLevelPreTokenizer(Pattern pattern, bool add_prefix_space);
     std::string describe() const override;
     std::vector<PreToken> split(const NormalizedText& text) const override;
+    void split_each(const NormalizedText& text,
+                    const std::function<void(PreToken&)>& take) const override;
 
 private:
     Pattern pattern_;
@@ -163,8 +172,7 @@ private:
                       TokenizeTrace* trace) const;
 
     TokenizerStages stages_;
-    // piece text -> its tokens, for pieces seen before (bounded; encode is not thread-safe)
-    mutable std::unordered_map<std::string, std::vector<ModelToken>> cache_;
+    mutable PieceCache cache_;  // encode is not thread-safe
 };
 
 }  // namespace mha::tokenizers

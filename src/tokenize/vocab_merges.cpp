@@ -12,23 +12,45 @@
 
 namespace mha::tokenizers {
 
+namespace {
+
+// A number written as at most nine digits (every id a vocabulary gives), read without the
+// general path; false for anything else, which as_size then reads or refuses.
+bool plain_id(const json::Value& value, std::uint32_t& id) {
+    if (value.kind != json::Kind::number || value.text.empty() || value.text.size() > 9)
+        return false;
+    std::uint32_t n = 0;
+    for (const char c : value.text) {
+        if (c < '0' || c > '9') return false;
+        n = n * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    id = n;
+    return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::uint32_t>> read_vocab_json(const std::string& path,
                                                                    Ledger& ledger) {
     const std::string text = read_file(path, ledger);
     const std::uint64_t tree = json::parse_bytes(text);
     ledger.check(tree, path, "its JSON needs " + byte_size(tree) + " to parse");
     ledger.hold(tree);
-    const json::Value root = json::parse(text, path);
+    json::Value root = json::parse(text, path);
     const json::Where where{path, ""};
-    const json::Value& object = json::as_object(root, where);
+    json::as_object(root, where);
     std::vector<std::pair<std::string, std::uint32_t>> entries;
-    entries.reserve(object.members.size());
-    for (const auto& [token, value] : object.members) {
-        const json::Where at = where.at(token);
-        const std::uint64_t id = json::as_size(value, at);
-        if (id > std::numeric_limits<std::uint32_t>::max())
-            json::refuse(at, value, "expected a token id below 2^32, found " + value.text);
-        entries.emplace_back(token, static_cast<std::uint32_t>(id));
+    entries.reserve(root.members.size());
+    for (auto& [token, value] : root.members) {
+        std::uint32_t id = 0;
+        if (!plain_id(value, id)) {  // the error names the key: a path built only here
+            const json::Where at = where.at(token);
+            const std::uint64_t size = json::as_size(value, at);
+            if (size > std::numeric_limits<std::uint32_t>::max())
+                json::refuse(at, value, "expected a token id below 2^32, found " + value.text);
+            id = static_cast<std::uint32_t>(size);
+        }
+        entries.emplace_back(std::move(token), id);
     }
     return entries;
 }
