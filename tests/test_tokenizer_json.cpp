@@ -242,6 +242,15 @@ TEST_CASE("tokenizer.json: Metaspace's prepend schemes, and its decoder", "[toke
     const Tokenizer first = toy(toy_json("null", metaspace("first"), decoder));
     CHECK(pieces_of(first, "a ab") == "\u2581a|\u2581a|b");
     CHECK(pieces_of(first, "<s>a") == "<s>|a");  // not the text's first stretch: no ▁
+    // Mistral's later files: first, and no split (the text one piece)
+    const Tokenizer mistral = toy(toy_json(
+        "null",
+        R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})",
+        R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"})"));
+    TokenizeTrace trace;
+    CHECK(ids_of(mistral.encode("a ab", true, &trace)) == std::vector<std::uint32_t>{3, 3, 1});
+    CHECK(trace.pieces.size() == 1);
+    CHECK(mistral.decode({3, 3, 1}) == "a ab");
     const Tokenizer never = toy(toy_json("null", metaspace("never"), decoder));
     CHECK(pieces_of(never, "a ab") == "a|\u2581a|b");
 }
