@@ -258,7 +258,10 @@ void read_model(const Value& root, const Where& root_where, const std::string& p
 
 // ---- added tokens ----
 
-std::vector<AddedToken> read_added_tokens(const Value& root, const Where& root_where) {
+// The added tokens; without a normalizer the text as given is the normalized text, and those
+// marked normalized are found there like the others.
+std::vector<AddedToken> read_added_tokens(const Value& root, const Where& root_where,
+                                          bool has_normalizer) {
     const Value* list = present(root, "added_tokens");
     if (!list) return {};
     std::vector<AddedToken> tokens;
@@ -273,28 +276,31 @@ std::vector<AddedToken> read_added_tokens(const Value& root, const Where& root_w
         if (id > UINT32_MAX) json::refuse(at.at("id"), *token.find("id"), "an id beyond 2^32 - 1");
         added.id = static_cast<std::uint32_t>(id);
         added.special = flag(token, "special", false, at);
-        for (const char* option : {"lstrip", "rstrip", "single_word"}) {
-            if (flag(token, option, false, at))
-                json::refuse(at.at(option), *token.find(option),
-                             "added token \"" + added.content + "\" with " + option +
-                                 " true is not supported");
-        }
+        if (flag(token, "single_word", false, at))
+            json::refuse(
+                at.at("single_word"), *token.find("single_word"),
+                "added token \"" + added.content + "\" with single_word true is not supported");
+        added.lstrip = flag(token, "lstrip", false, at);
+        added.rstrip = flag(token, "rstrip", false, at);
         if (added.content.empty())
             json::refuse(at.at("content"), *token.find("content"), "an empty added token");
-        added.normalized = flag(token, "normalized", false, at);
+        added.normalized = has_normalizer && flag(token, "normalized", false, at);
+        if (added.normalized && (added.lstrip || added.rstrip))
+            json::refuse(at.at("normalized"), *token.find("normalized"),
+                         "added token \"" + added.content +
+                             "\" is marked normalized with lstrip or rstrip, which mha does not "
+                             "implement");
         tokens.push_back(std::move(added));
     }
     return tokens;
 }
 
 // The added tokens marked normalized, as the normalizer writes them (Hugging Face finds them
-// in the normalized text: "<s>" after Llama 2's Prepend is "▁<s>"). Without a normalizer the
-// text as given is the normalized text, and they are found there like the others.
-std::vector<NormalizedAddedToken> normalized_contents(std::vector<AddedToken>& added,
+// in the normalized text: "<s>" after Llama 2's Prepend is "▁<s>").
+std::vector<NormalizedAddedToken> normalized_contents(const std::vector<AddedToken>& added,
                                                       const std::vector<NormalizerStep>& steps) {
     std::vector<NormalizedAddedToken> out;
-    for (AddedToken& token : added) {
-        if (steps.empty()) token.normalized = false;
+    for (const AddedToken& token : added) {
         if (!token.normalized) continue;
         AlignedText text{code_points(token.content), {}};
         text.spans.resize(text.codes.size());
@@ -461,7 +467,7 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
     if (const Value* n = present(root, "normalizer"))
         read_steps(*n, where.at("normalizer"), "normalizers",
                    [&](const Value& v, const Where& w) { read_normalizer(v, w, normalizers); });
-    std::vector<AddedToken> added_tokens = read_added_tokens(root, where);
+    std::vector<AddedToken> added_tokens = read_added_tokens(root, where, !normalizers.empty());
     std::vector<NormalizedAddedToken> normalized_added =
         normalized_contents(added_tokens, normalizers);
     if (!normalizers.empty())
