@@ -76,6 +76,8 @@ public:
     void add_merge(std::string_view left, std::string_view right,
                    const std::function<std::string()>& where);
     std::size_t merge_count() const { return merge_count_; }
+    // Room for `count` merges in all, when the caller knows how many come.
+    void reserve_merges(std::size_t count) { rules_.reserve(count); }
 
     // The tokens of one piece (text in the vocabulary's alphabet, e.g. GPT-2's byte symbols),
     // appended to `out`. Each character starts as its own symbol; one the vocabulary lacks

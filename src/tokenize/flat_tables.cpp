@@ -2,6 +2,8 @@
 
 #include "tokenize/flat_tables.h"
 
+#include <cstring>
+
 namespace mha::tokenizers {
 
 namespace {
@@ -20,6 +22,21 @@ std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
 
 }  // namespace
 
+std::uint64_t text_hash(std::string_view text) {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ text.size();
+    std::size_t at = 0;
+    for (; at + 8 <= text.size(); at += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, text.data() + at, 8);
+        h = (h ^ word) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+    }
+    std::uint64_t tail = 0;
+    if (at < text.size()) std::memcpy(&tail, text.data() + at, text.size() - at);
+    h = (h ^ tail) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
+}
+
 TokenIndex::TokenIndex(const std::vector<std::string>& tokens, const std::vector<bool>& present) {
     std::size_t count = 0;
     for (const bool p : present) count += p;
@@ -27,19 +44,21 @@ TokenIndex::TokenIndex(const std::vector<std::string>& tokens, const std::vector
     mask_ = slots_.size() - 1;
     for (std::size_t id = 0; id < tokens.size(); ++id) {
         if (!present[id]) continue;
-        std::size_t slot = std::hash<std::string_view>()(tokens[id]) & mask_;
+        const std::uint64_t h = text_hash(tokens[id]);
+        std::size_t slot = h & mask_;
         while (slots_[slot] != 0) slot = (slot + 1) & mask_;
-        slots_[slot] = static_cast<std::uint32_t>(id + 1);
+        slots_[slot] = (h & 0xFFFFFFFF00000000ull) | (id + 1);
     }
 }
 
 std::int64_t TokenIndex::find(std::string_view token,
                               const std::vector<std::string>& tokens) const {
-    for (std::size_t slot = std::hash<std::string_view>()(token) & mask_;;
-         slot = (slot + 1) & mask_) {
-        const std::uint32_t entry = slots_[slot];
+    const std::uint64_t h = text_hash(token);
+    for (std::size_t slot = h & mask_;; slot = (slot + 1) & mask_) {
+        const std::uint64_t entry = slots_[slot];
         if (entry == 0) return -1;
-        if (tokens[entry - 1] == token) return entry - 1;
+        const std::uint32_t id = static_cast<std::uint32_t>(entry) - 1;
+        if ((entry >> 32) == (h >> 32) && tokens[id] == token) return id;
     }
 }
 
@@ -68,9 +87,15 @@ const PairTable::Entry* PairTable::find(std::uint32_t left, std::uint32_t right)
     }
 }
 
-void PairTable::grow() {
-    std::vector<Entry> old = std::move(slots_);
-    slots_.assign(old.empty() ? 16 : 2 * old.size(), Entry{});
+void PairTable::reserve(std::size_t count) {
+    if (2 * count > slots_.size()) rehash(table_size(count));
+}
+
+void PairTable::grow() { rehash(slots_.empty() ? 16 : 2 * slots_.size()); }
+
+void PairTable::rehash(std::size_t size) {
+    const std::vector<Entry> old = std::move(slots_);
+    slots_.assign(size, Entry{});
     used_ = 0;
     for (const Entry& e : old) {
         if (e.rank != empty)

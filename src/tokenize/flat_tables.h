@@ -12,6 +12,9 @@
 
 namespace mha::tokenizers {
 
+// A hash of a short text, eight bytes at a time (tokens and pieces are a few bytes long).
+std::uint64_t text_hash(std::string_view text);
+
 // Token text -> id, over token strings kept by the caller (tokens[id]).
 class TokenIndex {
 public:
@@ -23,7 +26,9 @@ public:
     std::int64_t find(std::string_view token, const std::vector<std::string>& tokens) const;
 
 private:
-    std::vector<std::uint32_t> slots_ = std::vector<std::uint32_t>(16, 0);  // id + 1, or 0: empty
+    // the token's hash in the high 32 bits (compared before the text), id + 1 in the low 32;
+    // 0: empty
+    std::vector<std::uint64_t> slots_ = std::vector<std::uint64_t>(16, 0);
     std::size_t mask_ = 15;
 };
 
@@ -37,11 +42,14 @@ public:
     static constexpr std::uint32_t empty = 0xFFFFFFFF;
 
     void insert(std::uint32_t left, std::uint32_t right, std::uint32_t rank, std::uint32_t result);
+    // Room for `count` entries without growing.
+    void reserve(std::size_t count);
     // The entry of the pair, or nullptr.
     const Entry* find(std::uint32_t left, std::uint32_t right) const;
 
 private:
     void grow();
+    void rehash(std::size_t size);  // a power of two above twice the entries
     std::vector<Entry> slots_;
     std::size_t used_ = 0;
 };

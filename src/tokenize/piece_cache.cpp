@@ -2,15 +2,13 @@
 
 #include "tokenize/piece_cache.h"
 
-#include <functional>
-
 namespace mha::tokenizers {
 
 PieceCache::PieceCache(std::size_t limit) : limit_(limit) {}
 
 std::size_t PieceCache::slot_of(std::string_view piece) const {
     const std::size_t mask = slots_.size() - 1;
-    std::size_t slot = std::hash<std::string_view>()(piece) & mask;
+    std::size_t slot = text_hash(piece) & mask;
     while (slots_[slot] != 0 && entries_[slots_[slot] - 1].piece != piece) slot = (slot + 1) & mask;
     return slot;
 }

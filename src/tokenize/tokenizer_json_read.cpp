@@ -249,6 +249,7 @@ void read_model(const Value& root, const Where& root_where, const std::string& p
 
     const Where at = where.at("merges");
     const std::vector<Value>& merges = json::as_array(required(model, "merges", where), at);
+    out.model->reserve_merges(merges.size());
     for (std::size_t i = 0; i < merges.size(); ++i) {
         const auto [left, right] = merge_pair(merges[i], at.at(i));
         out.model->add_merge(left, right,

@@ -8,6 +8,7 @@
 #include "io/printable.h"
 #include "io/read_file.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mha::tokenizers {
@@ -57,6 +58,7 @@ std::vector<std::pair<std::string, std::uint32_t>> read_vocab_json(const std::st
 
 void read_merges_txt(const std::string& path, BpeModel& model, Ledger& ledger) {
     const std::string text = read_file(path, ledger);
+    model.reserve_merges(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
     std::size_t line_number = 0;
     for (std::size_t at = 0; at < text.size();) {
         std::size_t end = text.find('\n', at);
