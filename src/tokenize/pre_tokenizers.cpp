@@ -218,9 +218,34 @@ std::string describe(const PreTokenizerStep& step) {
     return "";
 }
 
+namespace {
+
+// GPT-2's one-pass pre-tokenizer that does what the steps do, if one does: it prefixes the
+// whole text, so a ByteLevel after a Split qualifies only without add_prefix_space.
+std::optional<ByteLevelPreTokenizer> one_pass(const std::vector<PreTokenizerStep>& steps) {
+    using Kind = PreTokenizerStep::Kind;
+    if (steps.size() == 1 && steps[0].kind == Kind::byte_level && steps[0].use_regex)
+        return ByteLevelPreTokenizer(Pattern::gpt2, steps[0].add_prefix_space);
+    if (steps.size() == 2 && steps[0].kind == Kind::split && steps[0].pattern &&
+        steps[0].behavior == SplitBehavior::isolated && steps[1].kind == Kind::byte_level &&
+        !steps[1].use_regex && !steps[1].add_prefix_space)
+        return ByteLevelPreTokenizer(*steps[0].pattern, false);
+    return std::nullopt;
+}
+
+}  // namespace
+
 JsonPreTokenizer::JsonPreTokenizer(std::vector<PreTokenizerStep> steps,
                                    std::vector<NormalizedAddedToken> added)
-    : steps_(std::move(steps)), added_(std::move(added)) {}
+    : steps_(std::move(steps)), added_(std::move(added)) {
+    if (added_.empty()) one_pass_ = one_pass(steps_);
+}
+
+void JsonPreTokenizer::split_each(const NormalizedText& text,
+                                  const std::function<void(PreToken&)>& take) const {
+    if (one_pass_) return one_pass_->split_each(text, take);
+    for (PreToken& piece : split(text)) take(piece);
+}
 
 std::string JsonPreTokenizer::describe() const {
     if (steps_.empty()) return "none (the text is one piece)";
@@ -252,6 +277,7 @@ void JsonPreTokenizer::split_stretch(AlignedText stretch, std::vector<PreToken>&
 }
 
 std::vector<PreToken> JsonPreTokenizer::split(const NormalizedText& text) const {
+    if (one_pass_) return one_pass_->split(text);
     const AlignedText aligned = aligned_from(text);
     std::vector<PreToken> out;
     std::size_t stretch = 0;

@@ -8,6 +8,7 @@
 #include "tokenize/tokenizer.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,8 @@ public:
     JsonPreTokenizer(std::vector<PreTokenizerStep> steps, std::vector<NormalizedAddedToken> added);
     std::string describe() const override;
     std::vector<PreToken> split(const NormalizedText& text) const override;
+    void split_each(const NormalizedText& text,
+                    const std::function<void(PreToken&)>& take) const override;
 
 private:
     // The normalized added token at codes[at], longest first, or nullptr.
@@ -72,6 +75,9 @@ private:
 
     std::vector<PreTokenizerStep> steps_;
     std::vector<NormalizedAddedToken> added_;
+    // the steps when GPT-2's pre-tokenizer does the same in one streaming pass: ByteLevel with
+    // its regex (GPT-2), or a Split on a pattern then ByteLevel without (Llama 3, Qwen 2)
+    std::optional<ByteLevelPreTokenizer> one_pass_;
 };
 
 }  // namespace mha::tokenizers

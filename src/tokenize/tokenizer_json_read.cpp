@@ -303,10 +303,9 @@ std::vector<NormalizedAddedToken> normalized_contents(const std::vector<AddedTok
     std::vector<NormalizedAddedToken> out;
     for (const AddedToken& token : added) {
         if (!token.normalized) continue;
-        AlignedText text{code_points(token.content), {}};
-        text.spans.resize(text.codes.size());
-        for (const NormalizerStep& step : steps) normalize(step, text);
-        out.push_back({std::move(text.codes), token.content, token.id});
+        NormalizedText text{token.content, {}};
+        for (const NormalizerStep& step : steps) text = normalize(step, text);
+        out.push_back({code_points(text.text), token.content, token.id});
     }
     return out;
 }
@@ -478,6 +477,9 @@ TokenizerStages read_tokenizer_json(const std::string& path, Ledger& ledger) {
         read_steps(
             *p, where.at("pre_tokenizer"), "pretokenizers",
             [&](const Value& v, const Where& w) { read_pre_tokenizer(v, w, pre_tokenizers); });
+    // measured on 1 MiB of the corpus with --trace: Llama 3 24 B a byte, Qwen 2 108 (its NFC
+    // copies the text), Llama 2 153 (no pre-tokenizer: BPE takes the text as one piece)
+    if (out.normalizer || pre_tokenizers.empty()) out.bytes_per_text_byte = 256;
     out.pre_tokenizer =
         std::make_unique<JsonPreTokenizer>(std::move(pre_tokenizers), std::move(normalized_added));
     Template specials;

@@ -16,10 +16,6 @@ namespace mha {
 
 namespace {
 
-// What tokenizing costs per byte of text at most: the tokens (id, piece, span) and the
-// pre-tokenizer's pieces (symbols and their sources) that stand for it.
-constexpr std::uint64_t bytes_per_text_byte = 96;
-
 struct TokenizeOptions {
     std::string checkpoint;
     std::optional<std::string> text;
@@ -90,7 +86,7 @@ int run_tokenize(const std::vector<std::string>& args, std::ostream& out) {
     ledger.hold(text.size());
     const tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(o.checkpoint, ledger);
     const std::uint64_t need =
-        checked_product({text.size(), bytes_per_text_byte}, "the text's tokens");
+        checked_product({text.size(), tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
     ledger.check(need, what,
                  "tokenizing its " + byte_size(text.size()) + " needs up to " + byte_size(need),
                  "a shorter text");
