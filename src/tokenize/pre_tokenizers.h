@@ -66,6 +66,8 @@ public:
     std::vector<PreToken> split(const NormalizedText& text) const override;
     void split_each(const NormalizedText& text,
                     const std::function<void(PreToken&)>& take) const override;
+    // Whether it streams its pieces (GPT-2's one pass) rather than holding them all.
+    bool streams() const { return one_pass_.has_value(); }
 
 private:
     // The normalized added token at codes[at], longest first, or nullptr.
