@@ -277,3 +277,26 @@ TEST_CASE("a UTF-8 byte order mark at the start of an answers file is not part o
     CHECK(g.status == 0);
     CHECK_THAT(g.output, Catch::Contains("1. right: 2"));
 }
+
+TEST_CASE("tokens, pieces and merges keys count what mha tokenize gives", "[grade][tokenize]") {
+    // the toy tokenizer (tests/data/tokenizers/toy): "abcab" is one piece of five symbols;
+    // a+b (rank 0) twice and ab+c (rank 1) once leave two tokens, abc and ab
+    const std::string toy = ": --checkpoint data/tokenizers/toy --text abcab";
+    const Graded g = grade({"2", "1", "3", "4"}, "tokens " + toy + "\npieces " + toy + "\nmerges " +
+                                                     toy + "\ntokens " + toy);
+    CHECK(g.status == 1);
+    CHECK_THAT(g.output, Catch::Contains("1. right: 2") && Catch::Contains("2. right: 1") &&
+                             Catch::Contains("3. right: 3") &&
+                             Catch::Contains("4. wrong: you answered '4', the answer is 2"));
+    CHECK_THAT(g.output, Catch::Contains("mha tokenize --checkpoint data/tokenizers/toy --text "
+                                         "abcab --trace: 2 tokens; its tokens:"));
+    CHECK_THAT(g.output, Catch::Contains("      5  0..3        abc    \"abc\""));
+    // the key's own options failing is misuse; a learner's answer in them fails as wrong
+    REQUIRE_THROWS_WITH(grade({"1"}, "tokens : --checkpoint data/tokenizers/toy --text abd"),
+                        Catch::StartsWith("grade: key line 1: mha tokenize --checkpoint "
+                                          "data/tokenizers/toy --text abd: the symbol 'd'"));
+    const Graded wrong =
+        grade({"abd", "1"}, "word abd\ntokens : --checkpoint data/tokenizers/toy --text {1}");
+    CHECK_THAT(wrong.output, Catch::Contains("mha tokenize --checkpoint data/tokenizers/toy "
+                                             "--text abd: the symbol 'd' is not in"));
+}

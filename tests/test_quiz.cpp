@@ -90,6 +90,33 @@ TEST_CASE("quiz answers come from the trace of the question's own configuration"
     CHECK_THAT(questions[1].explanation, Catch::StartsWith("d_k = d_model / h = "));
 }
 
+TEST_CASE("tokens questions: GPT-2's pattern pieces and byte symbols, asked only by name",
+          "[quiz][tokenize]") {
+    const std::vector<Question> questions = make_questions(5, 30, {Topic::Tokens});
+    std::size_t counts = 0, symbols = 0;
+    for (const Question& q : questions) {
+        CAPTURE(q.text);
+        CHECK(q.topic == Topic::Tokens);
+        CHECK(is_right(q, spelled_answer(q)));
+        CHECK_THAT(q.text, Catch::Contains("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+"));
+        CHECK_THAT(q.explanation, Catch::Contains("branch /"));
+        if (q.text.find("Into how many pieces") != std::string::npos) {
+            ++counts;
+            CHECK_THAT(q.explanation, Catch::StartsWith(std::to_string(q.answer[0]) + " pieces:"));
+        } else {
+            ++symbols;
+            CHECK_THAT(q.explanation, Catch::StartsWith("one symbol per UTF-8 byte: "));
+        }
+    }
+    CHECK(counts > 5);
+    CHECK(symbols > 5);
+    // the default rotation leaves tokens out
+    const test::RunResult r = test::run_mha("quiz --count 10 --questions");
+    CHECK(r.output.find("[tokens]") == std::string::npos);
+    CHECK(test::run_mha("quiz --topics tokens --count 1 --questions").output.find("[tokens]") !=
+          std::string::npos);
+}
+
 // A size the question's first line states, e.g. stated(q, "d_model") for "d_model=64".
 std::uint64_t stated(const Question& q, const std::string& name) {
     const std::size_t at = q.text.find(" " + name + "=");

@@ -13,10 +13,12 @@
 #include "app/classroom/answer_form.h"
 #include "app/cli/cli.h"
 #include "app/run/traced_run.h"
+#include "app/tokenize/tokenize_command.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "io/printable.h"
 #include "show/format.h"
+#include "show/tokens.h"
 
 namespace mha {
 
@@ -108,9 +110,10 @@ public:
 
     Verdict grade(const KeyLine& k, std::size_t index) {
         const std::string& kind = k.words.front();
-        const std::string kinds[] = {"shape",   "strides",    "contiguous", "copied",   "macs",
-                                     "bytes",   "parameters", "d_k",        "kv-cache", "keys",
-                                     "matches", "number",     "word"};
+        const std::string kinds[] = {"shape",    "strides", "contiguous", "copied",
+                                     "macs",     "bytes",   "parameters", "d_k",
+                                     "kv-cache", "keys",    "matches",    "number",
+                                     "word",     "tokens",  "pieces",     "merges"};
         if (std::find(std::begin(kinds), std::end(kinds), kind) == std::end(kinds)) {
             throw Error("grade: key line " + std::to_string(k.line) + ": unknown kind '" + kind +
                         "' (see mha grade --help)");
@@ -127,6 +130,11 @@ public:
         if (!options) {
             return {false, "",
                     "(this one runs mha with an earlier answer, which is not one word)\n", uses};
+        }
+        if (kind == "tokens" || kind == "pieces" || kind == "merges") {
+            Verdict v = tokenize_graded(k, *options, answer);
+            v.uses = uses;
+            return v;
         }
         const Trace* t = trace_of(k, *options);
         if (t == nullptr) return {false, "", failure_ + "\n", uses};
@@ -269,6 +277,30 @@ private:
             failure_ = "mha " + options + ": " + error.what();
             return nullptr;
         }
+    }
+
+    // The tokens, pre-tokenizer pieces or merges that `mha tokenize OPTIONS --trace` gives. A key
+    // whose own options fail is misuse; options that hold a learner's answer fail as wrong.
+    Verdict tokenize_graded(const KeyLine& k, const std::string& options,
+                            const std::string& answer) {
+        TokenizeFacts facts;
+        try {
+            facts = tokenize_facts(words_of(options));
+        } catch (const Error& error) {
+            const std::string failure = "mha tokenize " + options + ": " + error.what();
+            if (options == k.options)
+                throw Error("grade: key line " + std::to_string(k.line) + ": " + failure);
+            return {false, "", failure + "\n", {}};
+        }
+        const std::string& kind = k.words.front();
+        const std::uint64_t count = kind == "tokens"   ? facts.tokens.size()
+                                    : kind == "pieces" ? facts.trace.pieces.size()
+                                                       : facts.trace.merges.size();
+        std::ostringstream shown;
+        print_tokens(shown, facts.text, facts.tokens);
+        return verdict({AnswerKind::Number, {count}, ""}, answer,
+                       "mha tokenize " + options + " --trace: " + std::to_string(count) + " " +
+                           kind + "; its tokens:\n" + shown.str());
     }
 
     // Right when the run's output has the four statistics of the key, to float32 rounding.
@@ -432,6 +464,9 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
   keys QUERY : OPTS            the keys QUERY sees after the mask (step 8)
   matches MEAN STD MIN MAX : OPTS  right when the run's output has these
                                statistics; OPTS hold the answer as {N}
+  tokens : TOKENIZE-OPTS       the tokens mha tokenize TOKENIZE-OPTS gives
+  pieces : TOKENIZE-OPTS       the pre-tokenizer's pieces (its --trace)
+  merges : TOKENIZE-OPTS       the merges applied (its --trace)
   number VALUE                 a fixed number
   word WORD                    a fixed word (case does not matter)
 STEP is a number, or bN for the backward's step N (OPTS hold --backward).

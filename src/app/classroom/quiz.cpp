@@ -64,7 +64,8 @@ const std::vector<Option<QuizOptions>>& quiz_table() {
         {{"--topics", 0, "LIST",
           "comma-separated, from: shapes, d_k, parameters, macs,\n"
           "kv-cache, copies, rope, window, gradients (the\n"
-          "backward's shapes and costs) (default all, in turn)"},
+          "backward's shapes and costs), tokens (GPT-2's\n"
+          "pre-tokenizer) (default all but tokens, in turn)"},
          [](QuizOptions& o, const Arg& a) { o.topics = parse_topics(a.text); }},
         {{"--answers", 0, "FILE",
           "grade FILE (one answer per line, # comments) instead\nof asking on stdin"},
@@ -93,7 +94,9 @@ QuizOptions parse_quiz_args(const std::vector<std::string>& args) {
     apply_options(quiz_command(), quiz_table(), args, o);
     check_rules(quiz_rules, o);
     if (o.topics.empty()) {
-        for (const auto& entry : topic_names()) o.topics.push_back(entry.second);
+        for (const auto& entry : topic_names()) {
+            if (in_default_rotation(entry.second)) o.topics.push_back(entry.second);
+        }
     }
     return o;
 }

@@ -11,7 +11,10 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/position/rope.h"
+#include "io/printable.h"
 #include "show/format.h"
+#include "tokenize/byte_level.h"
+#include "tokenize/patterns.h"
 
 namespace mha {
 
@@ -314,7 +317,73 @@ Question gradients_question(Random& random, Config c) {
     return q;
 }
 
+// A short text of words that show GPT-2's pattern at work: contractions in either case, letters
+// with accents, digit runs, other scripts, an emoji, runs of spaces and newlines.
+std::string draw_text(Random& random) {
+    static const char* const words[] = {
+        "Hello",        "world",   "it's", "don't",       "we'll",      "THEY'RE",
+        "na\u00efve",   "1234567", "2024", "\U0001F999s", "\u03A9mega", "\u041C\u0438\u0440",
+        "\u4E2D\u6587", "!!!",     "..."};
+    static const char* const gaps[] = {" ", " ", " ", "  ", "   ", "\n", " \n"};
+    const std::size_t word_count = sizeof words / sizeof words[0];
+    const std::size_t gap_count = sizeof gaps / sizeof gaps[0];
+    std::string text = words[draw(random, 0, word_count - 1)];
+    for (std::size_t n = draw(random, 2, 4); n > 1; --n)
+        text += std::string(gaps[draw(random, 0, gap_count - 1)]) +
+                words[draw(random, 0, word_count - 1)];
+    return text;
+}
+
+// "  \"Hello\"  / ?\p{L}+/" for each piece
+std::string pieces_listed(const std::string& text,
+                          const std::vector<tokenizers::PatternPiece>& pieces) {
+    std::string lines;
+    for (const tokenizers::PatternPiece& p : pieces) {
+        lines += "  \"" + escaped(text.substr(p.begin, p.end - p.begin)) + "\"  branch /" +
+                 p.branch + "/\n";
+    }
+    return lines;
+}
+
+// GPT-2's pre-tokenizer, the step before any merge: how many pieces its pattern cuts a text
+// into, or how many byte symbols one piece starts as. The answer is the tool's own matcher's.
+Question tokens_question(Random& random) {
+    const std::string text = draw_text(random);
+    const auto pieces = tokenizers::match_pattern(tokenizers::Pattern::gpt2, text);
+    const std::string intro = std::string("GPT-2's pre-tokenizer cuts text with the pattern\n  ") +
+                              tokenizers::pattern_text(tokenizers::Pattern::gpt2) +
+                              "\n(each branch tried in order at each position).\n";
+    const std::string quoted = "\"" + escaped(text) + "\"";
+    if (draw(random, 0, 1) == 0) {
+        return {Topic::Tokens,
+                intro + "Into how many pieces does it cut " + quoted + "?",
+                AnswerKind::Number,
+                {pieces.size()},
+                std::to_string(pieces.size()) + " pieces:\n" + pieces_listed(text, pieces) +
+                    "(see mha tokenize --trace, docs/tokenizers.md)"};
+    }
+    const std::size_t k = draw(random, 0, pieces.size() - 1);
+    const tokenizers::PatternPiece& piece = pieces[k];
+    std::string bytes, symbols;
+    for (std::size_t at = piece.begin; at < piece.end; ++at) {
+        const auto b = static_cast<std::uint8_t>(text[at]);
+        const char* hex = "0123456789ABCDEF";
+        bytes += std::string(bytes.empty() ? "" : " ") + hex[b >> 4] + hex[b & 15];
+        symbols += tokenizers::byte_symbol(b);
+    }
+    return {Topic::Tokens,
+            intro + "It cuts " + quoted + " into " + std::to_string(pieces.size()) +
+                " pieces; piece " + std::to_string(k) + " is \"" +
+                escaped(text.substr(piece.begin, piece.end - piece.begin)) +
+                "\". How many byte-level symbols does that piece start as, before any merge?",
+            AnswerKind::Number,
+            {piece.end - piece.begin},
+            "one symbol per UTF-8 byte: " + bytes + "  ->  " + symbols + "\n" +
+                pieces_listed(text, pieces)};
+}
+
 Question question_on(Topic topic, Random& random) {
+    if (topic == Topic::Tokens) return tokens_question(random);
     if (topic == Topic::Rope) return rope_question(random, draw_config(random));
     if (topic == Topic::Window) return window_question(random, draw_config(random));
     if (topic == Topic::Gradients) return gradients_question(random, draw_config(random));
@@ -335,6 +404,7 @@ Question question_on(Topic topic, Random& random) {
             case Topic::Rope:
             case Topic::Window:
             case Topic::Gradients:
+            case Topic::Tokens:
                 break;
         }
         return copies_question(t);
@@ -349,9 +419,12 @@ const std::vector<std::pair<std::string, Topic>>& topic_names() {
     static const std::vector<std::pair<std::string, Topic>> names = {
         {"shapes", Topic::Shapes}, {"d_k", Topic::DK},           {"parameters", Topic::Parameters},
         {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies},
-        {"rope", Topic::Rope},     {"window", Topic::Window},    {"gradients", Topic::Gradients}};
+        {"rope", Topic::Rope},     {"window", Topic::Window},    {"gradients", Topic::Gradients},
+        {"tokens", Topic::Tokens}};
     return names;
 }
+
+bool in_default_rotation(Topic topic) { return topic != Topic::Tokens; }
 
 std::vector<Question> make_questions(std::uint64_t seed, std::size_t count,
                                      const std::vector<Topic>& topics) {

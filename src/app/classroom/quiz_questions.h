@@ -11,11 +11,14 @@
 
 namespace mha {
 
-enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window, Gradients };
+enum class Topic { Shapes, DK, Parameters, Macs, KvCache, Copies, Rope, Window, Gradients, Tokens };
 
 // "shapes", "d_k", "parameters", "macs", "kv-cache", "copies", "rope", "window", "gradients",
-// in that order.
+// "tokens", in that order.
 const std::vector<std::pair<std::string, Topic>>& topic_names();
+
+// Whether a quiz without --topics asks about it (tokens is asked for by name only).
+bool in_default_rotation(Topic topic);
 
 struct Question {
     Topic topic;

@@ -70,6 +70,31 @@ void check_options(const O& o) {
         throw Error("tokenize --ids prints only the ids; --trace prints the stages: choose one");
 }
 
+// The folder's tokenizer, the text read within --max-memory, and the text's tokens (with every
+// stage's trace when traced).
+struct Tokenized {
+    tokenizers::Tokenizer tokenizer;
+    TokenizeFacts facts;
+};
+
+Tokenized tokenized(const O& o, bool traced) {
+    check_options(o);
+    Ledger ledger(o.max_memory);
+    const std::string what = o.text ? "--text" : "--text-file " + o.text_file;
+    std::string text = o.text ? *o.text : read_file(o.text_file, ledger);
+    ledger.hold(text.size());
+    Tokenized t{tokenizers::load_tokenizer(o.checkpoint, ledger), {std::move(text), {}, {}}};
+    const std::uint64_t need = checked_product(
+        {t.facts.text.size(), t.tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
+    ledger.check(
+        need, what,
+        "tokenizing its " + byte_size(t.facts.text.size()) + " needs up to " + byte_size(need),
+        "a shorter text");
+    t.facts.tokens =
+        t.tokenizer.encode(t.facts.text, !o.no_special, traced ? &t.facts.trace : nullptr, what);
+    return t;
+}
+
 }  // namespace
 
 int run_tokenize(const std::vector<std::string>& args, std::ostream& out) {
@@ -79,32 +104,25 @@ int run_tokenize(const std::vector<std::string>& args, std::ostream& out) {
         out << help_text(tokenize_command());
         return 0;
     }
-    check_options(o);
-    Ledger ledger(o.max_memory);
-    const std::string what = o.text ? "--text" : "--text-file " + o.text_file;
-    const std::string text = o.text ? *o.text : read_file(o.text_file, ledger);
-    ledger.hold(text.size());
-    const tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(o.checkpoint, ledger);
-    const std::uint64_t need =
-        checked_product({text.size(), tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
-    ledger.check(need, what,
-                 "tokenizing its " + byte_size(text.size()) + " needs up to " + byte_size(need),
-                 "a shorter text");
-    tokenizers::TokenizeTrace trace;
-    const std::vector<tokenizers::TokenPiece> tokens =
-        tokenizer.encode(text, !o.no_special, o.trace ? &trace : nullptr, what);
+    const Tokenized t = tokenized(o, o.trace);
     if (o.ids) {
-        print_ids(out, tokens);
+        print_ids(out, t.facts.tokens);
         return 0;
     }
-    out << "tokenizer: " << tokenizer.stages().source << "\n";
+    out << "tokenizer: " << t.tokenizer.stages().source << "\n";
     if (o.trace) {
-        print_tokenize_trace(out, text, trace, tokenizer.stages().model->vocabulary(),
-                             !o.no_special);
+        print_tokenize_trace(out, t.facts.text, t.facts.trace,
+                             t.tokenizer.stages().model->vocabulary(), !o.no_special);
         out << "tokens:\n";
     }
-    print_tokens(out, text, tokens);
+    print_tokens(out, t.facts.text, t.facts.tokens);
     return 0;
+}
+
+TokenizeFacts tokenize_facts(const std::vector<std::string>& args) {
+    O o;
+    apply_options(tokenize_command(), tokenize_table(), args, o);
+    return tokenized(o, true).facts;
 }
 
 const CommandInfo& tokenize_command() {
