@@ -28,7 +28,6 @@ public:
     const std::string& token(std::uint32_t id) const;
     bool has_id(std::uint32_t id) const;
     std::size_t size() const { return count_; }
-    std::uint32_t max_id() const { return static_cast<std::uint32_t>(tokens_.size() - 1); }
     const std::string& source() const { return source_; }
 
 private:
@@ -75,7 +74,6 @@ public:
     // line 7"); throws mha::Error when a symbol or the result is not in the vocabulary.
     void add_merge(std::string_view left, std::string_view right,
                    const std::function<std::string()>& where);
-    std::size_t merge_count() const { return merge_count_; }
     // Room for `count` merges in all, when the caller knows how many come.
     void reserve_merges(std::size_t count) { rules_.reserve(count); }
 
