@@ -242,6 +242,15 @@ TEST_CASE("tokenizer.json: Metaspace's prepend schemes, and its decoder", "[toke
     const Tokenizer first = toy(toy_json("null", metaspace("first"), decoder));
     CHECK(pieces_of(first, "a ab") == "\u2581a|\u2581a|b");
     CHECK(pieces_of(first, "<s>a") == "<s>|a");  // not the text's first stretch: no ▁
+    // Mistral's later files: first, and no split (the text one piece)
+    const Tokenizer mistral = toy(toy_json(
+        "null",
+        R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})",
+        R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"})"));
+    TokenizeTrace trace;
+    CHECK(ids_of(mistral.encode("a ab", true, &trace)) == std::vector<std::uint32_t>{3, 3, 1});
+    CHECK(trace.pieces.size() == 1);
+    CHECK(mistral.decode({3, 3, 1}) == "a ab");
     const Tokenizer never = toy(toy_json("null", metaspace("never"), decoder));
     CHECK(pieces_of(never, "a ab") == "a|\u2581a|b");
 }
@@ -376,8 +385,16 @@ TEST_CASE("tokenizer.json: every type, pattern and option not implemented is ref
          "BPE's dropout is not supported (it drops merges at random)"},
         {"unk_token", toy_json("null", "null", "null", R"("unk_token": "<nope>", )"),
          "model.unk_token", "\"<nope>\"", "the unknown token \"<nope>\" is not in model.vocab"},
-        {"lstrip", replaced(plain, R"("special": true)", R"("special": true, "lstrip": true)"),
-         "added_tokens[0].lstrip", "true", "added token \"<s>\" with lstrip true is not supported"},
+        {"single_word",
+         replaced(plain, R"("special": true)", R"("special": true, "single_word": true)"),
+         "added_tokens[0].single_word", "true",
+         "added token \"<s>\" with single_word true is not supported"},
+        {"normalized with lstrip",
+         replaced(toy_json(R"({"type": "NFC"})", "null", "null"), R"("special": true)",
+                  R"("special": true, "lstrip": true, "normalized": true)"),
+         "added_tokens[0].normalized", "true",
+         "added token \"<s>\" is marked normalized with lstrip or rstrip, which mha does not "
+         "implement"},
         {"a merge of three", replaced(plain, R"("a b")", R"("a b c")"), "model.merges[1]",
          "\"a b c\"", "expected two tokens separated by one space, found \"a b c\""},
         {"a pair of three", replaced(plain, R"(["\u2581", "a"])", R"(["\u2581", "a", "b"])"),
@@ -393,6 +410,38 @@ TEST_CASE("tokenizer.json: every type, pattern and option not implemented is ref
                                                              "\" at byte " + std::to_string(byte) +
                                                              ": " + r.message);
     }
+}
+
+TEST_CASE("tokenizer.json: an added token's lstrip and rstrip take the white space around it",
+          "[tokenize]") {
+    const auto with = [](const char* flags) {
+        return toy(replaced(toy_json("null", "null", "null"), R"("special": true)",
+                            std::string(R"("special": true, )") + flags));
+    };
+    CHECK(pieces_of(with(R"("lstrip": true)"), "a  <s>  b") == "a|<s>| | |b");
+    CHECK(pieces_of(with(R"("rstrip": true)"), "a  <s>  b") == "a| | |<s>|b");
+    const std::vector<TokenPiece> tokens =
+        with(R"("lstrip": true, "rstrip": true)").encode("a <s> b", true);
+    REQUIRE(tokens.size() == 3);
+    CHECK(tokens[1].begin == 1);  // the token's bytes take the spaces around it
+    CHECK(tokens[1].end == 6);
+}
+
+TEST_CASE("tokenizer.json: an added token marked normalized is found in the normalized text",
+          "[tokenize]") {
+    // Llama 2's normalizer writes "<s>" as "▁<s>": it is found at the start or after a space
+    const Tokenizer llama2 = toy(replaced(
+        toy_json(R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})",
+                 "null", "null"),
+        R"("special": true)", R"("special": true, "normalized": true)"));
+    CHECK(pieces_of(llama2, "<s>ab") == "<s>|ab");
+    CHECK(pieces_of(llama2, "a <s>b") == "\u2581a|<s>|b");
+    const std::string json =
+        replaced(toy_json(R"({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})",
+                          "null", "null"),
+                 R"("special": true)", R"("special": false, "normalized": true)");
+    CHECK(pieces_of(toy(json), "a<s>b") == "a|<s>|b");
 }
 
 TEST_CASE(

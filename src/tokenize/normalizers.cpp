@@ -11,69 +11,72 @@ namespace mha::tokenizers {
 
 namespace {
 
-// The prefix takes the span of the first code point, as Hugging Face aligns it.
-void prepend(const std::vector<std::uint32_t>& prefix, AlignedText& text) {
-    if (text.codes.empty()) return;
-    const Span first = text.spans.front();
-    text.codes.insert(text.codes.begin(), prefix.begin(), prefix.end());
-    text.spans.insert(text.spans.begin(), prefix.size(), first);
+// The prefix's bytes come from the text's first byte, as Hugging Face aligns them.
+NormalizedText prepended(const std::string& prefix, const NormalizedText& text) {
+    if (text.text.empty()) return text;
+    NormalizedText out{prefix + text.text, {}};
+    out.source.reserve(out.text.size() + 1);
+    out.source.insert(out.source.end(), prefix.size(), text.source_of(0));
+    for (std::size_t i = 0; i <= text.text.size(); ++i) out.source.push_back(text.source_of(i));
+    return out;
 }
 
-// Every occurrence of pattern, left to right, replaced by content spanning what it replaced.
-void replace(const std::vector<std::uint32_t>& pattern, const std::vector<std::uint32_t>& content,
-             AlignedText& text) {
-    if (pattern.empty()) return;
-    AlignedText out;
-    out.codes.reserve(text.codes.size());
-    out.spans.reserve(text.codes.size());
-    for (std::size_t i = 0; i < text.codes.size();) {
-        const bool found = i + pattern.size() <= text.codes.size() &&
-                           std::equal(pattern.begin(), pattern.end(), text.codes.begin() + i);
-        if (!found) {
-            out.codes.push_back(text.codes[i]);
-            out.spans.push_back(text.spans[i]);
-            ++i;
-            continue;
-        }
-        const Span span = span_of(text, i, i + pattern.size());
-        out.codes.insert(out.codes.end(), content.begin(), content.end());
-        out.spans.insert(out.spans.end(), content.size(), span);
-        i += pattern.size();
+// Every occurrence of pattern, left to right, replaced by content, whose bytes come from where
+// the occurrence began.
+NormalizedText replaced(const std::string& pattern, const std::string& content,
+                        const NormalizedText& text) {
+    if (pattern.empty()) return text;
+    NormalizedText out;
+    out.text.reserve(text.text.size());
+    out.source.reserve(text.text.size() + 1);
+    for (std::size_t at = 0;;) {
+        const std::size_t found = std::min(text.text.find(pattern, at), text.text.size());
+        out.text.append(text.text, at, found - at);
+        for (std::size_t i = at; i < found; ++i) out.source.push_back(text.source_of(i));
+        if (found == text.text.size()) break;
+        out.text += content;
+        out.source.insert(out.source.end(), content.size(), text.source_of(found));
+        at = found + pattern.size();
     }
-    text = std::move(out);
+    out.source.push_back(text.source_of(text.text.size()));
+    return out;
 }
 
-void compose(AlignedText& text) {
-    const unicode::Composed composed = unicode::nfc(text.codes);
+// NFC through code points; text below U+0300 (no byte from 0xCC on) is in NFC already: it has
+// no combining mark, and nothing composes with its characters.
+NormalizedText composed(const NormalizedText& text) {
+    const bool below = std::all_of(text.text.begin(), text.text.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0xCC; });
+    if (below) return text;
+    const AlignedText aligned = aligned_from(text);
+    const unicode::Composed composed = unicode::nfc(aligned.codes);
     AlignedText out;
     out.codes = composed.codes;
     out.spans.reserve(composed.codes.size());
     for (std::size_t i = 0; i < composed.codes.size(); ++i) {
         const std::size_t source = composed.sources[i];
         const std::size_t next =
-            i + 1 < composed.sources.size() ? composed.sources[i + 1] : text.codes.size();
+            i + 1 < composed.sources.size() ? composed.sources[i + 1] : aligned.codes.size();
         // a composite covers the code points from its starter to the next output's source
-        out.spans.push_back(span_of(text, source, std::max(next, source + 1)));
+        out.spans.push_back(span_of(aligned, source, std::max(next, source + 1)));
     }
-    text = std::move(out);
+    return normalized_from(out);
 }
 
 std::string quoted(const std::vector<std::uint32_t>& codes) { return "\"" + utf8_of(codes) + "\""; }
 
 }  // namespace
 
-void normalize(const NormalizerStep& step, AlignedText& text) {
+NormalizedText normalize(const NormalizerStep& step, const NormalizedText& text) {
     switch (step.kind) {
         case NormalizerStep::Kind::prepend:
-            prepend(step.content, text);
-            return;
+            return prepended(utf8_of(step.content), text);
         case NormalizerStep::Kind::replace:
-            replace(step.pattern, step.content, text);
-            return;
+            return replaced(utf8_of(step.pattern), utf8_of(step.content), text);
         case NormalizerStep::Kind::nfc:
-            compose(text);
-            return;
+            return composed(text);
     }
+    return text;
 }
 
 std::string describe(const NormalizerStep& step) {
@@ -91,12 +94,11 @@ std::string describe(const NormalizerStep& step) {
 JsonNormalizer::JsonNormalizer(std::vector<NormalizerStep> steps) : steps_(std::move(steps)) {}
 
 NormalizedText JsonNormalizer::normalize(NormalizedText text, TokenizeTrace* trace) const {
-    AlignedText aligned = aligned_from(text);
     for (const NormalizerStep& step : steps_) {
-        tokenizers::normalize(step, aligned);
-        if (trace) trace->normalizers.push_back({describe(step), utf8_of(aligned.codes)});
+        text = tokenizers::normalize(step, text);
+        if (trace) trace->normalizers.push_back({describe(step), text.text});
     }
-    return normalized_from(aligned);
+    return text;
 }
 
 }  // namespace mha::tokenizers

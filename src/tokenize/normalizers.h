@@ -18,8 +18,8 @@ struct NormalizerStep {
     std::vector<std::uint32_t> content;  // prepend: the prefix; replace: what replaces it
 };
 
-// The step applied to text (a non-empty text for prepend, as Hugging Face's Prepend).
-void normalize(const NormalizerStep& step, AlignedText& text);
+// The text after the step (Prepend leaves an empty text empty, as Hugging Face's does).
+NormalizedText normalize(const NormalizerStep& step, const NormalizedText& text);
 
 // "Prepend(\"▁\")", "Replace(\" \" -> \"▁\")", "NFC", for the trace.
 std::string describe(const NormalizerStep& step);

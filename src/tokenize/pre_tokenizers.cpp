@@ -218,8 +218,34 @@ std::string describe(const PreTokenizerStep& step) {
     return "";
 }
 
-JsonPreTokenizer::JsonPreTokenizer(std::vector<PreTokenizerStep> steps)
-    : steps_(std::move(steps)) {}
+namespace {
+
+// GPT-2's one-pass pre-tokenizer that does what the steps do, if one does: it prefixes the
+// whole text, so a ByteLevel after a Split qualifies only without add_prefix_space.
+std::optional<ByteLevelPreTokenizer> one_pass(const std::vector<PreTokenizerStep>& steps) {
+    using Kind = PreTokenizerStep::Kind;
+    if (steps.size() == 1 && steps[0].kind == Kind::byte_level && steps[0].use_regex)
+        return ByteLevelPreTokenizer(Pattern::gpt2, steps[0].add_prefix_space);
+    if (steps.size() == 2 && steps[0].kind == Kind::split && steps[0].pattern &&
+        steps[0].behavior == SplitBehavior::isolated && steps[1].kind == Kind::byte_level &&
+        !steps[1].use_regex && !steps[1].add_prefix_space)
+        return ByteLevelPreTokenizer(*steps[0].pattern, false);
+    return std::nullopt;
+}
+
+}  // namespace
+
+JsonPreTokenizer::JsonPreTokenizer(std::vector<PreTokenizerStep> steps,
+                                   std::vector<NormalizedAddedToken> added)
+    : steps_(std::move(steps)), added_(std::move(added)) {
+    if (added_.empty()) one_pass_ = one_pass(steps_);
+}
+
+void JsonPreTokenizer::split_each(const NormalizedText& text,
+                                  const std::function<void(PreToken&)>& take) const {
+    if (one_pass_) return one_pass_->split_each(text, take);
+    for (PreToken& piece : split(text)) take(piece);
+}
 
 std::string JsonPreTokenizer::describe() const {
     if (steps_.empty()) return "none (the text is one piece)";
@@ -229,14 +255,48 @@ std::string JsonPreTokenizer::describe() const {
     return out;
 }
 
-std::vector<PreToken> JsonPreTokenizer::split(const NormalizedText& text) const {
-    std::vector<Piece> pieces{{aligned_from(text), "whole text"}};
+const NormalizedAddedToken* JsonPreTokenizer::added_at(const std::vector<std::uint32_t>& codes,
+                                                       std::size_t at) const {
+    const NormalizedAddedToken* best = nullptr;
+    for (const NormalizedAddedToken& token : added_) {
+        const std::size_t n = token.codes.size();
+        if ((!best || n > best->codes.size()) && n > 0 && at + n <= codes.size() &&
+            std::equal(token.codes.begin(), token.codes.end(), codes.begin() + at))
+            best = &token;
+    }
+    return best;
+}
+
+void JsonPreTokenizer::split_stretch(AlignedText stretch, std::vector<PreToken>& out) const {
+    if (stretch.codes.empty()) return;
+    std::vector<Piece> pieces{{std::move(stretch), "whole text"}};
     for (const PreTokenizerStep& step : steps_) pre_tokenize(step, pieces);
-    std::vector<PreToken> out;
-    out.reserve(pieces.size());
     for (const Piece& piece : pieces) {
         if (!piece.text.codes.empty()) out.push_back(pre_token_from(piece.text, piece.rule));
     }
+}
+
+std::vector<PreToken> JsonPreTokenizer::split(const NormalizedText& text) const {
+    if (one_pass_) return one_pass_->split(text);
+    const AlignedText aligned = aligned_from(text);
+    std::vector<PreToken> out;
+    std::size_t stretch = 0;
+    for (std::size_t at = 0; at < aligned.codes.size() && !added_.empty();) {
+        const NormalizedAddedToken* added = added_at(aligned.codes, at);
+        if (!added) {
+            ++at;
+            continue;
+        }
+        split_stretch(slice(aligned, stretch, at), out);
+        PreToken token =
+            pre_token_from(slice(aligned, at, at + added->codes.size()), "added token");
+        token.text = added->content;
+        token.added_id = added->id;
+        out.push_back(std::move(token));
+        at += added->codes.size();
+        stretch = at;
+    }
+    split_stretch(slice(aligned, stretch, aligned.codes.size()), out);
     return out;
 }
 

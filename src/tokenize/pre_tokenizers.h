@@ -8,6 +8,7 @@
 #include "tokenize/tokenizer.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,15 +50,36 @@ void pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces);
 // "Split(PATTERN, Isolated)", "ByteLevel(add_prefix_space false, use_regex false)", ...
 std::string describe(const PreTokenizerStep& step);
 
-// The pre-tokenizer stage: the steps in order over the whole text (none: the text is one piece).
+// An added token marked normalized: its content as the normalizer makes it, and its id.
+struct NormalizedAddedToken {
+    std::vector<std::uint32_t> codes;
+    std::string content;
+    std::uint32_t id;
+};
+
+// The pre-tokenizer stage: the added tokens marked normalized split out of the normalized text
+// first (leftmost, then longest), then the steps in order over the rest (none: one piece).
 class JsonPreTokenizer : public PreTokenizer {
 public:
-    explicit JsonPreTokenizer(std::vector<PreTokenizerStep> steps);
+    JsonPreTokenizer(std::vector<PreTokenizerStep> steps, std::vector<NormalizedAddedToken> added);
     std::string describe() const override;
     std::vector<PreToken> split(const NormalizedText& text) const override;
+    void split_each(const NormalizedText& text,
+                    const std::function<void(PreToken&)>& take) const override;
+    // Whether it streams its pieces (GPT-2's one pass) rather than holding them all.
+    bool streams() const { return one_pass_.has_value(); }
 
 private:
+    // The normalized added token at codes[at], longest first, or nullptr.
+    const NormalizedAddedToken* added_at(const std::vector<std::uint32_t>& codes,
+                                         std::size_t at) const;
+    void split_stretch(AlignedText stretch, std::vector<PreToken>& out) const;
+
     std::vector<PreTokenizerStep> steps_;
+    std::vector<NormalizedAddedToken> added_;
+    // the steps when GPT-2's pre-tokenizer does the same in one streaming pass: ByteLevel with
+    // its regex (GPT-2), or a Split on a pattern then ByteLevel without (Llama 3, Qwen 2)
+    std::optional<ByteLevelPreTokenizer> one_pass_;
 };
 
 }  // namespace mha::tokenizers

@@ -99,6 +99,11 @@ Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)), cache
 
 void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
                              TokenizeTrace* trace) const {
+    if (piece.added_id >= 0) {
+        out.push_back({static_cast<std::uint32_t>(piece.added_id), piece.text, piece.source(0),
+                       piece.end_source()});
+        return;
+    }
     const Vocabulary& vocabulary = stages_.model->vocabulary();
     if (stages_.ignore_merges) {
         const std::int64_t whole = vocabulary.find(piece.text);
@@ -151,15 +156,14 @@ std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_speci
     // added tokens first: the stretches between them go through the stages, each alone
     std::size_t stretch = 0;
     for (std::size_t at = 0; at < text.size() && !stages_.added.empty();) {
-        const AddedToken* added = stages_.added.at(text, at);
-        if (!added) {
+        const AddedMatch added = stages_.added.at(text, at, stretch);
+        if (!added.token) {
             ++at;
             continue;
         }
-        encode_stretch(text, stretch, at, tokens, pieces, trace);
-        tokens.push_back({added->id, added->content, at, at + added->content.size()});
-        at += added->content.size();
-        stretch = at;
+        encode_stretch(text, stretch, added.begin, tokens, pieces, trace);
+        tokens.push_back({added.token->id, added.token->content, added.begin, added.end});
+        at = stretch = added.end;
     }
     encode_stretch(text, stretch, text.size(), tokens, pieces, trace);
     if (trace) {

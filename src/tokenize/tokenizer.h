@@ -42,7 +42,8 @@ struct PreToken {
     std::string text;
     std::vector<std::size_t> char_source;  // characters + 1 entries, or none: see begin
     const char* branch;                    // the pattern branch that matched it, or ""
-    std::size_t begin = 0;  // without char_source, character k came from input byte begin + k
+    std::size_t begin = 0;       // without char_source, character k came from input byte begin + k
+    std::int64_t added_id = -1;  // an added token found in the normalized text: its id, no BPE
 
     std::size_t source(std::size_t character) const {
         return char_source.empty() ? begin + character : char_source[character];
@@ -145,6 +146,9 @@ struct TokenizerStages {
     std::unique_ptr<Decoder> decoder;
     AddedTokens added;           // split out of the text before the normalizer (tokenizer.json)
     bool ignore_merges = false;  // a piece the vocabulary has whole is one token (Llama 3)
+    // What encoding (with its trace) needs per byte of text at most: the tokens and the pieces
+    // that stand for it; more when a normalizer copies the text or BPE takes it as one piece.
+    std::uint64_t bytes_per_text_byte = 96;
 };
 
 class Tokenizer {

@@ -16,10 +16,6 @@ namespace mha {
 
 namespace {
 
-// What tokenizing costs per byte of text at most: the tokens (id, piece, span) and the
-// pre-tokenizer's pieces (symbols and their sources) that stand for it.
-constexpr std::uint64_t bytes_per_text_byte = 96;
-
 struct TokenizeOptions {
     std::string checkpoint;
     std::optional<std::string> text;
@@ -88,8 +84,8 @@ Tokenized tokenized(const O& o, bool traced) {
     std::string text = o.text ? *o.text : read_file(o.text_file, ledger);
     ledger.hold(text.size());
     Tokenized t{tokenizers::load_tokenizer(o.checkpoint, ledger), {std::move(text), {}, {}}};
-    const std::uint64_t need =
-        checked_product({t.facts.text.size(), bytes_per_text_byte}, "the text's tokens");
+    const std::uint64_t need = checked_product(
+        {t.facts.text.size(), t.tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
     ledger.check(
         need, what,
         "tokenizing its " + byte_size(t.facts.text.size()) + " needs up to " + byte_size(need),
