@@ -36,6 +36,7 @@ public:
     void commit();
 
 private:
+    int slot_ = -1;  // the temporary file's, in io/signal_cleanup.h (set by temporary_'s maker)
     std::string path_, target_, temporary_;
     std::ofstream out_;
     bool committed_ = false;

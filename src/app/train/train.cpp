@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "core/threads/parallel.h"
 #include "core/train/parameters.h"
 #include "io/atomic_file.h"
+#include "io/file_lock.h"
 #include "io/npy.h"
 #include "io/printable.h"
 #include "io/read_file.h"
@@ -176,6 +178,23 @@ void save_batches(const TrainOptions& o, const Corpus& corpus, std::uint64_t fir
 }
 
 // ---- the run -------------------------------------------------------------------
+
+// --out, --log and --save-batches locked for the run: a second run writing one is refused.
+std::deque<FileLock> lock_outputs(const TrainOptions& o) {
+    const std::pair<const char*, const std::string*> files[] = {
+        {"--out", &o.out}, {"--log", &o.log}, {"--save-batches", &o.save_batches}};
+    std::deque<FileLock> locks;
+    for (const auto& [option, path] : files) {
+        if (path->empty()) continue;
+        const FileLock& lock = locks.emplace_back(*path);
+        if (!lock.held()) {
+            throw Error(std::string(option) + " " + *path +
+                        " is being written by another mha train (it holds " + lock.lock_path() +
+                        "); wait for that run to end, or give " + option + " another name");
+        }
+    }
+    return locks;
+}
 
 std::string read_corpus_text(const TrainOptions& o) {
     if (o.corpus.empty()) return std::string(shipped_corpus());
@@ -388,6 +407,7 @@ int run_train(const std::vector<std::string>& args) {
     if (!o.log.empty()) check_writable(o.log);
     if (!o.save_batches.empty()) check_writable(o.save_batches);
     check_distinct_files(o);
+    const std::deque<FileLock> locks = lock_outputs(o);
     const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
     const std::string text = read_corpus_text(o);
     Corpus corpus = read_corpus(text, source);
