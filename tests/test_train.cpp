@@ -452,6 +452,9 @@ TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf a
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
     CHECK(r.output.rfind("mha: training diverged at step ", 0) == 0);
     CHECK(r.output.find("first appears in the ") != std::string::npos);
+    // before step 250 no checkpoint was written, and the line names none
+    CHECK_THAT(r.output, Catch::EndsWith("; no checkpoint was written (a smaller --lr?)\n"));
+    CHECK_FALSE(fs::exists(dir / "m.npz"));
     // weights that overflow first in the evaluation after the step: the same kind of line
     const test::RunResult e = test::run_command(
         test::mha_binary() + " train --context 16 --batch 4 -d 16 -H 2 --d-ff 32 --layers 1 " +
@@ -607,4 +610,24 @@ TEST_CASE("the closing line counts one step as one step") {
         " --out " + test::temp_path("one-step.npz"));
     CHECK(run.status == 0);
     CHECK_THAT(run.output, Catch::Contains("mha: trained 1 step in "));
+}
+
+TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and its step") {
+    const fs::path dir = test::temp_path("train-diverge-resumed");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string start = (dir / "start.npz").string(), out = (dir / "m.npz").string();
+    REQUIRE(test::run_mha("train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
+                          " --layers 1 --d-ff 16 --out " + start)
+                .status == 0);
+    damage(start, "train.sizes", 6, 20);     // 20 steps, not 2: the run goes on from step 2
+    damage(start, "train.recipe", 0, 1e30);  // at a rate that diverges at once
+    const test::RunResult r = test::run_command(test::mha_binary() + " train --resume " + start +
+                                                " --out " + out + " 2>&1 >/dev/null");
+    CHECK(r.status == 1);
+    CHECK_THAT(r.output, Catch::StartsWith("mha: training diverged at step ") &&
+                             Catch::EndsWith("; " + start +
+                                             " keeps the checkpoint of step 2 (a smaller --lr?)\n"));
+    CHECK_FALSE(fs::exists(out));
+    fs::remove_all(dir);
 }

@@ -98,3 +98,20 @@ TEST_CASE("a refused run of mha train leaves no lock file", "[train]") {
     CHECK(fs::is_empty(dir));
     fs::remove_all(dir);
 }
+
+TEST_CASE("a --log write that fails mid-run is an I/O error, not a divergence", "[train]") {
+    const fs::path dir = test::temp_path("train-log-full");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string log = (dir / "run.jsonl").string(), out = (dir / "m.npz").string();
+    // a file size limit of one block (512 bytes in sh): the first evaluations' lines fit, a
+    // later one fails with EFBIG, as a full disk fails with ENOSPC
+    const test::RunResult r = test::run_command(
+        "ulimit -f 1; " + test::mha_binary() + " train " + small_sizes +
+        " --steps 20 --eval-every 1 --log " + log + " --out " + out + " 2>&1 >/dev/null");
+    CHECK(r.status == 2);
+    CHECK(r.output == "mha: error: cannot write " + log + ": File too large\n");
+    CHECK_FALSE(fs::exists(out));
+    CHECK_FALSE(fs::exists(log + ".lock"));
+    fs::remove_all(dir);
+}

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -25,6 +24,7 @@
 #include "core/error.h"
 #include "core/threads/parallel.h"
 #include "core/train/parameters.h"
+#include "io/append_file.h"
 #include "io/atomic_file.h"
 #include "io/file_lock.h"
 #include "io/npy.h"
@@ -210,6 +210,8 @@ public:
           threads_(threads),
           texts_(evaluation_texts(corpus_, c_.settings.seed, c_.settings.sizes.context)),
           first_step_(c_.state.step),
+          checkpoint_(o.resume),
+          checkpoint_step_(c_.state.step),
           started_(std::chrono::steady_clock::now()) {}
 
     int run() {
@@ -217,8 +219,7 @@ public:
         screen_.emplace(std::cout,
                         wants_live_panel(stdout_takes_escapes(), std::getenv("NO_COLOR")));
         if (!o_.log.empty()) {
-            log_.open(o_.log, o_.resume.empty() ? std::ios::trunc : std::ios::app);
-            if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
+            log_.emplace(o_.log, o_.resume.empty());
         }
         if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
         // a resumed run's last evaluation, when the checkpoint was saved right after it
@@ -248,11 +249,13 @@ public:
             c_.step_losses.push_back(result.loss);
             const std::uint64_t step = c_.state.step;
             if (step % o_.eval_every == 0 || step == recipe.steps) {
+                std::optional<Evaluated> evaluated;
                 try {
-                    evaluate();
+                    evaluated = mha::evaluate(c_.state.model, texts_, threads_);
                 } catch (const Error& error) {  // the step's weights overflow on a text
                     return diverge(step, error.what());
                 }
+                record(std::move(*evaluated));  // a failed --log write: exit status 2
             }
             if (step % checkpoint_every == 0 && step != recipe.steps) save();
             if (screen_->due(c_.history.size())) screen_->show(snapshot());
@@ -271,8 +274,11 @@ private:
     int diverge(std::uint64_t step, const std::string& why) {
         screen_.reset();
         std::cerr << "mha: training diverged at step " << step << " of " << c_.settings.recipe.steps
-                  << ": " << escaped(why) << "; " << escaped(o_.out)
-                  << " keeps the last checkpoint (a smaller --lr?)\n";
+                  << ": " << escaped(why) << "; "
+                  << (checkpoint_.empty() ? "no checkpoint was written"
+                                          : escaped(checkpoint_) + " keeps the checkpoint of step " +
+                                                std::to_string(checkpoint_step_))
+                  << " (a smaller --lr?)\n";
         return 1;
     }
 
@@ -297,8 +303,10 @@ private:
         return c_.seconds + d.count();
     }
 
-    void evaluate() {
-        Evaluated e = mha::evaluate(c_.state.model, texts_, threads_);
+    void evaluate() { record(mha::evaluate(c_.state.model, texts_, threads_)); }
+
+    // An evaluation of the model as it is now: added to the history, shown and logged.
+    void record(Evaluated e) {
         TrainEvaluation& t = e.evaluation;
         t.step = std::size_t(c_.state.step);
         t.seconds = elapsed();
@@ -309,17 +317,15 @@ private:
         c_.history.push_back(t);
         probe_weights_ = std::move(e.probe_weights);
         screen_->show(snapshot());
-        if (log_.is_open()) {
-            log_ << train_log_line(t) << "\n";
-            log_.flush();
-            if (!log_) throw Error("cannot write " + o_.log + ": the write failed");
-        }
+        if (log_) log_->write_line(train_log_line(t));
     }
 
     void save() {
         c_.seconds = elapsed();
         started_ = std::chrono::steady_clock::now();
         save_checkpoint(o_.out, c_);
+        checkpoint_ = o_.out;
+        checkpoint_step_ = c_.state.step;
         if (!o_.save_batches.empty()) save_batches(o_, corpus_, first_step_, c_.state.step);
     }
 
@@ -360,9 +366,11 @@ private:
     std::size_t threads_;
     EvaluationTexts texts_;
     std::uint64_t first_step_;
+    std::string checkpoint_;         // the file holding the last checkpoint, if any
+    std::uint64_t checkpoint_step_;  // its step
     std::chrono::steady_clock::time_point started_;
     const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
-    std::ofstream log_;
+    std::optional<AppendFile> log_;  // --log
     std::vector<std::vector<float>> kept_;  // every parameter part before the step
     std::vector<Tensor> probe_weights_;     // per layer (1, h, N, N): the last evaluation's
     std::optional<TrainScreen> screen_;     // while run() lives
