@@ -1,5 +1,5 @@
 // The target followed through links and checked, the temporary file (removed on a signal by
-// io/signal_cleanup.h), and the rename.
+// io/signal_cleanup.h), its mode and the rename.
 
 #include "io/atomic_file.h"
 
@@ -99,8 +99,8 @@ std::string write_target(const std::string& path) {
 namespace {
 
 // Creates the temporary file exclusively beside `target` (O_EXCL: another name is drawn
-// when it exists), with the target's permissions when it exists. Registered for removal on a
-// signal.
+// when it exists), writable by its owner whatever the target's mode: commit gives it the
+// target's mode once it is written. Registered for removal on a signal.
 std::string create_temporary(const std::string& path, const std::string& target, int& slot) {
     std::random_device entropy;
     std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
@@ -112,14 +112,19 @@ std::string create_temporary(const std::string& path, const std::string& target,
         const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
             slot = remove_on_signal(name);
-            struct stat existing {};
-            if (::stat(target.c_str(), &existing) == 0) ::fchmod(fd, existing.st_mode & 07777);
             ::close(fd);
             return name;
         }
         if (errno != EEXIST) throw Error(system_error(path, errno));
     }
     throw Error("cannot write " + path + ": no free temporary name beside it");
+}
+
+// The written temporary file given the permissions of the target it replaces, if any.
+void take_target_mode(const std::string& temporary, const std::string& target) {
+    struct stat existing {};
+    if (::stat(target.c_str(), &existing) == 0)
+        ::chmod(temporary.c_str(), existing.st_mode & 07777);
 }
 
 }  // namespace
@@ -157,6 +162,7 @@ void AtomicFile::commit() {
     errno = 0;
     out_.close();
     if (!out_) throw Error(system_error(path_, errno ? errno : EIO));
+    take_target_mode(temporary_, target_);
     if (std::rename(temporary_.c_str(), target_.c_str()) != 0) {
         throw Error(system_error(path_, errno));
     }
