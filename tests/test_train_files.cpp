@@ -151,3 +151,19 @@ TEST_CASE("a read-only --out is replaced by a read-only checkpoint, as a user wh
     CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
     fs::remove_all(dir);
 }
+
+TEST_CASE("--context 1 is refused before anything is written", "[train]") {
+    const fs::path dir = test::temp_path("train-context-1");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    test::check_rejected("train --context 1 --steps 2 --log " + (dir / "run.jsonl").string() +
+                             " --out " + (dir / "m.npz").string(),
+                         "train --context must be at least 2, got 1: each evaluation writes "
+                         "context / 2 random letters twice to score induction heads");
+    CHECK(fs::is_empty(dir));
+    // 2, the smallest, trains and evaluates
+    CHECK(test::run_mha("train --context 2 --steps 2 --eval-every 1 --batch 2 -d 8 -H 2"
+                        " --d-ff 16 --layers 1 --out " + (dir / "m.npz").string())
+              .status == 0);
+    fs::remove_all(dir);
+}

@@ -43,6 +43,19 @@ constexpr const char* shipped_name = "the shipped corpus (examples/corpus/kjv.tx
 
 std::uint64_t whole(const Arg& a) { return parse_unsigned(a); }
 
+// --context: 2 or more, since every evaluation scores induction on texts of context / 2
+// random letters written twice (and the previous-token score needs a character before its
+// query).
+std::size_t parse_context(const Arg& a) {
+    const std::size_t context = parse_count(a, max_context);
+    if (context < min_context) {
+        throw Error(a.option + " must be at least " + std::to_string(min_context) + ", got " +
+                    a.text + ": each evaluation writes context / 2 random letters twice to score "
+                             "induction heads");
+    }
+    return context;
+}
+
 const std::vector<Option<TrainOptions>>& train_table() {
     using O = TrainOptions;
     static const std::vector<Option<O>> table = {
@@ -74,8 +87,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.settings.sizes.heads = parse_count(a, 4096); }},
         {{"--d-ff", 0, "F", "the feed-forward width (default 256)"},
          [](O& o, const Arg& a) { o.settings.sizes.d_ff = parse_count(a, 1 << 20); }},
-        {{"--context", 0, "C", "characters per row, the model's context (default 128)"},
-         [](O& o, const Arg& a) { o.settings.sizes.context = parse_count(a, 65536); }},
+        {{"--context", 0, "C", "characters per row, the model's context (default 128, at\nleast 2)"},
+         [](O& o, const Arg& a) { o.settings.sizes.context = parse_context(a); }},
         {{"--batch", 'b', "B", "rows per step (default 32)"},
          [](O& o, const Arg& a) { o.settings.batch = parse_count(a, 65536); }},
         section<O>("Files:"),

@@ -1,6 +1,7 @@
 // The checkpoint's arrays: the model's own, then train.* (moments, step, settings, history).
 
 #include "app/train/train_checkpoint.h"
+#include "app/train/train_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -142,9 +143,10 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
                                 "sizes[2] (--heads)",  "sizes[3] (--d-ff)",
                                 "sizes[4] (--context)", "sizes[5] (--batch)",
                                 "sizes[6] (--steps)",  "sizes[7] (warm-up steps)"};
-    const double size_limits[] = {256, 65536, 4096, 1 << 20, 65536, 65536, 1e9, 1e9};
+    const double size_lows[] = {1, 1, 1, 1, min_context, 1, 1, 0};
+    const double size_limits[] = {256, 65536, 4096, 1 << 20, max_context, 65536, 1e9, 1e9};
     for (std::size_t i = 0; i < 8; ++i)
-        checked(path, size_names[i], sizes[i], i == 7 ? 0 : 1, size_limits[i],
+        checked(path, size_names[i], sizes[i], size_lows[i], size_limits[i],
                 "the bounds its options take");
     c.state = start_training(model_from_arrays(arrays, path));
     const Model& m = c.state.model;
