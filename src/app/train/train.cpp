@@ -111,8 +111,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.log = parse_path(a); }},
         {{"--resume", 0, "FILE.npz",
           "go on from a checkpoint, bit for bit as if never\n"
-          "stopped; sizes, recipe and seed come from it (the\n"
-          "corpus must be the same)"},
+          "stopped; sizes, recipe, seed and --eval-every come\n"
+          "from it (the corpus must be the same)"},
          [](O& o, const Arg& a) { o.resume = parse_path(a); }},
         {{"--save-batches", 0, "FILE.npz",
           "also write every step's batch: inputs and targets,\n"
@@ -120,8 +120,9 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.save_batches = parse_path(a); }},
         section<O>("Evaluation and limits:"),
         {{"--eval-every", 0, "N",
-          "steps between evaluations (default 50): held-out loss,\n"
-          "each head's previous-token and induction scores"},
+          "steps between evaluations (default 50, or the --resume\n"
+          "checkpoint's): held-out loss, each head's previous-token\n"
+          "and induction scores"},
          [](O& o, const Arg& a) { o.eval_every = parse_count(a, 1000000000); }},
         {{"--max-memory", 0, "SIZE", "refuse runs needing more memory (default 2G)"},
          [](O& o, const Arg& a) { o.max_memory = parse_bytes(a); }},
@@ -234,8 +235,12 @@ public:
         if (!o_.log.empty()) {
             log_.emplace(o_.log, o_.resume.empty());
         }
-        if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
-        // a resumed run's last evaluation, when the checkpoint was saved right after it
+        // a resumed run goes on from its last evaluation, as a run never stopped would: the
+        // checkpoint's step is evaluated only where --eval-every falls
+        if (c_.history.empty())
+            evaluate();
+        else
+            probe_weights_ = probe_weights(c_.state.model, texts_, threads_);
         if (screen_->due(c_.history.size())) screen_->show(snapshot());
         const TrainRecipe& recipe = c_.settings.recipe;
         while (c_.state.step < recipe.steps) {
@@ -261,7 +266,7 @@ public:
             if (!diverged.empty()) return diverge(c_.state.step + 1, diverged);
             c_.step_losses.push_back(result.loss);
             const std::uint64_t step = c_.state.step;
-            if (step % o_.eval_every == 0 || step == recipe.steps) {
+            if (step % c_.eval_every == 0 || step == recipe.steps) {
                 std::optional<Evaluated> evaluated;
                 try {
                     evaluated = mha::evaluate(c_.state.model, texts_, threads_);
@@ -423,7 +428,6 @@ int run_train(const std::vector<std::string>& args) {
         std::cout << help_text(train_command());
         return 0;
     }
-    if (o.eval_every > o.settings.recipe.steps) o.eval_every = o.settings.recipe.steps;
     check_writable(o.out);
     if (!o.log.empty()) check_writable(o.log);
     if (!o.save_batches.empty()) check_writable(o.save_batches);
@@ -437,6 +441,10 @@ int run_train(const std::vector<std::string>& args) {
         checkpoint = load_checkpoint(o.resume, o.max_memory);
         check_resume_matches(o, given, checkpoint, corpus, source);
         o.settings = checkpoint.settings;
+        const bool eval_given =
+            std::find(given.begin(), given.end(), "--eval-every") != given.end();
+        if (!eval_given && checkpoint.eval_every != 0)
+            o.eval_every = checkpoint.eval_every;
     } else {
         check_sizes(o.settings);
         checkpoint.settings = o.settings;
@@ -444,6 +452,7 @@ int run_train(const std::vector<std::string>& args) {
         checkpoint.corpus_fingerprint = corpus.fingerprint;
     }
     check_corpus_fits(corpus, source, o.settings.sizes.context);
+    checkpoint.eval_every = std::min<std::uint64_t>(o.eval_every, o.settings.recipe.steps);
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     check_memory(o, text.size(), corpus.vocab.size(), threads);
     check_training_time(o, corpus.vocab.size(), checkpoint.state.step, threads);

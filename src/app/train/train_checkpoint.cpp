@@ -114,6 +114,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     std::vector<double> seed = halves(c.settings.seed), corpus = halves(c.corpus_fingerprint);
     corpus.insert(corpus.begin(), double(c.corpus_characters));
     others.emplace_back(prefix + "step", integers({double(c.state.step)}));
+    others.emplace_back(prefix + "eval_every", integers({double(c.eval_every)}));
     others.emplace_back(
         prefix + "sizes",
         integers({double(s.layers), double(s.d_model), double(s.heads), double(s.d_ff),
@@ -182,6 +183,10 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     c.corpus_characters = std::uint64_t(corpus[0]);
     c.corpus_fingerprint = joined(corpus, 1);
     c.state.step = std::uint64_t(read.values("step", 'i', 1)[0]);
+    if (arrays.count(prefix + "eval_every") != 0)  // written since mha train saves it
+        c.eval_every = std::uint64_t(checked(path, "eval_every",
+                                             read.values("eval_every", 'i', 1)[0], 1,
+                                             double(r.steps), "1 to --steps"));
     c.seconds = checked(path, "seconds", read.values("seconds", 'f', 1)[0], 0, max_seconds,
                         "the seconds trained, 0 to 1e9");
     c.step_losses = read.values("step_losses", 'f', 0);

@@ -26,6 +26,7 @@ struct Checkpoint {
     TrainState state;
     TrainSettings settings;
     std::uint64_t corpus_characters = 0, corpus_fingerprint = 0;  // Corpus's
+    std::uint64_t eval_every = 0;  // steps between evaluations (0: a file of an older mha)
     double seconds = 0.0;                                         // training time so far
     std::vector<double> step_losses;                              // (state.step) every step's loss
     std::vector<TrainEvaluation> history;                         // every evaluation, oldest first
