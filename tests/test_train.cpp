@@ -625,17 +625,28 @@ TEST_CASE("the closing line counts one step as one step") {
     CHECK_THAT(run.output, Catch::Contains("mha: trained 1 step in "));
 }
 
-TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and its step",
-          "[train]") {
-    const fs::path dir = test::temp_path("train-diverge-resumed");
+namespace {
+
+// A fresh folder `dir` holding start.npz: a tiny run evaluated at every step, stopped at step
+// 2 of `steps` (trained for 2, its train.sizes[6] made `steps`). Returns its path.
+std::string stopped_checkpoint(const fs::path& dir, double steps) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    const std::string start = (dir / "start.npz").string(), out = (dir / "m.npz").string();
+    const std::string start = (dir / "start.npz").string();
     REQUIRE(test::run_mha("train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
                           " --layers 1 --d-ff 16 --out " + start)
                 .status == 0);
-    damage(start, "train.sizes", 6, 20);     // 20 steps, not 2: the run goes on from step 2
-    damage(start, "train.recipe", 0, 1e30);  // at a rate that diverges at once
+    damage(start, "train.sizes", 6, steps);
+    return start;
+}
+
+}  // namespace
+
+TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and its step",
+          "[train]") {
+    const fs::path dir = test::temp_path("train-diverge-resumed");
+    const std::string start = stopped_checkpoint(dir, 20), out = (dir / "m.npz").string();     // 20 steps, not 2: the run goes on from step 2
+    damage(start, "train.recipe", 0, 1e30);  // the run goes on at a rate that diverges at once
     const test::RunResult r = test::run_command(test::mha_binary() + " train --resume " + start +
                                                 " --out " + out + " 2>&1 >/dev/null");
     CHECK(r.status == 1);
@@ -649,13 +660,7 @@ TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and
 TEST_CASE("--resume evaluates every --eval-every steps of the checkpoint, unless given another",
           "[train]") {
     const fs::path dir = test::temp_path("train-eval-every");
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const std::string start = (dir / "start.npz").string(), out = (dir / "m.npz").string();
-    REQUIRE(test::run_mha("train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
-                          " --layers 1 --d-ff 16 --out " + start)
-                .status == 0);
-    damage(start, "train.sizes", 6, 8);  // 8 steps, not 2: the run goes on from step 2
+    const std::string start = stopped_checkpoint(dir, 8), out = (dir / "m.npz").string();  // 8 steps, not 2: the run goes on from step 2
     const auto steps_evaluated = [&](const std::string& options) {
         fs::copy_file(start, out, fs::copy_options::overwrite_existing);
         REQUIRE(test::run_mha("train --resume " + out + " --out " + out + options).status == 0);
