@@ -136,7 +136,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
 }
 
 Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
-    const Arrays arrays = npy::read_npz(path, Ledger(max_memory));
+    return checkpoint_from_arrays(npy::read_npz(path, Ledger(max_memory)), path);
+}
+
+Checkpoint checkpoint_from_arrays(const Arrays& arrays, const std::string& path) {
     Checkpoint c;
     Reader read(arrays, path);
     const std::vector<double> sizes = read.values("sizes", 'i', 8);
