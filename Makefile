@@ -134,7 +134,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 
 # test-asan: the suite and the binary built by clang++ with AddressSanitizer +
 # UndefinedBehaviorSanitizer. The sanitizers' shadow memory makes peak RSS meaningless, so
-# the [budget] tests (peak RSS against a bound) run only in the plain builds. It skips [docs]
+# the [budget] and [memory] tests (peak RSS against a bound) run only in the plain builds. It skips [docs]
 # too, the tests that re-run the binary on every documented command (over 6 of its 10
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in. [big] marks a test at a real
@@ -145,7 +145,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
-	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[memory] ~[docs] ~[big]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
@@ -157,7 +157,7 @@ THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_
     mla_backward train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
-	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue] ~[serial]"
+	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[memory] ~[docs] ~[catalogue] ~[serial]"
 
 # test-clang: the suite built with clang++ and the usual flags
 test-clang:

@@ -264,6 +264,7 @@ public:
                            number_text(result.grad_norm) + "; NaN or infinity first appears in " +
                            first_non_finite(restored_state(), batch, threads_);
             if (!diverged.empty()) return diverge(c_.state.step + 1, diverged);
+            kept_.clear();  // a copy of the parameters: not held through the checkpoint
             c_.step_losses.push_back(result.loss);
             const std::uint64_t step = c_.state.step;
             if (step % c_.eval_every == 0 || step == recipe.steps) {
@@ -435,6 +436,7 @@ int run_train(const std::vector<std::string>& args) {
     const std::deque<FileLock> locks = lock_outputs(o);
     const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
     const std::string text = read_corpus_text(o);
+    check_corpus_memory(o, text.size(), source);
     Corpus corpus = read_corpus(text, source);
     Checkpoint checkpoint;
     if (!o.resume.empty()) {
