@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -633,9 +633,9 @@ std::string stopped_checkpoint(const fs::path& dir, double steps) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string start = (dir / "start.npz").string();
-    REQUIRE(test::run_mha("train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
-                          " --layers 1 --d-ff 16 --out " + start)
-                .status == 0);
+    const std::string run = "train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
+                            " --layers 1 --d-ff 16 --out ";
+    REQUIRE(test::run_mha(run + start).status == 0);
     damage(start, "train.sizes", 6, steps);
     return start;
 }
@@ -645,14 +645,15 @@ std::string stopped_checkpoint(const fs::path& dir, double steps) {
 TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and its step",
           "[train]") {
     const fs::path dir = test::temp_path("train-diverge-resumed");
-    const std::string start = stopped_checkpoint(dir, 20), out = (dir / "m.npz").string();     // 20 steps, not 2: the run goes on from step 2
+    const std::string start = stopped_checkpoint(dir, 20), out = (dir / "m.npz").string();
     damage(start, "train.recipe", 0, 1e30);  // the run goes on at a rate that diverges at once
     const test::RunResult r = test::run_command(test::mha_binary() + " train --resume " + start +
                                                 " --out " + out + " 2>&1 >/dev/null");
     CHECK(r.status == 1);
-    CHECK_THAT(r.output, Catch::StartsWith("mha: training diverged at step ") &&
-                             Catch::EndsWith("; " + start +
-                                             " keeps the checkpoint of step 2 (a smaller --lr?)\n"));
+    CHECK_THAT(
+        r.output,
+        Catch::StartsWith("mha: training diverged at step ") &&
+            Catch::EndsWith("; " + start + " keeps the checkpoint of step 2 (a smaller --lr?)\n"));
     CHECK_FALSE(fs::exists(out));
     fs::remove_all(dir);
 }
@@ -660,7 +661,9 @@ TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and
 TEST_CASE("--resume evaluates every --eval-every steps of the checkpoint, unless given another",
           "[train]") {
     const fs::path dir = test::temp_path("train-eval-every");
-    const std::string start = stopped_checkpoint(dir, 8), out = (dir / "m.npz").string();  // 8 steps, not 2: the run goes on from step 2
+    const std::string start = stopped_checkpoint(dir, 8),
+                      out =
+                          (dir / "m.npz").string();  // 8 steps, not 2: the run goes on from step 2
     const auto steps_evaluated = [&](const std::string& options) {
         fs::copy_file(start, out, fs::copy_options::overwrite_existing);
         REQUIRE(test::run_mha("train --resume " + out + " --out " + out + options).status == 0);

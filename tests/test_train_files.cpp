@@ -115,9 +115,9 @@ TEST_CASE("a --log write that fails mid-run is an I/O error, not a divergence", 
     const std::string log = (dir / "run.jsonl").string(), out = (dir / "m.npz").string();
     // a file size limit of one block (512 bytes in sh): the first evaluations' lines fit, a
     // later one fails with EFBIG, as a full disk fails with ENOSPC
-    const test::RunResult r = test::run_command(
-        "ulimit -f 1; " + test::mha_binary() + " train " + small_sizes +
-        " --steps 20 --eval-every 1 --log " + log + " --out " + out + " 2>&1 >/dev/null");
+    const test::RunResult r = test::run_command("ulimit -f 1; " + test::mha_binary() + " train " +
+                                                small_sizes + " --steps 20 --eval-every 1 --log " +
+                                                log + " --out " + out + " 2>&1 >/dev/null");
     CHECK(r.status == 2);
     CHECK(r.output == "mha: error: cannot write " + log + ": File too large\n");
     CHECK_FALSE(fs::exists(out));
@@ -132,8 +132,8 @@ TEST_CASE("a read-only --out is replaced by a read-only checkpoint, as a user wh
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::all);  // nobody may make and rename files in it
     const std::string out = (dir / "m.npz").string();
-    const std::string run = as_ordinary_user(fs::absolute(test::mha_binary()).string() +
-                                             " train " + small_sizes + " --out " + out);
+    const std::string run = as_ordinary_user(fs::absolute(test::mha_binary()).string() + " train " +
+                                             small_sizes + " --out " + out);
     if (run.empty()) {
         WARN("skipped: the tests run as root and setpriv cannot drop to nobody");
         return;
@@ -163,7 +163,8 @@ TEST_CASE("--context 1 is refused before anything is written", "[train]") {
     CHECK(fs::is_empty(dir));
     // 2, the smallest, trains and evaluates
     CHECK(test::run_mha("train --context 2 --steps 2 --eval-every 1 --batch 2 -d 8 -H 2"
-                        " --d-ff 16 --layers 1 --out " + (dir / "m.npz").string())
+                        " --d-ff 16 --layers 1 --out " +
+                        (dir / "m.npz").string())
               .status == 0);
     fs::remove_all(dir);
 }

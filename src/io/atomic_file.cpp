@@ -137,9 +137,7 @@ void check_writable(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(const std::string& path)
-    : path_(path),
-      target_(write_target(path)),
-      temporary_(create_temporary(path, target_, slot_)) {
+    : path_(path), target_(write_target(path)), temporary_(create_temporary(path, target_, slot_)) {
     out_.open(temporary_, std::ios::binary | std::ios::trunc);
     if (!out_) {
         const int error = errno;

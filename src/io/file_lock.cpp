@@ -27,7 +27,8 @@ std::string system_error(const std::string& path, int error) {
 
 // Whether the open descriptor is the file `path` names now.
 bool still_named(int fd, const std::string& path) {
-    struct stat opened {}, named {};
+    struct stat opened {};
+    struct stat named {};
     return ::fstat(fd, &opened) == 0 && ::stat(path.c_str(), &named) == 0 &&
            opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
 }

@@ -50,8 +50,9 @@ std::size_t parse_context(const Arg& a) {
     const std::size_t context = parse_count(a, max_context);
     if (context < min_context) {
         throw Error(a.option + " must be at least " + std::to_string(min_context) + ", got " +
-                    a.text + ": each evaluation writes context / 2 random letters twice to score "
-                             "induction heads");
+                    a.text +
+                    ": each evaluation writes context / 2 random letters twice to score "
+                    "induction heads");
     }
     return context;
 }
@@ -87,7 +88,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.settings.sizes.heads = parse_count(a, 4096); }},
         {{"--d-ff", 0, "F", "the feed-forward width (default 256)"},
          [](O& o, const Arg& a) { o.settings.sizes.d_ff = parse_count(a, 1 << 20); }},
-        {{"--context", 0, "C", "characters per row, the model's context (default 128, at\nleast 2)"},
+        {{"--context", 0, "C",
+          "characters per row, the model's context (default 128, at\nleast 2)"},
          [](O& o, const Arg& a) { o.settings.sizes.context = parse_context(a); }},
         {{"--batch", 'b', "B", "rows per step (default 32)"},
          [](O& o, const Arg& a) { o.settings.batch = parse_count(a, 65536); }},
@@ -232,9 +234,7 @@ public:
         InterruptFlag flag;
         screen_.emplace(std::cout,
                         wants_live_panel(stdout_takes_escapes(), std::getenv("NO_COLOR")));
-        if (!o_.log.empty()) {
-            log_.emplace(o_.log, o_.resume.empty());
-        }
+        if (!o_.log.empty()) log_.emplace(o_.log, o_.resume.empty());
         // a resumed run goes on from its last evaluation, as a run never stopped would: the
         // checkpoint's step is evaluated only where --eval-every falls
         if (c_.history.empty())
@@ -294,9 +294,10 @@ private:
         screen_.reset();
         std::cerr << "mha: training diverged at step " << step << " of " << c_.settings.recipe.steps
                   << ": " << escaped(why) << "; "
-                  << (checkpoint_.empty() ? "no checkpoint was written"
-                                          : escaped(checkpoint_) + " keeps the checkpoint of step " +
-                                                std::to_string(checkpoint_step_))
+                  << (checkpoint_.empty()
+                          ? "no checkpoint was written"
+                          : escaped(checkpoint_) + " keeps the checkpoint of step " +
+                                std::to_string(checkpoint_step_))
                   << " (a smaller --lr?)\n";
         return 1;
     }
@@ -389,7 +390,7 @@ private:
     std::uint64_t checkpoint_step_;  // its step
     std::chrono::steady_clock::time_point started_;
     const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
-    std::optional<AppendFile> log_;  // --log
+    std::optional<AppendFile> log_;         // --log
     std::vector<std::vector<float>> kept_;  // every parameter part before the step
     std::vector<Tensor> probe_weights_;     // per layer (1, h, N, N): the last evaluation's
     std::optional<TrainScreen> screen_;     // while run() lives
@@ -445,8 +446,7 @@ int run_train(const std::vector<std::string>& args) {
         o.settings = checkpoint.settings;
         const bool eval_given =
             std::find(given.begin(), given.end(), "--eval-every") != given.end();
-        if (!eval_given && checkpoint.eval_every != 0)
-            o.eval_every = checkpoint.eval_every;
+        if (!eval_given && checkpoint.eval_every != 0) o.eval_every = checkpoint.eval_every;
     } else {
         check_sizes(o.settings);
         checkpoint.settings = o.settings;

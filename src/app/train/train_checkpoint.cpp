@@ -187,9 +187,9 @@ Checkpoint checkpoint_from_arrays(const Arrays& arrays, const std::string& path)
     c.corpus_fingerprint = joined(corpus, 1);
     c.state.step = std::uint64_t(read.values("step", 'i', 1)[0]);
     if (arrays.count(prefix + "eval_every") != 0)  // written since mha train saves it
-        c.eval_every = std::uint64_t(checked(path, "eval_every",
-                                             read.values("eval_every", 'i', 1)[0], 1,
-                                             double(r.steps), "1 to --steps"));
+        c.eval_every =
+            std::uint64_t(checked(path, "eval_every", read.values("eval_every", 'i', 1)[0], 1,
+                                  double(r.steps), "1 to --steps"));
     c.seconds = checked(path, "seconds", read.values("seconds", 'f', 1)[0], 0, max_seconds,
                         "the seconds trained, 0 to 1e9");
     c.step_losses = read.values("step_losses", 'f', 0);

@@ -49,12 +49,11 @@ Sizes layer_sizes(const TrainSettings& s) {
 std::uint64_t layer_bytes(const TrainSettings& s, std::size_t rows, const std::string& what) {
     Sizes sizes = layer_sizes(s);
     sizes.batch = rows;
-    return checked_product(
-        {checked_sum({forward_bytes(sizes, AttentionPath::Standard, 1),
-                      block_bytes(sizes, s.sizes.d_ff)},
-                     what),
-         2},
-        what);
+    return checked_product({checked_sum({forward_bytes(sizes, AttentionPath::Standard, 1),
+                                         block_bytes(sizes, s.sizes.d_ff)},
+                                        what),
+                            2},
+                           what);
 }
 
 // Bytes a run holds at its peak, estimated from the sizes, and measured against the peak RSS
@@ -80,12 +79,12 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
     const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
     const std::uint64_t per_layer =
         checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
-    const std::uint64_t parameters = checked_product(
-        {checked_sum({checked_product({V + m.context + 2, E}, what), V,
-                      checked_product({m.layers, per_layer}, what)},
-                     what),
-         sizeof(float)},
-        what);
+    const std::uint64_t parameters =
+        checked_product({checked_sum({checked_product({V + m.context + 2, E}, what), V,
+                                      checked_product({m.layers, per_layer}, what)},
+                                     what),
+                         sizeof(float)},
+                        what);
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
     const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
     const std::uint64_t micro_tokens = checked_product({micro.rows, m.context}, what);
@@ -97,19 +96,18 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
         what);
     const std::uint64_t evaluations = s.recipe.steps / std::max<std::size_t>(o.eval_every, 1) + 2;
     const std::uint64_t records = checked_product(
-        {checked_sum({s.recipe.steps,
-                      checked_product({evaluations, 4 + 2 * m.layers * m.heads}, what)},
-                     what),
+        {checked_sum(
+             {s.recipe.steps, checked_product({evaluations, 4 + 2 * m.layers * m.heads}, what)},
+             what),
          sizeof(double), 5},
         what);
     const std::uint64_t step = checked_product({parameters, 3 + micro.count}, what);
-    const std::uint64_t evaluation = checked_sum(
-        {checked_product({m.layers, layer_bytes(s, 1, what)}, what),
-         checked_product({m.context, V, 2 * sizeof(float)}, what)},
-        what);
+    const std::uint64_t evaluation =
+        checked_sum({checked_product({m.layers, layer_bytes(s, 1, what)}, what),
+                     checked_product({m.context, V, 2 * sizeof(float)}, what)},
+                    what);
     const std::uint64_t largest = checked_product(
-        {std::max({3 * E * E + 3 * E, V * E, E * F, std::uint64_t(m.context) * E}),
-         sizeof(float)},
+        {std::max({3 * E * E + 3 * E, V * E, E * F, std::uint64_t(m.context) * E}), sizeof(float)},
         what);
     const std::uint64_t checkpoint =
         checked_sum({checked_product({parameters, 7}, what), largest}, what);
@@ -118,11 +116,10 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
             ? 0
             : checked_product({s.recipe.steps, s.batch, m.context, 2, sizeof(double) + 2 * 4},
                               what);
-    const std::uint64_t run =
-        checked_sum({checked_product({corpus_bytes, corpus_kept}, what),
-                     checked_product({parameters, 3}, what), records, workspaces,
-                     std::max({step, evaluation, checkpoint, batches})},
-                    what);
+    const std::uint64_t run = checked_sum(
+        {checked_product({corpus_bytes, corpus_kept}, what), checked_product({parameters, 3}, what),
+         records, workspaces, std::max({step, evaluation, checkpoint, batches})},
+        what);
     return std::max(checked_product({corpus_bytes, corpus_decoding}, what), run);
 }
 
