@@ -661,9 +661,7 @@ TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and
 TEST_CASE("--resume evaluates every --eval-every steps of the checkpoint, unless given another",
           "[train]") {
     const fs::path dir = test::temp_path("train-eval-every");
-    const std::string start = stopped_checkpoint(dir, 8),
-                      out =
-                          (dir / "m.npz").string();  // 8 steps, not 2: the run goes on from step 2
+    const std::string start = stopped_checkpoint(dir, 8), out = (dir / "m.npz").string();
     const auto steps_evaluated = [&](const std::string& options) {
         fs::copy_file(start, out, fs::copy_options::overwrite_existing);
         REQUIRE(test::run_mha("train --resume " + out + " --out " + out + options).status == 0);
