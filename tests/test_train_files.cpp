@@ -105,6 +105,13 @@ TEST_CASE("a refused run of mha train leaves no lock file", "[train]") {
     const std::string out = (dir / "m.npz").string();
     test::check_rejected("train --corpus /dev/null --out " + out, "/dev/null is empty");
     CHECK(fs::is_empty(dir));
+    // a link where the lock file goes is refused, never followed
+    const std::string victim = (dir / "victim").string();
+    fs::create_symlink(victim, out + ".lock");
+    test::check_rejected("train --out " + out,
+                         "cannot write " + out + ".lock: Too many levels of symbolic links");
+    CHECK_FALSE(fs::exists(victim));
+    CHECK(fs::is_symlink(out + ".lock"));
     fs::remove_all(dir);
 }
 

@@ -37,7 +37,7 @@ bool still_named(int fd, const std::string& path) {
 
 FileLock::FileLock(const std::string& path) : lock_path_(write_target(path) + ".lock") {
     for (int attempt = 0; attempt < max_attempts; ++attempt) {
-        const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
         if (fd < 0) throw Error(system_error(lock_path_, errno));
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;

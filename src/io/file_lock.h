@@ -13,7 +13,7 @@ class FileLock {
 public:
     // Tries to lock `path` (links followed as the writer follows them). held() tells whether
     // it did; throws mha::Error ("cannot write PATH.lock: reason") when the lock file cannot
-    // be made.
+    // be made or opened (a symbolic link in its place is refused, never followed).
     explicit FileLock(const std::string& path);
     FileLock(const FileLock&) = delete;
     FileLock& operator=(const FileLock&) = delete;
