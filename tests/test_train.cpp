@@ -607,6 +607,8 @@ TEST_CASE("--resume refuses a checkpoint holding values mha train cannot have wr
             {"train.seconds", 0, 1e300, "train.seconds holds 1e+300; mha train writes the seconds"},
             {"train.history", 4, nan, "train.history holds nan; mha train writes the steps evaluated"},
             {"vocab", 5, 0x3b1, "its vocab array holds other characters than the corpus it was"},
+            {"train.eval_every", 0, 0, "train.eval_every holds 0; mha train writes 1 to --steps"},
+            {"train.sizes", 4, 1, "train.sizes[4] (--context) holds 1; mha train writes the bounds"},
         }));
     const std::string bad = (dir / "bad.npz").string();
     fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
