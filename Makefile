@@ -145,7 +145,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
-	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[memory] ~[docs] ~[big]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
