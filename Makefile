@@ -134,7 +134,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 
 # test-asan: the suite and the binary built by clang++ with AddressSanitizer +
 # UndefinedBehaviorSanitizer. The sanitizers' shadow memory makes peak RSS meaningless, so
-# the [budget] tests (peak RSS against a bound) run only in the plain builds. It skips [docs]
+# the [budget] and [memory] tests (peak RSS against a bound) run only in the plain builds. It skips [docs]
 # too, the tests that re-run the binary on every documented command (over 6 of its 10
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in. [big] marks a test at a real
@@ -157,7 +157,7 @@ THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_
     mla_backward train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" STATIC_RUNTIME= \
-	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[docs] ~[catalogue] ~[serial]"
+	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[memory] ~[docs] ~[catalogue] ~[serial]"
 
 # test-clang: the suite built with clang++ and the usual flags
 test-clang:
@@ -172,7 +172,7 @@ same-output: $(BUILD)/mha
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS, two at a time
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := 10
-FUZZ_TARGETS := npy npz weights model cli run safetensors json
+FUZZ_TARGETS := npy npz weights model cli run safetensors json checkpoint
 
 fuzz: fuzz-build
 	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)

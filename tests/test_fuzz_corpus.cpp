@@ -10,9 +10,11 @@
 #include <map>
 #include <string>
 
+#include "app/train/train_checkpoint.h"
 #include "core/error.h"
 #include "fuzz/run_setup.h"
 #include "io/json.h"
+#include "io/npy.h"
 #include "io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -76,4 +78,10 @@ TEST_CASE("the fuzz_safetensors and fuzz_json seeds replay: each is read or refu
           }) >= 4);
     CHECK(replay_seeds("json",
                        [](const std::string& text) { mha::json::parse(text, "seed.json"); }) >= 4);
+}
+
+TEST_CASE("the fuzz_checkpoint seeds replay: each is read or refused in a line", "[fuzz]") {
+    CHECK(replay_seeds("checkpoint", [](const std::string& bytes) {
+              mha::checkpoint_from_arrays(mha::npy::parse_npz(bytes, "seed.npz"), "seed.npz");
+          }) >= 4);
 }

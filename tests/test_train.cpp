@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -313,6 +314,7 @@ TEST_CASE("a checkpoint saved and loaded goes on bit for bit", "[train]") {
     half.state = mha::start_training(mha::seeded_model(c.vocab, settings.sizes, 0));
     steps(half.state, 4);
     half.step_losses = {1.0, 2.0, 3.0, 4.0};
+    half.eval_every = 3;
     mha::TrainEvaluation e;
     e.step = 4;
     e.seconds = 1.5;
@@ -331,6 +333,7 @@ TEST_CASE("a checkpoint saved and loaded goes on bit for bit", "[train]") {
     CHECK(loaded.history[0].prev_token == e.prev_token);
     CHECK(loaded.history[0].val_loss == e.val_loss);
     CHECK(loaded.settings.recipe.lr == settings.recipe.lr);
+    CHECK(loaded.eval_every == 3);
     steps(loaded.state, 8);
     const auto a = mha::model_arrays(straight.model, "");
     const auto b = mha::model_arrays(loaded.state.model, "");
@@ -366,11 +369,16 @@ TEST_CASE("mha train: stopped at --time-limit and resumed, the same bytes as str
         test::run_command(run + parts + " --resume " + parts + " --log " + log + " 2>&1");
     REQUIRE(second.status == 0);
     CHECK(second.output.find("mha: trained 300 steps") != std::string::npos);
-    // every array of the model and of AdamW's state: the same bytes (not the clock, nor the
-    // history, which gains an evaluation where the run stopped)
-    const std::vector<std::string> clock = {"train.seconds", "train.history", "train.prev_token",
-                                            "train.induction"};
-    const auto a = arrays_without(straight, clock), b = arrays_without(parts, clock);
+    // every array of the model, of AdamW's state and of the evaluations: the same bytes, but
+    // the clock (the seconds, and the history's second column; the NaN loss of step 0 made -1
+    // to compare equal)
+    const std::vector<std::string> clock = {"train.seconds"};
+    auto a = arrays_without(straight, clock), b = arrays_without(parts, clock);
+    for (auto* arrays : {&a, &b}) {
+        std::vector<double>& history = arrays->at("train.history").values;
+        for (std::size_t row = 0; row < history.size() / 4; ++row) history[4 * row + 1] = 0;
+        for (double& value : history) value = std::isnan(value) ? -1 : value;
+    }
     REQUIRE(a.size() == b.size());
     for (const auto& [name, array] : a) {
         CAPTURE(name);
@@ -385,8 +393,8 @@ TEST_CASE("mha train: stopped at --time-limit and resumed, the same bytes as str
                                   "\"prev_token\":[[", "\"induction\":[["})
             CHECK(line.find(field) != std::string::npos);
     }
-    CHECK(count >= 4);  // steps 0, 100, 200, 300 (and where the first run stopped): the
-                        // resumed run appends, even to a log whose run stopped at step 0
+    CHECK(count == 4);  // steps 0, 100, 200, 300: the resumed run appends (even to a log whose
+                        // run stopped at step 0), and evaluates no more than a run never stopped
     CHECK(test::run_mha("--model " + parts + " --text 'In the beginning' --summary").status == 0);
     fs::remove_all(dir);
 }
@@ -452,6 +460,9 @@ TEST_CASE("mha train: a diverging run stops with the step and where NaN or inf a
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
     CHECK(r.output.rfind("mha: training diverged at step ", 0) == 0);
     CHECK(r.output.find("first appears in the ") != std::string::npos);
+    // before step 250 no checkpoint was written, and the line names none
+    CHECK_THAT(r.output, Catch::EndsWith("; no checkpoint was written (a smaller --lr?)\n"));
+    CHECK_FALSE(fs::exists(dir / "m.npz"));
     // weights that overflow first in the evaluation after the step: the same kind of line
     const test::RunResult e = test::run_command(
         test::mha_binary() + " train --context 16 --batch 4 -d 16 -H 2 --d-ff 32 --layers 1 " +
@@ -549,11 +560,8 @@ TEST_CASE("no file is named by two of mha train's options, but --resume F --out 
 
 namespace {
 
-// `path` written again with one value of array `name` replaced.
-void damage(const std::string& path, const std::string& name, std::size_t index, double value) {
-    std::map<std::string, mha::npy::Array> arrays = mha::npy::read_npz(path);
-    REQUIRE(arrays.count(name) == 1);
-    arrays.at(name).values.at(index) = value;
+// The arrays written as an .npz at `path`, float32 arrays as tensors.
+void write_arrays(const std::string& path, const std::map<std::string, mha::npy::Array>& arrays) {
     std::vector<std::pair<std::string, mha::Tensor>> floats;
     std::vector<std::pair<std::string, mha::npy::Array>> others;
     for (const auto& [key, array] : arrays) {
@@ -563,6 +571,14 @@ void damage(const std::string& path, const std::string& name, std::size_t index,
             others.emplace_back(key, array);
     }
     mha::npy::write_npz(path, floats, others);
+}
+
+// `path` written again with one value of array `name` replaced.
+void damage(const std::string& path, const std::string& name, std::size_t index, double value) {
+    std::map<std::string, mha::npy::Array> arrays = mha::npy::read_npz(path);
+    REQUIRE(arrays.count(name) == 1);
+    arrays.at(name).values.at(index) = value;
+    write_arrays(path, arrays);
 }
 
 }  // namespace
@@ -591,6 +607,8 @@ TEST_CASE("--resume refuses a checkpoint holding values mha train cannot have wr
             {"train.seconds", 0, 1e300, "train.seconds holds 1e+300; mha train writes the seconds"},
             {"train.history", 4, nan, "train.history holds nan; mha train writes the steps evaluated"},
             {"vocab", 5, 0x3b1, "its vocab array holds other characters than the corpus it was"},
+            {"train.eval_every", 0, 0, "train.eval_every holds 0; mha train writes 1 to --steps"},
+            {"train.sizes", 4, 1, "train.sizes[4] (--context) holds 1; mha train writes the bounds"},
         }));
     const std::string bad = (dir / "bad.npz").string();
     fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
@@ -607,4 +625,64 @@ TEST_CASE("the closing line counts one step as one step") {
         " --out " + test::temp_path("one-step.npz"));
     CHECK(run.status == 0);
     CHECK_THAT(run.output, Catch::Contains("mha: trained 1 step in "));
+}
+
+namespace {
+
+// A fresh folder `dir` holding start.npz: a tiny run evaluated at every step, stopped at step
+// 2 of `steps` (trained for 2, its train.sizes[6] made `steps`). Returns its path.
+std::string stopped_checkpoint(const fs::path& dir, double steps) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string start = (dir / "start.npz").string();
+    const std::string run = "train --steps 2 --eval-every 1 --context 8 --batch 2 -d 16 -H 2"
+                            " --layers 1 --d-ff 16 --out ";
+    REQUIRE(test::run_mha(run + start).status == 0);
+    damage(start, "train.sizes", 6, steps);
+    return start;
+}
+
+}  // namespace
+
+TEST_CASE("a resumed run that diverges names the checkpoint it resumed from, and its step",
+          "[train]") {
+    const fs::path dir = test::temp_path("train-diverge-resumed");
+    const std::string start = stopped_checkpoint(dir, 20), out = (dir / "m.npz").string();
+    damage(start, "train.recipe", 0, 1e30);  // the run goes on at a rate that diverges at once
+    const test::RunResult r = test::run_command(test::mha_binary() + " train --resume " + start +
+                                                " --out " + out + " 2>&1 >/dev/null");
+    CHECK(r.status == 1);
+    CHECK_THAT(
+        r.output,
+        Catch::StartsWith("mha: training diverged at step ") &&
+            Catch::EndsWith("; " + start + " keeps the checkpoint of step 2 (a smaller --lr?)\n"));
+    CHECK_FALSE(fs::exists(out));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("--resume evaluates every --eval-every steps of the checkpoint, unless given another",
+          "[train]") {
+    const fs::path dir = test::temp_path("train-eval-every");
+    const std::string start = stopped_checkpoint(dir, 8), out = (dir / "m.npz").string();
+    const auto steps_evaluated = [&](const std::string& options) {
+        fs::copy_file(start, out, fs::copy_options::overwrite_existing);
+        REQUIRE(test::run_mha("train --resume " + out + " --out " + out + options).status == 0);
+        const mha::Checkpoint c = mha::load_checkpoint(out, std::uint64_t(1) << 30);
+        std::vector<std::size_t> steps;
+        for (const mha::TrainEvaluation& e : c.history) steps.push_back(e.step);
+        return std::make_pair(steps, c.eval_every);
+    };
+    // the checkpoint's --eval-every 1 goes on
+    CHECK(steps_evaluated("") ==
+          std::make_pair(std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}, std::uint64_t(1)));
+    // another, given, is taken and saved: it moves only the evaluations, never the weights
+    CHECK(steps_evaluated(" --eval-every 3") ==
+          std::make_pair(std::vector<std::size_t>{0, 1, 2, 3, 6, 8}, std::uint64_t(3)));
+    // a checkpoint of an older mha, without train.eval_every: the default 50 (here: the end)
+    std::map<std::string, mha::npy::Array> arrays = mha::npy::read_npz(start);
+    arrays.erase("train.eval_every");
+    write_arrays(start, arrays);
+    CHECK(steps_evaluated("") ==
+          std::make_pair(std::vector<std::size_t>{0, 1, 2, 8}, std::uint64_t(8)));
+    fs::remove_all(dir);
 }

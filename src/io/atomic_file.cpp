@@ -1,5 +1,5 @@
-// The target followed through links and checked, the temporary file, the rename, and the
-// signal handler that removes a temporary file left open.
+// The target followed through links and checked, the temporary file (removed on a signal by
+// io/signal_cleanup.h), its mode and the rename.
 
 #include "io/atomic_file.h"
 
@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
 
 #include "core/error.h"
+#include "io/signal_cleanup.h"
 
 namespace mha {
 
@@ -28,47 +28,6 @@ const char* const expected_target = "expected a regular file or a new file name"
 std::string system_error(const std::string& path, int error) {
     return "cannot write " + path + ": " + std::strerror(error);
 }
-
-// The temporary file open now (at most one at a time), for the signal handler: a fixed
-// buffer, since a handler may not allocate.
-char pending[4096];
-volatile std::sig_atomic_t has_pending = 0;
-
-extern "C" void remove_pending_and_die(int signal_number) {
-    if (has_pending) ::unlink(pending);
-    std::signal(signal_number, SIG_DFL);
-    std::raise(signal_number);
-}
-
-// Once: the handler for the signals that end a run (where none is set), and SIGXFSZ ignored, so a file size
-// limit fails the write (EFBIG) and the temporary file is removed like any failed write.
-void install_handlers() {
-    static const bool installed = [] {
-        for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
-            struct sigaction action {};
-            action.sa_handler = remove_pending_and_die;
-            sigemptyset(&action.sa_mask);
-            struct sigaction previous {};
-            sigaction(signal_number, nullptr, &previous);
-            // an ignored signal stays ignored, and a handler of the program's own (mha train's
-            // SIGINT, which saves a checkpoint) stays: the writer then ends without a signal
-            if (previous.sa_handler == SIG_DFL) sigaction(signal_number, &action, nullptr);
-        }
-        std::signal(SIGXFSZ, SIG_IGN);
-        return true;
-    }();
-    (void)installed;
-}
-
-void remember(const std::string& name) {
-    install_handlers();
-    if (name.size() >= sizeof pending) return;  // too long to keep: removed on failure only
-    has_pending = 0;
-    std::memcpy(pending, name.c_str(), name.size() + 1);
-    has_pending = 1;
-}
-
-void forget() { has_pending = 0; }
 
 // /dev/stdout, /dev/stderr, /dev/fd/N and /proc/...: a process's open descriptor, which a
 // rename would replace (or, through /proc/self/fd, the file behind it, under the reader).
@@ -140,8 +99,9 @@ std::string write_target(const std::string& path) {
 namespace {
 
 // Creates the temporary file exclusively beside `target` (O_EXCL: another name is drawn
-// when it exists), with the target's permissions when it exists.
-std::string create_temporary(const std::string& path, const std::string& target) {
+// when it exists), writable by its owner whatever the target's mode: commit gives it the
+// target's mode once it is written. Registered for removal on a signal.
+std::string create_temporary(const std::string& path, const std::string& target, int& slot) {
     std::random_device entropy;
     std::mt19937_64 draw((std::uint64_t{entropy()} << 32) ^ entropy());
     for (int attempt = 0; attempt < 100; ++attempt) {
@@ -151,9 +111,7 @@ std::string create_temporary(const std::string& path, const std::string& target)
         const std::string name = target + suffix;
         const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
-            remember(name);
-            struct stat existing {};
-            if (::stat(target.c_str(), &existing) == 0) ::fchmod(fd, existing.st_mode & 07777);
+            slot = remove_on_signal(name);
             ::close(fd);
             return name;
         }
@@ -162,21 +120,29 @@ std::string create_temporary(const std::string& path, const std::string& target)
     throw Error("cannot write " + path + ": no free temporary name beside it");
 }
 
+// The written temporary file given the permissions of the target it replaces, if any.
+void take_target_mode(const std::string& temporary, const std::string& target) {
+    struct stat existing {};
+    if (::stat(target.c_str(), &existing) == 0)
+        ::chmod(temporary.c_str(), existing.st_mode & 07777);
+}
+
 }  // namespace
 
 void check_writable(const std::string& path) {
-    const std::string temporary = create_temporary(path, write_target(path));
+    int slot = -1;
+    const std::string temporary = create_temporary(path, write_target(path), slot);
     std::remove(temporary.c_str());
-    forget();
+    keep_on_signal(slot);
 }
 
 AtomicFile::AtomicFile(const std::string& path)
-    : path_(path), target_(write_target(path)), temporary_(create_temporary(path, target_)) {
+    : path_(path), target_(write_target(path)), temporary_(create_temporary(path, target_, slot_)) {
     out_.open(temporary_, std::ios::binary | std::ios::trunc);
     if (!out_) {
         const int error = errno;
         std::remove(temporary_.c_str());
-        forget();
+        keep_on_signal(slot_);
         throw Error(system_error(path_, error));
     }
 }
@@ -185,7 +151,7 @@ AtomicFile::~AtomicFile() {
     if (committed_) return;
     out_.close();
     std::remove(temporary_.c_str());
-    forget();
+    keep_on_signal(slot_);
 }
 
 void AtomicFile::commit() {
@@ -194,11 +160,12 @@ void AtomicFile::commit() {
     errno = 0;
     out_.close();
     if (!out_) throw Error(system_error(path_, errno ? errno : EIO));
+    take_target_mode(temporary_, target_);
     if (std::rename(temporary_.c_str(), target_.c_str()) != 0) {
         throw Error(system_error(path_, errno));
     }
     committed_ = true;
-    forget();
+    keep_on_signal(slot_);
 }
 
 }  // namespace mha

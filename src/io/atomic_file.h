@@ -22,7 +22,9 @@ void check_writable(const std::string& path);
 std::string write_target(const std::string& path);
 
 // "<target>.<16 random hex digits>.tmp" beside the target, created exclusively so no other
-// run shares it; renamed over the target (a link stays a link and its target is updated).
+// run shares it and writable while it is written, then given the target's mode and renamed
+// over the target (a link stays a link and its target is updated): a read-only target that
+// its folder lets us replace is replaced by a read-only file.
 class AtomicFile {
 public:
     explicit AtomicFile(const std::string& path);
@@ -36,6 +38,7 @@ public:
     void commit();
 
 private:
+    int slot_ = -1;  // the temporary file's, in io/signal_cleanup.h (set by temporary_'s maker)
     std::string path_, target_, temporary_;
     std::ofstream out_;
     bool committed_ = false;

@@ -9,7 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <deque>
 #include <iostream>
 #include <optional>
 
@@ -24,7 +24,9 @@
 #include "core/error.h"
 #include "core/threads/parallel.h"
 #include "core/train/parameters.h"
+#include "io/append_file.h"
 #include "io/atomic_file.h"
+#include "io/file_lock.h"
 #include "io/npy.h"
 #include "io/printable.h"
 #include "io/read_file.h"
@@ -40,6 +42,20 @@ constexpr std::size_t checkpoint_every = 250;  // steps between the checkpoints 
 constexpr const char* shipped_name = "the shipped corpus (examples/corpus/kjv.txt)";
 
 std::uint64_t whole(const Arg& a) { return parse_unsigned(a); }
+
+// --context: 2 or more, since every evaluation scores induction on texts of context / 2
+// random letters written twice (and the previous-token score needs a character before its
+// query).
+std::size_t parse_context(const Arg& a) {
+    const std::size_t context = parse_count(a, max_context);
+    if (context < min_context) {
+        throw Error(a.option + " must be at least " + std::to_string(min_context) + ", got " +
+                    a.text +
+                    ": each evaluation writes context / 2 random letters twice to score "
+                    "induction heads");
+    }
+    return context;
+}
 
 const std::vector<Option<TrainOptions>>& train_table() {
     using O = TrainOptions;
@@ -72,8 +88,9 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.settings.sizes.heads = parse_count(a, 4096); }},
         {{"--d-ff", 0, "F", "the feed-forward width (default 256)"},
          [](O& o, const Arg& a) { o.settings.sizes.d_ff = parse_count(a, 1 << 20); }},
-        {{"--context", 0, "C", "characters per row, the model's context (default 128)"},
-         [](O& o, const Arg& a) { o.settings.sizes.context = parse_count(a, 65536); }},
+        {{"--context", 0, "C",
+          "characters per row, the model's context (default 128, at\nleast 2)"},
+         [](O& o, const Arg& a) { o.settings.sizes.context = parse_context(a); }},
         {{"--batch", 'b', "B", "rows per step (default 32)"},
          [](O& o, const Arg& a) { o.settings.batch = parse_count(a, 65536); }},
         section<O>("Files:"),
@@ -96,8 +113,8 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.log = parse_path(a); }},
         {{"--resume", 0, "FILE.npz",
           "go on from a checkpoint, bit for bit as if never\n"
-          "stopped; sizes, recipe and seed come from it (the\n"
-          "corpus must be the same)"},
+          "stopped; sizes, recipe, seed and --eval-every come\n"
+          "from it (the corpus must be the same)"},
          [](O& o, const Arg& a) { o.resume = parse_path(a); }},
         {{"--save-batches", 0, "FILE.npz",
           "also write every step's batch: inputs and targets,\n"
@@ -105,8 +122,9 @@ const std::vector<Option<TrainOptions>>& train_table() {
          [](O& o, const Arg& a) { o.save_batches = parse_path(a); }},
         section<O>("Evaluation and limits:"),
         {{"--eval-every", 0, "N",
-          "steps between evaluations (default 50): held-out loss,\n"
-          "each head's previous-token and induction scores"},
+          "steps between evaluations (default 50, or the --resume\n"
+          "checkpoint's): held-out loss, each head's previous-token\n"
+          "and induction scores"},
          [](O& o, const Arg& a) { o.eval_every = parse_count(a, 1000000000); }},
         {{"--max-memory", 0, "SIZE", "refuse runs needing more memory (default 2G)"},
          [](O& o, const Arg& a) { o.max_memory = parse_bytes(a); }},
@@ -177,6 +195,23 @@ void save_batches(const TrainOptions& o, const Corpus& corpus, std::uint64_t fir
 
 // ---- the run -------------------------------------------------------------------
 
+// --out, --log and --save-batches locked for the run: a second run writing one is refused.
+std::deque<FileLock> lock_outputs(const TrainOptions& o) {
+    const std::pair<const char*, const std::string*> files[] = {
+        {"--out", &o.out}, {"--log", &o.log}, {"--save-batches", &o.save_batches}};
+    std::deque<FileLock> locks;
+    for (const auto& [option, path] : files) {
+        if (path->empty()) continue;
+        const FileLock& lock = locks.emplace_back(*path);
+        if (!lock.held()) {
+            throw Error(std::string(option) + " " + *path +
+                        " is being written by another mha train (it holds " + lock.lock_path() +
+                        "); wait for that run to end, or give " + option + " another name");
+        }
+    }
+    return locks;
+}
+
 std::string read_corpus_text(const TrainOptions& o) {
     if (o.corpus.empty()) return std::string(shipped_corpus());
     return read_file(o.corpus, Ledger(o.max_memory));
@@ -191,18 +226,21 @@ public:
           threads_(threads),
           texts_(evaluation_texts(corpus_, c_.settings.seed, c_.settings.sizes.context)),
           first_step_(c_.state.step),
+          checkpoint_(o.resume),
+          checkpoint_step_(c_.state.step),
           started_(std::chrono::steady_clock::now()) {}
 
     int run() {
         InterruptFlag flag;
         screen_.emplace(std::cout,
                         wants_live_panel(stdout_takes_escapes(), std::getenv("NO_COLOR")));
-        if (!o_.log.empty()) {
-            log_.open(o_.log, o_.resume.empty() ? std::ios::trunc : std::ios::app);
-            if (!log_) throw Error("cannot write " + o_.log + ": it cannot be opened");
-        }
-        if (c_.history.empty() || c_.history.back().step != c_.state.step) evaluate();
-        // a resumed run's last evaluation, when the checkpoint was saved right after it
+        if (!o_.log.empty()) log_.emplace(o_.log, o_.resume.empty());
+        // a resumed run goes on from its last evaluation, as a run never stopped would: the
+        // checkpoint's step is evaluated only where --eval-every falls
+        if (c_.history.empty())
+            evaluate();
+        else
+            probe_weights_ = probe_weights(c_.state.model, texts_, threads_);
         if (screen_->due(c_.history.size())) screen_->show(snapshot());
         const TrainRecipe& recipe = c_.settings.recipe;
         while (c_.state.step < recipe.steps) {
@@ -226,14 +264,17 @@ public:
                            number_text(result.grad_norm) + "; NaN or infinity first appears in " +
                            first_non_finite(restored_state(), batch, threads_);
             if (!diverged.empty()) return diverge(c_.state.step + 1, diverged);
+            kept_.clear();  // a copy of the parameters: not held through the checkpoint
             c_.step_losses.push_back(result.loss);
             const std::uint64_t step = c_.state.step;
-            if (step % o_.eval_every == 0 || step == recipe.steps) {
+            if (step % c_.eval_every == 0 || step == recipe.steps) {
+                std::optional<Evaluated> evaluated;
                 try {
-                    evaluate();
+                    evaluated = mha::evaluate(c_.state.model, texts_, threads_);
                 } catch (const Error& error) {  // the step's weights overflow on a text
                     return diverge(step, error.what());
                 }
+                record(std::move(*evaluated));  // a failed --log write: exit status 2
             }
             if (step % checkpoint_every == 0 && step != recipe.steps) save();
             if (screen_->due(c_.history.size())) screen_->show(snapshot());
@@ -252,8 +293,12 @@ private:
     int diverge(std::uint64_t step, const std::string& why) {
         screen_.reset();
         std::cerr << "mha: training diverged at step " << step << " of " << c_.settings.recipe.steps
-                  << ": " << escaped(why) << "; " << escaped(o_.out)
-                  << " keeps the last checkpoint (a smaller --lr?)\n";
+                  << ": " << escaped(why) << "; "
+                  << (checkpoint_.empty()
+                          ? "no checkpoint was written"
+                          : escaped(checkpoint_) + " keeps the checkpoint of step " +
+                                std::to_string(checkpoint_step_))
+                  << " (a smaller --lr?)\n";
         return 1;
     }
 
@@ -278,8 +323,10 @@ private:
         return c_.seconds + d.count();
     }
 
-    void evaluate() {
-        Evaluated e = mha::evaluate(c_.state.model, texts_, threads_);
+    void evaluate() { record(mha::evaluate(c_.state.model, texts_, threads_)); }
+
+    // An evaluation of the model as it is now: added to the history, shown and logged.
+    void record(Evaluated e) {
         TrainEvaluation& t = e.evaluation;
         t.step = std::size_t(c_.state.step);
         t.seconds = elapsed();
@@ -290,17 +337,15 @@ private:
         c_.history.push_back(t);
         probe_weights_ = std::move(e.probe_weights);
         screen_->show(snapshot());
-        if (log_.is_open()) {
-            log_ << train_log_line(t) << "\n";
-            log_.flush();
-            if (!log_) throw Error("cannot write " + o_.log + ": the write failed");
-        }
+        if (log_) log_->write_line(train_log_line(t));
     }
 
     void save() {
         c_.seconds = elapsed();
         started_ = std::chrono::steady_clock::now();
         save_checkpoint(o_.out, c_);
+        checkpoint_ = o_.out;
+        checkpoint_step_ = c_.state.step;
         if (!o_.save_batches.empty()) save_batches(o_, corpus_, first_step_, c_.state.step);
     }
 
@@ -341,9 +386,11 @@ private:
     std::size_t threads_;
     EvaluationTexts texts_;
     std::uint64_t first_step_;
+    std::string checkpoint_;         // the file holding the last checkpoint, if any
+    std::uint64_t checkpoint_step_;  // its step
     std::chrono::steady_clock::time_point started_;
     const std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
-    std::ofstream log_;
+    std::optional<AppendFile> log_;         // --log
     std::vector<std::vector<float>> kept_;  // every parameter part before the step
     std::vector<Tensor> probe_weights_;     // per layer (1, h, N, N): the last evaluation's
     std::optional<TrainScreen> screen_;     // while run() lives
@@ -383,19 +430,23 @@ int run_train(const std::vector<std::string>& args) {
         std::cout << help_text(train_command());
         return 0;
     }
-    if (o.eval_every > o.settings.recipe.steps) o.eval_every = o.settings.recipe.steps;
     check_writable(o.out);
     if (!o.log.empty()) check_writable(o.log);
     if (!o.save_batches.empty()) check_writable(o.save_batches);
     check_distinct_files(o);
+    const std::deque<FileLock> locks = lock_outputs(o);
     const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
     const std::string text = read_corpus_text(o);
+    check_corpus_memory(o, text.size(), source);
     Corpus corpus = read_corpus(text, source);
     Checkpoint checkpoint;
     if (!o.resume.empty()) {
         checkpoint = load_checkpoint(o.resume, o.max_memory);
         check_resume_matches(o, given, checkpoint, corpus, source);
         o.settings = checkpoint.settings;
+        const bool eval_given =
+            std::find(given.begin(), given.end(), "--eval-every") != given.end();
+        if (!eval_given && checkpoint.eval_every != 0) o.eval_every = checkpoint.eval_every;
     } else {
         check_sizes(o.settings);
         checkpoint.settings = o.settings;
@@ -403,6 +454,7 @@ int run_train(const std::vector<std::string>& args) {
         checkpoint.corpus_fingerprint = corpus.fingerprint;
     }
     check_corpus_fits(corpus, source, o.settings.sizes.context);
+    checkpoint.eval_every = std::min<std::uint64_t>(o.eval_every, o.settings.recipe.steps);
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     check_memory(o, text.size(), corpus.vocab.size(), threads);
     check_training_time(o, corpus.vocab.size(), checkpoint.state.step, threads);

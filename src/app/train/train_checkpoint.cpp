@@ -1,6 +1,7 @@
 // The checkpoint's arrays: the model's own, then train.* (moments, step, settings, history).
 
 #include "app/train/train_checkpoint.h"
+#include "app/train/train_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -113,6 +114,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
     std::vector<double> seed = halves(c.settings.seed), corpus = halves(c.corpus_fingerprint);
     corpus.insert(corpus.begin(), double(c.corpus_characters));
     others.emplace_back(prefix + "step", integers({double(c.state.step)}));
+    others.emplace_back(prefix + "eval_every", integers({double(c.eval_every)}));
     others.emplace_back(
         prefix + "sizes",
         integers({double(s.layers), double(s.d_model), double(s.heads), double(s.d_ff),
@@ -134,7 +136,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
 }
 
 Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
-    const Arrays arrays = npy::read_npz(path, Ledger(max_memory));
+    return checkpoint_from_arrays(npy::read_npz(path, Ledger(max_memory)), path);
+}
+
+Checkpoint checkpoint_from_arrays(const Arrays& arrays, const std::string& path) {
     Checkpoint c;
     Reader read(arrays, path);
     const std::vector<double> sizes = read.values("sizes", 'i', 8);
@@ -142,9 +147,10 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
                                 "sizes[2] (--heads)",  "sizes[3] (--d-ff)",
                                 "sizes[4] (--context)", "sizes[5] (--batch)",
                                 "sizes[6] (--steps)",  "sizes[7] (warm-up steps)"};
-    const double size_limits[] = {256, 65536, 4096, 1 << 20, 65536, 65536, 1e9, 1e9};
+    const double size_lows[] = {1, 1, 1, 1, min_context, 1, 1, 0};
+    const double size_limits[] = {256, 65536, 4096, 1 << 20, max_context, 65536, 1e9, 1e9};
     for (std::size_t i = 0; i < 8; ++i)
-        checked(path, size_names[i], sizes[i], i == 7 ? 0 : 1, size_limits[i],
+        checked(path, size_names[i], sizes[i], size_lows[i], size_limits[i],
                 "the bounds its options take");
     c.state = start_training(model_from_arrays(arrays, path));
     const Model& m = c.state.model;
@@ -180,6 +186,10 @@ Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory) {
     c.corpus_characters = std::uint64_t(corpus[0]);
     c.corpus_fingerprint = joined(corpus, 1);
     c.state.step = std::uint64_t(read.values("step", 'i', 1)[0]);
+    if (arrays.count(prefix + "eval_every") != 0)  // written since mha train saves it
+        c.eval_every =
+            std::uint64_t(checked(path, "eval_every", read.values("eval_every", 'i', 1)[0], 1,
+                                  double(r.steps), "1 to --steps"));
     c.seconds = checked(path, "seconds", read.values("seconds", 'f', 1)[0], 0, max_seconds,
                         "the seconds trained, 0 to 1e9");
     c.step_losses = read.values("step_losses", 'f', 0);

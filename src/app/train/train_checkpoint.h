@@ -5,11 +5,13 @@
 // evaluation history (so the panel's sparkline survives a resume).
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/train/train_step.h"
 #include "io/model_init.h"
+#include "io/npy.h"
 #include "show/train_panel.h"
 
 namespace mha {
@@ -26,6 +28,7 @@ struct Checkpoint {
     TrainState state;
     TrainSettings settings;
     std::uint64_t corpus_characters = 0, corpus_fingerprint = 0;  // Corpus's
+    std::uint64_t eval_every = 0;  // steps between evaluations (0: a file of an older mha)
     double seconds = 0.0;                                         // training time so far
     std::vector<double> step_losses;                              // (state.step) every step's loss
     std::vector<TrainEvaluation> history;                         // every evaluation, oldest first
@@ -37,5 +40,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Reads a checkpoint save_checkpoint wrote; throws mha::Error naming the file and the array
 // for a file that is no checkpoint, or a damaged one, or one needing more than max_memory.
 Checkpoint load_checkpoint(const std::string& path, std::uint64_t max_memory);
+
+// The same from the arrays of an .npz already read (named `path` in the errors).
+Checkpoint checkpoint_from_arrays(const std::map<std::string, npy::Array>& arrays,
+                                  const std::string& path);
 
 }  // namespace mha

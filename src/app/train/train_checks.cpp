@@ -44,13 +44,33 @@ Sizes layer_sizes(const TrainSettings& s) {
             m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
 }
 
-// Bytes a run holds at its peak, estimated from the sizes: the corpus (its text, and as much
-// again twice: a token per character, the held-out characters' strings), the parameters four times
-// (values, gradients, two moments) and a gathered copy, and once more for each micro-batch's
-// gradients (core/train/train_step.h); for each thread's micro-batch (as many run at once),
-// every layer's forward kept for its backward and as much again for its gradients, and the
-// logits with their gradient and softmax; and --save-batches' arrays (a double per value to
-// write, its .npy and the archive). `threads`: the run's, resolved.
+// One training layer's activations on `rows` rows: the forward kept for the backward, and as
+// much again for its gradients.
+std::uint64_t layer_bytes(const TrainSettings& s, std::size_t rows, const std::string& what) {
+    Sizes sizes = layer_sizes(s);
+    sizes.batch = rows;
+    return checked_product({checked_sum({forward_bytes(sizes, AttentionPath::Standard, 1),
+                                         block_bytes(sizes, s.sizes.d_ff)},
+                                        what),
+                            2},
+                           what);
+}
+
+// Bytes a run holds at its peak, estimated from the sizes, and measured against the peak RSS
+// by the [memory] test (tests/test_train_memory.cpp). The corpus is decoded first, alone
+// (corpus_decoding bytes a byte); then the run holds, from start to end, the decoded corpus
+// (corpus_kept bytes a byte), the parameters three times (values and AdamW's two moments),
+// every step's loss and every evaluation (each up to five times: kept, drawn, and as the
+// checkpoint's array, .npy bytes and archive), and each working thread's micro-batch
+// workspace (core/train/train_step.h: every layer's activations and their gradients, the
+// logits with their gradient and softmax), which the step keeps for the next. On top of that,
+// one at a time: the step (the parameters before it, kept in case it diverges, the gradients
+// of each micro-batch, their sum and a gathered copy), an evaluation (one row through the
+// model), the checkpoint (the model's arrays, some gathered, then the .npy bytes of them and
+// of the moments, each made from a copy of its array, then the archive of those: seven copies
+// of the parameters and one of the largest array) and
+// --save-batches' arrays (a double per value to write, its .npy and the archive).
+// `threads`: the run's, resolved.
 std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
                           std::size_t threads) {
     const std::string what = "the memory for training";
@@ -59,27 +79,48 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
     const std::uint64_t E = m.d_model, F = m.d_ff, V = vocab;
     const std::uint64_t per_layer =
         checked_sum({4 * E * E + 4 * E, 4 * E, 2 * E * F + E + F}, what);
-    const std::uint64_t parameters = checked_sum({checked_product({V + m.context + 2, E}, what), V,
-                                                  checked_product({m.layers, per_layer}, what)},
-                                                 what);
+    const std::uint64_t parameters =
+        checked_product({checked_sum({checked_product({V + m.context + 2, E}, what), V,
+                                      checked_product({m.layers, per_layer}, what)},
+                                     what),
+                         sizeof(float)},
+                        what);
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
     const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
-    Sizes sizes = layer_sizes(s);
-    sizes.batch = micro.rows;
-    const std::uint64_t layer = checked_sum(
-        {forward_bytes(sizes, AttentionPath::Standard, 1), block_bytes(sizes, m.d_ff)}, what);
-    const std::uint64_t tokens = checked_product({s.batch, m.context}, what);
     const std::uint64_t micro_tokens = checked_product({micro.rows, m.context}, what);
+    const std::uint64_t workspaces = checked_product(
+        {checked_sum({checked_product({m.layers, layer_bytes(s, micro.rows, what)}, what),
+                      checked_product({micro_tokens, V, 3 * sizeof(float)}, what)},
+                     what),
+         at_once},
+        what);
+    const std::uint64_t evaluations = s.recipe.steps / std::max<std::size_t>(o.eval_every, 1) + 2;
+    const std::uint64_t records = checked_product(
+        {checked_sum(
+             {s.recipe.steps, checked_product({evaluations, 4 + 2 * m.layers * m.heads}, what)},
+             what),
+         sizeof(double), 5},
+        what);
+    const std::uint64_t step = checked_product({parameters, 3 + micro.count}, what);
+    const std::uint64_t evaluation =
+        checked_sum({checked_product({m.layers, layer_bytes(s, 1, what)}, what),
+                     checked_product({m.context, V, 2 * sizeof(float)}, what)},
+                    what);
+    const std::uint64_t largest = checked_product(
+        {std::max({3 * E * E + 3 * E, V * E, E * F, std::uint64_t(m.context) * E}), sizeof(float)},
+        what);
+    const std::uint64_t checkpoint =
+        checked_sum({checked_product({parameters, 7}, what), largest}, what);
     const std::uint64_t batches =
         o.save_batches.empty()
             ? 0
-            : checked_product({s.recipe.steps, tokens, 2, sizeof(double) + 2 * 4}, what);
-    return checked_sum({checked_product({corpus_bytes, 3}, what),
-                        checked_product({parameters, 5 + micro.count, sizeof(float)}, what),
-                        checked_product({m.layers, layer, 2, at_once}, what),
-                        checked_product({micro_tokens, V, 3 * sizeof(float), at_once}, what),
-                        batches},
-                       what);
+            : checked_product({s.recipe.steps, s.batch, m.context, 2, sizeof(double) + 2 * 4},
+                              what);
+    const std::uint64_t run = checked_sum(
+        {checked_product({corpus_bytes, corpus_kept}, what), checked_product({parameters, 3}, what),
+         records, workspaces, std::max({step, evaluation, checkpoint, batches})},
+        what);
+    return std::max(checked_product({corpus_bytes, corpus_decoding}, what), run);
 }
 
 // Multiply-adds of one step: every layer's attention and feed-forward and the head, forward
@@ -160,6 +201,15 @@ void check_sizes(const TrainSettings& s) {
         throw Error("-d " + std::to_string(s.sizes.d_model) + " is not divisible by -H " +
                     std::to_string(s.sizes.heads) + "; each head takes d_model / h features");
     }
+}
+
+void check_corpus_memory(const TrainOptions& o, std::uint64_t corpus_bytes,
+                         const std::string& source) {
+    const std::uint64_t need = checked_product({corpus_bytes, corpus_decoding}, "the corpus");
+    if (need <= o.max_memory) return;
+    throw Error(source + " holds " + byte_size(corpus_bytes) + ", which takes about " +
+                byte_size(need) + " to read as tokens, more than --max-memory " +
+                byte_size(o.max_memory) + "; raise --max-memory or give a smaller --corpus");
 }
 
 void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,

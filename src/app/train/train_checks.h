@@ -26,6 +26,16 @@ void check_distinct_files(const TrainOptions& o);
 // d_model must split into the heads.
 void check_sizes(const TrainSettings& s);
 
+// Bytes of memory per byte of corpus while it is decoded (the text, a code point per
+// character, a token per character, the held-out characters as strings) and once decoded (the
+// text, the tokens, the held-out strings): read_corpus's, measured by the [memory] test.
+inline constexpr std::uint64_t corpus_decoding = 8, corpus_kept = 3;
+
+// Refuses a corpus of `corpus_bytes` (from `source`) whose decoding alone would take more than
+// --max-memory: checked before read_corpus.
+void check_corpus_memory(const TrainOptions& o, std::uint64_t corpus_bytes,
+                         const std::string& source);
+
 // Refuses a run whose estimated peak memory on `threads` threads is above --max-memory.
 void check_memory(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
                   std::size_t threads);

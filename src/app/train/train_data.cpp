@@ -24,6 +24,7 @@ constexpr std::size_t shortest_segment = 8, longest_segment = 32;
 // text that looks binary.
 std::vector<std::uint32_t> decode(const std::string& text, const std::string& source) {
     std::vector<std::uint32_t> codes;
+    codes.reserve(text.size());  // at most a character a byte: no growth past 4 bytes a byte
     std::size_t invalid = 0;
     for (std::size_t i = 0; i < text.size();) {
         if (text[i] == '\0') {

@@ -111,8 +111,14 @@ Evaluated evaluate(const Model& model, const EvaluationTexts& texts, std::size_t
     };
     e.prev_token = mean_scores(texts.prose, &HeadRoles::previous);
     e.induction = mean_scores(texts.segments, &HeadRoles::induction);
-    out.probe_weights = forward_model(model, texts.probe.tokens, 0, threads, quiet).weights;
+    out.probe_weights = probe_weights(model, texts, threads);
     return out;
+}
+
+std::vector<Tensor> probe_weights(const Model& model, const EvaluationTexts& texts,
+                                  std::size_t threads) {
+    NullTracer quiet;
+    return forward_model(model, texts.probe.tokens, 0, threads, quiet).weights;
 }
 
 }  // namespace mha

@@ -46,6 +46,10 @@ struct Evaluated {
     std::vector<Tensor> probe_weights;  // per layer: (1, h, N, N) on the probe
 };
 
+// Every layer's weights on the probe, per layer (1, h, N, N).
+std::vector<Tensor> probe_weights(const Model& model, const EvaluationTexts& texts,
+                                  std::size_t threads);
+
 // The held-out loss (the mean cross-entropy of the rows, each read alone), the mean scores
 // per head (a text where a head's score is undefined left out), and the probe's weights.
 Evaluated evaluate(const Model& model, const EvaluationTexts& texts, std::size_t threads);

@@ -10,6 +10,9 @@
 
 namespace mha {
 
+// The bounds of --context (train.cpp's parse_context says why 2).
+inline constexpr std::size_t min_context = 2, max_context = 65536;
+
 struct TrainOptions {
     TrainSettings settings;  // the defaults: kjv-2x4's recipe
     std::optional<double> time_limit;

@@ -27,6 +27,14 @@ MicroBatches micro_batches(std::size_t batch, std::size_t row_length, std::size_
 
 namespace {
 
+// Every tensor of `model` moved out of the workspace it was made in, into memory of its own: a
+// micro-batch's gradients kept until the sum would otherwise pin the workspace's blocks, and
+// every micro-batch would take new ones.
+void own_memory(Model& model) {
+    for (const Parameter& p : model_parameters(model))
+        for (Tensor* part : p.parts) *part = Tensor(part->shape(), part->to_vector());
+}
+
 // The loss and the gradients of one step: the micro-batches' sums, in order.
 struct Sums {
     double loss = 0.0;
@@ -55,6 +63,7 @@ Sums forward_backward(TrainState& state, const std::vector<std::size_t>& tokens,
             &state.workspaces[slot], tokens.size());
         losses[part] = pass.loss;
         grads[part] = std::move(pass.grads);
+        own_memory(grads[part]);  // the workspace's blocks free for the next micro-batch
     });
     Sums sums;
     for (const double loss : losses) sums.loss += loss;
