@@ -76,6 +76,11 @@ TEST_CASE("presets set the sizes; options given too win") {
     const test::RunResult heads = test::run_mha("--preset llama3-8b --heads 16 --shapes-only");
     REQUIRE(heads.status == 0);
     CHECK_THAT(heads.output, Catch::Contains("h=16  d_k=256\n"));  // no G=: it follows the new h
+    // decoding T tokens of the model's context: N = T, not the whole context
+    const test::RunResult decode = test::run_mha("--preset llama3-8b --shapes-only --decode 100");
+    REQUIRE(decode.status == 0);
+    CHECK_THAT(decode.output, Catch::Contains("B=1  N=100  M=100  d_model=4096") &&
+                                  Catch::Contains("K_cache[:, :, 99]"));
 
     const test::RunResult list = test::run_mha("--list-presets");
     REQUIRE(list.status == 0);
@@ -97,6 +102,8 @@ TEST_CASE("--preset and --shapes-only refuse what they cannot do") {
         {"--preset gpt3", "or trace with --shapes-only"},
         {"--shapes-only --weights data/parity/gqa/weights.npz", "--shapes-only traces sizes"},
         {"--shapes-only --values", "cannot be combined with"},
+        {"--preset llama3-8b --shapes-only --decode 8193",
+         "--decode 8193 is longer than Llama 3 8B's context of 8192 positions"},
         {"--shapes-only -H 3", "not divisible by heads 3"},
         {"--shapes-only -b 4294967296 -n 4294967296 -d 4294967296 -H 1", "does not fit in 64 bits"},
     }));

@@ -97,6 +97,13 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
         return std::find(given.begin(), given.end(), option) != given.end();
     };
     if (!c.batch) c.batch = 1;
+    if (c.decode && !c.seq_len) {  // decoding T tokens of the model's context, not all of it
+        if (*c.decode > p.context) {
+            throw Error("--decode " + std::to_string(*c.decode) + " is longer than " + p.model +
+                        "'s context of " + std::to_string(p.context) + " positions");
+        }
+        c.seq_len = *c.decode;
+    }
     if (!c.seq_len) c.seq_len = p.context;
     if (!c.d_model) c.d_model = p.d_model;
     if (!c.heads) c.heads = p.heads;
