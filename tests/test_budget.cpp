@@ -71,6 +71,10 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "--text '" + words + "'",
         "--text '" + words + "' --heatmap --color never",
         "-b 1 -n 1024 --block pre",
+        "-b 1 -n 512 --backward",
+        "-b 1 -n 512 --backward --attention streaming",
+        "-b 1 --prefill-chunks 300,400,324",
+        "--gradcheck -b 1 -n 700 -d 4 -H 2 --max-time off",  // the double reference
         "--decode 512",
         "--decode 512 --attention streaming",
         "-b 1 -n 1024 --per-head",
@@ -100,6 +104,15 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
     std::remove(svg.c_str());
     std::remove(npz.c_str());
     std::remove(html.c_str());
+}
+
+TEST_CASE("--gradcheck is refused before its double reference is allocated", "[budget]") {
+    // once 96-189 MiB under --max-memory 16M: the reference's three (N, N) arrays of doubles
+    const std::string args = "--gradcheck -b 1 -n 2000 -d 2 -H 1 --max-memory 16M --max-time off";
+    test::check_rejected(args, "--gradcheck's double-precision reference needs 92.7 MiB");
+    const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null", 2);
+    CHECK(peak_kib > 0);
+    CHECK(peak_kib < 16 * 1024);
 }
 
 TEST_CASE("MLA is refused before its seeded weights are drawn", "[budget][mla]") {

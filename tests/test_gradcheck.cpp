@@ -2,10 +2,6 @@
 // (tests/data/grad_reference, make_grad_reference_fixtures.py) and the float backward against
 // it, the two softmax backward forms, --gradcheck's table and exit status, and its refusals.
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -426,52 +422,4 @@ TEST_CASE("mha --gradcheck refuses what it cannot check", "[backward]") {
                          "--gradcheck runs two double-precision forwards per checked element");
     test::check_rejected("--gradcheck -n 5 -m 3 -d 8 -H 2 --causal",
                          "query row(s) have every key blocked");
-}
-
-namespace {
-
-// Runs `command` through /bin/sh and returns its peak resident set in bytes (wait4's ru_maxrss)
-// and its exit status.
-std::pair<std::uint64_t, int> peak_rss(const std::string& command) {
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        execl("/bin/sh", "sh", "-c", (command + " > /dev/null 2>&1").c_str(),
-              static_cast<char*>(nullptr));
-        _exit(127);
-    }
-    int status = 0;
-    rusage usage{};
-    REQUIRE(wait4(child, &status, 0, &usage) == child);
-    return {std::uint64_t(usage.ru_maxrss) * 1024, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-}  // namespace
-
-TEST_CASE("--gradcheck's budget counts its double-precision reference", "[memory]") {
-    // not for the sanitizer runs, whose shadow memory is no part of the run's own
-    const std::string sizes = " --gradcheck -b 1 -n 700 -d 4 -H 2 --max-time off";
-    const test::RunResult refused = test::run_mha(sizes + " --max-memory 1K");
-    REQUIRE(refused.status == 2);
-    const std::string prefix = "--gradcheck's double-precision reference needs ";
-    const std::size_t at = refused.output.find(prefix);
-    REQUIRE(at != std::string::npos);
-    const double mib = std::stod(refused.output.substr(at + prefix.size()));  // "23.2 MiB"
-    CHECK(refused.output.find(" MiB (B=1 N=700 M=700)", at) != std::string::npos);
-    // admitted at its need (rounded up to the next 0.1 MiB), it stays within 1.1 times the need
-    // plus the binary's own baseline, measured on a run with nothing to hold
-    const std::uint64_t need = std::uint64_t((mib + 0.1) * 1048576.0);
-    const auto [baseline, tiny_status] =
-        peak_rss(test::mha_binary() + " --gradcheck -b 1 -n 2 -d 2 -H 1");
-    REQUIRE(tiny_status == 0);
-    const auto [peak, status] =
-        peak_rss(test::mha_binary() + sizes + " --max-memory " + std::to_string(need));
-    CAPTURE(need, baseline, peak);
-    CHECK(status == 0);
-    CHECK(double(peak) <= 1.1 * double(need) + double(baseline));
-    // the case: once 96-189 MiB under --max-memory 16M, now refused before allocating
-    const auto [small, small_status] = peak_rss(
-        test::mha_binary() + " --gradcheck -b 1 -n 2000 -d 2 -H 1 --max-memory 16M --max-time off");
-    CHECK(small_status == 2);
-    CHECK(small < 16 * 1048576);
 }
