@@ -409,7 +409,8 @@ const std::vector<Row>& mha_table() {
         {{"--weights", 0, "W.npz",
           "a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o\n"
           "(.weight, .bias; or w_q...), W_qkv + W_o, q_proj...\n"
-          "o_proj, or GPT-2's c_attn + c_proj (read transposed)"},
+          "o_proj, GPT-2's c_attn + c_proj (read transposed),\n"
+          "or timm's ViT qkv + proj"},
          [](Config& c, const Arg& a) { c.weights_path = parse_path(a); }},
         {{"--weights-prefix", 0, "P",
           "read only the arrays named P... (P removed), e.g.\n"
