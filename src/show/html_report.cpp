@@ -175,7 +175,6 @@ void HtmlReport::write_maps(const ForwardResult& result) {
         info_, std::string("attention weights, batch 0") + " (rows: queries, columns: keys)");
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
-    style.id_prefix = "maps";
     if (maps.empty() || maps.front().rows != rows.size() || maps.front().cols != cols.size()) {
         out_ << "<p>The weights do not match the positions of this run, so they are not "
                 "drawn.</p>\n</section>\n";
@@ -196,7 +195,6 @@ void HtmlReport::write_model_view(const ModelView& view) {
     style.caption = view.caption;
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
-    style.id_prefix = "maps";
     write_svg(out_, view.maps, view.labels, view.labels, style);
     out_ << "<h2>Head roles</h2>\n<pre>" << html(view.roles) << "</pre>\n</section>\n";
 }
