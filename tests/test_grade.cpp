@@ -181,8 +181,8 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
     // d_k 8 is right only for the wrong h = 2: counted, and said to be follow-through
     CHECK_THAT(two.output,
                Catch::Contains("1. wrong: you answered '2'") &&
-                   Catch::Contains("2. right as follow-through: 8 follows from your answer 1, "
-                                   "which is wrong\n") &&
+                   Catch::Contains("2. right as follow-through: 8 follows from your answer to "
+                                   "question 1, which is wrong\n") &&
                    Catch::EndsWith("score: 1/2 (1 of them as follow-through)\n"));
     // the right h, written with its name, is substituted as the number it names
     const Graded named = grade({"h = 4", "d_k=4"}, key);
@@ -195,7 +195,7 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
                Catch::Contains("1. wrong: you answered '2', the answer is the one whose output "
                                "has mean 0.055026") &&
                    Catch::Contains("2. wrong: you answered '5', the answer is 8 given your "
-                                   "answer 1, which is wrong\n"));
+                                   "answer to question 1, which is wrong\n"));
     CHECK_THAT(both.output, !Catch::Contains("max 0.432091 given"));
     const Graded three = grade({"3", "5"}, key);  // 16 is not divisible by 3: wrong, not misuse
     CHECK(three.status == 1);

@@ -175,7 +175,7 @@ TEST_CASE("scaling made visible: variance about d_k before the scale, about 1 af
     const test::RunResult scaled = test::run_mha("--summary -b 4 -n 32");
     CHECK_THAT(scaled.output,
                Catch::Matches("(.|\n)*variance 6[0-9]\\.[0-9]+ from q·k \\(d_k = 64\\), "
-                              "(0\\.9|1\\.0)[0-9] after(.|\n)*"));
+                              "(0\\.9|1\\.0)[0-9]\\s+after / sqrt\\(d_k\\)(.|\n)*"));
     const test::RunResult unscaled = test::run_mha("--no-scale -b 4 -n 32");
     CHECK_THAT(unscaled.output, Catch::Contains("not scaled") && Catch::Contains("(--no-scale)"));
     CHECK_THAT(scaled.output, Catch::Contains(" 0 of 512 rows"));  // B·h·N = 4·4·32

@@ -120,8 +120,9 @@ void HtmlReport::begin(const RunInfo& info) {
         out_ << "<p>dO: " << html(info.grad_output_source) << "."
              << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
     }
-    out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
-            "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
+    out_ << "<p class=\"keys\">Keys: &#8594;, &#8595;, Space or j next step; &#8592;, &#8593; or k "
+            "the one before; Home and End the first and last. Point at a cell of a heatmap to "
+            "read its weight.</p>\n"
          << "</header>\n<main>\n";
 }
 

@@ -648,6 +648,7 @@ Problem build_shapes(const Config& c) {
             "the block's norms, sums and feed-forward";
     }
     p.info.variant = variant_description(c, d_ff);
+    p.info.fused_qkv = c.form == Form::FusedQkv;
     if (mla) {
         const MlaSizes& m = *mla;
         p.info.head_dim = mla_head_width(m);
@@ -718,6 +719,7 @@ Problem build_problem(const Config& c) {
     if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
+    p.info.fused_qkv = c.form == Form::FusedQkv;
     p.info.total_macs = pass_macs;
     if (c.backward) describe_backward(p.info, c, p);  // the pass that runs: its biases, ...
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);
