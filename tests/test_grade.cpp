@@ -277,3 +277,15 @@ TEST_CASE("a UTF-8 byte order mark at the start of an answers file is not part o
     CHECK(g.status == 0);
     CHECK_THAT(g.output, Catch::Contains("1. right: 2"));
 }
+
+TEST_CASE("follow-through names the questions whose wrong answers it used", "[grade]") {
+    // d_model and h come from answers 1 and 2, both wrong (16 and 4 are right)
+    const std::string key =
+        "d_k : -d 32 -H 2\nd_k : -d 16 -H 4\nshape 4 Q : -b 1 -n 3 -d {1} -H {2}\n";
+    CHECK_THAT(grade({"8", "2", "7"}, key).output,
+               Catch::Contains("3. wrong: you answered '7', the answer is (1, 3, 2, 4) given your "
+                               "answers to questions 1 and 2, which are wrong\n"));
+    CHECK_THAT(grade({"8", "2", "1, 3, 2, 4"}, key).output,
+               Catch::Contains("3. right as follow-through: (1, 3, 2, 4) follows from your "
+                               "answers to questions 1 and 2, which are wrong\n"));
+}
