@@ -82,3 +82,10 @@ TEST_CASE("mha train's closing lines fit 120 columns and count with separators",
     std::remove(model.c_str());
     CHECK_THAT(stopped.output, Catch::Contains(" of 1,000; the checkpoint is in "));
 }
+
+TEST_CASE("the block's parameter notes carry thousands separators", "[wording]") {
+    const test::RunResult r = test::run_mha("--block pre --trace");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::Contains("parameters: W_1 (d_ff, d_model) and b_1, 263,168") &&
+                             Catch::Contains("parameters: W_2 (d_model, d_ff) and b_2, 262,400"));
+}

@@ -362,7 +362,7 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
-        step.facts.parameters ? std::to_string(*step.facts.parameters) : "";
+        step.facts.parameters ? with_commas(*step.facts.parameters) : "";
     switch (step.kind) {
         case StepKind::Project:
             if (step.operand == Operand::Qkv) {
