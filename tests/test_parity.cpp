@@ -212,3 +212,17 @@ TEST_CASE("the trace shows the appended key/value positions and the causal align
     const test::RunResult bare = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal");
     CHECK_THAT(bare.output, Catch::Contains("causal, bottom-right aligned"));
 }
+
+TEST_CASE("timm's gradients come back under qkv and proj, with the prefix", "[timm]") {
+    const std::string saved = test::temp_path("timm_grad.npz");
+    REQUIRE(test::run_mha(test::fixture_options("data/timm/") +
+                          " --heads 4 --weights-prefix blocks.1.attn. --backward --save " + saved +
+                          " > /dev/null")
+                .status == 0);
+    const auto arrays = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    CHECK(arrays.at("grad.blocks.1.attn.qkv.weight").shape == mha::Shape{48, 16});
+    CHECK(arrays.at("grad.blocks.1.attn.qkv.bias").shape == mha::Shape{48});
+    CHECK(arrays.at("grad.blocks.1.attn.proj.weight").shape == mha::Shape{16, 16});
+    CHECK(arrays.at("grad.blocks.1.attn.proj.bias").shape == mha::Shape{16});
+}
