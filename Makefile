@@ -48,7 +48,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-tokenize
+.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers interop-tools install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-tokenize
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -118,7 +118,7 @@ check: check-plain check-asan check-tsan
 	$(MAKE) same-output >$(BUILD)/same-output.log 2>&1 || { cat $(BUILD)/same-output.log; exit 1; }
 	@tests/check-verdict $(BUILD)/test.log build-asan/test.log build-tsan/test.log -- \
 	    build-asan/fuzz.summary $(BUILD)/same-output.log
-check-plain:
+check-plain: interop-tools
 	$(MAKE) test
 check-asan:
 	$(MAKE) test-asan
@@ -145,7 +145,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" STATIC_RUNTIME=
 test-asan:
-	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory] ~[torch]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
@@ -254,6 +254,12 @@ catch2:
 # pinned, into tests/npm (tests/ensure-npm-tokenizers); offline, the tests that need them skip
 npm-tokenizers:
 	@tests/ensure-npm-tokenizers
+
+# interop-tools: PyTorch, rsvg-convert and ImageMagick for the tests whose subject is an outside
+# tool (the parity helper, the SVG in other renderers), installed from Debian as root when
+# missing (tests/ensure-interop-tools); without them those tests say they are skipped
+interop-tools:
+	@tests/ensure-interop-tools
 
 # strict: everything built with warnings as errors, in build-strict/ (the other build
 # folders stay)

@@ -251,6 +251,10 @@ TEST_CASE("every exercise folder, copied alone, passes its solution and fails a 
             CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
             CHECK_THAT(r.output, !Catch::Contains("score"));
         }
+        // with no file, it says what to pass, not mha grade's own usage
+        CHECK(test::run_command(check + "2>&1").output ==
+              "usage: sh check.sh ANSWERS.txt (a file of your answers, one a line; solution.txt "
+              "is the teacher's)\n");
         test::run_command("rm -rf " + copy);
     }
     std::remove(wrong.c_str());

@@ -181,8 +181,8 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
     // d_k 8 is right only for the wrong h = 2: counted, and said to be follow-through
     CHECK_THAT(two.output,
                Catch::Contains("1. wrong: you answered '2'") &&
-                   Catch::Contains("2. right as follow-through: 8 follows from your answer 1, "
-                                   "which is wrong\n") &&
+                   Catch::Contains("2. right as follow-through: 8 follows from your answer to "
+                                   "question 1, which is wrong\n") &&
                    Catch::EndsWith("score: 1/2 (1 of them as follow-through)\n"));
     // the right h, written with its name, is substituted as the number it names
     const Graded named = grade({"h = 4", "d_k=4"}, key);
@@ -195,7 +195,7 @@ TEST_CASE("mha grade: {N} runs mha with an earlier answer, and matches compares 
                Catch::Contains("1. wrong: you answered '2', the answer is the one whose output "
                                "has mean 0.055026") &&
                    Catch::Contains("2. wrong: you answered '5', the answer is 8 given your "
-                                   "answer 1, which is wrong\n"));
+                                   "answer to question 1, which is wrong\n"));
     CHECK_THAT(both.output, !Catch::Contains("max 0.432091 given"));
     const Graded three = grade({"3", "5"}, key);  // 16 is not divisible by 3: wrong, not misuse
     CHECK(three.status == 1);
@@ -299,4 +299,16 @@ TEST_CASE("tokens, pieces and merges keys count what mha tokenize gives", "[grad
         grade({"abd", "1"}, "word abd\ntokens : --checkpoint data/tokenizers/toy --text {1}");
     CHECK_THAT(wrong.output, Catch::Contains("mha tokenize --checkpoint data/tokenizers/toy "
                                              "--text abd: the symbol 'd' is not in"));
+}
+
+TEST_CASE("follow-through names the questions whose wrong answers it used", "[grade]") {
+    // d_model and h come from answers 1 and 2, both wrong (16 and 4 are right)
+    const std::string key =
+        "d_k : -d 32 -H 2\nd_k : -d 16 -H 4\nshape 4 Q : -b 1 -n 3 -d {1} -H {2}\n";
+    CHECK_THAT(grade({"8", "2", "7"}, key).output,
+               Catch::Contains("3. wrong: you answered '7', the answer is (1, 3, 2, 4) given your "
+                               "answers to questions 1 and 2, which are wrong\n"));
+    CHECK_THAT(grade({"8", "2", "1, 3, 2, 4"}, key).output,
+               Catch::Contains("3. right as follow-through: (1, 3, 2, 4) follows from your "
+                               "answers to questions 1 and 2, which are wrong\n"));
 }

@@ -104,7 +104,7 @@ TEST_CASE("the trace shows K and V with G heads and who shares them") {
     CHECK_THAT(all, Catch::Contains("query heads 2-3 read K/V head 1") &&
                         Catch::Contains("K.repeat_interleave(2, dim=1)") &&
                         // 2·16² + 2·16·16 = 1024; 512 + 2·8·16 = 768; 512 + 2·4·16 = 640
-                        Catch::Contains("MHA G=4: 1024 weights; cache 128 B/token") &&
+                        Catch::Contains("MHA G=4: 1,024 weights; cache 128 B/token") &&
                         Catch::Contains("GQA G=2 (this run): 768 weights; cache 64 B/token") &&
                         Catch::Contains("MQA G=1: 640 weights; cache 32 B/token, "
                                         "96 B/sequence of M=3"));

@@ -17,6 +17,17 @@ namespace {
 constexpr double weights_tolerance = 1e-5;  // attention weights, max abs difference
 constexpr double output_tolerance = 1e-4;   // outputs, max abs difference
 
+// The output and per-head weights mha saved at `saved` (then removed) against `expected`.
+void check_saved(const std::string& saved, const std::string& expected_path) {
+    const auto expected = mha::npy::read_npz(expected_path);
+    const auto actual = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
+                        mha::npy::to_tensor(expected.at("attn_weights")), weights_tolerance);
+    test::require_close(mha::npy::to_tensor(actual.at("output")),
+                        mha::npy::to_tensor(expected.at("output")), output_tolerance);
+}
+
 // Runs every case of `cases_file` from its folder under `root` and compares with PyTorch.
 void check_cases(const std::string& cases_file, const std::string& root, std::size_t at_least) {
     const std::vector<test::FixtureCase> cases = test::read_cases(cases_file);
@@ -29,15 +40,7 @@ void check_cases(const std::string& cases_file, const std::string& root, std::si
             INFO("mha" << args);
             const test::RunResult run = test::run_mha(args);
             REQUIRE(run.status == 0);
-
-            const auto expected = mha::npy::read_npz(dir + "expected.npz");
-            const auto actual = mha::npy::read_npz(saved);
-            std::remove(saved.c_str());
-            test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
-                                mha::npy::to_tensor(expected.at("attn_weights")),
-                                weights_tolerance);
-            test::require_close(mha::npy::to_tensor(actual.at("output")),
-                                mha::npy::to_tensor(expected.at("output")), output_tolerance);
+            check_saved(saved, dir + "expected.npz");
         }
     }
 }
@@ -98,13 +101,27 @@ TEST_CASE("mha reproduces GPT-2's attention from its c_attn and c_proj, in every
         test::flat(run.output),
         Catch::Contains("weights: GPT-2's Conv1D stores (in, out) and computes x @ W + b, so "
                         "in_proj_weight = c_attn.weight.T (3·d_model, d_model)"));
-    const auto expected = mha::npy::read_npz(dir + "expected.npz");
-    const auto actual = mha::npy::read_npz(saved);
-    std::remove(saved.c_str());
-    test::require_close(mha::npy::to_tensor(actual.at("attn_weights")),
-                        mha::npy::to_tensor(expected.at("attn_weights")), weights_tolerance);
-    test::require_close(mha::npy::to_tensor(actual.at("output")),
-                        mha::npy::to_tensor(expected.at("output")), output_tolerance);
+    check_saved(saved, dir + "expected.npz");
+}
+
+TEST_CASE("mha reproduces timm's ViT attention from its qkv and proj, in every form", "[timm]") {
+    // data/make_timm_fixture.py: two blocks named as timm's VisionTransformer saves them
+    const std::string dir = "data/timm/";
+    const std::string form =
+        GENERATE(as<std::string>{}, "", " --per-head", " --fused-qkv", " -t 3 --trace");
+    const std::string saved = test::temp_path("timm.npz");
+    const std::string args = test::fixture_options(dir) +
+                             " --heads 4 --weights-prefix blocks.1.attn." + form + " --save " + saved;
+    INFO("mha" << args);
+    const test::RunResult run = test::run_mha(args + " > /dev/null");
+    REQUIRE(run.status == 0);
+    check_saved(saved, dir + "expected.npz");
+}
+
+TEST_CASE("timm's blocks: the prefixes to choose from", "[timm]") {
+    test::check_rejected("--weights data/timm/weights.npz --heads 4",
+                         "data/timm/weights.npz: 2 attention modules, under 'blocks.0.attn.', "
+                         "'blocks.1.attn.'; choose one with --weights-prefix blocks.0.attn.");
 }
 
 TEST_CASE("GPT-2's blocks: the prefixes to choose from; the mask it needs", "[gpt2]") {
@@ -116,6 +133,23 @@ TEST_CASE("GPT-2's blocks: the prefixes to choose from; the mask it needs", "[gp
         "h.0.attn. --heads 4 --input data/gpt2/query.npy");
     CHECK(r.status == 0);
     CHECK_THAT(test::flat(r.output), Catch::Contains("GPT-2's attention is causal: add --causal"));
+}
+
+TEST_CASE("keys and values of other widths are cross-attention even when M = N", "[exact]") {
+    // data/parity/kdim_vdim's module (kdim 12, vdim 10) given M = N = 4 keys: the sizes alone
+    // must not make x play key and value (the dry run once did, and refused the files)
+    const std::string key = test::temp_path("key12.npy"), value = test::temp_path("value10.npy");
+    for (const auto& [path, width] : {std::pair{key, std::size_t{12}}, {value, std::size_t{10}}}) {
+        std::ofstream(path, std::ios::binary)
+            << mha::npy::to_npy_bytes(mha::Tensor(mha::Shape{2, 4, width}));
+    }
+    const test::RunResult run = test::run_mha(
+        "--weights data/parity/kdim_vdim/weights.npz --heads 4 --input "
+        "data/parity/kdim_vdim/query.npy --key " + key + " --value " + value);
+    std::remove(key.c_str());
+    std::remove(value.c_str());
+    INFO(run.output);
+    CHECK(run.status == 0);
 }
 
 TEST_CASE("mha reproduces PyTorch on every fixture case") {
@@ -177,4 +211,18 @@ TEST_CASE("the trace shows the appended key/value positions and the causal align
     CHECK_THAT(top_left.output, Catch::Contains("causal, top-left aligned"));
     const test::RunResult bare = test::run_mha("--trace -b 1 -n 2 -m 3 -d 8 -H 2 --causal");
     CHECK_THAT(bare.output, Catch::Contains("causal, bottom-right aligned"));
+}
+
+TEST_CASE("timm's gradients come back under qkv and proj, with the prefix", "[timm]") {
+    const std::string saved = test::temp_path("timm_grad.npz");
+    REQUIRE(test::run_mha(test::fixture_options("data/timm/") +
+                          " --heads 4 --weights-prefix blocks.1.attn. --backward --save " + saved +
+                          " > /dev/null")
+                .status == 0);
+    const auto arrays = mha::npy::read_npz(saved);
+    std::remove(saved.c_str());
+    CHECK(arrays.at("grad.blocks.1.attn.qkv.weight").shape == mha::Shape{48, 16});
+    CHECK(arrays.at("grad.blocks.1.attn.qkv.bias").shape == mha::Shape{48});
+    CHECK(arrays.at("grad.blocks.1.attn.proj.weight").shape == mha::Shape{16, 16});
+    CHECK(arrays.at("grad.blocks.1.attn.proj.bias").shape == mha::Shape{16});
 }

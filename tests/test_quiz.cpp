@@ -320,3 +320,12 @@ TEST_CASE("quiz echoes answers through the terminal's sanitiser, from a file and
     }
     std::remove(file.c_str());
 }
+
+TEST_CASE("a multiply-add question names its step before it asks", "[quiz]") {
+    for (const Question& q : make_questions(3, 12, {Topic::Macs})) {
+        CAPTURE(q.text);
+        CHECK_THAT(q.text, Catch::Contains(".\nFor step ") &&
+                               Catch::EndsWith(":\nhow many multiply-adds does it take?") &&
+                               !Catch::Contains("this step"));
+    }
+}

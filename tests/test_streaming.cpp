@@ -297,7 +297,7 @@ TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") 
     const std::vector<std::string> notes = mha::step_notes(attend);
     CHECK_THAT(notes.back(), Catch::Contains("nothing to copy"));
     CHECK_THAT(notes.at(notes.size() - 2),
-               Catch::Contains("online softmax") && Catch::Contains("2048 bytes"));
+               Catch::Contains("online softmax") && Catch::Contains("2,048 bytes"));
     CHECK(rec.steps.at(12).copied_bytes == 0);
 }
 

@@ -266,6 +266,31 @@ TEST_CASE("GPT-2's Conv1D c_attn and c_proj are read transposed, c_attn split in
                         "g.npz: array 'c_attn.weight' has shape (12, 4), expected (12, 36)");
 }
 
+TEST_CASE("timm's ViT qkv splits into q, k, v as in_proj_weight does; proj is W_o", "[timm]") {
+    std::map<std::string, Array> timm = {{"qkv.weight", counting({3 * E, E})},
+                                         {"qkv.bias", counting({3 * E}, 100)},
+                                         {"proj.weight", counting({E, E}, 200)},
+                                         {"proj.bias", counting({E}, 300)}};
+    const mha::Weights w = mha::weights_from_state_dict(timm, "t.npz");
+    const mha::Weights packed = mha::weights_from_state_dict(torch_dict(), "p.npz");
+    for (const auto& [ours, theirs] :
+         {std::pair{&w.w_q, &packed.w_q}, {&w.w_k, &packed.w_k}, {&w.w_v, &packed.w_v},
+          {&w.w_o, &packed.w_o}, {&w.b_q, &packed.b_q}, {&w.b_v, &packed.b_v}, {&w.b_o, &packed.b_o}}) {
+        CHECK(ours->shape() == theirs->shape());
+        CHECK(ours->to_vector() == theirs->to_vector());
+    }
+    timm.erase("qkv.bias");  // qkv_bias=False: no bias on q, k, v
+    CHECK(mha::weights_from_state_dict(timm, "t.npz").b_q.empty());
+    timm["q_norm.weight"] = counting({1});  // qk_norm's LayerNorm is not read
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(timm, "t.npz"),
+                        Catch::StartsWith("t.npz: unexpected array 'q_norm.weight' of shape (1,) "
+                                          "(timm's ViT attention"));
+    timm.erase("q_norm.weight");
+    timm["proj.weight"] = counting({E, 2 * E});
+    REQUIRE_THROWS_WITH(mha::weights_from_state_dict(timm, "t.npz"),
+                        "t.npz: array 'proj.weight' has shape (4, 8), expected (4, 4)");
+}
+
 TEST_CASE("a state dict under prefixes names them; --weights-prefix reads one") {
     std::map<std::string, Array> prefixed;
     for (const auto& [name, array] : torch_dict()) prefixed["layers.1.attn." + name] = array;

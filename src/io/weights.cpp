@@ -1,6 +1,6 @@
 // State-dict layouts: nn.MultiheadAttention (packed or separate projections), from-scratch
-// modules (W_q/W_k/W_v/W_o, any case), a fused W_qkv, Hugging Face's q_proj ... o_proj and
-// GPT-2's c_attn and c_proj.
+// modules (W_q/W_k/W_v/W_o, any case), a fused W_qkv, Hugging Face's q_proj ... o_proj,
+// GPT-2's c_attn and c_proj, and timm's ViT qkv and proj.
 
 #include "io/weights.h"
 
@@ -213,6 +213,10 @@ Weights scratch(StateDict& dict, const ModuleNames& n) {
     return w;
 }
 
+const char* const timm_layout =
+    "timm's ViT attention: qkv.weight (3E, E), optional qkv.bias (3E), proj.weight (E, E), "
+    "optional proj.bias (E)";
+
 const char* const gpt2_layout =
     "GPT-2 attention, Conv1D weights stored (in, out): c_attn.weight (E, 3E), c_attn.bias (3E), "
     "c_proj.weight (E, E), c_proj.bias (E)";
@@ -319,7 +323,7 @@ StateDictNames qwen_names(StateDictNames names, std::size_t heads) {
 // The first array of each naming mha reads; under a prefix they give its attention modules.
 const std::vector<std::string> attention_markers = {
     "in_proj_weight", "q_proj_weight", "W_q.weight",    "w_q.weight",
-    "W_qkv.weight",   "w_qkv.weight",  "q_proj.weight", "c_attn.weight"};
+    "W_qkv.weight",   "w_qkv.weight",  "q_proj.weight", "c_attn.weight", "qkv.weight"};
 
 // "'a', 'b', 'c' and 2 more": at most `shown` names.
 std::string some_names(const std::vector<std::string>& names, std::size_t shown) {
@@ -349,9 +353,8 @@ std::string unknown_layout(const Arrays& arrays, const std::string& source,
     for (const auto& entry : arrays) names.push_back(entry.first);
     return source + ": not a state dict mha knows; found " + some_names(names, 4) +
            "; expected nn.MultiheadAttention's in_proj_weight and out_proj.weight, W_q/W_k/W_v/W_o "
-           "(.weight, .bias), W_qkv and W_o, Hugging Face's q_proj/k_proj/v_proj/o_proj, or "
-           "GPT-2's "
-           "c_attn/c_proj";
+           "(.weight, .bias), W_qkv and W_o, Hugging Face's q_proj/k_proj/v_proj/o_proj, "
+           "GPT-2's c_attn/c_proj, or timm's qkv/proj";
 }
 
 }  // namespace
@@ -443,6 +446,12 @@ Weights weights_from_state_dict(const Arrays& arrays, const std::string& source,
         w = scratch(dict, {"q_proj.", "k_proj.", "v_proj.", out, ""});
         take_qk_norm(dict, arrays, w);
         take_gate(dict, arrays, w);
+        return finished(dict, std::move(w), names);
+    }
+    if (arrays.count("qkv.weight")) {
+        // timm's ViT Attention: qkv (3E, E) packs [Q; K; V] as in_proj_weight does, proj is W_o
+        StateDict dict(arrays, source, timm_layout);
+        w = scratch(dict, {"", "", "", "proj.", "qkv."});
         return finished(dict, std::move(w), names);
     }
     if (arrays.count("c_attn.weight")) {

@@ -1,7 +1,7 @@
 #pragma once
 // A PyTorch state dict saved as .npz -> Weights. Understands nn.MultiheadAttention's
-// names, the names from-scratch modules use, Hugging Face's q_proj ... o_proj and GPT-2's
-// c_attn and c_proj; anything else is an error that names the array and the shape expected.
+// names, the names from-scratch modules use, Hugging Face's q_proj ... o_proj, GPT-2's
+// c_attn and c_proj and timm's qkv and proj; anything else is an error that names the array and the shape expected.
 
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"

@@ -3,6 +3,7 @@
 #include "show/heatmap.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "show/palette.h"
@@ -155,6 +156,23 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
     }
 }
 
+// Labels "9 j" and "10 k" as " 9 j" and "10 k": the leading position numbers padded on the
+// left to the widest, so that the tokens after them stand in one column.
+void right_align_numbers(std::vector<std::string>& labels) {
+    const auto digits_of = [](const std::string& label) {
+        std::size_t digits = 0;
+        while (digits < label.size() && std::isdigit(static_cast<unsigned char>(label[digits])))
+            ++digits;
+        return digits;
+    };
+    std::size_t widest = 0;
+    for (const std::string& label : labels) widest = std::max(widest, digits_of(label));
+    for (std::string& label : labels) {
+        const std::size_t digits = digits_of(label);
+        if (digits > 0) label.insert(0, widest - digits, ' ');
+    }
+}
+
 }  // namespace
 
 std::string heatmap_cell(float weight, bool masked, Shading shading, std::size_t cell_width) {
@@ -167,6 +185,7 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
     const std::size_t n = maps.front().rows, m = maps.front().cols;
     std::vector<std::string> labels;
     for (std::size_t i = 0; i < n; ++i) labels.push_back(clipped(row_labels[i], max_label));
+    right_align_numbers(labels);
     std::size_t label_width = 0;
     for (const std::string& label : labels)
         label_width = std::max(label_width, display_width(label));

@@ -120,8 +120,9 @@ void HtmlReport::begin(const RunInfo& info) {
         out_ << "<p>dO: " << html(info.grad_output_source) << "."
              << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
     }
-    out_ << "<p class=\"keys\">Keys: &#8594; or j next step, &#8592; or k the one before, Home "
-            "and End the first and last. Point at a cell of a heatmap to read its weight.</p>\n"
+    out_ << "<p class=\"keys\">Keys: &#8594;, &#8595;, Space or j next step; &#8592;, &#8593; or k "
+            "the one before; Home and End the first and last. Point at a cell of a heatmap to "
+            "read its weight.</p>\n"
          << "</header>\n<main>\n";
 }
 
@@ -175,7 +176,6 @@ void HtmlReport::write_maps(const ForwardResult& result) {
         info_, std::string("attention weights, batch 0") + " (rows: queries, columns: keys)");
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
-    style.id_prefix = "maps";
     if (maps.empty() || maps.front().rows != rows.size() || maps.front().cols != cols.size()) {
         out_ << "<p>The weights do not match the positions of this run, so they are not "
                 "drawn.</p>\n</section>\n";
@@ -196,7 +196,6 @@ void HtmlReport::write_model_view(const ModelView& view) {
     style.caption = view.caption;
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
-    style.id_prefix = "maps";
     write_svg(out_, view.maps, view.labels, view.labels, style);
     out_ << "<h2>Head roles</h2>\n<pre>" << html(view.roles) << "</pre>\n</section>\n";
 }

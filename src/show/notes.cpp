@@ -38,7 +38,7 @@ std::string kv_cost(const char* label, std::size_t g, const Sizes& s) {
     const std::uint64_t weights = 2 * E * s.inner() + width * (s.kdim + s.vdim);
     const std::uint64_t per_token = 2 * width * sizeof(float);  // one K row and one V row
     return std::string(label) + " G=" + std::to_string(g) + (g == s.kv_heads ? " (this run)" : "") +
-           ": " + std::to_string(weights) + " weights; cache " + byte_size(per_token) + "/token, " +
+           ": " + with_commas(weights) + " weights; cache " + byte_size(per_token) + "/token, " +
            byte_size(per_token * s.kv_len) + "/sequence of M=" + std::to_string(s.kv_len) +
            (g == s.heads ? ""
                          : "; " + std::to_string(s.heads / g) + "x smaller than MHA's (h/G = " +
@@ -106,8 +106,8 @@ void window(const WindowFacts& w, Notes& notes) {
                         " stay visible to every later query");
     }
     notes.push_back("a KV cache needs only " + std::to_string(w.kept) + " of the M = " +
-                    std::to_string(w.length) + " positions: " + std::to_string(w.kept_bytes) +
-                    " bytes of K and V instead of " + std::to_string(w.full_bytes));
+                    std::to_string(w.length) + " positions: " + with_commas(w.kept_bytes) +
+                    " bytes of K and V instead of " + with_commas(w.full_bytes));
 }
 
 // RoPE on Q: the pairs, the base, where the positions are and the first pairs' angles.
@@ -168,7 +168,7 @@ void streaming(const Step& step, Notes& notes) {
                     " queries x " + std::to_string(f.key_tile) +
                     " keys with an online softmax (a running max and sum per query), so the "
                     "(B, h, N, M) scores, " +
-                    std::to_string(*f.unstored_score_bytes) + " bytes, are never stored");
+                    with_commas(*f.unstored_score_bytes) + " bytes, are never stored");
     notes.push_back("the context goes straight into (B, N, h, " + step.dims.back() +
                     ") order: step 12 has nothing to copy");
 }
@@ -345,7 +345,7 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
             notes.push_back("sliding window: only " + std::to_string(t.window->kept) + " of the " +
                             std::to_string(t.window->length) +
                             " cached positions are still read; a rolling cache would hold " +
-                            std::to_string(t.window->kept_bytes) + " bytes");
+                            with_commas(t.window->kept_bytes) + " bytes");
         }
     } else if (step.kind == StepKind::Softmax || step.kind == StepKind::Attend) {
         notes.push_back("one query (N = 1, at position " + std::to_string(t.position - 1) +
@@ -354,7 +354,7 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
                         "yet");
         if (t.window) token_window(t.position - 1, *t.window, notes);
     } else {
-        notes.push_back(token + " done; the cache holds " + std::to_string(t.cache_bytes) +
+        notes.push_back(token + " done; the cache holds " + with_commas(t.cache_bytes) +
                         " bytes of K and V");
     }
 }
@@ -382,7 +382,7 @@ void chunk(const ChunkFacts& c, Notes& notes) {
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
-        step.facts.parameters ? std::to_string(*step.facts.parameters) : "";
+        step.facts.parameters ? with_commas(*step.facts.parameters) : "";
     switch (step.kind) {
         case StepKind::Project:
             if (step.operand == Operand::Qkv) {
@@ -511,7 +511,7 @@ std::vector<std::string> step_notes(const Step& step) {
     }
     if (f.stored_score_bytes) {
         notes.push_back("standard path: the scores are stored, " +
-                        std::to_string(*f.stored_score_bytes) +
+                        with_commas(*f.stored_score_bytes) +
                         " bytes (--attention streaming would not store them)");
     }
     if (f.rope) rope(*f.rope, notes);

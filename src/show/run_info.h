@@ -41,6 +41,7 @@ struct RunInfo {
     std::vector<std::string> head_names;    // --demo-heads: one per head; empty otherwise
     std::string variant;          // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
     std::optional<MlaSizes> mla;  // --form mla: its matrices replace W_q, W_k, W_v, W_o
+    bool fused_qkv = false;       // --fused-qkv: W_q, W_k, W_v stacked as one W_qkv
     bool shapes_only = false;     // --shapes-only: steps without values, no output
     std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
     std::string activation_tensors = "Q, K, V, scores, context, concat and output";  // of them

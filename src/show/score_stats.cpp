@@ -55,18 +55,20 @@ void ScoreStats::print(std::ostream& out, const ForwardResult& result, std::size
     const double raw = count_ > 0.0 ? squares_ / count_ : 0.0;
     // step 7 divides by sqrt(divisor): the variance by the divisor
     const double divisor = scale_base > 0.0 ? scale_base : double(d_k);
-    std::ostringstream by;
-    by << " after / sqrt(" << (scale_base > 0.0 ? "S" : "d_k") << ")";
-    if (scale_base > 0.0) by << " with S = " << scale_base << " (--scale-base, in place of d_k)";
-    const std::string after =
-        scaled ? fixed(raw / divisor, 2) + by.str() : std::string("not scaled (--no-scale)");
-    out << "\n";
-    if (count_ > 0.0) {
-        write_filled(out,
-                     words_of("scores, all batches and heads: variance " + fixed(raw, 2) +
-                              " from q·k (d_k = " + std::to_string(d_k) + "), " + after),
-                     " ", "", "  ");
+    // "after / sqrt(d_k)" is one word: a wrapped line never ends on the "/"
+    std::vector<std::string> words =
+        words_of("scores, all batches and heads: variance " + fixed(raw, 2) +
+                 " from q·k (d_k = " + std::to_string(d_k) + "), " +
+                 (scaled ? fixed(raw / divisor, 2) : "not scaled (--no-scale)"));
+    if (scaled)
+        words.push_back(std::string("after / sqrt(") + (scale_base > 0.0 ? "S" : "d_k") + ")");
+    if (scaled && scale_base > 0.0) {
+        std::ostringstream with;
+        with << "with S = " << scale_base << " (--scale-base, in place of d_k)";
+        for (std::string& word : words_of(with.str())) words.push_back(std::move(word));
     }
+    out << "\n";
+    if (count_ > 0.0) write_filled(out, words, " ", "", "  ");
     if (softcap > 0.0 && count_ > 0.0) {
         const double before = largest_raw_ / (scaled ? std::sqrt(divisor) : 1.0);
         write_filled(out,

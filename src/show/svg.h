@@ -1,7 +1,8 @@
 #pragma once
 // The heatmaps as one standalone SVG document, written by hand: a caption, a titled panel
 // per map with token or position labels, one <rect class="cell"> per weight (with a
-// <title> tooltip giving its value), masked cells hatched, and a colour scale. Cells are
+// <title> tooltip giving its value), masked cells hatched with drawn lines, and a colour scale;
+// presentation attributes only (no CSS, no pattern), for librsvg and ImageMagick. Cells are
 // 26 px for small maps and shrink for large ones (to 12 px); the width attribute is at most
 // 1280 px, the height in proportion, and the viewBox holds the whole drawing.
 
@@ -20,7 +21,6 @@ struct SvgStyle {
     Palette palette = Palette::Print;  // light, for paper and slides
     bool auto_scale = false;           // --scale auto: each panel spans its own min..max
     bool standalone = true;            // false inside an HTML page: no XML declaration, no xmlns
-    std::string id_prefix = "mha";     // ids (the hatch pattern) stay unique in one page
 };
 
 // labels: one per position ("3 sat"); rows are queries, columns keys.

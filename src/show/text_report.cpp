@@ -101,7 +101,9 @@ std::vector<std::string> mla_parameters(const MlaSizes& m) {
 
 // "per projection: W_q, W_k, W_v, W_o (256, 256) = 65,536 each (+ bias)" and
 // "per head: d_k·d_model = 64·256 = 16,384 of each of W_q, W_k, W_v, W_o"; W_q is
-// (h·d_k, d_model) and W_o (d_model, h·d_k) when the heads are not d_model / h wide.
+// (h·d_k, d_model) and W_o (d_model, h·d_k) when the heads are not d_model / h wide; with
+// --fused-qkv, "W_qkv (768, 256) = 196,608, W_o (256, 256) = 65,536" and "... of each third of
+// W_qkv and of W_o".
 std::vector<std::string> projection_parameters(const RunInfo& info) {
     if (info.mla) return mla_parameters(*info.mla);
     const std::uint64_t e = info.d_model, d_k = info.head_dim;
@@ -111,13 +113,17 @@ std::vector<std::string> projection_parameters(const RunInfo& info) {
     const std::string query_output =
         q_rows == e ? "W_q, W_o " + matrix(e, e) + " each"
                     : "W_q " + matrix(q_rows, e) + ", W_o " + matrix(e, q_rows);
-    const std::string projections = square ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
-                                           : query_output + ", W_k " + matrix(kv_rows, info.kdim) +
-                                                 ", W_v " + matrix(kv_rows, info.vdim);
+    const std::string projections =
+        info.fused_qkv ? "W_qkv " + matrix(3 * q_rows, e) + ", W_o " + matrix(e, q_rows)
+        : square       ? "W_q, W_k, W_v, W_o " + matrix(e, e) + " each"
+                       : query_output + ", W_k " + matrix(kv_rows, info.kdim) + ", W_v " +
+                       matrix(kv_rows, info.vdim);
     return {"per projection: " + projections + (info.bias ? " (+ bias)" : ""),
             "per head: d_k·d_model = " + std::to_string(d_k) + "·" + std::to_string(e) + " = " +
-                with_commas(d_k * e) + " of each of " +
-                (square ? "W_q, W_k, W_v, W_o" : "W_q and W_o")};
+                with_commas(d_k * e) +
+                (info.fused_qkv ? " of each third of W_qkv and of W_o"
+                 : square       ? " of each of W_q, W_k, W_v, W_o"
+                                : " of each of W_q and W_o")};
 }
 
 }  // namespace

@@ -403,13 +403,20 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
     for (std::size_t i = 0; i < key.size(); ++i) {
         const Verdict& v = verdicts[i];
         const std::string number = std::to_string(i + 1) + ". ";
-        // the other wrong answers this one was computed from ({N}): "1 and 2"
-        std::string from;
+        // the other wrong answers this one was computed from ({N}): "your answers to questions
+        // 1 and 2, which are wrong"
+        std::string numbers;
+        std::size_t wrong_used = 0;
         for (std::size_t used : v.uses) {
             if (used != i && used < verdicts.size() && !verdicts[used].right) {
-                from += (from.empty() ? "" : " and ") + std::to_string(used + 1);
+                numbers += (numbers.empty() ? "" : " and ") + std::to_string(used + 1);
+                ++wrong_used;
             }
         }
+        const std::string from = numbers.empty() ? ""
+                                 : wrong_used == 1
+                                     ? "your answer to question " + numbers + ", which is wrong"
+                                     : "your answers to questions " + numbers + ", which are wrong";
         if (v.right) {
             ++right;
             // right only given an earlier wrong answer: follow-through credit, said as such
@@ -418,8 +425,8 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
                 continue;
             }
             ++followed;
-            out << number << "right as follow-through: " << v.answer << " follows from your answer "
-                << from << ", which is wrong\n";
+            out << number << "right as follow-through: " << v.answer << " follows from " << from
+                << "\n";
             continue;
         }
         if (grader.answered(i)) {
@@ -429,7 +436,7 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
         }
         if (!v.answer.empty()) out << ", the answer is " << v.answer;
         if (!v.answer.empty() && !from.empty()) {
-            out << " given your answer " << from << ", which is wrong";
+            out << " given " << from;
         }
         out << "\n";
         if (!key[i].why.empty()) out << "   " << sanitized(key[i].why) << "\n";

@@ -123,7 +123,7 @@ Question macs_question(Random& random, const Trace& t) {
                   product({i.batch, keys ? i.kv_len : i.seq_len, i.d_model, i.d_model});
     }
     return {Topic::Macs,
-            "How many multiply-adds does this step take?\n" + step_label(r.step),
+            "For " + step_label(r.step) + ":\nhow many multiply-adds does it take?",
             AnswerKind::Number,
             {r.step.macs},
             formula + "\n" + r.text};

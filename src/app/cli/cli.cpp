@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -58,6 +59,26 @@ std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max) {
 std::string parse_path(const Arg& arg) {
     if (arg.text.empty()) throw Error(arg.option + " expects a file name, got an empty string");
     return arg.text;
+}
+
+// --export-svg's file: a name ending in .svg (any case), since the file holds SVG text, with
+// the command that makes a PNG of it; a device, pipe, socket or stream (/dev/..., /proc/...) is
+// left for the writer to refuse.
+std::string parse_svg_path(const Arg& arg) {
+    const std::string path = parse_path(arg);
+    std::error_code ignored;
+    const auto kind = std::filesystem::status(path, ignored).type();
+    const bool special = kind != std::filesystem::file_type::not_found &&
+                         kind != std::filesystem::file_type::regular &&
+                         kind != std::filesystem::file_type::directory;
+    std::string extension = std::filesystem::path(path).extension().string();
+    for (char& c : extension) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const bool system = path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
+    if (extension == ".svg" || special || system) return path;
+    const std::string stem = std::filesystem::path(path).replace_extension().string();
+    throw Error(arg.option + " " + path +
+                ": the file is SVG text, so its name must end in .svg; for a PNG, write " + stem +
+                ".svg and convert it: rsvg-convert -o " + stem + ".png " + stem + ".svg");
 }
 
 std::uint64_t parse_bytes(const Arg& arg) {
@@ -409,7 +430,8 @@ const std::vector<Row>& mha_table() {
         {{"--weights", 0, "W.npz",
           "a state dict: nn.MultiheadAttention's, W_q/W_k/W_v/W_o\n"
           "(.weight, .bias; or w_q...), W_qkv + W_o, q_proj...\n"
-          "o_proj, or GPT-2's c_attn + c_proj (read transposed)"},
+          "o_proj, GPT-2's c_attn + c_proj (read transposed),\n"
+          "or timm's ViT qkv + proj"},
          [](Config& c, const Arg& a) { c.weights_path = parse_path(a); }},
         {{"--weights-prefix", 0, "P",
           "read only the arrays named P... (P removed), e.g.\n"
@@ -493,8 +515,8 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) {
              c.auto_scale = parse_choice<bool>(a, {{"fixed", false}, {"auto", true}});
          }},
-        {{"--export-svg", 0, "FILE", "the heatmaps as a standalone SVG"},
-         [](Config& c, const Arg& a) { c.svg_path = parse_path(a); }},
+        {{"--export-svg", 0, "FILE", "the heatmaps as a standalone SVG (FILE.svg)"},
+         [](Config& c, const Arg& a) { c.svg_path = parse_svg_path(a); }},
         {{"--ablate-head", 0, "I", "zero head I before W_o; report how much output changes"},
          [](Config& c, const Arg& a) { c.ablate_head = parse_index(a); }},
         {{"--no-scale", 0, "", "skip the 1/sqrt(d_k) scale and show what that does"},

@@ -452,6 +452,11 @@ ForwardOptions options_of(const Config& c, std::size_t heads, AttentionPath path
     return options;
 }
 
+// Whether sizes alone allow x to play query, key and value: M = N, kdim = vdim = d_model.
+bool self_attention_sizes(const Sizes& s) {
+    return s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
+}
+
 // The pass of a run with these options, sizes, --block's d_ff and path (--form mla: and its
 // sizes m), dry: its tensors have shapes and no values. What --shapes-only traces and the
 // computed run's cost is counted from, before any weight exists. The seeded weights have a
@@ -467,7 +472,7 @@ PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std
     }
     if (c.block) p.block = dry_block(s.d_model, d_ff);
     if (m) p.mla = dry_mla_weights(*m);
-    p.inputs = dry_inputs(s, s.kv_len == s.seq_len);
+    p.inputs = dry_inputs(s, self_attention_sizes(s));
     p.masks = masks_of(c);
     if (c.backward) p.grad_output = Tensor::shape_only({s.batch, s.seq_len, s.d_model});
     p.options = options_of(c, m ? m->heads : s.heads, path, 1);
@@ -619,7 +624,7 @@ Problem build_mla_problem(const Config& c) {
 Problem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
-    check_form(c.form, s, s.kv_len == s.seq_len, masks_of(c));
+    check_form(c.form, s, self_attention_sizes(s), masks_of(c));
     const std::size_t d_ff = block_width(c, s, Sources{});
     const std::optional<MlaSizes> mla =
         c.form == Form::Mla ? std::optional<MlaSizes>(seeded_mla(c, s)) : std::nullopt;
@@ -646,6 +651,7 @@ Problem build_shapes(const Config& c) {
             "the block's norms, sums and feed-forward";
     }
     p.info.variant = variant_description(c, d_ff);
+    p.info.fused_qkv = c.form == Form::FusedQkv;
     if (mla) {
         const MlaSizes& m = *mla;
         p.info.head_dim = mla_head_width(m);
@@ -674,7 +680,7 @@ Problem build_problem(const Config& c) {
                                    : load_grad_output(c.grad_output_path, s, files.layout, ledger);
     const bool self = files.inputs
                           ? files.inputs->self_attention()
-                          : s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
+                          : self_attention_sizes(s);
     check_form(c.form, s, self, masks);
     const RunPlan plan = plan_run(c, s, d_ff, masks);
     const std::uint64_t pass_macs =
@@ -716,6 +722,7 @@ Problem build_problem(const Config& c) {
     if (files.conv1d) p.info.layout_notes.push_back(conv1d_note(c.causal));
     if (p.block) p.info.parameters += p.block->parameter_count();
     p.info.variant = variant_description(c, d_ff);
+    p.info.fused_qkv = c.form == Form::FusedQkv;
     p.info.total_macs = pass_macs;
     if (c.backward) describe_backward(p.info, c, p);  // the pass that runs: its biases, ...
     p.estimated_seconds = estimated_seconds(macs, plan.threads, rate);

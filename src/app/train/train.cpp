@@ -281,10 +281,11 @@ public:
         }
         save();
         screen_.reset();
+        // the model, then the command that looks at it: no terminal wraps the pair mid-word
         std::cout << "mha: trained " << with_commas(recipe.steps)
                   << (recipe.steps == 1 ? " step in " : " steps in ") << fixed(elapsed(), 1)
-                  << " s; the model is in " << escaped(o_.out) << " (mha --model "
-                  << escaped(o_.out) << " --text \"...\" --summary)\n";
+                  << " s; the model is in " << escaped(o_.out) << "\n  its heads: mha --model "
+                  << escaped(o_.out) << " --text \"...\" --summary\n";
         return 0;
     }
 
@@ -292,7 +293,8 @@ private:
     // Step `step` (from 1) left the model unusable: one line, exit status 1.
     int diverge(std::uint64_t step, const std::string& why) {
         screen_.reset();
-        std::cerr << "mha: training diverged at step " << step << " of " << c_.settings.recipe.steps
+        std::cerr << "mha: training diverged at step " << with_commas(step) << " of "
+                  << with_commas(c_.settings.recipe.steps)
                   << ": " << escaped(why) << "; "
                   << (checkpoint_.empty()
                           ? "no checkpoint was written"
@@ -374,9 +376,9 @@ private:
     int stop(int status, const std::string& why) {
         save();
         screen_.reset();
-        std::cerr << "mha: " << why << " at step " << c_.state.step << " of "
-                  << c_.settings.recipe.steps << "; the checkpoint is in " << escaped(o_.out)
-                  << " (mha train --resume " << escaped(o_.out) << " goes on)\n";
+        std::cerr << "mha: " << why << " at step " << with_commas(c_.state.step) << " of "
+                  << with_commas(c_.settings.recipe.steps) << "; the checkpoint is in "
+                  << escaped(o_.out) << " (mha train --resume " << escaped(o_.out) << " goes on)\n";
         return status;
     }
 
