@@ -161,7 +161,7 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
                         std::to_string(E));
         }
         m.layers.push_back(
-            {std::move(state.attention), std::move(state.block), std::size_t(heads[l])});
+            {std::move(state.attention), std::move(state.block), std::size_t(heads[l]), {}});
     }
     reject_leftovers(arrays, heads.size(), source);
     return m;
