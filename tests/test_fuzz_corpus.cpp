@@ -1,6 +1,7 @@
 // tests/fuzz/corpus/run replayed through fuzz_run's setup: every finding of the hardening
 // rounds (zero-size dimensions, budgets, control bytes) stays fixed. Each input must run to
 // the end or be refused with one printable line, and the refusals seen are the catalogue's.
+// The seeds of fuzz_safetensors and fuzz_json are read the same way.
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -9,7 +10,10 @@
 #include <map>
 #include <string>
 
+#include "core/error.h"
 #include "fuzz/run_setup.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -40,4 +44,36 @@ TEST_CASE("the fuzz_run corpus replays: each input runs or is refused with one l
         ++replayed;
     }
     CHECK(replayed >= refusals.size());
+}
+
+namespace {
+
+// The seeds of a byte-reading target: each read to the end, or refused with one line.
+template <class Read>
+std::size_t replay_seeds(const std::string& target, Read read) {
+    std::size_t replayed = 0;
+    for (const auto& entry : fs::directory_iterator("fuzz/corpus/" + target)) {
+        std::ifstream file(entry.path(), std::ios::binary);
+        const std::string input{std::istreambuf_iterator<char>(file), {}};
+        INFO(entry.path().string());
+        try {
+            read(input);
+        } catch (const mha::Error& error) {
+            CHECK(std::string(error.what()).find('\n') == std::string::npos);
+        }
+        ++replayed;
+    }
+    return replayed;
+}
+
+}  // namespace
+
+TEST_CASE("the fuzz_safetensors and fuzz_json seeds replay: each is read or refused in a line",
+          "[fuzz]") {
+    CHECK(replay_seeds("safetensors", [](const std::string& bytes) {
+              mha::safetensors::parse_header(bytes, bytes.size(), "seed.safetensors",
+                                             mha::Ledger());
+          }) >= 4);
+    CHECK(replay_seeds("json",
+                       [](const std::string& text) { mha::json::parse(text, "seed.json"); }) >= 4);
 }
