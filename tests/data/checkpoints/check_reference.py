@@ -1,0 +1,181 @@
+# Checks reference.py against torch's own building blocks and against hand-written
+# alternatives, on the committed fixtures. Nothing here needs the transformers library, which
+# is why these are the checks there are; see README.md for what they cannot show.
+#
+#     /usr/bin/python3 tests/data/checkpoints/check_reference.py
+
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import reference  # noqa: E402
+
+TOLERANCE = 1e-5
+TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def read_safetensors(path):
+    """name -> float32 tensor, read independently of make_fixtures.py's writer."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    body = data[8 + length:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        raw = bytearray(body[start:end])
+        if info["dtype"] == "BF16":
+            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+        else:
+            t = torch.frombuffer(raw, dtype=TORCH_DTYPES[info["dtype"]])
+        tensors[name] = t.reshape(info["shape"]).float()
+    return tensors
+
+
+def read_folder(name):
+    folder = os.path.join(HERE, name)
+    config = json.load(open(os.path.join(folder, "config.json")))
+    index = os.path.join(folder, "model.safetensors.index.json")
+    tensors = {}
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) \
+        else ["model.safetensors"]
+    for f in files:
+        tensors.update(read_safetensors(os.path.join(folder, f)))
+    expected = dict(np.load(os.path.join(folder, "expected.npz")))
+    return config, tensors, expected
+
+
+def close(name, got, want, tol=TOLERANCE):
+    diff = float((torch.as_tensor(got) - torch.as_tensor(want)).abs().max())
+    status = "ok" if diff <= tol else "FAIL"
+    print(f"  {status} {name}: max |diff| {diff:.2e}")
+    if diff > tol:
+        raise SystemExit(f"{name} differs by {diff}")
+
+
+def check_files_reproduce(name):
+    """The expected.npz equals a fresh reference run on the files as read back."""
+    config, tensors, expected = read_folder(name)
+    out = reference.forward(config, tensors, torch.tensor(expected["tokens"]))
+    close(f"{name} logits from the files", out["logits"], expected["logits"], 0.0)
+
+
+def check_gpt2_against_torch(name):
+    """GPT-2 written with nn.LayerNorm, nn.MultiheadAttention (in_proj = c_attn.weight^T,
+    out_proj = c_proj.weight^T, boolean causal mask) and torch's tanh GELU."""
+    config, tensors, expected = read_folder(name)
+    prefix = "transformer." if "transformer.wte.weight" in tensors else ""
+    w = lambda k: tensors[prefix + k]
+    e, heads, n = config["n_embd"], config["n_head"], expected["tokens"].shape[1]
+    tokens = torch.tensor(expected["tokens"])
+    x = w("wte.weight")[tokens] + w("wpe.weight")[:n][None]
+    causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    with torch.no_grad():
+        for layer in range(config["n_layer"]):
+            p = f"h.{layer}."
+            close(f"{name} hidden.{layer}", x, expected[f"hidden.{layer}"])
+            ln1 = nn.LayerNorm(e, eps=config["layer_norm_epsilon"])
+            ln1.weight.copy_(w(p + "ln_1.weight")), ln1.bias.copy_(w(p + "ln_1.bias"))
+            mha = nn.MultiheadAttention(e, heads, batch_first=True)
+            mha.in_proj_weight.copy_(w(p + "attn.c_attn.weight").T)
+            mha.in_proj_bias.copy_(w(p + "attn.c_attn.bias"))
+            mha.out_proj.weight.copy_(w(p + "attn.c_proj.weight").T)
+            mha.out_proj.bias.copy_(w(p + "attn.c_proj.bias"))
+            h = ln1(x)
+            out, weights = mha(h, h, h, attn_mask=causal, need_weights=True, average_attn_weights=False)
+            close(f"{name} attn_weights.{layer}", weights, expected[f"attn_weights.{layer}"])
+            x = x + out
+            ln2 = nn.LayerNorm(e, eps=config["layer_norm_epsilon"])
+            ln2.weight.copy_(w(p + "ln_2.weight")), ln2.bias.copy_(w(p + "ln_2.bias"))
+            fc = nn.functional.gelu(ln2(x) @ w(p + "mlp.c_fc.weight") + w(p + "mlp.c_fc.bias"),
+                                    approximate="tanh")
+            x = x + fc @ w(p + "mlp.c_proj.weight") + w(p + "mlp.c_proj.bias")
+        close(f"{name} hidden.{config['n_layer']}", x, expected[f"hidden.{config['n_layer']}"])
+        final = nn.functional.layer_norm(x, (e,), w("ln_f.weight"), w("ln_f.bias"),
+                                         config["layer_norm_epsilon"])
+        logits = final @ w("wte.weight").T
+    scale = float(np.abs(expected["logits"]).max())
+    close(f"{name} logits / max|logit|", logits / scale, expected["logits"] / scale)
+
+
+def check_rope_by_complex_rotation():
+    """rotate_half RoPE equals rotating the pairs (i, i + d/2) as complex numbers by
+    position * inv_freq_i, computed in float64 from the formula."""
+    head_dim, n = 16, 12
+    params = {"rope_type": "default", "rope_theta": 10000.0}
+    inv_freq, _ = reference.inverse_frequencies(params, head_dim)
+    cos, sin = reference.cos_sin(inv_freq, 1.0, n)
+    x = torch.randn(n, head_dim, generator=torch.Generator().manual_seed(7))
+    rotated = x * cos + reference.rotate_half(x) * sin
+    half = head_dim // 2
+    pairs = torch.complex(x[:, :half].double(), x[:, half:].double())
+    angles = torch.arange(n).double()[:, None] * (10000.0 ** (-torch.arange(0, head_dim, 2).double() / head_dim))
+    turned = pairs * torch.polar(torch.ones_like(angles), angles)
+    close("RoPE vs complex rotation", rotated.double(), torch.cat((turned.real, turned.imag), -1), 1e-5)
+
+
+def check_llama3_bands():
+    """For the llama3 fixtures (theta 10000, head_dim 16, original 64, low 1, high 4): pair
+    0 (wavelength 6.3 < 16) is kept, pairs 1 and 2 (19.9 and 62.8, between 16 and 64) are
+    blended, pairs 3.. (wavelength > 64) are divided by 8, computed here by hand."""
+    params = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    got, _ = reference.inverse_frequencies(params, 16)
+    base = [10000.0 ** (-2 * i / 16) for i in range(8)]
+    want = []
+    for f in base:
+        wavelen = 2 * math.pi / f
+        if wavelen < 16:
+            want.append(f)
+        elif wavelen > 64:
+            want.append(f / 8)
+        else:
+            smooth = (64 / wavelen - 1) / (4 - 1)
+            want.append((1 - smooth) * f / 8 + smooth * f)
+    close("llama3 inverse frequencies by hand", got.double(), torch.tensor(want), 1e-7)
+    assert math.isclose(got[0].item(), base[0]) and got[3].item() < base[3] / 7.9
+
+
+def check_windows(name, window_layers, window):
+    """Sliding layers give exactly zero weight to keys p - j >= window and to the future;
+    full layers reach back to key 0."""
+    _, _, expected = read_folder(name)
+    layers = sorted(int(k.split(".")[1]) for k in expected if k.startswith("attn_weights."))
+    n = expected["tokens"].shape[1]
+    p, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    for layer in layers:
+        w = expected[f"attn_weights.{layer}"][0]
+        assert (w[:, j > p] == 0).all(), f"{name} layer {layer} attends the future"
+        if layer in window_layers:
+            assert (w[:, (p - j >= window) & (j <= p)] == 0).all(), f"{name} layer {layer} sees outside its window"
+            assert (w[:, (p - j == window - 1) & (j <= p)] > 0).all(), f"{name} layer {layer} window too short"
+        else:
+            assert (w[:, -1, 0] > 0).all(), f"{name} layer {layer} should reach key 0"
+    print(f"  ok {name}: sliding layers {sorted(window_layers)} see {window} keys, the others all")
+
+
+def main():
+    torch.set_num_threads(1)
+    check_rope_by_complex_rotation()
+    check_llama3_bands()
+    for name in ("gpt2", "gpt2_prefixed"):
+        check_gpt2_against_torch(name)
+    for name in sorted(os.listdir(HERE)):
+        if os.path.isfile(os.path.join(HERE, name, "config.json")):
+            check_files_reproduce(name)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
