@@ -165,12 +165,64 @@ def check_windows(name, window_layers, window):
     print(f"  ok {name}: sliding layers {sorted(window_layers)} see {window} keys, the others all")
 
 
+def without(config, path, value):
+    """A copy of config with the key at path (a tuple) set to value."""
+    config = json.loads(json.dumps(config))
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+TRAITS = [
+    # folder, what, key path, value that turns the trait off
+    ("llama_linear", "linear RoPE scaling", ("rope_scaling",), None),
+    ("llama_linear", "attention_bias", ("attention_bias",), False),
+    ("llama_linear", "mlp_bias", ("mlp_bias",), False),
+    ("llama3_v4", "llama3 RoPE scaling (v4 layout)", ("rope_scaling",), None),
+    ("llama3_v5", "llama3 RoPE scaling (v5 layout)", ("rope_parameters", "rope_type"), "default"),
+    ("mistral", "sliding_window", ("sliding_window",), None),
+    ("qwen2", "use_sliding_window", ("use_sliding_window",), False),
+    ("gemma2", "attn_logit_softcapping", ("attn_logit_softcapping",), None),
+    ("gemma2", "final_logit_softcapping", ("final_logit_softcapping",), None),
+    ("gemma2", "sliding_window", ("sliding_window",), 4096),
+    ("gemma2", "query_pre_attn_scalar", ("query_pre_attn_scalar",), 16),
+    ("gemma3_text", "global linear RoPE scaling", ("rope_scaling",), None),
+    ("gemma3_text", "rope_local_base_freq", ("rope_local_base_freq",), 1000000.0),
+    ("gemma3_text", "sliding_window_pattern", ("sliding_window_pattern",), 6),
+    ("gemma3", "nested full_attention RoPE", ("text_config", "rope_parameters", "full_attention", "rope_type"), "default"),
+    ("gemma3", "nested sliding_attention rope_theta", ("text_config", "rope_parameters", "sliding_attention", "rope_theta"), 1000000.0),
+    ("gemma3", "layer_types", ("text_config", "layer_types"), ["full_attention"] * 3),
+]
+
+
+def check_traits_matter():
+    """Each trait a fixture is meant to exercise changes its logits by more than 1e-2 of
+    max|logit| when turned off, so an implementation that ignored it would fail."""
+    for name, what, path, value in TRAITS:
+        config, tensors, expected = read_folder(name)
+        out = reference.forward(without(config, path, value), tensors, torch.tensor(expected["tokens"]))
+        scale = float(np.abs(expected["logits"]).max())
+        change = float(np.abs(out["logits"].numpy() - expected["logits"]).max()) / scale
+        status = "ok" if change > 1e-2 else "FAIL"
+        print(f"  {status} {name}: {what} changes the logits by {change:.3f} of max|logit|")
+        if change <= 1e-2:
+            raise SystemExit(f"{name}: {what} does not matter at N = 12")
+
+
 def main():
     torch.set_num_threads(1)
     check_rope_by_complex_rotation()
     check_llama3_bands()
     for name in ("gpt2", "gpt2_prefixed"):
         check_gpt2_against_torch(name)
+    check_windows("mistral", {0, 1}, 4)
+    check_windows("qwen2", {1}, 5)
+    check_windows("gemma2", {0, 2}, 4)
+    check_windows("gemma3_text", {0, 2}, 4)
+    check_windows("gemma3", {0, 1}, 5)
+    check_traits_matter()
     for name in sorted(os.listdir(HERE)):
         if os.path.isfile(os.path.join(HERE, name, "config.json")):
             check_files_reproduce(name)

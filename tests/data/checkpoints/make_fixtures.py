@@ -138,7 +138,8 @@ def decoder_tensors(c, draw, prefix):
     biases = reference.projection_biases(reference.load_config(c))
     mlp_bias = c.get("mlp_bias", False)
     norm = (lambda n: draw.normal(n, std=0.1)) if gemma else draw.near_one
-    t = {"embed_tokens.weight": draw.normal(v, e, std=0.5 if gemma else 1.0)}
+    tied = c.get("tie_word_embeddings", gemma)
+    t = {"embed_tokens.weight": draw.normal(v, e, std=0.25 if tied else 1.0)}
     for layer in range(c["num_hidden_layers"]):
         p = f"layers.{layer}."
         a = p + "self_attn."
@@ -162,7 +163,7 @@ def decoder_tensors(c, draw, prefix):
             t[p + "post_feedforward_layernorm.weight"] = norm(e)
     t["norm.weight"] = norm(e)
     t = {prefix + k: val for k, val in t.items()}
-    if not c.get("tie_word_embeddings", family in ("gemma2", "gemma3_text")):
+    if not tied:
         t["lm_head.weight"] = draw.linear(v, e)
     return t
 
@@ -286,7 +287,137 @@ def make_llama():
     assert all(np.array_equal(v4[k], v5[k]) for k in v4), "the two config layouts disagree"
 
 
+
+def make_mistral():
+    c = {
+        "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+        "eos_token_id": 2, "head_dim": 8, "hidden_act": "silu", "hidden_size": 32,
+        "initializer_range": 0.02, "intermediate_size": 64, "max_position_embeddings": 256,
+        "model_type": "mistral", "num_attention_heads": 4, "num_hidden_layers": 2,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4,
+        "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.45.2",
+        "use_cache": True, "vocab_size": 112,
+    }
+    write_folder("mistral", c, decoder_tensors(c, Draw(46_021, 1.5), "model."), "F16")
+
+
+def make_qwen():
+    c = {
+        "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 0,
+        "eos_token_id": 1, "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02,
+        "intermediate_size": 64, "max_position_embeddings": 128, "max_window_layers": 1,
+        "model_type": "qwen2", "num_attention_heads": 4, "num_hidden_layers": 2,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+        "sliding_window": 5, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "transformers_version": "4.45.2", "use_cache": True, "use_sliding_window": True,
+        "vocab_size": 120,
+    }
+    write_folder("qwen2", c, decoder_tensors(c, Draw(46_031, 1.5), "model."), "BF16")
+
+    c = {
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": 0, "dtype": "float32", "eos_token_id": 1, "head_dim": 16,
+        "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+        "layer_types": ["full_attention", "full_attention"], "max_position_embeddings": 128,
+        "max_window_layers": 28, "model_type": "qwen3", "num_attention_heads": 4,
+        "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+        "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}, "sliding_window": None,
+        "tie_word_embeddings": False, "transformers_version": "5.0.0", "use_cache": True,
+        "use_sliding_window": False, "vocab_size": 120,
+    }
+    write_folder("qwen3", c, decoder_tensors(c, Draw(46_032, 1.5), "model."), "F32")
+
+
+def make_gemma2():
+    c = {
+        "architectures": ["Gemma2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "attn_logit_softcapping": 5.0, "bos_token_id": 2, "cache_implementation": "hybrid",
+        "eos_token_id": 1, "final_logit_softcapping": 10.0, "head_dim": 16,
+        "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 48, "initializer_range": 0.02, "intermediate_size": 64,
+        "max_position_embeddings": 128, "model_type": "gemma2", "num_attention_heads": 4,
+        "num_hidden_layers": 3, "num_key_value_heads": 2, "pad_token_id": 0,
+        "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+        "sliding_window": 4, "torch_dtype": "float32", "transformers_version": "4.45.2",
+        "use_cache": True, "vocab_size": 128,
+    }
+    write_folder("gemma2", c, decoder_tensors(c, Draw(46_041, 2.0), "model."), "F32")
+
+
+def gemma3_text_v4():
+    """A gemma3_text config as transformers 4.50 writes it: rope_theta for the full layers with
+    rope_scaling, rope_local_base_freq for the sliding ones, sliding_window_pattern."""
+    return {
+        "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid",
+        "eos_token_id": [1, 106], "final_logit_softcapping": None, "head_dim": 16,
+        "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 48, "initializer_range": 0.02,
+        "intermediate_size": 64, "max_position_embeddings": 256, "model_type": "gemma3_text",
+        "num_attention_heads": 4, "num_hidden_layers": 3, "num_key_value_heads": 2,
+        "pad_token_id": 0, "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-06,
+        "rope_local_base_freq": 10000.0, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "rope_theta": 1000000.0, "sliding_window": 4, "sliding_window_pattern": 2,
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0", "use_cache": True,
+        "vocab_size": 136,
+    }
+
+
+def gemma3_multimodal_v5():
+    """A gemma3 (image-text) config in the v5 layout: text_config with layer_types and
+    rope_parameters nested per layer type; keys left at their defaults are absent, as in the
+    real files (rms_norm_eps, hidden_activation, attention_bias, tie_word_embeddings)."""
+    text = {
+        "head_dim": 16, "hidden_size": 48, "intermediate_size": 64,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+        "max_position_embeddings": 256, "model_type": "gemma3_text", "num_attention_heads": 4,
+        "num_hidden_layers": 3, "num_key_value_heads": 1, "query_pre_attn_scalar": 16,
+        "rope_parameters": {
+            "full_attention": {"factor": 8.0, "rope_theta": 1000000.0, "rope_type": "linear"},
+            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+        },
+        "sliding_window": 5, "vocab_size": 136,
+    }
+    vision = {"hidden_size": 8, "image_size": 16, "intermediate_size": 16,
+              "model_type": "siglip_vision_model", "num_attention_heads": 2, "num_hidden_layers": 1,
+              "patch_size": 4, "vision_use_head": False}
+    return {
+        "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 128,
+        "dtype": "float16", "eoi_token_index": 129, "eos_token_id": [1, 106],
+        "image_token_index": 130, "initializer_range": 0.02, "mm_tokens_per_image": 4,
+        "model_type": "gemma3", "text_config": text, "transformers_version": "5.0.0",
+        "vision_config": vision,
+    }
+
+
+def vision_tensors(draw, text_hidden):
+    """A few SigLIP and projector tensors a multimodal Gemma 3 file carries; mha skips them."""
+    return {
+        "vision_tower.vision_model.embeddings.patch_embedding.weight": draw.normal(8, 3, 4, 4, std=0.1),
+        "vision_tower.vision_model.embeddings.patch_embedding.bias": draw.normal(8, std=0.1),
+        "vision_tower.vision_model.embeddings.position_embedding.weight": draw.normal(16, 8, std=0.1),
+        "vision_tower.vision_model.post_layernorm.weight": draw.near_one(8),
+        "vision_tower.vision_model.post_layernorm.bias": draw.normal(8, std=0.1),
+        "multi_modal_projector.mm_input_projection_weight": draw.normal(8, text_hidden, std=0.1),
+        "multi_modal_projector.mm_soft_emb_norm.weight": draw.normal(8, std=0.1),
+    }
+
+
+def make_gemma3():
+    c = gemma3_text_v4()
+    write_folder("gemma3_text", c, decoder_tensors(c, Draw(46_051, 2.0), "model."), "BF16")
+    c = gemma3_multimodal_v5()
+    draw = Draw(46_052, 2.0)
+    text = dict(c["text_config"])
+    tensors = decoder_tensors(text, draw, "language_model.model.")
+    tensors.update(vision_tensors(draw, text["hidden_size"]))
+    write_folder("gemma3", c, tensors, "F16")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     make_gpt2()
     make_llama()
+    make_mistral()
+    make_qwen()
+    make_gemma2()
+    make_gemma3()
