@@ -165,6 +165,97 @@ def check_windows(name, window_layers, window):
     print(f"  ok {name}: sliding layers {sorted(window_layers)} see {window} keys, the others all")
 
 
+def numpy_decoder_forward(raw_config, tensors, tokens):
+    """The Llama-family forward again, in float64 NumPy and written another way (one head at
+    a time, the K/V head of query head h is h // groups, RoPE as complex rotation of the
+    pairs (i, i + d/2), masks by explicit comparison). Only the reading of the config
+    (layer types, RoPE parameters and frequencies) is shared with reference.py."""
+    config = reference.load_config(raw_config)
+    family = config["model_type"]
+    gemma = family in ("gemma2", "gemma3_text")
+    w = {k[len(config["_prefix"]):]: v.double().numpy() for k, v in tensors.items()
+         if k.startswith(config["_prefix"])}
+    heads, kv_heads, d = reference.decoder_shape(config)
+    groups = heads // kv_heads
+    eps = config["rms_norm_eps"]
+    biases = reference.projection_biases(config)
+    n = len(tokens)
+    types = reference.layer_types(config)
+
+    def norm(x, name):
+        r = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+        return r * (1.0 + w[name + ".weight"]) if gemma else r * w[name + ".weight"]
+
+    def lin(x, name, bias):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if bias else y
+
+    def rope(x, layer_type):
+        inv_freq, _ = reference.inverse_frequencies(reference.rope_parameters(config, layer_type), d)
+        angles = np.arange(n)[:, None] * inv_freq.double().numpy()[None, :]
+        z = (x[:, :d // 2] + 1j * x[:, d // 2:]) * np.exp(1j * angles)
+        return np.concatenate([z.real, z.imag], axis=-1)
+
+    def cap(x, c):
+        return x if c is None else c * np.tanh(x / c)
+
+    def act(x):
+        if gemma:
+            return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return x / (1 + np.exp(-x))
+
+    x = w["embed_tokens.weight"][tokens]
+    if gemma:
+        x = x * math.sqrt(config["hidden_size"])
+    scale = config["query_pre_attn_scalar"] ** -0.5 if gemma else d ** -0.5
+    weights_all = []
+    for layer in range(config["num_hidden_layers"]):
+        p, a = f"layers.{layer}.", f"layers.{layer}.self_attn."
+        window = config.get("sliding_window") if types[layer] == "sliding_attention" else None
+        h = norm(x, p + "input_layernorm")
+        q, k, v = (lin(h, a + s + "_proj", biases[s]) for s in "qkv")
+        outs, layer_weights = [], []
+        for head in range(heads):
+            g = head // groups
+            qh, kh, vh = q[:, head * d:(head + 1) * d], k[:, g * d:(g + 1) * d], v[:, g * d:(g + 1) * d]
+            if family in ("qwen3", "gemma3_text"):
+                qh, kh = norm(qh, a + "q_norm"), norm(kh, a + "k_norm")
+            qh, kh = rope(qh, types[layer]), rope(kh, types[layer])
+            scores = cap(qh @ kh.T * scale, config.get("attn_logit_softcapping") if gemma else None)
+            for i in range(n):
+                for j in range(n):
+                    if j > i or (window is not None and i - j >= window):
+                        scores[i, j] = -np.inf
+            e = np.exp(scores - scores.max(-1, keepdims=True))
+            layer_weights.append(e / e.sum(-1, keepdims=True))
+            outs.append(layer_weights[-1] @ vh)
+        weights_all.append(np.stack(layer_weights)[None])
+        out = lin(np.concatenate(outs, axis=-1), a + "o_proj", biases["o"])
+        mlp_bias = bool(config.get("mlp_bias", False))
+        if gemma:
+            x = x + norm(out, p + "post_attention_layernorm")
+            h = norm(x, p + "pre_feedforward_layernorm")
+        else:
+            x = x + out
+            h = norm(x, p + "post_attention_layernorm")
+        m = p + "mlp."
+        h = lin(act(lin(h, m + "gate_proj", mlp_bias)) * lin(h, m + "up_proj", mlp_bias), m + "down_proj", mlp_bias)
+        x = x + (norm(h, p + "post_feedforward_layernorm") if gemma else h)
+    head_weight = tensors.get("lm_head.weight")
+    head_weight = w["embed_tokens.weight"] if head_weight is None else head_weight.double().numpy()
+    logits = cap(norm(x, "norm") @ head_weight.T, config.get("final_logit_softcapping") if gemma else None)
+    return logits[None], weights_all
+
+
+def check_decoder_against_numpy(name):
+    config, tensors, expected = read_folder(name)
+    logits, weights = numpy_decoder_forward(config, tensors, expected["tokens"][0])
+    for layer, wl in enumerate(weights):
+        close(f"{name} attn_weights.{layer} vs float64 NumPy", wl, expected[f"attn_weights.{layer}"])
+    scale = float(np.abs(expected["logits"]).max())
+    close(f"{name} logits / max|logit| vs float64 NumPy", logits / scale, expected["logits"] / scale, 1e-5)
+
+
 def without(config, path, value):
     """A copy of config with the key at path (a tuple) set to value."""
     config = json.loads(json.dumps(config))
@@ -217,6 +308,9 @@ def main():
     check_llama3_bands()
     for name in ("gpt2", "gpt2_prefixed"):
         check_gpt2_against_torch(name)
+    for name in ("llama2", "llama_linear", "llama3_v4", "llama3_v5", "mistral", "qwen2", "qwen3",
+                 "gemma2", "gemma3_text", "gemma3"):
+        check_decoder_against_numpy(name)
     check_windows("mistral", {0, 1}, 4)
     check_windows("qwen2", {1}, 5)
     check_windows("gemma2", {0, 2}, 4)
