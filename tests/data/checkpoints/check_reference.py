@@ -221,7 +221,7 @@ def numpy_decoder_forward(raw_config, tensors, tokens):
             if family in ("qwen3", "gemma3_text"):
                 qh, kh = norm(qh, a + "q_norm"), norm(kh, a + "k_norm")
             qh, kh = rope(qh, types[layer]), rope(kh, types[layer])
-            scores = cap(qh @ kh.T * scale, config.get("attn_logit_softcapping") if gemma else None)
+            scores = cap(qh @ kh.T * scale, config.get("attn_logit_softcapping") if family == "gemma2" else None)
             for i in range(n):
                 for j in range(n):
                     if j > i or (window is not None and i - j >= window):
@@ -243,7 +243,8 @@ def numpy_decoder_forward(raw_config, tensors, tokens):
         x = x + (norm(h, p + "post_feedforward_layernorm") if gemma else h)
     head_weight = tensors.get("lm_head.weight")
     head_weight = w["embed_tokens.weight"] if head_weight is None else head_weight.double().numpy()
-    logits = cap(norm(x, "norm") @ head_weight.T, config.get("final_logit_softcapping") if gemma else None)
+    final_cap = config.get("final_logit_softcapping") if gemma and not config["_image_text"] else None
+    logits = cap(norm(x, "norm") @ head_weight.T, final_cap)
     return logits[None], weights_all
 
 

@@ -37,7 +37,10 @@
 #       weight dtype, per-layer-type RoPE (sliding layers: rope_local_base_freq, default
 #       rope; full layers: rope_theta and rope_scaling), layer_types from
 #       sliding_window_pattern (layer i sliding unless (i + 1) % pattern == 0),
-#       final_logit_softcapping, text model under language_model.model.* in files.
+#       final_logit_softcapping in Gemma3ForCausalLM only (Gemma3ForConditionalGeneration's
+#       forward does not apply it), attn_logit_softcapping read by Gemma3Attention but never
+#       passed to the attention function (so not applied), text model under
+#       language_model.model.* in files.
 #   src/transformers/models/{mistral,qwen2,qwen3}/configuration_*.py (several versions):
 #       Mistral's sliding_window on every layer; Qwen2/Qwen3 use_sliding_window,
 #       sliding_window, max_window_layers (layer i sliding iff i >= max_window_layers);
@@ -92,7 +95,8 @@ def load_config(config):
     if model_type not in FAMILIES:
         raise ValueError(f"model_type {model_type!r} is not one of {FAMILIES}")
     prefix = "model."
-    if model_type == "gemma3":
+    image_text = model_type == "gemma3"
+    if image_text:
         config = dict(config["text_config"])
         config.setdefault("model_type", "gemma3_text")
         prefix = "language_model.model."
@@ -101,6 +105,7 @@ def load_config(config):
     merged = dict(DEFAULTS[config["model_type"]])
     merged.update(config)
     merged["_prefix"] = prefix
+    merged["_image_text"] = image_text
     return merged
 
 
@@ -337,7 +342,7 @@ def decoder_forward(config, weights, tokens):
     mlp_bias = bool(config.get("mlp_bias", False))
     qk_norm = family in ("qwen3", "gemma3_text")
     scale = attention_scale(config, head_dim)
-    attn_cap = config.get("attn_logit_softcapping") if gemma else None
+    attn_cap = config.get("attn_logit_softcapping") if family == "gemma2" else None
     types = layer_types(config)
     n = tokens.shape[1]
     window = config.get("sliding_window")
@@ -381,7 +386,8 @@ def decoder_forward(config, weights, tokens):
         attentions.append(weights_l)
     final = norm(x, "norm")
     head = lm_head_weight(config, weights, w)
-    logits = softcap(final @ head.T, config.get("final_logit_softcapping") if gemma else None)
+    final_cap = config.get("final_logit_softcapping") if gemma and not config["_image_text"] else None
+    logits = softcap(final @ head.T, final_cap)
     return {"logits": logits, "hidden": hiddens, "attn_weights": attentions}
 
 
