@@ -147,6 +147,19 @@ def check_llama3_bands():
     assert math.isclose(got[0].item(), base[0]) and got[3].item() < base[3] / 7.9
 
 
+def check_llama3_against_hf_snapshot():
+    """Five values of the snapshot in transformers' tests/utils/test_modeling_rope_utils.py
+    (test_llama3_rope_numerically: head_dim 128, theta 10000, factor 10, original 2048, low 1,
+    high 4), one from each band and its edges: pair 30 kept, 31, 35 and 40 blended, 41 divided."""
+    params = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 10.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 2048}
+    got, _ = reference.inverse_frequencies(params, 128)
+    snapshot = {30: 1.3335e-02, 31: 1.0730e-02, 35: 2.8248e-03, 40: 3.4539e-04, 41: 2.7384e-04}
+    for i, want in snapshot.items():
+        assert abs(got[i].item() - want) <= 5e-5 * want, f"pair {i}: {got[i].item()} vs HF's {want}"
+    print("  ok llama3 frequencies match transformers' own snapshot at pairs 30, 31, 35, 40, 41")
+
+
 def check_windows(name, window_layers, window):
     """Sliding layers give exactly zero weight to keys p - j >= window and to the future;
     full layers reach back to key 0."""
@@ -307,6 +320,7 @@ def main():
     torch.set_num_threads(1)
     check_rope_by_complex_rotation()
     check_llama3_bands()
+    check_llama3_against_hf_snapshot()
     for name in ("gpt2", "gpt2_prefixed"):
         check_gpt2_against_torch(name)
     for name in ("llama2", "llama_linear", "llama3_v4", "llama3_v5", "mistral", "qwen2", "qwen3",
