@@ -11,6 +11,7 @@
 #   hidden.L       (1, N, hidden) float32 for L = 0..n_layers: the residual stream entering
 #                  layer L; hidden.<n_layers> is after the last layer, BEFORE the final norm
 #   top5_ids (5,) int64, top5_probs (5,) float32: next token after the last position
+#   inv_freq.L     (head_dim / 2,) float32, RoPE families: layer L's inverse frequencies
 #
 # The safetensors files are written here by hand (there is no safetensors package): 8-byte
 # little-endian header length, a JSON header (dtype, shape, data_offsets per tensor, and
@@ -183,6 +184,8 @@ def expected_arrays(config, tensors):
         arrays[f"attn_weights.{layer}"] = weights.numpy().astype(np.float32)
     for layer, hidden in enumerate(out["hidden"]):
         arrays[f"hidden.{layer}"] = hidden.numpy().astype(np.float32)
+    for layer, inv_freq in enumerate(out.get("inv_freq", [])):
+        arrays[f"inv_freq.{layer}"] = inv_freq.numpy().astype(np.float32)
     probs = torch.softmax(out["logits"][0, -1], dim=-1)
     top = torch.topk(probs, 5)
     arrays["top5_ids"] = top.indices.numpy().astype(np.int64)

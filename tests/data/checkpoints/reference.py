@@ -388,7 +388,8 @@ def decoder_forward(config, weights, tokens):
     head = lm_head_weight(config, weights, w)
     final_cap = config.get("final_logit_softcapping") if gemma and not config["_image_text"] else None
     logits = softcap(final @ head.T, final_cap)
-    return {"logits": logits, "hidden": hiddens, "attn_weights": attentions}
+    inv_freqs = [inverse_frequencies(rope_parameters(config, t), head_dim)[0] for t in types]
+    return {"logits": logits, "hidden": hiddens, "attn_weights": attentions, "inv_freq": inv_freqs}
 
 
 def lm_head_weight(config, weights, stripped):
@@ -403,7 +404,8 @@ def lm_head_weight(config, weights, stripped):
 
 def forward(raw_config, weights, tokens):
     """Logits (1, N, vocab), hidden list (L + 1 entries, the stream entering each layer and
-    after the last, before the final norm) and attn_weights list (1, heads, N, N) per layer."""
+    after the last, before the final norm), attn_weights list (1, heads, N, N) per layer and,
+    for the RoPE families, inv_freq list (head_dim / 2,) per layer."""
     config = load_config(raw_config)
     weights = {k: v.float() for k, v in weights.items()}
     with torch.no_grad():
