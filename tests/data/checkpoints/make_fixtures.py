@@ -199,7 +199,7 @@ def write_folder(name, config, tensors, dtype, shard_first=None):
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
+        json.dump(config, f, indent=2, sort_keys=True)  # as save_pretrained writes it
         f.write("\n")
     files = stored(tensors, dtype)
     if shard_first is None:
