@@ -149,7 +149,7 @@ def check_llama3_bands():
 
 def check_llama3_against_hf_snapshot():
     """Five values of the snapshot in transformers' tests/utils/test_modeling_rope_utils.py
-    (test_llama3_rope_numerically: head_dim 128, theta 10000, factor 10, original 2048, low 1,
+    (commit 087e80025678, test_llama3_rope_numerically: head_dim 128, theta 10000, factor 10, original 2048, low 1,
     high 4), one from each band and its edges: pair 30 kept, 31, 35 and 40 blended, 41 divided."""
     params = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 10.0, "low_freq_factor": 1.0,
               "high_freq_factor": 4.0, "original_max_position_embeddings": 2048}
