@@ -167,6 +167,17 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
     return m;
 }
 
+std::vector<std::pair<std::string, Tensor>> result_arrays(const ModelResult& r,
+                                                          std::size_t layer) {
+    std::vector<std::pair<std::string, Tensor>> arrays = {{"logits", r.logits},
+                                                          {"attn_weights", r.weights[layer]}};
+    for (std::size_t l = 0; l < r.weights.size(); ++l)
+        arrays.emplace_back("attn_weights." + std::to_string(l), r.weights[l]);
+    for (std::size_t l = 0; l < r.hidden.size(); ++l)
+        arrays.emplace_back("hidden." + std::to_string(l), r.hidden[l]);
+    return arrays;
+}
+
 std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& t,
                                                          const std::string& prefix) {
     std::vector<std::pair<std::string, Tensor>> arrays = {

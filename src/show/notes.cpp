@@ -359,6 +359,16 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
     }
 }
 
+// What the feed-forward's activation step computes.
+std::string activation_words(const StepFacts& f) {
+    const std::string gate = f.gated ? ", times the up projection (a gated feed-forward)" : "";
+    if (f.activation == "F.silu") return "SiLU(u) = u · sigmoid(u)" + gate;
+    if (f.activation == "gelu_tanh") {
+        return "GELU's tanh form: u/2 · (1 + tanh(sqrt(2/π) · (u + 0.044715 u³)))" + gate;
+    }
+    return "GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)" + gate;
+}
+
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
@@ -404,16 +414,26 @@ void by_kind(const Step& step, Notes& notes) {
             }
             break;
         case StepKind::Norm:
+            if (step.facts.rms_eps) {
+                std::ostringstream eps;
+                eps << *step.facts.rms_eps;
+                notes.push_back("each row: v / sqrt(mean(v²) + " + eps.str() +
+                                ") * weight, over d_model features (RMSNorm)");
+                notes.push_back("parameters: weight, d_model = " + parameters);
+                break;
+            }
             notes.push_back(
                 "each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
                 "d_model features (nn.LayerNorm)");
             notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
             break;
         case StepKind::FfnIn:
-            notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " + parameters);
+            notes.push_back((step.facts.gated ? "parameters: W_gate (d_ff, d_model), " :
+                                                "parameters: W_1 (d_ff, d_model) and b_1, ") +
+                            parameters);
             break;
         case StepKind::Gelu:
-            notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
+            notes.push_back(activation_words(step.facts));
             break;
         case StepKind::FfnOut:
             notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
@@ -504,6 +524,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
     by_kind(step, notes);
+    for (const std::string& source : f.sources) notes.push_back("from the checkpoint: " + source);
     return notes;
 }
 

@@ -40,7 +40,8 @@ Tensor norm(const BlockPass& p, bool first, int number, const std::string& out,
                           first ? p.w.norm1_bias : p.w.norm2_bias, style.norm, style.rms_eps,
                           p.threads, p.workspace);
     p.trace.show(y, [&] {
-        return norm_step(number, out, first ? "norm1" : "norm2", in, x.size(2), style.norm);
+        return norm_step(number, out, first ? "norm1" : "norm2", in, x.size(2), style.norm,
+                         style.rms_eps);
     });
     return y;
 }
@@ -52,7 +53,9 @@ Tensor sandwich_norm(const BlockPass& p, int number, const std::string& t,
     if (!p.w.style.sandwich) return x;
     Tensor y = apply_norm(x, weight, Tensor(), NormKind::Rms, p.w.style.rms_eps, p.threads,
                           p.workspace);
-    p.trace.show(y, [&] { return norm_step(number, t, name, t, x.size(2), NormKind::Rms); });
+    p.trace.show(y, [&] {
+        return norm_step(number, t, name, t, x.size(2), NormKind::Rms, p.w.style.rms_eps);
+    });
     return y;
 }
 
@@ -84,8 +87,10 @@ Tensor feed_forward(const BlockPass& p, int first, const std::string& in, BlockK
     k.activated = act == Activation::Gelu ? gelu(k.hidden, p.threads, p.workspace)
                                           : activate(k.hidden, act, p.threads, p.workspace);
     p.trace.show(k.activated, [&] {
-        return described(StepKind::Gelu, first + 1, "gelu", "ffn_hidden",
-                         std::string(activation_name(act)) + "(ffn_hidden)", hidden_dims);
+        Step step = described(StepKind::Gelu, first + 1, "gelu", "ffn_hidden",
+                              std::string(activation_name(act)) + "(ffn_hidden)", hidden_dims);
+        if (act != Activation::Gelu) step.facts.activation = activation_name(act);
+        return step;
     });
     Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
@@ -113,6 +118,7 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
                               "ffn_gate = " + in + " @ W_gate.T" + bias_suffix(!p.w.b_1.empty(), "b_gate"),
                               hidden_dims, macs);
         step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
+        step.facts.gated = true;
         return step;
     });
     const Tensor up = project(k.ffn_in, p.w.w_up, p.w.b_up, p.threads, p.workspace);
@@ -123,6 +129,8 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
                                   bias_suffix(!p.w.b_up.empty(), "b_up") + ")",
                               hidden_dims, macs);
         step.facts.parameters = p.w.w_up.numel() + p.w.b_up.numel();
+        step.facts.activation = act;
+        step.facts.gated = true;
         return step;
     });
     Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
@@ -156,15 +164,16 @@ void check_block_pass(const Weights& attention, const BlockWeights& w, BlockKind
 
 Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
                std::size_t d_model) {
-    return norm_step(number, out, norm, in, d_model, NormKind::Layer);
+    return norm_step(number, out, norm, in, d_model, NormKind::Layer, 0.0);
 }
 
 Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
-               std::size_t d_model, NormKind kind) {
+               std::size_t d_model, NormKind kind, double rms_eps) {
     const bool layer = kind == NormKind::Layer;
     Step step = described(StepKind::Norm, number, layer ? "layer_norm" : "rms_norm", out,
                           out + " = " + norm + "(" + in + ")", model_dims);
     step.facts.parameters = (layer ? 2 : 1) * std::uint64_t(d_model);
+    if (!layer) step.facts.rms_eps = rms_eps;
     return step;
 }
 

@@ -74,9 +74,9 @@ std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
 Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
                std::size_t d_model);
 
-// The same for either kind of norm: RMSNorm's step has d_model parameters.
+// The same for either kind of norm: RMSNorm's step (ε rms_eps) has d_model parameters.
 Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,
-               std::size_t d_model, NormKind kind);
+               std::size_t d_model, NormKind kind, double rms_eps);
 
 // y = norm(x) of x (B, N, d_model) contiguous with weight (d_model) and, for LayerNorm, bias:
 // a new tensor (from the workspace when there is one), shape-only on dry operands.

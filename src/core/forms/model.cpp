@@ -26,7 +26,8 @@ Tensor embed_step(const Model& m, const std::vector<std::size_t>& tokens, Worksp
         positions ? "x = token_embedding[t] + position_embedding[:N]"
                   : "x = token_embedding[t]" +
                         std::string(m.embedding_scale != 1.0f ? " * embedding_scale" : "");
-    check_in_float32(x, "the embeddings (" + expression.substr(4) + ")");
+    check_in_float32(x, positions ? "the embeddings (token_embedding[t] + position_embedding)"
+                                  : "the embeddings (" + expression.substr(4) + ")");
     trace.show(x, [&] {  // (1, N, d_model)
         return described(StepKind::Embed, 0, "embed", "x", expression, model_dims);
     });
@@ -137,7 +138,7 @@ ModelResult forward_model(const Model& m, const ModelSource& source,
                                          m.final_rms_eps, threads, &workspace);
     result.output = x;
     trace.show(final_norm, [&] {
-        return norm_step(22, "x_final", "norm", "x", m.d_model(), m.final_norm);
+        return norm_step(22, "x_final", "norm", "x", m.d_model(), m.final_norm, m.final_rms_eps);
     });
     result.logits = head_logits(m, &source, final_norm, threads, workspace);
     trace.show(result.logits, [&] {  // (1, N, V)

@@ -133,6 +133,12 @@ struct StepFacts {
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
+    std::optional<double> rms_eps;  // a norm step that is an RMSNorm: its ε (else a LayerNorm)
+    std::string activation;  // an activation step other than the exact GELU: "gelu_tanh",
+                             //  "F.silu" (gated: times the up projection)
+    bool gated = false;      // that activation gates the up projection (SwiGLU, GeGLU)
+    std::vector<std::string> sources;  // where the step's numbers came from: a checkpoint's
+                                       //  config.json keys and tensor names, in words
     // The backward's (Step::backward):
     std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dP ∘ P) − D| measured
     std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head

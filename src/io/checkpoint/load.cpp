@@ -228,4 +228,69 @@ ModelSource checkpoint_source(const Checkpoint& ck, std::size_t head_chunk, cons
     return source;
 }
 
+ModelLayer dry_layer(const Config& c, std::size_t l) {
+    const std::size_t E = c.hidden_size, F = c.intermediate_size;
+    const std::size_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+    const auto shape = [](Shape s) { return Tensor::shape_only(std::move(s)); };
+    const auto maybe = [&](bool present, std::size_t n) { return present ? shape({n}) : Tensor(); };
+    ModelLayer layer;
+    Weights& w = layer.attention;
+    w.w_q = shape({q, E});
+    w.w_k = shape({kv, E});
+    w.w_v = shape({kv, E});
+    w.w_o = shape({E, q});
+    w.b_q = maybe(c.qkv_bias, q);
+    w.b_k = maybe(c.qkv_bias, kv);
+    w.b_v = maybe(c.qkv_bias, kv);
+    w.b_o = maybe(c.o_bias, E);
+    w.q_norm = maybe(c.qk_norm, c.head_dim);
+    w.k_norm = maybe(c.qk_norm, c.head_dim);
+    BlockWeights& b = layer.block;
+    const bool layer_norm = c.norm == NormKind::Layer;
+    b.norm1_weight = shape({E});
+    b.norm2_weight = shape({E});
+    b.norm1_bias = maybe(layer_norm, E);
+    b.norm2_bias = maybe(layer_norm, E);
+    b.post_attn_norm = maybe(c.sandwich, E);
+    b.post_ffn_norm = maybe(c.sandwich, E);
+    b.w_1 = shape({F, E});
+    b.w_2 = shape({E, F});
+    b.w_up = c.gated ? shape({F, E}) : Tensor();
+    const bool mlp_bias = c.gated ? c.mlp_bias : true;
+    b.b_1 = maybe(mlp_bias, F);
+    b.b_up = maybe(c.gated && c.mlp_bias, F);
+    b.b_2 = maybe(mlp_bias, E);
+    b.style = style_of(c);
+    layer.heads = c.heads;
+    layer.options = attention_of(c, l);
+    return layer;
+}
+
+Prompt dry_prompt(const Config& c, std::size_t n) {
+    Prompt p;
+    for (std::size_t i = 0; i < n; ++i) p.rows.push_back(i);
+    Model& m = p.model;
+    const std::size_t E = c.hidden_size;
+    m.token_embedding = Tensor::shape_only({n, E});
+    if (!c.rope) {
+        m.position_embedding = Tensor::shape_only({n, E});
+        m.norm_bias = Tensor::shape_only({E});
+    }
+    m.final_norm = c.norm;
+    m.final_rms_eps = c.norm_eps;
+    m.norm_weight = Tensor::shape_only({E});
+    m.head_weight = Tensor::shape_only({c.vocab_size, E});
+    m.embedding_scale = c.embedding_scale;
+    m.max_positions = c.max_positions;
+    m.final_softcap = c.final_softcap;
+    return p;
+}
+
+ModelSource dry_source(const Config& c) {
+    ModelSource source;
+    source.layers = c.layers;
+    source.layer = [&c](std::size_t l) { return dry_layer(c, l); };
+    return source;
+}
+
 }  // namespace mha::checkpoint

@@ -51,4 +51,10 @@ Prompt read_prompt(const Checkpoint& checkpoint, const std::vector<std::size_t>&
 ModelSource checkpoint_source(const Checkpoint& checkpoint, std::size_t head_chunk,
                               const Ledger& ledger);
 
+// The same run as shapes only (a dry run), from the config alone: read_layer's layer, the
+// prompt of n tokens (rows 0..n-1) and a source of such layers. Nothing is read.
+ModelLayer dry_layer(const Config& config, std::size_t layer);
+Prompt dry_prompt(const Config& config, std::size_t n);
+ModelSource dry_source(const Config& config);
+
 }  // namespace mha::checkpoint
