@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "fuzz/run_setup.h"
+#include "io/checkpoint/config.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
@@ -76,4 +77,7 @@ TEST_CASE("the fuzz_safetensors and fuzz_json seeds replay: each is read or refu
           }) >= 4);
     CHECK(replay_seeds("json",
                        [](const std::string& text) { mha::json::parse(text, "seed.json"); }) >= 4);
+    CHECK(replay_seeds("config", [](const std::string& text) {
+              mha::checkpoint::parse_config(text, "config.json");
+          }) >= 10);
 }

@@ -306,6 +306,8 @@ void read_gpt2(Keys& k, Config& c) {
     k.refuse_unless("scale_attn_weights", true, "unscaled attention scores are not done");
     k.refuse_unless("scale_attn_by_inverse_layer_idx", false,
                     "scaling by the inverse layer index is not done");
+    k.refuse_unless("add_cross_attention", false,
+                    "cross-attention blocks (an encoder-decoder) are not done");
     c.layer.assign(c.layers, LayerConfig{});
 }
 
@@ -336,11 +338,17 @@ void read_rope_family(Keys& k, Config& c) {
         c.norm_plus_one = c.sandwich = true;
         c.embedding_scale = float(std::sqrt(double(c.hidden_size)));
         c.query_pre_attn_scalar = k.positive_or("query_pre_attn_scalar", 256, "scores / sqrt(S)");
-        const double attn_cap = c.family == Family::Gemma2 ? 50.0 : 0.0;
-        const double final_cap = c.family == Family::Gemma2 ? 30.0 : 0.0;
-        c.attn_softcap =
-            k.cap_or("attn_logit_softcapping", attn_cap, "the attention scores' soft-cap");
-        c.final_softcap = k.cap_or("final_logit_softcapping", final_cap, "the logits' soft-cap");
+        // Gemma 3's attention never applies attn_logit_softcapping in transformers, and its
+        // image-text model no final_logit_softcapping: read as transformers runs them
+        if (c.family == Family::Gemma2) {
+            c.attn_softcap =
+                k.cap_or("attn_logit_softcapping", 50.0, "the attention scores' soft-cap");
+        }
+        if (!c.multimodal) {
+            c.final_softcap = k.cap_or("final_logit_softcapping",
+                                       c.family == Family::Gemma2 ? 30.0 : 0.0,
+                                       "the logits' soft-cap");
+        }
         k.refuse_unless("use_bidirectional_attention", false,
                         "bidirectional attention is not done");
     }
