@@ -115,7 +115,7 @@ void rope(const RopeFacts& r, Notes& notes) {
     notes.push_back(std::string(r.half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
                     ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) + "^(-2i/" +
-                    std::to_string(r.d_k) + ")");
+                    std::to_string(r.d_k) + ")" + (r.scaled ? ", then scaled" : ""));
     notes.push_back("queries at positions " + std::to_string(r.m - r.n) + ".." +
                     std::to_string(r.m - 1) + ", keys at 0.." + std::to_string(r.m - 1) +
                     "; angles of the first pairs:");

@@ -34,6 +34,7 @@ struct RopeFacts {
     std::size_t pairs = 0;     // d_k / 2
     std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
                                                                       // the first pairs)
+    bool scaled = false;  // inv_freq stretched (linear or llama3 scaling) after T^(-2i/d_k)
 };
 
 // Key/value positions appended to K and V after the projections.
