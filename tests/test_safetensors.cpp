@@ -407,6 +407,23 @@ TEST_CASE("safetensors: reads are refused before allocating beyond the ledger", 
                                                 "float32 need 32 B (and 32 B to read them)"));
 }
 
+TEST_CASE(
+    "safetensors: an F64 value beyond float32 is refused when read, naming tensor and "
+    "element",
+    "[safetensors]") {
+    const std::string dir = folder("f64");
+    write(dir + "/model.safetensors",
+          safetensors_file({{"w", "F64", {2, 2}, f64_bytes({1, -2, 0.5, -1e39})}}));
+    const Folder model = Folder::open(dir, Ledger());  // the header is fine: values are not read
+    CHECK(model.read_rows("w", {0}, Ledger()).to_vector() == std::vector<float>{1, -2});
+    REQUIRE_THROWS_WITH(model.read("w", Ledger()),
+                        dir +
+                            "/model.safetensors: tensor w: element 3 is -1e+39, "
+                            "beyond float32's range (largest 3.4028235e+38); mha computes in "
+                            "float32");
+    REQUIRE_THROWS_WITH(model.read_rows("w", {1}, Ledger()), Catch::Contains(": element 3 is "));
+}
+
 TEST_CASE("safetensors: rows of a tensor that is not 2-D, or past its end, are refused",
           "[safetensors]") {
     const std::string dir = folder("rows");

@@ -55,8 +55,9 @@ void widen(DType dtype, const char* bytes, std::size_t count, float* out, const 
 
 // A Hugging Face model folder's tensors: model.safetensors, or model.safetensors.index.json
 // and the shards its weight_map names (the single file when both are there, as transformers
-// chooses). Every header is read and checked at open; no tensor
-// data is read until asked for.
+// chooses). Every header is read and checked at open; no tensor data is read until asked
+// for. Each read asks the ledger, before allocating, for its float32 result and a read
+// buffer of at most 1 MiB, and holds nothing: the caller holds what it keeps.
 class Folder {
 public:
     // Reads the headers only. Throws mha::Error when DIR holds neither file, a shard named by
@@ -72,14 +73,14 @@ public:
     // The tensor's size once widened: 4 bytes per element.
     std::uint64_t float32_bytes(const std::string& name) const;
 
-    // The whole tensor, widened to float32, in its shape. Checks the ledger before allocating
-    // (the result's bytes plus the file bytes read); does not hold them (the caller does).
+    // The whole tensor, widened to float32, in its shape, read 1 MiB of the file at a time.
     Tensor read(const std::string& name, const Ledger& ledger) const;
     // A 2-D tensor's rows, in the given order (repeats allowed): (rows.size(), cols). Each row
-    // is read by its own offset; a row index past the tensor's rows is refused.
+    // is read by its own offset; a row index past the tensor's rows, or a tensor that is not
+    // 2-D, is refused.
     Tensor read_rows(const std::string& name, const std::vector<std::size_t>& rows,
                      const Ledger& ledger) const;
-    // A 2-D tensor's rows [first, first + count): (count, cols), in one read.
+    // A 2-D tensor's rows [first, first + count): (count, cols), one span of the file.
     Tensor read_row_range(const std::string& name, std::size_t first, std::size_t count,
                           const Ledger& ledger) const;
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace mha::safetensors {
@@ -28,13 +29,21 @@ const unsigned char* unsigned_bytes(const char* bytes) {
     return reinterpret_cast<const unsigned char*>(bytes);
 }
 
+// The fewest significant digits that read back as `value` ("-1e+39", not "-9.99...94e+38").
+std::string shortest(double value) {
+    char text[32];
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, value);
+        if (std::strtod(text, nullptr) == value) break;
+    }
+    return text;
+}
+
 // F64 rounded to nearest even; a finite value that rounds to infinity is refused.
 float narrow_f64(double value, const std::string& what, std::uint64_t index) {
     const float narrowed = static_cast<float>(value);
     if (std::isinf(narrowed) && !std::isinf(value)) {
-        char shown[32];
-        std::snprintf(shown, sizeof shown, "%.17g", value);
-        throw Error(what + ": element " + std::to_string(index) + " is " + shown +
+        throw Error(what + ": element " + std::to_string(index) + " is " + shortest(value) +
                     ", beyond float32's range (largest 3.4028235e+38); mha computes in float32");
     }
     return narrowed;
