@@ -268,7 +268,8 @@ void print_layer_sizes(std::ostream& out, const ck::Config& cf) {
     const std::uint64_t total = parameter_total(cf);
     out << "the whole model: " << total << " parameters, "
         << byte_size(checked_product({total, sizeof(float)}, "the checkpoint's bytes"))
-        << " in float32\n";
+        << " in float32\n\nread from " << sanitized(cf.file) << ":\n";
+    for (const std::string& key : cf.keys) out << "  " << sanitized(key) << "\n";
 }
 
 }  // namespace
@@ -312,8 +313,9 @@ void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& 
     const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) check_writable(c.svg_path);
-    Ledger ledger(c.max_memory);  // the reads' bound: what the pass, the views and a head chunk
-    ledger.hold(w.pass + w.kept + w.head);  // leave of the budget
+    Ledger ledger(c.max_memory);  // the reads' bound: what the pass and the views leave of the
+    ledger.hold(w.pass + w.kept);  // budget, a layer or a head chunk at a time
+
     const ck::Prompt prompt = ck::read_prompt(ck, tokens, ledger);
     const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
     const std::unique_ptr<Report> report = report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);

@@ -183,7 +183,8 @@ std::vector<bool> sliding_layers(Keys& k, Family family, std::size_t layers, boo
             }
             sliding[l] = t == "sliding_attention";
         }
-        k.keys.push_back("layer_types: which layers are sliding");
+        k.keys.push_back((k.where.key.empty() ? "" : k.where.key + ".") +
+                         "layer_types: which layers are sliding");
         return sliding;
     }
     if (!has_window) return sliding;
@@ -401,19 +402,6 @@ Config read_object(const json::Value& root, const std::string& what) {
 }
 
 }  // namespace
-
-const char* family_name(Family family) {
-    switch (family) {
-        case Family::Gpt2: return "gpt2";
-        case Family::Llama: return "llama";
-        case Family::Mistral: return "mistral";
-        case Family::Qwen2: return "qwen2";
-        case Family::Qwen3: return "qwen3";
-        case Family::Gemma2: return "gemma2";
-        case Family::Gemma3: return "gemma3_text";
-    }
-    return "";
-}
 
 Config parse_config(const std::string& text, const std::string& what) {
     return read_object(json::parse(text, what), what);

@@ -50,9 +50,6 @@ struct Config {
     std::vector<std::string> keys;     // "key value: what it sets", in the order read
 };
 
-// The family's name as config.json spells it: "gpt2", "llama", ...
-const char* family_name(Family family);
-
 // config.json parsed from `text`, named `what` in errors. Throws mha::Error naming the file,
 // the key and the byte for a model_type or rope_type not read, a value of the wrong kind or
 // out of range, or a key whose maths is not done (scale_attn_by_inverse_layer_idx true, ...).
