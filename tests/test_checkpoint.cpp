@@ -204,3 +204,14 @@ TEST_CASE("--config FILE --shapes-only traces a config.json's sizes", "[checkpoi
                                "cache keeps 5 tokens)\n"));
     CHECK_THAT(run.output, Catch::Contains("the whole model: 57840 parameters"));
 }
+
+TEST_CASE("a run within --max-memory reads its layers and head chunks inside the budget",
+          "[checkpoint]") {
+    // the gpt2 fixture's working set is 166.9 KiB (docs/errors.md refuses it at 100K)
+    const test::RunResult run = test::run_command(
+        test::mha_binary() + " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "
+                             "--heatmap 2>&1");
+    REQUIRE(run.status == 0);
+    CHECK_THAT(run.output, Catch::Contains("next token: "));
+    CHECK_THAT(run.output, Catch::Contains("layer 1 head 3"));
+}
