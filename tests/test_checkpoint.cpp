@@ -215,3 +215,14 @@ TEST_CASE("a run within --max-memory reads its layers and head chunks inside the
     CHECK_THAT(run.output, Catch::Contains("next token: "));
     CHECK_THAT(run.output, Catch::Contains("layer 1 head 3"));
 }
+
+TEST_CASE("--shapes-only --backward on a config says what training keeps", "[checkpoint]") {
+    const test::RunResult run = test::run_command(
+        test::mha_binary() + " --config data/checkpoints/gemma2/config.json --shapes-only "
+                             "--backward --tokens 1,2,3,4,5,6,7,8,9,10,11,12 2>&1");
+    REQUIRE(run.status == 0);
+    // per layer: six (12, 48) streams, Q, K, V, P, the context, the concat and three (12, 64)
+    // feed-forward layers: 37,632 bytes; three layers
+    CHECK_THAT(run.output, Catch::Contains("training at N = 12 keeps 110.3 KiB of activations"));
+    CHECK_THAT(run.output, Catch::Contains("36.8 KiB for the largest layer"));
+}

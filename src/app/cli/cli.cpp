@@ -536,7 +536,8 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.tokens = parse_index_list(a, max_size, 1 << 20); }},
         {{"--config", 0, "FILE",
           "a config.json alone, with --shapes-only: that model's\n"
-          "real sizes, parameters and KV cache per layer"},
+          "real sizes, parameters and KV cache per layer (and with\n"
+          "--backward the activations training keeps)"},
          [](Config& c, const Arg& a) { c.config_path = parse_path(a); }},
         {{"--layer", 0, "L",
           "the layer the trace, heatmap, summary, SVG and --save\n"

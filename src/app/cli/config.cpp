@@ -374,8 +374,9 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.tokens && !runs_checkpoint(c); },
          "--tokens gives --checkpoint its input; give --checkpoint DIR too"},
         {"checkpoint-backward",
-         [](const Config& c) { return runs_checkpoint(c) && c.backward; },
-         "--backward is not done on a checkpoint yet; its forward runs without it"},
+         [](const Config& c) { return runs_checkpoint(c) && c.backward && !c.shapes_only; },
+         "--backward on a checkpoint gives, with --shapes-only, the memory training keeps; its "
+         "gradients are not done yet"},
         {"checkpoint-modern",
          [](const Config& c) { return runs_checkpoint(c) && !untrained_options(c).empty(); },
          "--checkpoint computes its layers as config.json says; it cannot be combined with "

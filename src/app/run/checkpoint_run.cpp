@@ -12,6 +12,8 @@
 #include "app/run/checkpoint_sources.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/backward/training_costs.h"
+#include "core/forms/block.h"
 #include "core/forms/model.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/costs.h"
@@ -252,6 +254,42 @@ void save(const Config& c, const ModelResult& r, std::size_t layer) {
     npy::write_npz(c.save_path, arrays, {{"tokens", tokens}});
 }
 
+// Bytes layer l's forward keeps for a backward, from a dry run of it: its input and norms, Q, K,
+// V (before and after QK-norm), P, the context, the concat, the feed-forward's hidden layers
+// (gated: the gate, the up projection and their product) and the sandwich's branches.
+std::uint64_t training_bytes(const ck::Config& cf, std::size_t n, std::size_t l) {
+    const ModelLayer layer = ck::dry_layer(cf, l);
+    Workspace workspace = Workspace::dry();
+    const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
+    BlockKept k;
+    NullTracer quiet;
+    PassTrace trace(quiet);
+    const ForwardResult r =
+        forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
+                      layer_options(layer, 1, workspace), trace, &k);
+    const std::string what = "the memory training keeps";
+    std::uint64_t bytes =
+        kept_bytes(kept_tensors({k.attn_in, k.attn_in, k.attn_in}, k.attention, r.weights));
+    for (const Tensor* t : {&k.norm1_in, &k.ffn_in, &k.norm2_in, &k.hidden, &k.activated, &k.up,
+                            &k.post_attn_in, &k.post_ffn_in})
+        bytes = checked_sum({bytes, checked_product({t->numel(), sizeof(float)}, what)}, what);
+    return bytes;
+}
+
+// --backward: what training keeps, every layer's forward at once, and the largest layer's.
+void print_training(std::ostream& out, const ck::Config& cf, std::size_t n) {
+    std::uint64_t total = 0, largest = 0;
+    for (std::size_t l = 0; l < cf.layers; ++l) {
+        const std::uint64_t bytes = training_bytes(cf, n, l);
+        total = checked_sum({total, bytes}, "the memory training keeps");
+        largest = std::max(largest, bytes);
+    }
+    out << "\ntraining at N = " << n << " keeps " << byte_size(total)
+        << " of activations for the backward (every layer's forward until its backward runs; "
+        << byte_size(largest) << " for the largest layer: its input and norms, Q, K, V, P, the "
+        << "context, the concat and the feed-forward's hidden layers)\n";
+}
+
 // Each layer's parameters and KV cache per token, and the whole model's parameters.
 void print_layer_sizes(std::ostream& out, const ck::Config& cf) {
     out << "\nlayer  parameters  KV cache per token  attention\n";
@@ -301,7 +339,10 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     report->finish(ForwardResult{}, elapsed.count());
-    if (c.format == Format::Text) print_layer_sizes(out, cf);
+    if (c.format == Format::Text) {
+        print_layer_sizes(out, cf);
+        if (c.backward) print_training(out, cf, n);
+    }
 }
 
 void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& out) {

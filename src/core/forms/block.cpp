@@ -121,8 +121,8 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
         step.facts.gated = true;
         return step;
     });
-    const Tensor up = project(k.ffn_in, p.w.w_up, p.w.b_up, p.threads, p.workspace);
-    k.activated = activate_gated(k.hidden, up, p.w.style.activation, p.threads, p.workspace);
+    k.up = project(k.ffn_in, p.w.w_up, p.w.b_up, p.threads, p.workspace);
+    k.activated = activate_gated(k.hidden, k.up, p.w.style.activation, p.threads, p.workspace);
     p.trace.show(k.activated, [&] {
         Step step = described(StepKind::Gelu, first + 1, "gated", "ffn_hidden",
                               "ffn_hidden = " + act + "(ffn_gate) * (" + in + " @ W_up.T" +
@@ -261,12 +261,14 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
     if (kind == BlockKind::Pre) {
         k.attn_in = norm(p, true, 15, "x_norm", "x", x);  // then attention: 0-14
         result = forward(attention, {k.attn_in, k.attn_in, k.attn_in}, masks, o, trace);
+        if (w.style.sandwich) k.post_attn_in = result.output;
         const Tensor branch = sandwich_norm(p, 16, "attention", "post_attn_norm", w.post_attn_norm,
                                             result.output);
         k.norm2_in = residual(p, 16, "h", "x", "attention", x, branch);
         k.ffn_in = norm(p, false, 17, "h_norm", "h", k.norm2_in);
-        const Tensor ffn = sandwich_norm(p, 21, "ffn", "post_ffn_norm", w.post_ffn_norm,
-                                         any_feed_forward(p, 18, "h_norm", k));  // 18-20
+        const Tensor unnormed = any_feed_forward(p, 18, "h_norm", k);  // 18-20
+        if (w.style.sandwich) k.post_ffn_in = unnormed;
+        const Tensor ffn = sandwich_norm(p, 21, "ffn", "post_ffn_norm", w.post_ffn_norm, unnormed);
         result.output = residual(p, 21, "out", "h", "ffn", k.norm2_in, ffn);
     } else {
         k.attn_in = x;

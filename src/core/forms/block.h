@@ -57,7 +57,10 @@ struct BlockWeights {
 struct BlockKept {
     Tensor attn_in, norm1_in, ffn_in, norm2_in;  // (B, N, d_model) each
     Tensor hidden;                               // (B, N, d_ff) u = ffn_in W_1ᵀ + b_1
-    Tensor activated;                            // (B, N, d_ff) GELU(u)
+    Tensor activated;                            // (B, N, d_ff) GELU(u); gated: act(u) ∘ up
+    Tensor up;                                   // (B, N, d_ff) gated: ffn_in W_upᵀ
+    Tensor post_attn_in, post_ffn_in;  // (B, N, d_model) each, sandwich: each branch before its
+                                       //  norm
     Kept attention;                              // what attention's forward kept for its backward
 };
 

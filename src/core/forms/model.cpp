@@ -34,27 +34,6 @@ Tensor embed_step(const Model& m, const std::vector<std::size_t>& tokens, Worksp
     return x;
 }
 
-// The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
-// window.
-ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace) {
-    ForwardOptions options;
-    options.heads = layer.heads;
-    options.threads = threads;
-    options.workspace = &workspace;
-    options.rope = layer.options.rope;
-    options.scale_base = layer.options.scale_base;
-    options.qk_norm_eps = layer.options.qk_norm_eps;
-    return options;
-}
-
-Masks layer_masks(const ModelLayer& layer) {
-    Masks masks;
-    masks.causal = true;
-    masks.softcap = layer.options.softcap;
-    masks.window = layer.options.window;
-    return masks;
-}
-
 // Step 23's product: x_final (1, N, d_model) @ the head's rows, whole or in source.head_chunk
 // rows at a time, each chunk's columns of the logits (1, N, V) filled in turn.
 Tensor head_logits(const Model& m, const ModelSource* source, const Tensor& x_final,
@@ -87,6 +66,25 @@ void cap_logits(const Model& m, Tensor& logits, PassTrace& trace) {
 }
 
 }  // namespace
+
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace) {
+    ForwardOptions options;
+    options.heads = layer.heads;
+    options.threads = threads;
+    options.workspace = &workspace;
+    options.rope = layer.options.rope;
+    options.scale_base = layer.options.scale_base;
+    options.qk_norm_eps = layer.options.qk_norm_eps;
+    return options;
+}
+
+Masks layer_masks(const ModelLayer& layer) {
+    Masks masks;
+    masks.causal = true;
+    masks.softcap = layer.options.softcap;
+    masks.window = layer.options.window;
+    return masks;
+}
 
 std::size_t Model::parameter_count() const {
     std::size_t count = token_embedding.numel() + position_embedding.numel() + norm_weight.numel() +

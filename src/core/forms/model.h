@@ -69,6 +69,11 @@ struct ModelSource {
 
 inline constexpr std::size_t unknown_token = 0;
 
+// The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
+// window; its tensors from `workspace`.
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace);
+Masks layer_masks(const ModelLayer& layer);
+
 struct ModelResult {
     Tensor output;                // (1, N, d_model)  the last block's output
     Tensor logits;                // (1, N, V)  before the softmax
