@@ -139,6 +139,14 @@ TEST_CASE("config.json: both layouts give one model, and what is not read is ref
     REQUIRE_THROWS_WITH(parse(R"(, "num_key_value_heads": 3)"),
                         "config.json: \"num_key_value_heads\" at byte 215: expected a divisor of "
                         "num_attention_heads 4");
+    // found by fuzz_config: a family's default that does not divide the heads
+    REQUIRE_THROWS_WITH(
+        ck::parse_config(R"({"model_type": "mistral", "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64,
+            "vocab_size": 100})",
+                         "config.json"),
+        "config.json: num_key_value_heads is absent and the mistral default, 8, is not a "
+        "divisor of num_attention_heads 4; give it");
     REQUIRE_THROWS_WITH(parse(R"(, "use_qk_norm": true)"),
                         "config.json: \"use_qk_norm\" at byte 207: not done by mha");
     REQUIRE_THROWS_WITH(ck::parse_config(R"({"model_type": "llama"})", "config.json"),

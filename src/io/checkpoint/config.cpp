@@ -391,8 +391,13 @@ Config read_object(const json::Value& root, const std::string& what) {
         json::refuse(k.at("n_head"), *k.find("n_head"), "n_embd must divide into the heads");
     }
     if (c.heads % c.kv_heads != 0) {
-        json::refuse(k.at("num_key_value_heads"), *k.find("num_key_value_heads"),
-                     "expected a divisor of num_attention_heads " + std::to_string(c.heads));
+        const std::string divisor =
+            "expected a divisor of num_attention_heads " + std::to_string(c.heads);
+        if (const json::Value* v = k.find("num_key_value_heads"))
+            json::refuse(k.at("num_key_value_heads"), *v, divisor);
+        throw Error(what + ": num_key_value_heads is absent and the " + c.model_type +
+                    " default, " + std::to_string(c.kv_heads) + ", is not a divisor of "
+                    "num_attention_heads " + std::to_string(c.heads) + "; give it");
     }
     if (c.rope && c.head_dim % 2 != 0) {
         throw Error(what + ": head_dim " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
