@@ -147,6 +147,16 @@ TEST_CASE("config.json: both layouts give one model, and what is not read is ref
                          "config.json"),
         "config.json: num_key_value_heads is absent and the mistral default, 8, is not a "
         "divisor of num_attention_heads 4; give it");
+    REQUIRE_THROWS_WITH(
+        ck::parse_config(R"({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 70000})",
+                         "config.json"),
+        "config.json: \"n_layer\" at byte 60: expected at most 65536 layers");
+    REQUIRE_THROWS_WITH(
+        ck::parse_config(R"({"model_type": "llama", "hidden_size": 2, "intermediate_size": 4,
+            "num_hidden_layers": 1, "num_attention_heads": 4, "max_position_embeddings": 8,
+            "vocab_size": 10})",
+                         "config.json"),
+        "config.json: hidden_size 2 gives heads of width 0 for 4 heads; give head_dim");
     REQUIRE_THROWS_WITH(parse(R"(, "use_qk_norm": true)"),
                         "config.json: \"use_qk_norm\" at byte 207: not done by mha");
     REQUIRE_THROWS_WITH(ck::parse_config(R"({"model_type": "llama"})", "config.json"),

@@ -12,6 +12,10 @@ namespace mha::checkpoint {
 
 namespace {
 
+// The largest size a key may give (2^32), and the most layers (no model has a thousand).
+constexpr std::uint64_t max_config_size = std::uint64_t(1) << 32;
+constexpr std::size_t max_layers = 1 << 16;
+
 // One JSON object of config.json and where it is: typed reads of its keys, a null read as
 // absent (as transformers reads None), each key read from the file noted in `keys`.
 struct Keys {
@@ -42,7 +46,10 @@ struct Keys {
         const json::Value* v = find(key);
         if (!v) missing(key);
         const std::uint64_t n = json::as_size(*v, at(key));
-        if (n == 0 || n > (std::uint64_t(1) << 40)) json::refuse(at(key), *v, "expected a positive size");
+        if (n == 0 || n > max_config_size) {
+            json::refuse(at(key), *v,
+                         "expected a size from 1 to " + std::to_string(max_config_size));
+        }
         note(key, *v, effect);
         return std::size_t(n);
     }
@@ -84,6 +91,16 @@ struct Keys {
         if (v && json::as_bool(*v, at(key)) != expected) json::refuse(at(key), *v, why);
     }
 };
+
+// The layers, at most max_layers of them.
+std::size_t layer_count(Keys& k, const std::string& key) {
+    const std::size_t layers = k.size(key, "the layers");
+    if (layers > max_layers) {
+        json::refuse(k.at(key), *k.find(key),
+                     "expected at most " + std::to_string(max_layers) + " layers");
+    }
+    return layers;
+}
 
 Family family_of(const std::string& type, const json::Value& v, const json::Where& where) {
     const std::pair<const char*, Family> families[] = {
@@ -289,7 +306,7 @@ void read_layers(Keys& k, Config& c) {
 void read_gpt2(Keys& k, Config& c) {
     c.hidden_size = k.size("n_embd", "d_model");
     c.heads = c.kv_heads = k.size("n_head", "the heads");
-    c.layers = k.size("n_layer", "the layers");
+    c.layers = layer_count(k, "n_layer");
     c.max_positions = k.size("n_positions", "the learned position table's rows");
     c.intermediate_size = k.size_or("n_inner", 4 * c.hidden_size, "d_ff");
     c.head_dim = c.hidden_size / c.heads;
@@ -316,7 +333,7 @@ void read_rope_family(Keys& k, Config& c) {
     const bool gemma = c.family == Family::Gemma2 || c.family == Family::Gemma3;
     c.hidden_size = k.size("hidden_size", "d_model");
     c.intermediate_size = k.size("intermediate_size", "d_ff");
-    c.layers = k.size("num_hidden_layers", "the layers");
+    c.layers = layer_count(k, "num_hidden_layers");
     c.heads = k.size("num_attention_heads", "the query heads");
     const std::size_t kv_default =
         c.family == Family::Mistral ? 8 : gemma ? 4 : c.heads;
@@ -398,6 +415,11 @@ Config read_object(const json::Value& root, const std::string& what) {
         throw Error(what + ": num_key_value_heads is absent and the " + c.model_type +
                     " default, " + std::to_string(c.kv_heads) + ", is not a divisor of "
                     "num_attention_heads " + std::to_string(c.heads) + "; give it");
+    }
+    if (c.head_dim == 0) {
+        throw Error(what + ": hidden_size " + std::to_string(c.hidden_size) +
+                    " gives heads of width 0 for " + std::to_string(c.heads) +
+                    " heads; give head_dim");
     }
     if (c.rope && c.head_dim % 2 != 0) {
         throw Error(what + ": head_dim " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
