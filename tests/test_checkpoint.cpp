@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "core/forms/model.h"
-#include "io/checkpoint/config.h"
-#include "io/checkpoint/load.h"
 #include "core/position/rope.h"
 #include "helpers.h"
+#include "io/checkpoint/config.h"
+#include "io/checkpoint/load.h"
 #include "io/npy.h"
 
 namespace {
@@ -67,17 +67,17 @@ Run run_fixture(const std::string& name) {
 }  // namespace
 
 TEST_CASE("every tiny checkpoint matches its PyTorch reference", "[checkpoint]") {
-    for (const char* name : {"gpt2", "gpt2_prefixed", "llama2", "llama_linear", "llama3_v4",
-                             "llama3_v5", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text",
-                             "gemma3"}) {
+    for (const char* name :
+         {"gpt2", "gpt2_prefixed", "llama2", "llama_linear", "llama3_v4", "llama3_v5", "mistral",
+          "qwen2", "qwen3", "gemma2", "gemma3_text", "gemma3"}) {
         INFO(name);
         const Run run = run_fixture(name);
         CHECK(difference(run.result.logits, run.expected.at("logits"), true) < logit_tolerance);
         for (std::size_t l = 0; l < run.result.weights.size(); ++l) {
             INFO("layer " << l);
             CHECK(difference(run.result.weights[l],
-                             run.expected.at("attn_weights." + std::to_string(l)), false) <
-                  weight_tolerance);
+                             run.expected.at("attn_weights." + std::to_string(l)),
+                             false) < weight_tolerance);
         }
         for (std::size_t l = 0; l < run.result.hidden.size(); ++l) {
             INFO("hidden " << l);
@@ -117,7 +117,8 @@ TEST_CASE("config.json: both layouts give one model, and what is not read is ref
     const ck::Config v4 = parse(R"(, "rope_theta": 500000, "rope_scaling": {"rope_type": "llama3",
         "factor": 32, "low_freq_factor": 1, "high_freq_factor": 4,
         "original_max_position_embeddings": 8192})");
-    const ck::Config v5 = parse(R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000,
+    const ck::Config v5 =
+        parse(R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000,
         "factor": 32, "low_freq_factor": 1, "high_freq_factor": 4,
         "original_max_position_embeddings": 8192})");
     CHECK(v4.layer[1].rope.theta == v5.layer[1].rope.theta);
@@ -130,8 +131,9 @@ TEST_CASE("config.json: both layouts give one model, and what is not read is ref
     REQUIRE_THROWS_WITH(parse(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 2})"),
                         "config.json: \"rope_scaling.rope_type\" at byte 222: rope_type "
                         "\"dynamic\" is not read; mha reads default, linear and llama3");
-    REQUIRE_THROWS_WITH(parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"),
-                        "config.json: no key \"rope_scaling.low_freq_factor\"; the family needs it");
+    REQUIRE_THROWS_WITH(
+        parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"),
+        "config.json: no key \"rope_scaling.low_freq_factor\"; the family needs it");
     REQUIRE_THROWS_WITH(parse(R"(, "layer_types": ["full_attention", "chunked_attention"])"),
                         "config.json: \"layer_types[1]\" at byte 226: layer type "
                         "\"chunked_attention\" is not read; mha reads full_attention and "
@@ -165,9 +167,11 @@ TEST_CASE("config.json: both layouts give one model, and what is not read is ref
 
 TEST_CASE("--save writes tokens, logits and every layer's weights and streams", "[checkpoint]") {
     const std::string saved = test::temp_path("checkpoint_save.npz");
-    const test::RunResult run = test::run_command(
-        test::mha_binary() + " --checkpoint data/checkpoints/qwen2 --tokens "
-                             "1,17,42,5,88,23,61,17,42,5,88,23 --layer 1 --save " + saved + " 2>&1");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() +
+                          " --checkpoint data/checkpoints/qwen2 --tokens "
+                          "1,17,42,5,88,23,61,17,42,5,88,23 --layer 1 --save " +
+                          saved + " 2>&1");
     REQUIRE(run.status == 0);
     const Arrays actual = mha::npy::read_npz(saved);
     const Arrays expected = mha::npy::read_npz(checkpoints + "qwen2/expected.npz");
@@ -189,9 +193,10 @@ TEST_CASE("--save writes tokens, logits and every layer's weights and streams", 
 
 TEST_CASE("--summary ranks every layer's heads; the run prints the top-5 next tokens",
           "[checkpoint]") {
-    const test::RunResult run = test::run_command(
-        test::mha_binary() + " --checkpoint data/checkpoints/llama3_v4 --tokens "
-                             "1,17,42,5,88,23,61,17,42,5,88,23 --summary 2>&1");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() +
+                          " --checkpoint data/checkpoints/llama3_v4 --tokens "
+                          "1,17,42,5,88,23,61,17,42,5,88,23 --summary 2>&1");
     REQUIRE(run.status == 0);
     CHECK_THAT(run.output, Catch::Contains("next token: 91 34.8%   40 7.9%   0 7.3%   22 4.0%   "
                                            "36 3.3%"));
@@ -201,8 +206,9 @@ TEST_CASE("--summary ranks every layer's heads; the run prints the top-5 next to
 }
 
 TEST_CASE("the trace says which config.json key set each number", "[checkpoint]") {
-    const test::RunResult run = test::run_command(
-        test::mha_binary() + " --checkpoint data/checkpoints/gemma2 --tokens 1,17,42,5 --trace 2>&1");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() +
+                          " --checkpoint data/checkpoints/gemma2 --tokens 1,17,42,5 --trace 2>&1");
     REQUIRE(run.status == 0);
     for (const char* words :
          {"scale 1/sqrt(24) (query_pre_attn_scalar)", "attn_logit_softcapping 5",
@@ -226,18 +232,20 @@ TEST_CASE("--config FILE --shapes-only traces a config.json's sizes", "[checkpoi
 TEST_CASE("a run within --max-memory reads its layers and head chunks inside the budget",
           "[checkpoint]") {
     // the gpt2 fixture's working set is 166.9 KiB (docs/errors.md refuses it at 100K)
-    const test::RunResult run = test::run_command(
-        test::mha_binary() + " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "
-                             "--heatmap 2>&1");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() +
+                          " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "
+                          "--heatmap 2>&1");
     REQUIRE(run.status == 0);
     CHECK_THAT(run.output, Catch::Contains("next token: "));
     CHECK_THAT(run.output, Catch::Contains("layer 1 head 3"));
 }
 
 TEST_CASE("--shapes-only --backward on a config says what training keeps", "[checkpoint]") {
-    const test::RunResult run = test::run_command(
-        test::mha_binary() + " --config data/checkpoints/gemma2/config.json --shapes-only "
-                             "--backward --tokens 1,2,3,4,5,6,7,8,9,10,11,12 2>&1");
+    const test::RunResult run =
+        test::run_command(test::mha_binary() +
+                          " --config data/checkpoints/gemma2/config.json --shapes-only "
+                          "--backward --tokens 1,2,3,4,5,6,7,8,9,10,11,12 2>&1");
     REQUIRE(run.status == 0);
     // per layer: six (12, 48) streams, Q, K, V, P, the context, the concat and three (12, 64)
     // feed-forward layers: 37,632 bytes; three layers

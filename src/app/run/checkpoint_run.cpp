@@ -10,9 +10,9 @@
 #include "app/cli/terminal.h"
 #include "app/run/after_run.h"
 #include "app/run/checkpoint_sources.h"
+#include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/backward/training_costs.h"
 #include "core/forms/block.h"
 #include "core/forms/model.h"
 #include "core/kernels/kernels.h"
@@ -45,8 +45,8 @@ std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads
 
 // Rows of the LM head read at once: about head_chunk_bytes of float32, at least one row.
 std::size_t head_chunk(const ck::Config& c) {
-    return std::max<std::size_t>(1, std::min<std::uint64_t>(c.vocab_size,
-                                                            head_chunk_bytes / (4 * c.hidden_size)));
+    return std::max<std::size_t>(
+        1, std::min<std::uint64_t>(c.vocab_size, head_chunk_bytes / (4 * c.hidden_size)));
 }
 
 // Token ids below vocab_size, no more than max_position_embeddings of them.
@@ -236,9 +236,9 @@ void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const 
         check_stdout();
         AtomicFile file(c.svg_path);
         SvgStyle style;
-        style.caption = {c.layer ? "attention weights of layer " + std::to_string(layer)
-                                 : every_layer_title(c),
-                         "model: " + sanitized(cf.file)};
+        style.caption = {
+            c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c),
+            "model: " + sanitized(cf.file)};
         style.auto_scale = c.auto_scale;
         write_svg(file.stream(), maps, rows, rows, style);
         file.commit();
@@ -301,7 +301,8 @@ void print_layer_sizes(std::ostream& out, const ck::Config& cf) {
             << "  " << padded_left(byte_size(cache), 18) << "  "
             << (window ? "local, window " + std::to_string(window) + " (the cache keeps " +
                              std::to_string(window) + " tokens)"
-                       : std::string("global")) << "\n";
+                       : std::string("global"))
+            << "\n";
     }
     const std::uint64_t total = parameter_total(cf);
     out << "the whole model: " << total << " parameters, "
@@ -324,9 +325,10 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     info.kernels.clear();
     info.shapes_only = true;
     info.inputs_source = c.tokens ? info.inputs_source : "1 token (give --tokens for more)";
-    info.activation_bytes = checked_sum({forward_bytes(layer_sizes(cf, n), AttentionPath::Standard, 1),
-                                         block_bytes(layer_sizes(cf, n), 2 * cf.intermediate_size)},
-                                        "the checkpoint run's memory");
+    info.activation_bytes =
+        checked_sum({forward_bytes(layer_sizes(cf, n), AttentionPath::Standard, 1),
+                     block_bytes(layer_sizes(cf, n), 2 * cf.intermediate_size)},
+                    "the checkpoint run's memory");
     info.activation_tensors = "one layer's attention and block at a time";
     Tally tally;
     forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
@@ -354,12 +356,13 @@ void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& 
     const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) check_writable(c.svg_path);
-    Ledger ledger(c.max_memory);  // the reads' bound: what the pass and the views leave of the
+    Ledger ledger(c.max_memory);   // the reads' bound: what the pass and the views leave of the
     ledger.hold(w.pass + w.kept);  // budget, a layer or a head chunk at a time
 
     const ck::Prompt prompt = ck::read_prompt(ck, tokens, ledger);
     const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
-    const std::unique_ptr<Report> report = report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);
+    const std::unique_ptr<Report> report =
+        report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);
     report->begin(checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer));
     ScoreStats stats(wants_summary(c));
     TeeTracer tee(*report, stats);

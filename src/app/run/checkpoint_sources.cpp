@@ -15,9 +15,7 @@ std::string compact(double value) {
     return out.str();
 }
 
-std::string family_words(const checkpoint::Config& c) {
-    return c.model_type + " (" + c.file + ")";
-}
+std::string family_words(const checkpoint::Config& c) { return c.model_type + " (" + c.file + ")"; }
 
 }  // namespace
 
@@ -26,18 +24,20 @@ std::map<StepKind, std::vector<std::string>> checkpoint_sources(const checkpoint
     using checkpoint::Family;
     std::map<StepKind, std::vector<std::string>> s;
     const bool gpt2 = c.family == Family::Gpt2;
-    s[StepKind::Embed].push_back(family_words(c) + ": " +
-                                 (gpt2 ? "wte rows of the tokens plus wpe rows 0..N-1"
-                                       : "embed_tokens rows of the tokens; positions come from RoPE"));
+    s[StepKind::Embed].push_back(
+        family_words(c) + ": " +
+        (gpt2 ? "wte rows of the tokens plus wpe rows 0..N-1"
+              : "embed_tokens rows of the tokens; positions come from RoPE"));
     if (c.embedding_scale != 1.0f) {
-        s[StepKind::Embed].push_back("embedding_scale = sqrt(hidden_size " +
-                                     std::to_string(c.hidden_size) + ") = " +
-                                     compact(c.embedding_scale) + ", rounded to float32 as Gemma does");
+        s[StepKind::Embed].push_back(
+            "embedding_scale = sqrt(hidden_size " + std::to_string(c.hidden_size) +
+            ") = " + compact(c.embedding_scale) + ", rounded to float32 as Gemma does");
     }
     s[StepKind::Norm].push_back(
-        gpt2 ? "LayerNorm, layer_norm_epsilon " + compact(c.norm_eps)
-             : "RMSNorm, rms_norm_eps " + compact(c.norm_eps) +
-                   (c.norm_plus_one ? "; Gemma's norms scale by (1 + w): the weight is 1 + w" : ""));
+        gpt2
+            ? "LayerNorm, layer_norm_epsilon " + compact(c.norm_eps)
+            : "RMSNorm, rms_norm_eps " + compact(c.norm_eps) +
+                  (c.norm_plus_one ? "; Gemma's norms scale by (1 + w): the weight is 1 + w" : ""));
     if (c.sandwich) {
         s[StepKind::Norm].push_back(
             "Gemma's sandwich: post_attention_layernorm and post_feedforward_layernorm norm each "
@@ -57,9 +57,9 @@ std::map<StepKind, std::vector<std::string>> checkpoint_sources(const checkpoint
     const checkpoint::LayerConfig& l = c.layer[layer];
     if (c.rope) s[StepKind::Rope].push_back(l.rope_source);
     const double S = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim);
-    s[StepKind::Scale].push_back("scale 1/sqrt(" + compact(S) + ") (" +
-                                 (c.query_pre_attn_scalar > 0 ? "query_pre_attn_scalar"
-                                                              : "head_dim") + ")");
+    s[StepKind::Scale].push_back(
+        "scale 1/sqrt(" + compact(S) + ") (" +
+        (c.query_pre_attn_scalar > 0 ? "query_pre_attn_scalar" : "head_dim") + ")");
     if (c.attn_softcap > 0) {
         s[StepKind::Scale].push_back("attn_logit_softcapping " + compact(c.attn_softcap));
     }

@@ -34,8 +34,8 @@ void activate_range(const float* u, const float* up, Activation activation, std:
     }
 }
 
-Tensor activate_into(const Tensor& u, const Tensor* up, Activation activation,
-                     std::size_t threads, Workspace* workspace) {
+Tensor activate_into(const Tensor& u, const Tensor* up, Activation activation, std::size_t threads,
+                     Workspace* workspace) {
     const Tensor in = u.contiguous();
     if (in.dry() || (up && up->dry())) return new_dry(workspace, in.shape());
     Tensor y = new_uninitialised(workspace, in.shape());
@@ -52,15 +52,17 @@ Tensor activate_into(const Tensor& u, const Tensor* up, Activation activation,
 
 const char* activation_name(Activation activation) {
     switch (activation) {
-        case Activation::Gelu: return "F.gelu";
-        case Activation::GeluTanh: return "gelu_tanh";
-        case Activation::Silu: return "F.silu";
+        case Activation::Gelu:
+            return "F.gelu";
+        case Activation::GeluTanh:
+            return "gelu_tanh";
+        case Activation::Silu:
+            return "F.silu";
     }
     return "";
 }
 
-Tensor activate(const Tensor& u, Activation activation, std::size_t threads,
-                Workspace* workspace) {
+Tensor activate(const Tensor& u, Activation activation, std::size_t threads, Workspace* workspace) {
     return activate_into(u, nullptr, activation, threads, workspace);
 }
 

@@ -104,8 +104,8 @@ std::size_t layer_count(Keys& k, const std::string& key) {
 
 Family family_of(const std::string& type, const json::Value& v, const json::Where& where) {
     const std::pair<const char*, Family> families[] = {
-        {"gpt2", Family::Gpt2},     {"llama", Family::Llama},   {"mistral", Family::Mistral},
-        {"qwen2", Family::Qwen2},   {"qwen3", Family::Qwen3},   {"gemma2", Family::Gemma2},
+        {"gpt2", Family::Gpt2},          {"llama", Family::Llama},  {"mistral", Family::Mistral},
+        {"qwen2", Family::Qwen2},        {"qwen3", Family::Qwen3},  {"gemma2", Family::Gemma2},
         {"gemma3_text", Family::Gemma3}, {"gemma3", Family::Gemma3}};
     for (const auto& [name, family] : families)
         if (type == name) return family;
@@ -151,8 +151,8 @@ Rope rope_of(Keys& params, double theta, std::string& source) {
         if (!params.find("factor")) params.missing("factor");
     } else if (type == "llama3") {
         rope.scaling = RopeScaling::Llama3;
-        for (const char* key : {"factor", "low_freq_factor", "high_freq_factor",
-                                "original_max_position_embeddings"})
+        for (const char* key :
+             {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
             if (!params.find(key)) params.missing(key);
         rope.factor = params.positive_or("factor", 0, "llama3 scaling's factor");
         rope.low_freq_factor = params.positive_or("low_freq_factor", 0, "llama3 scaling");
@@ -164,9 +164,9 @@ Rope rope_of(Keys& params, double theta, std::string& source) {
                          "expected high_freq_factor above low_freq_factor");
         }
     } else if (type != "default") {
-        json::refuse(params.at(type_key), *params.find(type_key),
-                     "rope_type \"" + type +
-                         "\" is not read; mha reads default, linear and llama3");
+        json::refuse(
+            params.at(type_key), *params.find(type_key),
+            "rope_type \"" + type + "\" is not read; mha reads default, linear and llama3");
     }
     if (const json::Value* v = params.find("partial_rotary_factor")) {
         if (json::as_double(*v, params.at("partial_rotary_factor")) != 1.0)
@@ -207,17 +207,22 @@ std::vector<bool> sliding_layers(Keys& k, Family family, std::size_t layers, boo
     if (!has_window) return sliding;
     std::size_t pattern = 0, first = 0;
     switch (family) {
-        case Family::Mistral: pattern = 1; break;
+        case Family::Mistral:
+            pattern = 1;
+            break;
         case Family::Qwen2:
         case Family::Qwen3:
             first = k.size_or("max_window_layers", 28, "layers from this one on are sliding");
             pattern = 1;
             break;
-        case Family::Gemma2: pattern = 2; break;
+        case Family::Gemma2:
+            pattern = 2;
+            break;
         case Family::Gemma3:
             pattern = k.size_or("sliding_window_pattern", 6, "every pattern-th layer is global");
             break;
-        default: return sliding;
+        default:
+            return sliding;
     }
     for (std::size_t l = first; l < layers; ++l)
         sliding[l] = pattern == 1 || (l + 1) % pattern != 0;
@@ -238,8 +243,8 @@ const json::Value& no_keys() {
 void read_layers(Keys& k, Config& c) {
     const bool qwen = c.family == Family::Qwen2 || c.family == Family::Qwen3;
     std::size_t window = 0;
-    if (k.find("sliding_window") && (!qwen || k.flag_or("use_sliding_window", false,
-                                                        "Qwen's sliding layers are on"))) {
+    if (k.find("sliding_window") &&
+        (!qwen || k.flag_or("use_sliding_window", false, "Qwen's sliding layers are on"))) {
         window = k.size("sliding_window", "the keys a sliding layer sees");
     }
     const std::vector<bool> sliding = sliding_layers(k, c.family, c.layers, window > 0);
@@ -257,8 +262,8 @@ void read_layers(Keys& k, Config& c) {
                 if (!nested) params.missing(type);
                 Keys one{json::as_object(*nested, params.at(type)), params.at(type), k.keys};
                 (std::string(type) == "full_attention" ? global : local) =
-                    rope_of(one, theta, std::string(type) == "full_attention" ? global_source
-                                                                               : local_source);
+                    rope_of(one, theta,
+                            std::string(type) == "full_attention" ? global_source : local_source);
             }
             global_source += " (rope_parameters.full_attention)";
             local_source += " (rope_parameters.sliding_attention)";
@@ -282,10 +287,10 @@ void read_layers(Keys& k, Config& c) {
         local_source = global_source;
         if (c.family == Family::Gemma3) {
             Keys none{no_keys(), k.at("rope_local_base_freq"), k.keys};
-            local = rope_of(none,
-                            k.positive_or("rope_local_base_freq", 10000.0,
-                                          "RoPE's base on the sliding layers"),
-                            local_source);
+            local = rope_of(
+                none,
+                k.positive_or("rope_local_base_freq", 10000.0, "RoPE's base on the sliding layers"),
+                local_source);
             local_source += " (rope_local_base_freq)";
         }
     }
@@ -295,7 +300,7 @@ void read_layers(Keys& k, Config& c) {
         layer.rope = sliding[l] ? local : global;
         layer.rope_source = sliding[l] ? local_source : global_source;
         layer.window_source =
-            sliding[l] ? "sliding_window " + std::to_string(window) + ": this layer is local"
+            sliding[l]   ? "sliding_window " + std::to_string(window) + ": this layer is local"
             : window > 0 ? "sliding_window " + std::to_string(window) +
                                ": this layer is global, it sees every earlier key"
                          : "";
@@ -335,11 +340,11 @@ void read_rope_family(Keys& k, Config& c) {
     c.intermediate_size = k.size("intermediate_size", "d_ff");
     c.layers = layer_count(k, "num_hidden_layers");
     c.heads = k.size("num_attention_heads", "the query heads");
-    const std::size_t kv_default =
-        c.family == Family::Mistral ? 8 : gemma ? 4 : c.heads;
+    const std::size_t kv_default = c.family == Family::Mistral ? 8 : gemma ? 4 : c.heads;
     c.kv_heads = k.size_or("num_key_value_heads", kv_default, "the key/value heads (GQA)");
-    const std::size_t dim_default =
-        c.family == Family::Qwen3 ? 128 : gemma ? 256 : c.hidden_size / c.heads;
+    const std::size_t dim_default = c.family == Family::Qwen3 ? 128
+                                    : gemma                   ? 256
+                                                              : c.hidden_size / c.heads;
     c.head_dim = k.size_or("head_dim", dim_default, "d_k");
     c.max_positions = k.size("max_position_embeddings", "the most tokens read");
     c.norm = NormKind::Rms;
@@ -363,9 +368,9 @@ void read_rope_family(Keys& k, Config& c) {
                 k.cap_or("attn_logit_softcapping", 50.0, "the attention scores' soft-cap");
         }
         if (!c.multimodal) {
-            c.final_softcap = k.cap_or("final_logit_softcapping",
-                                       c.family == Family::Gemma2 ? 30.0 : 0.0,
-                                       "the logits' soft-cap");
+            c.final_softcap =
+                k.cap_or("final_logit_softcapping", c.family == Family::Gemma2 ? 30.0 : 0.0,
+                         "the logits' soft-cap");
         }
         k.refuse_unless("use_bidirectional_attention", false,
                         "bidirectional attention is not done");
@@ -413,8 +418,10 @@ Config read_object(const json::Value& root, const std::string& what) {
         if (const json::Value* v = k.find("num_key_value_heads"))
             json::refuse(k.at("num_key_value_heads"), *v, divisor);
         throw Error(what + ": num_key_value_heads is absent and the " + c.model_type +
-                    " default, " + std::to_string(c.kv_heads) + ", is not a divisor of "
-                    "num_attention_heads " + std::to_string(c.heads) + "; give it");
+                    " default, " + std::to_string(c.kv_heads) +
+                    ", is not a divisor of "
+                    "num_attention_heads " +
+                    std::to_string(c.heads) + "; give it");
     }
     if (c.head_dim == 0) {
         throw Error(what + ": hidden_size " + std::to_string(c.hidden_size) +
@@ -422,7 +429,8 @@ Config read_object(const json::Value& root, const std::string& what) {
                     " heads; give head_dim");
     }
     if (c.rope && c.head_dim % 2 != 0) {
-        throw Error(what + ": head_dim " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
+        throw Error(what + ": head_dim " + std::to_string(c.head_dim) +
+                    " is odd; RoPE needs pairs");
     }
     c.keys.insert(c.keys.end(), keys.begin(), keys.end());
     return c;
@@ -438,9 +446,8 @@ Config read_config(const std::string& path, const Ledger& ledger) {
     const std::string text = read_file(path, ledger);
     Ledger parsing = ledger;
     parsing.hold(text.size());
-    parsing.check(json::parse_bytes(text), path, "its parsed tree needs " +
-                                                     std::to_string(json::parse_bytes(text)) +
-                                                     " B");
+    parsing.check(json::parse_bytes(text), path,
+                  "its parsed tree needs " + std::to_string(json::parse_bytes(text)) + " B");
     return parse_config(text, path);
 }
 

@@ -20,9 +20,9 @@ enum class Family { Gpt2, Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3 };
 
 // One layer's attention as the config sets it.
 struct LayerConfig {
-    std::size_t window = 0;   // W > 0: a sliding (local) layer
-    Rope rope;                // its base and scaling (not read for GPT-2)
-    std::string rope_source;  // "rope_theta 500000, llama3 scaling, factor 32 (rope_scaling)"
+    std::size_t window = 0;     // W > 0: a sliding (local) layer
+    Rope rope;                  // its base and scaling (not read for GPT-2)
+    std::string rope_source;    // "rope_theta 500000, llama3 scaling, factor 32 (rope_scaling)"
     std::string window_source;  // "sliding_window 4: this layer is local (layer_types)"
 };
 
@@ -37,17 +37,17 @@ struct Config {
     double norm_eps = 1e-6;
     bool norm_plus_one = false;  // Gemma: RMSNorm scales by (1 + w)
     Activation activation = Activation::Silu;
-    bool gated = true;           // SwiGLU / GeGLU; GPT-2's plain FFN otherwise
-    bool sandwich = false;       // Gemma's post-attention and post-feed-forward norms
+    bool gated = true;      // SwiGLU / GeGLU; GPT-2's plain FFN otherwise
+    bool sandwich = false;  // Gemma's post-attention and post-feed-forward norms
     bool qkv_bias = false, o_bias = false, mlp_bias = false;
-    bool qk_norm = false;        // Qwen3, Gemma 3: RMSNorm of each head's q and k before RoPE
-    bool tied = false;           // the LM head is the token embedding
-    bool rope = true;            // false: GPT-2's learned position table
+    bool qk_norm = false;              // Qwen3, Gemma 3: RMSNorm of each head's q and k before RoPE
+    bool tied = false;                 // the LM head is the token embedding
+    bool rope = true;                  // false: GPT-2's learned position table
     float embedding_scale = 1.0f;      // Gemma: sqrt(hidden_size) in float32
     double query_pre_attn_scalar = 0;  // S > 0: scores / sqrt(S)
     double attn_softcap = 0, final_softcap = 0;
-    std::vector<LayerConfig> layer;    // one per layer
-    std::vector<std::string> keys;     // "key value: what it sets", in the order read
+    std::vector<LayerConfig> layer;  // one per layer
+    std::vector<std::string> keys;   // "key value: what it sets", in the order read
 };
 
 // config.json parsed from `text`, named `what` in errors. Throws mha::Error naming the file,

@@ -157,8 +157,7 @@ Checkpoint open_checkpoint(const std::string& dir, const Ledger& ledger) {
         const safetensors::Entry& entry = folder.entry(name);
         if (entry.shape != shape) {
             throw Error(dir + ": tensor " + name + " has shape " + to_string(entry.shape) +
-                        ", config.json gives " + to_string(shape) + " (" + size_keys(config) +
-                        ")");
+                        ", config.json gives " + to_string(shape) + " (" + size_keys(config) + ")");
         }
     }
     return {std::move(config), std::move(folder), std::move(names)};
@@ -185,23 +184,23 @@ ModelLayer read_layer(const Checkpoint& ck, std::size_t l, const Ledger& budget)
     return layer;
 }
 
-Prompt read_prompt(const Checkpoint& ck, const std::vector<std::size_t>& tokens,
-                   Ledger& ledger) {
+Prompt read_prompt(const Checkpoint& ck, const std::vector<std::size_t>& tokens, Ledger& ledger) {
     const Config& c = ck.config;
     std::vector<std::size_t> distinct = tokens;
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     Prompt p;
     for (std::size_t t : tokens) {
-        p.rows.push_back(std::size_t(std::lower_bound(distinct.begin(), distinct.end(), t) -
-                                     distinct.begin()));
+        p.rows.push_back(
+            std::size_t(std::lower_bound(distinct.begin(), distinct.end(), t) - distinct.begin()));
     }
     Model& m = p.model;
     const std::uint64_t row = 4 * std::uint64_t(c.hidden_size);
     m.token_embedding = ck.folder.read_rows(ck.names.embed, distinct, ledger);
     ledger.hold(row * distinct.size());
     if (c.family == Family::Gpt2) {
-        m.position_embedding = ck.folder.read_row_range(ck.names.positions, 0, tokens.size(), ledger);
+        m.position_embedding =
+            ck.folder.read_row_range(ck.names.positions, 0, tokens.size(), ledger);
         ledger.hold(row * tokens.size());
         m.norm_bias = read(ck, ck.names.final_norm + ".bias", ledger);
         m.final_norm = NormKind::Layer;

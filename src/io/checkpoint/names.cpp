@@ -15,7 +15,9 @@ std::vector<std::string> prefixes(const Config& c) {
     return {"model.", ""};
 }
 
-std::string embed_of(const Config& c) { return c.family == Family::Gpt2 ? "wte.weight" : "embed_tokens.weight"; }
+std::string embed_of(const Config& c) {
+    return c.family == Family::Gpt2 ? "wte.weight" : "embed_tokens.weight";
+}
 
 void add_vector(std::vector<std::pair<std::string, Shape>>& out, const std::string& name,
                 std::size_t n) {
@@ -77,9 +79,8 @@ std::vector<std::pair<std::string, Shape>> layer_tensors(const Config& c, const 
         return t;
     }
     const std::pair<const char*, std::pair<std::size_t, std::size_t>> projections[] = {
-        {"self_attn.q_proj", {q, E}},     {"self_attn.k_proj", {kv, E}},
-        {"self_attn.v_proj", {kv, E}},    {"self_attn.o_proj", {E, q}},
-        {"mlp.gate_proj", {F, E}},        {"mlp.up_proj", {F, E}},
+        {"self_attn.q_proj", {q, E}}, {"self_attn.k_proj", {kv, E}}, {"self_attn.v_proj", {kv, E}},
+        {"self_attn.o_proj", {E, q}}, {"mlp.gate_proj", {F, E}},     {"mlp.up_proj", {F, E}},
         {"mlp.down_proj", {E, F}}};
     for (const auto& [name, shape] : projections) {
         t.emplace_back(at + name + ".weight", Shape{shape.first, shape.second});
