@@ -60,8 +60,10 @@ std::vector<std::size_t> parse_index_list(const Arg& arg, std::uint64_t max, std
     std::size_t start = 0;
     while (start <= arg.text.size()) {
         const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
-        const std::uint64_t value = parse_unsigned({arg.option, arg.text.substr(start, end - start)});
-        if (value >= max) throw Error(arg.option + " value '" + std::to_string(value) + "' is too large");
+        const std::uint64_t value =
+            parse_unsigned({arg.option, arg.text.substr(start, end - start)});
+        if (value >= max)
+            throw Error(arg.option + " value '" + std::to_string(value) + "' is too large");
         values.push_back(std::size_t(value));
         if (values.size() > most) {
             throw Error(arg.option + " takes at most " + std::to_string(most) + " values");

@@ -381,7 +381,8 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return runs_checkpoint(c) && !untrained_options(c).empty(); },
          "--checkpoint computes its layers as config.json says; it cannot be combined with "
          "{UNTRAINED}"},
-        {"checkpoint-alone", [](const Config& c) { return runs_checkpoint(c) && overrides_model(c); },
+        {"checkpoint-alone",
+         [](const Config& c) { return runs_checkpoint(c) && overrides_model(c); },
          "--checkpoint decides the sizes, weights, bias, mask and form; besides --tokens and "
          "--layer it takes only the options for output and views (see mha --help)"},
         {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },

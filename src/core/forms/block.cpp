@@ -114,9 +114,10 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
     const std::string act = activation_name(p.w.style.activation);
     k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
     p.trace.show(k.hidden, [&] {
-        Step step = described(StepKind::FfnIn, first, "gate_proj", "ffn_gate",
-                              "ffn_gate = " + in + " @ W_gate.T" + bias_suffix(!p.w.b_1.empty(), "b_gate"),
-                              hidden_dims, macs);
+        Step step =
+            described(StepKind::FfnIn, first, "gate_proj", "ffn_gate",
+                      "ffn_gate = " + in + " @ W_gate.T" + bias_suffix(!p.w.b_1.empty(), "b_gate"),
+                      hidden_dims, macs);
         step.facts.parameters = p.w.w_1.numel() + p.w.b_1.numel();
         step.facts.gated = true;
         return step;
@@ -136,9 +137,10 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
     Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
     check_in_float32(f, "the feed-forward (gate, up, down)");
     p.trace.show(f, [&] {
-        Step step = described(StepKind::FfnOut, first + 2, "down_proj", "ffn",
-                              "ffn = ffn_hidden @ W_down.T" + bias_suffix(!p.w.b_2.empty(), "b_down"),
-                              model_dims, macs);
+        Step step =
+            described(StepKind::FfnOut, first + 2, "down_proj", "ffn",
+                      "ffn = ffn_hidden @ W_down.T" + bias_suffix(!p.w.b_2.empty(), "b_down"),
+                      model_dims, macs);
         step.facts.parameters = p.w.w_2.numel() + p.w.b_2.numel();
         return step;
     });
@@ -232,10 +234,11 @@ void check_block(const BlockWeights& w, std::size_t E) {
                     std::to_string(E) + ": got " + to_string(w.w_1.shape()) + " and " +
                     to_string(w.w_2.shape()));
     }
-    if (style.gated && (w.w_up.shape() != w.w_1.shape() ||
-                        !(w.b_up.empty() || w.b_up.shape() == Shape{F}))) {
-        throw Error("the gated feed-forward's up projection (d_ff, d_model) does not fit its gate " +
-                    to_string(w.w_1.shape()) + ": got " + to_string(w.w_up.shape()));
+    if (style.gated &&
+        (w.w_up.shape() != w.w_1.shape() || !(w.b_up.empty() || w.b_up.shape() == Shape{F}))) {
+        throw Error(
+            "the gated feed-forward's up projection (d_ff, d_model) does not fit its gate " +
+            to_string(w.w_1.shape()) + ": got " + to_string(w.w_up.shape()));
     }
 }
 

@@ -25,7 +25,8 @@ struct BlockStyle {
     NormKind norm = NormKind::Layer;
     double rms_eps = 1e-6;  // RMSNorm's ε (LayerNorm's is layer_norm_eps)
     Activation activation = Activation::Gelu;
-    bool gated = false;     // FFN(y) = (act(y W_1ᵀ) ∘ y W_upᵀ) W_2ᵀ (SwiGLU, GeGLU), W_1 the gate
+    bool gated = false;     // FFN(y) = (act(y W_1ᵀ) ∘ y W_upᵀ) W_2ᵀ (SwiGLU, GeGLU): W_1
+                            //  is the gate
     bool sandwich = false;  // Gemma 2, 3: post_attn_norm and post_ffn_norm on each branch
                             //  before its residual sum
     bool is_default() const {

@@ -120,9 +120,9 @@ ModelResult forward_model(const Model& m, const ModelSource& source,
     for (std::size_t l = 0; l < source.layers; ++l) {
         if (keep_hidden) result.hidden.push_back(x);
         const ModelLayer layer = source.layer(l);
-        ForwardResult block = forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x},
-                                            layer_masks(layer), layer_options(layer, threads, workspace),
-                                            l == traced_layer ? trace : untraced);
+        ForwardResult block = forward_block(
+            layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
+            layer_options(layer, threads, workspace), l == traced_layer ? trace : untraced);
         x = std::move(block.output);
         result.weights.push_back(std::move(block.weights));
         if (l == traced_layer) continue;
