@@ -172,7 +172,7 @@ same-output: $(BUILD)/mha
 # fuzz: build the libFuzzer targets with clang++ and run each for FUZZ_SECONDS, two at a time
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := 10
-FUZZ_TARGETS := npy npz weights model cli run safetensors json checkpoint
+FUZZ_TARGETS := npy npz weights model cli run safetensors json checkpoint config
 
 fuzz: fuzz-build
 	tests/fuzz/run build-asan $(FUZZ_SECONDS) $(FUZZ_TARGETS)

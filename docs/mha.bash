@@ -13,7 +13,7 @@ _mha() {
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
         --no-scale --kv-heads --form --decode --prefill-chunks --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
-        --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --layer --gradcheck --help --version"
+        --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --checkpoint --tokens --config --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
     local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
@@ -94,9 +94,11 @@ _mha() {
         --export-svg) COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --output) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --weights|--save|--model) COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur") $(compgen -d -- "$cur")); return ;;
+        --checkpoint) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --config) COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask|--grad-output)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare|--prefill-chunks)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare|--prefill-chunks|--tokens)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

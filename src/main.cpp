@@ -26,6 +26,7 @@
 #include "app/run/compare.h"
 #include "app/run/gradcheck.h"
 #include "app/run/lesson_page.h"
+#include "app/run/checkpoint_run.h"
 #include "app/run/model_run.h"
 #include "app/run/problem.h"
 #include "app/run/time_guard.h"
@@ -141,6 +142,12 @@ void save(const mha::Config& config, const mha::Problem& problem,
 // nothing computed, no tensor storage handed out (--model reads its file for the sizes and
 // runs the model dry).
 int run_shapes_only(const mha::Config& config) {
+    if (mha::runs_checkpoint(config)) {
+        mha::run_checkpoint_shapes(
+            config, [&config](std::size_t steps) { return make_report(config, steps); },
+            std::cout);
+        return 0;
+    }
     if (!config.model_path.empty()) {
         mha::run_model_shapes(
             config, [&config](std::size_t steps) { return make_report(config, steps); },
@@ -194,6 +201,12 @@ int run(const std::vector<std::string>& args) {
     if (config.shapes_only) return run_shapes_only(config);
     if (!config.compare_heads.empty()) {
         mha::run_compare(config, std::cout);
+        return 0;
+    }
+    if (!config.checkpoint_path.empty()) {
+        mha::run_checkpoint(
+            config, [&config](std::size_t steps) { return make_report(config, steps); },
+            std::cout);
         return 0;
     }
     if (!config.model_path.empty()) {

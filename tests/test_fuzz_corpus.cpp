@@ -13,6 +13,7 @@
 #include "app/train/train_checkpoint.h"
 #include "core/error.h"
 #include "fuzz/run_setup.h"
+#include "io/checkpoint/config.h"
 #include "io/json.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
@@ -78,6 +79,9 @@ TEST_CASE("the fuzz_safetensors and fuzz_json seeds replay: each is read or refu
           }) >= 4);
     CHECK(replay_seeds("json",
                        [](const std::string& text) { mha::json::parse(text, "seed.json"); }) >= 4);
+    CHECK(replay_seeds("config", [](const std::string& text) {
+              mha::checkpoint::parse_config(text, "config.json");
+          }) >= 10);
 }
 
 TEST_CASE("the fuzz_checkpoint seeds replay: each is read or refused in a line", "[fuzz]") {

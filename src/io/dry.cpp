@@ -15,7 +15,8 @@ Weights without_values(const Weights& w) {
 BlockWeights without_values(const BlockWeights& w) {
     BlockWeights d = w;
     for (Tensor* t : {&d.norm1_weight, &d.norm1_bias, &d.norm2_weight, &d.norm2_bias, &d.w_1,
-                      &d.b_1, &d.w_2, &d.b_2})
+                      &d.b_1, &d.w_2, &d.b_2, &d.w_up, &d.b_up, &d.post_attn_norm,
+                      &d.post_ffn_norm})
         *t = t->without_values();
     return d;
 }
@@ -32,7 +33,8 @@ Model without_values(const Model& m) {
                       &d.head_weight, &d.head_bias})
         *t = t->without_values();
     for (ModelLayer& layer : d.layers)
-        layer = {without_values(layer.attention), without_values(layer.block), layer.heads};
+        layer = {without_values(layer.attention), without_values(layer.block), layer.heads,
+                 layer.options};
     return d;
 }
 
@@ -98,7 +100,7 @@ Model dry_model(const std::vector<std::uint32_t>& vocab, const ModelSizes& s) {
     m.position_embedding = Tensor::shape_only({s.context, E});
     const Sizes layer{1, s.context, s.context, E, E, E, s.heads, s.heads, E / s.heads};
     for (std::size_t l = 0; l < s.layers; ++l)
-        m.layers.push_back({dry_weights(layer, true, false), dry_block(E, s.d_ff), s.heads});
+        m.layers.push_back({dry_weights(layer, true, false), dry_block(E, s.d_ff), s.heads, {}});
     m.norm_weight = Tensor::shape_only({E});
     m.norm_bias = Tensor::shape_only({E});
     m.head_weight = Tensor::shape_only({V, E});

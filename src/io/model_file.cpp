@@ -161,10 +161,21 @@ Model model_from_arrays(const Arrays& arrays, const std::string& source) {
                         std::to_string(E));
         }
         m.layers.push_back(
-            {std::move(state.attention), std::move(state.block), std::size_t(heads[l])});
+            {std::move(state.attention), std::move(state.block), std::size_t(heads[l]), {}});
     }
     reject_leftovers(arrays, heads.size(), source);
     return m;
+}
+
+std::vector<std::pair<std::string, Tensor>> result_arrays(const ModelResult& r,
+                                                          std::size_t layer) {
+    std::vector<std::pair<std::string, Tensor>> arrays = {{"logits", r.logits},
+                                                          {"attn_weights", r.weights[layer]}};
+    for (std::size_t l = 0; l < r.weights.size(); ++l)
+        arrays.emplace_back("attn_weights." + std::to_string(l), r.weights[l]);
+    for (std::size_t l = 0; l < r.hidden.size(); ++l)
+        arrays.emplace_back("hidden." + std::to_string(l), r.hidden[l]);
+    return arrays;
 }
 
 std::vector<std::pair<std::string, Tensor>> model_arrays(const Model& t,

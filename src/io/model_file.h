@@ -20,6 +20,12 @@ inline constexpr const char* trainer_prefix = "train.";
 
 Model model_from_arrays(const std::map<std::string, npy::Array>& arrays, const std::string& source);
 
+// What --save writes of a model's run (--model, --checkpoint): logits (1, N, V), attn_weights
+// (1, h, N, N) of `layer`, attn_weights.L of every layer and, when the run kept them,
+// hidden.L (1, N, d_model) for L = 0..layers.
+std::vector<std::pair<std::string, Tensor>> result_arrays(const ModelResult& result,
+                                                          std::size_t layer);
+
 // The model's tensors (e.g. gradients) as the arrays of its file, each prefix + its name, in
 // train.py's state-dict order: token_embedding.weight, position_embedding.weight, every
 // layer's layers.L.self_attn.in_proj_weight ... layers.L.norm2.bias

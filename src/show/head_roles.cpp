@@ -2,6 +2,7 @@
 
 #include "show/head_roles.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "show/format.h"
@@ -56,30 +57,57 @@ std::vector<HeadRoles> head_roles(const Tensor& weights, const std::vector<std::
     return roles;
 }
 
-void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
+namespace {
+
+// The role with the largest score, and that score (-1 when none qualifies).
+std::pair<const char*, double> strongest(const HeadRoles& r) {
+    const std::pair<const char*, double> scores[] = {{"previous", r.previous},
+                                                     {"first", r.first},
+                                                     {"same", r.same},
+                                                     {"induction", r.induction}};
+    std::pair<const char*, double> best{"", -1.0};
+    for (const auto& [name, value] : scores) {
+        if (!std::isnan(value) && value > best.second) best = {name, value};
+    }
+    return best;
+}
+
+void print_rows(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers,
+                const std::vector<std::pair<std::size_t, std::size_t>>& order) {
     out << "\nhead roles on this text: the mean weight a head's queries put on the key that\n"
            "each role names (- : no query of this text qualifies; examples/models/README.md)\n"
         << "  layer head  previous  first   same  induction  strongest\n";
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-        for (std::size_t head = 0; head < layers[l].size(); ++head) {
-            const HeadRoles& r = layers[l][head];
-            const std::pair<const char*, double> scores[] = {{"previous", r.previous},
-                                                             {"first", r.first},
-                                                             {"same", r.same},
-                                                             {"induction", r.induction}};
-            const char* strongest = "";
-            double best = -1.0;
-            for (const auto& [name, value] : scores) {
-                if (!std::isnan(value) && value > best) {
-                    best = value;
-                    strongest = name;
-                }
-            }
-            out << "  " << l << "     " << head << "     " << score(r.previous) << "    "
-                << score(r.first) << "  " << score(r.same) << "    " << score(r.induction) << "    "
-                << strongest << "\n";
-        }
+    for (const auto& [l, head] : order) {
+        const HeadRoles& r = layers[l][head];
+        out << "  " << l << "     " << head << "     " << score(r.previous) << "    "
+            << score(r.first) << "  " << score(r.same) << "    " << score(r.induction) << "    "
+            << strongest(r).first << "\n";
     }
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> every_head(
+    const std::vector<std::vector<HeadRoles>>& layers) {
+    std::vector<std::pair<std::size_t, std::size_t>> order;
+    for (std::size_t l = 0; l < layers.size(); ++l)
+        for (std::size_t head = 0; head < layers[l].size(); ++head) order.emplace_back(l, head);
+    return order;
+}
+
+}  // namespace
+
+void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
+    print_rows(out, layers, every_head(layers));
+}
+
+void print_ranked_head_roles(std::ostream& out,
+                             const std::vector<std::vector<HeadRoles>>& layers) {
+    std::vector<std::pair<std::size_t, std::size_t>> order = every_head(layers);
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+        return strongest(layers[a.first][a.second]).second >
+               strongest(layers[b.first][b.second]).second;
+    });
+    out << "\nranked by the strongest score";
+    print_rows(out, layers, order);
 }
 
 }  // namespace mha

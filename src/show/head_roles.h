@@ -29,4 +29,9 @@ std::vector<HeadRoles> head_roles(const Tensor& weights,
 // A table, one row per layer and head; the largest score of each row is its "role".
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers);
 
+// The same rows ranked: the head with the highest strongest score first (a real model's
+// induction or previous-token heads at the top).
+void print_ranked_head_roles(std::ostream& out,
+                             const std::vector<std::vector<HeadRoles>>& layers);
+
 }  // namespace mha

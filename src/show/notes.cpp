@@ -115,7 +115,7 @@ void rope(const RopeFacts& r, Notes& notes) {
     notes.push_back(std::string(r.half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
                     ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) + "^(-2i/" +
-                    std::to_string(r.d_k) + ")");
+                    std::to_string(r.d_k) + ")" + (r.scaled ? ", then scaled" : ""));
     notes.push_back("queries at positions " + std::to_string(r.m - r.n) + ".." +
                     std::to_string(r.m - 1) + ", keys at 0.." + std::to_string(r.m - 1) +
                     "; angles of the first pairs:");
@@ -379,6 +379,16 @@ void chunk(const ChunkFacts& c, Notes& notes) {
     }
 }
 
+// What the feed-forward's activation step computes.
+std::string activation_words(const StepFacts& f) {
+    const std::string gate = f.gated ? ", times the up projection (a gated feed-forward)" : "";
+    if (f.activation == "F.silu") return "SiLU(u) = u · sigmoid(u)" + gate;
+    if (f.activation == "gelu_tanh") {
+        return "GELU's tanh form: u/2 · (1 + tanh(sqrt(2/π) · (u + 0.044715 u³)))" + gate;
+    }
+    return "GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)" + gate;
+}
+
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
@@ -424,16 +434,26 @@ void by_kind(const Step& step, Notes& notes) {
             }
             break;
         case StepKind::Norm:
+            if (step.facts.rms_eps) {
+                std::ostringstream eps;
+                eps << *step.facts.rms_eps;
+                notes.push_back("each row: v / sqrt(mean(v²) + " + eps.str() +
+                                ") * weight, over d_model features (RMSNorm)");
+                notes.push_back("parameters: weight, d_model = " + parameters);
+                break;
+            }
             notes.push_back(
                 "each row: (v - mean) / sqrt(var + 1e-5) * gamma + beta, over "
                 "d_model features (nn.LayerNorm)");
             notes.push_back("parameters: gamma and beta, 2·d_model = " + parameters);
             break;
         case StepKind::FfnIn:
-            notes.push_back("parameters: W_1 (d_ff, d_model) and b_1, " + parameters);
+            notes.push_back((step.facts.gated ? "parameters: W_gate (d_ff, d_model), " :
+                                                "parameters: W_1 (d_ff, d_model) and b_1, ") +
+                            parameters);
             break;
         case StepKind::Gelu:
-            notes.push_back("GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)");
+            notes.push_back(activation_words(step.facts));
             break;
         case StepKind::FfnOut:
             notes.push_back("parameters: W_2 (d_model, d_ff) and b_2, " + parameters);
@@ -525,6 +545,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.token) token(step, *f.token, notes);
     if (f.chunk) chunk(*f.chunk, notes);
     by_kind(step, notes);
+    for (const std::string& source : f.sources) notes.push_back("from the checkpoint: " + source);
     return notes;
 }
 

@@ -56,6 +56,24 @@ std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max) {
     return counts;
 }
 
+std::vector<std::size_t> parse_index_list(const Arg& arg, std::uint64_t max, std::size_t most) {
+    std::vector<std::size_t> values;
+    std::size_t start = 0;
+    while (start <= arg.text.size()) {
+        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
+        const std::uint64_t value =
+            parse_unsigned({arg.option, arg.text.substr(start, end - start)});
+        if (value >= max)
+            throw Error(arg.option + " value '" + std::to_string(value) + "' is too large");
+        values.push_back(std::size_t(value));
+        if (values.size() > most) {
+            throw Error(arg.option + " takes at most " + std::to_string(most) + " values");
+        }
+        start = end + 1;
+    }
+    return values;
+}
+
 std::string parse_path(const Arg& arg) {
     if (arg.text.empty()) throw Error(arg.option + " expects a file name, got an empty string");
     return arg.text;
@@ -535,6 +553,20 @@ const std::vector<Row>& mha_table() {
           "a character model: --text through its embeddings and\n"
           "every layer; prints its next-character prediction"},
          [](Config& c, const Arg& a) { c.model_path = parse_path(a); }},
+        {{"--checkpoint", 0, "DIR",
+          "a Hugging Face model folder (config.json and\n"
+          "safetensors; gpt2, llama, mistral, qwen2, qwen3,\n"
+          "gemma2, gemma3): --tokens through every layer, the\n"
+          "top-5 next tokens (docs/checkpoints.md)"},
+         [](Config& c, const Arg& a) { c.checkpoint_path = parse_path(a); }},
+        {{"--tokens", 0, "ID,ID,...",
+          "--checkpoint's input as token ids (0-based)"},
+         [](Config& c, const Arg& a) { c.tokens = parse_index_list(a, max_size, 1 << 20); }},
+        {{"--config", 0, "FILE",
+          "a config.json alone, with --shapes-only: that model's\n"
+          "real sizes, parameters and KV cache per layer (and with\n"
+          "--backward the activations training keeps)"},
+         [](Config& c, const Arg& a) { c.config_path = parse_path(a); }},
         {{"--layer", 0, "L",
           "the layer the trace, heatmap, summary, SVG and --save\n"
           "show (default 0); --heatmap and --export-svg without\n"

@@ -110,6 +110,8 @@ std::size_t parse_count(const Arg& arg, std::uint64_t max);
 
 // A comma-separated list of 1 to 16 such numbers ("1,8,16"), each from 1 to max.
 std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max);
+// A comma-separated list of 1 to `most` whole numbers from 0 ("1,17,0"), each below max.
+std::vector<std::size_t> parse_index_list(const Arg& arg, std::uint64_t max, std::size_t most);
 // A file name: not empty.
 std::string parse_path(const Arg& arg);
 // "512M", "2G", "1048576": bytes, with an optional binary suffix K, M, G or T (KiB ... TiB).

@@ -101,6 +101,11 @@ const std::vector<FormViews>& form_views() {
          [](const Config& c) { return !c.model_path.empty(); },
          {"the model's output is its last layer's logits, not one attention layer's output", none,
           none, none, none, none, none}},
+        {"--checkpoint",
+         [](const Config& c) { return runs_checkpoint(c); },
+         {"the model's output is its last layer's logits, not one attention layer's output",
+          "the lesson page draws the examples and --model; use --format markdown or json", none,
+          none, none, none, none}},
         {"--attention streaming",
          [](const Config& c) { return c.attention == AttentionPath::Streaming; },
          {none, none, none, unstored, unstored, unstored, unstored}},
@@ -347,9 +352,43 @@ const std::vector<Rule<Config>>& rules() {
 
         // A trained model (--model) on --text.
         {"layer-without-model",
-         [](const Config& c) { return c.layer && c.model_path.empty() && c.preset.empty(); },
-         "--layer picks a layer of --model, or a local or global layer of --preset gemma2-*; give "
-         "one of them too"},
+         [](const Config& c) {
+             return c.layer && c.model_path.empty() && c.preset.empty() && !runs_checkpoint(c);
+         },
+         "--layer picks a layer of --model or --checkpoint, or a local or global layer of "
+         "--preset gemma2-*; give one of them too"},
+        // A real checkpoint (--checkpoint) on --tokens, or its config.json alone.
+        {"checkpoint-and-model",
+         [](const Config& c) {
+             return !c.model_path.empty() + !c.checkpoint_path.empty() + !c.config_path.empty() > 1;
+         },
+         "--model, --checkpoint and --config each name the model to run; give one of them"},
+        {"config-without-shapes-only",
+         [](const Config& c) { return !c.config_path.empty() && !c.shapes_only; },
+         "--config FILE has sizes and no weights; trace them with --shapes-only, or give the "
+         "folder with --checkpoint DIR"},
+        {"checkpoint-text",
+         [](const Config& c) { return runs_checkpoint(c) && c.text; },
+         "--text on --checkpoint needs the model's tokenizer, which mha does not read yet; give "
+         "token ids with --tokens ID,ID,..."},
+        {"checkpoint-without-tokens",
+         [](const Config& c) { return !c.checkpoint_path.empty() && !c.tokens; },
+         "--checkpoint reads token ids; give them with --tokens ID,ID,..."},
+        {"tokens-without-checkpoint",
+         [](const Config& c) { return c.tokens && !runs_checkpoint(c); },
+         "--tokens gives --checkpoint its input; give --checkpoint DIR too"},
+        {"checkpoint-backward",
+         [](const Config& c) { return runs_checkpoint(c) && c.backward && !c.shapes_only; },
+         "--backward on a checkpoint gives, with --shapes-only, the memory training keeps; its "
+         "gradients are not done yet"},
+        {"checkpoint-modern",
+         [](const Config& c) { return runs_checkpoint(c) && !untrained_options(c).empty(); },
+         "--checkpoint computes its layers as config.json says; it cannot be combined with "
+         "{UNTRAINED}"},
+        {"checkpoint-alone",
+         [](const Config& c) { return runs_checkpoint(c) && overrides_model(c); },
+         "--checkpoint decides the sizes, weights, bias, mask and form; besides --tokens and "
+         "--layer it takes only the options for output and views (see mha --help)"},
         {"model-without-text", [](const Config& c) { return !c.model_path.empty() && !c.text; },
          "--model reads characters; give them with --text \"...\""},
         {"model-modern",

@@ -119,6 +119,9 @@ struct Config {
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)
+    std::string checkpoint_path;        // --checkpoint DIR: a Hugging Face model folder
+    std::optional<std::vector<std::size_t>> tokens;  // --tokens ID,...: its input as token ids
+    std::string config_path;            // --config FILE: a config.json alone (--shapes-only)
     std::optional<std::size_t> layer;   // --layer L: the model layer the views show, or the
                                         // layer of an alternating --preset (gemma2-*)
     std::string layer_kind;             // that preset layer's kind, for the header
@@ -148,6 +151,11 @@ inline constexpr std::size_t text_d_model = 256;  // --text without --d-model
 // Whether the options place keys by position (RoPE, ALiBi, the window): a key appended without
 // one (--add-zero-attn, a state dict's bias_k) cannot take them.
 inline bool places_keys(const Config& c) { return c.rope || c.scores.alibi || c.scores.window > 0; }
+
+// A run of a real checkpoint: --checkpoint DIR, or --config FILE for its sizes alone.
+inline bool runs_checkpoint(const Config& c) {
+    return !c.checkpoint_path.empty() || !c.config_path.empty();
+}
 
 // What the run prints after the report: heatmaps, the summary (also with --no-scale).
 inline bool wants_summary(const Config& c) { return c.summary || c.heatmap || c.no_scale; }

@@ -121,8 +121,8 @@ std::uint64_t view_bytes(const Config& c, const Model& model, std::size_t n, std
 
 // Bytes a model run holds at its peak: the model's arrays, the vocabulary's lookup, the
 // pass (model_bytes) beside every layer's weights (1, h, N, N), which the views read after it,
-// the views' maps and --save's three copies (C order, .npy, the archive) of the logits and
-// the traced layer's weights.
+// the views' maps and --save's three copies (C order, .npy, the archive) of the logits, the
+// traced layer's weights, every layer's weights and the residual streams (kept for --save).
 std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n,
                               std::size_t layer) {
     const std::string what = "the memory for the model";
@@ -130,13 +130,19 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
     std::uint64_t kept = 0;
     for (const ModelLayer& each : model.layers)
         kept = checked_sum({kept, checked_product({each.heads, n, n, sizeof(float)}, what)}, what);
+    std::uint64_t every_weight = 0;
+    for (const ModelLayer& each : model.layers)
+        every_weight = checked_sum({every_weight, checked_product({each.heads, n, n}, what)}, what);
     const std::uint64_t saved =
         c.save_path.empty()
             ? 0
             : checked_product(
                   {3 * sizeof(float),
                    checked_sum({checked_product({n, model.vocab_size()}, what),
-                                checked_product({model.layers[layer].heads, n, n}, what)},
+                                checked_product({model.layers[layer].heads, n, n}, what),
+                                every_weight,
+                                checked_product({model.layers.size() + 1, n, model.d_model()},
+                                                what)},
                                what)},
                   what);
     // --backward: every layer's forward stays until its backward runs (at most model_bytes
@@ -409,7 +415,8 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     if (c.backward) {
         computed = model_forward_backward(model, text.tokens, run.targets, layer, threads, tracer);
     } else {
-        computed.forward = forward_model(model, text.tokens, layer, threads, tracer);
+        computed.forward =
+            forward_model(model, text.tokens, layer, threads, tracer, !c.save_path.empty());
     }
     const ModelResult& r = computed.forward;
     const std::chrono::duration<double, std::milli> elapsed =
@@ -430,8 +437,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     show_views(out, c, model, text, r, layer, stats);
     if (!c.save_path.empty()) {
         check_stdout();
-        std::vector<std::pair<std::string, Tensor>> arrays = {{"logits", r.logits},
-                                                              {"attn_weights", r.weights[layer]}};
+        std::vector<std::pair<std::string, Tensor>> arrays = result_arrays(r, layer);
         if (c.backward) {
             for (auto& array : model_arrays(computed.grads, "grad."))
                 arrays.push_back(std::move(array));

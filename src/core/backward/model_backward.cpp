@@ -111,7 +111,7 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
                                           layer_options(layer, threads, workspace), kept[l],
                                           f.weights[l], dx, trace_of(l));
         kept[l] = BlockKept();  // what this layer kept is read no more
-        g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads};
+        g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads, {}};
         dx = std::move(b.input);
         if (l != traced) {
             show_layer(trace, dx, "dx",

@@ -50,6 +50,19 @@ Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
     return x;
 }
 
+Tensor embed_scaled(const Tensor& token_embedding, const std::vector<std::size_t>& tokens,
+                    float scale, Workspace* workspace) {
+    const std::size_t vocab = token_embedding.size(0), e = token_embedding.size(1);
+    check_tokens(tokens, 1, vocab, tokens.size());
+    if (token_embedding.dry()) return new_dry(workspace, {1, tokens.size(), e});
+    Tensor x = new_uninitialised(workspace, {1, tokens.size(), e});
+    for (std::size_t row = 0; row < tokens.size(); ++row) {
+        const float* token = token_embedding.data() + tokens[row] * e;
+        for (std::size_t f = 0; f < e; ++f) x.data()[row * e + f] = token[f] * scale;
+    }
+    return x;
+}
+
 EmbeddingGrads embed_backward(const Tensor& dx, const std::vector<std::size_t>& tokens,
                               std::size_t vocab, std::size_t context, std::size_t threads,
                               Workspace* workspace) {

@@ -19,6 +19,13 @@ Tensor embed(const Tensor& token_embedding, const Tensor& position_embedding,
              const std::vector<std::size_t>& tokens, std::size_t batch,
              Workspace* workspace = nullptr);
 
+// x[0, n] = token_embedding[tokens[n]] · scale: (1, N, E), the embeddings of a model whose
+// positions come from RoPE (no position table); the product in float32, as Gemma's
+// normaliser multiplies, and a plain copy when scale is 1. Throws mha::Error when a token is
+// not below token_embedding's rows; shape-only when the table is dry.
+Tensor embed_scaled(const Tensor& token_embedding, const std::vector<std::size_t>& tokens,
+                    float scale, Workspace* workspace = nullptr);
+
 struct EmbeddingGrads {
     Tensor token;     // (V, E) ∂L/∂token_embedding: rows of tokens never read stay 0
     Tensor position;  // (context, E) ∂L/∂position_embedding: rows n ≥ N stay 0

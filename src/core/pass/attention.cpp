@@ -258,12 +258,12 @@ void position_heads(const Weights& w, Tensor& q, Tensor& k, std::size_t first_qu
                         : k.size(1) == q.size(1) ? Dims{"B", "h", "M", "d_k"}
                                                  : Dims{"B", "G", "M", "d_k"};
     if (!w.q_norm.empty()) {  // RMSNorm of each head's (d_k) rows
-        rms_norm_rows(q, w.q_norm);
+        rms_norm_rows(q, w.q_norm, options.qk_norm_eps);
         trace.show(q, [&] {
             return described(Operand::Q, StepKind::QkNorm, 5, "qk-norm", Q,
                              Q + " = q_norm(" + Q + ")", q_dims);
         });
-        rms_norm_rows(k, w.k_norm);
+        rms_norm_rows(k, w.k_norm, options.qk_norm_eps);
         trace.show(k, [&] {
             return described(Operand::K, StepKind::QkNorm, 5, "qk-norm", K,
                              K + " = k_norm(" + K + ")", k_dims);

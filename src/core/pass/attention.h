@@ -81,6 +81,7 @@ struct ForwardOptions {
     std::optional<std::size_t> ablate_head;  // zero this head's context before W_o (step 13)
     AttentionPath path = AttentionPath::Standard;
     std::optional<Rope> rope;    // RoPE on Q and K after step 5 (after QK-norm)
+    double qk_norm_eps = 1e-6;   // QK-norm's RMSNorm ε (rms_norm_eps)
     bool add_zero_attn = false;  // a zero key and value appended after bias_k, bias_v (if any)
     std::optional<std::size_t> flash_row;  // streaming, traced: this query row of batch 0, head 0
                                            // tile by tile (core/pass/flash_row.h)

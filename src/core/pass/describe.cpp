@@ -100,8 +100,9 @@ TokenFacts token_facts(const Sizes& s, std::size_t t) {
 
 RopeFacts rope_facts(const Rope& rope, const Sizes& s) {
     const std::size_t d_k = s.d_k(), M = s.kv_len;
-    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta, 4);  // the shown pairs'
-    RopeFacts facts{rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M, d_k / 2, {}};
+    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope, 4);  // the shown pairs'
+    RopeFacts facts{rope.layout == RopeLayout::Half, rope.theta, d_k, s.seq_len, M, d_k / 2, {},
+                    rope.scaling != RopeScaling::None};
     const std::size_t shown = inv_freq.size();
     for (std::size_t position : {std::size_t(0), std::size_t(1), M - 1}) {
         if (position >= M || (position == M - 1 && M <= 2)) continue;

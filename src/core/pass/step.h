@@ -34,6 +34,7 @@ struct RopeFacts {
     std::size_t pairs = 0;     // d_k / 2
     std::vector<std::pair<std::size_t, std::vector<double>>> angles;  // (p, p·inv_freq[i] of
                                                                       // the first pairs)
+    bool scaled = false;  // inv_freq stretched (linear or llama3 scaling) after T^(-2i/d_k)
 };
 
 // Key/value positions appended to K and V after the projections.
@@ -144,6 +145,12 @@ struct StepFacts {
     std::optional<ChunkFacts> chunk;          // chunked prefill 2
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
+    std::optional<double> rms_eps;  // a norm step that is an RMSNorm: its ε (else a LayerNorm)
+    std::string activation;  // an activation step other than the exact GELU: "gelu_tanh",
+                             //  "F.silu" (gated: times the up projection)
+    bool gated = false;      // that activation gates the up projection (SwiGLU, GeGLU)
+    std::vector<std::string> sources;  // where the step's numbers came from: a checkpoint's
+                                       //  config.json keys and tensor names, in words
     // The backward's (Step::backward):
     std::optional<double> row_dot_difference;  // b9 D: max |rowsum(dO_h ∘ O_h) − D| measured
     std::size_t summed_heads = 0;              // GroupSum: the h/G query heads summed per K/V head

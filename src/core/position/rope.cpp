@@ -17,6 +17,28 @@ std::vector<double> rope_inv_freq(std::size_t d_k, double theta, std::size_t fir
     return inv_freq;
 }
 
+std::vector<double> rope_inv_freq(std::size_t d_k, const Rope& rope, std::size_t first_pairs) {
+    std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta, first_pairs);
+    if (rope.scaling == RopeScaling::Linear) {
+        for (double& f : inv_freq) f /= rope.factor;
+    } else if (rope.scaling == RopeScaling::Llama3) {
+        const double pi = 3.14159265358979323846;
+        const double long_wave = rope.original_context / rope.low_freq_factor;
+        const double short_wave = rope.original_context / rope.high_freq_factor;
+        for (double& f : inv_freq) {
+            const double wavelength = 2 * pi / f;
+            if (wavelength > long_wave) {
+                f /= rope.factor;
+            } else if (wavelength >= short_wave) {  // between the two: a smooth blend
+                const double smooth = (rope.original_context / wavelength - rope.low_freq_factor) /
+                                      (rope.high_freq_factor - rope.low_freq_factor);
+                f = (1 - smooth) * f / rope.factor + smooth * f;
+            }
+        }
+    }
+    return inv_freq;
+}
+
 std::pair<std::size_t, std::size_t> rope_pair(RopeLayout layout, std::size_t d_k, std::size_t i) {
     return layout == RopeLayout::Half ? std::make_pair(i, i + d_k / 2)
                                       : std::make_pair(2 * i, 2 * i + 1);
@@ -27,7 +49,7 @@ void apply_rope(Tensor& x, const Rope& rope, std::size_t first_position, bool in
     if (d_k % 2 != 0) throw Error("RoPE needs an even d_k, got " + std::to_string(d_k));
     if (x.dry()) return;  // a dry run: no angles, no table
     const std::size_t pairs = d_k / 2, length = x.size(last - 1);
-    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope.theta);
+    const std::vector<double> inv_freq = rope_inv_freq(d_k, rope);
     std::vector<double> cos_table(length * pairs), sin_table(length * pairs);  // (L, d_k/2)
     for (std::size_t l = 0; l < length; ++l) {
         for (std::size_t i = 0; i < pairs; ++i) {

@@ -1,0 +1,384 @@
+// The checkpoint run: open, check the tokens and the budget, forward a layer at a time,
+// report, predictions, views, save.
+
+#include "app/run/checkpoint_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "app/cli/terminal.h"
+#include "app/run/after_run.h"
+#include "app/run/checkpoint_sources.h"
+#include "core/backward/training_costs.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/forms/block.h"
+#include "core/forms/model.h"
+#include "core/kernels/kernels.h"
+#include "core/pass/costs.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint/load.h"
+#include "io/model_file.h"
+#include "io/npy.h"
+#include "io/printable.h"
+#include "show/format.h"
+#include "show/head_roles.h"
+#include "show/head_summary.h"
+#include "show/heatmap.h"
+#include "show/model_view.h"
+#include "show/score_stats.h"
+#include "show/svg.h"
+#include "show/tee_tracer.h"
+#include "show/text_layout.h"
+
+namespace mha {
+
+namespace {
+
+namespace ck = checkpoint;
+
+constexpr std::size_t predictions_shown = 5;
+constexpr std::uint64_t head_chunk_bytes = std::uint64_t(16) << 20;  // an LM-head chunk's rows
+
+std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
+
+// Rows of the LM head read at once: about head_chunk_bytes of float32, at least one row.
+std::size_t head_chunk(const ck::Config& c) {
+    return std::max<std::size_t>(
+        1, std::min<std::uint64_t>(c.vocab_size, head_chunk_bytes / (4 * c.hidden_size)));
+}
+
+// Token ids below vocab_size, no more than max_position_embeddings of them.
+void check_tokens(const ck::Config& c, const std::vector<std::size_t>& tokens) {
+    if (tokens.size() > c.max_positions) {
+        throw Error("--tokens gives " + std::to_string(tokens.size()) + " tokens, more than " +
+                    c.file + " allows (" +
+                    (c.family == ck::Family::Gpt2 ? "n_positions " : "max_position_embeddings ") +
+                    std::to_string(c.max_positions) + ")");
+    }
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] >= c.vocab_size) {
+            throw Error("--tokens: token " + std::to_string(tokens[i]) + " at position " +
+                        std::to_string(i) + " is not below vocab_size " +
+                        std::to_string(c.vocab_size) + " (" + c.file + ")");
+        }
+    }
+}
+
+std::size_t checked_layer(const Config& c, const ck::Config& config) {
+    const std::size_t layer = c.layer.value_or(0);
+    if (layer >= config.layers) {
+        throw Error("--layer " + std::to_string(layer) + " is out of range: " + config.file +
+                    " has " + std::to_string(config.layers) + " layers, 0.." +
+                    std::to_string(config.layers - 1));
+    }
+    for (std::size_t head : c.view_heads) {
+        if (head >= config.heads) {
+            throw Error("--head " + std::to_string(head) + " is not a head: layer " +
+                        std::to_string(layer) + "'s heads are 0.." +
+                        std::to_string(config.heads - 1));
+        }
+    }
+    return layer;
+}
+
+Sizes layer_sizes(const ck::Config& c, std::size_t n) {
+    const std::size_t e = c.hidden_size;
+    return {1, n, n, e, e, e, c.heads, c.kv_heads, c.head_dim};
+}
+
+// The parts of the working set, in bytes, and their words for a refusal.
+struct WorkingSet {
+    std::uint64_t layer = 0, prompt = 0, pass = 0, kept = 0, head = 0;
+    std::uint64_t total() const {
+        return checked_sum({layer, prompt, pass, kept, head}, "the checkpoint run's memory");
+    }
+};
+
+// What the run holds at its peak: the largest layer's weights in float32, the gathered
+// embedding rows (and GPT-2's position rows) with the final norm, one layer's pass and block,
+// what is kept for the views (every layer's weights; the residual streams and the saved copies
+// with --save) and an LM-head chunk with its logits.
+WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
+                       std::size_t distinct) {
+    const ck::Config& cf = ck.config;
+    const std::string what = "the checkpoint run's memory";
+    WorkingSet w;
+    for (std::size_t l = 0; l < cf.layers; ++l) w.layer = std::max(w.layer, ck::layer_bytes(ck, l));
+    const std::uint64_t row = checked_product({cf.hidden_size, sizeof(float)}, what);
+    w.prompt = checked_product({row, distinct + (cf.rope ? 0 : n) + 2}, what);
+    const Sizes s = layer_sizes(cf, n);
+    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, run_threads(c)),
+                          block_bytes(s, 2 * cf.intermediate_size)},
+                         what);
+    const std::uint64_t logits = checked_product({n, cf.vocab_size, sizeof(float)}, what);
+    const bool save = !c.save_path.empty();
+    w.kept = checked_sum(
+        {checked_product({cf.layers, cf.heads, n, n, sizeof(float), save ? 4u : 1u}, what),
+         save ? checked_product({cf.layers + 1, n, row, 4}, what) : 0,
+         checked_product({logits, save ? 4u : 1u}, what)},
+        what);
+    const std::uint64_t chunk = head_chunk(cf);
+    w.head = checked_product({chunk, row + n * sizeof(float)}, what);
+    return w;
+}
+
+// Refuses, before any tensor is read, a run whose working set exceeds --max-memory.
+// Returns the working set.
+WorkingSet check_budget(const Config& c, const ck::Checkpoint& ck, std::size_t n,
+                        std::size_t distinct) {
+    const WorkingSet w = working_set(c, ck, n, distinct);
+    if (w.total() <= c.max_memory) return w;
+    throw Error("the checkpoint run needs " + byte_size(w.total()) + " (a layer's weights " +
+                byte_size(w.layer) + " in float32, the embeddings " + byte_size(w.prompt) +
+                ", the pass " + byte_size(w.pass) + ", the weights, logits and states kept " +
+                byte_size(w.kept) + ", an LM-head chunk " + byte_size(w.head) +
+                "), more than --max-memory " + byte_size(c.max_memory) +
+                "; raise --max-memory or give fewer --tokens");
+}
+
+// Layer l's parameters, as the config sizes them.
+std::uint64_t layer_parameters(const ck::Config& cf, std::size_t l) {
+    const ModelLayer layer = ck::dry_layer(cf, l);
+    return layer.attention.parameter_count() + layer.block.parameter_count();
+}
+
+// The whole model's parameters: embeddings (and an untied head), every layer, the final norm.
+std::uint64_t parameter_total(const ck::Config& cf) {
+    const std::string what = "the checkpoint's parameters";
+    std::uint64_t total = checked_product({cf.vocab_size, cf.hidden_size, cf.tied ? 1u : 2u}, what);
+    if (!cf.rope) total += std::uint64_t(cf.max_positions) * cf.hidden_size;
+    total += std::uint64_t(cf.hidden_size) * (cf.rope ? 1 : 2);
+    for (std::size_t l = 0; l < cf.layers; ++l)
+        total = checked_sum({total, layer_parameters(cf, l)}, what);
+    return total;
+}
+
+// The steps the run shows (--step counts them), as a dry run of the model does.
+std::size_t dry_steps(const ck::Config& cf, std::size_t n, std::size_t layer) {
+    const ck::Prompt dry = ck::dry_prompt(cf, n);
+    Tally tally;
+    forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
+    return tally.steps;
+}
+
+RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string& source,
+                        std::size_t n, std::size_t layer) {
+    RunInfo info;
+    info.batch = 1;
+    info.seq_len = info.kv_len = n;
+    info.d_model = info.kdim = info.vdim = cf.hidden_size;
+    info.heads = cf.heads;
+    info.parameters = parameter_total(cf);
+    info.kv_heads = cf.kv_heads;
+    info.head_dim = cf.head_dim;
+    info.bias = cf.qkv_bias;
+    info.causal = true;
+    info.threads = run_threads(c);
+    info.kernels = kernel_variant_name();
+    info.weights_source = source + " (" + cf.model_type + ")";
+    info.inputs_source = "--tokens, " + std::to_string(n) + " token" + (n == 1 ? "" : "s");
+    info.values = c.values;
+    info.explain = c.explain;
+    if (c.tokens) {
+        for (std::size_t t : *c.tokens) info.tokens.push_back(std::to_string(t));
+    }
+    info.variant = "layer " + std::to_string(layer) + " of " + std::to_string(cf.layers) + ", " +
+                   cf.model_type + " block, d_ff=" + std::to_string(cf.intermediate_size);
+    return info;
+}
+
+// "17 41.2%   42 20.1% ...": the next token ids and their probabilities.
+void print_next_tokens(std::ostream& out, const Tensor& logits) {
+    std::vector<std::string> pieces;
+    for (const Prediction& p : top_predictions(logits, predictions_shown))
+        pieces.push_back(std::to_string(p.token) + " " + fixed(100.0 * p.probability, 1) + "%");
+    out << "\n";
+    write_filled(out, pieces, "   ", "next token: ", "            ");
+}
+
+std::string every_layer_title(const Config& c) {
+    if (c.mean_view) return "every layer's mean over heads";
+    return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
+}
+
+// The heatmaps, the summary and the SVG, as --model shows them.
+void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const ModelResult& r,
+                std::size_t layer, const ScoreStats& stats) {
+    std::vector<std::string> ids;
+    for (std::size_t t : *c.tokens) ids.push_back(std::to_string(t));
+    const std::vector<std::string> rows = position_labels(ids.size(), ids);
+    const std::vector<WeightMap> maps =
+        c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
+                : model_maps(r.weights, c.view_heads, c.mean_view);
+    if (c.heatmap) {
+        HeatmapStyle style = terminal_style(c.color);
+        style.auto_scale = c.auto_scale;
+        style.cell_width = c.layer ? style.cell_width : 1;
+        style.narrow_to_fit = c.layer.has_value();
+        out << "\n"
+            << (c.layer ? "attention weights of layer " + std::to_string(layer)
+                        : every_layer_title(c))
+            << " (rows: queries, columns: keys)\n";
+        draw_heatmaps(out, maps, rows, style);
+    }
+    if (wants_summary(c)) {
+        ForwardResult shown;
+        shown.weights = r.weights[layer];
+        stats.print(out, shown, cf.head_dim, true, cf.query_pre_attn_scalar, cf.attn_softcap);
+        print_head_summary(out, head_patterns(r.weights[layer]), {});
+        std::vector<std::vector<HeadRoles>> roles;
+        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, ids));
+        print_ranked_head_roles(out, roles);
+    }
+    if (!c.svg_path.empty()) {
+        check_stdout();
+        AtomicFile file(c.svg_path);
+        SvgStyle style;
+        style.caption = {
+            c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c),
+            "model: " + sanitized(cf.file)};
+        style.auto_scale = c.auto_scale;
+        write_svg(file.stream(), maps, rows, rows, style);
+        file.commit();
+    }
+}
+
+// --save: tokens, logits, the --layer layer's weights, every layer's weights and streams.
+void save(const Config& c, const ModelResult& r, std::size_t layer) {
+    check_stdout();
+    std::vector<std::pair<std::string, Tensor>> arrays = result_arrays(r, layer);
+    npy::Array tokens{{1, c.tokens->size()}, 'i', 8, {}};
+    for (std::size_t t : *c.tokens) tokens.values.push_back(double(t));
+    npy::write_npz(c.save_path, arrays, {{"tokens", tokens}});
+}
+
+// Bytes layer l's forward keeps for a backward, from a dry run of it: its input and norms, Q, K,
+// V (before and after QK-norm), P, the context, the concat, the feed-forward's hidden layers
+// (gated: the gate, the up projection and their product) and the sandwich's branches.
+std::uint64_t training_bytes(const ck::Config& cf, std::size_t n, std::size_t l) {
+    const ModelLayer layer = ck::dry_layer(cf, l);
+    Workspace workspace = Workspace::dry();
+    const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
+    BlockKept k;
+    NullTracer quiet;
+    PassTrace trace(quiet);
+    const ForwardResult r =
+        forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
+                      layer_options(layer, 1, workspace), trace, &k);
+    const std::string what = "the memory training keeps";
+    std::uint64_t bytes =
+        kept_bytes(kept_tensors({k.attn_in, k.attn_in, k.attn_in}, k.attention, r.weights));
+    for (const Tensor* t : {&k.norm1_in, &k.ffn_in, &k.norm2_in, &k.hidden, &k.activated, &k.up,
+                            &k.post_attn_in, &k.post_ffn_in})
+        bytes = checked_sum({bytes, checked_product({t->numel(), sizeof(float)}, what)}, what);
+    return bytes;
+}
+
+// --backward: what training keeps, every layer's forward at once, and the largest layer's.
+void print_training(std::ostream& out, const ck::Config& cf, std::size_t n) {
+    std::uint64_t total = 0, largest = 0;
+    for (std::size_t l = 0; l < cf.layers; ++l) {
+        const std::uint64_t bytes = training_bytes(cf, n, l);
+        total = checked_sum({total, bytes}, "the memory training keeps");
+        largest = std::max(largest, bytes);
+    }
+    out << "\ntraining at N = " << n << " keeps " << byte_size(total)
+        << " of activations for the backward (every layer's forward until its backward runs; "
+        << byte_size(largest) << " for the largest layer: its input and norms, Q, K, V, P, the "
+        << "context, the concat and the feed-forward's hidden layers)\n";
+}
+
+// Each layer's parameters and KV cache per token, and the whole model's parameters.
+void print_layer_sizes(std::ostream& out, const ck::Config& cf) {
+    out << "\nlayer  parameters  KV cache per token  attention\n";
+    for (std::size_t l = 0; l < cf.layers; ++l) {
+        const std::uint64_t params = layer_parameters(cf, l);
+        const std::uint64_t cache = 2 * std::uint64_t(cf.kv_heads) * cf.head_dim * sizeof(float);
+        const std::size_t window = cf.layer[l].window;
+        out << padded_left(std::to_string(l), 5) << "  " << padded_left(std::to_string(params), 10)
+            << "  " << padded_left(byte_size(cache), 18) << "  "
+            << (window ? "local, window " + std::to_string(window) + " (the cache keeps " +
+                             std::to_string(window) + " tokens)"
+                       : std::string("global"))
+            << "\n";
+    }
+    const std::uint64_t total = parameter_total(cf);
+    out << "the whole model: " << total << " parameters, "
+        << byte_size(checked_product({total, sizeof(float)}, "the checkpoint's bytes"))
+        << " in float32\n\nread from " << sanitized(cf.file) << ":\n";
+    for (const std::string& key : cf.keys) out << "  " << sanitized(key) << "\n";
+}
+
+}  // namespace
+
+void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::ostream& out) {
+    const std::string path =
+        c.config_path.empty() ? c.checkpoint_path + "/config.json" : c.config_path;
+    const ck::Config cf = ck::read_config(path, Ledger(c.max_memory));
+    const std::size_t n = c.tokens ? c.tokens->size() : 1;
+    if (c.tokens) check_tokens(cf, *c.tokens);
+    const std::size_t layer = checked_layer(c, cf);
+    const ck::Prompt dry = ck::dry_prompt(cf, n);
+    RunInfo info = checkpoint_info(c, cf, sanitized(path) + " (its sizes)", n, layer);
+    info.kernels.clear();
+    info.shapes_only = true;
+    info.inputs_source = c.tokens ? info.inputs_source : "1 token (give --tokens for more)";
+    info.activation_bytes =
+        checked_sum({forward_bytes(layer_sizes(cf, n), AttentionPath::Standard, 1),
+                     block_bytes(layer_sizes(cf, n), 2 * cf.intermediate_size)},
+                    "the checkpoint run's memory");
+    info.activation_tensors = "one layer's attention and block at a time";
+    Tally tally;
+    forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
+    info.total_macs = tally.total_macs();
+    const std::unique_ptr<Report> report = report_for(c.step ? tally.steps : 0);
+    report->begin(info);
+    SourcedTracer tracer(*report, checkpoint_sources(cf, layer));
+    const auto start = std::chrono::steady_clock::now();
+    forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tracer);
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    report->finish(ForwardResult{}, elapsed.count());
+    if (c.format == Format::Text) {
+        print_layer_sizes(out, cf);
+        if (c.backward) print_training(out, cf, n);
+    }
+}
+
+void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& out) {
+    const ck::Checkpoint ck = ck::open_checkpoint(c.checkpoint_path, Ledger(c.max_memory));
+    const std::vector<std::size_t>& tokens = *c.tokens;
+    check_tokens(ck.config, tokens);
+    const std::size_t layer = checked_layer(c, ck.config);
+    const std::size_t distinct = std::set<std::size_t>(tokens.begin(), tokens.end()).size();
+    const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
+    if (!c.save_path.empty()) check_writable(c.save_path);
+    if (!c.svg_path.empty()) check_writable(c.svg_path);
+    Ledger ledger(c.max_memory);   // the reads' bound: what the pass and the views leave of the
+    ledger.hold(w.pass + w.kept);  // budget, a layer or a head chunk at a time
+
+    const ck::Prompt prompt = ck::read_prompt(ck, tokens, ledger);
+    const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
+    const std::unique_ptr<Report> report =
+        report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);
+    report->begin(checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer));
+    ScoreStats stats(wants_summary(c));
+    TeeTracer tee(*report, stats);
+    SourcedTracer tracer(tee, checkpoint_sources(ck.config, layer));
+    const auto start = std::chrono::steady_clock::now();
+    const ModelResult r = forward_model(prompt.model, source, prompt.rows, layer, run_threads(c),
+                                        tracer, !c.save_path.empty());
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    ForwardResult shown;
+    shown.output = r.output;
+    shown.weights = r.weights[layer];
+    report->finish(shown, elapsed.count());
+    if (c.format == Format::Text) print_next_tokens(out, r.logits);
+    show_views(out, c, ck.config, r, layer, stats);
+    if (!c.save_path.empty()) save(c, r, layer);
+}
+
+}  // namespace mha
