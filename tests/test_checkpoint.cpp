@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -251,4 +252,46 @@ TEST_CASE("--shapes-only --backward on a config says what training keeps", "[che
     // feed-forward layers: 37,632 bytes; three layers
     CHECK_THAT(run.output, Catch::Contains("training at N = 12 keeps 110.3 KiB of activations"));
     CHECK_THAT(run.output, Catch::Contains("36.8 KiB for the largest layer"));
+}
+
+TEST_CASE("--text runs a checkpoint through the folder's own tokenizer", "[checkpoint][tokenize]") {
+    // the tiny GPT-2 model with the toy GPT-2 tokenizer (vocab.json + merges.txt: "abcab" is
+    // abc = 5, ab = 4), and with the toy tokenizer.json whose post-processor adds <s> = 0
+    namespace fs = std::filesystem;
+    const fs::path dir = test::temp_path("checkpoint-text");
+    fs::remove_all(dir);
+    for (const char* folder : {"bpe", "json"}) {
+        fs::create_directories(dir / folder);
+        for (const char* file : {"config.json", "model.safetensors"})
+            fs::copy_file(fs::path("data/checkpoints/gpt2") / file, dir / folder / file);
+    }
+    for (const char* file : {"vocab.json", "merges.txt"})
+        fs::copy_file(fs::path("data/tokenizers/toy") / file, dir / "bpe" / file);
+    fs::copy_file("data/tokenizers/json_toy/tokenizer.json", dir / "json" / "tokenizer.json");
+    const std::string bpe = " --checkpoint " + (dir / "bpe").string();
+    const test::RunResult text = test::run_mha(bpe + " --text abcab --heatmap --layer 0 --color never");
+    REQUIRE(text.status == 0);
+    CHECK_THAT(text.output, Catch::Contains("inputs: --text, 2 tokens by the folder's tokenizer: "
+                                            "5 abc, 4 ab") &&
+                                Catch::Contains("0 abc  ") && Catch::Contains("1 ab   "));
+    const test::RunResult ids = test::run_mha(bpe + " --tokens 5,4 --heatmap --layer 0 --color never");
+    REQUIRE(ids.status == 0);
+    const auto next = [](const std::string& output) {
+        const std::size_t at = output.find("next token:");
+        return output.substr(at, output.find('\n', at) - at);
+    };
+    CHECK(next(text.output) == next(ids.output));  // the same prompt, the same prediction
+    const std::string saved = (dir / "text.npz").string();
+    REQUIRE(test::run_mha(bpe + " --text abcab --save " + saved).status == 0);
+    CHECK(mha::npy::read_npz(saved).at("tokens").values == std::vector<double>{5, 4});
+
+    const std::string json = " --checkpoint " + (dir / "json").string() + " --text 'ab ab'";
+    CHECK_THAT(test::run_mha(json).output,
+               Catch::Contains("3 tokens by the folder's tokenizer: 0 <s>, 7 ▁ab, 7 ▁ab"));
+    CHECK_THAT(test::run_mha(json + " --no-special").output,
+               Catch::Contains("2 tokens by the folder's tokenizer: 7 ▁ab, 7 ▁ab"));
+    test::check_rejected(bpe + " --text abd",
+                         "the symbol 'd' is not in " + (dir / "bpe").string() +
+                             "/vocab.json, and the tokenizer has no byte fallback");
+    fs::remove_all(dir);
 }

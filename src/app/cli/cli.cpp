@@ -492,8 +492,13 @@ const std::vector<Row>& mha_table() {
         {{"--text", 0, "\"SENTENCE\"",
           "attend over its tokens: seeded word embeddings plus\n"
           "sinusoidal positions; B=1, N=tokens, d_model 256\n"
-          "unless -d or --weights gives it"},
+          "unless -d or --weights gives it; with --checkpoint,\n"
+          "the tokens of the folder's own tokenizer"},
          [](Config& c, const Arg& a) { c.text = a.text; }},
+        {{"--no-special", 0, "",
+          "--checkpoint --text: leave out the special tokens\n"
+          "the tokenizer's post-processor adds (a BOS)"},
+         [](Config& c, const Arg&) { c.no_special = true; }},
         {{"--demo-heads", 0, "",
           "constructed heads (previous token, first token, same\n"
           "token, even); needs --text, -H 4, d_model >= 256;\n"

@@ -367,13 +367,16 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return !c.config_path.empty() && !c.shapes_only; },
          "--config FILE has sizes and no weights; trace them with --shapes-only, or give the "
          "folder with --checkpoint DIR"},
-        {"checkpoint-text",
-         [](const Config& c) { return runs_checkpoint(c) && c.text; },
-         "--text on --checkpoint needs the model's tokenizer, which mha does not read yet; give "
-         "token ids with --tokens ID,ID,..."},
+        {"checkpoint-text-and-tokens",
+         [](const Config& c) { return runs_checkpoint(c) && c.text && c.tokens; },
+         "--text and --tokens both give --checkpoint its input; give one"},
+        {"no-special-without-checkpoint-text",
+         [](const Config& c) { return c.no_special && !(runs_checkpoint(c) && c.text); },
+         "--no-special leaves the tokenizer's special tokens out of --checkpoint --text; give both"},
         {"checkpoint-without-tokens",
-         [](const Config& c) { return !c.checkpoint_path.empty() && !c.tokens; },
-         "--checkpoint reads token ids; give them with --tokens ID,ID,..."},
+         [](const Config& c) { return !c.checkpoint_path.empty() && !c.tokens && !c.text; },
+         "--checkpoint reads text through its tokenizer or token ids; give --text or --tokens "
+         "ID,ID,..."},
         {"tokens-without-checkpoint",
          [](const Config& c) { return c.tokens && !runs_checkpoint(c); },
          "--tokens gives --checkpoint its input; give --checkpoint DIR too"},

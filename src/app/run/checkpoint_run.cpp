@@ -22,6 +22,7 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
+#include "tokenize/load.h"
 #include "show/format.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
@@ -49,17 +50,46 @@ std::size_t head_chunk(const ck::Config& c) {
         1, std::min<std::uint64_t>(c.vocab_size, head_chunk_bytes / (4 * c.hidden_size)));
 }
 
-// Token ids below vocab_size, no more than max_position_embeddings of them.
-void check_tokens(const ck::Config& c, const std::vector<std::size_t>& tokens) {
+// The prompt: --tokens' ids, or --text through the folder's own tokenizer; the labels of its
+// positions (the ids, or the tokenizer's pieces made printable) and where it came from.
+struct Prompted {
+    std::vector<std::size_t> ids;
+    std::vector<std::string> labels;
+    std::string source;  // "--tokens" or "--text"
+};
+
+Prompted prompted(const Config& c) {
+    Prompted p;
+    if (!c.text) {
+        p.ids = *c.tokens;
+        for (std::size_t t : p.ids) p.labels.push_back(std::to_string(t));
+        p.source = "--tokens";
+        return p;
+    }
+    Ledger ledger(c.max_memory);
+    const tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(c.checkpoint_path, ledger);
+    for (const tokenizers::TokenPiece& t : tokenizer.encode(*c.text, !c.no_special, nullptr, "--text")) {
+        p.ids.push_back(t.id);
+        p.labels.push_back(sanitized(t.piece));
+    }
+    p.source = "--text";
+    return p;
+}
+
+// Token ids below vocab_size, no more than max_position_embeddings of them; `what` names
+// where they came from ("--tokens", "--text").
+void check_tokens(const ck::Config& c, const std::vector<std::size_t>& tokens,
+                  const std::string& what = "--tokens") {
+    if (tokens.empty()) throw Error(what + " gives no token; the model needs at least one");
     if (tokens.size() > c.max_positions) {
-        throw Error("--tokens gives " + std::to_string(tokens.size()) + " tokens, more than " +
+        throw Error(what + " gives " + std::to_string(tokens.size()) + " tokens, more than " +
                     c.file + " allows (" +
                     (c.family == ck::Family::Gpt2 ? "n_positions " : "max_position_embeddings ") +
                     std::to_string(c.max_positions) + ")");
     }
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         if (tokens[i] >= c.vocab_size) {
-            throw Error("--tokens: token " + std::to_string(tokens[i]) + " at position " +
+            throw Error(what + ": token " + std::to_string(tokens[i]) + " at position " +
                         std::to_string(i) + " is not below vocab_size " +
                         std::to_string(c.vocab_size) + " (" + c.file + ")");
         }
@@ -155,6 +185,16 @@ std::uint64_t parameter_total(const ck::Config& cf) {
     return total;
 }
 
+// "15496 Hello, 995 Ġworld": each id with its piece, the first 32 of them.
+std::string token_list(const Prompted& in) {
+    constexpr std::size_t shown = 32;
+    std::string text;
+    for (std::size_t i = 0; i < in.ids.size() && i < shown; ++i)
+        text += (i ? ", " : "") + std::to_string(in.ids[i]) + " " + in.labels[i];
+    if (in.ids.size() > shown) text += ", ... (" + std::to_string(in.ids.size() - shown) + " more)";
+    return text;
+}
+
 // The steps the run shows (--step counts them), as a dry run of the model does.
 std::size_t dry_steps(const ck::Config& cf, std::size_t n, std::size_t layer) {
     const ck::Prompt dry = ck::dry_prompt(cf, n);
@@ -205,9 +245,7 @@ std::string every_layer_title(const Config& c) {
 
 // The heatmaps, the summary and the SVG, as --model shows them.
 void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const ModelResult& r,
-                std::size_t layer, const ScoreStats& stats) {
-    std::vector<std::string> ids;
-    for (std::size_t t : *c.tokens) ids.push_back(std::to_string(t));
+                std::size_t layer, const ScoreStats& stats, const std::vector<std::string>& ids) {
     const std::vector<std::string> rows = position_labels(ids.size(), ids);
     const std::vector<WeightMap> maps =
         c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
@@ -347,10 +385,13 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     }
 }
 
-void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& out) {
+void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostream& out) {
+    const Prompted in = prompted(given);
+    Config c = given;  // the prompt's ids, whichever option gave them
+    c.tokens = in.ids;
     const ck::Checkpoint ck = ck::open_checkpoint(c.checkpoint_path, Ledger(c.max_memory));
-    const std::vector<std::size_t>& tokens = *c.tokens;
-    check_tokens(ck.config, tokens);
+    const std::vector<std::size_t>& tokens = in.ids;
+    check_tokens(ck.config, tokens, in.source);
     const std::size_t layer = checked_layer(c, ck.config);
     const std::size_t distinct = std::set<std::size_t>(tokens.begin(), tokens.end()).size();
     const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
@@ -363,7 +404,14 @@ void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& 
     const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
     const std::unique_ptr<Report> report =
         report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);
-    report->begin(checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer));
+    RunInfo info = checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer);
+    if (given.text) {  // the header names each token: its id and its piece
+        info.tokens = in.labels;
+        info.inputs_source = "--text, " + std::to_string(tokens.size()) + " token" +
+                             (tokens.size() == 1 ? "" : "s") + " by the folder's tokenizer: " +
+                             token_list(in);
+    }
+    report->begin(info);
     ScoreStats stats(wants_summary(c));
     TeeTracer tee(*report, stats);
     SourcedTracer tracer(tee, checkpoint_sources(ck.config, layer));
@@ -377,7 +425,7 @@ void run_checkpoint(const Config& c, const ReportFor& report_for, std::ostream& 
     shown.weights = r.weights[layer];
     report->finish(shown, elapsed.count());
     if (c.format == Format::Text) print_next_tokens(out, r.logits);
-    show_views(out, c, ck.config, r, layer, stats);
+    show_views(out, c, ck.config, r, layer, stats, in.labels);
     if (!c.save_path.empty()) save(c, r, layer);
 }
 
