@@ -11,7 +11,7 @@ _mha() {
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --backward --grad-output --max-memory
         --max-time --weights-prefix --head-contributions --compare
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
-        --no-scale --kv-heads --no-special --form --decode --prefill-chunks --fused-qkv --per-head --block --d-ff --preset
+        --no-scale --kv-heads --text-file --no-special --form --decode --prefill-chunks --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --checkpoint --tokens --config --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -281,6 +282,12 @@ TEST_CASE("--text runs a checkpoint through the folder's own tokenizer", "[check
         return output.substr(at, output.find('\n', at) - at);
     };
     CHECK(next(text.output) == next(ids.output));  // the same prompt, the same prediction
+    {
+        std::ofstream(dir / "prompt.txt") << "abcab";
+    }
+    const test::RunResult file = test::run_mha(bpe + " --text-file " + (dir / "prompt.txt").string());
+    CHECK_THAT(file.output, Catch::Contains("inputs: --text, 2 tokens by the folder's tokenizer: "
+                                            "5 abc, 4 ab"));
     const std::string saved = (dir / "text.npz").string();
     REQUIRE(test::run_mha(bpe + " --text abcab --save " + saved).status == 0);
     CHECK(mha::npy::read_npz(saved).at("tokens").values == std::vector<double>{5, 4});

@@ -495,6 +495,10 @@ const std::vector<Row>& mha_table() {
           "unless -d or --weights gives it; with --checkpoint,\n"
           "the tokens of the folder's own tokenizer"},
          [](Config& c, const Arg& a) { c.text = a.text; }},
+        {{"--text-file", 0, "FILE",
+          "--text read from a file, for texts longer than a\n"
+          "command line (at most 16 MiB)"},
+         [](Config& c, const Arg& a) { c.text_file = parse_path(a); }},
         {{"--no-special", 0, "",
           "--checkpoint --text: leave out the special tokens\n"
           "the tokenizer's post-processor adds (a BOS)"},

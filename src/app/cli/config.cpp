@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "app/cli/rules.h"
+#include "io/read_file.h"
 
 namespace mha {
 
@@ -469,6 +470,10 @@ const std::vector<Rule<Config>>& rules() {
 }  // namespace
 
 void settle(Config& c) {
+    if (!c.text_file.empty()) {  // the text first: every rule about --text holds for it too
+        if (c.text) throw Error("--text and --text-file both give the text; give one");
+        c.text = read_small_file(c.text_file, std::uint64_t(16) << 20, "--text-file");
+    }
     check_rules(rules(), c, fill);
     switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
         case FormChoice::Packed:

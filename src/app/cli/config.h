@@ -96,6 +96,7 @@ struct Config {
 
     // Seeing attention: text input, demo heads, heatmaps and their numbers.
     std::optional<std::string> text;  // --text: the sentence to attend over
+    std::string text_file;    // --text-file FILE: --text read from a file (settle reads it)
     bool no_special = false;  // --no-special: --checkpoint --text without the tokenizer's BOS
     bool demo_heads = false;          // constructed heads (needs --text; causal)
     bool heatmap = false;
