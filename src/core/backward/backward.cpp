@@ -278,6 +278,23 @@ void scale_back(const Forwarded& f, Tensor& ds) {
 }
 
 
+// Σ a_j b_j in double, in 8 lanes (lane l takes j = l, l + 8, ...; the last partial group into
+// the first lanes), then lanes 0 to 7: every product is exact in double, and the lanes let the
+// compiler use vectors without reordering any sum, so every kernel variant gives these bits.
+// A row's sum is the same whether or not zeros follow its last key.
+double lane_dot(const float* a, const float* b, std::size_t n) {
+    constexpr std::size_t lanes = 8;
+    double lane[lanes] = {};
+    std::size_t j = 0;
+    for (; j + lanes <= n; j += lanes) {
+        for (std::size_t l = 0; l < lanes; ++l) lane[l] += double(a[j + l]) * double(b[j + l]);
+    }
+    for (std::size_t l = 0; j < n; ++j, ++l) lane[l] += double(a[j]) * double(b[j]);
+    double sum = lane[0];
+    for (std::size_t l = 1; l < lanes; ++l) sum += lane[l];
+    return sum;
+}
+
 // Unit u of b10-b6 streamed: attend_backward_streaming from Q, K, V, O, lse and dO_h. A unit
 // the forward scored as (q·factor) kᵀ (scores beyond float32) is recomputed the same way; its
 // dQ, the gradient of q·factor, is then scaled by factor.
@@ -404,9 +421,7 @@ HeadGrads attend_back(const Forwarded& f, const Tensor& d_heads, PassTrace& trac
         const auto end_of = dp_ends(u);
         for (std::size_t n = 0; n < N; ++n) {
             const std::size_t end = end_of(n);
-            double sum = 0.0;
-            for (std::size_t j = 0; j < end; ++j) sum += double(dp[n * M + j]) * p[n * M + j];
-            g.d.data()[u * N + n] = float(sum);
+            g.d.data()[u * N + n] = float(lane_dot(dp + n * M, p + n * M, end));
         }
     };
     // The note's check of the identity D = rowsum(dO_h ∘ O_h), since O_h = P V: the largest
