@@ -37,16 +37,6 @@ MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t
     return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
 }
 
-// Token t's weights (B, h, 1, t+1) into row t of all the weights (B, h, T, T).
-void keep_row(const Tensor& weights, std::size_t t, Tensor& all) {
-    if (any_dry(weights, all)) return;
-    const std::size_t rows = all.size(0) * all.size(1), T = all.size(2), length = t + 1;
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* from = weights.data() + r * length;
-        std::copy(from, from + length, all.data() + (r * T + t) * T);
-    }
-}
-
 // What bounds token t's one query against the t + 1 cached positions: no causal rule (the
 // future is not cached yet), but the window with its sinks, ALiBi and the soft-cap as in the
 // full pass, the query at position t.
@@ -107,7 +97,7 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
         if (!streamed) step.facts.normaliser = &normaliser;
         return step;
     });
-    if (!streamed) keep_row(weights, t, result.weights);
+    keep_weight_rows(weights, t, result.weights);
     if (o.ablate_head) zero_head(context, *o.ablate_head);
     return concat;
 }

@@ -31,4 +31,16 @@ void cache_rows(const Tensor& projected, std::size_t first, Tensor& cache) {
     }
 }
 
+void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all) {
+    if (part.empty() || all.empty() || any_dry(part, all)) return;
+    const std::size_t units = all.size(0) * all.size(1), N = all.size(2), c = part.size(2),
+                      m = part.size(3);
+    for (std::size_t u = 0; u < units; ++u) {
+        for (std::size_t r = 0; r < c; ++r) {
+            const float* from = part.data() + (u * c + r) * m;
+            std::copy(from, from + m, all.data() + (u * N + first + r) * N);
+        }
+    }
+}
+
 }  // namespace mha

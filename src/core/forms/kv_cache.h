@@ -1,6 +1,6 @@
 #pragma once
-// The rows a cached form feeds and the cache it fills: decoding (a row at a time) and
-// chunked prefill (a chunk of rows at a time) write keys and values the same way.
+// The rows a cached form feeds, the cache it fills and the weights it keeps: decoding (a row
+// at a time) and chunked prefill (a chunk of rows at a time) do each the same way.
 
 #include <cstddef>
 
@@ -15,5 +15,10 @@ Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Work
 // Writes the (B, L, G·d_k) projection of L rows into positions [first, first + L) of the
 // (B, G, T, d_k) cache.
 void cache_rows(const Tensor& projected, std::size_t first, Tensor& cache);
+
+// Rows [0, c) of each (b, h) block of part (B, h, c, m) into rows [first, first + c) of all
+// (B, h, N, N), columns [0, m): a chunk's (or a token's) weights among the whole sequence's.
+// Nothing without weights (the streaming path) or in a dry run.
+void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all);
 
 }  // namespace mha

@@ -35,20 +35,6 @@ void check_chunks(const std::vector<std::size_t>& chunks, std::size_t n) {
     }
 }
 
-// Rows [first, first + count) of each (b, h) block of part (B, h, c, m) into the same rows
-// of all (B, h, N, N), columns [0, m).
-void keep_rows(const Tensor& part, std::size_t first, Tensor& all) {
-    if (part.empty() || all.empty() || any_dry(part, all)) return;  // streamed: no weights
-    const std::size_t units = all.size(0) * all.size(1), N = all.size(2), c = part.size(2),
-                      m = part.size(3);
-    for (std::size_t u = 0; u < units; ++u) {
-        for (std::size_t r = 0; r < c; ++r) {
-            const float* from = part.data() + (u * c + r) * m;
-            std::copy(from, from + m, all.data() + (u * N + first + r) * N);
-        }
-    }
-}
-
 // 2: the chunk's keys in the cache, K_cache[:, :, :p+c], a view shown by its layout alone.
 void show_cache(const Tensor& cache_k, const Weights& w, const ForwardOptions& o, const Sizes& s,
                 const ChunkFacts& chunk, PassTrace& trace) {
@@ -156,7 +142,7 @@ ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
                           result.output.data() + (b * N + first) * E);
             }
         }
-        keep_rows(part.weights, first, result.weights);
+        keep_weight_rows(part.weights, first, result.weights);
         result.fully_masked_rows += part.fully_masked_rows;
         first += c;
     }
