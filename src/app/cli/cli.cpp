@@ -565,8 +565,9 @@ const std::vector<Row>& mha_table() {
         {{"--checkpoint", 0, "DIR",
           "a Hugging Face model folder (config.json and\n"
           "safetensors; gpt2, llama, mistral, qwen2, qwen3,\n"
-          "gemma2, gemma3): --tokens through every layer, the\n"
-          "top-5 next tokens (docs/checkpoints.md)"},
+          "gemma2, gemma3): --tokens, or --text through its\n"
+          "tokenizer, through every layer, the top-5 next tokens\n"
+          "(docs/checkpoints.md)"},
          [](Config& c, const Arg& a) { c.checkpoint_path = parse_path(a); }},
         {{"--tokens", 0, "ID,ID,...",
           "--checkpoint's input as token ids (0-based)"},
