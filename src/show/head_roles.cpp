@@ -95,6 +95,10 @@ std::vector<std::pair<std::size_t, std::size_t>> every_head(
 
 }  // namespace
 
+std::string strongest_role(const HeadRoles& roles) { return strongest(roles).first; }
+
+std::string role_score(double value) { return std::isnan(value) ? "-" : fixed(value, 3); }
+
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
     print_rows(out, layers, every_head(layers));
 }

@@ -26,6 +26,12 @@ struct HeadRoles {
 std::vector<HeadRoles> head_roles(const Tensor& weights,
                                   const std::vector<std::string>& characters);
 
+// The role with the largest score ("previous", ..., "induction"), or "" when none qualifies.
+std::string strongest_role(const HeadRoles& roles);
+
+// A score as the tables print it: "0.796", or "-" when no query of the text qualifies.
+std::string role_score(double value);
+
 // A table, one row per layer and head; the largest score of each row is its "role".
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers);
 

@@ -45,8 +45,8 @@ struct ModelView {
     std::vector<WeightMap> maps;       // every layer's chosen heads, "layer L head H"
     std::vector<std::string> labels;   // (N) each position and its character
     std::vector<std::string> caption;  // the maps' title, the text, the model
-    std::string prediction;            // print_prediction's lines
-    std::string roles;                 // print_head_roles' table
+    std::string prediction;            // print_prediction's line(s)
+    std::vector<std::vector<HeadRoles>> roles;  // per layer, each head's roles on the text
 };
 
 }  // namespace mha
