@@ -245,7 +245,7 @@ TEST_CASE(
     CHECK_THAT(page,
                Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
                    Catch::Contains("next character: &apos;r&apos; 87.1%") &&
-                   Catch::Contains("<h2>Every layer's heads</h2>") &&
+                   Catch::Contains("<h2>Every layer&apos;s heads</h2>") &&
                    Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
                    Catch::Contains("<h2>Head roles</h2>") &&
                    Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&

@@ -42,6 +42,8 @@ pre.grid{background:#f7f7f7;padding:8px;display:inline-block;margin:6px 0}
 #status{position:fixed;bottom:0;left:0;right:0;background:#223;color:#fff;padding:8px 28px;font-size:15px}
 #readout{float:right;font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 .totals{margin:16px 0}
+details.config{margin:6px 0}
+details.config ul{columns:2;margin:4px 0;font-size:13px}
 )";
 
 // Arrow keys (and j/k, space, Home, End) move between the steps; the status bar names the
@@ -97,6 +99,14 @@ std::string layout_table(const Step& step) {
 
 }  // namespace
 
+void HtmlReport::write_config_keys(const RunInfo& info) {
+    if (info.config_keys.empty()) return;
+    out_ << "<details class=\"config\" open><summary>Read from <code>" << html(info.config_file)
+         << "</code>: each key and the number it sets</summary>\n<ul>";
+    for (const std::string& key : info.config_keys) out_ << "<li><code>" << html(key) << "</code></li>";
+    out_ << "</ul>\n</details>\n";
+}
+
 void HtmlReport::begin(const RunInfo& info) {
     info_ = info;
     steps_ = 0;
@@ -116,6 +126,7 @@ void HtmlReport::begin(const RunInfo& info) {
     out_ << "Weights: " << html(info.weights_source) << ". Inputs: " << html(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
+    write_config_keys(info);
     if (info.backward) {
         out_ << "<p>dO: " << html(info.grad_output_source) << "."
              << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
@@ -190,8 +201,9 @@ void HtmlReport::write_maps(const ForwardResult& result) {
 }
 
 void HtmlReport::write_model_view(const ModelView& view) {
-    out_ << "<section class=\"maps\" id=\"maps\">\n<h2>Next character</h2>\n<pre>"
-         << html(view.prediction) << "</pre>\n<h2>Every layer's heads</h2>\n";
+    out_ << "<section class=\"maps\" id=\"maps\">\n<h2>" << html(view.prediction_title)
+         << "</h2>\n<pre>" << html(view.prediction) << "</pre>\n<h2>" << html(view.maps_title)
+         << "</h2>\n";
     SvgStyle style;
     style.caption = view.caption;
     style.auto_scale = page_.auto_scale;
@@ -231,6 +243,8 @@ std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo
     double header = 8192 + 6 * double(info.weights_source.size() + info.inputs_source.size());
     for (const std::string& token : info.tokens) header += 6 * double(token.size() + 1);
     for (const std::string& note : info.layout_notes) header += 6 * double(note.size()) + 16;
+    header += 6 * double(info.config_file.size());
+    for (const std::string& key : info.config_keys) header += 6 * double(key.size()) + 32;
     const double total = double(svg_size_bound(maps, rows, cols, caption)) +
                          double(steps) * double(max_step_bytes) + grid + header;
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);

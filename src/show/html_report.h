@@ -3,8 +3,9 @@
 // script or font): the run's header, every step (expression, shape, strides, copies,
 // multiply-adds, notes, the explanation), step 8's mask grid, the heatmaps as inline SVG,
 // arrow keys to step through and a read-out of the weight under the pointer. For a trained
-// model (--model): the traced layer's steps, every layer's heads, the next-character
-// prediction and the head roles.
+// model (--model) or a checkpoint: the traced layer's steps, the heads of every layer (or the
+// --layer layer's), the prediction and the head roles; a checkpoint's header lists the
+// config.json keys read.
 
 #include "show/model_view.h"
 #include "show/report.h"
@@ -35,6 +36,7 @@ public:
     void model_view(const ModelView& view) override { model_ = view; }
 
 private:
+    void write_config_keys(const RunInfo& info);
     void write_maps(const ForwardResult& result);
     void write_model_view(const ModelView& view);
 
