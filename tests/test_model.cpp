@@ -245,7 +245,7 @@ TEST_CASE(
     CHECK_THAT(page,
                Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
                    Catch::Contains("next character: &apos;r&apos; 87.1%") &&
-                   Catch::Contains("<h2>Every layer's heads</h2>") &&
+                   Catch::Contains("<h2>Every layer&apos;s heads</h2>") &&
                    Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
                    Catch::Contains("<h2>Head roles</h2>") &&
                    Catch::Contains("<tr><td>1</td><td>0</td><td>0.101</td><td>0.107</td>"

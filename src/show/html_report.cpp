@@ -43,6 +43,8 @@ pre.grid{background:#f7f7f7;padding:8px;display:inline-block;margin:6px 0}
 #status{position:fixed;bottom:0;left:0;right:0;background:#223;color:#fff;padding:8px 28px;font-size:15px}
 #readout{float:right;font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 .totals{margin:16px 0}
+details.config{margin:6px 0}
+details.config ul{columns:2;margin:4px 0;font-size:13px}
 nav a{margin-right:14px}
 .also{border-top:1px dashed #ddd;margin-top:10px;padding-top:6px}
 .also h3{font-size:16px;font-weight:normal;margin:0 0 4px}
@@ -105,39 +107,48 @@ std::string layout_table(const Step& step) {
            "</td></tr></table>\n";
 }
 
-// One row per layer and head: the four role scores, the strongest in bold, and its name.
-std::string roles_table(const std::vector<std::vector<HeadRoles>>& layers) {
+// One row per layer and head (ranked: the strongest first): the four role scores, the
+// strongest in bold, and its name.
+std::string roles_table(const std::vector<std::vector<HeadRoles>>& layers, bool ranked) {
     std::string table =
         "<table class=\"roles\"><tr><th>layer</th><th>head</th><th>previous</th><th>first</th>"
         "<th>same</th><th>induction</th><th>strongest</th></tr>\n";
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-        for (std::size_t head = 0; head < layers[l].size(); ++head) {
-            const HeadRoles& r = layers[l][head];
-            const std::string role = strongest_role(r);
-            table += "<tr><td>" + std::to_string(l) + "</td><td>" + std::to_string(head) + "</td>";
-            const std::pair<const char*, double> scores[] = {{"previous", r.previous},
-                                                             {"first", r.first},
-                                                             {"same", r.same},
-                                                             {"induction", r.induction}};
-            for (const auto& [name, value] : scores) {
-                table += std::string(role == name ? "<td class=\"strongest\">" : "<td>") +
-                         role_score(value) + "</td>";
-            }
-            table += "<td class=\"role\">" + role + "</td></tr>\n";
+    for (const auto& [l, head] : head_order(layers, ranked)) {
+        const HeadRoles& r = layers[l][head];
+        const std::string role = strongest_role(r);
+        table += "<tr><td>" + std::to_string(l) + "</td><td>" + std::to_string(head) + "</td>";
+        const std::pair<const char*, double> scores[] = {
+            {"previous", r.previous}, {"first", r.first}, {"same", r.same},
+            {"induction", r.induction}};
+        for (const auto& [name, value] : scores) {
+            table += std::string(role == name ? "<td class=\"strongest\">" : "<td>") +
+                     role_score(value) + "</td>";
         }
+        table += "<td class=\"role\">" + role + "</td></tr>\n";
     }
     return table + "</table>\n";
 }
 
-// The header's links to the page's sections.
-std::string contents(bool model) {
-    return model ? "<nav><a href=\"#heads\">Next character and heads</a>"
-                   "<a href=\"#roles\">Head roles</a><a href=\"#steps\">Step by step</a></nav>\n"
-                 : "<nav><a href=\"#maps\">Attention weights</a>"
-                   "<a href=\"#steps\">Step by step</a></nav>\n";
+// The links to the page's sections: a model run's prediction and heads, its roles and
+// steps; another run's heatmaps and steps.
+std::string contents(const ModelView* model) {
+    if (model == nullptr) {
+        return "<nav><a href=\"#maps\">Attention weights</a>"
+               "<a href=\"#steps\">Step by step</a></nav>\n";
+    }
+    return "<nav><a href=\"#heads\">" + xml_escaped(model->prediction_title) + " and heads</a>" +
+           "<a href=\"#roles\">Head roles</a><a href=\"#steps\">Step by step</a></nav>\n";
 }
 
 }  // namespace
+
+void HtmlReport::write_config_keys(const RunInfo& info) {
+    if (info.config_keys.empty()) return;
+    out_ << "<details class=\"config\" open><summary>Read from <code>" << html(info.config_file)
+         << "</code>: each key and the number it sets</summary>\n<ul>";
+    for (const std::string& key : info.config_keys) out_ << "<li><code>" << html(key) << "</code></li>";
+    out_ << "</ul>\n</details>\n";
+}
 
 void HtmlReport::begin(const RunInfo& info) {
     info_ = info;
@@ -161,6 +172,7 @@ void HtmlReport::begin(const RunInfo& info) {
     out_ << "Weights: " << html(info.weights_source) << ". Inputs: " << html(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
+    write_config_keys(info);
     if (info.backward) {
         out_ << "<p>dO: " << html(info.grad_output_source) << "."
              << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
@@ -251,23 +263,24 @@ void HtmlReport::write_model_view(const ModelView& view) {
     std::string prediction = view.prediction;
     while (!prediction.empty() && std::isspace(static_cast<unsigned char>(prediction.front())))
         prediction.erase(0, 1);
-    out_ << "<section class=\"maps\" id=\"heads\">\n<h2>Next character</h2>\n"
-         << "<p class=\"prediction\">" << html(prediction) << "</p>\n"
-         << "<h2>Every layer's heads</h2>\n";
+    out_ << "<section class=\"maps\" id=\"heads\">\n<h2>" << html(view.prediction_title)
+         << "</h2>\n<p class=\"prediction\">" << html(prediction) << "</p>\n<h2>"
+         << html(view.maps_title) << "</h2>\n";
     SvgStyle style;
     style.caption = view.caption;
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
     write_svg(out_, view.maps, view.labels, view.labels, style);
     out_ << "</section>\n<section class=\"roles\" id=\"roles\">\n<h2>Head roles</h2>\n"
-         << "<p>The mean weight a head's queries put on the key each role names, on this text "
-            "(the strongest in bold; - : no query of this text qualifies; "
+         << "<p>The mean weight a head's queries put on the key each role names, on this text"
+         << (view.ranked_roles ? ", the strongest role first" : "")
+         << " (the strongest score of a head in bold; - : no query of this text qualifies; "
             "examples/models/README.md).</p>\n"
-         << roles_table(view.roles) << "</section>\n";
+         << roles_table(view.roles, view.ranked_roles) << "</section>\n";
 }
 
 void HtmlReport::finish(const ForwardResult& result, double) {
-    out_ << "<main>\n" << contents(model_.has_value());
+    out_ << "<main>\n" << contents(model_ ? &*model_ : nullptr);
     if (model_) {
         write_model_view(*model_);
     } else {
@@ -300,6 +313,8 @@ std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo
     double header = 8192 + 6 * double(info.weights_source.size() + info.inputs_source.size());
     for (const std::string& token : info.tokens) header += 6 * double(token.size() + 1);
     for (const std::string& note : info.layout_notes) header += 6 * double(note.size()) + 16;
+    header += 6 * double(info.config_file.size());
+    for (const std::string& key : info.config_keys) header += 6 * double(key.size()) + 32;
     const double total = double(svg_size_bound(maps, rows, cols, caption)) +
                          double(steps) * double(max_step_bytes) + grid + header;
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);

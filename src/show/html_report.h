@@ -3,9 +3,10 @@
 // script or font): the run's header, the heatmaps as inline SVG first, then every step
 // (expression, shape, strides, copies, multiply-adds, notes, the explanation; K's and V's
 // repeats of a step in Q's card), step 8's mask grid, arrow keys to step through and a
-// read-out of the weight under the pointer. For a trained model (--model): the next-character
-// prediction, every layer's heads and the head roles as a table first, then the traced
-// layer's steps.
+// read-out of the weight under the pointer. For a trained model (--model) or a checkpoint:
+// the prediction, the heads of every layer (or the --layer layer's) and the head roles as a
+// table first, then the traced layer's steps; a checkpoint's header lists the config.json
+// keys read.
 
 #include "show/model_view.h"
 #include "show/report.h"
@@ -37,6 +38,7 @@ public:
     void model_view(const ModelView& view) override { model_ = view; }
 
 private:
+    void write_config_keys(const RunInfo& info);
     void write_maps(const ForwardResult& result);
     void write_model_view(const ModelView& view);
 

@@ -391,7 +391,7 @@ const std::vector<Row>& mha_table() {
           "text (default), one JSON document with every step,\n"
           "a Markdown table of the steps for course notes, or\n"
           "a lesson page: one self-contained HTML file (--output;\n"
-          "with --model: every layer's heads and the prediction)"},
+          "with --model or --checkpoint: the heads and the prediction)"},
          [](Config& c, const Arg& a) {
              c.format = parse_choice<Format>(a, {{"text", Format::Text},
                                                  {"json", Format::Json},

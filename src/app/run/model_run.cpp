@@ -249,6 +249,8 @@ void check_model_svg_size(const Config& c, const Model& model, const ModelText& 
 ModelView model_view(const Config& c, const Model& model, const ModelText& text,
                      const ModelResult& r) {
     ModelView view;
+    view.prediction_title = "Next character";
+    view.maps_title = "Every layer's heads";
     view.maps = model_maps(r.weights, c.view_heads, c.mean_view);
     view.labels = model_labels(text);
     view.caption = model_caption(c, every_layer_title(c) + " (rows: queries, columns: keys)");
