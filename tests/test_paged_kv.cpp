@@ -116,6 +116,24 @@ TEST_CASE("a paged cache gives the contiguous cache's bits", "[paged]") {
     }
 }
 
+TEST_CASE("a thread's gathered rows are never read for another run's", "[paged]") {
+    // the query heads of a group share their gathered rows; two runs of the same sizes, one
+    // after the other, may get their pool at the same address: the second reads its own rows
+    const std::size_t B = 1, T = 6, E = 16, h = 4, G = 1;
+    const mha::KvPaging paging{2, {2, 0, 1}};
+    mha::ForwardOptions options;
+    options.heads = h;
+    mha::NullTracer none;
+    for (std::uint32_t seed : {1u, 2u, 3u}) {
+        CAPTURE(seed);
+        const mha::Weights w = mha::seeded_weights(E, G * (E / h), true, true, seed);
+        const mha::Inputs in = mha::seeded_inputs(cache_sizes(B, T, E, h, G), true, seed);
+        const mha::ForwardResult paged = mha::decode(w, in, {}, options, none, &paging);
+        const mha::ForwardResult plain = mha::decode(w, in, {}, options, none);
+        CHECK(test::same_bits(paged.output.to_vector(), plain.output.to_vector()));
+    }
+}
+
 TEST_CASE("paged runs save the contiguous runs' arrays byte for byte", "[paged]") {
     const auto [form, kv_heads] = GENERATE(table<std::string, std::string>({
         {"--decode 11", "-G 4"},              // MHA

@@ -10,6 +10,7 @@
 #include "core/forms/paged_kv.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/checked.h"
 #include "core/tensor/scratch.h"
@@ -18,9 +19,25 @@ namespace mha {
 
 namespace {
 
+// One thread's gathered rows and what they are: positions [0, length) of kv head g of sequence
+// b of the pool at `pool`, as the cache's write `written` left it. The query heads of a GQA
+// group read the same rows, and a thread often runs several of them in a row: it gathers them
+// once.
+struct Gathered {
+    ScratchBuffer rows;
+    const float* pool = nullptr;
+    std::uint64_t written = 0;  // 0: nothing gathered yet
+    std::size_t b = 0, g = 0, length = 0;
+
+    bool holds(const float* p, std::uint64_t w, std::size_t b_, std::size_t g_,
+               std::size_t length_) const {
+        return pool == p && written == w && b == b_ && g == g_ && length == length_;
+    }
+};
+
 // This thread's gathered keys and values, kept between units.
 struct GatherScratch {
-    ScratchBuffer keys, values;
+    Gathered keys, values;
 };
 
 GatherScratch& gather_scratch() {
@@ -33,6 +50,12 @@ bool in_order(const std::vector<std::size_t>& order) {
         if (order[i] != i) return false;
     }
     return true;
+}
+
+// A number no cache's write had before in this process: what a gathered copy is keyed by.
+std::uint64_t next_write() {
+    static std::atomic<std::uint64_t> count{0};
+    return ++count;
 }
 
 }  // namespace
@@ -62,6 +85,7 @@ PagedPosition KvCache::place(std::size_t b, std::size_t t) const {
 }
 
 void KvCache::write(const Tensor& k_rows, const Tensor& v_rows, std::size_t first) {
+    written_ = next_write();
     write_rows(k_rows, first, k_);
     write_rows(v_rows, first, v_);
 }
@@ -95,8 +119,14 @@ MatrixView KvCache::rows(const Tensor& cache, std::size_t b, std::size_t g, std:
                          bool keys) const {
     const std::size_t G = sizes_.kv_heads, T = sizes_.seq_len, d_k = sizes_.d_k();
     if (!paged()) return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
-    GatherScratch& scratch = gather_scratch();
-    float* into = (keys ? scratch.keys : scratch.values).floats(std::max<std::size_t>(length, 1) * d_k);
+    Gathered& gathered = keys ? gather_scratch().keys : gather_scratch().values;
+    float* into = gathered.rows.floats(std::max<std::size_t>(length, 1) * d_k);
+    if (gathered.holds(cache.data(), written_, b, g, length)) return {into, length, d_k, d_k, 1};
+    gathered.pool = cache.data();
+    gathered.written = written_;
+    gathered.b = b;
+    gathered.g = g;
+    gathered.length = length;
     const std::size_t S = paging_->block_size;
     for (std::size_t first = 0; first < length; first += S) {  // one block at a time
         const std::size_t block = place(b, first).block, count = std::min(S, length - first);

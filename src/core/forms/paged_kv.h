@@ -76,6 +76,7 @@ private:
     const KvPaging* paging_;  // null: contiguous
     std::size_t blocks_ = 0;  // blocks per sequence
     Tensor k_, v_;  // (B, G, T, d_k) contiguous, or the pools (B · blocks, G, S, d_k)
+    std::uint64_t written_ = 0;  // the last write's number, unique in the process (0: none yet)
 };
 
 // Bytes a paged cache adds to its form's memory: the pool's unused slots (its last blocks'),
