@@ -510,7 +510,7 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.demo_heads = true; }},
         {{"--heatmap", 0, "",
           "draw each head's weights (keys the mask hides: //),\n"
-          "then --summary"},
+          "after the --summary numbers, so the picture ends it"},
          [](Config& c, const Arg&) { c.heatmap = true; }},
         {{"--summary", 0, "",
           "score variance before/after the scale, per-head\n"
