@@ -84,7 +84,9 @@ def llama_1b():
     return config, shapes, "BF16"
 
 
-def write_sparse_safetensors(path, shapes, dtype):
+def header_bytes(shapes, dtype):
+    """The file's header (its length first, padded to 8 bytes) and the bytes of data after it;
+    the tensors in name order."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name in sorted(shapes):
         size = BYTES[dtype] * math.prod(shapes[name])
@@ -92,6 +94,11 @@ def write_sparse_safetensors(path, shapes, dtype):
         offset += size
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
+    return text, offset
+
+
+def write_sparse_safetensors(path, shapes, dtype):
+    text, offset = header_bytes(shapes, dtype)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
@@ -117,13 +124,7 @@ def random_values(name, shape, rng, chunk):
 def write_random_safetensors(path, shapes, dtype):
     import numpy as np
     rng = np.random.default_rng(0)
-    header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name in sorted(shapes):
-        size = BYTES[dtype] * math.prod(shapes[name])
-        header[name] = {"dtype": dtype, "shape": shapes[name], "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
+    text, offset = header_bytes(shapes, dtype)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
