@@ -560,7 +560,7 @@ int run_bench(const std::vector<std::string>& args) {
         return 0;
     }
     check_options(o, given);
-    if (o.compare_torch) check_torch_side();
+    if (o.compare_torch && o.checkpoint.empty()) check_torch_side();  // --checkpoint: its own
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     if (o.train) {
         run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json, o.timing});

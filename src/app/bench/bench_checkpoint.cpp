@@ -234,6 +234,7 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
     if (o.compare_torch && c.family != ck::Family::Gpt2)
         throw Error("bench --checkpoint --compare-torch runs GPT-2 folders only; " +
                     sanitized(c.file) + " gives model_type '" + sanitized(c.model_type) + "'");
+    if (o.compare_torch) check_torch_side();
     std::vector<CheckpointRow> rows;
     for (const std::size_t n : o.lengths) {  // peaks first: no thread has started yet
         CheckpointRow row;

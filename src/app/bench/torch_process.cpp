@@ -127,8 +127,12 @@ std::vector<std::string> TorchProcess::ask(const std::string& order) {
     return words;
 }
 
+// The order as the message shows it: a checkpoint's token ids cut after the first 40 characters.
 void TorchProcess::fail(const std::string& order) const {
-    throw Error("bench: PyTorch did not answer '" + order + "': " + command_);
+    constexpr std::size_t shown = 40;
+    const std::string text = order.size() > shown ? order.substr(0, shown) + "..." : order;
+    throw Error("bench: PyTorch did not answer '" + text + "': " + command_ +
+                " (its own message, if any, is above)");
 }
 
 // Its input ends, so it leaves its loop and exits; then it is waited for.
