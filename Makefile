@@ -73,7 +73,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers interop-tools install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-tokenize
+.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers interop-tools install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-long-context bench-tokenize
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -268,6 +268,17 @@ bench-backward-memory: $(BUILD)/bench_backward_memory
 	./$(BUILD)/bench_backward_memory $(MEMORY_SIZE)
 
 $(BUILD)/bench_backward_memory: $(BUILD)/tests/bench/backward_memory.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench-long-context: how cost grows with context, causal, streaming, B 1, d_model 512, h 8:
+# forward and forward + backward at N = 1k, 4k, 16k, 64k, each in a child process: time, peak
+# memory beside what mha reports it needs, GFLOP/s (tests/bench/long_context.cpp; about five
+# minutes on an idle 2-core machine); LONG_CONTEXT="threads repeat [N...]"
+LONG_CONTEXT ?= 2 3
+bench-long-context: $(BUILD)/bench_long_context
+	./$(BUILD)/bench_long_context $(LONG_CONTEXT)
+
+$(BUILD)/bench_long_context: $(BUILD)/tests/bench/long_context.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench-tokenize: mha tokenize --ids on 1 MiB of English (the shipped KJV text) with GPT-2's

@@ -16,7 +16,7 @@ _mha() {
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --checkpoint --tokens --config --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
     local grade_options="--files-in --help"
-    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --help"
+    local bench_options="--repeat --threads --sizes --heads --quick --json --backward --train --compare-torch --timing --checkpoint --seq-len --help"
     local train_options="--steps --time-limit --seed --threads --lr --layers --d-model --heads --d-ff
         --context --batch --corpus --out --log --resume --save-batches --eval-every --max-memory --max-time --help"
     local tokenize_options="--checkpoint --text --text-file --ids --no-special --trace --max-memory --help"
@@ -45,7 +45,9 @@ _mha() {
 
     if [[ ${COMP_WORDS[1]} == bench && COMP_CWORD -gt 1 ]]; then
         case $prev in
-            --repeat|--threads|--sizes|--heads) return ;;
+            --repeat|--threads|--sizes|--heads|--seq-len|-n) return ;;
+            --timing) COMPREPLY=($(compgen -W "turns tight" -- "$cur")); return ;;
+            --checkpoint) COMPREPLY=($(compgen -d -- "$cur")); return ;;
         esac
         COMPREPLY=($(compgen -W "$bench_options" -- "$cur"))
         return

@@ -2,8 +2,15 @@
 // table and the JSON carry every column, --backward's too; bad options are one-line errors.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "app/bench/bench_checkpoint.h"
+#include "app/bench/timing.h"
+#include "app/bench/torch_choice.h"
+#include "core/error.h"
 #include "helpers.h"
 
 namespace {
@@ -17,7 +24,7 @@ double json_number(const std::string& json, const std::string& key, std::size_t 
 
 }  // namespace
 
-TEST_CASE("mha bench --quick prints the table") {
+TEST_CASE("mha bench --quick prints the table", "[bench]") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --threads 2", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("GFLOP/s") && Catch::Contains("naive ms") &&
@@ -29,7 +36,7 @@ TEST_CASE("mha bench --quick prints the table") {
     CHECK_THAT(r.output, !Catch::Contains("torch"));
 }
 
-TEST_CASE("mha bench --json gives one object per size") {
+TEST_CASE("mha bench --json gives one object per size", "[bench]") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --json", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha bench\"") && Catch::EndsWith("]}\n"));
@@ -54,7 +61,7 @@ TEST_CASE("mha bench --json gives one object per size") {
     }
 }
 
-TEST_CASE("mha bench --backward times forward + backward in the same records") {
+TEST_CASE("mha bench --backward times forward + backward in the same records", "[bench]") {
     const test::RunResult r = test::run_mha("bench --quick --repeat 1 --json --backward", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::Contains("\"path\":\"standard\",\"backward\":true,"));
@@ -72,7 +79,7 @@ TEST_CASE("mha bench --backward times forward + backward in the same records") {
                                                "untraced, forward + backward (standard path)"));
 }
 
-TEST_CASE("mha bench --train times a training step of mha train's model") {
+TEST_CASE("mha bench --train times a training step of mha train's model", "[bench]") {
     const test::RunResult r = test::run_mha("bench --train --quick --repeat 1 --threads 2", false);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.output, Catch::StartsWith("mha bench --train: a training step (forward, "
@@ -98,7 +105,7 @@ TEST_CASE("mha bench --train times a training step of mha train's model") {
     CHECK_THAT(json.output, Catch::Contains("{\"engine\":\"mha\",\"threads\":\"1\",\"ms\":"));
 }
 
-TEST_CASE("mha bench errors") {
+TEST_CASE("mha bench errors", "[bench]") {
     const std::pair<const char*, const char*> cases[] = {
         {"bench --repeat 0", "mha: error: --repeat must be at least 1, got 0\n"},
         {"bench --repeat", "mha: error: --repeat needs a value (see mha bench --help)\n"},
@@ -121,4 +128,131 @@ TEST_CASE("mha bench errors") {
     CHECK(test::run_mha("bench --quick --compare-torch").output ==
           "mha: error: --compare-torch runs src/app/bench/bench_torch.py: run mha bench from the "
           "repository root\n");
+}
+
+TEST_CASE("mha bench refuses --timing, --checkpoint and -n where they do not apply", "[bench]") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"bench --compare-torch --timing tigth",
+         "mha: error: --timing expects turns or tight, got 'tigth'; did you mean 'tight'?\n"},
+        {"bench --compare-torch --timing fast",
+         "mha: error: --timing expects turns or tight, got 'fast'\n"},
+        {"bench --quick --timing tight",
+         "mha: error: bench --timing says how engines share the machine: give it with "
+         "--compare-torch or --train\n"},
+        {"bench --checkpoint test_main.cpp",
+         "mha: error: bench --checkpoint expects a model folder (config.json and .safetensors), "
+         "got 'test_main.cpp', which is not a folder\n"},
+        {"bench --checkpoint no/such/folder",
+         "mha: error: bench --checkpoint expects a model folder (config.json and .safetensors), "
+         "got 'no/such/folder', which is not a folder\n"},
+        {"bench --checkpoint data/checkpoints/gpt2 --backward",
+         "mha: error: bench --checkpoint times the folder's forward at -n lengths; it takes no "
+         "--train, --backward, --quick, --sizes or --heads\n"},
+        {"bench --checkpoint data/checkpoints/gpt2 --sizes 1x8x32x4",
+         "mha: error: bench --checkpoint times the folder's forward at -n lengths; it takes no "
+         "--train, --backward, --quick, --sizes or --heads\n"},
+        {"bench -n 128",
+         "mha: error: bench -n gives the prompt lengths of --checkpoint DIR; give --sizes for "
+         "attention alone\n"},
+        {"bench --checkpoint data/checkpoints/gpt2 -n 8,17",
+         "mha: error: bench --checkpoint: -n 17 is more than data/checkpoints/gpt2/config.json "
+         "allows (16 positions)\n"},
+        {"bench --checkpoint data/checkpoints/gpt2 -n 0",
+         "mha: error: --seq-len must be at least 1, got 0\n"},
+    };
+    for (const auto& c : cases) {
+        const test::RunResult r = test::run_mha(c.first);
+        CHECK(r.status == 2);
+        CHECK(r.output == c.second);
+    }
+    mha::CheckpointBenchOptions o;
+    o.dir = "data/checkpoints/llama2";
+    o.lengths = {8};
+    o.compare_torch = true;
+    REQUIRE_THROWS_WITH(mha::run_checkpoint_bench(o),
+                        "bench --checkpoint --compare-torch runs GPT-2 folders only; "
+                        "data/checkpoints/llama2/config.json gives model_type 'llama'");
+}
+
+TEST_CASE("mha bench --checkpoint times a folder's forward at each -n", "[bench]") {
+    const test::RunResult r =
+        test::run_mha("bench --checkpoint data/checkpoints/gpt2 -n 4,16 --repeat 1 --threads 2",
+                      false);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.output, Catch::StartsWith("mha bench --checkpoint data/checkpoints/gpt2 (gpt2, 2 "
+                                           "layers, d_model 32, h 4, vocabulary 96):") &&
+                             Catch::Contains("\n     N        ms    min ms    max ms  GFLOP/s  "
+                                             "peak MiB\n     4 ") &&
+                             Catch::Contains("\n    16 ") && !Catch::Contains("torch ms"));
+    const test::RunResult json =
+        test::run_mha("bench --checkpoint data/checkpoints/gpt2 -n 4 --repeat 1 --json", false);
+    REQUIRE(json.status == 0);
+    CHECK_THAT(json.output,
+               Catch::StartsWith("{\"tool\":\"mha bench\",\"checkpoint\":true,\"layers\":2,"
+                                 "\"d_model\":32,\"heads\":4,\"vocab\":96,") &&
+                   Catch::Contains("\"lengths\":[\n{\"N\":4,\"macs\":"));
+    CHECK(json_number(json.output, "load_ms") >= 0);
+    CHECK(json_number(json.output, "peak_mib") > 0);
+}
+
+TEST_CASE("bench's prompt for a checkpoint: ids below the vocabulary, the same every time",
+          "[bench]") {
+    const std::vector<std::size_t> ids = mha::bench_tokens(1000, 7);
+    CHECK(ids == mha::bench_tokens(1000, 7));
+    CHECK(ids.size() == 1000);
+    std::vector<bool> seen(7, false);
+    for (const std::size_t id : ids) {
+        REQUIRE(id < 7);
+        seen[id] = true;
+    }
+    CHECK(std::find(seen.begin(), seen.end(), false) == seen.end());
+}
+
+TEST_CASE("PyTorch's best is the form and setting with the smallest median", "[bench]") {
+    using mha::TorchCandidate;
+    const std::vector<TorchCandidate> candidates = {
+        {"1/1", "module", {5, 1, 9}},     // median 5 (one fast outlier does not win)
+        {"1/2", "composed", {4, 4, 8}},   // median 4: the best
+        {"2/1", "module", {4, 30, 3}},    // median 4 too, but later
+        {"2/2", "composed", {6, 6, 6}},
+    };
+    const mha::TorchBest best = mha::fastest_torch(candidates);
+    CHECK(best.setting == "1/2");
+    CHECK(best.form == "composed");
+    CHECK(best.ms.median == 4);
+    CHECK(best.ms.min == 4);
+    CHECK(best.ms.max == 8);
+    REQUIRE_THROWS_WITH(mha::fastest_torch({}), "bench: PyTorch gave no form to time");
+}
+
+TEST_CASE("--timing tight splits the repeats into blocks; GFLOP/s from multiply-adds", "[bench]") {
+    using Sizes = std::vector<std::size_t>;
+    CHECK(mha::tight_block_sizes(1) == Sizes{1});
+    CHECK(mha::tight_block_sizes(2) == Sizes{1, 1});
+    CHECK(mha::tight_block_sizes(3) == Sizes{1, 1, 1});
+    CHECK(mha::tight_block_sizes(7) == Sizes{3, 2, 2});
+    CHECK(mha::tight_block_sizes(9) == Sizes{3, 3, 3});
+    // 1e9 multiply-adds in 2 ms: 2e9 FLOP / 0.002 s = 1000 GFLOP/s
+    CHECK(mha::gflops(1e9, 2) == Approx(1000));
+    CHECK(mha::gflops(36864, 0.5) == Approx(0.147456));
+}
+
+TEST_CASE("the engines' runs in turns and in tight blocks, in order", "[bench]") {
+    // each engine says it took 30 ms, so a warm-up (25 ms of untimed runs) is one run
+    std::string calls;
+    const std::vector<std::function<double()>> engines = {[&] { calls += 'a'; return 30.0; },
+                                                          [&] { calls += 'b'; return 30.0; }};
+    const auto times = mha::time_engines(engines, 4, mha::Timing::Tight, false);
+    // blocks of 2, 1 and 1 runs, engine by engine, each after a warm-up run
+    CHECK(calls == "aaabbbaabbaabb");
+    REQUIRE(times.size() == 2);
+    CHECK(times[0] == std::vector<double>(4, 30.0));
+    CHECK(times[1] == std::vector<double>(4, 30.0));
+    calls.clear();
+    mha::time_engines(engines, 2, mha::Timing::Turns, false);
+    CHECK(calls == "aabbaabb");  // a turn: one untimed run, one timed
+    const mha::Arg tight{"--timing", "tight"}, turns{"--timing", "turns"};
+    CHECK(mha::parse_timing(tight) == mha::Timing::Tight);
+    CHECK(mha::parse_timing(turns) == mha::Timing::Turns);
+    CHECK(mha::timing_name(mha::Timing::Tight) == "tight");
 }

@@ -5,6 +5,12 @@
 #
 #     /usr/bin/python3 tests/bench/make_big_checkpoint.py gpt2-small /tmp/gpt2-small
 #     /usr/bin/python3 tests/bench/make_big_checkpoint.py llama-1b /tmp/llama-1b
+#     /usr/bin/python3 tests/bench/make_big_checkpoint.py gpt2-small /tmp/gpt2-small --random
+#
+# --random (for mha bench --checkpoint, issue 47) writes every value instead: the matrices and
+# embeddings drawn from N(0, 0.02) (numpy's generator, seed 0), the norms' weights 1, the biases 0,
+# GPT-2's causal buffers lower-triangular ones. Real shapes, real arithmetic, nothing learned;
+# gpt2-small takes about 10 s and 523 MiB of /tmp.
 #
 # gpt2-small: GPT-2 small's shapes (124M parameters, F32, 12 layers, n_embd 768, vocab 50257,
 #   n_positions 1024), with the h.N.attn.bias causal buffers (1, 1, 1024, 1024) older
@@ -13,8 +19,9 @@
 #   head_dim 64, intermediate 8192, vocab 128256, tied embeddings, llama3 RoPE scaling);
 #   about 2.3 GiB.
 #
-# All weights are zero, so the logits are all equal: the folder measures reading, memory and
-# time, not numbers. Uses only the standard library.
+# Without --random all weights are zero, so the logits are all equal: the folder measures
+# reading, memory and time, not numbers; that uses only the standard library (--random needs
+# numpy).
 
 import json
 import math
@@ -77,7 +84,9 @@ def llama_1b():
     return config, shapes, "BF16"
 
 
-def write_sparse_safetensors(path, shapes, dtype):
+def header_bytes(shapes, dtype):
+    """The file's header (its length first, padded to 8 bytes) and the bytes of data after it;
+    the tensors in name order."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name in sorted(shapes):
         size = BYTES[dtype] * math.prod(shapes[name])
@@ -85,6 +94,11 @@ def write_sparse_safetensors(path, shapes, dtype):
         offset += size
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
+    return text, offset
+
+
+def write_sparse_safetensors(path, shapes, dtype):
+    text, offset = header_bytes(shapes, dtype)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
@@ -92,18 +106,53 @@ def write_sparse_safetensors(path, shapes, dtype):
     return 8 + len(text) + offset
 
 
+def random_values(name, shape, rng, chunk):
+    """The values of tensor `name` as float32 arrays of up to `chunk` values, in order."""
+    import numpy as np
+    count = math.prod(shape)
+    if name.endswith(".attn.bias"):  # GPT-2's causal buffer (1, 1, P, P)
+        yield np.tril(np.ones(shape[-2:], dtype=np.float32)).reshape(-1)
+        return
+    if len(shape) == 1:
+        norm = "ln" in name or "norm" in name
+        yield np.full(count, 1.0 if norm and name.endswith("weight") else 0.0, dtype=np.float32)
+        return
+    for start in range(0, count, chunk):
+        yield (rng.standard_normal(min(chunk, count - start), dtype=np.float32) * 0.02)
+
+
+def write_random_safetensors(path, shapes, dtype):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    text, offset = header_bytes(shapes, dtype)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for name in sorted(shapes):
+            for values in random_values(name, shapes[name], rng, 1 << 24):
+                if dtype == "BF16":  # the upper 16 bits, rounded to nearest even
+                    bits = values.view(np.uint32)
+                    values = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+                f.write(values.astype("<f4" if dtype == "F32" else "<u2").tobytes())
+    return 8 + len(text) + offset
+
+
 def main():
     shapes_of = {"gpt2-small": gpt2_small, "llama-1b": llama_1b}
-    if len(sys.argv) != 3 or sys.argv[1] not in shapes_of:
-        sys.exit(f"usage: {sys.argv[0]} {'|'.join(shapes_of)} OUTDIR")
-    config, shapes, dtype = shapes_of[sys.argv[1]]()
-    os.makedirs(sys.argv[2], exist_ok=True)
-    with open(os.path.join(sys.argv[2], "config.json"), "w") as f:
+    args = sys.argv[1:]
+    random = "--random" in args
+    args = [a for a in args if a != "--random"]
+    if len(args) != 2 or args[0] not in shapes_of:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(shapes_of)} OUTDIR [--random]")
+    config, shapes, dtype = shapes_of[args[0]]()
+    os.makedirs(args[1], exist_ok=True)
+    with open(os.path.join(args[1], "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
-    size = write_sparse_safetensors(os.path.join(sys.argv[2], "model.safetensors"), shapes, dtype)
+    write = write_random_safetensors if random else write_sparse_safetensors
+    size = write(os.path.join(args[1], "model.safetensors"), shapes, dtype)
     params = sum(math.prod(s) for s in shapes.values())
-    print(f"{sys.argv[2]}: {params / 1e6:.1f}M values, model.safetensors {size / 2**30:.2f} GiB")
+    print(f"{args[1]}: {params / 1e6:.1f}M values, model.safetensors {size / 2**30:.2f} GiB")
 
 
 if __name__ == "__main__":

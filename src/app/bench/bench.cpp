@@ -18,29 +18,34 @@
 //             all-threads ms
 //   peak      peak resident memory of `mha -b B -n N -d D -H h` run as a child
 //   torch     (--compare-torch) src/app/bench/bench_torch.py through /usr/bin/python3, the
-//             best of four settings (torch threads x OpenBLAS threads) by median, with its
-//             min and max; --backward: of nn.MultiheadAttention's and the composed form's
-//             autograd, eight in all. The engines then take turns, round after round (mha on
-//             all threads, on one, each of PyTorch's), so that ms, 1 thread and torch are
-//             medians of runs taken side by side (measure_with_torch)
+//             best by median (torch_choice.h) of nn.MultiheadAttention (module) and the same
+//             maths from torch ops (composed), forward or (--backward) their autograd, each at
+//             four settings (torch threads x OpenBLAS threads): eight in all, with its min and
+//             max. The engines (mha on all threads, on one, each of PyTorch's) take turns,
+//             round after round, or (--timing tight) run in alternating blocks back to back,
+//             so that ms, 1 thread and torch are medians of runs taken side by side
+//             (measure_with_torch)
 
 #include "app/bench/bench.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <utility>
 
+#include "app/bench/bench_checkpoint.h"
 #include "app/bench/bench_train.h"
+#include "app/bench/child_peak.h"
 #include "app/bench/timing.h"
+#include "app/bench/torch_choice.h"
 #include "app/bench/torch_process.h"
 #include "app/cli/cli.h"
 #include "app/run/problem.h"
@@ -81,17 +86,19 @@ struct BenchOptions {
     bool compare_torch = false;
     bool backward = false;  // time forward + backward
     bool train = false;     // time mha train's step instead (app/bench/bench_train.h)
+    Timing timing = Timing::Turns;  // how compared engines share the machine
+    std::string checkpoint;         // time a checkpoint folder's forward (bench_checkpoint.h)
+    std::vector<std::size_t> lengths;  // -n: the checkpoint's prompt lengths
     bool help = false;
 };
 
 struct Row {
     BenchSize size;
     double macs = 0;
-    Spread ms, ms_one, torch_ms;
+    Spread ms, ms_one;
     double naive_ms = 0;
     double faults = 0;          // page faults per timed run, all threads
-    std::string torch_setting;  // torch threads / OpenBLAS threads of the best torch time
-                                // (--backward: and "module" or "composed")
+    TorchBest torch;  // PyTorch's best form and setting (--compare-torch)
     bool naive_estimated = false;
     double peak_mib = 0;
 };
@@ -179,21 +186,37 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "time a training step of mha train's default recipe\n"
           "(forward, backward, clipping, AdamW) on all threads and\n"
           "on 1; with --quick a tiny model; with --compare-torch\n"
-          "PyTorch training the same model at each of the four\n"
-          "settings, every engine taking two steps in turn (the\n"
-          "second timed)"},
+          "PyTorch training the same model (its modules, and its\n"
+          "attention composed) at each of the four settings"},
          [](BenchOptions& o, const Arg&) { o.train = true; }},
         {{"--compare-torch", 0, "",
-          "also time nn.MultiheadAttention through /usr/bin/python3\n"
-          "and src/app/bench/bench_torch.py (needs PyTorch installed) at\n"
-          "its best: torch threads 1, 2 x OpenBLAS threads 1, 2,\n"
-          "each a process kept alive, OPENBLAS_CORETYPE unset; with\n"
-          "--backward its autograd and that of the same maths from\n"
-          "F.linear, matmul and softmax, the best of the eight. The\n"
-          "engines take turns, round after round (a turn: untimed\n"
-          "runs for 25 ms, then a timed one; a run of 0.25 s or\n"
-          "more is timed as it comes)"},
+          "also time PyTorch through /usr/bin/python3 and\n"
+          "src/app/bench/bench_torch.py (needs PyTorch installed) at\n"
+          "its best: nn.MultiheadAttention (module) and the same\n"
+          "maths from F.linear, matmul and softmax (composed,\n"
+          "checked to agree first), each at torch threads 1, 2 x\n"
+          "OpenBLAS threads 1, 2 in a process kept alive,\n"
+          "OPENBLAS_CORETYPE unset: the fastest of the eight, named\n"
+          "in the table; with --backward their autograd"},
          [](BenchOptions& o, const Arg&) { o.compare_torch = true; }},
+        {{"--timing", 0, "turns|tight",
+          "how compared engines share the machine: turns (the\n"
+          "default), round after round, a turn being untimed runs\n"
+          "for 25 ms then a timed one (a run of 0.25 s or more\n"
+          "timed as it comes), a 0.15 s pause after each; tight,\n"
+          "each engine's runs back to back after a warm-up, the\n"
+          "engines alternating in up to three blocks"},
+         [](BenchOptions& o, const Arg& a) { o.timing = parse_timing(a); }},
+        {{"--checkpoint", 0, "DIR",
+          "time the whole forward to logits of a Hugging Face\n"
+          "model folder (as mha --checkpoint runs it) on random\n"
+          "tokens, loading excluded and shown beside it, with the\n"
+          "peak memory; with --compare-torch PyTorch runs the same\n"
+          "maths eagerly in float32 on the same weights"},
+         [](BenchOptions& o, const Arg& a) { o.checkpoint = parse_path(a); }},
+        {{"--seq-len", 'n', "N1,N2,...",
+          "with --checkpoint: the prompt lengths (default 128,1024)"},
+         [](BenchOptions& o, const Arg& a) { o.lengths = parse_count_list(a, 1 << 20); }},
         {{"--help", 'h', "", "this help"}, [](BenchOptions& o, const Arg&) { o.help = true; }},
     };
     return table;
@@ -251,7 +274,7 @@ Spread time_runs(std::size_t repeat, Run run, double& faults) {
 
 // Peak resident memory (MiB) of this binary run untraced on the size (with `backward`:
 // --backward --attention standard, what bench --backward times), as a child.
-double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
+double attention_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
     std::vector<std::string> args = {"mha",
                                      "-b",
                                      std::to_string(s.batch),
@@ -269,22 +292,12 @@ double child_peak_mib(const BenchSize& s, std::size_t threads, bool backward) {
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    std::cout.flush();
-    const pid_t child = fork();
-    if (child < 0) throw Error("bench: cannot start a child process to measure memory");
-    if (child == 0) {
+    return child_peak_mib([&] {
         const int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         execv("/proc/self/exe", argv.data());
         _exit(127);
-    }
-    int status = 0;
-    rusage usage{};
-    if (wait4(child, &status, 0, &usage) != child || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
-        throw Error("bench: the child run for peak memory failed");
-    }
-    return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+    });
 }
 
 // One size's pass (forward, or forward + backward) on seeded values, ready to run again and
@@ -376,58 +389,46 @@ std::vector<std::unique_ptr<TorchProcess>> start_torch(bool backward) {
     return torch;
 }
 
-// measure with --compare-torch: the engines take turns (turn_ms), round after round, so that a
-// load that comes and goes falls on all alike: mha on all threads, mha on one, then each
-// PyTorch process's forms (--backward: module and composed). The row takes PyTorch's form and
-// setting with the smallest median.
+// measure with --compare-torch: the engines (mha on all threads, mha on one, then each PyTorch
+// process's forms, module and composed) share the machine as --timing says (time_engines), so
+// that a load that comes and goes falls on all alike. The row takes PyTorch's form and setting
+// with the smallest median.
 Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t threads,
                        double peak_mib, double& naive_rate,
                        std::vector<std::unique_ptr<TorchProcess>>& torch) {
     Row row = row_of(size, o, peak_mib);
-    struct TorchForm {
-        TorchProcess* process;
-        std::string form;
-        std::vector<double> times;
-    };
-    std::vector<TorchForm> forms;
     const std::string text = std::to_string(size.batch) + "," + std::to_string(size.seq_len) + "," +
                              std::to_string(size.d_model) + "," + std::to_string(size.heads);
-    for (const auto& process : torch) {
-        for (const std::string& form : process->load(text))
-            forms.push_back({process.get(), form, {}});
-    }
     MhaPass pass(size, o.backward);
     pass.run_ms(threads);  // warm-up: the pool's threads, the first touch of the workspace
-    std::vector<double> all, one;
     double faults = 0, runs = 0;
-    const auto counted_run = [&] {  // a run on all threads, its page faults counted
-        const double before = page_faults();
-        const double ms = pass.run_ms(threads);
-        faults += page_faults() - before;
-        ++runs;
-        return ms;
-    };
-    for (std::size_t round = 0; round < o.repeat; ++round) {
-        all.push_back(turn_ms(counted_run, true));
-        one.push_back(turn_ms([&] { return pass.run_ms(1); }, true));
-        for (TorchForm& f : forms)
-            f.times.push_back(turn_ms([&] { return f.process->run_ms(f.form); }, true));
-    }
-    row.ms = spread_of(all);
-    row.ms_one = spread_of(one);
-    row.faults = faults / runs;
-    for (const TorchForm& f : forms) {
-        const Spread t = spread_of(f.times);
-        if (row.torch_setting.empty() || t.median < row.torch_ms.median) {
-            row.torch_ms = t;
-            row.torch_setting = f.process->setting() + (o.backward ? " " + f.form : "");
+    std::vector<std::function<double()>> engines = {
+        [&] {  // a run on all threads, its page faults counted
+            const double before = page_faults();
+            const double ms = pass.run_ms(threads);
+            faults += page_faults() - before;
+            ++runs;
+            return ms;
+        },
+        [&] { return pass.run_ms(1); }};
+    std::vector<TorchCandidate> candidates;
+    for (const auto& process : torch) {
+        for (const std::string& form : process->load(text)) {
+            candidates.push_back({process->setting(), form, {}});
+            engines.push_back([&process, form] { return process->run_ms(form); });
         }
     }
+    const std::vector<std::vector<double>> times =
+        time_engines(engines, o.repeat, o.timing, o.timing == Timing::Turns);
+    row.ms = spread_of(times[0]);
+    row.ms_one = spread_of(times[1]);
+    row.faults = faults / runs;
+    for (std::size_t i = 0; i < candidates.size(); ++i) candidates[i].times = times[2 + i];
+    row.torch = fastest_torch(candidates);
     if (!o.backward) time_naive(row, pass, naive_rate);
     return row;
 }
 
-double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
 
 void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench" << (o.backward ? " --backward" : "")
@@ -441,8 +442,7 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
     std::cout << "  B     N  d_model   h       ms   min ms   max ms  GFLOP/s    naive ms  speed-up"
                  "  1-thr ms  scaling  peak MiB  faults";
     if (o.compare_torch)
-        std::cout << "  torch ms  t min ms  t max ms  "
-                  << (o.backward ? "t/blas    form" : "t/blas") << "  vs torch";
+        std::cout << torch_header;
     std::cout << "\n";
     for (const Row& r : rows) {
         std::cout << padded_left(std::to_string(r.size.batch), 3)
@@ -460,11 +460,7 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
                   << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
         if (o.compare_torch)
-            std::cout << padded_left(fixed(r.torch_ms.median, 2), 10)
-                      << padded_left(fixed(r.torch_ms.min, 2), 10)
-                      << padded_left(fixed(r.torch_ms.max, 2), 10)
-                      << padded_left(r.torch_setting, o.backward ? 15 : 8)
-                      << padded_left(fixed(r.torch_ms.median / r.ms.median, 2) + "x", 10);
+            std::cout << torch_cells(r.torch, r.ms.median);
         std::cout << "\n";
     }
     if (!o.heads.empty())
@@ -472,25 +468,22 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                   << " thread(s), shared over its B·h (batch, head) units;\na row with fewer "
                      "units than threads leaves some idle\n";
     if (o.compare_torch)
-        std::cout
-            << "\ntorch ms: PyTorch's best median of torch threads 1, 2 x OpenBLAS threads 1, 2 "
-               "(t/blas), each a process\nkept alive, with OPENBLAS_CORETYPE unset so OpenBLAS "
-               "picks its own kernels; t min ms, t max ms: that setting's\nfastest and slowest "
-               "run; vs torch: torch ms / mha ms, medians (above 1 = mha is faster). The engines\n"
-               "took turns, round after round (mha on all threads, on one, each PyTorch setting), "
-               "a 0.15 s pause after\nevery turn; a turn is untimed runs for 25 ms, then one "
-               "timed (a run of 0.25 s or more is timed as it comes)\n"
-            << (o.backward ? "--backward: forward + backward by autograd, of nn.MultiheadAttention "
-                             "(module) and of\nthe same maths from F.linear, matmul and softmax "
-                             "(composed), the faster of the two\n"
-                           : "");
+        std::cout << "\ntorch ms: PyTorch's best median (t min ms, t max ms: its fastest and slowest "
+                     "run) of\nnn.MultiheadAttention (module) and the same maths from F.linear, "
+                     "matmul and softmax\n(composed)"
+                  << (o.backward ? ", forward + backward by autograd," : "")
+                  << " at torch threads 1, 2 x OpenBLAS threads 1, 2 (t/blas),\neach a process kept "
+                     "alive, with OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernels;\nvs "
+                     "torch: torch ms / mha ms, medians (above 1 = mha is faster). "
+                  << timing_note(o.timing) << "\n";
 }
 
 void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
     std::cout << "{\"tool\":\"mha bench\",\"threads\":" << threads << ",\"repeat\":" << o.repeat
               << ",\"kernel\":\"" << kernel_variant_name() << "\",\"kernel_tile\":\""
               << kernel_tile_name() << "\",\"path\":\"" << (o.backward ? "standard" : "streaming")
-              << "\",\"backward\":" << (o.backward ? "true" : "false") << ",\"configs\":[";
+              << "\",\"backward\":" << (o.backward ? "true" : "false") << ",\"timing\":\""
+              << timing_name(o.timing) << "\",\"configs\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::cout << (i ? ",\n" : "\n") << "{\"B\":" << r.size.batch << ",\"N\":" << r.size.seq_len
@@ -508,14 +501,30 @@ void print_json(const std::vector<Row>& rows, const BenchOptions& o, std::size_t
                   << ",\"peak_mib\":" << fixed(r.peak_mib, 1)
                   << ",\"faults_per_run\":" << fixed(r.faults, 1);
         if (o.compare_torch)
-            std::cout << ",\"torch_ms\":" << fixed(r.torch_ms.median, 4)
-                      << ",\"torch_ms_min\":" << fixed(r.torch_ms.min, 4)
-                      << ",\"torch_ms_max\":" << fixed(r.torch_ms.max, 4)
-                      << ",\"torch_threads_blas\":\"" << r.torch_setting << "\""
-                      << ",\"vs_torch\":" << fixed(r.torch_ms.median / r.ms.median, 3);
+            std::cout << torch_json(r.torch, r.ms.median);
         std::cout << "}";
     }
     std::cout << "\n]}\n";
+}
+
+// The cross-option rules: what --train, --checkpoint, --seq-len and --timing take.
+void check_options(const BenchOptions& o, const std::vector<std::string>& given) {
+    const auto was_given = [&](const char* name) {
+        return std::find(given.begin(), given.end(), name) != given.end();
+    };
+    if (o.train && (!o.sizes.empty() || !o.heads.empty() || o.backward))
+        throw Error("bench --train times mha train's one size; it takes no --sizes, --heads or "
+                    "--backward");
+    if (!o.checkpoint.empty() &&
+        (o.train || o.backward || o.quick || !o.sizes.empty() || !o.heads.empty()))
+        throw Error("bench --checkpoint times the folder's forward at -n lengths; it takes no "
+                    "--train, --backward, --quick, --sizes or --heads");
+    if (was_given("--seq-len") && o.checkpoint.empty())
+        throw Error("bench -n gives the prompt lengths of --checkpoint DIR; give --sizes for "
+                    "attention alone");
+    if (was_given("--timing") && !o.compare_torch && !o.train)
+        throw Error("bench --timing says how engines share the machine: give it with "
+                    "--compare-torch or --train");
 }
 
 }  // namespace
@@ -529,7 +538,8 @@ the spread (min, max), GFLOP/s, speed-up over the reference loops, 1 thread
 against all, peak memory.
 With --backward every ms is the forward + backward median, and GFLOP/s counts
 both passes' multiply-adds. With --train it times one training step of mha
-train's default recipe instead, and --repeat counts steps.
+train's default recipe instead, and --repeat counts steps. With --checkpoint
+DIR it times a model folder's whole forward to logits at N = 128 and 1024.
 )",
                                    R"(Examples:
   mha bench --quick                         a smoke test
@@ -544,19 +554,28 @@ train's default recipe instead, and --repeat counts steps.
 
 int run_bench(const std::vector<std::string>& args) {
     BenchOptions o;
-    apply_options(bench_command(), bench_table(), args, o);
+    const std::vector<std::string> given = apply_options(bench_command(), bench_table(), args, o);
     if (o.help) {
         std::cout << help_text(bench_command());
         return 0;
     }
-    if (o.compare_torch) check_torch_side();
+    check_options(o, given);
+    if (o.compare_torch && o.checkpoint.empty()) check_torch_side();  // --checkpoint: its own
     const std::size_t threads = o.threads ? o.threads : hardware_threads();
     if (o.train) {
-        if (!o.sizes.empty() || !o.heads.empty() || o.backward)
-            throw Error(
-                "bench --train times mha train's one size; it takes no --sizes, "
-                "--heads or --backward");
-        run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json});
+        run_train_bench({o.repeat, threads, o.quick, o.compare_torch, o.json, o.timing});
+        return 0;
+    }
+    if (!o.checkpoint.empty()) {
+        CheckpointBenchOptions c;
+        c.dir = o.checkpoint;
+        if (!o.lengths.empty()) c.lengths = o.lengths;
+        c.repeat = o.repeat;
+        c.threads = threads;
+        c.compare_torch = o.compare_torch;
+        c.json = o.json;
+        c.timing = o.timing;
+        run_checkpoint_bench(c);
         return 0;
     }
     const std::vector<BenchSize> sizes = sizes_to_time(o);
@@ -566,7 +585,7 @@ int run_bench(const std::vector<std::string>& args) {
     // it inherits from its parent at the fork (and the heap keeps some of what earlier sizes
     // freed)
     std::vector<double> peaks;
-    for (const BenchSize& size : sizes) peaks.push_back(child_peak_mib(size, threads, o.backward));
+    for (const BenchSize& size : sizes) peaks.push_back(attention_peak_mib(size, threads, o.backward));
     std::vector<std::unique_ptr<TorchProcess>> torch;
     if (o.compare_torch) torch = start_torch(o.backward);
     for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -1,4 +1,5 @@
-// mha bench --train. The engines take turns, round after round: mha on all its threads, mha on one,
+// mha bench --train. The engines take turns, round after round (or with --timing tight run their
+// steps back to back in alternating blocks, app/bench/timing.h): mha on all its threads, mha on one,
 // and with --compare-torch PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2, each a
 // src/app/bench/bench_torch.py --train process that stays alive and takes a step whenever it is
 // told to (app/bench/torch_process.h), with a pause after every turn. So a load that comes and goes
@@ -12,12 +13,14 @@
 #include "app/bench/bench_train.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "app/bench/timing.h"
+#include "app/bench/torch_choice.h"
 #include "app/bench/torch_process.h"
 #include "core/backward/block_backward.h"
 #include "core/backward/model_backward.h"
@@ -49,6 +52,7 @@ constexpr TrainSize quick_size = {2, 16, 16, 2, 2, 32, 11};
 struct Engine {
     std::string name;           // "mha" or "torch"
     std::string setting;        // mha: its threads; torch: torch threads / OpenBLAS threads
+    std::string form;           // torch: "module" (CharTransformer) or "composed"; mha: ""
     std::vector<double> times;  // ms of every timed step
 };
 
@@ -114,16 +118,13 @@ private:
     std::vector<std::size_t> tokens_, targets_;  // (B·N) each
 };
 
-double gflops(double macs, double ms) { return 2 * macs / ms / 1e6; }
-
-// The torch engine with the smallest median, or none.
-const Engine* best_torch(const std::vector<Engine>& engines) {
-    const Engine* best = nullptr;
+// PyTorch's engines as candidates for fastest_torch.
+std::vector<TorchCandidate> torch_candidates(const std::vector<Engine>& engines) {
+    std::vector<TorchCandidate> candidates;
     for (const Engine& e : engines) {
-        if (e.name != "torch") continue;
-        if (!best || spread_of(e.times).median < spread_of(best->times).median) best = &e;
+        if (e.name == "torch") candidates.push_back({e.setting, e.form, e.times});
     }
-    return best;
+    return candidates;
 }
 
 void print_table(const std::vector<Engine>& engines, const TrainSize& s, double macs,
@@ -133,13 +134,13 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
               << " x N " << s.context << " characters, d_model " << s.d_model << ", h " << s.heads
               << ",\n"
               << s.layers << " layers, d_ff " << s.d_ff << ", vocabulary " << s.vocab
-              << "; median, min and max of " << o.repeat << " steps per engine,\n"
-              << "the engines taking turns of two steps, the second timed; kernels "
+              << "; median, min and max of " << o.repeat << " steps per engine;\nkernels "
               << kernel_variant_name() << "\n\n";
-    std::cout << "engine  threads       ms   min ms   max ms  GFLOP/s\n";
+    std::cout << "engine  threads      form       ms   min ms   max ms  GFLOP/s\n";
     for (const Engine& e : engines) {
         const Spread t = spread_of(e.times);
         std::cout << padded_left(e.name, 6) << padded_left(e.setting, 9)
+                  << padded_left(e.form.empty() ? "-" : e.form, 10)
                   << padded_left(fixed(t.median, 2), 9) << padded_left(fixed(t.min, 2), 9)
                   << padded_left(fixed(t.max, 2), 9)
                   << padded_left(fixed(gflops(macs, t.median), 1), 9) << "\n";
@@ -147,37 +148,41 @@ void print_table(const std::vector<Engine>& engines, const TrainSize& s, double 
     const double mha = spread_of(engines[0].times).median;
     std::cout << "\nscaling: mha's 1-thread median / its " << engines[0].setting
               << "-thread median = " << fixed(spread_of(engines[1].times).median / mha, 2) << "x\n";
-    const Engine* torch = best_torch(engines);
-    if (torch == nullptr) return;
-    std::cout << "vs torch: PyTorch's best median (" << torch->setting << ") / mha's "
-              << engines[0].setting
-              << "-thread median = " << fixed(spread_of(torch->times).median / mha, 2)
+    if (engines.size() == 2) return;
+    const TorchBest torch = fastest_torch(torch_candidates(engines));
+    std::cout << "vs torch: PyTorch's best median (" << torch.setting << " " << torch.form
+              << ") / mha's " << engines[0].setting
+              << "-thread median = " << fixed(torch.ms.median / mha, 2)
               << "x\n          (above 1: mha is faster)\n"
-                 "torch: examples/models/train.py's CharTransformer and train_step through\n"
-                 "src/app/bench/bench_torch.py --train; threads: torch threads / OpenBLAS "
-                 "threads,\n"
-                 "OPENBLAS_CORETYPE unset; a 0.15 s pause after every turn lets idle threads\n"
-                 "sleep before the next engine runs\n";
+                 "torch: examples/models/train.py's CharTransformer (module) and the same model\n"
+                 "with its attention from F.linear, matmul and softmax (composed), trained by\n"
+                 "train.py's train_step through src/app/bench/bench_torch.py --train; threads:\n"
+                 "torch threads / OpenBLAS threads, OPENBLAS_CORETYPE unset. "
+              << timing_note(o.timing) << "\n";
 }
 
 void print_json(const std::vector<Engine>& engines, const TrainSize& s, double macs,
                 const TrainBenchOptions& o) {
     std::cout << "{\"tool\":\"mha bench\",\"train\":true,\"repeat\":" << o.repeat
-              << ",\"kernel\":\"" << kernel_variant_name() << "\",\"batch\":" << s.batch
+              << ",\"timing\":\"" << timing_name(o.timing) << "\",\"kernel\":\"" << kernel_variant_name() << "\",\"batch\":" << s.batch
               << ",\"context\":" << s.context << ",\"d_model\":" << s.d_model
               << ",\"heads\":" << s.heads << ",\"layers\":" << s.layers << ",\"d_ff\":" << s.d_ff
               << ",\"vocab\":" << s.vocab << ",\"macs\":" << fixed(macs, 0) << ",\"engines\":[";
     for (std::size_t i = 0; i < engines.size(); ++i) {
         const Spread t = spread_of(engines[i].times);
         std::cout << (i ? ",\n" : "\n") << "{\"engine\":\"" << engines[i].name
-                  << "\",\"threads\":\"" << engines[i].setting << "\",\"ms\":" << fixed(t.median, 4)
+                  << "\",\"threads\":\"" << engines[i].setting << "\""
+                  << (engines[i].form.empty() ? "" : ",\"form\":\"" + engines[i].form + "\"")
+                  << ",\"ms\":" << fixed(t.median, 4)
                   << ",\"ms_min\":" << fixed(t.min, 4) << ",\"ms_max\":" << fixed(t.max, 4)
                   << ",\"gflops\":" << fixed(gflops(macs, t.median), 2) << "}";
     }
     std::cout << "\n]";
-    if (const Engine* torch = best_torch(engines)) {
-        std::cout << ",\"torch_best\":\"" << torch->setting << "\",\"vs_torch\":"
-                  << fixed(spread_of(torch->times).median / spread_of(engines[0].times).median, 3);
+    if (engines.size() > 2) {
+        const TorchBest torch = fastest_torch(torch_candidates(engines));
+        std::cout << ",\"torch_best\":\"" << torch.setting << "\",\"torch_form\":\""
+                  << torch.form << "\",\"vs_torch\":"
+                  << fixed(torch.ms.median / spread_of(engines[0].times).median, 3);
     }
     std::cout << "}\n";
 }
@@ -191,30 +196,28 @@ void run_train_bench(const TrainBenchOptions& o) {
     const Model model = seeded_model(vocab, {s.layers, s.d_model, s.heads, s.d_ff, s.context}, 0);
     MhaEngine mha_all(model, s, o.threads), mha_one(model, s, 1);
     std::vector<std::unique_ptr<TorchProcess>> torch;
-    std::vector<Engine> engines = {{"mha", std::to_string(o.threads), {}}, {"mha", "1", {}}};
+    std::vector<Engine> engines = {{"mha", std::to_string(o.threads), "", {}},
+                                   {"mha", "1", "", {}}};
+    std::vector<std::function<double()>> runs = {[&] { return mha_all.step_ms(); },
+                                                 [&] { return mha_one.step_ms(); }};
     if (o.compare_torch) {
         for (const std::size_t torch_threads : {1, 2}) {
             for (const std::size_t blas_threads : {1, 2}) {
                 torch.push_back(std::make_unique<TorchProcess>(TorchProcess::Mode::Train,
                                                                torch_threads, blas_threads));
-                torch.back()->load(size_text(s));
-                engines.push_back(
-                    {"torch",
-                     std::to_string(torch_threads) + "/" + std::to_string(blas_threads),
-                     {}});
+                TorchProcess& process = *torch.back();
+                for (const std::string& form : process.load(size_text(s))) {
+                    engines.push_back({"torch", process.setting(), form, {}});
+                    runs.push_back([&process, form] { return process.run_ms(form); });
+                }
             }
         }
     }
     mha_all.step_ms();  // warm-up: the pool's threads, the first touch of every buffer
     mha_one.step_ms();
-    for (std::size_t round = 0; round < o.repeat; ++round) {
-        engines[0].times.push_back(turn_ms([&] { return mha_all.step_ms(); }, o.compare_torch));
-        engines[1].times.push_back(turn_ms([&] { return mha_one.step_ms(); }, o.compare_torch));
-        for (std::size_t i = 0; i < torch.size(); ++i) {
-            engines[2 + i].times.push_back(
-                turn_ms([&] { return torch[i]->run_ms("step"); }, o.compare_torch));
-        }
-    }
+    const std::vector<std::vector<double>> times =
+        time_engines(runs, o.repeat, o.timing, o.compare_torch && o.timing == Timing::Turns);
+    for (std::size_t e = 0; e < engines.size(); ++e) engines[e].times = times[e];
     const double macs = step_macs(model, s);
     if (o.json)
         print_json(engines, s, macs, o);

@@ -1,10 +1,13 @@
 #pragma once
 // `mha bench --train`: the training step of mha train's default recipe timed (forward,
 // backward, clipping, AdamW), and with --compare-torch PyTorch training the same model at each
-// of its thread settings, the engines taking turns (two steps each, the second timed) so that
-// all see the same load.
+// of its thread settings in two forms (its modules, and its attention composed from torch ops),
+// the engines taking turns (two steps each, the second timed) or running in tight blocks, so
+// that all see the same load.
 
 #include <cstddef>
+
+#include "app/bench/timing.h"
 
 namespace mha {
 
@@ -14,6 +17,7 @@ struct TrainBenchOptions {
     bool quick = false;       // a tiny model instead of the recipe's, for a smoke test
     bool compare_torch = false;
     bool json = false;
+    Timing timing = Timing::Turns;  // how the engines share the machine
 };
 
 // Prints the table (or JSON); throws mha::Error when PyTorch's side fails.

@@ -1,9 +1,14 @@
 #pragma once
 // How mha bench and mha bench --train time a run: one call by the steady clock, an engine's
-// turn when engines take turns, and the spread of a measurement's runs.
+// turn when engines take turns, blocks of runs back to back (--timing tight), and the spread
+// of a measurement's runs.
 
+#include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include "app/cli/cli.h"
 
 namespace mha {
 
@@ -11,6 +16,19 @@ namespace mha {
 struct Spread {
     double min = 0, median = 0, max = 0;
 };
+
+// How engines that are compared share the machine (--timing):
+//   Turns  round after round, each engine one warmed turn (turn_ms), a pause after each;
+//   Tight  in alternating blocks, each engine warmed once (warm_up) then its block's runs
+//          back to back, no pause: what a training loop or a forward over many layers sees.
+enum class Timing { Turns, Tight };
+
+// --timing's value: "turns" or "tight"; a near miss gets a did-you-mean.
+Timing parse_timing(const Arg& arg);
+std::string timing_name(Timing timing);
+
+// A sentence or two for a table's notes: how the engines shared the machine.
+std::string timing_note(Timing timing);
 
 // The ms one call of `run` takes, by the steady clock.
 double time_ms(const std::function<void()>& run);
@@ -29,7 +47,22 @@ double time_ms(const std::function<void()>& run);
 constexpr double turn_alone_ms = 250, turn_warm_ms = 25;
 double turn_ms(const std::function<double()>& run_ms, bool pause);
 
+// --timing tight splits each engine's `repeat` timed runs into up to tight_blocks blocks, as
+// even as they divide (7 -> 3, 2, 2); the engines alternate block by block.
+constexpr std::size_t tight_blocks = 3;
+std::vector<std::size_t> tight_block_sizes(std::size_t repeat);
+
+// Every engine's `repeat` timed runs (ms), in engine order, taken as `timing` says; `pause`
+// (Turns only) sleeps 0.15 s after every turn. Each engine is a function that runs once and
+// returns its ms.
+std::vector<std::vector<double>> time_engines(
+    const std::vector<std::function<double()>>& engines, std::size_t repeat, Timing timing,
+    bool pause);
+
 // The spread of `times` (at least one).
 Spread spread_of(std::vector<double> times);
+
+// 2 x multiply-adds / time: GFLOP/s from multiply-adds and ms.
+double gflops(double macs, double ms);
 
 }  // namespace mha

@@ -27,10 +27,19 @@ const char* mode_flag(TorchProcess::Mode mode) {
             return " --backward";
         case TorchProcess::Mode::Train:
             return " --train";
+        case TorchProcess::Mode::Checkpoint:
+            return " --checkpoint";
         case TorchProcess::Mode::Forward:
             break;
     }
     return "";
+}
+
+// `text` as one word for /bin/sh: in single quotes, each ' written as '\''.
+std::string shell_quoted(const std::string& text) {
+    std::string quoted = "'";
+    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
 }
 
 }  // namespace
@@ -47,10 +56,12 @@ void check_torch_side() {
 // Our end of the socket pair is closed on exec, so the other children do not hold it open:
 // closing it is the end of this child's input. A send to a child that has died returns an
 // error (MSG_NOSIGNAL: no SIGPIPE).
-TorchProcess::TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads)
+TorchProcess::TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads,
+                           const std::string& dir)
     : setting_(std::to_string(torch_threads) + "/" + std::to_string(blas_threads)) {
     command_ = "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=" + std::to_string(blas_threads) +
-               " " + torch_python + " " + torch_script + mode_flag(mode) + " --threads " +
+               " " + torch_python + " " + torch_script + mode_flag(mode) +
+               (mode == Mode::Checkpoint ? " " + shell_quoted(dir) : "") + " --threads " +
                std::to_string(torch_threads);
     int ends[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
@@ -116,8 +127,12 @@ std::vector<std::string> TorchProcess::ask(const std::string& order) {
     return words;
 }
 
+// The order as the message shows it: a checkpoint's token ids cut after the first 40 characters.
 void TorchProcess::fail(const std::string& order) const {
-    throw Error("bench: PyTorch did not answer '" + order + "': " + command_);
+    constexpr std::size_t shown = 40;
+    const std::string text = order.size() > shown ? order.substr(0, shown) + "..." : order;
+    throw Error("bench: PyTorch did not answer '" + text + "': " + command_ +
+                " (its own message, if any, is above)");
 }
 
 // Its input ends, so it leaves its loop and exits; then it is waited for.

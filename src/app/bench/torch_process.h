@@ -16,19 +16,22 @@ void check_torch_side();
 
 class TorchProcess {
 public:
-    // What bench_torch.py times: the forward, forward + backward, or a training step.
-    enum class Mode { Forward, Backward, Train };
+    // What bench_torch.py times: the forward, forward + backward, a training step, or a
+    // checkpoint folder's forward to logits.
+    enum class Mode { Forward, Backward, Train, Checkpoint };
 
     // Starts bench_torch.py at torch threads x OpenBLAS threads (OPENBLAS_CORETYPE unset, so
-    // OpenBLAS picks its own kernels) and waits for it; throws mha::Error if it fails.
-    TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads);
+    // OpenBLAS picks its own kernels) and waits for it; Checkpoint reads the folder `dir`.
+    // Throws mha::Error if it fails.
+    TorchProcess(Mode mode, std::size_t torch_threads, std::size_t blas_threads,
+                 const std::string& dir = "");
     TorchProcess(const TorchProcess&) = delete;
     TorchProcess& operator=(const TorchProcess&) = delete;
     ~TorchProcess();
 
-    // Builds the model for `size` ("B,N,d_model,h"; Train: "B,N,d_model,h,layers,d_ff,vocab"),
-    // runs each form once, and returns the forms' names ("forward"; "module", "composed";
-    // "step").
+    // Builds the model for `size` ("B,N,d_model,h"; Train: "B,N,d_model,h,layers,d_ff,vocab";
+    // Checkpoint: the token ids "17,4,..."), runs each form once, checks that the forms agree,
+    // and returns the forms' names ("module", "composed").
     std::vector<std::string> load(const std::string& size);
     // One run of `form`, its time in ms as PyTorch's own clock took it.
     double run_ms(const std::string& form);

@@ -183,7 +183,8 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const Masks&
     }
     plan.path = choose_path(c, normaliser_of(masks).streams, total(AttentionPath::Standard),
                             total(AttentionPath::Streaming));
-    check_budget(s, total(plan.path), plan.path, c.max_memory);
+    plan.bytes = total(plan.path);
+    check_budget(s, plan.bytes, plan.path, c.max_memory);
     return plan;
 }
 

@@ -15,6 +15,7 @@ namespace mha {
 struct RunPlan {
     AttentionPath path = AttentionPath::Standard;
     std::size_t threads = 1;
+    std::uint64_t bytes = 0;  // what the run needs on its path, as checked against --max-memory
 };
 
 // Picks the threads (--threads, or one per 2^23 multiply-adds up to the hardware's)
