@@ -67,6 +67,18 @@ TEST_CASE("a position's block and slot, worked by hand", "[paged]") {
     CHECK(shuffled.place(1, 9).block == 3);
     CHECK(shuffled.place(1, 3).block == 2);  // t = 3: entry 0, slot 3
     CHECK(shuffled.place(1, 3).slot == 3);
+
+    paging.pool_order = {4, 0, 5, 2, 1};
+    REQUIRE_THROWS_WITH(mha::KvCache(cache_sizes(2, 12, 8, 2, 1), &paging, nullptr),
+                        "a paged KV cache of 2 sequences of 3 blocks needs a pool order of 6 "
+                        "blocks, not 5");
+    paging.pool_order = {4, 0, 5, 2, 4, 3};
+    REQUIRE_THROWS_WITH(mha::KvCache(cache_sizes(2, 12, 8, 2, 1), &paging, nullptr),
+                        "a paged KV cache's pool order must name each of its 6 blocks once; "
+                        "block 4 is out of range or named twice");
+    paging = {0, {}};
+    REQUIRE_THROWS_WITH(mha::KvCache(cache_sizes(2, 12, 8, 2, 1), &paging, nullptr),
+                        "a paged KV cache needs blocks of at least 1 position, not 0");
 }
 
 TEST_CASE("the pool's order is a seeded permutation", "[paged]") {

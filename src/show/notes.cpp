@@ -396,7 +396,7 @@ std::string number_list(const std::vector<std::size_t>& numbers) {
 void paged(const PagedFacts& p, Notes& notes) {
     const std::string S = std::to_string(p.block_size);
     notes.push_back("paged: the cache is a pool of " + std::to_string(p.pool_blocks) +
-                    " blocks of S = " + S + " positions (" + with_commas(p.block_bytes) +
+                    (p.pool_blocks == 1 ? " block" : " blocks") + " of S = " + S + " positions (" + with_commas(p.block_bytes) +
                     " bytes of K and V each), " +
                     (p.in_order ? "in order" : "shuffled by --kv-pool-seed") +
                     ", and a block table for each of the B = " + std::to_string(p.sequences) +

@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "core/checked.h"
+#include "core/error.h"
 #include "core/tensor/scratch.h"
 
 namespace mha {
@@ -58,6 +59,25 @@ std::uint64_t next_write() {
     return ++count;
 }
 
+// A paging that names every one of B · blocks physical blocks once; throws mha::Error if not.
+void check_paging(const KvPaging& paging, std::size_t batch, std::size_t blocks) {
+    const std::size_t pool = paging.pool_order.size();
+    if (pool != batch * blocks) {
+        throw Error("a paged KV cache of " + std::to_string(batch) + " sequences of " +
+                    std::to_string(blocks) + " blocks needs a pool order of " +
+                    std::to_string(batch * blocks) + " blocks, not " + std::to_string(pool));
+    }
+    std::vector<bool> seen(pool, false);
+    for (std::size_t block : paging.pool_order) {
+        if (block >= pool || seen[block]) {
+            throw Error("a paged KV cache's pool order must name each of its " +
+                        std::to_string(pool) + " blocks once; block " + std::to_string(block) +
+                        " is out of range or named twice");
+        }
+        seen[block] = true;
+    }
+}
+
 }  // namespace
 
 std::size_t blocks_for(std::size_t length, std::size_t block_size) {
@@ -73,7 +93,9 @@ KvCache::KvCache(const Sizes& s, const KvPaging* paging, Workspace* workspace)
         return;
     }
     const std::size_t S = paging_->block_size;
+    if (S == 0) throw Error("a paged KV cache needs blocks of at least 1 position, not 0");
     blocks_ = blocks_for(T, S);
+    check_paging(*paging_, B, blocks_);
     checked_product({B, blocks_, G, S, d_k}, "the paged KV cache's pool");
     k_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
     v_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
