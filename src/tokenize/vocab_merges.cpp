@@ -15,6 +15,9 @@ namespace mha::tokenizers {
 
 namespace {
 
+// About the bytes of vocab.json per token ("\"\\u0120the\": 262, "), to reserve the entries once.
+constexpr std::size_t bytes_per_entry = 16;
+
 // A number written as at most nine digits (every id a vocabulary gives), read without the
 // general path; false for anything else, which as_size then reads or refuses.
 bool plain_id(const json::Value& value, std::uint32_t& id) {
@@ -37,12 +40,11 @@ std::vector<std::pair<std::string, std::uint32_t>> read_vocab_json(const std::st
     const std::uint64_t tree = json::parse_bytes(text);
     ledger.check(tree, path, "its JSON needs " + byte_size(tree) + " to parse");
     ledger.hold(tree);
-    json::Value root = json::parse(text, path);
     const json::Where where{path, ""};
-    json::as_object(root, where);
     std::vector<std::pair<std::string, std::uint32_t>> entries;
-    entries.reserve(root.members.size());
-    for (auto& [token, value] : root.members) {
+    entries.reserve(text.size() / bytes_per_entry);
+    // each member as it is read: the vocabulary is never held as a tree of 50,000 values
+    json::parse_members(text, path, [&](std::string&& token, json::Value&& value) {
         std::uint32_t id = 0;
         if (!plain_id(value, id)) {  // the error names the key: a path built only here
             const json::Where at = where.at(token);
@@ -52,7 +54,7 @@ std::vector<std::pair<std::string, std::uint32_t>> read_vocab_json(const std::st
             id = static_cast<std::uint32_t>(size);
         }
         entries.emplace_back(std::move(token), id);
-    }
+    });
     return entries;
 }
 
