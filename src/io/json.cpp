@@ -316,6 +316,9 @@ private:
         return 0;
     }
 
+    // A string's byte that stands for itself: ASCII, neither a quote, a backslash nor a control.
+    static bool plain_ascii(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
     std::string string() {
         ++at_;  // the opening quote
         std::string out;
@@ -343,9 +346,11 @@ private:
                     case 'u': append_utf8(out, escaped_code()); break;
                     default: --at_; fail(std::string("an unknown escape \\") + e);
                 }
-            } else if (c < 0x80) {
-                out += char(c);
-                ++at_;
+            } else if (c < 0x80) {  // a run of plain ASCII at once
+                std::size_t end = at_ + 1;
+                while (end < s_.size() && plain_ascii(static_cast<unsigned char>(s_[end]))) ++end;
+                out.append(s_, at_, end - at_);
+                at_ = end;
             } else {
                 std::size_t n = utf8_length();
                 if (n == 0) fail("invalid UTF-8 inside a string");

@@ -63,18 +63,14 @@ void ByteLevelPreTokenizer::split_each(const NormalizedText& text,
         return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
     };
     const bool each_byte_itself = !prefix && text.source.empty();
-    const std::array<std::string, 256>& symbols = byte_symbols();
     PreToken piece{{}, {}, "", 0};  // one piece at a time, its buffers reused
     for_each_match(pattern_, whole, [&](const PatternPiece& match) {
         piece.text.clear();
         piece.char_source.clear();
         piece.branch = match.branch;
         piece.begin = match.begin;
-        for (std::size_t at = match.begin; at < match.end; ++at) {
-            // a symbol is one or two bytes: pushed one by one, no copy call per byte
-            for (const char c : symbols[static_cast<std::uint8_t>(whole[at])])
-                piece.text.push_back(c);
-        }
+        append_byte_symbols(piece.text,
+                            std::string_view(whole).substr(match.begin, match.end - match.begin));
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
