@@ -342,8 +342,12 @@ TEST_CASE("--format html draws a checkpoint's layer, its heads and where its num
     // the top-5 next tokens and every layer's heads ranked, as the terminal has them
     CHECK_THAT(page, Catch::Contains("<h2>Next token</h2>") && Catch::Contains("next token: ") &&
                          Catch::Contains("<h2>Head roles</h2>") &&
-                         Catch::Contains("ranked by the strongest score") &&
+                         Catch::Contains("on this text, the strongest role first") &&
+                         Catch::Contains("<table class=\"roles\">") &&
                          Catch::EndsWith("</html>\n"));
+    // the prediction, the heads and the roles first, then the steps
+    CHECK(page.find("id=\"roles\"") < page.find("<section class=\"step\""));
+    CHECK(count_of(page, "<td class=\"role\">") == 3 * 4);
     // as --heatmap: every layer's heads, 3 layers of 4, each 6 x 6 with 15 keys masked
     CHECK(count_of(page, "<g class=\"panel\">") == 3 * 4);
     CHECK(count_of(page, "<rect class=\"cell") == 3 * 4 * 6 * 6);
@@ -367,7 +371,10 @@ TEST_CASE("--format html draws a checkpoint's layer, its heads and where its num
             ++traced;
     }
     CHECK(traced > 20);
-    CHECK(count_of(one, "<section class=\"step\"") == traced);
+    // (a step that repeats the step before it and its explanation, K's and V's view and
+    // transpose, folds into that step's card)
+    CHECK(count_of(one, "<section class=\"step\"") + count_of(one, "<div class=\"also\">") ==
+          traced);
 
     // --text: the folder's tokenizer's pieces label the rows and columns
     copy_checkpoint(dir / "bpe", "toy", {"vocab.json", "merges.txt"});

@@ -49,7 +49,8 @@ struct ModelView {
     std::vector<std::string> labels;   // (N) each position and its character or token
     std::vector<std::string> caption;  // the maps' title, the text, the model
     std::string prediction;            // the prediction's lines, as the terminal has them
-    std::string roles;                 // the head-roles table
+    std::vector<std::vector<HeadRoles>> roles;  // per layer, each head's roles on the text
+    bool ranked_roles = false;         // the roles ranked by their strongest score (checkpoints)
 };
 
 }  // namespace mha

@@ -510,7 +510,7 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.demo_heads = true; }},
         {{"--heatmap", 0, "",
           "draw each head's weights (keys the mask hides: //),\n"
-          "then --summary"},
+          "after the --summary numbers, so the picture ends it"},
          [](Config& c, const Arg&) { c.heatmap = true; }},
         {{"--summary", 0, "",
           "score variance before/after the scale, per-head\n"
@@ -608,6 +608,15 @@ const std::vector<Row>& mha_table() {
              c.prefill_chunks = parse_count_list(a, max_size);
              ask_form(c, FormChoice::Decode);
          }},
+        {{"--kv-block-size", 0, "S",
+          "page the KV cache of --decode or --prefill-chunks: a\n"
+          "pool of blocks of S positions and a block table per\n"
+          "sequence (docs/decode.md); the same bits as unpaged"},
+         [](Config& c, const Arg& a) { c.kv_block_size = parse_size(a); }},
+        {{"--kv-pool-seed", 0, "N",
+          "shuffle the order of --kv-block-size's blocks in the\n"
+          "pool (a seeded permutation) to show the indirection"},
+         [](Config& c, const Arg& a) { c.kv_pool_seed = parse_unsigned(a); }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
          [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",

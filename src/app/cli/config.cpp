@@ -225,6 +225,13 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.decode && !c.prefill_chunks.empty(); },
          "--decode T feeds the tokens one at a time and --prefill-chunks a chunk at a time; "
          "choose one (--prefill-chunks 1,1,1 is --decode 3)"},
+        {"kv-block-size-without-cache",
+         [](const Config& c) { return c.kv_block_size && !asks(c, FormChoice::Decode); },
+         "--kv-block-size pages the KV cache, and only --decode T or --prefill-chunks keep one; "
+         "give one of them"},
+        {"kv-pool-seed-without-block-size",
+         [](const Config& c) { return c.kv_pool_seed && !c.kv_block_size; },
+         "--kv-pool-seed shuffles the blocks of a paged KV cache; give --kv-block-size S too"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "

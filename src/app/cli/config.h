@@ -118,6 +118,8 @@ struct Config {
     Form form = Form::Packed;       // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::vector<std::size_t> prefill_chunks;  // --prefill-chunks: the prompt in these chunks
+    std::optional<std::size_t> kv_block_size;  // --kv-block-size S: the cache paged in blocks of S
+    std::optional<std::uint64_t> kv_pool_seed;  // --kv-pool-seed N: the pool's blocks shuffled
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)

@@ -261,13 +261,12 @@ std::vector<WeightMap> view_maps(const Config& c, const ModelResult& r, std::siz
                    : model_maps(r.weights, c.view_heads, c.mean_view);
 }
 
-// The ranked head-roles table of every layer, as --summary prints it.
-std::string ranked_roles(const ModelResult& r, const std::vector<std::string>& labels) {
+// Every layer's head roles on the tokens.
+std::vector<std::vector<HeadRoles>> every_layer_roles(const ModelResult& r,
+                                                      const std::vector<std::string>& labels) {
     std::vector<std::vector<HeadRoles>> roles;
     for (const Tensor& w : r.weights) roles.push_back(head_roles(w, labels));
-    std::ostringstream table;
-    print_ranked_head_roles(table, roles);
-    return table.str();
+    return roles;
 }
 
 // The lesson page's view of the run: the top-5 next tokens, the maps --heatmap would draw and
@@ -284,29 +283,30 @@ ModelView page_view(const Config& c, const ck::Config& cf, const ModelResult& r,
     std::ostringstream prediction;
     print_next_tokens(prediction, r.logits);
     view.prediction = prediction.str();
-    view.roles = ranked_roles(r, labels);
+    view.roles = every_layer_roles(r, labels);
+    view.ranked_roles = true;
     return view;
 }
 
-// The heatmaps, the summary and the SVG, as --model shows them.
+// The summary, the heatmaps (last) and the SVG, as --model shows them.
 void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const ModelResult& r,
                 std::size_t layer, const ScoreStats& stats, const std::vector<std::string>& ids) {
     const std::vector<std::string> rows = position_labels(ids.size(), ids);
     const std::vector<WeightMap> maps = view_maps(c, r, layer);
-    if (c.heatmap) {
+    if (wants_summary(c)) {
+        ForwardResult shown;
+        shown.weights = r.weights[layer];
+        stats.print(out, shown, cf.head_dim, true, cf.query_pre_attn_scalar, cf.attn_softcap);
+        print_head_summary(out, head_patterns(r.weights[layer]), {});
+        print_ranked_head_roles(out, every_layer_roles(r, ids));
+    }
+    if (c.heatmap) {  // last, so that a terminal keeps the picture on the screen
         HeatmapStyle style = terminal_style(c.color);
         style.auto_scale = c.auto_scale;
         style.cell_width = c.layer ? style.cell_width : 1;
         style.narrow_to_fit = c.layer.has_value();
         out << "\n" << views_title(c, layer) << " (rows: queries, columns: keys)\n";
         draw_heatmaps(out, maps, rows, style);
-    }
-    if (wants_summary(c)) {
-        ForwardResult shown;
-        shown.weights = r.weights[layer];
-        stats.print(out, shown, cf.head_dim, true, cf.query_pre_attn_scalar, cf.attn_softcap);
-        print_head_summary(out, head_patterns(r.weights[layer]), {});
-        out << ranked_roles(r, ids);
     }
     if (!c.svg_path.empty()) {
         check_stdout();
