@@ -584,3 +584,26 @@ TEST_CASE("tokenizer.json: random text round-trips through Llama 2's and Llama 3
         }
     }
 }
+
+TEST_CASE("encode_ids gives encode's ids, with and without the special tokens", "[tokenize]") {
+    // the real tokenizers on the corpus and on text around an added token; the toy's BOS template
+    const json::Value corpus =
+        json::parse(test::read_text("data/tokenizers/corpus.json"), "corpus.json");
+    const auto check = [](const Tokenizer& tokenizer, const std::string& text) {
+        INFO(text);
+        for (const bool special : {true, false})
+            CHECK(tokenizer.encode_ids(text, special) == ids_of(tokenizer.encode(text, special)));
+    };
+    for (const char* name : {"gpt2", "llama2", "llama3", "qwen2"}) {
+        const std::string dir = std::string(built_dir) + "/" + name;
+        if (!test::exists(dir + "/tokenizer.json") && !test::exists(dir + "/vocab.json")) {
+            WARN("skipped: no tests/" << dir << " (tests/ensure-npm-tokenizers builds it)");
+            continue;
+        }
+        Ledger ledger;
+        const Tokenizer tokenizer = load_tokenizer(dir, ledger);
+        for (const json::Value& text : corpus.items) check(tokenizer, text.text);
+        check(tokenizer, "a <|begin_of_text|> b <s> c <|endoftext|>");
+    }
+    check(toy(toy_json("null", "null", "null", "", bos_template)), "ab <s>a");
+}

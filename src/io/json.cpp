@@ -17,43 +17,62 @@ namespace {
 
 constexpr int max_depth = 512;
 
-using Members = std::vector<std::pair<std::string, Value>>;
+using Take = std::function<void(std::string&&, Value&&)>;
 
 // The keys of one object so far, to find a repeated one as it is read: an open-addressing
-// table of member indices (indices stay valid while the members' vector grows), so that an
-// object of 50,000 keys (a tokenizer's vocabulary) costs no allocation per key.
+// table of key indices (key_of(i) gives the i-th key wherever the caller keeps it), so that
+// an object of 50,000 keys (a tokenizer's vocabulary) costs no allocation per key.
 class KeySet {
 public:
-    // True when `key` is already a key of members; else the caller adds it as the next member.
-    bool contains(const Members& members, const std::string& key) const {
+    // True when `key` is one of the keys added so far.
+    template <typename KeyOf>
+    bool contains(std::string_view key, const KeyOf& key_of) const {
         if (slots_.empty()) return false;
         for (std::size_t slot = hash(key); slots_[slot] != 0; slot = (slot + 1) & mask()) {
-            if (members[slots_[slot] - 1].first == key) return true;
+            if (key_of(slots_[slot] - 1) == key) return true;
         }
         return false;
     }
 
-    // Remembers members.back() (just added).
-    void add_last(const Members& members) {
-        if (2 * members.size() > slots_.size()) {
+    // Remembers key `index`, the next after those added so far.
+    template <typename KeyOf>
+    void add(std::size_t index, const KeyOf& key_of) {
+        if (2 * (index + 1) > slots_.size()) {
             slots_.assign(slots_.empty() ? 16 : 2 * slots_.size(), 0);
-            for (std::size_t i = 0; i + 1 < members.size(); ++i) place(members, i);
+            for (std::size_t i = 0; i < index; ++i) place(i, key_of);
         }
-        place(members, members.size() - 1);
+        place(index, key_of);
     }
 
 private:
     std::size_t mask() const { return slots_.size() - 1; }
-    std::size_t hash(const std::string& key) const {
-        return std::hash<std::string_view>()(key) & mask();
-    }
-    void place(const Members& members, std::size_t index) {
-        std::size_t slot = hash(members[index].first);
+    std::size_t hash(std::string_view key) const { return std::hash<std::string_view>()(key) & mask(); }
+    template <typename KeyOf>
+    void place(std::size_t index, const KeyOf& key_of) {
+        std::size_t slot = hash(key_of(index));
         while (slots_[slot] != 0) slot = (slot + 1) & mask();
         slots_[slot] = static_cast<std::uint32_t>(index + 1);
     }
 
-    std::vector<std::uint32_t> slots_;  // member index + 1, or 0: empty
+    std::vector<std::uint32_t> slots_;  // key index + 1, or 0: empty
+};
+
+// The keys of an object whose members are handed on as they are read: their bytes end to end.
+class KeyArena {
+public:
+    void add(const std::string& key) {
+        bytes_ += key;
+        ends_.push_back(bytes_.size());
+    }
+    std::size_t size() const { return ends_.size(); }
+    std::string_view operator()(std::size_t i) const {
+        const std::size_t begin = i == 0 ? 0 : ends_[i - 1];
+        return std::string_view(bytes_).substr(begin, ends_[i] - begin);
+    }
+
+private:
+    std::string bytes_;
+    std::vector<std::size_t> ends_;
 };
 
 class Parser {
@@ -62,14 +81,32 @@ public:
 
     Value document() {
         Value root = value(0);
-        skip_space();
-        if (at_ < s_.size()) fail("unexpected text after the JSON value");
+        end_of_document();
         return root;
+    }
+
+    // The members of the object at the start of the text, each handed to take as it is read.
+    void streamed_members(const Take& take) {
+        skip_space();
+        KeyArena keys;
+        KeySet seen;
+        members(0, [&](std::string_view key) { return seen.contains(key, keys); },
+                [&](std::string&& key, Value&& value) {
+                    keys.add(key);
+                    seen.add(keys.size() - 1, keys);
+                    take(std::move(key), std::move(value));
+                });
+        end_of_document();
     }
 
 private:
     [[noreturn]] void fail(const std::string& message) const {
         throw Error(what_ + ": byte " + std::to_string(at_) + ": " + message);
+    }
+
+    void end_of_document() {
+        skip_space();
+        if (at_ < s_.size()) fail("unexpected text after the JSON value");
     }
 
     void skip_space() {
@@ -128,25 +165,36 @@ private:
 
     void object(Value& v, int depth) {
         v.kind = Kind::object;
+        KeySet seen;
+        const auto key_of = [&](std::size_t i) { return std::string_view(v.members[i].first); };
+        members(depth, [&](std::string_view key) { return seen.contains(key, key_of); },
+                [&](std::string&& key, Value&& value) {
+                    v.members.emplace_back(std::move(key), std::move(value));
+                    seen.add(v.members.size() - 1, key_of);
+                });
+    }
+
+    // The object's members from its '{' at at_, each handed to add(key, value) in order;
+    // repeated(key) says whether a key came before.
+    template <typename Repeated, typename Add>
+    void members(int depth, const Repeated& repeated, const Add& add) {
         ++at_;
         skip_space();
         if (at_ < s_.size() && s_[at_] == '}') {
             ++at_;
             return;
         }
-        KeySet keys;
         for (;;) {
             skip_space();
             if (at_ >= s_.size() || s_[at_] != '"') fail("expected a key in quotes" + found());
             std::size_t key_at = at_;
             std::string key = string();
-            if (keys.contains(v.members, key)) {
+            if (repeated(key)) {
                 at_ = key_at;
                 fail("the key \"" + key + "\" appears twice");
             }
             expect(':');
-            v.members.emplace_back(std::move(key), value(depth + 1));
-            keys.add_last(v.members);
+            add(std::move(key), value(depth + 1));
             skip_space();
             if (at_ < s_.size() && s_[at_] == ',') {
                 ++at_;
@@ -268,6 +316,9 @@ private:
         return 0;
     }
 
+    // A string's byte that stands for itself: ASCII, neither a quote, a backslash nor a control.
+    static bool plain_ascii(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
     std::string string() {
         ++at_;  // the opening quote
         std::string out;
@@ -295,9 +346,11 @@ private:
                     case 'u': append_utf8(out, escaped_code()); break;
                     default: --at_; fail(std::string("an unknown escape \\") + e);
                 }
-            } else if (c < 0x80) {
-                out += char(c);
-                ++at_;
+            } else if (c < 0x80) {  // a run of plain ASCII at once
+                std::size_t end = at_ + 1;
+                while (end < s_.size() && plain_ascii(static_cast<unsigned char>(s_[end]))) ++end;
+                out.append(s_, at_, end - at_);
+                at_ = end;
             } else {
                 std::size_t n = utf8_length();
                 if (n == 0) fail("invalid UTF-8 inside a string");
@@ -336,6 +389,15 @@ const char* kind_name(Kind kind) {
 
 Value parse(const std::string& text, const std::string& what) {
     return Parser(text, what).document();
+}
+
+void parse_members(const std::string& text, const std::string& what, const Take& take) {
+    const std::size_t first = text.find_first_not_of(" \t\n\r");
+    if (first == std::string::npos || text[first] != '{') {
+        as_object(parse(text, what), Where{what, ""});  // refuses it, as the whole value
+        return;
+    }
+    Parser(text, what).streamed_members(take);
 }
 
 std::uint64_t parse_bytes(const std::string& text) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,13 @@ const char* kind_name(Kind kind);
 // JSON: a syntax error, invalid UTF-8 or a lone surrogate in a string, a duplicate key, or
 // nesting deeper than 512.
 Value parse(const std::string& text, const std::string& what);
+
+// The members of the object that is the whole text, each handed to `take` (its key and value)
+// in file order as soon as it is read, so that an object of many members (a vocabulary of
+// 50,000 tokens) is never held as one tree. Throws what parse throws for the same text, or for
+// a value that is not an object what as_object says; an error take throws stops the reading.
+void parse_members(const std::string& text, const std::string& what,
+                   const std::function<void(std::string&& key, Value&& value)>& take);
 
 // An upper bound on the bytes parse(text) allocates, from one scan that allocates nothing:
 // charge it to the ledger before parsing a large file.

@@ -129,13 +129,13 @@ void print_tokens(std::ostream& out, std::string_view text, const std::vector<To
     out << tokens.size() << " tokens from " << text.size() << " bytes\n";
 }
 
-void print_ids(std::ostream& out, const std::vector<TokenPiece>& tokens) {
+void print_ids(std::ostream& out, const std::vector<std::uint32_t>& ids) {
     std::string line;
-    line.reserve(tokens.size() * 6 + 1);
+    line.reserve(ids.size() * 6 + 1);
     char number[16];
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
         if (i > 0) line += ' ';
-        const auto end = std::to_chars(number, number + sizeof number, tokens[i].id).ptr;
+        const auto end = std::to_chars(number, number + sizeof number, ids[i]).ptr;
         line.append(number, end);
     }
     line += '\n';

@@ -15,7 +15,7 @@ void print_tokens(std::ostream& out, std::string_view text,
                   const std::vector<tokenizers::TokenPiece>& tokens);
 
 // The ids, space-separated, on one line.
-void print_ids(std::ostream& out, const std::vector<tokenizers::TokenPiece>& tokens);
+void print_ids(std::ostream& out, const std::vector<std::uint32_t>& ids);
 
 // The stages in order: normalizer, pre-tokenizer pieces with their branch, bytes as symbols,
 // every merge with its rank, byte fallback, special tokens added. with_special false says

@@ -64,6 +64,15 @@ std::int64_t Vocabulary::find(std::string_view token) const {
     return index_.find(token, tokens_);
 }
 
+void Vocabulary::find_all(const std::string_view* tokens, std::size_t count,
+                          std::int64_t* ids) const {
+    index_.find_all(tokens, count, tokens_, ids);
+    for (std::size_t i = 0; i < count; ++i) {  // as find: the small characters by their table
+        const std::int32_t code = small_character(tokens[i]);
+        if (code >= 0) ids[i] = small_characters_[code];
+    }
+}
+
 bool Vocabulary::has_id(std::uint32_t id) const { return id < present_.size() && present_[id]; }
 
 const std::string& Vocabulary::token(std::uint32_t id) const {
@@ -80,20 +89,44 @@ BpeModel::BpeModel(Vocabulary vocabulary, BpeOptions options)
 
 void BpeModel::add_merge(std::string_view left, std::string_view right,
                          const std::function<std::string()>& where) {
-    const auto id_of = [&](std::string_view token, const char* role) {
-        const std::int64_t id = vocabulary_.find(token);
-        if (id < 0) {
-            throw Error(where() + ": the merge " +
-                        quoted(std::string(left) + " " + std::string(right)) + " has " + role +
-                        " " + quoted(token) + ", which " + vocabulary_.source() + " does not have");
+    add_merges({{left, right}}, [&](std::size_t) { return where(); });
+}
+
+void BpeModel::add_merges(const std::vector<MergeText>& merges,
+                          const std::function<std::string(std::size_t)>& where) {
+    constexpr std::size_t group = 256;  // merges whose lookups are made together
+    std::vector<std::string_view> texts;  // per merge: left, right, the result
+    std::vector<std::int64_t> ids;
+    for (std::size_t first = 0; first < merges.size(); first += group) {
+        const std::size_t n = std::min(group, merges.size() - first);
+        joined_.clear();
+        for (std::size_t i = first; i < first + n; ++i)
+            joined_.append(merges[i].left).append(merges[i].right);
+        texts.clear();
+        for (std::size_t i = first, at = 0; i < first + n; ++i) {
+            const std::size_t length = merges[i].left.size() + merges[i].right.size();
+            texts.insert(texts.end(), {merges[i].left, merges[i].right,
+                                       std::string_view(joined_).substr(at, length)});
+            at += length;
         }
-        return static_cast<std::uint32_t>(id);
-    };
-    const std::uint32_t l = id_of(left, "the symbol"), r = id_of(right, "the symbol");
-    joined_.assign(left).append(right);
-    const std::uint32_t result = id_of(joined_, "the result");
-    const auto rank = static_cast<std::uint32_t>(merge_count_++);
-    rules_.insert(l, r, rank, result);  // a repeated pair keeps its first rank
+        ids.resize(texts.size());
+        vocabulary_.find_all(texts.data(), texts.size(), ids.data());
+        for (std::size_t k = 0; k < texts.size(); ++k) {
+            const MergeText& merge = merges[first + k / 3];
+            if (ids[k] < 0) {
+                throw Error(where(first + k / 3) + ": the merge " +
+                            quoted(std::string(merge.left) + " " + std::string(merge.right)) +
+                            " has " + (k % 3 == 2 ? "the result" : "the symbol") + " " +
+                            quoted(texts[k]) + ", which " + vocabulary_.source() +
+                            " does not have");
+            }
+            if (k % 3 != 2) continue;
+            const auto rank = static_cast<std::uint32_t>(merge_count_++);
+            // a repeated pair keeps its first rank
+            rules_.insert(std::uint32_t(ids[k - 2]), std::uint32_t(ids[k - 1]), rank,
+                          std::uint32_t(ids[k]));
+        }
+    }
 }
 
 bool BpeModel::has_byte_tokens(std::string_view character) const {

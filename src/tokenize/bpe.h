@@ -24,6 +24,8 @@ public:
 
     // The id of `token`, or -1.
     std::int64_t find(std::string_view token) const;
+    // find of each of tokens[0, count) into ids, the lookups' memory fetched together.
+    void find_all(const std::string_view* tokens, std::size_t count, std::int64_t* ids) const;
     // The token of `id`; throws mha::Error for an id the vocabulary does not have.
     const std::string& token(std::uint32_t id) const;
     bool has_id(std::uint32_t id) const;
@@ -39,6 +41,11 @@ private:
     std::vector<std::int32_t> small_characters_;
     std::size_t count_ = 0;
     std::string source_;
+};
+
+// A merge as its file writes it: the two symbols.
+struct MergeText {
+    std::string_view left, right;
 };
 
 // One merge applied to a piece: its left and right symbols' ids, the result's id, the rank.
@@ -74,6 +81,10 @@ public:
     // line 7"); throws mha::Error when a symbol or the result is not in the vocabulary.
     void add_merge(std::string_view left, std::string_view right,
                    const std::function<std::string()>& where);
+    // The same for each of merges in order (where(i) names merges[i]), stopping at the first
+    // error; the vocabulary's lookups overlap in memory, which 50,000 merges need to load fast.
+    void add_merges(const std::vector<MergeText>& merges,
+                    const std::function<std::string(std::size_t)>& where);
     // Room for `count` merges in all, when the caller knows how many come.
     void reserve_merges(std::size_t count) { rules_.reserve(count); }
 
@@ -100,7 +111,7 @@ private:
     Vocabulary vocabulary_;
     BpeOptions options_;
     PairTable rules_;
-    std::string joined_;  // add_merge's buffer for the result's text
+    std::string joined_;  // add_merges' buffer for the results' texts
     std::size_t merge_count_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mha::tokenizers {
 
@@ -17,8 +18,8 @@ std::uint32_t byte_symbol_code(std::uint8_t b);
 // Its UTF-8.
 const std::string& byte_symbol(std::uint8_t b);
 
-// All 256, by byte: for loops over many bytes.
-const std::array<std::string, 256>& byte_symbols();
+// The symbols of `bytes`, appended to out: a pre-tokenizer's piece in one pass.
+void append_byte_symbols(std::string& out, std::string_view bytes);
 
 // The byte a symbol stands for, or -1 when the code point is none of the 256 symbols.
 int symbol_byte(std::uint32_t code);

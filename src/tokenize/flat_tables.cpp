@@ -2,6 +2,7 @@
 
 #include "tokenize/flat_tables.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mha::tokenizers {
@@ -53,7 +54,30 @@ TokenIndex::TokenIndex(const std::vector<std::string>& tokens, const std::vector
 
 std::int64_t TokenIndex::find(std::string_view token,
                               const std::vector<std::string>& tokens) const {
-    const std::uint64_t h = text_hash(token);
+    return probe(token, text_hash(token), tokens);
+}
+
+void TokenIndex::find_all(const std::string_view* keys, std::size_t count,
+                          const std::vector<std::string>& tokens, std::int64_t* ids) const {
+    constexpr std::size_t group = 32;  // lookups whose memory is fetched at once
+    std::uint64_t hashes[group];
+    for (std::size_t first = 0; first < count; first += group) {
+        const std::size_t n = std::min(group, count - first);
+        for (std::size_t i = 0; i < n; ++i) {
+            hashes[i] = text_hash(keys[first + i]);
+            __builtin_prefetch(&slots_[hashes[i] & mask_]);
+        }
+        for (std::size_t i = 0; i < n; ++i) {  // the token the first slot names, if its hash fits
+            const std::uint64_t entry = slots_[hashes[i] & mask_];
+            if (entry != 0 && (entry >> 32) == (hashes[i] >> 32))
+                __builtin_prefetch(&tokens[static_cast<std::uint32_t>(entry) - 1]);
+        }
+        for (std::size_t i = 0; i < n; ++i) ids[first + i] = probe(keys[first + i], hashes[i], tokens);
+    }
+}
+
+std::int64_t TokenIndex::probe(std::string_view token, std::uint64_t h,
+                               const std::vector<std::string>& tokens) const {
     for (std::size_t slot = h & mask_;; slot = (slot + 1) & mask_) {
         const std::uint64_t entry = slots_[slot];
         if (entry == 0) return -1;

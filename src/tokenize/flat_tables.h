@@ -24,8 +24,16 @@ public:
 
     // The id of `token`, or -1.
     std::int64_t find(std::string_view token, const std::vector<std::string>& tokens) const;
+    // find of each of keys[0, count) into ids: a group's slots, then its tokens, fetched from
+    // memory together before any is compared, so that their cache misses overlap.
+    void find_all(const std::string_view* keys, std::size_t count,
+                  const std::vector<std::string>& tokens, std::int64_t* ids) const;
 
 private:
+    // The id of `token` whose text_hash is h, or -1.
+    std::int64_t probe(std::string_view token, std::uint64_t h,
+                       const std::vector<std::string>& tokens) const;
+
     // the token's hash in the high 32 bits (compared before the text), id + 1 in the low 32;
     // 0: empty
     std::vector<std::uint64_t> slots_ = std::vector<std::uint64_t>(16, 0);

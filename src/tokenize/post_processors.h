@@ -20,6 +20,7 @@ public:
     TemplatePostProcessor(std::vector<SpecialToken> before, std::vector<SpecialToken> after);
     void process(std::vector<TokenPiece>& tokens, bool with_special,
                  TokenizeTrace* trace) const override;
+    void process(std::vector<std::uint32_t>& ids, bool with_special) const override;
 
 private:
     std::vector<SpecialToken> before_, after_;

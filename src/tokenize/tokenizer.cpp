@@ -25,6 +25,17 @@ NormalizedText unnormalized(std::string_view text, std::size_t begin, std::size_
     return n;
 }
 
+// A token appended to a whole result, or its id alone.
+void append(std::vector<TokenPiece>& out, std::uint32_t id, const std::string& piece,
+            std::size_t begin, std::size_t end) {
+    out.push_back({id, piece, begin, end});
+}
+
+void append(std::vector<std::uint32_t>& out, std::uint32_t id, const std::string&, std::size_t,
+            std::size_t) {
+    out.push_back(id);
+}
+
 }  // namespace
 
 std::size_t PreToken::end_source() const {
@@ -52,18 +63,14 @@ void ByteLevelPreTokenizer::split_each(const NormalizedText& text,
         return prefix ? text.source_of(at == 0 ? 0 : at - 1) : text.source_of(at);
     };
     const bool each_byte_itself = !prefix && text.source.empty();
-    const std::array<std::string, 256>& symbols = byte_symbols();
     PreToken piece{{}, {}, "", 0};  // one piece at a time, its buffers reused
     for_each_match(pattern_, whole, [&](const PatternPiece& match) {
         piece.text.clear();
         piece.char_source.clear();
         piece.branch = match.branch;
         piece.begin = match.begin;
-        for (std::size_t at = match.begin; at < match.end; ++at) {
-            // a symbol is one or two bytes: pushed one by one, no copy call per byte
-            for (const char c : symbols[static_cast<std::uint8_t>(whole[at])])
-                piece.text.push_back(c);
-        }
+        append_byte_symbols(piece.text,
+                            std::string_view(whole).substr(match.begin, match.end - match.begin));
         if (!each_byte_itself) {
             for (std::size_t at = match.begin; at <= match.end; ++at)
                 piece.char_source.push_back(source(at));
@@ -97,11 +104,12 @@ std::string ByteLevelDecoder::decode(const std::vector<std::string>& tokens) con
 
 Tokenizer::Tokenizer(TokenizerStages stages) : stages_(std::move(stages)), cache_(cache_limit) {}
 
-void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
+template <typename Tokens>
+void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, Tokens& out,
                              TokenizeTrace* trace) const {
     if (piece.added_id >= 0) {
-        out.push_back({static_cast<std::uint32_t>(piece.added_id), piece.text, piece.source(0),
-                       piece.end_source()});
+        append(out, static_cast<std::uint32_t>(piece.added_id), piece.text, piece.source(0),
+               piece.end_source());
         return;
     }
     const Vocabulary& vocabulary = stages_.model->vocabulary();
@@ -109,33 +117,37 @@ void Tokenizer::encode_piece(const PreToken& piece, std::size_t index, std::vect
         const std::int64_t whole = vocabulary.find(piece.text);
         if (whole >= 0) {
             if (trace) trace->whole.push_back(index);
-            out.push_back({static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
-                           piece.end_source()});
+            append(out, static_cast<std::uint32_t>(whole), piece.text, piece.source(0),
+                   piece.end_source());
             return;
         }
     }
-    std::vector<ModelToken> fresh;
-    const ModelToken* tokens = nullptr;
+    const auto emit = [&](const auto* tokens, std::size_t count) {
+        for (const auto* t = tokens; t != tokens + count; ++t) {
+            append(out, t->id, vocabulary.token(t->id), piece.source(t->first),
+                   piece.source(t->end));
+        }
+    };
     std::size_t count = 0;
+    if (const PieceCache::Token* cached = trace ? nullptr : cache_.find(piece.text, count))
+        return emit(cached, count);
+    std::vector<ModelToken> fresh;
     if (trace) {
         std::vector<AppliedMerge> merges;
         std::vector<ByteFallback> fallbacks;
         stages_.model->tokenize(piece.text, fresh, &merges, &fallbacks);
         for (const AppliedMerge& m : merges) trace->merges.push_back({index, m});
         for (ByteFallback& f : fallbacks) trace->fallbacks.push_back({index, std::move(f)});
-    } else if ((tokens = cache_.find(piece.text, count)) == nullptr) {
+    } else {
         stages_.model->tokenize(piece.text, fresh);
         cache_.insert(piece.text, fresh);
     }
-    if (tokens == nullptr) tokens = fresh.data(), count = fresh.size();
-    for (const ModelToken* t = tokens; t != tokens + count; ++t) {
-        out.push_back(
-            {t->id, vocabulary.token(t->id), piece.source(t->first), piece.source(t->end)});
-    }
+    emit(fresh.data(), fresh.size());
 }
 
+template <typename Tokens>
 void Tokenizer::encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
-                               std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
+                               Tokens& out, std::vector<PreToken>& pieces,
                                TokenizeTrace* trace) const {
     if (begin == end) return;
     NormalizedText normalized = unnormalized(text, begin, end);
@@ -147,10 +159,10 @@ void Tokenizer::encode_stretch(std::string_view text, std::size_t begin, std::si
     });
 }
 
-std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
-                                          TokenizeTrace* trace, const std::string& what) const {
+template <typename Tokens>
+void Tokenizer::encode_text(std::string_view text, Tokens& tokens, TokenizeTrace* trace,
+                            const std::string& what) const {
     check_utf8(text, what);
-    std::vector<TokenPiece> tokens;
     tokens.reserve(text.size() / 4);  // about four bytes a token in English
     std::vector<PreToken> pieces;
     // added tokens first: the stretches between them go through the stages, each alone
@@ -162,7 +174,7 @@ std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_speci
             continue;
         }
         encode_stretch(text, stretch, added.begin, tokens, pieces, trace);
-        tokens.push_back({added.token->id, added.token->content, added.begin, added.end});
+        append(tokens, added.token->id, added.token->content, added.begin, added.end);
         at = stretch = added.end;
     }
     encode_stretch(text, stretch, text.size(), tokens, pieces, trace);
@@ -170,8 +182,22 @@ std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_speci
         trace->pre_tokenizer = stages_.pre_tokenizer->describe();
         trace->pieces = std::move(pieces);
     }
+}
+
+std::vector<TokenPiece> Tokenizer::encode(std::string_view text, bool with_special,
+                                          TokenizeTrace* trace, const std::string& what) const {
+    std::vector<TokenPiece> tokens;
+    encode_text(text, tokens, trace, what);
     if (stages_.post_processor) stages_.post_processor->process(tokens, with_special, trace);
     return tokens;
+}
+
+std::vector<std::uint32_t> Tokenizer::encode_ids(std::string_view text, bool with_special,
+                                                 const std::string& what) const {
+    std::vector<std::uint32_t> ids;
+    encode_text(text, ids, nullptr, what);
+    if (stages_.post_processor) stages_.post_processor->process(ids, with_special);
+    return ids;
 }
 
 std::string Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {

@@ -105,6 +105,8 @@ public:
     // Adds its special tokens (with_special false: none), recording them in the trace.
     virtual void process(std::vector<TokenPiece>& tokens, bool with_special,
                          TokenizeTrace* trace) const = 0;
+    // The same for the ids alone.
+    virtual void process(std::vector<std::uint32_t>& ids, bool with_special) const = 0;
 };
 
 class Decoder {
@@ -161,6 +163,10 @@ public:
     std::vector<TokenPiece> encode(std::string_view text, bool with_special,
                                    TokenizeTrace* trace = nullptr,
                                    const std::string& what = "the text") const;
+    // The ids encode gives, without the pieces' texts and spans (mha tokenize --ids): a long
+    // text's tokens then take 4 bytes each, not a TokenPiece.
+    std::vector<std::uint32_t> encode_ids(std::string_view text, bool with_special,
+                                          const std::string& what = "the text") const;
 
     // The bytes the ids stand for; throws mha::Error for an id not in the vocabulary.
     std::string decode(const std::vector<std::uint32_t>& ids) const;
@@ -168,10 +174,16 @@ public:
     const TokenizerStages& stages() const { return stages_; }
 
 private:
-    void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
-                        std::vector<TokenPiece>& out, std::vector<PreToken>& pieces,
-                        TokenizeTrace* trace) const;
-    void encode_piece(const PreToken& piece, std::size_t index, std::vector<TokenPiece>& out,
+    // The stages before the post-processor, their tokens appended to out (a vector of
+    // TokenPiece or of ids).
+    template <typename Tokens>
+    void encode_text(std::string_view text, Tokens& out, TokenizeTrace* trace,
+                     const std::string& what) const;
+    template <typename Tokens>
+    void encode_stretch(std::string_view text, std::size_t begin, std::size_t end, Tokens& out,
+                        std::vector<PreToken>& pieces, TokenizeTrace* trace) const;
+    template <typename Tokens>
+    void encode_piece(const PreToken& piece, std::size_t index, Tokens& out,
                       TokenizeTrace* trace) const;
 
     TokenizerStages stages_;

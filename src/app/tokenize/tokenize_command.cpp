@@ -70,28 +70,39 @@ void check_options(const O& o) {
         throw Error("tokenize --ids prints only the ids; --trace prints the stages: choose one");
 }
 
-// The folder's tokenizer, the text read within --max-memory, and the text's tokens (with every
-// stage's trace when traced).
+// The folder's tokenizer and the text, read within --max-memory, with room to tokenize it.
+struct Loaded {
+    tokenizers::Tokenizer tokenizer;
+    std::string text;
+    std::string what;  // "--text" or "--text-file FILE", for errors
+};
+
+Loaded loaded(const O& o) {
+    check_options(o);
+    Ledger ledger(o.max_memory);
+    const std::string what = o.text ? "--text" : "--text-file " + o.text_file;
+    std::string text = o.text ? *o.text : read_file(o.text_file, ledger);
+    ledger.hold(text.size());
+    Loaded l{tokenizers::load_tokenizer(o.checkpoint, ledger), std::move(text), what};
+    const std::uint64_t need = checked_product(
+        {l.text.size(), l.tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
+    ledger.check(need, what,
+                 "tokenizing its " + byte_size(l.text.size()) + " needs up to " + byte_size(need),
+                 "a shorter text");
+    return l;
+}
+
+// The text's tokens (with every stage's trace when traced).
 struct Tokenized {
     tokenizers::Tokenizer tokenizer;
     TokenizeFacts facts;
 };
 
 Tokenized tokenized(const O& o, bool traced) {
-    check_options(o);
-    Ledger ledger(o.max_memory);
-    const std::string what = o.text ? "--text" : "--text-file " + o.text_file;
-    std::string text = o.text ? *o.text : read_file(o.text_file, ledger);
-    ledger.hold(text.size());
-    Tokenized t{tokenizers::load_tokenizer(o.checkpoint, ledger), {std::move(text), {}, {}}};
-    const std::uint64_t need = checked_product(
-        {t.facts.text.size(), t.tokenizer.stages().bytes_per_text_byte}, "the text's tokens");
-    ledger.check(
-        need, what,
-        "tokenizing its " + byte_size(t.facts.text.size()) + " needs up to " + byte_size(need),
-        "a shorter text");
-    t.facts.tokens =
-        t.tokenizer.encode(t.facts.text, !o.no_special, traced ? &t.facts.trace : nullptr, what);
+    Loaded l = loaded(o);
+    Tokenized t{std::move(l.tokenizer), {std::move(l.text), {}, {}}};
+    t.facts.tokens = t.tokenizer.encode(t.facts.text, !o.no_special,
+                                        traced ? &t.facts.trace : nullptr, l.what);
     return t;
 }
 
@@ -104,11 +115,12 @@ int run_tokenize(const std::vector<std::string>& args, std::ostream& out) {
         out << help_text(tokenize_command());
         return 0;
     }
-    const Tokenized t = tokenized(o, o.trace);
     if (o.ids) {
-        print_ids(out, t.facts.tokens);
+        const Loaded l = loaded(o);
+        print_ids(out, l.tokenizer.encode_ids(l.text, !o.no_special, l.what));
         return 0;
     }
+    const Tokenized t = tokenized(o, o.trace);
     out << "tokenizer: " << t.tokenizer.stages().source << "\n";
     if (o.trace) {
         print_tokenize_trace(out, t.facts.text, t.facts.trace,
