@@ -14,7 +14,8 @@ CXX      ?= g++
 CXXFLAGS ?= -O3 -g1
 CXXSTD   := -std=c++17
 # no FP traps are watched, so g++ may vectorise the selects in the kernels' exp (results unchanged);
-# no fused multiply-add: every kernel variant (AVX-512 ... plain) and both compilers round alike
+# no fused multiply-add but the kernels' own (std::fma, which they spell out): every kernel
+# variant (AVX-512 ... plain) and both compilers round alike
 FPFLAGS  := -fno-trapping-math -ffp-contract=off
 WARNINGS := -Wall -Wextra -Wpedantic -Wshadow
 CPPFLAGS += -Isrc -MMD -MP
@@ -225,8 +226,8 @@ bench-attention: $(BUILD)/bench_attention
 $(BUILD)/bench_attention: $(BUILD)/tests/bench/attention_core.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-# bench-phases: one pass's three phases timed apart, then forward + backward step by step
-# (tests/bench/phases.cpp);
+# bench-phases: one pass's three phases timed apart, then forward + backward step by step, each
+# against the threads' multiply-add peak as bench-cores measures it (tests/bench/phases.cpp);
 # PHASES_SIZE="B N d_model h [repeat] [threads]" picks the size and the threads
 PHASES_SIZE ?= 1 512 768 12 21 1
 bench-phases: $(BUILD)/bench_phases
@@ -247,9 +248,10 @@ $(BUILD)/bench_train_step: $(BUILD)/tests/bench/train_step.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench-cores: whether the processors are whole cores right now (a virtual machine's may share
-# one): the same arithmetic on 1 thread, then on T at once, CORES_SAMPLES times; then (x86 with
-# FMA) whether the host slows separate multiplies and adds more than fused ones
-# (tests/bench/cores.cpp); CORES_SAMPLES="samples [threads]"
+# one), and the multiply-add peak: the kernels' register tile's loop (their instructions, their
+# register width) on 1 thread, then on T at once, CORES_SAMPLES times, the best of each the peak;
+# then (x86 with FMA) whether the host slows separate multiplies and adds more than fused ones
+# (tests/bench/cores.cpp, tests/bench/peak.h); CORES_SAMPLES="samples [threads]"
 CORES_SAMPLES ?= 20 2
 bench-cores: $(BUILD)/bench_cores
 	./$(BUILD)/bench_cores $(CORES_SAMPLES)

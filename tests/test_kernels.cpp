@@ -643,7 +643,7 @@ TEST_CASE("flash_softmax: running maximum, shrink and sum per query, by the form
 }
 
 TEST_CASE("every kernel variant gives the same bits as the plain one") {
-    // all variants multiply and add separately and sum in the same order; 300 deep is past a
+    // all variants fuse each product into its sum and sum in the same order; 300 deep is past a
     // packed slice, 70 wide off every wide tile, 13 wide on the narrow tiles of AVX2 and AVX-512
     const std::size_t n = 37, k = 300, m = GENERATE(70, 13);
     CAPTURE(m);
@@ -664,6 +664,71 @@ TEST_CASE("every kernel variant gives the same bits as the plain one") {
         CAPTURE(mha::kernel_variant_name(v));
         CHECK(run(v) == plain);
     }
+}
+
+// A sum of two products, -(1 + 2^-11) and then (1 + 2^-12)^2, whose exact value 2^-24 survives
+// only when the second product is fused into the sum: rounded alone, it is 1 + 2^-11 (a tie,
+// to even) and the sum 0. The pair sits at depth `at` of a sum of `depth` (a packed slice
+// holds 256), every other product zero.
+constexpr float fused_sum = 0x1p-24f;
+float fused_pair(std::size_t p, std::size_t at, bool left) {
+    if (p == at) return left ? 1.0f : -(1.0f + 0x1p-11f);
+    return p == at + 1 ? 1.0f + 0x1p-12f : 0.0f;
+}
+
+TEST_CASE("each product is fused into its sum, one rounding, on every variant and tile edge") {
+    EACH_VARIANT();
+    // rows and columns off every variant's wide and narrow tiles (4x8, 8x4, 6x16, 12x8, 6x64,
+    // 16x16); the pair in the first packed slice, or in the second (258 deep)
+    const std::size_t n = GENERATE(1, 5, 7, 13, 37), m = GENERATE(1, 3, 8, 13, 16, 17, 64, 70);
+    const std::size_t k = GENERATE(2, 258);
+    CAPTURE(n, m, k);
+    std::vector<float> a(n * k), a_t(k * n), b(k * m), w(m * k);  // w = bᵀ, a_t = aᵀ
+    for (std::size_t p = 0; p < k; ++p) {
+        for (std::size_t i = 0; i < n; ++i) a[i * k + p] = a_t[p * n + i] = fused_pair(p, k - 2, true);
+        for (std::size_t j = 0; j < m; ++j) b[p * m + j] = w[j * k + p] = fused_pair(p, k - 2, false);
+    }
+    const std::vector<float> expected(n * m, fused_sum);
+    const MatrixView b_view{b.data(), k, m, m, 1};
+    for (const MatrixView& a_view :
+         {MatrixView{a.data(), n, k, k, 1}, MatrixView{a_t.data(), k, n, n, 1}.transposed()}) {
+        std::vector<float> c(n * m, 7.0f), naive(n * m, 7.0f);
+        mha::gemm(a_view, b_view, c.data(), m);
+        mha::gemm_naive(a_view, b_view, naive.data(), m, false);
+        CHECK(c == expected);
+        CHECK(naive == expected);
+    }
+    std::vector<float> y(n * m, 7.0f);
+    const mha::LinearTarget target{w.data(), nullptr, y.data(), m};
+    mha::linear_panels(a.data(), k, {target}, 0, n, 0, mha::linear_panel_count({target}));
+    CHECK(y == expected);
+}
+
+TEST_CASE("the fused tile's products are fused into their sums too") {
+    EACH_VARIANT();
+    const mha::FlashRegisterTile t = mha::flash_tile();
+    const std::size_t kt = 2 * t.mr, d = GENERATE(2, 65, 258);  // d: d_k, then d_v
+    CAPTURE(d);
+    // scores: keys (kt, d) in panels of mr, each (d, mr); queries (d, nr)
+    std::vector<float> keys(kt * d), queries(d * t.nr), scores(kt * t.nr);
+    for (std::size_t p = 0; p < d; ++p) {
+        for (std::size_t j = 0; j < kt; ++j)
+            keys[j / t.mr * d * t.mr + p * t.mr + j % t.mr] = fused_pair(p, d - 2, true);
+        for (std::size_t r = 0; r < t.nr; ++r) queries[p * t.nr + r] = fused_pair(p, d - 2, false);
+    }
+    mha::flash_scores(keys.data(), queries.data(), d, kt, 1.0f, scores.data());
+    CHECK(scores == std::vector<float>(kt * t.nr, fused_sum));
+    // o (d, nr) = o · 1 + valuesᵀ p, the pair at the tile's last two keys; values in panels of
+    // mr features, each (kt, mr), zero-padded past d
+    const std::size_t padded = (d + t.mr - 1) / t.mr * t.mr;
+    std::vector<float> values(kt * padded, 0.0f), p(kt * t.nr), shrink(t.nr, 1.0f), o(d * t.nr);
+    for (std::size_t j = 0; j < kt; ++j) {
+        for (std::size_t f = 0; f < d; ++f)
+            values[f / t.mr * kt * t.mr + j * t.mr + f % t.mr] = fused_pair(j, kt - 2, true);
+        for (std::size_t r = 0; r < t.nr; ++r) p[j * t.nr + r] = fused_pair(j, kt - 2, false);
+    }
+    mha::flash_accumulate(values.data(), p.data(), kt, d, shrink.data(), o.data(), t.nr);
+    CHECK(o == std::vector<float>(d * t.nr, fused_sum));
 }
 
 TEST_CASE("MHA_KERNEL picks the variant; every one gives the same output at any thread count") {

@@ -281,7 +281,7 @@ TEST_CASE("a seed's training is pinned to the bit: the same digest with g++ and 
     const mha::Corpus& c = shipped();
     // the batch of 4 rows of 32 in one micro-batch, and in two of 2 rows
     const auto [micro_batch, digest] = GENERATE(table<std::size_t, std::uint64_t>(
-        {{512, 0x4ca2ce9453e3c2aaull}, {64, 0xb7966c33583e95aaull}}));
+        {{512, 0x082373f2eea4e337ull}, {64, 0x7741a54d153873b5ull}}));
     CAPTURE(micro_batch);
     mha::TrainState state =
         mha::start_training(mha::seeded_model(c.vocab, {2, 16, 2, 32, 32}, 7));

@@ -1,18 +1,22 @@
-// Whether the machine's processors are whole cores right now: the same arithmetic-only work
-// (sums held in registers, nothing read from memory) timed on one thread and then on T
-// threads at once, in samples one after another. On T whole cores, T threads finish in the
-// time one takes (scaling T); when the processors share a core, as a virtual machine's can
-// when the host places them there, scaling drops towards 1, and every timing taken then
-// (mha bench, PyTorch's) is slower by that much. Run it before and after a benchmark.
+// Whether the machine's processors are whole cores right now, and the multiply-add peak the
+// kernels can reach on them: the loop of the kernels' own register tile (tests/bench/peak.h:
+// its instructions at its register width, operands in L1) timed on one thread and then on T
+// threads at once, in samples one after another. On T whole cores, T threads reach T times
+// one's rate (scaling T); when the processors share a core, as a virtual machine's can when
+// the host places them there, scaling drops towards 1, and every timing taken then (mha
+// bench, PyTorch's) is slower by that much. Run it before and after a benchmark. The best
+// rates of the samples are the peak, the one figure bench_phases and bench_attention divide by
+// (they measure it the same way when they start). Without FMA (the sse2 and plain kernels) a
+// scalar multiply-and-add loop tells the scaling alone.
 //
 // Then, on x86 with FMA, whether the host is slowing separate multiplies and adds (what the
-// kernels do: no FMA, so that every variant gives the same bits) more than fused ones: two
-// register-only loops, 12 vmulps + vaddps pairs and 12 vfmadd231ps, alternated in short runs on
-// one thread: their medians and bests, and how many runs fell below 90% of their loop's best.
-// On AMD's cores (adds on pipes of their own) both reach the same rate on a quiet host; on a
-// Zen 3 host the first fell below 90% of its best in 17-60 of 100 runs while the second did in
-// 0-1, and in a longer slow period its median sat at 74 GFLOP/s against the FMA's 101
-// (docs/performance.md).
+// kernels did before issue 47, and what the code outside the products still does) more than
+// fused ones: two register-only loops, 12 vmulps + vaddps pairs and 12 vfmadd231ps, alternated
+// in short runs on one thread: their medians and bests, and how many runs fell below 90% of
+// their loop's best. On AMD's cores (adds on pipes of their own) both reach the same rate on a
+// quiet host; on a Zen 3 host the first fell below 90% of its best in 17-60 of 100 runs while
+// the second did in 0-1, and in a longer slow period its median sat at 74 GFLOP/s against the
+// FMA's 101 (docs/performance.md).
 //
 //   build/bench_cores [samples] [threads]
 
@@ -21,24 +25,44 @@
 #include <thread>
 #include <vector>
 
+#include "peak.h"
 #include "timing.h"
 
 namespace {
 
-// 64 independent running sums, each adding the same product at every step: the multiply and
-// add units are busy and nothing leaves the registers and the first-level cache.
-float spin(std::size_t steps, float seed) {
-    constexpr std::size_t lanes = 64;
+// GFLOP/s of 64 independent running sums, each adding the same product at every step: the
+// multiply and add units are busy and nothing leaves the registers and the first-level cache
+// (the scaling check where there is no FMA). About 0.1 s on a core of 2026.
+double spin_gflops(float seed) {
+    constexpr std::size_t lanes = 64, steps = 40'000'000;
     float sums[lanes], x[lanes];
     for (std::size_t i = 0; i < lanes; ++i) {
         sums[i] = 0.0f;
         x[i] = seed + 1e-3f * float(i);
     }
-    for (std::size_t s = 0; s < steps; ++s) {
-        for (std::size_t i = 0; i < lanes; ++i) sums[i] += x[i] * 0.999f;
-    }
+    const double ms = bench::time_ms([&] {
+        for (std::size_t s = 0; s < steps; ++s) {
+            for (std::size_t i = 0; i < lanes; ++i) sums[i] += x[i] * 0.999f;
+        }
+    });
     float total = 0.0f;
     for (float v : sums) total += v;
+    __asm__ volatile("" : : "r"(&total) : "memory");  // keeps the sums alive
+    return 2.0 * lanes * double(steps) / ms / 1e6;
+}
+
+// One thread's rate, or T threads' summed, on the tile's loop (spin_gflops without one).
+double rate(bench::PeakTile tile, std::size_t threads) {
+    if (tile != bench::PeakTile::None) return threads == 1 ? bench::tile_gflops(tile)
+                                                           : bench::tile_gflops_together(tile, threads);
+    std::vector<double> rates(threads);
+    std::vector<std::thread> workers;
+    for (std::size_t t = 1; t < threads; ++t)
+        workers.emplace_back([&rates, t] { rates[t] = spin_gflops(float(t)); });
+    rates[0] = spin_gflops(0.0f);
+    for (std::thread& w : workers) w.join();
+    double total = 0.0;
+    for (double r : rates) total += r;
     return total;
 }
 
@@ -118,35 +142,26 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: bench_cores [samples >= 1] [threads >= 2]\n");
         return 2;
     }
-    // about 0.1 s of work a thread on a core of 2026 (AMD Zen 4)
-    constexpr std::size_t steps = 40'000'000;
-    std::vector<float> results(threads);
+    const bench::PeakTile tile = bench::cpu_peak_tile();
+    std::printf("%s, on 1 thread, then on %zu at once; scaling = their GFLOP/s / one's\n",
+                bench::peak_tile_name(tile), threads);
     std::size_t shared = 0;
-    std::printf(
-        "the same work on 1 thread, then on %zu at once; scaling = %zu x one's time / "
-        "their time\n",
-        threads, threads);
+    double best_one = 0.0, best_all = 0.0;
     for (std::size_t sample = 1; sample <= samples; ++sample) {
-        const double one = bench::time_ms([&] { results[0] = spin(steps, 1.0f); });
-        const double all = bench::time_ms([&] {
-            std::vector<std::thread> workers;
-            for (std::size_t t = 1; t < threads; ++t)
-                workers.emplace_back([&results, t] { results[t] = spin(steps, float(t)); });
-            results[0] = spin(steps, 0.0f);
-            for (std::thread& w : workers) w.join();
-        });
-        const double scaling = double(threads) * one / all;
+        const double one = rate(tile, 1), all = rate(tile, threads), scaling = all / one;
         if (scaling < 0.75 * double(threads)) ++shared;
-        std::printf("  sample %2zu: 1 thread %7.1f ms, %zu threads %7.1f ms: scaling %.2fx\n",
+        best_one = std::max(best_one, one);
+        best_all = std::max(best_all, all);
+        std::printf("  sample %2zu: 1 thread %6.1f GFLOP/s, %zu threads %6.1f: scaling %.2fx\n",
                     sample, one, threads, all, scaling);
     }
-    float check = 0.0f;  // keeps the sums alive
-    for (float r : results) check += r;
-    std::printf("%zu of %zu samples scaled below %.2fx: %s (checksum %g)\n", shared, samples,
+    std::printf("%zu of %zu samples scaled below %.2fx: %s\n", shared, samples,
                 0.75 * double(threads),
                 shared == 0 ? "whole cores throughout"
-                            : "the threads shared cores then; timings taken then run slow",
-                double(check));
+                            : "the threads shared cores then; timings taken then run slow");
+    if (tile != bench::PeakTile::None)
+        std::printf("peak (best of the samples): %.1f GFLOP/s on 1 thread, %.1f on %zu\n", best_one,
+                    best_all, threads);
 #if defined(__x86_64__)
     multiply_then_add_against_fma(5 * samples);
 #endif

@@ -1,14 +1,16 @@
 // Times the three phases of one self-attention pass apart, interleaved, at a given thread
 // count: the fused Q, K, V projection (steps 1-3), the attention core on the streaming path
 // (steps 6-10) and the output projection (step 14), then the whole pass; prints medians and
-// each phase's share of the FMA peak of the threads it ran on. The projections and the pass
+// each phase's share of the multiply-add peak of the threads it ran on (tests/bench/peak.h:
+// the kernels' own tile loop on that many threads at once, measured at the start; make
+// bench-cores prints the same figure). The projections and the pass
 // run twice: packing W in every call, and reading it packed once (pack_weights).
 // Then forward + backward (the standard path, as mha bench --backward runs it), every step
 // of its plan timed by a tracer: a step's time runs from the report before it to its own. The
 // tensors one step yields (b14's dW_o, db_o and dconcat) are one row, and so are steps 1-3,
 // which run as one fused product, and b1-b3, whose six products run as one call.
 //
-//   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s per core]
+//   build/bench_phases B N d_model h [repeat] [threads] [peak GFLOP/s of the threads]
 //
 // Work counted (a multiply and an add per multiply-add): 2·B·N·d_model·3·d_model for
 // steps 1-3, 4·B·h·N²·d_k for steps 6-10, 2·B·N·d_model² for step 14; for each traced step
@@ -26,6 +28,7 @@
 #include "core/pass/attention.h"
 #include "core/pass/projection.h"
 #include "io/init.h"
+#include "kernel_peak.h"
 #include "timing.h"
 
 namespace {
@@ -100,7 +103,7 @@ int main(int argc, char** argv) {
                       E = argument(argc, argv, 3, 1), h = argument(argc, argv, 4, 1),
                       repeat = argument(argc, argv, 5, 21), threads = argument(argc, argv, 6, 1),
                       d_k = E / h, rows = B * N;
-    const double peak = (argc > 7 ? std::atof(argv[7]) : 248.0) * double(threads);
+    const double peak = argc > 7 ? std::atof(argv[7]) : bench::kernel_peak(threads);
     mha::Random random(1, 1);
     const float w_scale = 1.0f / std::sqrt(float(E));
     mha::Weights w;
@@ -186,8 +189,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < repeat; ++r) {
         for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
     }
-    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu\n", B, N, E, h,
-                threads, mha::kernel_variant_name(), repeat);
+    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; peak %.1f GFLOP/s\n",
+                B, N, E, h, threads, mha::kernel_variant_name(), repeat, peak);
     for (const Phase& p : phases) {
         const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
         std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s  %5.1f%% of %.0f\n", p.name, ms, rate,

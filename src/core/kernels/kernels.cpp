@@ -13,7 +13,8 @@
 // Run-time dispatch: each template is instantiated inside functions carrying the
 // compiler's target attribute (AVX-512, AVX2, SSE2, plain), and one table of them
 // is chosen at start-up from the CPU's features or MHA_KERNEL. Every variant
-// multiplies and adds separately (the build uses -ffp-contract=off and no fma) and
+// fuses each product into its sum (one rounding: an FMA instruction on AVX2 and AVX-512,
+// std::fma on SSE2 and plain), fuses nothing else (the build uses -ffp-contract=off) and
 // sums every element in the same order, so all variants give the same bits.
 
 #include "core/kernels/kernels.h"
@@ -28,6 +29,9 @@
 #include <vector>
 
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>  // declares the vector built-ins add_product takes with g++
+#endif
 
 #include "core/error.h"
 #include "core/kernels/block_transpose.h"
@@ -228,7 +232,7 @@ struct TileOperands {
 
 // A variant's vector registers, in bytes: a tile's rows are held in vectors this wide (or as
 // wide as the row, if narrower). With AVX-512's, each product reads a(i, p) from memory
-// itself: its multiply takes one float from memory and broadcasts it on the way ({1to16}),
+// itself: its multiply-add takes one float from memory and broadcasts it on the way ({1to16}),
 // where a broadcast instruction of its own takes a slot of the floating-point pipes on AMD's
 // Zen 4 (a 4x64 tile in L1 ran at 79% of the multiply-add peak with one broadcast a row, 98%
 // with none). Compilers fold a load into the multiply only when it feeds that one multiply,
@@ -238,53 +242,71 @@ struct TileOperands {
 // products and sums are the same either way, so are the bits.
 enum class Registers : std::size_t { Sse2 = 16, Avx2 = 32, Avx512 = 64 };
 
-// acc (MR, NR) = a (MR, kc) x b_panel (kc, NR), each sum from +0 with p ascending; acc is
-// written whole and never read before, so a tile's sums need no zero-filled array in memory.
-// Every AVX-512 tile, and the narrow and fused-attention tiles of the others, keep a row in
-// vectors of the registers' width (vectors wider than the registers went through memory: the
-// AVX2 build's 4x16 attention tile ran at a seventeenth of AVX-512's). The others' wide tile
-// adds its first products to +0 as it adds every later one to the sums (the same
-// operations), and the compiler keeps the sums in registers across the loop.
+// sum += b · a in each lane, rounded once: a fused multiply-add. Where the variant's target has
+// FMA (AVX2's, AVX-512's) it is one vfmadd instruction a vector; where it has none (plain, SSE2)
+// std::fma calls fmaf a lane: slow, the reference, the same bits. clang++ builds std::fma on the
+// lanes as one vector instruction for the target it is inlined into (once the loops around it
+// are unrolled whole: unrolled by its own measure, the AVX-512 tile's sums went through memory);
+// g++ 12 leaves one scalar instruction a lane, so g++ takes the vector built-ins behind
+// _mm256_fmadd_ps and _mm512_fmadd_ps (the intrinsics themselves cannot be inlined into a
+// template built for no target). Nothing else is fused: the build keeps -ffp-contract=off.
+// g++'s -Wpsabi note (an AVX-wide vector returned by a function built without AVX) does not
+// apply: this is always inlined into the variant's own function.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <Registers R, class Vector>
+MHA_INLINE void add_product(Vector& sum, const Vector& b, float a) {
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+    if constexpr (R != Registers::Sse2 && sizeof(Vector) == 32) {
+        sum = __builtin_ia32_vfmaddps256(b, a - Vector{}, sum);  // a - 0 is a in every lane
+        return;
+    } else if constexpr (R != Registers::Sse2 && sizeof(Vector) == 64) {
+        sum = __builtin_ia32_vfmaddps512_mask(b, a - Vector{}, sum, -1, _MM_FROUND_CUR_DIRECTION);
+        return;
+    }
+#endif
+#pragma GCC unroll 16
+    for (std::size_t l = 0; l < sizeof(Vector) / sizeof(float); ++l)
+        sum[l] = std::fma(b[l], a, sum[l]);
+}
+#pragma GCC diagnostic pop
+
+// acc (MR, NR) = a (MR, kc) x b_panel (kc, NR), each sum from +0 with p ascending, each product
+// fused into it (add_product); acc is written whole and never read before, so a tile's sums
+// need no zero-filled array in memory. Every tile keeps a row in vectors of the registers'
+// width, or as wide as the row (vectors wider than the registers went through memory: the
+// AVX2 build's 4x16 attention tile ran at a seventeenth of AVX-512's).
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void add_products(std::size_t kc, const float* a, std::size_t a_i, std::size_t a_p,
                              const float* b, float (&acc)[MR][NR]) {
     constexpr std::size_t row_bytes = NR * sizeof(float);
-    if constexpr (R == Registers::Avx512 || row_bytes <= max_vector_bytes) {
-        constexpr std::size_t width = std::min(row_bytes, std::size_t(R));
-        typedef float Vector __attribute__((vector_size(width)));
-        constexpr std::size_t per_row = row_bytes / width;
-        static_assert(per_row * width == row_bytes, "whole vectors a row");
-        Vector sums[MR][per_row] = {};
-        for (std::size_t p = 0; p < kc; ++p) {
-            Vector bp[per_row];  // one copy a vector: g++ sends a whole-array copy through memory
-            for (std::size_t v = 0; v < per_row; ++v)
-                std::memcpy(&bp[v], b + p * NR + v * (NR / per_row), sizeof bp[v]);
-            for (std::size_t i = 0; i < MR; ++i) {
-                if constexpr (R == Registers::Avx512) {
-                    for (std::size_t v = 0; v < per_row; ++v) {
-                        const float* ai = a + i * a_i + p * a_p;
-                        __asm__ volatile("" : "+r"(ai));  // a load of its own (see Registers)
-                        sums[i][v] += bp[v] * *ai;
-                    }
-                } else {
-                    const float ai = a[i * a_i + p * a_p];
-                    for (std::size_t v = 0; v < per_row; ++v) sums[i][v] += bp[v] * ai;
+    static_assert(R == Registers::Avx512 || row_bytes <= max_vector_bytes,
+                  "a row in at most four vectors");
+    constexpr std::size_t width = std::min(row_bytes, std::size_t(R));
+    typedef float Vector __attribute__((vector_size(width)));
+    constexpr std::size_t per_row = row_bytes / width;
+    static_assert(per_row * width == row_bytes, "whole vectors a row");
+    Vector sums[MR][per_row] = {};
+    for (std::size_t p = 0; p < kc; ++p) {
+        Vector bp[per_row];  // one copy a vector: g++ sends a whole-array copy through memory
+        for (std::size_t v = 0; v < per_row; ++v)
+            std::memcpy(&bp[v], b + p * NR + v * (NR / per_row), sizeof bp[v]);
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < MR; ++i) {
+            if constexpr (R == Registers::Avx512) {
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < per_row; ++v) {
+                    const float* ai = a + i * a_i + p * a_p;
+                    __asm__ volatile("" : "+r"(ai));  // a load of its own (see Registers)
+                    add_product<R>(sums[i][v], bp[v], *ai);
                 }
+            } else {
+                const float ai = a[i * a_i + p * a_p];
+                for (std::size_t v = 0; v < per_row; ++v) add_product<R>(sums[i][v], bp[v], ai);
             }
         }
-        std::memcpy(acc, sums, sizeof sums);
-        return;
     }
-    for (std::size_t i = 0; i < MR; ++i) {
-        for (std::size_t j = 0; j < NR; ++j) acc[i][j] = kc == 0 ? 0.0f : 0.0f + a[i * a_i] * b[j];
-    }
-    for (std::size_t p = 1; p < kc; ++p) {
-        const float* ap = a + p * a_p;
-        const float* bp = b + p * NR;
-        for (std::size_t i = 0; i < MR; ++i) {
-            for (std::size_t j = 0; j < NR; ++j) acc[i][j] += ap[i * a_i] * bp[j];
-        }
-    }
+    std::memcpy(acc, sums, sizeof sums);
 }
 
 // c's whole (MR, NR) tile = or += acc, a vector of the registers' width at a time, as
@@ -756,8 +778,8 @@ MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Registers::Sse2)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
 MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Registers::Sse2)
-MHA_VARIANT(avx2, __attribute__((target("avx2"))), 6, 16, 12, 8, 4, 16, Registers::Avx2)
-MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))), 6, 64, 16, 16, 4, 64,
+MHA_VARIANT(avx2, __attribute__((target("avx2,fma"))), 6, 16, 12, 8, 4, 16, Registers::Avx2)
+MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw,fma"))), 6, 64, 16, 16, 4, 64,
             Registers::Avx512)
 #endif
 
@@ -800,9 +822,9 @@ bool cpu_runs(KernelVariant v) {
     switch (v) {
         case KernelVariant::Avx512:
             return MHA_CPU_HAS(AVX512F, "avx512f") && MHA_CPU_HAS(AVX512VL, "avx512vl") &&
-                   MHA_CPU_HAS(AVX512BW, "avx512bw");
+                   MHA_CPU_HAS(AVX512BW, "avx512bw") && MHA_CPU_HAS(FMA, "fma");
         case KernelVariant::Avx2:
-            return MHA_CPU_HAS(AVX2, "avx2");
+            return MHA_CPU_HAS(AVX2, "avx2") && MHA_CPU_HAS(FMA, "fma");
         case KernelVariant::Sse2:
             return MHA_CPU_HAS(SSE2, "sse2");
         case KernelVariant::Plain:
@@ -898,7 +920,7 @@ void gemm_naive(const MatrixView& a, const MatrixView& b, float* c, std::size_t 
             for (std::size_t p0 = 0; p0 < a.cols; p0 += KC) {  // a slice's sum from +0, then added
                 float sum = 0.0f;
                 for (std::size_t p = p0; p < std::min(a.cols, p0 + KC); ++p)
-                    sum += a(i, p) * b(p, j);
+                    sum = std::fma(a(i, p), b(p, j), sum);
                 total = p0 == 0 && !accumulate ? sum : total + sum;
             }
             c[i * ldc + j] = total;
@@ -1009,7 +1031,7 @@ void flash_scores_naive(const float* keys, const float* queries, std::size_t d_k
             for (std::size_t p0 = 0; p0 < d_k; p0 += KC) {  // a slice's sum from +0, then added
                 float sum = 0.0f;
                 for (std::size_t d = p0; d < std::min(d_k, p0 + KC); ++d)
-                    sum += key[d * mr] * queries[d * nr + r];
+                    sum = std::fma(key[d * mr], queries[d * nr + r], sum);
                 total = p0 == 0 ? sum : total + sum;
             }
             scores[j * nr + r] = total * factor;
@@ -1033,7 +1055,7 @@ void flash_accumulate_naive(const float* values, const float* p, std::size_t kt,
         const float* feature = values + d / mr * kt * mr + d % mr;  // key j's at feature[j · mr]
         for (std::size_t r = 0; r < nr; ++r) {
             float sum = 0.0f;
-            for (std::size_t j = 0; j < kt; ++j) sum += feature[j * mr] * p[j * nr + r];
+            for (std::size_t j = 0; j < kt; ++j) sum = std::fma(feature[j * mr], p[j * nr + r], sum);
             o[d * ldo + r] = o[d * ldo + r] * shrink[r] + sum;
         }
     }

@@ -1,10 +1,12 @@
 #pragma once
 // Fast kernels: a cache-blocked, register-tiled matrix product (the right operand on packed
 // panels, the left read in place where it streams well), an exp that compilers vectorise,
-// and scale-mask-softmax fused over one head. Portable C++ (no intrinsics; the narrow tile
-// and the reductions use the GNU vector extension, which g++ and clang++ both take) built
-// for several CPUs and chosen at start-up. Each keeps a plain twin beside it (`_naive`, as
-// llm.c keeps matmul_forward_naive): short loops summing in the same order, the same bits.
+// and scale-mask-softmax fused over one head. Portable C++ (no intrinsics; the tiles and the
+// reductions use the GNU vector extension, which g++ and clang++ both take) built for several
+// CPUs and chosen at start-up. Every product is fused into its sum (one rounding: an FMA
+// instruction on AVX2 and AVX-512, std::fma on SSE2 and plain). Each keeps a plain twin beside
+// it (`_naive`, as llm.c keeps matmul_forward_naive): short loops summing in the same order
+// with std::fma, the same bits.
 
 #include <cstddef>
 #include <vector>
@@ -31,7 +33,8 @@ struct GemmSkip {
 // order whatever its position, so splitting rows over threads changes no bit.
 void gemm(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
           bool accumulate = false, const GemmSkip& skip = {});
-// Its plain twin: each element summed as gemm sums it (slices of 256, each from +0, in order).
+// Its plain twin: each element summed as gemm sums it (slices of 256, each from +0, in order,
+// each product fused into the sum: std::fma).
 void gemm_naive(const MatrixView& a, const MatrixView& b, float* c, std::size_t ldc,
                 bool accumulate);
 
@@ -40,7 +43,8 @@ void gemm_naive(const MatrixView& a, const MatrixView& b, float* c, std::size_t 
 // query sees no key at all (its row of weights is NaN, not zero).
 GemmSkip causal_skip(const HeadMask& mask, GemmSkip::Kind kind);
 
-// The builds of the kernels, fastest first. Every variant gives the same bits.
+// The builds of the kernels, fastest first. Every variant gives the same bits. avx512 and avx2
+// need the CPU's FMA too (every CPU with AVX-512, and nearly every one with AVX2, has it).
 enum class KernelVariant { Avx512, Avx2, Sse2, Plain };
 
 // The variants this CPU can run, fastest first (Plain always).

@@ -1,5 +1,5 @@
 // FlashAttention-2's backward for one (batch, head) unit, on the gemm of kernels.h:
-//   D = rowsum(dO ∘ O)                                               (N)
+//   D = rowsum(dO ∘ O), summed as gemm sums an element of dP         (N)
 //   for each tile of 256 keys (outer), for each tile of 64 queries that sees any of them:
 //     S = Q_t K_tᵀ;  dP = dO_t V_tᵀ                                  (64, 256) each
 //     P = e^(scale, cap, mask(S) − lse);  dS = P ∘ (dP − D) · cap' · factor
@@ -57,6 +57,12 @@ bool outside_band(const HeadMask& mask, std::size_t q0, std::size_t qt, std::siz
 
 }  // namespace
 
+float row_d(const MatrixView& d_o, const MatrixView& context, std::size_t i) {
+    float d = 0.0f;
+    gemm_naive(rows_of(d_o, i, 1), rows_of(context, i, 1).transposed(), &d, 1, false);
+    return d;
+}
+
 void softmax_backward_tile(float* s, float* dp, std::size_t ld, std::size_t q0, std::size_t rows,
                            std::size_t k0, std::size_t cols, float factor, const HeadMask& mask,
                            const float* lse, const float* d) {
@@ -98,10 +104,8 @@ std::size_t attend_backward_streaming(const MatrixView& q, const MatrixView& k, 
     float* const dp = scratch.dp.floats(qt_max * ld);
     float* const d = scratch.d.floats(n);
     std::size_t blocked = 0;
-    for (std::size_t i = 0; i < n; ++i) {  // D = rowsum(dO ∘ O), features in order
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < d_v; ++j) sum += d_o(i, j) * forward.context(i, j);
-        d[i] = sum;
+    for (std::size_t i = 0; i < n; ++i) {
+        d[i] = row_d(d_o, forward.context, i);
         blocked += forward.lse[i] == minus_inf;
     }
     for (std::size_t k0 = 0; k0 < m; k0 += ld) {

@@ -112,7 +112,7 @@ FlashBackRow trace_flash_back_row(const MatrixView& q, const MatrixView& k, cons
                                   const MatrixView& d_o, std::size_t row) {
     const std::size_t d_k = q.cols, d_v = v.cols;
     FlashBackRow result;
-    for (std::size_t j = 0; j < d_v; ++j) result.d += d_o(row, j) * forward.context(row, j);
+    result.d = row_d(d_o, forward.context, row);
     const float lse = forward.lse[row];
     std::vector<float> p(stream_key_tile), ds(stream_key_tile);
     result.dq.assign(d_k, 0.0f);
