@@ -226,6 +226,18 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.decode && !c.prefill_chunks.empty(); },
          "--decode T feeds the tokens one at a time and --prefill-chunks a chunk at a time; "
          "choose one (--prefill-chunks 1,1,1 is --decode 3)"},
+        {"kv-quant-options-without-kv-quant",
+         [](const Config& c) {
+             return !c.kv_quant && (c.kv_quant_group || c.kv_quant_axis || c.kv_residual);
+         },
+         "--kv-quant-group, --kv-quant-axis and --kv-residual shape the quantised cache of "
+         "--kv-quant; give --kv-quant int8 or int4 too"},
+        {"kv-quant-without-cache",
+         [](const Config& c) {
+             return c.kv_quant && (!asks(c, FormChoice::Decode) || !c.prefill_chunks.empty());
+         },
+         "--kv-quant quantises the KV cache of --decode T (token by token); give --decode "
+         "(--prefill-chunks does not take it)"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "

@@ -5,6 +5,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "app/run/kv_quant_options.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/mla_pass.h"
@@ -75,7 +76,7 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     if (c.form == Form::Decode)
-        return c.prefill_chunks.empty() ? decode_bytes(s)
+        return c.prefill_chunks.empty() ? decode_bytes(s) + kv_quant_bytes_of(c, s)
                                         : prefill_bytes(s, c.prefill_chunks, path, threads);
     if (c.gradcheck) return reference_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "app/run/budget.h"
+#include "app/run/kv_quant_options.h"
 #include "app/run/layout.h"
 #include "app/run/time_guard.h"
 #include "app/run/variant_name.h"
@@ -624,6 +625,7 @@ Problem build_mla_problem(const Config& c) {
 Problem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
+    check_kv_quant(c, s);
     check_form(c.form, s, self_attention_sizes(s), masks_of(c));
     const std::size_t d_ff = block_width(c, s, Sources{});
     const std::optional<MlaSizes> mla =
@@ -641,7 +643,7 @@ Problem build_shapes(const Config& c) {
     p.info.shapes_only = true;
     p.info.activation_bytes =
         c.form != Form::Decode        ? forward_bytes(s, path, 1)
-        : c.prefill_chunks.empty() ? decode_bytes(s)
+        : c.prefill_chunks.empty() ? decode_bytes(s) + kv_quant_bytes_of(c, s)
                                    : prefill_bytes(s, c.prefill_chunks, path, 1);
     if (c.block) {
         p.info.parameters += p.block->parameter_count();
@@ -672,6 +674,7 @@ Problem build_problem(const Config& c) {
     Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
     check_heads(c, s);
+    check_kv_quant(c, s);
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);

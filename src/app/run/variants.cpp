@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/run/kv_quant_options.h"
 #include "app/run/non_finite.h"
 #include "core/error.h"
 #include "core/backward/block_backward.h"
@@ -29,7 +30,7 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
         case Form::Decode:
             if (!c.prefill_chunks.empty())
                 return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer);
-            return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+            return decode(p.weights, p.inputs, p.masks, p.options, tracer, kv_quant_of(c));
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead:
