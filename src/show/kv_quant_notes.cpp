@@ -2,6 +2,8 @@
 
 #include "show/kv_quant_notes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "show/format.h"
@@ -49,6 +51,27 @@ std::string held(const KvQuantFacts& q) {
     return text + ")";
 }
 
+// "[0.1, -0.2, ...]": at most the first 8 values, 4 significant digits.
+std::string values(const std::vector<float>& v) {
+    std::ostringstream text;
+    text.precision(4);
+    text << "[";
+    for (std::size_t i = 0; i < v.size() && i < 8; ++i) text << (i ? ", " : "") << v[i];
+    return text.str() + (v.size() > 8 ? ", ...]" : "]");
+}
+
+// One group by hand: its values, where they fall between m and m + 15s, and what comes back.
+std::string example(const KvQuantFacts& q, const QuantGroupExample& e) {
+    std::vector<float> codes;
+    const float top = float((1u << q.bits) - 1);
+    for (float r : e.ratio) codes.push_back(std::min(std::max(std::nearbyint(r), 0.0f), top));
+    return "by hand, batch 0, head 0, the group from position " + std::to_string(e.first) +
+           (q.along_tokens ? " down channel 0" : "") + ": x = " + values(e.x) +
+           ", m = " + short_number(e.zero) + ", s = " + short_number(e.scale) +
+           ", (x - m) / s = " + values(e.ratio) + ", q = " + values(codes) +
+           ", x_hat = " + values(e.x_hat);
+}
+
 std::string memory(const KvQuantFacts& q) {
     const std::uint64_t total = q.code_bytes + q.scale_bytes + q.float_bytes;
     return "the cache holds " + with_commas(total) + " bytes for its " + std::to_string(q.length) +
@@ -90,6 +113,7 @@ void kv_quant_notes(const Step& step, std::vector<std::string>& notes) {
             break;
         case KvQuantFacts::Part::Dequantised:
             notes.push_back(held(q));
+            if (q.example) notes.push_back(example(q, *q.example));
             notes.push_back(memory(q));
             break;
         case KvQuantFacts::Part::Cache:

@@ -55,6 +55,18 @@ KvQuantBytes tensor_bytes(const KvQuant& quant, QuantAxis axis, const Sizes& s,
     return bytes;
 }
 
+// The group at `from` (its x̂ at `to`), for the trace.
+QuantGroupExample example_of(const float* from, const float* to, std::size_t stride,
+                             std::size_t count, GroupCode code, std::size_t first) {
+    QuantGroupExample example{first, code.scale, code.zero, {}, {}, {}};
+    for (std::size_t i = 0; i < count; ++i) {
+        example.x.push_back(from[i * stride]);
+        example.ratio.push_back(code.scale > 0 ? (from[i * stride] - code.zero) / code.scale : 0.0f);
+        example.x_hat.push_back(to[i * stride]);
+    }
+    return example;
+}
+
 }  // namespace
 
 std::size_t quant_group(const KvQuant& quant, QuantAxis axis, std::size_t T, std::size_t d_k) {
@@ -137,6 +149,7 @@ Tensor QuantisedTensor::zero() const { return zero_.narrow(2, 0, groups_done());
 bool QuantisedTensor::take(const Tensor& cache, std::size_t length) {
     const std::size_t before = quantised_, before_groups = groups_done();
     quantised_ = quantised_positions(quant_, axis_, group_, length);
+    example_.reset();
     if (!any_dry(cache, dequantised_)) {
         const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2),
                           d_k = cache.size(3), columns = scale_.size(3);
@@ -154,6 +167,7 @@ bool QuantisedTensor::take(const Tensor& cache, std::size_t length) {
                         quantise_group(from + first, group_, stride, quant_.bits, to + first);
                     scale_.data()[(r * groups + k) * columns + j] = code.scale;
                     zero_.data()[(r * groups + k) * columns + j] = code.zero;
+                    if (r == 0 && !example_) example_ = example_of(from + first, to + first, stride, group_, code, axis_ == QuantAxis::Token ? k : k * group_);
                 }
             }
         }
@@ -191,6 +205,7 @@ void QuantisedTensor::show(const Sizes& s, std::size_t length, PassTrace& trace)
                                         std::move(expression), std::move(d));
         described_step.facts.kv_quant = facts;
         described_step.facts.kv_quant->part = part;
+        if (part == KvQuantFacts::Part::Dequantised) described_step.facts.kv_quant->example = example_;
         return described_step;
     };
     trace.show(zero(), [&] {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,6 +97,7 @@ private:
     Tensor dequantised_;  // (B, G, T, d_k)
     Tensor scale_, zero_;  // (B, G, T, d_k/g) token axis; (B, G, T/g, d_k) channel axis
     std::size_t taken_ = 0, quantised_ = 0;
+    std::optional<QuantGroupExample> example_;  // the first group the last take() quantised
 };
 
 // Decode's quantised cache, K and V, and the error it carries against a run over the float

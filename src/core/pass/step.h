@@ -64,6 +64,15 @@ struct ChunkFacts {
     bool rope = false;                 // q and k are rotated to their positions before caching
 };
 
+// --kv-quant: one group quantised at a step, batch 0's first K/V head, to follow by hand.
+struct QuantGroupExample {
+    std::size_t first = 0;   // its first position (channel groups: of channel 0)
+    float scale = 0.0f, zero = 0.0f;
+    std::vector<float> x;      // (g) the float values
+    std::vector<float> ratio;  // (g) (x − m) / s, before rounding (0 when s = 0)
+    std::vector<float> x_hat;  // (g) s·q + m
+};
+
 // --kv-quant: one tensor of decode's quantised cache (K or V) at step 2, its scales, zero
 // points and dequantised values, and what the whole cache holds then.
 struct KvQuantFacts {
@@ -80,6 +89,7 @@ struct KvQuantFacts {
     std::uint64_t scale_bytes = 0;  // their scales and zero points, float32
     std::uint64_t float_bytes = 0;  // the positions K and V hold in float
     std::uint64_t plain_bytes = 0;  // all cached positions of K and V in float
+    std::optional<QuantGroupExample> example;  // the first group quantised now; none when dry
 };
 
 // --kv-quant: how far a step moved from the run over the float cache (decode 6, 9, 14).
