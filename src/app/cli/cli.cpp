@@ -598,7 +598,10 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { ask_form(c, parse_choice<FormChoice>(a, form_names)); }},
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"
-          "causal); the last row equals the full causal pass"},
+          "causal); the last row equals the full causal pass;\n"
+          "--preset P --shapes-only: the model's KV cache at T in\n"
+          "float32, int8 and int4, and the sequences --max-memory\n"
+          "holds"},
          [](Config& c, const Arg& a) {
              c.decode = parse_size(a);
              ask_form(c, FormChoice::Decode);

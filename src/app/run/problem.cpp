@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "app/run/budget.h"
+#include "app/run/kv_ledger.h"
 #include "app/run/kv_quant_options.h"
 #include "app/run/layout.h"
 #include "app/run/time_guard.h"
@@ -664,6 +665,7 @@ Problem build_shapes(const Config& c) {
         p.info.variant = mla_variant(m);
     }
     p.info.total_macs = dry_tally(c, p).total_macs();
+    p.info.kv_ledger = kv_ledger_of(c, s);
     if (c.backward) describe_backward(p.info, c, p);
     return p;
 }
