@@ -289,6 +289,18 @@ std::string explanation(const Step& step) {
             return "In decoding, the new token's key and value are appended to the KV cache, so "
                    "the keys and values of earlier tokens are never computed again. The new query "
                    "then attends to everything the cache holds.";
+        case StepKind::Quantise:
+            return "A quantised KV cache keeps each cached value as a small integer code: a "
+                   "group of values shares a zero point (its minimum) and a scale (its range "
+                   "over the largest code), so int4 holds a value in 4 bits instead of 32. "
+                   "KIVI groups keys per channel along the tokens, because a few channels of K "
+                   "carry large values, and values per token; the newest tokens stay float until "
+                   "a group fills. Attention then reads the dequantised values.";
+        case StepKind::QuantError:
+            return "The same step computed over the float cache, subtracted: what quantising "
+                   "the cache changed here. The scores move by q times the keys' rounding "
+                   "error, the softmax turns that into moved weights, and the weights times "
+                   "the values' error move the output.";
         case StepKind::LatentNorm:
             return "RMSNorm divides each vector by its root mean square and multiplies by a "
                    "learned gain. In multi-head latent attention it steadies the compressed latent "

@@ -10,6 +10,7 @@
 #include "core/checked.h"
 #include "core/pass/mla.h"
 #include "show/format.h"
+#include "show/kv_quant_notes.h"
 
 namespace mha {
 
@@ -581,6 +582,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.token) token(step, *f.token, notes);
     if (f.chunk) chunk(*f.chunk, notes);
     if (f.paged) paged(*f.paged, notes);
+    kv_quant_notes(step, notes);
     by_kind(step, notes);
     for (const std::string& source : f.sources) notes.push_back("from the checkpoint: " + source);
     return notes;

@@ -13,6 +13,18 @@
 
 namespace mha {
 
+// --preset P --shapes-only --decode T: the KV cache of the whole model, float and quantised.
+struct KvLedger {
+    std::size_t layers = 0, length = 0;   // the model's layers, T
+    std::uint64_t per_token = 0;          // float K and V of one token, one layer, one sequence
+    std::uint64_t at_length = 0;          // the same at T positions
+    std::uint64_t int8 = 0, int4 = 0;     // at T, quantised with KIVI's default groups (codes,
+                                          // scales and zero points, the float residual)
+    std::uint64_t max_memory = 0;         // --max-memory
+    std::uint64_t batch_float = 0, batch_int8 = 0, batch_int4 = 0;  // the most sequences of T
+                                          // whose cache (all layers) fits in it
+};
+
 struct RunInfo {
     std::size_t batch = 0;          // B
     std::size_t seq_len = 0;        // N
@@ -42,6 +54,7 @@ struct RunInfo {
     std::vector<std::string> tokens;        // --text: one per position; empty otherwise
     std::vector<std::string> head_names;    // --demo-heads: one per head; empty otherwise
     std::string variant;          // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
+    std::optional<KvLedger> kv_ledger;  // --preset --shapes-only --decode: the cache's ledger
     std::optional<MlaSizes> mla;  // --form mla: its matrices replace W_q, W_k, W_v, W_o
     bool fused_qkv = false;       // --fused-qkv: W_q, W_k, W_v stacked as one W_qkv
     bool shapes_only = false;     // --shapes-only: steps without values, no output

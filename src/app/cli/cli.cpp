@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "app/cli/did_you_mean.h"
 #include "app/cli/presets.h"
 #include "core/error.h"
 
@@ -256,8 +257,11 @@ Enum parse_choice(const Arg& arg, const std::map<std::string, Enum>& choices) {
     const auto found = choices.find(arg.text);
     if (found != choices.end()) return found->second;
     std::string names;
+    std::vector<std::string> known;
+    for (const auto& choice : choices) known.push_back(choice.first);
     for (const auto& choice : choices) names += (names.empty() ? "" : ", ") + choice.first;
-    throw Error(arg.option + " expects one of " + names + ", got '" + arg.text + "'");
+    throw Error(arg.option + " expects one of " + names + ", got '" + arg.text + "'" +
+                did_you_mean(arg.text, known));
 }
 
 // The largest size any one dimension may have; products are checked later.
@@ -594,7 +598,10 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { ask_form(c, parse_choice<FormChoice>(a, form_names)); }},
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"
-          "causal); the last row equals the full causal pass"},
+          "causal); the last row equals the full causal pass;\n"
+          "--preset P --shapes-only: the model's KV cache at T in\n"
+          "float32, int8 and int4, and the sequences --max-memory\n"
+          "holds"},
          [](Config& c, const Arg& a) {
              c.decode = parse_size(a);
              ask_form(c, FormChoice::Decode);
@@ -617,6 +624,31 @@ const std::vector<Row>& mha_table() {
           "shuffle the order of --kv-block-size's blocks in the\n"
           "pool (a seeded permutation) to show the indirection"},
          [](Config& c, const Arg& a) { c.kv_pool_seed = parse_unsigned(a); }},
+        {{"--kv-quant", 0, "int8|int4",
+          "--decode: quantise the KV cache to 8 or 4 bits per\n"
+          "value, min-max per group (KIVI), the pass reading it\n"
+          "dequantised; the trace shows scales, zero points and\n"
+          "the error against the float cache (docs/decode.md)"},
+         [](Config& c, const Arg& a) {
+             c.kv_quant = parse_choice<unsigned>(a, {{"int8", 8u}, {"int4", 4u}});
+         }},
+        {{"--kv-quant-group", 0, "N",
+          "values sharing one scale and zero point (default 32,\n"
+          "or the axis's length if shorter); along d_k it must\n"
+          "divide d_k"},
+         [](Config& c, const Arg& a) { c.kv_quant_group = parse_size(a); }},
+        {{"--kv-quant-axis", 0, "token|channel|kivi",
+          "groups along d_k within a token, along the tokens\n"
+          "within a channel (a last partial group stays float),\n"
+          "or kivi (default): K per channel, V per token"},
+         [](Config& c, const Arg& a) {
+             c.kv_quant_axis = parse_choice<KvQuantAxisChoice>(
+                 a, {{"token", KvQuantAxisChoice::Token},
+                     {"channel", KvQuantAxisChoice::Channel},
+                     {"kivi", KvQuantAxisChoice::Kivi}});
+         }},
+        {{"--kv-residual", 0, "R", "--kv-quant: the last R cached tokens stay float"},
+         [](Config& c, const Arg& a) { c.kv_residual = parse_index(a); }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
          [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",

@@ -232,6 +232,21 @@ const std::vector<Rule<Config>>& rules() {
         {"kv-pool-seed-without-block-size",
          [](const Config& c) { return c.kv_pool_seed && !c.kv_block_size; },
          "--kv-pool-seed shuffles the blocks of a paged KV cache; give --kv-block-size S too"},
+        {"kv-quant-options-without-kv-quant",
+         [](const Config& c) {
+             return !c.kv_quant && (c.kv_quant_group || c.kv_quant_axis || c.kv_residual);
+         },
+         "--kv-quant-group, --kv-quant-axis and --kv-residual shape the quantised cache of "
+         "--kv-quant; give --kv-quant int8 or int4 too"},
+        {"kv-quant-without-cache",
+         [](const Config& c) {
+             return c.kv_quant && (!asks(c, FormChoice::Decode) || !c.prefill_chunks.empty());
+         },
+         "--kv-quant quantises the KV cache of --decode T (token by token); give --decode "
+         "(--prefill-chunks does not take it)"},
+        {"kv-quant-with-paging", [](const Config& c) { return c.kv_quant && c.kv_block_size; },
+         "--kv-quant and --kv-block-size do not go together yet: the quantised cache is "
+         "contiguous; leave out one of them"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "

@@ -21,6 +21,8 @@ enum class ColorChoice { Auto, Always, Never, Force256, ForceTrueColour };
 // What --form and the four form options ask for: a Form of steps 6-10, or the block
 // (which wraps the packed form).
 enum class FormChoice { Packed, FusedQkv, PerHead, Decode, Block, Mla };
+// --kv-quant-axis: the quantised cache's groups along d_k, along the tokens, or KIVI's mix.
+enum class KvQuantAxisChoice { Token, Channel, Kivi };
 
 // The options of steps 7-9: which keys step 8 biases or hides, how step 7 scales and caps the
 // scores, what step 9 normalises with. To add one: its row in cli.cpp's table, a field here, a
@@ -120,6 +122,10 @@ struct Config {
     std::vector<std::size_t> prefill_chunks;  // --prefill-chunks: the prompt in these chunks
     std::optional<std::size_t> kv_block_size;  // --kv-block-size S: the cache paged in blocks of S
     std::optional<std::uint64_t> kv_pool_seed;  // --kv-pool-seed N: the pool's blocks shuffled
+    std::optional<unsigned> kv_quant;             // --kv-quant int8|int4: bits of a cached value
+    std::optional<std::size_t> kv_quant_group;    // --kv-quant-group N: values sharing a scale
+    std::optional<KvQuantAxisChoice> kv_quant_axis;  // --kv-quant-axis token|channel|kivi
+    std::optional<std::size_t> kv_residual;       // --kv-residual R: the last R positions float
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)

@@ -6,6 +6,7 @@
 #include "app/run/kv_pool.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "app/run/kv_quant_options.h"
 #include "core/forms/block.h"
 #include "core/forms/mla_pass.h"
 #include "core/pass/costs.h"

@@ -66,6 +66,7 @@ std::vector<std::pair<std::string, Tensor>> saved_arrays(const ForwardResult& re
                                                 ? squeeze_batch(result.weights)
                                                 : result.weights);
     }
+    for (const auto& array : result.cache) arrays.push_back(array);  // --kv-quant's cache
     return arrays;
 }
 

@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "app/run/budget.h"
+#include "app/run/kv_ledger.h"
 #include "app/run/kv_pool.h"
+#include "app/run/kv_quant_options.h"
 #include "app/run/layout.h"
 #include "app/run/time_guard.h"
 #include "app/run/variant_name.h"
@@ -623,6 +625,7 @@ Problem build_mla_problem(const Config& c) {
 Problem build_shapes(const Config& c) {
     const Sizes s = resolve_sizes(c, Sources{});
     check_heads(c, s);
+    check_kv_quant(c, s);
     check_form(c.form, s, self_attention_sizes(s), masks_of(c));
     const std::size_t d_ff = block_width(c, s, Sources{});
     const std::optional<MlaSizes> mla =
@@ -659,6 +662,7 @@ Problem build_shapes(const Config& c) {
         p.info.variant = mla_variant(m);
     }
     p.info.total_macs = dry_tally(c, p).total_macs();
+    p.info.kv_ledger = kv_ledger_of(c, s);
     if (c.backward) describe_backward(p.info, c, p);
     return p;
 }
@@ -669,6 +673,7 @@ Problem build_problem(const Config& c) {
     Sources files = load_files(c, ledger);
     const Sizes s = resolve_sizes(c, files);
     check_heads(c, s);
+    check_kv_quant(c, s);
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "app/run/kv_pool.h"
+#include "app/run/kv_quant_options.h"
 #include "app/run/non_finite.h"
 #include "core/error.h"
 #include "core/backward/block_backward.h"
@@ -34,7 +35,8 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
             if (!c.prefill_chunks.empty())
                 return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer,
                                paged);
-            return decode(p.weights, p.inputs, p.masks, p.options, tracer, paged);
+            return decode(p.weights, p.inputs, p.masks, p.options, tracer, paged,
+                          kv_quant_of(c));
         }
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);

@@ -13,6 +13,7 @@
 #include "core/forms/decode.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/checked.h"
 #include "core/forms/kv_cache.h"
@@ -111,6 +112,15 @@ void show_cache(const KvCache& cache, const Weights& w, const ForwardOptions& o,
     });
 }
 
+// The run over the float cache that a traced --kv-quant run measures its error against; none
+// untraced or dry.
+ForwardResult float_run(const Weights& w, const Inputs& in, const Masks& masks,
+                        const ForwardOptions& options, const Tracer& tracer) {
+    if (!tracer.enabled() || in.x_q.dry()) return {};
+    NullTracer untraced;
+    return decode(w, in, masks, options, untraced);
+}
+
 }  // namespace
 
 std::uint64_t decode_bytes(const Sizes& s) {
@@ -127,7 +137,8 @@ std::uint64_t decode_bytes(const Sizes& s) {
 }
 
 ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
-                     const ForwardOptions& options, Tracer& tracer, const KvPaging* paging) {
+                     const ForwardOptions& options, Tracer& tracer, const KvPaging* paging,
+                     const KvQuant& quant) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
@@ -138,6 +149,13 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
     });
 
     KvCache cache(s, paging, workspace);
+    std::optional<KvQuantRun> quantised;  // --kv-quant: the codes, and the error from float
+    std::optional<KvCache> dequantised;   // what attention then reads instead
+    if (quant.on()) {
+        quantised.emplace(quant, s, options, cache.contiguous_keys(), cache.contiguous_values(),
+                          float_run(w, in, masks, options, tracer));
+        dequantised.emplace(s, quantised->k(), quantised->v());
+    }
     NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
     PassTrace silent(untraced);
     ForwardResult result;
@@ -156,10 +174,14 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         position_heads(w, q_heads, k_heads, t, t, options, silent, "");  // token t is at position t
         cache.write(k_t, project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t);
         show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
-
-        const Tensor concat = gate_concat(w, x_t, "x_t",
-                                          attend_token(q, cache, masks, t, s, options, trace, result),
-                                          h, options, trace);  // 6-10, 13 gated
+        if (quantised) {  // 2 quantised, and 6's error
+            quantised->take(cache.contiguous_keys(), cache.contiguous_values(), t, trace);
+            quantised->show_score_error(q, cache.contiguous_keys(), t, trace);
+        }
+        const KvCache& read = dequantised ? *dequantised : cache;
+        const Tensor context = attend_token(q, read, masks, t, s, options, trace, result);  // 6-10
+        if (quantised) quantised->show_weight_error(result.weights, t, trace);
+        const Tensor concat = gate_concat(w, x_t, "x_t", context, h, options, trace);  // 13 gated
         const Tensor out =
             project(concat, w.w_o, w.b_o, options.threads, workspace, &packed.o);  // (B, 1, d_model)
         if (!any_dry(out, result.output)) {
@@ -183,7 +205,9 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
             step.facts.token = token_facts(s, t);
             return step;
         });
+        if (quantised) quantised->show_output_error(out, t, trace);
     }
+    if (quantised && !result.output.dry()) result.cache = quantised->arrays(cache.contiguous_keys(), cache.contiguous_values());
     return result;
 }
 

@@ -9,6 +9,8 @@
 
 #include "core/forms/paged_kv.h"
 
+#include <utility>
+
 #include <algorithm>
 #include <atomic>
 
@@ -99,6 +101,19 @@ KvCache::KvCache(const Sizes& s, const KvPaging* paging, Workspace* workspace)
     checked_product({B, blocks_, G, S, d_k}, "the paged KV cache's pool");
     k_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
     v_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
+}
+
+KvCache::KvCache(const Sizes& s, Tensor k, Tensor v)
+    : sizes_(s), paging_(nullptr), k_(std::move(k)), v_(std::move(v)) {}
+
+const Tensor& KvCache::contiguous_keys() const {
+    if (paging_) throw Error("a paged KV cache has no contiguous keys");
+    return k_;
+}
+
+const Tensor& KvCache::contiguous_values() const {
+    if (paging_) throw Error("a paged KV cache has no contiguous values");
+    return v_;
 }
 
 PagedPosition KvCache::place(std::size_t b, std::size_t t) const {

@@ -34,6 +34,14 @@ public:
     // The cache of B sequences of T positions, G key/value heads of d_k (s.seq_len, s.kv_heads,
     // s.d_k()): contiguous without paging, else a pool of B · ceil(T / S) blocks.
     KvCache(const Sizes& s, const KvPaging* paging, Workspace* workspace);
+    // A contiguous cache over K and V already filled, (B, G, T, d_k) each: what attention reads
+    // of a quantised cache (its dequantised values).
+    KvCache(const Sizes& s, Tensor k, Tensor v);
+
+    // The contiguous cache's K and V, (B, G, T, d_k) each; a paged cache refuses (--kv-quant
+    // reads these and does not take --kv-block-size).
+    const Tensor& contiguous_keys() const;
+    const Tensor& contiguous_values() const;
 
     bool dry() const { return k_.dry(); }
     bool paged() const { return paging_ != nullptr; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/kernels/kernels.h"
@@ -98,6 +99,8 @@ struct ForwardResult {
     Tensor weights;                     // (B, h, N, M)  attention weights per head; empty
                                         //               on the streaming path
     std::size_t fully_masked_rows = 0;  // (b, h, n) rows that had no key left to attend to
+    std::vector<std::pair<std::string, Tensor>> cache;  // --kv-quant: the cache's tensors, named
+                                                        // as --save writes them
 };
 
 // The key/value positions appended after the projections, as nn.MultiheadAttention's

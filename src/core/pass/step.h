@@ -82,6 +82,46 @@ struct PagedFacts {
     std::uint64_t unused_bytes = 0;        // the last blocks' slots not written yet, all sequences
 };
 
+// --kv-quant: one group quantised at a step, batch 0's first K/V head, to follow by hand.
+struct QuantGroupExample {
+    std::size_t first = 0;   // its first position (channel groups: of channel 0)
+    float scale = 0.0f, zero = 0.0f;
+    std::vector<float> x;      // (g) the float values
+    std::vector<float> ratio;  // (g) (x − m) / s, before rounding (0 when s = 0)
+    std::vector<float> x_hat;  // (g) s·q + m
+};
+
+// --kv-quant: one tensor of decode's quantised cache (K or V) at step 2, its scales, zero
+// points and dequantised values, and what the whole cache holds then.
+struct KvQuantFacts {
+    enum class Part { Zero, Scale, Dequantised, Cache };  // the step's tensor: m, s, x̂, or
+    Part part = Part::Cache;                              // none (the cache's bytes alone)
+    char tensor = 'K';              // 'K' or 'V'
+    unsigned bits = 0;              // 8 or 4
+    std::size_t group = 0;          // elements that share one scale and zero point
+    bool along_tokens = false;      // channel groups run along the tokens; token groups along d_k
+    std::size_t quantised = 0;      // positions [0, quantised) are held as codes
+    std::size_t length = 0;         // positions cached
+    std::size_t residual = 0;       // the last R positions stay float
+    std::uint64_t code_bytes = 0;   // the codes of K and V, bits each
+    std::uint64_t scale_bytes = 0;  // their scales and zero points, float32
+    std::uint64_t float_bytes = 0;  // the positions K and V hold in float
+    std::uint64_t plain_bytes = 0;  // all cached positions of K and V in float
+    std::optional<QuantGroupExample> example;  // the first group quantised now; none when dry
+};
+
+// --kv-quant: how far a step moved from the run over the float cache (decode 6, 9, 14).
+struct QuantErrorFacts {
+    enum class Of { Scores, Weights, Output } of = Of::Output;  // which step moved
+    std::optional<double> max_abs;   // max |quantised − float|; empty in a dry run
+    std::optional<double> relative;  // max_abs over the largest |float| value
+    struct Moved {
+        std::size_t batch = 0, head = 0, key = 0;
+        float before = 0.0f, after = 0.0f;  // the float run's weight and the quantised run's
+    };
+    std::optional<Moved> moved;  // weights: the one that moved most
+};
+
 // One query row of the streaming path after one tile of keys (core/pass/flash_row.h).
 struct FlashTile {
     std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
@@ -162,6 +202,8 @@ struct StepFacts {
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
     std::optional<ChunkFacts> chunk;          // chunked prefill 2
     std::optional<PagedFacts> paged;          // decode and chunked prefill 2, paged
+    std::optional<KvQuantFacts> kv_quant;     // decode 2 with --kv-quant: a quantised tensor
+    std::optional<QuantErrorFacts> quant_error;  // decode with --kv-quant: the error carried
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
     std::optional<double> rms_eps;  // a norm step that is an RMSNorm: its ε (else a LayerNorm)
@@ -184,6 +226,8 @@ enum class StepKind {
     Embed,            // 0   the model's token and position embeddings
     Project,          // 1-3 Q, K or V from the inputs (whole, fused as qkv, or one head's slice)
     Cache,            // decode 2: the new token's K and V written into the cache
+    Quantise,         // decode 2, --kv-quant: a cache tensor's scales, zero points, dequantised
+    QuantError,       // decode 6, 9, 14, --kv-quant: the quantised run minus the float run
     Append,           // 3   add_bias_kv / add_zero_attn positions appended to K and V
     LatentProject,    // MLA 2: the latent and the shared RoPE key from x
     LatentNorm,       // MLA 2: the latent's RMSNorm (what the cache keeps)
