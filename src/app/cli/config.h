@@ -118,6 +118,9 @@ struct Config {
     Form form = Form::Packed;       // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::vector<std::size_t> prefill_chunks;  // --prefill-chunks: the prompt in these chunks
+    std::optional<std::size_t> draft;         // --draft K: the last K tokens a chain draft
+    std::vector<std::ptrdiff_t> draft_tree;   // --draft-tree: the draft's parents (-1: the
+                                              //  last cached token); --draft K fills a chain
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)

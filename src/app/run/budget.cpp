@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/prefill.h"
 #include "core/pass/costs.h"
@@ -74,6 +75,7 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 // What the chosen form of the pass allocates on the attention path with the threads.
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
+    if (c.form == Form::Decode && !c.draft_tree.empty()) return draft_bytes(s, c.draft_tree.size());
     if (c.form == Form::Decode)
         return c.prefill_chunks.empty() ? decode_bytes(s)
                                         : prefill_bytes(s, c.prefill_chunks, path, threads);

@@ -13,6 +13,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/prefill.h"
 #include "core/forms/score_bound.h"
@@ -641,6 +642,7 @@ Problem build_shapes(const Config& c) {
     p.info.shapes_only = true;
     p.info.activation_bytes =
         c.form != Form::Decode        ? forward_bytes(s, path, 1)
+        : !c.draft_tree.empty()       ? draft_bytes(s, c.draft_tree.size())
         : c.prefill_chunks.empty() ? decode_bytes(s)
                                    : prefill_bytes(s, c.prefill_chunks, path, 1);
     if (c.block) {

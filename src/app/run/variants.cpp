@@ -11,6 +11,7 @@
 #include "core/backward/mla_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
@@ -27,6 +28,8 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
     }
     switch (c.form) {
         case Form::Decode:
+            if (!c.draft_tree.empty())
+                return verify_draft(p.weights, p.inputs, p.masks, p.options, c.draft_tree, tracer);
             if (!c.prefill_chunks.empty())
                 return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer);
             return decode(p.weights, p.inputs, p.masks, p.options, tracer);
