@@ -1,6 +1,6 @@
 // Speculative verification (--draft, --draft-tree): the tree mask by hand, every branch's rows
 // equal to decoding that branch token by token to the bit (in the pass and through --save),
-// and the refusals.
+// the refusals; and --model's early-exit draft, whose accepted tokens are greedy decoding's.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,8 +11,10 @@
 
 #include "core/forms/decode.h"
 #include "core/forms/draft.h"
+#include "core/forms/speculate.h"
 #include "helpers.h"
 #include "io/init.h"
+#include "io/model_file.h"
 #include "io/npy.h"
 
 using mha::Tensor;
@@ -307,4 +309,66 @@ TEST_CASE("--draft and --draft-tree refuse what makes no sense", "[draft]") {
     REQUIRE_THROWS_WITH(mha::verify_draft(w, in, {}, options, {}, none),
                         "a draft of 0 tokens among the 3 decoded; the draft is the last K of the "
                         "T tokens, 1 <= K <= T");
+}
+
+TEST_CASE("an early-exit draft on the trained model: what it keeps is greedy decoding's",
+          "[draft]") {
+    const mha::Model model =
+        mha::load_model("../examples/models/kjv-2x4.npz", std::uint64_t(1) << 30);
+    REQUIRE(model.layers.size() == 2);
+    const std::vector<std::size_t> text = {5, 12, 3, 1, 20, 7, 9, 1};  // any tokens below V
+    const std::size_t K = GENERATE(1, 4, 9);
+    CAPTURE(K);
+    const mha::GreedyAcceptance a = mha::greedy_acceptance(model, text, 1, K, 2);
+    REQUIRE(a.drafted.size() == K);
+    REQUIRE(a.verified.size() == K + 1);
+
+    // greedy decoding, a token at a time: with the first layer, the draft; with both, what the
+    // acceptance keeps (the accepted guesses and the whole model's next token)
+    mha::NullTracer none;
+    const auto greedy = [&](const mha::Model& m, std::size_t count) {
+        std::vector<std::size_t> sequence = text;
+        for (std::size_t k = 0; k < count; ++k)
+            sequence.push_back(mha::greedy_tokens(mha::forward_model(m, sequence, 0, 1, none).logits).back());
+        return std::vector<std::size_t>(sequence.begin() + std::ptrdiff_t(text.size()), sequence.end());
+    };
+    CHECK(greedy(mha::early_exit(model, 1), K) == a.drafted);
+    std::vector<std::size_t> kept(a.drafted.begin(), a.drafted.begin() + std::ptrdiff_t(a.accepted));
+    kept.push_back(a.verified[a.accepted]);
+    CHECK(greedy(model, a.accepted + 1) == kept);
+    CHECK((a.accepted == K || a.drafted[a.accepted] != a.verified[a.accepted]));
+
+    REQUIRE_THROWS_WITH(mha::greedy_acceptance(model, text, 2, K, 1),
+                        "an early-exit draft of 2 layers of a 2-layer model; the draft takes 1 "
+                        "to 1 layers, fewer than the model it drafts for");
+    REQUIRE_THROWS_WITH(mha::greedy_acceptance(model, text, 1, model.context(), 1),
+                        "a text of 8 tokens and a draft of " + std::to_string(model.context()) +
+                            " need " + std::to_string(model.context() + 8) +
+                            " positions; the model's context is " +
+                            std::to_string(model.context()));
+}
+
+TEST_CASE("--model --draft K --draft-layers L shows how many drafted characters it accepts",
+          "[draft]") {
+    const test::RunResult r = test::run_mha(
+        "--model ../examples/models/kjv-2x4.npz --text 'And God said, Let there be light: and "
+        "there was ' --draft 4 --draft-layers 1");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(test::flat(r.output),
+               Catch::Contains("drafted: 't' 'h' 'e' 'm' verified: 't' 'h' 'e' ' ' ' ' "
+                               "accepted: 3 of 4, then the whole model's ' ': 4 characters"));
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --draft 2",
+                         "--draft K on --model drafts with the model's first layers: give "
+                         "--draft-layers L (--draft-tree is for --decode)");
+    test::check_rejected("--decode 4 --draft 2 --draft-layers 1",
+                         "--draft-layers L makes the first L layers of --model the draft of "
+                         "--draft K; give --model and --draft too");
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --draft 2 "
+                         "--draft-layers 1 --format json",
+                         "--draft-layers prints which drafted characters the model accepts as "
+                         "text; it cannot be combined with --format, --shapes-only or "
+                         "--backward");
+    test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --draft 2 "
+                         "--draft-layers 2",
+                         "an early-exit draft of 2 layers of a 2-layer model");
 }

@@ -638,6 +638,11 @@ const std::vector<Row>& mha_table() {
           "token i's parent Pi (-1: the last cached token); token\n"
           "i sees the prefix, its ancestors and itself"},
          [](Config& c, const Arg& a) { c.draft_tree = parse_parent_list(a); }},
+        {{"--draft-layers", 0, "L",
+          "with --model and --draft K: the model's first L layers\n"
+          "draft K characters greedily; shows how many the whole\n"
+          "model accepts"},
+         [](Config& c, const Arg& a) { c.draft_layers = parse_size(a); }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
          [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",

@@ -236,9 +236,27 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--draft and --draft-tree verify the last tokens of --decode T; they cannot be combined "
          "with --prefill-chunks"},
+        {"draft-layers-alone",
+         [](const Config& c) { return c.draft_layers && (c.model_path.empty() || !c.draft); },
+         "--draft-layers L makes the first L layers of --model the draft of --draft K; give "
+         "--model and --draft too"},
+        {"model-draft",
+         [](const Config& c) {
+             return !c.model_path.empty() &&
+                    (!c.draft_tree.empty() || (c.draft && !c.draft_layers));
+         },
+         "--draft K on --model drafts with the model's first layers: give --draft-layers L "
+         "(--draft-tree is for --decode)"},
+        {"model-draft-views",
+         [](const Config& c) {
+             return c.draft_layers && (c.format != Format::Text || c.shapes_only || c.backward);
+         },
+         "--draft-layers prints which drafted characters the model accepts as text; it cannot "
+         "be combined with --format, --shapes-only or --backward"},
         {"draft-without-decode",
          [](const Config& c) {
-             return (c.draft || !c.draft_tree.empty()) && !asks(c, FormChoice::Decode);
+             return (c.draft || !c.draft_tree.empty()) && !asks(c, FormChoice::Decode) &&
+                    c.model_path.empty();
          },
          "--draft and --draft-tree verify the last K tokens of a causal decode; give --decode T "
          "too"},

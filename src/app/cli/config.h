@@ -121,6 +121,7 @@ struct Config {
     std::optional<std::size_t> draft;         // --draft K: the last K tokens a chain draft
     std::vector<std::ptrdiff_t> draft_tree;   // --draft-tree: the draft's parents (-1: the
                                               //  last cached token); --draft K fills a chain
+    std::optional<std::size_t> draft_layers;  // --draft-layers L: --model's early-exit draft
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)
