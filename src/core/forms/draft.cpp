@@ -141,6 +141,38 @@ struct Verification {
     Tensor concat;      // (B, K, h·d_k) the heads' contexts side by side
 };
 
+// Rows [0, P) of x (B, T, d_model) decoded token by token (decode(), its steps 2, 9 and 14 on
+// the tracer) into result's first P rows, and their keys and values into the cache's first P
+// positions, placed as decoding placed them. options.packed holds the packed weights.
+void decode_prefix(const Weights& w, const Tensor& x, const Masks& masks,
+                   const ForwardOptions& options, std::size_t P, Tracer& tracer, Verification& d,
+                   ForwardResult& result) {
+    const Tensor x_p = sequence_rows(x, 0, P, options.workspace);  // (B, P, d_model)
+    WithoutInput prefix_tracer(tracer);
+    const ForwardResult prefix = decode(w, {x_p, x_p, x_p}, masks, options, prefix_tracer);
+    put_rows(prefix.output, 0, result.output);
+    keep_weight_rows(prefix.weights, 0, result.weights);
+    std::vector<std::size_t> positions(P);
+    for (std::size_t t = 0; t < P; ++t) positions[t] = t;
+    Tensor k_p = project(x_p, w.w_k, w.b_k, options.threads, options.workspace, &options.packed->k);
+    place_rows(k_p, d.cache_k.size(1), w.k_norm, positions, options);
+    cache_rows(k_p, 0, d.cache_k);
+    cache_rows(project(x_p, w.w_v, w.b_v, options.threads, options.workspace, &options.packed->v),
+               0, d.cache_v);
+}
+
+// The draft's rows x_d (B, K, d_model) projected at once into d.q, d.k and d.v, q and k placed
+// (QK-norm, RoPE) at their tokens' positions. options.packed holds the packed weights.
+void project_draft(const Weights& w, const Tensor& x_d, const std::vector<std::size_t>& positions,
+                   const Sizes& s, const ForwardOptions& options, Verification& d) {
+    const PackedWeights& packed = *options.packed;
+    d.q = project(x_d, w.w_q, w.b_q, options.threads, options.workspace, &packed.q);
+    d.k = project(x_d, w.w_k, w.b_k, options.threads, options.workspace, &packed.k);
+    d.v = project(x_d, w.w_v, w.b_v, options.threads, options.workspace, &packed.v);
+    place_rows(d.q, s.heads, w.q_norm, positions, options);
+    place_rows(d.k, s.kv_heads, w.k_norm, positions, options);
+}
+
 // 6-10 for draft token i: a query row per (batch, head) unit against the P cached positions
 // and its branch, which are first written to cache positions [P, P + depth + 1), where its
 // decoding would have them. Keeps its weights in result.weights' row P + i.
@@ -333,30 +365,11 @@ ForwardResult verify_draft(const Weights& w, const Inputs& in, const Masks& mask
     Verification d;
     d.cache_k = new_tensor(workspace, {B, G, T, d_k});
     d.cache_v = new_tensor(workspace, {B, G, T, d_k});
-    if (P > 0) {  // 2, 9, 14 for each prefix token, as decoding shows them
-        const Tensor x_p = sequence_rows(in.x_q, 0, P, workspace);  // (B, P, d_model)
-        WithoutInput prefix_tracer(tracer);
-        const ForwardResult prefix = decode(w, {x_p, x_p, x_p}, masks, packed_options, prefix_tracer);
-        put_rows(prefix.output, 0, result.output);
-        keep_weight_rows(prefix.weights, 0, result.weights);
-        // the prefix's keys and values, cached as decoding cached them
-        std::vector<std::size_t> positions(P);
-        for (std::size_t t = 0; t < P; ++t) positions[t] = t;
-        Tensor k_p = project(x_p, w.w_k, w.b_k, options.threads, workspace, &packed.k);
-        place_rows(k_p, G, w.k_norm, positions, options);
-        cache_rows(k_p, 0, d.cache_k);
-        cache_rows(project(x_p, w.w_v, w.b_v, options.threads, workspace, &packed.v), 0,
-                   d.cache_v);
-    }
-
+    if (P > 0) decode_prefix(w, in.x_q, masks, packed_options, P, tracer, d, result);  // 2, 9, 14
     const Tensor x_d = sequence_rows(in.x_q, P, K, workspace);  // (B, K, d_model)
     std::vector<std::size_t> positions(K);
     for (std::size_t i = 0; i < K; ++i) positions[i] = P + depths[i];
-    d.q = project(x_d, w.w_q, w.b_q, options.threads, workspace, &packed.q);
-    d.k = project(x_d, w.w_k, w.b_k, options.threads, workspace, &packed.k);
-    d.v = project(x_d, w.w_v, w.b_v, options.threads, workspace, &packed.v);
-    place_rows(d.q, h, w.q_norm, positions, options);
-    place_rows(d.k, G, w.k_norm, positions, options);
+    project_draft(w, x_d, positions, s, packed_options, d);
     const DraftFacts facts = draft_facts(tree, s, w, options);
     show_draft_cache(d, w, s, facts, trace);  // 2
 
