@@ -38,6 +38,31 @@ ifdef NATIVE
 CXXFLAGS += -march=native
 BUILD := build-native
 endif
+
+# The build prints one line per file, "[12/158] src/show/heatmap.cpp", and one per link; V=1
+# prints the full compiler and linker lines instead. The count's total is what this make will
+# compile, found by a dry run of the same goals (PROGRESS_DRY_RUN marks that run, which counts
+# the "compile" lines it would print); the count itself is a line appended per file to
+# $(BUILD)/.progress under a lock, so parallel jobs number their files apart.
+ifeq ($(V),1)
+Q :=
+progress = :
+linking = :
+else ifdef PROGRESS_DRY_RUN
+Q := @
+progress = echo mha-progress-compile
+linking = :
+else
+Q := @
+PROGRESS_TOTAL := $(shell $(MAKE) -n --no-print-directory PROGRESS_DRY_RUN=1 $(MAKECMDGOALS) \
+                            2>/dev/null | grep -c '^echo mha-progress-compile')
+progress = printf '[%s/%s] %s\n' \
+    "$$(flock $(BUILD)/.progress sh -c 'echo >>$(BUILD)/.progress; wc -l <$(BUILD)/.progress')" \
+    '$(PROGRESS_TOTAL)' '$<'
+linking = echo 'link $@'
+$(shell mkdir -p $(BUILD) && : >$(BUILD)/.progress)
+endif
+
 LIB_SRC  := $(wildcard src/*/*.cpp src/*/*/*.cpp)
 TEST_SRC ?= $(wildcard tests/*.cpp)
 LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o)
@@ -57,20 +82,23 @@ all: $(BUILD)/mha
 # through the binary's .gnu_debuglink. The binary is then 4 MB, not 12, and written anew in
 # large writes: the linker's thousands of small ones left it 12-15% slower to start here
 $(BUILD)/mha: $(BUILD)/src/main.o $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) $(STATIC_RUNTIME) -o $@.linked $^ $(LDLIBS)
-	$(OBJCOPY) --only-keep-debug $@.linked $@.debug
-	$(OBJCOPY) --strip-debug --add-gnu-debuglink=$@.debug $@.linked $@
-	rm $@.linked
+	@$(linking)
+	$(Q)$(CXX) $(CXXFLAGS) $(STATIC_RUNTIME) -o $@.linked $^ $(LDLIBS)
+	$(Q)$(OBJCOPY) --only-keep-debug $@.linked $@.debug
+	$(Q)$(OBJCOPY) --strip-debug --add-gnu-debuglink=$@.debug $@.linked $@
+	$(Q)rm $@.linked
 
 $(BUILD)/mha_tests: $(TEST_OBJ) $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	@$(linking)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # the test objects need Catch2 before they compile
 $(TEST_OBJ): | catch2
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
+	@$(progress)
+	$(Q)$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(WARNINGS) -c $< -o $@
 
 # the shipped corpus of mha train is assembled into this object (.incbin, read from the
 # repository root, where make runs): a changed text rebuilds it
@@ -79,7 +107,8 @@ $(BUILD)/src/io/shipped_corpus.o: examples/corpus/kjv.txt
 # test objects (Catch2's main is one of them, tests/test_main.cpp, compiled once)
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
+	@$(progress)
+	$(Q)$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
 # the mha binary of the same build folder. Its output is kept in $(BUILD)/test.log, then

@@ -77,6 +77,8 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "--gradcheck -b 1 -n 700 -d 4 -H 2 --max-time off",  // the double reference
         "--decode 512",
         "--decode 512 --attention streaming",
+        "--decode 512 --kv-block-size 100 --kv-pool-seed 1",
+        "-b 1 --prefill-chunks 300,400,324 --kv-block-size 1000",
         "-b 1 -n 1024 --per-head",
         "-b 1 -n 1024 --per-head --attention streaming",
         "-b 1 -n 1024 --fused-qkv",

@@ -3,11 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,8 +20,11 @@
 #include "io/checkpoint/config.h"
 #include "io/checkpoint/load.h"
 #include "io/npy.h"
+#include "xml_checker.h"
 
 namespace {
+
+namespace fs = std::filesystem;
 
 using Arrays = std::map<std::string, mha::npy::Array>;
 namespace ck = mha::checkpoint;
@@ -64,6 +69,23 @@ Run run_fixture(const std::string& name) {
     mha::NullTracer quiet;
     run.result = mha::forward_model(prompt.model, source, prompt.rows, 0, 1, quiet, true);
     return run;
+}
+
+// The tiny GPT-2 model in `dir` beside `tokenizer_files` from data/tokenizers/`tokenizer`.
+void copy_checkpoint(const fs::path& dir, const std::string& tokenizer,
+                     const std::vector<std::string>& tokenizer_files) {
+    fs::create_directories(dir);
+    for (const char* file : {"config.json", "model.safetensors"})
+        fs::copy_file(fs::path("data/checkpoints/gpt2") / file, dir / file);
+    for (const std::string& file : tokenizer_files)
+        fs::copy_file(fs::path("data/tokenizers") / tokenizer / file, dir / file);
+}
+
+std::size_t count_of(const std::string& text, const std::string& piece) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1))
+        ++n;
+    return n;
 }
 
 }  // namespace
@@ -258,17 +280,10 @@ TEST_CASE("--shapes-only --backward on a config says what training keeps", "[che
 TEST_CASE("--text runs a checkpoint through the folder's own tokenizer", "[checkpoint][tokenize]") {
     // the tiny GPT-2 model with the toy GPT-2 tokenizer (vocab.json + merges.txt: "abcab" is
     // abc = 5, ab = 4), and with the toy tokenizer.json whose post-processor adds <s> = 0
-    namespace fs = std::filesystem;
     const fs::path dir = test::temp_path("checkpoint-text");
     fs::remove_all(dir);
-    for (const char* folder : {"bpe", "json"}) {
-        fs::create_directories(dir / folder);
-        for (const char* file : {"config.json", "model.safetensors"})
-            fs::copy_file(fs::path("data/checkpoints/gpt2") / file, dir / folder / file);
-    }
-    for (const char* file : {"vocab.json", "merges.txt"})
-        fs::copy_file(fs::path("data/tokenizers/toy") / file, dir / "bpe" / file);
-    fs::copy_file("data/tokenizers/json_toy/tokenizer.json", dir / "json" / "tokenizer.json");
+    copy_checkpoint(dir / "bpe", "toy", {"vocab.json", "merges.txt"});
+    copy_checkpoint(dir / "json", "json_toy", {"tokenizer.json"});
     const std::string bpe = " --checkpoint " + (dir / "bpe").string();
     const test::RunResult text = test::run_mha(bpe + " --text abcab --heatmap --layer 0 --color never");
     REQUIRE(text.status == 0);
@@ -300,5 +315,89 @@ TEST_CASE("--text runs a checkpoint through the folder's own tokenizer", "[check
     test::check_rejected(bpe + " --text abd",
                          "the symbol 'd' is not in " + (dir / "bpe").string() +
                              "/vocab.json, and the tokenizer has no byte fallback");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("--format html draws a checkpoint's layer, its heads and where its numbers came from",
+          "[checkpoint][html]") {
+    const fs::path dir = test::temp_path("checkpoint-page");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string page_path = (dir / "page.html").string();
+    const std::string gemma2 = "--checkpoint data/checkpoints/gemma2 --tokens 1,17,42,5,88,23 "
+                               "--format html --output " + page_path;
+    const test::RunResult every = test::run_mha(gemma2);
+    REQUIRE(every.status == 0);
+    CHECK(every.output.empty());  // everything goes to the page
+    const std::string page = test::read_text(page_path);
+    CHECK(test::XmlChecker(page).well_formed());
+    // the header: each config.json key and what it set; the steps: the keys behind each number
+    CHECK_THAT(page, Catch::Contains("Read from <code>data/checkpoints/gemma2/config.json</code>") &&
+                         Catch::Contains("<li><code>query_pre_attn_scalar 24: scores / sqrt(S)"
+                                         "</code></li>") &&
+                         Catch::Contains("<li><code>sliding_window 4: the keys a sliding layer "
+                                         "sees</code></li>") &&
+                         Catch::Contains("scale 1/sqrt(24) (query_pre_attn_scalar)") &&
+                         Catch::Contains("layer 0 of 3, gemma2 block"));
+    // the top-5 next tokens and every layer's heads ranked, as the terminal has them
+    CHECK_THAT(page, Catch::Contains("<h2>Next token</h2>") && Catch::Contains("next token: ") &&
+                         Catch::Contains("<h2>Head roles</h2>") &&
+                         Catch::Contains("on this text, the strongest role first") &&
+                         Catch::Contains("<table class=\"roles\">") &&
+                         Catch::EndsWith("</html>\n"));
+    // the prediction, the heads and the roles first, then the steps
+    CHECK(page.find("id=\"roles\"") < page.find("<section class=\"step\""));
+    CHECK(count_of(page, "<td class=\"role\">") == 3 * 4);
+    // as --heatmap: every layer's heads, 3 layers of 4, each 6 x 6 with 15 keys masked
+    CHECK(count_of(page, "<g class=\"panel\">") == 3 * 4);
+    CHECK(count_of(page, "<rect class=\"cell") == 3 * 4 * 6 * 6);
+    CHECK(count_of(page, "<rect class=\"cell masked\"") == 3 * 4 * 15);
+    CHECK(count_of(page, ">layer 2 head 3</text>") == 1);
+    // --layer and --head narrow the maps; the steps are layer 1's
+    REQUIRE(test::run_mha(gemma2 + " --layer 1 --head 0").status == 0);
+    const std::string one = test::read_text(page_path);
+    CHECK(count_of(one, "<g class=\"panel\">") == 1);
+    CHECK_THAT(one, Catch::Contains(">layer 1 head 0</text>") &&
+                        Catch::Contains("attention weights of layer 1 (rows: queries") &&
+                        Catch::Contains("layer 1 of 3") &&
+                        Catch::Contains("rope_theta 10000 (rope_theta)"));
+    // a section per step the trace shows ("15  rms_norm ...": a number, two spaces, a name)
+    const test::RunResult trace = test::run_mha(
+        "--checkpoint data/checkpoints/gemma2 --tokens 1,17,42,5,88,23 --layer 1 --trace");
+    std::size_t traced = 0;
+    std::istringstream lines(trace.output);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.size() > 4 && line.compare(2, 2, "  ") == 0 && std::isdigit((unsigned char)line[1]))
+            ++traced;
+    }
+    CHECK(traced > 20);
+    // (a step that repeats the step before it and its explanation, K's and V's view and
+    // transpose, folds into that step's card)
+    CHECK(count_of(one, "<section class=\"step\"") + count_of(one, "<div class=\"also\">") ==
+          traced);
+
+    // --text: the folder's tokenizer's pieces label the rows and columns
+    copy_checkpoint(dir / "bpe", "toy", {"vocab.json", "merges.txt"});
+    REQUIRE(test::run_mha("--checkpoint " + (dir / "bpe").string() +
+                          " --text abcab --format html --output " + page_path)
+                .status == 0);
+    const std::string text = test::read_text(page_path);
+    CHECK(test::XmlChecker(text).well_formed());
+    CHECK_THAT(text, Catch::Contains("Text: <q>abc ab</q>") &&
+                         Catch::Contains("5 abc, 4 ab") &&
+                         Catch::Contains("Read from <code>") &&
+                         Catch::Contains("n_head 4: the heads"));
+    // 2 layers of 4 heads, each row and column labelled with its piece
+    CHECK(count_of(text, "<g class=\"panel\">") == 8);
+    CHECK(count_of(text, ">0 abc</text>") == 2 * 8);
+    CHECK(count_of(text, ">1 ab</text>") == 2 * 8);
+
+    // --shapes-only on config.json alone: the steps, nothing to draw
+    REQUIRE(test::run_mha("--config data/checkpoints/llama3_v5/config.json --shapes-only "
+                          "--format html --output " + page_path)
+                .status == 0);
+    const std::string shapes = test::read_text(page_path);
+    CHECK(test::XmlChecker(shapes).well_formed());
+    CHECK_THAT(shapes, Catch::Contains("nothing to draw") && Catch::Contains("Read from <code>"));
     fs::remove_all(dir);
 }

@@ -54,9 +54,10 @@ std::vector<ConsoleExample> console_examples(const std::string& markdown) {
     return examples;
 }
 
-// The pages whose console examples the suite runs: docs/*.md and every README.md under examples/.
+// The pages whose console examples the suite runs: the README, docs/*.md and every README.md
+// under examples/.
 std::vector<fs::path> example_pages() {
-    std::vector<fs::path> pages;
+    std::vector<fs::path> pages{"../README.md"};
     for (const auto& entry : fs::directory_iterator("../docs")) {
         if (entry.path().extension() == ".md") pages.push_back(entry.path());
     }
@@ -104,13 +105,21 @@ std::set<std::string> options_in(const std::string& help) {
 }
 
 // Runs a documented command as a reader would: in `scratch`, a folder that sees the
-// repository's examples/, docs/ and tests/, with the binary under test first on PATH.
+// repository's examples/, docs/ and tests/, with the binary under test first on PATH and
+// as build/mha (the README's name for it).
 test::RunResult run_in_scratch(const std::string& scratch, const std::string& command) {
     const std::string root = fs::canonical("..").string();
     return test::run_command("mkdir -p " + scratch + " && cd " + scratch +
                              " && for d in examples docs tests; do [ -e $d ] || ln -s " + root +
-                             "/$d $d; done && PATH=" + test::mha_dir() + ":$PATH; (" + command +
+                             "/$d $d; done && { [ -e build ] || ln -s " + test::mha_dir() +
+                             " build; } && PATH=" + test::mha_dir() + ":$PATH; (" + command +
                              ") </dev/null 2>&1");
+}
+
+// Characters (UTF-8 code points) in a line: its width on a terminal for this output.
+std::size_t code_points(const std::string& line) {
+    return std::size_t(std::count_if(line.begin(), line.end(),
+                                     [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 }  // namespace
@@ -301,4 +310,97 @@ TEST_CASE("every row of the teaching table in docs/lesson.md runs and prints its
     }
     test::run_command("rm -rf " + scratch);
     CHECK(rows == 18);
+}
+
+// docs/lesson.md's timetable: | A–B | segment | `command`; `command` |. The segments follow
+// one another from minute 0 to minute 50, each has its section below ("## A–B min: ..."), and
+// every command runs in order in one folder, as in class; mha train, which runs for minutes
+// in class, gets --time-limit 2 (its checkpoint is what a later row opens).
+TEST_CASE("docs/lesson.md's timetable adds up to 50 minutes and every command in it runs",
+          "[docs][lesson]") {
+    const std::string page = test::read_text("../docs/lesson.md");
+    const std::size_t start = page.find("## The timetable");
+    REQUIRE(start != std::string::npos);
+    const std::size_t end = page.find("\n## ", start + 1);
+    const std::regex row("^\\| ([0-9]+)–([0-9]+) \\| (.+) \\| (.+) \\|$");
+    const std::regex quoted("`([^`]+)`");
+    const std::string scratch = test::temp_path("lesson-timetable");
+    test::run_command("rm -rf " + scratch);
+    int minute = 0, total = 0;
+    std::size_t commands = 0;
+    for (const std::string& line : lines_of(page.substr(start, end - start))) {
+        std::smatch cells;
+        if (!std::regex_match(line, cells, row)) continue;
+        const int from = std::stoi(cells[1].str()), to = std::stoi(cells[2].str());
+        CAPTURE(line);
+        CHECK(from == minute);
+        CHECK(to > from);
+        total += to - from;
+        minute = to;
+        CHECK(page.find("\n## " + cells[1].str() + "–" + cells[2].str() + " min: ") !=
+              std::string::npos);
+        const std::string listed = cells[4].str();
+        std::size_t in_row = 0;
+        for (auto it = std::sregex_iterator(listed.begin(), listed.end(), quoted);
+             it != std::sregex_iterator(); ++it, ++in_row) {
+            std::string command = (*it)[1].str();
+            if (command.rfind("mha train", 0) == 0) command += " --time-limit 2";
+            CAPTURE(command);
+            const test::RunResult r = run_in_scratch(scratch, command);
+            INFO(r.output);
+            CHECK(r.status == 0);
+            ++commands;
+        }
+        CHECK(in_row > 0);
+    }
+    test::run_command("rm -rf " + scratch);
+    CHECK(total == 50);
+    CHECK(minute == 50);
+    CHECK(commands >= 8);
+    // the class starts training first, and the page hands out the student's page
+    CHECK(page.find("| 0–3 | Start training") != std::string::npos);
+    CHECK(page.find("[handout.md](handout.md)") != std::string::npos);
+    CHECK(page.find("# A 50-minute class") == 0);
+}
+
+// docs/handout.md: every shape its table gives is one `mha --trace` prints, so the page a
+// student takes home stays true to the tool.
+TEST_CASE("every shape on docs/handout.md is one mha --trace prints", "[docs][lesson]") {
+    const std::string page = test::read_text("../docs/handout.md");
+    const test::RunResult trace = test::run_mha("--trace");
+    REQUIRE(trace.status == 0);
+    const std::set<std::string> shapes = matches(page, std::regex("`(\\(B=[^`]+\\))`"));
+    CHECK(shapes.size() == 4);  // (B, N, d_model), (B, N, h, d_k), (B, h, N, d_k), (B, h, N, M)
+    for (const std::string& shape : shapes) {
+        CAPTURE(shape);
+        CHECK(trace.output.find(shape + "  strides") != std::string::npos);
+    }
+    CHECK(trace.output.find("copied 16 KiB") != std::string::npos);
+    CHECK(trace.output.find("parameters: 263,168") != std::string::npos);
+}
+
+// The README's learned-heads command fits an 80x24 terminal where it matters: its last 23
+// lines (the 24th holds the prompt) are the prediction, the title, the legend and the whole
+// map, and no line is wider than 80 columns.
+TEST_CASE("the README's learned-heads command ends on its whole map in 80x24", "[docs]") {
+    const std::string readme = test::read_text("../README.md");
+    std::string command;
+    for (const ConsoleExample& example : console_examples(readme)) {
+        if (example.command.find("--model") != std::string::npos &&
+            example.command.find("--heatmap") != std::string::npos)
+            command = example.command;
+    }
+    REQUIRE(!command.empty());
+    const std::string scratch = test::temp_path("readme-heads");
+    const test::RunResult r = run_in_scratch(scratch, "COLUMNS=80 " + command);
+    test::run_command("rm -rf " + scratch);
+    REQUIRE(r.status == 0);
+    const std::vector<std::string> lines = lines_of(r.output);
+    REQUIRE(lines.size() > 23);
+    const std::vector<std::string> screen(lines.end() - 23, lines.end());
+    CAPTURE(r.output);
+    CHECK(screen.front().rfind("next character: ", 0) == 0);
+    CHECK(screen[1].rfind("heads 2, 0 of every layer", 0) == 0);
+    CHECK(screen.back().rfind("14 m", 0) == 0);  // the last query of the 15 characters
+    for (const std::string& line : lines) CHECK(code_points(line) <= 80);
 }

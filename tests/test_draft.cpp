@@ -297,6 +297,9 @@ TEST_CASE("--draft and --draft-tree refuse what makes no sense", "[draft]") {
                          "--draft and --draft-tree verify the last tokens of --decode T; they "
                          "cannot be combined with --prefill-chunks");
     test::check_rejected("--decode 4 --draft 2 --backward", "--backward does not run on --decode");
+    test::check_rejected("--decode 8 --draft-tree -1,0 --kv-block-size 4",
+                         "--draft and --draft-tree verify against a contiguous cache; they cannot "
+                         "be combined with --kv-block-size");
 
     mha::NullTracer none;
     const mha::Weights w = mha::seeded_weights(8, true, true, 1);

@@ -309,6 +309,15 @@ TEST_CASE("a dry run of decoding and of chunked prefill describes the computed s
                                      const mha::ForwardOptions& o, mha::Tracer& tracer) {
         mha::prefill(w, in, c.masks, o, {3, 1}, tracer);  // chunked prefill, the same way
     });
+    const mha::KvPaging paging{3, {1, 0, 3, 2}};  // B = 2, N = 4: 2 blocks of 3 each, shuffled
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::decode(w, in, c.masks, o, tracer, &paging);  // paged, the same way
+    });
+    require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                     const mha::ForwardOptions& o, mha::Tracer& tracer) {
+        mha::prefill(w, in, c.masks, o, {3, 1}, tracer, &paging);
+    });
     for (const mha::DraftTree& tree : {mha::DraftTree{-1, -1, 0}, mha::draft_chain(4)}) {
         require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
                                          const mha::ForwardOptions& o, mha::Tracer& tracer) {

@@ -139,8 +139,15 @@ TEST_CASE("--format html: one well-formed, self-contained page with every step",
             ++traced;
     }
     CHECK(traced == 21);  // cross-attention: three inputs, then steps 1-14 with 4 and 5 three times
-    CHECK(count_of(page, "<section class=\"step\"") == traced);
-    CHECK(count_of(page, "<p class=\"why\">") == traced);
+    // every step: a card, or a part of the card before it when it repeats that card's step
+    // and explanation (the key and value inputs, K's and V's view and transpose: 3 x 2)
+    const std::size_t cards = count_of(page, "<section class=\"step\"");
+    CHECK(cards + count_of(page, "<div class=\"also\">") == traced);
+    CHECK(cards == traced - 6);
+    CHECK(count_of(page, "<p class=\"why\">") == cards);
+    CHECK(page.find("As above") == std::string::npos);
+    // the heatmaps come first, then the steps
+    CHECK(page.find("<section class=\"maps\"") < page.find("<section class=\"step\""));
     CHECK(count_of(page,
                    "<tr><th>shape</th><th>strides</th><th>contiguous</th><th>copied</th>"
                    "<th>multiply-adds</th></tr>") == traced);

@@ -245,11 +245,19 @@ TEST_CASE(
     CHECK_THAT(page,
                Catch::Contains("layer 1 of 2") && Catch::Contains("<h2>Next character</h2>") &&
                    Catch::Contains("next character: &apos;r&apos; 87.1%") &&
-                   Catch::Contains("<h2>Every layer's heads</h2>") &&
+                   Catch::Contains("<h2>Every layer&apos;s heads</h2>") &&
                    Catch::Contains("every layer&apos;s heads (rows: queries, columns: keys)") &&
                    Catch::Contains("<h2>Head roles</h2>") &&
-                   Catch::Contains("  1     0     0.101    0.107  0.041    0.735    induction") &&
+                   Catch::Contains("<tr><td>1</td><td>0</td><td>0.101</td><td>0.107</td>"
+                                   "<td>0.041</td><td class=\"strongest\">0.735</td>"
+                                   "<td class=\"role\">induction</td></tr>") &&
                    Catch::EndsWith("</html>\n"));
+    CHECK(count("<table class=\"roles\">") == 1);
+    CHECK(count("<td class=\"role\">") == 8);  // a row per head of the two layers
+    CHECK(page.find("<pre>") == std::string::npos);
+    // the prediction, the heads and the roles first, then the traced layer's steps
+    CHECK(page.find("id=\"heads\"") < page.find("id=\"roles\""));
+    CHECK(page.find("id=\"roles\"") < page.find("<section class=\"step\""));
     CHECK(count("<g class=\"panel\">") == 8);  // 2 layers of 4 heads
     CHECK(count("<rect class=\"cell") == 8 * 15 * 15);
     CHECK(count("<section class=\"step\"") >= 20);  // the embedding, the block, the head

@@ -37,6 +37,28 @@ const NormaliserWords& words_of(const Step& step) {
     throw Error("internal error: no words for the normaliser " + name);
 }
 
+// Step 0 of a model: a learned position table (--model, GPT-2) or positions left to RoPE.
+std::string embedding(const Step& step) {
+    if (step.expression.find("position_embedding") != std::string::npos)
+        return "Each token becomes its row of the token embedding table plus the row of the "
+               "position embedding for its place, so x holds one d_model vector per position "
+               "that says both what and where the token is.";
+    return "Each token becomes its row of the token embedding table, so x holds one d_model "
+           "vector per position that says what the token is. Where it is comes later: RoPE "
+           "rotates each query and key by its position (step 5).";
+}
+
+// The block's norms: LayerNorm or RMSNorm, by the step's name.
+std::string normalisation(const Step& step) {
+    if (step.name == "rms_norm")
+        return "RMS normalisation divides each token's vector by its root mean square, then "
+               "multiplies by a learned gain; unlike LayerNorm it neither subtracts the mean nor "
+               "adds a bias. It keeps the numbers in a steady range from layer to layer.";
+    return "Layer normalisation rescales each token's vector to mean 0 and variance 1, then "
+           "applies a learned gain and bias. It keeps the numbers in a steady range from layer "
+           "to layer.";
+}
+
 // Steps 1-3 and 14 (and the model's head): what each linear layer makes.
 std::string projection(const Step& step) {
     if (step.kind == StepKind::OutputProject)
@@ -208,9 +230,7 @@ std::string explanation(const Step& step) {
                    "cross-attention), each token a vector of d_model numbers. Nothing is computed "
                    "yet; every later shape is derived from these.";
         case StepKind::Embed:
-            return "Each character becomes its row of the token embedding table plus the row of "
-                   "the position embedding for its place, so x holds one d_model vector per "
-                   "position that says both what and where the character is.";
+            return embedding(step);
         case StepKind::Unbind:
             return "unbind takes Q, K or V out of the fused tensor by its first index. Each is a "
                    "view into the same memory, not a copy. einops does steps 4, 5 and this in "
@@ -288,9 +308,7 @@ std::string explanation(const Step& step) {
                    "reads the cached latent directly. It serves here as a check on the steps "
                    "above; its largest difference from them is shown.";
         case StepKind::Norm:
-            return "Layer normalisation rescales each token's vector to mean 0 and variance 1, "
-                   "then applies a learned gain and bias. It keeps the numbers in a steady range "
-                   "from layer to layer.";
+            return normalisation(step);
         case StepKind::Residual:
             return "The residual connection adds the sublayer's result to its input. Each layer "
                    "then only has to learn a change to what it receives, and the signal passes "

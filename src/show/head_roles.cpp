@@ -85,29 +85,34 @@ void print_rows(std::ostream& out, const std::vector<std::vector<HeadRoles>>& la
     }
 }
 
-std::vector<std::pair<std::size_t, std::size_t>> every_head(
-    const std::vector<std::vector<HeadRoles>>& layers) {
+}  // namespace
+
+std::string strongest_role(const HeadRoles& roles) { return strongest(roles).first; }
+
+std::string role_score(double value) { return std::isnan(value) ? "-" : fixed(value, 3); }
+
+std::vector<std::pair<std::size_t, std::size_t>> head_order(
+    const std::vector<std::vector<HeadRoles>>& layers, bool ranked) {
     std::vector<std::pair<std::size_t, std::size_t>> order;
     for (std::size_t l = 0; l < layers.size(); ++l)
         for (std::size_t head = 0; head < layers[l].size(); ++head) order.emplace_back(l, head);
+    if (ranked) {
+        std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+            return strongest(layers[a.first][a.second]).second >
+                   strongest(layers[b.first][b.second]).second;
+        });
+    }
     return order;
 }
 
-}  // namespace
-
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers) {
-    print_rows(out, layers, every_head(layers));
+    print_rows(out, layers, head_order(layers, false));
 }
 
 void print_ranked_head_roles(std::ostream& out,
                              const std::vector<std::vector<HeadRoles>>& layers) {
-    std::vector<std::pair<std::size_t, std::size_t>> order = every_head(layers);
-    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-        return strongest(layers[a.first][a.second]).second >
-               strongest(layers[b.first][b.second]).second;
-    });
     out << "\nranked by the strongest score";
-    print_rows(out, layers, order);
+    print_rows(out, layers, head_order(layers, true));
 }
 
 }  // namespace mha

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor/tensor.h"
@@ -25,6 +26,17 @@ struct HeadRoles {
 // weights (1, h, N, N) of one layer, characters (N) as UTF-8: one HeadRoles per head.
 std::vector<HeadRoles> head_roles(const Tensor& weights,
                                   const std::vector<std::string>& characters);
+
+// The role with the largest score ("previous", ..., "induction"), or "" when none qualifies.
+std::string strongest_role(const HeadRoles& roles);
+
+// A score as the tables print it: "0.796", or "-" when no query of the text qualifies.
+std::string role_score(double value);
+
+// Every head as (layer, head): in layer order, or ranked by its strongest score, highest
+// first (a real model's induction or previous-token heads at the top).
+std::vector<std::pair<std::size_t, std::size_t>> head_order(
+    const std::vector<std::vector<HeadRoles>>& layers, bool ranked);
 
 // A table, one row per layer and head; the largest score of each row is its "role".
 void print_head_roles(std::ostream& out, const std::vector<std::vector<HeadRoles>>& layers);

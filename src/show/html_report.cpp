@@ -1,5 +1,5 @@
-// The lesson page, written as the forward pass runs: the header at begin, a section per
-// step, then the heatmaps, the totals and the script at finish.
+// The lesson page: the header at begin, the steps kept as the pass runs, then at finish the
+// heads (a model's prediction and roles), the steps after them, the totals and the script.
 
 #include "show/html_report.h"
 
@@ -13,6 +13,7 @@
 #include "show/text_report.h"
 #include "show/training_text.h"
 
+#include <cctype>
 #include <sstream>
 
 namespace mha {
@@ -42,6 +43,17 @@ pre.grid{background:#f7f7f7;padding:8px;display:inline-block;margin:6px 0}
 #status{position:fixed;bottom:0;left:0;right:0;background:#223;color:#fff;padding:8px 28px;font-size:15px}
 #readout{float:right;font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 .totals{margin:16px 0}
+details.config{margin:6px 0}
+details.config ul{columns:2;margin:4px 0;font-size:13px}
+nav a{margin-right:14px}
+.also{border-top:1px dashed #ddd;margin-top:10px;padding-top:6px}
+.also h3{font-size:16px;font-weight:normal;margin:0 0 4px}
+.prediction{font-size:20px}
+table.roles{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+table.roles th,table.roles td{border:1px solid #ddd;padding:3px 12px;text-align:right}
+table.roles th{background:#f3f6fb;font-weight:normal}
+table.roles td.role{text-align:left}
+table.roles .strongest{font-weight:bold;background:#eef1fa}
 )";
 
 // Arrow keys (and j/k, space, Home, End) move between the steps; the status bar names the
@@ -95,13 +107,57 @@ std::string layout_table(const Step& step) {
            "</td></tr></table>\n";
 }
 
+// One row per layer and head (ranked: the strongest first): the four role scores, the
+// strongest in bold, and its name.
+std::string roles_table(const std::vector<std::vector<HeadRoles>>& layers, bool ranked) {
+    std::string table =
+        "<table class=\"roles\"><tr><th>layer</th><th>head</th><th>previous</th><th>first</th>"
+        "<th>same</th><th>induction</th><th>strongest</th></tr>\n";
+    for (const auto& [l, head] : head_order(layers, ranked)) {
+        const HeadRoles& r = layers[l][head];
+        const std::string role = strongest_role(r);
+        table += "<tr><td>" + std::to_string(l) + "</td><td>" + std::to_string(head) + "</td>";
+        const std::pair<const char*, double> scores[] = {
+            {"previous", r.previous}, {"first", r.first}, {"same", r.same},
+            {"induction", r.induction}};
+        for (const auto& [name, value] : scores) {
+            table += std::string(role == name ? "<td class=\"strongest\">" : "<td>") +
+                     role_score(value) + "</td>";
+        }
+        table += "<td class=\"role\">" + role + "</td></tr>\n";
+    }
+    return table + "</table>\n";
+}
+
+// The links to the page's sections: a model run's prediction and heads, its roles and
+// steps; another run's heatmaps and steps.
+std::string contents(const ModelView* model) {
+    if (model == nullptr) {
+        return "<nav><a href=\"#maps\">Attention weights</a>"
+               "<a href=\"#steps\">Step by step</a></nav>\n";
+    }
+    return "<nav><a href=\"#heads\">" + xml_escaped(model->prediction_title) + " and heads</a>" +
+           "<a href=\"#roles\">Head roles</a><a href=\"#steps\">Step by step</a></nav>\n";
+}
+
 }  // namespace
+
+void HtmlReport::write_config_keys(const RunInfo& info) {
+    if (info.config_keys.empty()) return;
+    out_ << "<details class=\"config\" open><summary>Read from <code>" << html(info.config_file)
+         << "</code>: each key and the number it sets</summary>\n<ul>";
+    for (const std::string& key : info.config_keys) out_ << "<li><code>" << html(key) << "</code></li>";
+    out_ << "</ul>\n</details>\n";
+}
 
 void HtmlReport::begin(const RunInfo& info) {
     info_ = info;
     steps_ = 0;
     copied_bytes_ = macs_ = 0;
+    steps_html_.str("");
     previous_why_.clear();
+    previous_number_.clear();
+    previous_name_.clear();
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
          << "<title>mha: multi-head attention, step by step</title>\n<style>" << style_sheet
@@ -116,6 +172,7 @@ void HtmlReport::begin(const RunInfo& info) {
     out_ << "Weights: " << html(info.weights_source) << ". Inputs: " << html(info.inputs_source)
          << ". Parameters: " << with_commas(info.parameters) << ".</p>\n";
     for (const std::string& note : info.layout_notes) out_ << "<p>" << html(note) << "</p>\n";
+    write_config_keys(info);
     if (info.backward) {
         out_ << "<p>dO: " << html(info.grad_output_source) << "."
              << (info.kept.empty() ? "" : " " + html(sentence(kept_text(info)))) << "</p>\n";
@@ -123,36 +180,49 @@ void HtmlReport::begin(const RunInfo& info) {
     out_ << "<p class=\"keys\">Keys: &#8594;, &#8595;, Space or j next step; &#8592;, &#8593; or k "
             "the one before; Home and End the first and last. Point at a cell of a heatmap to "
             "read its weight.</p>\n"
-         << "</header>\n<main>\n";
+         << "</header>\n";
 }
 
 void HtmlReport::on_step(const Step& step) {
-    ++steps_;
-    const std::string title = "step " + step_number(step) + ", " + step.name + " " + step.tensor;
-    out_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\"" << html(title)
-         << "\">\n<h2><span class=\"number\">" << step_number(step) << "</span>" << html(step.name)
-         << " <code>" << html(step.expression) << "</code></h2>\n";
+    const std::string why = explanation(step);
+    const std::string number = step_number(step);
+    // K's and V's view and transpose repeat Q's step and its explanation: one card for the three
+    const bool folded = steps_ > 0 && !why.empty() && why == previous_why_ &&
+                        number == previous_number_ && step.name == previous_name_;
+    if (folded) {
+        steps_html_ << "<div class=\"also\">\n<h3><span class=\"number\">" << number
+                    << "</span>" << html(step.name) << " <code>" << html(step.expression)
+                    << "</code></h3>\n";
+    } else {
+        if (steps_ > 0) steps_html_ << "</section>\n";
+        ++steps_;
+        const std::string title = "step " + number + ", " + step.name + " " + step.tensor;
+        steps_html_ << "<section class=\"step\" id=\"step-" << steps_ << "\" data-title=\""
+                    << html(title) << "\">\n<h2><span class=\"number\">" << number << "</span>"
+                    << html(step.name) << " <code>" << html(step.expression) << "</code></h2>\n";
+    }
     if (!step.einops.empty())
-        out_ << "<p class=\"einops\">einops: <code>" << html(step.einops) << "</code></p>\n";
-    out_ << layout_table(step);
+        steps_html_ << "<p class=\"einops\">einops: <code>" << html(step.einops) << "</code></p>\n";
+    steps_html_ << layout_table(step);
     const std::vector<std::string> notes = step_notes(step);
     if (!notes.empty()) {
-        out_ << "<ul class=\"notes\">";
-        for (const std::string& note : notes) out_ << "<li>" << html(note) << "</li>";
-        out_ << "</ul>\n";
+        steps_html_ << "<ul class=\"notes\">";
+        for (const std::string& note : notes) steps_html_ << "<li>" << html(note) << "</li>";
+        steps_html_ << "</ul>\n";
     }
     if (!step.allowed.empty()) {
         std::ostringstream grid;
         write_mask_grid(grid, step.allowed, "");
-        out_ << "<pre class=\"grid\">" << html(grid.str()) << "</pre>\n";
+        steps_html_ << "<pre class=\"grid\">" << html(grid.str()) << "</pre>\n";
     }
-    const std::string why = explanation(step);
-    if (!why.empty()) {
-        out_ << "<p class=\"why\">" << (why == previous_why_ ? "As above: " : "") << html(why)
-             << "</p>\n";
+    if (folded) {
+        steps_html_ << "</div>\n";
+    } else if (!why.empty()) {
+        steps_html_ << "<p class=\"why\">" << html(why) << "</p>\n";
     }
     previous_why_ = why;
-    out_ << "</section>\n";
+    previous_number_ = number;
+    previous_name_ = step.name;
     copied_bytes_ += step.copied_bytes;
     macs_ += step.macs;
 }
@@ -190,22 +260,34 @@ void HtmlReport::write_maps(const ForwardResult& result) {
 }
 
 void HtmlReport::write_model_view(const ModelView& view) {
-    out_ << "<section class=\"maps\" id=\"maps\">\n<h2>Next character</h2>\n<pre>"
-         << html(view.prediction) << "</pre>\n<h2>Every layer's heads</h2>\n";
+    std::string prediction = view.prediction;
+    while (!prediction.empty() && std::isspace(static_cast<unsigned char>(prediction.front())))
+        prediction.erase(0, 1);
+    out_ << "<section class=\"maps\" id=\"heads\">\n<h2>" << html(view.prediction_title)
+         << "</h2>\n<p class=\"prediction\">" << html(prediction) << "</p>\n<h2>"
+         << html(view.maps_title) << "</h2>\n";
     SvgStyle style;
     style.caption = view.caption;
     style.auto_scale = page_.auto_scale;
     style.standalone = false;
     write_svg(out_, view.maps, view.labels, view.labels, style);
-    out_ << "<h2>Head roles</h2>\n<pre>" << html(view.roles) << "</pre>\n</section>\n";
+    out_ << "</section>\n<section class=\"roles\" id=\"roles\">\n<h2>Head roles</h2>\n"
+         << "<p>The mean weight a head's queries put on the key each role names, on this text"
+         << (view.ranked_roles ? ", the strongest role first" : "")
+         << " (the strongest score of a head in bold; - : no query of this text qualifies; "
+            "examples/models/README.md).</p>\n"
+         << roles_table(view.roles, view.ranked_roles) << "</section>\n";
 }
 
 void HtmlReport::finish(const ForwardResult& result, double) {
+    out_ << "<main>\n" << contents(model_ ? &*model_ : nullptr);
     if (model_) {
         write_model_view(*model_);
     } else {
         write_maps(result);
     }
+    out_ << "<h2 id=\"steps\">Step by step</h2>\n" << steps_html_.str();
+    if (steps_ > 0) out_ << "</section>\n";
     out_ << "<p class=\"totals\">Total: " << byte_size(copied_bytes_) << " copied, "
          << with_commas(macs_) << " multiply-adds.";
     if (info_.backward) out_ << " " << html(sentence(backward_macs_text(info_)));
@@ -231,6 +313,8 @@ std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo
     double header = 8192 + 6 * double(info.weights_source.size() + info.inputs_source.size());
     for (const std::string& token : info.tokens) header += 6 * double(token.size() + 1);
     for (const std::string& note : info.layout_notes) header += 6 * double(note.size()) + 16;
+    header += 6 * double(info.config_file.size());
+    for (const std::string& key : info.config_keys) header += 6 * double(key.size()) + 32;
     const double total = double(svg_size_bound(maps, rows, cols, caption)) +
                          double(steps) * double(max_step_bytes) + grid + header;
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);

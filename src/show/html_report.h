@@ -1,10 +1,12 @@
 #pragma once
 // --format html: a lesson page in one self-contained HTML file (no network, no external
-// script or font): the run's header, every step (expression, shape, strides, copies,
-// multiply-adds, notes, the explanation), step 8's mask grid, the heatmaps as inline SVG,
-// arrow keys to step through and a read-out of the weight under the pointer. For a trained
-// model (--model): the traced layer's steps, every layer's heads, the next-character
-// prediction and the head roles.
+// script or font): the run's header, the heatmaps as inline SVG first, then every step
+// (expression, shape, strides, copies, multiply-adds, notes, the explanation; K's and V's
+// repeats of a step in Q's card), step 8's mask grid, arrow keys to step through and a
+// read-out of the weight under the pointer. For a trained model (--model) or a checkpoint:
+// the prediction, the heads of every layer (or the --layer layer's) and the head roles as a
+// table first, then the traced layer's steps; a checkpoint's header lists the config.json
+// keys read.
 
 #include "show/model_view.h"
 #include "show/report.h"
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,7 @@ public:
     void model_view(const ModelView& view) override { model_ = view; }
 
 private:
+    void write_config_keys(const RunInfo& info);
     void write_maps(const ForwardResult& result);
     void write_model_view(const ModelView& view);
 
@@ -43,7 +47,10 @@ private:
     RunInfo info_;
     std::size_t steps_ = 0;
     std::uint64_t copied_bytes_ = 0, macs_ = 0;
-    std::string previous_why_;  // --explain: the last paragraph, written once for a run of steps
+    std::ostringstream steps_html_;  // the steps' cards, written after the heads at finish
+    // the last step's explanation, number and name: a step that repeats all three (K's and
+    // V's view and transpose after Q's) folds into its card
+    std::string previous_why_, previous_number_, previous_name_;
     std::optional<ModelView> model_;  // a model run's every-layer view, drawn instead of maps
 };
 

@@ -40,13 +40,17 @@ std::vector<WeightMap> model_maps(const std::vector<Tensor>& weights,
 std::vector<WeightMap> layer_maps(const Tensor& weights, std::size_t layer,
                                   const std::vector<std::size_t>& heads, bool mean);
 
-// What a model run shows besides the traced layer, for a page that draws it whole.
+// What a model run (--model, --checkpoint) shows besides the traced layer, for a page that
+// draws it whole.
 struct ModelView {
-    std::vector<WeightMap> maps;       // every layer's chosen heads, "layer L head H"
-    std::vector<std::string> labels;   // (N) each position and its character
+    std::string prediction_title;      // "Next character", "Next token"
+    std::string maps_title;            // "Every layer's heads", "Layer 1's heads"
+    std::vector<WeightMap> maps;       // the chosen heads, "layer L head H"
+    std::vector<std::string> labels;   // (N) each position and its character or token
     std::vector<std::string> caption;  // the maps' title, the text, the model
-    std::string prediction;            // print_prediction's lines
-    std::string roles;                 // print_head_roles' table
+    std::string prediction;            // the prediction's lines, as the terminal has them
+    std::vector<std::vector<HeadRoles>> roles;  // per layer, each head's roles on the text
+    bool ranked_roles = false;         // the roles ranked by their strongest score (checkpoints)
 };
 
 }  // namespace mha

@@ -332,9 +332,11 @@ void token(const Step& step, const TokenFacts& t, Notes& notes) {
         notes.push_back(token +
                         ": projects only x_t (B, 1, d_model) into q_t, k_t and v_t; K "
                         "and V of earlier tokens come from the cache (V_cache likewise)");
-        notes.push_back(
-            "the cache is allocated once for all T positions: the first t are a view "
-            "into it, non-contiguous while t < T");
+        if (!step.facts.paged) {
+            notes.push_back(
+                "the cache is allocated once for all T positions: the first t are a view "
+                "into it, non-contiguous while t < T");
+        }
         if (t.qk_norm) notes.push_back("q_t and k_t are RMS-normalised (QK-norm) before caching");
         if (t.rope) {
             notes.push_back("q_t and k_t are rotated (RoPE) to position " +
@@ -377,6 +379,40 @@ void chunk(const ChunkFacts& c, Notes& notes) {
                         " to " + std::to_string(last) +
                         " before k is cached: cached keys never need rotating again");
     }
+}
+
+// "list[2] = 7": one entry of a list of numbers.
+std::string entry(const std::string& list, std::size_t index, std::size_t value) {
+    return list + "[" + std::to_string(index) + "] = " + std::to_string(value);
+}
+
+// "[3, 0, 7]"
+std::string number_list(const std::vector<std::size_t>& numbers) {
+    std::string text;
+    for (std::size_t n : numbers) text += (text.empty() ? "" : ", ") + std::to_string(n);
+    return "[" + text + "]";
+}
+
+void paged(const PagedFacts& p, Notes& notes) {
+    const std::string S = std::to_string(p.block_size);
+    notes.push_back("paged: the cache is a pool of " + std::to_string(p.pool_blocks) +
+                    " blocks of S = " + S + " positions (" + with_commas(p.block_bytes) +
+                    " bytes of K and V each), " +
+                    (p.in_order ? "in order" : "shuffled by --kv-pool-seed") +
+                    ", and a block table for each of the B = " + std::to_string(p.sequences) +
+                    " sequences");
+    for (const PagedPosition& at : p.positions) {
+        const std::string t = std::to_string(at.position);
+        notes.push_back("position t = " + t + " of sequence 0: block_table[t // S] = " +
+                        "block_table[" + t + " // " + S + "] = " +
+                        entry("block_table", at.entry, at.block) + ", slot t % S = " + t + " % " +
+                        S + " = " + std::to_string(at.slot));
+    }
+    notes.push_back("block_table[0] = " + number_list(p.table) +
+                    ": the pass reads each unit's keys and values block by block through it");
+    notes.push_back("internal fragmentation: the last blocks hold " +
+                    with_commas(p.unused_bytes) +
+                    " bytes allocated but not yet written (every sequence's)");
 }
 
 // What the feed-forward's activation step computes.
@@ -594,6 +630,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.token) token(step, *f.token, notes);
     if (f.chunk) chunk(*f.chunk, notes);
     if (f.draft) draft(step, *f.draft, notes);
+    if (f.paged) paged(*f.paged, notes);
     by_kind(step, notes);
     for (const std::string& source : f.sources) notes.push_back("from the checkpoint: " + source);
     return notes;

@@ -35,6 +35,8 @@ struct RunInfo {
     std::string grad_output_source;         // --backward: "seeded standard normal (seed 0)" or the
                                             // --grad-output path; empty without --backward
     std::vector<std::string> layout_notes;  // seq-first or unbatched files: the conversions
+    std::string config_file;                // a checkpoint: its config.json, else empty
+    std::vector<std::string> config_keys;   // its keys read, "key value: what it sets"
     bool values = false;                    // --values: print every traced tensor's values
     bool explain = false;                   // --explain: a paragraph on what each kind of step does
     std::vector<std::string> tokens;        // --text: one per position; empty otherwise

@@ -64,10 +64,14 @@ std::vector<std::string> size_pieces(const RunInfo& info) {
 }
 
 // The step's memory layout and cost; "copied" and "MACs" stay together when wrapped.
+// A paged cache's step adds the bytes its last blocks hold unwritten.
 std::vector<std::string> layout_pieces(const Step& step) {
-    return {named_shape(step.dims, step.shape), "strides " + to_string(step.strides),
-            step.contiguous ? "contiguous" : "non-contiguous",
-            "copied " + byte_size(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
+    std::vector<std::string> pieces = {
+        named_shape(step.dims, step.shape), "strides " + to_string(step.strides),
+        step.contiguous ? "contiguous" : "non-contiguous",
+        "copied " + byte_size(step.copied_bytes) + "  MACs " + with_commas(step.macs)};
+    if (step.facts.paged) pieces.push_back("unused " + byte_size(step.facts.paged->unused_bytes));
+    return pieces;
 }
 
 // "= 4·256² + 4·256" when the count is the standard layer's: four square

@@ -411,7 +411,7 @@ const std::vector<Row>& mha_table() {
           "text (default), one JSON document with every step,\n"
           "a Markdown table of the steps for course notes, or\n"
           "a lesson page: one self-contained HTML file (--output;\n"
-          "with --model: every layer's heads and the prediction)"},
+          "with --model or --checkpoint: the heads and the prediction)"},
          [](Config& c, const Arg& a) {
              c.format = parse_choice<Format>(a, {{"text", Format::Text},
                                                  {"json", Format::Json},
@@ -530,7 +530,7 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg&) { c.demo_heads = true; }},
         {{"--heatmap", 0, "",
           "draw each head's weights (keys the mask hides: //),\n"
-          "then --summary"},
+          "after the --summary numbers, so the picture ends it"},
          [](Config& c, const Arg&) { c.heatmap = true; }},
         {{"--summary", 0, "",
           "score variance before/after the scale, per-head\n"
@@ -643,6 +643,15 @@ const std::vector<Row>& mha_table() {
           "draft K characters greedily; shows how many the whole\n"
           "model accepts"},
          [](Config& c, const Arg& a) { c.draft_layers = parse_size(a); }},
+        {{"--kv-block-size", 0, "S",
+          "page the KV cache of --decode or --prefill-chunks: a\n"
+          "pool of blocks of S positions and a block table per\n"
+          "sequence (docs/decode.md); the same bits as unpaged"},
+         [](Config& c, const Arg& a) { c.kv_block_size = parse_size(a); }},
+        {{"--kv-pool-seed", 0, "N",
+          "shuffle the order of --kv-block-size's blocks in the\n"
+          "pool (a seeded permutation) to show the indirection"},
+         [](Config& c, const Arg& a) { c.kv_pool_seed = parse_unsigned(a); }},
         {{"--fused-qkv", 0, "", "one (3*d_model, d_model) projection, view and permute"},
          [](Config& c, const Arg&) { ask_form(c, FormChoice::FusedQkv); }},
         {{"--per-head", 0, "",

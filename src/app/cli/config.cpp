@@ -106,9 +106,8 @@ const std::vector<FormViews>& form_views() {
           none, none, none, none, none}},
         {"--checkpoint",
          [](const Config& c) { return runs_checkpoint(c); },
-         {"the model's output is its last layer's logits, not one attention layer's output",
-          "the lesson page draws the examples and --model; use --format markdown or json", none,
-          none, none, none, none}},
+         {"the model's output is its last layer's logits, not one attention layer's output", none,
+          none, none, none, none, none}},
         {"--attention streaming",
          [](const Config& c) { return c.attention == AttentionPath::Streaming; },
          {none, none, none, unstored, unstored, unstored, unstored}},
@@ -260,6 +259,19 @@ const std::vector<Rule<Config>>& rules() {
          },
          "--draft and --draft-tree verify the last K tokens of a causal decode; give --decode T "
          "too"},
+        {"draft-paged",
+         [](const Config& c) {
+             return (c.draft || !c.draft_tree.empty()) && c.kv_block_size.has_value();
+         },
+         "--draft and --draft-tree verify against a contiguous cache; they cannot be combined "
+         "with --kv-block-size"},
+        {"kv-block-size-without-cache",
+         [](const Config& c) { return c.kv_block_size && !asks(c, FormChoice::Decode); },
+         "--kv-block-size pages the KV cache, and only --decode T or --prefill-chunks keep one; "
+         "give one of them"},
+        {"kv-pool-seed-without-block-size",
+         [](const Config& c) { return c.kv_pool_seed && !c.kv_block_size; },
+         "--kv-pool-seed shuffles the blocks of a paged KV cache; give --kv-block-size S too"},
         {"backward-decode",
          [](const Config& c) { return c.backward && asks(c, FormChoice::Decode); },
          "--backward does not run on --decode: decoding with a KV cache computes the same "

@@ -122,6 +122,8 @@ struct Config {
     std::vector<std::ptrdiff_t> draft_tree;   // --draft-tree: the draft's parents (-1: the
                                               //  last cached token); --draft K fills a chain
     std::optional<std::size_t> draft_layers;  // --draft-layers L: --model's early-exit draft
+    std::optional<std::size_t> kv_block_size;  // --kv-block-size S: the cache paged in blocks of S
+    std::optional<std::uint64_t> kv_pool_seed;  // --kv-pool-seed N: the pool's blocks shuffled
     std::optional<BlockKind> block;     // --block pre|post: the transformer block around attention
     std::optional<std::size_t> d_ff;    // the block's feed-forward width, default 4·d_model
     std::string model_path;             // --model FILE: a trained character model (needs --text)

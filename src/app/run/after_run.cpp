@@ -1,4 +1,4 @@
-// Heatmaps, summary, SVG and ablation, each only when asked for.
+// The views after a run, each only when asked for: summary, ablation, contributions, heatmaps.
 
 #include "app/run/after_run.h"
 
@@ -124,13 +124,6 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     const RunInfo& info = problem.info;
     const MapChoice choice{config.view_heads, config.mean_view, info.head_names};
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
-    if (config.heatmap) {
-        out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
-        HeatmapStyle style = terminal_style(config.color);
-        style.auto_scale = config.auto_scale;
-        draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows,
-                      style);
-    }
     if (wants_summary(config)) {
         stats.print(out, result, info.head_dim, !config.no_scale,
                     config.scores.scale_base.value_or(0.0), config.scores.softcap.value_or(0.0));
@@ -138,6 +131,13 @@ void show_after_run(std::ostream& out, const Config& config, const Problem& prob
     }
     if (config.ablate_head) report_ablation(out, config, problem, result, *config.ablate_head);
     if (config.head_contributions) report_contributions(out, config, problem, result);
+    if (config.heatmap) {  // last, so that a terminal keeps the picture on the screen
+        out << "\nattention weights, " << batch_note(info) << " (rows: queries, columns: keys)\n";
+        HeatmapStyle style = terminal_style(config.color);
+        style.auto_scale = config.auto_scale;
+        draw_heatmaps(out, weight_maps(result.weights, choice, blocked_grids(problem)), rows,
+                      style);
+    }
     if (!config.svg_path.empty()) {
         const std::vector<std::string> cols = key_labels(info);
         AtomicFile file(config.svg_path);

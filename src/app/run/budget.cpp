@@ -3,13 +3,11 @@
 
 #include "app/run/budget.h"
 
+#include "app/run/kv_pool.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/block.h"
-#include "core/forms/decode.h"
-#include "core/forms/draft.h"
 #include "core/forms/mla_pass.h"
-#include "core/forms/prefill.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
 #include "core/reference.h"
@@ -75,10 +73,7 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 // What the chosen form of the pass allocates on the attention path with the threads.
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
-    if (c.form == Form::Decode && !c.draft_tree.empty()) return draft_bytes(s, c.draft_tree.size());
-    if (c.form == Form::Decode)
-        return c.prefill_chunks.empty() ? decode_bytes(s)
-                                        : prefill_bytes(s, c.prefill_chunks, path, threads);
+    if (c.form == Form::Decode) return cached_form_bytes(c, s, path, threads);
     if (c.gradcheck) return reference_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each
     // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again

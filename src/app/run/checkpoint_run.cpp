@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <sstream>
 
 #include "app/cli/terminal.h"
 #include "app/run/after_run.h"
 #include "app/run/checkpoint_sources.h"
+#include "app/run/lesson_page.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -129,7 +131,7 @@ struct WorkingSet {
 // What the run holds at its peak: the largest layer's weights in float32, the gathered
 // embedding rows (and GPT-2's position rows) with the final norm, one layer's pass and block,
 // what is kept for the views (every layer's weights; the residual streams and the saved copies
-// with --save) and an LM-head chunk with its logits.
+// with --save; the maps the lesson page copies) and an LM-head chunk with its logits.
 WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
                        std::size_t distinct) {
     const ck::Config& cf = ck.config;
@@ -144,10 +146,13 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
                          what);
     const std::uint64_t logits = checked_product({n, cf.vocab_size, sizeof(float)}, what);
     const bool save = !c.save_path.empty();
+    const std::uint64_t page_maps =
+        c.format == Format::Html ? drawn_maps(c, cf.heads) * (c.layer ? 1 : cf.layers) : 0;
     w.kept = checked_sum(
         {checked_product({cf.layers, cf.heads, n, n, sizeof(float), save ? 4u : 1u}, what),
          save ? checked_product({cf.layers + 1, n, row, 4}, what) : 0,
-         checked_product({logits, save ? 4u : 1u}, what)},
+         checked_product({logits, save ? 4u : 1u}, what),
+         checked_product({page_maps, n, n, sizeof(float)}, what)},
         what);
     const std::uint64_t chunk = head_chunk(cf);
     w.head = checked_product({chunk, row + n * sizeof(float)}, what);
@@ -226,6 +231,8 @@ RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string
     }
     info.variant = "layer " + std::to_string(layer) + " of " + std::to_string(cf.layers) + ", " +
                    cf.model_type + " block, d_ff=" + std::to_string(cf.intermediate_size);
+    info.config_file = sanitized(cf.file);
+    for (const std::string& key : cf.keys) info.config_keys.push_back(sanitized(key));
     return info;
 }
 
@@ -243,40 +250,69 @@ std::string every_layer_title(const Config& c) {
     return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
 }
 
-// The heatmaps, the summary and the SVG, as --model shows them.
+// "attention weights of layer 1" with --layer, else "every layer's heads" or the chosen ones.
+std::string views_title(const Config& c, std::size_t layer) {
+    return c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c);
+}
+
+// The maps the views draw: the --layer layer's chosen heads, else every layer's.
+std::vector<WeightMap> view_maps(const Config& c, const ModelResult& r, std::size_t layer) {
+    return c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
+                   : model_maps(r.weights, c.view_heads, c.mean_view);
+}
+
+// Every layer's head roles on the tokens.
+std::vector<std::vector<HeadRoles>> every_layer_roles(const ModelResult& r,
+                                                      const std::vector<std::string>& labels) {
+    std::vector<std::vector<HeadRoles>> roles;
+    for (const Tensor& w : r.weights) roles.push_back(head_roles(w, labels));
+    return roles;
+}
+
+// The lesson page's view of the run: the top-5 next tokens, the maps --heatmap would draw and
+// every layer's ranked head roles, worded as the terminal words them.
+ModelView page_view(const Config& c, const ck::Config& cf, const ModelResult& r,
+                    std::size_t layer, const std::vector<std::string>& labels) {
+    ModelView view;
+    view.prediction_title = "Next token";
+    view.maps_title = "Attention weights";
+    view.maps = view_maps(c, r, layer);
+    view.labels = position_labels(labels.size(), labels);
+    view.caption = {views_title(c, layer) + " (rows: queries, columns: keys)",
+                    "model: " + sanitized(cf.file)};
+    std::ostringstream prediction;
+    print_next_tokens(prediction, r.logits);
+    view.prediction = prediction.str();
+    view.roles = every_layer_roles(r, labels);
+    view.ranked_roles = true;
+    return view;
+}
+
+// The summary, the heatmaps (last) and the SVG, as --model shows them.
 void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const ModelResult& r,
                 std::size_t layer, const ScoreStats& stats, const std::vector<std::string>& ids) {
     const std::vector<std::string> rows = position_labels(ids.size(), ids);
-    const std::vector<WeightMap> maps =
-        c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
-                : model_maps(r.weights, c.view_heads, c.mean_view);
-    if (c.heatmap) {
-        HeatmapStyle style = terminal_style(c.color);
-        style.auto_scale = c.auto_scale;
-        style.cell_width = c.layer ? style.cell_width : 1;
-        style.narrow_to_fit = c.layer.has_value();
-        out << "\n"
-            << (c.layer ? "attention weights of layer " + std::to_string(layer)
-                        : every_layer_title(c))
-            << " (rows: queries, columns: keys)\n";
-        draw_heatmaps(out, maps, rows, style);
-    }
+    const std::vector<WeightMap> maps = view_maps(c, r, layer);
     if (wants_summary(c)) {
         ForwardResult shown;
         shown.weights = r.weights[layer];
         stats.print(out, shown, cf.head_dim, true, cf.query_pre_attn_scalar, cf.attn_softcap);
         print_head_summary(out, head_patterns(r.weights[layer]), {});
-        std::vector<std::vector<HeadRoles>> roles;
-        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, ids));
-        print_ranked_head_roles(out, roles);
+        print_ranked_head_roles(out, every_layer_roles(r, ids));
+    }
+    if (c.heatmap) {  // last, so that a terminal keeps the picture on the screen
+        HeatmapStyle style = terminal_style(c.color);
+        style.auto_scale = c.auto_scale;
+        style.cell_width = c.layer ? style.cell_width : 1;
+        style.narrow_to_fit = c.layer.has_value();
+        out << "\n" << views_title(c, layer) << " (rows: queries, columns: keys)\n";
+        draw_heatmaps(out, maps, rows, style);
     }
     if (!c.svg_path.empty()) {
         check_stdout();
         AtomicFile file(c.svg_path);
         SvgStyle style;
-        style.caption = {
-            c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c),
-            "model: " + sanitized(cf.file)};
+        style.caption = {views_title(c, layer), "model: " + sanitized(cf.file)};
         style.auto_scale = c.auto_scale;
         write_svg(file.stream(), maps, rows, rows, style);
         file.commit();
@@ -371,6 +407,7 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     Tally tally;
     forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
     info.total_macs = tally.total_macs();
+    if (c.format == Format::Html) check_lesson_page(c, info, tally.steps);
     const std::unique_ptr<Report> report = report_for(c.step ? tally.steps : 0);
     report->begin(info);
     SourcedTracer tracer(*report, checkpoint_sources(cf, layer));
@@ -397,13 +434,6 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) check_writable(c.svg_path);
-    Ledger ledger(c.max_memory);   // the reads' bound: what the pass and the views leave of the
-    ledger.hold(w.pass + w.kept);  // budget, a layer or a head chunk at a time
-
-    const ck::Prompt prompt = ck::read_prompt(ck, tokens, ledger);
-    const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
-    const std::unique_ptr<Report> report =
-        report_for(c.step ? dry_steps(ck.config, tokens.size(), layer) : 0);
     RunInfo info = checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer);
     if (given.text) {  // the header names each token: its id and its piece
         info.tokens = in.labels;
@@ -411,6 +441,15 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
                              (tokens.size() == 1 ? "" : "s") + " by the folder's tokenizer: " +
                              token_list(in);
     }
+    const bool page = c.format == Format::Html;
+    const std::size_t steps = c.step || page ? dry_steps(ck.config, tokens.size(), layer) : 0;
+    if (page) check_lesson_page(c, info, steps, c.layer ? 1 : ck.config.layers);
+    Ledger ledger(c.max_memory);   // the reads' bound: what the pass and the views leave of the
+    ledger.hold(w.pass + w.kept);  // budget, a layer or a head chunk at a time
+
+    const ck::Prompt prompt = ck::read_prompt(ck, tokens, ledger);
+    const ModelSource source = ck::checkpoint_source(ck, head_chunk(ck.config), ledger);
+    const std::unique_ptr<Report> report = report_for(steps);
     report->begin(info);
     ScoreStats stats(wants_summary(c));
     TeeTracer tee(*report, stats);
@@ -423,6 +462,7 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     ForwardResult shown;
     shown.output = r.output;
     shown.weights = r.weights[layer];
+    if (page) report->model_view(page_view(c, ck.config, r, layer, in.labels));
     report->finish(shown, elapsed.count());
     if (c.format == Format::Text) print_next_tokens(out, r.logits);
     show_views(out, c, ck.config, r, layer, stats, in.labels);

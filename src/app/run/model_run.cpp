@@ -251,52 +251,80 @@ void check_model_svg_size(const Config& c, const Model& model, const ModelText& 
 ModelView model_view(const Config& c, const Model& model, const ModelText& text,
                      const ModelResult& r) {
     ModelView view;
+    view.prediction_title = "Next character";
+    view.maps_title = "Every layer's heads";
     view.maps = model_maps(r.weights, c.view_heads, c.mean_view);
     view.labels = model_labels(text);
     view.caption = model_caption(c, every_layer_title(c) + " (rows: queries, columns: keys)");
-    std::ostringstream prediction, roles;
+    std::ostringstream prediction;
     print_prediction(prediction, top_predictions(r.logits, predictions_shown), model.vocab);
-    std::vector<std::vector<HeadRoles>> layers;
-    for (const Tensor& w : r.weights) layers.push_back(head_roles(w, text.characters));
-    print_head_roles(roles, layers);
+    for (const Tensor& w : r.weights) view.roles.push_back(head_roles(w, text.characters));
     view.prediction = prediction.str();
-    view.roles = roles.str();
     return view;
 }
 
+// --summary (and --heatmap): the traced layer's score statistics and heads, then every
+// layer's head roles.
+void show_numbers(std::ostream& out, const Model& model, const ModelText& text,
+                  const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+    ForwardResult shown;
+    shown.weights = r.weights[layer];
+    // the model scales by 1/sqrt(d_k) and has no soft-cap
+    stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
+    print_head_summary(out, head_patterns(r.weights[layer]), {});
+    std::vector<std::vector<HeadRoles>> roles;
+    for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.characters));
+    print_head_roles(out, roles);
+}
+
+// --heatmap: the chosen heads of every layer (one layer, larger, with --layer) under their
+// title; `spaced` puts a blank line before the title.
+void draw_model_heatmap(std::ostream& out, const Config& c, const std::vector<WeightMap>& maps,
+                        const std::vector<std::string>& rows, std::size_t layer, bool spaced) {
+    HeatmapStyle style = terminal_style(c.color);
+    style.auto_scale = c.auto_scale;
+    if (spaced) out << "\n";
+    if (!c.layer) {
+        style.cell_width = 1;
+        const bool chosen = c.mean_view || !c.view_heads.empty();
+        write_filled(out,
+                     words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
+                              (chosen ? ")" : "; --layer L: one layer, larger)")),
+                     " ", "", "");
+    } else {
+        style.narrow_to_fit = true;  // a long text's map in one column per key, not cut
+        out << "attention weights of layer " << layer << " (rows: queries, columns: keys)\n";
+    }
+    draw_heatmaps(out, maps, rows, style);
+}
+
+// The text a model run prints after its trace, in reading order: the numbers (--summary or
+// --heatmap), the prediction (and --backward's loss), then the picture, right under the
+// prediction it explains and last, so that a terminal keeps it on the screen.
 void show_views(std::ostream& out, const Config& c, const Model& model, const ModelText& text,
-                const ModelResult& r, std::size_t layer, const ScoreStats& stats) {
+                const ModelBackward& computed, std::size_t layer, const ScoreStats& stats) {
+    const ModelResult& r = computed.forward;
     const std::vector<std::string> rows = model_labels(text);
     const std::vector<WeightMap> maps =
         c.layer ? layer_maps(r.weights[layer], layer, c.view_heads, c.mean_view)
                 : model_maps(r.weights, c.view_heads, c.mean_view);
-    if (c.heatmap) {
-        HeatmapStyle style = terminal_style(c.color);
-        style.auto_scale = c.auto_scale;
-        if (!c.layer) {
-            style.cell_width = 1;
-            out << "\n";
-            const bool chosen = c.mean_view || !c.view_heads.empty();
-            write_filled(out,
-                         words_of(every_layer_title(c) + " (rows: queries, columns: keys" +
-                                  (chosen ? ")" : "; --layer L: one layer, larger)")),
-                         " ", "", "");
-        } else {
-            style.narrow_to_fit = true;  // a long text's map in one column per key, not cut
-            out << "\nattention weights of layer " << layer << " (rows: queries, columns: keys)\n";
+    if (wants_summary(c)) show_numbers(out, model, text, r, layer, stats);
+    const bool text_format = c.format == Format::Text;
+    if (text_format) {
+        print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
+        if (c.draft_layers) {
+            print_acceptance(out,
+                             greedy_acceptance(model, text.tokens, *c.draft_layers, *c.draft,
+                                               run_threads(c)),
+                             *c.draft_layers, model.layers.size(), model.vocab);
         }
-        draw_heatmaps(out, maps, rows, style);
+        if (c.backward) {
+            out << "loss: " << fixed(computed.loss, 4)
+                << " nats, the mean cross-entropy of predicting each next character of --text ("
+                << plural(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
+        }
     }
-    if (wants_summary(c)) {
-        ForwardResult shown;
-        shown.weights = r.weights[layer];
-        // the model scales by 1/sqrt(d_k) and has no soft-cap
-        stats.print(out, shown, model.d_model() / model.layers[layer].heads, true, 0.0, 0.0);
-        print_head_summary(out, head_patterns(r.weights[layer]), {});
-        std::vector<std::vector<HeadRoles>> roles;
-        for (const Tensor& w : r.weights) roles.push_back(head_roles(w, text.characters));
-        print_head_roles(out, roles);
-    }
+    if (c.heatmap) draw_model_heatmap(out, c, maps, rows, layer, !text_format);
     if (!c.svg_path.empty()) {
         check_stdout();  // a run whose output failed writes no file
         AtomicFile file(c.svg_path);
@@ -429,21 +457,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     shown.weights = r.weights[layer];
     if (c.format == Format::Html) report->model_view(model_view(c, model, text, r));
     report->finish(shown, elapsed.count());
-    if (c.format == Format::Text) {
-        print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
-        if (c.draft_layers) {
-            print_acceptance(out,
-                             greedy_acceptance(model, text.tokens, *c.draft_layers, *c.draft,
-                                               threads),
-                             *c.draft_layers, model.layers.size(), model.vocab);
-        }
-        if (c.backward) {
-            out << "loss: " << fixed(computed.loss, 4)
-                << " nats, the mean cross-entropy of predicting each next character of --text ("
-                << plural(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
-        }
-    }
-    show_views(out, c, model, text, r, layer, stats);
+    show_views(out, c, model, text, computed, layer, stats);
     if (!c.save_path.empty()) {
         check_stdout();
         std::vector<std::pair<std::string, Tensor>> arrays = result_arrays(r, layer);

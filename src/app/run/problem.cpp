@@ -6,16 +6,14 @@
 #include <utility>
 
 #include "app/run/budget.h"
+#include "app/run/kv_pool.h"
 #include "app/run/layout.h"
 #include "app/run/time_guard.h"
 #include "app/run/variant_name.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/forms/decode.h"
-#include "core/forms/draft.h"
 #include "core/forms/mla_pass.h"
-#include "core/forms/prefill.h"
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
 #include "core/tensor/workspace.h"
@@ -641,10 +639,7 @@ Problem build_shapes(const Config& c) {
     if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
     p.info.activation_bytes =
-        c.form != Form::Decode        ? forward_bytes(s, path, 1)
-        : !c.draft_tree.empty()       ? draft_bytes(s, c.draft_tree.size())
-        : c.prefill_chunks.empty() ? decode_bytes(s)
-                                   : prefill_bytes(s, c.prefill_chunks, path, 1);
+        c.form != Form::Decode ? forward_bytes(s, path, 1) : cached_form_bytes(c, s, path, 1);
     if (c.block) {
         p.info.parameters += p.block->parameter_count();
         p.info.activation_bytes += block_bytes(s, d_ff);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/run/kv_pool.h"
 #include "app/run/non_finite.h"
 #include "core/error.h"
 #include "core/backward/block_backward.h"
@@ -27,12 +28,17 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
         return forward_block(p.weights, *p.block, *c.block, p.inputs, p.masks, p.options, tracer);
     }
     switch (c.form) {
-        case Form::Decode:
+        case Form::Decode: {
             if (!c.draft_tree.empty())
                 return verify_draft(p.weights, p.inputs, p.masks, p.options, c.draft_tree, tracer);
+            const std::optional<KvPaging> paging =
+                kv_paging(c, p.inputs.x_q.size(0), p.inputs.x_q.size(1));
+            const KvPaging* paged = paging ? &*paging : nullptr;
             if (!c.prefill_chunks.empty())
-                return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer);
-            return decode(p.weights, p.inputs, p.masks, p.options, tracer);
+                return prefill(p.weights, p.inputs, p.masks, p.options, c.prefill_chunks, tracer,
+                               paged);
+            return decode(p.weights, p.inputs, p.masks, p.options, tracer, paged);
+        }
         case Form::FusedQkv:
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead:

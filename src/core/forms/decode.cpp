@@ -26,17 +26,6 @@ namespace mha {
 
 namespace {
 
-// Everything one decoding run keeps from token to token.
-struct Cache {
-    Tensor k, v;  // (B, G, T, d_k): position t-1 written at token t
-};
-
-// The first `length` positions of cache[b, g]: a (length, d_k) matrix.
-MatrixView cached(const Tensor& cache, std::size_t b, std::size_t g, std::size_t length) {
-    const std::size_t G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
-    return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
-}
-
 // What bounds token t's one query against the t + 1 cached positions: no causal rule (the
 // future is not cached yet), but the window with its sinks, ALiBi and the soft-cap as in the
 // full pass, the query at position t.
@@ -55,7 +44,7 @@ void token_attend_facts(const Masks& masks, const Sizes& s, std::size_t t, StepF
 // positions; no causal mask needed, the future is not in the cache yet (the window, its
 // sinks, ALiBi and the soft-cap still apply). q (B, 1, h·d_k). Returns the heads' contexts
 // side by side, (B, 1, h·d_k); keeps the weights in result.
-Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std::size_t t,
+Tensor attend_token(const Tensor& q, const KvCache& cache, const Masks& masks, std::size_t t,
                     const Sizes& s, const ForwardOptions& o, PassTrace& trace,
                     ForwardResult& result) {
     const std::size_t B = s.batch, W = s.inner(), h = s.heads, d_k = s.d_k(), length = t + 1;
@@ -70,8 +59,8 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
                           const std::size_t b = u / h, i = u % h;
                           const std::size_t g = kv_head_of(i, h, s.kv_heads);
                           return AttentionUnit{{q.data() + b * W + i * d_k, 1, d_k, d_k, 1},
-                                               cached(cache.k, b, g, length),
-                                               cached(cache.v, b, g, length),
+                                               cache.keys(b, g, length),
+                                               cache.values(b, g, length),
                                                unit_mask(masks, b, i, token_sizes),
                                                streamed ? nullptr : weights.data() + u * length,
                                                context.data() + b * W + i * d_k,
@@ -80,7 +69,7 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
                                                i,
                                                t};
                       }};
-    if (!any_dry(q, cache.k, concat))
+    if (!any_dry(q, concat) && !cache.dry())
         run_units(streamed ? UnitStep::Streamed : UnitStep::Attend, units, unit_math(s, o),
                   o.threads);
     const Normaliser& normaliser = normaliser_of(masks);
@@ -104,19 +93,20 @@ Tensor attend_token(const Tensor& q, const Cache& cache, const Masks& masks, std
 
 // 2: token t's key and value in the cache: K_cache[:, :, :t+1], a view of (B, G, T, d_k),
 // shown by its layout alone: a view the pass reads, never a tensor of its own.
-void show_cache(const Cache& cache, const Weights& w, const ForwardOptions& o, const Masks& masks,
+void show_cache(const KvCache& cache, const Weights& w, const ForwardOptions& o, const Masks& masks,
                 const Sizes& s, std::size_t t, PassTrace& trace) {
-    trace.show(cache.k.narrow(2, 0, t + 1).without_values(), [&] {
+    trace.show(cache.shown(t + 1), [&] {
         const std::size_t h = s.heads, G = s.kv_heads, d_k = s.d_k();
-        Step step = described(StepKind::Cache, 2, "cache", "K_cache",
-                              "K_cache[:, :, " + std::to_string(t) + "] = x_t @ W_k.T" +
+        Step step = described(StepKind::Cache, 2, "cache", cache.paged() ? "K_pool" : "K_cache",
+                              cache.written(t, 1) + " = x_t @ W_k.T" +
                                   bias_suffix(!w.b_k.empty(), "b_k"),
-                              {"B", G == h ? "h" : "G", "t", "d_k"},
+                              cache.shown_dims(G == h ? "h" : "G"),
                               macs_of({s.batch, h * d_k + 2 * G * d_k, s.d_model}));
         TokenFacts& token = step.facts.token.emplace(token_facts(s, t));
         token.qk_norm = !w.q_norm.empty();
         token.rope = o.rope.has_value();
         if (masks.window > 0) token.window = window_facts(masks, s, t + 1);
+        step.facts.paged = cache.facts(t, 1);
         return step;
     });
 }
@@ -137,7 +127,7 @@ std::uint64_t decode_bytes(const Sizes& s) {
 }
 
 ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
-                     const ForwardOptions& options, Tracer& tracer) {
+                     const ForwardOptions& options, Tracer& tracer, const KvPaging* paging) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::Decode, s, in.self_attention(), masks);
     const std::size_t B = s.batch, T = s.seq_len, E = s.d_model, h = s.heads, d_k = s.d_k();
@@ -147,8 +137,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         return described(StepKind::Input, 0, "input", "x", "x", {"B", "T", "d_model"});  // 0
     });
 
-    Cache cache{new_tensor(workspace, {B, s.kv_heads, T, d_k}),
-                new_tensor(workspace, {B, s.kv_heads, T, d_k})};
+    KvCache cache(s, paging, workspace);
     NullTracer untraced;  // QK-norm and RoPE of each new row are noted at step 2, not traced
     PassTrace silent(untraced);
     ForwardResult result;
@@ -165,8 +154,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         Tensor q_heads = q.view({B, 1, h, d_k}).transpose(1, 2);             // (B, h, 1, d_k)
         Tensor k_heads = k_t.view({B, 1, s.kv_heads, d_k}).transpose(1, 2);  // (B, G, 1, d_k)
         position_heads(w, q_heads, k_heads, t, t, options, silent, "");  // token t is at position t
-        cache_rows(k_t, t, cache.k);
-        cache_rows(project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t, cache.v);
+        cache.write(k_t, project(x_t, w.w_v, w.b_v, options.threads, workspace, &packed.v), t);
         show_cache(cache, w, options, masks, s, t, trace);  // 2: the cache so far, a view
 
         const Tensor concat = gate_concat(w, x_t, "x_t",

@@ -4,15 +4,18 @@
 // (B, G, t, d_k)) and attends over the t cached positions: scores (B, h, 1, t).
 // Token t's output equals row t of the causal forward pass over all T tokens.
 
+#include "core/forms/paged_kv.h"
 #include "core/pass/attention.h"
 
 namespace mha {
 
 // x: inputs.x_q (B, T, d_model), self-attention only; masks must be empty (decoding is
 // causal by construction). Returns the T output rows (B, T, d_model) and the weights
-// (B, h, T, T), zero above the diagonal. Throws mha::Error otherwise.
+// (B, h, T, T), zero above the diagonal. Throws mha::Error otherwise. With `paging`, the
+// cache is paged (core/forms/paged_kv.h): the same bits.
 ForwardResult decode(const Weights& weights, const Inputs& inputs, const Masks& masks,
-                     const ForwardOptions& options, Tracer& tracer);
+                     const ForwardOptions& options, Tracer& tracer,
+                     const KvPaging* paging = nullptr);
 
 // Bytes decode() allocates besides the inputs and weights: the cache, the attention weights,
 // the output and the projection weights packed once for every token (throws mha::Error if

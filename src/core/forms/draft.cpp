@@ -88,6 +88,13 @@ void cache_branch(const Tensor& projected, const std::vector<std::size_t>& rows,
     }
 }
 
+// 0, 1, ..., n − 1.
+std::vector<std::size_t> first_rows(std::size_t n) {
+    std::vector<std::size_t> rows(n);
+    for (std::size_t i = 0; i < n; ++i) rows[i] = i;
+    return rows;
+}
+
 // Rows of part (B, c, E) into rows [first, first + c) of all (B, T, E).
 void put_rows(const Tensor& part, std::size_t first, Tensor& all) {
     if (any_dry(part, all)) return;
@@ -152,13 +159,12 @@ void decode_prefix(const Weights& w, const Tensor& x, const Masks& masks,
     const ForwardResult prefix = decode(w, {x_p, x_p, x_p}, masks, options, prefix_tracer);
     put_rows(prefix.output, 0, result.output);
     keep_weight_rows(prefix.weights, 0, result.weights);
-    std::vector<std::size_t> positions(P);
-    for (std::size_t t = 0; t < P; ++t) positions[t] = t;
+    const std::vector<std::size_t> rows = first_rows(P);  // row t at position t
     Tensor k_p = project(x_p, w.w_k, w.b_k, options.threads, options.workspace, &options.packed->k);
-    place_rows(k_p, d.cache_k.size(1), w.k_norm, positions, options);
-    cache_rows(k_p, 0, d.cache_k);
-    cache_rows(project(x_p, w.w_v, w.b_v, options.threads, options.workspace, &options.packed->v),
-               0, d.cache_v);
+    place_rows(k_p, d.cache_k.size(1), w.k_norm, rows, options);
+    cache_branch(k_p, rows, 0, d.cache_k);
+    cache_branch(project(x_p, w.w_v, w.b_v, options.threads, options.workspace, &options.packed->v),
+                 rows, 0, d.cache_v);
 }
 
 // The draft's rows x_d (B, K, d_model) projected at once into d.q, d.k and d.v, q and k placed
@@ -376,8 +382,8 @@ ForwardResult verify_draft(const Weights& w, const Inputs& in, const Masks& mask
     d.concat = new_uninitialised(workspace, {B, K, s.inner()});
     for (std::size_t i = 0; i < K; ++i)
         attend_draft_token(d, tree, i, masks, s, options, result);  // 6-10
-    cache_rows(d.k, P, d.cache_k);  // the cache holds the draft in its own order again
-    cache_rows(d.v, P, d.cache_v);
+    cache_branch(d.k, first_rows(K), P, d.cache_k);  // the cache holds the draft in its order
+    cache_branch(d.v, first_rows(K), P, d.cache_v);
     show_draft_attention(d, result, masks, s, options, facts, trace);  // 8, 9
     if (options.ablate_head) {
         Tensor context = d.concat.view({B, K, h, d_k}).transpose(1, 2);  // (B, h, K, d_k)

@@ -17,20 +17,6 @@ Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Work
     return rows;
 }
 
-void cache_rows(const Tensor& projected, std::size_t first, Tensor& cache) {
-    if (any_dry(projected, cache)) return;
-    const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
-    const std::size_t L = projected.size(1);
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t l = 0; l < L; ++l) {
-            for (std::size_t g = 0; g < G; ++g) {
-                const float* from = projected.data() + ((b * L + l) * G + g) * d_k;
-                std::copy(from, from + d_k, cache.data() + ((b * G + g) * T + first + l) * d_k);
-            }
-        }
-    }
-}
-
 void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all) {
     if (part.empty() || all.empty() || any_dry(part, all)) return;
     const std::size_t units = all.size(0) * all.size(1), N = all.size(2), c = part.size(2),

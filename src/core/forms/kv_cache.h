@@ -1,6 +1,6 @@
 #pragma once
-// The rows a cached form feeds, the cache it fills and the weights it keeps: decoding (a row
-// at a time) and chunked prefill (a chunk of rows at a time) do each the same way.
+// The rows a cached form feeds and the weights it keeps: decoding (a row at a time) and
+// chunked prefill (a chunk of rows at a time) do each the same way (the cache: paged_kv.h).
 
 #include <cstddef>
 
@@ -11,10 +11,6 @@ namespace mha {
 
 // Rows [first, first + count) of x (B, T, E) as a (B, count, E) tensor of their own.
 Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Workspace* workspace);
-
-// Writes the (B, L, G·d_k) projection of L rows into positions [first, first + L) of the
-// (B, G, T, d_k) cache.
-void cache_rows(const Tensor& projected, std::size_t first, Tensor& cache);
 
 // Rows [0, c) of each (b, h) block of part (B, h, c, m) into rows [first, first + c) of all
 // (B, h, N, N), columns [0, m): a chunk's (or a token's) weights among the whole sequence's.

@@ -35,21 +35,22 @@ void check_chunks(const std::vector<std::size_t>& chunks, std::size_t n) {
     }
 }
 
-// 2: the chunk's keys in the cache, K_cache[:, :, :p+c], a view shown by its layout alone.
-void show_cache(const Tensor& cache_k, const Weights& w, const ForwardOptions& o, const Sizes& s,
+// 2: the chunk's keys in the cache, K_cache[:, :, :p+c] (or the pool), shown by its layout
+// alone.
+void show_cache(const KvCache& cache, const Weights& w, const ForwardOptions& o, const Sizes& s,
                 const ChunkFacts& chunk, PassTrace& trace) {
     const std::size_t held = chunk.first + chunk.size;
-    trace.show(cache_k.narrow(2, 0, held).without_values(), [&] {
+    trace.show(cache.shown(held), [&] {
         const std::size_t h = s.heads, G = s.kv_heads, d_k = s.d_k();
-        Step step = described(StepKind::Cache, 2, "cache", "K_cache",
-                              "K_cache[:, :, " + std::to_string(chunk.first) + ":" +
-                                  std::to_string(held) + "] = x_c @ W_k.T" +
+        Step step = described(StepKind::Cache, 2, "cache", cache.paged() ? "K_pool" : "K_cache",
+                              cache.written(chunk.first, chunk.size) + " = x_c @ W_k.T" +
                                   bias_suffix(!w.b_k.empty(), "b_k"),
-                              {"B", G == h ? "h" : "G", "t", "d_k"},
+                              cache.shown_dims(G == h ? "h" : "G"),
                               macs_of({s.batch, chunk.size, h * d_k + 2 * G * d_k, s.d_model}));
         ChunkFacts& facts = step.facts.chunk.emplace(chunk);
         facts.qk_norm = !w.q_norm.empty();
         facts.rope = o.rope.has_value();
+        step.facts.paged = cache.facts(chunk.first, chunk.size);
         return step;
     });
 }
@@ -80,7 +81,7 @@ std::uint64_t prefill_bytes(const Sizes& s, const std::vector<std::size_t>& chun
 
 ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, const std::vector<std::size_t>& chunks,
-                      Tracer& tracer) {
+                      Tracer& tracer, const KvPaging* paging) {
     const Sizes s = check_pass(w, in, masks, options);
     check_form(Form::Decode, s, in.self_attention(), masks);  // causal self-attention alone
     check_chunks(chunks, s.seq_len);
@@ -91,7 +92,7 @@ ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
     trace.show(in.x_q, [&] {
         return described(StepKind::Input, 0, "input", "x", "x", {"B", "N", "d_model"});  // 0
     });
-    Tensor cache_k = new_tensor(workspace, {B, G, N, d_k}), cache_v = new_tensor(workspace, {B, G, N, d_k});
+    KvCache cache(s, paging, workspace);
     ForwardResult result;
     result.output = new_tensor(workspace, {B, N, E});
     if (options.path == AttentionPath::Standard) result.weights = new_tensor(workspace, {B, h, N, N});
@@ -118,23 +119,21 @@ ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
         Tensor q_heads = q.view({B, c, h, d_k}).transpose(1, 2);  // (B, h, c, d_k)
         Tensor k_heads = k_c.view({B, c, G, d_k}).transpose(1, 2);  // (B, G, c, d_k)
         position_heads(w, q_heads, k_heads, first, first, options, silent, "");
-        cache_rows(k_c, first, cache_k);
-        cache_rows(project(x_c, w.w_v, w.b_v, options.threads, workspace, &packed.v), first,
-                   cache_v);
+        cache.write(k_c, project(x_c, w.w_v, w.b_v, options.threads, workspace, &packed.v), first);
         ChunkFacts facts;
         facts.index = index + 1;
         facts.count = chunks.size();
         facts.first = first;
         facts.size = c;
         facts.cache_bytes = macs_of({2, B, G, first + c, d_k, sizeof(float)});
-        show_cache(cache_k, w, options, s, facts, trace);  // 2: the cache so far, a view
+        show_cache(cache, w, options, s, facts, trace);  // 2: the cache so far, a view
 
         Sizes chunk_sizes = s;  // c queries against the first + c cached positions
         chunk_sizes.seq_len = c;
         chunk_sizes.kv_len = first + c;
         const ForwardResult part = forward_from_heads(
             placed,
-            {q_heads, cache_k.narrow(2, 0, first + c), cache_v.narrow(2, 0, first + c)},
+            {q_heads, cache.all_keys(first + c, workspace), cache.all_values(first + c, workspace)},
             chunk_masks, chunk_sizes, chunk_options, trace, x_c, "x_c");  // 6-14
         if (!any_dry(part.output, result.output)) {
             for (std::size_t b = 0; b < B; ++b) {

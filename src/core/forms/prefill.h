@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/forms/paged_kv.h"
 #include "core/pass/attention.h"
 
 namespace mha {
@@ -17,10 +18,11 @@ namespace mha {
 // x: inputs.x_q (B, N, d_model), self-attention only, chunks summing to N (none 0); masks:
 // the causal rule (bottom-right) and what the packed pass adds to it (window, ALiBi,
 // soft-cap), no attn_mask or key padding mask. Returns the N output rows (B, N, d_model) and
-// the weights (B, h, N, N), zero above the diagonal. Throws mha::Error otherwise.
+// the weights (B, h, N, N), zero above the diagonal. Throws mha::Error otherwise. With
+// `paging`, the cache is paged (core/forms/paged_kv.h): the same bits.
 ForwardResult prefill(const Weights& weights, const Inputs& inputs, const Masks& masks,
                       const ForwardOptions& options, const std::vector<std::size_t>& chunks,
-                      Tracer& tracer);
+                      Tracer& tracer, const KvPaging* paging = nullptr);
 
 // Bytes prefill() allocates besides the inputs and weights: the cache, the weights and the
 // output of all N rows, and the largest chunk's pass (throws mha::Error past 64 bits).

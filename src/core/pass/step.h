@@ -65,6 +65,24 @@ struct ChunkFacts {
     bool rope = false;                 // q and k are rotated to their positions before caching
 };
 
+// Where one position of a paged KV cache lives: block table entry t // S holds `block`,
+// and the position is its slot t % S.
+struct PagedPosition {
+    std::size_t position = 0, entry = 0, block = 0, slot = 0;
+};
+
+// A paged KV cache's step 2 (--kv-block-size) once positions [first, last] are written.
+struct PagedFacts {
+    std::size_t block_size = 0;            // S
+    std::size_t pool_blocks = 0;           // B · ceil(T / S) physical blocks
+    std::size_t sequences = 0;             // B: a block table each
+    bool in_order = true;                  // false: the pool's blocks are a shuffled permutation
+    std::vector<std::size_t> table;        // block_table[0]: its entries in use, ceil((last+1)/S)
+    std::vector<PagedPosition> positions;  // sequence 0's first and last position written
+    std::uint64_t block_bytes = 0;         // one block of K and one of V: 2·G·S·d_k·4
+    std::uint64_t unused_bytes = 0;        // the last blocks' slots not written yet, all sequences
+};
+
 // Speculative verification's steps 2, 8 and 14: a draft of K tokens after `prefix` cached
 // ones, draft token i hanging from parents[i] (-1: the last cached token) at position
 // prefix + depths[i].
@@ -157,6 +175,7 @@ struct StepFacts {
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
     std::optional<ChunkFacts> chunk;          // chunked prefill 2
     std::optional<DraftFacts> draft;          // speculative verification 2, 8, 14
+    std::optional<PagedFacts> paged;          // decode and chunked prefill 2, paged
     std::optional<std::uint64_t> parameters;  // block steps: the parameters the step uses
     bool value_heads = false;  // 14: the concat's head blocks are d_v wide (MLA), not d_k
     std::optional<double> rms_eps;  // a norm step that is an RMSNorm: its ε (else a LayerNorm)
