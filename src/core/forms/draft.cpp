@@ -71,17 +71,17 @@ void place_rows(Tensor& x, std::size_t heads, const Tensor& norm,
     }
 }
 
-// Writes draft rows `rows` of projected (B, K, G·d_k) into cache positions [first, first +
+// Writes rows `rows` of projected (B, L, G·d_k) into cache positions [first, first +
 // rows.size()) of (B, G, T, d_k), in order.
 void cache_branch(const Tensor& projected, const std::vector<std::size_t>& rows,
                   std::size_t first, Tensor& cache) {
     if (any_dry(projected, cache)) return;
     const std::size_t B = cache.size(0), G = cache.size(1), T = cache.size(2), d_k = cache.size(3);
-    const std::size_t K = projected.size(1);
+    const std::size_t L = projected.size(1);
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t r = 0; r < rows.size(); ++r) {
             for (std::size_t g = 0; g < G; ++g) {
-                const float* from = projected.data() + ((b * K + rows[r]) * G + g) * d_k;
+                const float* from = projected.data() + ((b * L + rows[r]) * G + g) * d_k;
                 std::copy(from, from + d_k, cache.data() + ((b * G + g) * T + first + r) * d_k);
             }
         }
