@@ -11,7 +11,7 @@ _mha() {
         --value --seq-first --mask --mask-means --key-padding-mask --masked-rows --save --backward --grad-output --max-memory
         --max-time --weights-prefix --head-contributions --compare
         --text --demo-heads --heatmap --summary --head --color --scale --export-svg --ablate-head
-        --no-scale --kv-heads --text-file --no-special --form --decode --prefill-chunks --kv-block-size --kv-pool-seed --kv-quant --kv-quant-group --kv-quant-axis --kv-residual --fused-qkv --per-head --block --d-ff --preset
+        --no-scale --kv-heads --text-file --no-special --form --decode --draft --draft-tree --draft-layers --prefill-chunks --kv-block-size --kv-pool-seed --kv-quant --kv-quant-group --kv-quant-axis --kv-residual --fused-qkv --per-head --block --d-ff --preset
         --shapes-only --list-presets --attention --flash-row --rope --rope-theta --alibi --window
         --sink-tokens --softcap --scale-base --head-dim --qk-norm --gate --latent-dim --rope-dim --model --checkpoint --tokens --config --layer --gradcheck --help --version"
     local quiz_options="--count --seed --topics --answers --pass --questions --help"
@@ -102,7 +102,7 @@ _mha() {
         --config) COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur")); return ;;
         --input|--key|--value|--mask|--key-padding-mask|--grad-output)
             COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
-        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare|--prefill-chunks|--kv-block-size|--kv-pool-seed|--kv-quant-group|--kv-residual|--tokens)
+        --batch|-b|--seq-len|-n|--kv-len|-m|--d-model|-d|--heads|-H|--seed|--threads|-t|--max-memory|--text|--ablate-head|--kv-heads|-G|--decode|--draft|--draft-tree|--draft-layers|--d-ff|--rope-theta|--window|--sink-tokens|--softcap|--scale-base|--head-dim|--layer|--flash-row|--latent-dim|--rope-dim|--weights-prefix|--compare|--prefill-chunks|--kv-block-size|--kv-pool-seed|--kv-quant-group|--kv-residual|--tokens)
             return ;;
     esac
     if [[ COMP_CWORD -eq 1 && $cur != -* ]]; then

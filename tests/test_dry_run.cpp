@@ -15,6 +15,7 @@
 #include "core/backward/model_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/prefill.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
@@ -284,7 +285,8 @@ TEST_CASE("a dry run of the per-head pass describes the computed pass's steps", 
     });
 }
 
-TEST_CASE("a dry run of decoding and of chunked prefill describes the computed steps", "[dry]") {
+TEST_CASE("a dry run of decoding and of chunked prefill describes the computed steps",
+          "[dry][draft]") {
     Case c;
     c.sizes = sizes(2, 4, 4, 16, 4, 2);
     SECTION("RoPE, QK-norm") {
@@ -316,6 +318,12 @@ TEST_CASE("a dry run of decoding and of chunked prefill describes the computed s
                                      const mha::ForwardOptions& o, mha::Tracer& tracer) {
         mha::prefill(w, in, c.masks, o, {3, 1}, tracer, &paging);
     });
+    for (const mha::DraftTree& tree : {mha::DraftTree{-1, -1, 0}, mha::draft_chain(4)}) {
+        require_dry_like_computed(c, [&](const mha::Weights& w, const mha::Inputs& in,
+                                         const mha::ForwardOptions& o, mha::Tracer& tracer) {
+            mha::verify_draft(w, in, c.masks, o, tree, tracer);  // a draft tree, and a chain
+        });
+    }
 }
 
 TEST_CASE("a dry run of the MLA pass describes the computed pass's steps", "[dry][mla]") {

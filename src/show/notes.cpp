@@ -426,6 +426,55 @@ std::string activation_words(const StepFacts& f) {
     return "GELU(u) = u/2 · (1 + erf(u/√2)), the exact form (not tanh)" + gate;
 }
 
+// "-1 → 0 → 2": the draft tokens from the last cached one down to `leaf`.
+std::string draft_branch(const DraftFacts& d, std::size_t leaf) {
+    std::string path = std::to_string(leaf);
+    for (std::ptrdiff_t node = d.parents[leaf]; node >= 0; node = d.parents[std::size_t(node)])
+        path = std::to_string(node) + " → " + path;
+    return "-1 → " + path;
+}
+
+void draft(const Step& step, const DraftFacts& d, Notes& notes) {
+    const std::size_t K = d.parents.size(), T = d.prefix + K;
+    if (step.kind == StepKind::Cache) {
+        notes.push_back("a draft of " + std::to_string(K) + " tokens after the " +
+                        std::to_string(d.prefix) + " cached, verified in one pass: x_d = x[:, " +
+                        std::to_string(d.prefix) + ":" + std::to_string(T) +
+                        "] projected at once into q, k and v, its K and V written after the "
+                        "prefix's; the cache now holds " +
+                        with_commas(d.cache_bytes) + " bytes of K and V");
+        notes.push_back("the draft tree: token i hangs from its parent (-1: the last cached "
+                        "token) at position " + std::to_string(d.prefix) + " + its depth");
+        std::vector<bool> leaf(K, true);
+        for (std::ptrdiff_t parent : d.parents) {
+            if (parent >= 0) leaf[std::size_t(parent)] = false;
+        }
+        for (std::size_t i = 0; i < K; ++i) {
+            notes.push_back("draft " + std::to_string(i) + ": parent " +
+                            std::to_string(d.parents[i]) + ", depth " +
+                            std::to_string(d.depths[i]) + ", position " +
+                            std::to_string(d.prefix + d.depths[i]) +
+                            (leaf[i] ? "; branch " + draft_branch(d, i) : ""));
+        }
+        if (d.qk_norm) notes.push_back("q and k are RMS-normalised (QK-norm) before caching");
+        if (d.rope) {
+            notes.push_back("q and k are rotated (RoPE) to each token's position before k is "
+                            "cached: tokens at the same depth share a position");
+        }
+    } else if (step.kind == StepKind::Mask) {
+        notes.push_back("draft token i sees the " + std::to_string(d.prefix) +
+                        " cached positions, its ancestors and itself: the tree mask (a chain's "
+                        "is the causal mask over the draft)");
+        notes.push_back("each draft query attends over just those keys, in position order: "
+                        "the keys decoding its branch token by token would have cached, so its "
+                        "row equals that decoding to the bit");
+    } else {
+        notes.push_back("the draft's " + std::to_string(K) +
+                        " rows done in one pass; each equals decoding its branch token by "
+                        "token");
+    }
+}
+
 // What a step's kind says by itself: the fused projection, the per-head concat, the block.
 void by_kind(const Step& step, Notes& notes) {
     const std::string parameters =
@@ -581,6 +630,7 @@ std::vector<std::string> step_notes(const Step& step) {
     if (f.mla) mla(step, *f.mla, notes);
     if (f.token) token(step, *f.token, notes);
     if (f.chunk) chunk(*f.chunk, notes);
+    if (f.draft) draft(step, *f.draft, notes);
     if (f.paged) paged(*f.paged, notes);
     kv_quant_notes(step, notes);
     by_kind(step, notes);

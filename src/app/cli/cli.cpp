@@ -276,6 +276,26 @@ std::size_t parse_index(const Arg& arg) {
     return std::size_t(value);
 }
 
+// "-1,-1,0,0,1": a draft tree's parent indices, -1 or a whole number each, at most 256
+// (core/forms/draft.h checks that each points back).
+std::vector<std::ptrdiff_t> parse_parent_list(const Arg& arg) {
+    constexpr std::size_t most = 256;
+    std::vector<std::ptrdiff_t> parents;
+    std::size_t start = 0;
+    while (start <= arg.text.size()) {
+        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
+        const std::string item = arg.text.substr(start, end - start);
+        const bool negative = !item.empty() && item[0] == '-';
+        const std::size_t value = parse_index({arg.option, item.substr(negative ? 1 : 0)});
+        parents.push_back(negative ? -std::ptrdiff_t(value) : std::ptrdiff_t(value));
+        if (parents.size() > most) {
+            throw Error(arg.option + " takes at most " + std::to_string(most) + " values");
+        }
+        start = end + 1;
+    }
+    return parents;
+}
+
 // Each form flag asks for its form; a rule (config.cpp) allows one.
 void ask_form(Config& c, FormChoice form) {
     if (std::find(c.forms.begin(), c.forms.end(), form) == c.forms.end()) c.forms.push_back(form);
@@ -615,6 +635,21 @@ const std::vector<Row>& mha_table() {
              c.prefill_chunks = parse_count_list(a, max_size);
              ask_form(c, FormChoice::Decode);
          }},
+        {{"--draft", 0, "K",
+          "with --decode T: verify the last K tokens as a draft,\n"
+          "in one pass of K queries against the cache, causal\n"
+          "over the draft; equals decoding them to the bit"},
+         [](Config& c, const Arg& a) { c.draft = parse_size(a); }},
+        {{"--draft-tree", 0, "P0,P1,...",
+          "with --decode T: the last K tokens are a draft tree,\n"
+          "token i's parent Pi (-1: the last cached token); token\n"
+          "i sees the prefix, its ancestors and itself"},
+         [](Config& c, const Arg& a) { c.draft_tree = parse_parent_list(a); }},
+        {{"--draft-layers", 0, "L",
+          "with --model and --draft K: the model's first L layers\n"
+          "draft K characters greedily; shows how many the whole\n"
+          "model accepts"},
+         [](Config& c, const Arg& a) { c.draft_layers = parse_size(a); }},
         {{"--kv-block-size", 0, "S",
           "page the KV cache of --decode or --prefill-chunks: a\n"
           "pool of blocks of S positions and a block table per\n"

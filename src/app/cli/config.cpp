@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "app/cli/rules.h"
+#include "core/error.h"
+#include "core/forms/draft.h"
 #include "io/read_file.h"
 
 namespace mha {
@@ -225,6 +227,48 @@ const std::vector<Rule<Config>>& rules() {
          [](const Config& c) { return c.decode && !c.prefill_chunks.empty(); },
          "--decode T feeds the tokens one at a time and --prefill-chunks a chunk at a time; "
          "choose one (--prefill-chunks 1,1,1 is --decode 3)"},
+        {"draft-and-tree", [](const Config& c) { return c.draft && !c.draft_tree.empty(); },
+         "--draft K is the chain -1,0,...,K-2 of --draft-tree; give one of them"},
+        {"draft-prefill",
+         [](const Config& c) {
+             return (c.draft || !c.draft_tree.empty()) && !c.prefill_chunks.empty();
+         },
+         "--draft and --draft-tree verify the last tokens of --decode T; they cannot be combined "
+         "with --prefill-chunks"},
+        {"draft-layers-alone",
+         [](const Config& c) { return c.draft_layers && (c.model_path.empty() || !c.draft); },
+         "--draft-layers L makes the first L layers of --model the draft of --draft K; give "
+         "--model and --draft too"},
+        {"model-draft",
+         [](const Config& c) {
+             return !c.model_path.empty() &&
+                    (!c.draft_tree.empty() || (c.draft && !c.draft_layers));
+         },
+         "--draft K on --model drafts with the model's first layers: give --draft-layers L "
+         "(--draft-tree is for --decode)"},
+        {"model-draft-views",
+         [](const Config& c) {
+             return c.draft_layers && (c.format != Format::Text || c.shapes_only || c.backward);
+         },
+         "--draft-layers prints which drafted characters the model accepts as text; it cannot "
+         "be combined with --format, --shapes-only or --backward"},
+        {"draft-without-decode",
+         [](const Config& c) {
+             return (c.draft || !c.draft_tree.empty()) && !asks(c, FormChoice::Decode) &&
+                    c.model_path.empty();
+         },
+         "--draft and --draft-tree verify the last K tokens of a causal decode; give --decode T "
+         "too"},
+        {"draft-paged",
+         [](const Config& c) {
+             return (c.draft || !c.draft_tree.empty()) && c.kv_block_size.has_value();
+         },
+         "--draft and --draft-tree verify against a contiguous cache; they cannot be combined "
+         "with --kv-block-size"},
+        {"draft-quantised",
+         [](const Config& c) { return (c.draft || !c.draft_tree.empty()) && c.kv_quant; },
+         "--draft and --draft-tree verify against a float cache; they cannot be combined with "
+         "--kv-quant"},
         {"kv-block-size-without-cache",
          [](const Config& c) { return c.kv_block_size && !asks(c, FormChoice::Decode); },
          "--kv-block-size pages the KV cache, and only --decode T or --prefill-chunks keep one; "
@@ -488,6 +532,20 @@ const std::vector<Rule<Config>>& rules() {
     return table;
 }
 
+// --draft K as its chain; the tree checked, and no longer than the T tokens decoded.
+void settle_draft(Config& c) {
+    if (c.draft) c.draft_tree = draft_chain(*c.draft);
+    if (c.draft_tree.empty()) return;
+    draft_depths(c.draft_tree);
+    const std::size_t K = c.draft_tree.size();
+    if (c.seq_len && K > *c.seq_len) {
+        throw Error(std::string(c.draft ? "--draft" : "--draft-tree") + " gives " +
+                    std::to_string(K) + " draft tokens, more than the T = " +
+                    std::to_string(*c.seq_len) +
+                    " decoded; the draft is the last K of the T tokens");
+    }
+}
+
 }  // namespace
 
 void settle(Config& c) {
@@ -514,6 +572,7 @@ void settle(Config& c) {
                 c.seq_len = sum;
             }
             c.causal = true;
+            settle_draft(c);
             break;
         case FormChoice::Block:
             c.block = c.block.value_or(BlockKind::Pre);

@@ -120,6 +120,10 @@ struct Config {
     Form form = Form::Packed;       // decided after parsing (the block wraps Packed)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::vector<std::size_t> prefill_chunks;  // --prefill-chunks: the prompt in these chunks
+    std::optional<std::size_t> draft;         // --draft K: the last K tokens a chain draft
+    std::vector<std::ptrdiff_t> draft_tree;   // --draft-tree: the draft's parents (-1: the
+                                              //  last cached token); --draft K fills a chain
+    std::optional<std::size_t> draft_layers;  // --draft-layers L: --model's early-exit draft
     std::optional<std::size_t> kv_block_size;  // --kv-block-size S: the cache paged in blocks of S
     std::optional<std::uint64_t> kv_pool_seed;  // --kv-pool-seed N: the pool's blocks shuffled
     std::optional<unsigned> kv_quant;             // --kv-quant int8|int4: bits of a cached value

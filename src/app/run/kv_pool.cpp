@@ -8,6 +8,7 @@
 #include "app/run/kv_quant_options.h"
 #include "core/checked.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/prefill.h"
 #include "io/mt19937.h"
 
@@ -46,6 +47,7 @@ std::optional<KvPaging> kv_paging(const Config& c, std::size_t batch, std::size_
 
 std::uint64_t cached_form_bytes(const Config& c, const Sizes& s, AttentionPath path,
                                 std::size_t threads) {
+    if (!c.draft_tree.empty()) return draft_bytes(s, c.draft_tree.size());
     const bool chunked = !c.prefill_chunks.empty();
     const std::uint64_t unpaged =
         chunked ? prefill_bytes(s, c.prefill_chunks, path, threads)

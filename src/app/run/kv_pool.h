@@ -21,8 +21,8 @@ std::vector<std::size_t> pool_order(std::size_t blocks, std::optional<std::uint6
 // The paging of B sequences of `length` positions, or none without --kv-block-size.
 std::optional<KvPaging> kv_paging(const Config& c, std::size_t batch, std::size_t length);
 
-// Bytes --decode or --prefill-chunks allocates besides the inputs and weights, paged or not,
-// quantised or not.
+// Bytes --decode, --prefill-chunks or --draft allocates besides the inputs and weights, paged
+// or not, quantised or not.
 std::uint64_t cached_form_bytes(const Config& c, const Sizes& s, AttentionPath path,
                                 std::size_t threads);
 

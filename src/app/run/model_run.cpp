@@ -14,6 +14,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/model.h"
+#include "core/forms/speculate.h"
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
 #include "core/ops/block_ops.h"
@@ -29,6 +30,7 @@
 #include "show/head_roles.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
+#include "show/acceptance.h"
 #include "show/model_view.h"
 #include "show/score_stats.h"
 #include "show/svg.h"
@@ -310,6 +312,12 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     const bool text_format = c.format == Format::Text;
     if (text_format) {
         print_prediction(out, top_predictions(r.logits, predictions_shown), model.vocab);
+        if (c.draft_layers) {
+            print_acceptance(out,
+                             greedy_acceptance(model, text.tokens, *c.draft_layers, *c.draft,
+                                               run_threads(c)),
+                             *c.draft_layers, model.layers.size(), model.vocab);
+        }
         if (c.backward) {
             out << "loss: " << fixed(computed.loss, 4)
                 << " nats, the mean cross-entropy of predicting each next character of --text ("
@@ -372,6 +380,7 @@ ModelRun load_run(const Config& c, std::ostream& err) {
     run.text = encode_text(*c.text, run.model, c.backward);
     if (c.backward) split_targets(run);
     check_choices(c, run.model, run.layer);
+    if (c.draft_layers) check_acceptance(run.model, run.text.tokens.size(), *c.draft_layers, *c.draft);
     if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) {

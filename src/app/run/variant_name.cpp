@@ -22,6 +22,10 @@ std::string form_description(const Config& c, std::size_t d_ff) {
     switch (c.form) {
         case Form::Decode:
             if (c.kv_quant) return "decoding with an int" + std::to_string(*c.kv_quant) + " KV cache";
+            if (c.draft) return "decoding with a KV cache, the last " + std::to_string(*c.draft) + " as a draft";
+            if (!c.draft_tree.empty())
+                return "decoding with a KV cache, the last " + std::to_string(c.draft_tree.size()) +
+                       " as a draft tree";
             if (c.prefill_chunks.empty()) return "decoding with a KV cache";
             return "chunked prefill (" + chunk_list(c.prefill_chunks) + ") with a KV cache";
         case Form::FusedQkv:

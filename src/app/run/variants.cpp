@@ -13,6 +13,7 @@
 #include "core/backward/mla_backward.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
+#include "core/forms/draft.h"
 #include "core/forms/fused_qkv.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
@@ -29,6 +30,8 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
     }
     switch (c.form) {
         case Form::Decode: {
+            if (!c.draft_tree.empty())
+                return verify_draft(p.weights, p.inputs, p.masks, p.options, c.draft_tree, tracer);
             const std::optional<KvPaging> paging =
                 kv_paging(c, p.inputs.x_q.size(0), p.inputs.x_q.size(1));
             const KvPaging* paged = paging ? &*paging : nullptr;

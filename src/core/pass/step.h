@@ -6,6 +6,7 @@
 #include "core/sizes.h"
 #include "core/tensor/tensor.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -122,6 +123,18 @@ struct QuantErrorFacts {
     std::optional<Moved> moved;  // weights: the one that moved most
 };
 
+// Speculative verification's steps 2, 8 and 14: a draft of K tokens after `prefix` cached
+// ones, draft token i hanging from parents[i] (-1: the last cached token) at position
+// prefix + depths[i].
+struct DraftFacts {
+    std::size_t prefix = 0;                // P: the tokens cached before the draft
+    std::vector<std::ptrdiff_t> parents;   // (K) an earlier draft token, or -1
+    std::vector<std::size_t> depths;       // (K) 0 for a child of the last cached token
+    std::uint64_t cache_bytes = 0;         // K and V held in the cache once the draft is in
+    bool qk_norm = false;                  // q and k are RMS-normalised before caching
+    bool rope = false;                     // q and k are rotated to their positions first
+};
+
 // One query row of the streaming path after one tile of keys (core/pass/flash_row.h).
 struct FlashTile {
     std::size_t first_key, keys;  // this tile: keys [first_key, first_key + keys)
@@ -201,6 +214,7 @@ struct StepFacts {
     std::optional<MlaFacts> mla;              // the MLA form's cache, attention and output steps
     std::optional<TokenFacts> token;          // decode 2, 9, 14 (10 when streamed)
     std::optional<ChunkFacts> chunk;          // chunked prefill 2
+    std::optional<DraftFacts> draft;          // speculative verification 2, 8, 14
     std::optional<PagedFacts> paged;          // decode and chunked prefill 2, paged
     std::optional<KvQuantFacts> kv_quant;     // decode 2 with --kv-quant: a quantised tensor
     std::optional<QuantErrorFacts> quant_error;  // decode with --kv-quant: the error carried
