@@ -121,12 +121,44 @@ void print_tokens(std::ostream& out, std::string_view text, const std::vector<To
     for (const TokenPiece& t : tokens)
         width = std::max(width, std::min(widest_piece, characters(sanitized(t.piece))));
     out << right("id", 7) << "  " << padded("bytes", 12) << padded("piece", width) << "  text\n";
+    // a quarter of a million lines for a megabyte of text: each is built in one buffer, written
+    // out 64 KiB at a time, with no string made per column
+    constexpr std::size_t flush_at = std::size_t(1) << 16;
+    std::string lines;
+    lines.reserve(flush_at + 256);
+    char number[24];
+    auto append_number = [&](std::size_t value) {
+        const auto digits = static_cast<std::size_t>(
+            std::to_chars(number, number + sizeof number, value).ptr - number);
+        lines.append(number, digits);
+        return digits;
+    };
+    auto pad_to = [&](std::size_t start, std::size_t columns) {
+        const std::size_t n = characters(std::string_view(lines).substr(start));
+        if (n < columns) lines.append(columns - n, ' ');
+    };
     for (const TokenPiece& t : tokens) {
-        out << right(std::to_string(t.id), 7) << "  " << padded(span(t.begin, t.end), 12)
-            << padded(sanitized(t.piece), width) << "  " << quoted_bytes(text, t.begin, t.end)
-            << "\n";
+        std::size_t start = lines.size();
+        const std::size_t digits = append_number(t.id);  // right-aligned in 7 columns
+        if (digits < 7) lines.insert(start, 7 - digits, ' ');
+        lines += "  ";
+        start = lines.size();
+        append_number(t.begin);
+        lines += "..";
+        append_number(t.end);
+        pad_to(start, 12);
+        start = lines.size();
+        lines += sanitized(t.piece);
+        pad_to(start, width);
+        lines += "  \"";
+        lines += escaped(text.substr(t.begin, t.end - t.begin));
+        lines += "\"\n";
+        if (lines.size() >= flush_at) {
+            out << lines;
+            lines.clear();
+        }
     }
-    out << tokens.size() << " tokens from " << text.size() << " bytes\n";
+    out << lines << tokens.size() << " tokens from " << text.size() << " bytes\n";
 }
 
 void print_ids(std::ostream& out, const std::vector<std::uint32_t>& ids) {
