@@ -57,9 +57,11 @@ else
 Q := @
 PROGRESS_TOTAL := $(shell $(MAKE) -n --no-print-directory PROGRESS_DRY_RUN=1 $(MAKECMDGOALS) \
                             2>/dev/null | grep -c '^echo mha-progress-compile')
-progress = printf '[%s/%s] %s\n' \
+# (a sub-make of check counts no total: its lines then read "[12] src/show/heatmap.cpp")
+PROGRESS_OF := $(if $(filter-out 0,$(PROGRESS_TOTAL)),/$(PROGRESS_TOTAL))
+progress = printf '[%s%s] %s\n' \
     "$$(flock $(BUILD)/.progress sh -c 'echo >>$(BUILD)/.progress; wc -l <$(BUILD)/.progress')" \
-    '$(PROGRESS_TOTAL)' '$<'
+    '$(PROGRESS_OF)' '$<'
 linking = echo 'link $@'
 $(shell mkdir -p $(BUILD) && : >$(BUILD)/.progress)
 endif
