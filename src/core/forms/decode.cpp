@@ -76,15 +76,8 @@ Tensor attend_token(const Tensor& q, const KvCache& cache, const Masks& masks, s
     const Normaliser& normaliser = normaliser_of(masks);
     const std::string scores = "q_t @ K_cache.mT" + scale_suffix(o.scale, o.scale_base);
     trace.show(streamed ? context : weights, [&] {  // 9 the weights, or 10 the context streamed
-        Step step = streamed ? described(StepKind::Attend, 10, "attend", "context",
-                                         "context = " + normaliser.applied(scores) +
-                                             " @ V_cache, streamed",
-                                         {"B", "h", "N", "d_k"}, macs_of({2, B, h, length, d_k}))
-                             : described(StepKind::Softmax, 9, normaliser.name, "weights",
-                                         "weights = " + normaliser.applied(scores),
-                                         {"B", "h", "N", "t"}, macs_of({B, h, length, d_k}));
+        Step step = cached_attend_step(normaliser, scores, streamed, "N", "t", B, h, length, d_k);
         token_attend_facts(masks, s, t, step.facts);
-        if (!streamed) step.facts.normaliser = &normaliser;
         return step;
     });
     keep_weight_rows(weights, t, result.weights);

@@ -274,16 +274,8 @@ void show_draft_attention(const Verification& d, const ForwardResult& result, co
     const Tensor shown = streamed ? d.concat.view({B, K, h, d_k}).transpose(1, 2)  // (B, h, K, d_k)
                                   : result.weights.narrow(2, P, K);                // (B, h, K, T)
     trace.show(shown, [&] {
-        Step step = streamed
-                        ? described(StepKind::Attend, 10, "attend", "context",
-                                    "context = " + normaliser.applied(scores) +
-                                        " @ V_cache, streamed",
-                                    {"B", "h", "K", "d_k"}, macs_of({2, B, h, seen, d_k}))
-                        : described(StepKind::Softmax, 9, normaliser.name, "weights",
-                                    "weights = " + normaliser.applied(scores),
-                                    {"B", "h", "K", "T"}, macs_of({B, h, seen, d_k}));
+        Step step = cached_attend_step(normaliser, scores, streamed, "K", "T", B, h, seen, d_k);
         if (masks.softcap > 0) step.facts.softcap = masks.softcap;
-        if (!streamed) step.facts.normaliser = &normaliser;
         return step;
     });
 }

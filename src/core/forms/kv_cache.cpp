@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/pass/describe.h"
+
 namespace mha {
 
 Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Workspace* workspace) {
@@ -27,6 +29,20 @@ void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all) {
             std::copy(from, from + m, all.data() + (u * N + first + r) * N);
         }
     }
+}
+
+Step cached_attend_step(const Normaliser& normaliser, const std::string& scores, bool streamed,
+                        const std::string& rows, const std::string& keys, std::uint64_t batch,
+                        std::uint64_t heads, std::uint64_t read, std::uint64_t d_k) {
+    Step step = streamed ? described(StepKind::Attend, 10, "attend", "context",
+                                     "context = " + normaliser.applied(scores) +
+                                         " @ V_cache, streamed",
+                                     {"B", "h", rows, "d_k"}, macs_of({2, batch, heads, read, d_k}))
+                         : described(StepKind::Softmax, 9, normaliser.name, "weights",
+                                     "weights = " + normaliser.applied(scores),
+                                     {"B", "h", rows, keys}, macs_of({batch, heads, read, d_k}));
+    if (!streamed) step.facts.normaliser = &normaliser;
+    return step;
 }
 
 }  // namespace mha

@@ -3,7 +3,11 @@
 // chunked prefill (a chunk of rows at a time) do each the same way (the cache: paged_kv.h).
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
+#include "core/pass/score_rules.h"
+#include "core/pass/step.h"
 #include "core/tensor/tensor.h"
 #include "core/tensor/workspace.h"
 
@@ -16,5 +20,12 @@ Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Work
 // (B, h, N, N), columns [0, m): a chunk's (or a token's) weights among the whole sequence's.
 // Nothing without weights (the streaming path) or in a dry run.
 void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all);
+
+// A cached form's step 9, the weights (B, h, rows, keys), or streamed its step 10, the context
+// (B, h, rows, d_k): each of the B·h·rows queries reads `read` cached keys (in all); `scores` is
+// the expression the normaliser takes.
+Step cached_attend_step(const Normaliser& normaliser, const std::string& scores, bool streamed,
+                        const std::string& rows, const std::string& keys, std::uint64_t batch,
+                        std::uint64_t heads, std::uint64_t read, std::uint64_t d_k);
 
 }  // namespace mha
