@@ -41,23 +41,6 @@ mha::Tensor filled(mha::Random& random, const mha::Shape& shape, float scale) {
     return t;
 }
 
-// The heading's word on the peak: its figure, or that the kernels in use have none (the sse2
-// and plain kernels have no FMA loop to measure; a figure given as the 7th argument is used).
-std::string peak_heading(double peak) {
-    if (peak <= 0) return "no peak for these kernels (give one as the 7th argument)";
-    char text[64];
-    std::snprintf(text, sizeof text, "peak %.1f GFLOP/s", peak);
-    return text;
-}
-
-// "  61.2% of 226": a rate's share of the peak, or nothing without a peak.
-std::string share_of_peak(double rate, double peak) {
-    if (peak <= 0) return "";
-    char text[48];
-    std::snprintf(text, sizeof text, "  %5.1f%% of %.0f", 100 * rate / peak, peak);
-    return text;
-}
-
 // Times every step of a traced pass: the time since the previous report goes to the step
 // reported, summed over its tensors; rows in the plan's order.
 class StepTimer final : public mha::Tracer {
@@ -208,11 +191,11 @@ int main(int argc, char** argv) {
         for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
     }
     std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; %s\n", B, N, E,
-                h, threads, mha::kernel_variant_name(), repeat, peak_heading(peak).c_str());
+                h, threads, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
     for (const Phase& p : phases) {
         const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
         std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s%s\n", p.name, ms, rate,
-                    share_of_peak(rate, peak).c_str());
+                    bench::share_of_peak(rate, peak).c_str());
     }
 
     // forward + backward, traced step by step, against the same pass untraced
@@ -243,7 +226,7 @@ int main(int argc, char** argv) {
         std::printf("  %-14s %8.3f ms", t.step.c_str(), ms);
         if (t.macs > 0) {
             const double rate = 2 * t.macs / ms / 1e6;
-            std::printf("  %7.1f GFLOP/s%s", rate, share_of_peak(rate, peak).c_str());
+            std::printf("  %7.1f GFLOP/s%s", rate, bench::share_of_peak(rate, peak).c_str());
         }
         std::printf("  %s\n", t.tensors.c_str());
     }
