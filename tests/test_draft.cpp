@@ -218,7 +218,7 @@ TEST_CASE("the memory of a draft's verification is counted before it runs", "[dr
     CHECK(mha::draft_bytes(s, K) ==
           4 * (2 * B * G * T * d_k + B * h * T * T + B * T * E +
                B * K * (E + 2 * h * d_k + 2 * G * d_k) + B * K * E + B * h * T + K * T) +
-              mha::decode_bytes(prefix));
+              mha::decode_bytes(prefix, mha::AttentionPath::Standard));
 }
 
 TEST_CASE("--draft and --draft-tree through --save: the same bytes as --decode", "[draft]") {

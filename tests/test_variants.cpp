@@ -134,8 +134,12 @@ TEST_CASE("decoding with a KV cache equals the causal pass, row by row") {
     test::require_close(rows_of(decoded.output, T - 1, 1), one.output, same_tolerance);
     // the cache, the weights, the output, and W_q, W_k, W_v, W_o packed once: each has at
     // most 24 outputs, rounded up to the widest tile's 64, by 24 inputs
-    CHECK(mha::decode_bytes({B, T, T, E, E, E, h, G, E / h}) ==
+    const mha::Sizes s{B, T, T, E, E, E, h, G, E / h};
+    CHECK(mha::decode_bytes(s, mha::AttentionPath::Standard) ==
           4 * (2 * B * G * T * (E / h) + B * h * T * T + B * T * E + 4 * 64 * 24));
+    // the streaming path keeps no (B, h, T, T) weights
+    CHECK(mha::decode_bytes(s, mha::AttentionPath::Streaming) ==
+          4 * (2 * B * G * T * (E / h) + B * T * E + 4 * 64 * 24));
 }
 
 TEST_CASE("chunked prefill gives the one-shot causal pass's bits, row for row", "[prefill]") {
@@ -229,6 +233,12 @@ TEST_CASE("the variants on the command line") {
         CHECK_THAT(r.output, Catch::Contains("(B=1, h=2, t=3, d_k=4)") &&
                                  Catch::Contains("(B=1, h=2, N=1, t=2)") &&
                                  Catch::Contains("the cache holds 192 bytes of K and V"));
+    }
+    SECTION("streamed decoding's budget has no (B, h, T, T) weights") {
+        // 2000 tokens, 4 heads: the weights would be 61 MiB of the standard path's 64.1 MiB
+        const std::string args = "-b 1 -d 64 -H 4 --decode 2000 --max-memory 8M --attention ";
+        CHECK(test::run_mha(args + "streaming --format json > /dev/null").status == 0);
+        test::check_rejected(args + "standard", "needs 64.1 MiB on the standard path");
     }
     SECTION("combinations that make no sense are one-line errors") {
         const auto [args, message] = GENERATE(table<std::string, std::string>({

@@ -65,13 +65,13 @@ int main(int argc, char** argv) {
         standard_ms.push_back(time_ms(standard));
     }
     const double flops = 4.0 * double(units) * double(N) * double(N) * double(d_k);
-    std::printf("attention core (%zu,%zu,%zu,%zu), 1 thread, kernels %s, median of %zu\n", B, N, E,
-                h, mha::kernel_variant_name(), repeat);
+    std::printf("attention core (%zu,%zu,%zu,%zu), 1 thread, kernels %s, median of %zu; %s\n", B,
+                N, E, h, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
     for (const auto& [name, times] :
          {std::pair<const char*, std::vector<double>>{"fused tile", fused_ms},
           {"standard", standard_ms}}) {
         const double ms = median_ms(times), rate = flops / ms / 1e6;
-        std::printf("  %-10s %9.2f ms  %7.1f GFLOP/s  %5.1f%% of %.0f\n", name, ms, rate,
-                    100 * rate / peak, peak);
+        std::printf("  %-10s %9.2f ms  %7.1f GFLOP/s%s\n", name, ms, rate,
+                    bench::share_of_peak(rate, peak).c_str());
     }
 }

@@ -3,7 +3,8 @@
 // (steps 6-10) and the output projection (step 14), then the whole pass; prints medians and
 // each phase's share of the multiply-add peak of the threads it ran on (tests/bench/peak.h:
 // the kernels' own tile loop on that many threads at once, measured at the start; make
-// bench-cores prints the same figure). The projections and the pass
+// bench-cores prints the same figure; the sse2 and plain kernels have none, and no share is
+// printed unless a peak is given). The projections and the pass
 // run twice: packing W in every call, and reading it packed once (pack_weights).
 // Then forward + backward (the standard path, as mha bench --backward runs it), every step
 // of its plan timed by a tracer: a step's time runs from the report before it to its own. The
@@ -189,12 +190,12 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < repeat; ++r) {
         for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
     }
-    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; peak %.1f GFLOP/s\n",
-                B, N, E, h, threads, mha::kernel_variant_name(), repeat, peak);
+    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; %s\n", B, N, E,
+                h, threads, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
     for (const Phase& p : phases) {
         const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
-        std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s  %5.1f%% of %.0f\n", p.name, ms, rate,
-                    100 * rate / peak, peak);
+        std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s%s\n", p.name, ms, rate,
+                    bench::share_of_peak(rate, peak).c_str());
     }
 
     // forward + backward, traced step by step, against the same pass untraced
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
         std::printf("  %-14s %8.3f ms", t.step.c_str(), ms);
         if (t.macs > 0) {
             const double rate = 2 * t.macs / ms / 1e6;
-            std::printf("  %7.1f GFLOP/s  %5.1f%% of %.0f", rate, 100 * rate / peak, peak);
+            std::printf("  %7.1f GFLOP/s%s", rate, bench::share_of_peak(rate, peak).c_str());
         }
         std::printf("  %s\n", t.tensors.c_str());
     }

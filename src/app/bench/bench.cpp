@@ -25,6 +25,8 @@
 //             round after round, or (--timing tight) run in alternating blocks back to back,
 //             so that ms, 1 thread and torch are medians of runs taken side by side
 //             (measure_with_torch)
+// The table's heading is printed first and each size's row as soon as it is timed; the notes
+// follow the last row. --json prints its one document at the end.
 
 #include "app/bench/bench.h"
 
@@ -430,7 +432,8 @@ Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t
 }
 
 
-void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_t threads) {
+// The table's heading and its column names, printed before the first size is timed.
+void print_heading(const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench" << (o.backward ? " --backward" : "")
               << ": self-attention, no mask, untraced"
               << (o.backward ? ", forward + backward (standard path)" : " (streaming path)")
@@ -443,26 +446,31 @@ void print_table(const std::vector<Row>& rows, const BenchOptions& o, std::size_
                  "  1-thr ms  scaling  peak MiB  faults";
     if (o.compare_torch)
         std::cout << torch_header;
-    std::cout << "\n";
-    for (const Row& r : rows) {
-        std::cout << padded_left(std::to_string(r.size.batch), 3)
-                  << padded_left(std::to_string(r.size.seq_len), 6)
-                  << padded_left(std::to_string(r.size.d_model), 9)
-                  << padded_left(std::to_string(r.size.heads), 4)
-                  << padded_left(fixed(r.ms.median, 2), 9) << padded_left(fixed(r.ms.min, 2), 9)
-                  << padded_left(fixed(r.ms.max, 2), 9)
-                  << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
-                  << padded_left(
-                         o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1),
-                         12)
-                  << padded_left(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
-                  << padded_left(fixed(r.ms_one.median, 2), 10)
-                  << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
-                  << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
-        if (o.compare_torch)
-            std::cout << torch_cells(r.torch, r.ms.median);
-        std::cout << "\n";
-    }
+    std::cout << std::endl;  // shown now: the first row may be minutes away
+}
+
+// One size's row, printed (and flushed) as soon as the size is timed.
+void print_row(const Row& r, const BenchOptions& o) {
+    std::cout << padded_left(std::to_string(r.size.batch), 3)
+              << padded_left(std::to_string(r.size.seq_len), 6)
+              << padded_left(std::to_string(r.size.d_model), 9)
+              << padded_left(std::to_string(r.size.heads), 4)
+              << padded_left(fixed(r.ms.median, 2), 9) << padded_left(fixed(r.ms.min, 2), 9)
+              << padded_left(fixed(r.ms.max, 2), 9)
+              << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
+              << padded_left(
+                     o.backward ? "-" : (r.naive_estimated ? "~" : "") + fixed(r.naive_ms, 1), 12)
+              << padded_left(o.backward ? "-" : fixed(r.naive_ms / r.ms.median, 1) + "x", 10)
+              << padded_left(fixed(r.ms_one.median, 2), 10)
+              << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
+              << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
+    if (o.compare_torch)
+        std::cout << torch_cells(r.torch, r.ms.median);
+    std::cout << std::endl;
+}
+
+// The notes under the table, once every size is timed.
+void print_notes(const BenchOptions& o, std::size_t threads) {
     if (!o.heads.empty())
         std::cout << "\n--heads: every row ran on " << threads
                   << " thread(s), shared over its B·h (batch, head) units;\na row with fewer "
@@ -579,6 +587,7 @@ int run_bench(const std::vector<std::string>& args) {
         return 0;
     }
     const std::vector<BenchSize> sizes = sizes_to_time(o);
+    if (!o.json) print_heading(o, threads);  // each row follows when its size is timed
     std::vector<Row> rows;
     double naive_rate = 0;
     // every child's peak first, while this process holds little: a child's peak counts what
@@ -592,11 +601,12 @@ int run_bench(const std::vector<std::string>& args) {
         rows.push_back(o.compare_torch
                            ? measure_with_torch(sizes[i], o, threads, peaks[i], naive_rate, torch)
                            : measure(sizes[i], o, threads, peaks[i], naive_rate));
+        if (!o.json) print_row(rows.back(), o);
     }
     if (o.json)
         print_json(rows, o, threads);
     else
-        print_table(rows, o, threads);
+        print_notes(o, threads);
     return 0;
 }
 

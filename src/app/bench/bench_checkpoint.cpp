@@ -161,8 +161,8 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const CheckpointBenc
     row.torch = fastest_torch(candidates);
 }
 
-void print_table(const std::vector<CheckpointRow>& rows, const ck::Config& c, double load_ms,
-                 const CheckpointBenchOptions& o) {
+// The heading (with the load's time) and the column names, before the first length is timed.
+void print_heading(const ck::Config& c, double load_ms, const CheckpointBenchOptions& o) {
     std::cout << "mha bench --checkpoint " << sanitized(o.dir) << " (" << sanitized(c.model_type)
               << ", " << c.layers << " layers, d_model " << c.hidden_size << ", h " << c.heads
               << ", vocabulary " << c.vocab_size << "):\nthe whole forward to logits on random "
@@ -172,16 +172,21 @@ void print_table(const std::vector<CheckpointRow>& rows, const ck::Config& c, do
               << fixed(load_ms, 0) << " ms\n\n";
     std::cout << "     N        ms    min ms    max ms  GFLOP/s  peak MiB";
     if (o.compare_torch) std::cout << torch_header;
-    std::cout << "\n";
-    for (const CheckpointRow& r : rows) {
-        std::cout << padded_left(std::to_string(r.n), 6) << padded_left(fixed(r.ms.median, 2), 10)
-                  << padded_left(fixed(r.ms.min, 2), 10) << padded_left(fixed(r.ms.max, 2), 10)
-                  << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
-                  << padded_left(fixed(r.peak_mib, 1), 10);
-        if (o.compare_torch)
-            std::cout << torch_cells(r.torch, r.ms.median);
-        std::cout << "\n";
-    }
+    std::cout << std::endl;  // shown now: the first row may be minutes away
+}
+
+// One length's row, printed (and flushed) as soon as it is timed.
+void print_row(const CheckpointRow& r, const CheckpointBenchOptions& o) {
+    std::cout << padded_left(std::to_string(r.n), 6) << padded_left(fixed(r.ms.median, 2), 10)
+              << padded_left(fixed(r.ms.min, 2), 10) << padded_left(fixed(r.ms.max, 2), 10)
+              << padded_left(fixed(gflops(r.macs, r.ms.median), 1), 9)
+              << padded_left(fixed(r.peak_mib, 1), 10);
+    if (o.compare_torch) std::cout << torch_cells(r.torch, r.ms.median);
+    std::cout << std::endl;
+}
+
+// The notes under the table, once every length is timed.
+void print_notes(const CheckpointBenchOptions& o) {
     std::cout << "\npeak MiB: a child process's peak resident memory, loading the folder and "
                  "running one forward;\nGFLOP/s: 2 x the multiply-adds the trace counts / ms\n";
     if (o.compare_torch)
@@ -247,14 +252,16 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
     load_ms += time_ms([&] { weights = load_weights(*checkpoint); });
     std::vector<std::unique_ptr<TorchProcess>> torch;
     if (o.compare_torch) torch = start_torch(o.dir);
+    if (!o.json) print_heading(c, load_ms, o);  // each row follows when its length is timed
     for (CheckpointRow& row : rows) {
         const std::vector<std::size_t> tokens = bench_tokens(row.n, c.vocab_size);
         time_row(row, model_for(*checkpoint, weights, tokens), o, torch, tokens);
+        if (!o.json) print_row(row, o);
     }
     if (o.json)
         print_json(rows, c, load_ms, o);
     else
-        print_table(rows, c, load_ms, o);
+        print_notes(o);
 }
 
 }  // namespace mha

@@ -51,7 +51,8 @@ std::uint64_t cached_form_bytes(const Config& c, const Sizes& s, AttentionPath p
     const bool chunked = !c.prefill_chunks.empty();
     const std::uint64_t unpaged =
         chunked ? prefill_bytes(s, c.prefill_chunks, path, threads)
-                : checked_sum({decode_bytes(s), kv_quant_bytes_of(c, s)}, "the memory for decoding");
+                : checked_sum({decode_bytes(s, path), kv_quant_bytes_of(c, s, path)},
+                              "the memory for decoding");
     if (!c.kv_block_size) return unpaged;
     return checked_sum({unpaged, paged_extra_bytes(s, *c.kv_block_size, threads, chunked)},
                        "the memory for the paged KV cache");

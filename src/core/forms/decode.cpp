@@ -116,12 +116,15 @@ ForwardResult float_run(const Weights& w, const Inputs& in, const Masks& masks,
 
 }  // namespace
 
-std::uint64_t decode_bytes(const Sizes& s) {
+std::uint64_t decode_bytes(const Sizes& s, AttentionPath path) {
     const std::string what = "the memory for decoding";
     const std::uint64_t d_k = s.d_k();
+    const bool standard = path == AttentionPath::Standard;  // the streaming path keeps none
+    const std::uint64_t weights =
+        standard ? checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what) : 0;
     const std::uint64_t floats =
         checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),  // cache
-                     checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what),  // weights
+                     weights,
                      checked_product({s.batch, s.seq_len, s.d_model}, what)},          // output
                     what);
     // and W_q, W_k, W_v, W_o packed once for all the tokens

@@ -334,7 +334,7 @@ std::uint64_t draft_bytes(const Sizes& s, std::size_t draft) {
         what);
     // the prefix's decoding, whose output and weights stay until they are copied
     return checked_sum(
-        {checked_product({sizeof(float), floats}, what), prefix.seq_len ? decode_bytes(prefix) : 0},
+        {checked_product({sizeof(float), floats}, what), prefix.seq_len ? decode_bytes(prefix, AttentionPath::Standard) : 0},
         what);
 }
 

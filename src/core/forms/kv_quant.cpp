@@ -109,7 +109,7 @@ KvQuantBytes kv_quant_bytes(const KvQuant& quant, const Sizes& s, std::size_t le
             checked_sum({k.floats, v.floats}, what), checked_sum({k.plain, v.plain}, what)};
 }
 
-std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& s) {
+std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& s, AttentionPath path) {
     const std::string what = "the memory for the quantised cache";
     const std::uint64_t T = s.seq_len, d_k = s.d_k(), rows = checked_product({s.batch, s.kv_heads}, what);
     std::uint64_t floats = checked_product({2, rows, T, d_k}, what);  // K and V dequantised
@@ -119,7 +119,7 @@ std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& s) {
         floats = checked_sum({floats, checked_product({2, rows, groups}, what)}, what);
     }
     // and, when traced, the run over the float cache the errors are measured against
-    return checked_sum({checked_product({floats, sizeof(float)}, what), decode_bytes(s)}, what);
+    return checked_sum({checked_product({floats, sizeof(float)}, what), decode_bytes(s, path)}, what);
 }
 
 QuantisedTensor::QuantisedTensor(char name, const KvQuant& quant, QuantAxis axis,
