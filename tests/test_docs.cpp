@@ -531,3 +531,16 @@ TEST_CASE("the README's learned-heads command ends on its whole map in 80x24", "
     CHECK(screen.back().rfind("14 m", 0) == 0);  // the last query of the 15 characters
     for (const std::string& line : lines) CHECK(code_points(line) <= 80);
 }
+
+// The README's build paragraph counts the files a fresh clone's make compiles: every .cpp
+// under src/, as its [n/total] lines do.
+TEST_CASE("the README counts the files make compiles", "[docs]") {
+    std::size_t sources = 0;
+    for (const auto& entry : fs::recursive_directory_iterator("../src"))
+        sources += entry.path().extension() == ".cpp";
+    const std::string readme = test::read_text("../README.md");
+    std::smatch count;
+    REQUIRE(std::regex_search(readme, count, std::regex("compiles ([0-9]+)\\s+files")));
+    CHECK(std::stoul(count[1].str()) == sources);
+    CHECK_THAT(readme, Catch::Contains("[37/" + std::to_string(sources) + "] src/"));
+}
