@@ -41,10 +41,11 @@ TEST_CASE("--format html --backward: a section per step, the kept tensors, the c
     const std::size_t forward = traced_steps(small, false), backward = traced_steps(small, true);
     CHECK(forward == 19);
     CHECK(backward == 30);
-    // K's and V's view and transpose fold into Q's card (steps 4 and 5), one "also" each
+    // K's and V's view and transpose fold into Q's card (steps 4 and 5, and b5 and b4 of the
+    // backward), one "also" each
     CHECK(matches(page, "<section class=\"step\"") + matches(page, "<div class=\"also\">") ==
           forward + backward);
-    CHECK(matches(page, "<div class=\"also\">") == 4);
+    CHECK(matches(page, "<div class=\"also\">") == 8);
     CHECK(matches(page, "<span class=\"number\">b[0-9]+</span>") == backward);
     // x (1, 3, 8), Q, O, concat: 96 B each; K, V (1, 2, 3, 4): 96 B; P (1, 2, 3, 3): 72 B
     CHECK_THAT(page, Catch::Contains("Kept for the backward: x 96 B, Q 96 B, K 96 B, V 96 B, "

@@ -1,9 +1,11 @@
-// The documentation cannot rot: every console example in docs/ and examples/ runs
-// (a "$ " line of a ```console block exits 0, or 2 when the page shows an "mha: error:"
-// line, or 1 when it shows a failed score; the lines shown under it must appear in
-// order, "..." skips),
-// the JSON schema page lists exactly the fields the tool writes, and the man page
-// and the bash completion name every option --help names.
+// The documentation cannot rot: every console excerpt in the README, docs/ and examples/
+// runs. A ```console block's "$ " lines run in order (each exits 0, or 2 when the page shows
+// an "mha: error:" line under it, or 1 when it shows a failed score; the lines shown under
+// it must appear in order, "..." skips), and a ```sh block's lines run as commands that exit
+// 0. A block that cannot run here (it needs a terminal, the network, PyTorch or minutes) has
+// "<!-- not run: REASON -->" on the nearest line above it; any other block that holds a
+// command fails the test. The JSON schema page lists exactly the fields the tool writes, and
+// the man page and the bash completion name every option --help names.
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -33,25 +36,98 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
+std::string without_indent(const std::string& line) {
+    return line.substr(std::min(line.find_first_not_of(' '), line.size()));
+}
+
+// A code block of a page: its fence's info string ("console", "sh", "python"; "" for an
+// indented block or a bare fence), the line it starts on, its lines without their indent,
+// and the REASON of a "<!-- not run: REASON -->" that is the nearest non-blank line above.
+struct CodeBlock {
+    std::string info;
+    std::size_t line = 0;
+    std::vector<std::string> lines;
+    bool marked = false;
+    std::string not_run;
+};
+
+std::vector<CodeBlock> code_blocks(const std::string& markdown) {
+    const std::vector<std::string> lines = lines_of(markdown);
+    const std::regex marker("<!-- not run: (.*) -->");
+    std::vector<CodeBlock> blocks;
+    std::string above;  // the nearest non-blank line above, outside any block
+    const auto start = [&](std::string info, std::size_t line) {
+        CodeBlock block{std::move(info), line + 1, {}, false, {}};
+        std::smatch reason;
+        if (std::regex_match(above, reason, marker)) block = {block.info, block.line, {}, true, reason[1]};
+        blocks.push_back(block);
+    };
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::string bare = without_indent(lines[i]);
+        if (bare.rfind("```", 0) == 0) {
+            // a fence in a list item is indented, and so are its lines
+            const std::size_t indent = lines[i].size() - bare.size();
+            start(bare.substr(3), i);
+            for (++i; i < lines.size() && without_indent(lines[i]).rfind("```", 0) != 0; ++i)
+                blocks.back().lines.push_back(lines[i].substr(std::min(indent, lines[i].size())));
+            above = "```";
+        } else if (lines[i].rfind("    ", 0) == 0 && i > 0 && lines[i - 1].empty()) {
+            start("", i);
+            for (; i < lines.size() && (lines[i].empty() || lines[i].rfind("    ", 0) == 0); ++i)
+                blocks.back().lines.push_back(lines[i].substr(std::min<std::size_t>(4, lines[i].size())));
+            while (blocks.back().lines.back().empty()) blocks.back().lines.pop_back();
+            above = blocks.back().lines.back();
+            --i;
+        } else if (!bare.empty()) {
+            above = bare;
+        }
+    }
+    return blocks;
+}
+
+// A line that runs a command, after an optional "$ " prompt: mha, make, Python, a shell tool.
+bool is_command(const std::string& line) {
+    static const std::regex command(
+        "(\\$ )?(mha|build/mha|make|python3|/usr/bin/\\S+|sh|cmp|apt-get|huggingface-cli|"
+        "rsvg-convert|convert|chromium|tmux|[A-Z_]+=\\S*)( .*)?");
+    return std::regex_match(line, command);
+}
+
 // One "$ command" line of a ```console block and the output lines shown under it.
 struct ConsoleExample {
     std::string command;
     std::vector<std::string> shown;
 };
 
-std::vector<ConsoleExample> console_examples(const std::string& markdown) {
+std::vector<ConsoleExample> console_examples(const CodeBlock& block) {
     std::vector<ConsoleExample> examples;
-    bool in_console = false;
-    for (const std::string& line : lines_of(markdown)) {
-        if (line.rfind("```", 0) == 0) {
-            in_console = !in_console && line == "```console";
-        } else if (in_console && line.rfind("$ ", 0) == 0) {
+    for (const std::string& line : block.lines) {
+        if (line.rfind("$ ", 0) == 0) {
             examples.push_back({line.substr(2), {}});
-        } else if (in_console && !examples.empty() && line != "...") {
+        } else if (!examples.empty() && line != "...") {
             examples.back().shown.push_back(line);
         }
     }
     return examples;
+}
+
+// The commands a page's ```console blocks run.
+std::vector<ConsoleExample> console_examples(const std::string& markdown) {
+    std::vector<ConsoleExample> examples;
+    for (const CodeBlock& block : code_blocks(markdown)) {
+        if (block.info != "console" || block.marked) continue;
+        for (const ConsoleExample& example : console_examples(block)) examples.push_back(example);
+    }
+    return examples;
+}
+
+// The lines of a ```sh block that run: each one not blank and not a comment.
+std::vector<ConsoleExample> sh_commands(const CodeBlock& block) {
+    std::vector<ConsoleExample> commands;
+    for (const std::string& line : block.lines) {
+        if (!line.empty() && line[0] != '#') commands.push_back({line, {}});
+    }
+    return commands;
 }
 
 // The pages whose console examples the suite runs: the README, docs/*.md and every README.md
@@ -113,7 +189,7 @@ test::RunResult run_in_scratch(const std::string& scratch, const std::string& co
                              " && for d in examples docs tests; do [ -e $d ] || ln -s " + root +
                              "/$d $d; done && { [ -e build ] || ln -s " + test::mha_dir() +
                              " build; } && PATH=" + test::mha_dir() + ":$PATH; (" + command +
-                             ") </dev/null 2>&1");
+                             "\n) </dev/null 2>&1");  // a line of its own: a command may end in a # comment
 }
 
 // Characters (UTF-8 code points) in a line: its width on a terminal for this output.
@@ -124,11 +200,38 @@ std::size_t code_points(const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("every console example in docs/ and examples/ runs and shows what the page says",
+TEST_CASE("the excerpt reader finds fenced, indented and listed blocks, and their marks",
+          "[docs]") {
+    const std::vector<CodeBlock> blocks = code_blocks(
+        "Text.\n\n    build/mha --trace\n\n    more of it\n\nText.\n"
+        "<!-- not run: needs a terminal -->\n```console\n$ mha --step\n  indented output\n```\n"
+        "- an item:\n\n  ```sh\n  mha -n 2   # a comment\n  ```\n\n"
+        "<!-- not run: measured -->\n\n    engine  ms\n");
+    REQUIRE(blocks.size() == 4);
+    CHECK(blocks[0].info.empty());
+    CHECK(blocks[0].lines == std::vector<std::string>{"build/mha --trace", "", "more of it"});
+    CHECK(!blocks[0].marked);
+    CHECK(blocks[1].info == "console");
+    CHECK(blocks[1].marked);
+    CHECK(blocks[1].not_run == "needs a terminal");
+    CHECK(blocks[1].lines == std::vector<std::string>{"$ mha --step", "  indented output"});
+    CHECK(blocks[2].info == "sh");
+    CHECK(!blocks[2].marked);
+    CHECK(sh_commands(blocks[2]).size() == 1);
+    CHECK(blocks[3].marked);
+    // what counts as a command in a block that is not run
+    CHECK(is_command(blocks[0].lines[0]));
+    CHECK(is_command("$ make bench"));
+    CHECK(is_command("python3 export.py"));
+    CHECK(!is_command("Q = x W_q + b_q"));
+    CHECK(!is_command("src/core/reference.cpp"));
+}
+
+TEST_CASE("every console excerpt in the README, docs/ and examples/ runs or says why not",
           "[docs]") {
     const std::vector<fs::path> pages = example_pages();
     REQUIRE(pages.size() >= 8);
-    std::size_t commands = 0;
+    std::size_t commands = 0, blocks_run = 0, blocks_marked = 0;
     for (const fs::path& page : pages) {
         // Each page runs in its own scratch folder that sees the repository's
         // examples/, docs/ and tests/, so files the commands write land there. An exercise's
@@ -140,16 +243,40 @@ TEST_CASE("every console example in docs/ and examples/ runs and shows what the 
                                       page.parent_path().string() + " " + scratch)
                         .status == 0);
         }
-        for (const ConsoleExample& example : console_examples(test::read_text(page))) {
-            CAPTURE(page.string(), example.command);
-            const test::RunResult r = run_in_scratch(scratch, example.command);
-            INFO(r.output);
-            CHECK(r.status == shown_status(example.shown));
-            CHECK(shows_in_order(example.shown, r.output));
-            ++commands;
+        for (const CodeBlock& block : code_blocks(test::read_text(page))) {
+            CAPTURE(page.string(), block.line, block.info);
+            if (block.marked) {
+                CHECK(!block.not_run.empty());  // the reason is the point of the mark
+                ++blocks_marked;
+                continue;
+            }
+            const bool console = block.info == "console";
+            if (!console && block.info != "sh") {
+                // formulas, diagrams, Python: a command among them would be skipped
+                for (const std::string& line : block.lines) {
+                    CAPTURE(line);
+                    CHECK(!is_command(line));
+                }
+                continue;
+            }
+            const std::vector<ConsoleExample> examples =
+                console ? console_examples(block) : sh_commands(block);
+            CHECK(!examples.empty());
+            CHECK((!console || block.lines.front().rfind("$ ", 0) == 0));
+            for (const ConsoleExample& example : examples) {
+                CAPTURE(example.command);
+                const test::RunResult r = run_in_scratch(scratch, example.command);
+                INFO(r.output);
+                CHECK(r.status == shown_status(example.shown));
+                CHECK(shows_in_order(example.shown, r.output));
+                ++commands;
+            }
+            ++blocks_run;
         }
         test::run_command("rm -rf " + scratch);
     }
+    std::cout << "[docs] console excerpts: " << blocks_run << " blocks run (" << commands
+              << " commands), " << blocks_marked << " marked not run\n";
     CHECK(commands >= 20);
 }
 
@@ -403,4 +530,17 @@ TEST_CASE("the README's learned-heads command ends on its whole map in 80x24", "
     CHECK(screen[1].rfind("heads 2, 0 of every layer", 0) == 0);
     CHECK(screen.back().rfind("14 m", 0) == 0);  // the last query of the 15 characters
     for (const std::string& line : lines) CHECK(code_points(line) <= 80);
+}
+
+// The README's build paragraph counts the files a fresh clone's make compiles: every .cpp
+// under src/, as its [n/total] lines do.
+TEST_CASE("the README counts the files make compiles", "[docs]") {
+    std::size_t sources = 0;
+    for (const auto& entry : fs::recursive_directory_iterator("../src"))
+        sources += entry.path().extension() == ".cpp";
+    const std::string readme = test::read_text("../README.md");
+    std::smatch count;
+    REQUIRE(std::regex_search(readme, count, std::regex("compiles ([0-9]+)\\s+files")));
+    CHECK(std::stoul(count[1].str()) == sources);
+    CHECK_THAT(readme, Catch::Contains("[37/" + std::to_string(sources) + "] src/"));
 }

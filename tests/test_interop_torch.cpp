@@ -112,6 +112,30 @@ TEST_CASE("the README's batch_first=False snippet runs and agrees", "[torch]") {
         CHECK(difference < parity_tolerance);
 }
 
+// The README's one command for parity: a batch_first=False module, run from the repository's
+// root as the README says, finding build/mha beside it (here MHA names the binary under test).
+TEST_CASE("the README's one-command parity check runs on a batch_first=False module", "[torch]") {
+    if (!torch_present()) {
+        WARN("skipped: PyTorch is not installed for " << torch_python);
+        return;
+    }
+    const std::string readme = test::read_text("../README.md");
+    const std::string prompt = "$ python3 examples/exercises/06-match-pytorch/export_module.py";
+    const std::size_t at = readme.find(prompt);
+    REQUIRE(at != std::string::npos);
+    const std::string arguments =
+        readme.substr(at + prompt.size(), readme.find('\n', at) - at - prompt.size());
+    CHECK_THAT(arguments, Catch::Contains("--seq-first"));
+    const test::RunResult run = test::run_command(
+        "cd .. && MHA=" + std::filesystem::absolute(test::mha_binary()).string() + " " +
+        torch_python + " examples/exercises/06-match-pytorch/export_module.py" + arguments +
+        " 2>&1");
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    for (const double difference : differences(run.output, "largest difference from PyTorch"))
+        CHECK(difference < parity_tolerance);
+}
+
 TEST_CASE("export_module.py refuses what mha cannot reproduce, in one line", "[torch]") {
     if (!torch_present()) {
         WARN("skipped: PyTorch is not installed for " << torch_python);
@@ -130,6 +154,20 @@ TEST_CASE("export_module.py refuses what mha cannot reproduce, in one line", "[t
           "kdim=8, vdim=8 differ from embed_dim=16: give key=... and value=... to export() and "
           "compare()\nthe module is in training mode with dropout=0.1; call module.eval() first "
           "(mha computes the module in eval mode)\n");
+    // files another export wrote: another x, or weights the module has since changed
+    const test::RunResult stale = run_beside_helper(
+        "import os, tempfile, torch; from export_module import export, compare\n"
+        "m = torch.nn.MultiheadAttention(16, 4).eval(); x = torch.randn(5, 2, 16)\n"
+        "d = os.path.join(tempfile.mkdtemp(), 'p'); export(m, x, d)\n"
+        "for change in (lambda: torch.randn(5, 2, 16), lambda: (m.out_proj.weight.add_(1), x)[1]):\n"
+        "    with torch.no_grad(): y = change()\n"
+        "    try: compare(m, y, d)\n"
+        "    except ValueError as refused: print(str(refused).replace(d, 'DIR'))\n");
+    CHECK(stale.status == 0);
+    CHECK(stale.output ==
+          "DIR/x.npy is not the x given to compare(): call export(module, x, 'DIR') with the "
+          "same tensors first\nDIR/weights.npz does not hold the module's current "
+          "out_proj.weight: call export(module, x, 'DIR') again first\n");
     // no mha anywhere: one line naming where it looked
     const test::RunResult missing =
         test::run_command(std::string(torch_python) + " " + helper_folder +

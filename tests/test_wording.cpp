@@ -101,3 +101,28 @@ TEST_CASE("the block's parameter notes carry thousands separators", "[wording]")
     CHECK_THAT(r.output, Catch::Contains("parameters: W_1 (d_ff, d_model) and b_1, 263,168") &&
                              Catch::Contains("parameters: W_2 (d_model, d_ff) and b_2, 262,400"));
 }
+
+// The backward's steps are numbered as the forward's, read in reverse: b14 down to b0, never
+// back up (it once went b5 b4 b5 b4 b5 b4 b1 b2 b3), in every form and with cross-attention.
+TEST_CASE("the backward's step numbers only count down", "[wording][backward]") {
+    for (const char* form :
+         {"", " --per-head", " --fused-qkv", " --kv-heads 1 -m 5", " --attention streaming"}) {
+        const test::RunResult r =
+            test::run_mha(std::string("--backward --shapes-only --trace -b 1 -n 3 -d 8 -H 2") + form);
+        REQUIRE(r.status == 0);
+        int last = 15, shown = 0;
+        for (const std::string& line : lines_of(r.output)) {
+            std::size_t at = line.find_first_not_of(' ');
+            if (at == std::string::npos || line[at] != 'b' || at + 1 >= line.size() ||
+                !std::isdigit(static_cast<unsigned char>(line[at + 1])))
+                continue;
+            const int number = std::stoi(line.substr(at + 1));
+            CAPTURE(form, line);
+            CHECK(number <= last);
+            last = number;
+            ++shown;
+        }
+        CHECK(shown >= 20);
+        CHECK(last <= 1);  // b0 sums x's three paths; cross-attention and fused QKV end on b1
+    }
+}

@@ -126,11 +126,33 @@ def export(module, x, out_dir, key=None, value=None):
             save_array(out_dir, name, tensor)
 
 
+def check_exported(module, x, out_dir, key, value):
+    """Raises ValueError in one line when out_dir does not hold what export(module, x, ...)
+    writes now: compare() would run mha on other inputs or weights than PyTorch's."""
+    saved = {"x.npy": x, "key.npy": key, "value.npy": value}
+    for name, tensor in saved.items():
+        path = os.path.join(out_dir, name)
+        if tensor is None or (name != "x.npy" and not os.path.exists(path)):
+            continue
+        if not os.path.exists(path) or not np.array_equal(
+                np.load(path), tensor.detach().numpy().astype(np.float32)):
+            raise ValueError(f"{path} is not the {name[:-4]} given to compare(): call "
+                             f"export(module, x, '{out_dir}') with the same tensors first")
+    with np.load(os.path.join(out_dir, "weights.npz")) as weights:
+        for name, t in module.state_dict().items():
+            if name not in weights or not np.array_equal(
+                    weights[name], t.detach().numpy().astype(np.float32)):
+                raise ValueError(f"{out_dir}/weights.npz does not hold the module's current "
+                                 f"{name}: call export(module, x, '{out_dir}') again first")
+
+
 def compare(module, x, out_dir, mha=None, key=None, value=None):
-    """Runs mha on the exported files with the options the module's settings need; returns
-    the largest differences from PyTorch (output, attention weights). Raises ValueError for
-    a module mha cannot reproduce and RuntimeError with mha's own message when mha fails."""
+    """Runs mha on the files export() wrote with the options the module's settings need;
+    returns the largest differences from PyTorch (output, attention weights). Raises
+    ValueError for a module mha cannot reproduce or files another export wrote, and
+    RuntimeError with mha's own message when mha fails."""
     options = mha_options(module, key)
+    check_exported(module, x, out_dir, key, value)
     mha = find_mha(mha)
     saved = os.path.join(out_dir, "mha_out.npz")
     inputs = ["--input", os.path.join(out_dir, "x.npy")]

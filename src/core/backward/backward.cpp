@@ -588,17 +588,23 @@ void position_back(const Forwarded& f, Tensor& dq, Tensor& dk, Gradients& g, Pas
     }
 }
 
-// b5-b4: d (B, H, L, w) -> transpose (B, L, H, w) -> reshape (B, L, H·w), a copy; named
-// `name`, its dims length, heads, width, and flat (H·w).
-Tensor heads_back(const Tensor& d, Operand operand, const std::string& name,
-                  const std::string& length, const std::string& heads, const std::string& flat,
-                  PassTrace& trace) {
+// b5: d (B, H, L, w) -> transposed (B, L, H, w), a view named `name`, its dims length and
+// heads.
+Tensor heads_moved(const Tensor& d, Operand operand, const std::string& name,
+                   const std::string& length, const std::string& heads, PassTrace& trace) {
     const Tensor moved = d.transpose(1, 2);
     trace.show(moved, [&] {
         return described(operand, StepKind::MoveHeads, 5, "transpose", name,
                          name + ".transpose(1, 2)", {"B", length, heads, "d_k"});
     });
-    const Tensor joined = moved.contiguous().view({d.size(0), d.size(2), d.size(1) * d.size(3)});
+    return moved;
+}
+
+// b4: moved (B, L, H, w) -> reshaped (B, L, H·w), a copy; flat names H·w.
+Tensor heads_joined(const Tensor& moved, Operand operand, const std::string& name,
+                    const std::string& length, const std::string& flat, PassTrace& trace) {
+    const Tensor joined =
+        moved.contiguous().view({moved.size(0), moved.size(1), moved.size(2) * moved.size(3)});
     trace.show(joined, [&] {
         Step step = described(
             operand, StepKind::SplitHeads, 4, "reshape", name,
@@ -667,7 +673,7 @@ void show_head_rows(const Tensor& dw, std::size_t d_k, const ProjectionNames& n,
     }
 }
 
-// b5-b0 of the packed form (and of the per-head form, which adds each head's rows of dW).
+// b5-b0 of the packed form, in descending step order (and of the per-head form, which adds each head's rows of dW).
 void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads& hg, Gradients& g,
                  PassTrace& trace) {
     const Sizes& s = f.s;
@@ -675,9 +681,13 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
     const std::string g_heads = s.kv_heads == s.heads ? "h" : "G",
                       kv_width = s.kv_heads == s.heads ? "d_model" : "G·d_k",
                       q_width = q_width_name(s);
-    const Tensor dq = heads_back(hg.dq, Operand::Q, "dQ", "N", "h", q_width, trace);
-    Tensor dk = heads_back(hg.dk, Operand::K, "dK", "M", g_heads, kv_width, trace);
-    Tensor dv = heads_back(hg.dv, Operand::V, "dV", "M", g_heads, kv_width, trace);
+    // b5 for Q, K and V, then b4 for each, so the step numbers only count down
+    const Tensor mq = heads_moved(hg.dq, Operand::Q, "dQ", "N", "h", trace);
+    const Tensor mk = heads_moved(hg.dk, Operand::K, "dK", "M", g_heads, trace);
+    const Tensor mv = heads_moved(hg.dv, Operand::V, "dV", "M", g_heads, trace);
+    const Tensor dq = heads_joined(mq, Operand::Q, "dQ", "N", q_width, trace);
+    Tensor dk = heads_joined(mk, Operand::K, "dK", "M", kv_width, trace);
+    Tensor dv = heads_joined(mv, Operand::V, "dV", "M", kv_width, trace);
     if (appended_kv(f.w, f.o).count() > 0) {
         dk = append_back(f, dk, "K", g.params.bias_k, trace);
         dv = append_back(f, dv, "V", g.params.bias_v, trace);
@@ -713,7 +723,7 @@ void packed_back(const Forwarded& f, const Inputs& in, bool per_head, HeadGrads&
          "dx_v",
          {"B", "M", vdim},
          {kv_width, vdim}}};
-    for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t i = 3; i-- > 0;) {  // b3 (V), b2 (K), b1 (Q): counting down
         show_linear_grads(qkv[i], names[i], trace);
         if (per_head) show_head_rows(qkv[i].dw, s.d_k(), names[i], trace);
     }
