@@ -67,7 +67,9 @@ Run run_fixture(const std::string& name) {
     const ck::Prompt prompt = ck::read_prompt(checkpoint, tokens, ledger);
     const mha::ModelSource source = ck::checkpoint_source(checkpoint, 7, ledger);
     mha::NullTracer quiet;
-    run.result = mha::forward_model(prompt.model, source, prompt.rows, 0, 1, quiet, true);
+    mha::ModelPass kept;
+    kept.keep_hidden = true;
+    run.result = mha::forward_model(prompt.model, source, prompt.rows, 0, 1, quiet, kept);
     return run;
 }
 
@@ -107,6 +109,46 @@ TEST_CASE("every tiny checkpoint matches its PyTorch reference", "[checkpoint]")
             INFO("hidden " << l);
             CHECK(difference(run.result.hidden[l], run.expected.at("hidden." + std::to_string(l)),
                              true) < hidden_tolerance);
+        }
+    }
+}
+
+TEST_CASE("a forward run again with its weights packed once keeps the bits, and only the "
+          "traced layer's weights when asked",
+          "[checkpoint]") {
+    // GPT-2 (biases, LayerNorm), Llama 2 (RMSNorm, gated), Gemma 2 (sandwich, soft-caps, window)
+    for (const char* name : {"gpt2", "llama2", "gemma2"}) {
+        INFO(name);
+        const ck::Checkpoint checkpoint = ck::open_checkpoint(checkpoints + name, mha::Ledger());
+        mha::Ledger ledger;
+        ck::Prompt prompt = ck::read_prompt(checkpoint, {3, 1, 4, 1, 5, 9, 2}, ledger);
+        for (std::size_t l = 0; l < checkpoint.config.layers; ++l)
+            prompt.model.layers.push_back(ck::read_layer(checkpoint, l, ledger));
+        prompt.model.head_weight = checkpoint.folder.read_row_range(
+            checkpoint.names.head, 0, checkpoint.config.vocab_size, ledger);
+        mha::NullTracer quiet;
+        const std::size_t traced = 1;
+        const mha::ModelResult plain =
+            mha::forward_model(prompt.model, prompt.rows, traced, 2, quiet);
+        const mha::PackedModel packed =
+            mha::pack_model(prompt.model.layers, prompt.model.head_weight);
+        mha::Workspace workspace;
+        mha::ModelPass pass;
+        pass.every_layer_weights = false;
+        pass.packed = &packed;
+        pass.workspace = &workspace;
+        for (int run = 0; run < 2; ++run) {  // the second from the first one's memory
+            const mha::ModelResult r =
+                mha::forward_model(prompt.model, prompt.rows, traced, 2, quiet, pass);
+            CHECK(r.logits.to_vector() == plain.logits.to_vector());
+            CHECK(r.output.to_vector() == plain.output.to_vector());
+            REQUIRE(r.weights.size() == plain.weights.size());
+            for (std::size_t l = 0; l < r.weights.size(); ++l) {
+                if (l == traced)
+                    CHECK(r.weights[l].to_vector() == plain.weights[l].to_vector());
+                else
+                    CHECK(r.weights[l].empty());
+            }
         }
     }
 }
@@ -263,6 +305,21 @@ TEST_CASE("a run within --max-memory reads its layers and head chunks inside the
     REQUIRE(run.status == 0);
     CHECK_THAT(run.output, Catch::Contains("next token: "));
     CHECK_THAT(run.output, Catch::Contains("layer 1 head 3"));
+}
+
+TEST_CASE("a run that shows one layer keeps that layer's weights alone, and its budget says so",
+          "[checkpoint]") {
+    // 16 tokens, 2 layers of 4 heads: each layer's weights 4·16·16 floats, 4 KiB
+    const std::string run = test::mha_binary() +
+                            " --checkpoint data/checkpoints/gpt2 --tokens 1,2,3,4,5,6,7,8,9,10,11,"
+                            "12,13,14,15,16 --max-memory ";
+    CHECK_THAT(test::run_command(run + "100K 2>&1").output,
+               Catch::Contains("needs 239.9 KiB") && Catch::Contains("kept 10 KiB"));
+    CHECK_THAT(test::run_command(run + "100K --summary 2>&1").output,
+               Catch::Contains("needs 243.9 KiB") && Catch::Contains("kept 14 KiB"));
+    const test::RunResult admitted = test::run_command(run + "240K 2>&1");
+    REQUIRE(admitted.status == 0);
+    CHECK_THAT(admitted.output, Catch::Contains("next token: "));
 }
 
 TEST_CASE("--shapes-only --backward on a config says what training keeps", "[checkpoint]") {

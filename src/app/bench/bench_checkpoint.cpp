@@ -1,9 +1,11 @@
 // mha bench --checkpoint DIR. The folder is opened and every layer and the LM head read into
-// memory once (the load, timed), then each length's forward to logits runs on random tokens
-// from that memory, as mha --checkpoint computes it (core/forms/model.h: every layer on the
-// standard path, its attention weights kept), untraced. Each length's peak resident memory is
-// that of a child process that loads the folder and runs the forward once, forked before this
-// process starts any thread. With --compare-torch, src/app/bench/bench_torch.py --checkpoint DIR
+// memory once (the load, timed), and their weights packed once for the kernels (pack_model,
+// timed apart), then each length's forward to logits runs on random tokens from that memory,
+// as mha --checkpoint computes it (core/forms/model.h: every layer on the standard path, the
+// traced layer's attention weights kept, the others' freed), untraced, every run of a length
+// taking its tensors from one workspace. Each length's peak resident memory is that of a child
+// process that loads the folder and runs the forward once (packing nothing: one forward gains
+// nothing from it), forked before this process starts any thread. With --compare-torch, src/app/bench/bench_torch.py --checkpoint DIR
 // runs the same maths eagerly in float32 on the same weights and tokens, at torch threads 1, 2
 // x OpenBLAS threads 1, 2, as modules (nn.MultiheadAttention, nn.LayerNorm, nn.Linear) and
 // composed from torch ops, and the engines share the machine as --timing says.
@@ -35,10 +37,12 @@ namespace {
 
 namespace ck = checkpoint;
 
-// The folder's weights in memory: every layer and the whole LM head.
+// The folder's weights in memory: every layer and the whole LM head, and (for the timed runs)
+// their copy packed for the kernels.
 struct LoadedWeights {
     std::vector<ModelLayer> layers;
     Tensor head;  // (V, d_model)
+    PackedModel packed;
 };
 
 struct CheckpointRow {
@@ -86,9 +90,17 @@ ck::Prompt model_for(const ck::Checkpoint& checkpoint, const LoadedWeights& w,
     return prompt;
 }
 
-double forward_ms(const ck::Prompt& prompt, std::size_t threads) {
+// One forward to logits as mha --checkpoint runs it untraced (layer 0's attention weights kept,
+// the others freed), the weights packed once when `packed` is given, its tensors from
+// `workspace` when given.
+double forward_ms(const ck::Prompt& prompt, std::size_t threads, const PackedModel* packed,
+                  Workspace* workspace) {
     NullTracer none;
-    return time_ms([&] { forward_model(prompt.model, prompt.rows, 0, threads, none); });
+    ModelPass pass;
+    pass.every_layer_weights = false;
+    pass.packed = packed;
+    pass.workspace = workspace;
+    return time_ms([&] { forward_model(prompt.model, prompt.rows, 0, threads, none, pass); });
 }
 
 // The forward's multiply-adds as dry runs count them: the model's (embedding, layer 0 step by
@@ -117,7 +129,7 @@ double load_and_forward_peak_mib(const CheckpointBenchOptions& o, std::size_t n)
         const ck::Checkpoint checkpoint = ck::open_checkpoint(o.dir, Ledger());
         const LoadedWeights w = load_weights(checkpoint);
         forward_ms(model_for(checkpoint, w, bench_tokens(n, checkpoint.config.vocab_size)),
-                   o.threads);
+                   o.threads, nullptr, nullptr);
     });
 }
 
@@ -140,12 +152,14 @@ std::vector<std::unique_ptr<TorchProcess>> start_torch(const std::string& dir) {
 }
 
 // One length: mha's forward (and PyTorch's forms) timed as --timing says.
-void time_row(CheckpointRow& row, const ck::Prompt& prompt, const CheckpointBenchOptions& o,
+void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& packed,
+              const CheckpointBenchOptions& o,
               std::vector<std::unique_ptr<TorchProcess>>& torch,
               const std::vector<std::size_t>& tokens) {
-    forward_ms(prompt, o.threads);  // warm-up: the pool's threads, the first touch of memory
-    std::vector<std::function<double()>> engines = {
-        [&] { return forward_ms(prompt, o.threads); }};
+    Workspace workspace;
+    const auto run = [&] { return forward_ms(prompt, o.threads, &packed, &workspace); };
+    run();  // warm-up: the pool's threads, the first touch of memory
+    std::vector<std::function<double()>> engines = {run};
     std::vector<TorchCandidate> candidates;
     for (const auto& process : torch) {
         for (const std::string& form : process->load(id_text(tokens))) {
@@ -161,15 +175,17 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const CheckpointBenc
     row.torch = fastest_torch(candidates);
 }
 
-// The heading (with the load's time) and the column names, before the first length is timed.
-void print_heading(const ck::Config& c, double load_ms, const CheckpointBenchOptions& o) {
+// The heading (with the load's and the packing's times) and the column names, before the first length is timed.
+void print_heading(const ck::Config& c, double load_ms, double pack_ms,
+                   const CheckpointBenchOptions& o) {
     std::cout << "mha bench --checkpoint " << sanitized(o.dir) << " (" << sanitized(c.model_type)
               << ", " << c.layers << " layers, d_model " << c.hidden_size << ", h " << c.heads
               << ", vocabulary " << c.vocab_size << "):\nthe whole forward to logits on random "
               << "tokens, untraced, weights in memory; median, min and max of " << o.repeat
               << " run(s),\n" << o.threads << " thread(s), kernels " << kernel_variant_name()
               << "; load (config, headers, every layer and the LM head into memory, float32): "
-              << fixed(load_ms, 0) << " ms\n\n";
+              << fixed(load_ms, 0) << " ms;\nthe weights packed once for the kernels (a second copy, "
+              << "held by the timed runs alone): " << fixed(pack_ms, 0) << " ms\n\n";
     std::cout << "     N        ms    min ms    max ms  GFLOP/s  peak MiB";
     if (o.compare_torch) std::cout << torch_header;
     std::cout << std::endl;  // shown now: the first row may be minutes away
@@ -250,12 +266,14 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
     }
     LoadedWeights weights;
     load_ms += time_ms([&] { weights = load_weights(*checkpoint); });
+    const double pack_ms =
+        time_ms([&] { weights.packed = pack_model(weights.layers, weights.head); });
     std::vector<std::unique_ptr<TorchProcess>> torch;
     if (o.compare_torch) torch = start_torch(o.dir);
-    if (!o.json) print_heading(c, load_ms, o);  // each row follows when its length is timed
+    if (!o.json) print_heading(c, load_ms, pack_ms, o);  // each row follows when its length is timed
     for (CheckpointRow& row : rows) {
         const std::vector<std::size_t> tokens = bench_tokens(row.n, c.vocab_size);
-        time_row(row, model_for(*checkpoint, weights, tokens), o, torch, tokens);
+        time_row(row, model_for(*checkpoint, weights, tokens), weights.packed, o, torch, tokens);
         if (!o.json) print_row(row, o);
     }
     if (o.json)

@@ -120,6 +120,15 @@ Sizes layer_sizes(const ck::Config& c, std::size_t n) {
     return {1, n, n, e, e, e, c.heads, c.kv_heads, c.head_dim};
 }
 
+// Whether the run shows (or saves) more layers' attention weights than the traced one: the
+// summary's head roles, the lesson page and --save read every layer's, and the heatmap and the
+// SVG every layer's unless --layer picks one. Otherwise the others are freed as they end.
+bool shows_every_layer(const Config& c) {
+    const bool drawn = c.heatmap || !c.svg_path.empty();
+    return wants_summary(c) || c.format == Format::Html || !c.save_path.empty() ||
+           (drawn && !c.layer);
+}
+
 // The parts of the working set, in bytes, and their words for a refusal.
 struct WorkingSet {
     std::uint64_t layer = 0, prompt = 0, pass = 0, kept = 0, head = 0;
@@ -130,8 +139,9 @@ struct WorkingSet {
 
 // What the run holds at its peak: the largest layer's weights in float32, the gathered
 // embedding rows (and GPT-2's position rows) with the final norm, one layer's pass and block,
-// what is kept for the views (every layer's weights; the residual streams and the saved copies
-// with --save; the maps the lesson page copies) and an LM-head chunk with its logits.
+// what is kept for the views (the traced layer's weights, or every layer's when the run shows
+// them; the residual streams and the saved copies with --save; the maps the lesson page copies)
+// and an LM-head chunk with its logits.
 WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
                        std::size_t distinct) {
     const ck::Config& cf = ck.config;
@@ -149,7 +159,9 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
     const std::uint64_t page_maps =
         c.format == Format::Html ? drawn_maps(c, cf.heads) * (c.layer ? 1 : cf.layers) : 0;
     w.kept = checked_sum(
-        {checked_product({cf.layers, cf.heads, n, n, sizeof(float), save ? 4u : 1u}, what),
+        {checked_product({shows_every_layer(c) ? cf.layers : 1u, cf.heads, n, n, sizeof(float),
+                          save ? 4u : 1u},
+                         what),
          save ? checked_product({cf.layers + 1, n, row, 4}, what) : 0,
          checked_product({logits, save ? 4u : 1u}, what),
          checked_product({page_maps, n, n, sizeof(float)}, what)},
@@ -292,7 +304,6 @@ ModelView page_view(const Config& c, const ck::Config& cf, const ModelResult& r,
 void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const ModelResult& r,
                 std::size_t layer, const ScoreStats& stats, const std::vector<std::string>& ids) {
     const std::vector<std::string> rows = position_labels(ids.size(), ids);
-    const std::vector<WeightMap> maps = view_maps(c, r, layer);
     if (wants_summary(c)) {
         ForwardResult shown;
         shown.weights = r.weights[layer];
@@ -306,7 +317,7 @@ void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const 
         style.cell_width = c.layer ? style.cell_width : 1;
         style.narrow_to_fit = c.layer.has_value();
         out << "\n" << views_title(c, layer) << " (rows: queries, columns: keys)\n";
-        draw_heatmaps(out, maps, rows, style);
+        draw_heatmaps(out, view_maps(c, r, layer), rows, style);
     }
     if (!c.svg_path.empty()) {
         check_stdout();
@@ -314,7 +325,7 @@ void show_views(std::ostream& out, const Config& c, const ck::Config& cf, const 
         SvgStyle style;
         style.caption = {views_title(c, layer), "model: " + sanitized(cf.file)};
         style.auto_scale = c.auto_scale;
-        write_svg(file.stream(), maps, rows, rows, style);
+        write_svg(file.stream(), view_maps(c, r, layer), rows, rows, style);
         file.commit();
     }
 }
@@ -455,8 +466,11 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     TeeTracer tee(*report, stats);
     SourcedTracer tracer(tee, checkpoint_sources(ck.config, layer));
     const auto start = std::chrono::steady_clock::now();
-    const ModelResult r = forward_model(prompt.model, source, prompt.rows, layer, run_threads(c),
-                                        tracer, !c.save_path.empty());
+    ModelPass pass;
+    pass.keep_hidden = !c.save_path.empty();
+    pass.every_layer_weights = shows_every_layer(c);
+    const ModelResult r =
+        forward_model(prompt.model, source, prompt.rows, layer, run_threads(c), tracer, pass);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     ForwardResult shown;

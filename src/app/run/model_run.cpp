@@ -446,8 +446,9 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     if (c.backward) {
         computed = model_forward_backward(model, text.tokens, run.targets, layer, threads, tracer);
     } else {
-        computed.forward =
-            forward_model(model, text.tokens, layer, threads, tracer, !c.save_path.empty());
+        ModelPass pass;
+        pass.keep_hidden = !c.save_path.empty();
+        computed.forward = forward_model(model, text.tokens, layer, threads, tracer, pass);
     }
     const ModelResult& r = computed.forward;
     const std::chrono::duration<double, std::milli> elapsed =

@@ -24,12 +24,20 @@ namespace mha {
 
 namespace {
 
-// What every block step needs: the weights, the threads, the memory (or null) and the trace.
+// What every block step needs: the weights (and their packing, or null), the threads, the
+// memory (or null) and the trace.
 struct BlockPass {
     const BlockWeights& w;
+    const PackedFeedForward* packed;
     std::size_t threads;
     Workspace* workspace;
     PassTrace& trace;
+
+    // y = x Wᵀ + b of one of the feed-forward's linear layers, W packed once when given.
+    Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  PackedLinear PackedFeedForward::*which) const {
+        return project(x, weight, bias, threads, workspace, packed ? &(packed->*which) : nullptr);
+    }
 };
 
 // Step `number`, "out = norm1(in)" (first) or norm2: x (B, N, d_model) normalised.
@@ -76,7 +84,7 @@ Tensor residual(const BlockPass& p, int number, const std::string& out, const st
 Tensor feed_forward(const BlockPass& p, int first, const std::string& in, BlockKept& k) {
     const std::uint64_t macs = macs_of(
         {k.ffn_in.size(0), k.ffn_in.size(1), p.w.d_ff(), k.ffn_in.size(2)});  // each linear layer's
-    k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
+    k.hidden = p.linear(k.ffn_in, p.w.w_1, p.w.b_1, &PackedFeedForward::w_1);
     p.trace.show(k.hidden, [&] {
         Step step = described(StepKind::FfnIn, first, "linear1", "ffn_hidden",
                               "ffn_hidden = " + in + " @ W_1.T + b_1", hidden_dims, macs);
@@ -92,7 +100,7 @@ Tensor feed_forward(const BlockPass& p, int first, const std::string& in, BlockK
         if (act != Activation::Gelu) step.facts.activation = activation_name(act);
         return step;
     });
-    Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
+    Tensor f = p.linear(k.activated, p.w.w_2, p.w.b_2, &PackedFeedForward::w_2);
     check_in_float32(f, "the feed-forward (linear1, GELU, linear2)");
     p.trace.show(f, [&] {
         Step step = described(StepKind::FfnOut, first + 2, "linear2", "ffn",
@@ -112,7 +120,7 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
     const std::uint64_t macs =
         macs_of({k.ffn_in.size(0), k.ffn_in.size(1), p.w.d_ff(), k.ffn_in.size(2)});
     const std::string act = activation_name(p.w.style.activation);
-    k.hidden = project(k.ffn_in, p.w.w_1, p.w.b_1, p.threads, p.workspace);
+    k.hidden = p.linear(k.ffn_in, p.w.w_1, p.w.b_1, &PackedFeedForward::w_1);
     p.trace.show(k.hidden, [&] {
         Step step =
             described(StepKind::FfnIn, first, "gate_proj", "ffn_gate",
@@ -122,7 +130,7 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
         step.facts.gated = true;
         return step;
     });
-    k.up = project(k.ffn_in, p.w.w_up, p.w.b_up, p.threads, p.workspace);
+    k.up = p.linear(k.ffn_in, p.w.w_up, p.w.b_up, &PackedFeedForward::w_up);
     k.activated = activate_gated(k.hidden, k.up, p.w.style.activation, p.threads, p.workspace);
     p.trace.show(k.activated, [&] {
         Step step = described(StepKind::Gelu, first + 1, "gated", "ffn_hidden",
@@ -134,7 +142,7 @@ Tensor gated_feed_forward(const BlockPass& p, int first, const std::string& in, 
         step.facts.gated = true;
         return step;
     });
-    Tensor f = project(k.activated, p.w.w_2, p.w.b_2, p.threads, p.workspace);
+    Tensor f = p.linear(k.activated, p.w.w_2, p.w.b_2, &PackedFeedForward::w_2);
     check_in_float32(f, "the feed-forward (gate, up, down)");
     p.trace.show(f, [&] {
         Step step =
@@ -187,6 +195,13 @@ Tensor apply_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Nor
     std::copy(x.data(), x.data() + x.numel(), y.data());
     rms_norm_rows(y, weight, rms_eps);
     return y;
+}
+
+PackedFeedForward pack_feed_forward(const BlockWeights& w) {
+    const auto pack = [](const Tensor& t) {
+        return t.empty() ? PackedLinear{} : pack_linear(t.data(), t.size(0), t.size(1));
+    };
+    return {pack(w.w_1), pack(w.w_2), pack(w.w_up)};
 }
 
 std::size_t BlockWeights::parameter_count() const {
@@ -251,12 +266,12 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& w, Blo
 
 ForwardResult forward_block(const Weights& attention, const BlockWeights& w, BlockKind kind,
                             const Inputs& in, const Masks& masks, const ForwardOptions& options,
-                            PassTrace& trace, BlockKept* keep) {
+                            PassTrace& trace, BlockKept* keep, const PackedFeedForward* packed) {
     check_block_pass(attention, w, kind, in);
     const Tensor x = in.x_q.contiguous();
     BlockKept k;
     k.norm1_in = x;
-    const BlockPass p{w, options.threads, options.workspace, trace};
+    const BlockPass p{w, packed, options.threads, options.workspace, trace};
     ForwardOptions o = options;
     // what is kept holds its blocks of a workspace: no later tensor is given them while it lives
     if (keep) o.keep = &k.attention;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/kernels/kernels.h"
 #include "core/layers/activation.h"
 #include "core/pass/attention.h"
 
@@ -46,6 +47,15 @@ struct BlockWeights {
     std::size_t d_ff() const { return w_1.size(0); }
     std::size_t parameter_count() const;
 };
+
+// The feed-forward's weights packed once for the kernels in use (core/kernels/kernels.h), for
+// passes that repeat over the same block: such passes pack none of them again. As large as
+// the weights; they must not change while it is in use.
+struct PackedFeedForward {
+    PackedLinear w_1, w_2;  // linear1 (gated: the gate), linear2
+    PackedLinear w_up;      // gated: the up projection; empty otherwise
+};
+PackedFeedForward pack_feed_forward(const BlockWeights& block);
 
 // What the block's forward keeps for its backward (core/backward/block_backward.h): the input
 // of each norm, of attention and of the feed-forward, and the hidden layer before and after
@@ -99,9 +109,11 @@ ForwardResult forward_block(const Weights& attention, const BlockWeights& block,
                             Tracer& tracer);
 
 // forward_block with its steps shown on a trace the caller started (the model's). A non-null
-// `keep` receives what the backward reads.
+// `keep` receives what the backward reads; a non-null `packed` gives the feed-forward's weights
+// packed once (attention's are options.packed).
 ForwardResult forward_block(const Weights& attention, const BlockWeights& block, BlockKind kind,
                             const Inputs& inputs, const Masks& masks, const ForwardOptions& options,
-                            PassTrace& trace, BlockKept* keep = nullptr);
+                            PassTrace& trace, BlockKept* keep = nullptr,
+                            const PackedFeedForward* packed = nullptr);
 
 }  // namespace mha

@@ -37,9 +37,10 @@ Tensor embed_step(const Model& m, const std::vector<std::size_t>& tokens, Worksp
 // Step 23's product: x_final (1, N, d_model) @ the head's rows, whole or in source.head_chunk
 // rows at a time, each chunk's columns of the logits (1, N, V) filled in turn.
 Tensor head_logits(const Model& m, const ModelSource* source, const Tensor& x_final,
-                   std::size_t threads, Workspace& workspace) {
+                   std::size_t threads, Workspace& workspace, const PackedModel* packed) {
     if (!source || !source->head_rows || x_final.dry())
-        return project(x_final, m.head_weight, m.head_bias, threads, &workspace);
+        return project(x_final, m.head_weight, m.head_bias, threads, &workspace,
+                       packed ? &packed->head : nullptr);
     const std::size_t n = x_final.size(1), V = m.vocab_size(), chunk = source->head_chunk;
     Tensor logits = new_uninitialised(&workspace, {1, n, V});
     for (std::size_t first = 0; first < V; first += chunk) {
@@ -86,6 +87,14 @@ Masks layer_masks(const ModelLayer& layer) {
     return masks;
 }
 
+PackedModel pack_model(const std::vector<ModelLayer>& layers, const Tensor& head_weight) {
+    PackedModel packed;
+    for (const ModelLayer& layer : layers)
+        packed.layers.push_back({pack_weights(layer.attention), pack_feed_forward(layer.block)});
+    packed.head = pack_linear(head_weight.data(), head_weight.size(0), head_weight.size(1));
+    return packed;
+}
+
 std::size_t Model::parameter_count() const {
     std::size_t count = token_embedding.numel() + position_embedding.numel() + norm_weight.numel() +
                         norm_bias.numel() + head_weight.numel() + head_bias.numel();
@@ -96,49 +105,56 @@ std::size_t Model::parameter_count() const {
 
 ModelResult forward_model(const Model& m, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer,
-                          bool keep_hidden) {
+                          const ModelPass& pass) {
     ModelSource in_memory;
     in_memory.layers = m.layers.size();
     in_memory.layer = [&m](std::size_t l) { return m.layers[l]; };
-    return forward_model(m, in_memory, tokens, traced_layer, threads, tracer, keep_hidden);
+    return forward_model(m, in_memory, tokens, traced_layer, threads, tracer, pass);
 }
 
 ModelResult forward_model(const Model& m, const ModelSource& source,
                           const std::vector<std::size_t>& tokens, std::size_t traced_layer,
-                          std::size_t threads, Tracer& tracer, bool keep_hidden) {
+                          std::size_t threads, Tracer& tracer, const ModelPass& pass) {
     if (tokens.empty() || tokens.size() > m.context()) {
         throw Error("the model reads 1 to " + std::to_string(m.context()) + " tokens, got " +
                     std::to_string(tokens.size()));
     }
     PassTrace trace(tracer);
     // each layer's attention reuses the memory of the one before; a dry model's counts its peak
-    Workspace workspace = m.token_embedding.dry() ? Workspace::dry() : Workspace();
+    const bool dry = m.token_embedding.dry();
+    Workspace own = dry ? Workspace::dry() : Workspace();
+    Workspace& workspace = pass.workspace && !dry ? *pass.workspace : own;
     Tensor x = embed_step(m, tokens, workspace, trace);
     ModelResult result;
     NullTracer quiet;
     PassTrace untraced(quiet);
     for (std::size_t l = 0; l < source.layers; ++l) {
-        if (keep_hidden) result.hidden.push_back(x);
+        if (pass.keep_hidden) result.hidden.push_back(x);
         const ModelLayer layer = source.layer(l);
-        ForwardResult block = forward_block(
-            layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-            layer_options(layer, threads, workspace), l == traced_layer ? trace : untraced);
+        ForwardOptions options = layer_options(layer, threads, workspace);
+        const PackedLayer* packed = pass.packed ? &pass.packed->layers[l] : nullptr;
+        if (packed) options.packed = &packed->attention;
+        ForwardResult block =
+            forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x},
+                          layer_masks(layer), options, l == traced_layer ? trace : untraced,
+                          nullptr, packed ? &packed->feed_forward : nullptr);
         x = std::move(block.output);
-        result.weights.push_back(std::move(block.weights));
+        const bool kept = pass.every_layer_weights || l == traced_layer;
+        result.weights.push_back(kept ? std::move(block.weights) : Tensor());
         if (l == traced_layer) continue;
         trace.show(x, [&] {  // an untraced layer: its block in one step
             return described(StepKind::Layer, 0, "block", "x",
                              "x = layers[" + std::to_string(l) + "](x)", model_dims);
         });
     }
-    if (keep_hidden) result.hidden.push_back(x);
+    if (pass.keep_hidden) result.hidden.push_back(x);
     const Tensor final_norm = apply_norm(x, m.norm_weight, m.norm_bias, m.final_norm,
                                          m.final_rms_eps, threads, &workspace);
     result.output = x;
     trace.show(final_norm, [&] {
         return norm_step(22, "x_final", "norm", "x", m.d_model(), m.final_norm, m.final_rms_eps);
     });
-    result.logits = head_logits(m, &source, final_norm, threads, workspace);
+    result.logits = head_logits(m, &source, final_norm, threads, workspace, pass.packed);
     trace.show(result.logits, [&] {  // (1, N, V)
         return described(StepKind::Logits, 23, "project", "logits",
                          "logits = x_final @ lm_head.T" + bias_suffix(!m.head_bias.empty(), "b"),

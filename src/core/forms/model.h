@@ -15,6 +15,8 @@
 
 #include "core/forms/block.h"
 #include "core/pass/attention.h"
+#include "core/pass/projection.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
@@ -69,6 +71,31 @@ struct ModelSource {
 
 inline constexpr std::size_t unknown_token = 0;
 
+// A model's weights packed once for the kernels in use (core/pass/projection.h), for forwards
+// that repeat over the same weights (mha bench --checkpoint): every layer's attention and
+// feed-forward, and the LM head. As large as those weights; they must not change while it is
+// in use.
+struct PackedLayer {
+    PackedWeights attention;
+    PackedFeedForward feed_forward;
+};
+struct PackedModel {
+    std::vector<PackedLayer> layers;
+    PackedLinear head;  // (V, d_model) packed
+};
+PackedModel pack_model(const std::vector<ModelLayer>& layers, const Tensor& head_weight);
+
+// What a forward keeps besides the logits and the last block's output, and what it reuses.
+struct ModelPass {
+    bool keep_hidden = false;          // ModelResult::hidden
+    bool every_layer_weights = true;   // false: only the traced layer's attention weights kept
+                                       //  (the others freed as their layer ends)
+    const PackedModel* packed = nullptr;  // the layers' and the head's weights packed once
+                                          //  (pack_model); null: packed in every projection
+    Workspace* workspace = nullptr;  // the tensors from it, so that a forward run again reuses
+                                     //  the memory of the one before; null: a workspace of its own
+};
+
 // The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
 // window; its tensors from `workspace`.
 ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace);
@@ -77,7 +104,8 @@ Masks layer_masks(const ModelLayer& layer);
 struct ModelResult {
     Tensor output;                // (1, N, d_model)  the last block's output
     Tensor logits;                // (1, N, V)  before the softmax
-    std::vector<Tensor> weights;  // per layer: (1, h, N, N) attention weights
+    std::vector<Tensor> weights;  // per layer: (1, h, N, N) attention weights; empty for a
+                                  //  layer not kept (ModelPass::every_layer_weights)
     std::vector<Tensor> hidden;   // asked for: (1, N, d_model) the stream entering each layer,
                                   //  then the last layer's output (layers + 1 of them)
 };
@@ -88,12 +116,12 @@ struct ModelResult {
 // model with dry arrays (a dry run) computes nothing and describes the same steps.
 ModelResult forward_model(const Model& model, const std::vector<std::size_t>& tokens,
                           std::size_t traced_layer, std::size_t threads, Tracer& tracer,
-                          bool keep_hidden = false);
+                          const ModelPass& pass = {});
 
 // The same with the layers (model.layers unread) and, when source.head_rows is set, the head
 // (model.head_weight only a shape) taken from `source` one at a time.
 ModelResult forward_model(const Model& model, const ModelSource& source,
                           const std::vector<std::size_t>& tokens, std::size_t traced_layer,
-                          std::size_t threads, Tracer& tracer, bool keep_hidden = false);
+                          std::size_t threads, Tracer& tracer, const ModelPass& pass = {});
 
 }  // namespace mha
