@@ -24,7 +24,7 @@ _mha() {
     if [[ ${COMP_WORDS[1]} == quiz && COMP_CWORD -gt 1 ]]; then
         case $prev in
             --answers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies rope window gradients tokens" -- "$cur")); return ;;
+            --topics) COMPREPLY=($(compgen -W "shapes d_k parameters macs kv-cache copies rope window gradients tokens serving" -- "$cur")); return ;;
             --count|--seed|--pass) return ;;
         esac
         COMPREPLY=($(compgen -W "$quiz_options" -- "$cur"))

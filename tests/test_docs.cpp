@@ -352,7 +352,7 @@ TEST_CASE("every exercise folder, copied alone, passes its solution and fails a 
         if (entry.is_directory()) exercises.push_back(entry.path().filename().string());
     }
     std::sort(exercises.begin(), exercises.end());
-    REQUIRE(exercises.size() == 8);
+    REQUIRE(exercises.size() == 9);
     const std::string wrong = test::temp_path("wrong-answers.txt");
     std::ofstream(wrong) << "# every answer below is wrong\n7\n7\n7\n7\n7\n7\n";
     const std::string mha = fs::canonical(test::mha_binary()).string();

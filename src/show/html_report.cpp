@@ -7,6 +7,7 @@
 #include "show/caption.h"
 #include "show/explain.h"
 #include "show/format.h"
+#include "show/kv_pool_picture.h"
 #include "show/notes.h"
 #include "show/summary.h"
 #include "show/svg.h"
@@ -54,6 +55,8 @@ table.roles th,table.roles td{border:1px solid #ddd;padding:3px 12px;text-align:
 table.roles th{background:#f3f6fb;font-weight:normal}
 table.roles td.role{text-align:left}
 table.roles .strongest{font-weight:bold;background:#eef1fa}
+figure.pool{margin:8px 0}
+figure.pool svg{max-width:100%;height:auto;border:1px solid #ddd}
 )";
 
 // Arrow keys (and j/k, space, Home, End) move between the steps; the status bar names the
@@ -140,6 +143,21 @@ std::string contents(const ModelView* model) {
            "<a href=\"#roles\">Head roles</a><a href=\"#steps\">Step by step</a></nav>\n";
 }
 
+// A paged cache step's memory picture, or why a pool this large is not drawn.
+std::string pool_figure(const PagedFacts& paged) {
+    if (!pool_pictured(paged)) {
+        return "<p class=\"pool\">The pool holds " + with_commas(paged.pool_blocks * paged.block_size) +
+               " slots, more than the " + std::to_string(max_pictured_slots) +
+               " a memory picture draws.</p>\n";
+    }
+    std::ostringstream svg;
+    write_kv_pool_svg(svg, paged);
+    return "<figure class=\"pool\">\n" + svg.str() +
+           "<figcaption>The KV cache's memory once this step has written: each physical block of "
+           "the pool coloured by the sequence that owns it, beside each sequence's block "
+           "table.</figcaption>\n</figure>\n";
+}
+
 }  // namespace
 
 void HtmlReport::write_config_keys(const RunInfo& info) {
@@ -215,6 +233,7 @@ void HtmlReport::on_step(const Step& step) {
         write_mask_grid(grid, step.allowed, "");
         steps_html_ << "<pre class=\"grid\">" << html(grid.str()) << "</pre>\n";
     }
+    if (step.facts.paged) steps_html_ << pool_figure(*step.facts.paged);
     if (folded) {
         steps_html_ << "</div>\n";
     } else if (!why.empty()) {
@@ -304,7 +323,8 @@ void HtmlReport::finish(const ForwardResult& result, double) {
          << "</body>\n</html>\n";
 }
 
-std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info) {
+std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info,
+                              bool paged) {
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     const std::vector<std::string> cols = key_labels(info);
     std::vector<std::string> caption = caption_lines(info, "attention weights, batch 0");
@@ -316,7 +336,8 @@ std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo
     header += 6 * double(info.config_file.size());
     for (const std::string& key : info.config_keys) header += 6 * double(key.size()) + 32;
     const double total = double(svg_size_bound(maps, rows, cols, caption)) +
-                         double(steps) * double(max_step_bytes) + grid + header;
+                         double(steps) * double(max_step_bytes + (paged ? max_pool_picture_bytes : 0)) +
+                         grid + header;
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);
 }
 

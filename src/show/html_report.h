@@ -2,7 +2,7 @@
 // --format html: a lesson page in one self-contained HTML file (no network, no external
 // script or font): the run's header, the heatmaps as inline SVG first, then every step
 // (expression, shape, strides, copies, multiply-adds, notes, the explanation; K's and V's
-// repeats of a step in Q's card), step 8's mask grid, arrow keys to step through and a
+// repeats of a step in Q's card), step 8's mask grid, a paged cache's memory picture, arrow keys to step through and a
 // read-out of the weight under the pointer. For a trained model (--model) or a checkpoint:
 // the prediction, the heads of every layer (or the --layer layer's) and the head roles as a
 // table first, then the traced layer's steps; a checkpoint's header lists the config.json
@@ -55,8 +55,10 @@ private:
 };
 
 // At least as many bytes as the page takes: `steps` steps, each at most max_step_bytes
-// besides its mask grid, step 8's (N, M) grid, and `maps` heatmaps of (N, M) cells.
-std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info);
+// besides its mask grid, step 8's (N, M) grid, and `maps` heatmaps of (N, M) cells; paged
+// (--kv-block-size): each step may also draw the pool (show/kv_pool_picture.h).
+std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info,
+                              bool paged = false);
 
 // What one step's section takes at most, besides its mask grid: the expression, notes and
 // explanation of any step are a few hundred characters, escaped at most sixfold.

@@ -47,7 +47,8 @@ std::string heading(const RunInfo& info) {
 
 void MarkdownReport::begin(const RunInfo& info) {
     notes_.clear();
-    allowed_.clear();
+    grids_.clear();
+    rows_ = 0;
     explained_.clear();
     previous_.clear();
     explain_ = info.explain;
@@ -79,7 +80,12 @@ void MarkdownReport::on_step(const Step& step) {
     for (const std::string& note : step_notes(step)) {
         notes_.push_back("step " + step_number(step) + ": " + note);
     }
-    if (!step.allowed.empty()) allowed_ = step.allowed;
+    ++rows_;
+    if (!step.allowed.empty()) {
+        grids_.emplace_back("Step " + step_number(step) + " (row " + std::to_string(rows_) +
+                                " of the table)",
+                            step.allowed);
+    }
     const std::string why = explain_ ? explanation(step) : "";
     if (why != previous_ && !why.empty())
         explained_.push_back("**Step " + step_number(step) + ", " + step.name + ".** " + why);
@@ -92,9 +98,10 @@ void MarkdownReport::finish(const ForwardResult& result, double) {
     out_ << "\n";
     for (const std::string& note : notes_) out_ << "- " << note << "\n";
     if (!notes_.empty()) out_ << "\n";
-    if (!allowed_.empty()) {
+    for (const auto& [name, allowed] : grids_) {
+        if (grids_.size() > 1) out_ << name << ":\n\n";
         out_ << "```\n";
-        write_mask_grid(out_, allowed_, "");
+        write_mask_grid(out_, allowed, "");
         out_ << "```\n\n";
     }
     if (!explained_.empty()) {

@@ -1,7 +1,7 @@
 #pragma once
 // --format markdown: a hand-out for course notes. A heading with the sizes, one
 // table row per step (shape, strides, contiguity, bytes copied, multiply-adds),
-// the notes, step 8's mask grid, --explain's paragraphs, totals and the output's statistics. No
+// the notes, step 8's mask grid (each chunk's, named by its row, when there are several), --explain's paragraphs, totals and the output's statistics. No
 // wall time or thread count, so the same options always give the same page.
 
 #include "show/report.h"
@@ -25,7 +25,10 @@ public:
 private:
     std::ostream& out_;
     std::vector<std::string> notes_;          // "step 8: causal: ...", listed under the table
-    std::vector<std::vector<bool>> allowed_;  // step 8's mask grid, drawn under the notes
+    // each mask grid (step 8's, a chunk's or a draft's) under the name of its step and row,
+    // "Step 8 (row 5 of the table)", drawn under the notes
+    std::vector<std::pair<std::string, std::vector<std::vector<bool>>>> grids_;
+    std::size_t rows_ = 0;  // the table's rows so far
     std::vector<std::string> explained_;      // --explain: "**Step 6, scores.** ..." paragraphs
     bool explain_ = false;
     std::string previous_;  // the last step's paragraph

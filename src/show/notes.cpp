@@ -409,7 +409,7 @@ void paged(const PagedFacts& p, Notes& notes) {
                         entry("block_table", at.entry, at.block) + ", slot t % S = " + t + " % " +
                         S + " = " + std::to_string(at.slot));
     }
-    notes.push_back("block_table[0] = " + number_list(p.table) +
+    notes.push_back("block_table[0] = " + number_list(p.tables.front()) +
                     ": the pass reads each unit's keys and values block by block through it");
     notes.push_back("internal fragmentation: the last blocks hold " +
                     with_commas(p.unused_bytes) +

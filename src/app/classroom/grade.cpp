@@ -113,7 +113,8 @@ public:
         const std::string kinds[] = {"shape",    "strides", "contiguous", "copied",
                                      "macs",     "bytes",   "parameters", "d_k",
                                      "kv-cache", "keys",    "matches",    "number",
-                                     "word",     "tokens",  "pieces",     "merges"};
+                                     "word",     "tokens",  "pieces",     "merges",
+                                     "page",     "unused",  "cache-bytes"};
         if (std::find(std::begin(kinds), std::end(kinds), kind) == std::end(kinds)) {
             throw Error("grade: key line " + std::to_string(k.line) + ": unknown kind '" + kind +
                         "' (see mha grade --help)");
@@ -176,6 +177,16 @@ private:
         if (kind == "keys") {
             need_arguments(k, 1);
             return keys(t, number(k, k.words[1]), answer);
+        }
+        if (kind == "cache-bytes") return cache_bytes(t, answer);
+        if (kind == "page" || kind == "unused") {
+            need_arguments(k, 1);
+            const Recorded& r = paged_write(k, t, number(k, k.words[1]));
+            const PagedFacts& paged = *r.step.facts.paged;
+            if (kind == "unused")
+                return verdict({AnswerKind::Number, {paged.unused_bytes}, ""}, answer, r.text);
+            const PagedPosition& at = paged.positions.back();
+            return verdict({AnswerKind::SizeList, {at.block, at.slot}, ""}, answer, r.text);
         }
         need_arguments(k, 2);
         const std::string& step = k.words[1];  // "10", or "b10" for the backward's step 10
@@ -321,6 +332,41 @@ private:
                 "the one whose output has " + wanted,
                 "mha " + options + " gives " + found + "\n",
                 {}};
+    }
+
+    // The paged cache's step 2 that writes position t of each sequence (the last it writes).
+    static const Recorded& paged_write(const KeyLine& k, const Trace& t, std::uint64_t position) {
+        for (const Recorded& r : t.steps) {
+            const auto& paged = r.step.facts.paged;
+            if (paged && paged->positions.back().position == position) return r;
+        }
+        throw Error("grade: key line " + std::to_string(k.line) + ": no paged cache step writes "
+                    "position " + std::to_string(position) + " (the options need --kv-block-size)");
+    }
+
+    // The bytes the cache holds after the run's last cached step: K and V in float32, or a
+    // quantised cache's codes, scales and zero points and float positions.
+    static Verdict cache_bytes(const Trace& t, const std::string& typed) {
+        const Recorded* last = nullptr;
+        std::uint64_t bytes = 0;
+        for (const Recorded& r : t.steps) {
+            const StepFacts& f = r.step.facts;
+            if (f.quant_error && f.kv_quant) {
+                const KvQuantFacts& q = *f.kv_quant;
+                bytes = q.code_bytes + q.scale_bytes + q.float_bytes;
+            } else if (r.step.kind == StepKind::Cache && f.token) {
+                bytes = f.token->cache_bytes;
+            } else if (r.step.kind == StepKind::Cache && f.chunk) {
+                bytes = f.chunk->cache_bytes;
+            } else if (r.step.kind == StepKind::Cache && f.draft) {
+                bytes = f.draft->cache_bytes;
+            } else {
+                continue;
+            }
+            last = &r;
+        }
+        if (last == nullptr) return {false, "", "(these options keep no KV cache)\n", {}};
+        return verdict({AnswerKind::Number, {bytes}, ""}, typed, last->text);
     }
 
     static Verdict keys(const Trace& t, std::uint64_t query, const std::string& typed) {
@@ -469,6 +515,11 @@ Key lines, KIND [ARGS] [: MHA-OPTIONS] [-- EXPLANATION]:
   d_k : OPTS                   d_model / h
   kv-cache : OPTS              bytes of K and V (steps 2 and 3)
   keys QUERY : OPTS            the keys QUERY sees after the mask (step 8)
+  cache-bytes : OPTS           bytes a cached form's KV cache holds at the end
+                               (--kv-quant: codes, scales, zero points)
+  page T : OPTS                block and slot of position T of sequence 0
+                               (--kv-block-size)
+  unused T : OPTS              bytes allocated, not written once T is written
   matches MEAN STD MIN MAX : OPTS  right when the run's output has these
                                statistics; OPTS hold the answer as {N}
   tokens : TOKENIZE-OPTS       the tokens mha tokenize TOKENIZE-OPTS gives

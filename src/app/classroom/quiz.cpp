@@ -65,7 +65,9 @@ const std::vector<Option<QuizOptions>>& quiz_table() {
           "comma-separated, from: shapes, d_k, parameters, macs,\n"
           "kv-cache, copies, rope, window, gradients (the\n"
           "backward's shapes and costs), tokens (GPT-2's\n"
-          "pre-tokenizer) (default all but tokens, in turn)"},
+          "pre-tokenizer), serving (paged KV, GQA cache bytes,\n"
+          "draft trees, quantised KV, chunked prefill) (default\n"
+          "all but tokens and serving, in turn)"},
          [](QuizOptions& o, const Arg& a) { o.topics = parse_topics(a.text); }},
         {{"--answers", 0, "FILE",
           "grade FILE (one answer per line, # comments) instead\nof asking on stdin"},

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "app/classroom/answer_form.h"
+#include "app/classroom/serving_questions.h"
 #include "app/run/traced_run.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -21,11 +22,6 @@ namespace mha {
 namespace {
 
 using Random = std::mt19937_64;
-
-// A whole number in [low, high]; the modulo of mt19937_64's bits is the same everywhere.
-std::size_t draw(Random& random, std::size_t low, std::size_t high) {
-    return low + std::size_t(random() % (high - low + 1));
-}
 
 // Small enough to run in a moment, varied enough that no two questions look alike.
 Config draw_config(Random& random) {
@@ -52,17 +48,6 @@ std::string described(const RunInfo& info) {
            (shared ? ", G=" + std::to_string(info.kv_heads) + " K/V heads" : "") + "; " +
            (info.self_attention ? "self-attention" : "cross-attention") +
            (info.bias ? " with bias" : " without bias");
-}
-
-// "2·6·64·64 = 49,152"
-std::string product(const std::vector<std::uint64_t>& factors) {
-    std::string text;
-    std::uint64_t result = 1;
-    for (std::uint64_t f : factors) {
-        text += (text.empty() ? "" : "·") + std::to_string(f);
-        result *= f;
-    }
-    return text + " = " + with_commas(result);
 }
 
 std::string step_label(const Step& step) {
@@ -384,6 +369,7 @@ Question tokens_question(Random& random) {
 
 Question question_on(Topic topic, Random& random) {
     if (topic == Topic::Tokens) return tokens_question(random);
+    if (topic == Topic::Serving) return serving_question(random);
     if (topic == Topic::Rope) return rope_question(random, draw_config(random));
     if (topic == Topic::Window) return window_question(random, draw_config(random));
     if (topic == Topic::Gradients) return gradients_question(random, draw_config(random));
@@ -405,6 +391,7 @@ Question question_on(Topic topic, Random& random) {
             case Topic::Window:
             case Topic::Gradients:
             case Topic::Tokens:
+            case Topic::Serving:
                 break;
         }
         return copies_question(t);
@@ -415,16 +402,30 @@ Question question_on(Topic topic, Random& random) {
 
 }  // namespace
 
+std::size_t draw(Random& random, std::size_t low, std::size_t high) {
+    return low + std::size_t(random() % (high - low + 1));
+}
+
+std::string product(const std::vector<std::uint64_t>& factors) {
+    std::string text;
+    std::uint64_t result = 1;
+    for (std::uint64_t f : factors) {
+        text += (text.empty() ? "" : "·") + std::to_string(f);
+        result *= f;
+    }
+    return text + " = " + with_commas(result);
+}
+
 const std::vector<std::pair<std::string, Topic>>& topic_names() {
     static const std::vector<std::pair<std::string, Topic>> names = {
         {"shapes", Topic::Shapes}, {"d_k", Topic::DK},           {"parameters", Topic::Parameters},
         {"macs", Topic::Macs},     {"kv-cache", Topic::KvCache}, {"copies", Topic::Copies},
         {"rope", Topic::Rope},     {"window", Topic::Window},    {"gradients", Topic::Gradients},
-        {"tokens", Topic::Tokens}};
+        {"tokens", Topic::Tokens}, {"serving", Topic::Serving}};
     return names;
 }
 
-bool in_default_rotation(Topic topic) { return topic != Topic::Tokens; }
+bool in_default_rotation(Topic topic) { return topic != Topic::Tokens && topic != Topic::Serving; }
 
 std::vector<Question> make_questions(std::uint64_t seed, std::size_t count,
                                      const std::vector<Topic>& topics) {

@@ -37,7 +37,7 @@ void check_lesson_page(const Config& config, const RunInfo& info, std::size_t st
                        std::size_t layers) {
     check_writable(config.output_path);
     const std::size_t maps = info.shapes_only ? 0 : drawn_maps(config, info.heads) * layers;
-    const std::uint64_t bytes = html_size_bound(steps, maps, info);
+    const std::uint64_t bytes = html_size_bound(steps, maps, info, config.kv_block_size.has_value());
     if (bytes > max_page_bytes) {
         throw Error("--format html --output " + config.output_path + " would take up to " +
                     byte_size(bytes) + " (" + std::to_string(steps) + " steps, " +

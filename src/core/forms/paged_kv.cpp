@@ -224,8 +224,12 @@ std::optional<PagedFacts> KvCache::facts(std::size_t first, std::size_t count) c
     facts.pool_blocks = paging_->pool_order.size();
     facts.sequences = sizes_.batch;
     facts.in_order = in_order(paging_->pool_order);
-    for (std::size_t entry = 0; entry < blocks_for(held, S); ++entry)
-        facts.table.push_back(paging_->pool_order[entry]);
+    facts.held = held;
+    facts.tables.resize(sizes_.batch);
+    for (std::size_t b = 0; b < sizes_.batch; ++b) {
+        for (std::size_t entry = 0; entry < blocks_for(held, S); ++entry)
+            facts.tables[b].push_back(paging_->pool_order[b * blocks_ + entry]);
+    }
     facts.positions.push_back(place(0, first));
     if (count > 1) facts.positions.push_back(place(0, held - 1));
     const std::string what = "the paged KV cache's bytes";

@@ -77,7 +77,9 @@ struct PagedFacts {
     std::size_t pool_blocks = 0;           // B · ceil(T / S) physical blocks
     std::size_t sequences = 0;             // B: a block table each
     bool in_order = true;                  // false: the pool's blocks are a shuffled permutation
-    std::vector<std::size_t> table;        // block_table[0]: its entries in use, ceil((last+1)/S)
+    std::size_t held = 0;                  // positions written in each sequence: last + 1
+    std::vector<std::vector<std::size_t>> tables;  // (B) each sequence's block table, its
+                                                   //  entries in use: ceil(held / S)
     std::vector<PagedPosition> positions;  // sequence 0's first and last position written
     std::uint64_t block_bytes = 0;         // one block of K and one of V: 2·G·S·d_k·4
     std::uint64_t unused_bytes = 0;        // the last blocks' slots not written yet, all sequences
