@@ -279,6 +279,10 @@ TEST_CASE("the memory picture: a pool too large to draw is said in words", "[ser
     CHECK(count_of(page, "<figure class=\"pool\">") == 0);
     CHECK_THAT(page, Catch::Contains("The pool holds 400 slots, more than the 256 a memory picture "
                                      "draws."));
+    // nor does the page's size check count pictures it will not draw: 901 steps and two
+    // heatmaps of 300 x 300 fit the 256 MiB a page may take (a picture a step would not)
+    const std::string many = lesson_page(" -b 1 -d 8 -H 2 --decode 300 --kv-block-size 1");
+    CHECK(count_of(many, "<figure class=\"pool\">") == 0);
 }
 
 TEST_CASE("the memory picture renders in librsvg and ImageMagick: every slot its colour",
