@@ -135,9 +135,23 @@ TEST_CASE("--format json: the decode lab's steps, valid by docs/trace.schema.jso
         const json::Value document = json::parse(r.output, "the JSON trace");
         CHECK(checker.broken(document) == std::vector<std::string>{});
         std::vector<Listed> steps;
-        for (const json::Value& step : document.find("steps")->items)
+        for (const json::Value& step : document.find("steps")->items) {
             steps.push_back({step.find("step")->text, step.find("name")->text,
                              step.find("expression")->text});
+            if (const json::Value* paged = step.find("paged")) {
+                // sequence 0's table and the position, as the step's notes word them
+                std::string table, notes;
+                for (const json::Value& entry : paged->find("tables")->items.front().items)
+                    table += (table.empty() ? "" : ", ") + entry.text;
+                for (const json::Value& note : step.find("notes")->items) notes += note.text;
+                CHECK_THAT(notes, Catch::Contains("block_table[0] = [" + table + "]"));
+                const json::Value& at = *paged->find("position");
+                CHECK_THAT(notes, Catch::Contains("position t = " + at.find("t")->text));
+                CHECK_THAT(notes, Catch::Contains("= " + at.find("block")->text + ", slot t % S"));
+                const std::string B = document.find("config")->find("B")->text;
+                CHECK(paged->find("tables")->items.size() == std::stoul(B));
+            }
+        }
         CHECK(steps == trace_list(options));
     }
 }
