@@ -292,6 +292,11 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
         test::run_mha("--format json --shapes-only --backward -b 1 -n 3 -d 8 -H 2", false);
     REQUIRE(shapes.status == 0);
     written.merge(matches(shapes.output, std::regex("\"([A-Za-z_]+)\":")));
+    // a paged cache's step 2 adds its paged object
+    const test::RunResult paged =
+        test::run_mha("--format json -b 2 -d 8 -H 2 --decode 3 --kv-block-size 2", false);
+    REQUIRE(paged.status == 0);
+    written.merge(matches(paged.output, std::regex("\"([A-Za-z_]+)\":")));
     CHECK(written == documented);
     CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha\",\"schema_version\":1,"));
     CHECK_THAT(page, Catch::Contains("# The JSON trace, schema version 1"));

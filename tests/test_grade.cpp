@@ -238,7 +238,7 @@ TEST_CASE("mha grade --help names every kind and fits 80 columns", "[grade][cli]
     }
     for (const char* kind :
          {"shape", "strides", "contiguous", "copied", "macs", "bytes", "parameters", "d_k",
-          "kv-cache", "keys", "matches", "number", "word"}) {
+          "kv-cache", "keys", "matches", "number", "word", "cache-bytes", "page", "unused"}) {
         CHECK_THAT(r.output, Catch::Contains(std::string("  ") + kind + " "));
     }
 }
@@ -311,4 +311,32 @@ TEST_CASE("follow-through names the questions whose wrong answers it used", "[gr
     CHECK_THAT(grade({"8", "2", "1, 3, 2, 4"}, key).output,
                Catch::Contains("3. right as follow-through: (1, 3, 2, 4) follows from your "
                                "answers to questions 1 and 2, which are wrong\n"));
+}
+
+TEST_CASE("cache-bytes, page and unused keys read a cached form's cache", "[grade][serving]") {
+    // B=2 sequences, G=2 heads of d_k=4, blocks of S=4, seed 7: sequence 0's table is
+    // [4, 9, 5, 1], so t=13 is in block_table[13 // 4] = block_table[3] = 1, slot 13 % 4 = 1;
+    // after 14 tokens 16 - 14 = 2 slots a sequence are unwritten: 2·2·2·2·4·4 = 256 bytes
+    const std::string paged = " : -b 2 -d 8 -H 2 --decode 20 --kv-block-size 4 --kv-pool-seed 7";
+    // float: 2 (K and V)·B·G·T·d_k·4 = 2·1·2·5·8·4; int8 along d_k in groups of 4: 160 codes
+    // of a byte, 40 groups of two floats (320 bytes); the draft's cache holds T = 5 positions;
+    // blocks of 5 in order: t=5 is entry 1, block 1, slot 0
+    const Graded g =
+        grade({"1, 1", "256", "640", "480", "640", "1, 0"},
+              "page 13" + paged + "\nunused 13" + paged +
+                  "\ncache-bytes : -b 1 -d 16 -H 2 -G 2 --decode 5"
+                  "\ncache-bytes : -b 1 -d 16 -H 2 --decode 5 --kv-quant int8 --kv-quant-axis token "
+                  "--kv-quant-group 4\ncache-bytes : -b 1 -d 16 -H 2 --decode 5 --draft 2"
+                  "\npage 5 : -b 1 -d 8 -H 2 --decode 7 --kv-block-size 5");
+    INFO(g.output);
+    CHECK(g.status == 0);
+    CHECK_THAT(g.output, Catch::EndsWith("score: 6/6\n"));
+    REQUIRE_THROWS_WITH(grade({"1"}, "page 3 : -b 1 -d 8 -H 2 --decode 4"),
+                        "grade: key line 1: no paged cache step writes position 3 (the options "
+                        "need --kv-block-size)");
+    REQUIRE_THROWS_WITH(grade({"1"}, "unused : -b 1 --decode 4 --kv-block-size 2"),
+                        "grade: key line 1: 'unused' takes 1 argument(s) (see mha grade --help)");
+    const Graded none = grade({"1"}, "cache-bytes : -b 1 -d 8 -H 2");
+    CHECK(none.status == 1);
+    CHECK_THAT(none.output, Catch::Contains("(these options keep no KV cache)"));
 }

@@ -135,9 +135,23 @@ TEST_CASE("--format json: the decode lab's steps, valid by docs/trace.schema.jso
         const json::Value document = json::parse(r.output, "the JSON trace");
         CHECK(checker.broken(document) == std::vector<std::string>{});
         std::vector<Listed> steps;
-        for (const json::Value& step : document.find("steps")->items)
+        for (const json::Value& step : document.find("steps")->items) {
             steps.push_back({step.find("step")->text, step.find("name")->text,
                              step.find("expression")->text});
+            if (const json::Value* paged = step.find("paged")) {
+                // sequence 0's table and the position, as the step's notes word them
+                std::string table, notes;
+                for (const json::Value& entry : paged->find("tables")->items.front().items)
+                    table += (table.empty() ? "" : ", ") + entry.text;
+                for (const json::Value& note : step.find("notes")->items) notes += note.text;
+                CHECK_THAT(notes, Catch::Contains("block_table[0] = [" + table + "]"));
+                const json::Value& at = *paged->find("position");
+                CHECK_THAT(notes, Catch::Contains("position t = " + at.find("t")->text));
+                CHECK_THAT(notes, Catch::Contains("= " + at.find("block")->text + ", slot t % S"));
+                const std::string B = document.find("config")->find("B")->text;
+                CHECK(paged->find("tables")->items.size() == std::stoul(B));
+            }
+        }
         CHECK(steps == trace_list(options));
     }
 }
@@ -279,6 +293,10 @@ TEST_CASE("the memory picture: a pool too large to draw is said in words", "[ser
     CHECK(count_of(page, "<figure class=\"pool\">") == 0);
     CHECK_THAT(page, Catch::Contains("The pool holds 400 slots, more than the 256 a memory picture "
                                      "draws."));
+    // nor does the page's size check count pictures it will not draw: 901 steps and two
+    // heatmaps of 300 x 300 fit the 256 MiB a page may take (a picture a step would not)
+    const std::string many = lesson_page(" -b 1 -d 8 -H 2 --decode 300 --kv-block-size 1");
+    CHECK(count_of(many, "<figure class=\"pool\">") == 0);
 }
 
 TEST_CASE("the memory picture renders in librsvg and ImageMagick: every slot its colour",

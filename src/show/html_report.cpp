@@ -324,7 +324,7 @@ void HtmlReport::finish(const ForwardResult& result, double) {
 }
 
 std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info,
-                              bool paged) {
+                              bool pool_drawn) {
     const std::vector<std::string> rows = position_labels(info.seq_len, info.tokens);
     const std::vector<std::string> cols = key_labels(info);
     std::vector<std::string> caption = caption_lines(info, "attention weights, batch 0");
@@ -336,7 +336,7 @@ std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo
     header += 6 * double(info.config_file.size());
     for (const std::string& key : info.config_keys) header += 6 * double(key.size()) + 32;
     const double total = double(svg_size_bound(maps, rows, cols, caption)) +
-                         double(steps) * double(max_step_bytes + (paged ? max_pool_picture_bytes : 0)) +
+                         double(steps) * double(max_step_bytes + (pool_drawn ? max_pool_picture_bytes : 0)) +
                          grid + header;
     return total >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(total);
 }

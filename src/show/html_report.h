@@ -55,10 +55,10 @@ private:
 };
 
 // At least as many bytes as the page takes: `steps` steps, each at most max_step_bytes
-// besides its mask grid, step 8's (N, M) grid, and `maps` heatmaps of (N, M) cells; paged
-// (--kv-block-size): each step may also draw the pool (show/kv_pool_picture.h).
+// besides its mask grid, step 8's (N, M) grid, and `maps` heatmaps of (N, M) cells;
+// pool_drawn: each step may also draw a paged cache's pool (show/kv_pool_picture.h).
 std::uint64_t html_size_bound(std::size_t steps, std::size_t maps, const RunInfo& info,
-                              bool paged = false);
+                              bool pool_drawn = false);
 
 // What one step's section takes at most, besides its mask grid: the expression, notes and
 // explanation of any step are a few hundred characters, escaped at most sixfold.

@@ -135,6 +135,18 @@ std::string backward_object(const RunInfo& info) {
            ",\"backward_macs\":" + std::to_string(info.macs.backward) + "}";
 }
 
+// A paged cache's step 2: the pool, every sequence's block table, the position written last.
+std::string paged_object(const PagedFacts& p) {
+    const PagedPosition& at = p.positions.back();
+    return "{\"block_size\":" + std::to_string(p.block_size) +
+           ",\"pool_blocks\":" + std::to_string(p.pool_blocks) +
+           ",\"held\":" + std::to_string(p.held) +
+           ",\"tables\":" + array(p.tables, sizes) + ",\"position\":{\"t\":" +
+           std::to_string(at.position) + ",\"entry\":" + std::to_string(at.entry) +
+           ",\"block\":" + std::to_string(at.block) + ",\"slot\":" + std::to_string(at.slot) +
+           "},\"unused_bytes\":" + std::to_string(p.unused_bytes) + "}";
+}
+
 std::string step_object(const Step& step, bool values) {
     std::string json = "{\"step\":" + std::to_string(step.number) +
                        (step.backward ? ",\"backward\":true" : "") +
@@ -146,6 +158,7 @@ std::string step_object(const Step& step, bool values) {
             ",\"copied_bytes\":" + std::to_string(step.copied_bytes) +
             ",\"macs\":" + std::to_string(step.macs) + ",\"notes\":" + strings(step_notes(step));
     if (!step.allowed.empty()) json += ",\"allowed\":" + grid(step.allowed);
+    if (step.facts.paged) json += ",\"paged\":" + paged_object(*step.facts.paged);
     if (values && step.value != nullptr) json += ",\"values\":" + nested(*step.value);
     return json + "}";
 }

@@ -145,7 +145,7 @@ void write_kv_pool_svg(std::ostream& out, const PagedFacts& p) {
         std::to_string(traced.slot);
     const std::string legend_line =
         "filled: written; outlined in colour: allocated, not written yet (internal "
-        "fragmentation); grey: free";
+        "fragmentation); outlined in grey: free";
     const int width = std::max(
         {tables_x + std::max(label_width + int(entries) * entry_width, text_width(tables_title)),
          text_width(traced_line), text_width(legend_line)}) + margin;

@@ -5,8 +5,10 @@
 #include "app/run/after_run.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/forms/paged_kv.h"
 #include "io/atomic_file.h"
 #include "show/html_report.h"
+#include "show/kv_pool_picture.h"
 
 namespace mha {
 
@@ -31,13 +33,22 @@ private:
     HtmlReport html_;
 };
 
+// Whether the page draws a paged cache's pool (show/kv_pool_picture.h): B · ceil(T / S)
+// blocks of S slots, few enough to draw.
+bool pool_drawn(const Config& config, const RunInfo& info) {
+    if (!config.kv_block_size) return false;
+    const std::size_t S = *config.kv_block_size;
+    const double slots = double(info.batch) * double(blocks_for(info.seq_len, S)) * double(S);
+    return slots <= double(max_pictured_slots);
+}
+
 }  // namespace
 
 void check_lesson_page(const Config& config, const RunInfo& info, std::size_t steps,
                        std::size_t layers) {
     check_writable(config.output_path);
     const std::size_t maps = info.shapes_only ? 0 : drawn_maps(config, info.heads) * layers;
-    const std::uint64_t bytes = html_size_bound(steps, maps, info, config.kv_block_size.has_value());
+    const std::uint64_t bytes = html_size_bound(steps, maps, info, pool_drawn(config, info));
     if (bytes > max_page_bytes) {
         throw Error("--format html --output " + config.output_path + " would take up to " +
                     byte_size(bytes) + " (" + std::to_string(steps) + " steps, " +
