@@ -297,7 +297,7 @@ TEST_CASE("--config FILE --shapes-only traces a config.json's sizes", "[checkpoi
 
 TEST_CASE("a run within --max-memory reads its layers and head chunks inside the budget",
           "[checkpoint]") {
-    // the gpt2 fixture's working set is 166.9 KiB (docs/errors.md refuses it at 100K)
+    // with --heatmap (every layer's weights kept) the gpt2 fixture's working set is 166.9 KiB
     const test::RunResult run =
         test::run_command(test::mha_binary() +
                           " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "
