@@ -113,9 +113,10 @@ TEST_CASE("every tiny checkpoint matches its PyTorch reference", "[checkpoint]")
     }
 }
 
-TEST_CASE("a forward run again with its weights packed once keeps the bits, and only the "
-          "traced layer's weights when asked",
-          "[checkpoint]") {
+TEST_CASE(
+    "a forward run again with its weights packed once keeps the bits, and only the "
+    "traced layer's weights when asked",
+    "[checkpoint]") {
     // GPT-2 (biases, LayerNorm), Llama 2 (RMSNorm, gated), Gemma 2 (sandwich, soft-caps, window)
     for (const char* name : {"gpt2", "llama2", "gemma2"}) {
         INFO(name);
