@@ -113,9 +113,10 @@ TEST_CASE("every tiny checkpoint matches its PyTorch reference", "[checkpoint]")
     }
 }
 
-TEST_CASE("a forward run again with its weights packed once keeps the bits, and only the "
-          "traced layer's weights when asked",
-          "[checkpoint]") {
+TEST_CASE(
+    "a forward run again with its weights packed once keeps the bits, and only the "
+    "traced layer's weights when asked",
+    "[checkpoint]") {
     // GPT-2 (biases, LayerNorm), Llama 2 (RMSNorm, gated), Gemma 2 (sandwich, soft-caps, window)
     for (const char* name : {"gpt2", "llama2", "gemma2"}) {
         INFO(name);
@@ -297,7 +298,7 @@ TEST_CASE("--config FILE --shapes-only traces a config.json's sizes", "[checkpoi
 
 TEST_CASE("a run within --max-memory reads its layers and head chunks inside the budget",
           "[checkpoint]") {
-    // the gpt2 fixture's working set is 166.9 KiB (docs/errors.md refuses it at 100K)
+    // with --heatmap (every layer's weights kept) the gpt2 fixture's working set is 166.9 KiB
     const test::RunResult run =
         test::run_command(test::mha_binary() +
                           " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "

@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
         standard_ms.push_back(time_ms(standard));
     }
     const double flops = 4.0 * double(units) * double(N) * double(N) * double(d_k);
-    std::printf("attention core (%zu,%zu,%zu,%zu), 1 thread, kernels %s, median of %zu; %s\n", B,
-                N, E, h, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
+    std::printf("attention core (%zu,%zu,%zu,%zu), 1 thread, kernels %s, median of %zu; %s\n", B, N,
+                E, h, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
     for (const auto& [name, times] :
          {std::pair<const char*, std::vector<double>>{"fused tile", fused_ms},
           {"standard", standard_ms}}) {

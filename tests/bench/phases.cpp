@@ -190,8 +190,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < repeat; ++r) {
         for (Phase& p : phases) p.ms.push_back(time_ms(*p.run));
     }
-    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; %s\n", B, N, E,
-                h, threads, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
+    std::printf("(%zu,%zu,%zu,%zu), %zu thread(s), kernels %s, median of %zu; %s\n", B, N, E, h,
+                threads, mha::kernel_variant_name(), repeat, bench::peak_heading(peak).c_str());
     for (const Phase& p : phases) {
         const double ms = median_ms(p.ms), rate = p.flops / ms / 1e6;
         std::printf("  %-14s %8.3f ms  %7.1f GFLOP/s%s\n", p.name, ms, rate,

@@ -431,7 +431,6 @@ Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t
     return row;
 }
 
-
 // The table's heading and its column names, printed before the first size is timed.
 void print_heading(const BenchOptions& o, std::size_t threads) {
     std::cout << "mha bench" << (o.backward ? " --backward" : "")
@@ -464,8 +463,7 @@ void print_row(const Row& r, const BenchOptions& o) {
               << padded_left(fixed(r.ms_one.median, 2), 10)
               << padded_left(fixed(r.ms_one.median / r.ms.median, 2) + "x", 9)
               << padded_left(fixed(r.peak_mib, 1), 10) << padded_left(fixed(r.faults, 0), 8);
-    if (o.compare_torch)
-        std::cout << torch_cells(r.torch, r.ms.median);
+    if (o.compare_torch) std::cout << torch_cells(r.torch, r.ms.median);
     std::cout << std::endl;
 }
 

@@ -5,10 +5,11 @@
 // traced layer's attention weights kept, the others' freed), untraced, every run of a length
 // taking its tensors from one workspace. Each length's peak resident memory is that of a child
 // process that loads the folder and runs the forward once (packing nothing: one forward gains
-// nothing from it), forked before this process starts any thread. With --compare-torch, src/app/bench/bench_torch.py --checkpoint DIR
-// runs the same maths eagerly in float32 on the same weights and tokens, at torch threads 1, 2
-// x OpenBLAS threads 1, 2, as modules (nn.MultiheadAttention, nn.LayerNorm, nn.Linear) and
-// composed from torch ops, and the engines share the machine as --timing says.
+// nothing from it), forked before this process starts any thread. With --compare-torch,
+// src/app/bench/bench_torch.py --checkpoint DIR runs the same maths eagerly in float32 on the
+// same weights and tokens, at torch threads 1, 2 x OpenBLAS threads 1, 2, as modules
+// (nn.MultiheadAttention, nn.LayerNorm, nn.Linear) and composed from torch ops, and the engines
+// share the machine as --timing says.
 
 #include "app/bench/bench_checkpoint.h"
 
@@ -153,8 +154,7 @@ std::vector<std::unique_ptr<TorchProcess>> start_torch(const std::string& dir) {
 
 // One length: mha's forward (and PyTorch's forms) timed as --timing says.
 void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& packed,
-              const CheckpointBenchOptions& o,
-              std::vector<std::unique_ptr<TorchProcess>>& torch,
+              const CheckpointBenchOptions& o, std::vector<std::unique_ptr<TorchProcess>>& torch,
               const std::vector<std::size_t>& tokens) {
     Workspace workspace;
     const auto run = [&] { return forward_ms(prompt, o.threads, &packed, &workspace); };
@@ -175,16 +175,19 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& p
     row.torch = fastest_torch(candidates);
 }
 
-// The heading (with the load's and the packing's times) and the column names, before the first length is timed.
+// The heading (with the load's and the packing's times) and the column names, before the first
+// length is timed.
 void print_heading(const ck::Config& c, double load_ms, double pack_ms,
                    const CheckpointBenchOptions& o) {
     std::cout << "mha bench --checkpoint " << sanitized(o.dir) << " (" << sanitized(c.model_type)
               << ", " << c.layers << " layers, d_model " << c.hidden_size << ", h " << c.heads
               << ", vocabulary " << c.vocab_size << "):\nthe whole forward to logits on random "
               << "tokens, untraced, weights in memory; median, min and max of " << o.repeat
-              << " run(s),\n" << o.threads << " thread(s), kernels " << kernel_variant_name()
+              << " run(s),\n"
+              << o.threads << " thread(s), kernels " << kernel_variant_name()
               << "; load (config, headers, every layer and the LM head into memory, float32): "
-              << fixed(load_ms, 0) << " ms;\nthe weights packed once for the kernels (a second copy, "
+              << fixed(load_ms, 0)
+              << " ms;\nthe weights packed once for the kernels (a second copy, "
               << "held by the timed runs alone): " << fixed(pack_ms, 0) << " ms\n\n";
     std::cout << "     N        ms    min ms    max ms  GFLOP/s  peak MiB";
     if (o.compare_torch) std::cout << torch_header;
@@ -270,7 +273,7 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
         time_ms([&] { weights.packed = pack_model(weights.layers, weights.head); });
     std::vector<std::unique_ptr<TorchProcess>> torch;
     if (o.compare_torch) torch = start_torch(o.dir);
-    if (!o.json) print_heading(c, load_ms, pack_ms, o);  // each row follows when its length is timed
+    if (!o.json) print_heading(c, load_ms, pack_ms, o);  // each row follows when it is timed
     for (CheckpointRow& row : rows) {
         const std::vector<std::size_t> tokens = bench_tokens(row.n, c.vocab_size);
         time_row(row, model_for(*checkpoint, weights, tokens), weights.packed, o, torch, tokens);

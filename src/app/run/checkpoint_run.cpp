@@ -158,14 +158,13 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
     const bool save = !c.save_path.empty();
     const std::uint64_t page_maps =
         c.format == Format::Html ? drawn_maps(c, cf.heads) * (c.layer ? 1 : cf.layers) : 0;
-    w.kept = checked_sum(
-        {checked_product({shows_every_layer(c) ? cf.layers : 1u, cf.heads, n, n, sizeof(float),
-                          save ? 4u : 1u},
-                         what),
-         save ? checked_product({cf.layers + 1, n, row, 4}, what) : 0,
-         checked_product({logits, save ? 4u : 1u}, what),
-         checked_product({page_maps, n, n, sizeof(float)}, what)},
-        what);
+    w.kept = checked_sum({checked_product({shows_every_layer(c) ? cf.layers : 1u, cf.heads, n, n,
+                                           sizeof(float), save ? 4u : 1u},
+                                          what),
+                          save ? checked_product({cf.layers + 1, n, row, 4}, what) : 0,
+                          checked_product({logits, save ? 4u : 1u}, what),
+                          checked_product({page_maps, n, n, sizeof(float)}, what)},
+                         what);
     const std::uint64_t chunk = head_chunk(cf);
     w.head = checked_product({chunk, row + n * sizeof(float)}, what);
     return w;

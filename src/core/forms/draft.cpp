@@ -333,9 +333,9 @@ std::uint64_t draft_bytes(const Sizes& s, std::size_t draft) {
          checked_product({K, T}, what)},                           // the tree mask
         what);
     // the prefix's decoding, whose output and weights stay until they are copied
-    return checked_sum(
-        {checked_product({sizeof(float), floats}, what), prefix.seq_len ? decode_bytes(prefix, AttentionPath::Standard) : 0},
-        what);
+    return checked_sum({checked_product({sizeof(float), floats}, what),
+                        prefix.seq_len ? decode_bytes(prefix, AttentionPath::Standard) : 0},
+                       what);
 }
 
 ForwardResult verify_draft(const Weights& w, const Inputs& in, const Masks& masks,

@@ -119,7 +119,8 @@ std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& s, Attenti
         floats = checked_sum({floats, checked_product({2, rows, groups}, what)}, what);
     }
     // and, when traced, the run over the float cache the errors are measured against
-    return checked_sum({checked_product({floats, sizeof(float)}, what), decode_bytes(s, path)}, what);
+    return checked_sum({checked_product({floats, sizeof(float)}, what), decode_bytes(s, path)},
+                       what);
 }
 
 QuantisedTensor::QuantisedTensor(char name, const KvQuant& quant, QuantAxis axis,

@@ -87,13 +87,14 @@ PackedModel pack_model(const std::vector<ModelLayer>& layers, const Tensor& head
 
 // What a forward keeps besides the logits and the last block's output, and what it reuses.
 struct ModelPass {
-    bool keep_hidden = false;          // ModelResult::hidden
-    bool every_layer_weights = true;   // false: only the traced layer's attention weights kept
-                                       //  (the others freed as their layer ends)
+    bool keep_hidden = false;             // ModelResult::hidden
+    bool every_layer_weights = true;      // false: only the traced layer's attention weights kept
+                                          //  (the others freed as their layer ends)
     const PackedModel* packed = nullptr;  // the layers' and the head's weights packed once
                                           //  (pack_model); null: packed in every projection
-    Workspace* workspace = nullptr;  // the tensors from it, so that a forward run again reuses
-                                     //  the memory of the one before; null: a workspace of its own
+    Workspace* workspace = nullptr;       // the tensors from it, so that a forward run again
+                                          //  reuses the memory of the one before; null: a
+                                          //  workspace of its own
 };
 
 // The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
