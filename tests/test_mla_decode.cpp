@@ -224,6 +224,12 @@ TEST_CASE("MLA decoding's memory counts the latent cache", "[mla-decode]") {
     const std::uint64_t paged =
         mha::mla_decode_bytes(m, 2, 5, mha::AttentionPath::Standard, 1, std::size_t(4));
     CHECK(paged - plain == 384 + 320);
+    // a latent 8 floats wider adds them to the cache and to the latents copied out for step 3
+    // (2 sequences of 5 tokens each), and to the token's kv_a and c_kv (2 sequences):
+    // (2·5·8 + 2·5·8 + 2·2·8)·4 = 768 bytes; the heads and the shared pass do not change
+    const std::uint64_t wider = mha::mla_decode_bytes(mha::seeded_mla_sizes(16, 2, 20, 4), 2, 5,
+                                                      mha::AttentionPath::Standard, 1, std::nullopt);
+    CHECK(wider - plain == 768);
     test::check_rejected("--form mla --decode 4096 -d 1024 -H 16 -b 8 --max-memory 64M",
                          "more than --max-memory");
 }
