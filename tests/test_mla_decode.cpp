@@ -147,6 +147,11 @@ TEST_CASE("the MLA decode trace shows the latent cache, its bytes and its blocks
                          Catch::Contains("k_nope, V = (C_cache[:, 0, :5] @ kv_b_proj.T)") &&
                          Catch::Contains("token 5 of 5 done; the cache holds 640 bytes of c_kv "
                                          "and k_pe"));
+    const test::RunResult explained = test::run_mha(sizes + "--form mla --decode 2 --explain --trace");
+    REQUIRE(explained.status == 0);
+    CHECK_THAT(test::flat(explained.output),
+               Catch::Contains("In MLA decoding, the new token's compressed latent and its rotated "
+                               "RoPE key are appended to the cache"));
     // B 2, T 5, S 2: 3 blocks a sequence, 6 in the pool; t = 4 is entry 2, slot 0; one slot of
     // the last blocks is unused: 2 sequences · 16 floats · 4 bytes = 128 bytes
     const test::RunResult paged =
