@@ -172,6 +172,17 @@ inline std::string temp_path(const std::string& name) {
     return "/tmp/mha-tests-" + std::to_string(getpid()) + "-" + name;
 }
 
+// The arrays a run saves (args + " --save FILE"), as bytes; the run must succeed.
+inline std::string saved_bytes(const std::string& args) {
+    const std::string path = temp_path("saved.npz");
+    const RunResult r = run_mha(args + " --save " + path);
+    CAPTURE(args, r.output);
+    REQUIRE(r.status == 0);
+    const std::string bytes = read_text(path);
+    std::remove(path.c_str());
+    return bytes;
+}
+
 // count portable values uniform in [-scale, scale): stream `stream` of seed `seed`.
 inline std::vector<float> random_values(std::size_t count, std::uint32_t stream, float scale = 1.0f,
                                         std::uint32_t seed = 7) {

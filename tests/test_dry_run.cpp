@@ -454,7 +454,8 @@ TEST_CASE("a dry run at GPT-3's and DeepSeek-V2-Lite's sizes hands out no tensor
         as<std::string>{}, "--preset gpt3", "--preset gpt3 --backward",
         "--preset gpt3 --block pre --backward", "--preset gpt3 --attention streaming --backward",
         "--preset deepseek-v2-lite --form mla", "--preset deepseek-v2-lite --form mla --backward",
-        "--preset llama3-8b --per-head --rope half --qk-norm", "--preset llama3-8b -n 64 --decode 64");
+        "--preset llama3-8b --per-head --rope half --qk-norm", "--preset llama3-8b -n 64 --decode 64",
+        "--preset deepseek-v2-lite --decode 64 --kv-block-size 16");
     CAPTURE(options);
     std::vector<std::string> words;
     std::istringstream in(options + " --shapes-only");

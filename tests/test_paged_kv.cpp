@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
-#include <cstdio>
 #include <random>
 #include <utility>
 
@@ -35,17 +34,6 @@ std::vector<std::size_t> standard_shuffle(std::size_t blocks, std::uint64_t seed
         std::swap(order[i], order[draw % n]);
     }
     return order;
-}
-
-// The saved arrays of a run, as bytes.
-std::string saved_bytes(const std::string& args) {
-    const std::string path = test::temp_path("paged.npz");
-    const test::RunResult r = test::run_mha(args + " --save " + path);
-    CAPTURE(args, r.output);
-    REQUIRE(r.status == 0);
-    const std::string bytes = test::read_text(path);
-    std::remove(path.c_str());
-    return bytes;
 }
 
 }  // namespace
@@ -156,12 +144,12 @@ TEST_CASE("paged runs save the contiguous runs' arrays byte for byte", "[paged]"
     }));
     const std::string threads = GENERATE("1", "2", "3");
     const std::string args = "-b 2 -d 16 -H 4 " + kv_heads + " " + form + " --threads " + threads;
-    const std::string plain = saved_bytes(args);
+    const std::string plain = test::saved_bytes(args);
     for (const char* paging :
          {" --kv-block-size 4", " --kv-block-size 3 --kv-pool-seed 5", " --kv-block-size 64",
           " --kv-block-size 1 --kv-pool-seed 2"}) {
         CAPTURE(paging);
-        CHECK(saved_bytes(args + paging) == plain);
+        CHECK(test::saved_bytes(args + paging) == plain);
     }
 }
 

@@ -286,6 +286,12 @@ std::string explanation(const Step& step) {
                    "attention on a sink token to say nothing. Element-wise, every column of the "
                    "concat has its own gate; head-wise, one gate per head scales its d_k columns.";
         case StepKind::Cache:
+            if (step.facts.mla) {
+                return "In MLA decoding, the new token's compressed latent and its rotated RoPE "
+                       "key are appended to the cache: one small vector shared by every head, "
+                       "instead of a key and a value per head. Each head's keys and values are "
+                       "made from the cached latents when the query needs them.";
+            }
             return "In decoding, the new token's key and value are appended to the KV cache, so "
                    "the keys and values of earlier tokens are never computed again. The new query "
                    "then attends to everything the cache holds.";

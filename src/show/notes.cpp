@@ -298,11 +298,13 @@ void mla_ledger(const MlaFacts& m, Notes& notes) {
     line("MLA (this run)", "d_c + d_R", cache.mla);
 }
 
-// The MLA form's steps: the cache, and what each form of the attention does.
+// The MLA form's steps: the cache, and what each form of the attention does (decoding's:
+// latent_token).
 void mla(const Step& step, const MlaFacts& m, Notes& notes) {
     const std::string difference =
         m.max_difference ? "; largest difference from the naive form: " + number(*m.max_difference)
                          : "";
+    if (m.latent_cache) return;
     if (m.ledger) {
         mla_ledger(m, notes);
     } else if (step.kind == StepKind::LatentUp) {
@@ -326,7 +328,54 @@ void mla(const Step& step, const MlaFacts& m, Notes& notes) {
     }
 }
 
+// A step of MLA decoding token t with the latent cache (--form mla --decode T).
+void latent_token(const Step& step, const TokenFacts& t, const MlaFacts& m, Notes& notes) {
+    const std::string token =
+        "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
+    const std::string cached = std::to_string(t.position);
+    if (step.kind == StepKind::Cache) {
+        notes.push_back(token + ": projects only x_t (B, 1, d_model) into q_t and [c_kv_t, k_pe_t]; "
+                        "the cache keeps c_kv_t (d_c = " + std::to_string(m.d_latent) +
+                        ", after its RMSNorm) and k_pe_t (d_R = " + std::to_string(m.d_rope) +
+                        "), nothing per head");
+        const std::uint64_t per_token = (std::uint64_t(m.d_latent) + m.d_rope) * sizeof(float);
+        const std::uint64_t mha = 2 * std::uint64_t(m.heads) * m.d_nope * sizeof(float);
+        notes.push_back("the cache holds " + with_commas(t.cache_bytes) + " bytes: (d_c + d_R)·4 = " +
+                        with_commas(per_token) + " bytes per token and sequence, shared by all " +
+                        std::to_string(m.heads) + " heads, against 2·h·d_h·4 = " +
+                        with_commas(mha) + " for MHA's K and V");
+        if (!step.facts.paged) {
+            notes.push_back(
+                "the cache is allocated once for all T positions: the first t are a view "
+                "into it, non-contiguous while t < T");
+        }
+        if (t.rope) {
+            notes.push_back("q_pe and k_pe_t are rotated (RoPE) to position " +
+                            std::to_string(t.position - 1) +
+                            " before k_pe_t is cached: cached keys never need rotating again");
+        }
+    } else if (step.kind == StepKind::LatentUp) {
+        notes.push_back("kv_b_proj up-projects all t = " + cached +
+                        " cached latents into every head's k_nope (B, h, t, d_h) and v "
+                        "(B, h, t, d_v), again for each token: the naive form, the same bits as "
+                        "the one-shot pass (the absorbed form would score the latents "
+                        "themselves); K = [k_nope, k_pe], k_pe one RoPE key for all heads");
+    } else if (step.kind == StepKind::Softmax) {
+        notes.push_back("one query (N = 1, at position " + std::to_string(t.position - 1) +
+                        ") against the t = " + cached +
+                        " cached positions; no causal mask needed: later tokens are not cached "
+                        "yet");
+    } else {
+        notes.push_back(token + " done; the cache holds " + with_commas(t.cache_bytes) +
+                        " bytes of c_kv and k_pe");
+    }
+}
+
 void token(const Step& step, const TokenFacts& t, Notes& notes) {
+    if (step.facts.mla && step.facts.mla->latent_cache) {
+        latent_token(step, t, *step.facts.mla, notes);
+        return;
+    }
     const std::string token =
         "token " + std::to_string(t.position) + " of " + std::to_string(t.count);
     if (step.kind == StepKind::Cache) {
@@ -398,7 +447,7 @@ void paged(const PagedFacts& p, Notes& notes) {
     const std::string S = std::to_string(p.block_size);
     notes.push_back("paged: the cache is a pool of " + std::to_string(p.pool_blocks) +
                     (p.pool_blocks == 1 ? " block" : " blocks") + " of S = " + S + " positions (" + with_commas(p.block_bytes) +
-                    " bytes of K and V each), " +
+                    (p.latent ? " bytes of c_kv and k_pe each), " : " bytes of K and V each), ") +
                     (p.in_order ? "in order" : "shuffled by --kv-pool-seed") +
                     ", and a block table for each of the B = " + std::to_string(p.sequences) +
                     " sequences");

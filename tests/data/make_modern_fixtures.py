@@ -35,6 +35,10 @@
 #
 #     /usr/bin/python3 tests/data/make_modern_fixtures.py mla-masked
 #
+# or only the MLA layer decoded token by token with its latent cache (mla_decode):
+#
+#     /usr/bin/python3 tests/data/make_modern_fixtures.py mla-decode
+#
 # Each computation is checked a second, independent way before anything is written
 # (complex multiplication for RoPE, the weight permutation between the RoPE layouts, an
 # explicit loop for the masks, float32 nn.Module forms for the layers, the absorbed form
@@ -621,6 +625,65 @@ def mla_case(name, causal, seed, E=16, d=(2, 4, 2, 6, 3), N=5):
     return module, paper, x, out, weights
 
 
+def mla_decode(sd, x, d):
+    """MLA decoded token by token with a latent cache, as DeepSeek-V2 serves it (section 2.1.2:
+    only c_kv and the decoupled RoPE key are cached): token t projects only x[:, t], appends
+    c_kv_t (after its RMSNorm) and k_pe_t (rotated to position t) to the cache, then up-projects
+    every head's k_nope and v from all the cached latents and attends with its one query, no
+    causal mask (later tokens are not cached yet). In sd's dtype. Returns the (B, T, E) output,
+    the (B, h, T, T) weights (zero above the diagonal) and the cache (B, T, d_c + d_R)."""
+    h, d_h, d_R, d_c, d_v = d
+    B, T, _ = x.shape
+    w_b = sd["kv_b_proj.weight"].view(h, d_h + d_v, d_c)
+    latents, rope_keys, outputs = [], [], []
+    weights = torch.zeros(B, h, T, T, dtype=x.dtype)
+    for t in range(T):
+        x_t = x[:, t:t + 1]                                              # (B, 1, E)
+        q = (x_t @ sd["q_proj.weight"].T).view(B, 1, h, d_h + d_R).transpose(1, 2)
+        turn = lambda part: rope(part.double(), torch.tensor([t]), 10000.0, "half").to(x.dtype)
+        q_nope, q_pe = q[..., :d_h], turn(q[..., d_h:])
+        a = x_t @ sd["kv_a_proj_with_mqa.weight"].T                      # (B, 1, d_c + d_R)
+        latents.append(rms_norm(a[..., :d_c], sd["kv_a_layernorm.weight"]))
+        rope_keys.append(turn(a[..., d_c:]))                             # rotated, then cached
+        c_kv, k_pe = torch.cat(latents, 1), torch.cat(rope_keys, 1)     # (B, t+1, d_c), (B, t+1, d_R)
+        k_nope = torch.einsum("hdc,bnc->bhnd", w_b[:, :d_h], c_kv)       # (B, h, t+1, d_h)
+        v = torch.einsum("hdc,bnc->bhnd", w_b[:, d_h:], c_kv)            # (B, h, t+1, d_v)
+        scores = (q_nope @ k_nope.transpose(-2, -1) + q_pe @ k_pe[:, None].transpose(-2, -1)) \
+            / math.sqrt(d_h + d_R)                                       # (B, h, 1, t+1)
+        p = scores.softmax(-1)
+        weights[:, :, t, :t + 1] = p[:, :, 0]
+        outputs.append((p @ v).transpose(1, 2).reshape(B, 1, h * d_v) @ sd["o_proj.weight"].T)
+    return torch.cat(outputs, 1), weights, torch.cat([c_kv, k_pe], -1)
+
+
+def write_mla_decode():
+    """tests/data/modern/mla_decode/: mla_causal's layer (same seed, sizes and x) decoded with
+    a latent cache, in float64 and float32, each checked against the one-shot causal pass."""
+    name, seed, E, d, N = "mla_decode", 1420, 16, (2, 4, 2, 6, 3), 5
+    torch.manual_seed(seed)
+    module = LatentAttention(E, *d)
+    x = torch.randn(2, N, E)
+    sd = {k: v.to(D64) for k, v in module.state_dict().items()}
+    out, weights, cache = mla_decode(sd, x.to(D64), d)
+    with torch.no_grad():
+        out32, weights32, _ = mla_decode(module.state_dict(), x, d)
+        one_shot, one_shot_weights = module(x, causal=True)
+    full, full_weights = mla_naive(sd, x.to(D64), d, True)
+    check(out, full, f"{name}: decoded vs one-shot causal: output", 1e-12)
+    check(weights, full_weights, f"{name}: decoded vs one-shot causal: weights", 1e-12)
+    check(out32, out, f"{name}: float32 decode vs float64: output")
+    check(weights32, weights, f"{name}: float32 decode vs float64: weights")
+    check(one_shot, out32, f"{name}: float32 one-shot module vs float32 decode: output")
+    check(one_shot_weights, weights32, f"{name}: float32 one-shot module vs decode: weights")
+    folder = os.path.join(OUT_DIR, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    write_npz(os.path.join(folder, "weights.npz"), module.state_dict())
+    np.save(os.path.join(folder, "query.npy"), f32(x))
+    write_npz(os.path.join(folder, "expected.npz"),
+              {"output": out, "attn_weights": weights, "latent_cache": cache})
+
+
 def mla_masked_case(name, seed, mods, files, E=16, d=(2, 4, 2, 6, 3), N=5):
     """MLA with step 8's masks and step 7's soft-cap (always causal: the window is too), from
     the float64 forms of mla_case's layer; checked naive against absorbed, and the masks
@@ -730,6 +793,7 @@ def main():
     with open(CASES_FILE, "w") as f:
         f.write("\n".join(lines) + "\n")
     write_mla_masked()
+    write_mla_decode()
 
     print_report()
 
@@ -743,6 +807,9 @@ def print_report():
 if __name__ == "__main__":
     if sys.argv[1:] == ["mla-masked"]:  # only the masked MLA folders, the rest left as they are
         write_mla_masked()
+        print_report()
+    elif sys.argv[1:] == ["mla-decode"]:  # only the decoded MLA folder
+        write_mla_decode()
         print_report()
     else:
         main()

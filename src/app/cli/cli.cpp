@@ -619,6 +619,7 @@ const std::vector<Row>& mha_table() {
         {{"--decode", 0, "T",
           "decode T tokens one at a time with a KV cache (N = T,\n"
           "causal); the last row equals the full causal pass;\n"
+          "--form mla: a cache of the latent and the RoPE key;\n"
           "--preset P --shapes-only: the model's KV cache at T in\n"
           "float32, int8 and int4, and the sequences --max-memory\n"
           "holds"},
@@ -651,9 +652,10 @@ const std::vector<Row>& mha_table() {
           "model accepts"},
          [](Config& c, const Arg& a) { c.draft_layers = parse_size(a); }},
         {{"--kv-block-size", 0, "S",
-          "page the KV cache of --decode or --prefill-chunks: a\n"
-          "pool of blocks of S positions and a block table per\n"
-          "sequence (docs/decode.md); the same bits as unpaged"},
+          "page the KV cache of --decode (MLA's latent too) or\n"
+          "--prefill-chunks: a pool of blocks of S positions and\n"
+          "a block table per sequence (docs/decode.md); the same\n"
+          "bits as unpaged"},
          [](Config& c, const Arg& a) { c.kv_block_size = parse_size(a); }},
         {{"--kv-pool-seed", 0, "N",
           "shuffle the order of --kv-block-size's blocks in the\n"

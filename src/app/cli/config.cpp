@@ -182,9 +182,23 @@ std::string fill(const std::string& message, const Config& c) {
 const std::vector<Rule<Config>>& rules() {
     static const std::vector<Rule<Config>> table = {
         // The forms of the pass.
-        {"one-form", [](const Config& c) { return c.forms.size() > 1; },
+        {"one-form",
+         [](const Config& c) {
+             const bool mla_decode = c.forms.size() == 2 && asks(c, FormChoice::Mla) &&
+                                     asks(c, FormChoice::Decode);
+             return c.forms.size() > 1 && !mla_decode;
+         },
          "--decode, --fused-qkv, --per-head, --block and --form mla are different forms of the "
-         "pass; choose one"},
+         "pass; choose one (--form mla --decode T decodes MLA with its latent cache)"},
+        {"mla-cache-options",
+         [](const Config& c) {
+             return asks(c, FormChoice::Mla) &&
+                    (!c.prefill_chunks.empty() || c.draft || !c.draft_tree.empty() ||
+                     c.kv_quant);
+         },
+         "--form mla caches its latent token by token with --decode T (paged with "
+         "--kv-block-size); it does not take --prefill-chunks, --draft, --draft-tree or "
+         "--kv-quant"},
         {"form-view", [](const Config& c) { return !refused_view(c).empty(); }, "{REFUSED_VIEW}"},
         {"mla-sizes-without-mla",
          [](const Config& c) { return (c.latent_dim || c.rope_dim) && !asks(c, FormChoice::Mla); },
@@ -554,7 +568,11 @@ void settle(Config& c) {
         c.text = read_small_file(c.text_file, std::uint64_t(16) << 20, "--text-file");
     }
     check_rules(rules(), c, fill);
-    switch (c.forms.empty() ? FormChoice::Packed : c.forms.front()) {
+    // MLA's form wins over --decode, which then decodes it with its latent cache
+    const FormChoice form = asks(c, FormChoice::Mla) ? FormChoice::Mla
+                            : c.forms.empty()        ? FormChoice::Packed
+                                                     : c.forms.front();
+    switch (form) {
         case FormChoice::Packed:
             break;
         case FormChoice::FusedQkv:
@@ -579,6 +597,11 @@ void settle(Config& c) {
             break;
         case FormChoice::Mla:
             c.form = Form::Mla;
+            c.mla_decode = asks(c, FormChoice::Decode);
+            if (c.mla_decode) {
+                if (c.decode) c.seq_len = c.decode;
+                c.causal = true;
+            }
             break;
     }
     if (c.demo_heads) c.causal = true;

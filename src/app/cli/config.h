@@ -118,6 +118,7 @@ struct Config {
     bool list_presets = false;
     std::vector<FormChoice> forms;  // the forms asked for (--form and the four below), once each
     Form form = Form::Packed;       // decided after parsing (the block wraps Packed)
+    bool mla_decode = false;        // --form mla with --decode: MLA's latent cache (settled)
     std::optional<std::size_t> decode;  // --decode T: T tokens, one at a time, with a KV cache
     std::vector<std::size_t> prefill_chunks;  // --prefill-chunks: the prompt in these chunks
     std::optional<std::size_t> draft;         // --draft K: the last K tokens a chain draft

@@ -120,16 +120,18 @@ void apply_preset(const Preset& p, const std::vector<std::string>& given, Config
     if (p.softcap > 0.0 && !c.scores.softcap) c.scores.softcap = p.softcap;
     apply_layer(p, c);
     const bool other_form = std::any_of(c.forms.begin(), c.forms.end(), [](FormChoice f) {
-        return f != FormChoice::Mla && f != FormChoice::Packed;
+        return f != FormChoice::Mla && f != FormChoice::Packed && f != FormChoice::Decode;
     });
     if (p.mla_latent > 0 && other_form) {
         throw Error("--preset " + p.name + " attends with MLA (--form mla), which "
-                    "--decode, --fused-qkv, --per-head and --block do not compute; --form packed "
+                    "--fused-qkv, --per-head and --block do not compute; --form packed "
                     "runs its sizes as plain multi-head attention");
     }
-    if (p.mla_latent > 0 &&
-        (c.forms.empty() || c.forms == std::vector<FormChoice>{FormChoice::Mla})) {
-        c.forms = {FormChoice::Mla};
+    const bool packed =
+        std::find(c.forms.begin(), c.forms.end(), FormChoice::Packed) != c.forms.end();
+    if (p.mla_latent > 0 && !packed) {  // MLA, decoded with its latent cache under --decode
+        if (std::find(c.forms.begin(), c.forms.end(), FormChoice::Mla) == c.forms.end())
+            c.forms.push_back(FormChoice::Mla);
         if (!c.latent_dim) c.latent_dim = p.mla_latent;
         if (!c.rope_dim) c.rope_dim = p.mla_rope;
     }

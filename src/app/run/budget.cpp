@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "app/run/kv_quant_options.h"
 #include "core/forms/block.h"
+#include "core/forms/mla_decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
@@ -75,6 +76,8 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
                          std::size_t threads, const std::optional<MlaSizes>& mla) {
     if (c.form == Form::Decode) return cached_form_bytes(c, s, path, threads);
+    if (c.mla_decode && mla)
+        return mla_decode_bytes(*mla, s.batch, s.seq_len, path, threads, c.kv_block_size);
     if (c.gradcheck) return reference_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each
     // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again
@@ -131,7 +134,7 @@ const char* path_name(AttentionPath path) {
 AttentionPath choose_path(const Config& c, bool streams, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (!streams || c.form == Form::Decode) return AttentionPath::Standard;
+    if (!streams || c.form == Form::Decode || c.mla_decode) return AttentionPath::Standard;
     const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
     const bool standard_fits = standard_bytes <= c.max_memory;

@@ -15,6 +15,7 @@
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/forms/mla_decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
@@ -553,10 +554,13 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
 // [nope (d_h), RoPE (d_R)]. Its values are d_v wide.
 std::size_t mla_head_width(const MlaSizes& m) { return m.d_nope + m.d_rope; }
 
-std::string mla_variant(const MlaSizes& m) {
+std::string mla_variant(const Config& c, const MlaSizes& m) {
     return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
            " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
-           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), naive and absorbed";
+           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), " +
+           (c.mla_decode ? "decoded token by token with a cache of c_kv and k_pe" +
+                               std::string(c.kv_block_size ? " in blocks" : "")
+                         : "naive and absorbed");
 }
 
 // --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
@@ -585,6 +589,7 @@ Problem build_mla_problem(const Config& c) {
     const Sizes naive = mla_naive_sizes(m, s.batch, s.seq_len);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
+    if (c.mla_decode) check_form(Form::Decode, naive, true, masks);  // before any output
     const Tensor grad_output =
         c.grad_output_path.empty()
             ? Tensor()
@@ -615,7 +620,7 @@ Problem build_mla_problem(const Config& c) {
     p.info.mla = m;
     p.info.bias = false;
     p.info.parameters = mla_parameter_count(m);
-    p.info.variant = mla_variant(m);
+    p.info.variant = mla_variant(c, m);
     p.info.total_macs = pass_macs;
     return p;
 }
@@ -658,8 +663,10 @@ Problem build_shapes(const Config& c) {
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes = mla_bytes(m, s.batch, s.seq_len, path, 1);
-        p.info.variant = mla_variant(m);
+        p.info.activation_bytes =
+            c.mla_decode ? mla_decode_bytes(m, s.batch, s.seq_len, path, 1, c.kv_block_size)
+                         : mla_bytes(m, s.batch, s.seq_len, path, 1);
+        p.info.variant = mla_variant(c, m);
     }
     p.info.total_macs = dry_tally(c, p).total_macs();
     p.info.kv_ledger = kv_ledger_of(c, s);

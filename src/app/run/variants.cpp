@@ -15,6 +15,7 @@
 #include "core/forms/decode.h"
 #include "core/forms/draft.h"
 #include "core/forms/fused_qkv.h"
+#include "core/forms/mla_decode.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/per_head.h"
 #include "core/forms/prefill.h"
@@ -45,8 +46,13 @@ ForwardResult run_pass(const Config& c, const PassProblem& p, Tracer& tracer) {
             return forward_fused_qkv(p.weights, p.inputs, p.masks, p.options, tracer);
         case Form::PerHead:
             return forward_per_head(p.weights, p.inputs, p.masks, p.options, tracer);
-        case Form::Mla:
-            return forward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer);
+        case Form::Mla: {
+            if (!c.mla_decode) return forward_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer);
+            const std::optional<KvPaging> paging =
+                kv_paging(c, p.inputs.x_q.size(0), p.inputs.x_q.size(1));
+            return decode_mla(*p.mla, p.inputs.x_q, p.masks, p.options, tracer,
+                              paging ? &*paging : nullptr);
+        }
         case Form::Packed:
             break;
     }

@@ -95,15 +95,6 @@ std::vector<std::size_t> first_rows(std::size_t n) {
     return rows;
 }
 
-// Rows of part (B, c, E) into rows [first, first + c) of all (B, T, E).
-void put_rows(const Tensor& part, std::size_t first, Tensor& all) {
-    if (any_dry(part, all)) return;
-    const std::size_t B = all.size(0), T = all.size(1), E = all.size(2), c = part.size(1);
-    for (std::size_t b = 0; b < B; ++b) {
-        std::copy(part.data() + b * c * E, part.data() + (b + 1) * c * E,
-                  all.data() + (b * T + first) * E);
-    }
-}
 
 // Draft token i's weights (B, h, 1, P + depth + 1) into row P + i of all (B, h, T, T): the
 // prefix's columns as they are, the branch's at its tokens' cache positions P + node.

@@ -19,6 +19,15 @@ Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Work
     return rows;
 }
 
+void put_rows(const Tensor& part, std::size_t first, Tensor& all) {
+    if (any_dry(part, all)) return;
+    const std::size_t B = all.size(0), T = all.size(1), E = all.size(2), c = part.size(1);
+    for (std::size_t b = 0; b < B; ++b) {
+        std::copy(part.data() + b * c * E, part.data() + (b + 1) * c * E,
+                  all.data() + (b * T + first) * E);
+    }
+}
+
 void keep_weight_rows(const Tensor& part, std::size_t first, Tensor& all) {
     if (part.empty() || all.empty() || any_dry(part, all)) return;
     const std::size_t units = all.size(0) * all.size(1), N = all.size(2), c = part.size(2),

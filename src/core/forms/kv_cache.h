@@ -16,6 +16,10 @@ namespace mha {
 // Rows [first, first + count) of x (B, T, E) as a (B, count, E) tensor of their own.
 Tensor sequence_rows(const Tensor& x, std::size_t first, std::size_t count, Workspace* workspace);
 
+// Rows of part (B, c, E) into rows [first, first + c) of all (B, T, E): a chunk's (or a
+// token's) output rows among the whole sequence's. Nothing in a dry run.
+void put_rows(const Tensor& part, std::size_t first, Tensor& all);
+
 // Rows [0, c) of each (b, h) block of part (B, h, c, m) into rows [first, first + c) of all
 // (B, h, N, N), columns [0, m): a chunk's (or a token's) weights among the whole sequence's.
 // Nothing without weights (the streaming path) or in a dry run.

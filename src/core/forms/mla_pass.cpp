@@ -20,6 +20,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/forms/mla_parts.h"
 #include "core/ops/ops.h"
 #include "core/ops/rms_norm.h"
 #include "core/pass/costs.h"
@@ -32,83 +33,6 @@
 namespace mha {
 
 namespace {
-
-// What x's projections give both forms.
-struct MlaParts {
-    Tensor queries;   // (B, N, h·(d_h + d_R))  q_proj's output, per head [q_nope, q_pe]
-    Tensor kv_a;      // (B, N, d_c + d_R)      kv_a_proj_with_mqa's output: [c_kv, k_pe]
-    Tensor latent;    // (B, N, d_c)            c_kv after the RMSNorm: what the cache keeps
-    Tensor rope_key;  // (B, N, d_R)            k_pe, rotated: cached too
-    Tensor q_pe;      // (B, h, N, d_R)         each head's q_pe, rotated
-};
-
-// A projection y (B, N, width) that passed float32's range: an Error naming its first row.
-void check_finite(const Tensor& y, const char* name) {
-    if (y.dry()) return;
-    const std::size_t width = y.size(2), seq_len = y.size(1);
-    for (std::size_t i = 0; i < y.numel(); ++i) {
-        if (!std::isfinite(y.data()[i])) {
-            const std::size_t row = i / width;
-            throw Error(std::string(name) + " overflows float32 at batch " +
-                        std::to_string(row / seq_len) + ", position " +
-                        std::to_string(row % seq_len) +
-                        ": the inputs or weights are too large for float32");
-        }
-    }
-}
-
-// Features [first, first + width) of every row of x (B, N, W), copied: (B, N, width).
-Tensor features(const Tensor& x, std::size_t first, std::size_t width, Workspace* workspace) {
-    const std::size_t rows = x.size(0) * x.size(1), W = x.size(2);
-    if (x.dry()) return new_dry(workspace, {x.size(0), x.size(1), width});
-    Tensor out = new_uninitialised(workspace, {x.size(0), x.size(1), width});
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* from = x.data() + r * W + first;
-        std::copy(from, from + width, out.data() + r * width);
-    }
-    return out;
-}
-
-// heads[..., at : at + d] = part for heads (B, h, N, ·) and part (B, h, N, d).
-void put_part(Tensor& heads, std::size_t at, const Tensor& part) {
-    if (any_dry(heads, part)) return;
-    const std::size_t rows = part.numel() / part.size(3), d = part.size(3), W = heads.size(3);
-    for (std::size_t r = 0; r < rows; ++r) {
-        std::copy(part.data() + r * d, part.data() + (r + 1) * d, heads.data() + r * W + at);
-    }
-}
-
-// The facts of MLA's steps over N tokens: its sizes, and the ledger of what each kind caches.
-MlaFacts mla_facts(const MlaSizes& m, std::size_t N, bool absorbed) {
-    return {m.heads, m.d_nope, m.d_rope, m.d_latent, m.d_v, N, ledger_kv_heads(m.heads),
-            false,   absorbed, std::nullopt};
-}
-
-// 1-2: the queries, the normed latent and the rotated RoPE parts of x (B, N, d_model).
-// `keep`, when given, receives c_kv before its RMSNorm.
-MlaParts project_parts(const MlaWeights& w, const Tensor& x, const MlaSizes& m,
-                       const ForwardOptions& o, MlaKept* keep) {
-    const std::size_t B = x.size(0), N = x.size(1), width = m.d_nope + m.d_rope;
-    Workspace* const workspace = o.workspace;
-    const Tensor input = x.contiguous();
-    MlaParts parts;
-    parts.queries = project(input, w.w_q, Tensor(), o.threads, workspace);
-    check_finite(parts.queries, "q_proj");
-    parts.kv_a = project(input, w.w_kv_a, Tensor(), o.threads, workspace);
-    check_finite(parts.kv_a, "kv_a_proj_with_mqa");
-    parts.latent = features(parts.kv_a, 0, m.d_latent, workspace);
-    if (keep) keep->latent_raw = features(parts.kv_a, 0, m.d_latent, workspace);
-    rms_norm_rows(parts.latent, w.kv_norm);
-    parts.rope_key = features(parts.kv_a, m.d_latent, m.d_rope, workspace);
-    parts.q_pe = new_uninitialised(workspace, {B, m.heads, N, m.d_rope});
-    copy_heads(HeadsCopy::IntoHeads, parts.queries, parts.q_pe, 0, m.d_nope, width, m.d_rope);
-    if (o.rope) {
-        Tensor k_pe = parts.rope_key.view({B, 1, N, m.d_rope});  // shares rope_key's storage
-        apply_rope(k_pe, *o.rope, 0);
-        apply_rope(parts.q_pe, *o.rope, 0);
-    }
-    return parts;
-}
 
 // 1, 2: the shown projections and the cached latent.
 void show_parts(const MlaParts& parts, const MlaSizes& m, PassTrace& trace) {
@@ -133,20 +57,11 @@ void show_parts(const MlaParts& parts, const MlaSizes& m, PassTrace& trace) {
     });
 }
 
-// The options of the shared steps: RoPE is done (on the d_R parts only), and no packed
-// weights belong to MLA's W_o.
-ForwardOptions shared_options(const ForwardOptions& o) {
-    ForwardOptions shared = o;
-    shared.rope.reset();
-    shared.packed = nullptr;
-    return shared;
-}
-
 // 3, 5, then the shared 6-14: the naive form, traced.
 ForwardResult run_naive(const MlaWeights& w, const MlaParts& parts, const MlaSizes& m,
                         const Masks& masks, const ForwardOptions& o, PassTrace& trace) {
     const std::size_t B = parts.latent.size(0), N = parts.latent.size(1), h = m.heads;
-    const std::size_t d_h = m.d_nope, d_R = m.d_rope, width = d_h + d_R, kv_step = d_h + m.d_v;
+    const std::size_t d_h = m.d_nope, d_R = m.d_rope, kv_step = d_h + m.d_v;
     const Sizes s = mla_naive_sizes(m, B, N);
     const Tensor kv = project(parts.latent, w.w_kv_b, Tensor(), o.threads, o.workspace);  // 3
     check_finite(kv, "kv_b_proj");
@@ -169,14 +84,9 @@ ForwardResult run_naive(const MlaWeights& w, const MlaParts& parts, const MlaSiz
         }
         return step;
     });
-    HeadTensors heads{new_uninitialised(o.workspace, {B, h, N, width}),
-                      new_uninitialised(o.workspace, {B, h, N, width}),
-                      new_uninitialised(o.workspace, {B, h, N, m.d_v})};
-    copy_heads(HeadsCopy::IntoHeads, parts.queries, heads.q, 0, 0, width, d_h);
-    put_part(heads.q, d_h, parts.q_pe);
-    copy_heads(HeadsCopy::IntoHeads, kv, heads.k, 0, 0, kv_step, d_h);
-    copy_heads(HeadsCopy::IntoHeads, parts.rope_key, heads.k, d_h, 0, 0, d_R);
-    copy_heads(HeadsCopy::IntoHeads, kv, heads.v, 0, d_h, kv_step, m.d_v);
+    KeyValueHeads kv_heads = key_value_heads(kv, parts.rope_key, m, o.workspace);
+    HeadTensors heads{query_heads(parts, m, o.workspace), std::move(kv_heads.k),
+                      std::move(kv_heads.v)};
     const auto joined = [&](const Tensor& t, Operand operand, const char* name,
                             std::string expression, const std::string& width_name,
                             std::string einops) {
@@ -327,7 +237,7 @@ MlaSizes check_mla(const MlaWeights& w, const Tensor& x, const Masks& masks,
 MlaResult mla_forward(const MlaWeights& w, const Tensor& x, const Masks& masks,
                       const ForwardOptions& options, MlaForm form) {
     const MlaSizes m = check_mla(w, x, masks, options);
-    const MlaParts parts = project_parts(w, x, m, options, nullptr);
+    const MlaParts parts = project_parts(w, x, m, options, 0);
     NullTracer none;
     PassTrace untraced(none);
     const ForwardResult r = form == MlaForm::Naive
@@ -347,7 +257,7 @@ ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& mas
                           const ForwardOptions& options, PassTrace& trace, MlaKept* keep) {
     const MlaSizes m = mla_sizes(w, options.heads);
     show_inputs(Inputs{x, x, x}, trace);  // 0
-    const MlaParts parts = project_parts(w, x, m, options, keep);
+    const MlaParts parts = project_parts(w, x, m, options, 0, keep ? &keep->latent_raw : nullptr);
     show_parts(parts, m, trace);                                          // 1, 2
     ForwardResult naive = run_naive(w, parts, m, masks, options, trace);  // 3, 5, 6-14
     const ForwardResult absorbed = run_absorbed(w, parts, m, masks, options);

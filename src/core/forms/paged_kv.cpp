@@ -88,19 +88,19 @@ std::size_t blocks_for(std::size_t length, std::size_t block_size) {
 
 KvCache::KvCache(const Sizes& s, const KvPaging* paging, Workspace* workspace)
     : sizes_(s), paging_(paging) {
-    const std::size_t B = s.batch, G = s.kv_heads, T = s.seq_len, d_k = s.d_k();
+    const std::size_t B = s.batch, G = s.kv_heads, T = s.seq_len, d_k = s.d_k(), d_v = s.d_v();
     if (!paging_) {
         k_ = new_tensor(workspace, {B, G, T, d_k});
-        v_ = new_tensor(workspace, {B, G, T, d_k});
+        v_ = new_tensor(workspace, {B, G, T, d_v});
         return;
     }
     const std::size_t S = paging_->block_size;
     if (S == 0) throw Error("a paged KV cache needs blocks of at least 1 position, not 0");
     blocks_ = blocks_for(T, S);
     check_paging(*paging_, B, blocks_);
-    checked_product({B, blocks_, G, S, d_k}, "the paged KV cache's pool");
+    checked_product({B, blocks_, G, S, d_k + d_v}, "the paged KV cache's pool");
     k_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
-    v_ = new_tensor(workspace, {B * blocks_, G, S, d_k});
+    v_ = new_tensor(workspace, {B * blocks_, G, S, d_v});
 }
 
 KvCache::KvCache(const Sizes& s, Tensor k, Tensor v)
@@ -129,8 +129,9 @@ void KvCache::write(const Tensor& k_rows, const Tensor& v_rows, std::size_t firs
 
 void KvCache::write_rows(const Tensor& projected, std::size_t first, Tensor& cache) const {
     if (any_dry(projected, cache)) return;
-    const std::size_t B = sizes_.batch, G = sizes_.kv_heads, T = sizes_.seq_len, d_k = sizes_.d_k();
+    const std::size_t B = sizes_.batch, G = sizes_.kv_heads, T = sizes_.seq_len;
     const std::size_t L = projected.size(1), S = paged() ? paging_->block_size : T;
+    const std::size_t d_k = cache.size(3);  // d_k, or d_v for the values
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t l = 0; l < L; ++l) {
             // contiguous: one block of T positions per sequence, block b
@@ -154,7 +155,8 @@ MatrixView KvCache::values(std::size_t b, std::size_t g, std::size_t length) con
 
 MatrixView KvCache::rows(const Tensor& cache, std::size_t b, std::size_t g, std::size_t length,
                          bool keys) const {
-    const std::size_t G = sizes_.kv_heads, T = sizes_.seq_len, d_k = sizes_.d_k();
+    const std::size_t G = sizes_.kv_heads, T = sizes_.seq_len;
+    const std::size_t d_k = cache.size(3);  // d_k, or d_v for the values
     if (!paged()) return {cache.data() + (b * G + g) * T * d_k, length, d_k, d_k, 1};
     Gathered& gathered = keys ? gather_scratch().keys : gather_scratch().values;
     float* into = gathered.rows.floats(std::max<std::size_t>(length, 1) * d_k);
@@ -174,21 +176,22 @@ MatrixView KvCache::rows(const Tensor& cache, std::size_t b, std::size_t g, std:
 }
 
 Tensor KvCache::all_keys(std::size_t length, Workspace* workspace) const {
-    return all_rows(k_, length, workspace);
+    return all_rows(k_, length, workspace, true);
 }
 
 Tensor KvCache::all_values(std::size_t length, Workspace* workspace) const {
-    return all_rows(v_, length, workspace);
+    return all_rows(v_, length, workspace, false);
 }
 
-Tensor KvCache::all_rows(const Tensor& cache, std::size_t length, Workspace* workspace) const {
+Tensor KvCache::all_rows(const Tensor& cache, std::size_t length, Workspace* workspace,
+                         bool keys) const {
     if (!paged()) return cache.narrow(2, 0, length);
-    const std::size_t B = sizes_.batch, G = sizes_.kv_heads, d_k = sizes_.d_k();
+    const std::size_t B = sizes_.batch, G = sizes_.kv_heads, d_k = cache.size(3);
     if (cache.dry()) return new_dry(workspace, {B, G, length, d_k});
     Tensor all = new_uninitialised(workspace, {B, G, length, d_k});
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t g = 0; g < G; ++g) {
-            const MatrixView gathered = rows(cache, b, g, length, true);
+            const MatrixView gathered = rows(cache, b, g, length, keys);
             std::copy(gathered.data, gathered.data + length * d_k,
                       all.data() + (b * G + g) * length * d_k);
         }
@@ -205,14 +208,14 @@ std::vector<std::string> KvCache::shown_dims(const std::string& kv) const {
     return {"B", kv, "t", "d_k"};
 }
 
-std::string KvCache::written(std::size_t first, std::size_t count) const {
+std::string KvCache::written(std::size_t first, std::size_t count, const std::string& name) const {
     const auto range = [](std::size_t a, std::size_t n) {
         return n == 1 ? std::to_string(a) : std::to_string(a) + ":" + std::to_string(a + n);
     };
-    if (!paged()) return "K_cache[:, :, " + range(first, count) + "]";
+    if (!paged()) return name + "_cache[:, :, " + range(first, count) + "]";
     const std::string S = std::to_string(paging_->block_size), t = range(first, count);
     const std::string positions = count == 1 ? t : "t";
-    return "K_pool[block_table[:, " + positions + " // " + S + "], :, " + positions + " % " + S +
+    return name + "_pool[block_table[:, " + positions + " // " + S + "], :, " + positions + " % " + S +
            "]" + (count == 1 ? "" : " for t in " + t);
 }
 
@@ -233,23 +236,24 @@ std::optional<PagedFacts> KvCache::facts(std::size_t first, std::size_t count) c
     facts.positions.push_back(place(0, first));
     if (count > 1) facts.positions.push_back(place(0, held - 1));
     const std::string what = "the paged KV cache's bytes";
-    facts.block_bytes = checked_product({2, sizes_.kv_heads, S, sizes_.d_k(), sizeof(float)}, what);
+    const std::size_t width = sizes_.d_k() + sizes_.d_v();  // a position's key and value
+    facts.block_bytes = checked_product({sizes_.kv_heads, S, width, sizeof(float)}, what);
     const std::size_t unused = blocks_for(held, S) * S - held;
-    facts.unused_bytes = checked_product(
-        {2, sizes_.batch, sizes_.kv_heads, unused, sizes_.d_k(), sizeof(float)}, what);
+    facts.unused_bytes =
+        checked_product({sizes_.batch, sizes_.kv_heads, unused, width, sizeof(float)}, what);
     return facts;
 }
 
 std::uint64_t paged_extra_bytes(const Sizes& s, std::size_t block_size, std::size_t threads,
                                 bool chunked) {
     const std::string what = "the memory for the paged KV cache";
-    const std::uint64_t T = s.seq_len, d_k = s.d_k();
+    const std::uint64_t T = s.seq_len, width = std::uint64_t(s.d_k()) + s.d_v();  // K and V
     const std::uint64_t unused = blocks_for(s.seq_len, block_size) * std::uint64_t(block_size) - T;
     const std::uint64_t gathered =
-        chunked ? checked_product({2, s.batch, s.kv_heads, T, d_k}, what)
-                : checked_product({2, std::max<std::size_t>(threads, 1), T, d_k}, what);
+        chunked ? checked_product({s.batch, s.kv_heads, T, width}, what)
+                : checked_product({std::max<std::size_t>(threads, 1), T, width}, what);
     const std::uint64_t floats =
-        checked_sum({checked_product({2, s.batch, s.kv_heads, unused, d_k}, what), gathered}, what);
+        checked_sum({checked_product({s.batch, s.kv_heads, unused, width}, what), gathered}, what);
     return checked_product({sizeof(float), floats}, what);
 }
 

@@ -71,6 +71,19 @@ std::size_t ledger_kv_heads(std::size_t heads) {
     return 0;
 }
 
+MlaFacts mla_facts(const MlaSizes& m, std::size_t N, bool absorbed) {
+    MlaFacts facts;
+    facts.heads = m.heads;
+    facts.d_nope = m.d_nope;
+    facts.d_rope = m.d_rope;
+    facts.d_latent = m.d_latent;
+    facts.d_v = m.d_v;
+    facts.length = N;
+    facts.gqa_kv_heads = ledger_kv_heads(m.heads);
+    facts.absorbed = absorbed;
+    return facts;
+}
+
 MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_latent,
                           std::size_t d_rope) {
     const std::size_t d_k = d_model / heads;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/pass/step.h"
 #include "core/sizes.h"
 #include "core/tensor/tensor.h"
 
@@ -49,6 +50,10 @@ CachePerToken cache_per_token(const MlaSizes& sizes, std::size_t kv_heads);
 // The GQA row of the ledger: 8 K/V heads as Llama 2 70B and DeepSeek-V2's Table 1 have them,
 // or, for fewer heads, the largest divisor of h below h other than 1; 0 when h has none.
 std::size_t ledger_kv_heads(std::size_t heads);
+
+// The facts of MLA's steps over N tokens: its sizes, and the ledger of what each kind caches
+// (a step of the absorbed form when `absorbed`).
+MlaFacts mla_facts(const MlaSizes& sizes, std::size_t seq_len, bool absorbed);
 
 // The MLA sizes seeded weights get: d_h = d_v = d_model / h, d_c and d_R as given.
 MlaSizes seeded_mla_sizes(std::size_t d_model, std::size_t heads, std::size_t d_latent,

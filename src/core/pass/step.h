@@ -81,8 +81,9 @@ struct PagedFacts {
     std::vector<std::vector<std::size_t>> tables;  // (B) each sequence's block table, its
                                                    //  entries in use: ceil(held / S)
     std::vector<PagedPosition> positions;  // sequence 0's first and last position written
-    std::uint64_t block_bytes = 0;         // one block of K and one of V: 2·G·S·d_k·4
+    std::uint64_t block_bytes = 0;         // one block of K and one of V: G·S·(d_k + d_v)·4
     std::uint64_t unused_bytes = 0;        // the last blocks' slots not written yet, all sequences
+    bool latent = false;                   // MLA's latent cache: blocks of c_kv and k_pe
 };
 
 // --kv-quant: one group quantised at a step, batch 0's first K/V head, to follow by hand.
@@ -186,6 +187,7 @@ struct MlaFacts {
     std::size_t gqa_kv_heads = 0;          // the cache ledger's GQA row, 0 for none
     bool ledger = false;                   // the cache step: MHA / GQA / MQA / MLA bytes per token
     bool absorbed = false;                 // a step of the absorbed form
+    bool latent_cache = false;             // a step of decoding with the latent cache
     std::optional<double> max_difference;  // absorbed vs naive, once computed
 };
 
