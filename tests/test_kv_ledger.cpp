@@ -305,9 +305,9 @@ TEST_CASE("a dry decode shows its first token's steps and its last's", "[ledger]
     for (const char* gone : {"token 2 of 6", "token 5 of 6"}) CHECK_THAT(out, !Catch::Contains(gone));
     // the line comes right before token 6's steps
     CHECK(out.find("leaves their 12 steps out") < out.find("token 6 of 6: projects"));
-    // two tokens: nothing to leave out
-    CHECK_THAT(test::run_mha("--preset gpt2 --shapes-only --decode 2").output,
-               Catch::Contains("token 2 of 2 done") && !Catch::Contains("leaves their"));
+    // three tokens: the lone middle one is shown, not replaced by a longer line
+    CHECK_THAT(test::run_mha("--preset gpt2 --shapes-only --decode 3").output,
+               Catch::Contains("token 2 of 3 done") && !Catch::Contains("leaves their"));
     // JSON lists the steps kept, 1 input + 2 tokens · 3, without the line
     const std::string json =
         test::run_mha("--preset gpt2 --shapes-only --decode 6 --format json").output;

@@ -14,7 +14,8 @@ void TokenElision::on_step(const Step& step) {
         token_ = step.facts.token->position;
         count_ = step.facts.token->count;
     }
-    if (token_ > 1 && token_ < count_) {
+    if (count_ >= 4 && token_ > 1 && token_ < count_) {  // a lone middle token stays: the line
+                                                         // would not be shorter
         ++left_out_;
         return;
     }

@@ -1,7 +1,7 @@
 #pragma once
-// A dry decode's trace without its middle tokens: every step of token 1 and of token T; before
-// token T's first step, a line (to the text report's stream, if given) saying that tokens
-// 2..T-1 took the same steps, and how many were left out.
+// A dry decode's trace without its middle tokens (T >= 4): every step of token 1 and of token
+// T; before token T's first step, a line (to the text report's stream, if given) saying that
+// tokens 2..T-1 took the same steps, and how many were left out.
 
 #include <cstddef>
 #include <ostream>
