@@ -46,6 +46,7 @@
 #include "show/stepper.h"
 #include "show/tee_tracer.h"
 #include "show/text_report.h"
+#include "show/token_elision.h"
 
 namespace {
 
@@ -156,17 +157,19 @@ int run_shapes_only(const mha::Config& config) {
     }
     mha::Problem problem = mha::build_shapes(config);
     const bool counted = config.step || config.format == mha::Format::Html;
-    const std::size_t steps = counted ? mha::dry_tally(config, problem).steps : 0;
+    const std::size_t steps = counted ? mha::dry_tally(config, problem, true).steps : 0;
     if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
     const std::unique_ptr<mha::Report> report = make_report(config, steps);
     report->begin(problem.info);
     mha::Workspace workspace = mha::Workspace::dry();
     problem.options.workspace = &workspace;
     const auto start = std::chrono::steady_clock::now();
+    const bool text = config.format == mha::Format::Text && !config.step;
+    mha::TokenElision shown(*report, text ? &std::cout : nullptr);  // a decode's first and last
     if (config.backward) {
-        mha::run_backward(config, problem, *report);
+        mha::run_backward(config, problem, shown);
     } else {
-        mha::run_pass(config, problem, *report);
+        mha::run_pass(config, problem, shown);
     }
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
@@ -220,7 +223,7 @@ int run(const std::vector<std::string>& args) {
     if (!config.svg_path.empty()) mha::check_writable(config.svg_path);
     mha::check_svg_size(config, problem.info);
     const bool counted = config.step || config.format == mha::Format::Html;
-    const std::size_t steps = counted ? mha::dry_tally(config, problem).steps : 0;
+    const std::size_t steps = counted ? mha::dry_tally(config, problem, true).steps : 0;
     if (config.format == mha::Format::Html) mha::check_lesson_page(config, problem.info, steps);
     if (problem.compute_first) {  // it may stop on overflow: find out before printing anything
         mha::Progress progress(problem.estimated_seconds, std::cerr, isatty(STDERR_FILENO));

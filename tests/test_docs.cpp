@@ -297,6 +297,10 @@ TEST_CASE("docs/json-schema.md lists exactly the fields the JSON trace has", "[d
         test::run_mha("--format json -b 2 -d 8 -H 2 --decode 3 --kv-block-size 2", false);
     REQUIRE(paged.status == 0);
     written.merge(matches(paged.output, std::regex("\"([A-Za-z_]+)\":")));
+    const test::RunResult ledger =
+        test::run_mha("--format json --preset gpt2 --shapes-only --decode 2 --kv-block-size 2", false);
+    REQUIRE(ledger.status == 0);
+    written.merge(matches(ledger.output, std::regex("\"([A-Za-z_]+)\":")));
     CHECK(written == documented);
     CHECK_THAT(r.output, Catch::StartsWith("{\"tool\":\"mha\",\"schema_version\":1,"));
     CHECK_THAT(page, Catch::Contains("# The JSON trace, schema version 1"));

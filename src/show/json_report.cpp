@@ -171,6 +171,50 @@ std::string output_object(const Tensor& output) {
            ",\"inf_count\":" + std::to_string(stats.inf_count) + "}";
 }
 
+// A byte count, or null when the ledger does not count it.
+std::string count_or_null(bool counted, std::uint64_t bytes) {
+    return counted ? std::to_string(bytes) : "null";
+}
+
+// float32, int8, int4 and paged: one sequence's bytes, or the sequences that fit.
+std::string ledger_totals(const KvLedger& k, const KvLedgerTotals& t) {
+    return "{\"float32\":" + std::to_string(t.float32) +
+           ",\"int8\":" + count_or_null(k.quantised, t.int8) +
+           ",\"int4\":" + count_or_null(k.quantised, t.int4) +
+           ",\"paged\":" + count_or_null(k.block_size > 0, t.paged) + "}";
+}
+
+std::string ledger_row(const KvLedger& k, const KvLedgerRow& r) {
+    const bool paged = k.block_size > 0;
+    return "{\"layers\":" + sizes(r.layers) + ",\"kv_heads\":" + std::to_string(r.kv_heads) +
+           ",\"head_dim\":" + std::to_string(r.head_dim) + ",\"latent\":" +
+           std::to_string(r.latent) + ",\"rope\":" + std::to_string(r.rope) +
+           ",\"window\":" + std::to_string(r.window) + ",\"cached\":" + std::to_string(r.cached) +
+           ",\"per_token\":" + std::to_string(r.per_token) + ",\"float32\":" +
+           std::to_string(r.float32) + ",\"int8\":" + count_or_null(k.quantised, r.int8) +
+           ",\"int4\":" + count_or_null(k.quantised, r.int4) +
+           ",\"blocks\":" + count_or_null(paged, r.blocks) +
+           ",\"paged\":" + count_or_null(paged, r.paged) +
+           ",\"unused\":" + count_or_null(paged, r.unused) + "}";
+}
+
+// --shapes-only --decode T: the KV cache ledger (docs/json-schema.md, `kv_ledger`).
+std::string ledger_object(const KvLedger& k) {
+    return "{\"model\":" + quoted(k.model) + ",\"dtype\":\"float32\",\"T\":" +
+           std::to_string(k.length) + ",\"context\":" + std::to_string(k.context) +
+           ",\"layers\":" + std::to_string(k.layers) +
+           ",\"rows\":" + array(k.rows, [&k](const KvLedgerRow& r) { return ledger_row(k, r); }) +
+           ",\"per_token\":" + std::to_string(k.per_token) +
+           ",\"quantised\":" + boolean(k.quantised) + ",\"quant_note\":" + quoted(k.quant_note) +
+           ",\"block_size\":" + std::to_string(k.block_size) +
+           ",\"mha_heads\":" + std::to_string(k.mha_heads) +
+           ",\"mha_head_dim\":" + std::to_string(k.mha_head_dim) +
+           ",\"mha_per_token\":" + std::to_string(k.mha_per_token) +
+           ",\"total\":" + ledger_totals(k, k.total) +
+           ",\"max_memory\":" + std::to_string(k.max_memory) +
+           ",\"fits\":" + ledger_totals(k, k.fits) + "}";
+}
+
 }  // namespace
 
 void JsonReport::begin(const RunInfo& info) {
@@ -190,8 +234,9 @@ void JsonReport::on_step(const Step& step) {
 void JsonReport::finish(const ForwardResult& result, double wall_ms) {
     if (info_.shapes_only) {
         out_ << "\n],\"output\":null,\"shapes_only\":{\"activation_bytes\":"
-             << info_.activation_bytes << ",\"macs\":" << info_.total_macs
-             << "},\"wall_time_ms\":" << number(wall_ms) << "}\n";
+             << info_.activation_bytes << ",\"macs\":" << info_.total_macs << "}"
+             << (info_.kv_ledger ? ",\"kv_ledger\":" + ledger_object(*info_.kv_ledger) : "")
+             << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";
         return;
     }
     out_ << "\n],\"output\":" << output_object(result.output)

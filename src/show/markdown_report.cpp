@@ -5,6 +5,7 @@
 #include "core/checked.h"
 #include "io/printable.h"
 #include "show/caption.h"
+#include "show/kv_ledger_text.h"
 #include "show/explain.h"
 #include "show/format.h"
 #include "show/notes.h"
@@ -54,6 +55,7 @@ void MarkdownReport::begin(const RunInfo& info) {
     explain_ = info.explain;
     copied_bytes_ = macs_ = 0;
     shapes_only_ = info.shapes_only;
+    ledger_ = info.kv_ledger;
     backward_ = backward_macs_text(info);
     training_ = info.shapes_only ? training_memory_text(info) : "";
     out_ << "## Multi-head attention: " << heading(info) << "\n\n"
@@ -114,6 +116,11 @@ void MarkdownReport::finish(const ForwardResult& result, double) {
         out_ << " Shapes only: nothing was computed.";
         if (!training_.empty()) out_ << " " << sentence(training_);
         out_ << "\n";
+        if (ledger_) {
+            out_ << "\n### KV cache ledger\n\n```text\n";
+            for (const std::string& line : kv_ledger_lines(*ledger_)) out_ << line << "\n";
+            out_ << "```\n";
+        }
         return;
     }
     const TensorStats stats = stats_of(result.output);

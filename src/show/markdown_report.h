@@ -7,6 +7,7 @@
 #include "show/report.h"
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ private:
     std::uint64_t copied_bytes_ = 0;
     std::uint64_t macs_ = 0;
     bool shapes_only_ = false;  // --shapes-only: there is no output to describe
+    std::optional<KvLedger> ledger_;  // --shapes-only --decode T: the KV cache ledger
     std::string backward_;      // --backward: its multiply-adds against the forward's
     std::string training_;      // --shapes-only --backward: the memory training keeps
 };

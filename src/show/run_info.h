@@ -13,16 +13,40 @@
 
 namespace mha {
 
-// --preset P --shapes-only --decode T: the KV cache of the whole model, float and quantised.
+// Layers that cache alike in a KV ledger: K and V of G heads of d_k each, or MLA's latent (one
+// vector of d_c + d_R shared by all heads), all T positions or, on a local layer, the last W.
+struct KvLedgerRow {
+    std::vector<std::size_t> layers;         // which of the model's layers, ascending
+    std::size_t kv_heads = 0, head_dim = 0;  // G, d_k; MLA: 1 and d_c + d_R
+    std::size_t latent = 0, rope = 0;        // MLA: d_c and d_R; 0 for K and V
+    std::size_t window = 0;                  // W > 0: a local layer keeps the last W tokens
+    std::size_t cached = 0;                  // the positions one such layer holds at T
+    std::uint64_t per_token = 0;             // float32 bytes one token adds to one layer
+    std::uint64_t float32 = 0, int8 = 0, int4 = 0;  // one layer's cache at T
+    std::uint64_t blocks = 0, paged = 0, unused = 0;  // --kv-block-size: one layer's blocks,
+                                                      // their bytes, the last one's unused bytes
+};
+
+// One sequence's cache over all layers (or, for `fits`, the sequences --max-memory holds).
+struct KvLedgerTotals {
+    std::uint64_t float32 = 0, int8 = 0, int4 = 0, paged = 0;
+};
+
+// --shapes-only --decode T with --preset or --config: the whole model's KV cache at T.
 struct KvLedger {
-    std::size_t layers = 0, length = 0;   // the model's layers, T
-    std::uint64_t per_token = 0;          // float K and V of one token, one layer, one sequence
-    std::uint64_t at_length = 0;          // the same at T positions
-    std::uint64_t int8 = 0, int4 = 0;     // at T, quantised with KIVI's default groups (codes,
-                                          // scales and zero points, the float residual)
-    std::uint64_t max_memory = 0;         // --max-memory
-    std::uint64_t batch_float = 0, batch_int8 = 0, batch_int4 = 0;  // the most sequences of T
-                                          // whose cache (all layers) fits in it
+    std::string model;                     // "Llama 3 8B", or the config.json read
+    std::size_t layers = 0, length = 0;    // the model's layers, T
+    std::size_t context = 0;               // the longest T the model takes
+    std::vector<KvLedgerRow> rows;         // the kinds of layer, in the order of their first layer
+    std::uint64_t per_token = 0;           // float32 bytes one token adds to all layers
+    bool quantised = true;                 // false: int8 and int4 are not shown (quant_note why)
+    std::string quant_note;                // how int8 and int4 group, or why they are not shown
+    std::size_t block_size = 0;            // --kv-block-size S; 0: not paged
+    std::size_t mha_heads = 0, mha_head_dim = 0;  // MLA: the h heads of d_h plain MHA would cache
+    std::uint64_t mha_per_token = 0;       // MLA: 2·h·d_h float32 bytes a token and layer
+    KvLedgerTotals total;                  // one sequence of T, all layers
+    std::uint64_t max_memory = 0;          // --max-memory
+    KvLedgerTotals fits;                   // the most sequences of T whose cache fits in it
 };
 
 struct RunInfo {
@@ -54,7 +78,7 @@ struct RunInfo {
     std::vector<std::string> tokens;        // --text: one per position; empty otherwise
     std::vector<std::string> head_names;    // --demo-heads: one per head; empty otherwise
     std::string variant;          // "" for the packed pass, else e.g. "pre-LN block, d_ff=64"
-    std::optional<KvLedger> kv_ledger;  // --preset --shapes-only --decode: the cache's ledger
+    std::optional<KvLedger> kv_ledger;  // --shapes-only --decode: the model's KV cache ledger
     std::optional<MlaSizes> mla;  // --form mla: its matrices replace W_q, W_k, W_v, W_o
     bool fused_qkv = false;       // --fused-qkv: W_q, W_k, W_v stacked as one W_qkv
     bool shapes_only = false;     // --shapes-only: steps without values, no output

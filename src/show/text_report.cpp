@@ -5,6 +5,7 @@
 #include "core/checked.h"
 #include "show/explain.h"
 #include "show/format.h"
+#include "show/kv_ledger_text.h"
 #include "show/notes.h"
 #include "show/summary.h"
 #include "show/text_layout.h"
@@ -208,26 +209,6 @@ void write_mask_grid(std::ostream& out, const std::vector<std::vector<bool>>& al
     }
 }
 
-namespace {
-
-// The KV cache of a preset's decode, layer by layer and for the whole model.
-std::string kv_ledger_text(const KvLedger& k) {
-    const auto model = [&](std::uint64_t layer) {
-        return with_commas(layer) + " bytes a layer, " + byte_size(layer * k.layers) +
-               " for the model";
-    };
-    return "KV cache of one sequence (" + std::to_string(k.layers) + " layers): " +
-           with_commas(k.per_token) + " bytes a token and layer in float32; at T = " +
-           std::to_string(k.length) + ": " + model(k.at_length) + "; int8: " + model(k.int8) +
-           "; int4: " + model(k.int4) +
-           " (KIVI's default groups, scales and zero points and the float residual included). "
-           "Sequences of T whose cache fits --max-memory " + byte_size(k.max_memory) + ": " +
-           with_commas(k.batch_float) + " in float32, " + with_commas(k.batch_int8) +
-           " in int8, " + with_commas(k.batch_int4) + " in int4 (the cache alone).";
-}
-
-}  // namespace
-
 void TextReport::finish(const ForwardResult& result, double wall_ms) {
     if (info_.shapes_only) {
         out_ << "\n";
@@ -245,7 +226,7 @@ void TextReport::finish(const ForwardResult& result, double wall_ms) {
                      backward),
             " ", "", "");
         if (info_.kv_ledger)
-            write_filled(out_, words_keeping_sizes(kv_ledger_text(*info_.kv_ledger)), " ", "", "");
+            for (const std::string& line : kv_ledger_lines(*info_.kv_ledger)) out_ << line << "\n";
         out_ << "wall time: " << fixed(wall_ms, 2) << " ms (shapes only)\n";
         return;
     }

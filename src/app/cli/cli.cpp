@@ -598,8 +598,9 @@ const std::vector<Row>& mha_table() {
          [](Config& c, const Arg& a) { c.tokens = parse_index_list(a, max_size, 1 << 20); }},
         {{"--config", 0, "FILE",
           "a config.json alone, with --shapes-only: that model's\n"
-          "real sizes, parameters and KV cache per layer (and with\n"
-          "--backward the activations training keeps)"},
+          "real sizes, parameters and KV cache per layer (with\n"
+          "--backward the activations training keeps, with\n"
+          "--decode T the KV cache ledger at T)"},
          [](Config& c, const Arg& a) { c.config_path = parse_path(a); }},
         {{"--layer", 0, "L",
           "the layer the trace, heatmap, summary, SVG and --save\n"
@@ -620,8 +621,10 @@ const std::vector<Row>& mha_table() {
           "decode T tokens one at a time with a KV cache (N = T,\n"
           "causal); the last row equals the full causal pass;\n"
           "--form mla: a cache of the latent and the RoPE key;\n"
-          "--preset P --shapes-only: the model's KV cache at T in\n"
-          "float32, int8 and int4, and the sequences --max-memory\n"
+          "--shapes-only with --preset P or --config FILE: the\n"
+          "model's KV cache ledger at T, layer by layer (local\n"
+          "layers, MLA's latent) in float32, int8 and int4, paged\n"
+          "with --kv-block-size, and the sequences --max-memory\n"
           "holds"},
          [](Config& c, const Arg& a) {
              c.decode = parse_size(a);

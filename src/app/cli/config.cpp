@@ -130,14 +130,21 @@ std::string refused_view(const Config& c) {
     return "";
 }
 
-// --model decides the sizes, weights, bias, mask and form: any option that sets one of them.
+// --config FILE --shapes-only --decode T: the ledger of that model's KV cache at T.
+bool config_ledger(const Config& c) {
+    return !c.config_path.empty() && c.shapes_only && c.decode &&
+           c.forms == std::vector<FormChoice>{FormChoice::Decode};
+}
+
+// --model decides the sizes, weights, bias, mask and form: any option that sets one of them
+// (--config's ledger asks for --decode's form).
 bool overrides_model(const Config& c) {
     return c.batch || c.seq_len || c.kv_len || c.d_model || c.heads || c.kv_heads ||
            c.seed != 0 || c.causal || !c.bias || c.random_bias || !c.weights_path.empty() ||
            !c.input_path.empty() || !c.key_path.empty() || !c.mask_path.empty() ||
            !c.key_padding_mask_path.empty() || c.mask_means || c.zero_masked_rows || c.attention ||
            c.demo_heads || c.ablate_head || c.no_scale || c.add_zero_attn || !c.preset.empty() ||
-           !c.forms.empty() || c.d_ff || !c.compare_heads.empty();
+           (!c.forms.empty() && !config_ledger(c)) || c.d_ff || !c.compare_heads.empty();
 }
 
 // The options given that change what a trained layer computes, by their flags: RoPE, QK-norm,

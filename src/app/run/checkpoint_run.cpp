@@ -11,6 +11,7 @@
 #include "app/cli/terminal.h"
 #include "app/run/after_run.h"
 #include "app/run/checkpoint_sources.h"
+#include "app/run/kv_ledger.h"
 #include "app/run/lesson_page.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
@@ -417,6 +418,11 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     Tally tally;
     forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
     info.total_macs = tally.total_macs();
+    if (c.decode) {
+        LedgerModel model = config_ledger_model(cf);
+        model.name = sanitized(path);
+        info.kv_ledger = kv_ledger(model, ledger_settings(c, *c.decode));
+    }
     if (c.format == Format::Html) check_lesson_page(c, info, tally.steps);
     const std::unique_ptr<Report> report = report_for(c.step ? tally.steps : 0);
     report->begin(info);

@@ -669,7 +669,7 @@ Problem build_shapes(const Config& c) {
         p.info.variant = mla_variant(c, m);
     }
     p.info.total_macs = dry_tally(c, p).total_macs();
-    p.info.kv_ledger = kv_ledger_of(c, s);
+    p.info.kv_ledger = kv_ledger_of(c, s, mla);
     if (c.backward) describe_backward(p.info, c, p);
     return p;
 }

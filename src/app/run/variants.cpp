@@ -21,6 +21,7 @@
 #include "core/forms/prefill.h"
 #include "core/tensor/workspace.h"
 #include "io/dry.h"
+#include "show/token_elision.h"
 #include "core/pass/shape_checks.h"
 
 namespace mha {
@@ -129,16 +130,18 @@ PassProblem without_values(const PassProblem& p) {
     return d;
 }
 
-Tally dry_tally(const Config& c, const PassProblem& p) {
+Tally dry_tally(const Config& c, const PassProblem& p, bool elide_tokens) {
     PassProblem d = without_values(p);
     Workspace workspace = Workspace::dry();
     d.options.workspace = &workspace;
     d.options.threads = 1;
     Tally tally;
+    TokenElision elided(tally, nullptr);
+    Tracer& tracer = elide_tokens ? static_cast<Tracer&>(elided) : tally;
     if (c.backward) {
-        run_backward(c, d, tally);
+        run_backward(c, d, tracer);
     } else {
-        run_pass(c, d, tally);
+        run_pass(c, d, tracer);
     }
     return tally;
 }

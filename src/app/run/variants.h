@@ -44,7 +44,8 @@ struct ComputedRun {
 ComputedRun run_backward(const Config& config, const PassProblem& problem, Tracer& tracer);
 
 // The run's steps and multiply-adds (with --backward, the backward's too), counted by running
-// it dry: the problem's tensors without their values, in a dry workspace.
-Tally dry_tally(const Config& config, const PassProblem& problem);
+// it dry: the problem's tensors without their values, in a dry workspace. With elide_tokens,
+// the steps a dry decode shows (show/token_elision.h) and their multiply-adds.
+Tally dry_tally(const Config& config, const PassProblem& problem, bool elide_tokens = false);
 
 }  // namespace mha
