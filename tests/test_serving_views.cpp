@@ -208,7 +208,7 @@ TEST_CASE("--step counts the decode lab's steps as the run shows them, and walks
           "[serving-views][step]") {
     for (const std::string& options : lab_runs) {
         CAPTURE(options);
-        const Config config = parse_args(words_of("-t 1" + options));
+        const Config config = parse_args(words_of("--step -t 1" + options));
         const Problem problem = build_problem(config);
         const std::size_t total = dry_tally(config, problem).steps;
         REQUIRE(total == trace_list(options).size());

@@ -126,15 +126,17 @@ const char* path_name(AttentionPath path) {
 }
 
 // --attention, or auto. Every form can stream (every normaliser that `streams`). Auto takes the
-// standard path for a normaliser the streaming path lacks, when decoding
-// (one query per unit would fill one of the fused tile's query lanes; measured slower),
+// standard path for a normaliser the streaming path lacks, when decoding one token at a time
+// (one query per unit would fill one of the fused tile's query lanes; measured slower; chunked
+// prefill's chunks are many queries, and stream as the one-shot pass does),
 // or when a view needs the weights, or when --save would write them or something shows them
 // (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
 // fits (small sizes, where the streaming tiles are the larger allocation).
 AttentionPath choose_path(const Config& c, bool streams, std::uint64_t standard_bytes,
                           std::uint64_t streaming_bytes) {
     if (c.attention) return *c.attention;
-    if (!streams || c.form == Form::Decode || c.mla_decode) return AttentionPath::Standard;
+    const bool one_query = (c.form == Form::Decode && c.prefill_chunks.empty()) || c.mla_decode;
+    if (!streams || one_query) return AttentionPath::Standard;
     const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
     const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
     const bool standard_fits = standard_bytes <= c.max_memory;
