@@ -19,7 +19,9 @@
 #include "helpers.h"
 #include "io/checkpoint/config.h"
 #include "io/checkpoint/load.h"
+#include "io/json.h"
 #include "io/npy.h"
+#include "schema_checker.h"
 #include "xml_checker.h"
 
 namespace {
@@ -458,4 +460,23 @@ TEST_CASE("--format html draws a checkpoint's layer, its heads and where its num
     CHECK(test::XmlChecker(shapes).well_formed());
     CHECK_THAT(shapes, Catch::Contains("nothing to draw") && Catch::Contains("Read from <code>"));
     fs::remove_all(dir);
+}
+
+TEST_CASE("a whole model's JSON trace, its final norm and LM head (steps 22 and 23) included, "
+          "is valid by docs/trace.schema.json",
+          "[checkpoint][json]") {
+    const mha::json::Value schema =
+        mha::json::parse(test::read_text("../docs/trace.schema.json"), "trace.schema.json");
+    const test::SchemaChecker checker(schema);
+    for (const std::string& run :
+         {std::string("--config data/checkpoints/gemma3/config.json --shapes-only"),
+          std::string("--checkpoint data/checkpoints/gemma3 --tokens 1,2,3"),
+          std::string("--checkpoint data/checkpoints/gpt2 --tokens 1,2,3")}) {
+        CAPTURE(run);
+        const test::RunResult r = test::run_mha(run + " --format json", false);
+        REQUIRE(r.status == 0);
+        const mha::json::Value document = mha::json::parse(r.output, "the JSON trace");
+        CHECK(checker.broken(document) == std::vector<std::string>{});
+        CHECK_THAT(r.output, Catch::Contains("\"step\":23"));
+    }
 }

@@ -161,9 +161,9 @@ TEST_CASE("the schema checker finds a broken rule", "[serving-views][json]") {
         json::parse(test::read_text("../docs/trace.schema.json"), "trace.schema.json");
     const test::RunResult r = test::run_mha("--format json -b 1 -n 2 -d 4 -H 1", false);
     const std::string broken = std::regex_replace(r.output, std::regex("\\{\"step\":0,"),
-                                                  "{\"step\":22,", std::regex_constants::format_first_only);
+                                                  "{\"step\":24,", std::regex_constants::format_first_only);
     CHECK(test::SchemaChecker(schema).broken(json::parse(broken, "broken")) ==
-          std::vector<std::string>{"$.steps[0].step: above the maximum 21"});
+          std::vector<std::string>{"$.steps[0].step: above the maximum 23"});
 }
 
 TEST_CASE("--format markdown: a row per step of the decode lab, its notes, each mask grid",
