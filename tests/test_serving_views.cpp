@@ -19,6 +19,7 @@
 #include "helpers.h"
 #include "io/json.h"
 #include "schema_checker.h"
+#include "svg_rendering.h"
 #include "show/kv_pool_picture.h"
 #include "show/stepper.h"
 #include "xml_checker.h"
@@ -318,23 +319,12 @@ TEST_CASE("the memory picture renders in librsvg and ImageMagick: every slot its
     // the slots: 18 px strips, filled in a sequence's colour or white
     static const std::regex slot("<rect x=\"([0-9]+)\" y=\"([0-9]+)\" width=\"([0-9]+)\" "
                                  "height=\"18\" fill=\"#([0-9a-f]{6})\"");
-    const std::pair<std::string, std::string> renderers[] = {
-        {"librsvg", "rsvg-convert -o " + png + " " + svg_path + " && convert-im6.q16 " + png +
-                        " -depth 8 " + ppm},
-        {"ImageMagick", "convert-im6.q16 " + svg_path + " -depth 8 " + ppm}};
-    for (const auto& [renderer, command] : renderers) {
+    for (const auto& [renderer, command] : test::svg_renderers(svg_path, png, ppm)) {
         CAPTURE(renderer);
         const test::RunResult run = test::run_command(command + " 2>&1");
         CHECK(run.output.empty());
         REQUIRE(run.status == 0);
-        std::istringstream in(test::read_text(ppm));
-        std::string magic;
-        std::size_t width = 0, height = 0;
-        int maxval = 0;
-        in >> magic >> width >> height >> maxval;
-        in.get();
-        std::vector<unsigned char> rgb(width * height * 3);
-        in.read(reinterpret_cast<char*>(rgb.data()), std::streamsize(rgb.size()));
+        const test::Image image = test::read_ppm(ppm);
         std::size_t slots = 0, wrong = 0;
         for (auto it = std::sregex_iterator(svg.begin(), svg.end(), slot);
              it != std::sregex_iterator(); ++it, ++slots) {
@@ -343,7 +333,7 @@ TEST_CASE("the memory picture renders in librsvg and ImageMagick: every slot its
             const std::string fill = (*it)[4];
             for (std::size_t c = 0; c < 3; ++c) {
                 const int expected = std::stoi(fill.substr(2 * c, 2), nullptr, 16);
-                wrong += std::abs(int(rgb[(y * width + x) * 3 + c]) - expected) > 24;
+                wrong += std::abs(image.at(x, y, c) - expected) > 24;
             }
         }
         CHECK(slots == 3 * 3 * 2);  // 3 sequences of ceil(5 / 2) = 3 blocks of 2 slots

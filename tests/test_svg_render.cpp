@@ -6,36 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "svg_rendering.h"
 
 namespace {
 
 constexpr int colour_tolerance = 24;  // per channel, at a cell's centre
 // a masked cell's interior, mean of the three channels: white gaps and #b0b0b0 lines
 constexpr double hatched_darkest_mean = 190, hatched_lightest_mean = 250;
-
-struct Image {
-    std::size_t width = 0, height = 0;
-    std::vector<unsigned char> rgb;  // (height, width, 3)
-    int at(std::size_t x, std::size_t y, std::size_t channel) const {
-        return rgb[(y * width + x) * 3 + channel];
-    }
-};
-
-// A binary PPM (P6, maxval 255), as convert-im6.q16 writes it.
-Image read_ppm(const std::string& path) {
-    std::istringstream in(test::read_text(path));
-    std::string magic;
-    int maxval = 0;
-    Image image;
-    in >> magic >> image.width >> image.height >> maxval;
-    REQUIRE(magic == "P6");
-    REQUIRE(maxval == 255);
-    in.get();
-    image.rgb.resize(image.width * image.height * 3);
-    in.read(reinterpret_cast<char*>(image.rgb.data()), std::streamsize(image.rgb.size()));
-    REQUIRE(in.gcount() == std::streamsize(image.rgb.size()));
-    return image;
-}
 
 struct Cell {
     double x, y, size;
@@ -68,7 +45,7 @@ double scale_of(const std::string& svg) {
 }
 
 // How many cells the renderer drew wrong; each one is reported.
-std::size_t wrong_cells(const Image& image, const std::vector<Cell>& cells, double scale,
+std::size_t wrong_cells(const test::Image& image, const std::vector<Cell>& cells, double scale,
                         const std::string& renderer) {
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -140,16 +117,12 @@ TEST_CASE("the SVG renders the same in librsvg and ImageMagick: cells, masks, pa
     REQUIRE(cells.size() >= 100);
     REQUIRE(std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.masked; }) > 10);
 
-    const std::pair<std::string, std::string> renderers[] = {
-        {"librsvg", "rsvg-convert -o " + png + " " + svg_path + " && convert-im6.q16 " + png +
-                        " -depth 8 " + ppm},
-        {"ImageMagick", "convert-im6.q16 " + svg_path + " -depth 8 " + ppm}};
-    for (const auto& [renderer, command] : renderers) {
+    for (const auto& [renderer, command] : test::svg_renderers(svg_path, png, ppm)) {
         CAPTURE(renderer);
         const test::RunResult run = test::run_command(command + " 2>&1");
         CHECK(run.output.empty());  // ImageMagick's complaints ("nested too deeply") included
         REQUIRE(run.status == 0);
-        CHECK(wrong_cells(read_ppm(ppm), cells, scale_of(svg), renderer) == 0);
+        CHECK(wrong_cells(test::read_ppm(ppm), cells, scale_of(svg), renderer) == 0);
     }
     for (const std::string& path : {svg_path, png, ppm}) std::remove(path.c_str());
 }
