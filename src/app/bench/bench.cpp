@@ -207,7 +207,8 @@ const std::vector<Option<BenchOptions>>& bench_table() {
           "for 25 ms then a timed one (a run of 0.25 s or more\n"
           "timed as it comes), a 0.15 s pause after each; tight,\n"
           "each engine's runs back to back after a warm-up, the\n"
-          "engines alternating in up to three blocks"},
+          "engines alternating in up to three blocks, a 0.15 s\n"
+          "pause before each"},
          [](BenchOptions& o, const Arg& a) { o.timing = parse_timing(a); }},
         {{"--checkpoint", 0, "DIR",
           "time the whole forward to logits of a Hugging Face\n"
@@ -421,7 +422,7 @@ Row measure_with_torch(const BenchSize& size, const BenchOptions& o, std::size_t
         }
     }
     const std::vector<std::vector<double>> times =
-        time_engines(engines, o.repeat, o.timing, o.timing == Timing::Turns);
+        time_engines(engines, o.repeat, o.timing, o.timing == Timing::Turns || !torch.empty());
     row.ms = spread_of(times[0]);
     row.ms_one = spread_of(times[1]);
     row.faults = faults / runs;

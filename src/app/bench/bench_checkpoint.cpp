@@ -168,7 +168,7 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& p
         }
     }
     const std::vector<std::vector<double>> times =
-        time_engines(engines, o.repeat, o.timing, o.timing == Timing::Turns && !torch.empty());
+        time_engines(engines, o.repeat, o.timing, !torch.empty());
     row.ms = spread_of(times[0]);
     if (torch.empty()) return;
     for (std::size_t i = 0; i < candidates.size(); ++i) candidates[i].times = times[1 + i];

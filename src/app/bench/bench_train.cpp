@@ -216,7 +216,7 @@ void run_train_bench(const TrainBenchOptions& o) {
     mha_all.step_ms();  // warm-up: the pool's threads, the first touch of every buffer
     mha_one.step_ms();
     const std::vector<std::vector<double>> times =
-        time_engines(runs, o.repeat, o.timing, o.compare_torch && o.timing == Timing::Turns);
+        time_engines(runs, o.repeat, o.timing, o.compare_torch);
     for (std::size_t e = 0; e < engines.size(); ++e) engines[e].times = times[e];
     const double macs = step_macs(model, s);
     if (o.json)

@@ -39,7 +39,7 @@ std::string timing_name(Timing timing) { return timing == Timing::Tight ? "tight
 std::string timing_note(Timing timing) {
     if (timing == Timing::Tight)
         return "--timing tight: each engine\nran its runs back to back after untimed runs for "
-               "25 ms, the engines alternating in up to\nthree blocks, no pause between them";
+               "25 ms, the engines alternating in up to\nthree blocks, a 0.15 s pause before each block";
     return "--timing turns: the engines\ntook turns, round after round, a 0.15 s pause after "
            "every turn; a turn is untimed runs for\n25 ms, then one timed (a run of 0.25 s or "
            "more is timed as it comes)";
@@ -82,6 +82,7 @@ std::vector<std::vector<double>> time_engines(
     }
     for (const std::size_t block : tight_block_sizes(repeat)) {
         for (std::size_t e = 0; e < engines.size(); ++e) {
+            if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(150));
             warm_up(engines[e]);
             for (std::size_t r = 0; r < block; ++r) times[e].push_back(engines[e]());
         }

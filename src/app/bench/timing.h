@@ -20,7 +20,9 @@ struct Spread {
 // How engines that are compared share the machine (--timing):
 //   Turns  round after round, each engine one warmed turn (turn_ms), a pause after each;
 //   Tight  in alternating blocks, each engine warmed once (warm_up) then its block's runs
-//          back to back, no pause: what a training loop or a forward over many layers sees.
+//          back to back, no pause between them: what a training loop or a forward over many
+//          layers sees. A pause comes before each block (with `pause`), so that no engine's
+//          block starts while the last one's idle threads still poll.
 enum class Timing { Turns, Tight };
 
 // --timing's value: "turns" or "tight"; a near miss gets a did-you-mean.
@@ -53,7 +55,10 @@ constexpr std::size_t tight_blocks = 3;
 std::vector<std::size_t> tight_block_sizes(std::size_t repeat);
 
 // Every engine's `repeat` timed runs (ms), in engine order, taken as `timing` says; `pause`
-// (Turns only) sleeps 0.15 s after every turn. Each engine is a function that runs once and
+// sleeps 0.15 s after every turn (Turns) or before every block (Tight). Tight without it, an
+// engine's block began while the OpenBLAS threads of the PyTorch process timed before it
+// still polled: mha's 2-thread forward at (1, 128, 512, 8) took 5.30 ms (median of 5, min
+// 2.50) and its 1-thread one 5.89 ms, on the idle machine, 2026-12-07. Each engine is a function that runs once and
 // returns its ms.
 std::vector<std::vector<double>> time_engines(
     const std::vector<std::function<double()>>& engines, std::size_t repeat, Timing timing,
