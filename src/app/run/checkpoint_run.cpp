@@ -13,6 +13,7 @@
 #include "app/run/checkpoint_sources.h"
 #include "app/run/kv_ledger.h"
 #include "app/run/lesson_page.h"
+#include "app/run/model_run.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -25,7 +26,6 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
-#include "tokenize/load.h"
 #include "show/format.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
@@ -35,6 +35,7 @@
 #include "show/svg.h"
 #include "show/tee_tracer.h"
 #include "show/text_layout.h"
+#include "tokenize/load.h"
 
 namespace mha {
 
@@ -42,10 +43,7 @@ namespace {
 
 namespace ck = checkpoint;
 
-constexpr std::size_t predictions_shown = 5;
 constexpr std::uint64_t head_chunk_bytes = std::uint64_t(16) << 20;  // an LM-head chunk's rows
-
-std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
 
 // Rows of the LM head read at once: about head_chunk_bytes of float32, at least one row.
 std::size_t head_chunk(const ck::Config& c) {
@@ -152,7 +150,7 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
     const std::uint64_t row = checked_product({cf.hidden_size, sizeof(float)}, what);
     w.prompt = checked_product({row, distinct + (cf.rope ? 0 : n) + 2}, what);
     const Sizes s = layer_sizes(cf, n);
-    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, run_threads(c)),
+    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, model_run_threads(c)),
                           block_bytes(s, 2 * cf.intermediate_size)},
                          what);
     const std::uint64_t logits = checked_product({n, cf.vocab_size, sizeof(float)}, what);
@@ -232,7 +230,7 @@ RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string
     info.head_dim = cf.head_dim;
     info.bias = cf.qkv_bias;
     info.causal = true;
-    info.threads = run_threads(c);
+    info.threads = model_run_threads(c);
     info.kernels = kernel_variant_name();
     info.weights_source = source + " (" + cf.model_type + ")";
     info.inputs_source = "--tokens, " + std::to_string(n) + " token" + (n == 1 ? "" : "s");
@@ -257,14 +255,11 @@ void print_next_tokens(std::ostream& out, const Tensor& logits) {
     write_filled(out, pieces, "   ", "next token: ", "            ");
 }
 
-std::string every_layer_title(const Config& c) {
-    if (c.mean_view) return "every layer's mean over heads";
-    return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
-}
-
 // "attention weights of layer 1" with --layer, else "every layer's heads" or the chosen ones.
 std::string views_title(const Config& c, std::size_t layer) {
-    return c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c);
+    if (c.layer) return "attention weights of layer " + std::to_string(layer);
+    if (c.mean_view) return "every layer's mean over heads";
+    return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
 }
 
 // The maps the views draw: the --layer layer's chosen heads, else every layer's.
@@ -475,7 +470,7 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     pass.keep_hidden = !c.save_path.empty();
     pass.every_layer_weights = shows_every_layer(c);
     const ModelResult r =
-        forward_model(prompt.model, source, prompt.rows, layer, run_threads(c), tracer, pass);
+        forward_model(prompt.model, source, prompt.rows, layer, model_run_threads(c), tracer, pass);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     ForwardResult shown;
