@@ -114,9 +114,15 @@ COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run
                                     src/app/classroom/*.cpp src/app/bench/*.cpp)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_OPT := $(COLD_OPT)
 
-# The slowest units to compile (kernels.cpp about 20 s at -O3, backward.cpp 10 s) start
-# first, so that no core compiles one of them alone at the end; the links keep their order.
-FIRST_OBJ := $(BUILD)/src/core/kernels/kernels.o $(BUILD)/src/core/backward/backward.o
+# The slowest units to compile start first, the slowest first (processor seconds at the
+# defaults: io/ 25, core/forms/ 25, kernels.cpp 19, tokenize/ 15, core/pass/ 13, app/train/
+# 12, backward.cpp 10, core/backward/ 10; the rest under 10 each), so that the two cores
+# finish together and no core compiles a large one alone at the end; the links keep their
+# order. UNITY=0 starts with the two files.
+FIRST_UNITS := src/io src/core/forms src/core/kernels/kernels.cpp src/tokenize src/core/pass \
+               src/app/train src/core/backward/backward.cpp src/core/backward
+FIRST_OBJ := $(foreach u,$(FIRST_UNITS),$(if $(filter %.cpp,$u),$(BUILD)/$(u:.cpp=.o),\
+                                         $(if $(filter $u,$(UNITY_ROOMS)),$(call unity_obj,$u))))
 
 CATCH2_HEADER := /usr/include/catch2/catch.hpp
 
