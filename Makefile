@@ -159,9 +159,9 @@ $(BUILD)/%.o: %.cpp
 	@$(progress)
 	$(Q)$(compile)
 
-# g++ takes every file a unit includes after its first for a header, and warns when a lambda
-# of a template there captures a type of the file's anonymous namespace (-Wsubobject-linkage,
-# which clang++ has not): true of a header shared by files, not of these
+# g++ takes the files a unit includes for headers, and warns when a lambda of a template
+# there captures a type of the file's anonymous namespace (-Wsubobject-linkage, which clang++
+# has not): a fault in a header that several files include, not in these
 UNITY_WARNINGS := $(if $(findstring clang,$(shell $(CXX) --version)),,-Wno-subobject-linkage)
 $(UNITY_OBJ): WARNINGS += $(UNITY_WARNINGS)
 $(UNITY_OBJ): $(BUILD)/unity/%.o: $(BUILD)/unity/%.cpp
