@@ -15,7 +15,9 @@
 
 #include "core/error.h"
 #include "core/forms/model.h"
+#include "core/forms/speculate.h"
 #include "core/position/rope.h"
+#include "greedy_decoding.h"
 #include "helpers.h"
 #include "io/checkpoint/config.h"
 #include "io/checkpoint/load.h"
@@ -83,6 +85,20 @@ void copy_checkpoint(const fs::path& dir, const std::string& tokenizer,
         fs::copy_file(fs::path("data/checkpoints/gpt2") / file, dir / file);
     for (const std::string& file : tokenizer_files)
         fs::copy_file(fs::path("data/tokenizers") / tokenizer / file, dir / file);
+}
+
+// The ids an int64 array holds.
+std::vector<std::size_t> ids_of(const mha::npy::Array& array) {
+    std::vector<std::size_t> ids;
+    for (double id : array.values) ids.push_back(std::size_t(id));
+    return ids;
+}
+
+// "17, 42, 5": ids as the acceptance and --tokens write them, with `separator` between.
+std::string id_list(const std::vector<std::size_t>& ids, const std::string& separator = ", ") {
+    std::string text;
+    for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? separator : "") + std::to_string(ids[i]);
+    return text;
 }
 
 std::size_t count_of(const std::string& text, const std::string& piece) {
@@ -479,4 +495,162 @@ TEST_CASE("a whole model's JSON trace, its final norm and LM head (steps 22 and 
         CHECK(checker.broken(document) == std::vector<std::string>{});
         CHECK_THAT(r.output, Catch::Contains("\"step\":23"));
     }
+}
+
+TEST_CASE("an early-exit draft on a checkpoint drafts, verifies and accepts as the PyTorch "
+          "reference does",
+          "[checkpoint][draft]") {
+    // draft.npz (make_fixtures.py): the reference's greedy tokens of the first L layers, of the
+    // whole model over the prompt and the draft, and of the whole model a token at a time
+    for (const char* name : {"gpt2", "llama2", "gemma2"}) {
+        INFO(name);
+        const Arrays d = mha::npy::read_npz(checkpoints + name + "/draft.npz");
+        const ck::Checkpoint checkpoint = ck::open_checkpoint(checkpoints + name, mha::Ledger());
+        const mha::Ledger ledger;
+        const mha::EarlyExits exits = ck::early_exits(checkpoint, 7, ledger, 2);
+        const std::vector<std::size_t> prompt = ids_of(d.at("prompt"));
+        const std::vector<std::size_t> drafted = ids_of(d.at("drafted"));
+        const mha::GreedyAcceptance a =
+            mha::greedy_acceptance(exits, prompt, ids_of(d.at("draft_layers"))[0], drafted.size());
+        CHECK(a.drafted == drafted);
+        CHECK(a.verified == ids_of(d.at("verified")));
+        CHECK(a.accepted == ids_of(d.at("accepted"))[0]);
+        CHECK(test::greedy_decoding(exits, prompt, exits.layers, drafted.size() + 1) ==
+              ids_of(d.at("decoded")));
+    }
+}
+
+TEST_CASE("on a checkpoint, what the draft's acceptance keeps is greedy decoding's",
+          "[checkpoint][draft]") {
+    // every early exit of GPT-2 (2 layers) and Gemma 2 (3 layers) on another prompt: the draft is
+    // greedy decoding with its layers; verified[i] is the whole model's greedy token after the
+    // prompt and the first i guesses, decoded alone; what is kept is greedy decoding's
+    const std::vector<std::size_t> prompt = {3, 1, 4, 1, 5, 9, 2};
+    const std::size_t K = 5;
+    for (const char* name : {"gpt2", "gemma2"}) {
+        const ck::Checkpoint checkpoint = ck::open_checkpoint(checkpoints + name, mha::Ledger());
+        const mha::Ledger ledger;
+        const mha::EarlyExits exits = ck::early_exits(checkpoint, 5, ledger, 1);
+        for (std::size_t L = 1; L < exits.layers; ++L) {
+            INFO(name << ", a draft of " << L << " layers");
+            const mha::GreedyAcceptance a = mha::greedy_acceptance(exits, prompt, L, K);
+            CHECK(test::greedy_decoding(exits, prompt, L, K) == a.drafted);
+            for (std::size_t i = 0; i <= K; ++i) {
+                std::vector<std::size_t> before = prompt;
+                before.insert(before.end(), a.drafted.begin(), a.drafted.begin() + std::ptrdiff_t(i));
+                CHECK(test::greedy_decoding(exits, before, exits.layers, 1)[0] == a.verified[i]);
+            }
+            std::vector<std::size_t> kept(a.drafted.begin(),
+                                          a.drafted.begin() + std::ptrdiff_t(a.accepted));
+            kept.push_back(a.verified[a.accepted]);
+            CHECK(test::greedy_decoding(exits, prompt, exits.layers, a.accepted + 1) == kept);
+        }
+        REQUIRE_THROWS_WITH(mha::greedy_acceptance(exits, prompt, 0, K),
+                            "an early-exit draft of 0 layers of a " +
+                                std::to_string(exits.layers) + "-layer model; the draft takes 1 "
+                                "to " + std::to_string(exits.layers - 1) +
+                                " layers, fewer than the model it drafts for");
+        REQUIRE_THROWS_WITH(mha::greedy_acceptance(exits, prompt, 1, exits.context),
+                            "a text of 7 tokens and a draft of " +
+                                std::to_string(exits.context) + " need " +
+                                std::to_string(exits.context + 7) +
+                                " positions; the model's context is " +
+                                std::to_string(exits.context));
+    }
+}
+
+TEST_CASE("--checkpoint DIR --draft K --draft-layers L prints the reference's acceptance",
+          "[checkpoint][draft]") {
+    for (const char* name : {"gpt2", "llama2", "gemma2"}) {
+        INFO(name);
+        const Arrays d = mha::npy::read_npz(checkpoints + name + "/draft.npz");
+        const std::vector<std::size_t> drafted = ids_of(d.at("drafted"));
+        const test::RunResult r = test::run_mha(
+            "--checkpoint data/checkpoints/" + std::string(name) + " --tokens " +
+            id_list(ids_of(d.at("prompt")), ",") + " --draft " + std::to_string(drafted.size()) +
+            " --draft-layers " + std::to_string(ids_of(d.at("draft_layers"))[0]));
+        REQUIRE(r.status == 0);
+        CHECK_THAT(test::flat(r.output),
+                   Catch::Contains("drafted: " + id_list(drafted) + " verified: " +
+                                   id_list(ids_of(d.at("verified"))) + " accepted: " +
+                                   std::to_string(ids_of(d.at("accepted"))[0]) + " of " +
+                                   std::to_string(drafted.size()) + ", then the whole model's "));
+    }
+    test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2 --draft 2 --draft-layers 2",
+                         "an early-exit draft of 2 layers of a 2-layer model; the draft takes 1 "
+                         "to 1 layers, fewer than the model it drafts for");
+    test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2 --draft 2 --draft-layers 0",
+                         "--draft-layers must be at least 1, got 0");
+    test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2,3,4,5,6,7,8,9,10,11,12 "
+                         "--draft 5 --draft-layers 1",
+                         "a text of 12 tokens and a draft of 5 need 17 positions; the model's "
+                         "context is 16");
+    for (const char* other : {"--shapes-only", "--format json", "--backward"}) {
+        test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2 --draft 2 "
+                             "--draft-layers 1 " + std::string(other),
+                             "--draft-layers prints which drafted tokens the model accepts as "
+                             "text; it cannot be combined with --format, --shapes-only or "
+                             "--backward");
+    }
+    for (const char* draft : {"--draft 2", "--draft-tree -1,0"}) {
+        test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2 " + std::string(draft),
+                             "--draft K on --checkpoint drafts with the model's first layers: "
+                             "give --draft-layers L (--draft-tree is for --decode)");
+    }
+}
+
+TEST_CASE("a checkpoint's draft names its tokens by the folder's tokenizer when --text loads it",
+          "[checkpoint][draft][tokenize]") {
+    // the tiny GPT-2 model with the toy tokenizer, whose 8 tokens are ids 0..7 of the model's 96
+    const fs::path dir = test::temp_path("checkpoint-draft-text");
+    fs::remove_all(dir);
+    copy_checkpoint(dir, "toy", {"vocab.json", "merges.txt"});
+    const std::vector<std::string> pieces = {"a", "b", "c", "Ġ", "ab", "abc", "Ġa", "bc"};
+    const ck::Checkpoint checkpoint = ck::open_checkpoint(dir.string(), mha::Ledger());
+    const mha::Ledger ledger;
+    const mha::GreedyAcceptance a =
+        mha::greedy_acceptance(ck::early_exits(checkpoint, 7, ledger, 1), {7, 0}, 1, 4);
+    const auto named = [&](const std::vector<std::size_t>& ids) {
+        std::string text;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            text += (i ? ", " : "") + std::to_string(ids[i]) +
+                    (ids[i] < pieces.size() ? " " + pieces[ids[i]] : "");
+        }
+        return text;
+    };
+    const std::string run = "--checkpoint " + dir.string() + " --draft 4 --draft-layers 1";
+    const test::RunResult text = test::run_mha(run + " --text bca");  // bc = 7, a = 0
+    REQUIRE(text.status == 0);
+    CHECK_THAT(text.output, Catch::Contains(", 3 Ġ"));  // the draft guesses the space, id 3
+    CHECK_THAT(test::flat(text.output),
+               Catch::Contains("draft 4 tokens after the prompt") &&
+                   Catch::Contains("drafted: " + named(a.drafted) + " verified: " +
+                                   named(a.verified) + " accepted: "));
+    const test::RunResult ids = test::run_mha(run + " --tokens 7,0");
+    REQUIRE(ids.status == 0);
+    CHECK_THAT(test::flat(ids.output),
+               Catch::Contains("drafted: " + id_list(a.drafted) + " verified: " +
+                               id_list(a.verified) + " accepted: "));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a checkpoint's draft is charged to --max-memory for the prompt and the draft",
+          "[checkpoint][draft]") {
+    // gpt2, N = 8, K = 4 (rows of 128 B): the embeddings of the run (7 distinct tokens, 8
+    // positions, the final norm: 17 rows) and of a forward over N + K (11 distinct, 12
+    // positions, the norm: 25 rows), 5.3 KiB; the pass, the head chunk and the draft's logits
+    // and layer-0 weights at 12 tokens
+    const std::string run = test::mha_binary() +
+                            " --checkpoint data/checkpoints/gpt2 --tokens 1,17,42,5,88,23,61,17 "
+                            "--max-memory ";
+    const std::string draft = " --draft 4 --draft-layers 1 2>&1";
+    CHECK(test::run_command(run + "200K 2>&1").status == 0);
+    const test::RunResult refused = test::run_command(run + "200K" + draft);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.output, Catch::Contains("needs 222.9 KiB") &&
+                                   Catch::Contains("the embeddings 5.3 KiB") &&
+                                   Catch::Contains("or a smaller --draft"));
+    const test::RunResult admitted = test::run_command(run + "223K" + draft);  // reads fit too
+    REQUIRE(admitted.status == 0);
+    CHECK_THAT(admitted.output, Catch::Contains("accepted: 1 of 4"));
 }

@@ -12,6 +12,7 @@
 #include "core/forms/decode.h"
 #include "core/forms/draft.h"
 #include "core/forms/speculate.h"
+#include "greedy_decoding.h"
 #include "helpers.h"
 #include "io/init.h"
 #include "io/model_file.h"
@@ -331,17 +332,11 @@ TEST_CASE("an early-exit draft on the trained model: what it keeps is greedy dec
 
     // greedy decoding, a token at a time: with the first layer, the draft; with both, what the
     // acceptance keeps (the accepted guesses and the whole model's next token)
-    mha::NullTracer none;
-    const auto greedy = [&](const mha::Model& m, std::size_t count) {
-        std::vector<std::size_t> sequence = text;
-        for (std::size_t k = 0; k < count; ++k)
-            sequence.push_back(mha::greedy_tokens(mha::forward_model(m, sequence, 0, 1, none).logits).back());
-        return std::vector<std::size_t>(sequence.begin() + std::ptrdiff_t(text.size()), sequence.end());
-    };
-    CHECK(greedy(mha::early_exit(model, 1), K) == a.drafted);
+    const mha::EarlyExits exits = mha::early_exits(model, 1);
+    CHECK(test::greedy_decoding(exits, text, 1, K) == a.drafted);
     std::vector<std::size_t> kept(a.drafted.begin(), a.drafted.begin() + std::ptrdiff_t(a.accepted));
     kept.push_back(a.verified[a.accepted]);
-    CHECK(greedy(model, a.accepted + 1) == kept);
+    CHECK(test::greedy_decoding(exits, text, 2, a.accepted + 1) == kept);
     CHECK((a.accepted == K || a.drafted[a.accepted] != a.verified[a.accepted]));
 
     REQUIRE_THROWS_WITH(mha::greedy_acceptance(model, text, 2, K, 1),
@@ -367,8 +362,8 @@ TEST_CASE("--model --draft K --draft-layers L shows how many drafted characters 
                          "--draft K on --model drafts with the model's first layers: give "
                          "--draft-layers L (--draft-tree is for --decode)");
     test::check_rejected("--decode 4 --draft 2 --draft-layers 1",
-                         "--draft-layers L makes the first L layers of --model the draft of "
-                         "--draft K; give --model and --draft too");
+                         "--draft-layers L makes the first L layers of --model or --checkpoint "
+                         "the draft of --draft K; give one of them and --draft too");
     test::check_rejected("--model ../examples/models/kjv-2x4.npz --text ab --draft 2 "
                          "--draft-layers 1 --format json",
                          "--draft-layers prints which drafted characters the model accepts as "

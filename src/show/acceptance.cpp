@@ -2,8 +2,6 @@
 
 #include "show/acceptance.h"
 
-#include <string>
-
 #include "show/model_view.h"
 #include "show/text_layout.h"
 
@@ -11,37 +9,48 @@ namespace mha {
 
 namespace {
 
-// "'t' 'h' 'e'" for tokens [first, first + count).
+// The names of tokens [0, count), each but the last followed by the comma.
 std::vector<std::string> names(const std::vector<std::size_t>& tokens, std::size_t count,
-                               const std::vector<std::uint32_t>& vocab) {
+                               const TokenWords& words) {
     std::vector<std::string> pieces;
-    for (std::size_t i = 0; i < count; ++i) pieces.push_back(character_name(vocab[tokens[i]]));
+    for (std::size_t i = 0; i < count; ++i)
+        pieces.push_back(words.name(tokens[i]) + (i + 1 < count ? words.comma : ""));
     return pieces;
+}
+
+// "1 character", "4 tokens"
+std::string counted(std::size_t count, const std::string& unit) {
+    return std::to_string(count) + " " + unit + (count == 1 ? "" : "s");
 }
 
 }  // namespace
 
+TokenWords character_words(const std::vector<std::uint32_t>& vocab) {
+    return {[&vocab](std::size_t token) { return character_name(vocab[token]); }, "",
+            "character", "text"};
+}
+
 void print_acceptance(std::ostream& out, const GreedyAcceptance& a, std::size_t draft_layers,
-                      std::size_t layers, const std::vector<std::uint32_t>& vocab) {
-    const std::size_t K = a.drafted.size();
+                      std::size_t layers, const TokenWords& words) {
+    const std::size_t K = a.drafted.size(), kept = a.accepted + 1;
+    const std::string& unit = words.unit;
+    const std::string& input = words.input;
     out << "\n";
     write_filled(out,
                  words_of("speculative decoding, greedy: the model's first " +
                           std::to_string(draft_layers) + " of its " + std::to_string(layers) +
-                          " layers (then its final norm and head) draft " + std::to_string(K) +
-                          " characters after the text, one at a time; the whole model reads the "
-                          "text and the draft in one pass and picks its own character after the "
-                          "text and after each drafted one"),
+                          " layers (then its final norm and head) draft " + counted(K, unit) +
+                          " after the " + input + ", one at a time; the whole model reads the " +
+                          input + " and the draft in one pass and picks its own " + unit +
+                          " after the " + input + " and after each drafted one"),
                  " ", "", "  ");
-    write_filled(out, names(a.drafted, K, vocab), " ", "  drafted:  ", "            ");
-    write_filled(out, names(a.verified, K + 1, vocab), " ", "  verified: ", "            ");
+    write_filled(out, names(a.drafted, K, words), " ", "  drafted:  ", "            ");
+    write_filled(out, names(a.verified, K + 1, words), " ", "  verified: ", "            ");
     write_filled(out,
                  words_of("accepted: " + std::to_string(a.accepted) + " of " + std::to_string(K) +
-                          ", then the whole model's " +
-                          character_name(vocab[a.verified[a.accepted]]) + ": " +
-                          std::to_string(a.accepted + 1) +
-                          " characters from one pass of the whole model, those greedy decoding "
-                          "gives"),
+                          ", then the whole model's " + words.name(a.verified[a.accepted]) +
+                          ": " + counted(kept, unit) + " from one pass of the whole model, " +
+                          (kept == 1 ? "the one" : "those") + " greedy decoding gives"),
                  " ", "  ", "    ");
 }
 

@@ -205,13 +205,18 @@ std::string Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
     for (const std::uint32_t id : ids) {
-        const std::string* added = vocabulary.has_id(id) ? nullptr : stages_.added.content(id);
-        tokens.push_back(added ? *added : vocabulary.token(id));
+        const std::string* known = piece(id);
+        tokens.push_back(known ? *known : vocabulary.token(id));  // token() throws for this id
     }
     if (stages_.decoder) return stages_.decoder->decode(tokens);
     std::string joined;
     for (const std::string& token : tokens) joined += token;
     return joined;
+}
+
+const std::string* Tokenizer::piece(std::uint32_t id) const {
+    const Vocabulary& vocabulary = stages_.model->vocabulary();
+    return vocabulary.has_id(id) ? &vocabulary.token(id) : stages_.added.content(id);
 }
 
 }  // namespace mha::tokenizers

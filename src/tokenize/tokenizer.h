@@ -170,6 +170,9 @@ public:
 
     // The bytes the ids stand for; throws mha::Error for an id not in the vocabulary.
     std::string decode(const std::vector<std::uint32_t>& ids) const;
+    // The token text of id as the vocabulary or the added tokens write it ("Ġworld", "<s>"),
+    // or nullptr for an id the tokenizer does not have.
+    const std::string* piece(std::uint32_t id) const;
 
     const TokenizerStages& stages() const { return stages_; }
 

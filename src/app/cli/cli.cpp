@@ -650,9 +650,9 @@ const std::vector<Row>& mha_table() {
           "i sees the prefix, its ancestors and itself"},
          [](Config& c, const Arg& a) { c.draft_tree = parse_parent_list(a); }},
         {{"--draft-layers", 0, "L",
-          "with --model and --draft K: the model's first L layers\n"
-          "draft K characters greedily; shows how many the whole\n"
-          "model accepts"},
+          "with --model or --checkpoint and --draft K: the\n"
+          "model's first L layers draft K tokens greedily; shows\n"
+          "how many the whole model accepts"},
          [](Config& c, const Arg& a) { c.draft_layers = parse_size(a); }},
         {{"--kv-block-size", 0, "S",
           "page the KV cache of --decode (MLA's latent too) or\n"

@@ -170,7 +170,8 @@ std::string either(const std::vector<std::string>& flags) {
 }
 
 // A message's {T} is the --decode count, {N} the --seq-len, {REFUSED_VIEW} the view the
-// form refuses, {UNTRAINED} the options given that --model refuses.
+// form refuses, {UNTRAINED} the options given that --model refuses, {MODEL} the option that
+// names the model (--model or --checkpoint) and {UNITS} what its tokens are called.
 std::string fill(const std::string& message, const Config& c) {
     std::string text = message;
     const auto put = [&text](const std::string& key, const std::string& value) {
@@ -181,6 +182,8 @@ std::string fill(const std::string& message, const Config& c) {
     if (c.seq_len) put("{N}", std::to_string(*c.seq_len));
     put("{REFUSED_VIEW}", refused_view(c));
     put("{UNTRAINED}", either(untrained_options(c)));
+    put("{MODEL}", c.model_path.empty() ? "--checkpoint" : "--model");
+    put("{UNITS}", c.model_path.empty() ? "tokens" : "characters");
     return text;
 }
 
@@ -257,26 +260,29 @@ const std::vector<Rule<Config>>& rules() {
          "--draft and --draft-tree verify the last tokens of --decode T; they cannot be combined "
          "with --prefill-chunks"},
         {"draft-layers-alone",
-         [](const Config& c) { return c.draft_layers && (c.model_path.empty() || !c.draft); },
-         "--draft-layers L makes the first L layers of --model the draft of --draft K; give "
-         "--model and --draft too"},
+         [](const Config& c) {
+             return c.draft_layers &&
+                    ((c.model_path.empty() && c.checkpoint_path.empty()) || !c.draft);
+         },
+         "--draft-layers L makes the first L layers of --model or --checkpoint the draft of "
+         "--draft K; give one of them and --draft too"},
         {"model-draft",
          [](const Config& c) {
-             return !c.model_path.empty() &&
+             return (!c.model_path.empty() || !c.checkpoint_path.empty()) &&
                     (!c.draft_tree.empty() || (c.draft && !c.draft_layers));
          },
-         "--draft K on --model drafts with the model's first layers: give --draft-layers L "
+         "--draft K on {MODEL} drafts with the model's first layers: give --draft-layers L "
          "(--draft-tree is for --decode)"},
         {"model-draft-views",
          [](const Config& c) {
              return c.draft_layers && (c.format != Format::Text || c.shapes_only || c.backward);
          },
-         "--draft-layers prints which drafted characters the model accepts as text; it cannot "
+         "--draft-layers prints which drafted {UNITS} the model accepts as text; it cannot "
          "be combined with --format, --shapes-only or --backward"},
         {"draft-without-decode",
          [](const Config& c) {
              return (c.draft || !c.draft_tree.empty()) && !asks(c, FormChoice::Decode) &&
-                    c.model_path.empty();
+                    c.model_path.empty() && c.checkpoint_path.empty();
          },
          "--draft and --draft-tree verify the last K tokens of a causal decode; give --decode T "
          "too"},

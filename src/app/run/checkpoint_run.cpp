@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "core/error.h"
 #include "core/forms/block.h"
 #include "core/forms/model.h"
+#include "core/forms/speculate.h"
 #include "core/kernels/kernels.h"
 #include "core/pass/costs.h"
 #include "io/atomic_file.h"
@@ -26,6 +28,7 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
+#include "show/acceptance.h"
 #include "show/format.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
@@ -52,11 +55,13 @@ std::size_t head_chunk(const ck::Config& c) {
 }
 
 // The prompt: --tokens' ids, or --text through the folder's own tokenizer; the labels of its
-// positions (the ids, or the tokenizer's pieces made printable) and where it came from.
+// positions (the ids, or the tokenizer's pieces made printable), where it came from and the
+// tokenizer that cut it.
 struct Prompted {
     std::vector<std::size_t> ids;
     std::vector<std::string> labels;
     std::string source;  // "--tokens" or "--text"
+    std::optional<tokenizers::Tokenizer> tokenizer;  // --text's
 };
 
 Prompted prompted(const Config& c) {
@@ -68,8 +73,8 @@ Prompted prompted(const Config& c) {
         return p;
     }
     Ledger ledger(c.max_memory);
-    const tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(c.checkpoint_path, ledger);
-    for (const tokenizers::TokenPiece& t : tokenizer.encode(*c.text, !c.no_special, nullptr, "--text")) {
+    p.tokenizer = tokenizers::load_tokenizer(c.checkpoint_path, ledger);
+    for (const tokenizers::TokenPiece& t : p.tokenizer->encode(*c.text, !c.no_special, nullptr, "--text")) {
         p.ids.push_back(t.id);
         p.labels.push_back(sanitized(t.piece));
     }
@@ -136,11 +141,16 @@ struct WorkingSet {
     }
 };
 
+// The drafted tokens of --draft K --draft-layers L (0 without a draft).
+std::size_t drafted(const Config& c) { return c.draft_layers ? *c.draft : 0; }
+
 // What the run holds at its peak: the largest layer's weights in float32, the gathered
 // embedding rows (and GPT-2's position rows) with the final norm, one layer's pass and block,
 // what is kept for the views (the traced layer's weights, or every layer's when the run shows
 // them; the residual streams and the saved copies with --save; the maps the lesson page copies)
-// and an LM-head chunk with its logits.
+// and an LM-head chunk with its logits. A draft of K tokens reads the prompt and the draft, N +
+// K tokens, while the run's own prompt is still held: its pass, head chunk and embeddings are
+// those of N + K tokens, and it keeps its first layer's weights and its logits.
 WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
                        std::size_t distinct) {
     const ck::Config& cf = ck.config;
@@ -148,8 +158,14 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
     WorkingSet w;
     for (std::size_t l = 0; l < cf.layers; ++l) w.layer = std::max(w.layer, ck::layer_bytes(ck, l));
     const std::uint64_t row = checked_product({cf.hidden_size, sizeof(float)}, what);
+    const std::size_t K = drafted(c), longest = n + K;
     w.prompt = checked_product({row, distinct + (cf.rope ? 0 : n) + 2}, what);
-    const Sizes s = layer_sizes(cf, n);
+    if (K) {
+        w.prompt = checked_sum(
+            {w.prompt, checked_product({row, distinct + K + (cf.rope ? 0 : longest) + 2}, what)},
+            what);
+    }
+    const Sizes s = layer_sizes(cf, longest);
     w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, model_run_threads(c)),
                           block_bytes(s, 2 * cf.intermediate_size)},
                          what);
@@ -164,8 +180,13 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
                           checked_product({logits, save ? 4u : 1u}, what),
                           checked_product({page_maps, n, n, sizeof(float)}, what)},
                          what);
+    if (K) {
+        w.kept = checked_sum({w.kept, checked_product({cf.heads, longest, longest, sizeof(float)}, what),
+                              checked_product({longest, cf.vocab_size, sizeof(float)}, what)},
+                             what);
+    }
     const std::uint64_t chunk = head_chunk(cf);
-    w.head = checked_product({chunk, row + n * sizeof(float)}, what);
+    w.head = checked_product({chunk, row + longest * sizeof(float)}, what);
     return w;
 }
 
@@ -180,7 +201,8 @@ WorkingSet check_budget(const Config& c, const ck::Checkpoint& ck, std::size_t n
                 ", the pass " + byte_size(w.pass) + ", the weights, logits and states kept " +
                 byte_size(w.kept) + ", an LM-head chunk " + byte_size(w.head) +
                 "), more than --max-memory " + byte_size(c.max_memory) +
-                "; raise --max-memory or give fewer --tokens");
+                (drafted(c) ? "; raise --max-memory, give fewer --tokens or a smaller --draft"
+                            : "; raise --max-memory or give fewer --tokens"));
 }
 
 // Layer l's parameters, as the config sizes them.
@@ -391,6 +413,17 @@ void print_layer_sizes(std::ostream& out, const ck::Config& cf) {
     for (const std::string& key : cf.keys) out << "  " << sanitized(key) << "\n";
 }
 
+// The acceptance's words for a checkpoint's tokens: each id, with its piece when --text loaded
+// the folder's tokenizer and it has the id.
+TokenWords token_words(const std::optional<tokenizers::Tokenizer>& tokenizer) {
+    const tokenizers::Tokenizer* cut = tokenizer ? &*tokenizer : nullptr;
+    return {[cut](std::size_t id) {
+                const std::string* piece = cut ? cut->piece(std::uint32_t(id)) : nullptr;
+                return std::to_string(id) + (piece ? " " + sanitized(*piece) : "");
+            },
+            ",", "token", "prompt"};
+}
+
 }  // namespace
 
 void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::ostream& out) {
@@ -440,6 +473,10 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     const ck::Checkpoint ck = ck::open_checkpoint(c.checkpoint_path, Ledger(c.max_memory));
     const std::vector<std::size_t>& tokens = in.ids;
     check_tokens(ck.config, tokens, in.source);
+    if (c.draft_layers) {
+        check_acceptance(ck.config.layers, ck.config.max_positions, tokens.size(),
+                         *c.draft_layers, *c.draft);
+    }
     const std::size_t layer = checked_layer(c, ck.config);
     const std::size_t distinct = std::set<std::size_t>(tokens.begin(), tokens.end()).size();
     const WorkingSet w = check_budget(c, ck, tokens.size(), distinct);
@@ -479,6 +516,12 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     if (page) report->model_view(page_view(c, ck.config, r, layer, in.labels));
     report->finish(shown, elapsed.count());
     if (c.format == Format::Text) print_next_tokens(out, r.logits);
+    if (c.draft_layers) {  // within the ledger as the run left it, its prompt still held
+        const EarlyExits exits =
+            ck::early_exits(ck, head_chunk(ck.config), ledger, model_run_threads(c));
+        print_acceptance(out, greedy_acceptance(exits, tokens, *c.draft_layers, *c.draft),
+                         *c.draft_layers, ck.config.layers, token_words(in.tokenizer));
+    }
     show_views(out, c, ck.config, r, layer, stats, in.labels);
     if (!c.save_path.empty()) save(c, r, layer);
 }

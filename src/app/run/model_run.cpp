@@ -312,7 +312,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
             print_acceptance(out,
                              greedy_acceptance(model, text.tokens, *c.draft_layers, *c.draft,
                                                model_run_threads(c)),
-                             *c.draft_layers, model.layers.size(), model.vocab);
+                             *c.draft_layers, model.layers.size(), character_words(model.vocab));
         }
         if (c.backward) {
             out << "loss: " << fixed(computed.loss, 4)
@@ -376,7 +376,10 @@ ModelRun load_run(const Config& c, std::ostream& err) {
     run.text = encode_text(*c.text, run.model, c.backward);
     if (c.backward) split_targets(run);
     check_choices(c, run.model, run.layer);
-    if (c.draft_layers) check_acceptance(run.model, run.text.tokens.size(), *c.draft_layers, *c.draft);
+    if (c.draft_layers) {
+        check_acceptance(run.model.layers.size(), run.model.context(), run.text.tokens.size(),
+                         *c.draft_layers, *c.draft);
+    }
     if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) {

@@ -6,6 +6,7 @@
 // disagrees with. What it keeps is what greedy decoding with the whole model gives.
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "core/forms/model.h"
@@ -20,18 +21,37 @@ struct GreedyAcceptance {
                                         //  differs from verified's
 };
 
+// A language model that can stop after any number of its layers: the model in memory
+// (--model), or a checkpoint read a layer at a time (io/checkpoint/load.h).
+struct EarlyExits {
+    std::size_t layers = 0;   // the whole model's
+    std::size_t context = 0;  // the positions it reads
+    // logits (1, N, V) of the first `layers` layers, then the final norm and the head, on
+    // tokens (1 <= N <= context)
+    std::function<Tensor(const std::vector<std::size_t>& tokens, std::size_t layers)> logits;
+};
+
+// The model in memory as early exits; the model must outlive them.
+EarlyExits early_exits(const Model& model, std::size_t threads);
+
+// The logits (1, N, V) of source's first `layers` layers, then the model's final norm and head,
+// on tokens: untraced, every attention weight but layer 0's let go as its layer ends.
+Tensor early_exit_logits(const Model& model, ModelSource source,
+                         const std::vector<std::size_t>& tokens, std::size_t layers,
+                         std::size_t threads);
+
 // tokens (N >= 1, N + K <= the model's context); 1 <= draft_layers < the model's layers,
 // draft >= 1. Throws mha::Error otherwise.
+GreedyAcceptance greedy_acceptance(const EarlyExits& model, const std::vector<std::size_t>& tokens,
+                                   std::size_t draft_layers, std::size_t draft);
 GreedyAcceptance greedy_acceptance(const Model& model, const std::vector<std::size_t>& tokens,
                                    std::size_t draft_layers, std::size_t draft,
                                    std::size_t threads);
 
-// Throws the mha::Error greedy_acceptance would for a text of n tokens, before it runs.
-void check_acceptance(const Model& model, std::size_t n, std::size_t draft_layers,
-                      std::size_t draft);
-
-// The model's first `layers` layers with its embeddings, final norm and head: the early exit.
-Model early_exit(const Model& model, std::size_t layers);
+// Throws the mha::Error greedy_acceptance would for a text of n tokens, before it runs, on a
+// model of `layers` layers reading `context` positions.
+void check_acceptance(std::size_t layers, std::size_t context, std::size_t n,
+                      std::size_t draft_layers, std::size_t draft);
 
 // The greedy token after each position of logits (1, N, V): the first largest logit's index.
 std::vector<std::size_t> greedy_tokens(const Tensor& logits);

@@ -53,8 +53,7 @@ namespace {
 Tensor copy_of(const Tensor& t, Workspace* workspace) {
     if (t.dry()) return new_dry(workspace, t.shape());
     Tensor copy = new_uninitialised(workspace, t.shape());
-    const std::vector<float> values = t.to_vector();
-    std::copy(values.begin(), values.end(), copy.data());
+    t.copy_to(copy.data());
     return copy;
 }
 
@@ -484,7 +483,8 @@ namespace {
 // ---- 11-13: the heads side by side again ------------------------------------------------
 
 // 11: (B, h, N, d_v) -> (B, N, h, d_v), no copy; 12: the one copy; 13: -> (B, N, h·d_v).
-Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
+Tensor combine_heads(const Tensor& context, const Sizes& s, Workspace* workspace,
+                     PassTrace& trace) {
     const Dims dims = {"B", "N", "h", v_dim_name(s)};
     const std::string d = s.d_v() == s.d_k() ? "d" : "dv";  // einops' name of the head width
     const Tensor back = context.transpose(1, 2);
@@ -494,7 +494,7 @@ Tensor combine_heads(const Tensor& context, const Sizes& s, PassTrace& trace) {
         step.einops = "b h n " + d + " -> b n h " + d;
         return step;
     });
-    const Tensor packed = back.contiguous();
+    const Tensor packed = back.is_contiguous() ? back : copy_of(back, workspace);
     trace.show(packed, [&] {
         Step step =
             described(StepKind::Contiguous, 12, "contiguous", "context", "context.contiguous()", dims);
@@ -623,7 +623,8 @@ ForwardResult forward_from_heads(const Weights& w, HeadTensors heads, const Mask
     }
     heads = HeadTensors{};  // Q, K and V are freed before steps 11-14 (unless kept)
     if (options.ablate_head) zero_head(context, *options.ablate_head);
-    const Tensor concat = gate_concat(w, x_q, x_name, combine_heads(context, s, trace),
+    const Tensor concat = gate_concat(w, x_q, x_name,
+                                      combine_heads(context, s, options.workspace, trace),
                                       s.heads, options, trace,
                                       keep ? &keep->gate : nullptr);  // 11-13, 13 gated
     if (keep) {

@@ -266,20 +266,26 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-    if (dry_) throw Error("internal error: a dry run read the values of a tensor");
     std::vector<float> values(numel());
-    if (values.empty()) return values;
+    copy_to(values.data());
+    return values;
+}
+
+void Tensor::copy_to(float* out) const {
+    if (dry_) throw Error("internal error: a dry run read the values of a tensor");
+    const std::size_t count = numel();
+    if (count == 0) return;
     // the last dimension is copied row by row; the index walks the dimensions before it
     const std::size_t last = dim() == 0 ? 1 : shape().back();
     const std::size_t step = dim() == 0 ? 1 : strides().back();
     const std::size_t outer = dim() == 0 ? 0 : dim() - 1;
     std::vector<std::size_t> index(outer, 0);
     const float* base = data();
-    for (std::size_t row = 0; row * last < values.size(); ++row) {
+    for (std::size_t row = 0; row * last < count; ++row) {
         std::size_t position = 0;
         for (std::size_t d = 0; d < outer; ++d) position += index[d] * strides()[d];
         const float* from = base + position;
-        float* to = values.data() + row * last;
+        float* to = out + row * last;
         if (step == 1) {  // in 64-byte pieces: a row of a head (16 floats) is one, not a call
             std::size_t i = 0;
             for (; i + 16 <= last; i += 16) std::memcpy(to + i, from + i, 16 * sizeof(float));
@@ -292,7 +298,6 @@ std::vector<float> Tensor::to_vector() const {
             index[d] = 0;
         }
     }
-    return values;
 }
 
 }  // namespace mha

@@ -96,6 +96,7 @@ public:
     const float* data() const { return storage_ && !dry_ ? storage_.get() + offset_ : nullptr; }
     float at(const std::vector<std::size_t>& index) const;
     std::vector<float> to_vector() const;  // the elements in C order
+    void copy_to(float* out) const;        // the elements in C order, into out (numel())
 
 private:
     std::shared_ptr<float> storage_;  // its first float; shares ownership of what holds them

@@ -227,6 +227,21 @@ ModelSource checkpoint_source(const Checkpoint& ck, std::size_t head_chunk, cons
     return source;
 }
 
+EarlyExits early_exits(const Checkpoint& ck, std::size_t head_chunk, const Ledger& ledger,
+                       std::size_t threads) {
+    EarlyExits exits;
+    exits.layers = ck.config.layers;
+    exits.context = ck.config.max_positions;
+    exits.logits = [&ck, &ledger, head_chunk, threads](const std::vector<std::size_t>& tokens,
+                                                       std::size_t layers) {
+        Ledger held = ledger;  // what this forward reads, let go when it returns
+        const Prompt prompt = read_prompt(ck, tokens, held);
+        return early_exit_logits(prompt.model, checkpoint_source(ck, head_chunk, held),
+                                 prompt.rows, layers, threads);
+    };
+    return exits;
+}
+
 ModelLayer dry_layer(const Config& c, std::size_t l) {
     const std::size_t E = c.hidden_size, F = c.intermediate_size;
     const std::size_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/forms/model.h"
+#include "core/forms/speculate.h"
 #include "io/checkpoint/config.h"
 #include "io/checkpoint/names.h"
 #include "io/ledger.h"
@@ -50,6 +51,13 @@ Prompt read_prompt(const Checkpoint& checkpoint, const std::vector<std::size_t>&
 // outlive the source.
 ModelSource checkpoint_source(const Checkpoint& checkpoint, std::size_t head_chunk,
                               const Ledger& ledger);
+
+// The checkpoint as early exits for a draft's greedy acceptance: each forward reads its tokens'
+// embedding rows (and GPT-2's positions), its first layers one at a time and the head
+// head_chunk rows at a time, within a copy of the ledger as it is then, and lets them go when
+// it returns. The checkpoint and ledger must outlive the exits.
+EarlyExits early_exits(const Checkpoint& checkpoint, std::size_t head_chunk,
+                       const Ledger& ledger, std::size_t threads);
 
 // The same run as shapes only (a dry run), from the config alone: read_layer's layer, the
 // prompt of n tokens (rows 0..n-1) and a source of such layers. Nothing is read.

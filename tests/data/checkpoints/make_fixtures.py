@@ -13,6 +13,18 @@
 #   top5_ids (5,) int64, top5_probs (5,) float32: next token after the last position
 #   inv_freq.L     (head_dim / 2,) float32, RoPE families: layer L's inverse frequencies
 #
+# and, for gpt2, llama2 and gemma2, draft.npz: the greedy acceptance of an early-exit draft
+# (issue 50), every id int64:
+#   prompt         (N_d,)   the prompt, the first 8 tokens of the input above
+#   draft_layers   (1,)     L: the draft is the model's first L layers, then its final norm
+#                           and head
+#   drafted        (K,)     the draft's greedy tokens after the prompt, one at a time, K = 4
+#   verified       (K + 1,) the whole model's greedy token after the prompt and after each
+#                           drafted token, from one pass over the prompt and the draft
+#   accepted       (1,)     the drafted tokens before the first that differs from verified's
+#   decoded        (K + 1,) the whole model's greedy decoding after the prompt, a token at a
+#                           time (its first accepted + 1 are what the acceptance keeps)
+#
 # The safetensors files are written here by hand (there is no safetensors package): 8-byte
 # little-endian header length, a JSON header (dtype, shape, data_offsets per tensor, and
 # __metadata__ {"format": "pt"}) padded with spaces to a multiple of 8, then the data.
@@ -38,6 +50,11 @@ sys.path.insert(0, HERE)
 import reference  # noqa: E402
 
 TOKENS = [1, 17, 42, 5, 88, 23, 61, 17, 42, 5, 88, 23]
+DRAFT_PROMPT = TOKENS[:8]
+DRAFT_K = 4
+# A greedy token the fixture records must win by this much, relative to max|logit|, so that
+# float32 rounding in another implementation cannot flip it.
+ARGMAX_MARGIN = 1e-4
 STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 CONFIG_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -193,8 +210,44 @@ def expected_arrays(config, tensors):
     return arrays
 
 
-def write_folder(name, config, tensors, dtype, shard_first=None):
-    """Writes config.json, the safetensors file(s) and expected.npz; returns the arrays."""
+# ----------------------------------------------------------------------------- the draft
+
+def greedy(config, tensors, tokens, rows, layers=None):
+    """The greedy token after each of the last `rows` positions of tokens (the first largest
+    logit's index), through the first `layers` layers (None: all); asserts each wins by
+    ARGMAX_MARGIN."""
+    logits = reference.forward(config, tensors, torch.tensor([tokens]), layers)["logits"][0]
+    used = logits[-rows:]
+    top2 = torch.topk(used, 2, dim=-1).values
+    margin = float((top2[:, 0] - top2[:, 1]).min() / logits.abs().max())
+    assert margin > ARGMAX_MARGIN, f"a greedy token wins by {margin:.2e} only"
+    return used.argmax(-1).tolist()
+
+
+def draft_arrays(config, tensors, layers):
+    """The early-exit draft's greedy acceptance (issue 50): the first `layers` layers guess
+    DRAFT_K tokens after DRAFT_PROMPT one at a time, the whole model reads the prompt and the
+    guesses in one pass; and the whole model's own greedy decoding, a token at a time."""
+    drafted = []
+    for _ in range(DRAFT_K):
+        drafted += greedy(config, tensors, DRAFT_PROMPT + drafted, 1, layers)
+    verified = greedy(config, tensors, DRAFT_PROMPT + drafted, DRAFT_K + 1)
+    accepted = 0
+    while accepted < DRAFT_K and drafted[accepted] == verified[accepted]:
+        accepted += 1
+    decoded = []
+    for _ in range(DRAFT_K + 1):
+        decoded += greedy(config, tensors, DRAFT_PROMPT + decoded, 1)
+    kept = drafted[:accepted] + [verified[accepted]]
+    assert decoded[:accepted + 1] == kept, "the acceptance keeps what greedy decoding gives"
+    ids = lambda values: np.array(values, dtype=np.int64)
+    return {"prompt": ids(DRAFT_PROMPT), "draft_layers": ids([layers]), "drafted": ids(drafted),
+            "verified": ids(verified), "accepted": ids([accepted]), "decoded": ids(decoded)}
+
+
+def write_folder(name, config, tensors, dtype, shard_first=None, draft_layers=None):
+    """Writes config.json, the safetensors file(s), expected.npz and, given draft_layers,
+    draft.npz; returns expected.npz's arrays."""
     folder = os.path.join(HERE, name)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -209,6 +262,11 @@ def write_folder(name, config, tensors, dtype, shard_first=None):
     arrays = expected_arrays(config, files)
     np.savez(os.path.join(folder, "expected.npz"), **arrays)
     report(name, arrays)
+    if draft_layers is not None:
+        draft = draft_arrays(config, files, draft_layers)
+        np.savez(os.path.join(folder, "draft.npz"), **draft)
+        print(f"{name} draft of {draft_layers} layers: drafted {draft['drafted'].tolist()} "
+              f"verified {draft['verified'].tolist()} accepted {int(draft['accepted'][0])}")
     return arrays
 
 
@@ -266,14 +324,14 @@ def to_v5_layout(c):
 
 def make_gpt2():
     c = gpt2_config("F32")
-    write_folder("gpt2", c, gpt2_tensors(c, Draw(46_001, 1.5), "", False), "F32")
+    write_folder("gpt2", c, gpt2_tensors(c, Draw(46_001, 1.5), "", False), "F32", draft_layers=1)
     c = gpt2_config("F16")
     write_folder("gpt2_prefixed", c, gpt2_tensors(c, Draw(46_002, 1.5), "transformer.", True), "F16")
 
 
 def make_llama():
     c = llama_config("F32", 32, 4, 4, 8, 2, 128, False)
-    write_folder("llama2", c, decoder_tensors(c, Draw(46_011, 1.5), "model."), "F32")
+    write_folder("llama2", c, decoder_tensors(c, Draw(46_011, 1.5), "model."), "F32", draft_layers=1)
 
     c = llama_config("BF16", 32, 4, 2, 8, 2, 128, False, attention_bias=True, mlp_bias=True,
                      rope_scaling={"type": "linear", "factor": 4.0})
@@ -344,7 +402,7 @@ def make_gemma2():
         "sliding_window": 4, "torch_dtype": "float32", "transformers_version": "4.45.2",
         "use_cache": True, "vocab_size": 128,
     }
-    write_folder("gemma2", c, decoder_tensors(c, Draw(46_041, 2.0), "model."), "F32")
+    write_folder("gemma2", c, decoder_tensors(c, Draw(46_041, 2.0), "model."), "F32", draft_layers=2)
 
 
 def gemma3_text_v4():

@@ -268,7 +268,7 @@ def merge_heads(x):
 
 # ----------------------------------------------------------------------------- GPT-2
 
-def gpt2_forward(config, weights, tokens):
+def gpt2_forward(config, weights, tokens, layers):
     prefix = "transformer." if "transformer.wte.weight" in weights else ""
     w = lambda name: weights[prefix + name]
     hidden = config["n_embd"]
@@ -280,7 +280,7 @@ def gpt2_forward(config, weights, tokens):
     allowed = attention_mask(n, None)
     x = w("wte.weight")[tokens] + w("wpe.weight")[torch.arange(n)][None]
     hiddens, attentions = [x], []
-    for layer in range(config["n_layer"]):
+    for layer in range(layers or config["n_layer"]):
         p = f"h.{layer}."
         h = layer_norm(x, w(p + "ln_1.weight"), w(p + "ln_1.bias"), eps)
         qkv = h @ w(p + "attn.c_attn.weight") + w(p + "attn.c_attn.bias")
@@ -329,7 +329,7 @@ def attention_scale(config, head_dim):
     return head_dim ** -0.5
 
 
-def decoder_forward(config, weights, tokens):
+def decoder_forward(config, weights, tokens, layers):
     family = config["model_type"]
     gemma = family in ("gemma2", "gemma3_text")
     prefix = config["_prefix"]
@@ -355,7 +355,7 @@ def decoder_forward(config, weights, tokens):
     if gemma:
         x = x * torch.tensor(config["hidden_size"] ** 0.5, dtype=x.dtype)
     hiddens, attentions = [x], []
-    for layer in range(config["num_hidden_layers"]):
+    for layer in range(layers or config["num_hidden_layers"]):
         p = f"layers.{layer}."
         a = p + "self_attn."
         h = norm(x, p + "input_layernorm")
@@ -402,13 +402,14 @@ def lm_head_weight(config, weights, stripped):
     return stripped["embed_tokens.weight"]
 
 
-def forward(raw_config, weights, tokens):
+def forward(raw_config, weights, tokens, layers=None):
     """Logits (1, N, vocab), hidden list (L + 1 entries, the stream entering each layer and
     after the last, before the final norm), attn_weights list (1, heads, N, N) per layer and,
-    for the RoPE families, inv_freq list (head_dim / 2,) per layer."""
+    for the RoPE families, inv_freq list (head_dim / 2,) per layer. With layers, only the
+    first that many layers run, then the final norm and the head: an early exit."""
     config = load_config(raw_config)
     weights = {k: v.float() for k, v in weights.items()}
     with torch.no_grad():
         if config["model_type"] == "gpt2":
-            return gpt2_forward(config, weights, tokens)
-        return decoder_forward(config, weights, tokens)
+            return gpt2_forward(config, weights, tokens, layers)
+        return decoder_forward(config, weights, tokens, layers)
