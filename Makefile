@@ -61,15 +61,46 @@ PROGRESS_TOTAL := $(shell $(MAKE) -n --no-print-directory PROGRESS_DRY_RUN=1 $(M
 PROGRESS_OF := $(if $(filter-out 0,$(PROGRESS_TOTAL)),/$(PROGRESS_TOTAL))
 progress = printf '[%s%s] %s\n' \
     "$$(flock $(BUILD)/.progress sh -c 'echo >>$(BUILD)/.progress; wc -l <$(BUILD)/.progress')" \
-    '$(PROGRESS_OF)' '$<'
+    '$(PROGRESS_OF)' '$(or $(UNIT),$<)'
 linking = echo 'link $@'
 $(shell mkdir -p $(BUILD) && : >$(BUILD)/.progress)
 endif
 
 LIB_SRC  := $(wildcard src/*/*.cpp src/*/*/*.cpp)
 TEST_SRC ?= $(wildcard tests/*.cpp)
-LIB_OBJ  := $(LIB_SRC:%.cpp=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
+
+# One translation unit per room (UNITY=1, the default): a folder's .cpp files compile together
+# through $(BUILD)/unity/<room>.cpp, the #include lines of its files, which the Makefile writes
+# (anew only when the folder's list of files changes). The standard headers, parsed once per
+# room instead of once per file, were half of a build's time. An edit then rebuilds its whole
+# room; UNITY=0 compiles file by file (objects in $(BUILD)/src/), the quicker loop for a long
+# session of edits in one of the large rooms (docs/development.md). The kernels (core/kernels)
+# and backward.cpp, the largest files of the hot path, compile alone either way.
+UNITY ?= 1
+SOLO_SRC := $(wildcard src/core/kernels/*.cpp) src/core/backward/backward.cpp
+ROOMS    := $(sort $(patsubst %/,%,$(dir $(LIB_SRC))))
+room_src  = $(filter-out $(SOLO_SRC),$(wildcard $1/*.cpp))
+unity_cpp = $(BUILD)/unity/$(subst /,-,$(patsubst src/%,%,$1)).cpp
+UNITY_ROOMS := $(if $(filter 1,$(UNITY)),$(foreach r,$(ROOMS),$(if $(word 2,$(call room_src,$r)),$r)))
+UNITY_SRC   := $(foreach r,$(UNITY_ROOMS),$(call room_src,$r))
+unity_obj = $(patsubst %.cpp,%.o,$(call unity_cpp,$1))
+# the object that compiles a source file
+obj_of = $(if $(filter $1,$(UNITY_SRC)),$(call unity_obj,$(patsubst %/,%,$(dir $1))),$(1:%.cpp=$(BUILD)/%.o))
+LIB_OBJ := $(sort $(foreach f,$(LIB_SRC),$(call obj_of,$f)))
+UNITY_OBJ := $(foreach r,$(UNITY_ROOMS),$(call unity_obj,$r))
+# A room's unity file, its files' #include lines, is written as make starts (a dry run too,
+# so that it counts what is out of date), and replaced only when its lines change: a file
+# added to the room, or one gone. An unchanged room is not compiled again.
+hash := \#
+unity_lines = '// $1 as one translation unit: written by the Makefile' \
+              $(patsubst src/%,'$(hash)include "%"',$(call room_src,$1))
+write_unity = f=$(call unity_cpp,$1); printf '%s\n' $(unity_lines) >$$f.new; \
+              if cmp -s $$f.new $$f; then rm $$f.new; else mv $$f.new $$f; fi;
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+$(if $(UNITY_ROOMS),$(shell mkdir -p $(BUILD)/unity; $(foreach r,$(UNITY_ROOMS),$(call write_unity,$r))))
+endif
+$(foreach r,$(UNITY_ROOMS),$(eval $(call unity_obj,$r): UNIT := $r/ ($(words $(call room_src,$r)) files)))
 
 # Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
 # readers and tokenizers (core/, io/, tokenize/, app/tokenize, app/train) keep CXXFLAGS' -O3.
@@ -81,11 +112,18 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 COLD_OPT ?= -O1
 COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp \
                                     src/app/classroom/*.cpp src/app/bench/*.cpp)
-$(COLD_SRC:%.cpp=$(BUILD)/%.o): ROOM_OPT := $(COLD_OPT)
+$(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_OPT := $(COLD_OPT)
 
-# The slowest files to compile (kernels.cpp about 20 s at -O3, backward.cpp 10 s) start
-# first, so that no core compiles one of them alone at the end; the links keep their order.
-FIRST_OBJ := $(BUILD)/src/core/kernels/kernels.o $(BUILD)/src/core/backward/backward.o
+# The slowest units to compile start first, the slowest first (processor seconds at the
+# defaults: io/ 25, core/forms/ 25, kernels.cpp 19, tokenize/ 15, core/pass/ 13, app/train/,
+# app/run/, show/ 11-12, backward.cpp and core/backward/ 10, then 8 to 5; the rest under 5
+# each), so that the two cores finish together and no core compiles a large one alone at the
+# end; the links keep their order. UNITY=0 starts with kernels.cpp and backward.cpp.
+FIRST_UNITS := src/io src/core/forms src/core/kernels/kernels.cpp src/tokenize src/core/pass \
+               src/app/train src/app/run src/show src/core/backward/backward.cpp src/core/backward \
+               src/app/classroom src/app/cli src/app/bench src/io/checkpoint src/core/layers
+FIRST_OBJ := $(foreach u,$(FIRST_UNITS),$(if $(filter %.cpp,$u),$(BUILD)/$(u:.cpp=.o),\
+                                         $(if $(filter $u,$(UNITY_ROOMS)),$(call unity_obj,$u))))
 
 CATCH2_HEADER := /usr/include/catch2/catch.hpp
 
@@ -114,14 +152,25 @@ $(BUILD)/mha_tests: $(FIRST_OBJ) $(TEST_OBJ) $(LIB_OBJ)
 # the test objects need Catch2 before they compile
 $(TEST_OBJ): | catch2
 
+compile = $(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(ROOM_OPT) $(WARNINGS) -c $< -o $@
+
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	@$(progress)
-	$(Q)$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(ROOM_OPT) $(WARNINGS) -c $< -o $@
+	$(Q)$(compile)
+
+# g++ takes the files a unit includes for headers, and warns when a lambda of a template
+# there captures a type of the file's anonymous namespace (-Wsubobject-linkage, which clang++
+# has not): a fault in a header that several files include, not in these
+UNITY_WARNINGS := $(if $(findstring clang,$(shell $(CXX) --version)),,-Wno-subobject-linkage)
+$(UNITY_OBJ): WARNINGS += $(UNITY_WARNINGS)
+$(UNITY_OBJ): $(BUILD)/unity/%.o: $(BUILD)/unity/%.cpp
+	@$(progress)
+	$(Q)$(compile)
 
 # the shipped corpus of mha train is assembled into this object (.incbin, read from the
 # repository root, where make runs): a changed text rebuilds it
-$(BUILD)/src/io/shipped_corpus.o: examples/corpus/kjv.txt
+$(call obj_of,src/io/shipped_corpus.cpp): examples/corpus/kjv.txt
 
 # test objects (Catch2's main is one of them, tests/test_main.cpp, compiled once)
 $(BUILD)/tests/%.o: tests/%.cpp

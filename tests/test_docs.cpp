@@ -541,15 +541,23 @@ TEST_CASE("the README's learned-heads command ends on its whole map in 80x24", "
     for (const std::string& line : lines) CHECK(code_points(line) <= 80);
 }
 
-// The README's build paragraph counts the files a fresh clone's make compiles: every .cpp
-// under src/, as its [n/total] lines do.
-TEST_CASE("the README counts the files make compiles", "[docs]") {
+// The README's build paragraph counts the files a fresh clone's make compiles (every .cpp
+// under src/) and the units it compiles them in, as its [n/total] lines do: what a dry run
+// of make into an empty build folder would compile.
+TEST_CASE("the README counts the files and units make compiles", "[docs]") {
     std::size_t sources = 0;
     for (const auto& entry : fs::recursive_directory_iterator("../src"))
         sources += entry.path().extension() == ".cpp";
+    const std::string fresh = test::temp_path("fresh-build");
+    const test::RunResult dry = test::run_command(
+        "cd .. && make -n --no-print-directory PROGRESS_DRY_RUN=1 BUILD=" + fresh + " " + fresh +
+        "/mha | grep -c '^echo mha-progress-compile'");
+    test::run_command("rm -rf " + fresh);
+    const std::string units = std::to_string(std::stoul(dry.output));
     const std::string readme = test::read_text("../README.md");
     std::smatch count;
     REQUIRE(std::regex_search(readme, count, std::regex("compiles ([0-9]+)\\s+files")));
     CHECK(std::stoul(count[1].str()) == sources);
-    CHECK_THAT(readme, Catch::Contains("[37/" + std::to_string(sources) + "] src/"));
+    CHECK_THAT(readme, Catch::Contains("files in " + units + " units"));
+    CHECK_THAT(readme, Catch::Contains("/" + units + "] src/"));
 }

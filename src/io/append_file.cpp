@@ -7,25 +7,16 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 
-#include "core/error.h"
+#include "io/file_errors.h"
 
 namespace mha {
-
-namespace {
-
-[[noreturn]] void fail(const std::string& path, int error) {
-    throw Error("cannot write " + path + ": " + std::strerror(error));
-}
-
-}  // namespace
 
 AppendFile::AppendFile(const std::string& path, bool fresh)
     : path_(path),
       fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (fresh ? O_TRUNC : 0),
                  0666)) {
-    if (fd_ < 0) fail(path_, errno);
+    if (fd_ < 0) fail_to_write(path_, errno);
     std::signal(SIGXFSZ, SIG_IGN);  // a file size limit fails the write (EFBIG), as in the writer
 }
 
@@ -36,7 +27,7 @@ void AppendFile::write_line(const std::string& line) {
     for (std::size_t done = 0; done < text.size();) {
         const ssize_t written = ::write(fd_, text.data() + done, text.size() - done);
         if (written < 0 && errno == EINTR) continue;
-        if (written <= 0) fail(path_, written < 0 ? errno : EIO);
+        if (written <= 0) fail_to_write(path_, written < 0 ? errno : EIO);
         done += std::size_t(written);
     }
 }

@@ -9,11 +9,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <random>
 
 #include "core/error.h"
+#include "io/file_errors.h"
 #include "io/signal_cleanup.h"
 
 namespace mha {
@@ -24,10 +24,6 @@ namespace {
 
 constexpr int max_links = 40;  // as the kernel's own limit on a path's links
 const char* const expected_target = "expected a regular file or a new file name";
-
-std::string system_error(const std::string& path, int error) {
-    return "cannot write " + path + ": " + std::strerror(error);
-}
 
 // /dev/stdout, /dev/stderr, /dev/fd/N and /proc/...: a process's open descriptor, which a
 // rename would replace (or, through /proc/self/fd, the file behind it, under the reader).
@@ -115,7 +111,7 @@ std::string create_temporary(const std::string& path, const std::string& target,
             ::close(fd);
             return name;
         }
-        if (errno != EEXIST) throw Error(system_error(path, errno));
+        if (errno != EEXIST) fail_to_write(path, errno);
     }
     throw Error("cannot write " + path + ": no free temporary name beside it");
 }
@@ -143,7 +139,7 @@ AtomicFile::AtomicFile(const std::string& path)
         const int error = errno;
         std::remove(temporary_.c_str());
         keep_on_signal(slot_);
-        throw Error(system_error(path_, error));
+        fail_to_write(path_, error);
     }
 }
 
@@ -156,13 +152,13 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit() {
     // a failed write leaves its errno: the stream writes nothing more once it has failed
-    if (!out_) throw Error(system_error(path_, errno ? errno : EIO));
+    if (!out_) fail_to_write(path_, errno ? errno : EIO);
     errno = 0;
     out_.close();
-    if (!out_) throw Error(system_error(path_, errno ? errno : EIO));
+    if (!out_) fail_to_write(path_, errno ? errno : EIO);
     take_target_mode(temporary_, target_);
     if (std::rename(temporary_.c_str(), target_.c_str()) != 0) {
-        throw Error(system_error(path_, errno));
+        fail_to_write(path_, errno);
     }
     committed_ = true;
     keep_on_signal(slot_);

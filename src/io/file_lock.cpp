@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/file_errors.h"
 #include "io/signal_cleanup.h"
 
 namespace mha {
@@ -20,10 +20,6 @@ namespace mha {
 namespace {
 
 constexpr int max_attempts = 100;
-
-std::string system_error(const std::string& path, int error) {
-    return "cannot write " + path + ": " + std::strerror(error);
-}
 
 // Whether the open descriptor is the file `path` names now.
 bool still_named(int fd, const std::string& path) {
@@ -38,12 +34,12 @@ bool still_named(int fd, const std::string& path) {
 FileLock::FileLock(const std::string& path) : lock_path_(write_target(path) + ".lock") {
     for (int attempt = 0; attempt < max_attempts; ++attempt) {
         const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-        if (fd < 0) throw Error(system_error(lock_path_, errno));
+        if (fd < 0) fail_to_write(lock_path_, errno);
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
             ::close(fd);
             if (error == EWOULDBLOCK) return;  // another process holds it
-            throw Error(system_error(lock_path_, error));
+            fail_to_write(lock_path_, error);
         }
         if (still_named(fd, lock_path_)) {
             fd_ = fd;

@@ -2,28 +2,19 @@
 
 #include "io/file_range.h"
 
-#include "core/error.h"
+#include "io/file_errors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace mha {
 
-namespace {
-
-[[noreturn]] void fail(const std::string& path, int error) {
-    throw Error("cannot read " + path + ": " + std::strerror(error));
-}
-
-}  // namespace
-
 FileRange::FileRange(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(path, errno);
+    if (fd_ < 0) fail_to_read(path, errno);
     struct stat status {};
     const int error = ::fstat(fd_, &status) != 0 ? errno : S_ISDIR(status.st_mode) ? EISDIR : 0;
     if (error == 0 && !S_ISREG(status.st_mode)) {
@@ -32,7 +23,7 @@ FileRange::FileRange(const std::string& path) : path_(path) {
     }
     if (error != 0) {
         ::close(fd_);
-        fail(path, error);
+        fail_to_read(path, error);
     }
     size_ = std::uint64_t(status.st_size);
 }
@@ -45,7 +36,7 @@ void FileRange::read(std::uint64_t offset, std::uint64_t length, char* out,
     while (got < length) {
         const ssize_t n = ::pread(fd_, out + got, length - got, off_t(offset + got));
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail(path_, errno);
+        if (n < 0) fail_to_read(path_, errno);
         if (n == 0) {
             throw Error(path_ + ": truncated: " + what + " needs bytes [" + std::to_string(offset) +
                         ", " + std::to_string(offset + length) + "), but the file ends at byte " +

@@ -14,7 +14,7 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t n = Mt19937::state_size, m = 397;
+constexpr std::size_t mt_n = Mt19937::state_size, mt_m = 397;  // the standard's n and m
 constexpr std::uint32_t upper = 0x80000000u, lower = 0x7fffffffu, matrix = 0x9908b0dfu;
 
 // x_i = x_{i+m} ^ (y >> 1) ^ (a when y is odd), y = upper bit of x_i, lower bits of x_{i+1}.
@@ -26,9 +26,10 @@ inline std::uint32_t next_word(std::uint32_t x_i, std::uint32_t x_next, std::uin
 // Three loops so that each reads words it may read in any order: the first reads x_{i+m}
 // not yet replaced, the second x_{i+m-n} replaced n - m words before, the last wraps.
 [[gnu::always_inline]] inline void twist_words(std::uint32_t* x) {
-    for (std::size_t i = 0; i < n - m; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m]);
-    for (std::size_t i = n - m; i < n - 1; ++i) x[i] = next_word(x[i], x[i + 1], x[i + m - n]);
-    x[n - 1] = next_word(x[n - 1], x[0], x[m - 1]);
+    for (std::size_t i = 0; i < mt_n - mt_m; ++i) x[i] = next_word(x[i], x[i + 1], x[i + mt_m]);
+    for (std::size_t i = mt_n - mt_m; i < mt_n - 1; ++i)
+        x[i] = next_word(x[i], x[i + 1], x[i + mt_m - mt_n]);
+    x[mt_n - 1] = next_word(x[mt_n - 1], x[0], x[mt_m - 1]);
 }
 
 // out[i] = low + width · (top 24 bits of tempered words[i]) / 2^24; the value is below 2^24,
@@ -77,9 +78,9 @@ Loops loops() {
 }  // namespace
 
 Mt19937::Mt19937(std::seed_seq& seeds) {
-    seeds.generate(state_, state_ + n);
+    seeds.generate(state_, state_ + mt_n);
     bool zero = (state_[0] & upper) == 0;
-    for (std::size_t i = 1; zero && i < n; ++i) zero = state_[i] == 0;
+    for (std::size_t i = 1; zero && i < mt_n; ++i) zero = state_[i] == 0;
     if (zero) state_[0] = upper;
 }
 
@@ -90,8 +91,8 @@ void Mt19937::twist() {
 
 void Mt19937::uniform_floats(float low, float width, float* out, std::size_t count) {
     while (count > 0) {
-        if (next_ == n) twist();
-        const std::size_t take = std::min(count, n - next_);
+        if (next_ == mt_n) twist();
+        const std::size_t take = std::min(count, mt_n - next_);
         loops().uniform(state_ + next_, take, low, width, out);
         next_ += take;
         out += take;

@@ -7,18 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <vector>
+
+#include "io/file_errors.h"
 
 namespace mha {
 
 namespace {
 
 constexpr std::size_t piece_size = std::size_t(1) << 16;
-
-[[noreturn]] void fail(const std::string& path, int error) {
-    throw Error("cannot read " + path + ": " + std::strerror(error));
-}
 
 struct Descriptor {
     int fd;
@@ -31,7 +28,7 @@ std::size_t read_some(int fd, char* data, std::size_t size, const std::string& p
     while (got < size) {
         const ssize_t n = ::read(fd, data + got, size - got);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail(path, errno);
+        if (n < 0) fail_to_read(path, errno);
         if (n == 0) break;
         got += std::size_t(n);
     }
@@ -69,8 +66,8 @@ std::string read_stream(int fd, const std::string& path, const Ledger& ledger, s
 // The status of an open file; a directory is refused.
 struct stat status_of(const Descriptor& file, const std::string& path) {
     struct stat status {};
-    if (::fstat(file.fd, &status) != 0) fail(path, errno);
-    if (S_ISDIR(status.st_mode)) fail(path, EISDIR);
+    if (::fstat(file.fd, &status) != 0) fail_to_read(path, errno);
+    if (S_ISDIR(status.st_mode)) fail_to_read(path, EISDIR);
     return status;
 }
 
@@ -78,7 +75,7 @@ struct stat status_of(const Descriptor& file, const std::string& path) {
 
 std::string read_file(const std::string& path, const Ledger& ledger) {
     const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (file.fd < 0) fail(path, errno);
+    if (file.fd < 0) fail_to_read(path, errno);
     const struct stat status = status_of(file, path);
     if (!S_ISREG(status.st_mode)) return read_stream(file.fd, path, ledger, std::string());
     const auto size = std::uint64_t(status.st_size);
@@ -94,7 +91,7 @@ std::string read_file(const std::string& path, const Ledger& ledger) {
 std::string read_small_file(const std::string& path, std::uint64_t max_bytes,
                             const std::string& what) {
     const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (file.fd < 0) fail(path, errno);
+    if (file.fd < 0) fail_to_read(path, errno);
     status_of(file, path);
     std::string bytes(max_bytes + 1, '\0');
     bytes.resize(read_some(file.fd, bytes.data(), bytes.size(), path));

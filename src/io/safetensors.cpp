@@ -20,23 +20,22 @@ constexpr std::uint64_t max_header_bytes = 100000000;  // 100 MB, the format's o
 
 constexpr DType read_dtypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16};
 
-std::string text_of(std::uint64_t n) { return std::to_string(n); }
-
 // The header's length from the first 8 bytes, checked against the file's size and the bound.
 std::uint64_t header_length(const char* first, std::uint64_t size, const std::string& file) {
     if (size < length_bytes) {
-        throw Error(file + ": truncated: " + text_of(size) +
+        throw Error(file + ": truncated: " + std::to_string(size) +
                     " bytes, fewer than the 8 of a safetensors header's length");
     }
     const std::uint64_t length =
         bytes::load_le(reinterpret_cast<const unsigned char*>(first), length_bytes);
     if (length > max_header_bytes) {
-        throw Error(file + ": byte 0: the header's length is " + text_of(length) +
+        throw Error(file + ": byte 0: the header's length is " + std::to_string(length) +
                     " bytes, over the 100000000 (100 MB) a safetensors header may have");
     }
     if (length > size - length_bytes) {
-        throw Error(file + ": truncated: byte 0 gives the header's length as " + text_of(length) +
-                    " bytes, but only " + text_of(size - length_bytes) + " follow");
+        throw Error(file + ": truncated: byte 0 gives the header's length as " +
+                    std::to_string(length) + " bytes, but only " +
+                    std::to_string(size - length_bytes) + " follow");
     }
     return length;
 }
@@ -97,21 +96,22 @@ Entry entry_of(const std::string& name, const json::Value& value, const json::Wh
     const std::vector<json::Value>& pair = json::as_array(offsets, at);
     if (pair.size() != 2)
         json::refuse(at, offsets,
-                     "expected [begin, end], found " + text_of(pair.size()) +
+                     "expected [begin, end], found " + std::to_string(pair.size()) +
                          (pair.size() == 1 ? " value" : " values"));
     entry.begin = json::as_size(pair[0], at.at(0));
     entry.end = json::as_size(pair[1], at.at(1));
-    const std::string range = "[" + text_of(entry.begin) + ", " + text_of(entry.end) + ")";
+    const std::string range =
+        "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
     if (entry.begin > entry.end) json::refuse(at, offsets, range + " ends before it begins");
     if (entry.end - entry.begin != bytes) {
         json::refuse(at, offsets,
-                     range + " holds " + text_of(entry.end - entry.begin) + " bytes, but " +
+                     range + " holds " + std::to_string(entry.end - entry.begin) + " bytes, but " +
                          to_string(entry.shape) + " of " + dtype_name(entry.dtype) + " needs " +
-                         text_of(bytes));
+                         std::to_string(bytes));
     }
     if (entry.end > data_size) {
         json::refuse(at, offsets,
-                     "truncated: " + range + " runs past the " + text_of(data_size) +
+                     "truncated: " + range + " runs past the " + std::to_string(data_size) +
                          " bytes of data that follow the header");
     }
     return entry;
@@ -125,24 +125,25 @@ void check_tiling(std::vector<Entry>& entries, std::uint64_t data_size, const st
     std::uint64_t covered = 0;
     const Entry* last = nullptr;
     for (const Entry& entry : entries) {
-        const std::string range = "[" + text_of(entry.begin) + ", " + text_of(entry.end) + ")";
+        const std::string range =
+            "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
         if (entry.begin < covered) {
             throw Error(file + ": tensor " + entry.name + "'s data_offsets " + range +
-                        " overlap tensor " + last->name + "'s [" + text_of(last->begin) + ", " +
-                        text_of(last->end) + ")");
+                        " overlap tensor " + last->name + "'s [" + std::to_string(last->begin) +
+                        ", " + std::to_string(last->end) + ")");
         }
         if (entry.begin > covered) {
             throw Error(file + ": tensor " + entry.name + "'s data_offsets " + range +
-                        " leave a gap: bytes [" + text_of(covered) + ", " + text_of(entry.begin) +
-                        ") of the data belong to no tensor");
+                        " leave a gap: bytes [" + std::to_string(covered) + ", " +
+                        std::to_string(entry.begin) + ") of the data belong to no tensor");
         }
         covered = entry.end;
         last = &entry;
     }
     if (covered < data_size) {
-        throw Error(file + ": " + text_of(data_size - covered) +
-                    " bytes of data after the last tensor's, at data offset " + text_of(covered) +
-                    ": the tensors do not cover the data");
+        throw Error(file + ": " + std::to_string(data_size - covered) +
+                    " bytes of data after the last tensor's, at data offset " +
+                    std::to_string(covered) + ": the tensors do not cover the data");
     }
 }
 
@@ -152,7 +153,7 @@ std::vector<Entry> entries_from(const std::string& text, std::uint64_t size,
                                 const std::string& file, const Ledger& ledger) {
     const std::uint64_t parsing = checked_sum({text.size(), json::parse_bytes(text)}, file);
     ledger.check(parsing, file + ": the header",
-                 "parsing its " + text_of(text.size() - length_bytes) + " bytes needs " +
+                 "parsing its " + std::to_string(text.size() - length_bytes) + " bytes needs " +
                      byte_size(parsing));
     const json::Value root = json::parse(text, file);
     const json::Where where{file, ""};
@@ -186,8 +187,9 @@ std::vector<Entry> parse_header(const std::string& bytes, std::uint64_t size,
     const std::uint64_t known = bytes.size() < length_bytes ? bytes.size() : size;
     const std::uint64_t length = header_length(bytes.data(), known, file);
     if (bytes.size() < length_bytes + length) {
-        throw Error(file + ": truncated: " + text_of(bytes.size()) + " bytes, fewer than the " +
-                    text_of(length_bytes + length) + " of the length and the header");
+        throw Error(file + ": truncated: " + std::to_string(bytes.size()) +
+                    " bytes, fewer than the " + std::to_string(length_bytes + length) +
+                    " of the length and the header");
     }
     std::string text = std::string(length_bytes, ' ') + bytes.substr(length_bytes, length);
     return entries_from(text, size, file, ledger);
@@ -198,8 +200,9 @@ std::vector<Entry> read_header(const std::string& file, const Ledger& ledger) {
     char first[length_bytes] = {};
     range.read(0, std::min(range.size(), length_bytes), first, "the header's length");
     const std::uint64_t length = header_length(first, range.size(), file);
-    ledger.check(length_bytes + length, file + ": the header",
-                 "its " + text_of(length) + " bytes need " + byte_size(length_bytes + length));
+    ledger.check(
+        length_bytes + length, file + ": the header",
+        "its " + std::to_string(length) + " bytes need " + byte_size(length_bytes + length));
     std::string text(length_bytes + length, ' ');
     range.read(length_bytes, length, text.data() + length_bytes, "the header");
     return entries_from(text, range.size(), file, ledger);

@@ -31,10 +31,8 @@ bool is_file(const std::string& path) {
     return fs::is_regular_file(path, error);
 }
 
-std::string text_of(std::uint64_t n) { return std::to_string(n); }
-
 std::string range_of(const Entry& entry) {
-    return "bytes [" + text_of(entry.begin) + ", " + text_of(entry.end) + ")";
+    return "bytes [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
 }
 
 // A weight_map value: a file name in the folder, not a path out of it.
@@ -110,8 +108,9 @@ std::map<std::string, Entry> sharded_entries(const std::string& dir, const Ledge
     const std::string path = joined(dir, index_name);
     const std::string text = read_file(path, ledger);
     const std::uint64_t parsing = checked_sum({text.size(), json::parse_bytes(text)}, path);
-    ledger.check(parsing, path,
-                 "parsing its " + text_of(text.size()) + " bytes needs " + byte_size(parsing));
+    ledger.check(
+        parsing, path,
+        "parsing its " + std::to_string(text.size()) + " bytes needs " + byte_size(parsing));
     const json::Value root = json::parse(text, path);
     Ledger left = ledger;  // the shards' headers are read while the index's tree is held
     left.hold(parsing);
@@ -206,8 +205,8 @@ Tensor Folder::read_rows(const std::string& name, const std::vector<std::size_t>
     const std::size_t cols = e.shape[1];
     for (std::size_t row : rows) {
         if (row >= e.shape[0])
-            throw Error(e.file + ": tensor " + name + " has " + text_of(e.shape[0]) +
-                        " rows; row " + text_of(row) + " was asked for");
+            throw Error(e.file + ": tensor " + name + " has " + std::to_string(e.shape[0]) +
+                        " rows; row " + std::to_string(row) + " was asked for");
     }
     check_budget(ledger, e, {rows.size(), cols}, cols, "rows");
     Tensor tensor({rows.size(), cols});
@@ -222,8 +221,9 @@ Tensor Folder::read_row_range(const std::string& name, std::size_t first, std::s
     const Entry& e = entry(name);
     require_matrix(e);
     if (first > e.shape[0] || count > e.shape[0] - first)
-        throw Error(e.file + ": tensor " + name + " has " + text_of(e.shape[0]) + " rows; rows [" +
-                    text_of(first) + ", " + text_of(first + count) + ") were asked for");
+        throw Error(e.file + ": tensor " + name + " has " + std::to_string(e.shape[0]) +
+                    " rows; rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                    ") were asked for");
     const std::size_t cols = e.shape[1];
     check_budget(ledger, e, {count, cols}, count * cols, "rows");
     Tensor tensor({count, cols});

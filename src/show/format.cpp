@@ -2,7 +2,9 @@
 
 #include "show/format.h"
 
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 namespace mha {
 
@@ -16,6 +18,19 @@ std::string fixed(double value, int digits) {
     char text[64];
     std::snprintf(text, sizeof text, "%.*f", digits, value);
     return text;
+}
+
+std::string json_number(double value, int digits) {
+    if (!std::isfinite(value)) return "null";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    return text;
+}
+
+std::string compact(double value) {
+    std::ostringstream text;
+    text << value;
+    return text.str();
 }
 
 std::string named_shape(const std::vector<std::string>& dims, const Shape& shape) {

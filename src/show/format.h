@@ -16,6 +16,13 @@ std::string with_commas(std::uint64_t n);
 // printf's %.*f
 std::string fixed(double value, int digits);
 
+// A JSON number of `digits` significant digits (nine: any float32 reads back unchanged), or
+// null for NaN and infinities, which JSON has not.
+std::string json_number(double value, int digits = 9);
+
+// 1e-06, 500000, 6.9282: a number as short as it reads (a stream's default, 6 digits).
+std::string compact(double value);
+
 // "(B=2, h=4, N=8, d_k=64)": each size after its name from the shape legend.
 std::string named_shape(const std::vector<std::string>& dims, const Shape& shape);
 

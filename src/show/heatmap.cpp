@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::size_t panel_gap = 3;
 constexpr std::size_t max_label = 12;  // row labels longer than this are cut with "…"
-const std::string reset = "\x1b[0m";
 
 // The first `width` display columns of a UTF-8 label, "…" marking a cut.
 std::string clipped(const std::string& label, std::size_t width) {
@@ -47,7 +46,7 @@ char ramp_char(float weight) {
 
 std::string cell(float weight, Shading shading, std::size_t cell_width) {
     if (shading == Shading::Plain) return std::string(cell_width, ramp_char(weight));
-    return background(weight, shading) + std::string(cell_width, ' ') + reset;
+    return background(weight, shading) + std::string(cell_width, ' ') + ansi_reset;
 }
 
 // A key the mask hides: hatched, the SVG's way, in grey on the terminal's own background
@@ -56,16 +55,7 @@ std::string masked_cell(Shading shading, std::size_t cell_width) {
     const std::string hatch(cell_width, masked_char);
     if (shading == Shading::Plain) return hatch;
     const char* grey = shading == Shading::TrueColour ? "\x1b[38;2;128;128;128m" : "\x1b[38;5;244m";
-    return grey + hatch + reset;
-}
-
-bool any_masked(const std::vector<WeightMap>& maps) {
-    for (const WeightMap& map : maps) {
-        for (bool hidden : map.blocked) {
-            if (hidden) return true;
-        }
-    }
-    return false;
+    return grey + hatch + ansi_reset;
 }
 
 void legend(std::ostream& out, Shading shading, bool auto_scale, bool masked) {

@@ -3,10 +3,10 @@
 
 #include "show/json_report.h"
 
+#include "show/format.h"
 #include "show/notes.h"
 #include "show/summary.h"
 
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -54,14 +54,6 @@ std::string quoted(const std::string& text) {
     return json + "\"";
 }
 
-// Nine significant digits: enough for any float32 to read back unchanged. JSON has no NaN or inf.
-std::string number(double value) {
-    if (!std::isfinite(value)) return "null";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.9g", value);
-    return text;
-}
-
 std::string boolean(bool value) { return value ? "true" : "false"; }
 
 template <typename Items, typename Write>
@@ -88,7 +80,7 @@ std::string grid(const std::vector<std::vector<bool>>& allowed) {
 void append_nested(std::string& json, const std::vector<float>& values, const Shape& shape,
                    std::size_t axis, std::size_t& next) {
     if (axis == shape.size()) {
-        json += number(values[next++]);
+        json += json_number(values[next++]);
         return;
     }
     json += "[";
@@ -165,9 +157,10 @@ std::string step_object(const Step& step, bool values) {
 
 std::string output_object(const Tensor& output) {
     const TensorStats stats = stats_of(output);
-    return "{\"shape\":" + sizes(output.shape()) + ",\"mean\":" + number(stats.mean) +
-           ",\"std\":" + number(stats.std) + ",\"min\":" + number(stats.min) +
-           ",\"max\":" + number(stats.max) + ",\"nan_count\":" + std::to_string(stats.nan_count) +
+    return "{\"shape\":" + sizes(output.shape()) + ",\"mean\":" + json_number(stats.mean) +
+           ",\"std\":" + json_number(stats.std) + ",\"min\":" + json_number(stats.min) +
+           ",\"max\":" + json_number(stats.max) +
+           ",\"nan_count\":" + std::to_string(stats.nan_count) +
            ",\"inf_count\":" + std::to_string(stats.inf_count) + "}";
 }
 
@@ -236,12 +229,12 @@ void JsonReport::finish(const ForwardResult& result, double wall_ms) {
         out_ << "\n],\"output\":null,\"shapes_only\":{\"activation_bytes\":"
              << info_.activation_bytes << ",\"macs\":" << info_.total_macs << "}"
              << (info_.kv_ledger ? ",\"kv_ledger\":" + ledger_object(*info_.kv_ledger) : "")
-             << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";
+             << ",\"wall_time_ms\":" << json_number(wall_ms) << "}\n";
         return;
     }
     out_ << "\n],\"output\":" << output_object(result.output)
          << ",\"fully_masked_rows\":" << result.fully_masked_rows
-         << ",\"wall_time_ms\":" << number(wall_ms) << "}\n";
+         << ",\"wall_time_ms\":" << json_number(wall_ms) << "}\n";
 }
 
 }  // namespace mha

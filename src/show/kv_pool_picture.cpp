@@ -13,9 +13,9 @@ namespace {
 constexpr const char* free_colour = "#ffffff";
 constexpr const char* mark_colour = "#000000";
 constexpr const char* line_colour = "#b0b0b0";
-constexpr int margin = 10, line = 16;                // px; a line of text
+constexpr int pool_margin = 10, line_height = 16;    // px; a line of text
 constexpr int strip_height = 18, block_gap = 14;     // a block's strip of slots, space between
-constexpr int entry_width = 30, entry_height = 22;   // a block table's cell
+constexpr int table_cell_width = 30, table_cell_height = 22;  // a block table's cell
 constexpr int label_width = 56;                      // "seq 12" before a table's row
 constexpr int max_pool_width = 640;                  // px the pool's grid may take
 constexpr int min_block_width = 112;                 // px: room for "block 12 · seq 3"
@@ -69,9 +69,12 @@ struct PoolGrid {
     int slot = 0, block = 0;
     std::size_t columns = 1;
     int width() const { return int(columns) * (block + block_gap); }
-    int x(std::size_t index) const { return margin + int(index % columns) * (block + block_gap); }
+    int x(std::size_t index) const {
+        return pool_margin + int(index % columns) * (block + block_gap);
+    }
     int y(std::size_t index) const {  // the strip's top; its label sits above it
-        return margin + 2 * line + int(index / columns) * (strip_height + line + block_gap);
+        return pool_margin + 2 * line_height +
+               int(index / columns) * (strip_height + line_height + block_gap);
     }
 };
 
@@ -111,11 +114,11 @@ std::string table_row(const PagedFacts& p, std::size_t b, int x, int y,
                       const PagedPosition& traced) {
     std::string svg = text(x, y + 15, "seq " + std::to_string(b));
     for (std::size_t j = 0; j < p.tables[b].size(); ++j) {
-        const int cx = x + label_width + int(j) * entry_width;
+        const int cx = x + label_width + int(j) * table_cell_width;
         const bool marked = b == 0 && j == traced.entry;
-        svg += rect(cx, y, entry_width, entry_height, sequence_colour(b),
+        svg += rect(cx, y, table_cell_width, table_cell_height, sequence_colour(b),
                     marked ? mark_colour : "#ffffff", marked ? 3 : 1);
-        svg += text(cx + entry_width / 2, y + 15, std::to_string(p.tables[b][j]), "middle");
+        svg += text(cx + table_cell_width / 2, y + 15, std::to_string(p.tables[b][j]), "middle");
     }
     return svg + "\n";
 }
@@ -131,7 +134,7 @@ void write_kv_pool_svg(std::ostream& out, const PagedFacts& p) {
     const PagedPosition& traced = p.positions.back();
     const PoolGrid grid = pool_grid(p);
     const std::size_t rows = (p.pool_blocks + grid.columns - 1) / grid.columns;
-    const int tables_x = margin + grid.width() + 2 * block_gap;
+    const int tables_x = pool_margin + grid.width() + 2 * block_gap;
     std::size_t entries = 0;
     for (const auto& table : p.tables) entries = std::max(entries, table.size());
     const std::string pool_title = "block pool: " + std::to_string(p.pool_blocks) +
@@ -146,31 +149,33 @@ void write_kv_pool_svg(std::ostream& out, const PagedFacts& p) {
     const std::string legend_line =
         "filled: written; outlined in colour: allocated, not written yet (internal "
         "fragmentation); outlined in grey: free";
-    const int width = std::max(
-        {tables_x + std::max(label_width + int(entries) * entry_width, text_width(tables_title)),
-         text_width(traced_line), text_width(legend_line)}) + margin;
-    const int pool_bottom = grid.y(rows * grid.columns) - line;
-    const int tables_bottom = margin + 2 * line + int(p.tables.size()) * (entry_height + 6);
-    const int height = std::max(pool_bottom, tables_bottom) + 3 * line + margin;
-    out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
-        << height << "\" viewBox=\"0 0 " << width << " " << height
+    const int width = std::max({tables_x + std::max(label_width + int(entries) * table_cell_width,
+                                                    text_width(tables_title)),
+                                text_width(traced_line), text_width(legend_line)}) +
+                      pool_margin;
+    const int pool_bottom = grid.y(rows * grid.columns) - line_height;
+    const int tables_bottom =
+        pool_margin + 2 * line_height + int(p.tables.size()) * (table_cell_height + 6);
+    const int height = std::max(pool_bottom, tables_bottom) + 3 * line_height + pool_margin;
+    out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+        << "\" viewBox=\"0 0 " << width << " " << height
         << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\" "
            "fill=\"#222222\">\n"
         << rect(0, 0, width, height, "#ffffff", "#ffffff", 0) << "\n"
-        << text(margin, margin + line - 4, pool_title)
-        << text(tables_x, margin + line - 4, tables_title)
-        << "\n";
+        << text(pool_margin, pool_margin + line_height - 4, pool_title)
+        << text(tables_x, pool_margin + line_height - 4, tables_title) << "\n";
     const std::vector<Owner> of = owners(p);
     for (std::size_t index = 0; index < p.pool_blocks; ++index)
         out << pool_block(p, grid, index, of[index], traced);
     for (std::size_t j = 0; j < entries; ++j)
-        out << text(tables_x + label_width + int(j) * entry_width + entry_width / 2,
-                    margin + 2 * line - 4, std::to_string(j), "middle");
+        out << text(tables_x + label_width + int(j) * table_cell_width + table_cell_width / 2,
+                    pool_margin + 2 * line_height - 4, std::to_string(j), "middle");
     for (std::size_t b = 0; b < p.tables.size(); ++b)
-        out << table_row(p, b, tables_x, margin + 2 * line + int(b) * (entry_height + 6), traced);
-    const int below = std::max(pool_bottom, tables_bottom) + line;
-    out << text(margin, below, traced_line) << "\n"
-        << text(margin, below + line, legend_line) << "\n</svg>\n";
+        out << table_row(p, b, tables_x,
+                         pool_margin + 2 * line_height + int(b) * (table_cell_height + 6), traced);
+    const int below = std::max(pool_bottom, tables_bottom) + line_height;
+    out << text(pool_margin, below, traced_line) << "\n"
+        << text(pool_margin, below + line_height, legend_line) << "\n</svg>\n";
 }
 
 }  // namespace mha

@@ -19,6 +19,9 @@ struct Prediction {
     double probability;
 };
 
+// How many next tokens a model's or a checkpoint's run lists.
+inline constexpr std::size_t predictions_shown = 5;
+
 // The `count` most likely next tokens after the last position of logits (1, N, V),
 // most likely first: softmax of the last row.
 std::vector<Prediction> top_predictions(const Tensor& logits, std::size_t count);

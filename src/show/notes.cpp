@@ -70,14 +70,8 @@ void scale(std::size_t d_k, const std::optional<double>& base, const std::option
     notes.push_back(note.str());
 }
 
-std::string number(double value) {
-    std::ostringstream text;
-    text << value;
-    return text.str();
-}
-
 std::string softcap(double cap) {
-    const std::string c = number(cap);
+    const std::string c = compact(cap);
     return "soft-cap: scores = " + c + "·tanh(scores / " + c + "), so every score lies in (-" + c +
            ", " + c + "); small scores barely change";
 }
@@ -92,7 +86,7 @@ std::string alibi(const std::vector<double>& slopes) {
             text += "..., ";
             i = heads - 1;
         }
-        text += number(slopes[i]) + (i + 1 < heads ? ", " : "");
+        text += compact(slopes[i]) + (i + 1 < heads ? ", " : "");
     }
     return text;
 }
@@ -115,7 +109,7 @@ void window(const WindowFacts& w, Notes& notes) {
 void rope(const RopeFacts& r, Notes& notes) {
     notes.push_back(std::string(r.half ? "RoPE, half layout: pairs (x[i], x[i + d_k/2])"
                                        : "RoPE, interleaved layout: pairs (x[2i], x[2i+1])") +
-                    ", each turned by p·inv_freq[i], inv_freq[i] = " + number(r.theta) + "^(-2i/" +
+                    ", each turned by p·inv_freq[i], inv_freq[i] = " + compact(r.theta) + "^(-2i/" +
                     std::to_string(r.d_k) + ")" + (r.scaled ? ", then scaled" : ""));
     notes.push_back("queries at positions " + std::to_string(r.m - r.n) + ".." +
                     std::to_string(r.m - 1) + ", keys at 0.." + std::to_string(r.m - 1) +
@@ -123,7 +117,7 @@ void rope(const RopeFacts& r, Notes& notes) {
     for (const auto& [position, angles] : r.angles) {
         std::string text = "p = " + std::to_string(position) + ":";
         for (std::size_t i = 0; i < angles.size(); ++i) {
-            text += (i ? ", " : " ") + number(angles[i]);
+            text += (i ? ", " : " ") + compact(angles[i]);
         }
         notes.push_back(text + (angles.size() < r.pairs ? ", ... rad" : " rad"));
     }
@@ -196,7 +190,7 @@ std::string first_features(const std::vector<float>& row) {
     constexpr std::size_t shown = 4;
     std::string text = "[";
     for (std::size_t j = 0; j < row.size() && j < shown; ++j)
-        text += (j ? ", " : "") + number(row[j]);
+        text += (j ? ", " : "") + compact(row[j]);
     return text + (row.size() > shown ? ", ...]" : "]");
 }
 
@@ -207,11 +201,11 @@ std::string flash_tile(std::size_t index, const FlashTile& t) {
     if (std::isinf(t.tile_max) && t.tile_max < 0 && std::isinf(t.running_max)) {
         return text + "every key blocked so far; m, l and o stay empty";
     }
-    text += "tile max " + number(t.tile_max) + ", m = " + number(t.running_max) + ", ";
+    text += "tile max " + compact(t.tile_max) + ", m = " + compact(t.running_max) + ", ";
     text += t.shrink == 0.0f   ? std::string("first visible keys: l and o start here")
             : t.shrink == 1.0f ? std::string("m unchanged: l and o kept as they were (rescale 1)")
-                               : "l and o rescaled by e^(m_old - m) = " + number(t.shrink);
-    return text + ", l = " + number(t.running_sum) + ", o = " + first_features(t.output);
+                               : "l and o rescaled by e^(m_old - m) = " + compact(t.shrink);
+    return text + ", l = " + compact(t.running_sum) + ", o = " + first_features(t.output);
 }
 
 // A flash row's tiles, one line each by `line`: the first six, how many are left out, the last.
@@ -239,7 +233,7 @@ std::string beside_standard(const std::string& what, const std::vector<float>& r
                             const std::string& how, const std::vector<float>& standard,
                             double difference) {
     return what + " = " + first_features(row) + "; the standard " + how + " = " +
-           first_features(standard) + ": max difference " + number(difference);
+           first_features(standard) + ": max difference " + compact(difference);
 }
 
 // Streaming 10 with --flash-row: the online softmax of one row, tile by tile.
@@ -256,17 +250,17 @@ void flash(const FlashFacts& f, Notes& notes) {
 // One tile of the backward's flash row: the weights recomputed, dS, dQ's row so far.
 std::string flash_back_tile(std::size_t index, const FlashBackTile& t) {
     return "tile " + std::to_string(index) + ", keys " + std::to_string(t.first_key) + ".." +
-           std::to_string(t.first_key + t.keys - 1) + ": Σ P = " + number(t.weight_sum) +
-           ", Σ dS = " + number(t.ds_sum) + ", dq = " + first_features(t.dq);
+           std::to_string(t.first_key + t.keys - 1) + ": Σ P = " + compact(t.weight_sum) +
+           ", Σ dS = " + compact(t.ds_sum) + ", dq = " + first_features(t.dq);
 }
 
 // Streamed b10-b6 with --flash-row: one row of dQ built tile by tile from lse and D alone.
 void flash_back(const FlashBackFacts& f, Notes& notes) {
     notes.push_back(flash_row_head(f.row, f.head, f.key_tile) +
-                    "; the forward kept only lse = " + number(f.lse) + " and O for this row");
+                    "; the forward kept only lse = " + compact(f.lse) + " and O for this row");
     notes.push_back(
-        "D = rowsum(dO_h * O_h) = " + number(f.d) +
-        "; from the whole row of P it would be rowsum(dP * P) = " + number(f.d_standard));
+        "D = rowsum(dO_h * O_h) = " + compact(f.d) +
+        "; from the whole row of P it would be rowsum(dP * P) = " + compact(f.d_standard));
     notes.push_back(
         "per tile: s recomputed, P = e^(s - lse), dP = dO_h V^T, dS = P (dP - D), "
         "dq += dS K");
@@ -302,7 +296,7 @@ void mla_ledger(const MlaFacts& m, Notes& notes) {
 // latent_token).
 void mla(const Step& step, const MlaFacts& m, Notes& notes) {
     const std::string difference =
-        m.max_difference ? "; largest difference from the naive form: " + number(*m.max_difference)
+        m.max_difference ? "; largest difference from the naive form: " + compact(*m.max_difference)
                          : "";
     if (m.latent_cache) return;
     if (m.ledger) {
@@ -606,7 +600,7 @@ std::vector<std::string> backward_notes(const Step& step) {
         notes.push_back(
             "D = rowsum(dP * P), as PyTorch forms it, equals rowsum(dO_h * O_h), since "
             "O_h = P V; measured here: max |rowsum(dO_h * O_h) - D| = " +
-            number(*f.row_dot_difference));
+            compact(*f.row_dot_difference));
     }
     if (f.summed_heads > 0) {
         const std::string r = std::to_string(f.summed_heads);
@@ -627,9 +621,9 @@ std::vector<std::string> backward_notes(const Step& step) {
     if (step.kind == StepKind::MaskGrad) {
         notes.push_back("the mask (and ALiBi's bias) has no parameter: nothing to learn there");
     }
-    if (f.scale_factor) notes.push_back("times the forward's factor " + number(*f.scale_factor));
+    if (f.scale_factor) notes.push_back("times the forward's factor " + compact(*f.scale_factor));
     if (f.softcap) {
-        notes.push_back("times 1 - tanh²(s / " + number(*f.softcap) +
+        notes.push_back("times 1 - tanh²(s / " + compact(*f.softcap) +
                         "), the tanh read from the capped scores");
     }
     if (f.appended) {

@@ -85,13 +85,13 @@ Rgb along(const ControlPoint (&points)[Count], double t) {
     return to_rgb({points[0].lightness, 0.0, 0.0});  // unreachable: Count >= 2
 }
 
-constexpr int levels = 10;
+constexpr int terminal_levels = 10;
 
-std::array<int, levels> choose_levels() {
-    std::array<int, levels> chosen{};
+std::array<int, terminal_levels> choose_levels() {
+    std::array<int, terminal_levels> chosen{};
     double floor = -1.0;  // the lightness a level must exceed
-    for (int level = 0; level < levels; ++level) {
-        const Lab target = to_lab(palette_colour(float(level) / (levels - 1)));
+    for (int level = 0; level < terminal_levels; ++level) {
+        const Lab target = to_lab(palette_colour(float(level) / (terminal_levels - 1)));
         double best = 1e9;
         for (int index = 16; index <= 255; ++index) {
             const Lab candidate = to_lab(xterm_colour(index));
@@ -117,9 +117,9 @@ Rgb palette_colour(float t, Palette palette) {
 double lightness(const Rgb& colour) { return to_lab(colour).l; }
 
 int colour256_index(float t) {
-    static const std::array<int, levels> chosen = choose_levels();
+    static const std::array<int, terminal_levels> chosen = choose_levels();
     const double x = std::isnan(t) ? 0.0 : std::fmin(1.0, std::fmax(0.0, double(t)));
-    return chosen[std::size_t(std::fmin(levels - 1, std::floor(x * levels)))];
+    return chosen[std::size_t(std::fmin(terminal_levels - 1, std::floor(x * terminal_levels)))];
 }
 
 Rgb xterm_colour(int index) {

@@ -110,7 +110,7 @@ Geometry geometry(const std::vector<WeightMap>& maps, const std::vector<std::str
     return g;
 }
 
-std::string number(double value) { return fixed(value, 1); }
+std::string one_decimal(double value) { return fixed(value, 1); }
 
 // Grey diagonal lines (lower left to upper right, like the terminal's //) across the square
 // of side `size` at (x, y), each shortened by half the line width at both ends so that no
@@ -118,14 +118,14 @@ std::string number(double value) { return fixed(value, 1); }
 void write_hatch(std::ostream& out, double x, double y, double size) {
     const double inset = hatch_width / 2 / std::sqrt(2.0);  // per axis
     out << "<path fill=\"none\" stroke=\"" << hatch_colour << "\" stroke-width=\""
-        << number(hatch_width) << "\" d=\"";
+        << one_decimal(hatch_width) << "\" d=\"";
     for (double u = hatch_step / 2; u < 2 * size; u += hatch_step) {
         // the line x' + y' = u inside the square: from its left or bottom edge to its top or right
         const double x0 = u <= size ? x : x + u - size, y0 = u <= size ? y + u : y + size;
         const double x1 = u <= size ? x + u : x + size, y1 = u <= size ? y : y + u - size;
         if (x1 - x0 <= 2 * inset) continue;
-        out << "M" << number(x0 + inset) << " " << number(y0 - inset) << "L" << number(x1 - inset)
-            << " " << number(y1 + inset);
+        out << "M" << one_decimal(x0 + inset) << " " << one_decimal(y0 - inset) << "L"
+            << one_decimal(x1 - inset) << " " << one_decimal(y1 + inset);
     }
     out << "\"/>\n";
 }
@@ -138,8 +138,8 @@ void write_cell(std::ostream& out, const WeightMap& map, const WeightRange& rang
     const std::string fill =
         blocked ? masked_fill : hex(palette_colour(range.position(w), style.palette));
     out << "<rect" << class_attribute(style, blocked ? "cell masked" : "cell") << " x=\""
-        << number(x) << "\" y=\"" << number(y) << "\" width=\"" << number(cell) << "\" height=\""
-        << number(cell) << "\" fill=\"" << fill
+        << one_decimal(x) << "\" y=\"" << one_decimal(y) << "\" width=\"" << one_decimal(cell)
+        << "\" height=\"" << one_decimal(cell) << "\" fill=\"" << fill
         << "\" stroke=\"none\" shape-rendering=\"crispEdges\"><title>"
         << xml_escaped(label + ": " + fixed(w, 4) + (blocked ? " (masked)" : ""))
         << "</title></rect>\n";
@@ -153,20 +153,21 @@ void write_panel(std::ostream& out, const WeightMap& map, const std::vector<std:
     const WeightRange range = weight_range(map, style.auto_scale);
     const std::string title = style.auto_scale ? map.title + " [" + range.text() + "]" : map.title;
     out << "<g" << class_attribute(style, "panel") << ">\n"
-        << text_style(style, "title", g.labels_px) << " x=\"" << number(left) << "\" y=\""
-        << number(y + 16) << "\">" << xml_escaped(title) << "</text>\n";
+        << text_style(style, "title", g.labels_px) << " x=\"" << one_decimal(left) << "\" y=\""
+        << one_decimal(y + 16) << "\">" << xml_escaped(title) << "</text>\n";
     for (std::size_t key = 0; key < map.cols; ++key) {
         // upright, centred on the middle of its own length above the column: ImageMagick turns
         // text the other way (+90 for -90), and centred it takes the same place
         const double cx = left + (double(key) + 0.5) * g.cell + 0.26 * g.labels_px;
         const double cy = top - 6 - label_length(cols[key], g.labels_px) / 2;
-        out << text_style(style, "key", g.labels_px) << " transform=\"translate(" << number(cx)
-            << "," << number(cy) << ") rotate(-90)\">" << xml_escaped(cols[key]) << "</text>\n";
+        out << text_style(style, "key", g.labels_px) << " transform=\"translate(" << one_decimal(cx)
+            << "," << one_decimal(cy) << ") rotate(-90)\">" << xml_escaped(cols[key])
+            << "</text>\n";
     }
     for (std::size_t query = 0; query < map.rows; ++query) {
-        out << text_style(style, "query", g.labels_px) << " x=\"" << number(left - 6) << "\" y=\""
-            << number(top + (double(query) + 0.5) * g.cell + 4) << "\">" << xml_escaped(rows[query])
-            << "</text>\n";
+        out << text_style(style, "query", g.labels_px) << " x=\"" << one_decimal(left - 6)
+            << "\" y=\"" << one_decimal(top + (double(query) + 0.5) * g.cell + 4) << "\">"
+            << xml_escaped(rows[query]) << "</text>\n";
         for (std::size_t key = 0; key < map.cols; ++key) {
             write_cell(out, map, range, style, rows[query] + " → " + cols[key], query, key,
                        left + double(key) * g.cell, top + double(query) * g.cell, g.cell);
@@ -180,16 +181,17 @@ void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, doub
                  double width) {
     constexpr int steps = 50;
     out << "<g" << class_attribute(style, "scale") << ">\n"
-        << text_style(style, "title", 13) << " x=\"" << number(x) << "\" y=\"" << number(y - 6)
-        << "\">"
+        << text_style(style, "title", 13) << " x=\"" << one_decimal(x) << "\" y=\""
+        << one_decimal(y - 6) << "\">"
         << (style.auto_scale ? "attention weight, each panel from its own min to its max "
                                "(--scale auto)"
                              : "attention weight (fixed scale 0 to 1)")
         << "</text>\n";
     for (int s = 0; s < steps; ++s) {
-        out << "<rect x=\"" << number(x + width * s / steps) << "\" y=\"" << number(y)
-            << "\" width=\"" << number(width / steps + 0.5) << "\" height=\"" << number(bar_height)
-            << "\" fill=\"" << hex(palette_colour((float(s) + 0.5f) / steps, style.palette))
+        out << "<rect x=\"" << one_decimal(x + width * s / steps) << "\" y=\"" << one_decimal(y)
+            << "\" width=\"" << one_decimal(width / steps + 0.5) << "\" height=\""
+            << one_decimal(bar_height) << "\" fill=\""
+            << hex(palette_colour((float(s) + 0.5f) / steps, style.palette))
             << "\" stroke=\"none\" shape-rendering=\"crispEdges\"/>\n";
     }
     write_frame(out, style, x, y, width, bar_height);
@@ -198,28 +200,20 @@ void write_scale(std::ostream& out, const SvgStyle& style, bool any_masked, doub
                                   : tick == 0       ? "min"
                                   : tick == 4       ? "max"
                                                     : "";
-        out << text_style(style, "tick", 13) << " x=\"" << number(x + width * tick / 4) << "\" y=\""
-            << number(y + bar_height + 14) << "\">" << label << "</text>\n";
+        out << text_style(style, "tick", 13) << " x=\"" << one_decimal(x + width * tick / 4)
+            << "\" y=\"" << one_decimal(y + bar_height + 14) << "\">" << label << "</text>\n";
     }
     if (any_masked) {
         const double at = x + width + 24;
-        out << "<rect x=\"" << number(at) << "\" y=\"" << number(y) << "\" width=\""
-            << number(bar_height) << "\" height=\"" << number(bar_height) << "\" fill=\""
+        out << "<rect x=\"" << one_decimal(at) << "\" y=\"" << one_decimal(y) << "\" width=\""
+            << one_decimal(bar_height) << "\" height=\"" << one_decimal(bar_height) << "\" fill=\""
             << masked_fill << "\" stroke=\"none\"/>\n";
         write_hatch(out, at, y, bar_height);
         write_frame(out, style, at, y, bar_height, bar_height);
-        out << text_style(style, "plain", 13) << " x=\"" << number(at + bar_height + 6) << "\" y=\""
-            << number(y + 12) << "\">masked (weight 0 by the mask)</text>\n";
+        out << text_style(style, "plain", 13) << " x=\"" << one_decimal(at + bar_height + 6)
+            << "\" y=\"" << one_decimal(y + 12) << "\">masked (weight 0 by the mask)</text>\n";
     }
     out << "</g>\n";
-}
-
-bool any_masked(const std::vector<WeightMap>& maps) {
-    for (const WeightMap& map : maps) {
-        if (std::find(map.blocked.begin(), map.blocked.end(), true) != map.blocked.end())
-            return true;
-    }
-    return false;
 }
 
 }  // namespace
@@ -259,13 +253,14 @@ void write_svg(std::ostream& out, const std::vector<WeightMap>& maps,
     const double shown_width = std::min(width, max_display_width);
     if (style.standalone) out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     out << "<svg" << (style.standalone ? " xmlns=\"http://www.w3.org/2000/svg\"" : "")
-        << " width=\"" << number(shown_width) << "\" height=\""
-        << number(height * shown_width / width) << "\" viewBox=\"0 0 " << number(width) << " "
-        << number(height) << "\">\n<rect width=\"" << number(width) << "\" height=\""
-        << number(height) << "\" fill=\"#ffffff\" stroke=\"none\"/>\n";
+        << " width=\"" << one_decimal(shown_width) << "\" height=\""
+        << one_decimal(height * shown_width / width) << "\" viewBox=\"0 0 " << one_decimal(width)
+        << " " << one_decimal(height) << "\">\n<rect width=\"" << one_decimal(width)
+        << "\" height=\"" << one_decimal(height) << "\" fill=\"#ffffff\" stroke=\"none\"/>\n";
     for (std::size_t line = 0; line < style.caption.size(); ++line) {
-        out << text_style(style, line == 0 ? "title" : "caption", 13) << " x=\"" << number(margin)
-            << "\" y=\"" << number(margin + 8 + double(line) * caption_line) << "\">"
+        out << text_style(style, line == 0 ? "title" : "caption", 13) << " x=\""
+            << one_decimal(margin) << "\" y=\""
+            << one_decimal(margin + 8 + double(line) * caption_line) << "\">"
             << xml_escaped(style.caption[line]) << "</text>\n";
     }
     for (std::size_t i = 0; i < maps.size(); ++i) {

@@ -47,7 +47,7 @@ std::string cut_to_width(const std::string& text, std::size_t width) {
         const std::size_t escape = escape_length(text, i);
         if (escape > 0) {
             kept += text.substr(i, escape);
-            coloured = text.compare(i, escape, "\x1b[0m") != 0;
+            coloured = text.compare(i, escape, ansi_reset) != 0;
             i += escape - 1;
             continue;
         }
@@ -55,7 +55,7 @@ std::string cut_to_width(const std::string& text, std::size_t width) {
         if (starts && used++ == width) break;
         kept += text[i];
     }
-    return coloured ? kept + "\x1b[0m" : kept;
+    return coloured ? kept + ansi_reset : kept;
 }
 
 std::string padded_right(const std::string& text, std::size_t width) {

@@ -10,6 +10,8 @@
 namespace mha {
 
 inline constexpr std::size_t text_columns = 80;
+// The escape sequence that turns a terminal's colours and bold off (SGR 0).
+inline const std::string ansi_reset = "\x1b[0m";
 
 // Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
 std::size_t display_width(const std::string& text);

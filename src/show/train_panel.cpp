@@ -17,7 +17,6 @@ namespace mha {
 namespace {
 
 const std::string bold = "\x1b[1m";
-const std::string reset = "\x1b[0m";
 
 // Sparkline levels, lowest first: Unicode blocks, or the plain heatmap ramp without its blank.
 const char* const block_levels[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
@@ -87,7 +86,7 @@ std::string formed_text(const InductionFormed& formed) {
 }
 
 std::string header_line(const TrainSnapshot& s, bool color) {
-    std::string line = color ? bold + "mha train" + reset : "mha train";
+    std::string line = color ? bold + "mha train" + ansi_reset : "mha train";
     line += "   step " + with_commas(s.step) + " of " + with_commas(s.steps);
     if (s.steps > 0) line += " (" + std::to_string(100 * s.step / s.steps) + "%)";
     line += "   " + clock(s.seconds) + " elapsed";
@@ -203,7 +202,7 @@ std::string head_entry(const TrainEvaluation& e, std::size_t layer, std::size_t 
     const double previous = head < e.prev_token[layer].size() ? e.prev_token[layer][head] : NAN;
     const double induction = head < e.induction[layer].size() ? e.induction[layer][head] : NAN;
     std::string label = padded_right(head_name(layer, head), head_label);
-    if (chosen && color) label = bold + label + reset;
+    if (chosen && color) label = bold + label + ansi_reset;
     return label + bar(previous, color) + " " + score_or_dash(previous) +
            std::string(entry_gap, ' ') + bar(induction, color) + " " + score_or_dash(induction);
 }

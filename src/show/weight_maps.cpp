@@ -67,6 +67,15 @@ WeightRange weight_range(const WeightMap& map, bool per_map) {
     return range;
 }
 
+bool any_masked(const std::vector<WeightMap>& maps) {
+    for (const WeightMap& map : maps) {
+        for (bool hidden : map.blocked) {
+            if (hidden) return true;
+        }
+    }
+    return false;
+}
+
 std::vector<WeightMap> weight_maps(const Tensor& weights, const MapChoice& choice,
                                    const std::vector<std::vector<bool>>& blocked) {
     const Tensor packed = weights.contiguous();

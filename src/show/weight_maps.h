@@ -38,6 +38,9 @@ struct WeightRange {
 
 WeightRange weight_range(const WeightMap& map, bool per_map);
 
+// Whether the mask hides any key of any of the maps (the pictures then explain the hatching).
+bool any_masked(const std::vector<WeightMap>& maps);
+
 struct MapChoice {
     std::vector<std::size_t> heads;       // empty: every head
     bool mean = false;                    // add the mean over all heads

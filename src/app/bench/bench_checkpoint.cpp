@@ -40,7 +40,7 @@ namespace ck = checkpoint;
 
 // The folder's weights in memory: every layer and the whole LM head, and (for the timed runs)
 // their copy packed for the kernels.
-struct LoadedWeights {
+struct CheckpointWeights {
     std::vector<ModelLayer> layers;
     Tensor head;  // (V, d_model)
     PackedModel packed;
@@ -71,9 +71,9 @@ void check_lengths(const ck::Config& c, const std::vector<std::size_t>& lengths)
     }
 }
 
-LoadedWeights load_weights(const ck::Checkpoint& checkpoint) {
+CheckpointWeights load_weights(const ck::Checkpoint& checkpoint) {
     const Ledger unbounded;  // the bench reads the whole model; it has no --max-memory
-    LoadedWeights w;
+    CheckpointWeights w;
     for (std::size_t l = 0; l < checkpoint.config.layers; ++l)
         w.layers.push_back(ck::read_layer(checkpoint, l, unbounded));
     w.head = checkpoint.folder.read_row_range(checkpoint.names.head, 0,
@@ -82,7 +82,7 @@ LoadedWeights load_weights(const ck::Checkpoint& checkpoint) {
 }
 
 // The model to run on `tokens`: their embedding rows read, every layer and the head from `w`.
-ck::Prompt model_for(const ck::Checkpoint& checkpoint, const LoadedWeights& w,
+ck::Prompt model_for(const ck::Checkpoint& checkpoint, const CheckpointWeights& w,
                      const std::vector<std::size_t>& tokens) {
     Ledger unbounded;
     ck::Prompt prompt = ck::read_prompt(checkpoint, tokens, unbounded);
@@ -128,7 +128,7 @@ double forward_macs_of(const ck::Config& c, std::size_t n) {
 double load_and_forward_peak_mib(const CheckpointBenchOptions& o, std::size_t n) {
     return child_peak_mib([&] {
         const ck::Checkpoint checkpoint = ck::open_checkpoint(o.dir, Ledger());
-        const LoadedWeights w = load_weights(checkpoint);
+        const CheckpointWeights w = load_weights(checkpoint);
         forward_ms(model_for(checkpoint, w, bench_tokens(n, checkpoint.config.vocab_size)),
                    o.threads, nullptr, nullptr);
     });
@@ -267,7 +267,7 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
         row.peak_mib = load_and_forward_peak_mib(o, n);
         rows.push_back(row);
     }
-    LoadedWeights weights;
+    CheckpointWeights weights;
     load_ms += time_ms([&] { weights = load_weights(*checkpoint); });
     const double pack_ms =
         time_ms([&] { weights.packed = pack_model(weights.layers, weights.head); });

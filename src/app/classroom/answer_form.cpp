@@ -20,12 +20,6 @@ bool all_digits(const std::string& text) {
                        [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-std::string trimmed(const std::string& text) {
-    const std::size_t first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return "";
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
 std::string lowercase(std::string text) {
     for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
     return text;
@@ -110,6 +104,12 @@ std::string without_name(const std::string& text) {
 }
 
 }  // namespace
+
+std::string trimmed(const std::string& text) {
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
 
 std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& text) {
     const std::string plain = unwrapped(without_name(text));

@@ -13,6 +13,9 @@
 
 namespace mha {
 
+// The text without its leading and trailing spaces, tabs and line ends.
+std::string trimmed(const std::string& text);
+
 // A list of whole numbers, in order; "none" or "-" is the empty list; "0..2" and "0-2" stand
 // for 0, 1, 2. nullopt when anything else is in the text.
 std::optional<std::vector<std::uint64_t>> parse_number_list(const std::string& text);

@@ -39,13 +39,7 @@ struct Verdict {
     std::vector<std::size_t> uses;  // the earlier answers ({N}, from 0) the options hold
 };
 
-std::string trimmed(const std::string& text) {
-    const std::size_t first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return "";
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-std::vector<std::string> words_of(const std::string& text) {
+std::vector<std::string> whitespace_separated(const std::string& text) {
     std::istringstream in(text);
     std::vector<std::string> words;
     for (std::string word; in >> word;) words.push_back(word);
@@ -80,7 +74,7 @@ std::vector<KeyLine> read_key(std::istream& key_in) {
             k.options = trimmed(line.substr(colon + 3));
             line.resize(colon);
         }
-        k.words = words_of(line);
+        k.words = whitespace_separated(line);
         key.push_back(k);
     }
     if (key.empty()) throw Error("grade: the key on stdin is empty (see mha grade --help)");
@@ -271,7 +265,7 @@ private:
         const auto found = traces_.find(options);
         if (found != traces_.end()) return &found->second;
         try {
-            Config config = parse_args(words_of(options));
+            Config config = parse_args(whitespace_separated(options));
             if (!config.model_path.empty()) {
                 throw Error(
                     "--model cannot be graded: a key line traces one attention layer; "
@@ -296,7 +290,7 @@ private:
                             const std::string& answer) {
         TokenizeFacts facts;
         try {
-            facts = tokenize_facts(words_of(options));
+            facts = tokenize_facts(whitespace_separated(options));
         } catch (const Error& error) {
             const std::string failure = "mha tokenize " + options + ": " + error.what();
             if (options == k.options)

@@ -14,6 +14,7 @@
 #include "app/run/checkpoint_sources.h"
 #include "app/run/kv_ledger.h"
 #include "app/run/lesson_page.h"
+#include "app/run/model_run.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
@@ -27,7 +28,6 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
-#include "tokenize/load.h"
 #include "show/acceptance.h"
 #include "show/format.h"
 #include "show/head_roles.h"
@@ -38,6 +38,7 @@
 #include "show/svg.h"
 #include "show/tee_tracer.h"
 #include "show/text_layout.h"
+#include "tokenize/load.h"
 
 namespace mha {
 
@@ -45,10 +46,7 @@ namespace {
 
 namespace ck = checkpoint;
 
-constexpr std::size_t predictions_shown = 5;
 constexpr std::uint64_t head_chunk_bytes = std::uint64_t(16) << 20;  // an LM-head chunk's rows
-
-std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
 
 // Rows of the LM head read at once: about head_chunk_bytes of float32, at least one row.
 std::size_t head_chunk(const ck::Config& c) {
@@ -168,7 +166,7 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
             what);
     }
     const Sizes s = layer_sizes(cf, longest);
-    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, run_threads(c)),
+    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, model_run_threads(c)),
                           block_bytes(s, 2 * cf.intermediate_size)},
                          what);
     const std::uint64_t logits = checked_product({n, cf.vocab_size, sizeof(float)}, what);
@@ -254,7 +252,7 @@ RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string
     info.head_dim = cf.head_dim;
     info.bias = cf.qkv_bias;
     info.causal = true;
-    info.threads = run_threads(c);
+    info.threads = model_run_threads(c);
     info.kernels = kernel_variant_name();
     info.weights_source = source + " (" + cf.model_type + ")";
     info.inputs_source = "--tokens, " + std::to_string(n) + " token" + (n == 1 ? "" : "s");
@@ -279,14 +277,11 @@ void print_next_tokens(std::ostream& out, const Tensor& logits) {
     write_filled(out, pieces, "   ", "next token: ", "            ");
 }
 
-std::string every_layer_title(const Config& c) {
-    if (c.mean_view) return "every layer's mean over heads";
-    return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
-}
-
 // "attention weights of layer 1" with --layer, else "every layer's heads" or the chosen ones.
 std::string views_title(const Config& c, std::size_t layer) {
-    return c.layer ? "attention weights of layer " + std::to_string(layer) : every_layer_title(c);
+    if (c.layer) return "attention weights of layer " + std::to_string(layer);
+    if (c.mean_view) return "every layer's mean over heads";
+    return c.view_heads.empty() ? "every layer's heads" : "the chosen heads of every layer";
 }
 
 // The maps the views draw: the --layer layer's chosen heads, else every layer's.
@@ -512,7 +507,7 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     pass.keep_hidden = !c.save_path.empty();
     pass.every_layer_weights = shows_every_layer(c);
     const ModelResult r =
-        forward_model(prompt.model, source, prompt.rows, layer, run_threads(c), tracer, pass);
+        forward_model(prompt.model, source, prompt.rows, layer, model_run_threads(c), tracer, pass);
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     ForwardResult shown;
@@ -523,7 +518,7 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     if (c.format == Format::Text) print_next_tokens(out, r.logits);
     if (c.draft_layers) {  // within the ledger as the run left it, its prompt still held
         const EarlyExits exits =
-            ck::early_exits(ck, head_chunk(ck.config), ledger, run_threads(c));
+            ck::early_exits(ck, head_chunk(ck.config), ledger, model_run_threads(c));
         print_acceptance(out, greedy_acceptance(exits, tokens, *c.draft_layers, *c.draft),
                          *c.draft_layers, ck.config.layers, token_words(in.tokenizer));
     }

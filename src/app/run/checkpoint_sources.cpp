@@ -2,18 +2,11 @@
 
 #include "app/run/checkpoint_sources.h"
 
-#include <sstream>
+#include "show/format.h"
 
 namespace mha {
 
 namespace {
-
-// 1e-06, 500000, 6.9282: a number as short as it reads.
-std::string compact(double value) {
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
 
 std::string family_words(const checkpoint::Config& c) { return c.model_type + " (" + c.file + ")"; }
 

@@ -41,8 +41,6 @@ namespace mha {
 
 namespace {
 
-constexpr std::size_t predictions_shown = 5;
-
 std::string plural(std::size_t count, const std::string& noun) {
     return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
@@ -82,9 +80,6 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
     }
     return macs;
 }
-
-// --threads, or one thread.
-std::size_t run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
 
 // Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
 // block (its scratch for `threads`), the final norm and the logits.
@@ -151,16 +146,17 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
     // each), and every parameter gets a gradient (three more copies when --save writes them)
     const std::uint64_t backward =
         c.backward
-            ? checked_sum({checked_product(
-                               {model.layers.size(), model_bytes(model, n, run_threads(c))}, what),
-                           checked_product({model.parameter_count(), sizeof(float),
-                                            c.save_path.empty() ? 1u : 4u},
-                                           what)},
-                          what)
+            ? checked_sum(
+                  {checked_product(
+                       {model.layers.size(), model_bytes(model, n, model_run_threads(c))}, what),
+                   checked_product(
+                       {model.parameter_count(), sizeof(float), c.save_path.empty() ? 1u : 4u},
+                       what)},
+                  what)
             : 0;
     return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-                        model_bytes(model, n, run_threads(c)), kept, view_bytes(c, model, n, layer),
-                        saved, backward},
+                        model_bytes(model, n, model_run_threads(c)), kept,
+                        view_bytes(c, model, n, layer), saved, backward},
                        what);
 }
 
@@ -315,7 +311,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         if (c.draft_layers) {
             print_acceptance(out,
                              greedy_acceptance(model, text.tokens, *c.draft_layers, *c.draft,
-                                               run_threads(c)),
+                                               model_run_threads(c)),
                              *c.draft_layers, model.layers.size(), character_words(model.vocab));
         }
         if (c.backward) {
@@ -403,6 +399,8 @@ ModelRun load_run(const Config& c, std::ostream& err) {
 
 }  // namespace
 
+std::size_t model_run_threads(const Config& c) { return c.threads == 0 ? 1 : c.threads; }
+
 void run_model_shapes(const Config& c, const ReportFor& report_for, std::ostream& err) {
     const ModelRun run = load_run(c, err);
     const std::size_t n = run.text.tokens.size();
@@ -430,7 +428,7 @@ void run_model(const Config& c, const ReportFor& report_for, std::ostream& out, 
     const Model& model = run.model;
     const ModelText& text = run.text;
     const std::size_t layer = run.layer;
-    const std::size_t threads = run_threads(c);
+    const std::size_t threads = model_run_threads(c);
     check_time(model_macs(model, text.tokens.size()), threads,
                macs_per_thread_second(Form::Packed, AttentionPath::Standard), c.max_time,
                "a shorter --text costs less");

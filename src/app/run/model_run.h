@@ -16,6 +16,9 @@ namespace mha {
 // The report a run prints to, given how many steps it will show (--step says "step k of n").
 using ReportFor = std::function<std::unique_ptr<Report>(std::size_t steps)>;
 
+// --threads for a model's or a checkpoint's run: the number given, or one thread.
+std::size_t model_run_threads(const Config& config);
+
 // Prints to out, warnings to err; throws mha::Error for a bad model file, a layer or
 // head out of range and a text longer than the model's context.
 void run_model(const Config& config, const ReportFor& report_for, std::ostream& out,

@@ -251,13 +251,15 @@ public:
                                                c_.settings.batch, c_.settings.sizes.context);
             keep_parameters();
             std::string diverged;
-            StepResult result;
-            try {
-                result = train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch,
-                                    recipe, threads_);
-            } catch (const Error& error) {  // an activation beyond float32
-                diverged = error.what();
-            }
+            const StepResult result = [&] {
+                try {
+                    return train_step(c_.state, batch.tokens, batch.targets, c_.settings.batch,
+                                      recipe, threads_);
+                } catch (const Error& error) {  // an activation beyond float32
+                    diverged = error.what();
+                    return StepResult{};
+                }
+            }();
             if (diverged.empty() &&
                 !(std::isfinite(result.loss) && std::isfinite(result.grad_norm)))
                 diverged = "the loss is " + number_text(result.loss) + " and the gradients' norm " +

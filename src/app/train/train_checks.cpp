@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 #include "app/run/time_guard.h"
 #include "core/checked.h"
@@ -15,6 +14,7 @@
 #include "core/pass/costs.h"
 #include "core/train/train_step.h"
 #include "io/atomic_file.h"
+#include "show/format.h"
 
 namespace mha {
 
@@ -150,11 +150,6 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
         throw Error("--resume " + o.resume + " was trained with " + option + " " + had + ", not " +
                     asked + "; leave " + option + " out to go on with the checkpoint's");
     };
-    const auto text = [](double value) {
-        std::ostringstream out;
-        out << value;
-        return out.str();
-    };
     using std::to_string;
     check("--layers", to_string(want.sizes.layers), to_string(have.sizes.layers));
     check("--d-model", to_string(want.sizes.d_model), to_string(have.sizes.d_model));
@@ -164,7 +159,7 @@ void check_resume_matches(const TrainOptions& o, const std::vector<std::string>&
     check("--batch", to_string(want.batch), to_string(have.batch));
     check("--steps", to_string(want.recipe.steps), to_string(have.recipe.steps));
     check("--seed", to_string(want.seed), to_string(have.seed));
-    check("--lr", text(want.recipe.lr), text(have.recipe.lr));
+    check("--lr", compact(want.recipe.lr), compact(have.recipe.lr));
     if (corpus.characters != c.corpus_characters || corpus.fingerprint != c.corpus_fingerprint) {
         throw Error("--resume " + o.resume + " was trained on another corpus (" +
                     to_string(c.corpus_characters) + " characters), not " + source + " (" +

@@ -79,13 +79,13 @@ MHA_GELU_VARIANT(avx2, __attribute__((target("avx2"))))
 MHA_GELU_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))))
 #endif
 
-struct Loops {
+struct GeluLoops {
     void (*forward)(const float*, std::size_t, float*);
     void (*backward)(const float*, const float*, std::size_t, float*);
 };
 
 // The loops built for the kernels in use; every build rounds alike (no fused multiply-add).
-Loops loops() {
+GeluLoops gelu_loops() {
 #ifdef MHA_GELU_X86
     switch (kernel_variant()) {
         case KernelVariant::Avx512:
@@ -104,7 +104,7 @@ constexpr std::uint64_t gelu_macs = 16;
 
 }  // namespace
 
-void gelu_values(const float* u, std::size_t n, float* y) { loops().forward(u, n, y); }
+void gelu_values(const float* u, std::size_t n, float* y) { gelu_loops().forward(u, n, y); }
 
 void gelu_values(const double* u, std::size_t n, double* y) {
     const double inverse_sqrt2 = 1.0 / std::sqrt(2.0);
@@ -112,7 +112,7 @@ void gelu_values(const double* u, std::size_t n, double* y) {
 }
 
 void gelu_backward_values(const float* u, const float* dy, std::size_t n, float* du) {
-    loops().backward(u, dy, n, du);
+    gelu_loops().backward(u, dy, n, du);
 }
 
 void gelu_backward_values(const double* u, const double* dy, std::size_t n, double* du) {
