@@ -58,7 +58,8 @@ double worst_error(mha::Activation activation, Exact (*exact)(double)) {
 
 }  // namespace
 
-TEST_CASE("SiLU and GELU's tanh form on float lanes: relative error within 4e-7 (1 + |t|)", "[activation]") {
+TEST_CASE("SiLU and GELU's tanh form on float lanes: relative error within 4e-7 (1 + |t|)",
+          "[activation]") {
     EACH_VARIANT();
     const double silu = worst_error(mha::Activation::Silu, silu_double);
     const double gelu_tanh = worst_error(mha::Activation::GeluTanh, gelu_tanh_double);

@@ -252,7 +252,8 @@ TEST_CASE("the engines' runs in turns and in tight blocks, in order", "[bench]")
     mha::time_engines(engines, 2, mha::Timing::Turns, false);
     CHECK(calls == "aabbaabb");  // a turn: one untimed run, one timed
     // with a pause, tight sleeps 0.15 s before each engine's block: one block here, two engines
-    const double paused_ms = mha::time_ms([&] { mha::time_engines(engines, 1, mha::Timing::Tight, true); });
+    const double paused_ms =
+        mha::time_ms([&] { mha::time_engines(engines, 1, mha::Timing::Tight, true); });
     CHECK(paused_ms >= 300);
     const mha::Arg tight{"--timing", "tight"}, turns{"--timing", "turns"};
     CHECK(mha::parse_timing(tight) == mha::Timing::Tight);

@@ -39,7 +39,8 @@ std::string timing_name(Timing timing) { return timing == Timing::Tight ? "tight
 std::string timing_note(Timing timing) {
     if (timing == Timing::Tight)
         return "--timing tight: each engine\nran its runs back to back after untimed runs for "
-               "25 ms, the engines alternating in up to\nthree blocks, a 0.15 s pause before each block";
+               "25 ms, the engines alternating in up to\nthree blocks, a 0.15 s pause before "
+               "each block";
     return "--timing turns: the engines\ntook turns, round after round, a 0.15 s pause after "
            "every turn; a turn is untimed runs for\n25 ms, then one timed (a run of 0.25 s or "
            "more is timed as it comes)";

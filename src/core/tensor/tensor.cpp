@@ -266,7 +266,7 @@ float Tensor::at(const std::vector<std::size_t>& index) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-    std::vector<float> values(numel());
+    std::vector<float> values(dry_ ? 0 : numel());  // a dry tensor: copy_to throws
     copy_to(values.data());
     return values;
 }
