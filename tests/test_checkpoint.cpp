@@ -379,6 +379,14 @@ TEST_CASE("--text runs a checkpoint through the folder's own tokenizer", "[check
     const test::RunResult file = test::run_mha(bpe + " --text-file " + (dir / "prompt.txt").string());
     CHECK_THAT(file.output, Catch::Contains("inputs: --text, 2 tokens by the folder's tokenizer: "
                                             "5 abc, 4 ab"));
+    // over the budget, the refusal names the option the prompt came in
+    CHECK_THAT(test::run_mha(bpe + " --text abcab --max-memory 100K").output,
+               Catch::EndsWith("raise --max-memory or use a shorter --text\n"));
+    CHECK_THAT(test::run_mha(bpe + " --text-file " + (dir / "prompt.txt").string() +
+                             " --max-memory 100K").output,
+               Catch::EndsWith("raise --max-memory or use a shorter --text-file\n"));
+    CHECK_THAT(test::run_mha(bpe + " --tokens 5,4 --max-memory 100K").output,
+               Catch::EndsWith("raise --max-memory or give fewer --tokens\n"));
     const std::string saved = (dir / "text.npz").string();
     REQUIRE(test::run_mha(bpe + " --text abcab --save " + saved).status == 0);
     CHECK(mha::npy::read_npz(saved).at("tokens").values == std::vector<double>{5, 4});
@@ -551,7 +559,7 @@ TEST_CASE("on a checkpoint, what the draft's acceptance keeps is greedy decoding
                                 "to " + std::to_string(exits.layers - 1) +
                                 " layers, fewer than the model it drafts for");
         REQUIRE_THROWS_WITH(mha::greedy_acceptance(exits, prompt, 1, exits.context),
-                            "a text of 7 tokens and a draft of " +
+                            "a prompt of 7 tokens and a draft of " +
                                 std::to_string(exits.context) + " need " +
                                 std::to_string(exits.context + 7) +
                                 " positions; the model's context is " +
@@ -583,7 +591,7 @@ TEST_CASE("--checkpoint DIR --draft K --draft-layers L prints the reference's ac
                          "--draft-layers must be at least 1, got 0");
     test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2,3,4,5,6,7,8,9,10,11,12 "
                          "--draft 5 --draft-layers 1",
-                         "a text of 12 tokens and a draft of 5 need 17 positions; the model's "
+                         "a prompt of 12 tokens and a draft of 5 need 17 positions; the model's "
                          "context is 16");
     for (const char* other : {"--shapes-only", "--format json", "--backward"}) {
         test::check_rejected("--checkpoint data/checkpoints/gpt2 --tokens 1,2 --draft 2 "

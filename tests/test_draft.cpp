@@ -343,7 +343,7 @@ TEST_CASE("an early-exit draft on the trained model: what it keeps is greedy dec
                         "an early-exit draft of 2 layers of a 2-layer model; the draft takes 1 "
                         "to 1 layers, fewer than the model it drafts for");
     REQUIRE_THROWS_WITH(mha::greedy_acceptance(model, text, 1, model.context(), 1),
-                        "a text of 8 tokens and a draft of " + std::to_string(model.context()) +
+                        "a prompt of 8 tokens and a draft of " + std::to_string(model.context()) +
                             " need " + std::to_string(model.context() + 8) +
                             " positions; the model's context is " +
                             std::to_string(model.context()));

@@ -190,6 +190,12 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
     return w;
 }
 
+// How to give a shorter prompt, in the option it came in.
+std::string shorter_prompt(const Config& c) {
+    if (!c.text) return "give fewer --tokens";
+    return c.text_file.empty() ? "use a shorter --text" : "use a shorter --text-file";
+}
+
 // Refuses, before any tensor is read, a run whose working set exceeds --max-memory.
 // Returns the working set.
 WorkingSet check_budget(const Config& c, const ck::Checkpoint& ck, std::size_t n,
@@ -201,8 +207,8 @@ WorkingSet check_budget(const Config& c, const ck::Checkpoint& ck, std::size_t n
                 ", the pass " + byte_size(w.pass) + ", the weights, logits and states kept " +
                 byte_size(w.kept) + ", an LM-head chunk " + byte_size(w.head) +
                 "), more than --max-memory " + byte_size(c.max_memory) +
-                (drafted(c) ? "; raise --max-memory, give fewer --tokens or a smaller --draft"
-                            : "; raise --max-memory or give fewer --tokens"));
+                "; raise --max-memory" + (drafted(c) ? ", " : " or ") + shorter_prompt(c) +
+                (drafted(c) ? " or a smaller --draft" : ""));
 }
 
 // Layer l's parameters, as the config sizes them.

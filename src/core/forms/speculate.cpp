@@ -17,7 +17,7 @@ void check_acceptance(std::size_t layers, std::size_t context, std::size_t n,
                     std::to_string(layers - 1) + " layers, fewer than the model it drafts for");
     }
     if (draft == 0 || n == 0 || n + draft > context) {
-        throw Error("a text of " + std::to_string(n) + " tokens and a draft of " +
+        throw Error("a prompt of " + std::to_string(n) + " tokens and a draft of " +
                     std::to_string(draft) + " need " + std::to_string(n + draft) +
                     " positions; the model's context is " + std::to_string(context));
     }

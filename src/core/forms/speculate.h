@@ -48,7 +48,7 @@ GreedyAcceptance greedy_acceptance(const Model& model, const std::vector<std::si
                                    std::size_t draft_layers, std::size_t draft,
                                    std::size_t threads);
 
-// Throws the mha::Error greedy_acceptance would for a text of n tokens, before it runs, on a
+// Throws the mha::Error greedy_acceptance would for a prompt of n tokens, before it runs, on a
 // model of `layers` layers reading `context` positions.
 void check_acceptance(std::size_t layers, std::size_t context, std::size_t n,
                       std::size_t draft_layers, std::size_t draft);
