@@ -271,22 +271,53 @@ std::vector<float> Tensor::to_vector() const {
     return values;
 }
 
+namespace {
+
+// A matrix of `rows` x `cols` read with strides (row_step, col_step), col_step not 1, into `out`
+// in C order, a 16 x 16 tile at a time: of a transposed matrix (row_step 1) a tile reads 16
+// cache lines down its columns and writes 16 across its rows, all still in cache when the next
+// row of the tile reads on along them. Row by row, each read of a long row touches a new line,
+// gone before the next row comes back for its neighbour: GPT-2's Conv1D weights, turned into
+// nn.Linear's layout as a checkpoint loads, took 30% longer so (4.5-5.2 ms against 2.4-4.4 for
+// a (768, 2304) weight), most of a short run's time.
+void copy_strided_matrix(const float* from, std::size_t rows, std::size_t cols,
+                         std::size_t row_step, std::size_t col_step, float* out) {
+    constexpr std::size_t tile = 16;
+    for (std::size_t i0 = 0; i0 < rows; i0 += tile) {
+        const std::size_t i1 = std::min(rows, i0 + tile);
+        for (std::size_t j0 = 0; j0 < cols; j0 += tile) {
+            const std::size_t j1 = std::min(cols, j0 + tile);
+            for (std::size_t i = i0; i < i1; ++i) {
+                for (std::size_t j = j0; j < j1; ++j)
+                    out[i * cols + j] = from[i * row_step + j * col_step];
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void Tensor::copy_to(float* out) const {
     if (dry_) throw Error("internal error: a dry run read the values of a tensor");
     const std::size_t count = numel();
     if (count == 0) return;
-    // the last dimension is copied row by row; the index walks the dimensions before it
+    // the last dimension is copied row by row, or with a strided last dimension the last two
+    // a matrix at a time; the index walks the dimensions before them
     const std::size_t last = dim() == 0 ? 1 : shape().back();
     const std::size_t step = dim() == 0 ? 1 : strides().back();
-    const std::size_t outer = dim() == 0 ? 0 : dim() - 1;
+    const bool matrices = dim() >= 2 && step != 1;
+    const std::size_t rows = matrices ? shape()[dim() - 2] : 1;
+    const std::size_t outer = dim() == 0 ? 0 : dim() - (matrices ? 2 : 1);
     std::vector<std::size_t> index(outer, 0);
     const float* base = data();
-    for (std::size_t row = 0; row * last < count; ++row) {
+    for (std::size_t piece = 0; piece * rows * last < count; ++piece) {
         std::size_t position = 0;
         for (std::size_t d = 0; d < outer; ++d) position += index[d] * strides()[d];
         const float* from = base + position;
-        float* to = out + row * last;
-        if (step == 1) {  // in 64-byte pieces: a row of a head (16 floats) is one, not a call
+        float* to = out + piece * rows * last;
+        if (matrices) {
+            copy_strided_matrix(from, rows, last, strides()[dim() - 2], step, to);
+        } else if (step == 1) {  // in 64-byte pieces: a row of a head (16 floats) is one, not a call
             std::size_t i = 0;
             for (; i + 16 <= last; i += 16) std::memcpy(to + i, from + i, 16 * sizeof(float));
             for (; i < last; ++i) to[i] = from[i];
