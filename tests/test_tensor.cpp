@@ -78,6 +78,30 @@ TEST_CASE("contiguous copies only when it must") {
     CHECK(c.to_vector() == std::vector<float>{0, 3, 1, 4, 2, 5});
 }
 
+TEST_CASE("contiguous copies any transposed or permuted layout in C order, tile edges included") {
+    // 37 x 53 leaves partial 16 x 16 tiles on both edges; the 3-D cases copy a matrix per
+    // leading index with a strided last dimension, and one with a strided middle dimension
+    const auto element_by_element = [](const Tensor& t) {
+        std::vector<float> values;
+        std::vector<std::size_t> index(t.dim(), 0);
+        for (std::size_t n = 0; n < t.numel(); ++n) {
+            values.push_back(t.at(index));
+            for (std::size_t d = t.dim(); d-- > 0;) {
+                if (++index[d] < t.size(d)) break;
+                index[d] = 0;
+            }
+        }
+        return values;
+    };
+    for (const Tensor& t : {iota({37, 53}).transpose(0, 1), iota({3, 37, 53}).transpose(1, 2),
+                            iota({3, 37, 53}).transpose(0, 2), iota({5, 7, 3}).transpose(0, 1),
+                            iota({16, 16}).transpose(0, 1), iota({1, 40}).transpose(0, 1)}) {
+        const Tensor c = t.contiguous();
+        CHECK(c.is_contiguous());
+        CHECK(c.to_vector() == element_by_element(t));
+    }
+}
+
 TEST_CASE("size-1 dimensions do not break contiguity") {
     const Tensor t = iota({2, 1, 8, 64}).transpose(1, 2);  // one head: (B, N, 1, d_k)
     CHECK(t.is_contiguous());
