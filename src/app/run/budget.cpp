@@ -47,6 +47,11 @@ std::uint64_t save_bytes(const Sizes& s, AttentionPath path, std::uint64_t gradi
         what);
 }
 
+// The output gate's rows (--gate): h·d_k element-wise, h head-wise; 0 without a gate.
+std::size_t gate_rows(const Config& c, const Sizes& s) {
+    return !c.gate ? 0 : *c.gate ? s.heads : s.inner();
+}
+
 // What the run holds besides the pass itself: the inputs, the weights (MLA's own when
 // `mla`), the masks already loaded (mask_bytes), with --backward dO and the gradients (one
 // per input and weight), and with --save what writing the file takes.
@@ -59,12 +64,26 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
                                     what)},
         what);
     // seeded weights share one block, which may be rounded up to 2 MiB huge pages
-    // (MLA's five matrices and its norm are tensors of their own)
+    // (MLA's five matrices and its norm are tensors of their own); the gate's (--gate) rows are
+    // drawn as a set of their own, (rows, d_model) four times and four biases, and its block
+    // stays while the gate holds part of it
+    const std::uint64_t gate_weights =
+        c.gate ? block_bytes(checked_sum(
+                     {checked_product({gate_rows(c, s), checked_sum({4 * std::uint64_t(s.d_model), 3},
+                                                              what)},
+                                      what),
+                      s.d_model},
+                     what))
+               : 0;
     const std::uint64_t weights =
         mla ? checked_product({sizeof(float), mla_parameter_count(*mla)}, what)
-            : block_bytes(checked_product(
-                  {s.d_model, checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
-                  what));
+            : checked_sum(
+                  {block_bytes(checked_product(
+                       {s.d_model,
+                        checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
+                       what)),
+                   gate_weights},
+                  what);
     const std::uint64_t gradients = c.backward ? checked_sum({inputs, weights}, what) : 0;
     const std::uint64_t grad_output =
         c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what) : 0;
@@ -80,14 +99,24 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
         return mla_decode_bytes(*mla, s.batch, s.seq_len, path, threads, c.kv_block_size);
     if (c.gradcheck) return reference_bytes(s);
     // --backward: the forward's tensors stay for the backward, which makes a gradient of each
-    // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again
-    const std::uint64_t attention = checked_product(
-        {c.backward ? 2u : 1u, mla ? mla_bytes(*mla, s.batch, s.seq_len, path, threads)
-                                   : forward_bytes(s, path, threads)},
-        "the memory for this configuration");
+    // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again; the gate's
+    // backward also makes x_q's gradient through it (B, N, d_model)
+    const std::string what = "the memory for this configuration";
+    const std::uint64_t gate = c.gate ? gate_bytes(s, gate_rows(c, s)) : 0;
+    const std::uint64_t gate_input_grad =
+        c.gate && c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what)
+                             : 0;
+    const std::uint64_t attention = checked_sum(
+        {checked_product({c.backward ? 2u : 1u,
+                          checked_sum({mla ? mla_bytes(*mla, s.batch, s.seq_len, path, threads)
+                                           : forward_bytes(s, path, threads),
+                                       gate},
+                                      what)},
+                         what),
+         gate_input_grad},
+        what);
     if (mla) return attention;
     if (!c.block) return attention;
-    const std::string what = "the memory for this configuration";
     const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
     // --backward: the block keeps its norms' and feed-forward's tensors and makes a gradient of
     // each and of linear1's and linear2's weights

@@ -648,12 +648,15 @@ Problem build_shapes(const Config& c) {
     p.info.shapes_only = true;
     p.info.activation_bytes =
         c.form != Form::Decode ? forward_bytes(s, path, 1) : cached_form_bytes(c, s, path, 1);
+    if (c.gate && c.form != Form::Decode) {
+        p.info.activation_bytes += gate_bytes(s, p.weights.w_g.size(0));
+        p.info.activation_tensors = "Q, K, V, scores, context, concat, gate, gated concat and output";
+    }
     if (c.block) {
         p.info.parameters += p.block->parameter_count();
         p.info.activation_bytes += block_bytes(s, d_ff);
-        p.info.activation_tensors =
-            "attention's Q, K, V, scores, context, concat and output, "
-            "the block's norms, sums and feed-forward";
+        p.info.activation_tensors = "attention's " + p.info.activation_tensors +
+                                    ", the block's norms, sums and feed-forward";
     }
     p.info.variant = variant_description(c, d_ff);
     p.info.fused_qkv = c.form == Form::FusedQkv;

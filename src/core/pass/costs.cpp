@@ -50,4 +50,10 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
     return checked_product({floats, sizeof(float)}, what);
 }
 
+std::uint64_t gate_bytes(const Sizes& s, std::size_t gate_rows) {
+    const std::string what = "the memory for this configuration";
+    return checked_product(
+        {sizeof(float), s.batch, s.seq_len, checked_sum({gate_rows, s.value_inner()}, what)}, what);
+}
+
 }  // namespace mha
