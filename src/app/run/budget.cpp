@@ -69,9 +69,9 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
     // stays while the gate holds part of it
     const std::uint64_t gate_weights =
         c.gate ? block_bytes(checked_sum(
-                     {checked_product({gate_rows(c, s), checked_sum({4 * std::uint64_t(s.d_model), 3},
-                                                              what)},
-                                      what),
+                     {checked_product(
+                          {gate_rows(c, s), checked_sum({4 * std::uint64_t(s.d_model), 3}, what)},
+                          what),
                       s.d_model},
                      what))
                : 0;

@@ -650,7 +650,8 @@ Problem build_shapes(const Config& c) {
         c.form != Form::Decode ? forward_bytes(s, path, 1) : cached_form_bytes(c, s, path, 1);
     if (c.gate && c.form != Form::Decode) {
         p.info.activation_bytes += gate_bytes(s, p.weights.w_g.size(0));
-        p.info.activation_tensors = "Q, K, V, scores, context, concat, gate, gated concat and output";
+        p.info.activation_tensors =
+            "Q, K, V, scores, context, concat, gate, gated concat and output";
     }
     if (c.block) {
         p.info.parameters += p.block->parameter_count();

@@ -279,7 +279,7 @@ namespace {
 // row of the tile reads on along them. Row by row, each read of a long row touches a new line,
 // gone before the next row comes back for its neighbour: GPT-2's Conv1D weights, turned into
 // nn.Linear's layout as a checkpoint loads, took 30% longer so (4.5-5.2 ms against 2.4-4.4 for
-// a (768, 2304) weight), most of a short run's time.
+// a (768, 2304) weight), the largest part of a short run's time.
 void copy_strided_matrix(const float* from, std::size_t rows, std::size_t cols,
                          std::size_t row_step, std::size_t col_step, float* out) {
     constexpr std::size_t tile = 16;
@@ -317,7 +317,7 @@ void Tensor::copy_to(float* out) const {
         float* to = out + piece * rows * last;
         if (matrices) {
             copy_strided_matrix(from, rows, last, strides()[dim() - 2], step, to);
-        } else if (step == 1) {  // in 64-byte pieces: a row of a head (16 floats) is one, not a call
+        } else if (step == 1) {  // in 64-byte pieces: a row of a head (16 floats) is one
             std::size_t i = 0;
             for (; i + 16 <= last; i += 16) std::memcpy(to + i, from + i, 16 * sizeof(float));
             for (; i < last; ++i) to[i] = from[i];
