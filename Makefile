@@ -253,6 +253,9 @@ format:
 # on both cores. same-output then compares two binaries the chains already built.
 .PHONY: check-plain check-asan check-tsan
 check: check-asan check-tsan check-plain
+# what the suites share is installed once, before the chains start (two installs of the
+# npm packages at once into tests/npm would race)
+check-asan check-tsan check-plain: catch2 npm-tokenizers
 	$(MAKE) same-output >$(BUILD)/same-output.log 2>&1 || { cat $(BUILD)/same-output.log; exit 1; }
 	@tests/check-verdict $(BUILD)/test.log build-asan/test.log build-tsan/test.log -- \
 	    build-asan/fuzz.summary $(BUILD)/same-output.log
