@@ -248,17 +248,17 @@ format:
 # chain's suite runs while another compiles): build-asan/ (test-asan, then fuzz, whose
 # targets link the same objects), build-tsan/ and build/ (test). Each chain holds a slot
 # while it runs, so with -j2 two run at once and the third waits: the ASan chain, the
-# longest (its suite alone is about half of check's processor time), takes a slot first;
+# longest (its suite is the longest part of check), takes a slot first;
 # the TSan chain the other, then the plain one, whose suite and its two shards end check
 # on both cores. same-output then compares two binaries the chains already built.
 .PHONY: check-plain check-asan check-tsan
 check: check-asan check-tsan check-plain
-# what the suites share is installed once, before the chains start (two installs of the
-# npm packages at once into tests/npm would race)
-check-asan check-tsan check-plain: catch2 npm-tokenizers
 	$(MAKE) same-output >$(BUILD)/same-output.log 2>&1 || { cat $(BUILD)/same-output.log; exit 1; }
 	@tests/check-verdict $(BUILD)/test.log build-asan/test.log build-tsan/test.log -- \
 	    build-asan/fuzz.summary $(BUILD)/same-output.log
+# what the suites share is installed once, before the chains start (two installs of the
+# npm packages at once into tests/npm would race)
+check-asan check-tsan check-plain: catch2 npm-tokenizers
 check-plain: interop-tools
 	$(MAKE) test
 check-asan:
