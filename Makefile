@@ -68,7 +68,6 @@ endif
 
 LIB_SRC  := $(wildcard src/*/*.cpp src/*/*/*.cpp)
 TEST_SRC ?= $(wildcard tests/*.cpp)
-TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
 # One translation unit per room (UNITY=1, the default): a folder's .cpp files compile together
 # through $(BUILD)/unity/<room>.cpp, the #include lines of its files, which the Makefile writes
@@ -95,12 +94,38 @@ UNITY_OBJ := $(foreach r,$(UNITY_ROOMS),$(call unity_obj,$r))
 hash := \#
 unity_lines = '// $1 as one translation unit: written by the Makefile' \
               $(patsubst src/%,'$(hash)include "%"',$(call room_src,$1))
-write_unity = f=$(call unity_cpp,$1); printf '%s\n' $(unity_lines) >$$f.new; \
+write_lines = f=$1; printf '%s\n' $2 >$$f.new; \
               if cmp -s $$f.new $$f; then rm $$f.new; else mv $$f.new $$f; fi;
-ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
-$(if $(UNITY_ROOMS),$(shell mkdir -p $(BUILD)/unity; $(foreach r,$(UNITY_ROOMS),$(call write_unity,$r))))
-endif
+write_unity = $(call write_lines,$(call unity_cpp,$1),$(unity_lines))
 $(foreach r,$(UNITY_ROOMS),$(eval $(call unity_obj,$r): UNIT := $r/ ($(words $(call room_src,$r)) files)))
+
+# The test files compile in units too (UNITY=1): Catch2's header and ours, parsed and
+# instantiated once per unit instead of once per file, were two thirds of their time (10
+# files at -O0: 56 processor seconds one by one, 20 as one unit). In the order of TEST_SRC,
+# at most TEST_UNIT_FILES files make a unit, as many in each (71 files: 8 units of 9 or 8),
+# $(BUILD)/unity/tests-K.cpp (K, its first file's place in the list), written as the rooms'
+# are; tests/test_main.cpp, Catch2's own code, compiles alone. Each test file keeps its names in a namespace of its own (test_zip in
+# tests/test_zip.cpp), so the files of a unit never clash. A file added or gone moves the
+# files after it to other units, which compile again; UNITY=0 compiles file by file.
+TEST_UNIT_FILES ?= 10
+TEST_UNIT_SRC := $(if $(filter 1,$(UNITY)),$(filter-out tests/test_main.cpp,$(TEST_SRC)))
+TEST_UNIT_SIZE := $(if $(TEST_UNIT_SRC),$(shell n=$(words $(TEST_UNIT_SRC)) f=$(TEST_UNIT_FILES); \
+                                                 echo $$(( (n + (n + f - 1) / f - 1) / ((n + f - 1) / f) ))))
+TEST_UNITS := $(if $(TEST_UNIT_SRC),$(shell seq 1 $(TEST_UNIT_SIZE) $(words $(TEST_UNIT_SRC))))
+test_unit_src = $(wordlist $1,$(shell expr $1 + $(TEST_UNIT_SIZE) - 1),$(TEST_UNIT_SRC))
+test_unit_cpp = $(BUILD)/unity/tests-$1.cpp
+test_unit_lines = '// test files $1 on as one translation unit: written by the Makefile' \
+                  $(patsubst tests/%,'$(hash)include "%"',$(call test_unit_src,$1))
+TEST_UNITY_OBJ := $(TEST_UNITS:%=$(BUILD)/unity/tests-%.o)
+TEST_OBJ := $(TEST_UNITY_OBJ) $(patsubst %.cpp,$(BUILD)/%.o,$(filter-out $(TEST_UNIT_SRC),$(TEST_SRC)))
+$(foreach u,$(TEST_UNITS),$(eval $(BUILD)/unity/tests-$u.o: \
+    UNIT := tests/ ($(words $(call test_unit_src,$u)) files from $(notdir $(word $u,$(TEST_UNIT_SRC))))))
+
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+$(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
+    $(foreach r,$(UNITY_ROOMS),$(call write_unity,$r)) \
+    $(foreach u,$(TEST_UNITS),$(call write_lines,$(call test_unit_cpp,$u),$(call test_unit_lines,$u)))))
+endif
 
 # Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
 # readers and tokenizers (core/, io/, tokenize/, app/tokenize, app/train) keep CXXFLAGS' -O3.
@@ -153,6 +178,7 @@ $(BUILD)/mha_tests: $(FIRST_OBJ) $(TEST_OBJ) $(LIB_OBJ)
 $(TEST_OBJ): | catch2
 
 compile = $(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(ROOM_OPT) $(WARNINGS) -c $< -o $@
+test_compile = $(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
@@ -168,6 +194,13 @@ $(UNITY_OBJ): $(BUILD)/unity/%.o: $(BUILD)/unity/%.cpp
 	@$(progress)
 	$(Q)$(compile)
 
+# the test files' units find their files (and those, their headers) in tests/
+$(TEST_UNITY_OBJ): CPPFLAGS += -Itests
+$(TEST_UNITY_OBJ): WARNINGS += $(UNITY_WARNINGS)
+$(TEST_UNITY_OBJ): $(BUILD)/unity/%.o: $(BUILD)/unity/%.cpp
+	@$(progress)
+	$(Q)$(test_compile)
+
 # the shipped corpus of mha train is assembled into this object (.incbin, read from the
 # repository root, where make runs): a changed text rebuilds it
 $(call obj_of,src/io/shipped_corpus.cpp): examples/corpus/kjv.txt
@@ -176,15 +209,20 @@ $(call obj_of,src/io/shipped_corpus.cpp): examples/corpus/kjv.txt
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(@D)
 	@$(progress)
-	$(Q)$(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) $(WARNINGS) -c $< -o $@
+	$(Q)$(test_compile)
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
-# the mha binary of the same build folder. Its output is kept in $(BUILD)/test.log, then
-# printed (check's verdict reads the count of assertions there). MAKEFLAGS is emptied for
-# the suite: the makes its tests start (make install) then see no job server they cannot use.
+# the mha binary of the same build folder. TEST_ARGS are test specs (tags, names) that
+# select the cases. The suite runs as TEST_SHARDS processes at once (tests/run-shards: the
+# selected cases dealt out in turn), so that both cores of a 2-core machine work on it, in
+# check while another chain compiles or runs alone; TEST_SHARDS=1 runs one process. Its
+# output is kept in $(BUILD)/test.log (each shard's in test.log.1, ...), then printed;
+# check's verdict reads the summed count of assertions there. MAKEFLAGS is emptied for the
+# suite: the makes its tests start (make install) then see no job server they cannot use.
+TEST_SHARDS ?= 2
 test: catch2 npm-tokenizers $(BUILD)/mha_tests $(BUILD)/mha
-	cd tests && MAKEFLAGS= MHA_BINARY=../$(BUILD)/mha ../$(BUILD)/mha_tests $(TEST_ARGS) \
-	    >../$(BUILD)/test.log 2>&1; status=$$?; cat ../$(BUILD)/test.log; exit $$status
+	cd tests && MAKEFLAGS= MHA_BINARY=../$(BUILD)/mha \
+	    ./run-shards $(TEST_SHARDS) ../$(BUILD)/mha_tests ../$(BUILD)/test.log $(TEST_ARGS)
 
 # test-fast: the suite without the [docs] tests (which run every console example of docs/
 # and examples/, the exercises and make install): for the edit-build-test loop
@@ -207,14 +245,20 @@ format:
 # under TSan, a short fuzzing round, then seeded output compared between the two compilers.
 # The fuzzers and same-output write logs; the last line is one verdict (tests/check-verdict).
 # Its three chains share no build folder, so they run side by side on the job slots (one
-# chain's suite runs while another compiles): build/ (test), build-asan/ (test-asan, then
-# fuzz, whose targets link the same objects) and build-tsan/. same-output then compares two
-# binaries the chains already built.
+# chain's suite runs while another compiles): build-asan/ (test-asan, then fuzz, whose
+# targets link the same objects), build-tsan/ and build/ (test). Each chain holds a slot
+# while it runs, so with -j2 two run at once and the third waits: the ASan chain, the
+# longest (its suite is the longest part of check), takes a slot first;
+# the TSan chain the other, then the plain one, whose suite and its two shards end check
+# on both cores. same-output then compares two binaries the chains already built.
 .PHONY: check-plain check-asan check-tsan
-check: check-plain check-asan check-tsan
+check: check-asan check-tsan check-plain
 	$(MAKE) same-output >$(BUILD)/same-output.log 2>&1 || { cat $(BUILD)/same-output.log; exit 1; }
 	@tests/check-verdict $(BUILD)/test.log build-asan/test.log build-tsan/test.log -- \
 	    build-asan/fuzz.summary $(BUILD)/same-output.log
+# what the suites share is installed once, before the chains start (two installs of the
+# npm packages at once into tests/npm would race)
+check-asan check-tsan check-plain: catch2 npm-tokenizers
 check-plain: interop-tools
 	$(MAKE) test
 check-asan:

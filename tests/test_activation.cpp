@@ -9,6 +9,8 @@
 #include "core/layers/activation.h"
 #include "kernel_variants.h"
 
+namespace test_activation {
+
 namespace {
 
 // The bound activation.h states: |y − u σ(t)| <= activation_tolerance · |u σ(t)| · (1 + |t|),
@@ -78,3 +80,5 @@ TEST_CASE("SiLU and GELU's tanh form at the edges: zero, infinities, NaN", "[act
         CHECK(std::isnan(y.data()[3]));
     }
 }
+
+}  // namespace test_activation

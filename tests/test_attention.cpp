@@ -13,6 +13,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_attention {
+
 using mha::Shape;
 using mha::Strides;
 using mha::Tensor;
@@ -291,3 +293,5 @@ TEST_CASE("a (B, N, M) mask applies to every head of its batch") {
         }
     }
 }
+
+}  // namespace test_attention

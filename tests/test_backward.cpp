@@ -23,6 +23,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_backward {
+
 namespace {
 
 using mha::Tensor;
@@ -583,3 +585,5 @@ TEST_CASE("the backward refuses what it cannot differentiate yet", "[backward]")
     refused(decode, d_out, "decode form");
     refused(p, Tensor({1, 3, 4}), "expected the output's shape (B, N, d_model) = (1, 3, 8)");
 }
+
+}  // namespace test_backward

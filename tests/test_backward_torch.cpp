@@ -12,6 +12,8 @@
 #include "helpers.h"
 #include "io/npy.h"
 
+namespace test_backward_torch {
+
 namespace {
 
 // A gradient passes when mha is within relative_tolerance of float32 autograd, relative to the
@@ -328,3 +330,5 @@ TEST_CASE("--gate: a state dict and --gate must agree; --form mla refuses a gate
     CHECK_THAT(test::run_mha(test::fixture_options("data/grad_gate/qwen_q_proj/") + " 2>&1").output,
                Catch::Contains("give --heads"));
 }
+
+}  // namespace test_backward_torch

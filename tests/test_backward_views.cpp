@@ -11,6 +11,8 @@
 #include "helpers.h"
 #include "xml_checker.h"
 
+namespace test_backward_views {
+
 namespace {
 
 const std::string small = " -b 1 -n 3 -d 8 -H 2 --causal --backward";
@@ -118,3 +120,5 @@ TEST_CASE("--shapes-only --backward --preset llama3-8b: the memory training keep
     // the backward's multiply-adds: 2.00x the forward's, as the plan adds them
     CHECK_THAT(test::flat(r.output), Catch::Contains("Backward 2.00x the forward's multiply-adds"));
 }
+
+}  // namespace test_backward_views

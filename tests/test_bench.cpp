@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "helpers.h"
 
+namespace test_bench {
+
 namespace {
 
 // The number after the first "key": at or after `from` in a JSON text.
@@ -260,3 +262,5 @@ TEST_CASE("the engines' runs in turns and in tight blocks, in order", "[bench]")
     CHECK(mha::parse_timing(turns) == mha::Timing::Turns);
     CHECK(mha::timing_name(mha::Timing::Tight) == "tight");
 }
+
+}  // namespace test_bench

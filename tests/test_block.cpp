@@ -14,6 +14,8 @@
 #include "io/weights.h"
 #include "recorder.h"
 
+namespace test_block {
+
 using mha::Shape;
 using mha::Tensor;
 
@@ -128,3 +130,5 @@ TEST_CASE("--block on the command line") {
     CHECK(bad.status == 2);
     CHECK_THAT(bad.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
 }
+
+}  // namespace test_block

@@ -9,6 +9,8 @@
 
 #include "helpers.h"
 
+namespace test_budget {
+
 namespace {
 
 // "needs 12.1 MiB" or "need 9 KiB" in a refusal -> its bytes, rounded up; "" when there is none.
@@ -147,3 +149,5 @@ TEST_CASE("a model run beyond --max-memory is refused before it runs", "[budget]
     CHECK(peak_kib > 0);
     CHECK(peak_kib < 16 * 1024);
 }
+
+}  // namespace test_budget

@@ -26,6 +26,8 @@
 #include "schema_checker.h"
 #include "xml_checker.h"
 
+namespace test_checkpoint {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -662,3 +664,5 @@ TEST_CASE("a checkpoint's draft is charged to --max-memory for the prompt and th
     REQUIRE(admitted.status == 0);
     CHECK_THAT(admitted.output, Catch::Contains("accepted: 1 of 4"));
 }
+
+}  // namespace test_checkpoint

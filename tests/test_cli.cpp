@@ -18,6 +18,8 @@
 #include "app/train/train.h"
 #include "helpers.h"
 
+namespace test_cli {
+
 TEST_CASE("with no arguments it runs the classic example") {
     const test::RunResult r = test::run_mha("");
     REQUIRE(r.status == 0);
@@ -406,3 +408,5 @@ TEST_CASE("every example of mha --help and mha bench --help runs", "[docs]") {
     }
     CHECK(examples >= 8);
 }
+
+}  // namespace test_cli

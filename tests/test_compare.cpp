@@ -11,6 +11,8 @@
 
 #include "helpers.h"
 
+namespace test_compare {
+
 namespace {
 
 // The whitespace-separated words of the output line that starts with `start` (after spaces).
@@ -150,3 +152,5 @@ TEST_CASE("mha bench --sizes and --heads time each size at each head count", "[c
     }
     CHECK_THAT(r.output, Catch::Contains("2 thread(s)"));
 }
+
+}  // namespace test_compare

@@ -12,6 +12,8 @@
 #include "io/text.h"
 #include "show/head_summary.h"
 
+namespace test_demo_heads {
+
 using namespace mha;
 
 namespace {
@@ -143,3 +145,5 @@ TEST_CASE("--no-scale equals scaling W_q by sqrt(d_k) in advance") {
     CHECK(test::max_difference(scaled.weights.to_vector(), unscaled.weights.to_vector()).worst ==
           0.0);
 }
+
+}  // namespace test_demo_heads

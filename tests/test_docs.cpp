@@ -22,6 +22,8 @@
 
 #include "helpers.h"
 
+namespace test_docs {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -561,3 +563,5 @@ TEST_CASE("the README counts the files and units make compiles", "[docs]") {
     CHECK_THAT(readme, Catch::Contains("files in " + units + " units"));
     CHECK_THAT(readme, Catch::Contains("/" + units + "] src/"));
 }
+
+}  // namespace test_docs

@@ -18,6 +18,8 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 
+namespace test_draft {
+
 using mha::Tensor;
 
 namespace {
@@ -373,3 +375,5 @@ TEST_CASE("--model --draft K --draft-layers L shows how many drafted characters 
                          "--draft-layers 2",
                          "an early-exit draft of 2 layers of a 2-layer model");
 }
+
+}  // namespace test_draft

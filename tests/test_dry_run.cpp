@@ -30,6 +30,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_dry_run {
+
 namespace {
 
 using test::Recorder;
@@ -540,3 +542,5 @@ TEST_CASE("a dry run without a dry workspace is refused, never run on real memor
                      quiet),
         Catch::Contains("a dry run's tensors come from a dry workspace"));
 }
+
+}  // namespace test_dry_run

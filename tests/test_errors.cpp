@@ -14,6 +14,8 @@
 #include "helpers.h"
 #include "io/npy.h"
 
+namespace test_errors {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -155,3 +157,5 @@ TEST_CASE("the memory budget counts a loaded mask") {
           "shrink the sizes, or trace with --shapes-only\n");
     fs::remove(mask);
 }
+
+}  // namespace test_errors

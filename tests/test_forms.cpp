@@ -18,6 +18,8 @@
 #include "helpers.h"
 #include "io/init.h"
 
+namespace test_forms {
+
 using mha::Tensor;
 
 namespace {
@@ -233,3 +235,5 @@ TEST_CASE(
     if (!result.weights.empty())
         test::require_close(result.weights, reference.weights, reference_tolerance);
 }
+
+}  // namespace test_forms

@@ -18,6 +18,8 @@
 #include "io/npy.h"
 #include "io/safetensors.h"
 
+namespace test_fuzz_corpus {
+
 namespace fs = std::filesystem;
 
 TEST_CASE("the fuzz_run corpus replays: each input runs or is refused with one line", "[fuzz]") {
@@ -89,3 +91,5 @@ TEST_CASE("the fuzz_checkpoint seeds replay: each is read or refused in a line",
               mha::checkpoint_from_arrays(mha::npy::parse_npz(bytes, "seed.npz"), "seed.npz");
           }) >= 4);
 }
+
+}  // namespace test_fuzz_corpus

@@ -17,6 +17,8 @@
 
 #include "helpers.h"
 
+namespace test_golden {
+
 namespace {
 
 // The run's output with every wall-clock time replaced by "<ms>" and the kernel variant
@@ -140,3 +142,5 @@ TEST_CASE("--shapes-only --trace plans the very steps --trace computes, for ever
         CHECK(test::trace_steps(planned.output) == steps);
     }
 }
+
+}  // namespace test_golden

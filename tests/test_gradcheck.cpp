@@ -20,6 +20,8 @@
 #include "helpers.h"
 #include "io/npy.h"
 
+namespace test_gradcheck {
+
 namespace {
 
 using Arrays = std::map<std::string, mha::npy::Array>;
@@ -423,3 +425,5 @@ TEST_CASE("mha --gradcheck refuses what it cannot check", "[backward]") {
     test::check_rejected("--gradcheck -n 5 -m 3 -d 8 -H 2 --causal",
                          "query row(s) have every key blocked");
 }
+
+}  // namespace test_gradcheck

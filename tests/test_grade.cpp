@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "helpers.h"
 
+namespace test_grade {
+
 using namespace mha;
 
 namespace {
@@ -340,3 +342,5 @@ TEST_CASE("cache-bytes, page and unused keys read a cached form's cache", "[grad
     CHECK(none.status == 1);
     CHECK_THAT(none.output, Catch::Contains("(these options keep no KV cache)"));
 }
+
+}  // namespace test_grade

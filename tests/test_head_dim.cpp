@@ -10,6 +10,8 @@
 #include "helpers.h"
 #include "io/init.h"
 
+namespace test_head_dim {
+
 namespace {
 
 // The text with every run of white space as one space: notes wrap at any space.
@@ -161,3 +163,5 @@ TEST_CASE("the header counts the projections of heads of another width", "[head-
                                    "(24, 16) = 384, W_v (24, 16) = 384 (+ bias)") &&
                    Catch::Contains("per head: d_k·d_model = 12·16 = 192 of each of W_q and W_o"));
 }
+
+}  // namespace test_head_dim

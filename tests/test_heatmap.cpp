@@ -22,6 +22,8 @@
 #include "show/weight_maps.h"
 #include "xml_checker.h"
 
+namespace test_heatmap {
+
 using namespace mha;
 
 namespace {
@@ -415,3 +417,5 @@ TEST_CASE("TERM unset or dumb gets no colour on a terminal, as NO_COLOR", "[pale
         CHECK_THAT(plain.output, !Catch::Contains("\x1b["));
     }
 }
+
+}  // namespace test_heatmap

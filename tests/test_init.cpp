@@ -13,6 +13,8 @@
 #include "io/mt19937.h"
 #include "kernel_variants.h"
 
+namespace test_init {
+
 TEST_CASE("Mt19937 gives std::mt19937's draws from the same seed sequence", "[init]") {
     const std::uint32_t seed = GENERATE(0u, 1u, 42u, 0xdeadbeefu);
     EACH_VARIANT();
@@ -36,3 +38,5 @@ TEST_CASE("Random's block of uniform draws equals the draws one at a time", "[in
     REQUIRE(std::memcmp(expected.data(), got.data(), count * sizeof(float)) == 0);
     REQUIRE(one.uniform() == block.uniform());  // and both are at the same place after it
 }
+
+}  // namespace test_init

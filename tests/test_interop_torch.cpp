@@ -7,6 +7,8 @@
 
 #include "helpers.h"
 
+namespace test_interop_torch {
+
 namespace {
 
 constexpr double parity_tolerance = 1e-5;  // output and attention weights, max abs difference
@@ -177,3 +179,5 @@ TEST_CASE("export_module.py refuses what mha cannot reproduce, in one line", "[t
           "export_module.py: cannot find mha ('/nonexistent/mha'): build it with make, put it on "
           "PATH, set MHA=/path/to/mha or give --mha\n");
 }
+
+}  // namespace test_interop_torch

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_json {
+
 using namespace mha;
 
 TEST_CASE("json: parses every kind of value, keeping member order and offsets", "[json]") {
@@ -98,3 +100,5 @@ TEST_CASE("json: parse_bytes bounds what parsing allocates, before parsing", "[j
     CHECK(bound < 3001 * 400 + 3 * text.size());
     CHECK(json::parse(text, "t").items.size() == 1000);
 }
+
+}  // namespace test_json

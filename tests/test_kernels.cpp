@@ -17,6 +17,8 @@
 #include "io/init.h"
 #include "kernel_variants.h"
 
+namespace test_kernels {
+
 using mha::MatrixView;
 
 namespace {
@@ -788,3 +790,5 @@ TEST_CASE(
                                          mha::kernel_variant_name(runnable.front()) + "\""));
 }
 #endif
+
+}  // namespace test_kernels

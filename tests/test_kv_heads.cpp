@@ -11,6 +11,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_kv_heads {
+
 using mha::Shape;
 using mha::Tensor;
 
@@ -143,3 +145,5 @@ TEST_CASE("--kv-heads on the command line") {
         CHECK_THAT(r.output, Catch::StartsWith("mha: error: ") && Catch::Contains(message));
     }
 }
+
+}  // namespace test_kv_heads

@@ -10,6 +10,8 @@
 #include "helpers.h"
 #include "io/checkpoint/config.h"
 
+namespace test_kv_ledger {
+
 using namespace mha;
 
 namespace {
@@ -318,3 +320,5 @@ TEST_CASE("a dry decode shows its first token's steps and its last's", "[ledger]
         ++steps;
     CHECK(steps == 7);
 }
+
+}  // namespace test_kv_ledger

@@ -20,6 +20,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_kv_quant {
+
 namespace {
 
 using Arrays = std::map<std::string, mha::npy::Array>;
@@ -234,3 +236,5 @@ TEST_CASE("--kv-quant refusals", "[kvquant][errors]") {
                          "--kv-quant-axis expects one of channel, kivi, token, got 'chanel'; did "
                          "you mean 'channel'?");
 }
+
+}  // namespace test_kv_quant

@@ -17,6 +17,8 @@
 #include "show/explain.h"
 #include "xml_checker.h"
 
+namespace test_lesson {
+
 using namespace mha;
 
 namespace {
@@ -211,3 +213,5 @@ TEST_CASE("--format html leaves no file when it fails", "[html]") {
     CHECK(std::filesystem::is_empty(folder));
     std::filesystem::remove_all(folder);
 }
+
+}  // namespace test_lesson

@@ -11,6 +11,8 @@
 
 #include "helpers.h"
 
+namespace test_matrix {
+
 namespace {
 
 struct Case {
@@ -94,3 +96,5 @@ TEST_CASE("every form under every view runs, or is refused up front in one line"
     }
     for (const char* ext : {".svg", ".html", ".npz"}) std::remove((file + ext).c_str());
 }
+
+}  // namespace test_matrix

@@ -17,6 +17,8 @@
 #include "io/init.h"
 #include "recorder.h"
 
+namespace test_mla_backward {
+
 namespace {
 
 using mha::Tensor;
@@ -178,3 +180,5 @@ TEST_CASE("every MLA backward step's tensor has the shape and strides its dry ru
         CHECK(rec.steps.back().tensor == "dx");
     }
 }
+
+}  // namespace test_mla_backward

@@ -20,6 +20,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_mla_decode {
+
 namespace {
 
 constexpr double weights_tolerance = 1e-5;  // attention weights, as test_modern's MLA checks
@@ -262,3 +264,5 @@ TEST_CASE("MLA decoding refuses what it does not build, in one line", "[mla-deco
     }));
     test::check_rejected(args, message);
 }
+
+}  // namespace test_mla_decode

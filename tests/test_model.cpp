@@ -20,6 +20,8 @@
 #include "show/head_roles.h"
 #include "xml_checker.h"
 
+namespace test_model {
+
 using mha::Tensor;
 
 namespace {
@@ -574,3 +576,5 @@ TEST_CASE("--model --backward traces b23 ... b0, the traced layer in full", "[ba
     REQUIRE(shapes.status == 0);
     CHECK_THAT(test::flat(shapes.output), Catch::Contains("b0 grad dtoken_embedding.weight"));
 }
+
+}  // namespace test_model

@@ -22,6 +22,8 @@
 #include "io/npy.h"
 #include "io/weights.h"
 
+namespace test_modern {
+
 namespace {
 
 constexpr double weights_tolerance = 1e-5;  // attention weights and per-element maths
@@ -854,3 +856,5 @@ TEST_CASE("an MLA state dict names what it lacks or holds too much of, in either
         mha::mla_weights_from_state_dict(hf, "h.npz", 2),
         Catch::StartsWith("h.npz: missing array 'kv_b_proj.weight' (DeepSeek-V2 MLA:"));
 }
+
+}  // namespace test_modern

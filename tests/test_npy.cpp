@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+namespace test_npy {
+
 using Catch::Contains;
 using mha::Shape;
 using mha::Tensor;
@@ -485,3 +487,5 @@ TEST_CASE("write_npz reports failures and leaves no partial file", "[npy][npz][w
     }
     fs::remove_all(dir);
 }
+
+}  // namespace test_npy

@@ -8,6 +8,8 @@
 #include "core/ops/ops.h"
 #include "core/threads/parallel.h"
 
+namespace test_ops {
+
 using mha::MatrixView;
 using mha::Tensor;
 
@@ -120,3 +122,5 @@ TEST_CASE("parallel_for passes a worker's exception to the caller") {
                                           }),
                         "worker failed");
 }
+
+}  // namespace test_ops

@@ -26,6 +26,8 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 
+namespace test_overflow {
+
 using mha::Tensor;
 
 namespace {
@@ -409,3 +411,5 @@ TEST_CASE("gradients beyond float32 from finite inputs are refused with their st
                       "grad_output.npy > /dev/null");
     CHECK(masked.status == 0);
 }
+
+}  // namespace test_overflow

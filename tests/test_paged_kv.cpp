@@ -14,6 +14,8 @@
 #include "helpers.h"
 #include "io/init.h"
 
+namespace test_paged_kv {
+
 namespace {
 
 mha::Sizes cache_sizes(std::size_t B, std::size_t T, std::size_t E, std::size_t h,
@@ -195,3 +197,5 @@ TEST_CASE("paging options that make no sense are one-line errors", "[paged]") {
     }));
     test::check_rejected(args, message);
 }
+
+}  // namespace test_paged_kv

@@ -15,6 +15,8 @@
 
 #include "core/threads/parallel.h"
 
+namespace test_parallel {
+
 namespace {
 
 // The thread ids that ran the ranges of one call with `threads` threads.
@@ -224,3 +226,5 @@ TEST_CASE("threads_for: at most one per min_shared_macs, and one inside a runnin
     CHECK(nested == std::vector<std::size_t>(2, 1));
     CHECK(mha::threads_for(100 * mha::min_shared_macs, 4) == 4);  // outside again
 }
+
+}  // namespace test_parallel

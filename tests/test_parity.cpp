@@ -12,6 +12,8 @@
 #include "helpers.h"
 #include "io/npy.h"
 
+namespace test_parity {
+
 namespace {
 
 constexpr double weights_tolerance = 1e-5;  // attention weights, max abs difference
@@ -226,3 +228,5 @@ TEST_CASE("timm's gradients come back under qkv and proj, with the prefix", "[ti
     CHECK(arrays.at("grad.blocks.1.attn.proj.weight").shape == mha::Shape{16, 16});
     CHECK(arrays.at("grad.blocks.1.attn.proj.bias").shape == mha::Shape{16});
 }
+
+}  // namespace test_parity

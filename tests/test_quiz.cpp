@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "helpers.h"
 
+namespace test_quiz {
+
 using namespace mha;
 
 namespace {
@@ -414,3 +416,5 @@ TEST_CASE("serving is asked by name only: a seed's quiz and the kv-cache topic a
     CHECK_THAT(all.output, !Catch::Contains("[serving]"));
     std::remove(zeros.c_str());
 }
+
+}  // namespace test_quiz

@@ -18,6 +18,8 @@
 
 #include "helpers.h"
 
+namespace test_safetensors {
+
 using namespace mha;
 using namespace mha::safetensors;
 namespace fs = std::filesystem;
@@ -644,3 +646,5 @@ TEST_CASE(
                         Catch::Contains("tensor model.embed_tokens.weight: its values (128256, "
                                         "2048) in float32 need 1002 MiB"));
 }
+
+}  // namespace test_safetensors

@@ -14,6 +14,8 @@
 #include "io/atomic_file.h"
 #include "io/npy.h"
 
+namespace test_save {
+
 namespace fs = std::filesystem;
 
 TEST_CASE("concurrent --save runs to the same path all succeed and leave one whole file") {
@@ -224,3 +226,5 @@ TEST_CASE("a run whose standard output fails writes no --save or --export-svg fi
     }
     fs::remove_all(dir);
 }
+
+}  // namespace test_save

@@ -24,6 +24,8 @@
 #include "show/stepper.h"
 #include "xml_checker.h"
 
+namespace test_serving_views {
+
 using namespace mha;
 
 namespace {
@@ -364,3 +366,5 @@ TEST_CASE("the memory picture stays within the bytes the lesson page's size chec
     CHECK(test::XmlChecker(svg.str()).well_formed());
     CHECK(svg.str().size() <= max_pool_picture_bytes);
 }
+
+}  // namespace test_serving_views

@@ -22,6 +22,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_shapes {
+
 using test::Recorder;
 
 TEST_CASE("--preset gpt3 --shapes-only --trace: GPT-3's attention layer without allocating") {
@@ -324,3 +326,5 @@ TEST_CASE("MLA's head assembly and its narrower values carry einops patterns", "
                      options, dry);
     require_einops(dry.steps, mha::mla_naive_sizes(m, 2, 6));
 }
+
+}  // namespace test_shapes

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace test_show {
+
 using namespace mha;
 
 namespace {
@@ -413,3 +415,5 @@ TEST_CASE("JsonReport streams one valid document", "[show][json]") {
     CHECK(std::strtof("0.100000001", nullptr) ==
           0.1f);  // nine digits read back as the same float32
 }
+
+}  // namespace test_show

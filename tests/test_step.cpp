@@ -30,6 +30,8 @@
 #include "show/markdown_report.h"
 #include "show/stepper.h"
 
+namespace test_step {
+
 using namespace mha;
 
 namespace {
@@ -509,3 +511,5 @@ TEST_CASE("markdown with --shapes-only ends without output statistics", "[markdo
                                          "Shapes only: nothing was computed.\n"));
     CHECK_THAT(r.output, !Catch::Contains("nan"));
 }
+
+}  // namespace test_step

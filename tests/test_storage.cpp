@@ -19,6 +19,8 @@
 #include <sys/prctl.h>
 #endif
 
+namespace test_storage {
+
 namespace {
 
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
@@ -170,3 +172,5 @@ TEST_CASE("a seeded weight set is one block holding the draws in order", "[init]
     CHECK(zero_bias.b_o.to_vector() == std::vector<float>(16, 0.0f));
     CHECK(zero_bias.w_o.to_vector() == w.w_o.to_vector());
 }
+
+}  // namespace test_storage

@@ -25,6 +25,8 @@
 #include "recorder.h"
 #include "show/notes.h"
 
+namespace test_streaming {
+
 using mha::MatrixView;
 using mha::Shape;
 using mha::Tensor;
@@ -410,3 +412,5 @@ TEST_CASE("small sizes run on one thread unless --threads says otherwise") {
     CHECK_THAT(test::run_mha("--trace").output, Catch::Contains("1 thread, "));
     CHECK_THAT(test::run_mha("--trace --threads 2").output, Catch::Contains("2 threads, "));
 }
+
+}  // namespace test_streaming

@@ -17,6 +17,8 @@
 #include "helpers.h"
 #include "kernel_variants.h"
 
+namespace test_streaming_backward {
+
 using mha::MatrixView;
 using test::random_values;
 using test::same_bits;
@@ -386,3 +388,5 @@ TEST_CASE("the traced backward row is the kernel's dQ row, beside the standard r
         if (!mods) CHECK(ds == Approx(0.0).margin(1e-5));  // Σ P (dP − D) = D − D
     }
 }
+
+}  // namespace test_streaming_backward

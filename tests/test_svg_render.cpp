@@ -8,6 +8,8 @@
 #include "helpers.h"
 #include "svg_rendering.h"
 
+namespace test_svg_render {
+
 namespace {
 
 constexpr int colour_tolerance = 24;  // per channel, at a cell's centre
@@ -126,3 +128,5 @@ TEST_CASE("the SVG renders the same in librsvg and ImageMagick: cells, masks, pa
     }
     for (const std::string& path : {svg_path, png, ppm}) std::remove(path.c_str());
 }
+
+}  // namespace test_svg_render

@@ -6,6 +6,8 @@
 #include "core/error.h"
 #include "core/tensor/tensor.h"
 
+namespace test_tensor {
+
 using mha::Shape;
 using mha::Strides;
 using mha::Tensor;
@@ -115,3 +117,5 @@ TEST_CASE("bad indices and dimensions are errors, not crashes") {
     REQUIRE_THROWS_AS(t.at({0}), mha::Error);
     REQUIRE_THROWS_AS(Tensor({2, 2}, {1, 2, 3}), mha::Error);
 }
+
+}  // namespace test_tensor

@@ -8,6 +8,8 @@
 #include "io/text.h"
 #include "show/svg.h"
 
+namespace test_text {
+
 using namespace mha;
 
 namespace {
@@ -71,3 +73,5 @@ TEST_CASE(
     CHECK(mha::xml_escaped("<a href=\"x\">&'\x01\xC0") ==
           "&lt;a href=&quot;x&quot;&gt;&amp;&apos;" + replacement + replacement);
 }
+
+}  // namespace test_text

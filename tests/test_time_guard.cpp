@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "helpers.h"
 
+namespace test_time_guard {
+
 TEST_CASE("the estimate is the multiply-adds over the rate times the threads") {
     // 3e9 multiply-adds at 1.5e9 per thread-second: 2 s on one thread, 1 s on two
     CHECK(mha::estimated_seconds(3'000'000'000, 1, 1.5e9) == Approx(2.0));
@@ -106,3 +108,5 @@ TEST_CASE("the time guard covers --form mla and --model runs", "[cli]") {
     CHECK(test::run_mha(model + " --max-time 0.0000001 --max-time off").status == 0);
     CHECK(test::run_mha(model).status == 0);  // well within the default 60 s
 }
+
+}  // namespace test_time_guard

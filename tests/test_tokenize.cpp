@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace test_tokenize {
+
 using namespace mha;
 using namespace mha::tokenizers;
 
@@ -319,3 +321,5 @@ TEST_CASE("tokenize: mha tokenize refuses bad input in one line", "[tokenize]") 
     test::check_rejected(checkpoint + " --text a --ids --trace", "choose one");
     test::check_rejected(checkpoint + " --text-file " + dir + "/missing.txt", "missing.txt");
 }
+
+}  // namespace test_tokenize

@@ -17,6 +17,8 @@
 #include <random>
 #include <sstream>
 
+namespace test_tokenizer_json {
+
 using namespace mha;
 using namespace mha::tokenizers;
 
@@ -607,3 +609,5 @@ TEST_CASE("encode_ids gives encode's ids, with and without the special tokens", 
     }
     check(toy(toy_json("null", "null", "null", "", bos_template)), "ab <s>a");
 }
+
+}  // namespace test_tokenizer_json

@@ -24,6 +24,8 @@
 #include "io/printable.h"
 #include "io/shipped_corpus.h"
 
+namespace test_train {
+
 namespace {
 
 const std::string tiny_path = "data/model_grad/model.npz";  // data/make_model_grad_fixture.py
@@ -686,3 +688,5 @@ TEST_CASE("--resume evaluates every --eval-every steps of the checkpoint, unless
           std::make_pair(std::vector<std::size_t>{0, 1, 2, 8}, std::uint64_t(8)));
     fs::remove_all(dir);
 }
+
+}  // namespace test_train

@@ -13,6 +13,8 @@
 
 #include "helpers.h"
 
+namespace test_train_files {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -175,3 +177,5 @@ TEST_CASE("--context 1 is refused before anything is written", "[train]") {
               .status == 0);
     fs::remove_all(dir);
 }
+
+}  // namespace test_train_files

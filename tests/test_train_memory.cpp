@@ -16,6 +16,8 @@
 
 #include "helpers.h"
 
+namespace test_train_memory {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -77,3 +79,5 @@ TEST_CASE("mha train admitted at exactly its estimated need peaks within 1.1 tim
     CHECK(double(need) <= generous_ratio * double(peak));
     fs::remove_all(dir);
 }
+
+}  // namespace test_train_memory

@@ -31,6 +31,8 @@
 #include "io/npy.h"
 #include "recorder.h"
 
+namespace test_train_ops {
+
 using mha::Tensor;
 
 namespace {
@@ -618,3 +620,5 @@ TEST_CASE("the block's backward gives the same bits at any thread count", "[back
     CHECK(same_bits(one.block.w_1, four.block.w_1));
     CHECK(same_bits(one.block.b_2, four.block.b_2));
 }
+
+}  // namespace test_train_ops

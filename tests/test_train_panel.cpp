@@ -12,6 +12,8 @@
 #include "show/train_log.h"
 #include "show/train_panel.h"
 
+namespace test_train_panel {
+
 using namespace mha;
 
 namespace {
@@ -282,3 +284,5 @@ TEST_CASE("mha train --log: one JSON line per evaluation, null where there is no
           "{\"step\":50,\"seconds\":3.96056,\"loss\":null,\"val_loss\":3.07728,"
           "\"prev_token\":[[0.25,0.5]],\"induction\":[[0.125,0.333333]]}");
 }
+
+}  // namespace test_train_panel

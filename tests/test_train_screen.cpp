@@ -8,6 +8,8 @@
 
 #include "app/train/train_screen.h"
 
+namespace test_train_screen {
+
 using namespace mha;
 
 namespace {
@@ -86,3 +88,5 @@ TEST_CASE("on a terminal: the alternate screen, redraws in place, the screen res
     CHECK(kept.find("\x1b[H") == std::string::npos);
     CHECK(kept.back() == '\n');
 }
+
+}  // namespace test_train_screen

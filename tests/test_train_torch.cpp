@@ -14,6 +14,8 @@
 #include "io/model_file.h"
 #include "io/npy.h"
 
+namespace test_train_torch {
+
 namespace {
 
 // Each step's loss against float32 PyTorch's: the brief's 1e-4 relative (float32 PyTorch is
@@ -145,3 +147,5 @@ TEST_CASE("training steps match PyTorch training train.py's CharTransformer", "[
         CHECK(test::same_bits(a[i].second.to_vector(), b[i].second.to_vector()));
     }
 }
+
+}  // namespace test_train_torch

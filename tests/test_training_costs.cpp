@@ -15,6 +15,8 @@
 #include "io/dry.h"
 #include "io/init.h"
 
+namespace test_training_costs {
+
 namespace {
 
 using mha::Tensor;
@@ -139,3 +141,5 @@ TEST_CASE("a dry run's tally adds the forward's and the backward's multiply-adds
     // D = rowsum(dP ∘ P) = 2·3·3 = 18, dS = 2·3·3 = 18
     CHECK(tally.macs.backward == 8 * 192 + 4 * 72 + 18 + 18);
 }
+
+}  // namespace test_training_costs

@@ -16,6 +16,8 @@
 #include "io/init.h"
 #include "io/npy.h"
 
+namespace test_variants {
+
 using mha::Shape;
 using mha::Strides;
 using mha::Tensor;
@@ -252,3 +254,5 @@ TEST_CASE("the variants on the command line") {
         test::check_rejected(args, message);
     }
 }
+
+}  // namespace test_variants

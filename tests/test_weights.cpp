@@ -13,6 +13,8 @@
 #include "io/masks.h"
 #include "io/weights.h"
 
+namespace test_weights {
+
 using mha::npy::Array;
 
 namespace {
@@ -378,3 +380,5 @@ TEST_CASE("seeded weights get nn.MultiheadAttention names, or from-scratch ones 
                                    "W_o.weight (8, 8)", "q_norm.weight (2,)",
                                    "k_norm.weight (2,)"});
 }
+
+}  // namespace test_weights

@@ -5,6 +5,8 @@
 
 #include "helpers.h"
 
+namespace test_wording {
+
 namespace {
 
 // Every line of `text`.
@@ -126,3 +128,5 @@ TEST_CASE("the backward's step numbers only count down", "[wording][backward]") 
         CHECK(last <= 1);  // b0 sums x's three paths; cross-attention and fused QKV end on b1
     }
 }
+
+}  // namespace test_wording

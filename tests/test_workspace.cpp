@@ -19,6 +19,8 @@
 #include "io/init.h"
 #include "kernel_variants.h"
 
+namespace test_workspace {
+
 namespace {
 
 // The first index at which the two tensors' values differ bit for bit (so that NaN matches
@@ -205,3 +207,5 @@ TEST_CASE(
         CHECK(first_difference(x, y) == -1);
     }
 }
+
+}  // namespace test_workspace

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+namespace test_zip {
+
 namespace zip = mha::zip;
 
 namespace {
@@ -146,3 +148,5 @@ TEST_CASE("stored_data refuses what it cannot read, naming the entry's label", "
                             " (stored 0x00000000, computed 0xcbf43926)");
     }
 }
+
+}  // namespace test_zip
