@@ -284,14 +284,16 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # minutes, most in the reference loops of the bench examples); the plain suite runs them,
 # and the error paths of docs/errors.md ([catalogue]) stay in. [big] marks a test at a real
 # model's sizes (DeepSeek-V2-Lite's MLA: about a minute under the sanitizers); the same code
-# runs under them at small sizes.
+# runs under them at small sizes. [torch] and [svg-render] are about outside tools (PyTorch
+# through the parity helper, librsvg and ImageMagick drawing our SVG: 14 s of this suite), whose
+# run of mha the other tests cover under the sanitizers.
 # ASAN_MAKE, that build's make: the recipe lines that call it start with +, because make sees
 # no $(MAKE) in "$(ASAN_MAKE)" and would not hand its job server on (the sub-make would warn
 # "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" \
     COLD_OPT=$(SANITIZE_COLD_OPT) STATIC_RUNTIME=
 test-asan:
-	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory] ~[torch]"
+	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory] ~[torch] ~[svg-render]"
 
 # test-tsan: the binary and the test files that run work on the worker threads (the pass and
 # its kernels in every form, the trainer's operations, the pool, the CLI's thread counts),
