@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "core/kernels/kernels.h"
+#include "core/kernels/variant_builds.h"
 
 namespace mha {
 
@@ -49,12 +49,7 @@ inline std::uint32_t next_word(std::uint32_t x_i, std::uint32_t x_next, std::uin
         uniform_block(words, count, low, width, out);                                         \
     }
 
-MHA_MT_VARIANT(baseline, )
-#if defined(__x86_64__) || defined(__i386__)
-#define MHA_MT_X86 1
-MHA_MT_VARIANT(avx2, __attribute__((target("avx2"))))
-MHA_MT_VARIANT(avx512, __attribute__((target("avx512f"))))
-#endif
+MHA_FOR_EACH_VARIANT(MHA_MT_VARIANT)
 
 struct Loops {
     void (*twist)(std::uint32_t*);
@@ -62,17 +57,8 @@ struct Loops {
 };
 
 Loops loops() {
-#ifdef MHA_MT_X86
-    switch (kernel_variant()) {
-        case KernelVariant::Avx512:
-            return {twist_avx512, uniform_avx512};
-        case KernelVariant::Avx2:
-            return {twist_avx2, uniform_avx2};
-        default:
-            break;
-    }
-#endif
-    return {twist_baseline, uniform_baseline};
+    return for_kernels_in_use<Loops>({twist_baseline, uniform_baseline},
+                                     {twist_avx2, uniform_avx2}, {twist_avx512, uniform_avx512});
 }
 
 }  // namespace

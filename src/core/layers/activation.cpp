@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/kernels/kernels.h"
+#include "core/kernels/variant_builds.h"
 #include "core/kernels/vector_exp.h"
 #include "core/layers/gelu.h"
 #include "core/threads/parallel.h"
@@ -44,29 +44,15 @@ MHA_ACTIVATION_INLINE void gelu_tanh_t(const float* u, std::size_t n, float* y) 
         gelu_tanh_t(u, n, y);                                                                  \
     }
 
-MHA_ACTIVATION_VARIANT(baseline, )
-#if defined(__x86_64__) || defined(__i386__)
-#define MHA_ACTIVATION_X86 1
-MHA_ACTIVATION_VARIANT(avx2, __attribute__((target("avx2"))))
-MHA_ACTIVATION_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))))
-#endif
+MHA_FOR_EACH_VARIANT(MHA_ACTIVATION_VARIANT)
 
 using Loop = void (*)(const float*, std::size_t, float*);
 
 // The loop built for the kernels in use; every build rounds alike (no fused multiply-add).
 Loop loop_for(Activation activation) {
-    const bool silu = activation == Activation::Silu;
-#ifdef MHA_ACTIVATION_X86
-    switch (kernel_variant()) {
-        case KernelVariant::Avx512:
-            return silu ? silu_avx512 : gelu_tanh_avx512;
-        case KernelVariant::Avx2:
-            return silu ? silu_avx2 : gelu_tanh_avx2;
-        default:
-            break;
-    }
-#endif
-    return silu ? silu_baseline : gelu_tanh_baseline;
+    return activation == Activation::Silu
+               ? for_kernels_in_use<Loop>(silu_baseline, silu_avx2, silu_avx512)
+               : for_kernels_in_use<Loop>(gelu_tanh_baseline, gelu_tanh_avx2, gelu_tanh_avx512);
 }
 
 // y[i] = act(u[i]) (times up[i] when up is given), for i in [begin, end).

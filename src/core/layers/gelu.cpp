@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/kernels/kernels.h"
+#include "core/kernels/variant_builds.h"
 #include "core/kernels/vector_exp.h"
 #include "core/threads/parallel.h"
 
@@ -72,12 +72,7 @@ MHA_GELU_INLINE void gelu_backward_t(const float* u, const float* dy, std::size_
         gelu_backward_t(u, dy, n, du);                                                         \
     }
 
-MHA_GELU_VARIANT(baseline, )
-#if defined(__x86_64__) || defined(__i386__)
-#define MHA_GELU_X86 1
-MHA_GELU_VARIANT(avx2, __attribute__((target("avx2"))))
-MHA_GELU_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw"))))
-#endif
+MHA_FOR_EACH_VARIANT(MHA_GELU_VARIANT)
 
 struct GeluLoops {
     void (*forward)(const float*, std::size_t, float*);
@@ -86,17 +81,9 @@ struct GeluLoops {
 
 // The loops built for the kernels in use; every build rounds alike (no fused multiply-add).
 GeluLoops gelu_loops() {
-#ifdef MHA_GELU_X86
-    switch (kernel_variant()) {
-        case KernelVariant::Avx512:
-            return {gelu_avx512, gelu_backward_avx512};
-        case KernelVariant::Avx2:
-            return {gelu_avx2, gelu_backward_avx2};
-        default:
-            break;
-    }
-#endif
-    return {gelu_baseline, gelu_backward_baseline};
+    return for_kernels_in_use<GeluLoops>({gelu_baseline, gelu_backward_baseline},
+                                         {gelu_avx2, gelu_backward_avx2},
+                                         {gelu_avx512, gelu_backward_avx512});
 }
 
 // Elements per unit of work: the loops take about 16 operations an element.

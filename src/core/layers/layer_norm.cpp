@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/kernels/block_transpose.h"
-#include "core/kernels/kernels.h"
+#include "core/kernels/variant_builds.h"
 #include "core/threads/parallel.h"
 
 // Templates marked this way are compiled inside each build's target function.
@@ -264,36 +264,26 @@ struct Loops {
         column_sums_t(x, dy, moments, rows, E, begin, end, dgamma, dbeta);                      \
     }
 
-MHA_LN_BUILD(baseline, , float)
-MHA_LN_BUILD(double, , double)
-#if defined(__x86_64__) || defined(__i386__)
-#define MHA_LN_X86 1
 // g++ vectorises these loops for 256-bit registers in a target function unless told to use
 // all 512 bits (clang++ takes no such option there, and ignores a target string naming it)
-#ifdef __clang__
-#define MHA_LN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw")))
-#else
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__clang__)
 #define MHA_LN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,prefer-vector-width=512")))
+#else
+#define MHA_LN_AVX512 MHA_AVX512_TARGET
 #endif
-MHA_LN_BUILD(avx2, __attribute__((target("avx2"))), float)
+MHA_LN_BUILD(baseline, , float)
+MHA_LN_BUILD(double, , double)
+MHA_LN_BUILD(avx2, MHA_AVX2_TARGET, float)
 MHA_LN_BUILD(avx512, MHA_LN_AVX512, float)
-#endif
 
 // The float32 loops built for the kernels in use, the double ones (finite differences) once.
 // Built for SSE2 alone these loops took 8% of a one-thread training step; the wider builds
 // vectorise the rows' normalisation and gradients and take the sums' scalar steps in VEX form.
 Loops<float> loops(const float*) {
-#ifdef MHA_LN_X86
-    switch (kernel_variant()) {
-        case KernelVariant::Avx512:
-            return {rows_avx512, input_grad_avx512, column_sums_avx512};
-        case KernelVariant::Avx2:
-            return {rows_avx2, input_grad_avx2, column_sums_avx2};
-        default:
-            break;
-    }
-#endif
-    return {rows_baseline, input_grad_baseline, column_sums_baseline};
+    return for_kernels_in_use<Loops<float>>(
+        {rows_baseline, input_grad_baseline, column_sums_baseline},
+        {rows_avx2, input_grad_avx2, column_sums_avx2},
+        {rows_avx512, input_grad_avx512, column_sums_avx512});
 }
 
 Loops<double> loops(const double*) { return {rows_double, input_grad_double, column_sums_double}; }
