@@ -22,6 +22,7 @@
 #include "core/forms/model.h"
 #include "core/forms/per_head.h"
 #include "core/pass/attention.h"
+#include "core/pass/costs.h"
 #include "core/tensor/storage.h"
 #include "core/tensor/workspace.h"
 #include "io/dry.h"
@@ -541,6 +542,57 @@ TEST_CASE("a dry run without a dry workspace is refused, never run on real memor
         mha::forward(mha::dry_weights(s, true, false), mha::dry_inputs(s, true), {}, options,
                      quiet),
         Catch::Contains("a dry run's tensors come from a dry workspace"));
+}
+
+TEST_CASE("a dry workspace counts its tensors while they live, and the copies made of them",
+          "[dry]") {
+    mha::Workspace w = mha::Workspace::dry();
+    {
+        const mha::Tensor a = w.tensor({2, 3});  // 6 floats, 24 bytes
+        CHECK(w.peak_bytes() == 24);
+        CHECK(a.contiguous().dry());  // already contiguous: itself, no copy
+        CHECK(w.peak_bytes() == 24);
+        {
+            const mha::Tensor copy = a.transpose(0, 1).contiguous();  // a copy: 24 more
+            CHECK(copy.dry());
+            CHECK(copy.shape() == mha::Shape{3, 2});
+            CHECK(w.peak_bytes() == 48);
+        }
+        const mha::Tensor b = w.tensor({4});  // the copy is gone: 24 + 16 live
+        CHECK(w.peak_bytes() == 48);
+        const mha::Tensor c = w.tensor({8});  // 24 + 16 + 32
+        CHECK(w.peak_bytes() == 72);
+    }
+    const mha::Tensor d = w.tensor({10});  // all the others gone: 40 live
+    CHECK(w.peak_bytes() == 72);
+    // a problem's tensor without its values is counted nowhere, nor are its copies
+    const mha::Tensor x = mha::Tensor({2, 3}).without_values();
+    CHECK(x.transpose(0, 1).contiguous().dry());
+    CHECK(w.peak_bytes() == 72);
+    // sizes no memory holds are refused, not wrapped around
+    const std::size_t huge = std::size_t(1) << 40;
+    CHECK_THROWS_WITH(w.tensor({huge, huge}), Catch::Contains("does not fit in 64 bits"));
+}
+
+TEST_CASE("a dry forward's peak is the tensors forward_bytes counts; a backward's is more",
+          "[dry][budget]") {
+    // forward_bytes still counts a model's layers and a decode's chunks by formula: the dry
+    // run of one layer keeps every tensor it lists live at once, Q, K, V, scores, context,
+    // concat and output, so its peak is the formula without the per-thread scratch
+    mha::Config c;
+    for (const mha::Sizes& s : {sizes(1, 64, 64, 32, 4, 4), sizes(2, 16, 24, 48, 6, 2)}) {
+        for (const mha::AttentionPath path :
+             {mha::AttentionPath::Standard, mha::AttentionPath::Streaming}) {
+            CAPTURE(s.batch, s.seq_len, s.kv_len, s.d_model, s.heads, s.kv_heads, int(path));
+            c.backward = false;
+            const std::uint64_t forward =
+                mha::dry_peak_bytes(c, mha::dry_problem(c, s, path, 0));
+            CHECK(forward ==
+                  mha::forward_bytes(s, path, 1) - mha::scratch_bytes(s, path, false));
+            c.backward = true;
+            CHECK(mha::dry_peak_bytes(c, mha::dry_problem(c, s, path, 0)) > forward);
+        }
+    }
 }
 
 }  // namespace test_dry_run

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/run/budget.h"
+#include "app/run/problem.h"
 #include "core/forms/block.h"
 #include "core/forms/decode.h"
 #include "core/forms/per_head.h"
@@ -334,18 +335,23 @@ TEST_CASE("auto streams every untraced form but decoding") {
     // decoding attends one query per unit, which fills one query lane of the fused tile
     const mha::Sizes s{1, 512, 512, 512, 512, 512, 8, 8, 64};
     mha::Config c;
-    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
+    const auto path = [&] {
+        return mha::plan_run(c, s, 2048,
+                             mha::dry_problem(c, s, mha::AttentionPath::Standard, 2048))
+            .path;
+    };
+    CHECK(path() == mha::AttentionPath::Streaming);
     c.form = mha::Form::PerHead;
-    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
+    CHECK(path() == mha::AttentionPath::Streaming);
     c.trace = true;  // a trace shows steps 6-9 when they fit
-    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Standard);
+    CHECK(path() == mha::AttentionPath::Standard);
     c.trace = false;
     c.form = mha::Form::Packed;
     c.block = mha::BlockKind::Pre;
-    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Streaming);
+    CHECK(path() == mha::AttentionPath::Streaming);
     c.block.reset();
     c.form = mha::Form::Decode;
-    CHECK(mha::plan_run(c, s, 2048, mha::Masks()).path == mha::AttentionPath::Standard);
+    CHECK(path() == mha::AttentionPath::Standard);
 }
 
 TEST_CASE("--attention errors") {

@@ -88,8 +88,8 @@ TEST_CASE("the fused QKV projection equals the three separate ones") {
     const mha::ForwardResult fused = mha::forward_fused_qkv(w, in, masks, options_for(h), none);
     test::require_close(fused.weights, packed.weights, same_tolerance);
     test::require_close(fused.output, packed.output, same_tolerance);
-    CHECK(mha::stacked_qkv_weight(w).shape() == Shape{3 * E, E});
-    CHECK(mha::stacked_qkv_bias(w).empty() == !bias);
+    CHECK(mha::stacked_qkv_weight(w, nullptr).shape() == Shape{3 * E, E});
+    CHECK(mha::stacked_qkv_bias(w, nullptr).empty() == !bias);
 }
 
 TEST_CASE("attention head by head equals the packed form") {

@@ -7,9 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "app/run/kv_quant_options.h"
-#include "core/forms/block.h"
 #include "core/forms/mla_decode.h"
-#include "core/forms/mla_pass.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
 #include "core/reference.h"
@@ -52,11 +50,13 @@ std::size_t gate_rows(const Config& c, const Sizes& s) {
     return !c.gate ? 0 : *c.gate ? s.heads : s.inner();
 }
 
-// What the run holds besides the pass itself: the inputs, the weights (MLA's own when
-// `mla`), the masks already loaded (mask_bytes), with --backward dO and the gradients (one
-// per input and weight), and with --save what writing the file takes.
-std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_bytes,
-                         AttentionPath path, const std::optional<MlaSizes>& mla) {
+// What the run holds besides the pass itself: the inputs, the weights (MLA's own when `mla`;
+// with --block the feed-forward's too), the masks already loaded (mask_bytes), with
+// --backward dO, and with --save what writing the file takes. The gradients are the pass's
+// (pass_bytes).
+std::uint64_t held_bytes(const Config& c, const Sizes& s, std::size_t d_ff,
+                         std::uint64_t mask_bytes, AttentionPath path,
+                         const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     const std::uint64_t inputs = checked_product(
         {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model}, what),
@@ -75,6 +75,8 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
                       s.d_model},
                      what))
                : 0;
+    const std::uint64_t ffn_weights =
+        c.block ? checked_product({2, s.d_model, d_ff, sizeof(float)}, what) : 0;
     const std::uint64_t weights =
         mla ? checked_product({sizeof(float), mla_parameter_count(*mla)}, what)
             : checked_sum(
@@ -82,55 +84,22 @@ std::uint64_t held_bytes(const Config& c, const Sizes& s, std::uint64_t mask_byt
                        {s.d_model,
                         checked_sum({2 * std::uint64_t(s.d_model), s.kdim, s.vdim, 4}, what)},
                        what)),
-                   gate_weights},
+                   gate_weights, ffn_weights},
                   what);
-    const std::uint64_t gradients = c.backward ? checked_sum({inputs, weights}, what) : 0;
     const std::uint64_t grad_output =
         c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what) : 0;
+    const std::uint64_t gradients = c.backward ? checked_sum({inputs, weights}, what) : 0;
     const std::uint64_t saving = c.save_path.empty() ? 0 : save_bytes(s, path, gradients, what);
-    return checked_sum({inputs, weights, mask_bytes, gradients, grad_output, saving}, what);
-}
-
-// What the chosen form of the pass allocates on the attention path with the threads.
-std::uint64_t pass_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
-                         std::size_t threads, const std::optional<MlaSizes>& mla) {
-    if (c.form == Form::Decode) return cached_form_bytes(c, s, path, threads);
-    if (c.mla_decode && mla)
-        return mla_decode_bytes(*mla, s.batch, s.seq_len, path, threads, c.kv_block_size);
-    if (c.gradcheck) return reference_bytes(s);
-    // --backward: the forward's tensors stay for the backward, which makes a gradient of each
-    // (dQ, dK, dV, dP, dS, ...; MLA's parts too): about the forward's bytes again; the gate's
-    // backward also makes x_q's gradient through it (B, N, d_model)
-    const std::string what = "the memory for this configuration";
-    const std::uint64_t gate = c.gate ? gate_bytes(s, gate_rows(c, s)) : 0;
-    const std::uint64_t gate_input_grad =
-        c.gate && c.backward ? checked_product({sizeof(float), s.batch, s.seq_len, s.d_model}, what)
-                             : 0;
-    const std::uint64_t attention = checked_sum(
-        {checked_product({c.backward ? 2u : 1u,
-                          checked_sum({mla ? mla_bytes(*mla, s.batch, s.seq_len, path, threads)
-                                           : forward_bytes(s, path, threads),
-                                       gate},
-                                      what)},
-                         what),
-         gate_input_grad},
-        what);
-    if (mla) return attention;
-    if (!c.block) return attention;
-    const std::uint64_t ffn_weights = checked_product({2, s.d_model, d_ff, sizeof(float)}, what);
-    // --backward: the block keeps its norms' and feed-forward's tensors and makes a gradient of
-    // each and of linear1's and linear2's weights
-    const std::uint64_t block = checked_product(
-        {c.backward ? 2u : 1u, checked_sum({block_bytes(s, d_ff), ffn_weights}, what)}, what);
-    return checked_sum({attention, block}, what);
+    return checked_sum({inputs, weights, mask_bytes, grad_output, saving}, what);
 }
 
 // What the views add after the pass, beside its result, each freed before the next: the
 // heatmap, the SVG and the lesson page copy batch 0's maps, (N, M) floats each (the mean also sums
 // in double into a growing list); --ablate-head runs the pass again and compares the two outputs as
 // lists.
-std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, AttentionPath path,
-                         std::size_t threads, const std::optional<MlaSizes>& mla) {
+std::uint64_t view_bytes(const Config& c, const Sizes& s, const PassProblem& dry,
+                         AttentionPath path, std::size_t threads,
+                         const std::optional<MlaSizes>& mla) {
     const std::string what = "the memory for this configuration";
     std::uint64_t maps = 0, ablation = 0;
     if (c.heatmap || !c.svg_path.empty() || c.format == Format::Html) {
@@ -143,7 +112,7 @@ std::uint64_t view_bytes(const Config& c, const Sizes& s, std::size_t d_ff, Atte
     }
     if (c.ablate_head) {
         ablation =
-            checked_sum({pass_bytes(c, s, d_ff, path, threads, mla),
+            checked_sum({pass_bytes(c, s, dry, path, threads, mla),
                          checked_product({2 * sizeof(float), s.batch, s.seq_len, s.d_model}, what)},
                         what);
     }
@@ -189,21 +158,41 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 
 }  // namespace
 
-RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const Masks& masks,
+std::uint64_t pass_bytes(const Config& c, const Sizes& s, const PassProblem& dry,
+                         AttentionPath path, std::size_t threads,
+                         const std::optional<MlaSizes>& mla) {
+    if (c.form == Form::Decode) return cached_form_bytes(c, s, path, threads);
+    if (c.mla_decode && mla)
+        return mla_decode_bytes(*mla, s.batch, s.seq_len, path, threads, c.kv_block_size);
+    if (c.gradcheck) return reference_bytes(s);
+    PassProblem p = dry;
+    p.options.path = path;
+    // MLA runs its naive form and the absorbed one it is checked against
+    const std::uint64_t scratch =
+        mla ? std::max(scratch_bytes(s, path, c.backward),
+                       scratch_bytes(mla_absorbed_sizes(*mla, s.batch, s.seq_len), path,
+                                     c.backward))
+            : scratch_bytes(s, path, c.backward);
+    const std::string what = "the memory for this configuration";
+    return checked_sum({dry_peak_bytes(c, p), checked_product({threads, scratch}, what)}, what);
+}
+
+RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassProblem& dry,
                  const std::optional<MlaSizes>& mla) {
+    const Masks& masks = dry.masks;
     const std::uint64_t mask_bytes =
         sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel());
     // what the run holds on each path (it differs by the weights --save writes), before the
     // threads, whose default reads the multiply-adds: a memory beyond 64 bits is named first
-    const std::uint64_t held[] = {held_bytes(c, s, mask_bytes, AttentionPath::Standard, mla),
-                                  held_bytes(c, s, mask_bytes, AttentionPath::Streaming, mla)};
+    const std::uint64_t held[] = {held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Standard, mla),
+                                  held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Streaming, mla)};
     RunPlan plan;
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
     auto total = [&](AttentionPath path) {
         return checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
-                            pass_bytes(c, s, d_ff, path, plan.threads, mla),
-                            view_bytes(c, s, d_ff, path, plan.threads, mla)},
+                            pass_bytes(c, s, dry, path, plan.threads, mla),
+                            view_bytes(c, s, dry, path, plan.threads, mla)},
                            "the memory for this configuration");
     };
     if (c.gradcheck) {  // no float32 pass runs: the double-precision reference instead

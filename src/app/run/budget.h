@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "app/cli/config.h"
+#include "app/run/variants.h"
 #include "core/pass/attention.h"
 #include "core/pass/mla.h"
 
@@ -22,12 +23,21 @@ struct RunPlan {
 // and the path (--attention, or auto), and throws mha::Error, naming the path and the
 // bytes needed, when the run would hold more than --max-memory: the inputs, the
 // weights, the masks already loaded, what the chosen form of the pass
-// allocates with these threads, what the views add after it (heatmap and SVG maps, a
+// allocates with these threads (its tensors counted by running `dry`, the run's problem
+// without values, on each path), what the views add after it (heatmap and SVG maps, a
 // second pass for --ablate-head), and what --save takes. Auto streams only a normaliser the
 // streaming path has.
 // For --form mla, `mla` gives its sizes (and `sizes` are its naive form's, mla_naive_sizes):
-// the weights are its own and the pass is core/forms/mla_pass.h's mla_bytes.
+// the weights are its own.
 RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
-                 const Masks& masks, const std::optional<MlaSizes>& mla = std::nullopt);
+                 const PassProblem& dry, const std::optional<MlaSizes>& mla = std::nullopt);
+
+// What the form of the pass allocates on `path` with `threads` threads: its tensors at their
+// peak (with --backward, the backward's and the gradients), counted by running `dry` (the run's
+// problem without values) dry, and every thread's kernel scratch. The decodes' caches, MLA's
+// latent cache and --gradcheck's double-precision reference are counted by their formulas.
+std::uint64_t pass_bytes(const Config& config, const Sizes& sizes, const PassProblem& dry,
+                         AttentionPath path, std::size_t threads,
+                         const std::optional<MlaSizes>& mla = std::nullopt);
 
 }  // namespace mha

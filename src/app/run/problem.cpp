@@ -20,7 +20,6 @@
 #include "core/forms/score_bound.h"
 #include "core/kernels/kernels.h"
 #include "core/tensor/workspace.h"
-#include "core/pass/costs.h"
 #include "core/pass/score_rules.h"
 #include "core/pass/shape_checks.h"
 #include "io/block_weights.h"
@@ -459,12 +458,10 @@ bool self_attention_sizes(const Sizes& s) {
     return s.kv_len == s.seq_len && s.kdim == s.d_model && s.vdim == s.d_model;
 }
 
-// The pass of a run with these options, sizes, --block's d_ff and path (--form mla: and its
-// sizes m), dry: its tensors have shapes and no values. What --shapes-only traces and the
-// computed run's cost is counted from, before any weight exists. The seeded weights have a
-// bias on every projection or none, QK-norm as --qk-norm says.
+}  // namespace
+
 PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std::size_t d_ff,
-                        const std::optional<MlaSizes>& m = std::nullopt) {
+                        const std::optional<MlaSizes>& m) {
     PassProblem p;
     p.weights = dry_weights(s, c.bias, c.qk_norm);
     if (c.gate) {  // (h, d_model) head-wise, (h·d_k, d_model) element-wise
@@ -480,6 +477,8 @@ PassProblem dry_problem(const Config& c, const Sizes& s, AttentionPath path, std
     p.options = options_of(c, m ? m->heads : s.heads, path, 1);
     return p;
 }
+
+namespace {
 
 // What the forward of `p` keeps for a backward, read off a dry run of it.
 std::vector<KeptTensor> dry_kept(const Config& c, PassProblem p) {
@@ -594,9 +593,11 @@ Problem build_mla_problem(const Config& c) {
         c.grad_output_path.empty()
             ? Tensor()
             : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
-    const RunPlan plan = plan_run(c, naive, 0, masks, m);
-    const std::uint64_t pass_macs =
-        dry_tally(c, dry_problem(c, s, plan.path, 0, m)).total_macs();
+    PassProblem dry = dry_problem(c, s, AttentionPath::Standard, 0, m);
+    dry.masks = masks;
+    const RunPlan plan = plan_run(c, naive, 0, dry, m);
+    dry.options.path = plan.path;
+    const std::uint64_t pass_macs = dry_tally(c, dry).total_macs();
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(Form::Mla, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);
@@ -646,19 +647,16 @@ Problem build_shapes(const Config& c) {
     p.info.weights_source = p.info.inputs_source = "none (--shapes-only)";
     if (c.backward) p.info.grad_output_source = p.info.weights_source;
     p.info.shapes_only = true;
-    p.info.activation_bytes =
-        c.form != Form::Decode ? forward_bytes(s, path, 1) : cached_form_bytes(c, s, path, 1);
     if (c.gate && c.form != Form::Decode) {
-        p.info.activation_bytes += gate_bytes(s, p.weights.w_g.size(0));
         p.info.activation_tensors =
             "Q, K, V, scores, context, concat, gate, gated concat and output";
     }
     if (c.block) {
         p.info.parameters += p.block->parameter_count();
-        p.info.activation_bytes += block_bytes(s, d_ff);
         p.info.activation_tensors = "attention's " + p.info.activation_tensors +
                                     ", the block's norms, sums and feed-forward";
     }
+    if (c.backward) p.info.activation_tensors += " with the backward's gradients";
     p.info.variant = variant_description(c, d_ff);
     p.info.fused_qkv = c.form == Form::FusedQkv;
     if (mla) {
@@ -667,11 +665,10 @@ Problem build_shapes(const Config& c) {
         p.info.mla = m;
         p.info.parameters = mla_parameter_count(m);
         p.info.bias = false;
-        p.info.activation_bytes =
-            c.mla_decode ? mla_decode_bytes(m, s.batch, s.seq_len, path, 1, c.kv_block_size)
-                         : mla_bytes(m, s.batch, s.seq_len, path, 1);
         p.info.variant = mla_variant(c, m);
     }
+    const Sizes pass_sizes = mla ? mla_naive_sizes(*mla, s.batch, s.seq_len) : s;
+    p.info.activation_bytes = pass_bytes(c, pass_sizes, p, path, 1, mla);
     p.info.total_macs = dry_tally(c, p).total_macs();
     p.info.kv_ledger = kv_ledger_of(c, s, mla);
     if (c.backward) describe_backward(p.info, c, p);
@@ -695,9 +692,11 @@ Problem build_problem(const Config& c) {
                           ? files.inputs->self_attention()
                           : self_attention_sizes(s);
     check_form(c.form, s, self, masks);
-    const RunPlan plan = plan_run(c, s, d_ff, masks);
-    const std::uint64_t pass_macs =
-        dry_tally(c, dry_problem(c, s, plan.path, d_ff)).total_macs();
+    PassProblem dry = dry_problem(c, s, AttentionPath::Standard, d_ff);
+    dry.masks = masks;
+    const RunPlan plan = plan_run(c, s, d_ff, dry);
+    dry.options.path = plan.path;
+    const std::uint64_t pass_macs = dry_tally(c, dry).total_macs();
     const std::uint64_t macs = run_macs(c, pass_macs);
     const double rate = macs_per_thread_second(c.form, plan.path);
     check_time(macs, plan.threads, rate, c.max_time);

@@ -35,8 +35,14 @@ struct Problem : PassProblem {
 
 Problem build_problem(const Config& config);
 
-// --shapes-only: the sizes and what the printers say, with no file read and no
-// tensor allocated (so no memory budget to check).
+// The pass of a run with these options, sizes, --block's d_ff and path (--form mla: and its
+// sizes), dry: its tensors have shapes and no values (Tensor::shape_only). What --shapes-only
+// traces, and what the computed run's memory and multiply-adds are counted from before any
+// weight exists. The seeded weights have a bias on every projection or none, QK-norm as
+// --qk-norm says.
+PassProblem dry_problem(const Config& config, const Sizes& sizes, AttentionPath path,
+                        std::size_t d_ff, const std::optional<MlaSizes>& mla = std::nullopt);
+
 // --shapes-only: a dry problem (core/tensor/tensor.h, Tensor::shape_only) of the sizes and
 // options, with what the printers say: no file read, no tensor storage handed out.
 Problem build_shapes(const Config& config);

@@ -130,20 +130,35 @@ PassProblem without_values(const PassProblem& p) {
     return d;
 }
 
-Tally dry_tally(const Config& c, const PassProblem& p, bool elide_tokens) {
+namespace {
+
+// Runs the problem dry, with one thread, in `workspace` (a dry one), traced by `tracer`.
+void run_dry(const Config& c, const PassProblem& p, Workspace& workspace, Tracer& tracer) {
     PassProblem d = without_values(p);
-    Workspace workspace = Workspace::dry();
     d.options.workspace = &workspace;
     d.options.threads = 1;
-    Tally tally;
-    TokenElision elided(tally, nullptr);
-    Tracer& tracer = elide_tokens ? static_cast<Tracer&>(elided) : tally;
     if (c.backward) {
         run_backward(c, d, tracer);
     } else {
         run_pass(c, d, tracer);
     }
+}
+
+}  // namespace
+
+Tally dry_tally(const Config& c, const PassProblem& p, bool elide_tokens) {
+    Workspace workspace = Workspace::dry();
+    Tally tally;
+    TokenElision elided(tally, nullptr);
+    run_dry(c, p, workspace, elide_tokens ? static_cast<Tracer&>(elided) : tally);
     return tally;
+}
+
+std::uint64_t dry_peak_bytes(const Config& c, const PassProblem& p) {
+    Workspace workspace = Workspace::dry();
+    NullTracer quiet;
+    run_dry(c, p, workspace, quiet);
+    return workspace.peak_bytes();
 }
 
 }  // namespace mha

@@ -48,4 +48,9 @@ ComputedRun run_backward(const Config& config, const PassProblem& problem, Trace
 // the steps a dry decode shows (show/token_elision.h) and their multiply-adds.
 Tally dry_tally(const Config& config, const PassProblem& problem, bool elide_tokens = false);
 
+// The most bytes the run's tensors hold at once (with --backward, the backward's and the
+// gradients too), counted by running it dry in a dry workspace: not the problem's own inputs,
+// weights and masks, nor the kernels' per-thread scratch (scratch_bytes, core/pass/costs.h).
+std::uint64_t dry_peak_bytes(const Config& config, const PassProblem& problem);
+
 }  // namespace mha

@@ -804,8 +804,9 @@ void fused_back(const Forwarded& f, const Inputs& in, HeadGrads& hg, Gradients& 
         step.copied_bytes = copy_bytes(moved);
         return step;
     });
-    const Tensor bias = stacked_qkv_bias(f.w);
-    const LinearGrads qkv = linear_backward(in.x_q.contiguous(), stacked_qkv_weight(f.w),
+    const Tensor bias = stacked_qkv_bias(f.w, f.o.workspace);
+    const LinearGrads qkv = linear_backward(in.x_q.contiguous(),
+                                            stacked_qkv_weight(f.w, f.o.workspace),
                                             !bias.empty(), dqkv, f.o.threads, f.o.workspace);
     show_linear_grads(
         qkv, {Operand::Qkv, 1, "W_qkv", "b_qkv", "dqkv", "x", "dx", model_dims, {width, "d_model"}},

@@ -51,9 +51,10 @@ Product weight_grad_product(const float* dy, const float* x, std::size_t rows, s
 }
 
 // dW from dWᵀ when weight_grad_product took that way.
-void untranspose(const std::vector<float>& dw_t, std::size_t out, std::size_t in, Tensor& dw) {
-    for (std::size_t o = 0; o < out && !dw_t.empty(); ++o) {
-        for (std::size_t i = 0; i < in; ++i) dw.data()[o * in + i] = dw_t[i * out + o];
+void untranspose(const Tensor& dw_t, std::size_t out, std::size_t in, Tensor& dw) {
+    if (dw_t.empty() || dw_t.dry()) return;
+    for (std::size_t o = 0; o < out; ++o) {
+        for (std::size_t i = 0; i < in; ++i) dw.data()[o * in + i] = dw_t.data()[i * out + o];
     }
 }
 
@@ -104,7 +105,7 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
                                          std::size_t threads, Workspace* workspace) {
     std::vector<LinearGrads> grads(layers.size());
     std::vector<Tensor> weights;  // contiguous
-    std::vector<std::vector<float>> transposed(layers.size());
+    std::vector<Tensor> transposed(layers.size());  // dWᵀ, when out > in
     std::vector<Product> products;  // each layer's dW, then its dX
     weights.reserve(layers.size());
     std::uint64_t macs = 0;
@@ -116,14 +117,16 @@ std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
         if (any_dry(layer.x, layer.w, layer.dy)) {  // a dry run: the shapes alone
             g = {new_dry(workspace, {out, in}), layer.bias ? new_dry(workspace, {out}) : Tensor(),
                  new_dry(workspace, {rows, in})};
+            if (out > in) transposed[l] = new_dry(workspace, {in, out});
             continue;
         }
         weights.push_back(layer.w.contiguous());
         g.dw = new_uninitialised(workspace, {out, in});  // the product writes all of it
-        transposed[l].resize(out > in ? in * out : 0);
+        if (out > in) transposed[l] = new_uninitialised(workspace, {in, out});
         g.dx = new_uninitialised(workspace, {rows, in});
         products.push_back(weight_grad_product(layer.dy.data(), layer.x.data(), rows, out, in,
-                                               g.dw.data(), transposed[l].data()));
+                                               g.dw.data(),
+                                               out > in ? transposed[l].data() : nullptr));
         products.push_back({{layer.dy.data(), rows, out, out, 1},
                             {weights.back().data(), out, in, in, 1},
                             g.dx.data(),

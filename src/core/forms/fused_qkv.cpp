@@ -12,26 +12,29 @@ namespace mha {
 
 namespace {
 
-Tensor stacked(const Tensor& q, const Tensor& k, const Tensor& v) {
+Tensor stacked(const Tensor& q, const Tensor& k, const Tensor& v, Workspace* workspace) {
     Shape shape = q.shape();
     shape[0] *= 3;
-    if (any_dry(q, k, v)) return Tensor::shape_only(shape);
-    std::vector<float> values;
+    if (any_dry(q, k, v)) return new_dry(workspace, shape);
+    Tensor out = new_uninitialised(workspace, shape);  // each part writes its third
+    float* to = out.data();
     for (const Tensor* part : {&q, &k, &v}) {
-        const std::vector<float> rows = part->to_vector();
-        values.insert(values.end(), rows.begin(), rows.end());
+        part->copy_to(to);
+        to += part->numel();
     }
-    return Tensor(shape, values);
+    return out;
 }
 
 }  // namespace
 
-Tensor stacked_qkv_weight(const Weights& w) { return stacked(w.w_q, w.w_k, w.w_v); }
+Tensor stacked_qkv_weight(const Weights& w, Workspace* workspace) {
+    return stacked(w.w_q, w.w_k, w.w_v, workspace);
+}
 
-Tensor stacked_qkv_bias(const Weights& w) {
+Tensor stacked_qkv_bias(const Weights& w, Workspace* workspace) {
     if (w.b_q.empty() && w.b_k.empty() && w.b_v.empty()) return Tensor();
     const auto or_zeros = [&w](const Tensor& b) { return b.empty() ? Tensor({w.q_width()}) : b; };
-    return stacked(or_zeros(w.b_q), or_zeros(w.b_k), or_zeros(w.b_v));
+    return stacked(or_zeros(w.b_q), or_zeros(w.b_k), or_zeros(w.b_v), workspace);
 }
 
 ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks& masks,
@@ -51,7 +54,8 @@ ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks&
 
     // 1: (B, N, d_model) @ (3·h·d_k, d_model)ᵀ -> (B, N, 3·h·d_k)
     const Tensor qkv =
-        project(in.x_q.contiguous(), stacked_qkv_weight(w), stacked_qkv_bias(w), options.threads);
+        project(in.x_q.contiguous(), stacked_qkv_weight(w, options.workspace),
+                stacked_qkv_bias(w, options.workspace), options.threads, options.workspace);
     const std::string width = q_width_name(s);
     trace.show(qkv, [&] {
         const bool bias = !(w.b_q.empty() && w.b_k.empty() && w.b_v.empty());

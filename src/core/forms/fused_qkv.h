@@ -6,9 +6,10 @@
 
 namespace mha {
 
-// W_q, W_k and W_v stacked row-wise: (3·d_model, d_model), and the biases: (3·d_model) or empty.
-Tensor stacked_qkv_weight(const Weights& weights);
-Tensor stacked_qkv_bias(const Weights& weights);
+// W_q, W_k and W_v stacked row-wise: (3·d_model, d_model), and the biases: (3·d_model) or empty;
+// from the workspace when there is one (dry when the weights are).
+Tensor stacked_qkv_weight(const Weights& weights, Workspace* workspace);
+Tensor stacked_qkv_bias(const Weights& weights, Workspace* workspace);
 
 // forward() with steps 1-5 done the fused way:
 //   1  qkv = x @ W_qkv.T + b_qkv        (B, N, 3·d_model)

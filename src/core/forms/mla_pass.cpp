@@ -23,7 +23,6 @@
 #include "core/forms/mla_parts.h"
 #include "core/ops/ops.h"
 #include "core/ops/rms_norm.h"
-#include "core/pass/costs.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
@@ -264,23 +263,6 @@ ForwardResult forward_mla(const MlaWeights& w, const Tensor& x, const Masks& mas
     show_absorbed(absorbed, naive, m, masks, options, trace);  // 9, 14 absorbed
     if (keep) keep->latent = parts.latent;
     return naive;
-}
-
-std::uint64_t mla_bytes(const MlaSizes& m, std::size_t batch, std::size_t seq_len,
-                        AttentionPath path, std::size_t threads) {
-    const std::string what = "the memory for MLA";
-    const std::uint64_t B = batch, N = seq_len, h = m.heads;
-    const std::uint64_t floats = checked_sum(
-        {checked_product({B, N, h, m.d_nope + m.d_rope}, what),       // queries
-         checked_product({B, N, 2 * (m.d_latent + m.d_rope)}, what),  // kv_a, latent, k_pe
-         checked_product({B, h, N, m.d_rope}, what),                  // q_pe
-         checked_product({B, N, h, m.d_nope + m.d_v}, what),          // kv
-         checked_product({m.d_model, h, m.d_latent}, what)},          // the folded W_o
-        what);
-    return checked_sum({checked_product({sizeof(float), floats}, what),
-                        forward_bytes(mla_naive_sizes(m, batch, seq_len), path, threads),
-                        forward_bytes(mla_absorbed_sizes(m, batch, seq_len), path, threads)},
-                       what);
 }
 
 }  // namespace mha

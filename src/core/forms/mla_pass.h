@@ -51,10 +51,4 @@ struct MlaKept {
 ForwardResult forward_mla(const MlaWeights& weights, const Tensor& x, const Masks& masks,
                           const ForwardOptions& options, PassTrace& trace, MlaKept* keep);
 
-// Bytes the MLA form allocates for B sequences of N tokens: the projections, the latent and
-// the RoPE key, both forms' heads and shared passes (forward_bytes of each, on this path with
-// these threads) and the absorbed form's folded W_o (throws mha::Error past 64 bits).
-std::uint64_t mla_bytes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len,
-                        AttentionPath path, std::size_t threads);
-
 }  // namespace mha

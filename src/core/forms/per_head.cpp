@@ -212,7 +212,7 @@ Tensor row_slice(const Tensor& t, std::size_t first, std::size_t count) {
     if (t.empty()) return t;
     Shape shape = t.shape();
     shape[0] = count;
-    if (t.dry()) return Tensor::shape_only(shape);
+    if (t.dry()) return t.dry_result(shape);
     const std::size_t row = t.numel() / t.size(0);
     const float* begin = t.contiguous().data() + first * row;
     return Tensor(shape, std::vector<float>(begin, begin + count * row));

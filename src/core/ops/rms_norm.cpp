@@ -40,7 +40,7 @@ void rms_norm_rows_backward(const Tensor& x, const Tensor& weight, Tensor& dy, T
                             double eps) {
     const std::size_t last = x.dim() - 1, d = x.size(last), step = x.strides()[last];
     if (any_dry(x, weight, dy)) {  // a dry run: dweight's shape alone
-        dweight = Tensor::shape_only({d});
+        dweight = x.dry_result({d});
         return;
     }
     const Tensor w = weight.contiguous();

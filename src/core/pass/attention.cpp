@@ -186,7 +186,7 @@ Tensor pad_last_dim(const Tensor& x, std::size_t extra) {
     const std::size_t M = shape.back();
     const std::size_t rows = element_count(Shape(shape.begin(), shape.end() - 1));
     shape.back() += extra;
-    if (x.dry()) return Tensor::shape_only(shape);
+    if (x.dry()) return x.dry_result(shape);
     Tensor out(shape);
     const Tensor source = x.contiguous();
     for (std::size_t r = 0; r < rows; ++r) {

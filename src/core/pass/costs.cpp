@@ -9,6 +9,7 @@
 #include "core/checked.h"
 #include "core/kernels/kernels.h"
 #include "core/kernels/streaming.h"
+#include "core/kernels/streaming_backward.h"
 
 namespace mha {
 
@@ -30,13 +31,6 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
     const std::string what = "the memory for this configuration";
     const bool standard = path == AttentionPath::Standard;
     const std::size_t d_k = s.d_k(), d_v = s.d_v();
-    // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
-    // for self-attention) and the attention's
-    const std::uint64_t per_thread =
-        std::uint64_t(linear_scratch_floats(std::max({s.d_model, s.kdim, s.vdim}),
-                                            s.inner() + s.kv_heads * (d_k + d_v), 3)) +
-        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
-                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
     const std::uint64_t floats = checked_sum(
         {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
          // more copy of the context
@@ -44,16 +38,32 @@ std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t thre
          checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
          checked_product({s.batch, s.seq_len, s.d_model}, what),
          checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
-         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0,
-         checked_product({threads, per_thread}, what)},
+         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0},
         what);
-    return checked_product({floats, sizeof(float)}, what);
+    return checked_sum({checked_product({floats, sizeof(float)}, what),
+                        checked_product({threads, scratch_bytes(s, path, false)}, what)},
+                       what);
 }
 
-std::uint64_t gate_bytes(const Sizes& s, std::size_t gate_rows) {
-    const std::string what = "the memory for this configuration";
-    return checked_product(
-        {sizeof(float), s.batch, s.seq_len, checked_sum({gate_rows, s.value_inner()}, what)}, what);
+std::uint64_t scratch_bytes(const Sizes& s, AttentionPath path, bool backward) {
+    const bool standard = path == AttentionPath::Standard;
+    const std::size_t d_k = s.d_k(), d_v = s.d_v();
+    const std::size_t in = std::max({s.d_model, s.kdim, s.vdim});
+    // packing buffers only grow, so a thread may keep the projections' (Q, K and V fused
+    // for self-attention) and the attention's
+    std::uint64_t floats =
+        std::uint64_t(linear_scratch_floats(in, s.inner() + s.kv_heads * (d_k + d_v), 3)) +
+        (standard ? std::max(gemm_scratch_floats(d_k, s.kv_len), gemm_scratch_floats(s.kv_len, d_v))
+                  : streaming_scratch_floats(d_k, d_v, s.kv_len));
+    if (backward) {
+        // the gradients' products: at most a block of depth, any of the widths (dW = dYᵀ X
+        // sums over every row); and the streaming backward's tiles
+        const std::size_t rows = s.batch * std::max(s.seq_len, s.kv_len);
+        floats += gemm_scratch_floats(std::max({rows, s.kv_len, in}),
+                                      std::max({s.kv_len, in, s.inner(), s.value_inner()}));
+        if (!standard) floats += streaming_backward_scratch_floats(s.seq_len, d_k, d_v);
+    }
+    return checked_product({floats, sizeof(float)}, "the memory for this configuration");
 }
 
 }  // namespace mha

@@ -14,11 +14,15 @@ std::uint64_t forward_macs(const Sizes& sizes);
 
 // Bytes the forward pass allocates on the given path with the given threads:
 // Q, K, V, context, concat, output, the scores (standard only) and every thread's
-// scratch, computed without overflow (throws mha::Error past 64 bits).
+// scratch, computed without overflow (throws mha::Error past 64 bits). A formula, for the
+// layers of a model and the chunks and tokens of a decode; one attention layer's budget
+// (app/run/budget.cpp) counts its tensors by running it dry instead.
 std::uint64_t forward_bytes(const Sizes& sizes, AttentionPath path, std::size_t threads);
 
-// Bytes the output gate (--gate, step 13) adds to them: the gate (B, N, gate_rows), h·d_v
-// element-wise or h head-wise, and the gated concat (B, N, h·d_v).
-std::uint64_t gate_bytes(const Sizes& sizes, std::size_t gate_rows);
+// Bytes one thread's kernels keep between calls outside any tensor (their buffers only
+// grow): the projections' packing, the attention products' panels (standard) or the
+// streaming tiles, and with the backward its products' panels and the streaming backward's
+// tiles.
+std::uint64_t scratch_bytes(const Sizes& sizes, AttentionPath path, bool backward);
 
 }  // namespace mha

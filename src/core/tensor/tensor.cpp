@@ -2,6 +2,7 @@
 
 #include "core/tensor/tensor.h"
 
+#include "core/checked.h"
 #include "core/error.h"
 
 #include <algorithm>
@@ -85,14 +86,38 @@ std::vector<Tensor> Tensor::in_one_block(const std::vector<Shape>& shapes) {
     return tensors;
 }
 
-Tensor Tensor::shape_only(Shape shape, std::function<void()> release) {
+namespace {
+
+// A dry tensor's storage: no floats, and with a count, its bytes taken back when it goes.
+struct DryRelease {
+    std::shared_ptr<DryCount> count;
+    std::uint64_t bytes = 0;
+    void operator()(float*) const {
+        if (count) count->live -= bytes;
+    }
+};
+
+}  // namespace
+
+Tensor Tensor::shape_only(Shape shape, std::shared_ptr<DryCount> count) {
+    std::uint64_t bytes = 0;
+    if (count) {  // a dry run may be of sizes no memory holds: counted without wrapping around
+        const std::string what = "the memory for this configuration";
+        bytes = sizeof(float);
+        for (std::size_t d : shape) bytes = checked_product({bytes, d}, what);
+        count->live = checked_sum({count->live, bytes}, what);
+        count->peak = std::max(count->peak, count->live);
+    }
     Tensor t;
-    t.storage_ = std::shared_ptr<float>(nullptr, [release = std::move(release)](float*) {
-        if (release) release();
-    });  // an identity, no floats
+    t.storage_ = std::shared_ptr<float>(nullptr, DryRelease{std::move(count), bytes});
     t.layout_ = Layout::contiguous_of(std::move(shape));
     t.dry_ = true;
     return t;
+}
+
+Tensor Tensor::dry_result(Shape shape) const {
+    const DryRelease* release = std::get_deleter<DryRelease>(storage_);
+    return shape_only(std::move(shape), release ? release->count : nullptr);
 }
 
 Tensor Tensor::without_values() const {
@@ -243,7 +268,7 @@ Tensor Tensor::narrow(std::size_t d, std::size_t start, std::size_t length) cons
 
 Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
-    if (dry_) return shape_only(shape());
+    if (dry_) return dry_result(shape());
     return Tensor(shape(), to_vector());
 }
 

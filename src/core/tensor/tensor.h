@@ -4,7 +4,7 @@
 // strides it cannot express, contiguous copies only when it must.
 
 #include <cstddef>
-#include <functional>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +38,12 @@ struct Layout {
     Layout contiguous() const;           // itself when contiguous, else C order
 };
 
+// What a dry run's tensors would hold, in bytes: live now and at their peak. A dry workspace
+// keeps one; each tensor counted in it adds its bytes while it lives.
+struct DryCount {
+    std::uint64_t live = 0, peak = 0;
+};
+
 class Tensor {
 public:
     Tensor() = default;
@@ -56,8 +62,13 @@ public:
     // A tensor with a shape and strides but no storage (a dry run's, ggml's no_alloc): view,
     // transpose, permute, select, narrow and contiguous work on its layout; it has no values. Each
     // is a tensor of its own (shares_storage_with is false between two of them).
-    // `release` runs when the last tensor sharing its identity goes (a dry workspace's count).
-    static Tensor shape_only(Shape shape, std::function<void()> release = {});
+    // With a `count` (a dry workspace's) its bytes count there until the last tensor sharing
+    // its identity goes; throws mha::Error when they exceed 64 bits.
+    static Tensor shape_only(Shape shape, std::shared_ptr<DryCount> count = nullptr);
+    // A dry tensor of `shape` counted where this dry one is (in the workspace that made it, or
+    // nowhere): what an op computing nothing returns for a dry operand, and what contiguous()
+    // copies a dry tensor to, so that a dry run counts the copies a run with values makes.
+    Tensor dry_result(Shape shape) const;
 
     const Shape& shape() const { return layout_.shape; }
     const Strides& strides() const { return layout_.strides; }

@@ -23,19 +23,11 @@ Workspace Workspace::dry() {
 }
 
 Tensor Workspace::tensor(Shape shape) {
-    return dry_ ? counted(std::move(shape)) : in_block(std::move(shape), true);
+    return dry_ ? Tensor::shape_only(std::move(shape), dry_) : in_block(std::move(shape), true);
 }
 
 Tensor Workspace::uninitialised(Shape shape) {
-    return dry_ ? counted(std::move(shape)) : in_block(std::move(shape), false);
-}
-
-Tensor Workspace::counted(Shape shape) {
-    const std::uint64_t bytes = std::uint64_t(element_count(shape)) * sizeof(float);
-    dry_->live += bytes;
-    dry_->peak = std::max(dry_->peak, dry_->live);
-    return Tensor::shape_only(std::move(shape),
-                              [count = dry_, bytes] { count->live -= bytes; });
+    return dry_ ? Tensor::shape_only(std::move(shape), dry_) : in_block(std::move(shape), false);
 }
 
 Tensor Workspace::in_block(Shape shape, bool zero_fill) {

@@ -38,10 +38,6 @@ public:
 
 private:
     Tensor in_block(Shape shape, bool zero_fill);  // tensor() and uninitialised()
-    Tensor counted(Shape shape);                   // a dry workspace's tensor
-    struct DryCount {
-        std::uint64_t live = 0, peak = 0;  // bytes
-    };
 
     std::vector<std::shared_ptr<std::vector<float>>> blocks_;
     std::shared_ptr<DryCount> dry_;  // set in a dry workspace
