@@ -210,11 +210,6 @@ std::size_t BlockWeights::parameter_count() const {
            post_attn_norm.numel() + post_ffn_norm.numel();
 }
 
-std::uint64_t block_parameter_count(std::size_t E, std::size_t F) {
-    const std::string what = "the block's parameter count";
-    return checked_sum({checked_product({2, F, E}, what), F, 5 * std::uint64_t(E)}, what);
-}
-
 std::uint64_t block_bytes(const Sizes& s, std::size_t d_ff) {
     const std::string what = "the memory for the block";
     return checked_product(

@@ -75,10 +75,6 @@ struct BlockKept {
     Kept attention;                              // what attention's forward kept for its backward
 };
 
-// The block's parameters for these sizes: two norms' gamma and beta (d_model each), linear1
-// (d_ff, d_model) and b_1, linear2 (d_model, d_ff) and b_2 (throws mha::Error past 64 bits).
-std::uint64_t block_parameter_count(std::size_t d_model, std::size_t d_ff);
-
 // Bytes the block allocates besides attention's forward_bytes: two norms, two residual
 // sums, the FFN's (B, N, d_ff) hidden layer twice and its output (throws on overflow).
 std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);

@@ -223,7 +223,6 @@ Layout Layout::select(std::size_t d) const {
     return result;
 }
 
-Layout Layout::contiguous() const { return is_contiguous() ? *this : contiguous_of(shape); }
 
 Tensor Tensor::view(const Shape& shape) const {
     Tensor result = *this;

@@ -22,8 +22,8 @@ Strides contiguous_strides(const Shape& shape);
 // C order, ignoring the strides of size-1 dimensions (as PyTorch does).
 bool is_contiguous(const Shape& shape, const Strides& strides);
 
-// A tensor's shape and strides without its values: what view, transpose, permute,
-// select and contiguous do to them. Tensor keeps one.
+// A tensor's shape and strides without its values: what view, transpose, permute and
+// select do to them. Tensor keeps one.
 struct Layout {
     Shape shape;
     Strides strides;
@@ -35,7 +35,6 @@ struct Layout {
     Layout transpose(std::size_t a, std::size_t b) const;
     Layout permute(const std::vector<std::size_t>& order) const;
     Layout select(std::size_t d) const;  // dimension d dropped (the offset is the tensor's)
-    Layout contiguous() const;           // itself when contiguous, else C order
 };
 
 // What a dry run's tensors would hold, in bytes: live now and at their peak. A dry workspace
