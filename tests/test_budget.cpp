@@ -104,6 +104,7 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         model_256 + " --export-svg " + svg,
         model_256 + " --format html --output " + html,
         model + " --save " + npz,
+        model + " --backward",  // every layer's forward kept, and every gradient
     }));
     CAPTURE(args);
     const std::string budget = admitted_budget(args);
@@ -145,7 +146,7 @@ TEST_CASE("a model run beyond --max-memory is refused before it runs", "[budget]
     const test::RunResult r = test::run_mha(args);
     CHECK(r.status == 2);
     CHECK(r.output ==
-          "mha: error: the model run needs 40.5 MiB (data/bad/long_context.npz: 4 layers, "
+          "mha: error: the model run needs 36.2 MiB (data/bad/long_context.npz: 4 layers, "
           "N=1024 V=1000 d_model=4), more than --max-memory 16 MiB; raise --max-memory or use "
           "a shorter --text\n");
     const long peak_kib = test::peak_rss_kib(test::mha_binary() + " " + args + " 2>/dev/null", 2);

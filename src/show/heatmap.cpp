@@ -114,7 +114,8 @@ void put_line(std::ostream& out, std::string line) {
     out << line << "\n";
 }
 
-void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
+// The maps [band, band + count) side by side.
+void draw_band(std::ostream& out, const WeightMap* band, std::size_t count,
                const std::vector<std::string>& labels, std::size_t label_width,
                std::size_t panel_width, const Shown& shown, const HeatmapStyle& style) {
     const std::size_t cell_width = style.cell_width;
@@ -122,19 +123,19 @@ void draw_band(std::ostream& out, const std::vector<WeightMap>& band,
     const std::string blank_label(label_width, ' ');
     std::string titles = blank_label;
     std::vector<WeightRange> ranges;
-    for (const WeightMap& map : band) {
-        ranges.push_back(weight_range(map, style.auto_scale));
-        titles += padded_right(clipped(title(map, style), panel_width), panel_width) + gap;
+    for (const WeightMap* map = band; map != band + count; ++map) {
+        ranges.push_back(weight_range(*map, style.auto_scale));
+        titles += padded_right(clipped(title(*map, style), panel_width), panel_width) + gap;
     }
     put_line(out, titles);
     for (const std::string& header : key_header(shown.cols, panel_width, cell_width)) {
         std::string line = blank_label;
-        for (std::size_t p = 0; p < band.size(); ++p) line += header + gap;
+        for (std::size_t p = 0; p < count; ++p) line += header + gap;
         put_line(out, line);
     }
     for (std::size_t query = 0; query < shown.rows; ++query) {
         std::string line = padded_right(labels[query], label_width);
-        for (std::size_t p = 0; p < band.size(); ++p) {
+        for (std::size_t p = 0; p < count; ++p) {
             const WeightMap& map = band[p];
             for (std::size_t key = 0; key < shown.cols; ++key) {
                 line += heatmap_cell(ranges[p].position(map.at(query, key)),
@@ -199,9 +200,8 @@ void draw_heatmaps(std::ostream& out, const std::vector<WeightMap>& maps,
     legend(out, style.shading, style.auto_scale, any_masked(maps));
     for (std::size_t first = 0; first < maps.size(); first += per_band) {
         out << "\n";
-        const std::vector<WeightMap> band(maps.begin() + first,
-                                          maps.begin() + std::min(maps.size(), first + per_band));
-        draw_band(out, band, labels, label_width, panel_width, shown, fitted);
+        draw_band(out, maps.data() + first, std::min(maps.size() - first, per_band), labels,
+                  label_width, panel_width, shown, fitted);
     }
     if (shown.rows < n || shown.cols < m) {
         std::string cut = "cut to fit: showing queries 0.." + std::to_string(shown.rows - 1) +

@@ -45,6 +45,15 @@ std::string plural(std::size_t count, const std::string& noun) {
     return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
+// The model, the text and the traced layer (load_run checks them and warns about unknown
+// characters).
+struct ModelRun {
+    Model model;
+    ModelText text;  // --backward: without its last character, which only a target is
+    std::size_t layer;
+    std::vector<std::size_t> targets;  // --backward: each next character's token
+};
+
 void check_choices(const Config& c, const Model& model, std::size_t layer) {
     if (layer >= model.layers.size()) {
         throw Error("--layer " + std::to_string(layer) + " is out of range: " + c.model_path +
@@ -81,21 +90,31 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
     return macs;
 }
 
-// Bytes one run allocates as planned: the embedding, the largest layer's attention pass and
-// block (its scratch for `threads`), the final norm and the logits.
-std::uint64_t model_bytes(const Model& model, std::size_t n, std::size_t threads) {
+// Bytes the model's pass holds at its peak, as a dry run of it counts them: the embedding,
+// each layer's attention and block, every layer's (1, h, N, N) weights (the views read them
+// after the pass), the final norm, the logits, the streams --save keeps, and with --backward
+// what each layer's forward keeps for its backward and every gradient; and each thread's
+// kernel scratch for the widest layer.
+std::uint64_t model_pass_bytes(const Config& c, const ModelRun& run, std::size_t threads) {
     const std::string what = "the memory for the model";
-    std::uint64_t layer = 0;
-    const std::size_t e = model.d_model();
-    for (const ModelLayer& l : model.layers) {
-        const Sizes s{1, n, n, e, e, e, l.heads, l.heads, e / l.heads};
-        layer = std::max(layer, checked_sum({forward_bytes(s, AttentionPath::Standard, threads),
-                                             block_bytes(s, l.block.d_ff())},
-                                            what));
+    const Model dry = without_values(run.model);
+    Workspace workspace = Workspace::dry();
+    if (c.backward) {
+        model_forward_backward(dry, run.text.tokens, run.targets, 1, 1, &workspace);
+    } else {
+        ModelPass pass;
+        pass.keep_hidden = !c.save_path.empty();
+        pass.workspace = &workspace;
+        NullTracer quiet;
+        forward_model(dry, run.text.tokens, run.layer, 1, quiet, pass);
     }
-    const std::uint64_t rows = checked_product({n, sizeof(float)}, what);
-    return checked_sum(
-        {layer, checked_product({rows, 2 * model.d_model() + model.vocab_size()}, what)}, what);
+    const std::size_t n = run.text.tokens.size(), e = run.model.d_model();
+    std::uint64_t scratch = 0;
+    for (const ModelLayer& l : run.model.layers) {
+        const Sizes s{1, n, n, e, e, e, l.heads, l.heads, e / l.heads};
+        scratch = std::max(scratch, scratch_bytes(s, AttentionPath::Standard, c.backward));
+    }
+    return checked_sum({workspace.peak_bytes(), checked_product({threads, scratch}, what)}, what);
 }
 
 // The maps the views copy, (N, N) floats each: the chosen heads (and the mean, which also
@@ -116,17 +135,15 @@ std::uint64_t view_bytes(const Config& c, const Model& model, std::size_t n, std
                        what);
 }
 
-// Bytes a model run holds at its peak: the model's arrays, the vocabulary's lookup, the
-// pass (model_bytes) beside every layer's weights (1, h, N, N), which the views read after it,
-// the views' maps and --save's three copies (C order, .npy, the archive) of the logits, the
-// traced layer's weights, every layer's weights and the residual streams (kept for --save).
-std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n,
-                              std::size_t layer) {
+// Bytes a model run holds at its peak: the model's arrays, the vocabulary's lookup, the pass
+// (model_pass_bytes), the views' maps and --save's three copies (C order, .npy, the archive)
+// of the logits, the traced layer's weights, every layer's weights, the residual streams and
+// with --backward every parameter's gradient.
+std::uint64_t model_run_bytes(const Config& c, const ModelRun& run) {
     const std::string what = "the memory for the model";
+    const Model& model = run.model;
+    const std::size_t n = run.text.tokens.size();
     const std::uint64_t lookup = checked_product({model.vocab_size(), 64}, what);
-    std::uint64_t kept = 0;
-    for (const ModelLayer& each : model.layers)
-        kept = checked_sum({kept, checked_product({each.heads, n, n, sizeof(float)}, what)}, what);
     std::uint64_t every_weight = 0;
     for (const ModelLayer& each : model.layers)
         every_weight = checked_sum({every_weight, checked_product({each.heads, n, n}, what)}, what);
@@ -136,34 +153,25 @@ std::uint64_t model_run_bytes(const Config& c, const Model& model, std::size_t n
             : checked_product(
                   {3 * sizeof(float),
                    checked_sum({checked_product({n, model.vocab_size()}, what),
-                                checked_product({model.layers[layer].heads, n, n}, what),
+                                checked_product({model.layers[run.layer].heads, n, n}, what),
                                 every_weight,
                                 checked_product({model.layers.size() + 1, n, model.d_model()},
-                                                what)},
+                                                what),
+                                c.backward ? model.parameter_count() : 0},
                                what)},
                   what);
-    // --backward: every layer's forward stays until its backward runs (at most model_bytes
-    // each), and every parameter gets a gradient (three more copies when --save writes them)
-    const std::uint64_t backward =
-        c.backward
-            ? checked_sum(
-                  {checked_product(
-                       {model.layers.size(), model_bytes(model, n, model_run_threads(c))}, what),
-                   checked_product(
-                       {model.parameter_count(), sizeof(float), c.save_path.empty() ? 1u : 4u},
-                       what)},
-                  what)
-            : 0;
     return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-                        model_bytes(model, n, model_run_threads(c)), kept,
-                        view_bytes(c, model, n, layer), saved, backward},
+                        model_pass_bytes(c, run, model_run_threads(c)),
+                        view_bytes(c, model, n, run.layer), saved},
                        what);
 }
 
 // Refuses, before the model runs, a run that would hold more than --max-memory.
-void check_model_budget(const Config& c, const Model& model, std::size_t n, std::size_t layer) {
-    const std::uint64_t need = model_run_bytes(c, model, n, layer);
+void check_model_budget(const Config& c, const ModelRun& run) {
+    const std::uint64_t need = model_run_bytes(c, run);
     if (need <= c.max_memory) return;
+    const Model& model = run.model;
+    const std::size_t n = run.text.tokens.size();
     throw Error("the model run needs " + byte_size(need) + " (" + sanitized(c.model_path) + ": " +
                 plural(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
                 " V=" + std::to_string(model.vocab_size()) +
@@ -332,14 +340,6 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
     }
 }
 
-// The model, the text and the traced layer, checked; warns on err about unknown characters.
-struct ModelRun {
-    Model model;
-    ModelText text;  // --backward: without its last character, which only a target is
-    std::size_t layer;
-    std::vector<std::size_t> targets;  // --backward: each next character's token
-};
-
 // --backward: the model reads every character but the last and predicts the next of each.
 void split_targets(ModelRun& run) {
     ModelText& text = run.text;
@@ -380,7 +380,7 @@ ModelRun load_run(const Config& c, std::ostream& err) {
         check_acceptance(run.model.layers.size(), run.model.context(), run.text.tokens.size(),
                          *c.draft_layers, *c.draft);
     }
-    if (!c.shapes_only) check_model_budget(c, run.model, run.text.tokens.size(), run.layer);
+    if (!c.shapes_only) check_model_budget(c, run);
     if (!c.save_path.empty()) check_writable(c.save_path);
     if (!c.svg_path.empty()) {
         check_writable(c.svg_path);
@@ -408,10 +408,11 @@ void run_model_shapes(const Config& c, const ReportFor& report_for, std::ostream
     info.kernels.clear();
     info.weights_source += " (its sizes)";
     info.shapes_only = true;
-    info.activation_bytes = model_bytes(run.model, n, 1);
+    info.activation_bytes = model_pass_bytes(c, run, 1);
     info.activation_tensors =
-        "the embedding, one layer's attention and block at a time, the "
-        "final norm and the logits";
+        std::string("the embedding, one layer's attention and block at a time, every layer's "
+                    "attention weights, the final norm and the logits") +
+        (c.backward ? " with the backward's gradients" : "");
     info.total_macs = model_macs(run.model, n);
     const std::unique_ptr<Report> report =
         report_for(c.step ? model_steps(run, c.backward) : 0);

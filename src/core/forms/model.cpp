@@ -121,9 +121,10 @@ ModelResult forward_model(const Model& m, const ModelSource& source,
     }
     PassTrace trace(tracer);
     // each layer's attention reuses the memory of the one before; a dry model's counts its peak
+    // (in the caller's dry workspace when it gives one)
     const bool dry = m.token_embedding.dry();
     Workspace own = dry ? Workspace::dry() : Workspace();
-    Workspace& workspace = pass.workspace && !dry ? *pass.workspace : own;
+    Workspace& workspace = pass.workspace && pass.workspace->is_dry() == dry ? *pass.workspace : own;
     Tensor x = embed_step(m, tokens, workspace, trace);
     ModelResult result;
     NullTracer quiet;

@@ -93,8 +93,9 @@ struct ModelPass {
     const PackedModel* packed = nullptr;  // the layers' and the head's weights packed once
                                           //  (pack_model); null: packed in every projection
     Workspace* workspace = nullptr;       // the tensors from it, so that a forward run again
-                                          //  reuses the memory of the one before; null: a
-                                          //  workspace of its own
+                                          //  reuses the memory of the one before (a dry
+                                          //  model: a dry one, which counts their peak); null
+                                          //  or of the other kind: a workspace of its own
 };
 
 // The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
