@@ -318,7 +318,7 @@ TEST_CASE("--config FILE --shapes-only traces a config.json's sizes", "[checkpoi
 
 TEST_CASE("a run within --max-memory reads its layers and head chunks inside the budget",
           "[checkpoint]") {
-    // with --heatmap (every layer's weights kept) the gpt2 fixture's working set is 166.9 KiB
+    // with --heatmap (every layer's weights kept) the gpt2 fixture's working set is 163.6 KiB
     const test::RunResult run =
         test::run_command(test::mha_binary() +
                           " --checkpoint data/checkpoints/gpt2 --tokens 1,2 --max-memory 170K "
@@ -335,9 +335,9 @@ TEST_CASE("a run that shows one layer keeps that layer's weights alone, and its 
                             " --checkpoint data/checkpoints/gpt2 --tokens 1,2,3,4,5,6,7,8,9,10,11,"
                             "12,13,14,15,16 --max-memory ";
     CHECK_THAT(test::run_command(run + "100K 2>&1").output,
-               Catch::Contains("needs 239.9 KiB") && Catch::Contains("kept 10 KiB"));
+               Catch::Contains("needs 213.9 KiB") && Catch::Contains("kept 10 KiB"));
     CHECK_THAT(test::run_command(run + "100K --summary 2>&1").output,
-               Catch::Contains("needs 243.9 KiB") && Catch::Contains("kept 14 KiB"));
+               Catch::Contains("needs 217.9 KiB") && Catch::Contains("kept 14 KiB"));
     const test::RunResult admitted = test::run_command(run + "240K 2>&1");
     REQUIRE(admitted.status == 0);
     CHECK_THAT(admitted.output, Catch::Contains("next token: "));
@@ -657,7 +657,7 @@ TEST_CASE("a checkpoint's draft is charged to --max-memory for the prompt and th
     CHECK(test::run_command(run + "200K 2>&1").status == 0);
     const test::RunResult refused = test::run_command(run + "200K" + draft);
     CHECK(refused.status == 2);
-    CHECK_THAT(refused.output, Catch::Contains("needs 222.9 KiB") &&
+    CHECK_THAT(refused.output, Catch::Contains("needs 203.4 KiB") &&
                                    Catch::Contains("the embeddings 5.3 KiB") &&
                                    Catch::Contains("or a smaller --draft"));
     const test::RunResult admitted = test::run_command(run + "223K" + draft);  // reads fit too

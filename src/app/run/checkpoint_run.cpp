@@ -133,6 +133,26 @@ bool shows_every_layer(const Config& c) {
            (drawn && !c.layer);
 }
 
+// Bytes one layer's attention and block hold at their peak on n tokens, the most of any layer
+// as a dry run of each counts them, and each thread's kernel scratch.
+std::uint64_t layer_pass_bytes(const ck::Config& cf, std::size_t n, std::size_t threads) {
+    const std::string what = "the checkpoint run's memory";
+    std::uint64_t peak = 0;
+    NullTracer quiet;
+    for (std::size_t l = 0; l < cf.layers; ++l) {
+        const ModelLayer layer = ck::dry_layer(cf, l);
+        Workspace workspace = Workspace::dry();
+        const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
+        forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
+                      layer_options(layer, 1, workspace), quiet);
+        peak = std::max(peak, workspace.peak_bytes());
+    }
+    const Sizes s = layer_sizes(cf, n);
+    return checked_sum(
+        {peak, checked_product({threads, scratch_bytes(s, AttentionPath::Standard, false)}, what)},
+        what);
+}
+
 // The parts of the working set, in bytes, and their words for a refusal.
 struct WorkingSet {
     std::uint64_t layer = 0, prompt = 0, pass = 0, kept = 0, head = 0;
@@ -165,10 +185,7 @@ WorkingSet working_set(const Config& c, const ck::Checkpoint& ck, std::size_t n,
             {w.prompt, checked_product({row, distinct + K + (cf.rope ? 0 : longest) + 2}, what)},
             what);
     }
-    const Sizes s = layer_sizes(cf, longest);
-    w.pass = checked_sum({forward_bytes(s, AttentionPath::Standard, model_run_threads(c)),
-                          block_bytes(s, 2 * cf.intermediate_size)},
-                         what);
+    w.pass = layer_pass_bytes(cf, longest, model_run_threads(c));
     const std::uint64_t logits = checked_product({n, cf.vocab_size, sizeof(float)}, what);
     const bool save = !c.save_path.empty();
     const std::uint64_t page_maps =
@@ -444,10 +461,7 @@ void run_checkpoint_shapes(const Config& c, const ReportFor& report_for, std::os
     info.kernels.clear();
     info.shapes_only = true;
     info.inputs_source = c.tokens ? info.inputs_source : "1 token (give --tokens for more)";
-    info.activation_bytes =
-        checked_sum({forward_bytes(layer_sizes(cf, n), AttentionPath::Standard, 1),
-                     block_bytes(layer_sizes(cf, n), 2 * cf.intermediate_size)},
-                    "the checkpoint run's memory");
+    info.activation_bytes = layer_pass_bytes(cf, n, 1);
     info.activation_tensors = "one layer's attention and block at a time";
     Tally tally;
     forward_model(dry.model, ck::dry_source(cf), dry.rows, layer, 1, tally);
