@@ -595,4 +595,31 @@ TEST_CASE("a dry forward's peak is the tensors forward_bytes counts; a backward'
     }
 }
 
+TEST_CASE("a dry_blocks workspace counts the blocks a workspace would hold, live or idle",
+          "[dry]") {
+    // the same tensors taken and let go in a workspace with storage and in a dry one: the dry
+    // one's peak is the most bytes the other's blocks ever held
+    mha::Workspace real;
+    mha::Workspace dry = mha::Workspace::dry_blocks();
+    std::uint64_t most = 0;
+    std::vector<mha::Tensor> held_real, held_dry;
+    const std::vector<mha::Shape> shapes = {{64, 64}, {16}, {32, 32}, {128, 8}, {4, 4}, {200}};
+    for (std::size_t round = 0; round < 40; ++round) {
+        const mha::Shape& shape = shapes[(round * 7) % shapes.size()];
+        held_real.push_back(real.tensor(shape));
+        held_dry.push_back(dry.tensor(shape));
+        CHECK(held_dry.back().dry());
+        if (round % 3 == 2) {  // let two go, not always the newest
+            const std::size_t at = (round * 5) % held_real.size();
+            held_real.erase(held_real.begin() + at);
+            held_dry.erase(held_dry.begin() + at);
+            held_real.erase(held_real.begin());
+            held_dry.erase(held_dry.begin());
+        }
+        most = std::max(most, real.bytes());
+        CHECK(dry.peak_bytes() == most);
+    }
+    CHECK(most > 0);
+}
+
 }  // namespace test_dry_run

@@ -184,10 +184,7 @@ std::vector<std::string> Folder::names() const {
 }
 
 std::uint64_t Folder::float32_bytes(const std::string& name) const {
-    std::uint64_t bytes = 4;
-    for (std::size_t dim : entry(name).shape)
-        bytes = checked_product({bytes, dim}, "tensor " + name + "'s float32 bytes");
-    return bytes;
+    return float_bytes(entry(name).shape, "tensor " + name + "'s float32 bytes");
 }
 
 Tensor Folder::read(const std::string& name, const Ledger& ledger) const {

@@ -22,11 +22,9 @@
 #include "app/bench/timing.h"
 #include "app/bench/torch_choice.h"
 #include "app/bench/torch_process.h"
-#include "core/backward/block_backward.h"
-#include "core/backward/model_backward.h"
+#include "core/backward/training_costs.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
-#include "core/tensor/workspace.h"
 #include "core/train/train_step.h"
 #include "io/dry.h"
 #include "io/init.h"
@@ -71,28 +69,6 @@ std::vector<std::size_t> random_ids(const TrainSize& s, std::uint32_t stream) {
     for (std::size_t& id : ids)
         id = std::min(std::size_t(random.uniform() * float(s.vocab)), s.vocab - 1);
     return ids;
-}
-
-// One training step's multiply-adds, forward and backward, as dry runs count them: the model's
-// run on one row (the embedding, layer 0 step by step, the head and the loss) counts each other
-// layer as one step without them, so those come from a dry run of the layer's block; every
-// count grows with the batch's rows.
-double step_macs(const Model& model, const TrainSize& s) {
-    const Model dry = without_values(model);
-    const std::vector<std::size_t> tokens(s.context, 0);
-    Tally whole, layer;
-    model_forward_backward(dry, tokens, tokens, 0, 1, whole);
-    Workspace workspace = Workspace::dry();
-    ForwardOptions options;
-    options.heads = dry.layers.at(0).heads;
-    options.workspace = &workspace;
-    Masks causal;
-    causal.causal = true;
-    const Tensor x = Tensor::shape_only({1, s.context, dry.d_model()});
-    block_forward_backward(dry.layers.at(0).attention, dry.layers.at(0).block, BlockKind::Pre,
-                           {x, x, x}, causal, options, x, layer);
-    return double(s.batch) * (double(whole.total_macs()) +
-                              double(s.layers - 1) * double(layer.total_macs()));
 }
 
 // mha training its own copy of `model` on `threads` threads.
@@ -218,7 +194,7 @@ void run_train_bench(const TrainBenchOptions& o) {
     const std::vector<std::vector<double>> times =
         time_engines(runs, o.repeat, o.timing, o.compare_torch);
     for (std::size_t e = 0; e < engines.size(); ++e) engines[e].times = times[e];
-    const double macs = step_macs(model, s);
+    const double macs = double(training_step_macs(without_values(model), s.context, s.batch));
     if (o.json)
         print_json(engines, s, macs, o);
     else

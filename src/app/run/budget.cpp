@@ -184,8 +184,9 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassPr
         sizeof(float) * (masks.attn_mask.numel() + masks.key_padding.numel());
     // what the run holds on each path (it differs by the weights --save writes), before the
     // threads, whose default reads the multiply-adds: a memory beyond 64 bits is named first
-    const std::uint64_t held[] = {held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Standard, mla),
-                                  held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Streaming, mla)};
+    const std::uint64_t held[] = {
+        held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Standard, mla),
+        held_bytes(c, s, d_ff, mask_bytes, AttentionPath::Streaming, mla)};
     RunPlan plan;
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));

@@ -141,7 +141,7 @@ std::uint64_t layer_pass_bytes(const ck::Config& cf, std::size_t n, std::size_t 
     NullTracer quiet;
     for (std::size_t l = 0; l < cf.layers; ++l) {
         const ModelLayer layer = ck::dry_layer(cf, l);
-        Workspace workspace = Workspace::dry();
+        Workspace workspace = Workspace::dry_blocks();  // as the forward's blocks are taken
         const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
                       layer_options(layer, 1, workspace), quiet);

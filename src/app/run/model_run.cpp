@@ -98,7 +98,7 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
 std::uint64_t model_pass_bytes(const Config& c, const ModelRun& run, std::size_t threads) {
     const std::string what = "the memory for the model";
     const Model dry = without_values(run.model);
-    Workspace workspace = Workspace::dry();
+    Workspace workspace = Workspace::dry_blocks();  // as the layers take and let go its blocks
     if (c.backward) {
         model_forward_backward(dry, run.text.tokens, run.targets, 1, 1, &workspace);
     } else {

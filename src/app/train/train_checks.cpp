@@ -6,14 +6,18 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 #include "app/run/time_guard.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/forms/block.h"
+#include "core/backward/model_backward.h"
+#include "core/backward/training_costs.h"
 #include "core/pass/costs.h"
 #include "core/train/train_step.h"
+#include "core/tensor/workspace.h"
 #include "io/atomic_file.h"
+#include "io/dry.h"
 #include "show/format.h"
 
 namespace mha {
@@ -37,23 +41,31 @@ std::string file_identity(const std::string& path) {
     return fs::weakly_canonical(fs::absolute(write_target(path))).string();
 }
 
-// The attention sizes of one layer on a batch.
-Sizes layer_sizes(const TrainSettings& s) {
-    const ModelSizes& m = s.sizes;
-    return {s.batch,   m.context, m.context, m.d_model,          m.d_model,
-            m.d_model, m.heads,   m.heads,   m.d_model / m.heads};
+// A model of these sizes over `vocab` tokens without values: what the estimates run dry.
+Model dry_training_model(const TrainSettings& s, std::size_t vocab) {
+    std::vector<std::uint32_t> codes(vocab);
+    std::iota(codes.begin(), codes.end(), 0u);  // only how many there are shapes the model
+    return dry_model(codes, s.sizes);
 }
 
-// One training layer's activations on `rows` rows: the forward kept for the backward, and as
-// much again for its gradients.
-std::uint64_t layer_bytes(const TrainSettings& s, std::size_t rows, const std::string& what) {
-    Sizes sizes = layer_sizes(s);
-    sizes.batch = rows;
-    return checked_product({checked_sum({forward_bytes(sizes, AttentionPath::Standard, 1),
-                                         block_bytes(sizes, s.sizes.d_ff)},
-                                        what),
-                            2},
-                           what);
+// The most bytes a run of `rows` rows through `dry` holds at once, as a dry run counts them:
+// with `backward` a micro-batch's forward and backward (every layer's kept activations and
+// their gradients, the logits with their softmax and gradient, every parameter's gradient:
+// what a working thread's workspace keeps between steps), else an evaluation's forward of one
+// row.
+std::uint64_t dry_peak(const Model& dry, const TrainSettings& s, std::size_t rows,
+                       bool backward) {
+    const std::vector<std::size_t> tokens(rows * s.sizes.context, 0);
+    Workspace workspace = Workspace::dry_blocks();  // as a thread's workspace holds them
+    if (backward) {
+        model_forward_backward(dry, tokens, tokens, rows, 1, &workspace);
+    } else {
+        ModelPass pass;
+        pass.workspace = &workspace;
+        NullTracer quiet;
+        forward_model(dry, tokens, 0, 1, quiet, pass);
+    }
+    return workspace.peak_bytes();
 }
 
 // Bytes a run holds at its peak, estimated from the sizes, and measured against the peak RSS
@@ -63,12 +75,13 @@ std::uint64_t layer_bytes(const TrainSettings& s, std::size_t rows, const std::s
 // every step's loss and every evaluation (each up to five times: kept, drawn, and as the
 // checkpoint's array, .npy bytes and archive), and each working thread's micro-batch
 // workspace (core/train/train_step.h: every layer's activations and their gradients, the
-// logits with their gradient and softmax), which the step keeps for the next. On top of that,
+// logits with their gradient and softmax, counted by a dry run, with each thread's kernel
+// scratch), which the step keeps for the next. On top of that,
 // one at a time: the step (the parameters before it, kept in case it diverges, the gradients
 // of each micro-batch, their sum and a gathered copy), an evaluation (one row through the
-// model), the checkpoint (the model's arrays, some gathered, then the .npy bytes of them and
-// of the moments, each made from a copy of its array, then the archive of those: seven copies
-// of the parameters and one of the largest array) and
+// model, run dry), the checkpoint (the model's arrays, some gathered, then the .npy bytes of
+// them and of the moments, each made from a copy of its array, then the archive of those:
+// seven copies of the parameters and one of the largest array) and
 // --save-batches' arrays (a double per value to write, its .npy and the archive).
 // `threads`: the run's, resolved.
 std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std::size_t vocab,
@@ -87,12 +100,12 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
                         what);
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
     const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
-    const std::uint64_t micro_tokens = checked_product({micro.rows, m.context}, what);
-    const std::uint64_t workspaces = checked_product(
-        {checked_sum({checked_product({m.layers, layer_bytes(s, micro.rows, what)}, what),
-                      checked_product({micro_tokens, V, 3 * sizeof(float)}, what)},
-                     what),
-         at_once},
+    const Model dry = dry_training_model(s, vocab);
+    const Sizes layer{micro.rows, m.context, m.context, m.d_model, m.d_model,
+                      m.d_model,  m.heads,   m.heads,   m.d_model / m.heads};
+    const std::uint64_t workspaces = checked_sum(
+        {checked_product({dry_peak(dry, s, micro.rows, true), at_once}, what),
+         checked_product({threads, scratch_bytes(layer, AttentionPath::Standard, true)}, what)},
         what);
     const std::uint64_t evaluations = s.recipe.steps / std::max<std::size_t>(o.eval_every, 1) + 2;
     const std::uint64_t records = checked_product(
@@ -102,10 +115,7 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
          sizeof(double), 5},
         what);
     const std::uint64_t step = checked_product({parameters, 3 + micro.count}, what);
-    const std::uint64_t evaluation =
-        checked_sum({checked_product({m.layers, layer_bytes(s, 1, what)}, what),
-                     checked_product({m.context, V, 2 * sizeof(float)}, what)},
-                    what);
+    const std::uint64_t evaluation = dry_peak(dry, s, 1, false);
     const std::uint64_t largest = checked_product(
         {std::max({3 * E * E + 3 * E, V * E, E * F, std::uint64_t(m.context) * E}), sizeof(float)},
         what);
@@ -121,22 +131,6 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
          records, workspaces, std::max({step, evaluation, checkpoint, batches})},
         what);
     return std::max(checked_product({corpus_bytes, corpus_decoding}, what), run);
-}
-
-// Multiply-adds of one step: every layer's attention and feed-forward and the head, forward
-// and backward (the backward about twice the forward).
-std::uint64_t step_macs(const TrainSettings& s, std::size_t vocab) {
-    const std::string what = "the multiply-adds of a training step";
-    const Sizes sizes = layer_sizes(s);
-    const std::uint64_t tokens = checked_product({s.batch, s.sizes.context}, what);
-    const std::uint64_t layer = checked_sum(
-        {forward_macs(sizes), checked_product({tokens, 2, s.sizes.d_model, s.sizes.d_ff}, what)},
-        what);
-    const std::uint64_t forward =
-        checked_sum({checked_product({s.sizes.layers, layer}, what),
-                     checked_product({tokens, vocab, s.sizes.d_model}, what)},
-                    what);
-    return checked_product({forward, 3}, what);
 }
 
 }  // namespace
@@ -220,7 +214,10 @@ void check_training_time(const TrainOptions& o, std::size_t vocab, std::uint64_t
                          std::size_t threads) {
     if (!o.max_time || (o.time_limit && *o.time_limit <= *o.max_time)) return;
     const std::uint64_t macs = checked_product(
-        {step_macs(o.settings, vocab), o.settings.recipe.steps - first_step}, "training's cost");
+        {training_step_macs(dry_training_model(o.settings, vocab), o.settings.sizes.context,
+                            o.settings.batch),
+         o.settings.recipe.steps - first_step},
+        "training's cost");
     check_time(macs, threads, macs_per_thread_second(Form::Packed, AttentionPath::Standard),
                o.max_time, "fewer --steps, smaller sizes or a --time-limit cost less");
 }

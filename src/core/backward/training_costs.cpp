@@ -1,17 +1,19 @@
-// What training one layer costs: the forward's kept tensors, read off its run.
+// What training costs: one layer's kept tensors, read off its forward, and a step's
+// multiply-adds, off dry runs.
 
 #include "core/backward/training_costs.h"
 
+#include "core/backward/block_backward.h"
+#include "core/backward/model_backward.h"
 #include "core/checked.h"
+#include "core/tensor/workspace.h"
 
 namespace mha {
 
 namespace {
 
 KeptTensor kept(const std::string& name, std::vector<std::string> dims, const Tensor& t) {
-    std::uint64_t bytes = sizeof(float);
-    for (std::size_t size : t.shape()) bytes = checked_product({bytes, size}, "the kept tensors");
-    return {name, std::move(dims), t.shape(), bytes};
+    return {name, std::move(dims), t.shape(), float_bytes(t.shape(), "the kept tensors")};
 }
 
 }  // namespace
@@ -52,6 +54,29 @@ std::uint64_t kept_bytes(const std::vector<KeptTensor>& kept) {
     std::uint64_t total = 0;
     for (const KeptTensor& t : kept) total = checked_sum({total, t.bytes}, "the kept tensors");
     return total;
+}
+
+std::uint64_t training_step_macs(const Model& dry, std::size_t context, std::size_t rows) {
+    const std::string what = "the multiply-adds of a training step";
+    const std::vector<std::size_t> tokens(context, 0);
+    Tally whole;
+    model_forward_backward(dry, tokens, tokens, 0, 1, whole);
+    std::uint64_t row = whole.total_macs();
+    Masks causal;
+    causal.causal = true;
+    for (std::size_t l = 1; l < dry.layers.size(); ++l) {
+        const ModelLayer& layer = dry.layers[l];
+        Workspace workspace = Workspace::dry();
+        ForwardOptions options;
+        options.heads = layer.heads;
+        options.workspace = &workspace;
+        const Tensor x = Tensor::shape_only({1, context, dry.d_model()});
+        Tally one;
+        block_forward_backward(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, causal,
+                               options, x, one);
+        row = checked_sum({row, one.total_macs()}, what);
+    }
+    return checked_product({row, rows}, what);
 }
 
 }  // namespace mha

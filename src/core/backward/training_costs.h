@@ -1,12 +1,14 @@
 #pragma once
-// What training one layer costs: the tensors the forward keeps for the backward (the inputs
+// What training costs: the tensors one layer's forward keeps for the backward (the inputs
 // and Kept's, core/pass/attention.h, with P on the standard path or the row log-sum-exp on the
-// streaming one), read off a run of the forward (a dry one needs no values).
+// streaming one), read off a run of the forward (a dry one needs no values), and a model's
+// step in multiply-adds, counted by dry runs.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/forms/model.h"
 #include "core/pass/attention.h"
 
 namespace mha {
@@ -29,5 +31,12 @@ std::vector<KeptTensor> kept_tensors(const Inputs& inputs, const Kept& kept,
 
 // The bytes of all of them (throws mha::Error past 64 bits).
 std::uint64_t kept_bytes(const std::vector<KeptTensor>& kept);
+
+// Multiply-adds of one training step on `rows` rows of `context` tokens, forward and backward,
+// as dry runs of `dry` (a model without values) count them: the model's run on one row (the
+// embedding, layer 0 step by step, the head and the loss) shows each other layer as one step
+// without its multiply-adds, so those come from a dry run of that layer's block; every count
+// grows with the rows. Throws mha::Error past 64 bits.
+std::uint64_t training_step_macs(const Model& dry, std::size_t context, std::size_t rows);
 
 }  // namespace mha

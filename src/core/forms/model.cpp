@@ -124,7 +124,8 @@ ModelResult forward_model(const Model& m, const ModelSource& source,
     // (in the caller's dry workspace when it gives one)
     const bool dry = m.token_embedding.dry();
     Workspace own = dry ? Workspace::dry() : Workspace();
-    Workspace& workspace = pass.workspace && pass.workspace->is_dry() == dry ? *pass.workspace : own;
+    Workspace& workspace =
+        pass.workspace && pass.workspace->is_dry() == dry ? *pass.workspace : own;
     Tensor x = embed_step(m, tokens, workspace, trace);
     ModelResult result;
     NullTracer quiet;

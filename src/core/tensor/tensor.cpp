@@ -25,6 +25,12 @@ std::size_t element_count(const Shape& shape) {
                            [](std::size_t a, std::size_t b) { return a * b; });
 }
 
+std::uint64_t float_bytes(const Shape& shape, const std::string& what) {
+    std::uint64_t bytes = sizeof(float);
+    for (std::size_t d : shape) bytes = checked_product({bytes, d}, what);
+    return bytes;
+}
+
 Strides contiguous_strides(const Shape& shape) {
     Strides strides(shape.size());
     std::size_t stride = 1;
@@ -88,10 +94,12 @@ std::vector<Tensor> Tensor::in_one_block(const std::vector<Shape>& shapes) {
 
 namespace {
 
-// A dry tensor's storage: no floats, and with a count, its bytes taken back when it goes.
+// A dry tensor's storage: no floats; with a count, its bytes taken back when it goes, and in
+// a block, the block kept taken until then.
 struct DryRelease {
     std::shared_ptr<DryCount> count;
     std::uint64_t bytes = 0;
+    std::shared_ptr<const void> block;
     void operator()(float*) const {
         if (count) count->live -= bytes;
     }
@@ -99,17 +107,18 @@ struct DryRelease {
 
 }  // namespace
 
-Tensor Tensor::shape_only(Shape shape, std::shared_ptr<DryCount> count) {
+Tensor Tensor::shape_only(Shape shape, std::shared_ptr<DryCount> count,
+                          std::shared_ptr<const void> block) {
     std::uint64_t bytes = 0;
     if (count) {  // a dry run may be of sizes no memory holds: counted without wrapping around
         const std::string what = "the memory for this configuration";
-        bytes = sizeof(float);
-        for (std::size_t d : shape) bytes = checked_product({bytes, d}, what);
+        bytes = block ? 0 : float_bytes(shape, what);  // a block's bytes are counted already
         count->live = checked_sum({count->live, bytes}, what);
-        count->peak = std::max(count->peak, count->live);
+        count->peak = std::max(count->peak, checked_sum({count->live, count->blocks}, what));
     }
     Tensor t;
-    t.storage_ = std::shared_ptr<float>(nullptr, DryRelease{std::move(count), bytes});
+    t.storage_ =
+        std::shared_ptr<float>(nullptr, DryRelease{std::move(count), bytes, std::move(block)});
     t.layout_ = Layout::contiguous_of(std::move(shape));
     t.dry_ = true;
     return t;

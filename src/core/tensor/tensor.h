@@ -18,6 +18,8 @@ using Strides = std::vector<std::size_t>;  // in elements, like Tensor.stride()
 
 std::string to_string(const Shape& shape);  // "(2, 8, 256)"
 std::size_t element_count(const Shape& shape);
+// The bytes of float32 elements of this shape; throws mha::Error naming `what` past 64 bits.
+std::uint64_t float_bytes(const Shape& shape, const std::string& what);
 Strides contiguous_strides(const Shape& shape);
 // C order, ignoring the strides of size-1 dimensions (as PyTorch does).
 bool is_contiguous(const Shape& shape, const Strides& strides);
@@ -37,10 +39,13 @@ struct Layout {
     Layout select(std::size_t d) const;  // dimension d dropped (the offset is the tensor's)
 };
 
-// What a dry run's tensors would hold, in bytes: live now and at their peak. A dry workspace
-// keeps one; each tensor counted in it adds its bytes while it lives.
+// What a dry run's tensors would hold, in bytes: now and at its peak. A dry workspace keeps
+// one; each tensor counted in it adds its bytes while it lives, unless it is in one of the
+// workspace's blocks (Workspace::dry_blocks), which count instead.
 struct DryCount {
-    std::uint64_t live = 0, peak = 0;
+    std::uint64_t live = 0;    // the counted tensors outside blocks
+    std::uint64_t blocks = 0;  // the blocks, live or idle
+    std::uint64_t peak = 0;    // of live + blocks
 };
 
 class Tensor {
@@ -62,8 +67,10 @@ public:
     // transpose, permute, select, narrow and contiguous work on its layout; it has no values. Each
     // is a tensor of its own (shares_storage_with is false between two of them).
     // With a `count` (a dry workspace's) its bytes count there until the last tensor sharing
-    // its identity goes; throws mha::Error when they exceed 64 bits.
-    static Tensor shape_only(Shape shape, std::shared_ptr<DryCount> count = nullptr);
+    // its identity goes, or, in a `block` (a dry workspace's, whose bytes the count already
+    // has), it keeps the block taken until then; throws mha::Error past 64 bits.
+    static Tensor shape_only(Shape shape, std::shared_ptr<DryCount> count = nullptr,
+                             std::shared_ptr<const void> block = nullptr);
     // A dry tensor of `shape` counted where this dry one is (in the workspace that made it, or
     // nowhere): what an op computing nothing returns for a dry operand, and what contiguous()
     // copies a dry tensor to, so that a dry run counts the copies a run with values makes.

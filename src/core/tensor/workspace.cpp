@@ -2,9 +2,11 @@
 
 #include "core/tensor/workspace.h"
 
+#include "core/checked.h"
 #include "core/tensor/storage.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace mha {
@@ -12,7 +14,29 @@ namespace mha {
 namespace {
 
 // Only the workspace holds it: every tensor made in it is gone.
-bool idle(const std::shared_ptr<std::vector<float>>& block) { return block.use_count() == 1; }
+template <class Block>
+bool idle(const std::shared_ptr<Block>& block) {
+    return block.use_count() == 1;
+}
+
+std::size_t floats_of(const std::vector<float>& block) { return block.capacity(); }
+std::size_t floats_of(const std::size_t& block) { return block; }
+
+// The smallest idle block with room for `floats`, or null. With none, the idle blocks go (as
+// freeing them would have), and the caller makes a new one.
+template <class Block>
+std::shared_ptr<Block>* reusable(std::vector<std::shared_ptr<Block>>& blocks, std::size_t floats) {
+    std::shared_ptr<Block>* best = nullptr;
+    for (auto& block : blocks) {
+        if (idle(block) && floats_of(*block) >= floats &&
+            (best == nullptr || floats_of(*block) < floats_of(**best))) {
+            best = &block;
+        }
+    }
+    if (best == nullptr)
+        blocks.erase(std::remove_if(blocks.begin(), blocks.end(), idle<Block>), blocks.end());
+    return best;
+}
 
 }  // namespace
 
@@ -22,25 +46,40 @@ Workspace Workspace::dry() {
     return w;
 }
 
+Workspace Workspace::dry_blocks() {
+    Workspace w = dry();
+    w.dry_blocks_ = true;
+    return w;
+}
+
 Tensor Workspace::tensor(Shape shape) {
+    if (dry_blocks_) return in_dry_block(std::move(shape));
     return dry_ ? Tensor::shape_only(std::move(shape), dry_) : in_block(std::move(shape), true);
 }
 
 Tensor Workspace::uninitialised(Shape shape) {
+    if (dry_blocks_) return in_dry_block(std::move(shape));
     return dry_ ? Tensor::shape_only(std::move(shape), dry_) : in_block(std::move(shape), false);
+}
+
+Tensor Workspace::in_dry_block(Shape shape) {
+    const std::string what = "the memory for this configuration";
+    const std::size_t floats = float_bytes(shape, what) / sizeof(float);
+    std::shared_ptr<const std::size_t>* best = reusable(dry_sizes_, floats);
+    if (best == nullptr) {
+        dry_sizes_.push_back(std::make_shared<const std::size_t>(floats));
+        best = &dry_sizes_.back();
+    }
+    std::uint64_t held = 0;  // the blocks' bytes, live or idle
+    for (const auto& block : dry_sizes_) held = checked_sum({held, *block * sizeof(float)}, what);
+    dry_->blocks = held;
+    return Tensor::shape_only(std::move(shape), dry_, *best);
 }
 
 Tensor Workspace::in_block(Shape shape, bool zero_fill) {
     const std::size_t floats = element_count(shape);
-    std::shared_ptr<std::vector<float>>* best = nullptr;
-    for (auto& block : blocks_) {
-        if (idle(block) && block->capacity() >= floats &&
-            (best == nullptr || block->capacity() < (*best)->capacity())) {
-            best = &block;
-        }
-    }
+    std::shared_ptr<std::vector<float>>* best = reusable(blocks_, floats);
     if (best != nullptr) return Tensor::in_storage(std::move(shape), *best, zero_fill);
-    blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(), idle), blocks_.end());
     auto block = std::make_shared<std::vector<float>>();
     block->reserve(floats);
     count_tensor_bytes(std::uint64_t(floats) * sizeof(float));

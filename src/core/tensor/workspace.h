@@ -16,8 +16,12 @@ class Workspace {
 public:
     Workspace() = default;
     // A dry run's workspace: every tensor it hands out has a shape and strides but no storage
-    // (Tensor::shape_only), and it counts the bytes they would hold, at their peak.
+    // (Tensor::shape_only), and it counts the bytes they would hold, at their peak: each
+    // tensor's while it lives, as a run without a workspace allocates them.
     static Workspace dry();
+    // The same, counting what a workspace would hold instead: its blocks, live or idle, taken
+    // and let go as tensor() takes and lets them go (a model's layers, a trainer's steps).
+    static Workspace dry_blocks();
     bool is_dry() const { return dry_ != nullptr; }
     // A dry workspace's: the most bytes its tensors would have held at once.
     std::uint64_t peak_bytes() const { return dry_ ? dry_->peak : 0; }
@@ -39,8 +43,12 @@ public:
 private:
     Tensor in_block(Shape shape, bool zero_fill);  // tensor() and uninitialised()
 
+    Tensor in_dry_block(Shape shape);               // dry_blocks()' tensor() and uninitialised()
+
     std::vector<std::shared_ptr<std::vector<float>>> blocks_;
     std::shared_ptr<DryCount> dry_;  // set in a dry workspace
+    bool dry_blocks_ = false;        // dry_blocks(): its blocks, by their floats, in dry_sizes_
+    std::vector<std::shared_ptr<const std::size_t>> dry_sizes_;
 };
 
 // A zero-filled contiguous tensor: from the workspace when there is one, else new.
