@@ -576,9 +576,9 @@ TEST_CASE("a dry workspace counts its tensors while they live, and the copies ma
 
 TEST_CASE("a dry forward's peak is the tensors forward_bytes counts; a backward's is more",
           "[dry][budget]") {
-    // forward_bytes still counts a model's layers and a decode's chunks by formula: the dry
-    // run of one layer keeps every tensor it lists live at once, Q, K, V, scores, context,
-    // concat and output, so its peak is the formula without the per-thread scratch
+    // forward_bytes still counts a decode's chunks and tokens by formula: the dry run of one
+    // layer keeps every tensor it lists live at once, Q, K, V, scores, context, concat and
+    // output, so its peak is the formula without the per-thread scratch
     mha::Config c;
     for (const mha::Sizes& s : {sizes(1, 64, 64, 32, 4, 4), sizes(2, 16, 24, 48, 6, 2)}) {
         for (const mha::AttentionPath path :

@@ -82,7 +82,7 @@ struct RunInfo {
     std::optional<MlaSizes> mla;  // --form mla: its matrices replace W_q, W_k, W_v, W_o
     bool fused_qkv = false;       // --fused-qkv: W_q, W_k, W_v stacked as one W_qkv
     bool shapes_only = false;     // --shapes-only: steps without values, no output
-    std::uint64_t activation_bytes = 0;  // what computing would allocate (forward_bytes)
+    std::uint64_t activation_bytes = 0;  // what computing would allocate (a dry run's peak)
     std::string activation_tensors = "Q, K, V, scores, context, concat and output";  // of them
     std::uint64_t total_macs = 0;  // multiply-adds of the whole pass
     bool backward = false;         // --backward: the backward's steps follow the forward's

@@ -11,7 +11,6 @@
 #include <tuple>
 #include <utility>
 
-#include "core/checked.h"
 #include "core/error.h"
 #include "core/layers/gelu.h"
 #include "core/layers/layer_norm.h"
@@ -208,15 +207,6 @@ std::size_t BlockWeights::parameter_count() const {
     return norm1_weight.numel() + norm1_bias.numel() + norm2_weight.numel() + norm2_bias.numel() +
            w_1.numel() + b_1.numel() + w_2.numel() + b_2.numel() + w_up.numel() + b_up.numel() +
            post_attn_norm.numel() + post_ffn_norm.numel();
-}
-
-std::uint64_t block_bytes(const Sizes& s, std::size_t d_ff) {
-    const std::string what = "the memory for the block";
-    return checked_product(
-        {sizeof(float), checked_sum({checked_product({s.batch, s.seq_len, s.d_model, 5}, what),
-                                     checked_product({s.batch, s.seq_len, d_ff, 2}, what)},
-                                    what)},
-        what);
 }
 
 void check_block(const BlockWeights& w, std::size_t E) {

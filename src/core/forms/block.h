@@ -75,10 +75,6 @@ struct BlockKept {
     Kept attention;                              // what attention's forward kept for its backward
 };
 
-// Bytes the block allocates besides attention's forward_bytes: two norms, two residual
-// sums, the FFN's (B, N, d_ff) hidden layer twice and its output (throws on overflow).
-std::uint64_t block_bytes(const Sizes& sizes, std::size_t d_ff);
-
 // Step `number`, "out = norm(in)": a LayerNorm of (B, N, d_model) rows and its 2·d_model
 // parameters (the block's norms and the model's final one).
 Step norm_step(int number, const std::string& out, const std::string& norm, const std::string& in,

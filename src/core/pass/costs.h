@@ -15,8 +15,8 @@ std::uint64_t forward_macs(const Sizes& sizes);
 // Bytes the forward pass allocates on the given path with the given threads:
 // Q, K, V, context, concat, output, the scores (standard only) and every thread's
 // scratch, computed without overflow (throws mha::Error past 64 bits). A formula, for the
-// layers of a model and the chunks and tokens of a decode; one attention layer's budget
-// (app/run/budget.cpp) counts its tensors by running it dry instead.
+// chunks and tokens of a decode; every other budget counts its tensors by running the pass
+// dry instead (app/run/budget.cpp).
 std::uint64_t forward_bytes(const Sizes& sizes, AttentionPath path, std::size_t threads);
 
 // Bytes one thread's kernels keep between calls outside any tensor (their buffers only
