@@ -277,7 +277,6 @@ void scale_back(const Forwarded& f, Tensor& ds) {
     }
 }
 
-
 // Σ a_j b_j in double, in 8 lanes (lane l takes j = l, l + 8, ...; the last partial group into
 // the first lanes), then lanes 0 to 7: every product is exact in double, and the lanes let the
 // compiler use vectors without reordering any sum, so every kernel variant gives these bits.

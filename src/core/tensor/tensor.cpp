@@ -232,7 +232,6 @@ Layout Layout::select(std::size_t d) const {
     return result;
 }
 
-
 Tensor Tensor::view(const Shape& shape) const {
     Tensor result = *this;
     result.layout_ = layout_.view(shape);
