@@ -169,9 +169,9 @@ std::uint64_t pass_bytes(const Config& c, const Sizes& s, const PassProblem& dry
     p.options.path = path;
     // MLA runs its naive form and the absorbed one it is checked against
     const std::uint64_t scratch =
-        mla ? std::max(scratch_bytes(s, path, c.backward),
-                       scratch_bytes(mla_absorbed_sizes(*mla, s.batch, s.seq_len), path,
-                                     c.backward))
+        mla ? std::max(
+                  scratch_bytes(s, path, c.backward),
+                  scratch_bytes(mla_absorbed_sizes(*mla, s.batch, s.seq_len), path, c.backward))
             : scratch_bytes(s, path, c.backward);
     const std::string what = "the memory for this configuration";
     return checked_sum({dry_peak_bytes(c, p), checked_product({threads, scratch}, what)}, what);

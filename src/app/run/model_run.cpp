@@ -152,18 +152,17 @@ std::uint64_t model_run_bytes(const Config& c, const ModelRun& run) {
             ? 0
             : checked_product(
                   {3 * sizeof(float),
-                   checked_sum({checked_product({n, model.vocab_size()}, what),
-                                checked_product({model.layers[run.layer].heads, n, n}, what),
-                                every_weight,
-                                checked_product({model.layers.size() + 1, n, model.d_model()},
-                                                what),
-                                c.backward ? model.parameter_count() : 0},
-                               what)},
+                   checked_sum(
+                       {checked_product({n, model.vocab_size()}, what),
+                        checked_product({model.layers[run.layer].heads, n, n}, what), every_weight,
+                        checked_product({model.layers.size() + 1, n, model.d_model()}, what),
+                        c.backward ? model.parameter_count() : 0},
+                       what)},
                   what);
-    return checked_sum({checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
-                        model_pass_bytes(c, run, model_run_threads(c)),
-                        view_bytes(c, model, n, run.layer), saved},
-                       what);
+    return checked_sum(
+        {checked_product({model.parameter_count(), sizeof(float)}, what), lookup,
+         model_pass_bytes(c, run, model_run_threads(c)), view_bytes(c, model, n, run.layer), saved},
+        what);
 }
 
 // Refuses, before the model runs, a run that would hold more than --max-memory.
@@ -410,8 +409,9 @@ void run_model_shapes(const Config& c, const ReportFor& report_for, std::ostream
     info.shapes_only = true;
     info.activation_bytes = model_pass_bytes(c, run, 1);
     info.activation_tensors =
-        std::string("the embedding, one layer's attention and block at a time, every layer's "
-                    "attention weights, the final norm and the logits") +
+        std::string(
+            "the embedding, one layer's attention and block at a time, every layer's "
+            "attention weights, the final norm and the logits") +
         (c.backward ? " with the backward's gradients" : "");
     info.total_macs = model_macs(run.model, n);
     const std::unique_ptr<Report> report =

@@ -9,13 +9,13 @@
 #include <numeric>
 
 #include "app/run/time_guard.h"
-#include "core/checked.h"
-#include "core/error.h"
 #include "core/backward/model_backward.h"
 #include "core/backward/training_costs.h"
+#include "core/checked.h"
+#include "core/error.h"
 #include "core/pass/costs.h"
-#include "core/train/train_step.h"
 #include "core/tensor/workspace.h"
+#include "core/train/train_step.h"
 #include "io/atomic_file.h"
 #include "io/dry.h"
 #include "show/format.h"
@@ -53,8 +53,7 @@ Model dry_training_model(const TrainSettings& s, std::size_t vocab) {
 // their gradients, the logits with their softmax and gradient, every parameter's gradient:
 // what a working thread's workspace keeps between steps), else an evaluation's forward of one
 // row.
-std::uint64_t dry_peak(const Model& dry, const TrainSettings& s, std::size_t rows,
-                       bool backward) {
+std::uint64_t dry_peak(const Model& dry, const TrainSettings& s, std::size_t rows, bool backward) {
     const std::vector<std::size_t> tokens(rows * s.sizes.context, 0);
     Workspace workspace = Workspace::dry_blocks();  // as a thread's workspace holds them
     if (backward) {
@@ -101,7 +100,7 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
     const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
     const Model dry = dry_training_model(s, vocab);
-    const Sizes layer{micro.rows, m.context, m.context, m.d_model, m.d_model,
+    const Sizes layer{micro.rows, m.context, m.context, m.d_model,          m.d_model,
                       m.d_model,  m.heads,   m.heads,   m.d_model / m.heads};
     const std::uint64_t workspaces = checked_sum(
         {checked_product({dry_peak(dry, s, micro.rows, true), at_once}, what),

@@ -104,9 +104,9 @@ Tensor linear_bias_grad(const float* dy, std::size_t rows, std::size_t out, std:
 std::vector<LinearGrads> linear_backward(const std::vector<LinearLayer>& layers,
                                          std::size_t threads, Workspace* workspace) {
     std::vector<LinearGrads> grads(layers.size());
-    std::vector<Tensor> weights;  // contiguous
+    std::vector<Tensor> weights;                    // contiguous
     std::vector<Tensor> transposed(layers.size());  // dWᵀ, when out > in
-    std::vector<Product> products;  // each layer's dW, then its dX
+    std::vector<Product> products;                  // each layer's dW, then its dX
     weights.reserve(layers.size());
     std::uint64_t macs = 0;
     for (std::size_t l = 0; l < layers.size(); ++l) {

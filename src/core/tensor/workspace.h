@@ -43,7 +43,7 @@ public:
 private:
     Tensor in_block(Shape shape, bool zero_fill);  // tensor() and uninitialised()
 
-    Tensor in_dry_block(Shape shape);               // dry_blocks()' tensor() and uninitialised()
+    Tensor in_dry_block(Shape shape);  // dry_blocks()' tensor() and uninitialised()
 
     std::vector<std::shared_ptr<std::vector<float>>> blocks_;
     std::shared_ptr<DryCount> dry_;  // set in a dry workspace
