@@ -88,6 +88,9 @@ TEST_CASE("a run admitted at its reported need stays within 1.1x of it", "[budge
         "--decode 512 --attention streaming",
         "--decode 512 --kv-block-size 100 --kv-pool-seed 1",
         "-b 1 --prefill-chunks 300,400,324 --kv-block-size 1000",
+        "--decode 512 --kv-quant int8 --trace",  // and the float decode it measures against
+        "--decode 256 --draft-tree -1,0,0,1",
+        "-b 1 -n 1024 --form mla --decode 1024 --kv-block-size 64",
         "-b 1 -n 1024 --per-head",
         "-b 1 -n 1024 --per-head --attention streaming",
         "-b 1 -n 1024 --fused-qkv",

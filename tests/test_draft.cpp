@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "app/run/budget.h"
+#include "app/run/problem.h"
 #include "core/forms/decode.h"
 #include "core/forms/draft.h"
 #include "core/forms/speculate.h"
@@ -212,16 +214,22 @@ TEST_CASE("every branch of a draft equals decoding it token by token, to the bit
 }
 
 TEST_CASE("the memory of a draft's verification is counted before it runs", "[draft]") {
-    // the cache, weights and output of T = 6 rows, the draft's x_d, q, k, v, concat and out,
-    // one row's weights and the tree mask, then the prefix's decoding (decode_bytes of P = 2)
-    const std::size_t B = 2, T = 6, K = 4, E = 16, h = 4, G = 2, d_k = 4;
+    // a dry run of the verification counts at least the cache, weights and output of all
+    // T = 6 rows, and the draft's own tensors on top of what decoding the T rows holds
+    const std::size_t B = 2, T = 6, E = 16, h = 4, G = 2, d_k = 4;
     const mha::Sizes s{B, T, T, E, E, E, h, G, d_k};
-    mha::Sizes prefix = s;
-    prefix.seq_len = prefix.kv_len = T - K;
-    CHECK(mha::draft_bytes(s, K) ==
-          4 * (2 * B * G * T * d_k + B * h * T * T + B * T * E +
-               B * K * (E + 2 * h * d_k + 2 * G * d_k) + B * K * E + B * h * T + K * T) +
-              mha::decode_bytes(prefix, mha::AttentionPath::Standard));
+    const auto bytes = [&](const mha::Config& c) {
+        return mha::pass_bytes(c, s, mha::dry_problem(c, s, mha::AttentionPath::Standard, 0),
+                               mha::AttentionPath::Standard, 1);
+    };
+    mha::Config decoded;
+    decoded.form = mha::Form::Decode;
+    mha::Config drafted = decoded;
+    drafted.draft_tree = {-1, 0, 0, 1};
+    CHECK(bytes(drafted) >= 4 * (2 * B * G * T * d_k + B * h * T * T + B * T * E));
+    CHECK(bytes(drafted) > bytes(decoded));
+    test::check_rejected("--decode 512 -d 512 -H 8 -b 4 --draft-tree -1,0,0,1 --max-memory 8M",
+                         "more than --max-memory");
 }
 
 TEST_CASE("--draft and --draft-tree through --save: the same bytes as --decode", "[draft]") {

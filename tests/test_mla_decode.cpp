@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "app/run/budget.h"
 #include "app/run/kv_pool.h"
+#include "app/run/problem.h"
 #include "core/forms/mla_decode.h"
 #include "core/forms/mla_pass.h"
 #include "helpers.h"
@@ -223,20 +225,33 @@ TEST_CASE("--preset deepseek-v2-lite --shapes-only --decode runs MLA's decode dr
 
 TEST_CASE("MLA decoding's memory counts the latent cache", "[mla-decode]") {
     // d_model 16, h 2: d_h = d_v = 8, d_R 4, d_c 12; B 2, T 5, standard path, 1 thread.
+    // A dry decode of the sizes counts them (pass_bytes, one thread; dry_peak_bytes, its
+    // tensors alone).
+    const auto bytes = [](const mha::MlaSizes& m, std::optional<std::size_t> block_size,
+                          bool tensors_alone = false) {
+        mha::Config c;
+        c.form = mha::Form::Mla;
+        c.mla_decode = true;
+        c.causal = true;
+        c.kv_block_size = block_size;
+        const mha::Sizes s{2, 5, 5, 16, 16, 16, 2, 2, 8};
+        const mha::PassProblem dry = mha::dry_problem(c, s, mha::AttentionPath::Standard, 0, m);
+        return tensors_alone ? mha::dry_peak_bytes(c, dry)
+                             : mha::pass_bytes(c, mha::mla_naive_sizes(m, 2, 5), dry,
+                                               mha::AttentionPath::Standard, 1, m);
+    };
     const mha::MlaSizes m = mha::seeded_mla_sizes(16, 2, 12, 4);
-    const std::uint64_t plain =
-        mha::mla_decode_bytes(m, 2, 5, mha::AttentionPath::Standard, 1, std::nullopt);
+    const std::uint64_t plain = bytes(m, std::nullopt);
     // blocks of 4: 2 blocks a sequence, 3 slots unused in each of 2 sequences, 16 floats a
     // slot (3·2·16·4 = 384 bytes), and one sequence's 5 positions gathered (5·16·4 = 320)
-    const std::uint64_t paged =
-        mha::mla_decode_bytes(m, 2, 5, mha::AttentionPath::Standard, 1, std::size_t(4));
-    CHECK(paged - plain == 384 + 320);
-    // a latent 8 floats wider adds them to the cache and to the latents copied out for step 3
-    // (2 sequences of 5 tokens each), and to the token's kv_a and c_kv (2 sequences):
-    // (2·5·8 + 2·5·8 + 2·2·8)·4 = 768 bytes; the heads and the shared pass do not change
-    const std::uint64_t wider = mha::mla_decode_bytes(mha::seeded_mla_sizes(16, 2, 20, 4), 2, 5,
-                                                      mha::AttentionPath::Standard, 1, std::nullopt);
-    CHECK(wider - plain == 768);
+    CHECK(bytes(m, std::size_t(4)) - plain == 384 + 320);
+    // a latent 8 floats wider raises the tensors' peak by them in the cache (2 sequences of 5
+    // tokens each) and in the token's kv_a and c_kv (2 sequences): (2·5·8 + 2·2·8)·4 = 448
+    // bytes; the heads and the shared pass do not change, and the latents copied out for step
+    // 3 are not live at the peak
+    CHECK(bytes(mha::seeded_mla_sizes(16, 2, 20, 4), std::nullopt, true) -
+              bytes(m, std::nullopt, true) ==
+          448);
     test::check_rejected("--form mla --decode 4096 -d 1024 -H 16 -b 8 --max-memory 64M",
                          "more than --max-memory");
 }

@@ -304,14 +304,19 @@ TEST_CASE("the streaming trace: one step for 6-10, and step 12 copies nothing") 
     CHECK(rec.steps.at(12).copied_bytes == 0);
 }
 
-TEST_CASE("forward_bytes counts the scores only on the standard path") {
+TEST_CASE("the pass's memory counts the scores only on the standard path") {
     const mha::Sizes s{1, 4096, 4096, 512, 512, 512, 8, 8, 64};
-    const std::uint64_t standard = mha::forward_bytes(s, mha::AttentionPath::Standard, 2);
-    const std::uint64_t streamed = mha::forward_bytes(s, mha::AttentionPath::Streaming, 2);
+    const mha::Config c;
+    const mha::PassProblem dry = mha::dry_problem(c, s, mha::AttentionPath::Standard, 0);
+    const auto bytes = [&](mha::AttentionPath path, std::size_t threads) {
+        return mha::pass_bytes(c, s, dry, path, threads);
+    };
+    const std::uint64_t standard = bytes(mha::AttentionPath::Standard, 2);
+    const std::uint64_t streamed = bytes(mha::AttentionPath::Streaming, 2);
     const std::uint64_t scores = 8ull * 4096 * 4096 * 4;
     CHECK(standard - streamed > scores);
     CHECK(streamed < (48ull << 20));  // Q, K, V, context, output: 40 MiB, plus scratch
-    CHECK(mha::forward_bytes(s, mha::AttentionPath::Streaming, 1) < streamed);  // per-thread tiles
+    CHECK(bytes(mha::AttentionPath::Streaming, 1) < streamed);  // per-thread tiles
 }
 
 TEST_CASE("--attention: auto streams what would not fit, standard is refused") {

@@ -161,20 +161,28 @@ void check_budget(const Sizes& s, std::uint64_t total, AttentionPath path,
 std::uint64_t pass_bytes(const Config& c, const Sizes& s, const PassProblem& dry,
                          AttentionPath path, std::size_t threads,
                          const std::optional<MlaSizes>& mla) {
-    if (c.form == Form::Decode) return cached_form_bytes(c, s, path, threads);
-    if (c.mla_decode && mla)
-        return mla_decode_bytes(*mla, s.batch, s.seq_len, path, threads, c.kv_block_size);
     if (c.gradcheck) return reference_bytes(s);
     PassProblem p = dry;
     p.options.path = path;
+    const std::string what = "the memory for this configuration";
+    std::uint64_t tensors = dry_peak_bytes(c, p);
+    if (c.kv_quant) {  // a traced run decodes over the float cache first, to measure against
+        Config plain = c;
+        plain.kv_quant.reset();
+        tensors = checked_sum({tensors, dry_peak_bytes(plain, p)}, what);
+    }
+    const bool cached = c.form == Form::Decode || c.mla_decode;
+    const std::uint64_t outside =
+        cached ? cached_form_outside_bytes(
+                     c, s, mla ? latent_cache_sizes(*mla, s.batch, s.seq_len) : s, threads)
+               : 0;
     // MLA runs its naive form and the absorbed one it is checked against
     const std::uint64_t scratch =
         mla ? std::max(
                   scratch_bytes(s, path, c.backward),
                   scratch_bytes(mla_absorbed_sizes(*mla, s.batch, s.seq_len), path, c.backward))
             : scratch_bytes(s, path, c.backward);
-    const std::string what = "the memory for this configuration";
-    return checked_sum({dry_peak_bytes(c, p), checked_product({threads, scratch}, what)}, what);
+    return checked_sum({tensors, outside, checked_product({threads, scratch}, what)}, what);
 }
 
 RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassProblem& dry,

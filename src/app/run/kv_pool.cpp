@@ -1,15 +1,12 @@
-// The pool order of a paged KV cache, and the cached forms' memory.
+// The pool order of a paged KV cache, and what the cached forms hold outside their tensors.
 
 #include "app/run/kv_pool.h"
 
 #include <random>
 #include <utility>
 
-#include "app/run/kv_quant_options.h"
 #include "core/checked.h"
-#include "core/forms/decode.h"
-#include "core/forms/draft.h"
-#include "core/forms/prefill.h"
+#include "core/pass/projection.h"
 #include "io/mt19937.h"
 
 namespace mha {
@@ -45,17 +42,16 @@ std::optional<KvPaging> kv_paging(const Config& c, std::size_t batch, std::size_
     return KvPaging{*c.kv_block_size, pool_order(blocks, c.kv_pool_seed)};
 }
 
-std::uint64_t cached_form_bytes(const Config& c, const Sizes& s, AttentionPath path,
-                                std::size_t threads) {
-    if (!c.draft_tree.empty()) return draft_bytes(s, c.draft_tree.size());
-    const bool chunked = !c.prefill_chunks.empty();
-    const std::uint64_t unpaged =
-        chunked ? prefill_bytes(s, c.prefill_chunks, path, threads)
-                : checked_sum({decode_bytes(s, path), kv_quant_bytes_of(c, s, path)},
-                              "the memory for decoding");
-    if (!c.kv_block_size) return unpaged;
-    return checked_sum({unpaged, paged_extra_bytes(s, *c.kv_block_size, threads, chunked)},
-                       "the memory for the paged KV cache");
+std::uint64_t cached_form_outside_bytes(const Config& c, const Sizes& s, const Sizes& cache,
+                                        std::size_t threads) {
+    const std::string what = "the memory for decoding";
+    const std::uint64_t packed = c.mla_decode ? 0 : packed_weights_bytes(s);
+    const bool gathers = c.kv_block_size && c.prefill_chunks.empty();  // chunks gather to tensors
+    const std::uint64_t gathered =
+        gathers ? checked_product({threads, cache.seq_len, cache.d_k() + cache.d_v(), sizeof(float)},
+                                  what)
+                : 0;
+    return checked_sum({packed, gathered}, what);
 }
 
 }  // namespace mha

@@ -1,6 +1,7 @@
 #pragma once
 // The paged KV cache as the options ask for it (--kv-block-size, --kv-pool-seed): its pool's
-// order of blocks, and the memory of the cached forms (--decode, --prefill-chunks).
+// order of blocks, and what the cached forms (--decode, --prefill-chunks) hold outside their
+// tensors.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,9 +22,12 @@ std::vector<std::size_t> pool_order(std::size_t blocks, std::optional<std::uint6
 // The paging of B sequences of `length` positions, or none without --kv-block-size.
 std::optional<KvPaging> kv_paging(const Config& c, std::size_t batch, std::size_t length);
 
-// Bytes --decode, --prefill-chunks or --draft allocates besides the inputs and weights, paged
-// or not, quantised or not.
-std::uint64_t cached_form_bytes(const Config& c, const Sizes& s, AttentionPath path,
-                                std::size_t threads);
+// Bytes a cached form (--decode, --prefill-chunks, --draft-tree, MLA's latent decode) holds
+// outside the tensors its dry run counts: the four weights packed once for all the tokens (not
+// MLA's, which it does not pack), and, paged and read one query at a time, each thread's
+// gathered keys and values of a sequence (`cache`: the cache's sizes; MLA's latent and RoPE
+// key, latent_cache_sizes).
+std::uint64_t cached_form_outside_bytes(const Config& c, const Sizes& s, const Sizes& cache,
+                                        std::size_t threads);
 
 }  // namespace mha

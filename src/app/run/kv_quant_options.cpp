@@ -44,10 +44,6 @@ KvQuant kv_quant_of(const Config& c) {
     return quant;
 }
 
-std::uint64_t kv_quant_bytes_of(const Config& c, const Sizes& s, AttentionPath path) {
-    return c.kv_quant ? kv_quant_extra_bytes(kv_quant_of(c), s, path) : 0;
-}
-
 void check_kv_quant(const Config& c, const Sizes& s) {
     const KvQuant q = kv_quant_of(c);
     if (!q.on()) return;

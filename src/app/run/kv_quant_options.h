@@ -12,10 +12,6 @@ namespace mha {
 // The quantisation --kv-quant asks for; off (bits 0) without it.
 KvQuant kv_quant_of(const Config& config);
 
-// What decoding with --kv-quant on `path` allocates besides the float cache's run (0 without
-// it).
-std::uint64_t kv_quant_bytes_of(const Config& config, const Sizes& sizes, AttentionPath path);
-
 // Throws mha::Error when a group along d_k does not divide it, a group along the tokens is
 // longer than the cache, or --kv-residual is.
 void check_kv_quant(const Config& config, const Sizes& sizes);

@@ -116,21 +116,6 @@ ForwardResult float_run(const Weights& w, const Inputs& in, const Masks& masks,
 
 }  // namespace
 
-std::uint64_t decode_bytes(const Sizes& s, AttentionPath path) {
-    const std::string what = "the memory for decoding";
-    const std::uint64_t d_k = s.d_k();
-    const bool standard = path == AttentionPath::Standard;  // the streaming path keeps none
-    const std::uint64_t weights =
-        standard ? checked_product({s.batch, s.heads, s.seq_len, s.seq_len}, what) : 0;
-    const std::uint64_t floats =
-        checked_sum({checked_product({2, s.batch, s.kv_heads, s.seq_len, d_k}, what),   // cache
-                     weights, checked_product({s.batch, s.seq_len, s.d_model}, what)},  // output
-                    what);
-    // and W_q, W_k, W_v, W_o packed once for all the tokens
-    return checked_sum({checked_product({sizeof(float), floats}, what), packed_weights_bytes(s)},
-                       what);
-}
-
 ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
                      const ForwardOptions& options, Tracer& tracer, const KvPaging* paging,
                      const KvQuant& quant) {

@@ -20,9 +20,4 @@ ForwardResult decode(const Weights& weights, const Inputs& inputs, const Masks& 
                      const ForwardOptions& options, Tracer& tracer,
                      const KvPaging* paging = nullptr, const KvQuant& quant = {});
 
-// Bytes decode() allocates on `path` besides the inputs and weights: the cache, the attention
-// weights (B, h, T, T) on the standard path only, the output and the projection weights packed
-// once for every token (throws mha::Error if the count exceeds 64 bits).
-std::uint64_t decode_bytes(const Sizes& sizes, AttentionPath path);
-
 }  // namespace mha

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/decode.h"
 #include "core/forms/kv_cache.h"
@@ -94,7 +93,6 @@ std::vector<std::size_t> first_rows(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) rows[i] = i;
     return rows;
 }
-
 
 // Draft token i's weights (B, h, 1, P + depth + 1) into row P + i of all (B, h, T, T): the
 // prefix's columns as they are, the branch's at its tokens' cache positions P + node.
@@ -305,28 +303,6 @@ std::vector<std::vector<bool>> tree_mask(const DraftTree& tree, std::size_t pref
         for (std::size_t node : branch_of(tree, i)) grid[i][prefix + node] = true;
     }
     return grid;
-}
-
-std::uint64_t draft_bytes(const Sizes& s, std::size_t draft) {
-    check_draft_size(draft, s.seq_len);
-    const std::string what = "the memory for verifying a draft";
-    const std::uint64_t T = s.seq_len, K = draft, d_k = s.d_k();
-    Sizes prefix = s;
-    prefix.seq_len = prefix.kv_len = s.seq_len - draft;
-    const std::uint64_t floats = checked_sum(
-        {checked_product({2, s.batch, s.kv_heads, T, d_k}, what),  // the cache
-         checked_product({s.batch, s.heads, T, T}, what),          // the weights
-         checked_product({s.batch, T, s.d_model}, what),           // the output
-         checked_product({s.batch, K, s.d_model + 2 * s.inner() + 2 * s.kv_heads * d_k},
-                         what),                                    // x_d, q, k, v, concat
-         checked_product({s.batch, K, s.d_model}, what),           // out_d
-         checked_product({s.batch, s.heads, T}, what),             // one draft row's weights
-         checked_product({K, T}, what)},                           // the tree mask
-        what);
-    // the prefix's decoding, whose output and weights stay until they are copied
-    return checked_sum({checked_product({sizeof(float), floats}, what),
-                        prefix.seq_len ? decode_bytes(prefix, AttentionPath::Standard) : 0},
-                       what);
 }
 
 ForwardResult verify_draft(const Weights& w, const Inputs& in, const Masks& masks,

@@ -39,9 +39,4 @@ ForwardResult verify_draft(const Weights& weights, const Inputs& inputs, const M
                            const ForwardOptions& options, const DraftTree& tree,
                            Tracer& tracer);
 
-// Bytes verify_draft() allocates besides the inputs and weights: the prefix's decoding, then
-// the cache, weights and output of all T rows and the draft's own tensors (throws mha::Error
-// past 64 bits).
-std::uint64_t draft_bytes(const Sizes& sizes, std::size_t draft);
-
 }  // namespace mha

@@ -12,7 +12,6 @@
 
 #include "core/checked.h"
 #include "core/error.h"
-#include "core/forms/decode.h"
 #include "core/kv_heads.h"
 #include "core/pass/describe.h"
 
@@ -107,20 +106,6 @@ KvQuantBytes kv_quant_bytes(const KvQuant& quant, const Sizes& s, std::size_t le
     const std::string what = "the quantised cache's bytes";
     return {checked_sum({k.codes, v.codes}, what), checked_sum({k.scales, v.scales}, what),
             checked_sum({k.floats, v.floats}, what), checked_sum({k.plain, v.plain}, what)};
-}
-
-std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& s, AttentionPath path) {
-    const std::string what = "the memory for the quantised cache";
-    const std::uint64_t T = s.seq_len, d_k = s.d_k(), rows = checked_product({s.batch, s.kv_heads}, what);
-    std::uint64_t floats = checked_product({2, rows, T, d_k}, what);  // K and V dequantised
-    for (QuantAxis axis : {quant.k_axis, quant.v_axis}) {
-        const std::uint64_t group = quant_group(quant, axis, s.seq_len, s.d_k());
-        const std::uint64_t groups = axis == QuantAxis::Token ? T * (d_k / group) : T / group * d_k;
-        floats = checked_sum({floats, checked_product({2, rows, groups}, what)}, what);
-    }
-    // and, when traced, the run over the float cache the errors are measured against
-    return checked_sum({checked_product({floats, sizeof(float)}, what), decode_bytes(s, path)},
-                       what);
 }
 
 QuantisedTensor::QuantisedTensor(char name, const KvQuant& quant, QuantAxis axis,

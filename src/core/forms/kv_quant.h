@@ -64,11 +64,6 @@ struct KvQuantBytes {
 };
 KvQuantBytes kv_quant_bytes(const KvQuant& quant, const Sizes& sizes, std::size_t length);
 
-// Bytes decode() allocates on `path` for the quantised cache besides the float one: the
-// dequantised K and V, their scales and zero points, and the traced run over the float cache
-// (throws mha::Error past 64 bits).
-std::uint64_t kv_quant_extra_bytes(const KvQuant& quant, const Sizes& sizes, AttentionPath path);
-
 // One tensor of the cache, K or V, quantised as it fills.
 class QuantisedTensor {
 public:

@@ -23,7 +23,6 @@
 #include "core/forms/kv_cache.h"
 #include "core/forms/mla_pass.h"
 #include "core/forms/mla_parts.h"
-#include "core/pass/costs.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"
 #include "core/pass/score_rules.h"
@@ -201,32 +200,6 @@ ForwardResult decode_mla(const MlaWeights& w, const Tensor& x, const Masks& mask
         show_output(token.output, m, T, t, options, trace);  // 14
     }
     return result;
-}
-
-std::uint64_t mla_decode_bytes(const MlaSizes& m, std::size_t batch, std::size_t seq_len,
-                               AttentionPath path, std::size_t threads,
-                               std::optional<std::size_t> block_size) {
-    const std::string what = "the memory for MLA decoding";
-    const std::uint64_t B = batch, T = seq_len, h = m.heads;
-    const std::uint64_t width = m.d_nope + m.d_rope;
-    const bool standard = path == AttentionPath::Standard;
-    const std::uint64_t floats = checked_sum(
-        {checked_product({B, T, m.d_latent + m.d_rope}, what),          // the latent cache
-         checked_product({B, T, m.d_model}, what),                      // the output
-         standard ? checked_product({B, h, T, T}, what) : 0,            // the weights
-         checked_product({B, T, m.d_latent + m.d_rope}, what),          // the latents copied out
-         checked_product({B, T, h, m.d_nope + m.d_v}, what),            // kv
-         checked_product({B, h, T, width + m.d_v}, what),               // K and V heads
-         checked_product({B, 2 * (m.d_latent + m.d_rope) + h * (width + m.d_rope)}, what)},
-        what);  // and the token's parts: queries, kv_a, c_kv, k_pe, q_pe
-    Sizes token = mla_naive_sizes(m, batch, 1);
-    token.kv_len = seq_len;
-    const std::uint64_t paged =
-        block_size ? paged_extra_bytes(latent_cache_sizes(m, batch, seq_len), *block_size, 1, false)
-                   : 0;
-    return checked_sum({checked_product({sizeof(float), floats}, what),
-                        forward_bytes(token, path, threads), paged},
-                       what);
 }
 
 }  // namespace mha

@@ -30,12 +30,4 @@ ForwardResult decode_mla(const MlaWeights& weights, const Tensor& x, const Masks
 // whose keys are c_kv (d_c) and whose values are k_pe (d_R), B sequences of T positions.
 Sizes latent_cache_sizes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len);
 
-// Bytes decode_mla allocates besides the inputs and weights for B sequences of T tokens: the
-// latent cache, the output, the weights (standard path), and the largest token's latents
-// copied out, up-projected keys and values, heads and shared pass; with a block size, the
-// pool's unused slots and the gathered copy (throws mha::Error past 64 bits).
-std::uint64_t mla_decode_bytes(const MlaSizes& sizes, std::size_t batch, std::size_t seq_len,
-                               AttentionPath path, std::size_t threads,
-                               std::optional<std::size_t> block_size);
-
 }  // namespace mha

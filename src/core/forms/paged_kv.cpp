@@ -244,17 +244,4 @@ std::optional<PagedFacts> KvCache::facts(std::size_t first, std::size_t count) c
     return facts;
 }
 
-std::uint64_t paged_extra_bytes(const Sizes& s, std::size_t block_size, std::size_t threads,
-                                bool chunked) {
-    const std::string what = "the memory for the paged KV cache";
-    const std::uint64_t T = s.seq_len, width = std::uint64_t(s.d_k()) + s.d_v();  // K and V
-    const std::uint64_t unused = blocks_for(s.seq_len, block_size) * std::uint64_t(block_size) - T;
-    const std::uint64_t gathered =
-        chunked ? checked_product({s.batch, s.kv_heads, T, width}, what)
-                : checked_product({std::max<std::size_t>(threads, 1), T, width}, what);
-    const std::uint64_t floats =
-        checked_sum({checked_product({s.batch, s.kv_heads, unused, width}, what), gathered}, what);
-    return checked_product({sizeof(float), floats}, what);
-}
-
 }  // namespace mha

@@ -93,10 +93,4 @@ private:
     std::uint64_t written_ = 0;  // the last write's number, unique in the process (0: none yet)
 };
 
-// Bytes a paged cache adds to its form's memory: the pool's unused slots (its last blocks'),
-// and the gathered copies its passes read (one unit's K and V per thread when decoding, all
-// of K and V for chunked prefill).
-std::uint64_t paged_extra_bytes(const Sizes& s, std::size_t block_size, std::size_t threads,
-                                bool chunked);
-
 }  // namespace mha

@@ -11,9 +11,8 @@
 
 #include <algorithm>
 
-#include "core/checked.h"
+#include "core/error.h"
 #include "core/forms/kv_cache.h"
-#include "core/pass/costs.h"
 #include "core/pass/describe.h"
 #include "core/pass/projection.h"
 #include "core/pass/shape_checks.h"
@@ -56,28 +55,6 @@ void show_cache(const KvCache& cache, const Weights& w, const ForwardOptions& o,
 }
 
 }  // namespace
-
-std::uint64_t prefill_bytes(const Sizes& s, const std::vector<std::size_t>& chunks,
-                            AttentionPath path, std::size_t threads) {
-    const std::string what = "the memory for chunked prefill";
-    const std::size_t N = s.seq_len;
-    const std::uint64_t floats =
-        checked_sum({checked_product({2, s.batch, s.kv_heads, N, s.d_k()}, what),  // cache
-                     checked_product({s.batch, s.heads, N, N}, what),              // weights
-                     checked_product({s.batch, N, s.d_model}, what)},              // output
-                    what);
-    std::uint64_t largest = 0, first = 0;  // the largest chunk's pass over what is cached
-    for (std::size_t c : chunks) {
-        Sizes chunk = s;
-        chunk.seq_len = c;
-        chunk.kv_len = first + c;
-        largest = std::max(largest, forward_bytes(chunk, path, threads));
-        first += c;
-    }
-    return checked_sum({checked_product({sizeof(float), floats}, what), largest,
-                        packed_weights_bytes(s)},
-                       what);
-}
 
 ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
                       const ForwardOptions& options, const std::vector<std::size_t>& chunks,

@@ -24,9 +24,4 @@ ForwardResult prefill(const Weights& weights, const Inputs& inputs, const Masks&
                       const ForwardOptions& options, const std::vector<std::size_t>& chunks,
                       Tracer& tracer, const KvPaging* paging = nullptr);
 
-// Bytes prefill() allocates besides the inputs and weights: the cache, the weights and the
-// output of all N rows, and the largest chunk's pass (throws mha::Error past 64 bits).
-std::uint64_t prefill_bytes(const Sizes& sizes, const std::vector<std::size_t>& chunks,
-                            AttentionPath path, std::size_t threads);
-
 }  // namespace mha

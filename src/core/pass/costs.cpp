@@ -1,5 +1,5 @@
-// What one forward pass costs, from its sizes alone: multiply-adds and bytes, counted without
-// overflow.
+// What one forward pass costs, from its sizes alone: its multiply-adds and the kernels' scratch
+// bytes, counted without overflow.
 
 #include "core/pass/costs.h"
 
@@ -25,24 +25,6 @@ std::uint64_t forward_macs(const Sizes& s) {
              {s.batch, s.seq_len, s.kv_len, s.heads, checked_sum({s.d_k(), s.d_v()}, what)},
              what)},  // 6 and 10
         what);
-}
-
-std::uint64_t forward_bytes(const Sizes& s, AttentionPath path, std::size_t threads) {
-    const std::string what = "the memory for this configuration";
-    const bool standard = path == AttentionPath::Standard;
-    const std::size_t d_k = s.d_k(), d_v = s.d_v();
-    const std::uint64_t floats = checked_sum(
-        {// Q (h·d_k wide), the context (h·d_v), the output; the standard path's concat is one
-         // more copy of the context
-         checked_product({s.batch, s.seq_len, s.inner()}, what),
-         checked_product({s.batch, s.seq_len, s.value_inner(), standard ? 2u : 1u}, what),
-         checked_product({s.batch, s.seq_len, s.d_model}, what),
-         checked_product({s.batch, s.kv_len, s.kv_heads, d_k + d_v}, what),  // K, V
-         standard ? checked_product({s.batch, s.heads, s.seq_len, s.kv_len}, what) : 0},
-        what);
-    return checked_sum({checked_product({floats, sizeof(float)}, what),
-                        checked_product({threads, scratch_bytes(s, path, false)}, what)},
-                       what);
 }
 
 std::uint64_t scratch_bytes(const Sizes& s, AttentionPath path, bool backward) {
