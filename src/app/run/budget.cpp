@@ -6,7 +6,6 @@
 #include "app/run/kv_pool.h"
 #include "core/checked.h"
 #include "core/error.h"
-#include "app/run/kv_quant_options.h"
 #include "core/forms/mla_decode.h"
 #include "core/pass/costs.h"
 #include "core/pass/score_rules.h"

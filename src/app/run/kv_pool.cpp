@@ -48,8 +48,8 @@ std::uint64_t cached_form_outside_bytes(const Config& c, const Sizes& s, const S
     const std::uint64_t packed = c.mla_decode ? 0 : packed_weights_bytes(s);
     const bool gathers = c.kv_block_size && c.prefill_chunks.empty();  // chunks gather to tensors
     const std::uint64_t gathered =
-        gathers ? checked_product({threads, cache.seq_len, cache.d_k() + cache.d_v(), sizeof(float)},
-                                  what)
+        gathers ? checked_product(
+                      {threads, cache.seq_len, cache.d_k() + cache.d_v(), sizeof(float)}, what)
                 : 0;
     return checked_sum({packed, gathered}, what);
 }
