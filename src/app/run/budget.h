@@ -34,8 +34,9 @@ RunPlan plan_run(const Config& config, const Sizes& sizes, std::size_t d_ff,
 
 // What the form of the pass allocates on `path` with `threads` threads: its tensors at their
 // peak (with --backward, the backward's and the gradients), counted by running `dry` (the run's
-// problem without values) dry, and every thread's kernel scratch. The decodes' caches, MLA's
-// latent cache and --gradcheck's double-precision reference are counted by their formulas.
+// problem without values) dry, and every thread's kernel scratch; a decode adds what it holds
+// beside its tensors (cached_form_outside_bytes) and, with --kv-quant, the float decode a trace
+// measures against. --gradcheck's double-precision reference is counted by its formula.
 std::uint64_t pass_bytes(const Config& config, const Sizes& sizes, const PassProblem& dry,
                          AttentionPath path, std::size_t threads,
                          const std::optional<MlaSizes>& mla = std::nullopt);

@@ -11,6 +11,7 @@
 #include "app/run/lesson_page.h"
 #include "app/run/time_guard.h"
 #include "core/backward/model_backward.h"
+#include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/forms/model.h"
@@ -98,23 +99,16 @@ std::uint64_t model_macs(const Model& model, std::size_t n) {
 std::uint64_t model_pass_bytes(const Config& c, const ModelRun& run, std::size_t threads) {
     const std::string what = "the memory for the model";
     const Model dry = without_values(run.model);
-    Workspace workspace = Workspace::dry_blocks();  // as the layers take and let go its blocks
-    if (c.backward) {
-        model_forward_backward(dry, run.text.tokens, run.targets, 1, 1, &workspace);
-    } else {
-        ModelPass pass;
-        pass.keep_hidden = !c.save_path.empty();
-        pass.workspace = &workspace;
-        NullTracer quiet;
-        forward_model(dry, run.text.tokens, run.layer, 1, quiet, pass);
-    }
+    const std::uint64_t tensors =
+        c.backward ? forward_backward_peak_bytes(dry, run.text.tokens, run.targets, 1)
+                   : forward_peak_bytes(dry, run.text.tokens, !c.save_path.empty());
     const std::size_t n = run.text.tokens.size(), e = run.model.d_model();
     std::uint64_t scratch = 0;
     for (const ModelLayer& l : run.model.layers) {
         const Sizes s{1, n, n, e, e, e, l.heads, l.heads, e / l.heads};
         scratch = std::max(scratch, scratch_bytes(s, AttentionPath::Standard, c.backward));
     }
-    return checked_sum({workspace.peak_bytes(), checked_product({threads, scratch}, what)}, what);
+    return checked_sum({tensors, checked_product({threads, scratch}, what)}, what);
 }
 
 // The maps the views copy, (N, N) floats each: the chosen heads (and the mean, which also

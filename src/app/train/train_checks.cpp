@@ -9,12 +9,10 @@
 #include <numeric>
 
 #include "app/run/time_guard.h"
-#include "core/backward/model_backward.h"
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/pass/costs.h"
-#include "core/tensor/workspace.h"
 #include "core/train/train_step.h"
 #include "io/atomic_file.h"
 #include "io/dry.h"
@@ -46,25 +44,6 @@ Model dry_training_model(const TrainSettings& s, std::size_t vocab) {
     std::vector<std::uint32_t> codes(vocab);
     std::iota(codes.begin(), codes.end(), 0u);  // only how many there are shapes the model
     return dry_model(codes, s.sizes);
-}
-
-// The most bytes a run of `rows` rows through `dry` holds at once, as a dry run counts them:
-// with `backward` a micro-batch's forward and backward (every layer's kept activations and
-// their gradients, the logits with their softmax and gradient, every parameter's gradient:
-// what a working thread's workspace keeps between steps), else an evaluation's forward of one
-// row.
-std::uint64_t dry_peak(const Model& dry, const TrainSettings& s, std::size_t rows, bool backward) {
-    const std::vector<std::size_t> tokens(rows * s.sizes.context, 0);
-    Workspace workspace = Workspace::dry_blocks();  // as a thread's workspace holds them
-    if (backward) {
-        model_forward_backward(dry, tokens, tokens, rows, 1, &workspace);
-    } else {
-        ModelPass pass;
-        pass.workspace = &workspace;
-        NullTracer quiet;
-        forward_model(dry, tokens, 0, 1, quiet, pass);
-    }
-    return workspace.peak_bytes();
 }
 
 // Bytes a run holds at its peak, estimated from the sizes, and measured against the peak RSS
@@ -100,10 +79,13 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
     const MicroBatches micro = micro_batches(s.batch, m.context, s.recipe.micro_batch);
     const std::uint64_t at_once = std::min<std::uint64_t>(micro.count, threads);
     const Model dry = dry_training_model(s, vocab);
+    const std::vector<std::size_t> micro_tokens(micro.rows * m.context, 0);
     const Sizes layer{micro.rows, m.context, m.context, m.d_model,          m.d_model,
                       m.d_model,  m.heads,   m.heads,   m.d_model / m.heads};
     const std::uint64_t workspaces = checked_sum(
-        {checked_product({dry_peak(dry, s, micro.rows, true), at_once}, what),
+        {checked_product({forward_backward_peak_bytes(dry, micro_tokens, micro_tokens, micro.rows),
+                          at_once},
+                         what),
          checked_product({threads, scratch_bytes(layer, AttentionPath::Standard, true)}, what)},
         what);
     const std::uint64_t evaluations = s.recipe.steps / std::max<std::size_t>(o.eval_every, 1) + 2;
@@ -114,7 +96,8 @@ std::uint64_t train_bytes(const TrainOptions& o, std::uint64_t corpus_bytes, std
          sizeof(double), 5},
         what);
     const std::uint64_t step = checked_product({parameters, 3 + micro.count}, what);
-    const std::uint64_t evaluation = dry_peak(dry, s, 1, false);
+    const std::uint64_t evaluation =
+        forward_peak_bytes(dry, std::vector<std::size_t>(m.context, 0), false);
     const std::uint64_t largest = checked_product(
         {std::max({3 * E * E + 3 * E, V * E, E * F, std::uint64_t(m.context) * E}), sizeof(float)},
         what);

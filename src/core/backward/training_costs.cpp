@@ -1,5 +1,5 @@
 // What training costs: one layer's kept tensors, read off its forward, and a step's
-// multiply-adds, off dry runs.
+// multiply-adds and a model run's peak bytes, off dry runs.
 
 #include "core/backward/training_costs.h"
 
@@ -77,6 +77,25 @@ std::uint64_t training_step_macs(const Model& dry, std::size_t context, std::siz
         row = checked_sum({row, one.total_macs()}, what);
     }
     return checked_product({row, rows}, what);
+}
+
+std::uint64_t forward_peak_bytes(const Model& dry, const std::vector<std::size_t>& tokens,
+                                 bool keep_hidden) {
+    Workspace workspace = Workspace::dry_blocks();
+    ModelPass pass;
+    pass.keep_hidden = keep_hidden;
+    pass.workspace = &workspace;
+    NullTracer quiet;
+    forward_model(dry, tokens, 0, 1, quiet, pass);
+    return workspace.peak_bytes();
+}
+
+std::uint64_t forward_backward_peak_bytes(const Model& dry, const std::vector<std::size_t>& tokens,
+                                          const std::vector<std::size_t>& targets,
+                                          std::size_t rows) {
+    Workspace workspace = Workspace::dry_blocks();
+    model_forward_backward(dry, tokens, targets, rows, 1, &workspace);
+    return workspace.peak_bytes();
 }
 
 }  // namespace mha

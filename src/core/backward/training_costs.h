@@ -2,7 +2,7 @@
 // What training costs: the tensors one layer's forward keeps for the backward (the inputs
 // and Kept's, core/pass/attention.h, with P on the standard path or the row log-sum-exp on the
 // streaming one), read off a run of the forward (a dry one needs no values), and a model's
-// step in multiply-adds, counted by dry runs.
+// step in multiply-adds and its run's peak bytes, counted by dry runs.
 
 #include <cstdint>
 #include <string>
@@ -38,5 +38,16 @@ std::uint64_t kept_bytes(const std::vector<KeptTensor>& kept);
 // without its multiply-adds, so those come from a dry run of that layer's block; every count
 // grows with the rows. Throws mha::Error past 64 bits.
 std::uint64_t training_step_macs(const Model& dry, std::size_t context, std::size_t rows);
+
+// The most bytes a model's run holds at once, as a dry run of `dry` counts them in a workspace
+// that takes and lets go its blocks as a real one does (Workspace::dry_blocks): the forward of
+// one row of tokens (every layer's attention weights kept, and with keep_hidden every layer's
+// input), or the forward and backward of `rows` rows (everything each layer keeps, every
+// gradient). Throws mha::Error past 64 bits.
+std::uint64_t forward_peak_bytes(const Model& dry, const std::vector<std::size_t>& tokens,
+                                 bool keep_hidden);
+std::uint64_t forward_backward_peak_bytes(const Model& dry, const std::vector<std::size_t>& tokens,
+                                          const std::vector<std::size_t>& targets,
+                                          std::size_t rows);
 
 }  // namespace mha
