@@ -38,29 +38,33 @@ public:
     // The step `describe()` returns, with value's layout (and values unless it is dry).
     template <class Describe>
     void show(const Tensor& value, Describe describe) {
-        if (on()) emit(value, cold_step(describe));
+        if (on()) emit_described(value, describe);
     }
 
     // Step 8: the masked scores (B, h, N, M), with the grid of keys batch 0's head 0 may see
     // when it is small enough to draw: read from the values, or in a dry run from the masks.
     template <class Describe>
     void show_masked(const Tensor& scores, const Masks& masks, Describe describe) {
-        if (!on()) return;
-        Step step = cold_step(describe);
-        step.allowed = grid_of(scores, masks);
-        emit(scores, std::move(step));
+        if (on()) emit_masked(scores, masks, describe);
     }
 
     // From here on the steps are the backward's.
     void begin_backward() { backward_ = true; }
 
 private:
-    // The words run only under a tracer (a dry run's tally too): built for size, apart from
-    // the code that computes, which keeps its own. The pass's objects are 5-12% smaller and
-    // compile in about a tenth less time.
+    // The words run only under a tracer (a dry run's tally too), so the two below are built
+    // for size, apart from the code that computes: a step's strings, its Step and their
+    // clean-up stay out of the pass's own functions.
     template <class Describe>
-    [[gnu::cold, gnu::noinline]] static Step cold_step(Describe& describe) {
-        return describe();
+    [[gnu::cold, gnu::noinline]] void emit_described(const Tensor& value, Describe& describe) {
+        emit(value, describe());
+    }
+    template <class Describe>
+    [[gnu::cold, gnu::noinline]] void emit_masked(const Tensor& scores, const Masks& masks,
+                                                 Describe& describe) {
+        Step step = describe();
+        step.allowed = grid_of(scores, masks);
+        emit(scores, std::move(step));
     }
 
     void emit(const Tensor& value, Step step);
