@@ -128,15 +128,18 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
 endif
 
 # Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
-# readers and tokenizers (core/, io/, tokenize/, app/tokenize, app/train) keep CXXFLAGS' -O3.
-# The views, the command line, the run's orchestration, the classroom and the bench's harness
-# (show/, app/cli, app/run, app/classroom, app/bench, main.cpp) print and decide: at COLD_OPT
-# (a later -O wins) they compile in about half the time and run no slower where it shows.
+# readers and tokenizers (core/, io/, tokenize/, app/tokenize) keep CXXFLAGS' -O3: io/ at -O2
+# starts the classic trace 1.5x slower and reads a checkpoint 1.4x slower (its loops, the
+# random weights' and the dtypes', vectorise at -O3 only). The views, the command line, the
+# run's and the trainer's orchestration, the classroom and the bench's harness (show/,
+# app/cli, app/run, app/train, app/classroom, app/bench, main.cpp) print and decide: at
+# COLD_OPT (a later -O wins) they compile in about half the time and run no slower where it
+# shows (-Og, quicker still to compile, runs --summary --heatmap at N = 2048 1.3x slower).
 # The results are the same bits at any -O (no fast-math; -ffp-contract=off); COLD_OPT= builds
 # every room at CXXFLAGS.
 COLD_OPT ?= -O1
 COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp \
-                                    src/app/classroom/*.cpp src/app/bench/*.cpp)
+                                    src/app/train/*.cpp src/app/classroom/*.cpp src/app/bench/*.cpp)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_OPT := $(COLD_OPT)
 
 # The slowest units to compile start first, the slowest first (processor seconds at the
