@@ -69,6 +69,39 @@ void order_marks(Composed& text) {
     }
 }
 
+bool excluded_from_composition(std::uint32_t code) {
+    const CodeRange* end = composition_exclusions + composition_exclusion_count;
+    const CodeRange* found =
+        std::lower_bound(composition_exclusions, end, code,
+                         [](const CodeRange& r, std::uint32_t c) { return r.last < c; });
+    return found != end && found->first <= code;
+}
+
+// A primary composite: first + second -> composite.
+struct Composition {
+    std::uint32_t first, second, composite;
+};
+
+// The primary composites, sorted by (first, second): each decomposition of a starter into two
+// starters, read backwards, but the exclusions (UAX #15's Full_Composition_Exclusion: these,
+// the singletons and the non-starter decompositions).
+const std::vector<Composition>& compositions() {
+    static const std::vector<Composition> table = [] {
+        std::vector<Composition> out;
+        for (std::size_t i = 0; i < decomposition_count; ++i) {
+            const Decomposition& d = decompositions[i];
+            if (d.second && combining_class(d.code) == 0 && combining_class(d.first) == 0 &&
+                !excluded_from_composition(d.code))
+                out.push_back({d.first, d.second, d.code});
+        }
+        std::sort(out.begin(), out.end(), [](const Composition& a, const Composition& b) {
+            return std::make_pair(a.first, a.second) < std::make_pair(b.first, b.second);
+        });
+        return out;
+    }();
+    return table;
+}
+
 // The primary composite of first + second, or 0.
 std::uint32_t compose_pair(std::uint32_t first, std::uint32_t second) {
     if (first >= lead_first && first < lead_first + 19 && second >= vowel_first &&
@@ -78,13 +111,15 @@ std::uint32_t compose_pair(std::uint32_t first, std::uint32_t second) {
     if (is_hangul(first) && (first - hangul_first) % trail_count == 0 && second > trail_first &&
         second < trail_first + trail_count)
         return first + second - trail_first;
-    const Composition* end = compositions + composition_count;
-    const Composition* found = std::lower_bound(
-        compositions, end, std::make_pair(first, second),
+    const std::vector<Composition>& table = compositions();
+    const auto found = std::lower_bound(
+        table.begin(), table.end(), std::make_pair(first, second),
         [](const Composition& c, const std::pair<std::uint32_t, std::uint32_t>& key) {
             return std::make_pair(c.first, c.second) < key;
         });
-    return found != end && found->first == first && found->second == second ? found->composite : 0;
+    return found != table.end() && found->first == first && found->second == second
+               ? found->composite
+               : 0;
 }
 
 // Composes each character with the last starter before it unless a mark between blocks it.

@@ -1,7 +1,8 @@
 #pragma once
 // Unicode's canonical composition (NFC, Unicode 15.0) on code points: decompose canonically,
-// order the combining marks, compose the primary composites; from a table generated once from
-// Debian's unicode-data package (make_nfc_table.py beside this file), Hangul computed.
+// order the combining marks, compose the primary composites; from tables generated once from
+// Debian's unicode-data package (make_nfc_table.py beside this file), the composites read
+// backwards from the decompositions, Hangul computed.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,18 +22,20 @@ struct Decomposition {
     std::uint32_t code, first, second;
 };
 
-// A primary composite: first + second -> composite.
-struct Composition {
-    std::uint32_t first, second, composite;
+// Code points [first, last].
+struct CodeRange {
+    std::uint32_t first, last;
 };
 
-// The generated table (nfc_table.cpp), each sorted by its first fields.
+// The generated tables (nfc_table.cpp), each sorted by its first fields. The exclusions are
+// the code points whose decomposition into two starters is not composed back (Unicode's
+// CompositionExclusions.txt).
 extern const CombiningRange combining_ranges[];
 extern const std::size_t combining_range_count;
 extern const Decomposition decompositions[];
 extern const std::size_t decomposition_count;
-extern const Composition compositions[];
-extern const std::size_t composition_count;
+extern const CodeRange composition_exclusions[];
+extern const std::size_t composition_exclusion_count;
 
 std::uint8_t combining_class(std::uint32_t code);
 
