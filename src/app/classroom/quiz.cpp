@@ -30,10 +30,7 @@ constexpr std::size_t max_questions = 100;
 
 std::vector<Topic> parse_topics(const std::string& text) {
     std::vector<Topic> topics;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = std::min(text.find(',', start), text.size());
-        const std::string name = text.substr(start, end - start);
+    for (const std::string& name : split(text, ',')) {
         bool known = false;
         for (const auto& [topic_name, topic] : topic_names()) {
             if (topic_name == name) {
@@ -48,7 +45,6 @@ std::vector<Topic> parse_topics(const std::string& text) {
             throw Error("quiz --topics expects a comma-separated list of " + names + ", got '" +
                         name + "'");
         }
-        start = end + 1;
     }
     return topics;
 }
