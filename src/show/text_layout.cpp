@@ -4,8 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
 namespace mha {
+
+std::string indented_lines(const std::string& text, const std::string& indent) {
+    std::string result;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) result += indent + line + "\n";
+    return result;
+}
 
 std::size_t display_width(const std::string& text) {
     std::size_t width = 0;

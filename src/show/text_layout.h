@@ -23,6 +23,8 @@ std::string cut_to_width(const std::string& text, std::size_t width);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
 std::vector<std::string> words_of(const std::string& text);
+// Every line of text after indent, each ending in a newline ("a\nb" -> "  a\n  b\n").
+std::string indented_lines(const std::string& text, const std::string& indent);
 // words_of, with a byte unit kept on its number's word ("8.6 GiB", "96 B,"), so that a filled
 // line never breaks a size in two.
 std::vector<std::string> words_keeping_sizes(const std::string& text);
