@@ -13,6 +13,9 @@ namespace mha {
 // "1,048,576"
 std::string with_commas(std::uint64_t n);
 
+// "1 character", "4 tokens": the count and its noun, plural unless the count is 1.
+std::string counted(std::size_t count, const std::string& noun);
+
 // printf's %.*f
 std::string fixed(double value, int digits);
 

@@ -278,7 +278,7 @@ RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string
     info.threads = model_run_threads(c);
     info.kernels = kernel_variant_name();
     info.weights_source = source + " (" + cf.model_type + ")";
-    info.inputs_source = "--tokens, " + std::to_string(n) + " token" + (n == 1 ? "" : "s");
+    info.inputs_source = "--tokens, " + counted(n, "token");
     info.values = c.values;
     info.explain = c.explain;
     if (c.tokens) {
@@ -505,9 +505,8 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     RunInfo info = checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer);
     if (given.text) {  // the header names each token: its id and its piece
         info.tokens = in.labels;
-        info.inputs_source = "--text, " + std::to_string(tokens.size()) + " token" +
-                             (tokens.size() == 1 ? "" : "s") + " by the folder's tokenizer: " +
-                             token_list(in);
+        info.inputs_source = "--text, " + counted(tokens.size(), "token") +
+                             " by the folder's tokenizer: " + token_list(in);
     }
     const bool page = c.format == Format::Html;
     const std::size_t steps = c.step || page ? dry_steps(ck.config, tokens.size(), layer) : 0;
