@@ -15,7 +15,7 @@ std::string indented_lines(const std::string& text, const std::string& indent) {
     return result;
 }
 
-std::size_t display_width(const std::string& text) {
+std::size_t display_width(std::string_view text) {
     std::size_t width = 0;
     for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
     return width;

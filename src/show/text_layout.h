@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mha {
@@ -14,7 +15,7 @@ inline constexpr std::size_t text_columns = 80;
 inline const std::string ansi_reset = "\x1b[0m";
 
 // Columns a UTF-8 string takes in a terminal: one per code point (ᵀ, √, · are one each).
-std::size_t display_width(const std::string& text);
+std::size_t display_width(std::string_view text);
 // display_width of what a terminal shows: ANSI escape sequences (ESC [ ... letter) take none.
 std::size_t visible_width(const std::string& text);
 // The first `width` visible columns of a line; its escape sequences kept, and a colour left on
