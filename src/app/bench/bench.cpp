@@ -373,19 +373,6 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     return row;
 }
 
-// PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2: one process each, kept for every size.
-std::vector<std::unique_ptr<TorchProcess>> start_torch(bool backward) {
-    std::vector<std::unique_ptr<TorchProcess>> torch;
-    for (const std::size_t torch_threads : {1, 2}) {
-        for (const std::size_t blas_threads : {1, 2}) {
-            torch.push_back(std::make_unique<TorchProcess>(
-                backward ? TorchProcess::Mode::Backward : TorchProcess::Mode::Forward,
-                torch_threads, blas_threads));
-        }
-    }
-    return torch;
-}
-
 // measure with --compare-torch: the engines (mha on all threads, mha on one, then each PyTorch
 // process's forms, module and composed) share the machine as --timing says (time_engines), so
 // that a load that comes and goes falls on all alike. The row takes PyTorch's form and setting
@@ -589,7 +576,9 @@ int run_bench(const std::vector<std::string>& args) {
     std::vector<double> peaks;
     for (const BenchSize& size : sizes) peaks.push_back(attention_peak_mib(size, threads, o.backward));
     std::vector<std::unique_ptr<TorchProcess>> torch;
-    if (o.compare_torch) torch = start_torch(o.backward);
+    if (o.compare_torch)  // one process a setting, kept for every size
+        torch = start_torch(o.backward ? TorchProcess::Mode::Backward
+                                       : TorchProcess::Mode::Forward);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         rows.push_back(o.compare_torch
                            ? measure_with_torch(sizes[i], o, threads, peaks[i], naive_rate, torch)

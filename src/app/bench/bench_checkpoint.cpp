@@ -141,17 +141,6 @@ std::string id_text(const std::vector<std::size_t>& ids) {
     return text;
 }
 
-std::vector<std::unique_ptr<TorchProcess>> start_torch(const std::string& dir) {
-    std::vector<std::unique_ptr<TorchProcess>> torch;
-    for (const std::size_t torch_threads : {1, 2}) {
-        for (const std::size_t blas_threads : {1, 2}) {
-            torch.push_back(std::make_unique<TorchProcess>(TorchProcess::Mode::Checkpoint,
-                                                           torch_threads, blas_threads, dir));
-        }
-    }
-    return torch;
-}
-
 // One length: mha's forward (and PyTorch's forms) timed as --timing says.
 void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& packed,
               const CheckpointBenchOptions& o, std::vector<std::unique_ptr<TorchProcess>>& torch,
@@ -272,7 +261,7 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
     const double pack_ms =
         time_ms([&] { weights.packed = pack_model(weights.layers, weights.head); });
     std::vector<std::unique_ptr<TorchProcess>> torch;
-    if (o.compare_torch) torch = start_torch(o.dir);
+    if (o.compare_torch) torch = start_torch(TorchProcess::Mode::Checkpoint, o.dir);
     if (!o.json) print_heading(c, load_ms, pack_ms, o);  // each row follows when it is timed
     for (CheckpointRow& row : rows) {
         const std::vector<std::size_t> tokens = bench_tokens(row.n, c.vocab_size);
