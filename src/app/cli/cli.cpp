@@ -150,6 +150,11 @@ double parse_positive(const Arg& arg) {
     return value;
 }
 
+std::optional<double> parse_seconds_or_off(const Arg& arg) {
+    if (arg.text == "off") return std::nullopt;
+    return parse_positive(arg);
+}
+
 std::vector<std::string> OptionInfo::choices() const {
     std::vector<std::string> words;
     const std::string list = optional_value() ? value.substr(2, value.size() - 3) : value;
@@ -391,12 +396,7 @@ const std::vector<Row>& mha_table() {
         {{"--max-time", 0, "SECONDS|off",
           "refuse runs estimated (from their multiply-adds) to\n"
           "take longer (default 60); off: no limit"},
-         [](Config& c, const Arg& a) {
-             if (a.text == "off")
-                 c.max_time.reset();
-             else
-                 c.max_time = parse_positive(a);
-         }},
+         [](Config& c, const Arg& a) { c.max_time = parse_seconds_or_off(a); }},
 
         section<Config>("Output:"),
         {{"--trace", 0, "", "print every step: shape, strides, copies, multiply-adds"},
