@@ -39,14 +39,10 @@ public:
             throw Error(source_ + ": array '" + name + "' has shape " +
                         to_string(found->second.shape) + ", expected " + to_string(expected));
         }
-        if (found->second.kind != 'f') {
-            throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
-                        ", expected float32 or float64");
-        }
-        check_finite(found->second, source_ + ": array '" + name + "'", Infinities::None);
+        Tensor t = float_tensor(found->second, source_ + ": array '" + name + "'");
         used_.insert(name);
         if (!parts.empty()) names_.push_back({name, std::move(parts), transposed, expected});
-        return npy::to_tensor(found->second);
+        return t;
     }
 
     Tensor take_optional(const std::string& name, const Shape& expected,

@@ -70,13 +70,9 @@ Tensor load_input(const std::string& path, const char* what, const char* feature
                     to_string(array.shape));
     }
     check_features(array, path, what, feature);
-    if (array.kind != 'f') {
-        throw Error(path + ": " + what + " is " + array.dtype_name() +
-                    ", expected float32 or float64");
-    }
-    check_finite(array, path + ": " + what, Infinities::None);
-    ledger.hold(sizeof(float) * array.values.size());
-    return npy::to_tensor(array);
+    const Tensor x = float_tensor(array, path + ": " + what);
+    ledger.hold(sizeof(float) * x.numel());
+    return x;
 }
 
 // --grad-output: dO in the layout --save writes the output in ((B, N, d_model), seq-first
@@ -96,12 +92,9 @@ Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout lay
         throw Error(what + " has shape " + to_string(array.shape) + ", expected the output's " +
                     names + " = " + to_string(expected));
     }
-    if (array.kind != 'f') {
-        throw Error(what + " is " + array.dtype_name() + ", expected float32 or float64");
-    }
-    check_finite(array, what, Infinities::None);
-    ledger.hold(sizeof(float) * array.values.size());
-    return to_batch_first(npy::to_tensor(array), layout);
+    const Tensor d_out = float_tensor(array, what);
+    ledger.hold(sizeof(float) * d_out.numel());
+    return to_batch_first(d_out, layout);
 }
 
 // --backward's dO: the --grad-output file's, or seeded standard normal; and how the header
