@@ -76,13 +76,21 @@ std::string padded_left(const std::string& text, std::size_t width) {
     return std::string(width > used ? width - used : 0, ' ') + text;
 }
 
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> pieces;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(separator, start), text.size());
+        pieces.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return pieces;
+}
+
 std::vector<std::string> words_of(const std::string& text) {
     std::vector<std::string> words;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        const std::size_t end = std::min(text.find(' ', start), text.size());
-        if (end > start) words.push_back(text.substr(start, end - start));
-        start = end + 1;
+    for (std::string& word : split(text, ' ')) {
+        if (!word.empty()) words.push_back(std::move(word));
     }
     return words;
 }

@@ -23,6 +23,9 @@ std::size_t visible_width(const std::string& text);
 std::string cut_to_width(const std::string& text, std::size_t width);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
+// "1,,8" -> {"1", "", "8"}: the pieces of text between separators ("" -> {""}).
+std::vector<std::string> split(const std::string& text, char separator);
+// The words between spaces, none empty.
 std::vector<std::string> words_of(const std::string& text);
 // Every line of text after indent, each ending in a newline ("a\nb" -> "  a\n  b\n").
 std::string indented_lines(const std::string& text, const std::string& indent);

@@ -12,21 +12,11 @@
 #include "app/cli/did_you_mean.h"
 #include "app/cli/presets.h"
 #include "core/error.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
 const char* const version_text = "mha 0.1.0";
-
-std::vector<std::string> split(const std::string& text, char separator) {
-    std::vector<std::string> pieces;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = std::min(text.find(separator, start), text.size());
-        pieces.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return pieces;
-}
 
 std::uint64_t parse_unsigned(const Arg& arg) {
     const std::string& text = arg.text;

@@ -104,9 +104,6 @@ Config parse_args(const std::vector<std::string>& args);
 
 std::string help_text();
 
-// "1,,8" -> {"1", "", "8"}: the pieces of text between separators ("" -> {""}).
-std::vector<std::string> split(const std::string& text, char separator);
-
 // Option values, shared with the subcommands; each error names arg.option.
 std::uint64_t parse_unsigned(const Arg& arg);
 // A whole number from 1 to max.
