@@ -118,7 +118,7 @@ double forward_macs_of(const ck::Config& c, std::size_t n) {
         Tally one;
         PassTrace trace(one);
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), trace);
+                      layer_options(layer, 1, &workspace), trace);
         macs += double(one.total_macs());
     }
     return macs;

@@ -144,7 +144,7 @@ std::uint64_t layer_pass_bytes(const ck::Config& cf, std::size_t n, std::size_t 
         Workspace workspace = Workspace::dry_blocks();  // as the forward's blocks are taken
         const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), quiet);
+                      layer_options(layer, 1, &workspace), quiet);
         peak = std::max(peak, workspace.peak_bytes());
     }
     const Sizes s = layer_sizes(cf, n);
@@ -391,7 +391,7 @@ std::uint64_t training_bytes(const ck::Config& cf, std::size_t n, std::size_t l)
     PassTrace trace(quiet);
     const ForwardResult r =
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), trace, &k);
+                      layer_options(layer, 1, &workspace), trace, &k);
     const std::string what = "the memory training keeps";
     std::uint64_t bytes =
         kept_bytes(kept_tensors({k.attn_in, k.attn_in, k.attn_in}, k.attention, r.weights));
