@@ -542,17 +542,19 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
                 ".npz");
 }
 
-// The width of each MLA head's q and k, what q·k sums over and the scale divides by:
-// [nope (d_h), RoPE (d_R)]. Its values are d_v wide.
-std::size_t mla_head_width(const MlaSizes& m) { return m.d_nope + m.d_rope; }
-
-std::string mla_variant(const Config& c, const MlaSizes& m) {
-    return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
-           " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
-           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), " +
-           (c.mla_decode ? "decoded token by token with a cache of c_kv and k_pe" +
-                               std::string(c.kv_block_size ? " in blocks" : "")
-                         : "naive and absorbed");
+// MLA's header: the width of each head's q and k, what q·k sums over and the scale divides by,
+// [nope (d_h), RoPE (d_R)] (its values are d_v wide); its parameters, no biases; its variant.
+void describe_mla(RunInfo& info, const Config& c, const MlaSizes& m) {
+    info.head_dim = m.d_nope + m.d_rope;
+    info.mla = m;
+    info.bias = false;
+    info.parameters = mla_parameter_count(m);
+    info.variant = "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
+                   " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
+                   " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), " +
+                   (c.mla_decode ? "decoded token by token with a cache of c_kv and k_pe" +
+                                       std::string(c.kv_block_size ? " in blocks" : "")
+                                 : "naive and absorbed");
 }
 
 // --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
@@ -610,11 +612,7 @@ Problem build_mla_problem(const Config& c) {
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
     if (c.backward) p.info.grad_output_source = grad_output_source(c);
-    p.info.head_dim = mla_head_width(m);
-    p.info.mla = m;
-    p.info.bias = false;
-    p.info.parameters = mla_parameter_count(m);
-    p.info.variant = mla_variant(c, m);
+    describe_mla(p.info, c, m);
     p.info.total_macs = pass_macs;
     return p;
 }
@@ -652,14 +650,7 @@ Problem build_shapes(const Config& c) {
     if (c.backward) p.info.activation_tensors += " with the backward's gradients";
     p.info.variant = variant_description(c, d_ff);
     p.info.fused_qkv = c.form == Form::FusedQkv;
-    if (mla) {
-        const MlaSizes& m = *mla;
-        p.info.head_dim = mla_head_width(m);
-        p.info.mla = m;
-        p.info.parameters = mla_parameter_count(m);
-        p.info.bias = false;
-        p.info.variant = mla_variant(c, m);
-    }
+    if (mla) describe_mla(p.info, c, *mla);
     const Sizes pass_sizes = mla ? mla_naive_sizes(*mla, s.batch, s.seq_len) : s;
     p.info.activation_bytes = pass_bytes(c, pass_sizes, p, path, 1, mla);
     p.info.total_macs = dry_tally(c, p).total_macs();
