@@ -19,6 +19,14 @@ std::string counted(std::size_t count, const std::string& noun);
 // printf's %.*f
 std::string fixed(double value, int digits);
 
+// "1,-1,0" (the command line's lists), or with a separator "5, 4, 3": the numbers, joined.
+template <typename Number>
+std::string joined(const std::vector<Number>& numbers, const std::string& separator = ",") {
+    std::string text;
+    for (Number n : numbers) text += (text.empty() ? "" : separator) + std::to_string(n);
+    return text;
+}
+
 // A JSON number of `digits` significant digits (nine: any float32 reads back unchanged), or
 // null for NaN and infinities, which JSON has not.
 std::string json_number(double value, int digits = 9);

@@ -134,13 +134,6 @@ double load_and_forward_peak_mib(const CheckpointBenchOptions& o, std::size_t n)
     });
 }
 
-// "17,4,..." : the ids as bench_torch.py reads them.
-std::string id_text(const std::vector<std::size_t>& ids) {
-    std::string text;
-    for (const std::size_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
-    return text;
-}
-
 // One length: mha's forward (and PyTorch's forms) timed as --timing says.
 void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& packed,
               const CheckpointBenchOptions& o, std::vector<std::unique_ptr<TorchProcess>>& torch,
@@ -151,7 +144,7 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& p
     std::vector<std::function<double()>> engines = {run};
     std::vector<TorchCandidate> candidates;
     for (const auto& process : torch) {
-        for (const std::string& form : process->load(id_text(tokens))) {
+        for (const std::string& form : process->load(joined(tokens))) {
             candidates.push_back({process->setting(), form, {}});
             engines.push_back([&process, form] { return process->run_ms(form); });
         }

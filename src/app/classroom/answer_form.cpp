@@ -220,8 +220,7 @@ std::string spelled(const Expected& expected) {
     if (expected.kind == AnswerKind::Word) return expected.word;
     if (expected.kind == AnswerKind::Number) return with_commas(expected.numbers.front());
     if (expected.numbers.empty()) return "none";
-    std::string list;
-    for (std::uint64_t n : expected.numbers) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    const std::string list = joined(expected.numbers, ", ");
     return expected.kind == AnswerKind::SizeList ? "(" + list + ")" : list;
 }
 

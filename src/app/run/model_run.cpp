@@ -208,11 +208,8 @@ std::vector<std::string> model_labels(const ModelText& text) {
 std::string every_layer_title(const Config& c) {
     if (c.mean_view) return "every layer's mean over heads";
     if (c.view_heads.empty()) return "every layer's heads";
-    std::string heads;
-    for (std::size_t head : c.view_heads) {
-        heads += (heads.empty() ? "" : ", ") + std::to_string(head);
-    }
-    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") + heads + " of every layer";
+    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") +
+           joined(c.view_heads, ", ") + " of every layer";
 }
 
 // A picture's caption: its title, the text and the model.
