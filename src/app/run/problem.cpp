@@ -76,9 +76,10 @@ Tensor load_input(const std::string& path, const char* what, const char* feature
 }
 
 // --grad-output: dO in the layout --save writes the output in ((B, N, d_model), seq-first
-// (N, B, d_model), unbatched (N, d_model)), float and finite, as (B, N, d_model).
-Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout layout,
-                        Ledger& ledger) {
+// (N, B, d_model), unbatched (N, d_model)), float and finite, as (B, N, d_model); none without.
+Tensor load_grad_output(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger) {
+    if (c.grad_output_path.empty()) return Tensor();
+    const std::string& path = c.grad_output_path;
     const npy::Array array = npy::read_npy(path, ledger);
     const std::string what = path + ": --grad-output";
     const Shape expected = layout == InputLayout::SeqFirst ? Shape{s.seq_len, s.batch, s.d_model}
@@ -584,10 +585,7 @@ Problem build_mla_problem(const Config& c) {
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
     if (c.mla_decode) check_form(Form::Decode, naive, true, masks);  // before any output
-    const Tensor grad_output =
-        c.grad_output_path.empty()
-            ? Tensor()
-            : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
+    const Tensor grad_output = load_grad_output(c, naive, files.layout, ledger);
     PassProblem dry = dry_problem(c, s, AttentionPath::Standard, 0, m);
     dry.masks = masks;
     const RunPlan plan = plan_run(c, naive, 0, dry, m);
@@ -669,9 +667,7 @@ Problem build_problem(const Config& c) {
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
-    const Tensor grad_output = c.grad_output_path.empty()
-                                   ? Tensor()
-                                   : load_grad_output(c.grad_output_path, s, files.layout, ledger);
+    const Tensor grad_output = load_grad_output(c, s, files.layout, ledger);
     const bool self = files.inputs
                           ? files.inputs->self_attention()
                           : self_attention_sizes(s);
