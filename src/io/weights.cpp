@@ -113,15 +113,6 @@ Tensor part_of(const Tensor& packed, std::size_t part, std::size_t E) {
     return Tensor(shape, std::vector<float>(begin, begin + count));
 }
 
-void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w) {
-    w.w_q = part_of(weight, 0, E);
-    w.w_k = part_of(weight, 1, E);
-    w.w_v = part_of(weight, 2, E);
-    w.b_q = part_of(bias, 0, E);
-    w.b_k = part_of(bias, 1, E);
-    w.b_v = part_of(bias, 2, E);
-}
-
 const char* const torch_layout =
     "nn.MultiheadAttention: in_proj_weight (3E, E) or q/k/v_proj_weight, in_proj_bias (3E), "
     "out_proj.weight (E, E), out_proj.bias (E), with add_bias_kv bias_k and bias_v (1, 1, E)";
@@ -354,6 +345,15 @@ std::string unknown_layout(const Arrays& arrays, const std::string& source,
 }
 
 }  // namespace
+
+void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w) {
+    w.w_q = part_of(weight, 0, E);
+    w.w_k = part_of(weight, 1, E);
+    w.w_v = part_of(weight, 2, E);
+    w.b_q = part_of(bias, 0, E);
+    w.b_k = part_of(bias, 1, E);
+    w.b_v = part_of(bias, 2, E);
+}
 
 std::vector<std::string> prefixes_of(const Arrays& arrays,
                                      const std::vector<std::string>& markers) {

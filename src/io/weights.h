@@ -91,6 +91,10 @@ LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
                            const std::string& prefix = "",
                            std::optional<std::size_t> heads = std::nullopt);
 
+// W_q, W_k, W_v and b_q, b_k, b_v of `w` from a packed [W_q; W_k; W_v] (3E, ...) weight and
+// its (3E) bias (or none), each part a copy.
+void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w);
+
 // The prefixes under which a name ends with one of `markers` after a '.': "attn." for
 // "attn.in_proj_weight" and the marker "in_proj_weight"; one per matching array, in order.
 std::vector<std::string> prefixes_of(const std::map<std::string, npy::Array>& arrays,
