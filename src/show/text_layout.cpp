@@ -76,6 +76,11 @@ std::string padded_left(const std::string& text, std::size_t width) {
     return std::string(width > used ? width - used : 0, ' ') + text;
 }
 
+std::string lowercase(std::string text) {
+    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
 std::vector<std::string> split(const std::string& text, char separator) {
     std::vector<std::string> pieces;
     std::size_t start = 0;

@@ -23,6 +23,8 @@ std::size_t visible_width(const std::string& text);
 std::string cut_to_width(const std::string& text, std::size_t width);
 std::string padded_right(const std::string& text, std::size_t width);
 std::string padded_left(const std::string& text, std::size_t width);
+// The text with its ASCII letters in lower case.
+std::string lowercase(std::string text);
 // "1,,8" -> {"1", "", "8"}: the pieces of text between separators ("" -> {""}).
 std::vector<std::string> split(const std::string& text, char separator);
 // The words between spaces, none empty.

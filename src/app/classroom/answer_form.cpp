@@ -9,6 +9,7 @@
 
 #include "io/read_file.h"
 #include "show/format.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -18,11 +19,6 @@ bool all_digits(const std::string& text) {
     return !text.empty() && text.size() <= 19 &&
            std::all_of(text.begin(), text.end(),
                        [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-std::string lowercase(std::string text) {
-    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return text;
 }
 
 // "×" becomes x and an en dash "–" becomes -, so "4×" and "0–2" read as typed in ASCII.

@@ -83,8 +83,7 @@ std::string parse_svg_path(const Arg& arg) {
     const bool special = kind != std::filesystem::file_type::not_found &&
                          kind != std::filesystem::file_type::regular &&
                          kind != std::filesystem::file_type::directory;
-    std::string extension = std::filesystem::path(path).extension().string();
-    for (char& c : extension) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string extension = lowercase(std::filesystem::path(path).extension().string());
     const bool system = path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
     if (extension == ".svg" || special || system) return path;
     const std::string stem = std::filesystem::path(path).replace_extension().string();
