@@ -557,9 +557,7 @@ void by_kind(const Step& step, Notes& notes) {
             break;
         case StepKind::Norm:
             if (step.facts.rms_eps) {
-                std::ostringstream eps;
-                eps << *step.facts.rms_eps;
-                notes.push_back("each row: v / sqrt(mean(v²) + " + eps.str() +
+                notes.push_back("each row: v / sqrt(mean(v²) + " + compact(*step.facts.rms_eps) +
                                 ") * weight, over d_model features (RMSNorm)");
                 notes.push_back("parameters: weight, d_model = " + parameters);
                 break;
