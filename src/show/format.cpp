@@ -24,6 +24,12 @@ std::string fixed(double value, int digits) {
     return text;
 }
 
+std::string scientific(double value, int digits) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*e", digits, value);
+    return text;
+}
+
 std::string json_number(double value, int digits) {
     if (!std::isfinite(value)) return "null";
     char text[32];

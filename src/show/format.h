@@ -19,6 +19,9 @@ std::string counted(std::size_t count, const std::string& noun);
 // printf's %.*f
 std::string fixed(double value, int digits);
 
+// printf's %.*e: "2.4e-07" with one digit.
+std::string scientific(double value, int digits);
+
 // "1,-1,0" (the command line's lists), or with a separator "5, 4, 3": the numbers, joined.
 template <typename Number>
 std::string joined(const std::vector<Number>& numbers, const std::string& separator = ",") {

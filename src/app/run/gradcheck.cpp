@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <ostream>
 #include <set>
 
@@ -15,6 +14,7 @@
 #include "core/error.h"
 #include "core/pass/shape_checks.h"
 #include "io/init.h"
+#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {
@@ -103,12 +103,6 @@ void record(GradcheckRow& row, double analytic, double numeric) {
         row.analytic = analytic;
         row.numeric = numeric;
     }
-}
-
-std::string scientific(double value, int digits) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*e", digits, value);
-    return text;
 }
 
 // Multiply-adds of one reference forward (steps 1-3, 6 and 10, 14).
