@@ -80,6 +80,11 @@ std::unique_ptr<mha::Report> make_report(const mha::Config& config, std::size_t 
     return std::make_unique<mha::TextReport>(std::cout, config.trace);
 }
 
+// The report of a --model or --checkpoint run, which counts its own steps.
+mha::ReportFor reports_for(const mha::Config& config) {
+    return [&config](std::size_t steps) { return make_report(config, steps); };
+}
+
 // Names the likely cause when queries lose every key. A bool/int mask that hides the diagonal
 // or a whole row is most likely written 1 = keep: the way forward is --mask-means keep, not
 // zeroing the NaN rows. Bottom-right causal with N > M leaves the first N - M queries no key,
@@ -144,15 +149,11 @@ void save(const mha::Config& config, const mha::Problem& problem,
 // runs the model dry).
 int run_shapes_only(const mha::Config& config) {
     if (mha::runs_checkpoint(config)) {
-        mha::run_checkpoint_shapes(
-            config, [&config](std::size_t steps) { return make_report(config, steps); },
-            std::cout);
+        mha::run_checkpoint_shapes(config, reports_for(config), std::cout);
         return 0;
     }
     if (!config.model_path.empty()) {
-        mha::run_model_shapes(
-            config, [&config](std::size_t steps) { return make_report(config, steps); },
-            std::cerr);
+        mha::run_model_shapes(config, reports_for(config), std::cerr);
         return 0;
     }
     mha::Problem problem = mha::build_shapes(config);
@@ -207,15 +208,11 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (!config.checkpoint_path.empty()) {
-        mha::run_checkpoint(
-            config, [&config](std::size_t steps) { return make_report(config, steps); },
-            std::cout);
+        mha::run_checkpoint(config, reports_for(config), std::cout);
         return 0;
     }
     if (!config.model_path.empty()) {
-        mha::run_model(
-            config, [&config](std::size_t steps) { return make_report(config, steps); }, std::cout,
-            std::cerr);
+        mha::run_model(config, reports_for(config), std::cout, std::cerr);
         return 0;
     }
     const mha::Problem problem = mha::build_problem(config);

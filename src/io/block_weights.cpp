@@ -31,10 +31,7 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
                     "*, " + naming.norm1 + ", " + naming.norm2 + ", " + naming.linear1 + ", " +
                     naming.linear2 + ", each .weight and .bias)");
     }
-    if (found->second.kind != 'f') {
-        throw Error(source + ": array '" + name + "' is " + found->second.dtype_name() +
-                    ", expected float32 or float64");
-    }
+    const Tensor t = float_tensor(found->second, source + ": array '" + name + "'");
     for (const std::size_t size : found->second.shape) {
         if (size == 0) {
             throw Error(source + ": array '" + name + "' has shape " +
@@ -43,8 +40,6 @@ Tensor take(Arrays& rest, const std::string& name, const std::string& source,
                         " be at least 1");
         }
     }
-    check_finite(found->second, source + ": array '" + name + "'", Infinities::None);
-    Tensor t = npy::to_tensor(found->second);
     rest.erase(found);
     return t;
 }

@@ -6,10 +6,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace mha::bytes {
+
+// The value of type To made of from's bytes (C++20's std::bit_cast): a float from its bits.
+template <typename To, typename From>
+To bit_cast(const From& from) {
+    static_assert(sizeof(To) == sizeof(From), "bit_cast: the two types differ in size");
+    To to;
+    std::memcpy(&to, &from, sizeof to);
+    return to;
+}
 
 inline std::uint64_t load_le(const unsigned char* data, std::size_t width) {
     std::uint64_t value = 0;

@@ -54,4 +54,11 @@ void check_finite(const npy::Array& array, const std::string& what, Infinities a
     throw Error(message);
 }
 
+Tensor float_tensor(const npy::Array& array, const std::string& what) {
+    if (array.kind != 'f')
+        throw Error(what + " is " + array.dtype_name() + ", expected float32 or float64");
+    check_finite(array, what, Infinities::None);
+    return npy::to_tensor(array);
+}
+
 }  // namespace mha

@@ -15,4 +15,8 @@ enum class Infinities { None, NegativeAllowed };
 // does not permit: "<what> has NaN at index (0, 2, 5) (3 values are not finite); ...".
 void check_finite(const npy::Array& array, const std::string& what, Infinities allowed);
 
+// The array as a float32 tensor: refused unless it is float ("<what> is int64, expected
+// float32 or float64") and finite (check_finite).
+Tensor float_tensor(const npy::Array& array, const std::string& what);
+
 }  // namespace mha

@@ -3,6 +3,7 @@
 #include "io/json.h"
 
 #include "core/error.h"
+#include "io/printable.h"
 
 #include <cerrno>
 #include <cmath>
@@ -267,24 +268,6 @@ private:
         return code;
     }
 
-    static void append_utf8(std::string& out, unsigned code) {
-        if (code < 0x80) {
-            out += char(code);
-        } else if (code < 0x800) {
-            out += char(0xC0 | (code >> 6));
-            out += char(0x80 | (code & 0x3F));
-        } else if (code < 0x10000) {
-            out += char(0xE0 | (code >> 12));
-            out += char(0x80 | ((code >> 6) & 0x3F));
-            out += char(0x80 | (code & 0x3F));
-        } else {
-            out += char(0xF0 | (code >> 18));
-            out += char(0x80 | ((code >> 12) & 0x3F));
-            out += char(0x80 | ((code >> 6) & 0x3F));
-            out += char(0x80 | (code & 0x3F));
-        }
-    }
-
     unsigned escaped_code() {
         unsigned code = hex4();
         if (code >= 0xDC00 && code <= 0xDFFF) fail("a lone low surrogate in \\u escapes");
@@ -293,27 +276,6 @@ private:
         unsigned low = hex4();
         if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate without its low half");
         return 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-    }
-
-    // The length of the valid UTF-8 sequence starting at at_, or 0.
-    std::size_t utf8_length() const {
-        auto byte = [&](std::size_t i) {
-            return at_ + i < s_.size() ? static_cast<unsigned char>(s_[at_ + i]) : 0u;
-        };
-        auto tail = [&](std::size_t i) { return (byte(i) & 0xC0) == 0x80; };
-        unsigned b0 = byte(0), b1 = byte(1);
-        if (b0 >= 0xC2 && b0 <= 0xDF) return tail(1) ? 2 : 0;
-        if (b0 >= 0xE0 && b0 <= 0xEF) {
-            bool ok = tail(1) && tail(2) && !(b0 == 0xE0 && b1 < 0xA0) &&
-                      !(b0 == 0xED && b1 >= 0xA0);
-            return ok ? 3 : 0;
-        }
-        if (b0 >= 0xF0 && b0 <= 0xF4) {
-            bool ok = tail(1) && tail(2) && tail(3) && !(b0 == 0xF0 && b1 < 0x90) &&
-                      !(b0 == 0xF4 && b1 >= 0x90);
-            return ok ? 4 : 0;
-        }
-        return 0;
     }
 
     // A string's byte that stands for itself: ASCII, neither a quote, a backslash nor a control.
@@ -343,7 +305,7 @@ private:
                     case 'n': out += '\n'; break;
                     case 'r': out += '\r'; break;
                     case 't': out += '\t'; break;
-                    case 'u': append_utf8(out, escaped_code()); break;
+                    case 'u': out += utf8_encode(escaped_code()); break;
                     default: --at_; fail(std::string("an unknown escape \\") + e);
                 }
             } else if (c < 0x80) {  // a run of plain ASCII at once
@@ -352,7 +314,7 @@ private:
                 out.append(s_, at_, end - at_);
                 at_ = end;
             } else {
-                std::size_t n = utf8_length();
+                std::size_t n = utf8_length(s_, at_);
                 if (n == 0) fail("invalid UTF-8 inside a string");
                 out.append(s_, at_, n);
                 at_ += n;

@@ -10,7 +10,6 @@
 #include "io/zip.h"
 
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -20,6 +19,7 @@ namespace mha::npy {
 namespace {
 
 using bytes::append_le;
+using bytes::bit_cast;
 using bytes::field;
 using bytes::load_le;
 using bytes::printable;
@@ -36,18 +36,10 @@ constexpr std::size_t npy_alignment = 64;  // numpy pads headers so data starts 
 using Decoder = double (*)(const unsigned char*);
 
 double decode_float32(const unsigned char* p) {
-    const auto bits = static_cast<std::uint32_t>(load_le(p, 4));
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
+    return bit_cast<float>(static_cast<std::uint32_t>(load_le(p, 4)));
 }
 
-double decode_float64(const unsigned char* p) {
-    const std::uint64_t bits = load_le(p, 8);
-    double value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
+double decode_float64(const unsigned char* p) { return bit_cast<double>(load_le(p, 8)); }
 
 double decode_bool(const unsigned char* p) { return *p != 0 ? 1.0 : 0.0; }
 
@@ -60,9 +52,7 @@ template <std::size_t Width>
 double decode_signed(const unsigned char* p) {
     const std::uint64_t sign = std::uint64_t{1} << (8 * Width - 1);
     const std::uint64_t extended = (load_le(p, Width) ^ sign) - sign;  // two's complement, 64 bits
-    std::int64_t value;
-    std::memcpy(&value, &extended, sizeof value);
-    return static_cast<double>(value);
+    return static_cast<double>(bit_cast<std::int64_t>(extended));
 }
 
 struct DType {
@@ -538,11 +528,8 @@ std::string to_npy_bytes(const Tensor& tensor) {
     if (tensor.empty()) throw Error("cannot write a tensor without storage as .npy");
     std::string bytes = npy_header(tensor.shape(), "<f4");
     bytes.reserve(bytes.size() + 4 * tensor.numel());
-    for (const float value : tensor.to_vector()) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &value, sizeof bits);
-        append_le(bytes, bits, 4);
-    }
+    for (const float value : tensor.to_vector())
+        append_le(bytes, bit_cast<std::uint32_t>(value), 4);
     return bytes;
 }
 
@@ -556,14 +543,10 @@ std::string to_npy_bytes(const Array& array) {
     }
     std::string bytes =
         npy_header(array.shape, std::string("<") + array.kind + std::to_string(array.item_size));
-    for (const double value : array.values) {
-        std::uint64_t bits;
-        if (wide_float) {
-            std::memcpy(&bits, &value, sizeof bits);
-        } else {
-            bits = std::uint64_t(std::int64_t(value));  // two's complement, low bytes first
-        }
-        append_le(bytes, bits, array.item_size);
+    for (const double value : array.values) {  // a double's bits, or an integer in two's complement
+        append_le(bytes,
+                  wide_float ? bit_cast<std::uint64_t>(value) : std::uint64_t(std::int64_t(value)),
+                  array.item_size);
     }
     return bytes;
 }

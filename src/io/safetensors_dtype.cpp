@@ -7,23 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 namespace mha::safetensors {
 
 namespace {
 
-float from_bits(std::uint32_t bits) {
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
-double double_from_bits(std::uint64_t bits) {
-    double value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
+using bytes::bit_cast;
 
 const unsigned char* unsigned_bytes(const char* bytes) {
     return reinterpret_cast<const unsigned char*>(bytes);
@@ -87,15 +76,16 @@ float f16_to_f32(std::uint16_t bits) {
     const std::uint32_t exponent = (bits >> 10) & 0x1F;
     const std::uint32_t fraction = bits & 0x3FF;
     constexpr std::uint32_t quiet = 0x00400000;
-    if (exponent == 0x1F && fraction == 0) return from_bits(sign | 0x7F800000u);
-    if (exponent == 0x1F) return from_bits(sign | 0x7F800000u | quiet | (fraction << 13));
-    if (exponent != 0) return from_bits(sign | ((exponent + 127 - 15) << 23) | (fraction << 13));
+    if (exponent == 0x1F && fraction == 0) return bit_cast<float>(sign | 0x7F800000u);
+    if (exponent == 0x1F) return bit_cast<float>(sign | 0x7F800000u | quiet | (fraction << 13));
+    if (exponent != 0)
+        return bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (fraction << 13));
     const float magnitude = std::ldexp(static_cast<float>(fraction), -24);  // 0 or subnormal
     return sign != 0 ? -magnitude : magnitude;
 }
 
 // bfloat16 is the top half of a float32's bits.
-float bf16_to_f32(std::uint16_t bits) { return from_bits(std::uint32_t(bits) << 16); }
+float bf16_to_f32(std::uint16_t bits) { return bit_cast<float>(std::uint32_t(bits) << 16); }
 
 void widen(DType dtype, const char* bytes, std::size_t count, float* out, const std::string& what,
            std::uint64_t first_index) {
@@ -103,7 +93,7 @@ void widen(DType dtype, const char* bytes, std::size_t count, float* out, const 
     switch (dtype) {
         case DType::F32:
             for (std::size_t i = 0; i < count; ++i)
-                out[i] = from_bits(static_cast<std::uint32_t>(bytes::load_le(p + 4 * i, 4)));
+                out[i] = bit_cast<float>(static_cast<std::uint32_t>(bytes::load_le(p + 4 * i, 4)));
             return;
         case DType::F16:
             for (std::size_t i = 0; i < count; ++i)
@@ -115,7 +105,7 @@ void widen(DType dtype, const char* bytes, std::size_t count, float* out, const 
             return;
         case DType::F64:
             for (std::size_t i = 0; i < count; ++i)
-                out[i] = narrow_f64(double_from_bits(bytes::load_le(p + 8 * i, 8)), what,
+                out[i] = narrow_f64(bit_cast<double>(bytes::load_le(p + 8 * i, 8)), what,
                                     first_index + i);
             return;
     }

@@ -39,14 +39,10 @@ public:
             throw Error(source_ + ": array '" + name + "' has shape " +
                         to_string(found->second.shape) + ", expected " + to_string(expected));
         }
-        if (found->second.kind != 'f') {
-            throw Error(source_ + ": array '" + name + "' is " + found->second.dtype_name() +
-                        ", expected float32 or float64");
-        }
-        check_finite(found->second, source_ + ": array '" + name + "'", Infinities::None);
+        Tensor t = float_tensor(found->second, source_ + ": array '" + name + "'");
         used_.insert(name);
         if (!parts.empty()) names_.push_back({name, std::move(parts), transposed, expected});
-        return npy::to_tensor(found->second);
+        return t;
     }
 
     Tensor take_optional(const std::string& name, const Shape& expected,
@@ -115,15 +111,6 @@ Tensor part_of(const Tensor& packed, std::size_t part, std::size_t E) {
     const std::size_t count = packed.numel() / 3;
     const float* begin = packed.data() + part * count;
     return Tensor(shape, std::vector<float>(begin, begin + count));
-}
-
-void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w) {
-    w.w_q = part_of(weight, 0, E);
-    w.w_k = part_of(weight, 1, E);
-    w.w_v = part_of(weight, 2, E);
-    w.b_q = part_of(bias, 0, E);
-    w.b_k = part_of(bias, 1, E);
-    w.b_v = part_of(bias, 2, E);
 }
 
 const char* const torch_layout =
@@ -358,6 +345,15 @@ std::string unknown_layout(const Arrays& arrays, const std::string& source,
 }
 
 }  // namespace
+
+void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w) {
+    w.w_q = part_of(weight, 0, E);
+    w.w_k = part_of(weight, 1, E);
+    w.w_v = part_of(weight, 2, E);
+    w.b_q = part_of(bias, 0, E);
+    w.b_k = part_of(bias, 1, E);
+    w.b_v = part_of(bias, 2, E);
+}
 
 std::vector<std::string> prefixes_of(const Arrays& arrays,
                                      const std::vector<std::string>& markers) {
@@ -627,40 +623,6 @@ LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
 
 namespace {
 
-const Tensor& tensor_of(const Weights& w, WeightPart part) {
-    switch (part) {
-        case WeightPart::Q:
-            return w.w_q;
-        case WeightPart::K:
-            return w.w_k;
-        case WeightPart::V:
-            return w.w_v;
-        case WeightPart::O:
-            return w.w_o;
-        case WeightPart::BiasQ:
-            return w.b_q;
-        case WeightPart::BiasK:
-            return w.b_k;
-        case WeightPart::BiasV:
-            return w.b_v;
-        case WeightPart::BiasO:
-            return w.b_o;
-        case WeightPart::KvBiasK:
-            return w.bias_k;
-        case WeightPart::KvBiasV:
-            return w.bias_v;
-        case WeightPart::QNorm:
-            return w.q_norm;
-        case WeightPart::KNorm:
-            return w.k_norm;
-        case WeightPart::Gate:
-            return w.w_g;
-        case WeightPart::BiasGate:
-            return w.b_g;
-    }
-    return w.w_q;
-}
-
 // The array `entry` describes, made of the tensors of `w`: the parts stacked along dim 0
 // ((rows, cols) each, or (rows)), transposed when the file stored (in, out), in its shape.
 Tensor array_of(const Weights& w, const StateDictEntry& entry) {
@@ -669,7 +631,7 @@ Tensor array_of(const Weights& w, const StateDictEntry& entry) {
     const std::size_t heads = std::max<std::size_t>(entry.heads, 1);  // interleaved: h blocks
     for (std::size_t i = 0; i < heads; ++i) {
         for (const WeightPart part : entry.parts) {
-            const Tensor t = tensor_of(w, part).contiguous();
+            const Tensor t = (w.*weight_member<Weights>(part)).contiguous();
             const std::size_t n = t.numel() / heads;
             values.insert(values.end(), t.data() + i * n, t.data() + (i + 1) * n);
             rows += t.dim() == 0 || i > 0 ? 0 : t.size(0);
@@ -706,8 +668,8 @@ StateDictNames own_names(const Weights& w) {
             {"W_q", Part::Q}, {"W_k", Part::K}, {"W_v", Part::V}, {"W_o", Part::O}};
         const Part biases[] = {Part::BiasQ, Part::BiasK, Part::BiasV, Part::BiasO};
         for (std::size_t i = 0; i < 4; ++i) {
-            const Tensor& weight = tensor_of(w, modules[i].second);
-            const Tensor& bias = tensor_of(w, biases[i]);
+            const Tensor& weight = w.*weight_member<Weights>(modules[i].second);
+            const Tensor& bias = w.*weight_member<Weights>(biases[i]);
             add(std::string(modules[i].first) + ".weight", {modules[i].second}, weight,
                 weight.shape());
             add(std::string(modules[i].first) + ".bias", {biases[i]}, bias, bias.shape());

@@ -8,6 +8,7 @@
 #include "io/npy.h"
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,20 @@ namespace mha {
 enum class WeightPart {
     Q, K, V, O, BiasQ, BiasK, BiasV, BiasO, KvBiasK, KvBiasV, QNorm, KNorm, Gate, BiasGate
 };
+
+// The member that holds `part` in Weights, or in a struct with the same names
+// (core/reference.h's DoubleWeights): w.*weight_member<Weights>(WeightPart::Q) is w.w_q.
+template <typename W>
+auto weight_member(WeightPart part) {
+    using Member = decltype(&W::w_q);
+    // in WeightPart's order
+    static constexpr Member members[] = {
+        &W::w_q, &W::w_k, &W::w_v, &W::w_o, &W::b_q, &W::b_k, &W::b_v, &W::b_o, &W::bias_k,
+        &W::bias_v, &W::q_norm, &W::k_norm, &W::w_g, &W::b_g,
+    };
+    static_assert(std::size(members) == std::size_t(WeightPart::BiasGate) + 1);
+    return members[std::size_t(part)];
+}
 
 // One array of a state dict as the loader read it: its name in the file, the Weights tensors
 // it held stacked along dim 0 (in_proj_weight: W_q; W_k; W_v), whether it was stored
@@ -75,6 +90,10 @@ struct LoadedWeights {
 LoadedWeights load_weights(const std::string& path, const Ledger& ledger,
                            const std::string& prefix = "",
                            std::optional<std::size_t> heads = std::nullopt);
+
+// W_q, W_k, W_v and b_q, b_k, b_v of `w` from a packed [W_q; W_k; W_v] (3E, ...) weight and
+// its (3E) bias (or none), each part a copy.
+void split_packed(const Tensor& weight, const Tensor& bias, std::size_t E, Weights& w);
 
 // The prefixes under which a name ends with one of `markers` after a '.': "attn." for
 // "attn.in_proj_weight" and the marker "in_proj_weight"; one per matching array, in order.

@@ -2,6 +2,7 @@
 
 #include "show/acceptance.h"
 
+#include "show/format.h"
 #include "show/model_view.h"
 #include "show/text_layout.h"
 
@@ -16,11 +17,6 @@ std::vector<std::string> names(const std::vector<std::size_t>& tokens, std::size
     for (std::size_t i = 0; i < count; ++i)
         pieces.push_back(words.name(tokens[i]) + (i + 1 < count ? words.comma : ""));
     return pieces;
-}
-
-// "1 character", "4 tokens"
-std::string counted(std::size_t count, const std::string& unit) {
-    return std::to_string(count) + " " + unit + (count == 1 ? "" : "s");
 }
 
 }  // namespace

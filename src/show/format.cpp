@@ -14,9 +14,19 @@ std::string with_commas(std::uint64_t n) {
     return digits;
 }
 
+std::string counted(std::size_t count, const std::string& noun) {
+    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string fixed(double value, int digits) {
     char text[64];
     std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::string scientific(double value, int digits) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*e", digits, value);
     return text;
 }
 

@@ -13,8 +13,22 @@ namespace mha {
 // "1,048,576"
 std::string with_commas(std::uint64_t n);
 
+// "1 character", "4 tokens": the count and its noun, plural unless the count is 1.
+std::string counted(std::size_t count, const std::string& noun);
+
 // printf's %.*f
 std::string fixed(double value, int digits);
+
+// printf's %.*e: "2.4e-07" with one digit.
+std::string scientific(double value, int digits);
+
+// "1,-1,0" (the command line's lists), or with a separator "5, 4, 3": the numbers, joined.
+template <typename Number>
+std::string joined(const std::vector<Number>& numbers, const std::string& separator = ",") {
+    std::string text;
+    for (Number n : numbers) text += (text.empty() ? "" : separator) + std::to_string(n);
+    return text;
+}
 
 // A JSON number of `digits` significant digits (nine: any float32 reads back unchanged), or
 // null for NaN and infinities, which JSON has not.

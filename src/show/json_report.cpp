@@ -8,6 +8,7 @@
 #include "show/summary.h"
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,38 +18,20 @@ namespace {
 
 // A JSON string: quote, backslash and control characters escaped; UTF-8 passes through.
 std::string quoted(const std::string& text) {
+    static const std::map<char, std::string> escapes = {
+        {'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"},
+        {'\t', "\\t"}, {'\b', "\\b"},  {'\f', "\\f"}};
     std::string json = "\"";
     for (char c : text) {
-        switch (c) {
-            case '"':
-                json += "\\\"";
-                break;
-            case '\\':
-                json += "\\\\";
-                break;
-            case '\n':
-                json += "\\n";
-                break;
-            case '\r':
-                json += "\\r";
-                break;
-            case '\t':
-                json += "\\t";
-                break;
-            case '\b':
-                json += "\\b";
-                break;
-            case '\f':
-                json += "\\f";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char escape[8];
-                    std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
-                    json += escape;
-                } else {
-                    json += c;
-                }
+        const auto escape = escapes.find(c);
+        if (escape != escapes.end()) {
+            json += escape->second;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char code[8];
+            std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
+            json += code;
+        } else {
+            json += c;
         }
     }
     return json + "\"";

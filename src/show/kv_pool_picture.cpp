@@ -1,6 +1,7 @@
 // The paged KV cache's memory picture: the pool's blocks slot by slot, the block tables beside.
 
 #include "show/kv_pool_picture.h"
+#include "show/text_layout.h"
 
 #include <algorithm>
 #include <string>
@@ -57,11 +58,7 @@ std::string text(double x, double y, const std::string& words, const char* ancho
 }
 
 // Px a line of 12 px text takes, about: 7 a character.
-int text_width(const std::string& words) {
-    int characters = 0;
-    for (char c : words) characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    return 7 * characters;
-}
+int text_width(const std::string& words) { return 7 * int(display_width(words)); }
 
 // Geometry of the pool's grid: slot width, a block's cell (its strip of slots and its label),
 // blocks a row.

@@ -430,13 +430,6 @@ std::string entry(const std::string& list, std::size_t index, std::size_t value)
     return list + "[" + std::to_string(index) + "] = " + std::to_string(value);
 }
 
-// "[3, 0, 7]"
-std::string number_list(const std::vector<std::size_t>& numbers) {
-    std::string text;
-    for (std::size_t n : numbers) text += (text.empty() ? "" : ", ") + std::to_string(n);
-    return "[" + text + "]";
-}
-
 void paged(const PagedFacts& p, Notes& notes) {
     const std::string S = std::to_string(p.block_size);
     notes.push_back("paged: the cache is a pool of " + std::to_string(p.pool_blocks) +
@@ -452,7 +445,7 @@ void paged(const PagedFacts& p, Notes& notes) {
                         entry("block_table", at.entry, at.block) + ", slot t % S = " + t + " % " +
                         S + " = " + std::to_string(at.slot));
     }
-    notes.push_back("block_table[0] = " + number_list(p.tables.front()) +
+    notes.push_back("block_table[0] = [" + joined(p.tables.front(), ", ") + "]" +
                     ": the pass reads each unit's keys and values block by block through it");
     notes.push_back("internal fragmentation: the last blocks hold " +
                     with_commas(p.unused_bytes) +
@@ -564,9 +557,7 @@ void by_kind(const Step& step, Notes& notes) {
             break;
         case StepKind::Norm:
             if (step.facts.rms_eps) {
-                std::ostringstream eps;
-                eps << *step.facts.rms_eps;
-                notes.push_back("each row: v / sqrt(mean(v²) + " + eps.str() +
+                notes.push_back("each row: v / sqrt(mean(v²) + " + compact(*step.facts.rms_eps) +
                                 ") * weight, over d_model features (RMSNorm)");
                 notes.push_back("parameters: weight, d_model = " + parameters);
                 break;

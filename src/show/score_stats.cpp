@@ -14,8 +14,6 @@
 
 namespace mha {
 
-// Pools each step 6 tensor's mean and variance into the running ones (Chan et al.).
-// The largest finite |x| of a tensor.
 // The largest finite |value|, 0 for none; read in place through stats_of (no copy).
 static double largest_magnitude(const Tensor& t) {
     const TensorStats stats = stats_of(t);
@@ -23,6 +21,7 @@ static double largest_magnitude(const Tensor& t) {
     return std::max(std::fabs(stats.min), std::fabs(stats.max));
 }
 
+// Pools each step 6 tensor's mean and variance into the running ones (Chan et al.).
 void ScoreStats::on_step(const Step& step) {
     if (step.value != nullptr && step.kind == StepKind::Scale) {
         largest_capped_ = std::max(largest_capped_, largest_magnitude(*step.value));

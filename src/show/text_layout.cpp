@@ -4,10 +4,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
 namespace mha {
 
-std::size_t display_width(const std::string& text) {
+std::string indented_lines(const std::string& text, const std::string& indent) {
+    std::string result;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) result += indent + line + "\n";
+    return result;
+}
+
+std::size_t display_width(std::string_view text) {
     std::size_t width = 0;
     for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
     return width;
@@ -68,13 +76,26 @@ std::string padded_left(const std::string& text, std::size_t width) {
     return std::string(width > used ? width - used : 0, ' ') + text;
 }
 
+std::string lowercase(std::string text) {
+    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> pieces;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(separator, start), text.size());
+        pieces.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return pieces;
+}
+
 std::vector<std::string> words_of(const std::string& text) {
     std::vector<std::string> words;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        const std::size_t end = std::min(text.find(' ', start), text.size());
-        if (end > start) words.push_back(text.substr(start, end - start));
-        start = end + 1;
+    for (std::string& word : split(text, ' ')) {
+        if (!word.empty()) words.push_back(std::move(word));
     }
     return words;
 }

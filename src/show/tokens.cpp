@@ -3,6 +3,7 @@
 #include "show/tokens.h"
 
 #include "io/printable.h"
+#include "show/text_layout.h"
 
 #include <algorithm>
 #include <charconv>
@@ -17,21 +18,6 @@ using tokenizers::TokenizeTrace;
 using tokenizers::TokenPiece;
 
 constexpr std::size_t widest_piece = 16;  // pieces wider than this push their line right
-
-// Characters (code points) of valid UTF-8, for aligning columns.
-std::size_t characters(std::string_view text) {
-    return static_cast<std::size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-}
-
-std::string padded(const std::string& text, std::size_t width) {
-    const std::size_t n = characters(text);
-    return n >= width ? text : text + std::string(width - n, ' ');
-}
-
-std::string right(const std::string& text, std::size_t width) {
-    return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
 
 std::string span(std::size_t begin, std::size_t end) {
     return std::to_string(begin) + ".." + std::to_string(end);
@@ -60,8 +46,8 @@ void print_pieces(std::ostream& out, std::string_view text, const TokenizeTrace&
     for (std::size_t i = 0; i < trace.pieces.size(); ++i) {
         const tokenizers::PreToken& p = trace.pieces[i];
         const std::size_t begin = p.source(0), end = p.end_source();
-        out << "   " << padded(piece_label(i), 10) << padded(span(begin, end), 10)
-            << padded(quoted_bytes(text, begin, end), 18) << " branch /" << p.branch << "/\n";
+        out << "   " << padded_right(piece_label(i), 10) << padded_right(span(begin, end), 10)
+            << padded_right(quoted_bytes(text, begin, end), 18) << " branch /" << p.branch << "/\n";
     }
 }
 
@@ -69,8 +55,9 @@ void print_symbols(std::ostream& out, std::string_view text, const TokenizeTrace
     out << "3. bytes to symbols (each byte one symbol of the vocabulary's alphabet):\n";
     for (std::size_t i = 0; i < trace.pieces.size(); ++i) {
         const tokenizers::PreToken& p = trace.pieces[i];
-        out << "   " << padded(piece_label(i), 10) << hex_bytes(text, p.source(0), p.end_source())
-            << "  ->  " << sanitized(p.text) << "\n";
+        out << "   " << padded_right(piece_label(i), 10)
+            << hex_bytes(text, p.source(0), p.end_source()) << "  ->  " << sanitized(p.text)
+            << "\n";
     }
 }
 
@@ -78,8 +65,8 @@ void print_merges(std::ostream& out, const TokenizeTrace& trace,
                   const tokenizers::Vocabulary& vocabulary) {
     out << "4. merges, lowest rank first in each piece (" << trace.merges.size() << "):\n";
     for (const TokenizeTrace::Merge& m : trace.merges) {
-        out << "   " << padded(piece_label(m.piece), 10)
-            << padded("rank " + std::to_string(m.merge.rank), 12)
+        out << "   " << padded_right(piece_label(m.piece), 10)
+            << padded_right("rank " + std::to_string(m.merge.rank), 12)
             << sanitized(vocabulary.token(m.merge.left)) << " + "
             << sanitized(vocabulary.token(m.merge.right)) << "  ->  "
             << sanitized(vocabulary.token(m.merge.result)) << "\n";
@@ -98,8 +85,8 @@ void print_fallbacks(std::ostream& out, const TokenizeTrace& trace,
     if (trace.fallbacks.empty()) out << " none";
     out << "\n";
     for (const TokenizeTrace::Fallback& f : trace.fallbacks) {
-        out << "   " << padded(piece_label(f.piece), 10) << "character " << f.fallback.character
-            << "  ->";
+        out << "   " << padded_right(piece_label(f.piece), 10) << "character "
+            << f.fallback.character << "  ->";
         for (const std::uint32_t id : f.fallback.ids) out << " " << sanitized(vocabulary.token(id));
         out << "\n";
     }
@@ -119,8 +106,9 @@ void print_specials(std::ostream& out, const TokenizeTrace& trace, bool with_spe
 void print_tokens(std::ostream& out, std::string_view text, const std::vector<TokenPiece>& tokens) {
     std::size_t width = 5;
     for (const TokenPiece& t : tokens)
-        width = std::max(width, std::min(widest_piece, characters(sanitized(t.piece))));
-    out << right("id", 7) << "  " << padded("bytes", 12) << padded("piece", width) << "  text\n";
+        width = std::max(width, std::min(widest_piece, display_width(sanitized(t.piece))));
+    out << padded_left("id", 7) << "  " << padded_right("bytes", 12) << padded_right("piece", width)
+        << "  text\n";
     // a quarter of a million lines for a megabyte of text: each is built in one buffer, written
     // out 64 KiB at a time, with no string made per column
     constexpr std::size_t flush_at = std::size_t(1) << 16;
@@ -134,7 +122,7 @@ void print_tokens(std::ostream& out, std::string_view text, const std::vector<To
         return digits;
     };
     auto pad_to = [&](std::size_t start, std::size_t columns) {
-        const std::size_t n = characters(std::string_view(lines).substr(start));
+        const std::size_t n = display_width(std::string_view(lines).substr(start));
         if (n < columns) lines.append(columns - n, ' ');
     };
     for (const TokenPiece& t : tokens) {

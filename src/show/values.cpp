@@ -4,6 +4,8 @@
 
 #include "show/values.h"
 
+#include "show/text_layout.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -65,14 +67,6 @@ bool needs_scientific(const std::vector<float>& finite) {
     return double(highest) >= 1e8 || double(lowest) < 1e-4 || ratio > 1000.0f;
 }
 
-std::string right_aligned(const std::string& word, std::size_t width) {
-    return std::string(width - std::min(width, word.size()), ' ') + word;
-}
-
-std::string left_aligned(const std::string& word, std::size_t width) {
-    return word + std::string(width - std::min(width, word.size()), ' ');
-}
-
 // One layout for every element, fitted to the values shown (NumPy's FloatingFormat).
 class FloatFormat {
 public:
@@ -114,12 +108,12 @@ FloatFormat::FloatFormat(const std::vector<float>& values) {
 
 std::string FloatFormat::operator()(float x) const {
     const std::size_t width = pad_left_ + 1 + pad_right_;
-    if (std::isnan(x)) return right_aligned("nan", width);
-    if (std::isinf(x)) return right_aligned(x < 0 ? "-inf" : "inf", width);
+    if (std::isnan(x)) return padded_left("nan", width);
+    if (std::isinf(x)) return padded_left(x < 0 ? "-inf" : "inf", width);
     Parts parts = shortest(x, scientific_ ? digits_ : precision, scientific_);
     if (scientific_) parts.fraction.resize(std::size_t(digits_), '0');
-    return right_aligned(parts.whole, pad_left_) + "." +
-           left_aligned(parts.fraction + parts.exponent, pad_right_);
+    return padded_left(parts.whole, pad_left_) + "." +
+           padded_right(parts.fraction + parts.exponent, pad_right_);
 }
 
 std::string without_trailing_spaces(const std::string& line) {

@@ -108,31 +108,25 @@ struct Row {
 // "1x128x512x8,4x512x768x12": B x N x d_model x h, each from 1 to 2^20, h dividing d_model.
 std::vector<BenchSize> parse_sizes(const Arg& arg) {
     std::vector<BenchSize> sizes;
-    std::size_t start = 0;
-    while (start <= arg.text.size()) {
-        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
-        const std::string item = arg.text.substr(start, end - start);
+    for (const std::string& item : split(arg.text, ',')) {
         const std::string expected =
             arg.option + " expects sizes like 1x128x512x8 (B x N x d_model x h), got '" + item +
             "'";
+        const std::vector<std::string> parts = split(item, 'x');
+        if (parts.size() != 4) throw Error(expected);
         std::vector<std::size_t> numbers;
-        for (std::size_t at = 0; at <= item.size() && numbers.size() < 5;) {
-            const std::size_t x = std::min(item.find('x', at), item.size());
+        for (const std::string& part : parts) {
             try {
-                numbers.push_back(
-                    parse_count({arg.option, item.substr(at, x - at)}, std::size_t(1) << 20));
+                numbers.push_back(parse_count({arg.option, part}, std::size_t(1) << 20));
             } catch (const Error&) {
                 throw Error(expected);
             }
-            at = x + 1;
         }
-        if (numbers.size() != 4) throw Error(expected);
         if (numbers[2] % numbers[3] != 0) {
             throw Error(arg.option + " " + item + ": h = " + std::to_string(numbers[3]) +
                         " does not divide d_model = " + std::to_string(numbers[2]));
         }
         sizes.push_back({numbers[0], numbers[1], numbers[2], numbers[3]});
-        start = end + 1;
     }
     return sizes;
 }
@@ -379,19 +373,6 @@ Row measure(const BenchSize& size, const BenchOptions& o, std::size_t threads, d
     return row;
 }
 
-// PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2: one process each, kept for every size.
-std::vector<std::unique_ptr<TorchProcess>> start_torch(bool backward) {
-    std::vector<std::unique_ptr<TorchProcess>> torch;
-    for (const std::size_t torch_threads : {1, 2}) {
-        for (const std::size_t blas_threads : {1, 2}) {
-            torch.push_back(std::make_unique<TorchProcess>(
-                backward ? TorchProcess::Mode::Backward : TorchProcess::Mode::Forward,
-                torch_threads, blas_threads));
-        }
-    }
-    return torch;
-}
-
 // measure with --compare-torch: the engines (mha on all threads, mha on one, then each PyTorch
 // process's forms, module and composed) share the machine as --timing says (time_engines), so
 // that a load that comes and goes falls on all alike. The row takes PyTorch's form and setting
@@ -595,7 +576,9 @@ int run_bench(const std::vector<std::string>& args) {
     std::vector<double> peaks;
     for (const BenchSize& size : sizes) peaks.push_back(attention_peak_mib(size, threads, o.backward));
     std::vector<std::unique_ptr<TorchProcess>> torch;
-    if (o.compare_torch) torch = start_torch(o.backward);
+    if (o.compare_torch)  // one process a setting, kept for every size
+        torch = start_torch(o.backward ? TorchProcess::Mode::Backward
+                                       : TorchProcess::Mode::Forward);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         rows.push_back(o.compare_torch
                            ? measure_with_torch(sizes[i], o, threads, peaks[i], naive_rate, torch)

@@ -118,7 +118,7 @@ double forward_macs_of(const ck::Config& c, std::size_t n) {
         Tally one;
         PassTrace trace(one);
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), trace);
+                      layer_options(layer, 1, &workspace), trace);
         macs += double(one.total_macs());
     }
     return macs;
@@ -134,24 +134,6 @@ double load_and_forward_peak_mib(const CheckpointBenchOptions& o, std::size_t n)
     });
 }
 
-// "17,4,..." : the ids as bench_torch.py reads them.
-std::string id_text(const std::vector<std::size_t>& ids) {
-    std::string text;
-    for (const std::size_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
-    return text;
-}
-
-std::vector<std::unique_ptr<TorchProcess>> start_torch(const std::string& dir) {
-    std::vector<std::unique_ptr<TorchProcess>> torch;
-    for (const std::size_t torch_threads : {1, 2}) {
-        for (const std::size_t blas_threads : {1, 2}) {
-            torch.push_back(std::make_unique<TorchProcess>(TorchProcess::Mode::Checkpoint,
-                                                           torch_threads, blas_threads, dir));
-        }
-    }
-    return torch;
-}
-
 // One length: mha's forward (and PyTorch's forms) timed as --timing says.
 void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& packed,
               const CheckpointBenchOptions& o, std::vector<std::unique_ptr<TorchProcess>>& torch,
@@ -162,7 +144,7 @@ void time_row(CheckpointRow& row, const ck::Prompt& prompt, const PackedModel& p
     std::vector<std::function<double()>> engines = {run};
     std::vector<TorchCandidate> candidates;
     for (const auto& process : torch) {
-        for (const std::string& form : process->load(id_text(tokens))) {
+        for (const std::string& form : process->load(joined(tokens))) {
             candidates.push_back({process->setting(), form, {}});
             engines.push_back([&process, form] { return process->run_ms(form); });
         }
@@ -272,7 +254,7 @@ void run_checkpoint_bench(const CheckpointBenchOptions& o) {
     const double pack_ms =
         time_ms([&] { weights.packed = pack_model(weights.layers, weights.head); });
     std::vector<std::unique_ptr<TorchProcess>> torch;
-    if (o.compare_torch) torch = start_torch(o.dir);
+    if (o.compare_torch) torch = start_torch(TorchProcess::Mode::Checkpoint, o.dir);
     if (!o.json) print_heading(c, load_ms, pack_ms, o);  // each row follows when it is timed
     for (CheckpointRow& row : rows) {
         const std::vector<std::size_t> tokens = bench_tokens(row.n, c.vocab_size);

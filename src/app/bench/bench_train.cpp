@@ -176,17 +176,11 @@ void run_train_bench(const TrainBenchOptions& o) {
                                    {"mha", "1", "", {}}};
     std::vector<std::function<double()>> runs = {[&] { return mha_all.step_ms(); },
                                                  [&] { return mha_one.step_ms(); }};
-    if (o.compare_torch) {
-        for (const std::size_t torch_threads : {1, 2}) {
-            for (const std::size_t blas_threads : {1, 2}) {
-                torch.push_back(std::make_unique<TorchProcess>(TorchProcess::Mode::Train,
-                                                               torch_threads, blas_threads));
-                TorchProcess& process = *torch.back();
-                for (const std::string& form : process.load(size_text(s))) {
-                    engines.push_back({"torch", process.setting(), form, {}});
-                    runs.push_back([&process, form] { return process.run_ms(form); });
-                }
-            }
+    if (o.compare_torch) torch = start_torch(TorchProcess::Mode::Train);
+    for (const auto& process : torch) {
+        for (const std::string& form : process->load(size_text(s))) {
+            engines.push_back({"torch", process->setting(), form, {}});
+            runs.push_back([&process, form] { return process->run_ms(form); });
         }
     }
     mha_all.step_ms();  // warm-up: the pool's threads, the first touch of every buffer

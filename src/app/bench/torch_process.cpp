@@ -143,4 +143,14 @@ void TorchProcess::stop() {
     pid_ = -1;
 }
 
+std::vector<std::unique_ptr<TorchProcess>> start_torch(TorchProcess::Mode mode,
+                                                       const std::string& dir) {
+    std::vector<std::unique_ptr<TorchProcess>> torch;
+    for (const std::size_t torch_threads : {1, 2}) {
+        for (const std::size_t blas_threads : {1, 2})
+            torch.push_back(std::make_unique<TorchProcess>(mode, torch_threads, blas_threads, dir));
+    }
+    return torch;
+}
+
 }  // namespace mha

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,9 @@ private:
     int socket_ = -1;
     std::string pending_;  // what it printed past the last line read
 };
+
+// PyTorch at torch threads 1, 2 x OpenBLAS threads 1, 2: one process each, in that order.
+std::vector<std::unique_ptr<TorchProcess>> start_torch(TorchProcess::Mode mode,
+                                                       const std::string& dir = "");
 
 }  // namespace mha

@@ -9,6 +9,7 @@
 
 #include "io/read_file.h"
 #include "show/format.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -18,11 +19,6 @@ bool all_digits(const std::string& text) {
     return !text.empty() && text.size() <= 19 &&
            std::all_of(text.begin(), text.end(),
                        [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-std::string lowercase(std::string text) {
-    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return text;
 }
 
 // "×" becomes x and an en dash "–" becomes -, so "4×" and "0–2" read as typed in ASCII.
@@ -220,8 +216,7 @@ std::string spelled(const Expected& expected) {
     if (expected.kind == AnswerKind::Word) return expected.word;
     if (expected.kind == AnswerKind::Number) return with_commas(expected.numbers.front());
     if (expected.numbers.empty()) return "none";
-    std::string list;
-    for (std::uint64_t n : expected.numbers) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    const std::string list = joined(expected.numbers, ", ");
     return expected.kind == AnswerKind::SizeList ? "(" + list + ")" : list;
 }
 

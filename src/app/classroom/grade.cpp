@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "io/printable.h"
 #include "show/format.h"
+#include "show/text_layout.h"
 #include "show/tokens.h"
 
 namespace mha {
@@ -162,7 +163,8 @@ private:
         if (kind == "kv-cache") {
             const Recorded& key = t.find(StepKind::Project, Operand::K);
             const Recorded& value = t.find(StepKind::Project, Operand::V);
-            const std::uint64_t bytes = (elements(key.step) + elements(value.step)) * sizeof(float);
+            const std::uint64_t bytes =
+                (element_count(key.step.shape) + element_count(value.step.shape)) * sizeof(float);
             return verdict({AnswerKind::Number, {bytes}, ""}, answer,
                            "K and V (steps 2 and 3), 4 bytes a float: " + with_commas(bytes) +
                                " bytes (" + byte_size(bytes) + ")\n" + first_lines(key.text, 2) +
@@ -200,19 +202,13 @@ private:
         if (kind == "copied")
             return verdict({AnswerKind::Number, {r.step.copied_bytes}, ""}, answer, lines);
         if (kind == "macs") return verdict({AnswerKind::Number, {r.step.macs}, ""}, answer, lines);
-        const std::uint64_t bytes = elements(r.step) * sizeof(float);  // kind "bytes"
-        return verdict({AnswerKind::Number, {bytes}, ""}, answer,
-                       lines + "(" + with_commas(elements(r.step)) + " floats · 4 bytes)\n");
+        const std::uint64_t floats = element_count(r.step.shape);  // kind "bytes"
+        return verdict({AnswerKind::Number, {floats * sizeof(float)}, ""}, answer,
+                       lines + "(" + with_commas(floats) + " floats · 4 bytes)\n");
     }
 
     static std::vector<std::uint64_t> sizes(const Shape& shape) {
         return {shape.begin(), shape.end()};
-    }
-
-    static std::uint64_t elements(const Step& step) {
-        std::uint64_t n = 1;
-        for (std::size_t size : step.shape) n *= size;
-        return n;
     }
 
     static void need_arguments(const KeyLine& k, std::size_t count) {
@@ -381,13 +377,6 @@ private:
     std::string failure_;
 };
 
-std::string indented(const std::string& text, const std::string& indent) {
-    std::string result;
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) result += indent + line + "\n";
-    return result;
-}
-
 struct GradeOptions {
     std::string files_in;  // --files-in: the key's file names are relative to it
     bool help = false;
@@ -480,7 +469,7 @@ int run_grade(const std::vector<std::string>& args, std::istream& key_in, std::o
         }
         out << "\n";
         if (!key[i].why.empty()) out << "   " << sanitized(key[i].why) << "\n";
-        out << indented(v.why, "   | ");
+        out << indented_lines(v.why, "   | ");
     }
     out << "score: " << right << "/" << key.size();
     if (followed > 0) out << " (" << followed << " of them as follow-through)";

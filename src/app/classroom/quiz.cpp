@@ -11,6 +11,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "io/printable.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -30,10 +31,7 @@ constexpr std::size_t max_questions = 100;
 
 std::vector<Topic> parse_topics(const std::string& text) {
     std::vector<Topic> topics;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = std::min(text.find(',', start), text.size());
-        const std::string name = text.substr(start, end - start);
+    for (const std::string& name : split(text, ',')) {
         bool known = false;
         for (const auto& [topic_name, topic] : topic_names()) {
             if (topic_name == name) {
@@ -48,7 +46,6 @@ std::vector<Topic> parse_topics(const std::string& text) {
             throw Error("quiz --topics expects a comma-separated list of " + names + ", got '" +
                         name + "'");
         }
-        start = end + 1;
     }
     return topics;
 }
@@ -115,18 +112,6 @@ void print_question(std::ostream& out, const Question& q, std::size_t number, st
         << q.text << "\n";
 }
 
-// Every line of text indented by four spaces; text ends with a newline.
-std::string indented(const std::string& text) {
-    std::string result;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        const std::size_t end = std::min(text.find('\n', start), text.size());
-        result += "    " + text.substr(start, end - start) + "\n";
-        start = end + 1;
-    }
-    return result;
-}
-
 // The verdict and the trace lines that explain the answer.
 bool grade(std::ostream& out, const Question& q, const std::string& typed) {
     const bool right = is_right(q, typed);
@@ -135,7 +120,7 @@ bool grade(std::ostream& out, const Question& q, const std::string& typed) {
     else
         out << "wrong: you answered '" << sanitized(typed) << "', the answer is "
             << spelled_answer(q) << "\n";
-    out << "  why:\n" << indented(q.explanation);
+    out << "  why:\n" << indented_lines(q.explanation, "    ");
     return right;
 }
 
@@ -221,7 +206,7 @@ int run_quiz(const std::vector<std::string>& args, std::istream& in, bool in_is_
             }
             if (got == Reply::Skip) {
                 out << "skipped: the answer is " << spelled_answer(questions[i]) << "\n  why:\n"
-                    << indented(questions[i].explanation);
+                    << indented_lines(questions[i].explanation, "    ");
                 continue;
             }
         }

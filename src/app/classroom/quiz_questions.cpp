@@ -117,8 +117,7 @@ Question macs_question(Random& random, const Trace& t) {
 Question kv_cache_question(const Trace& t) {
     const Recorded& k = t.find(StepKind::Project, Operand::K);
     const Recorded& v = t.find(StepKind::Project, Operand::V);
-    std::uint64_t elements = 1;
-    for (std::size_t size : k.step.shape) elements *= size;
+    const std::uint64_t elements = element_count(k.step.shape);
     const std::uint64_t bytes = 2 * elements * sizeof(float);
     return {
         Topic::KvCache,
@@ -281,8 +280,7 @@ Question gradients_question(Random& random, Config c) {
                         ": the adjoint of a repeat is a sum over the copies\n" + sum.text;
     } else if (choice == 1) {
         const Recorded& r = *costly[draw(random, 0, costly.size() - 1)];
-        std::uint64_t entries = 1;
-        for (std::size_t size : r.step.shape) entries *= size;
+        const std::uint64_t entries = element_count(r.step.shape);
         q.text = "With --backward, how many multiply-adds does this backward step take?\nstep b" +
                  std::to_string(r.step.number) + ", " + r.step.expression;
         q.answer = {r.step.macs};

@@ -50,14 +50,6 @@ Trace traced_with(const Layer& l, const std::vector<std::string>& options) {
     return traced(parse_args(words));
 }
 
-// "1,-1,0", or with a separator "1, -1, 0"
-template <typename Number>
-std::string joined(const std::vector<Number>& values, const std::string& separator = ",") {
-    std::string text;
-    for (Number v : values) text += (text.empty() ? "" : separator) + std::to_string(v);
-    return text;
-}
-
 // Decode's paged step 2 that writes position t (0-based) of every sequence.
 const Recorded& paged_write(const Trace& trace, std::size_t t) {
     for (const Recorded& r : trace.steps) {

@@ -12,6 +12,7 @@
 #include "app/cli/did_you_mean.h"
 #include "app/cli/presets.h"
 #include "core/error.h"
+#include "show/text_layout.h"
 
 namespace mha {
 
@@ -45,12 +46,8 @@ std::size_t parse_count(const Arg& arg, std::uint64_t max) {
 // "1,8,16": whole numbers from 1 to max, at most 16 of them.
 std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max) {
     std::vector<std::size_t> counts;
-    std::size_t start = 0;
-    while (start <= arg.text.size()) {
-        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
-        counts.push_back(parse_count({arg.option, arg.text.substr(start, end - start)}, max));
-        start = end + 1;
-    }
+    for (const std::string& item : split(arg.text, ','))
+        counts.push_back(parse_count({arg.option, item}, max));
     if (counts.size() > 16) {
         throw Error(arg.option + " takes at most 16 values, got " + std::to_string(counts.size()));
     }
@@ -59,18 +56,14 @@ std::vector<std::size_t> parse_count_list(const Arg& arg, std::uint64_t max) {
 
 std::vector<std::size_t> parse_index_list(const Arg& arg, std::uint64_t max, std::size_t most) {
     std::vector<std::size_t> values;
-    std::size_t start = 0;
-    while (start <= arg.text.size()) {
-        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
-        const std::uint64_t value =
-            parse_unsigned({arg.option, arg.text.substr(start, end - start)});
+    for (const std::string& item : split(arg.text, ',')) {
+        const std::uint64_t value = parse_unsigned({arg.option, item});
         if (value >= max)
             throw Error(arg.option + " value '" + std::to_string(value) + "' is too large");
         values.push_back(std::size_t(value));
         if (values.size() > most) {
             throw Error(arg.option + " takes at most " + std::to_string(most) + " values");
         }
-        start = end + 1;
     }
     return values;
 }
@@ -90,8 +83,7 @@ std::string parse_svg_path(const Arg& arg) {
     const bool special = kind != std::filesystem::file_type::not_found &&
                          kind != std::filesystem::file_type::regular &&
                          kind != std::filesystem::file_type::directory;
-    std::string extension = std::filesystem::path(path).extension().string();
-    for (char& c : extension) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string extension = lowercase(std::filesystem::path(path).extension().string());
     const bool system = path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
     if (extension == ".svg" || special || system) return path;
     const std::string stem = std::filesystem::path(path).replace_extension().string();
@@ -147,16 +139,18 @@ double parse_positive(const Arg& arg) {
     return value;
 }
 
+std::optional<double> parse_seconds_or_off(const Arg& arg) {
+    if (arg.text == "off") return std::nullopt;
+    return parse_positive(arg);
+}
+
 std::vector<std::string> OptionInfo::choices() const {
     std::vector<std::string> words;
     const std::string list = optional_value() ? value.substr(2, value.size() - 3) : value;
-    std::size_t start = 0;
-    while (list.find('|') != std::string::npos && start <= list.size()) {
-        const std::size_t end = std::min(list.find('|', start), list.size());
-        const std::string word = list.substr(start, end - start);
+    if (list.find('|') == std::string::npos) return words;
+    for (const std::string& word : split(list, '|')) {
         if (std::none_of(word.begin(), word.end(), [](char c) { return std::isupper(c); }))
             words.push_back(word);
-        start = end + 1;
     }
     return words;
 }
@@ -281,17 +275,13 @@ std::size_t parse_index(const Arg& arg) {
 std::vector<std::ptrdiff_t> parse_parent_list(const Arg& arg) {
     constexpr std::size_t most = 256;
     std::vector<std::ptrdiff_t> parents;
-    std::size_t start = 0;
-    while (start <= arg.text.size()) {
-        const std::size_t end = std::min(arg.text.find(',', start), arg.text.size());
-        const std::string item = arg.text.substr(start, end - start);
+    for (const std::string& item : split(arg.text, ',')) {
         const bool negative = !item.empty() && item[0] == '-';
         const std::size_t value = parse_index({arg.option, item.substr(negative ? 1 : 0)});
         parents.push_back(negative ? -std::ptrdiff_t(value) : std::ptrdiff_t(value));
         if (parents.size() > most) {
             throw Error(arg.option + " takes at most " + std::to_string(most) + " values");
         }
-        start = end + 1;
     }
     return parents;
 }
@@ -395,12 +385,7 @@ const std::vector<Row>& mha_table() {
         {{"--max-time", 0, "SECONDS|off",
           "refuse runs estimated (from their multiply-adds) to\n"
           "take longer (default 60); off: no limit"},
-         [](Config& c, const Arg& a) {
-             if (a.text == "off")
-                 c.max_time.reset();
-             else
-                 c.max_time = parse_positive(a);
-         }},
+         [](Config& c, const Arg& a) { c.max_time = parse_seconds_or_off(a); }},
 
         section<Config>("Output:"),
         {{"--trace", 0, "", "print every step: shape, strides, copies, multiply-adds"},

@@ -9,6 +9,7 @@
 #include "core/error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,5 +119,7 @@ std::string parse_path(const Arg& arg);
 std::uint64_t parse_bytes(const Arg& arg);
 // A finite number above 0: "50", "1.5", "5e5".
 double parse_positive(const Arg& arg);
+// --max-time's seconds (parse_positive), or none for "off".
+std::optional<double> parse_seconds_or_off(const Arg& arg);
 
 }  // namespace mha

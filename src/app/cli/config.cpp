@@ -3,6 +3,7 @@
 #include "app/cli/config.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "app/cli/rules.h"
 #include "core/error.h"
@@ -19,66 +20,30 @@ bool asks(const Config& c, FormChoice form) {
 
 bool draws(const Config& c) { return !c.view_heads.empty() || c.mean_view; }
 
-// The views some form cannot give; every other view reads only the steps or the output,
-// which every form has.
-enum class View {
-    HeadContributions,
-    Html,
-    FlashRow,
-    Heatmap,
-    Summary,
-    NoScale,
-    Svg,
+// The views some form cannot give, each with the option that asks for it; every other view
+// reads only the steps or the output, which every form has.
+struct View {
+    const char* option;
+    bool (*wanted)(const Config&);
 };
-constexpr std::size_t view_count = 7;
-
-const char* option_of(View view) {
-    switch (view) {
-        case View::HeadContributions:
-            return "--head-contributions";
-        case View::Html:
-            return "--format html";
-        case View::FlashRow:
-            return "--flash-row";
-        case View::Heatmap:
-            return "--heatmap";
-        case View::Summary:
-            return "--summary";
-        case View::NoScale:
-            return "--no-scale";
-        case View::Svg:
-            return "--export-svg";
-    }
-    return "";
-}
-
-bool wants(const Config& c, View view) {
-    switch (view) {
-        case View::HeadContributions:
-            return c.head_contributions;
-        case View::Html:
-            return c.format == Format::Html;
-        case View::FlashRow:
-            return c.flash_row.has_value();
-        case View::Heatmap:
-            return c.heatmap;
-        case View::Summary:
-            return c.summary;
-        case View::NoScale:
-            return c.no_scale;
-        case View::Svg:
-            return !c.svg_path.empty();
-    }
-    return false;
-}
+const View views[] = {
+    {"--head-contributions", [](const Config& c) { return c.head_contributions; }},
+    {"--format html", [](const Config& c) { return c.format == Format::Html; }},
+    {"--flash-row", [](const Config& c) { return c.flash_row.has_value(); }},
+    {"--heatmap", [](const Config& c) { return c.heatmap; }},
+    {"--summary", [](const Config& c) { return c.summary; }},
+    {"--no-scale", [](const Config& c) { return c.no_scale; }},
+    {"--export-svg", [](const Config& c) { return !c.svg_path.empty(); }},
+};
+constexpr std::size_t view_count = std::size(views);
 
 // What each form can show: a row per form that refuses a view (the packed and fused forms
 // refuse none), and in each cell why the form refuses that view (nullptr: it gives it), in
-// the order of View. The rule "form-view" refuses the run before any output.
+// the order of views. The rule "form-view" refuses the run before any output.
 struct FormViews {
     const char* form;  // as the command line asks for it
     bool (*asked)(const Config&);
-    const char* refused[view_count];  // indexed by View
+    const char* refused[view_count];  // in the order of views
 };
 
 const std::vector<FormViews>& form_views() {
@@ -121,8 +86,8 @@ std::string refused_view(const Config& c) {
     for (const FormViews& row : form_views()) {
         if (!row.asked(c)) continue;
         for (std::size_t v = 0; v < view_count; ++v) {
-            if (row.refused[v] != nullptr && wants(c, View(v))) {
-                return std::string(row.form) + " does not give " + option_of(View(v)) + ": " +
+            if (row.refused[v] != nullptr && views[v].wanted(c)) {
+                return std::string(row.form) + " does not give " + views[v].option + ": " +
                        row.refused[v];
             }
         }

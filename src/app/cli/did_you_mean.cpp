@@ -3,16 +3,12 @@
 #include "app/cli/did_you_mean.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "show/text_layout.h"
 
 namespace mha {
 
 namespace {
-
-std::string lower(std::string text) {
-    for (char& c : text) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-}
 
 // Edits (insert, delete, replace, swap two neighbours) that turn a into b.
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -33,14 +29,14 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
-    const std::string typed = lower(word.substr(word.find_first_not_of('-') == std::string::npos
-                                                    ? word.size()
-                                                    : word.find_first_not_of('-')));
+    const std::string typed = lowercase(word.substr(word.find_first_not_of('-') == std::string::npos
+                                                        ? word.size()
+                                                        : word.find_first_not_of('-')));
     // a typo: one edit in a short word, two in a longer one
     std::size_t best = typed.size() >= 6 ? 3 : typed.size() >= 3 ? 2 : 0;
     std::string nearest;
     for (const std::string& name : names) {
-        const std::string bare = lower(name.substr(name.find_first_not_of('-')));
+        const std::string bare = lowercase(name.substr(name.find_first_not_of('-')));
         const std::size_t distance = edit_distance(typed, bare);
         if (distance < best) {
             best = distance;

@@ -144,7 +144,7 @@ std::uint64_t layer_pass_bytes(const ck::Config& cf, std::size_t n, std::size_t 
         Workspace workspace = Workspace::dry_blocks();  // as the forward's blocks are taken
         const Tensor x = Tensor::shape_only({1, n, cf.hidden_size});
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), quiet);
+                      layer_options(layer, 1, &workspace), quiet);
         peak = std::max(peak, workspace.peak_bytes());
     }
     const Sizes s = layer_sizes(cf, n);
@@ -278,7 +278,7 @@ RunInfo checkpoint_info(const Config& c, const ck::Config& cf, const std::string
     info.threads = model_run_threads(c);
     info.kernels = kernel_variant_name();
     info.weights_source = source + " (" + cf.model_type + ")";
-    info.inputs_source = "--tokens, " + std::to_string(n) + " token" + (n == 1 ? "" : "s");
+    info.inputs_source = "--tokens, " + counted(n, "token");
     info.values = c.values;
     info.explain = c.explain;
     if (c.tokens) {
@@ -391,7 +391,7 @@ std::uint64_t training_bytes(const ck::Config& cf, std::size_t n, std::size_t l)
     PassTrace trace(quiet);
     const ForwardResult r =
         forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
-                      layer_options(layer, 1, workspace), trace, &k);
+                      layer_options(layer, 1, &workspace), trace, &k);
     const std::string what = "the memory training keeps";
     std::uint64_t bytes =
         kept_bytes(kept_tensors({k.attn_in, k.attn_in, k.attn_in}, k.attention, r.weights));
@@ -505,9 +505,8 @@ void run_checkpoint(const Config& given, const ReportFor& report_for, std::ostre
     RunInfo info = checkpoint_info(c, ck.config, sanitized(ck.folder.dir()), tokens.size(), layer);
     if (given.text) {  // the header names each token: its id and its piece
         info.tokens = in.labels;
-        info.inputs_source = "--text, " + std::to_string(tokens.size()) + " token" +
-                             (tokens.size() == 1 ? "" : "s") + " by the folder's tokenizer: " +
-                             token_list(in);
+        info.inputs_source = "--text, " + counted(tokens.size(), "token") +
+                             " by the folder's tokenizer: " + token_list(in);
     }
     const bool page = c.format == Format::Html;
     const std::size_t steps = c.step || page ? dry_steps(ck.config, tokens.size(), layer) : 0;

@@ -72,8 +72,6 @@ CompareRow run_row(const Config& config, std::size_t heads) {
     return row;
 }
 
-std::string column(const std::string& text, std::size_t width) { return padded_left(text, width); }
-
 }  // namespace
 
 void run_compare(const Config& config, std::ostream& out) {
@@ -89,11 +87,12 @@ void run_compare(const Config& config, std::ostream& out) {
                  "  ", "  ", "  ");
     out << "\n   h   d_k  parameters  per head           MACs  |output|  entropy  wall ms\n";
     for (const CompareRow& row : rows) {
-        out << column(std::to_string(row.heads), 4) << column(std::to_string(row.d_k), 6)
-            << column(with_commas(row.parameters), 12) << column(with_commas(row.per_head), 10)
-            << column(with_commas(row.macs), 15) << column(fixed(row.norm, 4), 10)
-            << column(std::isnan(row.entropy) ? "-" : fixed(row.entropy, 4), 9)
-            << column(fixed(row.ms, 2), 9) << "\n";
+        out << padded_left(std::to_string(row.heads), 4) << padded_left(std::to_string(row.d_k), 6)
+            << padded_left(with_commas(row.parameters), 12)
+            << padded_left(with_commas(row.per_head), 10) << padded_left(with_commas(row.macs), 15)
+            << padded_left(fixed(row.norm, 4), 10)
+            << padded_left(std::isnan(row.entropy) ? "-" : fixed(row.entropy, 4), 9)
+            << padded_left(fixed(row.ms, 2), 9) << "\n";
     }
     bool same_parameters = true, same_macs = true;
     for (const CompareRow& row : rows) {

@@ -3,8 +3,6 @@
 #include "app/run/contributions.h"
 
 #include <cmath>
-#include <iomanip>
-#include <sstream>
 #include <vector>
 
 #include "app/run/variants.h"
@@ -28,13 +26,6 @@ public:
     std::vector<float> concat;  // (B, N, h·d_k) in C order
     std::size_t width = 0;      // h·d_k
 };
-
-// "2.4e-07"
-std::string scientific(double value) {
-    std::ostringstream text;
-    text << std::scientific << std::setprecision(1) << value;
-    return text.str();
-}
 
 }  // namespace
 
@@ -82,7 +73,7 @@ void report_contributions(std::ostream& out, const Config& config, const Problem
     write_filled(out,
                  words_of("sum of the " + std::to_string(h) + " contributions" +
                           (b_o.empty() ? "" : " + b_o") + " = output: largest difference " +
-                          scientific(worst)),
+                          scientific(worst, 1)),
                  " ", "  ", "  ");
 }
 

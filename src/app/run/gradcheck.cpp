@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <ostream>
 #include <set>
 
@@ -15,6 +14,7 @@
 #include "core/error.h"
 #include "core/pass/shape_checks.h"
 #include "io/init.h"
+#include "show/format.h"
 #include "show/text_layout.h"
 
 namespace mha {
@@ -40,41 +40,6 @@ struct Checked {
     }
 };
 
-// A part of the state dict's arrays in the double copy (io/weights.h's WeightPart).
-DoubleTensor DoubleWeights::*field_of(WeightPart part) {
-    switch (part) {
-        case WeightPart::Q:
-            return &DoubleWeights::w_q;
-        case WeightPart::K:
-            return &DoubleWeights::w_k;
-        case WeightPart::V:
-            return &DoubleWeights::w_v;
-        case WeightPart::O:
-            return &DoubleWeights::w_o;
-        case WeightPart::BiasQ:
-            return &DoubleWeights::b_q;
-        case WeightPart::BiasK:
-            return &DoubleWeights::b_k;
-        case WeightPart::BiasV:
-            return &DoubleWeights::b_v;
-        case WeightPart::BiasO:
-            return &DoubleWeights::b_o;
-        case WeightPart::KvBiasK:
-            return &DoubleWeights::bias_k;
-        case WeightPart::KvBiasV:
-            return &DoubleWeights::bias_v;
-        case WeightPart::QNorm:
-            return &DoubleWeights::q_norm;
-        case WeightPart::KNorm:
-            return &DoubleWeights::k_norm;
-        case WeightPart::Gate:
-            return &DoubleWeights::w_g;
-        case WeightPart::BiasGate:
-            return &DoubleWeights::b_g;
-    }
-    return &DoubleWeights::w_q;
-}
-
 // The inputs (those present), then the state dict's arrays in `names`' order.
 std::vector<Checked> checked_tensors(GradcheckProblem& p, const DoubleGradients& g,
                                      const StateDictNames& names) {
@@ -87,8 +52,10 @@ std::vector<Checked> checked_tensors(GradcheckProblem& p, const DoubleGradients&
     add_input("value", p.inputs.x_v, g.value);
     for (const StateDictEntry& entry : names) {
         Checked tensor{entry.name, entry.shape, {}};
-        for (const WeightPart part : entry.parts)
-            tensor.parts.push_back({&(p.weights.*field_of(part)), &(g.params.*field_of(part))});
+        for (const WeightPart part : entry.parts) {
+            const auto member = weight_member<DoubleWeights>(part);  // the state dict's part
+            tensor.parts.push_back({&(p.weights.*member), &(g.params.*member)});
+        }
         tensors.push_back(std::move(tensor));
     }
     return tensors;
@@ -136,12 +103,6 @@ void record(GradcheckRow& row, double analytic, double numeric) {
         row.analytic = analytic;
         row.numeric = numeric;
     }
-}
-
-std::string scientific(double value, int digits) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*e", digits, value);
-    return text;
 }
 
 // Multiply-adds of one reference forward (steps 1-3, 6 and 10, 14).

@@ -29,12 +29,6 @@ Sizes cache_sizes(const LayerCache& layer, std::size_t cached) {
     return Sizes{1, cached, cached, G * d_k, G * d_k, G * d_k, G, G, d_k};
 }
 
-// "K is", "V is" or "K and V are": the tensors grouped along `axis`.
-std::string grouped_on(const KvQuant& q, QuantAxis axis) {
-    if (q.k_axis == axis && q.v_axis == axis) return "K and V are";
-    return q.k_axis == axis ? "K is" : "V is";
-}
-
 // Whether int8 and int4 can be counted for `layer`: a group along d_k must divide it. Throws
 // for a --kv-quant-group that does not; "" when it fits, else why the default does not.
 std::string quant_misfit(const LedgerSettings& s, const LayerCache& layer) {
@@ -43,7 +37,7 @@ std::string quant_misfit(const LedgerSettings& s, const LayerCache& layer) {
         const std::size_t group = quant_group(s.quant, axis, s.length, one.d_k());
         if (axis != QuantAxis::Token || one.d_k() % group == 0) continue;
         const std::string why = std::to_string(group) + " does not divide d_k = " +
-                                std::to_string(one.d_k()) + ": " + grouped_on(s.quant, axis) +
+                                std::to_string(one.d_k()) + ": " + operands_on(s.quant, axis) +
                                 " grouped along d_k, within each token's vector";
         if (s.group_given) throw Error("--kv-quant-group " + why);
         return "int8 and int4 are not counted: the default group " + why +

@@ -15,13 +15,12 @@ std::string group_words(const Config& c, std::size_t group) {
     return (c.kv_quant_group ? "--kv-quant-group " : "the default group ") + std::to_string(group);
 }
 
-// Which of K and V `axis` groups: "K and V are", "K is" or "V is".
+}  // namespace
+
 std::string operands_on(const KvQuant& q, QuantAxis axis) {
     if (q.k_axis == axis && q.v_axis == axis) return "K and V are";
     return q.k_axis == axis ? "K is" : "V is";
 }
-
-}  // namespace
 
 KvQuant kv_quant_of(const Config& c) {
     KvQuant quant;

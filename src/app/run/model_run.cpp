@@ -42,10 +42,6 @@ namespace mha {
 
 namespace {
 
-std::string plural(std::size_t count, const std::string& noun) {
-    return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
-}
-
 // The model, the text and the traced layer (load_run checks them and warns about unknown
 // characters).
 struct ModelRun {
@@ -58,7 +54,7 @@ struct ModelRun {
 void check_choices(const Config& c, const Model& model, std::size_t layer) {
     if (layer >= model.layers.size()) {
         throw Error("--layer " + std::to_string(layer) + " is out of range: " + c.model_path +
-                    " has " + plural(model.layers.size(), "layer") + ", 0.." +
+                    " has " + counted(model.layers.size(), "layer") + ", 0.." +
                     std::to_string(model.layers.size() - 1));
     }
     const std::size_t heads = model.layers[layer].heads;
@@ -166,7 +162,7 @@ void check_model_budget(const Config& c, const ModelRun& run) {
     const Model& model = run.model;
     const std::size_t n = run.text.tokens.size();
     throw Error("the model run needs " + byte_size(need) + " (" + sanitized(c.model_path) + ": " +
-                plural(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
+                counted(model.layers.size(), "layer") + ", N=" + std::to_string(n) +
                 " V=" + std::to_string(model.vocab_size()) +
                 " d_model=" + std::to_string(model.d_model()) + "), more than --max-memory " +
                 byte_size(c.max_memory) + "; raise --max-memory or use a shorter --text");
@@ -185,7 +181,7 @@ RunInfo model_info(const Config& c, const Model& model, const ModelText& text, s
     info.kernels = kernel_variant_name();
     info.parameters = model.parameter_count();
     info.weights_source = sanitized(c.model_path);
-    info.inputs_source = "--text, " + plural(text.tokens.size(), "character");
+    info.inputs_source = "--text, " + counted(text.tokens.size(), "character");
     info.values = c.values;
     info.explain = c.explain;
     info.tokens = text.characters;
@@ -212,11 +208,8 @@ std::vector<std::string> model_labels(const ModelText& text) {
 std::string every_layer_title(const Config& c) {
     if (c.mean_view) return "every layer's mean over heads";
     if (c.view_heads.empty()) return "every layer's heads";
-    std::string heads;
-    for (std::size_t head : c.view_heads) {
-        heads += (heads.empty() ? "" : ", ") + std::to_string(head);
-    }
-    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") + heads + " of every layer";
+    return "head" + std::string(c.view_heads.size() == 1 ? " " : "s ") +
+           joined(c.view_heads, ", ") + " of every layer";
 }
 
 // A picture's caption: its title, the text and the model.
@@ -318,7 +311,7 @@ void show_views(std::ostream& out, const Config& c, const Model& model, const Mo
         if (c.backward) {
             out << "loss: " << fixed(computed.loss, 4)
                 << " nats, the mean cross-entropy of predicting each next character of --text ("
-                << plural(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
+                << counted(text.tokens.size(), "position") << "); its gradients: b23 ... b0\n";
         }
     }
     if (c.heatmap) draw_model_heatmap(out, c, maps, rows, layer, !text_format);
@@ -384,7 +377,7 @@ ModelRun load_run(const Config& c, std::ostream& err) {
                           model_steps(run, c.backward), run.model.layers.size());
     }
     if (run.text.unknown > 0) {
-        err << "mha: warning: " << plural(run.text.unknown, "character")
+        err << "mha: warning: " << counted(run.text.unknown, "character")
             << " of --text are not in the model's vocabulary; read as the unknown token 0\n";
     }
     return run;

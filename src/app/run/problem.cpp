@@ -70,19 +70,16 @@ Tensor load_input(const std::string& path, const char* what, const char* feature
                     to_string(array.shape));
     }
     check_features(array, path, what, feature);
-    if (array.kind != 'f') {
-        throw Error(path + ": " + what + " is " + array.dtype_name() +
-                    ", expected float32 or float64");
-    }
-    check_finite(array, path + ": " + what, Infinities::None);
-    ledger.hold(sizeof(float) * array.values.size());
-    return npy::to_tensor(array);
+    const Tensor x = float_tensor(array, path + ": " + what);
+    ledger.hold(sizeof(float) * x.numel());
+    return x;
 }
 
 // --grad-output: dO in the layout --save writes the output in ((B, N, d_model), seq-first
-// (N, B, d_model), unbatched (N, d_model)), float and finite, as (B, N, d_model).
-Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout layout,
-                        Ledger& ledger) {
+// (N, B, d_model), unbatched (N, d_model)), float and finite, as (B, N, d_model); none without.
+Tensor load_grad_output(const Config& c, const Sizes& s, InputLayout layout, Ledger& ledger) {
+    if (c.grad_output_path.empty()) return Tensor();
+    const std::string& path = c.grad_output_path;
     const npy::Array array = npy::read_npy(path, ledger);
     const std::string what = path + ": --grad-output";
     const Shape expected = layout == InputLayout::SeqFirst ? Shape{s.seq_len, s.batch, s.d_model}
@@ -96,12 +93,9 @@ Tensor load_grad_output(const std::string& path, const Sizes& s, InputLayout lay
         throw Error(what + " has shape " + to_string(array.shape) + ", expected the output's " +
                     names + " = " + to_string(expected));
     }
-    if (array.kind != 'f') {
-        throw Error(what + " is " + array.dtype_name() + ", expected float32 or float64");
-    }
-    check_finite(array, what, Infinities::None);
-    ledger.hold(sizeof(float) * array.values.size());
-    return to_batch_first(npy::to_tensor(array), layout);
+    const Tensor d_out = float_tensor(array, what);
+    ledger.hold(sizeof(float) * d_out.numel());
+    return to_batch_first(d_out, layout);
 }
 
 // --backward's dO: the --grad-output file's, or seeded standard normal; and how the header
@@ -549,17 +543,19 @@ std::size_t mla_heads(const Config& c, const LoadedMla& loaded) {
                 ".npz");
 }
 
-// The width of each MLA head's q and k, what q·k sums over and the scale divides by:
-// [nope (d_h), RoPE (d_R)]. Its values are d_v wide.
-std::size_t mla_head_width(const MlaSizes& m) { return m.d_nope + m.d_rope; }
-
-std::string mla_variant(const Config& c, const MlaSizes& m) {
-    return "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
-           " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
-           " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), " +
-           (c.mla_decode ? "decoded token by token with a cache of c_kv and k_pe" +
-                               std::string(c.kv_block_size ? " in blocks" : "")
-                         : "naive and absorbed");
+// MLA's header: the width of each head's q and k, what q·k sums over and the scale divides by,
+// [nope (d_h), RoPE (d_R)] (its values are d_v wide); its parameters, no biases; its variant.
+void describe_mla(RunInfo& info, const Config& c, const MlaSizes& m) {
+    info.head_dim = m.d_nope + m.d_rope;
+    info.mla = m;
+    info.bias = false;
+    info.parameters = mla_parameter_count(m);
+    info.variant = "multi-head latent attention (DeepSeek-V2), d_c=" + std::to_string(m.d_latent) +
+                   " d_R=" + std::to_string(m.d_rope) + " d_h=" + std::to_string(m.d_nope) +
+                   " d_v=" + std::to_string(m.d_v) + " (q and k: d_k = d_h + d_R), " +
+                   (c.mla_decode ? "decoded token by token with a cache of c_kv and k_pe" +
+                                       std::string(c.kv_block_size ? " in blocks" : "")
+                                 : "naive and absorbed");
 }
 
 // --form mla: its weights (a state dict, or seeded once the budget allows them), the inputs,
@@ -589,10 +585,7 @@ Problem build_mla_problem(const Config& c) {
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, naive, files.layout, ledger, mask_looks_keep);
     if (c.mla_decode) check_form(Form::Decode, naive, true, masks);  // before any output
-    const Tensor grad_output =
-        c.grad_output_path.empty()
-            ? Tensor()
-            : load_grad_output(c.grad_output_path, naive, files.layout, ledger);
+    const Tensor grad_output = load_grad_output(c, naive, files.layout, ledger);
     PassProblem dry = dry_problem(c, s, AttentionPath::Standard, 0, m);
     dry.masks = masks;
     const RunPlan plan = plan_run(c, naive, 0, dry, m);
@@ -617,11 +610,7 @@ Problem build_mla_problem(const Config& c) {
     p.info = describe(c, s, p);
     p.info.layout_notes = layout_notes(p.layout);
     if (c.backward) p.info.grad_output_source = grad_output_source(c);
-    p.info.head_dim = mla_head_width(m);
-    p.info.mla = m;
-    p.info.bias = false;
-    p.info.parameters = mla_parameter_count(m);
-    p.info.variant = mla_variant(c, m);
+    describe_mla(p.info, c, m);
     p.info.total_macs = pass_macs;
     return p;
 }
@@ -659,14 +648,7 @@ Problem build_shapes(const Config& c) {
     if (c.backward) p.info.activation_tensors += " with the backward's gradients";
     p.info.variant = variant_description(c, d_ff);
     p.info.fused_qkv = c.form == Form::FusedQkv;
-    if (mla) {
-        const MlaSizes& m = *mla;
-        p.info.head_dim = mla_head_width(m);
-        p.info.mla = m;
-        p.info.parameters = mla_parameter_count(m);
-        p.info.bias = false;
-        p.info.variant = mla_variant(c, m);
-    }
+    if (mla) describe_mla(p.info, c, *mla);
     const Sizes pass_sizes = mla ? mla_naive_sizes(*mla, s.batch, s.seq_len) : s;
     p.info.activation_bytes = pass_bytes(c, pass_sizes, p, path, 1, mla);
     p.info.total_macs = dry_tally(c, p).total_macs();
@@ -685,9 +667,7 @@ Problem build_problem(const Config& c) {
     const std::size_t d_ff = block_width(c, s, files);
     bool mask_looks_keep = false;
     Masks masks = load_masks(c, s, files.layout, ledger, mask_looks_keep);
-    const Tensor grad_output = c.grad_output_path.empty()
-                                   ? Tensor()
-                                   : load_grad_output(c.grad_output_path, s, files.layout, ledger);
+    const Tensor grad_output = load_grad_output(c, s, files.layout, ledger);
     const bool self = files.inputs
                           ? files.inputs->self_attention()
                           : self_attention_sizes(s);

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <ostream>
-#include <sstream>
 
 #include "core/error.h"
 #include "show/format.h"
@@ -35,12 +34,11 @@ void check_time(std::uint64_t macs, std::size_t threads, double rate,
                 const std::optional<double>& max_time, const char* instead) {
     const double seconds = estimated_seconds(macs, threads, rate);
     if (!max_time || seconds <= *max_time) return;
-    std::ostringstream limit;  // as given: 60, 0.5
-    limit << *max_time;
     throw Error("this run needs " + with_commas(macs) + " multiply-adds, about " +
                 duration_words(seconds) + " on " + std::to_string(threads) +
-                (threads == 1 ? " thread" : " threads") + ", over --max-time " + limit.str() +
-                " s" + "; " + instead + ", and --max-time off (or a larger --max-time) runs it");
+                (threads == 1 ? " thread" : " threads") + ", over --max-time " +
+                compact(*max_time) + " s" + "; " + instead +
+                ", and --max-time off (or a larger --max-time) runs it");
 }
 
 Progress::Progress(double estimate, std::ostream& out, bool show) : estimate_(estimate), out_(out) {

@@ -2,16 +2,11 @@
 
 #include "app/run/variant_name.h"
 
+#include "show/format.h"
+
 namespace mha {
 
 namespace {
-
-// "5, 4, 3"
-std::string chunk_list(const std::vector<std::size_t>& chunks) {
-    std::string text;
-    for (std::size_t c : chunks) text += (text.empty() ? "" : ", ") + std::to_string(c);
-    return text;
-}
 
 // The form of the pass, "" for the packed one.
 std::string form_description(const Config& c, std::size_t d_ff) {
@@ -27,7 +22,7 @@ std::string form_description(const Config& c, std::size_t d_ff) {
                 return "decoding with a KV cache, the last " + std::to_string(c.draft_tree.size()) +
                        " as a draft tree";
             if (c.prefill_chunks.empty()) return "decoding with a KV cache";
-            return "chunked prefill (" + chunk_list(c.prefill_chunks) + ") with a KV cache";
+            return "chunked prefill (" + joined(c.prefill_chunks, ", ") + ") with a KV cache";
         case Form::FusedQkv:
             return "fused QKV";
         case Form::PerHead:

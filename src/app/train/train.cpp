@@ -41,8 +41,6 @@ namespace {
 constexpr std::size_t checkpoint_every = 250;  // steps between the checkpoints on the way
 constexpr const char* shipped_name = "the shipped corpus (examples/corpus/kjv.txt)";
 
-std::uint64_t whole(const Arg& a) { return parse_unsigned(a); }
-
 // --context: 2 or more, since every evaluation scores induction on texts of context / 2
 // random letters written twice (and the previous-token score needs a character before its
 // query).
@@ -72,7 +70,7 @@ const std::vector<Option<TrainOptions>>& train_table() {
         {{"--seed", 0, "S",
           "seed of the initial weights, every step's batch and\n"
           "the evaluation's texts (default 0)"},
-         [](O& o, const Arg& a) { o.settings.seed = whole(a); }},
+         [](O& o, const Arg& a) { o.settings.seed = parse_unsigned(a); }},
         {{"--threads", 't', "T",
           "worker threads (default: the hardware's); any count\n"
           "gives the same bits"},
@@ -131,12 +129,7 @@ const std::vector<Option<TrainOptions>>& train_table() {
         {{"--max-time", 0, "SECONDS|off",
           "refuse runs estimated (from their multiply-adds) to\n"
           "take longer than this (default off)"},
-         [](O& o, const Arg& a) {
-             if (a.text == "off")
-                 o.max_time.reset();
-             else
-                 o.max_time = parse_positive(a);
-         }},
+         [](O& o, const Arg& a) { o.max_time = parse_seconds_or_off(a); }},
         {{"--help", 'h', "", "this help"}, [](O& o, const Arg&) { o.help = true; }},
     };
     return table;

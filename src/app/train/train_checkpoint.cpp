@@ -7,12 +7,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/train/parameters.h"
 #include "io/model_file.h"
 #include "io/npy.h"
+#include "show/format.h"
 
 namespace mha {
 
@@ -55,10 +55,8 @@ npy::Array scores(const std::vector<TrainEvaluation>& history, const ModelSizes&
 double checked(const std::string& path, const std::string& name, double value, double low,
                double high, const char* range) {
     if (!(value >= low && value <= high)) {  // NaN fails both
-        std::ostringstream shown;
-        shown << value;
-        throw Error(path + ": " + prefix + name + " holds " + shown.str() + "; mha train writes " +
-                    range + " (a damaged file?)");
+        throw Error(path + ": " + prefix + name + " holds " + compact(value) +
+                    "; mha train writes " + range + " (a damaged file?)");
     }
     return value;
 }

@@ -36,6 +36,7 @@
 #include "core/backward/linear_backward.h"
 #include "core/error.h"
 #include "core/forms/fused_qkv.h"
+#include "core/forms/kv_cache.h"
 #include "core/forms/per_head.h"
 #include "core/kernels/streaming_backward.h"
 #include "core/kv_heads.h"
@@ -640,11 +641,7 @@ Tensor append_back(const Forwarded& f, const Tensor& d, const std::string& x, Te
                              {width});
         });
     }
-    Tensor own = written_tensor(f, d.dry(), true, {B, M_in, W});
-    for (std::size_t b = 0; b < B && !d.dry(); ++b) {
-        const float* from = d.data() + b * M * W;
-        std::copy(from, from + M_in * W, own.data() + b * M_in * W);
-    }
+    const Tensor own = sequence_rows(d, 0, M_in, f.o.workspace);  // (B, M_in, W)
     trace.show(own, [&] {
         Step step = described(operand, StepKind::AppendGrad, 3, "slice", "d" + x,
                               "d" + x + " = d" + x + "[:, :" + std::to_string(M_in) + "]",

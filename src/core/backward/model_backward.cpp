@@ -23,14 +23,6 @@ void show_layer(PassTrace& trace, const Tensor& x, const std::string& tensor,
         x, [&] { return described(StepKind::Layer, 0, "block", tensor, expression, model_dims); });
 }
 
-ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace* workspace) {
-    ForwardOptions options;
-    options.heads = layer.heads;
-    options.threads = threads;
-    options.workspace = workspace;
-    return options;
-}
-
 // Both entries: `traced` is the layer shown step by step when `trace` is on; the tensors from
 // `workspace` when there is one; the loss's mean over mean_over positions (0: these).
 ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,

@@ -12,7 +12,6 @@
 
 #include "core/forms/decode.h"
 
-#include <algorithm>
 #include <optional>
 
 #include "core/checked.h"
@@ -164,12 +163,7 @@ ForwardResult decode(const Weights& w, const Inputs& in, const Masks& masks,
         const Tensor concat = gate_concat(w, x_t, "x_t", context, h, options, trace);  // 13 gated
         const Tensor out =
             project(concat, w.w_o, w.b_o, options.threads, workspace, &packed.o);  // (B, 1, d_model)
-        if (!any_dry(out, result.output)) {
-            for (std::size_t b = 0; b < B; ++b) {
-                std::copy(out.data() + b * E, out.data() + (b + 1) * E,
-                          result.output.data() + (b * T + t) * E);
-            }
-        }
+        put_rows(out, t, result.output);
         trace.show(out, [&] {  // 14
             const bool streamed = options.path == AttentionPath::Streaming;
             const std::string width = q_width_name(s);

@@ -39,8 +39,6 @@ Tensor stacked_qkv_bias(const Weights& w, Workspace* workspace) {
 
 ForwardResult forward_fused_qkv(const Weights& w, const Inputs& in, const Masks& masks,
                                 const ForwardOptions& options, Tracer& tracer) {
-    const Sizes s = check_pass(w, in, masks, options);
-    check_form(Form::FusedQkv, s, in.self_attention(), masks);
     PassTrace trace(tracer);
     return forward_fused_qkv(w, in, masks, options, trace);
 }

@@ -66,6 +66,19 @@ QuantGroupExample example_of(const float* from, const float* to, std::size_t str
     return example;
 }
 
+// A cache of `length` positions quantised as `quant` says: its bits, length and bytes.
+KvQuantFacts bytes_facts(const KvQuant& quant, const Sizes& s, std::size_t length) {
+    const KvQuantBytes bytes = kv_quant_bytes(quant, s, length);
+    KvQuantFacts facts;
+    facts.bits = quant.bits;
+    facts.length = length;
+    facts.code_bytes = bytes.codes;
+    facts.scale_bytes = bytes.scales;
+    facts.float_bytes = bytes.floats;
+    facts.plain_bytes = bytes.plain;
+    return facts;
+}
+
 }  // namespace
 
 std::size_t quant_group(const KvQuant& quant, QuantAxis axis, std::size_t T, std::size_t d_k) {
@@ -172,19 +185,12 @@ void QuantisedTensor::show(const Sizes& s, std::size_t length, PassTrace& trace)
     const std::string reduced = channel ? "(dim=3)" : "(dim=4)";
     const Dims dims = channel ? Dims{"B", kv_dim(s), "T_q/" + g, "d_k"}
                               : Dims{"B", kv_dim(s), "T_q", "d_k/" + g};
-    KvQuantFacts facts;
+    KvQuantFacts facts = bytes_facts(quant_, s, length);
     facts.tensor = name_;
-    facts.bits = quant_.bits;
     facts.group = group_;
     facts.along_tokens = channel;
     facts.quantised = quantised_;
-    facts.length = length;
     facts.residual = quant_.residual;
-    const KvQuantBytes bytes = kv_quant_bytes(quant_, s, length);
-    facts.code_bytes = bytes.codes;
-    facts.scale_bytes = bytes.scales;
-    facts.float_bytes = bytes.floats;
-    facts.plain_bytes = bytes.plain;
     const auto step = [&](KvQuantFacts::Part part, std::string name, std::string tensor,
                           std::string expression, Dims d) {
         Step described_step = described(StepKind::Quantise, 2, std::move(name), std::move(tensor),
@@ -312,14 +318,7 @@ void KvQuantRun::show_output_error(const Tensor& out, std::size_t t, PassTrace& 
                               {"B", "N", "d_model"});
         step.facts.quant_error =
             dry ? QuantErrorFacts{} : error_of(diff.data(), before.data(), before.size());
-        KvQuantFacts& facts = step.facts.kv_quant.emplace();
-        const KvQuantBytes bytes = kv_quant_bytes(quant_, sizes_, t + 1);
-        facts.bits = quant_.bits;
-        facts.length = t + 1;
-        facts.code_bytes = bytes.codes;
-        facts.scale_bytes = bytes.scales;
-        facts.float_bytes = bytes.floats;
-        facts.plain_bytes = bytes.plain;
+        step.facts.kv_quant = bytes_facts(quant_, sizes_, t + 1);
         return step;
     });
 }

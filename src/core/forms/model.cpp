@@ -68,11 +68,11 @@ void cap_logits(const Model& m, Tensor& logits, PassTrace& trace) {
 
 }  // namespace
 
-ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace) {
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace* workspace) {
     ForwardOptions options;
     options.heads = layer.heads;
     options.threads = threads;
-    options.workspace = &workspace;
+    options.workspace = workspace;
     options.rope = layer.options.rope;
     options.scale_base = layer.options.scale_base;
     options.qk_norm_eps = layer.options.qk_norm_eps;
@@ -133,7 +133,7 @@ ModelResult forward_model(const Model& m, const ModelSource& source,
     for (std::size_t l = 0; l < source.layers; ++l) {
         if (pass.keep_hidden) result.hidden.push_back(x);
         const ModelLayer layer = source.layer(l);
-        ForwardOptions options = layer_options(layer, threads, workspace);
+        ForwardOptions options = layer_options(layer, threads, &workspace);
         const PackedLayer* packed = pass.packed ? &pass.packed->layers[l] : nullptr;
         if (packed) options.packed = &packed->attention;
         ForwardResult block =

@@ -99,8 +99,8 @@ struct ModelPass {
 };
 
 // The pass's options and masks for a layer: causal, with the layer's RoPE, scale, soft-cap and
-// window; its tensors from `workspace`.
-ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace& workspace);
+// window; its tensors from `workspace` (none: new ones).
+ForwardOptions layer_options(const ModelLayer& layer, std::size_t threads, Workspace* workspace);
 Masks layer_masks(const ModelLayer& layer);
 
 struct ModelResult {

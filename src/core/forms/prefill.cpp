@@ -9,8 +9,6 @@
 
 #include "core/forms/prefill.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "core/forms/kv_cache.h"
 #include "core/pass/describe.h"
@@ -112,12 +110,7 @@ ForwardResult prefill(const Weights& w, const Inputs& in, const Masks& masks,
             placed,
             {q_heads, cache.all_keys(first + c, workspace), cache.all_values(first + c, workspace)},
             chunk_masks, chunk_sizes, chunk_options, trace, x_c, "x_c");  // 6-14
-        if (!any_dry(part.output, result.output)) {
-            for (std::size_t b = 0; b < B; ++b) {
-                std::copy(part.output.data() + b * c * E, part.output.data() + (b + 1) * c * E,
-                          result.output.data() + (b * N + first) * E);
-            }
-        }
+        put_rows(part.output, first, result.output);
         keep_weight_rows(part.weights, first, result.weights);
         result.fully_masked_rows += part.fully_masked_rows;
         first += c;

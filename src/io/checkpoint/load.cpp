@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "io/weights.h"
 
 namespace mha::checkpoint {
 
@@ -86,12 +87,7 @@ ModelLayer read_gpt2_layer(const Checkpoint& ck, const std::string& at, Ledger& 
     const Tensor qkv = linear_of_conv1d(read(ck, at + "attn.c_attn.weight", ledger));  // (3E, E)
     const Tensor qkv_bias = read(ck, at + "attn.c_attn.bias", ledger);
     Weights& w = layer.attention;
-    w.w_q = qkv.narrow(0, 0, E).contiguous();
-    w.w_k = qkv.narrow(0, E, E).contiguous();
-    w.w_v = qkv.narrow(0, 2 * E, E).contiguous();
-    w.b_q = qkv_bias.narrow(0, 0, E).contiguous();
-    w.b_k = qkv_bias.narrow(0, E, E).contiguous();
-    w.b_v = qkv_bias.narrow(0, 2 * E, E).contiguous();
+    split_packed(qkv, qkv_bias, E, w);
     w.w_o = linear_of_conv1d(read(ck, at + "attn.c_proj.weight", ledger));
     w.b_o = read(ck, at + "attn.c_proj.bias", ledger);
     BlockWeights& b = layer.block;
