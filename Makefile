@@ -142,14 +142,16 @@ COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run
                                     src/app/train/*.cpp src/app/classroom/*.cpp src/app/bench/*.cpp)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_OPT := $(COLD_OPT)
 
-# The slowest units to compile start first, the slowest first (processor seconds at the
-# defaults: io/ 25, core/forms/ 25, kernels.cpp 19, tokenize/ 15, core/pass/ 13, app/train/,
-# app/run/, show/ 11-12, backward.cpp and core/backward/ 10, then 8 to 5; the rest under 5
-# each), so that the two cores finish together and no core compiles a large one alone at the
-# end; the links keep their order. UNITY=0 starts with kernels.cpp and backward.cpp.
-FIRST_UNITS := src/io src/core/forms src/core/kernels/kernels.cpp src/tokenize src/core/pass \
-               src/app/train src/app/run src/show src/core/backward/backward.cpp src/core/backward \
-               src/app/classroom src/app/cli src/app/bench src/io/checkpoint src/core/layers
+# The slowest units to compile start first, the slowest first (seconds per unit at the defaults
+# while the other core compiled too, 2026-12-07: io/ 25, kernels.cpp 16, core/forms/ 15,
+# show/ 14, tokenize/ 13, app/run/ 12, core/pass/ 9, app/train/ 8, backward.cpp and
+# core/backward/ 7, then 7 to 5; the rest under 4 each), so that the two cores finish together
+# and no core compiles a large one alone at the end; the links keep their order. UNITY=0
+# starts with kernels.cpp and backward.cpp.
+FIRST_UNITS := src/io src/core/kernels/kernels.cpp src/core/forms src/show src/tokenize \
+               src/app/run src/core/pass src/app/train src/core/backward/backward.cpp \
+               src/core/backward src/app/classroom src/app/cli src/core/layers src/app/bench \
+               src/io/checkpoint
 FIRST_OBJ := $(foreach u,$(FIRST_UNITS),$(if $(filter %.cpp,$u),$(BUILD)/$(u:.cpp=.o),\
                                          $(if $(filter $u,$(UNITY_ROOMS)),$(call unity_obj,$u))))
 
