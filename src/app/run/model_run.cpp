@@ -14,24 +14,24 @@
 #include "core/backward/training_costs.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/forms/block.h"
 #include "core/forms/model.h"
-#include "core/forms/speculate.h"
 #include "core/forms/score_bound.h"
+#include "core/forms/speculate.h"
 #include "core/kernels/kernels.h"
 #include "core/ops/block_ops.h"
 #include "core/pass/costs.h"
-#include "core/forms/block.h"
 #include "core/tensor/workspace.h"
-#include "io/dry.h"
 #include "io/atomic_file.h"
+#include "io/dry.h"
 #include "io/model_file.h"
 #include "io/npy.h"
 #include "io/printable.h"
+#include "show/acceptance.h"
 #include "show/format.h"
 #include "show/head_roles.h"
 #include "show/head_summary.h"
 #include "show/heatmap.h"
-#include "show/acceptance.h"
 #include "show/model_view.h"
 #include "show/score_stats.h"
 #include "show/svg.h"
@@ -71,17 +71,12 @@ void check_choices(const Config& c, const Model& model, std::size_t layer) {
 std::uint64_t model_macs(const Model& model, std::size_t n) {
     const std::string what = "the model's multiply-adds";
     std::uint64_t macs = checked_product({n, model.vocab_size(), model.d_model()}, what);
-    Masks causal;
-    causal.causal = true;
     Workspace workspace = Workspace::dry();
     for (const ModelLayer& layer : model.layers) {
-        ForwardOptions options;
-        options.heads = layer.heads;
-        options.workspace = &workspace;
         const Tensor x = Tensor::shape_only({1, n, model.d_model()});
         Tally tally;
-        forward_block(without_values(layer.attention), without_values(layer.block),
-                      BlockKind::Pre, {x, x, x}, causal, options, tally);
+        forward_block(without_values(layer.attention), without_values(layer.block), BlockKind::Pre,
+                      {x, x, x}, layer_masks(layer), layer_options(layer, 1, &workspace), tally);
         macs = checked_sum({macs, tally.total_macs()}, what);
     }
     return macs;
@@ -401,8 +396,7 @@ void run_model_shapes(const Config& c, const ReportFor& report_for, std::ostream
             "attention weights, the final norm and the logits") +
         (c.backward ? " with the backward's gradients" : "");
     info.total_macs = model_macs(run.model, n);
-    const std::unique_ptr<Report> report =
-        report_for(c.step ? model_steps(run, c.backward) : 0);
+    const std::unique_ptr<Report> report = report_for(c.step ? model_steps(run, c.backward) : 0);
     report->begin(info);
     const auto start = std::chrono::steady_clock::now();
     trace_dry(run, c.backward, *report);

@@ -39,8 +39,6 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
         throw Error("the model's targets are " + std::to_string(targets.size()) +
                     " ids, expected one per token (" + std::to_string(tokens.size()) + ")");
     }
-    Masks causal;
-    causal.causal = true;
     NullTracer quiet;
     PassTrace untraced(quiet);
     const auto trace_of = [&](std::size_t l) -> PassTrace& {
@@ -56,9 +54,9 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
     std::vector<BlockKept> kept(m.layers.size());
     for (std::size_t l = 0; l < m.layers.size(); ++l) {
         const ModelLayer& layer = m.layers[l];
-        ForwardResult r =
-            forward_block(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, causal,
-                          layer_options(layer, threads, workspace), trace_of(l), &kept[l]);
+        ForwardResult r = forward_block(
+            layer.attention, layer.block, BlockKind::Pre, {x, x, x}, layer_masks(layer),
+            layer_options(layer, threads, workspace), trace_of(l), &kept[l]);
         f.weights.push_back(std::move(r.weights));
         x = std::move(r.output);
         if (l != traced) show_layer(trace, x, "x", "x = layers[" + std::to_string(l) + "](x)");
@@ -99,9 +97,9 @@ ModelBackward run(const Model& m, const std::vector<std::size_t>& tokens,
     g.layers.resize(m.layers.size());
     for (std::size_t l = m.layers.size(); l-- > 0;) {
         const ModelLayer& layer = m.layers[l];
-        BlockGradients b = block_backward(layer.attention, layer.block, BlockKind::Pre, causal,
-                                          layer_options(layer, threads, workspace), kept[l],
-                                          f.weights[l], dx, trace_of(l));
+        BlockGradients b = block_backward(
+            layer.attention, layer.block, BlockKind::Pre, layer_masks(layer),
+            layer_options(layer, threads, workspace), kept[l], f.weights[l], dx, trace_of(l));
         kept[l] = BlockKept();  // what this layer kept is read no more
         g.layers[l] = ModelLayer{std::move(b.attention), std::move(b.block), layer.heads, {}};
         dx = std::move(b.input);

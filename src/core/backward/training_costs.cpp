@@ -62,18 +62,13 @@ std::uint64_t training_step_macs(const Model& dry, std::size_t context, std::siz
     Tally whole;
     model_forward_backward(dry, tokens, tokens, 0, 1, whole);
     std::uint64_t row = whole.total_macs();
-    Masks causal;
-    causal.causal = true;
     for (std::size_t l = 1; l < dry.layers.size(); ++l) {
         const ModelLayer& layer = dry.layers[l];
         Workspace workspace = Workspace::dry();
-        ForwardOptions options;
-        options.heads = layer.heads;
-        options.workspace = &workspace;
         const Tensor x = Tensor::shape_only({1, context, dry.d_model()});
         Tally one;
-        block_forward_backward(layer.attention, layer.block, BlockKind::Pre, {x, x, x}, causal,
-                               options, x, one);
+        block_forward_backward(layer.attention, layer.block, BlockKind::Pre, {x, x, x},
+                               layer_masks(layer), layer_options(layer, 1, &workspace), x, one);
         row = checked_sum({row, one.total_macs()}, what);
     }
     return checked_product({row, rows}, what);
