@@ -140,7 +140,9 @@ endif
 COLD_OPT ?= -O1
 COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp \
                                     src/app/train/*.cpp src/app/classroom/*.cpp src/app/bench/*.cpp)
-$(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_OPT := $(COLD_OPT)
+$(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(COLD_OPT)
+# the kernels take KERNEL_SANITIZE (set by the ASan build only: see test-asan)
+$(patsubst %.cpp,$(BUILD)/%.o,$(wildcard src/core/kernels/*.cpp)): ROOM_FLAGS := $(KERNEL_SANITIZE)
 
 # The slowest units to compile start first, the slowest first (seconds per unit at the defaults
 # while the other core compiled too, 2026-12-07: io/ 25, kernels.cpp 16, core/forms/ 15,
@@ -182,7 +184,7 @@ $(BUILD)/mha_tests: $(FIRST_OBJ) $(TEST_OBJ) $(LIB_OBJ)
 # the test objects need Catch2 before they compile
 $(TEST_OBJ): | catch2
 
-compile = $(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(ROOM_OPT) $(WARNINGS) -c $< -o $@
+compile = $(CXX) $(CXXSTD) $(FPFLAGS) $(CPPFLAGS) $(CXXFLAGS) $(ROOM_FLAGS) $(WARNINGS) -c $< -o $@
 # The test files (the suite's, the fuzz targets' and the benches' own) compile without the
 # fuzzing coverage the ASan build gives the library (-fsanitize=fuzzer-no-link, for the fuzz
 # targets, whose coverage is the library's): a test unit then compiles in 26% less time.
@@ -279,12 +281,18 @@ check-tsan:
 # Variant builds keep their objects in their own folders, so they never mix with build/.
 # The sanitizer builds compile the cold rooms (COLD_SRC) at -O0, in about half the time of
 # -O1 under a sanitizer; what runs long in their suites (the pass, the kernels, the trainer)
-# keeps -O1.
+# keeps -O1. So does app/train: every mha train reads its corpus a character at a time before
+# it checks its options (4.5 s under ASan at -O0, 1.2 s at -O1), and the suites start it over
+# a hundred times.
 SANITIZE := -O1 -g1 -fno-omit-frame-pointer -fno-sanitize-recover=all
-SANITIZE_COLD_OPT := -O0
+SANITIZE_COLD := COLD_OPT=-O0 COLD_SRC="$(filter-out src/app/train/%,$(COLD_SRC))"
 # ASan + UBSan, with libFuzzer's coverage hooks, so that the fuzz targets link the objects
 # test-asan built instead of compiling everything once more
 ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
+# UBSan's pointer-overflow check, on every pointer step of the kernels' inner loops, took their
+# compile from 23 to 41 s and their tests a third longer; ASan still checks every access
+# they make, and the rest of the library (the file readers' offsets above all) keeps it
+KERNEL_SANITIZE_ASAN := -fno-sanitize=pointer-overflow
 
 # test-asan: the suite and the binary built by clang++ with AddressSanitizer +
 # UndefinedBehaviorSanitizer. The sanitizers' shadow memory makes peak RSS meaningless, so
@@ -300,7 +308,7 @@ ASAN_FLAGS := $(SANITIZE) -fsanitize=address,undefined -fsanitize=fuzzer-no-link
 # no $(MAKE) in "$(ASAN_MAKE)" and would not hand its job server on (the sub-make would warn
 # "jobserver unavailable" and build on one slot).
 ASAN_MAKE := $(MAKE) BUILD=build-asan CXX=clang++ CXXFLAGS="$(ASAN_FLAGS)" \
-    COLD_OPT=$(SANITIZE_COLD_OPT) STATIC_RUNTIME=
+    KERNEL_SANITIZE=$(KERNEL_SANITIZE_ASAN) $(SANITIZE_COLD) STATIC_RUNTIME=
 test-asan:
 	+$(ASAN_MAKE) test TEST_ARGS="~[budget] ~[docs] ~[big] ~[memory] ~[torch] ~[svg-render]"
 
@@ -314,7 +322,7 @@ THREAD_TESTS := main parallel streaming attention ops kernels forms variants kv_
     mla_backward train_ops workspace cli show bench time_guard
 test-tsan:
 	$(MAKE) test BUILD=build-tsan CXXFLAGS="$(SANITIZE) -fsanitize=thread" \
-	    COLD_OPT=$(SANITIZE_COLD_OPT) STATIC_RUNTIME= \
+	    $(SANITIZE_COLD) STATIC_RUNTIME= \
 	    TEST_SRC="$(THREAD_TESTS:%=tests/test_%.cpp)" TEST_ARGS="~[budget] ~[memory] ~[docs] ~[catalogue] ~[serial]"
 
 # test-clang: the suite built with clang++ and the usual flags

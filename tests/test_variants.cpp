@@ -258,7 +258,7 @@ TEST_CASE("the variants on the command line") {
             {"--decode 4 -m 6", "decoding is causal self-attention"},
             {"--decode 0", "--decode must be at least 1"},
             {"--fused-qkv -G 2", "the fused QKV projection needs self-attention"},
-            {"--decode 100000 -d 1024 -H 16", "more than --max-memory"},
+            {"--decode 20000 -d 1024 -H 16", "more than --max-memory"},
         }));
         test::check_rejected(args, message);
     }
