@@ -155,6 +155,25 @@ TEST_CASE("a corpus: characters past the 255 most frequent and stray bytes are u
     CHECK_NOTHROW(mha::read_corpus("abcdefghijklmnopqrs\xFF", "one in 20 is fine"));
 }
 
+TEST_CASE("a corpus: characters past U+FFFF are tokens like any other", "[train]") {
+    // a 😀 a 😀 a 𝄞 b: counts a 3, U+1F600 2, U+1D11E 1, b 1; the vocabulary by code point
+    const mha::Corpus c = mha::read_corpus("a\U0001F600a\U0001F600a\U0001D11Eb", "test");
+    CHECK(c.vocab == std::vector<std::uint32_t>{0, 'a', 'b', 0x1D11E, 0x1F600});
+    CHECK(c.characters == 7);
+    // int(7 · 0.97) = 6 characters to train on, then b held out
+    CHECK(c.train == std::vector<std::uint8_t>{1, 4, 1, 4, 1, 3});
+    CHECK(c.held_out == std::vector<std::uint8_t>{2});
+    // with 256 characters past U+FFFF, the least frequent (the last, once) is unknown
+    std::string text;
+    for (std::uint32_t k = 0; k < 256; ++k)
+        for (std::uint32_t n = 0; n < 2 + (k < 255); ++n) text += mha::utf8_encode(0x10000 + k);
+    const mha::Corpus many = mha::read_corpus(text, "test");
+    REQUIRE(many.vocab.size() == 256);
+    CHECK(many.vocab.back() == 0x100FE);
+    CHECK(many.held_out.back() == 0);
+    CHECK(many.held_out_characters.back() == mha::utf8_encode(0x100FF));
+}
+
 TEST_CASE("the batch of a step is a pure function of (seed, step), as train.py makes it",
           "[train]") {
     const mha::Corpus& c = shipped();

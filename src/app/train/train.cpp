@@ -431,6 +431,7 @@ int run_train(const std::vector<std::string>& args) {
     if (!o.log.empty()) check_writable(o.log);
     if (!o.save_batches.empty()) check_writable(o.save_batches);
     check_distinct_files(o);
+    if (o.resume.empty()) check_sizes(o.settings);  // a resumed run takes the checkpoint's
     const std::deque<FileLock> locks = lock_outputs(o);
     const std::string source = o.corpus.empty() ? shipped_name : o.corpus;
     const std::string text = read_corpus_text(o);
@@ -445,7 +446,6 @@ int run_train(const std::vector<std::string>& args) {
             std::find(given.begin(), given.end(), "--eval-every") != given.end();
         if (!eval_given && checkpoint.eval_every != 0) o.eval_every = checkpoint.eval_every;
     } else {
-        check_sizes(o.settings);
         checkpoint.settings = o.settings;
         checkpoint.corpus_characters = corpus.characters;
         checkpoint.corpus_fingerprint = corpus.fingerprint;

@@ -45,13 +45,25 @@ std::vector<std::uint32_t> decode(const std::string& text, const std::string& so
     return codes;
 }
 
+// The code points below this, the Basic Multilingual Plane (nearly every character of a
+// text), are counted and looked up in tables; the rest in maps.
+constexpr std::uint32_t table_codes = 0x10000;
+
 // Token 0, then the characters by code point: all of them, or the 255 most frequent.
 std::vector<std::uint32_t> vocabulary(const std::vector<std::uint32_t>& codes) {
-    std::map<std::uint32_t, std::size_t> counts;
-    for (const std::uint32_t code : codes)
-        if (code < invalid_byte) ++counts[code];
-    std::vector<std::pair<std::size_t, std::uint32_t>> by_count;
-    for (const auto& [code, count] : counts) by_count.emplace_back(count, code);
+    std::vector<std::size_t> table(table_codes);
+    std::map<std::uint32_t, std::size_t> beyond;
+    for (const std::uint32_t code : codes) {
+        if (code < table_codes) {
+            ++table[code];
+        } else if (code < invalid_byte) {
+            ++beyond[code];
+        }
+    }
+    std::vector<std::pair<std::size_t, std::uint32_t>> by_count;  // by code point
+    for (std::uint32_t code = 0; code < table_codes; ++code)
+        if (table[code] != 0) by_count.emplace_back(table[code], code);
+    for (const auto& [code, count] : beyond) by_count.emplace_back(count, code);
     // most frequent first, ties by the smaller code point
     std::stable_sort(by_count.begin(), by_count.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -91,14 +103,25 @@ Corpus read_corpus(const std::string& text, const std::string& source) {
     c.vocab = vocabulary(codes);
     c.characters = codes.size();
     c.fingerprint = fnv1a(text);
-    std::unordered_map<std::uint32_t, std::uint8_t> token_of;
-    for (std::size_t t = 1; t < c.vocab.size(); ++t) token_of.emplace(c.vocab[t], std::uint8_t(t));
+    std::vector<std::uint8_t> table(table_codes, 0);  // 0: not in the vocabulary
+    std::unordered_map<std::uint32_t, std::uint8_t> beyond;
+    for (std::size_t t = 1; t < c.vocab.size(); ++t) {
+        if (c.vocab[t] < table_codes) {
+            table[c.vocab[t]] = std::uint8_t(t);
+        } else {
+            beyond.emplace(c.vocab[t], std::uint8_t(t));
+        }
+    }
+    const auto token_of = [&](std::uint32_t code) {
+        if (code < table_codes) return table[code];
+        const auto found = beyond.find(code);
+        return found == beyond.end() ? std::uint8_t(0) : found->second;
+    };
     const std::size_t split = std::size_t(double(c.characters) * (1.0 - held_out_fraction));
     c.train.reserve(split);
     c.held_out.reserve(c.characters - split);
     for (std::size_t i = 0; i < c.characters; ++i) {
-        const auto found = token_of.find(codes[i]);
-        const std::uint8_t token = found == token_of.end() ? std::uint8_t(0) : found->second;
+        const std::uint8_t token = token_of(codes[i]);
         if (i < split) {
             c.train.push_back(token);
         } else {
