@@ -4,14 +4,14 @@
 
 #include "show/values.h"
 
-#include "show/text_layout.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <vector>
+
+#include "show/text_layout.h"
 
 namespace mha {
 

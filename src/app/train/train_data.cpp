@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "core/forms/model.h"
@@ -46,7 +45,7 @@ std::vector<std::uint32_t> decode(const std::string& text, const std::string& so
 }
 
 // The code points below this, the Basic Multilingual Plane (nearly every character of a
-// text), are counted and looked up in tables; the rest in maps.
+// text), are counted and looked up in tables; the rest in a map and the vocabulary itself.
 constexpr std::uint32_t table_codes = 0x10000;
 
 // Token 0, then the characters by code point: all of them, or the 255 most frequent.
@@ -103,19 +102,15 @@ Corpus read_corpus(const std::string& text, const std::string& source) {
     c.vocab = vocabulary(codes);
     c.characters = codes.size();
     c.fingerprint = fnv1a(text);
-    std::vector<std::uint8_t> table(table_codes, 0);  // 0: not in the vocabulary
-    std::unordered_map<std::uint32_t, std::uint8_t> beyond;
-    for (std::size_t t = 1; t < c.vocab.size(); ++t) {
-        if (c.vocab[t] < table_codes) {
-            table[c.vocab[t]] = std::uint8_t(t);
-        } else {
-            beyond.emplace(c.vocab[t], std::uint8_t(t));
-        }
-    }
+    // a character's token is its place in the vocabulary (sorted by code point), or 0
+    std::vector<std::uint8_t> table(table_codes, 0);
+    for (std::size_t t = 1; t < c.vocab.size(); ++t)
+        if (c.vocab[t] < table_codes) table[c.vocab[t]] = std::uint8_t(t);
     const auto token_of = [&](std::uint32_t code) {
         if (code < table_codes) return table[code];
-        const auto found = beyond.find(code);
-        return found == beyond.end() ? std::uint8_t(0) : found->second;
+        const auto found = std::lower_bound(c.vocab.begin() + 1, c.vocab.end(), code);
+        return found != c.vocab.end() && *found == code ? std::uint8_t(found - c.vocab.begin())
+                                                        : std::uint8_t(0);
     };
     const std::size_t split = std::size_t(double(c.characters) * (1.0 - held_out_fraction));
     c.train.reserve(split);
