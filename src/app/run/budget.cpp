@@ -14,6 +14,7 @@
 #include "core/threads/parallel.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace mha {
 
@@ -128,18 +129,21 @@ const char* path_name(AttentionPath path) {
 // prefill's chunks are many queries, and stream as the one-shot pass does),
 // or when a view needs the weights, or when --save would write them or something shows them
 // (the trace, JSON, Markdown) and they fit; else streaming, unless only the standard path
-// fits (small sizes, where the streaming tiles are the larger allocation).
-AttentionPath choose_path(const Config& c, bool streams, std::uint64_t standard_bytes,
-                          std::uint64_t streaming_bytes) {
+// fits (small sizes, where the streaming tiles are the larger allocation). `bytes` gives a
+// path's total; it is asked only for what the choice reads (each costs a dry run).
+template <typename Bytes>
+AttentionPath choose_path(const Config& c, bool streams, Bytes bytes) {
     if (c.attention) return *c.attention;
     const bool one_query = (c.form == Form::Decode && c.prefill_chunks.empty()) || c.mla_decode;
     if (!streams || one_query) return AttentionPath::Standard;
     const bool needed = wants_summary(c) || !c.svg_path.empty() || c.format == Format::Html;
+    if (needed) return AttentionPath::Standard;
     const bool shown = c.trace || c.format != Format::Text || !c.save_path.empty();
-    const bool standard_fits = standard_bytes <= c.max_memory;
-    if (needed || (shown && standard_fits)) return AttentionPath::Standard;
-    return standard_fits && streaming_bytes > c.max_memory ? AttentionPath::Standard
-                                                           : AttentionPath::Streaming;
+    const bool standard_fits = bytes(AttentionPath::Standard) <= c.max_memory;
+    if (shown && standard_fits) return AttentionPath::Standard;
+    return standard_fits && bytes(AttentionPath::Streaming) > c.max_memory
+               ? AttentionPath::Standard
+               : AttentionPath::Streaming;
 }
 
 // Refuses before allocating anything large.
@@ -197,11 +201,17 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassPr
     RunPlan plan;
     plan.threads = std::max<std::size_t>(  // B = 0 still runs on one thread
         1, std::min(c.threads ? c.threads : default_threads(s), s.batch * s.heads));
+    // each path's total, worked out once (a dry run of the pass, decoding's every step)
+    std::optional<std::uint64_t> totals[2];
     auto total = [&](AttentionPath path) {
-        return checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
-                            pass_bytes(c, s, dry, path, plan.threads, mla),
-                            view_bytes(c, s, dry, path, plan.threads, mla)},
-                           "the memory for this configuration");
+        std::optional<std::uint64_t>& known = totals[path == AttentionPath::Standard ? 0 : 1];
+        if (!known) {
+            known = checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
+                                 pass_bytes(c, s, dry, path, plan.threads, mla),
+                                 view_bytes(c, s, dry, path, plan.threads, mla)},
+                                "the memory for this configuration");
+        }
+        return *known;
     };
     if (c.gradcheck) {  // no float32 pass runs: the double-precision reference instead
         const std::uint64_t need = total(AttentionPath::Standard);
@@ -213,8 +223,7 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassPr
         }
         return plan;
     }
-    plan.path = choose_path(c, normaliser_of(masks).streams, total(AttentionPath::Standard),
-                            total(AttentionPath::Streaming));
+    plan.path = choose_path(c, normaliser_of(masks).streams, total);
     plan.bytes = total(plan.path);
     check_budget(s, plan.bytes, plan.path, c.max_memory);
     return plan;
