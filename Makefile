@@ -229,10 +229,11 @@ $(BUILD)/tests/%.o: tests/%.cpp
 
 # test: the Catch2 suite (installs Debian's catch2 first when it is missing); the tests run
 # the mha binary of the same build folder. TEST_ARGS are test specs (tags, names) that
-# select the cases. The suite runs as TEST_SHARDS processes at once (tests/run-shards: the
-# selected cases dealt out in turn), so that both cores of a 2-core machine work on it, in
-# check while another chain compiles or runs alone; TEST_SHARDS=1 runs one process. Its
-# output is kept in $(BUILD)/test.log (each shard's in test.log.1, ...), then printed;
+# select the cases. The suite runs on TEST_SHARDS workers at once (tests/run-shards: the
+# selected cases dealt out in turn into parts, which the workers take one after another), so
+# that both cores of a 2-core machine work on it, in check while another chain compiles or
+# runs alone; TEST_SHARDS=1 runs one process. Its output is kept in $(BUILD)/test.log (each
+# part's in test.log.1, ...), then printed;
 # check's verdict reads the summed count of assertions there. MAKEFLAGS is emptied for the
 # suite: the makes its tests start (make install) then see no job server they cannot use.
 TEST_SHARDS ?= 2
