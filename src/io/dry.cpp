@@ -7,7 +7,7 @@ namespace mha {
 Weights without_values(const Weights& w) {
     Weights d = w;
     for (Tensor* t : {&d.w_q, &d.w_k, &d.w_v, &d.w_o, &d.b_q, &d.b_k, &d.b_v, &d.b_o, &d.q_norm,
-                      &d.k_norm, &d.bias_k, &d.bias_v})
+                      &d.k_norm, &d.bias_k, &d.bias_v, &d.w_g, &d.b_g})
         *t = t->without_values();
     return d;
 }
