@@ -204,10 +204,10 @@ RunPlan plan_run(const Config& c, const Sizes& s, std::size_t d_ff, const PassPr
     // each path's total, worked out once (a dry run of the pass, decoding's every step)
     std::optional<std::uint64_t> totals[2];
     auto total = [&](AttentionPath path) {
-        std::optional<std::uint64_t>& known = totals[path == AttentionPath::Standard ? 0 : 1];
+        const std::size_t k = path == AttentionPath::Standard ? 0 : 1;
+        std::optional<std::uint64_t>& known = totals[k];
         if (!known) {
-            known = checked_sum({held[path == AttentionPath::Standard ? 0 : 1],
-                                 pass_bytes(c, s, dry, path, plan.threads, mla),
+            known = checked_sum({held[k], pass_bytes(c, s, dry, path, plan.threads, mla),
                                  view_bytes(c, s, dry, path, plan.threads, mla)},
                                 "the memory for this configuration");
         }
