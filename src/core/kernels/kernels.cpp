@@ -508,9 +508,12 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 // slices before the next, so the tile of y it adds each slice's sums to is still in L1
 // (slices outermost, y's rows had left the cache by the next slice: 4.7 MB at (512, 768) x
 // (768, 2304)), and its bias is added there too. The groups are group_panels' (one panel
-// each when the rows make one block of mc_rows). x is read in place when it streams well (as
-// gemm reads a); a partial tile is packed. Each element is summed by the same micro-kernel,
-// slice after slice, in any order of the loops: the same bits.
+// each when the rows make one block of mc_rows). x's rows are read in place, a partial tile
+// packed; rows 4 KiB apart too, unlike gemm's a (reads_in_place): a tile's 4 or 6 rows then
+// share L1's sets, which have 8 ways, and packing them anew for each group cost more (where
+// `in` is 1024 or GPT-2's 3072, a group holds 2-6 panels: 1.2-1.6x the time on 2 threads).
+// Each element is summed by the same micro-kernel, slice after slice, in any order of the
+// loops: the same bits.
 template <std::size_t MR, std::size_t NR, Registers R>
 MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
                                 const std::vector<LinearTarget>& targets, std::size_t r0,
@@ -518,7 +521,6 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
     const std::vector<OutputPanel> panels = output_panels<NR>(targets, panel_begin, panel_end);
     if (r0 >= r1 || panels.empty()) return;
     const MatrixView a{x, r1, in, in, 1};
-    const bool x_in_place = reads_in_place(a);
     const std::size_t group = group_panels(in, r1 - r0, MR, NR);
     Scratch& s = scratch();
     float* packed_w = s.b.floats(in * NR * std::min(group, panels.size()));
@@ -535,7 +537,7 @@ MHA_INLINE void linear_panels_t(const float* x, std::size_t in,
         }
         for (std::size_t i = r0; i < r1; i += MR) {  // rows [i, i + MR) of x
             const std::size_t rows = std::min(MR, r1 - i);
-            const bool packed = !x_in_place || rows < MR;
+            const bool packed = rows < MR;
             if (packed) pack_a<MR>(a, i, rows, 0, in, packed_x);
             for (std::size_t q = q0; q < q1; ++q) {
                 const LinearTarget& t = *panels[q].target;
