@@ -9,6 +9,7 @@
 
 #include "app/bench/bench_checkpoint.h"
 #include "app/bench/timing.h"
+#include "app/bench/torch_process.h"
 #include "app/bench/torch_choice.h"
 #include "core/error.h"
 #include "helpers.h"
@@ -130,6 +131,21 @@ TEST_CASE("mha bench errors", "[bench]") {
     CHECK(test::run_mha("bench --quick --compare-torch").output ==
           "mha: error: --compare-torch runs src/app/bench/bench_torch.py: run mha bench from the "
           "repository root\n");
+}
+
+TEST_CASE("--compare-torch knows the reference BLAS from the others", "[bench]") {
+    // as the probe lists them on Debian 12: netlib's reference BLAS, then OpenBLAS (the
+    // alternative for libblas.so.3 once libopenblas0-pthread is in), BLIS and ATLAS
+    const std::string reference = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0";
+    CHECK(mha::reference_blas(reference + "\n") == reference);
+    CHECK(mha::reference_blas("/usr/lib/x86_64-linux-gnu/libgfortran.so.5.0.0\n" + reference) ==
+          reference);
+    CHECK(mha::reference_blas(
+              "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so\n") == "");
+    CHECK(mha::reference_blas("/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4\n") == "");
+    CHECK(mha::reference_blas("/usr/lib/x86_64-linux-gnu/atlas/libblas.so.3.10.3\n") == "");
+    CHECK(mha::reference_blas("/opt/blas/liblapack.so.3\n/usr/lib/libmkl_rt.so\n") == "");
+    CHECK(mha::reference_blas("") == "");
 }
 
 TEST_CASE("mha bench refuses --timing, --checkpoint and -n where they do not apply", "[bench]") {

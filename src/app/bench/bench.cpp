@@ -187,7 +187,8 @@ const std::vector<Option<BenchOptions>>& bench_table() {
          [](BenchOptions& o, const Arg&) { o.train = true; }},
         {{"--compare-torch", 0, "",
           "also time PyTorch through /usr/bin/python3 and\n"
-          "src/app/bench/bench_torch.py (needs PyTorch installed) at\n"
+          "src/app/bench/bench_torch.py (needs PyTorch, on a BLAS\n"
+          "other than the reference one, e.g. OpenBLAS) at\n"
           "its best: nn.MultiheadAttention (module) and the same\n"
           "maths from F.linear, matmul and softmax (composed,\n"
           "checked to agree first), each at torch threads 1, 2 x\n"

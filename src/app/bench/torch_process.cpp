@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -44,13 +45,41 @@ std::string shell_quoted(const std::string& text) {
 
 }  // namespace
 
+std::string reference_blas(const std::string& libraries) {
+    std::istringstream lines(libraries);
+    std::string path;
+    while (std::getline(lines, path)) {
+        const std::size_t slash = path.rfind('/');
+        if (slash != std::string::npos && slash >= 5 && path.compare(slash - 5, 5, "/blas") == 0 &&
+            path.compare(slash + 1, 9, "libblas.s") == 0)
+            return path;
+    }
+    return "";
+}
+
 void check_torch_side() {
     if (!std::ifstream(torch_script).good())
         throw Error(std::string("--compare-torch runs ") + torch_script +
                     ": run mha bench from the repository root");
-    const std::string probe = std::string(torch_python) + " -c 'import torch'";
-    if (std::system((probe + " >/dev/null 2>&1").c_str()) != 0)
-        throw Error("--compare-torch needs PyTorch: " + probe + " failed");
+    // torch imported, the files of every BLAS library the process mapped, one a line
+    const std::string probe =
+        std::string(torch_python) +
+        " -c 'import os, torch; print(*sorted({os.path.realpath(l.split()[-1]) for l in "
+        "open(\"/proc/self/maps\") if \"blas\" in l.split()[-1]}), sep=\"\\n\")'";
+    FILE* pipe = popen((probe + " 2>/dev/null").c_str(), "r");
+    if (pipe == nullptr) throw Error("--compare-torch needs PyTorch: cannot run " + probe);
+    std::string libraries;
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) libraries += buffer;
+    if (pclose(pipe) != 0)
+        throw Error("--compare-torch needs PyTorch: " + std::string(torch_python) +
+                    " -c 'import torch' failed");
+    const std::string reference = reference_blas(libraries);
+    if (!reference.empty())
+        throw Error("--compare-torch: PyTorch here multiplies with the reference BLAS (" +
+                    reference +
+                    "), about 50 times slower than OpenBLAS, so its times would not be its "
+                    "best: install OpenBLAS first (apt-get install libopenblas0-pthread)");
 }
 
 // Our end of the socket pair is closed on exec, so the other children do not hold it open:

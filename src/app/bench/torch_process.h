@@ -12,8 +12,13 @@
 namespace mha {
 
 // Throws mha::Error unless src/app/bench/bench_torch.py is here (mha bench runs from the
-// repository's top folder) and /usr/bin/python3 imports torch.
+// repository's top folder), /usr/bin/python3 imports torch, and torch's BLAS is not the
+// reference one (reference_blas): against it PyTorch ran GPT-2-small's forward 50x slower.
 void check_torch_side();
+
+// Of the library files `libraries` names, one a line, the reference BLAS (netlib's, as Debian
+// installs it: .../blas/libblas.so.3...), or "" when none is.
+std::string reference_blas(const std::string& libraries);
 
 class TorchProcess {
 public:
