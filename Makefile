@@ -163,7 +163,7 @@ CATCH2_HEADER := /usr/include/catch2/catch.hpp
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers interop-tools install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-train-step bench-cores bench-backward-memory bench-long-context bench-tokenize
+.PHONY: all test test-fast golden clean strict catch2 npm-tokenizers interop-tools install check format test-asan test-tsan test-clang same-output fuzz fuzz-build bench bench-attention bench-phases bench-linear bench-train-step bench-cores bench-backward-memory bench-long-context bench-tokenize
 
 # all: the command-line tool, build/mha
 all: $(BUILD)/mha
@@ -380,6 +380,16 @@ bench-phases: $(BUILD)/bench_phases
 	./$(BUILD)/bench_phases $(PHASES_SIZE)
 
 $(BUILD)/bench_phases: $(BUILD)/tests/bench/phases.o $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench-linear: one projection y = x Wᵀ + b alone, W packed once, on 1 thread and on T, each
+# against its threads' multiply-add peak (tests/bench/linear.cpp); LINEAR_SIZE="rows in out
+# [repeat] [threads]" picks it (the default: GPT-2's MLP output at N = 128)
+LINEAR_SIZE ?= 128 3072 768 21 2
+bench-linear: $(BUILD)/bench_linear
+	./$(BUILD)/bench_linear $(LINEAR_SIZE)
+
+$(BUILD)/bench_linear: $(BUILD)/tests/bench/linear.o $(LIB_OBJ)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench-train-step: one training step of the default recipe and its phases timed apart
