@@ -510,7 +510,7 @@ MHA_INLINE void pack_w_panel(const OutputPanel& panel, std::size_t in, std::size
 // (768, 2304)), and its bias is added there too. The groups are group_panels' (one panel
 // each when the rows make one block of mc_rows). x's rows are read in place, a partial tile
 // packed; rows 4 KiB apart too, unlike gemm's a (reads_in_place): a tile's 4 or 6 rows then
-// share L1's sets, which have 8 ways, and packing them anew for each group cost more (where
+// share L1's sets, of 8 ways or more, and packing them anew for each group cost more (where
 // `in` is 1024 or GPT-2's 3072, a group holds 2-6 panels: 1.2-1.6x the time on 2 threads).
 // Each element is summed by the same micro-kernel, slice after slice, in any order of the
 // loops: the same bits.
