@@ -34,6 +34,10 @@ files (the header parsed with json, the data with numpy); module: blocks of
 nn.LayerNorm, nn.MultiheadAttention (causal mask) and nn.Linear; composed:
 F.layer_norm, F.linear and the attention's matmuls and softmax.
 
+With --libraries it prints the files of the BLAS libraries torch loaded, one a
+line, and exits: mha bench refuses netlib's reference BLAS before it starts
+PyTorch (torch_process.cpp, reference_blas).
+
 Never needed by the tests or CI.
 """
 import argparse
@@ -290,12 +294,21 @@ def gpt2_forms(folder, ids):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, required=True, help="torch threads")
+    parser.add_argument("--threads", type=int, help="torch threads (needed but with --libraries)")
+    parser.add_argument("--libraries", action="store_true",
+                        help="print the BLAS libraries torch loaded, one a line, and exit")
     parser.add_argument("--backward", action="store_true",
                         help="forward + backward, nn.MultiheadAttention and composed")
     parser.add_argument("--train", action="store_true", help="training steps")
     parser.add_argument("--checkpoint", metavar="DIR", help="a GPT-2 folder's forward to logits")
     args = parser.parse_args()
+    if args.libraries:
+        with open("/proc/self/maps") as maps:
+            files = {line.split()[-1] for line in maps}
+        print(*sorted({os.path.realpath(f) for f in files if "blas" in f}), sep="\n")
+        return
+    if args.threads is None:
+        parser.error("--threads is needed")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     forms = {}

@@ -61,19 +61,13 @@ void check_torch_side() {
     if (!std::ifstream(torch_script).good())
         throw Error(std::string("--compare-torch runs ") + torch_script +
                     ": run mha bench from the repository root");
-    // torch imported, the files of every BLAS library the process mapped, one a line
-    const std::string probe =
-        std::string(torch_python) +
-        " -c 'import os, torch; print(*sorted({os.path.realpath(l.split()[-1]) for l in "
-        "open(\"/proc/self/maps\") if \"blas\" in l.split()[-1]}), sep=\"\\n\")'";
+    const std::string probe = std::string(torch_python) + " " + torch_script + " --libraries";
     FILE* pipe = popen((probe + " 2>/dev/null").c_str(), "r");
     if (pipe == nullptr) throw Error("--compare-torch needs PyTorch: cannot run " + probe);
-    std::string libraries;
+    std::string libraries;  // the files of the BLAS libraries torch loaded, one a line
     char buffer[256];
     while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) libraries += buffer;
-    if (pclose(pipe) != 0)
-        throw Error("--compare-torch needs PyTorch: " + std::string(torch_python) +
-                    " -c 'import torch' failed");
+    if (pclose(pipe) != 0) throw Error("--compare-torch needs PyTorch: " + probe + " failed");
     const std::string reference = reference_blas(libraries);
     if (!reference.empty())
         throw Error("--compare-torch: PyTorch here multiplies with the reference BLAS (" +

@@ -70,8 +70,8 @@ std::size_t group_floats() {
     }();
     return floats;
 }
-// Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: a tile's
-// MR rows read in place from them would evict each other.
+// Rows of a matrix this many floats apart (4 KiB) fall in the same L1 cache sets: gemm packs
+// such rows of a (reads_in_place); linear_panels reads x's in place all the same (see there).
 constexpr std::size_t set_stride_floats = 1024;
 
 MHA_INLINE std::size_t round_up(std::size_t n, std::size_t multiple) {
