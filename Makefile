@@ -76,9 +76,12 @@ TEST_SRC ?= $(wildcard tests/*.cpp)
 # room instead of once per file, were half of a build's time. An edit then rebuilds its whole
 # room; UNITY=0 compiles file by file (objects in $(BUILD)/src/), the quicker loop for a long
 # session of edits in one of the large rooms (docs/development.md). The kernels (core/kernels)
-# and backward.cpp, the largest files of the hot path, compile alone either way.
+# and backward.cpp, the largest files of the hot path, compile alone either way, and so do
+# io/'s two loops over every number it makes or reads (the seeded weights' generator, the
+# safetensors dtypes' widening), which take -O3 while the rest of io/ takes COLD_OPT.
 UNITY ?= 1
-SOLO_SRC := $(wildcard src/core/kernels/*.cpp) src/core/backward/backward.cpp
+IO_LOOP_SRC := src/io/mt19937.cpp src/io/safetensors_dtype.cpp
+SOLO_SRC := $(wildcard src/core/kernels/*.cpp) src/core/backward/backward.cpp $(IO_LOOP_SRC)
 ROOMS    := $(sort $(patsubst %/,%,$(dir $(LIB_SRC))))
 room_src  = $(filter-out $(SOLO_SRC),$(wildcard $1/*.cpp))
 unity_cpp = $(BUILD)/unity/$(subst /,-,$(patsubst src/%,%,$1)).cpp
@@ -129,18 +132,19 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
 endif
 
 # Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
-# readers and tokenizers (core/, io/, tokenize/, app/tokenize) keep CXXFLAGS' -O3: io/ at -O2
-# starts the classic trace 1.5x slower and reads a checkpoint 1.4x slower (its loops, the
-# random weights' and the dtypes', vectorise at -O3 only). The views, the command line, the
-# run's and the trainer's orchestration, the classroom and the bench's harness (show/,
-# app/cli, app/run, app/train, app/classroom, app/bench, main.cpp) print and decide: at
-# COLD_OPT (a later -O wins) they compile in about half the time and run no slower where it
-# shows (-Og, quicker still to compile, runs --summary --heatmap at N = 2048 1.3x slower).
-# The results are the same bits at any -O (no fast-math; -ffp-contract=off); COLD_OPT= builds
-# every room at CXXFLAGS.
+# tokenizers (core/, tokenize/, app/tokenize), and io/'s two loops (IO_LOOP_SRC), keep
+# CXXFLAGS' -O3: those loops at -O2 start the classic trace 1.5x slower and read a checkpoint
+# 1.4x slower (they vectorise at -O3 only). The rest of io/ (parsing, naming, files), the
+# views, the command line, the run's and the trainer's orchestration, the classroom and the
+# bench's harness (io/, show/, app/cli, app/run, app/train, app/classroom, app/bench,
+# main.cpp) read, print and decide: at COLD_OPT (a later -O wins) they compile in about half
+# the time and run no slower where it shows (-Og, quicker still to compile, runs --summary
+# --heatmap at N = 2048 1.3x slower). The results are the same bits at any -O (no fast-math;
+# -ffp-contract=off); COLD_OPT= builds every room at CXXFLAGS.
 COLD_OPT ?= -O1
-COLD_SRC := src/main.cpp $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp \
-                                    src/app/train/*.cpp src/app/classroom/*.cpp src/app/bench/*.cpp)
+COLD_SRC := src/main.cpp $(filter-out $(IO_LOOP_SRC),$(wildcard src/io/*.cpp src/io/*/*.cpp)) \
+            $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
+                       src/app/classroom/*.cpp src/app/bench/*.cpp)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(COLD_OPT)
 # the kernels take KERNEL_SANITIZE (set by the ASan build only: see test-asan)
 $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard src/core/kernels/*.cpp)): ROOM_FLAGS := $(KERNEL_SANITIZE)
