@@ -77,10 +77,11 @@ TEST_SRC ?= $(wildcard tests/*.cpp)
 # room; UNITY=0 compiles file by file (objects in $(BUILD)/src/), the quicker loop for a long
 # session of edits in one of the large rooms (docs/development.md). The kernels (core/kernels)
 # and backward.cpp, the largest files of the hot path, compile alone either way, and so do
-# io/'s two loops over every number it makes or reads (the seeded weights' generator, the
-# safetensors dtypes' widening), which take -O3 while the rest of io/ takes COLD_OPT.
+# io/'s three loops over every number or byte it makes or reads (the seeded weights'
+# generator, the JSON parser, the safetensors dtypes' widening), which take -O3 while the
+# rest of io/ takes COLD_OPT.
 UNITY ?= 1
-IO_LOOP_SRC := src/io/mt19937.cpp src/io/safetensors_dtype.cpp
+IO_LOOP_SRC := src/io/json.cpp src/io/mt19937.cpp src/io/safetensors_dtype.cpp
 SOLO_SRC := $(wildcard src/core/kernels/*.cpp) src/core/backward/backward.cpp $(IO_LOOP_SRC)
 ROOMS    := $(sort $(patsubst %/,%,$(dir $(LIB_SRC))))
 room_src  = $(filter-out $(SOLO_SRC),$(wildcard $1/*.cpp))
@@ -132,9 +133,9 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
 endif
 
 # Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
-# tokenizers (core/, tokenize/, app/tokenize), and io/'s two loops (IO_LOOP_SRC), keep
-# CXXFLAGS' -O3: those loops at -O2 start the classic trace 1.5x slower and read a checkpoint
-# 1.4x slower (they vectorise at -O3 only). The rest of io/ (parsing, naming, files), the
+# tokenizers (core/, tokenize/, app/tokenize), and io/'s three loops (IO_LOOP_SRC), keep
+# CXXFLAGS' -O3: the generator and the widening at -O2 start the classic trace 1.5x slower and
+# read a checkpoint 1.4x slower (they vectorise at -O3 only). The rest of io/ (parsing, naming, files), the
 # views, the command line, the run's and the trainer's orchestration, the classroom and the
 # bench's harness (io/, show/, app/cli, app/run, app/train, app/classroom, app/bench,
 # main.cpp) read, print and decide: at COLD_OPT (a later -O wins) they compile in about half
