@@ -132,34 +132,41 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
     $(foreach u,$(TEST_UNITS),$(call write_lines,$(call test_unit_cpp,$u),$(call test_unit_lines,$u)))))
 endif
 
-# Optimisation per room. The rooms whose code runs in the pass, the trainer's step or the
-# tokenizers (core/, tokenize/, app/tokenize), and io/'s three loops (IO_LOOP_SRC), keep
-# CXXFLAGS' -O3: the generator and the widening at -O2 start the classic trace 1.5x slower and
-# read a checkpoint 1.4x slower (they vectorise at -O3 only). The rest of io/ (parsing, naming, files), the
-# views, the command line, the run's and the trainer's orchestration, the classroom and the
-# bench's harness (io/, show/, app/cli, app/run, app/train, app/classroom, app/bench,
-# main.cpp) read, print and decide: at COLD_OPT (a later -O wins) they compile in about half
-# the time and run no slower where it shows (-Og, quicker still to compile, runs --summary
-# --heatmap at N = 2048 1.3x slower). The results are the same bits at any -O (no fast-math;
-# -ffp-contract=off); COLD_OPT= builds every room at CXXFLAGS.
-COLD_OPT ?= -O1
+# Optimisation per room, in three levels (a later -O wins over CXXFLAGS'):
+# - the pass, the trainer's step and the tokenizers (core/, tokenize/, app/tokenize), and
+#   io/'s three loops (IO_LOOP_SRC) keep CXXFLAGS' -O3. At -O2 the generator and the widening
+#   start the classic trace 1.5x slower and read a checkpoint 1.4x slower (they vectorise at
+#   -O3 only); tokenize/ encodes Llama 2's tokenizer 1.6x slower.
+# - the views (show/) at VIEW_OPT: they print, but their statistics (--summary, the roles, the
+#   heatmaps' cells) read every weight, and at -Og --summary --heatmap at N = 2048 ran 1.3x
+#   slower than at -O1.
+# - the rest of io/ (parsing, naming, files), the command line, the run's and the trainer's
+#   orchestration, the classroom and the bench's harness (app/cli, app/run, app/train,
+#   app/classroom, app/bench, main.cpp) at COLD_OPT: they read, print and decide, and at -Og
+#   compile in 25% less time than at -O1 (and half that of -O3) with no slower run that shows.
+# The results are the same bits at any -O (no fast-math; -ffp-contract=off); VIEW_OPT= COLD_OPT=
+# builds every room at CXXFLAGS.
+VIEW_OPT ?= -O1
+COLD_OPT ?= -Og
+VIEW_SRC := $(wildcard src/show/*.cpp)
 COLD_SRC := src/main.cpp $(filter-out $(IO_LOOP_SRC),$(wildcard src/io/*.cpp src/io/*/*.cpp)) \
-            $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
+            $(wildcard src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
                        src/app/classroom/*.cpp src/app/bench/*.cpp)
+$(sort $(foreach f,$(VIEW_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(VIEW_OPT)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(COLD_OPT)
 # the kernels take KERNEL_SANITIZE (set by the ASan build only: see test-asan)
 $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard src/core/kernels/*.cpp)): ROOM_FLAGS := $(KERNEL_SANITIZE)
 
-# The slowest units to compile start first, the slowest first (seconds per unit at the defaults
-# while the other core compiled too, 2026-12-07: io/ 25, kernels.cpp 16, core/forms/ 15,
-# show/ 14, tokenize/ 13, app/run/ 12, core/pass/ 9, app/train/ 8, backward.cpp and
-# core/backward/ 7, then 7 to 5; the rest under 4 each), so that the two cores finish together
-# and no core compiles a large one alone at the end; the links keep their order. UNITY=0
-# starts with kernels.cpp and backward.cpp.
-FIRST_UNITS := src/io src/core/kernels/kernels.cpp src/core/forms src/show src/tokenize \
-               src/app/run src/core/pass src/app/train src/core/backward/backward.cpp \
-               src/core/backward src/app/classroom src/app/cli src/core/layers src/app/bench \
-               src/io/checkpoint
+# The slowest units to compile start first, the slowest first (seconds per unit at the defaults,
+# one at a time, 2026-12-08, in a slow period: core/forms/ 19, kernels.cpp 17, show/ 15,
+# tokenize/ 14, io/ 10, app/run/ 10, core/pass/ 9, core/layers/ 8, core/backward/ and
+# backward.cpp 7, app/train/ 6, then 6 to 4; the rest under 4 each), so that the two cores
+# finish together and no core compiles a large one alone at the end; the links keep their
+# order. UNITY=0 starts with kernels.cpp and backward.cpp.
+FIRST_UNITS := src/core/forms src/core/kernels/kernels.cpp src/show src/tokenize src/io \
+               src/app/run src/core/pass src/core/layers src/core/backward \
+               src/core/backward/backward.cpp src/app/train src/app/cli src/core/train \
+               src/app/classroom src/app/bench
 FIRST_OBJ := $(foreach u,$(FIRST_UNITS),$(if $(filter %.cpp,$u),$(BUILD)/$(u:.cpp=.o),\
                                          $(if $(filter $u,$(UNITY_ROOMS)),$(call unity_obj,$u))))
 
@@ -290,14 +297,14 @@ check-tsan:
 	$(MAKE) test-tsan
 
 # Variant builds keep their objects in their own folders, so they never mix with build/.
-# The sanitizer builds compile the cold rooms (COLD_SRC) at -O0, in about half the time of
-# -O1 under a sanitizer; what runs long in their suites (the pass, the kernels, the trainer)
-# keeps -O1. So does app/train: nearly every mha train reads its corpus, a character at a time,
+# The sanitizer builds compile the views and the cold rooms (VIEW_SRC, COLD_SRC) at -O0, in
+# about half the time of -O1 under a sanitizer; what runs long in their suites (the pass, the
+# kernels, the trainer, the readers of io/) keeps -O1. So does app/train: nearly every mha train reads its corpus, a character at a time,
 # before it checks the rest of its options (under ASan, 4.5 s at -O0 and 1.2 s at -O1; 0.8 s
 # since the corpus's characters are counted in tables), and the suites start it over a hundred
 # times.
 SANITIZE := -O1 -g1 -fno-omit-frame-pointer -fno-sanitize-recover=all
-SANITIZE_COLD := COLD_OPT=-O0 COLD_SRC="$(filter-out src/app/train/%,$(COLD_SRC))"
+SANITIZE_COLD := VIEW_OPT=-O0 COLD_OPT=-O0 COLD_SRC="$(filter-out src/app/train/% src/io/%,$(COLD_SRC))"
 # ASan + UBSan, with libFuzzer's coverage hooks, so that the fuzz targets link the objects
 # test-asan built instead of compiling everything once more
 ASAN_FLAGS := $(SANITIZE) -fsanitize=address -fsanitize=undefined -fsanitize=fuzzer-no-link

@@ -84,7 +84,9 @@ std::vector<std::vector<bool>> blocked_grids(const Problem& problem) {
     const bool fits =
         (masks.attn_mask.empty() || masks.attn_mask.size(masks.attn_mask.dim() - 1) == m) &&
         (masks.key_padding.empty() || masks.key_padding.size(masks.key_padding.dim() - 1) == m);
-    if (!fits || info.batch == 0) return {};
+    const bool hides_none = !masks.has_attn_mask() && !masks.has_key_padding() &&
+                            !masks.causal && masks.window == 0;  // (ALiBi adds, hides nothing)
+    if (!fits || info.batch == 0 || hides_none) return {};
     const Sizes sizes{info.batch,   n,         m,          info.d_model,
                       info.kdim,    info.vdim, info.heads, info.kv_heads,
                       info.head_dim};

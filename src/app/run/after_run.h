@@ -20,7 +20,8 @@ inline constexpr std::uint64_t max_svg_bytes = std::uint64_t(256) << 20;
 std::size_t drawn_maps(const Config& config, std::size_t heads);
 
 // For each head of batch 0, the (N, M) row-major grid of keys step 8 hides from each query;
-// empty when the mask files do not span the M keys (keys appended after the projections).
+// empty when it hides none (no mask, no causal rule, no window), or when the mask files do not
+// span the M keys (keys appended after the projections).
 std::vector<std::vector<bool>> blocked_grids(const Problem& problem);
 
 // Throws mha::Error when the SVG asked for could outgrow max_svg_bytes.
