@@ -132,27 +132,22 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
     $(foreach u,$(TEST_UNITS),$(call write_lines,$(call test_unit_cpp,$u),$(call test_unit_lines,$u)))))
 endif
 
-# Optimisation per room, in three levels (a later -O wins over CXXFLAGS'):
+# Optimisation per room, in two levels (a later -O wins over CXXFLAGS'):
 # - the pass, the trainer's step and the tokenizers (core/, tokenize/, app/tokenize), and
 #   io/'s three loops (IO_LOOP_SRC) keep CXXFLAGS' -O3. At -O2 the generator and the widening
 #   start the classic trace 1.5x slower and read a checkpoint 1.4x slower (they vectorise at
 #   -O3 only); tokenize/ encodes Llama 2's tokenizer 1.6x slower.
-# - the views (show/) at VIEW_OPT: they print, but their statistics (--summary, the roles, the
-#   heatmaps' cells) read every weight, and at -Og --summary --heatmap at N = 2048 ran 1.3x
-#   slower than at -O1.
-# - the rest of io/ (parsing, naming, files), the command line, the run's and the trainer's
-#   orchestration, the classroom and the bench's harness (app/cli, app/run, app/train,
-#   app/classroom, app/bench, main.cpp) at COLD_OPT: they read, print and decide, and at -Og
-#   compile in 25% less time than at -O1 (and half that of -O3) with no slower run that shows.
-# The results are the same bits at any -O (no fast-math; -ffp-contract=off); VIEW_OPT= COLD_OPT=
-# builds every room at CXXFLAGS.
-VIEW_OPT ?= -O1
+# - the rest of io/ (parsing, naming, files), the views, the command line, the run's and the
+#   trainer's orchestration, the classroom and the bench's harness (io/, show/, app/cli,
+#   app/run, app/train, app/classroom, app/bench, main.cpp) at COLD_OPT: they read, print and
+#   decide, and at -Og compile in 25-30% less time than at -O1 (and half that of -O3), with no
+#   slower run that shows (docs/development.md).
+# The results are the same bits at any -O (no fast-math; -ffp-contract=off); COLD_OPT= builds
+# every room at CXXFLAGS.
 COLD_OPT ?= -Og
-VIEW_SRC := $(wildcard src/show/*.cpp)
 COLD_SRC := src/main.cpp $(filter-out $(IO_LOOP_SRC),$(wildcard src/io/*.cpp src/io/*/*.cpp)) \
-            $(wildcard src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
+            $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
                        src/app/classroom/*.cpp src/app/bench/*.cpp)
-$(sort $(foreach f,$(VIEW_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(VIEW_OPT)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(COLD_OPT)
 # the kernels take KERNEL_SANITIZE (set by the ASan build only: see test-asan)
 $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard src/core/kernels/*.cpp)): ROOM_FLAGS := $(KERNEL_SANITIZE)
@@ -297,14 +292,14 @@ check-tsan:
 	$(MAKE) test-tsan
 
 # Variant builds keep their objects in their own folders, so they never mix with build/.
-# The sanitizer builds compile the views and the cold rooms (VIEW_SRC, COLD_SRC) at -O0, in
-# about half the time of -O1 under a sanitizer; what runs long in their suites (the pass, the
-# kernels, the trainer, the readers of io/) keeps -O1. So does app/train: nearly every mha train reads its corpus, a character at a time,
-# before it checks the rest of its options (under ASan, 4.5 s at -O0 and 1.2 s at -O1; 0.8 s
-# since the corpus's characters are counted in tables), and the suites start it over a hundred
-# times.
+# The sanitizer builds compile the cold rooms (COLD_SRC) but io/ at -O0, in about half the
+# time of -O1 under a sanitizer; what runs long in their suites (the pass, the kernels, the
+# trainer, the readers of io/) keeps -O1. So does app/train: nearly every mha train reads its
+# corpus, a character at a time, before it checks the rest of its options (under ASan, 4.5 s
+# at -O0 and 1.2 s at -O1; 0.8 s since the corpus's characters are counted in tables), and the
+# suites start it over a hundred times.
 SANITIZE := -O1 -g1 -fno-omit-frame-pointer -fno-sanitize-recover=all
-SANITIZE_COLD := VIEW_OPT=-O0 COLD_OPT=-O0 COLD_SRC="$(filter-out src/app/train/% src/io/%,$(COLD_SRC))"
+SANITIZE_COLD := COLD_OPT=-O0 COLD_SRC="$(filter-out src/app/train/% src/io/%,$(COLD_SRC))"
 # ASan + UBSan, with libFuzzer's coverage hooks, so that the fuzz targets link the objects
 # test-asan built instead of compiling everything once more
 ASAN_FLAGS := $(SANITIZE) -fsanitize=address -fsanitize=undefined -fsanitize=fuzzer-no-link
