@@ -133,13 +133,13 @@ $(if $(UNITY_ROOMS)$(TEST_UNITS),$(shell mkdir -p $(BUILD)/unity; \
 endif
 
 # Optimisation per room, in two levels (a later -O wins over CXXFLAGS'):
-# - the pass, the trainer's step and the tokenizers (core/, tokenize/, app/tokenize), and
-#   io/'s three loops (IO_LOOP_SRC) keep CXXFLAGS' -O3. At -O2 the generator and the widening
+# - the pass, the trainer's step and the tokenizers (core/, tokenize/), and io/'s three loops
+#   (IO_LOOP_SRC) keep CXXFLAGS' -O3. At -O2 the generator and the widening
 #   start the classic trace 1.5x slower and read a checkpoint 1.4x slower (they vectorise at
 #   -O3 only); tokenize/ encodes Llama 2's tokenizer 1.6x slower.
-# - the rest of io/ (parsing, naming, files), the views, the command line, the run's and the
-#   trainer's orchestration, the classroom and the bench's harness (io/, show/, app/cli,
-#   app/run, app/train, app/classroom, app/bench, main.cpp) at COLD_OPT: they read, print and
+# - the rest of io/ (parsing, naming, files), the views, the command line, the commands'
+#   orchestration, the classroom and the bench's harness (io/, show/, app/cli, app/run,
+#   app/train, app/tokenize, app/classroom, app/bench, main.cpp) at COLD_OPT: they read, print and
 #   decide, and at -Og compile in 25-30% less time than at -O1 (and half that of -O3), with no
 #   slower run that shows (docs/development.md).
 # The results are the same bits at any -O (no fast-math; -ffp-contract=off); COLD_OPT= builds
@@ -147,7 +147,7 @@ endif
 COLD_OPT ?= -Og
 COLD_SRC := src/main.cpp $(filter-out $(IO_LOOP_SRC),$(wildcard src/io/*.cpp src/io/*/*.cpp)) \
             $(wildcard src/show/*.cpp src/app/cli/*.cpp src/app/run/*.cpp src/app/train/*.cpp \
-                       src/app/classroom/*.cpp src/app/bench/*.cpp)
+                       src/app/tokenize/*.cpp src/app/classroom/*.cpp src/app/bench/*.cpp)
 $(sort $(foreach f,$(COLD_SRC),$(call obj_of,$f))): ROOM_FLAGS := $(COLD_OPT)
 # the kernels take KERNEL_SANITIZE (set by the ASan build only: see test-asan)
 $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard src/core/kernels/*.cpp)): ROOM_FLAGS := $(KERNEL_SANITIZE)
