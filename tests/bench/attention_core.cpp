@@ -34,9 +34,7 @@ int main(int argc, char** argv) {
     const double peak = argc > 6 ? std::atof(argv[6]) : bench::kernel_peak(1);
     mha::Random random(1, 1);
     std::vector<float> q(units * N * d_k), k(units * N * d_k), v(units * N * d_k);
-    for (std::vector<float>* t : {&q, &k, &v}) {
-        for (float& x : *t) x = random.uniform(-1.0f, 1.0f);
-    }
+    for (std::vector<float>* t : {&q, &k, &v}) random.uniform(-1.0f, 1.0f, t->data(), t->size());
     std::vector<float> context(units * N * d_k), scores(N * N);
     const mha::Masks none;
     const mha::HeadMask mask = mha::unit_mask(none, 0, 0, mha::Sizes{1, N, N, E, E, E, h, h, d_k});

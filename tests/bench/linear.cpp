@@ -33,9 +33,7 @@ int main(int argc, char** argv) {
     }
     mha::Random random(1, 1);
     std::vector<float> x(rows * in), w(out * in), bias(out), y(rows * out);
-    for (std::vector<float>* t : {&x, &w, &bias}) {
-        for (float& value : *t) value = random.uniform(-1.0f, 1.0f);
-    }
+    for (std::vector<float>* t : {&x, &w, &bias}) random.uniform(-1.0f, 1.0f, t->data(), t->size());
     const mha::PackedLinear packed = mha::pack_linear(w.data(), out, in);
     const std::vector<mha::LinearTarget> target{
         {w.data(), bias.data(), y.data(), out, packed.for_kernels()}};

@@ -779,13 +779,10 @@ struct Variant {
 MHA_VARIANT(plain, , 4, 8, 8, 4, 4, 8, Registers::Sse2)
 #if defined(__x86_64__) || defined(__i386__)
 #define MHA_X86 1
-#if defined(__x86_64__)
 // SSE2 is every x86-64 CPU's baseline, so there the plain build is already the SSE2 build: the
 // sse2 row of the table takes it (a build of its own compiled the same code a second time).
-#define MHA_SSE2_BUILD plain
-#else
+#ifndef __x86_64__
 MHA_VARIANT(sse2, __attribute__((target("sse2"))), 4, 8, 8, 4, 4, 8, Registers::Sse2)
-#define MHA_SSE2_BUILD sse2
 #endif
 MHA_VARIANT(avx2, __attribute__((target("avx2,fma"))), 6, 16, 12, 8, 4, 16, Registers::Avx2)
 MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw,fma"))), 6, 64, 16, 16, 4, 64,
@@ -801,14 +798,15 @@ MHA_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512bw,fma"))), 6,
             flash_accumulate_##suffix                                                             \
     }
 
-// (the suffix is expanded before MHA_ENTRY pastes it: MHA_SSE2_BUILD names a build)
-#define MHA_ENTRY_OF(id, name, suffix) MHA_ENTRY(id, name, suffix)
-
 const Variant variants[] = {
 #ifdef MHA_X86
     MHA_ENTRY(KernelVariant::Avx512, "avx512", avx512),
     MHA_ENTRY(KernelVariant::Avx2, "avx2", avx2),
-    MHA_ENTRY_OF(KernelVariant::Sse2, "sse2", MHA_SSE2_BUILD),
+#ifdef __x86_64__
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", plain),
+#else
+    MHA_ENTRY(KernelVariant::Sse2, "sse2", sse2),
+#endif
 #endif
     MHA_ENTRY(KernelVariant::Plain, "plain", plain),
 };
